@@ -1,0 +1,89 @@
+"""The one exception tree of dyntable.
+
+Every error the engine raises derives from :class:`DyntableError`. The kinds are coarse and
+prescriptive (what can the caller do?): not found, already exists, invalid argument, commit
+conflict (retry), commit state unknown (check before retrying), corrupt metadata, storage.
+Messages say what went wrong and what to do; they are not part of the API.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class DyntableError(Exception):
+    """Base of every dyntable error."""
+
+    retryable: ClassVar[bool] = False
+
+
+class NotFoundError(DyntableError, LookupError):
+    """Something named does not exist: check the name, or create it first."""
+
+
+class NoSuchDatabaseError(NotFoundError):
+    """The database does not exist: create it with CREATE DATABASE."""
+
+
+class NoSuchTableError(NotFoundError):
+    """The table does not exist: check the name or create the table."""
+
+
+class NoSuchSnapshotError(NotFoundError):
+    """The snapshot does not exist (never written, or expired)."""
+
+
+class NoSuchTagError(NotFoundError):
+    """The tag does not exist."""
+
+
+class NoSuchBranchError(NotFoundError):
+    """The branch does not exist."""
+
+
+class NoSuchColumnError(NotFoundError):
+    """The column does not exist in the table schema."""
+
+
+class AlreadyExistsError(DyntableError):
+    """Something with that name exists already: pick another name or use IF NOT EXISTS."""
+
+
+class DatabaseAlreadyExistsError(AlreadyExistsError):
+    """The database exists already."""
+
+
+class TableAlreadyExistsError(AlreadyExistsError):
+    """The table exists already."""
+
+
+class TagAlreadyExistsError(AlreadyExistsError):
+    """The tag exists already."""
+
+
+class BranchAlreadyExistsError(AlreadyExistsError):
+    """The branch exists already."""
+
+
+class InvalidArgumentError(DyntableError, ValueError):
+    """A bad schema, option value, predicate or identifier: fix the input and run again."""
+
+
+class CommitConflictError(DyntableError):
+    """Another writer changed the table in a conflicting way: refresh and retry the operation."""
+
+    retryable = True
+
+
+class CommitStateUnknownError(DyntableError):
+    """The commit may or may not have been published: check the table before retrying."""
+
+
+class CorruptMetadataError(DyntableError):
+    """A metadata file (snapshot, schema, manifest) is unreadable or inconsistent."""
+
+
+class StorageError(DyntableError, OSError):
+    """The file system failed (a transient I/O problem is worth a retry)."""
+
+    retryable = True
