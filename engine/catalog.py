@@ -1,0 +1,221 @@
+"""The file-system catalog: ``<warehouse>/<database>.db/<table>/``.
+
+Databases are directories with the ``.db`` suffix; a table is a directory holding ``schema/``.
+The catalog owns naming and lifecycle (create, drop with its storage, rename, alter schema);
+everything inside a table belongs to :class:`engine.table.Table`.
+
+Catalog options: ``table-default.<key>`` become default options of new tables; any other
+options are passed to fsspec as storage options (e.g. ``client_kwargs`` for S3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pyarrow as pa
+
+from engine.errors import (
+    DatabaseAlreadyExistsError,
+    InvalidArgumentError,
+    NoSuchDatabaseError,
+    NoSuchTableError,
+    TableAlreadyExistsError,
+)
+from engine.identifier import DEFAULT_DATABASE, Identifier, validate_name
+from engine.io import FileIO
+from engine.meta.paths import TablePaths, join
+from engine.meta.schema_store import SchemaStore
+from engine.options import validate_options
+from engine.schema import SchemaChange, TableSchema
+from engine.table import Table
+from engine.types import DataField, DataType
+
+TABLE_DEFAULT_PREFIX = "table-default."
+DB_SUFFIX = ".db"
+
+
+def open_catalog(warehouse: str, **options: object) -> FileSystemCatalog:
+    """Open (creating if needed) a warehouse directory as a catalog."""
+    return FileSystemCatalog(warehouse, **options)
+
+
+def _default_options(options: Mapping[str, object]) -> dict[str, str]:
+    return {k[len(TABLE_DEFAULT_PREFIX):]: str(v) for k, v in options.items() if k.startswith(TABLE_DEFAULT_PREFIX)}
+
+
+class FileSystemCatalog:
+    """Databases and tables under one warehouse path (local, s3://, memory://, any fsspec URL)."""
+
+    def __init__(self, warehouse: str, **options: object) -> None:
+        if not warehouse:
+            raise InvalidArgumentError("a warehouse path is required")
+        storage = {k: v for k, v in options.items() if not k.startswith(TABLE_DEFAULT_PREFIX)}
+        self.io = FileIO.for_path(warehouse, **storage)
+        self.warehouse = warehouse.rstrip("/") if "://" in warehouse else _absolute(warehouse)
+        self.table_defaults = _default_options(options)
+        self.io.mkdirs(self.warehouse)
+
+    # -- databases ------------------------------------------------------------------------------
+    def database_path(self, name: str) -> str:
+        return join(self.warehouse, validate_name("database", name) + DB_SUFFIX)
+
+    def database_exists(self, name: str) -> bool:
+        return self.io.exists(self.database_path(name))
+
+    def list_databases(self) -> list[str]:
+        names = []
+        for status in self.io.list_dir(self.warehouse):
+            base = status.path.rstrip("/").rsplit("/", 1)[-1]
+            if status.is_dir and base.endswith(DB_SUFFIX):
+                names.append(base[: -len(DB_SUFFIX)])
+        return sorted(names)
+
+    def create_database(self, name: str, ignore_if_exists: bool = False) -> None:
+        path = self.database_path(name)
+        if self.io.exists(path):
+            if ignore_if_exists:
+                return
+            raise DatabaseAlreadyExistsError(f"database '{name}' already exists")
+        self.io.mkdirs(path)
+
+    def drop_database(self, name: str, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
+        path = self.database_path(name)
+        if not self.io.exists(path):
+            if ignore_if_not_exists:
+                return
+            raise NoSuchDatabaseError(f"database '{name}' does not exist")
+        tables = self.list_tables(name)
+        if tables and not cascade:
+            raise InvalidArgumentError(
+                f"database '{name}' is not empty ({len(tables)} table(s)); drop its tables first or use CASCADE"
+            )
+        self.io.delete_dir(path, recursive=True)
+
+    def _require_database(self, name: str) -> None:
+        if not self.database_exists(name):
+            if name == DEFAULT_DATABASE:
+                self.io.mkdirs(self.database_path(name))
+                return
+            raise NoSuchDatabaseError(f"database '{name}' does not exist; create it with CREATE DATABASE {name}")
+
+    # -- tables ---------------------------------------------------------------------------------
+    def _identifier(self, identifier: str | Identifier) -> Identifier:
+        return identifier if isinstance(identifier, Identifier) else Identifier.parse(identifier)
+
+    def table_path(self, identifier: str | Identifier) -> str:
+        ident = self._identifier(identifier)
+        return join(self.database_path(ident.database), ident.table)
+
+    def table_exists(self, identifier: str | Identifier) -> bool:
+        return self.io.exists(join(self.table_path(identifier), "schema"))
+
+    def list_tables(self, database: str) -> list[str]:
+        path = self.database_path(database)
+        if not self.io.exists(path):
+            raise NoSuchDatabaseError(f"database '{database}' does not exist")
+        names = []
+        for status in self.io.list_dir(path):
+            if status.is_dir and self.io.exists(join(status.path, "schema")):
+                names.append(status.path.rstrip("/").rsplit("/", 1)[-1])
+        return sorted(names)
+
+    def create_table(
+        self,
+        identifier: str | Identifier,
+        schema: pa.Schema | Sequence[DataField] | Sequence[tuple[str, DataType]],
+        partition_keys: Sequence[str] = (),
+        primary_keys: Sequence[str] = (),
+        options: Mapping[str, str] | None = None,
+        comment: str | None = None,
+        ignore_if_exists: bool = False,
+    ) -> Table:
+        """Create a table; the returned Table is ready to write."""
+        ident = self._identifier(identifier)
+        if ident.branch or ident.system_table:
+            raise InvalidArgumentError(f"cannot create '{ident.full_name}': create the base table instead")
+        self._require_database(ident.database)
+        opts = {**self.table_defaults, **{k: str(v) for k, v in (options or {}).items()}}
+        # Primary-key / partition options given Paimon-style as table options.
+        if not primary_keys and opts.get("primary-key"):
+            primary_keys = [c.strip() for c in opts.pop("primary-key").split(",") if c.strip()]
+        else:
+            opts.pop("primary-key", None)
+        if not partition_keys and opts.get("partition"):
+            partition_keys = [c.strip() for c in opts.pop("partition").split(",") if c.strip()]
+        else:
+            opts.pop("partition", None)
+        # Persist the bucket mode explicitly, so readers with other defaults agree with us.
+        if "bucket" not in opts:
+            opts["bucket"] = "1" if primary_keys else "-1"
+        opts.setdefault("file.format", "parquet")
+        validate_options(opts)
+        table_schema = TableSchema.create(schema, partition_keys, primary_keys, opts, comment)
+        if table_schema.primary_keys and int(opts["bucket"]) < 1:
+            raise InvalidArgumentError(
+                "primary-key tables need a fixed bucket count ('bucket' >= 1); dynamic (-1) and postpone (-2) "
+                "bucket modes are not supported by dyntable writers"
+            )
+        path = self.table_path(ident)
+        if self.table_exists(ident):
+            if ignore_if_exists:
+                return self.get_table(ident)
+            raise TableAlreadyExistsError(f"table '{ident.full_name}' already exists")
+        store = SchemaStore(self.io, TablePaths(path))
+        try:
+            store.create(table_schema)
+        except TableAlreadyExistsError:
+            if ignore_if_exists:
+                return self.get_table(ident)
+            raise TableAlreadyExistsError(f"table '{ident.full_name}' already exists") from None
+        return self.get_table(ident)
+
+    def get_table(self, identifier: str | Identifier) -> Table:
+        """Load a table (``db.t``, or ``db.t$branch_b`` for a branch)."""
+        ident = self._identifier(identifier)
+        if ident.system_table:
+            raise InvalidArgumentError(
+                f"'{ident.full_name}' is a system table; use engine.system_tables to read it"
+            )
+        path = self.table_path(ident)
+        paths = TablePaths(path, ident.branch or "main")
+        schema = SchemaStore(self.io, paths).latest()
+        if schema is None:
+            if ident.branch and self.table_exists(ident.base()):
+                from engine.errors import NoSuchBranchError
+
+                raise NoSuchBranchError(f"branch '{ident.branch}' of table '{ident.base().full_name}' does not exist")
+            if not self.database_exists(ident.database):
+                raise NoSuchTableError(f"table '{ident.full_name}' does not exist (no database '{ident.database}')")
+            raise NoSuchTableError(f"table '{ident.full_name}' does not exist")
+        return Table(self, ident, self.io, paths, schema)
+
+    def drop_table(self, identifier: str | Identifier, ignore_if_not_exists: bool = False) -> None:
+        """Drop a table and delete its storage."""
+        ident = self._identifier(identifier)
+        if not self.table_exists(ident):
+            if ignore_if_not_exists:
+                return
+            raise NoSuchTableError(f"table '{ident.full_name}' does not exist")
+        self.io.delete_dir(self.table_path(ident), recursive=True)
+
+    def rename_table(self, source: str | Identifier, target: str | Identifier) -> None:
+        src, dst = self._identifier(source), self._identifier(target)
+        if not self.table_exists(src):
+            raise NoSuchTableError(f"table '{src.full_name}' does not exist")
+        if self.table_exists(dst) or self.io.exists(self.table_path(dst)):
+            raise TableAlreadyExistsError(f"table '{dst.full_name}' already exists")
+        self._require_database(dst.database)
+        if not self.io.rename(self.table_path(src), self.table_path(dst)):
+            raise TableAlreadyExistsError(f"table '{dst.full_name}' already exists")
+
+    def alter_table(self, identifier: str | Identifier, changes: Sequence[SchemaChange]) -> Table:
+        """Apply schema changes (options, columns) as one new schema version."""
+        table = self.get_table(identifier)
+        table.schemas.commit_change(lambda latest: latest.apply_changes(changes))
+        return self.get_table(identifier)
+
+
+def _absolute(path: str) -> str:
+    import os
+
+    return os.path.abspath(os.path.expanduser(path))

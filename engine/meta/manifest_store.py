@@ -1,0 +1,166 @@
+"""Reading and writing manifest files and manifest lists of one table.
+
+Manifests are immutable and referenced by name, so decoded contents are cached process-wide
+by path (bounded by entry count): planning a table twice, or committing after planning, decodes
+each manifest once. Writing computes the per-manifest partition statistics and bucket/level
+ranges that readers use to skip whole manifests.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from engine.errors import CorruptMetadataError
+from engine.io import FileIO
+from engine.meta.binary_row import deserialize_row, serialize_row
+from engine.meta.manifest import (
+    FileKind,
+    ManifestEntry,
+    ManifestFileMeta,
+    SimpleStats,
+    read_manifest_entries,
+    read_manifest_list,
+    write_manifest_entries,
+    write_manifest_list,
+)
+from engine.meta.paths import FileNamer, TablePaths
+from engine.types import DataType
+
+
+class _LruCache:
+    """A small thread-safe LRU keyed by path, bounded by the number of cached items' weight."""
+
+    def __init__(self, max_weight: int) -> None:
+        self._items: OrderedDict[str, tuple[int, object]] = OrderedDict()
+        self._weight = 0
+        self._max = max_weight
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> object | None:
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return None
+            self._items.move_to_end(key)
+            return item[1]
+
+    def put(self, key: str, value: object, weight: int) -> None:
+        with self._lock:
+            if key in self._items:
+                return
+            self._items[key] = (weight, value)
+            self._weight += weight
+            while self._weight > self._max and len(self._items) > 1:
+                _, (w, _) = self._items.popitem(last=False)
+                self._weight -= w
+
+
+_MANIFEST_CACHE = _LruCache(max_weight=2_000_000)  # manifest entries and list entries
+
+
+def partition_stats(partitions: Sequence[bytes], partition_types: Sequence[DataType]) -> SimpleStats:
+    """Min/max/null-count over the partition rows of a manifest's entries."""
+    if not partition_types:
+        return SimpleStats.EMPTY
+    n = len(partition_types)
+    mins: list[object] = [None] * n
+    maxs: list[object] = [None] * n
+    nulls = [0] * n
+    for raw in set(partitions):
+        values = deserialize_row(raw, partition_types)
+        for i, v in enumerate(values):
+            if v is None:
+                nulls[i] += 1
+                continue
+            if mins[i] is None or v < mins[i]:  # type: ignore[operator]
+                mins[i] = v
+            if maxs[i] is None or v > maxs[i]:  # type: ignore[operator]
+                maxs[i] = v
+    return SimpleStats(serialize_row(mins, partition_types), serialize_row(maxs, partition_types), tuple(nulls))
+
+
+class ManifestStore:
+    """Manifest I/O for one table (manifests are shared by every branch)."""
+
+    def __init__(self, io: FileIO, paths: TablePaths, codec: str = "zstd") -> None:
+        self.io = io
+        self.paths = paths
+        self.codec = codec
+        self.namer = FileNamer()
+
+    def read_list(self, name: str) -> list[ManifestFileMeta]:
+        path = self.paths.manifest_file(name)
+        cached = _MANIFEST_CACHE.get(path)
+        if cached is not None:
+            return cached  # type: ignore[return-value]
+        metas = read_manifest_list(self._read(path, "manifest list"))
+        _MANIFEST_CACHE.put(path, metas, max(1, len(metas)))
+        return metas
+
+    def read_entries(self, name: str) -> list[ManifestEntry]:
+        path = self.paths.manifest_file(name)
+        cached = _MANIFEST_CACHE.get(path)
+        if cached is not None:
+            return cached  # type: ignore[return-value]
+        entries = read_manifest_entries(self._read(path, "manifest"))
+        _MANIFEST_CACHE.put(path, entries, max(1, len(entries)))
+        return entries
+
+    def _read(self, path: str, what: str) -> bytes:
+        try:
+            return self.io.read_bytes(path)
+        except FileNotFoundError:
+            raise CorruptMetadataError(
+                f"{what} {path} is referenced by a snapshot but missing; the table's metadata is damaged"
+            ) from None
+
+    def write_entries(
+        self, entries: Sequence[ManifestEntry], schema_id: int, partition_types: Sequence[DataType]
+    ) -> ManifestFileMeta:
+        """Write one manifest file and describe it for a manifest list."""
+        name = self.namer.manifest()
+        data = write_manifest_entries(entries, codec=self.codec)
+        path = self.paths.manifest_file(name)
+        self.io.write_bytes(path, data)
+        _MANIFEST_CACHE.put(path, list(entries), max(1, len(entries)))
+        buckets = [e.bucket for e in entries]
+        levels = [e.file.level for e in entries]
+        return ManifestFileMeta(
+            file_name=name,
+            file_size=len(data),
+            num_added_files=sum(1 for e in entries if e.kind is FileKind.ADD),
+            num_deleted_files=sum(1 for e in entries if e.kind is FileKind.DELETE),
+            partition_stats=partition_stats([e.partition for e in entries], partition_types),
+            schema_id=schema_id,
+            min_bucket=min(buckets) if buckets else None,
+            max_bucket=max(buckets) if buckets else None,
+            min_level=min(levels) if levels else None,
+            max_level=max(levels) if levels else None,
+        )
+
+    def write_entries_rolling(
+        self,
+        entries: Sequence[ManifestEntry],
+        schema_id: int,
+        partition_types: Sequence[DataType],
+        max_entries: int = 20_000,
+    ) -> list[ManifestFileMeta]:
+        """Write entries as one or more manifests of bounded size."""
+        return [
+            self.write_entries(entries[i : i + max_entries], schema_id, partition_types)
+            for i in range(0, len(entries), max_entries)
+        ]
+
+    def write_list(self, metas: Sequence[ManifestFileMeta]) -> tuple[str, int]:
+        """Write a manifest list; returns (name, byte size)."""
+        name = self.namer.manifest_list()
+        data = write_manifest_list(metas, codec=self.codec)
+        path = self.paths.manifest_file(name)
+        self.io.write_bytes(path, data)
+        _MANIFEST_CACHE.put(path, list(metas), max(1, len(metas)))
+        return name, len(data)
+
+    def delete(self, name: str) -> None:
+        self.io.delete(self.paths.manifest_file(name))

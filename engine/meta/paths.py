@@ -1,0 +1,237 @@
+"""The only module that knows a table's directory layout (Paimon's, branch-aware).
+
+```
+<table>/schema/schema-N            per branch (branch/branch-<b>/schema/...)
+<table>/snapshot/snapshot-N, EARLIEST, LATEST     per branch
+<table>/tag/tag-<name>, consumer/consumer-<id>    per branch
+<table>/manifest/manifest-<uuid>-<n>, manifest-list-<uuid>-<n>   shared by all branches
+<table>/<k1>=<v1>/.../bucket-<N>/data-<uuid>-<n>.parquet          shared by all branches
+```
+Partition directory strings follow Java Paimon byte for byte (legacy ``toString`` value
+formatting, Hive escaping), because readers derive a data file's path from the partition row.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import uuid
+from collections.abc import Sequence
+
+from engine.errors import InvalidArgumentError
+from engine.types import DataType, TypeRoot
+
+MAIN_BRANCH = "main"
+DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
+
+# Characters Hive/Paimon escape as %XX in partition path components.
+_ESCAPED = frozenset(
+    [chr(c) for c in range(0x01, 0x20)] + ['"', "#", "%", "'", "*", "/", ":", "=", "?", "\\", "\x7f", "{", "}", "[", "]", "^"]
+)
+
+
+def validate_branch_name(name: str) -> None:
+    """Paimon's rules: not blank, not ``main``, not all digits, no path characters."""
+    if not name or not name.strip():
+        raise InvalidArgumentError("branch name must not be blank")
+    if name == MAIN_BRANCH:
+        raise InvalidArgumentError("'main' is the default branch and cannot be created or deleted")
+    if name.isdigit():
+        raise InvalidArgumentError(f"branch name '{name}' must not be all digits")
+    if any(c in name for c in "/\\") or name.startswith("."):
+        raise InvalidArgumentError(f"branch name '{name}' must not contain path characters")
+
+
+def escape_path_name(text: str) -> str:
+    """Hive-style escaping of one path component (``PartitionPathUtils.escapePathName``)."""
+    if not text:
+        raise InvalidArgumentError("a partition path component must not be empty")
+    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in text)
+
+
+def unescape_path_name(text: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "%" and i + 3 <= len(text):
+            try:
+                out.append(chr(int(text[i + 1 : i + 3], 16)))
+                i += 3
+                continue
+            except ValueError:
+                pass
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _java_local_time(t: dt.time | dt.datetime) -> str:
+    """``LocalTime.toString``: HH:mm, then :ss only if non-zero, then .SSS/.SSSSSS as needed."""
+    text = f"{t.hour:02d}:{t.minute:02d}"
+    nanos = t.microsecond * 1000
+    if t.second or nanos:
+        text += f":{t.second:02d}"
+        if nanos:
+            if nanos % 1_000_000 == 0:
+                text += f".{nanos // 1_000_000:03d}"
+            elif nanos % 1000 == 0:
+                text += f".{nanos // 1000:06d}"
+            else:
+                text += f".{nanos:09d}"
+    return text
+
+
+def partition_value_string(value: object, dtype: DataType, default_name: str, legacy: bool = True) -> str:
+    """The unescaped directory string of one partition value, as Java Paimon computes it."""
+    if value is None:
+        return default_name
+    root = dtype.root
+    if root is TypeRoot.BOOLEAN:
+        text = "true" if value else "false"
+    elif root is TypeRoot.DATE:
+        assert isinstance(value, dt.date)
+        text = str((value - dt.date(1970, 1, 1)).days) if legacy else value.isoformat()
+    elif root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
+        assert isinstance(value, dt.datetime)
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        text = f"{value.date().isoformat()}T{_java_local_time(value)}" if legacy else str(value)
+    elif root is TypeRoot.TIME:
+        assert isinstance(value, dt.time)
+        millis = ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
+        text = str(millis) if legacy else value.isoformat()
+    elif root is TypeRoot.DECIMAL:
+        text = format(decimal.Decimal(value), "f")
+    elif root in (TypeRoot.FLOAT, TypeRoot.DOUBLE):
+        text = repr(float(value))
+    elif isinstance(value, bytes):
+        text = value.hex()
+    else:
+        text = str(value)
+    if not text.strip():
+        return default_name
+    return text
+
+
+def partition_path(
+    keys: Sequence[str],
+    values: Sequence[object],
+    types: Sequence[DataType],
+    default_name: str = DEFAULT_PARTITION_NAME,
+    legacy: bool = True,
+) -> str:
+    """``k1=v1/k2=v2`` (escaped) for one partition; '' for an unpartitioned table."""
+    parts = []
+    for key, value, dtype in zip(keys, values, types, strict=True):
+        text = partition_value_string(value, dtype, default_name, legacy)
+        parts.append(f"{escape_path_name(key)}={escape_path_name(text)}")
+    return "/".join(parts)
+
+
+def join(*parts: str) -> str:
+    """Join path parts with '/', keeping URL schemes intact and skipping empty parts."""
+    result = ""
+    for part in parts:
+        if not part:
+            continue
+        result = part if not result else result.rstrip("/") + "/" + part.lstrip("/")
+    return result
+
+
+class FileNamer:
+    """Hands out unique file names: one random UUID per namer, then a counter (Paimon's scheme)."""
+
+    def __init__(self) -> None:
+        self._uuid = str(uuid.uuid4())
+        self._counter = 0
+
+    def _next(self) -> int:
+        n = self._counter
+        self._counter += 1
+        return n
+
+    def data_file(self, prefix: str = "data-", extension: str = "parquet") -> str:
+        return f"{prefix}{self._uuid}-{self._next()}.{extension}"
+
+    def manifest(self) -> str:
+        return f"manifest-{self._uuid}-{self._next()}"
+
+    def manifest_list(self) -> str:
+        return f"manifest-list-{self._uuid}-{self._next()}"
+
+
+class TablePaths:
+    """Paths of one table, seen from one branch (metadata per branch, data and manifests shared)."""
+
+    def __init__(self, root: str, branch: str = MAIN_BRANCH) -> None:
+        self.root = root.rstrip("/")
+        self.branch = branch
+        self.branch_root = self.root if branch == MAIN_BRANCH else join(self.root, "branch", f"branch-{branch}")
+
+    def for_branch(self, branch: str) -> TablePaths:
+        return TablePaths(self.root, branch)
+
+    # per-branch metadata
+    @property
+    def schema_dir(self) -> str:
+        return join(self.branch_root, "schema")
+
+    @property
+    def snapshot_dir(self) -> str:
+        return join(self.branch_root, "snapshot")
+
+    @property
+    def tag_dir(self) -> str:
+        return join(self.branch_root, "tag")
+
+    @property
+    def consumer_dir(self) -> str:
+        return join(self.branch_root, "consumer")
+
+    @property
+    def branch_dir(self) -> str:
+        return join(self.root, "branch")
+
+    def schema_file(self, schema_id: int) -> str:
+        return join(self.schema_dir, f"schema-{schema_id}")
+
+    def snapshot_file(self, snapshot_id: int) -> str:
+        return join(self.snapshot_dir, f"snapshot-{snapshot_id}")
+
+    def tag_file(self, name: str) -> str:
+        return join(self.tag_dir, f"tag-{name}")
+
+    def consumer_file(self, consumer_id: str) -> str:
+        return join(self.consumer_dir, f"consumer-{consumer_id}")
+
+    @property
+    def latest_hint(self) -> str:
+        return join(self.snapshot_dir, "LATEST")
+
+    @property
+    def earliest_hint(self) -> str:
+        return join(self.snapshot_dir, "EARLIEST")
+
+    # shared data and manifests
+    @property
+    def manifest_dir(self) -> str:
+        return join(self.root, "manifest")
+
+    def manifest_file(self, name: str) -> str:
+        return join(self.manifest_dir, name)
+
+    def bucket_dir(self, partition_dir: str, bucket: int) -> str:
+        name = "bucket-postpone" if bucket == -2 else f"bucket-{bucket}"
+        return join(self.root, partition_dir, name)
+
+    def data_file(self, partition_dir: str, bucket: int, file_name: str) -> str:
+        return join(self.bucket_dir(partition_dir, bucket), file_name)
+
+
+def parse_versioned_id(name: str, prefix: str) -> int | None:
+    """``snapshot-12`` → 12; anything else (temp files, hints) → None."""
+    if not name.startswith(prefix):
+        return None
+    suffix = name[len(prefix) :]
+    return int(suffix) if suffix.isdigit() else None

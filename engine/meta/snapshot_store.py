@@ -1,0 +1,156 @@
+"""Finding, reading and publishing snapshots of one branch.
+
+Invariants: snapshot ids start at 1 and are continuous; a snapshot file is immutable and is
+published only by an atomic create-if-absent (never overwritten); the EARLIEST/LATEST hint
+files are advisory and verified before they are trusted (Paimon's ``HintFileUtils`` rules).
+Decoded snapshots are cached by id, because they never change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from engine.errors import CorruptMetadataError, NoSuchSnapshotError
+from engine.io import FileIO
+from engine.meta.paths import TablePaths, parse_versioned_id
+from engine.meta.snapshot import Snapshot
+
+_CACHE_LIMIT = 4096
+
+
+class SnapshotStore:
+    """Snapshots of one table branch."""
+
+    def __init__(self, io: FileIO, paths: TablePaths) -> None:
+        self.io = io
+        self.paths = paths
+        self._cache: dict[int, Snapshot] = {}
+
+    # -- lookup -------------------------------------------------------------------------------
+    def _read_hint(self, path: str) -> int | None:
+        try:
+            text = self.io.read_text(path).strip()
+        except FileNotFoundError:
+            return None
+        return int(text) if text.isdigit() else None
+
+    def list_ids(self) -> list[int]:
+        """All snapshot ids present, by listing (ascending)."""
+        ids = []
+        for status in self.io.list_dir(self.paths.snapshot_dir):
+            sid = parse_versioned_id(status.path.rsplit("/", 1)[-1], "snapshot-")
+            if sid is not None:
+                ids.append(sid)
+        return sorted(ids)
+
+    def exists(self, snapshot_id: int) -> bool:
+        return snapshot_id in self._cache or self.io.exists(self.paths.snapshot_file(snapshot_id))
+
+    def latest_id(self) -> int | None:
+        """The newest snapshot id, or None for an empty table."""
+        hint = self._read_hint(self.paths.latest_hint)
+        if hint is not None and self.exists(hint) and not self.exists(hint + 1):
+            return hint
+        ids = self.list_ids()
+        return ids[-1] if ids else None
+
+    def earliest_id(self) -> int | None:
+        """The oldest snapshot id still present, or None for an empty table."""
+        hint = self._read_hint(self.paths.earliest_hint)
+        if hint is not None and self.exists(hint) and not self.exists(hint - 1):
+            return hint
+        ids = self.list_ids()
+        return ids[0] if ids else None
+
+    def get(self, snapshot_id: int) -> Snapshot:
+        """The snapshot with this id; NoSuchSnapshotError if it does not exist (or expired)."""
+        cached = self._cache.get(snapshot_id)
+        if cached is not None:
+            return cached
+        path = self.paths.snapshot_file(snapshot_id)
+        try:
+            text = self.io.read_text(path)
+        except FileNotFoundError:
+            raise NoSuchSnapshotError(
+                f"snapshot {snapshot_id} does not exist in {self.paths.snapshot_dir} (never written, or expired)"
+            ) from None
+        try:
+            snapshot = Snapshot.from_json(text)
+        except CorruptMetadataError as e:
+            raise CorruptMetadataError(f"snapshot file {path} is corrupt: {e}") from e
+        if snapshot.id != snapshot_id:
+            raise CorruptMetadataError(f"snapshot file {path} holds snapshot id {snapshot.id}")
+        if len(self._cache) >= _CACHE_LIMIT:
+            self._cache.pop(next(iter(self._cache)))
+        self._cache[snapshot_id] = snapshot
+        return snapshot
+
+    def latest(self) -> Snapshot | None:
+        sid = self.latest_id()
+        return None if sid is None else self.get(sid)
+
+    def earliest(self) -> Snapshot | None:
+        sid = self.earliest_id()
+        return None if sid is None else self.get(sid)
+
+    def iter_range(self, start_exclusive: int, end_inclusive: int) -> Iterator[Snapshot]:
+        """Snapshots with start < id <= end that still exist, ascending."""
+        for sid in range(start_exclusive + 1, end_inclusive + 1):
+            try:
+                yield self.get(sid)
+            except NoSuchSnapshotError:
+                continue
+
+    def all(self) -> list[Snapshot]:
+        return [self.get(sid) for sid in self.list_ids()]
+
+    def at_or_before(self, time_millis: int) -> Snapshot | None:
+        """The newest snapshot committed at or before ``time_millis`` (binary search; ids are time-ordered)."""
+        earliest, latest = self.earliest_id(), self.latest_id()
+        if earliest is None or latest is None:
+            return None
+        lo, hi, found = earliest, latest, None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            try:
+                snap = self.get(mid)
+            except NoSuchSnapshotError:
+                # A gap (concurrent expiration): fall back to a linear walk from the top.
+                for sid in range(latest, earliest - 1, -1):
+                    try:
+                        s = self.get(sid)
+                    except NoSuchSnapshotError:
+                        continue
+                    if s.time_millis <= time_millis:
+                        return s
+                return None
+            if snap.time_millis <= time_millis:
+                found, lo = snap, mid + 1
+            else:
+                hi = mid - 1
+        return found
+
+    # -- publishing ---------------------------------------------------------------------------
+    def try_publish(self, snapshot: Snapshot) -> bool:
+        """Atomically create ``snapshot-<id>``; False if another writer created it first."""
+        created = self.io.try_create(self.paths.snapshot_file(snapshot.id), snapshot.to_json().encode())
+        if created:
+            self._cache[snapshot.id] = snapshot
+        return created
+
+    def write_latest_hint(self, snapshot_id: int) -> None:
+        self._write_hint(self.paths.latest_hint, snapshot_id)
+
+    def write_earliest_hint(self, snapshot_id: int) -> None:
+        self._write_hint(self.paths.earliest_hint, snapshot_id)
+
+    def _write_hint(self, path: str, snapshot_id: int) -> None:
+        # Hints are advisory: readers verify them, so a failed write only costs a listing later.
+        try:
+            self.io.write_text(path, str(snapshot_id))
+        except OSError:
+            pass
+
+    def forget(self, snapshot_id: int) -> None:
+        """Drop a cached snapshot (after it was expired or rolled back)."""
+        self._cache.pop(snapshot_id, None)

@@ -1,0 +1,92 @@
+"""Reading one data file as the *current* schema sees it.
+
+A file is written with the schema named by its ``_SCHEMA_ID``. Columns are matched by field id
+between that schema and the current one (Paimon's schema evolution): a renamed column is read
+under its old physical name, a dropped column is skipped, an added column reads as NULL, and a
+widened type is cast. System columns (``_SEQUENCE_NUMBER``, ``_VALUE_KIND``) are passed through
+when asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from engine.errors import CorruptMetadataError
+from engine.meta.manifest import DataFileMeta
+from engine.store import FileStore
+from engine.types import DataField, to_arrow_type
+
+SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
+VALUE_KIND = "_VALUE_KIND"
+KEY_PREFIX = "_KEY_"
+_SYSTEM_TYPES = {SEQUENCE_NUMBER: pa.int64(), VALUE_KIND: pa.int8()}
+
+
+def arrow_path(path: str) -> str:
+    """The path form pyarrow file systems expect (no URL scheme)."""
+    if path.startswith("file://"):
+        return path[len("file://") :]
+    if "://" in path:
+        return path.split("://", 1)[1]
+    return path
+
+
+def _normalise(column: pa.ChunkedArray | pa.Array, target: pa.DataType) -> pa.ChunkedArray | pa.Array:
+    if column.type.equals(target):
+        return column
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    return column.cast(target)
+
+
+def read_data_file(
+    store: FileStore,
+    file_path: str,
+    file: DataFileMeta,
+    fields: Sequence[DataField],
+    system_columns: Sequence[str] = (),
+) -> pa.Table:
+    """Read ``fields`` (current schema) and ``system_columns`` of one data file.
+
+    Raises CorruptMetadataError when the file is missing or unreadable, because a live file
+    named by a snapshot must exist.
+    """
+    file_schema = store.schema_by_id(file.schema_id)
+    physical: list[str | None] = []
+    for f in fields:
+        try:
+            physical.append(file_schema.field_by_id(f.id).name)
+        except LookupError:
+            physical.append(None)
+    read_cols = [p for p in physical if p is not None] + list(system_columns)
+    try:
+        table = pq.read_table(
+            arrow_path(file_path),
+            columns=read_cols,
+            filesystem=store.io.arrow_fs(),
+            use_threads=True,
+            pre_buffer=True,
+        )
+    except FileNotFoundError as e:
+        raise CorruptMetadataError(f"data file {file_path} is listed by the snapshot but missing: {e}") from e
+    except (OSError, pa.ArrowInvalid) as e:
+        if "No such file" in str(e) or "not found" in str(e).lower():
+            raise CorruptMetadataError(f"data file {file_path} is listed by the snapshot but missing") from e
+        raise CorruptMetadataError(f"data file {file_path} cannot be read: {e}") from e
+    n = table.num_rows
+    arrays = []
+    names = []
+    for f, p in zip(fields, physical, strict=True):
+        target = to_arrow_type(f.type)
+        if p is None or p not in table.column_names:
+            arrays.append(pa.nulls(n, target))
+        else:
+            arrays.append(_normalise(table.column(p), target))
+        names.append(f.name)
+    for s in system_columns:
+        arrays.append(_normalise(table.column(s), _SYSTEM_TYPES.get(s, table.column(s).type)))
+        names.append(s)
+    return pa.Table.from_arrays(arrays, names=names)

@@ -1,0 +1,248 @@
+"""Scan planning: snapshot → pruned manifests → live files → picklable splits.
+
+``TableScan`` is an immutable builder (``with_filter``, ``with_snapshot``, ``with_projection``);
+``plan()`` does only metadata work, in the caller's process:
+
+1. resolve the snapshot (latest, an id, a tag, or a point in time);
+2. skip whole manifests whose partition statistics or bucket range cannot match;
+3. decode the remaining manifests (cached), keep entries of matching partitions and buckets,
+   and merge ADD/DELETE entries into the live file set;
+4. skip files by statistics — value statistics for append tables, key statistics only for
+   primary-key tables (a newer file may shadow an older row, so value statistics are unsafe);
+5. group by (partition, bucket) into splits; append buckets are cut by size, primary-key
+   buckets stay whole (their files must be merged together). A split whose files do not
+   overlap by key is marked ``raw_convertible`` and is read without merging.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from engine.errors import InvalidArgumentError, NoSuchColumnError, NoSuchSnapshotError
+from engine.meta.binary_row import bucket_of, deserialize_row
+from engine.meta.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta, live_files
+from engine.meta.snapshot import Snapshot
+from engine.scan.file_stats import decode_stats, key_stats_by_name, value_stats_by_name
+from engine.scan.predicate import ColumnStats, Predicate, equality_values, split_by_columns
+from engine.store import FileStore
+
+SPLIT_TARGET_SIZE = 128 * 1024 * 1024
+OPEN_FILE_COST = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class DataSplit:
+    """Files of one (partition, bucket) to be read by one task."""
+
+    snapshot_id: int
+    partition: bytes
+    partition_values: tuple[object, ...]
+    bucket: int
+    total_buckets: int
+    files: tuple[DataFileMeta, ...]
+    raw_convertible: bool
+
+    @property
+    def row_count(self) -> int:
+        return sum(f.row_count for f in self.files)
+
+    @property
+    def size(self) -> int:
+        return sum(f.file_size for f in self.files)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    snapshot: Snapshot | None
+    splits: tuple[DataSplit, ...]
+
+    @property
+    def snapshot_id(self) -> int | None:
+        return self.snapshot.id if self.snapshot else None
+
+
+def _files_overlap(files: Sequence[DataFileMeta], key_of: Callable[[bytes], tuple[object, ...]]) -> bool:
+    """True if any two files' [min_key, max_key] ranges intersect."""
+    if len(files) <= 1:
+        return False
+    ranges = sorted((key_of(f.min_key), key_of(f.max_key)) for f in files)
+    for (_, prev_max), (cur_min, _) in zip(ranges, ranges[1:], strict=False):
+        if cur_min <= prev_max:
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class TableScan:
+    """An immutable description of what to read; ``plan()`` turns it into splits."""
+
+    store: FileStore
+    snapshot_id: int | None = None
+    filter: Predicate | None = None
+    columns: tuple[str, ...] | None = None
+    buckets: frozenset[int] | None = None
+    pinned: Snapshot | None = None  # a snapshot given by value (a tag's, which may outlive its file)
+
+    def with_snapshot(self, snapshot: int | Snapshot | None) -> TableScan:
+        if isinstance(snapshot, Snapshot):
+            return replace(self, snapshot_id=snapshot.id, pinned=snapshot)
+        return replace(self, snapshot_id=snapshot, pinned=None)
+
+    def with_filter(self, predicate: Predicate | None) -> TableScan:
+        return replace(self, filter=predicate)
+
+    def with_projection(self, columns: Sequence[str] | None) -> TableScan:
+        if columns is not None:
+            names = set(self.store.schema.field_names)
+            unknown = [c for c in columns if c not in names]
+            if unknown:
+                raise NoSuchColumnError(f"unknown column(s) {unknown}; the table has {list(self.store.schema.field_names)}")
+        return replace(self, columns=None if columns is None else tuple(columns))
+
+    def with_buckets(self, buckets: Sequence[int] | None) -> TableScan:
+        return replace(self, buckets=None if buckets is None else frozenset(buckets))
+
+    # -- planning -------------------------------------------------------------------------------
+    def resolve_snapshot(self) -> Snapshot | None:
+        snapshots = self.store.snapshots
+        if self.pinned is not None:
+            return self.pinned
+        if self.snapshot_id is None:
+            return snapshots.latest()
+        return snapshots.get(self.snapshot_id)
+
+    def plan(self) -> Plan:
+        snapshot = self.resolve_snapshot()
+        if snapshot is None:
+            return Plan(None, ())
+        entries = self.read_entries(snapshot)
+        return Plan(snapshot, tuple(self.make_splits(snapshot.id, entries)))
+
+    def manifests_of(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
+        ms = self.store.manifests
+        return ms.read_list(snapshot.base_manifest_list) + ms.read_list(snapshot.delta_manifest_list)
+
+    def read_entries(self, snapshot: Snapshot, manifests: list[ManifestFileMeta] | None = None) -> list[ManifestEntry]:
+        """Live ADD entries of the snapshot that survive partition/bucket/statistics pruning."""
+        store = self.store
+        partition_filter, _ = split_by_columns(self.filter, store.partition_keys)
+        bucket_set = self._bucket_set()
+        metas = manifests if manifests is not None else self.manifests_of(snapshot)
+        partition_fields = [store.schema.field(k) for k in store.partition_keys]
+        selected: list[ManifestEntry] = []
+        partition_ok: dict[bytes, bool] = {}
+        for meta in metas:
+            if partition_filter is not None and partition_fields:
+                by_id = decode_stats(meta.partition_stats, partition_fields)
+                stats = {f.name: by_id.get(f.id, ColumnStats()) for f in partition_fields}
+                total = meta.num_added_files + meta.num_deleted_files
+                if not partition_filter.might_match(stats, total):
+                    continue
+            if bucket_set is not None and meta.min_bucket is not None and meta.max_bucket is not None:
+                if not any(meta.min_bucket <= b <= meta.max_bucket for b in bucket_set):
+                    continue
+            for e in store.manifests.read_entries(meta.file_name):
+                if bucket_set is not None and e.bucket not in bucket_set:
+                    continue
+                if partition_filter is not None:
+                    ok = partition_ok.get(e.partition)
+                    if ok is None:
+                        values = deserialize_row(e.partition, store.partition_types)
+                        ok = partition_filter.eval_row(dict(zip(store.partition_keys, values, strict=True))) is not False
+                        partition_ok[e.partition] = ok
+                    if not ok:
+                        continue
+                selected.append(e)
+        live = live_files(selected)
+        return [e for e in live if self._file_might_match(e.file)]
+
+    def _bucket_set(self) -> set[int] | None:
+        store = self.store
+        buckets = None if self.buckets is None else set(self.buckets)
+        num = store.options.bucket
+        if num <= 0 or self.filter is None:
+            return buckets
+        keys = store.schema.logical_bucket_keys
+        combos = equality_values(self.filter, keys)
+        if combos is None:
+            return buckets
+        types = [store.schema.field(k).type for k in keys]
+        try:
+            pinned = {bucket_of(list(c), types, num) for c in combos}
+        except Exception:  # noqa: BLE001 - a literal of an unexpected type: do not prune
+            return buckets
+        return pinned if buckets is None else buckets & pinned
+
+    def _file_might_match(self, file: DataFileMeta) -> bool:
+        if self.filter is None:
+            return True
+        store = self.store
+        file_schema = store.schema_by_id(file.schema_id)
+        if store.has_primary_key:
+            key_filter, _ = split_by_columns(self.filter, store.schema.trimmed_primary_keys)
+            if key_filter is None:
+                return True
+            return key_filter.might_match(key_stats_by_name(file, file_schema, store.schema), file.row_count)
+        return self.filter.might_match(value_stats_by_name(file, file_schema, store.schema), file.row_count)
+
+    def make_splits(self, snapshot_id: int, entries: Sequence[ManifestEntry]) -> list[DataSplit]:
+        store = self.store
+        groups: dict[tuple[bytes, int], list[ManifestEntry]] = defaultdict(list)
+        for e in entries:
+            groups[(e.partition, e.bucket)].append(e)
+        splits: list[DataSplit] = []
+        key_types = [store.schema.field(k).type for k in store.schema.trimmed_primary_keys]
+        for (partition, bucket), group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+            values = deserialize_row(partition, store.partition_types)
+            total_buckets = group[0].total_buckets
+            files = sorted((e.file for e in group), key=lambda f: (f.min_sequence_number, f.file_name))
+            if store.has_primary_key:
+                raw = not _files_overlap(files, lambda b: deserialize_row(b, key_types))
+                splits.append(DataSplit(snapshot_id, partition, values, bucket, total_buckets, tuple(files), raw))
+                continue
+            for chunk in _pack_by_size(files):
+                splits.append(DataSplit(snapshot_id, partition, values, bucket, total_buckets, tuple(chunk), True))
+        return splits
+
+
+def _pack_by_size(files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:
+    """Cut a bucket's append files into splits of about SPLIT_TARGET_SIZE (order kept)."""
+    chunks: list[list[DataFileMeta]] = []
+    current: list[DataFileMeta] = []
+    weight = 0
+    for f in files:
+        cost = max(f.file_size, OPEN_FILE_COST)
+        if current and weight + cost > SPLIT_TARGET_SIZE:
+            chunks.append(current)
+            current, weight = [], 0
+        current.append(f)
+        weight += cost
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def resolve_time_travel(
+    store: FileStore,
+    snapshot_id: int | None = None,
+    tag: str | None = None,
+    timestamp_millis: int | None = None,
+) -> Snapshot | None:
+    """Turn one of (snapshot id, tag name, point in time) into a snapshot (None = latest)."""
+    given = [x for x in (snapshot_id, tag, timestamp_millis) if x is not None]
+    if len(given) > 1:
+        raise InvalidArgumentError("give only one of snapshot id, tag name and timestamp for time travel")
+    if snapshot_id is not None:
+        return store.snapshots.get(snapshot_id)  # raises NoSuchSnapshotError with a clear message
+    if tag is not None:
+        from engine.meta.refs import TagStore
+
+        return TagStore(store.io, store.paths).get(tag).snapshot
+    if timestamp_millis is not None:
+        snap = store.snapshots.at_or_before(timestamp_millis)
+        if snap is None:
+            raise NoSuchSnapshotError(f"the table has no snapshot at or before timestamp {timestamp_millis}")
+        return snap
+    return None

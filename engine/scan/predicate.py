@@ -1,0 +1,342 @@
+"""Row predicates: one small immutable tree used three ways.
+
+* ``to_arrow`` — an exact, vectorised filter over Arrow data (SQL three-valued logic: a
+  comparison with NULL is unknown and the row is dropped);
+* ``might_match`` — a conservative test against per-file or per-manifest min/max/null-count
+  statistics (True unless the statistics prove no row can match): used for skipping;
+* ``eval_row`` — an exact test against one row of Python values (partition values).
+
+Predicates are picklable so Spark can ship them to executors with the splits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.errors import InvalidArgumentError
+
+_COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+_OPS = _COMPARISONS + ("in", "not_in", "is_null", "is_not_null", "starts_with")
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnStats:
+    """What a file or manifest knows about one column (None = unknown)."""
+
+    min: Any = None
+    max: Any = None
+    null_count: int | None = None
+
+
+class Predicate:
+    """Base of the predicate tree."""
+
+    def columns(self) -> set[str]:
+        raise NotImplementedError
+
+    def to_arrow(self) -> pc.Expression:
+        raise NotImplementedError
+
+    def might_match(self, stats: Mapping[str, ColumnStats], row_count: int) -> bool:
+        raise NotImplementedError
+
+    def eval_row(self, row: Mapping[str, Any]) -> bool | None:
+        raise NotImplementedError
+
+    def __and__(self, other: Predicate) -> Predicate:
+        return and_(self, other)
+
+    def __or__(self, other: Predicate) -> Predicate:
+        return or_(self, other)
+
+
+@dataclass(frozen=True, slots=True)
+class Leaf(Predicate):
+    op: str
+    column: str
+    literals: tuple[Any, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.op not in _OPS:
+            raise InvalidArgumentError(f"unknown predicate operator '{self.op}'")
+
+    def columns(self) -> set[str]:
+        return {self.column}
+
+    def to_arrow(self) -> pc.Expression:
+        f = pc.field(self.column)
+        op, lits = self.op, self.literals
+        if op == "is_null":
+            return f.is_null()
+        if op == "is_not_null":
+            return f.is_valid()
+        if op == "in":
+            return f.isin([v for v in lits if v is not None])
+        if op == "not_in":
+            if any(v is None for v in lits):
+                return pc.scalar(False)
+            return ~f.isin(list(lits)) & f.is_valid()
+        if op == "starts_with":
+            return pc.starts_with(f, lits[0])
+        value = lits[0]
+        if value is None:
+            return pc.scalar(False)
+        return {
+            "eq": f == value,
+            "ne": f != value,
+            "lt": f < value,
+            "le": f <= value,
+            "gt": f > value,
+            "ge": f >= value,
+        }[op]
+
+    def might_match(self, stats: Mapping[str, ColumnStats], row_count: int) -> bool:
+        s = stats.get(self.column)
+        if s is None:
+            return True
+        op = self.op
+        nulls = s.null_count
+        if op == "is_null":
+            return nulls is None or nulls > 0
+        if op == "is_not_null":
+            return nulls is None or nulls < row_count
+        if nulls is not None and row_count and nulls >= row_count:
+            return False  # every value is NULL: no comparison can be true
+        lo, hi = s.min, s.max
+        if lo is None or hi is None:
+            return True
+        try:
+            if op == "eq":
+                v = self.literals[0]
+                return v is not None and lo <= v <= hi
+            if op == "ne":
+                v = self.literals[0]
+                return not (lo == hi == v)
+            if op == "lt":
+                return lo < self.literals[0]
+            if op == "le":
+                return lo <= self.literals[0]
+            if op == "gt":
+                return hi > self.literals[0]
+            if op == "ge":
+                return hi >= self.literals[0]
+            if op == "in":
+                return any(v is not None and lo <= v <= hi for v in self.literals)
+            if op == "starts_with":
+                prefix = self.literals[0]
+                return str(lo)[: len(prefix)] <= prefix <= str(hi)[: len(prefix)]
+        except TypeError:
+            return True  # incomparable literal (e.g. truncated stats of another type): do not skip
+        return True
+
+    def eval_row(self, row: Mapping[str, Any]) -> bool | None:
+        v = row.get(self.column)
+        op = self.op
+        if op == "is_null":
+            return v is None
+        if op == "is_not_null":
+            return v is not None
+        if v is None:
+            return None
+        if op == "in":
+            return v in self.literals
+        if op == "not_in":
+            return None if None in self.literals else v not in self.literals
+        if op == "starts_with":
+            return str(v).startswith(self.literals[0])
+        lit = self.literals[0]
+        if lit is None:
+            return None
+        try:
+            return {
+                "eq": v == lit,
+                "ne": v != lit,
+                "lt": v < lit,
+                "le": v <= lit,
+                "gt": v > lit,
+                "ge": v >= lit,
+            }[op]
+        except TypeError:
+            return str(v) == str(lit) if op == "eq" else None
+
+
+@dataclass(frozen=True, slots=True)
+class And(Predicate):
+    children: tuple[Predicate, ...]
+
+    def columns(self) -> set[str]:
+        return set().union(*(c.columns() for c in self.children))
+
+    def to_arrow(self) -> pc.Expression:
+        expr = self.children[0].to_arrow()
+        for c in self.children[1:]:
+            expr = expr & c.to_arrow()
+        return expr
+
+    def might_match(self, stats: Mapping[str, ColumnStats], row_count: int) -> bool:
+        return all(c.might_match(stats, row_count) for c in self.children)
+
+    def eval_row(self, row: Mapping[str, Any]) -> bool | None:
+        result: bool | None = True
+        for c in self.children:
+            r = c.eval_row(row)
+            if r is False:
+                return False
+            if r is None:
+                result = None
+        return result
+
+
+@dataclass(frozen=True, slots=True)
+class Or(Predicate):
+    children: tuple[Predicate, ...]
+
+    def columns(self) -> set[str]:
+        return set().union(*(c.columns() for c in self.children))
+
+    def to_arrow(self) -> pc.Expression:
+        expr = self.children[0].to_arrow()
+        for c in self.children[1:]:
+            expr = expr | c.to_arrow()
+        return expr
+
+    def might_match(self, stats: Mapping[str, ColumnStats], row_count: int) -> bool:
+        return any(c.might_match(stats, row_count) for c in self.children)
+
+    def eval_row(self, row: Mapping[str, Any]) -> bool | None:
+        result: bool | None = False
+        for c in self.children:
+            r = c.eval_row(row)
+            if r is True:
+                return True
+            if r is None:
+                result = None
+        return result
+
+
+@dataclass(frozen=True, slots=True)
+class Not(Predicate):
+    child: Predicate
+
+    def columns(self) -> set[str]:
+        return self.child.columns()
+
+    def to_arrow(self) -> pc.Expression:
+        return ~self.child.to_arrow()
+
+    def might_match(self, stats: Mapping[str, ColumnStats], row_count: int) -> bool:
+        return True  # statistics cannot refute a negation in general
+
+    def eval_row(self, row: Mapping[str, Any]) -> bool | None:
+        r = self.child.eval_row(row)
+        return None if r is None else not r
+
+
+# -- constructors ----------------------------------------------------------------------------
+def equal(column: str, value: Any) -> Predicate:
+    return Leaf("eq", column, (value,))
+
+
+def not_equal(column: str, value: Any) -> Predicate:
+    return Leaf("ne", column, (value,))
+
+
+def less_than(column: str, value: Any) -> Predicate:
+    return Leaf("lt", column, (value,))
+
+
+def less_or_equal(column: str, value: Any) -> Predicate:
+    return Leaf("le", column, (value,))
+
+
+def greater_than(column: str, value: Any) -> Predicate:
+    return Leaf("gt", column, (value,))
+
+
+def greater_or_equal(column: str, value: Any) -> Predicate:
+    return Leaf("ge", column, (value,))
+
+
+def is_in(column: str, values: Iterable[Any]) -> Predicate:
+    return Leaf("in", column, tuple(values))
+
+
+def not_in(column: str, values: Iterable[Any]) -> Predicate:
+    return Leaf("not_in", column, tuple(values))
+
+
+def is_null(column: str) -> Predicate:
+    return Leaf("is_null", column)
+
+
+def is_not_null(column: str) -> Predicate:
+    return Leaf("is_not_null", column)
+
+
+def starts_with(column: str, prefix: str) -> Predicate:
+    return Leaf("starts_with", column, (prefix,))
+
+
+def and_(*predicates: Predicate | None) -> Predicate | None:
+    parts: list[Predicate] = []
+    for p in predicates:
+        if p is None:
+            continue
+        parts.extend(p.children if isinstance(p, And) else (p,))
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else And(tuple(parts))
+
+
+def or_(*predicates: Predicate) -> Predicate:
+    parts: list[Predicate] = []
+    for p in predicates:
+        parts.extend(p.children if isinstance(p, Or) else (p,))
+    return parts[0] if len(parts) == 1 else Or(tuple(parts))
+
+
+def not_(predicate: Predicate) -> Predicate:
+    return Not(predicate)
+
+
+def conjuncts(predicate: Predicate | None) -> list[Predicate]:
+    if predicate is None:
+        return []
+    return list(predicate.children) if isinstance(predicate, And) else [predicate]
+
+
+def split_by_columns(predicate: Predicate | None, columns: Sequence[str]) -> tuple[Predicate | None, Predicate | None]:
+    """Split conjuncts into (those only on ``columns``, the rest)."""
+    wanted = set(columns)
+    inside = [c for c in conjuncts(predicate) if c.columns() and c.columns() <= wanted]
+    outside = [c for c in conjuncts(predicate) if not (c.columns() and c.columns() <= wanted)]
+    return and_(*inside), and_(*outside)
+
+
+def equality_values(predicate: Predicate | None, columns: Sequence[str]) -> list[tuple[Any, ...]] | None:
+    """The value combinations ``columns`` are pinned to by top-level equality/IN conjuncts, if all are."""
+    pinned: dict[str, tuple[Any, ...]] = {}
+    for c in conjuncts(predicate):
+        if isinstance(c, Leaf) and c.column in columns and c.op in ("eq", "in"):
+            values = tuple(v for v in c.literals if v is not None)
+            pinned[c.column] = values if c.column not in pinned else tuple(v for v in pinned[c.column] if v in values)
+    if any(col not in pinned for col in columns):
+        return None
+    combos: list[tuple[Any, ...]] = [()]
+    for col in columns:
+        combos = [combo + (v,) for combo in combos for v in pinned[col]]
+        if len(combos) > 1024:
+            return None
+    return combos
+
+
+def filter_table(table: pa.Table, predicate: Predicate | None) -> pa.Table:
+    """Apply a predicate exactly to an Arrow table."""
+    if predicate is None or table.num_rows == 0:
+        return table
+    return table.filter(predicate.to_arrow())

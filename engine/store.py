@@ -1,0 +1,81 @@
+"""The per-table bundle of stores that planning, reading, writing and committing share.
+
+A :class:`FileStore` is one table seen from one branch at one schema: its FileIO, paths,
+snapshot/schema/manifest stores, the current schema and typed options. It is cheap to build
+and picklable (Spark ships it to executors); the caches inside it rebuild lazily.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.io import FileIO
+from engine.meta.manifest_store import ManifestStore
+from engine.meta.paths import MAIN_BRANCH, TablePaths
+from engine.meta.schema_store import SchemaStore
+from engine.meta.snapshot_store import SnapshotStore
+from engine.options import CoreOptions
+from engine.schema import TableSchema
+from engine.types import DataType
+
+BATCH_COMMIT_IDENTIFIER = 9223372036854775807  # Long.MAX_VALUE, as Paimon's batch writers use
+
+
+@dataclass
+class FileStore:
+    """One table branch at one schema version."""
+
+    io: FileIO
+    paths: TablePaths
+    schema: TableSchema
+    snapshots: SnapshotStore = field(init=False)
+    schemas: SchemaStore = field(init=False)
+    manifests: ManifestStore = field(init=False)
+    options: CoreOptions = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.snapshots = SnapshotStore(self.io, self.paths)
+        self.schemas = SchemaStore(self.io, self.paths)
+        self.options = CoreOptions(self.schema.options)
+        self.manifests = ManifestStore(self.io, self.paths, codec=self.options.manifest_compression)
+
+    @property
+    def branch(self) -> str:
+        return self.paths.branch
+
+    @property
+    def is_main(self) -> bool:
+        return self.paths.branch == MAIN_BRANCH
+
+    @property
+    def partition_keys(self) -> tuple[str, ...]:
+        return self.schema.partition_keys
+
+    @property
+    def partition_types(self) -> list[DataType]:
+        return [self.schema.field(k).type for k in self.schema.partition_keys]
+
+    @property
+    def primary_keys(self) -> tuple[str, ...]:
+        return self.schema.primary_keys
+
+    @property
+    def has_primary_key(self) -> bool:
+        return bool(self.schema.primary_keys)
+
+    def schema_by_id(self, schema_id: int) -> TableSchema:
+        if schema_id == self.schema.id:
+            return self.schema
+        return self.schemas.get(schema_id)
+
+    def with_schema(self, schema: TableSchema) -> FileStore:
+        return FileStore(self.io, self.paths, schema)
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"io": self.io, "paths": self.paths, "schema": self.schema}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.io = state["io"]  # type: ignore[assignment]
+        self.paths = state["paths"]  # type: ignore[assignment]
+        self.schema = state["schema"]  # type: ignore[assignment]
+        self.__post_init__()

@@ -1,0 +1,209 @@
+"""The ``Table`` facade: one table branch, its schema, and the operations on it.
+
+Everything here delegates: planning to ``scan.planner``, reading to ``read.split_reader``,
+writing to ``write.*``, publishing to ``commit``. A Table object is a view of the schema it was
+loaded with; ``refresh()`` loads the latest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Literal
+
+import pyarrow as pa
+
+from engine.commit import CommitMessage, CommitResult, FileStoreCommit, OverwriteSpec
+from engine.errors import InvalidArgumentError
+from engine.identifier import Identifier
+from engine.io import FileIO
+from engine.meta.paths import TablePaths
+from engine.meta.refs import ConsumerStore, TagStore
+from engine.meta.snapshot import Snapshot
+from engine.read.split_reader import SplitReader
+from engine.scan.planner import Plan, TableScan, resolve_time_travel
+from engine.scan.predicate import Predicate
+from engine.schema import TableSchema
+from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
+
+if TYPE_CHECKING:
+    from engine.catalog import FileSystemCatalog
+
+Overwrite = bool | Literal["dynamic"] | Mapping[str, object]
+
+
+class Table:
+    """A table branch as of one schema version."""
+
+    def __init__(
+        self, catalog: FileSystemCatalog | None, identifier: Identifier, io: FileIO, paths: TablePaths, schema: TableSchema
+    ) -> None:
+        self.catalog = catalog
+        self.identifier = identifier
+        self.store = FileStore(io, paths, schema)
+
+    # -- description ----------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.identifier.full_name
+
+    @property
+    def path(self) -> str:
+        return self.store.paths.root
+
+    @property
+    def branch(self) -> str:
+        return self.store.branch
+
+    @property
+    def schema(self) -> TableSchema:
+        return self.store.schema
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        return self.schema.arrow_schema()
+
+    @property
+    def options(self) -> dict[str, str]:
+        return dict(self.schema.options)
+
+    @property
+    def primary_keys(self) -> tuple[str, ...]:
+        return self.schema.primary_keys
+
+    @property
+    def partition_keys(self) -> tuple[str, ...]:
+        return self.schema.partition_keys
+
+    @property
+    def schemas(self):  # type: ignore[no-untyped-def]
+        return self.store.schemas
+
+    @property
+    def tags(self) -> TagStore:
+        return TagStore(self.store.io, self.store.paths)
+
+    @property
+    def consumers(self) -> ConsumerStore:
+        return ConsumerStore(self.store.io, self.store.paths)
+
+    def refresh(self) -> Table:
+        latest = self.store.schemas.latest()
+        return Table(self.catalog, self.identifier, self.store.io, self.store.paths, latest or self.schema)
+
+    def snapshots(self) -> list[Snapshot]:
+        return self.store.snapshots.all()
+
+    def latest_snapshot(self) -> Snapshot | None:
+        return self.store.snapshots.latest()
+
+    # -- reading --------------------------------------------------------------------------------
+    def new_scan(self) -> TableScan:
+        return TableScan(self.store)
+
+    def new_read(self, columns: Sequence[str] | None = None, filter: Predicate | None = None) -> SplitReader:
+        return SplitReader(self.store, columns, filter)
+
+    def plan(
+        self,
+        *,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        timestamp_millis: int | None = None,
+        columns: Sequence[str] | None = None,
+        filter: Predicate | None = None,
+    ) -> Plan:
+        scan = self.new_scan().with_projection(columns).with_filter(filter)
+        snapshot = resolve_time_travel(self.store, snapshot_id, tag, timestamp_millis)
+        if snapshot is not None:
+            scan = scan.with_snapshot(snapshot)
+        return scan.plan()
+
+    def to_arrow(
+        self,
+        snapshot_id: int | None = None,
+        columns: Sequence[str] | None = None,
+        filter: Predicate | None = None,
+        *,
+        tag: str | None = None,
+        timestamp_millis: int | None = None,
+    ) -> pa.Table:
+        """Read the table (latest snapshot, or time travel) as one Arrow table."""
+        plan = self.plan(snapshot_id=snapshot_id, tag=tag, timestamp_millis=timestamp_millis, columns=columns, filter=filter)
+        reader = self.new_read(columns, filter)
+        parts = [t for split in plan.splits for t in reader.read(split)]
+        if not parts:
+            return reader.output_schema.empty_table()
+        return pa.concat_tables(parts)
+
+    # -- writing --------------------------------------------------------------------------------
+    def new_writer(self):  # type: ignore[no-untyped-def]
+        """A writer for this table's layout (append or primary key)."""
+        if self.store.has_primary_key:
+            from engine.write.kv_writer import KeyValueWriter
+
+            return KeyValueWriter(self.store)
+        from engine.write.append_writer import AppendWriter
+
+        return AppendWriter(self.store)
+
+    def new_commit(self, commit_user: str | None = None) -> FileStoreCommit:
+        return FileStoreCommit(self.store, commit_user)
+
+    def commit(
+        self,
+        messages: Sequence[CommitMessage],
+        overwrite: Overwrite = False,
+        *,
+        commit_user: str | None = None,
+        identifier: int = BATCH_COMMIT_IDENTIFIER,
+        change_tracking: bool | None = None,
+    ) -> CommitResult:
+        """Publish writer output as a snapshot (append, or overwrite of what ``overwrite`` selects)."""
+        committer = self.new_commit(commit_user)
+        if change_tracking is None:
+            change_tracking = self.store.options.change_tracking
+        if overwrite is False or overwrite is None:
+            return committer.commit(messages, identifier, change_tracking=change_tracking)
+        if overwrite is True:
+            spec = OverwriteSpec()
+        elif overwrite == "dynamic":
+            spec = OverwriteSpec(dynamic=True)
+        elif isinstance(overwrite, Mapping):
+            spec = OverwriteSpec(static=dict(overwrite))
+        else:
+            raise InvalidArgumentError(f"overwrite must be False, True, 'dynamic' or a partition spec, not {overwrite!r}")
+        return committer.overwrite(messages, spec, identifier)
+
+    def write_arrow(
+        self,
+        data: object,
+        overwrite: Overwrite = False,
+        *,
+        commit_user: str | None = None,
+        change_tracking: bool | None = None,
+    ) -> CommitResult:
+        """Write Arrow data in one commit. On failure the written files are deleted and nothing is published."""
+        writer = self.new_writer()
+        try:
+            writer.write(data)
+            messages = writer.prepare_commit()
+        except BaseException:
+            writer.abort()
+            raise
+        return self.commit(messages, overwrite, commit_user=commit_user, change_tracking=change_tracking)
+
+    def drop_partitions(self, partitions: Sequence[Mapping[str, object]]) -> CommitResult:
+        if not self.partition_keys:
+            raise InvalidArgumentError(f"table '{self.name}' is not partitioned")
+        return self.new_commit().drop_partitions(partitions)
+
+    def truncate(self) -> CommitResult:
+        return self.new_commit().truncate()
+
+    def branch_table(self, branch: str) -> Table:
+        from engine.catalog import FileSystemCatalog  # noqa: F401  (typing only)
+
+        ident = Identifier(self.identifier.database, self.identifier.table, branch)
+        if self.catalog is None:
+            raise InvalidArgumentError("this table was opened without a catalog")
+        return self.catalog.get_table(ident)

@@ -1,0 +1,72 @@
+"""Making user-supplied Arrow data fit a table's schema before it is written.
+
+Columns are matched by name (any order); a missing nullable column becomes NULL, an extra column
+or a missing NOT NULL column is an error; values are cast to the column's Arrow type (safe casts
+only: an overflow or a lossy cast is an error naming the column), and NOT NULL columns are
+checked for nulls. Record batches, tables and anything with ``__arrow_c_stream__`` are accepted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from engine.errors import InvalidArgumentError
+from engine.schema import TableSchema
+from engine.types import to_arrow_type
+
+
+def as_table(data: object) -> pa.Table:
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    if isinstance(data, list) and all(isinstance(b, pa.RecordBatch) for b in data):
+        return pa.Table.from_batches(data) if data else pa.table({})
+    try:
+        return pa.table(data)  # type: ignore[arg-type]
+    except Exception as e:  # noqa: BLE001
+        raise InvalidArgumentError(f"cannot write data of type {type(data).__name__}: expected Arrow data") from e
+
+
+def conform(data: object, schema: TableSchema, extra_columns: Sequence[tuple[str, pa.DataType]] = ()) -> pa.Table:
+    """Return ``data`` as a table with exactly the schema's columns (plus ``extra_columns``)."""
+    table = as_table(data)
+    names = list(table.column_names)
+    wanted = {f.name for f in schema.fields} | {n for n, _ in extra_columns}
+    unknown = [n for n in names if n not in wanted]
+    if unknown:
+        raise InvalidArgumentError(
+            f"column(s) {unknown} are not in the table; its columns are {list(schema.field_names)}"
+        )
+    n = table.num_rows
+    arrays, fields = [], []
+    for f in schema.fields:
+        target = to_arrow_type(f.type)
+        if f.name in names:
+            col = table.column(f.name)
+            if pa.types.is_dictionary(col.type):
+                col = col.cast(col.type.value_type)
+            if not col.type.equals(target):
+                try:
+                    col = col.cast(target, safe=True)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                    raise InvalidArgumentError(
+                        f"column '{f.name}': cannot convert {col.type} to {target}: {e}"
+                    ) from None
+        elif f.type.nullable:
+            col = pa.chunked_array([pa.nulls(n, target)])
+        else:
+            raise InvalidArgumentError(f"column '{f.name}' is NOT NULL but the data has no such column")
+        if not f.type.nullable and col.null_count:
+            raise InvalidArgumentError(f"column '{f.name}' is NOT NULL but {col.null_count} row(s) are NULL")
+        arrays.append(col)
+        fields.append(pa.field(f.name, target, nullable=f.type.nullable))
+    for name, type_ in extra_columns:
+        if name in names:
+            arrays.append(table.column(name).cast(type_))
+            fields.append(pa.field(name, type_))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))

@@ -1,0 +1,162 @@
+"""Writing Arrow data as Paimon data files (Parquet), rolled at ``target-file-size``.
+
+Two physical layouts (paimon-format §8.1): append files hold exactly the table columns;
+primary-key ("kv") files hold ``_KEY_<pk>`` columns, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``,
+then every table column, sorted by key with unique keys. Every Parquet field carries its
+Paimon field id. Each finished file is described by a :class:`DataFileMeta` with exact size,
+row count, sequence range, key range and statistics.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from engine.meta.binary_row import EMPTY_ROW, serialize_row
+from engine.meta.manifest import DataFileMeta, FileSource, SimpleStats
+from engine.meta.paths import FileNamer
+from engine.read.file_reader import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, arrow_path
+from engine.store import FileStore
+from engine.types import DataField, to_arrow_field
+from engine.write.stats import compute_stats
+
+KEY_FIELD_ID_OFFSET = 1073741823  # Integer.MAX_VALUE / 2
+SEQUENCE_FIELD_ID = 2147483646
+VALUE_KIND_FIELD_ID = 2147483645
+ROWS_PER_SLICE = 262_144  # rows per Parquet row group; also how often the rolling size is checked
+
+
+def _field_with_id(name: str, type_: pa.DataType, field_id: int, nullable: bool = False) -> pa.Field:
+    return pa.field(name, type_, nullable=nullable, metadata={b"PARQUET:field_id": str(field_id).encode()})
+
+
+def kv_arrow_schema(fields: Sequence[DataField], key_fields: Sequence[DataField]) -> pa.Schema:
+    """Physical schema of a primary-key data file."""
+    key_cols = []
+    for k in key_fields:
+        af = to_arrow_field(k)
+        key_cols.append(_field_with_id(KEY_PREFIX + k.name, af.type, KEY_FIELD_ID_OFFSET + k.id))
+    system = [
+        _field_with_id(SEQUENCE_NUMBER, pa.int64(), SEQUENCE_FIELD_ID),
+        _field_with_id(VALUE_KIND, pa.int8(), VALUE_KIND_FIELD_ID),
+    ]
+    return pa.schema(key_cols + system + [to_arrow_field(f) for f in fields])
+
+
+def local_now_millis() -> int:
+    """Paimon's ``_CREATION_TIME``: local wall-clock time encoded as if it were UTC."""
+    now = time.time()
+    return int((now + time.localtime(now).tm_gmtoff) * 1000)
+
+
+class DataFileWriter:
+    """Writes data files of one (partition, bucket); each ``write`` call may roll several files."""
+
+    def __init__(
+        self,
+        store: FileStore,
+        partition_dir: str,
+        bucket: int,
+        *,
+        namer: FileNamer | None = None,
+        file_source: FileSource = FileSource.APPEND,
+        level: int = 0,
+        prefix: str | None = None,
+    ) -> None:
+        self.store = store
+        self.partition_dir = partition_dir
+        self.bucket = bucket
+        self.namer = namer or FileNamer()
+        self.file_source = file_source
+        self.level = level
+        opts = store.options
+        self.prefix = prefix if prefix is not None else opts.data_file_prefix
+        self.compression = opts.file_compression
+        self.stats_mode = opts.metadata_stats_mode
+        self.target_size = opts.target_file_size(store.has_primary_key)
+        self.fields = list(store.schema.fields)
+        self.key_fields = [store.schema.field(k) for k in store.schema.trimmed_primary_keys]
+
+    # -- append layout --------------------------------------------------------------------------
+    def write_append(self, table: pa.Table, first_sequence: int) -> list[DataFileMeta]:
+        """Write rows of an append table (columns = the table's, already cast to its Arrow schema)."""
+        schema = pa.schema([to_arrow_field(f) for f in self.fields])
+        metas = []
+        seq = first_sequence
+        for chunk, path, name, size in self._roll(table, schema):
+            n = chunk.num_rows
+            metas.append(
+                DataFileMeta(
+                    file_name=name, file_size=size, row_count=n, min_key=EMPTY_ROW, max_key=EMPTY_ROW,
+                    key_stats=SimpleStats.EMPTY, value_stats=compute_stats(chunk, self.fields, self.stats_mode),
+                    min_sequence_number=seq, max_sequence_number=seq + n - 1, schema_id=self.store.schema.id,
+                    level=0, extra_files=(), creation_time_millis=local_now_millis(), delete_row_count=0,
+                    embedded_file_index=None, file_source=self.file_source, value_stats_cols=None,
+                    external_path=None, first_row_id=None, write_cols=None,
+                )
+            )
+            seq += n
+        return metas
+
+    # -- key-value layout -----------------------------------------------------------------------
+    def write_kv(self, table: pa.Table) -> list[DataFileMeta]:
+        """Write sorted, key-unique kv rows: table columns + ``_SEQUENCE_NUMBER`` + ``_VALUE_KIND``."""
+        schema = kv_arrow_schema(self.fields, self.key_fields)
+        key_cols = {KEY_PREFIX + k.name: table.column(k.name) for k in self.key_fields}
+        physical = pa.table(
+            {**key_cols, SEQUENCE_NUMBER: table.column(SEQUENCE_NUMBER), VALUE_KIND: table.column(VALUE_KIND),
+             **{f.name: table.column(f.name) for f in self.fields}}
+        )
+        key_types = [k.type for k in self.key_fields]
+        metas = []
+        for chunk, path, name, size in self._roll(physical, schema):
+            n = chunk.num_rows
+            first = [chunk.column(KEY_PREFIX + k.name)[0].as_py() for k in self.key_fields]
+            last = [chunk.column(KEY_PREFIX + k.name)[n - 1].as_py() for k in self.key_fields]
+            seqs = chunk.column(SEQUENCE_NUMBER)
+            mm = pc.min_max(seqs)
+            kinds = chunk.column(VALUE_KIND).to_numpy()
+            deletes = int(np.count_nonzero((kinds == 1) | (kinds == 3)))
+            key_view = pa.table({k.name: chunk.column(KEY_PREFIX + k.name) for k in self.key_fields})
+            metas.append(
+                DataFileMeta(
+                    file_name=name, file_size=size, row_count=n,
+                    min_key=serialize_row(first, key_types), max_key=serialize_row(last, key_types),
+                    key_stats=compute_stats(key_view, self.key_fields, "full"),
+                    value_stats=compute_stats(chunk, self.fields, self.stats_mode),
+                    min_sequence_number=mm["min"].as_py(), max_sequence_number=mm["max"].as_py(),
+                    schema_id=self.store.schema.id, level=self.level, extra_files=(),
+                    creation_time_millis=local_now_millis(), delete_row_count=deletes, embedded_file_index=None,
+                    file_source=self.file_source, value_stats_cols=None, external_path=None,
+                    first_row_id=None, write_cols=None,
+                )
+            )
+        return metas
+
+    # -- rolling --------------------------------------------------------------------------------
+    def _roll(self, table: pa.Table, schema: pa.Schema):  # type: ignore[no-untyped-def]
+        """Write ``table`` into files of about ``target_size``; yields (rows, path, name, size) per file."""
+        table = table.cast(schema)
+        fs = self.store.io.arrow_fs()
+        offset, total = 0, table.num_rows
+        while offset < total:
+            name = self.namer.data_file(self.prefix, "parquet")
+            path = self.store.paths.data_file(self.partition_dir, self.bucket, name)
+            self.store.io.mkdirs(self.store.paths.bucket_dir(self.partition_dir, self.bucket))
+            start = offset
+            with fs.open_output_stream(arrow_path(path)) as sink:
+                writer = pq.ParquetWriter(sink, schema, compression=self.compression, write_statistics=True)
+                while offset < total:
+                    piece = table.slice(offset, ROWS_PER_SLICE)
+                    writer.write_table(piece, row_group_size=ROWS_PER_SLICE)
+                    offset += piece.num_rows
+                    if sink.tell() >= self.target_size:
+                        break
+                writer.close()
+                size = sink.tell()
+            yield table.slice(start, offset - start), path, name, size
