@@ -1,0 +1,1 @@
+"""Compatibility tests against pypaimon, which runs in its own venv via ``harness.PyPaimon``."""
