@@ -192,6 +192,47 @@ class Table:
             raise
         return self.commit(messages, overwrite, commit_user=commit_user, change_tracking=change_tracking)
 
+    def compact(
+        self,
+        *,
+        full: bool = True,
+        partitions: Sequence[Mapping[str, object]] | None = None,
+        max_attempts: int = 3,
+    ) -> CommitResult:
+        """Compact the table (primary-key tables: per bucket, full or by the universal strategy).
+
+        A compaction that loses a race against another commit deleting the same files deletes
+        what it wrote and starts over from the new latest snapshot, up to ``max_attempts``.
+        """
+        from engine.errors import CommitConflictError
+        from engine.scan.predicate import and_, equal, or_
+        from engine.write.conform import coerce_spec
+
+        if not self.store.has_primary_key:
+            from engine.write.append_compaction import compact_append
+
+            return compact_append(self, partitions=partitions, full=full)
+        predicate = None
+        if partitions:
+            specs = [coerce_spec(self.schema, p) for p in partitions]
+            predicate = or_(*[and_(*[equal(k, v) for k, v in spec.items()]) for spec in specs])  # type: ignore[misc]
+        for attempt in range(max_attempts):
+            plan = self.new_scan().with_filter(predicate).plan()
+            writer = self.new_writer()
+            writer.compact_splits(plan.splits, full=full)
+            messages = writer.prepare_commit()
+            if not messages:
+                return CommitResult(())
+            try:
+                return self.new_commit().commit(messages)
+            except CommitConflictError:
+                writer.compact_after.update({(m.partition, m.bucket): list(m.compact_after) for m in messages})
+                writer.compact_before.update({(m.partition, m.bucket): list(m.compact_before) for m in messages})
+                writer.abort()
+                if attempt == max_attempts - 1:
+                    raise
+        return CommitResult(())
+
     def drop_partitions(self, partitions: Sequence[Mapping[str, object]]) -> CommitResult:
         if not self.partition_keys:
             raise InvalidArgumentError(f"table '{self.name}' is not partitioned")

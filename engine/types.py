@@ -9,12 +9,28 @@ Conventions shared by the whole engine for Python values of each type (they are 
 ``pyarrow``'s ``as_py()`` returns): BOOLEAN → bool, integer types → int, FLOAT/DOUBLE → float,
 DECIMAL → decimal.Decimal, CHAR/VARCHAR → str, BINARY/VARBINARY → bytes, DATE → datetime.date,
 TIME → datetime.time, TIMESTAMP → naive datetime.datetime, TIMESTAMP_LTZ → UTC-aware datetime.
+
+Below the records, pure functions over them: Paimon's exact schema-file encoding
+(:func:`type_to_json` / :func:`type_from_json`), SQL type text (:func:`parse_sql_type` /
+:func:`type_to_sql`), the Arrow mapping (:func:`to_arrow_type`, :func:`to_arrow_field`,
+:func:`from_arrow_type`, :func:`from_arrow_field`) and the ALTER COLUMN TYPE rules
+(:func:`is_widening`). Invariants (property-tested): ``type_from_json(type_to_json(t)) == t``;
+``parse_sql_type(type_to_sql(t)) == t`` when ROW ids are numbered 0.. depth-first (SQL text has
+no ids); ``from_arrow_field(to_arrow_field(f)) == f``; Arrow types are never ``large_*``.
 """
 
 from __future__ import annotations
 
 import enum
+import json
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
+
+import pyarrow as pa
+
+from engine.errors import InvalidArgumentError
 
 MAX_LENGTH = 2147483647  # VARCHAR/VARBINARY of this length are STRING/BYTES
 
@@ -182,3 +198,595 @@ def MAP(key: DataType, value: DataType, nullable: bool = True) -> DataType:  # n
 
 def ROW(fields: tuple[DataField, ...] | list[DataField], nullable: bool = True) -> DataType:  # noqa: N802
     return DataType(TypeRoot.ROW, nullable, fields=tuple(fields))
+
+
+# ---------------------------------------------------------------------------------------------
+# Serde, SQL text and Arrow mapping. Everything below is a pure function of the records above.
+# ---------------------------------------------------------------------------------------------
+
+_SIMPLE_ROOTS = frozenset(
+    {
+        TypeRoot.BOOLEAN, TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT,
+        TypeRoot.FLOAT, TypeRoot.DOUBLE, TypeRoot.DATE,
+    }
+)  # fmt: skip
+_NOT_NULL = " NOT NULL"
+
+
+def _atomic_json(t: DataType) -> str:
+    """The Paimon SQL string of an atomic type, without the nullability suffix."""
+    r = t.root
+    if r in _SIMPLE_ROOTS:
+        return r.value
+    if r is TypeRoot.VARCHAR:
+        return "STRING" if t.length == MAX_LENGTH else f"VARCHAR({t.length})"
+    if r is TypeRoot.VARBINARY:
+        return "BYTES" if t.length == MAX_LENGTH else f"VARBINARY({t.length})"
+    if r in (TypeRoot.CHAR, TypeRoot.BINARY):
+        return f"{r.value}({t.length})"
+    if r is TypeRoot.DECIMAL:
+        return f"DECIMAL({t.precision}, {t.scale})"  # Java writes the space after the comma
+    if r in (TypeRoot.TIME, TypeRoot.TIMESTAMP):
+        return f"{r.value}({t.precision})"
+    if r is TypeRoot.TIMESTAMP_LTZ:
+        return f"TIMESTAMP({t.precision}) WITH LOCAL TIME ZONE"
+    raise InvalidArgumentError(f"{r.value} is not an atomic type")
+
+
+def type_to_json(t: DataType) -> str | dict[str, Any]:
+    """Encode a type exactly as Paimon's schema files do (format doc §2.2).
+
+    Atomic types become their SQL string (``"INT NOT NULL"``, ``"DECIMAL(10, 2)"``); nested
+    types become objects (``{"type": "ARRAY", "element": ...}``) whose ROW fields carry ids.
+    """
+    suffix = "" if t.nullable else _NOT_NULL
+    r = t.root
+    if r in (TypeRoot.ARRAY, TypeRoot.MULTISET):
+        assert t.element is not None
+        return {"type": r.value + suffix, "element": type_to_json(t.element)}
+    if r is TypeRoot.MAP:
+        assert t.key is not None and t.value is not None
+        return {"type": "MAP" + suffix, "key": type_to_json(t.key), "value": type_to_json(t.value)}
+    if r is TypeRoot.ROW:
+        return {"type": "ROW" + suffix, "fields": [field_to_json(f) for f in t.fields]}
+    return _atomic_json(t) + suffix
+
+
+def field_to_json(f: DataField) -> dict[str, Any]:
+    """Encode a DataField as Paimon does: ``id, name, type`` and ``description`` when set."""
+    out: dict[str, Any] = {"id": f.id, "name": f.name, "type": type_to_json(f.type)}
+    if f.description is not None:
+        out["description"] = f.description
+    return out
+
+
+def type_from_json(v: str | dict[str, Any]) -> DataType:
+    """Decode a type written by :func:`type_to_json` (or by Java / pypaimon).
+
+    Strings are parsed leniently (``TIMESTAMP_LTZ(3)``, bare ``TIMESTAMP``/``TIME``/
+    ``DECIMAL``/``CHAR``/``BINARY`` with Paimon's default sizes). A nested ROW field that lacks
+    an ``id`` gets one from a counter starting after the largest id present.
+
+    Raises:
+        InvalidArgumentError: the value is not a type dyntable understands.
+    """
+    ids = _IdCounter(_max_json_id(v) + 1)
+    return _type_from_json(v, ids)
+
+
+def field_from_json(obj: dict[str, Any], next_id: Callable[[], int] | None = None) -> DataField:
+    """Decode one DataField object of a schema file (see :func:`type_from_json`).
+
+    ``next_id`` supplies ids for nested ROW fields that lack one (a schema passes one counter
+    for all its columns so such ids stay unique); by default ids continue after the largest
+    id inside ``obj``.
+    """
+    return _field_from_json(obj, next_id or _IdCounter(_max_json_id(obj) + 1))
+
+
+def max_field_id(t: DataType) -> int:
+    """The largest id of a ROW field nested anywhere in ``t`` (-1 if there is none)."""
+    found = -1
+    for f in t.fields:
+        found = max(found, f.id, max_field_id(f.type))
+    for member in (t.element, t.key, t.value):
+        if member is not None:
+            found = max(found, max_field_id(member))
+    return found
+
+
+class _IdCounter:
+    """Hands out increasing field ids (nested ROW fields without an id, parsed SQL types)."""
+
+    def __init__(self, start: int = 0) -> None:
+        self.next_id = start
+
+    def __call__(self) -> int:
+        self.next_id += 1
+        return self.next_id - 1
+
+
+def _max_json_id(v: Any) -> int:
+    if isinstance(v, dict):
+        own = v.get("id") if isinstance(v.get("id"), int) else -1
+        return max([own, *(_max_json_id(x) for x in v.values())])
+    if isinstance(v, list):
+        return max((_max_json_id(x) for x in v), default=-1)
+    return -1
+
+
+def _type_from_json(v: Any, ids: Callable[[], int]) -> DataType:
+    if isinstance(v, str):
+        return _TypeParser(v, spark=False, ids=ids).parse()
+    if not isinstance(v, dict) or not isinstance(v.get("type"), str):
+        raise InvalidArgumentError(f"not a Paimon type encoding: {v!r}")
+    head = v["type"].strip().upper()
+    nullable = not head.endswith(_NOT_NULL)
+    word = head[: -len(_NOT_NULL)].strip() if not nullable else head
+    try:
+        if word in ("ARRAY", "MULTISET"):
+            return DataType(TypeRoot(word), nullable, element=_type_from_json(v["element"], ids))
+        if word == "MAP":
+            return MAP(_type_from_json(v["key"], ids), _type_from_json(v["value"], ids), nullable)
+        if word == "ROW":
+            return ROW([_field_from_json(f, ids) for f in v["fields"]], nullable)
+    except (KeyError, TypeError) as e:
+        raise InvalidArgumentError(f"nested type {v!r} lacks a member: {e}") from None
+    raise InvalidArgumentError(f"unsupported nested type {v['type']!r} (known: ARRAY, MULTISET, MAP, ROW)")
+
+
+def _field_from_json(obj: Any, ids: Callable[[], int]) -> DataField:
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) or "type" not in obj:
+        raise InvalidArgumentError(f"not a Paimon field: {obj!r}")
+    fid = obj.get("id")
+    if fid is None:
+        fid = ids()
+    elif not isinstance(fid, int) or isinstance(fid, bool):
+        raise InvalidArgumentError(f"field id must be an integer, got {fid!r}")
+    desc = obj.get("description")
+    t = _type_from_json(obj["type"], ids)
+    return DataField(fid, obj["name"], t, desc if isinstance(desc, str) else None)
+
+
+# ---- SQL type text (CREATE TABLE / ALTER COLUMN, Flink or Spark style) -----------------------
+
+_TOKEN = re.compile(
+    r"\s*(?:(?P<q>`(?:[^`]|``)*`)|(?P<s>'(?:[^'\\]|''|\\.)*')|(?P<n>\d+)"
+    r"|(?P<w>[A-Za-z_][A-Za-z0-9_$]*)|(?P<p>\S))"
+)
+_PLAIN: dict[str, TypeRoot] = {
+    "BOOLEAN": TypeRoot.BOOLEAN, "BOOL": TypeRoot.BOOLEAN,
+    "TINYINT": TypeRoot.TINYINT, "BYTE": TypeRoot.TINYINT,
+    "SMALLINT": TypeRoot.SMALLINT, "SHORT": TypeRoot.SMALLINT,
+    "INT": TypeRoot.INT, "INTEGER": TypeRoot.INT,
+    "BIGINT": TypeRoot.BIGINT, "LONG": TypeRoot.BIGINT,
+    "FLOAT": TypeRoot.FLOAT, "REAL": TypeRoot.FLOAT,
+    "DOUBLE": TypeRoot.DOUBLE, "DATE": TypeRoot.DATE,
+}  # fmt: skip
+_CLOSE = {"<": ">", "(": ")"}
+
+
+class _TypeParser:
+    """Recursive-descent parser over the union of Paimon's, Flink's and Spark's type syntax.
+
+    ``spark`` only changes one meaning: a bare ``BINARY`` is Spark's variable-length BYTES,
+    while Paimon/Flink read it as ``BINARY(1)`` (Java never writes a bare ``BINARY``).
+    """
+
+    def __init__(self, text: str, *, spark: bool, ids: Callable[[], int]) -> None:
+        self.text, self.spark, self.ids = text, spark, ids
+        self.toks: list[tuple[str, str, int]] = []
+        pos = 0
+        while (m := _TOKEN.match(text, pos)) is not None:
+            kind = m.lastgroup or "p"
+            self.toks.append((kind, m.group(kind), m.start(kind)))
+            pos = m.end()
+        self.i = 0
+
+    def fail(self, why: str) -> InvalidArgumentError:
+        at = self.toks[self.i][2] if self.i < len(self.toks) else len(self.text)
+        return InvalidArgumentError(f"cannot parse data type {self.text!r}: {why} (at position {at})")
+
+    def peek(self, kind: str, *values: str) -> bool:
+        if self.i >= len(self.toks):
+            return False
+        k, v, _ = self.toks[self.i]
+        return k == kind and (not values or v.upper() in values)
+
+    def take(self, kind: str, *values: str, what: str = "") -> str:
+        if not self.peek(kind, *values):
+            found = repr(self.toks[self.i][1]) if self.i < len(self.toks) else "end of text"
+            raise self.fail(f"expected {what or ' or '.join(values) or kind}, found {found}")
+        self.i += 1
+        return self.toks[self.i - 1][1]
+
+    def parse(self) -> DataType:
+        t = self.type_()
+        if self.i < len(self.toks):
+            raise self.fail(f"unexpected {self.toks[self.i][1]!r}")
+        return t
+
+    def type_(self) -> DataType:
+        t = self.base(self.take("w", what="a type name").upper())
+        if self.peek("w", "NOT"):
+            self.i += 1
+            self.take("w", "NULL")
+            return t.copy(False)
+        if self.peek("w", "NULL"):
+            self.i += 1
+        return t
+
+    def args(self, most: int) -> list[int]:
+        if not self.peek("p", "("):
+            return []
+        self.i += 1
+        out = [int(self.take("n", what="a number"))]
+        while len(out) < most and self.peek("p", ","):
+            self.i += 1
+            out.append(int(self.take("n", what="a number")))
+        self.take("p", ")")
+        return out
+
+    def one(self, default: int, lo: int, hi: int, what: str) -> int:
+        args = self.args(1)
+        v = args[0] if args else default
+        if not lo <= v <= hi:
+            raise self.fail(f"{what} must be between {lo} and {hi}, got {v}")
+        return v
+
+    def zone(self, allow_local: bool) -> bool:
+        """Consume ``WITHOUT TIME ZONE`` / ``WITH LOCAL TIME ZONE``; True for the local one."""
+        if self.peek("w", "WITHOUT"):
+            self.i += 1
+            self.take("w", "TIME"), self.take("w", "ZONE")
+            return False
+        if self.peek("w", "WITH"):
+            self.i += 1
+            if not (allow_local and self.peek("w", "LOCAL")):
+                raise self.fail("only TIMESTAMP WITH LOCAL TIME ZONE is supported (use TIMESTAMP_LTZ)")
+            self.i += 1
+            self.take("w", "TIME"), self.take("w", "ZONE")
+            return True
+        return False
+
+    def base(self, w: str) -> DataType:  # noqa: C901 - one branch per type keyword
+        if w in _PLAIN:
+            if w == "DOUBLE" and self.peek("w", "PRECISION"):
+                self.i += 1
+            return DataType(_PLAIN[w])
+        if w in ("DECIMAL", "DEC", "NUMERIC"):
+            args = self.args(2)
+            p, s = (args + [10, 0][len(args) :])[:2] if args else (10, 0)
+            if not 1 <= p <= 38 or not 0 <= s <= p:
+                raise self.fail(f"DECIMAL needs 1 <= precision <= 38 and 0 <= scale <= precision: ({p}, {s})")
+            return DECIMAL(p, s)
+        if w in ("CHAR", "CHARACTER"):
+            return CHAR(self.one(1, 1, MAX_LENGTH, "CHAR length"))
+        if w == "VARCHAR":
+            return VARCHAR(self.one(1, 1, MAX_LENGTH, "VARCHAR length"))
+        if w == "STRING":
+            return STRING()
+        if w == "BINARY":
+            if self.spark and not self.peek("p", "("):
+                return BYTES()
+            return BINARY(self.one(1, 1, MAX_LENGTH, "BINARY length"))
+        if w == "VARBINARY":
+            return VARBINARY(self.one(1, 1, MAX_LENGTH, "VARBINARY length"))
+        if w == "BYTES":
+            return BYTES()
+        if w == "TIME":
+            p = self.one(0, 0, 9, "TIME precision")
+            self.zone(allow_local=False)
+            return TIME(p)
+        if w in ("TIMESTAMP", "TIMESTAMP_NTZ", "TIMESTAMP_LTZ"):
+            p = self.one(6, 0, 9, "TIMESTAMP precision")
+            local = self.zone(allow_local=True) if w == "TIMESTAMP" else w == "TIMESTAMP_LTZ"
+            return TIMESTAMP_LTZ(p) if local else TIMESTAMP(p)
+        if w in ("ARRAY", "MULTISET", "MAP", "ROW", "STRUCT"):
+            return self.nested(w)
+        self.i -= 1
+        raise self.fail(f"unknown type {w!r}")
+
+    def nested(self, w: str) -> DataType:
+        if not (self.peek("p", "<") or self.peek("p", "(")):
+            raise self.fail(f"{w} needs its member types in <...>")
+        close = _CLOSE[self.take("p")]
+        if w in ("ARRAY", "MULTISET"):
+            t = DataType(TypeRoot(w), element=self.type_())
+        elif w == "MAP":
+            key = self.type_()
+            self.take("p", ",")
+            t = MAP(key, self.type_())
+        else:
+            fields = [self.field()]
+            while self.peek("p", ","):
+                self.i += 1
+                fields.append(self.field())
+            t = ROW(fields)
+        self.take("p", close)
+        return t
+
+    def field(self) -> DataField:
+        if self.peek("q"):
+            name = self.take("q")[1:-1].replace("``", "`")
+        else:
+            name = self.take("w", what="a field name")
+        fid = self.ids()  # before the type: the field is numbered before its nested fields
+        if self.peek("p", ":"):
+            self.i += 1
+        t = self.type_()
+        desc = None
+        if self.peek("w", "COMMENT"):
+            self.i += 1
+            desc = _unquote(self.take("s", what="a quoted comment"))
+        elif self.peek("s"):
+            desc = _unquote(self.take("s"))
+        return DataField(fid, name, t, desc)
+
+
+def _unquote(lit: str) -> str:
+    return re.sub(r"''|\\(.)", lambda m: m.group(1) or "'", lit[1:-1])
+
+
+def parse_sql_type(text: str) -> DataType:
+    """Parse a column type as users write it in CREATE TABLE (Flink or Spark style).
+
+    Case-insensitive. Aliases: INTEGER, LONG, SHORT, BYTE, BOOL, REAL, DEC/NUMERIC,
+    DOUBLE PRECISION; ``STRUCT<a: T>`` and ``ROW<a T>`` (with ``COMMENT '...'``), ``ARRAY<T>``,
+    ``MAP<K, V>``, ``MULTISET<T>``, a trailing ``NOT NULL``. Decisions: a bare ``TIMESTAMP``
+    and ``TIMESTAMP_NTZ`` are Paimon's wall-clock ``TIMESTAMP(6)`` (not Spark's session-zone
+    meaning); a bare ``BINARY`` is Spark's BYTES; a bare ``VARCHAR``/``CHAR`` is length 1 as
+    in Flink. Nested ROW field ids are numbered 0.. depth-first; TableSchema re-assigns them.
+
+    Raises:
+        InvalidArgumentError: the text is not a type; the message names the text and position.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidArgumentError(f"empty or non-text data type: {text!r}")
+    return _TypeParser(text, spark=True, ids=_IdCounter()).parse()
+
+
+_SQL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _sql_name(name: str) -> str:
+    return name if _SQL_NAME.fullmatch(name) else "`" + name.replace("`", "``") + "`"
+
+
+def type_to_sql(t: DataType) -> str:
+    """Spark-SQL style DDL text for display and SHOW CREATE TABLE.
+
+    :func:`parse_sql_type` reads it back to the same type (BYTES prints as ``BINARY``,
+    ``TIMESTAMP(6)`` as ``TIMESTAMP_NTZ``, ``TIMESTAMP_LTZ(6)`` as ``TIMESTAMP_LTZ``).
+    """
+    r = t.root
+    if r is TypeRoot.DECIMAL:
+        s = f"DECIMAL({t.precision},{t.scale})"
+    elif r is TypeRoot.VARBINARY and t.length == MAX_LENGTH:
+        s = "BINARY"
+    elif r is TypeRoot.TIMESTAMP:
+        s = "TIMESTAMP_NTZ" if t.precision == 6 else f"TIMESTAMP({t.precision})"
+    elif r is TypeRoot.TIMESTAMP_LTZ:
+        s = "TIMESTAMP_LTZ" if t.precision == 6 else f"TIMESTAMP_LTZ({t.precision})"
+    elif r in (TypeRoot.ARRAY, TypeRoot.MULTISET):
+        assert t.element is not None
+        s = f"{r.value}<{type_to_sql(t.element)}>"
+    elif r is TypeRoot.MAP:
+        assert t.key is not None and t.value is not None
+        s = f"MAP<{type_to_sql(t.key)},{type_to_sql(t.value)}>"
+    elif r is TypeRoot.ROW:
+        parts = []
+        for f in t.fields:
+            p = f"{_sql_name(f.name)}: {type_to_sql(f.type)}"
+            if f.description is not None:
+                p += " COMMENT '" + f.description.replace("\\", "\\\\").replace("'", "\\'") + "'"
+            parts.append(p)
+        s = "STRUCT<" + ", ".join(parts) + ">"
+    else:
+        s = _atomic_json(t)
+    return s if t.nullable else s + _NOT_NULL
+
+
+# ---- Arrow mapping ----------------------------------------------------------------------------
+
+FIELD_ID_KEY = b"PARQUET:field_id"  # pyarrow turns this field metadata into Parquet field ids
+PAIMON_TYPE_KEY = b"paimon.type"  # exact Paimon type JSON, so CHAR(5) / TIME(0) survive Arrow
+DESCRIPTION_KEY = b"paimon.description"  # the column comment, only when there is one
+_TS_UNIT = ((3, "ms"), (6, "us"), (9, "ns"))
+_UNIT_PRECISION = {"s": 0, "ms": 3, "us": 6, "ns": 9}
+_ARROW_SIMPLE: dict[TypeRoot, pa.DataType] = {
+    TypeRoot.BOOLEAN: pa.bool_(), TypeRoot.TINYINT: pa.int8(), TypeRoot.SMALLINT: pa.int16(),
+    TypeRoot.INT: pa.int32(), TypeRoot.BIGINT: pa.int64(), TypeRoot.FLOAT: pa.float32(),
+    TypeRoot.DOUBLE: pa.float64(), TypeRoot.CHAR: pa.string(), TypeRoot.VARCHAR: pa.string(),
+    TypeRoot.BINARY: pa.binary(), TypeRoot.VARBINARY: pa.binary(), TypeRoot.DATE: pa.date32(),
+}  # fmt: skip
+
+
+def to_arrow_type(t: DataType) -> pa.DataType:
+    """The Arrow type dyntable uses in memory and in Parquet for a Paimon type.
+
+    Never ``large_*`` (Spark's Arrow batches need ``string``/``binary``). List elements are
+    named ``element`` and map entries ``key``/``value`` as in compliant Parquet; nested
+    nullability follows the Paimon types; ROW fields carry the metadata of
+    :func:`to_arrow_field`.
+    """
+    r = t.root
+    simple = _ARROW_SIMPLE.get(r)
+    if simple is not None:
+        return simple
+    if r is TypeRoot.DECIMAL:
+        assert t.precision is not None and t.scale is not None
+        return pa.decimal128(t.precision, t.scale)
+    if r is TypeRoot.TIME:
+        return pa.time32("ms") if (t.precision or 0) <= 3 else pa.time64("us")
+    if r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
+        p = 6 if t.precision is None else t.precision
+        unit = next(u for limit, u in _TS_UNIT if p <= limit)
+        return pa.timestamp(unit, tz="UTC" if r is TypeRoot.TIMESTAMP_LTZ else None)
+    if r is TypeRoot.ARRAY:
+        assert t.element is not None
+        return pa.list_(pa.field("element", to_arrow_type(t.element), t.element.nullable))
+    if r is TypeRoot.MULTISET:  # Paimon stores a multiset as MAP<element, INT NOT NULL>
+        assert t.element is not None
+        return pa.map_(pa.field("key", to_arrow_type(t.element), False), pa.field("value", pa.int32(), False))
+    if r is TypeRoot.MAP:
+        assert t.key is not None and t.value is not None
+        value = pa.field("value", to_arrow_type(t.value), t.value.nullable)
+        return pa.map_(pa.field("key", to_arrow_type(t.key), False), value)
+    if r is TypeRoot.ROW:
+        return pa.struct([to_arrow_field(f) for f in t.fields])
+    raise InvalidArgumentError(f"no Arrow mapping for {r.value}")
+
+
+def to_arrow_field(f: DataField) -> pa.Field:
+    """An Arrow field with the Parquet field id (= Paimon field id), the exact Paimon type and comment."""
+    meta = {FIELD_ID_KEY: str(f.id).encode(), PAIMON_TYPE_KEY: json.dumps(type_to_json(f.type)).encode()}
+    if f.description is not None:
+        meta[DESCRIPTION_KEY] = f.description.encode()
+    return pa.field(f.name, to_arrow_type(f.type), f.type.nullable, metadata=meta)
+
+
+def from_arrow_field(f: pa.Field, default_id: int = 0) -> DataField:
+    """Inverse of :func:`to_arrow_field`.
+
+    The ``paimon.type`` metadata wins when it still describes the Arrow type (so CHAR(5) comes
+    back as CHAR(5)); otherwise the type is inferred with :func:`from_arrow_type`. The id comes
+    from ``PARQUET:field_id`` or is ``default_id``.
+    """
+    meta = f.metadata or {}
+    fid = default_id
+    if FIELD_ID_KEY in meta:
+        try:
+            fid = int(meta[FIELD_ID_KEY])
+        except ValueError:
+            raise InvalidArgumentError(f"field {f.name!r} has a bad id {meta[FIELD_ID_KEY]!r}") from None
+    t: DataType | None = None
+    if PAIMON_TYPE_KEY in meta:
+        try:
+            declared = type_from_json(json.loads(meta[PAIMON_TYPE_KEY]))
+            if to_arrow_type(declared) == f.type:
+                t = declared.copy(f.nullable)
+        except (ValueError, InvalidArgumentError):
+            t = None  # stale or foreign metadata: fall back to inference
+    if t is None:
+        t = from_arrow_type(f.type, f.nullable)
+    desc = meta.get(DESCRIPTION_KEY)
+    return DataField(fid, f.name, t, desc.decode() if desc is not None else None)
+
+
+def from_arrow_type(a: pa.DataType, nullable: bool = True) -> DataType:  # noqa: C901
+    """The Paimon type for an Arrow type (inverse of :func:`to_arrow_type`, plus aliases).
+
+    ``large_string``/``string_view`` → STRING, ``large_binary``/``binary_view`` → BYTES,
+    ``fixed_size_binary(n)`` → BINARY(n), ``timestamp('s')`` → TIMESTAMP(0), any time zone →
+    TIMESTAMP_LTZ, dictionaries → their value type, unsigned ints → the next wider signed type
+    (uint64 has none), struct fields without ids are numbered 0.. in order.
+
+    Raises:
+        InvalidArgumentError: no Paimon type can hold the Arrow type (e.g. uint64, duration, null).
+    """
+    if pa.types.is_dictionary(a):
+        return from_arrow_type(a.value_type, nullable)
+    if pa.types.is_string(a) or pa.types.is_large_string(a) or pa.types.is_string_view(a):
+        return STRING(nullable)
+    if pa.types.is_binary(a) or pa.types.is_large_binary(a) or pa.types.is_binary_view(a):
+        return BYTES(nullable)
+    for root, simple in _ARROW_SIMPLE.items():
+        if a == simple:
+            return DataType(root, nullable)
+    if pa.types.is_fixed_size_binary(a):
+        return BINARY(a.byte_width, nullable)
+    widened = {pa.uint8(): TypeRoot.SMALLINT, pa.uint16(): TypeRoot.INT, pa.uint32(): TypeRoot.BIGINT}
+    if a in widened:
+        return DataType(widened[a], nullable)
+    if pa.types.is_float16(a):
+        return FLOAT(nullable)
+    if pa.types.is_date64(a):
+        return DATE(nullable)
+    if pa.types.is_decimal(a):
+        if a.precision > 38:
+            raise InvalidArgumentError(f"{a} has precision {a.precision}; Paimon DECIMAL allows at most 38")
+        return DECIMAL(a.precision, a.scale, nullable)
+    if pa.types.is_time(a):
+        return TIME(_UNIT_PRECISION[a.unit], nullable)
+    if pa.types.is_timestamp(a):
+        p = _UNIT_PRECISION[a.unit]
+        return TIMESTAMP_LTZ(p, nullable) if a.tz else TIMESTAMP(p, nullable)
+    if pa.types.is_list(a) or pa.types.is_large_list(a) or pa.types.is_fixed_size_list(a):
+        vf = a.value_field
+        return ARRAY(from_arrow_field(vf).type, nullable)
+    if pa.types.is_map(a):
+        return MAP(from_arrow_type(a.key_type, False), from_arrow_field(a.item_field).type, nullable)
+    if pa.types.is_struct(a):
+        return ROW([from_arrow_field(a.field(i), i) for i in range(a.num_fields)], nullable)
+    raise InvalidArgumentError(f"Arrow type {a} has no Paimon equivalent; cast the column first")
+
+
+# ---- Type widening (ALTER COLUMN ... TYPE) ----------------------------------------------------
+
+_INT_ORDER = (TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT)
+_INT_DIGITS = {TypeRoot.TINYINT: 3, TypeRoot.SMALLINT: 5, TypeRoot.INT: 10, TypeRoot.BIGINT: 19}
+_EXACT_IN_FLOAT = {TypeRoot.FLOAT: (TypeRoot.TINYINT, TypeRoot.SMALLINT),
+                   TypeRoot.DOUBLE: (TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT)}  # fmt: skip
+
+
+def is_widening(src: DataType, dst: DataType) -> bool:  # noqa: C901 - a table of rules
+    """Whether every value of ``src`` converts to ``dst`` without loss (ALTER COLUMN TYPE).
+
+    Allowed: the same type; a nullable target (a NOT NULL target needs a NOT NULL source);
+    TINYINT < SMALLINT < INT < BIGINT; integers to FLOAT/DOUBLE only where exact (FLOAT holds
+    TINYINT/SMALLINT, DOUBLE also INT; BIGINT → DOUBLE is refused: it loses digits); integers
+    to DECIMAL with enough integer digits; FLOAT → DOUBLE; DECIMAL to one with at least as many
+    integer digits and at least the scale; CHAR/VARCHAR(n) to CHAR/VARCHAR of length ≥ n (CHAR
+    only to CHAR of the same length or to VARCHAR) and STRING; BINARY/VARBINARY(n) likewise to
+    VARBINARY(≥ n)/BYTES; every non-binary atomic type to STRING (values are rendered as text);
+    DATE → TIMESTAMP(p) (midnight; not to TIMESTAMP_LTZ, which would need a zone); TIME,
+    TIMESTAMP and TIMESTAMP_LTZ to a larger precision of the same kind; ARRAY/MAP/MULTISET whose
+    members widen (map keys must stay equal); ROW with the same field names in the same order,
+    each widening. Field ids are not compared (the schema keeps the old ones).
+    """
+    if src.nullable and not dst.nullable:
+        return False
+    s, d = src.root, dst.root
+    if s is TypeRoot.ROW or d is TypeRoot.ROW:
+        return (
+            s is d
+            and len(src.fields) == len(dst.fields)
+            and all(
+                a.name == b.name and is_widening(a.type, b.type)
+                for a, b in zip(src.fields, dst.fields, strict=True)
+            )
+        )
+    if s in (TypeRoot.ARRAY, TypeRoot.MULTISET) or d in (TypeRoot.ARRAY, TypeRoot.MULTISET):
+        return s is d and is_widening(src.element, dst.element)  # type: ignore[arg-type]
+    if s is TypeRoot.MAP or d is TypeRoot.MAP:
+        return (
+            s is d
+            and src.key == dst.key
+            and is_widening(src.value, dst.value)  # type: ignore[arg-type]
+        )
+    if src.copy(True) == dst.copy(True):
+        return True
+    if d is TypeRoot.VARCHAR and dst.length == MAX_LENGTH and not src.is_binary:
+        return True  # any atomic value can be rendered as text
+    if src.is_integer:
+        if dst.is_integer:
+            return _INT_ORDER.index(s) <= _INT_ORDER.index(d)
+        if d is TypeRoot.DECIMAL:
+            return (dst.precision or 0) - (dst.scale or 0) >= _INT_DIGITS[s]
+        return s in _EXACT_IN_FLOAT.get(d, ())
+    if s is TypeRoot.FLOAT:
+        return d is TypeRoot.DOUBLE
+    if s is TypeRoot.DECIMAL and d is TypeRoot.DECIMAL:
+        return (dst.scale or 0) >= (src.scale or 0) and (
+            (dst.precision or 0) - (dst.scale or 0) >= (src.precision or 0) - (src.scale or 0)
+        )
+    if src.is_string and dst.is_string:  # CHAR -> longer CHAR would change the padding
+        return d is TypeRoot.VARCHAR and (dst.length or 0) >= (src.length or 0)
+    if src.is_binary and dst.is_binary:
+        return d is TypeRoot.VARBINARY and (dst.length or 0) >= (src.length or 0)
+    if s is TypeRoot.DATE:
+        return d is TypeRoot.TIMESTAMP
+    if s is d and s in (TypeRoot.TIME, TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
+        return (dst.precision or 0) >= (src.precision or 0)
+    return False

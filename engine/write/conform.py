@@ -8,7 +8,7 @@ checked for nulls. Record batches, tables and anything with ``__arrow_c_stream__
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
@@ -70,3 +70,19 @@ def conform(data: object, schema: TableSchema, extra_columns: Sequence[tuple[str
             arrays.append(table.column(name).cast(type_))
             fields.append(pa.field(name, type_))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def coerce_value(schema: TableSchema, column: str, value: object) -> object:
+    """A literal (often a string from SQL) converted to the Python value of a column's type."""
+    if value is None:
+        return None
+    target = to_arrow_type(schema.field(column).type)
+    try:
+        return pa.array([value]).cast(target)[0].as_py()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise InvalidArgumentError(f"value {value!r} does not fit column '{column}' of type {target}: {e}") from None
+
+
+def coerce_spec(schema: TableSchema, spec: Mapping[str, object]) -> dict[str, object]:
+    """A partition spec with each value converted to its column's type."""
+    return {k: coerce_value(schema, k, v) for k, v in spec.items()}

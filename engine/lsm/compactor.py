@@ -1,0 +1,136 @@
+"""Rewriting the files of one bucket: compaction (picked or full) and the changelog it yields.
+
+One function does the data work of a compaction unit, so the writer's automatic compaction,
+``Table.compact`` and Spark's distributed compaction all produce identical files:
+
+* a unit that is a single file moved to a higher level without deletes to drop is *upgraded*
+  (metadata only, no rewrite);
+* otherwise the unit's files are read, merged with the table's merge engine, and written at the
+  output level; deletes are dropped when nothing older can lie below the output level;
+* with ``changelog-producer = full-compaction`` a compaction into the top level emits the exact
+  difference between the old top level and the new one as changelog files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.lsm.changelog import diff_changelog, rowkind_to_kinds
+from engine.lsm.compact_strategy import CompactUnit, UniversalCompaction, can_drop_deletes
+from engine.lsm.levels import Levels
+from engine.lsm.merge import MergeConfig, merge
+from engine.meta.binary_row import deserialize_row
+from engine.meta.manifest import DataFileMeta, FileSource
+from engine.meta.paths import FileNamer
+from engine.read.file_reader import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
+from engine.store import FileStore
+from engine.types import to_arrow_field
+from engine.write.file_writer import DataFileWriter
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    before: tuple[DataFileMeta, ...] = ()
+    after: tuple[DataFileMeta, ...] = ()
+    changelog: tuple[DataFileMeta, ...] = ()
+
+
+def key_range_fn(store: FileStore):  # type: ignore[no-untyped-def]
+    key_types = [store.schema.field(k).type for k in store.schema.trimmed_primary_keys]
+
+    def key_range(f: DataFileMeta) -> tuple[tuple[object, ...], tuple[object, ...]]:
+        return deserialize_row(f.min_key, key_types), deserialize_row(f.max_key, key_types)
+
+    return key_range
+
+
+def levels_of(store: FileStore, files: Sequence[DataFileMeta]) -> Levels:
+    num_levels = store.options.num_levels
+    top = max((f.level for f in files), default=0)
+    return Levels(files, max(num_levels, top + 1), key_range_fn(store))
+
+
+def strategy(store: FileStore) -> UniversalCompaction:
+    opts = store.options
+    return UniversalCompaction(
+        max_size_amp_percent=opts.compaction_max_size_amplification_percent,
+        size_ratio=opts.compaction_size_ratio,
+        num_run_compaction_trigger=opts.num_sorted_run_compaction_trigger,
+    )
+
+
+def pick(store: FileStore, files: Sequence[DataFileMeta], full: bool = False) -> tuple[Levels, CompactUnit | None]:
+    levels = levels_of(store, files)
+    s = strategy(store)
+    runs = levels.level_sorted_runs()
+    unit = s.force_full(levels.num_levels, runs) if full else s.pick(levels.num_levels, runs)
+    return levels, unit
+
+
+def read_kv(store: FileStore, partition_dir: str, bucket: int, files: Sequence[DataFileMeta]) -> pa.Table:
+    fields = list(store.schema.fields)
+    parts = [
+        read_data_file(store, store.paths.data_file(partition_dir, bucket, f.file_name), f, fields, (SEQUENCE_NUMBER, VALUE_KIND))
+        for f in files
+    ]
+    if not parts:
+        arrow_fields = [to_arrow_field(f) for f in fields]
+        return pa.schema(arrow_fields + [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())]).empty_table()
+    return pa.concat_tables(parts)
+
+
+def run_compaction(
+    store: FileStore,
+    partition_dir: str,
+    bucket: int,
+    levels: Levels,
+    unit: CompactUnit,
+    namer: FileNamer | None = None,
+) -> CompactionResult:
+    """Do the data work of one compaction unit of one bucket."""
+    namer = namer or FileNamer()
+    drop_deletes = can_drop_deletes(unit, levels)
+    files = list(unit.files)
+    if len(files) == 1 and files[0].level != unit.output_level and not unit.file_rewrite:
+        f = files[0]
+        if not drop_deletes or f.delete_row_count == 0:
+            return CompactionResult((f,), (f.upgrade(unit.output_level),))
+    schema = store.schema
+    config = MergeConfig.from_options(schema.options, schema.primary_keys)
+    merged = merge(read_kv(store, partition_dir, bucket, files), schema.primary_keys, config, drop_deletes=drop_deletes)
+    writer = DataFileWriter(store, partition_dir, bucket, namer=namer, file_source=FileSource.COMPACT, level=unit.output_level)
+    after = tuple(writer.write_kv(merged)) if merged.num_rows else ()
+    changelog: tuple[DataFileMeta, ...] = ()
+    if store.options.changelog_producer == "full-compaction" and unit.output_level == levels.max_level:
+        old_top = [f for f in levels.all_files() if f.level == levels.max_level]
+        before = merge(read_kv(store, partition_dir, bucket, old_top), schema.primary_keys, config, drop_deletes=True)
+        new_state = merged if drop_deletes else merge(merged, schema.primary_keys, config, drop_deletes=True)
+        changelog = write_changelog(store, partition_dir, bucket, before, new_state, namer)
+    return CompactionResult(tuple(files), after, changelog)
+
+
+def write_changelog(
+    store: FileStore, partition_dir: str, bucket: int, before: pa.Table, after: pa.Table, namer: FileNamer
+) -> tuple[DataFileMeta, ...]:
+    """Write the exact -U/+U/+I/-D difference between two merged states as changelog files."""
+    schema = store.schema
+    value_columns = list(schema.field_names)
+    diff = diff_changelog(before.select(value_columns), after.select(value_columns), list(schema.primary_keys), value_columns)
+    if diff.num_rows == 0:
+        return ()
+    seq_base = int(pc.max(after.column(SEQUENCE_NUMBER)).as_py() or 0) if after.num_rows else 0
+    kinds = rowkind_to_kinds(diff.column("rowkind"))
+    table = (
+        diff.drop_columns(["rowkind"])
+        .append_column(SEQUENCE_NUMBER, pa.array(np.full(diff.num_rows, seq_base, dtype=np.int64)))
+        .append_column(VALUE_KIND, kinds)
+    )
+    writer = DataFileWriter(
+        store, partition_dir, bucket, namer=namer, file_source=FileSource.COMPACT, prefix=store.options.changelog_file_prefix
+    )
+    return tuple(writer.write_kv(table))

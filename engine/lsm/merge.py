@@ -1,0 +1,501 @@
+"""The LSM merge driver: sort key-value rows, cut them into key groups, apply the merge engine.
+
+A *kv table* is a pyarrow Table holding the physical columns of primary-key data files:
+``_SEQUENCE_NUMBER`` int64, ``_VALUE_KIND`` int8 (0 ``+I``, 1 ``-U``, 2 ``+U``, 3 ``-D``) and the
+table's value columns (the ``_KEY_*`` columns are dropped by the reader; keys are the value columns
+named by ``key_columns``). Input may be several sorted runs concatenated in any order.
+
+:func:`merge` returns one row per key in key order (nulls first, strings by UTF-8 bytes, floats by
+Java's ``Double.compare``), whose ``_SEQUENCE_NUMBER`` is the group's maximum and whose
+``_VALUE_KIND`` is the merged kind. Merging is vectorised: every key column becomes one or more
+numpy integer *codes* with the same order and equality (integers as is, floats by their
+order-preserving bit pattern, DECIMAL128 as two machine words, short strings as big-endian 8-byte
+words plus length, anything else as dense ranks), rows are stably sorted by codes (timsort sees the
+presorted runs) and re-sorted by sequence only if a group is out of sequence order; group
+boundaries come from adjacent code comparisons.
+
+The count layout (tables without primary key that accept retractions) keeps the whole row as key
+and a signed ``_VALUE_COUNT``; :func:`merge_counts` sums counts per key and :func:`expand_counts`
+is the read view that repeats each row ``count`` times.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.errors import InvalidArgumentError
+from engine.lsm.aggregates import DEFAULT_FUNCTION, merge_aggregation, normalize_function
+from engine.lsm.merge_engines import (
+    KIND_COLUMN,
+    SEQUENCE_COLUMN,
+    SortedGroups,
+    is_retract,
+    merge_deduplicate,
+    merge_first_row,
+    merge_partial_update,
+    validity,
+)
+
+COUNT_COLUMN = "_VALUE_COUNT"
+ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
+_MAX_WORD_BYTES = 64  # longer strings are ranked by pyarrow's sort instead of packed into words
+_IGNORE_DELETE_KEYS = (
+    "ignore-delete",
+    "first-row.ignore-delete",
+    "deduplicate.ignore-delete",
+    "partial-update.ignore-delete",
+)
+
+
+@dataclass(frozen=True)
+class MergeConfig:
+    """How rows with equal keys merge; built from Paimon's table options by :meth:`from_options`.
+
+    Attributes:
+        engine: ``deduplicate`` | ``partial-update`` | ``aggregation`` | ``first-row``.
+        ignore_delete: drop ``-U``/``-D`` input rows before merging (``ignore-delete``).
+        partial_update_remove_record_on_delete: a ``-D`` removes the whole partial-update row.
+        sequence_fields: order rows by these user columns, then ``_SEQUENCE_NUMBER``.
+        field_aggregates: column -> aggregate function (aggregation engine).
+        field_ignore_retract: column -> skip retract rows for that column's aggregate.
+        listagg_delimiter: column -> ``listagg`` delimiter (default ``,``).
+        default_aggregate_function: function of non-key columns without their own
+            (``fields.default-aggregate-function``; Paimon's default ``last_non_null_value``).
+        sequence_descending: ``sequence.field.sort-order`` = descending.
+    """
+
+    engine: str = "deduplicate"
+    ignore_delete: bool = False
+    partial_update_remove_record_on_delete: bool = False
+    sequence_fields: tuple[str, ...] = ()
+    field_aggregates: Mapping[str, str] = field(default_factory=dict)
+    field_ignore_retract: Mapping[str, bool] = field(default_factory=dict)
+    listagg_delimiter: Mapping[str, str] = field(default_factory=dict)
+    default_aggregate_function: str = DEFAULT_FUNCTION
+    sequence_descending: bool = False
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise InvalidArgumentError(
+                f"Unknown merge engine '{self.engine}': use one of {', '.join(ENGINES)}."
+            )
+        # Plain dicts and tuples keep the config picklable for executors.
+        object.__setattr__(self, "sequence_fields", tuple(self.sequence_fields))
+        object.__setattr__(
+            self,
+            "field_aggregates",
+            {name: normalize_function(f, name) for name, f in dict(self.field_aggregates).items()},
+        )
+        object.__setattr__(self, "field_ignore_retract", dict(self.field_ignore_retract))
+        object.__setattr__(self, "listagg_delimiter", dict(self.listagg_delimiter))
+        object.__setattr__(
+            self, "default_aggregate_function", normalize_function(self.default_aggregate_function)
+        )
+        if self.engine == "first-row" and self.sequence_fields:
+            raise InvalidArgumentError(
+                "The first-row merge engine does not support 'sequence.field': remove the option."
+            )
+        if self.engine == "partial-update" and self.field_aggregates:
+            raise InvalidArgumentError(
+                "Aggregate functions on a partial-update table need sequence groups, which dyntable "
+                "does not support: remove the 'fields.<f>.aggregate-function' options."
+            )
+
+    @staticmethod
+    def from_options(options: Mapping[str, str], key_columns: Sequence[str]) -> MergeConfig:
+        """Read Paimon's merge options (``merge-engine``, ``ignore-delete``, ``sequence.field``,
+        ``fields.<f>.aggregate-function`` ...).
+
+        Args:
+            options: the table options.
+            key_columns: the primary key (their aggregate functions are ignored, as in Paimon).
+
+        Raises:
+            InvalidArgumentError: an unknown engine or function, a bad boolean, or an option
+                dyntable does not support (sequence groups, listagg distinct ...).
+        """
+        engine = options.get("merge-engine", "deduplicate").strip().lower()
+        ignore_delete = False
+        for key in _IGNORE_DELETE_KEYS:
+            if key in options:
+                ignore_delete = _option_bool(options, key)
+                break
+        keys = set(key_columns)
+        aggregates: dict[str, str] = {}
+        ignore_retract: dict[str, bool] = {}
+        delimiters: dict[str, str] = {}
+        default_function = DEFAULT_FUNCTION
+        for key, value in options.items():
+            if not key.startswith("fields."):
+                continue
+            rest = key[len("fields.") :]
+            if rest == "default-aggregate-function":
+                default_function = value
+            elif rest.endswith(".aggregate-function"):
+                column = rest[: -len(".aggregate-function")]
+                if column not in keys:
+                    aggregates[column] = value
+            elif rest.endswith(".ignore-retract"):
+                ignore_retract[rest[: -len(".ignore-retract")]] = _option_bool(options, key)
+            elif rest.endswith(".list-agg-delimiter"):
+                delimiters[rest[: -len(".list-agg-delimiter")]] = value
+            elif rest.endswith(".sequence-group"):
+                raise InvalidArgumentError(
+                    f"'{key}': sequence groups are not supported by dyntable; remove the option."
+                )
+            elif rest.endswith(".distinct") and _option_bool(options, key):
+                raise InvalidArgumentError(f"'{key}' = true is not supported by dyntable; remove it.")
+        for key in ("partial-update.remove-record-on-sequence-group",):
+            if options.get(key):
+                raise InvalidArgumentError(f"'{key}' is not supported by dyntable; remove the option.")
+        if _option_bool(options, "aggregation.remove-record-on-delete", False):
+            raise InvalidArgumentError(
+                "'aggregation.remove-record-on-delete' is not supported by dyntable; remove the option."
+            )
+        if engine == "partial-update" and normalize_function(default_function) != DEFAULT_FUNCTION:
+            raise InvalidArgumentError(
+                "'fields.default-aggregate-function' on a partial-update table needs sequence groups, "
+                "which dyntable does not support: remove the option."
+            )
+        order = options.get("sequence.field.sort-order", "ascending").strip().lower()
+        if order not in ("ascending", "descending"):
+            raise InvalidArgumentError(
+                f"'sequence.field.sort-order' must be 'ascending' or 'descending', not '{order}'."
+            )
+        sequence = tuple(f.strip() for f in options.get("sequence.field", "").split(",") if f.strip())
+        return MergeConfig(
+            engine=engine,
+            ignore_delete=ignore_delete,
+            partial_update_remove_record_on_delete=_option_bool(
+                options, "partial-update.remove-record-on-delete", False
+            ),
+            sequence_fields=sequence,
+            field_aggregates=aggregates if engine in ("aggregation", "partial-update") else {},
+            field_ignore_retract=ignore_retract,
+            listagg_delimiter=delimiters,
+            default_aggregate_function=default_function,
+            sequence_descending=order == "descending",
+        )
+
+
+def _option_bool(options: Mapping[str, str], key: str, default: bool = False) -> bool:
+    value = options.get(key)
+    if value is None:
+        return default
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise InvalidArgumentError(f"Table option '{key}' must be 'true' or 'false', not '{value}'.")
+    return text == "true"
+
+
+# ----------------------------------------------------------------------------- key codes
+
+
+def key_sort_codes(columns: Sequence[pa.Array | pa.ChunkedArray]) -> list[np.ndarray]:
+    """numpy arrays whose lexicographic order (first array most significant) is Paimon's key order
+    over ``columns`` — nulls first, strings and binaries by unsigned bytes, floats like
+    ``Double.compare`` — and whose element-wise equality is key equality.
+
+    Raises:
+        InvalidArgumentError: a nested (ARRAY/MAP/ROW) column, which cannot be a key.
+    """
+    codes: list[np.ndarray] = []
+    for column in columns:
+        codes.extend(_column_codes(column))
+    return codes
+
+
+def _column_codes(column: pa.Array | pa.ChunkedArray) -> list[np.ndarray]:
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    t = arr.type
+    if pa.types.is_null(t):
+        return []  # every value is null: all equal
+    if pa.types.is_nested(t):
+        raise InvalidArgumentError(
+            f"A column of type {t} cannot be part of a key: use only primitive key columns."
+        )
+    if pa.types.is_integer(t) or pa.types.is_boolean(t):
+        filled = pc.fill_null(arr, False if pa.types.is_boolean(t) else 0) if arr.null_count else arr
+        codes = [filled.to_numpy(zero_copy_only=False)]
+        if pa.types.is_boolean(t):
+            codes = [codes[0].astype(np.int8)]
+    elif pa.types.is_temporal(t):
+        as_int = arr.view(pa.int32() if t.bit_width == 32 else pa.int64())
+        codes = [pc.fill_null(as_int, 0).to_numpy(zero_copy_only=False)]
+    elif pa.types.is_floating(t):
+        codes = [_float_codes(pc.fill_null(arr, 0).to_numpy(zero_copy_only=False))]
+    elif pa.types.is_decimal128(t) and sys.byteorder == "little":
+        words = np.frombuffer(arr.buffers()[1], dtype=np.uint64)[2 * arr.offset : 2 * (arr.offset + len(arr))]
+        words = words.reshape(len(arr), 2)
+        codes = [words[:, 1].view(np.int64).copy(), words[:, 0].copy()]  # high (signed), low
+    elif pa.types.is_binary(t) or pa.types.is_string(t) or pa.types.is_large_binary(t) or (
+        pa.types.is_large_string(t) or pa.types.is_fixed_size_binary(t)
+    ):
+        codes = _bytes_codes(arr)
+    else:
+        codes = [_rank_codes(arr)]
+    if arr.null_count:
+        valid = validity(arr)
+        codes = [valid.astype(np.int8)] + [np.where(valid, c, np.zeros(1, c.dtype)) for c in codes]
+    return codes
+
+
+def _float_codes(values: np.ndarray) -> np.ndarray:
+    """int64 codes ordered like Java's Double.compare (-0.0 < 0.0, NaN last and equal to itself)."""
+    doubles = values.astype(np.float64)
+    doubles = np.where(np.isnan(doubles), np.nan, doubles)
+    bits = doubles.view(np.int64)
+    return bits ^ ((bits >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))
+
+
+def _bytes_codes(arr: pa.Array) -> list[np.ndarray]:
+    """Big-endian 8-byte words of zero-padded bytes (plus the length when lengths differ)."""
+    n = len(arr)
+    t = arr.type
+    if pa.types.is_fixed_size_binary(t):
+        width = t.byte_width
+        data = np.frombuffer(arr.buffers()[1], dtype=np.uint8)[arr.offset * width : (arr.offset + n) * width]
+        lengths = np.full(n, width, dtype=np.int64)
+        offsets = np.arange(n + 1, dtype=np.int64) * width
+    else:
+        large = pa.types.is_large_binary(t) or pa.types.is_large_string(t)
+        offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64 if large else np.int32)
+        offsets = offsets[arr.offset : arr.offset + n + 1].astype(np.int64)
+        buffer = arr.buffers()[2]
+        data = np.frombuffer(buffer, dtype=np.uint8) if buffer is not None else np.zeros(0, np.uint8)
+        lengths = np.diff(offsets)
+    if arr.null_count:
+        lengths = np.where(validity(arr), lengths, 0)
+    longest = int(lengths.max()) if n else 0
+    if longest == 0:
+        return []
+    if longest > _MAX_WORD_BYTES:
+        return [_rank_codes(arr)]
+    width = -(-longest // 8) * 8
+    uniform = int(lengths.min()) == longest
+    if uniform:
+        start = int(offsets[0])
+        matrix = data[start : start + n * longest].reshape(n, longest)
+        if longest != width:
+            matrix = np.concatenate([matrix, np.zeros((n, width - longest), np.uint8)], axis=1)
+    else:
+        # One pass per byte position (at most 64), not per row.
+        matrix = np.zeros((n, width), dtype=np.uint8)
+        starts = offsets[:-1]
+        last = max(len(data) - 1, 0)
+        for j in range(longest):
+            column = data[np.minimum(starts + j, last)] if len(data) else np.zeros(n, np.uint8)
+            matrix[:, j] = np.where(lengths > j, column, 0)
+    words = np.ascontiguousarray(matrix).view(">u8")
+    codes = [words[:, j].astype(np.uint64) for j in range(words.shape[1])]
+    if not uniform:
+        codes.append(lengths)
+    return codes
+
+
+def _rank_codes(arr: pa.Array) -> np.ndarray:
+    """Dense ranks by pyarrow's sort (nulls get arbitrary equal-free ranks; the caller masks them)."""
+    order = pc.sort_indices(arr).to_numpy()
+    ordered = arr.take(pa.array(order))
+    changed = pc.fill_null(pc.not_equal(ordered.slice(1), ordered.slice(0, len(arr) - 1)), True)
+    dense = np.concatenate([np.zeros(1, np.int64), np.cumsum(changed.to_numpy(zero_copy_only=False))])
+    ranks = np.empty(len(arr), dtype=np.int64)
+    ranks[order] = dense
+    return ranks
+
+
+def _group_starts(codes: Sequence[np.ndarray], perm: np.ndarray, n: int) -> np.ndarray:
+    change = np.zeros(max(n - 1, 0), dtype=bool)
+    for code in codes:
+        ordered = code[perm]
+        change |= ordered[1:] != ordered[:-1]
+    return np.concatenate([np.zeros(1, np.int64), np.flatnonzero(change).astype(np.int64) + 1])
+
+
+def _stable_order(codes: Sequence[np.ndarray], n: int) -> np.ndarray:
+    if not codes:
+        return np.arange(n, dtype=np.int64)
+    if len(codes) == 1:
+        return np.argsort(codes[0], kind="stable")
+    return np.lexsort(list(reversed(codes)))
+
+
+# ----------------------------------------------------------------------------- sorting & merging
+
+
+def _require_columns(table: pa.Table, names: Sequence[str]) -> None:
+    missing = [name for name in names if name not in table.column_names]
+    if missing:
+        raise InvalidArgumentError(
+            f"The kv table lacks column(s) {', '.join(missing)}; it has {', '.join(table.column_names)}."
+        )
+
+
+def _int_column(table: pa.Table, name: str) -> np.ndarray:
+    column = table.column(name)
+    if column.null_count:
+        raise InvalidArgumentError(f"Column {name} must not contain nulls.")
+    if not pa.types.is_integer(column.type):
+        raise InvalidArgumentError(f"Column {name} must be an integer column, not {column.type}.")
+    return column.to_numpy()
+
+
+def _kinds(table: pa.Table) -> np.ndarray:
+    kinds = _int_column(table, KIND_COLUMN)
+    if len(kinds) and (kinds.min() < 0 or kinds.max() > 3):
+        raise InvalidArgumentError(
+            f"{KIND_COLUMN} values must be 0 (+I), 1 (-U), 2 (+U) or 3 (-D); found {int(kinds.min())}.."
+            f"{int(kinds.max())}. The data file is damaged or not a primary-key file."
+        )
+    return kinds
+
+
+def _sort_groups(
+    table: pa.Table, key_columns: Sequence[str], config: MergeConfig
+) -> tuple[SortedGroups, np.ndarray]:
+    n = table.num_rows
+    codes = key_sort_codes([table.column(k) for k in key_columns])
+    seq = _int_column(table, SEQUENCE_COLUMN)
+    if config.sequence_fields:
+        seq_codes = key_sort_codes([table.column(f) for f in config.sequence_fields])
+        if config.sequence_descending:
+            seq_codes = [~c for c in seq_codes]  # bitwise not reverses every integer order
+        perm = np.lexsort([seq, *reversed(seq_codes), *reversed(codes)])
+        return SortedGroups(perm, _group_starts(codes, perm, n), n), seq
+    # Fast path: a stable sort by key alone is enough when runs arrive oldest first.
+    perm = _stable_order(codes, n)
+    starts = _group_starts(codes, perm, n)
+    ordered = seq[perm]
+    same_group = np.ones(max(n - 1, 0), dtype=bool)
+    same_group[starts[1:] - 1] = False
+    if np.any(same_group & (ordered[1:] < ordered[:-1])):
+        # Re-sort inside groups only: (group id, sequence) packed into one int64 when it fits, a
+        # nearly sorted array that timsort handles in about one pass.
+        low, high = int(ordered.min()), int(ordered.max())
+        span = high - low + 1
+        if len(starts) * span < 2**62:
+            group_ids = np.repeat(np.arange(len(starts), dtype=np.int64), np.diff(np.append(starts, n)))
+            perm = perm[np.argsort(group_ids * span + (ordered - low), kind="stable")]
+        else:
+            perm = np.lexsort([seq, *reversed(codes)])
+    return SortedGroups(perm, starts, n), seq
+
+
+def sort_kv(table: pa.Table, key_columns: Sequence[str], config: MergeConfig) -> pa.Table:
+    """Rows stably sorted by key, then sequence fields (if any), then ``_SEQUENCE_NUMBER``.
+
+    Raises:
+        InvalidArgumentError: a required column is missing or has nulls.
+    """
+    _require_columns(table, [*key_columns, SEQUENCE_COLUMN, *config.sequence_fields])
+    if table.num_rows == 0:
+        return table
+    groups, _ = _sort_groups(table, key_columns, config)
+    return table.take(pa.array(groups.perm))
+
+
+def merge(
+    table: pa.Table, key_columns: Sequence[str], config: MergeConfig, *, drop_deletes: bool
+) -> pa.Table:
+    """Merge rows with equal keys into one row per key (see the module docstring).
+
+    Args:
+        table: a kv table (several sorted runs concatenated in any order).
+        key_columns: the primary-key columns among the value columns.
+        config: the merge engine and its options.
+        drop_deletes: also remove rows whose merged kind is ``-U``/``-D`` (reading, or compaction
+            into the highest level, where nothing older remains to shadow).
+
+    Returns:
+        The merged rows sorted by key, with the input schema.
+
+    Raises:
+        InvalidArgumentError: missing columns, bad kinds, or input the engine rejects (e.g. deletes
+            for first-row/partial-update, retraction of a non-retractable aggregate).
+    """
+    key_columns = list(key_columns)
+    _require_columns(table, [*key_columns, SEQUENCE_COLUMN, KIND_COLUMN, *config.sequence_fields])
+    kinds = _kinds(table)
+    if config.ignore_delete:
+        retract = is_retract(kinds)
+        if retract.any():
+            table = table.filter(pa.array(~retract))
+            kinds = kinds[~retract]
+    if table.num_rows == 0:
+        return table
+    groups, seq = _sort_groups(table, key_columns, config)
+    sorted_kinds = kinds[groups.perm]
+    sorted_seq = seq[groups.perm]
+    if config.engine == "deduplicate":
+        return merge_deduplicate(table, groups, sorted_kinds, sorted_seq, config, drop_deletes)
+    if config.engine == "first-row":
+        return merge_first_row(table, groups, sorted_kinds, sorted_seq, config, drop_deletes)
+    if config.engine == "partial-update":
+        return merge_partial_update(table, groups, sorted_kinds, sorted_seq, config, drop_deletes)
+    return merge_aggregation(table, groups, sorted_kinds, sorted_seq, config, key_columns)
+
+
+# ----------------------------------------------------------------------------- count layout
+
+
+def merge_counts(table: pa.Table, key_columns: Sequence[str], *, drop_zero: bool) -> pa.Table:
+    """Sum ``_VALUE_COUNT`` per key (the whole row); one row per key in key order.
+
+    Args:
+        table: key columns, ``_VALUE_COUNT`` (signed int64) and optionally ``_SEQUENCE_NUMBER``
+            (merged to the maximum) and ``_VALUE_KIND`` (merged to ``+I``).
+        key_columns: the columns forming the key.
+        drop_zero: remove keys whose summed count is 0.
+
+    Raises:
+        InvalidArgumentError: a missing column, a null count, or an unexpected extra column.
+    """
+    key_columns = list(key_columns)
+    _require_columns(table, [*key_columns, COUNT_COLUMN])
+    extra = set(table.column_names) - set(key_columns) - {COUNT_COLUMN, SEQUENCE_COLUMN, KIND_COLUMN}
+    if extra:
+        raise InvalidArgumentError(
+            f"Count-layout rows hold only key columns and {COUNT_COLUMN}; unexpected {sorted(extra)}."
+        )
+    counts = _int_column(table, COUNT_COLUMN)
+    n = table.num_rows
+    if n == 0:
+        return table
+    codes = key_sort_codes([table.column(k) for k in key_columns])
+    perm = _stable_order(codes, n)
+    starts = _group_starts(codes, perm, n)
+    totals = np.add.reduceat(counts[perm].astype(np.int64), starts)
+    keep = totals != 0 if drop_zero else np.ones(len(starts), dtype=bool)
+    result = table.take(pa.array(perm[starts][keep]))
+    schema = result.schema
+    replacements = {COUNT_COLUMN: totals[keep]}
+    if SEQUENCE_COLUMN in schema.names:
+        seq = _int_column(table, SEQUENCE_COLUMN)
+        replacements[SEQUENCE_COLUMN] = np.maximum.reduceat(seq[perm], starts)[keep]
+    if KIND_COLUMN in schema.names:
+        replacements[KIND_COLUMN] = np.zeros(int(keep.sum()), dtype=np.int8)
+    for name, values in replacements.items():
+        i = schema.get_field_index(name)
+        result = result.set_column(i, schema.field(i), pa.array(values, type=schema.field(i).type))
+    return result
+
+
+def expand_counts(table: pa.Table, key_columns: Sequence[str]) -> pa.Table:
+    """The read view of the count layout: each key row repeated ``_VALUE_COUNT`` times.
+
+    Rows with zero or negative counts produce nothing. Only the key columns are returned.
+    """
+    key_columns = list(key_columns)
+    _require_columns(table, [*key_columns, COUNT_COLUMN])
+    counts = _int_column(table, COUNT_COLUMN)
+    repeats = np.maximum(counts, 0)
+    rows = np.repeat(np.arange(table.num_rows, dtype=np.int64), repeats)
+    return table.select(key_columns).take(pa.array(rows))

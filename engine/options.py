@@ -1,0 +1,728 @@
+"""Every table option, declared once: key, type, default, description, mutability.
+
+Keys and defaults are Paimon's (``CoreOptions``) wherever Paimon has the option, so a table
+written here reads the same in Java Paimon / pypaimon. Deliberate differences:
+
+* ``bucket`` defaults to **1**, not Paimon's -1: the managed-table design wants a new table to
+  work out of the box with one fixed bucket. (A table always stores its bucket option explicitly,
+  so Java sees the same value.)
+* ``file.format`` accepts only ``parquet`` when set through :func:`validate_options` (dyntable
+  writes Parquet only); tables written elsewhere with ``orc``/``avro`` still load, they are
+  just not validated on read.
+* ``deletion-vectors.enabled=true`` is refused: dyntable does not implement deletion vectors.
+* ``change-tracking`` (default true) and the ``log.*`` keys come from the managed-table design;
+  ``log.*`` values are stored and shown but nothing reads them (there is no log system here).
+
+Invariants: option values are always strings in storage; :meth:`CoreOptions.get` parses on
+read (durations → milliseconds, memory sizes → bytes, lists → tuples). Unknown keys are kept
+(Paimon has hundreds of options and keeps unknown ones too) unless they look like a typo of a
+known key (edit distance ≤ 2), which is an error suggesting the right key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine.errors import InvalidArgumentError
+
+INT_MAX = 2147483647
+_KB, _MB, _GB, _TB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
+
+
+# ---- value parsers ---------------------------------------------------------------------------
+
+_DURATION_UNITS: dict[str, float] = {}
+for _names, _ms in (
+    (("ns", "nano", "nanos", "nanosecond", "nanoseconds"), 1e-6),
+    (("us", "µs", "micro", "micros", "microsecond", "microseconds"), 1e-3),
+    (("ms", "milli", "millis", "millisecond", "milliseconds", ""), 1),
+    (("s", "sec", "secs", "second", "seconds"), 1000),
+    (("m", "min", "mins", "minute", "minutes"), 60_000),
+    (("h", "hour", "hours"), 3_600_000),
+    (("d", "day", "days"), 86_400_000),
+):
+    _DURATION_UNITS.update(dict.fromkeys(_names, _ms))
+_NUM_UNIT = re.compile(r"\s*(\d+)\s*([a-zµ]*)\s*", re.IGNORECASE)
+_ISO = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", re.IGNORECASE)
+_MEMORY_UNITS: dict[str, int] = {}
+for _names, _bytes in (
+    (("", "b", "bytes"), 1),
+    (("k", "kb", "kib", "kibibytes"), _KB),
+    (("m", "mb", "mib", "mebibytes"), _MB),
+    (("g", "gb", "gib", "gibibytes"), _GB),
+    (("t", "tb", "tib", "tebibytes"), _TB),
+):
+    _MEMORY_UNITS.update(dict.fromkeys(_names, _bytes))
+
+
+def parse_duration(text: str) -> int:
+    """Milliseconds of a duration: ``"1 h"``, ``"30min"``, ``"10 s"``, ``"100"`` (ms), ``"PT1H"``.
+
+    Raises:
+        InvalidArgumentError: not a non-negative duration.
+    """
+    s = text.strip()
+    iso = _ISO.fullmatch(s)
+    if iso and s.upper() not in ("P", "PT"):
+        d, h, m, sec = iso.groups()
+        return round(
+            int(d or 0) * 86_400_000 + int(h or 0) * 3_600_000 + int(m or 0) * 60_000 + float(sec or 0) * 1000
+        )
+    m2 = _NUM_UNIT.fullmatch(s)
+    if m2 is None or m2.group(2).lower() not in _DURATION_UNITS:
+        raise InvalidArgumentError(
+            f"{text!r} is not a duration; write a number and a unit, e.g. '1 h', '30 min', '10 s', '7 d'"
+        )
+    return int(int(m2.group(1)) * _DURATION_UNITS[m2.group(2).lower()])
+
+
+def parse_memory_size(text: str) -> int:
+    """Bytes of a memory size: ``"256 mb"``, ``"128MB"``, ``"1 gb"``, ``"1024"`` (bytes); binary units.
+
+    Raises:
+        InvalidArgumentError: not a memory size.
+    """
+    m = _NUM_UNIT.fullmatch(text)
+    if m is None or m.group(2).lower() not in _MEMORY_UNITS:
+        raise InvalidArgumentError(f"{text!r} is not a memory size; write e.g. '256 mb', '1 gb', '1024'")
+    return int(m.group(1)) * _MEMORY_UNITS[m.group(2).lower()]
+
+
+def parse_bool(text: str) -> bool:
+    """``true``/``false``, case-insensitive."""
+    low = text.strip().lower()
+    if low not in ("true", "false"):
+        raise InvalidArgumentError(f"{text!r} is not a boolean; write 'true' or 'false'")
+    return low == "true"
+
+
+def format_duration(ms: int) -> str:
+    """The shortest exact text for a duration in milliseconds (``3600000`` → ``"1 h"``)."""
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
+        if ms and ms % size == 0:
+            return f"{ms // size} {unit}"
+    return f"{ms} ms"
+
+
+def format_memory_size(n: int) -> str:
+    """The shortest exact text for a size in bytes (``268435456`` → ``"256 mb"``)."""
+    for unit, size in (("tb", _TB), ("gb", _GB), ("mb", _MB), ("kb", _KB)):
+        if n and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} b"
+
+
+# ---- declarations ----------------------------------------------------------------------------
+
+_TYPE_NAMES = {str: "string", int: "int", bool: "boolean", float: "float"}
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigOption:
+    """One table option.
+
+    ``type`` is ``str``, ``int``, ``bool``, ``float`` or one of ``"duration"`` (parsed to
+    milliseconds), ``"memory_size"`` (bytes), ``"enum"`` (one of ``choices``, case-insensitive,
+    parsed to the canonical lower-case choice) or ``"list"`` (comma list → tuple of names).
+    ``default`` is the parsed value (None: no default). A ``*`` in ``key`` makes it a pattern
+    whose ``*`` stands for a column name (``fields.*.aggregate-function``). ``validator`` gets
+    the parsed value and returns an error text or None. ``immutable`` options cannot change once
+    the table has data.
+    """
+
+    key: str
+    type: Any
+    default: Any
+    description: str
+    immutable: bool = False
+    choices: tuple[str, ...] | None = None
+    validator: Callable[[Any], str | None] | None = None
+
+    @property
+    def is_pattern(self) -> bool:
+        return "*" in self.key
+
+    @property
+    def type_name(self) -> str:
+        return _TYPE_NAMES.get(self.type, self.type) if not isinstance(self.type, str) else self.type
+
+    @property
+    def default_text(self) -> str:
+        """The default as a user would write it (``"1 h"``, ``"256 mb"``), or ``""`` for none."""
+        d = self.default
+        if d is None:
+            return ""
+        if self.type == "duration":
+            return format_duration(d)
+        if self.type == "memory_size":
+            return format_memory_size(d)
+        if isinstance(d, bool):
+            return str(d).lower()
+        if isinstance(d, tuple):
+            return ",".join(d)
+        return str(d)
+
+    def expected(self) -> str:
+        if self.choices:
+            return "one of " + ", ".join(self.choices)
+        return {
+            "duration": "a duration such as '1 h' or '30 s'",
+            "memory_size": "a memory size such as '256 mb'",
+            "list": "a comma-separated list of column names",
+        }.get(self.type_name, "an integer" if self.type is int else f"a {self.type_name}")
+
+    def parse(self, text: str, key: str | None = None, *, validate: bool = True) -> Any:
+        """Parse a value; InvalidArgumentError names the key, the value and what was expected.
+
+        ``validate=False`` skips the policy checks (ranges, parquet-only, ...): used when reading
+        options a table already has, which another engine may have set legitimately.
+        """
+        key = key or self.key
+        try:
+            value = self._parse(text)
+        except (InvalidArgumentError, ValueError):
+            raise InvalidArgumentError(
+                f"option '{key}' = '{text}' is invalid: expected {self.expected()}"
+            ) from None
+        problem = self.validator(value) if self.validator and validate else None
+        if problem:
+            raise InvalidArgumentError(f"option '{key}' = '{text}' is invalid: {problem}")
+        return value
+
+    def _parse(self, text: str) -> Any:
+        if not isinstance(text, str):
+            raise ValueError(text)
+        t = self.type
+        if t is int:
+            return int(text.strip())
+        if t is float:
+            return float(text.strip())
+        if t is bool:
+            return parse_bool(text)
+        if t == "duration":
+            return parse_duration(text)
+        if t == "memory_size":
+            return parse_memory_size(text)
+        if t == "list":
+            return tuple(p.strip() for p in text.split(",") if p.strip())
+        if t == "enum":
+            low = text.strip().lower()
+            if self.choices is None or low not in self.choices:
+                raise ValueError(text)
+            return low
+        return text
+
+
+_REGISTRY: list[ConfigOption] = []
+
+
+def _declare(key: str, type_: Any, default: Any, description: str, **kw: Any) -> ConfigOption:
+    option = ConfigOption(key, type_, default, description, **kw)
+    _REGISTRY.append(option)
+    return option
+
+
+def _at_least(n: int) -> Callable[[Any], str | None]:
+    return lambda v: None if v >= n else f"must be at least {n}"
+
+
+def _bucket_ok(v: int) -> str | None:
+    if v > 0 or v in (-1, -2):
+        return None
+    return "must be a positive number of buckets, -1 (dynamic/unaware) or -2 (postpone)"
+
+
+def _stats_mode_ok(v: str) -> str | None:
+    ok = re.fullmatch(r"none|counts|full|truncate\(\d+\)", v.strip().lower())
+    return None if ok else "expected none, counts, full or truncate(N)"
+
+
+AGGREGATE_FUNCTIONS = (
+    "sum", "min", "max", "count", "product", "last_value", "last_non_null_value", "first_value",
+    "first_non_null_value", "listagg", "bool_and", "bool_or",
+)  # fmt: skip
+
+
+# -- layout, keys and merge semantics
+# fmt: off
+BUCKET = _declare("bucket", int, 1,
+    "Number of buckets. N > 0: fixed buckets; -1: dynamic (PK) / unaware (append); -2: postpone. "
+    "dyntable's default is 1 (Paimon's is -1) so a new table works out of the box. Change it with ALTER "
+    "TABLE ... CLUSTERED INTO n BUCKETS, which rewrites the data.", immutable=True, validator=_bucket_ok)
+BUCKET_KEY = _declare("bucket-key", "list", None,
+    "Columns hashed to pick a bucket; default: the primary key minus partition keys, else the whole row.",
+    immutable=True)
+BUCKET_FUNCTION_TYPE = _declare("bucket-function.type", "enum", "default", "Bucket function.",
+    immutable=True, choices=("default", "mod", "hive"))
+PRIMARY_KEY = _declare("primary-key", "list", None,
+    "Primary key columns given as an option instead of in the DDL (moved into the schema on create).",
+    immutable=True)
+PARTITION = _declare("partition", "list", None,
+    "Partition columns given as an option instead of PARTITIONED BY (moved into the schema on create).",
+    immutable=True)
+PRIMARY_KEY_NULLABLE = _declare("primary-key.nullable", bool, False,
+    "Keep primary-key columns nullable instead of forcing them NOT NULL.", immutable=True)
+MERGE_ENGINE = _declare("merge-engine", "enum", "deduplicate",
+    "How rows with the same primary key merge: deduplicate (keep last), partial-update (non-null fields "
+    "win), aggregation (fields.<f>.aggregate-function), first-row (keep first).",
+    immutable=True, choices=("deduplicate", "partial-update", "aggregation", "first-row"))
+IGNORE_DELETE = _declare("ignore-delete", bool, False, "Drop DELETE / UPDATE_BEFORE rows on write.")
+PARTIAL_UPDATE_REMOVE_ON_DELETE = _declare("partial-update.remove-record-on-delete", bool, False,
+    "partial-update: a DELETE row removes the whole record.")
+PARTIAL_UPDATE_REMOVE_ON_SEQUENCE_GROUP = _declare(
+    "partial-update.remove-record-on-sequence-group", "list", None,
+    "partial-update: DELETE rows of these sequence groups remove the whole record.")
+CHANGELOG_PRODUCER = _declare("changelog-producer", "enum", "none",
+    "How changelog files are produced: none, input (write the input as changelog), full-compaction, "
+    "lookup.", choices=("none", "input", "full-compaction", "lookup"))
+SEQUENCE_FIELD = _declare("sequence.field", "list", None,
+    "Columns whose values order updates of a key instead of the arrival order.", immutable=True)
+SEQUENCE_FIELD_SORT_ORDER = _declare("sequence.field.sort-order", "enum", "ascending",
+    "Order of sequence.field values.", choices=("ascending", "descending"))
+CHANGE_TRACKING = _declare("change-tracking", bool, True,
+    "Whether writes produce changes for streaming readers (the managed-table design's option); per "
+    "statement as a hint: INSERT INTO t /*+ OPTIONS('change-tracking'='false') */ ...")
+ROW_TRACKING_ENABLED = _declare("row-tracking.enabled", bool, False, "Paimon row tracking (_ROW_ID).",
+    immutable=True)
+DELETION_VECTORS_ENABLED = _declare("deletion-vectors.enabled", bool, False,
+    "Deletion vectors. Not supported by dyntable: only 'false' is accepted.",
+    validator=lambda v: "deletion vectors are not supported by dyntable; leave it 'false'" if v else None)
+DATA_FILE_THIN_MODE = _declare("data-file.thin-mode", bool, False,
+    "Omit the _KEY_ columns from primary-key data files (dyntable always writes them).")
+
+# -- files
+FILE_FORMAT = _declare("file.format", str, "parquet",
+    "Data file format. dyntable writes only parquet; tables written by Paimon with orc/avro are loaded "
+    "without validation but cannot be written here.",
+    validator=lambda v: None if v.strip().lower() == "parquet" else "dyntable writes only parquet data files")
+FILE_COMPRESSION = _declare("file.compression", "enum", "zstd", "Data file compression.",
+    choices=("zstd", "snappy", "gzip", "brotli", "lz4", "none", "uncompressed"))
+FILE_COMPRESSION_ZSTD_LEVEL = _declare("file.compression.zstd-level", int, 1, "zstd level of data files.")
+MANIFEST_FORMAT = _declare("manifest.format", str, "avro", "Manifest file format (always avro).")
+MANIFEST_COMPRESSION = _declare("manifest.compression", str, "zstd", "Manifest (Avro) compression codec.")
+MANIFEST_TARGET_FILE_SIZE = _declare("manifest.target-file-size", "memory_size", 8 * _MB,
+    "Target size of a manifest file.")
+MANIFEST_MERGE_MIN_COUNT = _declare("manifest.merge-min-count", int, 30,
+    "Merge small manifests once there are at least this many.", validator=_at_least(1))
+TARGET_FILE_SIZE = _declare("target-file-size", "memory_size", None,
+    "Target data file size; default 128 mb for primary-key tables, 256 mb for append tables.")
+WRITE_BUFFER_SIZE = _declare("write-buffer-size", "memory_size", 256 * _MB,
+    "Rows buffered in memory (sorted) before a flush.")
+DATA_FILE_PREFIX = _declare("data-file.prefix", str, "data-", "Name prefix of data files.")
+CHANGELOG_FILE_PREFIX = _declare("changelog-file.prefix", str, "changelog-",
+    "Name prefix of changelog files.")
+METADATA_STATS_MODE = _declare("metadata.stats-mode", str, "truncate(16)",
+    "Column statistics kept in manifests: none, counts, full or truncate(N).", validator=_stats_mode_ok)
+METADATA_STATS_DENSE_STORE = _declare("metadata.stats-dense-store", bool, True,
+    "Store stats only for the columns that have them (_VALUE_STATS_COLS).")
+
+# -- compaction
+NUM_SORTED_RUN_COMPACTION_TRIGGER = _declare("num-sorted-run.compaction-trigger", int, 5,
+    "Sorted runs that trigger a compaction.", validator=_at_least(1))
+NUM_SORTED_RUN_STOP_TRIGGER = _declare("num-sorted-run.stop-trigger", int, None,
+    "Sorted runs that stall writes; default compaction-trigger + 3.", validator=_at_least(1))
+NUM_LEVELS = _declare("num-levels", int, None, "LSM levels; default compaction-trigger + 1.",
+    validator=_at_least(2))
+COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT = _declare("compaction.max-size-amplification-percent", int, 200,
+    "Universal compaction: size amplification (%) that forces a full compaction.", validator=_at_least(0))
+COMPACTION_SIZE_RATIO = _declare("compaction.size-ratio", int, 1,
+    "Universal compaction: size-ratio flexibility (%).", validator=_at_least(0))
+COMPACTION_MIN_FILE_NUM = _declare("compaction.min.file-num", int, 5,
+    "Append tables: minimum files to compact.", validator=_at_least(1))
+FULL_COMPACTION_DELTA_COMMITS = _declare("full-compaction.delta-commits", int, None,
+    "Run a full compaction every this many commits.", validator=_at_least(1))
+WRITE_ONLY = _declare("write-only", bool, False, "Writers never compact (a separate job does).")
+
+# -- snapshots, commits, retention
+SNAPSHOT_NUM_RETAINED_MIN = _declare("snapshot.num-retained.min", int, 10,
+    "Minimum completed snapshots kept.", validator=_at_least(1))
+SNAPSHOT_NUM_RETAINED_MAX = _declare("snapshot.num-retained.max", int, INT_MAX,
+    "Maximum completed snapshots kept.", validator=_at_least(1))
+SNAPSHOT_TIME_RETAINED = _declare("snapshot.time-retained", "duration", 3_600_000,
+    "Maximum age of completed snapshots.")
+SNAPSHOT_EXPIRE_LIMIT = _declare("snapshot.expire.limit", int, 50, "Maximum snapshots expired in one run.",
+    validator=_at_least(1))
+SNAPSHOT_CLEAN_EMPTY_DIRECTORIES = _declare("snapshot.clean-empty-directories", bool, False,
+    "Remove empty partition/bucket directories when expiring.")
+CHANGELOG_NUM_RETAINED_MIN = _declare("changelog.num-retained.min", int, None,
+    "Minimum long-lived changelogs kept; default snapshot.num-retained.min.", validator=_at_least(1))
+CHANGELOG_NUM_RETAINED_MAX = _declare("changelog.num-retained.max", int, None,
+    "Maximum long-lived changelogs kept; default snapshot.num-retained.max.", validator=_at_least(1))
+CHANGELOG_TIME_RETAINED = _declare("changelog.time-retained", "duration", None,
+    "Maximum age of long-lived changelogs; default snapshot.time-retained.")
+COMMIT_MAX_RETRIES = _declare("commit.max-retries", int, 10, "Commit attempts after a conflict.",
+    validator=_at_least(0))
+COMMIT_TIMEOUT = _declare("commit.timeout", "duration", None, "Give up retrying a commit after this long.")
+COMMIT_MIN_RETRY_WAIT = _declare("commit.min-retry-wait", "duration", 10,
+    "Shortest back-off between commit retries.")
+COMMIT_MAX_RETRY_WAIT = _declare("commit.max-retry-wait", "duration", 10_000,
+    "Longest back-off between commit retries.")
+DYNAMIC_BUCKET_TARGET_ROW_NUM = _declare("dynamic-bucket.target-row-num", int, 2_000_000,
+    "Rows per bucket in dynamic bucket mode.", validator=_at_least(1))
+
+# -- scans, branches, consumers
+SCAN_MODE = _declare("scan.mode", "enum", "default", "Where a scan starts.",
+    choices=(
+        "default",
+        "latest-full",
+        "full",
+        "latest",
+        "latest-delta",
+        "compacted-full",
+        "from-timestamp",
+        "from-creation-timestamp",
+        "from-file-creation-time",
+        "from-snapshot",
+        "from-snapshot-full",
+        "incremental",
+    ))
+SCAN_SNAPSHOT_ID = _declare("scan.snapshot-id", int, None, "Read this snapshot (time travel).",
+    validator=_at_least(1))
+SCAN_TAG_NAME = _declare("scan.tag-name", str, None, "Read this tag.")
+SCAN_TIMESTAMP_MILLIS = _declare("scan.timestamp-millis", int, None,
+    "Read the latest snapshot committed at or before this epoch-millisecond time.")
+SCAN_TIMESTAMP = _declare("scan.timestamp", str, None, "scan.timestamp-millis as 'yyyy-MM-dd HH:mm:ss'.")
+SCAN_VERSION = _declare("scan.version", str, None, "A snapshot id or tag name to read.")
+SCAN_FALLBACK_BRANCH = _declare("scan.fallback-branch", str, None,
+    "Batch reads take partitions missing in this branch from the fallback branch.")
+INCREMENTAL_BETWEEN = _declare("incremental-between", str, None,
+    "Incremental read between two snapshots or tags: 'start,end'.")
+INCREMENTAL_BETWEEN_TIMESTAMP = _declare("incremental-between-timestamp", str, None,
+    "Incremental read between two epoch-millisecond times: 'start,end'.")
+BRANCH = _declare("branch", str, "main", "Branch to read and write.")
+CONSUMER_ID = _declare("consumer-id", str, None, "Record streaming-read progress under this consumer id.")
+CONSUMER_EXPIRATION_TIME = _declare("consumer.expiration-time", "duration", None,
+    "Consumers idle for longer than this stop protecting snapshots.")
+CONSUMER_IGNORE_PROGRESS = _declare("consumer.ignore-progress", bool, False,
+    "Start from scan.mode even if the consumer has recorded progress.")
+
+# -- partitions
+PARTITION_DEFAULT_NAME = _declare("partition.default-name", str, "__DEFAULT_PARTITION__",
+    "Directory value of a null or blank partition value (immutable: data paths depend on it).",
+    immutable=True)
+PARTITION_LEGACY_NAME = _declare("partition.legacy-name", bool, True,
+    "Use Java toString() for partition directory values (immutable: data paths depend on it).",
+    immutable=True)
+PARTITION_EXPIRATION_TIME = _declare("partition.expiration-time", "duration", None,
+    "Partitions older than this expire.")
+PARTITION_EXPIRATION_CHECK_INTERVAL = _declare("partition.expiration-check-interval", "duration", 3_600_000,
+    "How often writers check for expired partitions.")
+PARTITION_EXPIRATION_STRATEGY = _declare("partition.expiration-strategy", "enum", "values-time",
+    "How a partition's time is found.", choices=("values-time", "update-time"))
+PARTITION_EXPIRATION_MAX_NUM = _declare("partition.expiration-max-num", int, 100,
+    "Maximum partitions expired in one run.", validator=_at_least(1))
+PARTITION_TIMESTAMP_FORMATTER = _declare("partition.timestamp-formatter", str, None,
+    "Java-style pattern parsing a partition value into a time, e.g. 'yyyyMMdd'.")
+PARTITION_TIMESTAMP_PATTERN = _declare("partition.timestamp-pattern", str, None,
+    "How partition columns form a time string, e.g. '$dt $hour:00:00'.")
+
+# -- tags
+TAG_AUTOMATIC_CREATION = _declare("tag.automatic-creation", "enum", "none", "Create tags automatically.",
+    choices=("none", "process-time", "watermark", "batch"))
+TAG_CREATION_PERIOD = _declare("tag.creation-period", "enum", "daily", "Period of automatic tags.",
+    choices=("daily", "hourly", "two-hours"))
+TAG_CREATION_DELAY = _declare("tag.creation-delay", "duration", 0,
+    "Delay after a period ends before tagging.")
+TAG_NUM_RETAINED_MAX = _declare("tag.num-retained-max", int, None, "Maximum automatic tags kept.",
+    validator=_at_least(1))
+TAG_DEFAULT_TIME_RETAINED = _declare("tag.default-time-retained", "duration", None,
+    "Time to live of new tags.")
+TAG_AUTOMATIC_COMPLETION = _declare("tag.automatic-completion", bool, False,
+    "Create missing automatic tags for past periods.")
+
+# -- per-field options (patterns: * is a column name, or a comma list for sequence-group)
+FIELDS_DEFAULT_AGGREGATE_FUNCTION = _declare("fields.default-aggregate-function", "enum", None,
+    "aggregation: function of columns without their own.", choices=AGGREGATE_FUNCTIONS)
+FIELDS_AGGREGATE_FUNCTION = _declare("fields.*.aggregate-function", "enum", None,
+    "aggregation: the function merging this column.", choices=AGGREGATE_FUNCTIONS)
+FIELDS_IGNORE_RETRACT = _declare("fields.*.ignore-retract", bool, False,
+    "aggregation / partial-update: ignore retractions of this column.")
+FIELDS_SEQUENCE_GROUP = _declare("fields.*.sequence-group", "list", None,
+    "partial-update: columns updated only when this sequence column (or comma list) advances.")
+FIELDS_DEFAULT_VALUE = _declare("fields.*.default-value", str, None, "Value used when the column is null.")
+FIELDS_STATS_MODE = _declare("fields.*.stats-mode", str, None, "metadata.stats-mode for this column.",
+    validator=_stats_mode_ok)
+FIELDS_LIST_AGG_DELIMITER = _declare("fields.*.list-agg-delimiter", str, ",", "listagg: delimiter.")
+FIELDS_DISTINCT = _declare("fields.*.distinct", bool, False, "listagg / collect: drop duplicates.")
+FIELDS_NESTED_KEY = _declare("fields.*.nested-key", "list", None, "nested_update: key of the nested rows.")
+FILE_INDEX_PATTERN = _declare("file-index.*", str, None,
+    "File index settings, e.g. file-index.bloom-filter.columns (stored; dyntable writes no index).")
+
+# -- the managed-table design's log options (stored and shown; no log system here)
+LOG_SYSTEM = _declare("log.system", str, "none", "Log system of the managed-table design (none here).")
+LOG_CONSISTENCY = _declare("log.consistency", "enum", "transactional", "Log consistency mode.",
+    choices=("transactional", "eventual"))
+LOG_CHANGELOG_MODE = _declare("log.changelog-mode", "enum", "auto", "Log changelog mode.",
+    choices=("auto", "all", "upsert"))
+LOG_KEY_FORMAT = _declare("log.key.format", str, "json", "Key format of log records.")
+LOG_FORMAT = _declare("log.format", str, "debezium-json", "Value format of log records.")
+LOG_RETENTION = _declare("log.retention", "duration", None, "How long the log keeps changes.")
+LOG_SCAN = _declare("log.scan", "enum", "full", "Startup mode of log consumers.",
+    choices=("full", "latest", "from-timestamp"))
+LOG_SCAN_TIMESTAMP_MILLS = _declare("log.scan.timestamp-mills", int, None,
+    "Start time for log.scan=from-timestamp.")
+LOG_PATTERN = _declare("log.*", str, None, "Other log-system settings (e.g. log.kafka.bootstrap.servers).")
+
+# -- internal keys Paimon may store
+PATH = _declare("path", str, None, "Table path (internal).")
+TYPE = _declare("type", str, "table", "Table type (internal).")
+# fmt: on
+
+ALL_OPTIONS: tuple[ConfigOption, ...] = tuple(_REGISTRY)
+_BY_KEY = {o.key: o for o in ALL_OPTIONS if not o.is_pattern}
+_PATTERNS = [
+    (re.compile("^" + re.escape(o.key).replace(r"\*", "(.+)") + "$"), o) for o in ALL_OPTIONS if o.is_pattern
+]
+_FIELD_SUFFIXES = tuple(o.key.split("*.", 1)[1] for o in ALL_OPTIONS if o.key.startswith("fields.*."))
+_ATTRS = {o.key.replace(".", "_").replace("-", "_"): o for o in _BY_KEY.values()}
+assert len(_ATTRS) == len(_BY_KEY), "two options map to the same accessor name"
+
+
+def find_option(key: str) -> ConfigOption | None:
+    """The declaration of ``key`` (exact key first, then patterns), or None if unknown."""
+    exact = _BY_KEY.get(key)
+    if exact is not None:
+        return exact
+    for regex, option in _PATTERNS:
+        if regex.match(key):
+            return option
+    return None
+
+
+def _distance(a: str, b: str) -> int:
+    """Levenshtein distance (keys are short; this runs per option, never per row)."""
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+def _typo_of(key: str) -> str | None:
+    """The known key (or field-option form) that ``key`` most likely misspells, if any."""
+    best = min(_BY_KEY, key=lambda k: _distance(key, k))
+    if _distance(key, best) <= 2:
+        return best
+    head, _, suffix = key.rpartition(".")
+    if key.startswith("fields.") and head != "fields":
+        near = min(_FIELD_SUFFIXES, key=lambda s: _distance(suffix, s))
+        return f"{head}.{near}" if _distance(suffix, near) <= 2 else None
+    return None
+
+
+def validate_options(options: Mapping[str, str]) -> None:
+    """Check keys and values of table options as a user sets them (CREATE / ALTER).
+
+    Known keys (and pattern keys such as ``fields.price.aggregate-function``) must parse and
+    pass their checks. An unknown key that is within edit distance 2 of a known one is refused
+    with a suggestion; other unknown keys are kept (Paimon-specific options pass through).
+
+    Raises:
+        InvalidArgumentError: a value does not parse or is out of range, a key looks like a typo,
+            or a key/value is not a string.
+    """
+    for key, value in options.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise InvalidArgumentError(f"option {key!r} = {value!r}: keys and values must be strings")
+        option = find_option(key)
+        if option is not None:
+            option.parse(value, key)
+            continue
+        guess = _typo_of(key)
+        if guess is not None:
+            raise InvalidArgumentError(f"unknown option '{key}'; did you mean '{guess}'?")
+
+
+def check_alterable(key: str) -> None:
+    """Refuse a change of an option that cannot change once the table has data.
+
+    Raises:
+        InvalidArgumentError: ``key`` is immutable.
+    """
+    option = find_option(key)
+    if option is None or not option.immutable:
+        return
+    hint = {
+        "bucket": " Use ALTER TABLE ... CLUSTERED INTO n BUCKETS, which rewrites the data.",
+        "primary-key": " Use ALTER TABLE ... ADD PRIMARY KEY, which rewrites the data.",
+    }.get(key, " Create a new table with the new value and copy the data.")
+    raise InvalidArgumentError(f"option '{key}' cannot be changed on a table that has data.{hint}")
+
+
+def options_reference_markdown() -> str:
+    """A Markdown table of every option: key, type, default, whether it can change, description."""
+    rows = ["| key | type | default | alterable | description |", "|---|---|---|---|---|"]
+    for o in sorted(ALL_OPTIONS, key=lambda o: o.key):
+        typ = o.type_name + (f" ({' / '.join(o.choices)})" if o.choices else "")
+        default = f"`{o.default_text}`" if o.default_text else "(none)"
+        desc = o.description.replace("|", "\\|")
+        rows.append(f"| `{o.key}` | {typ} | {default} | {'no' if o.immutable else 'yes'} | {desc} |")
+    return "\n".join(rows) + "\n"
+
+
+class CoreOptions:
+    """A typed, read-only view over a table's ``str -> str`` options.
+
+    Every non-pattern option is readable as an attribute named after its key with ``.`` and
+    ``-`` replaced by ``_`` (``options.snapshot_time_retained`` → milliseconds). The properties
+    below add the derived defaults Paimon computes.
+    """
+
+    __slots__ = ("_options",)
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self._options = dict(options)
+
+    def get(self, option: ConfigOption, key: str | None = None) -> Any:
+        """The parsed value of ``option`` (``key`` names the concrete key of a pattern option)."""
+        key = key or option.key
+        raw = self._options.get(key)
+        return option.default if raw is None else option.parse(raw, key, validate=False)
+
+    def field_option(self, option: ConfigOption, column: str) -> Any:
+        """A per-column option such as ``fields.<column>.aggregate-function``."""
+        return self.get(option, option.key.replace("*", column))
+
+    def to_dict(self) -> dict[str, str]:
+        return dict(self._options)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._options
+
+    def __getattr__(self, name: str) -> Any:
+        option = _ATTRS.get(name)
+        if option is None:
+            raise AttributeError(f"no table option is read as {name!r}")
+        return self.get(option)
+
+    def __repr__(self) -> str:
+        return f"CoreOptions({self._options!r})"
+
+    # -- typed accessors with derived defaults ---------------------------------------------
+    @property
+    def bucket(self) -> int:
+        return int(self.get(BUCKET))
+
+    @property
+    def bucket_keys(self) -> tuple[str, ...]:
+        return self.get(BUCKET_KEY) or ()
+
+    @property
+    def merge_engine(self) -> str:
+        return str(self.get(MERGE_ENGINE))
+
+    @property
+    def changelog_producer(self) -> str:
+        return str(self.get(CHANGELOG_PRODUCER))
+
+    @property
+    def sequence_fields(self) -> tuple[str, ...]:
+        return self.get(SEQUENCE_FIELD) or ()
+
+    @property
+    def file_format(self) -> str:
+        return str(self.get(FILE_FORMAT)).strip().lower()
+
+    @property
+    def file_compression(self) -> str:
+        return str(self.get(FILE_COMPRESSION))
+
+    @property
+    def manifest_compression(self) -> str:
+        return str(self.get(MANIFEST_COMPRESSION))
+
+    def target_file_size(self, has_primary_key: bool) -> int:
+        """Rolling size of data files in bytes: the option, else 128 mb (PK) / 256 mb (append)."""
+        v = self.get(TARGET_FILE_SIZE)
+        return v if v is not None else (128 * _MB if has_primary_key else 256 * _MB)
+
+    @property
+    def write_buffer_size(self) -> int:
+        return int(self.get(WRITE_BUFFER_SIZE))
+
+    @property
+    def num_sorted_run_compaction_trigger(self) -> int:
+        return int(self.get(NUM_SORTED_RUN_COMPACTION_TRIGGER))
+
+    @property
+    def num_sorted_run_stop_trigger(self) -> int:
+        """The option, else compaction trigger + 3 (never below the trigger)."""
+        v = self.get(NUM_SORTED_RUN_STOP_TRIGGER)
+        trigger = self.num_sorted_run_compaction_trigger
+        return max(v, trigger) if v is not None else trigger + 3
+
+    @property
+    def num_levels(self) -> int:
+        """The option, else compaction trigger + 1."""
+        v = self.get(NUM_LEVELS)
+        return v if v is not None else self.num_sorted_run_compaction_trigger + 1
+
+    @property
+    def commit_max_retries(self) -> int:
+        return int(self.get(COMMIT_MAX_RETRIES))
+
+    @property
+    def commit_timeout(self) -> int | None:
+        """Milliseconds, or None for no limit."""
+        return self.get(COMMIT_TIMEOUT)
+
+    @property
+    def commit_min_retry_wait(self) -> int:
+        return int(self.get(COMMIT_MIN_RETRY_WAIT))
+
+    @property
+    def commit_max_retry_wait(self) -> int:
+        return int(self.get(COMMIT_MAX_RETRY_WAIT))
+
+    @property
+    def change_tracking(self) -> bool:
+        return bool(self.get(CHANGE_TRACKING))
+
+    @property
+    def changelog_num_retained_min(self) -> int:
+        v = self.get(CHANGELOG_NUM_RETAINED_MIN)
+        return v if v is not None else int(self.get(SNAPSHOT_NUM_RETAINED_MIN))
+
+    @property
+    def changelog_num_retained_max(self) -> int:
+        v = self.get(CHANGELOG_NUM_RETAINED_MAX)
+        return v if v is not None else int(self.get(SNAPSHOT_NUM_RETAINED_MAX))
+
+    @property
+    def changelog_time_retained(self) -> int:
+        v = self.get(CHANGELOG_TIME_RETAINED)
+        return v if v is not None else int(self.get(SNAPSHOT_TIME_RETAINED))
+
+    def aggregate_function(self, column: str) -> str | None:
+        """``fields.<column>.aggregate-function``, else ``fields.default-aggregate-function``."""
+        return self.field_option(FIELDS_AGGREGATE_FUNCTION, column) or self.get(
+            FIELDS_DEFAULT_AGGREGATE_FUNCTION
+        )
+
+    def ignore_retract(self, column: str) -> bool:
+        return bool(self.field_option(FIELDS_IGNORE_RETRACT, column))
+
+    def sequence_groups(self) -> dict[tuple[str, ...], tuple[str, ...]]:
+        """partial-update sequence groups: sequence columns → the columns they guard."""
+        out: dict[tuple[str, ...], tuple[str, ...]] = {}
+        for key, raw in self._options.items():
+            if key.startswith("fields.") and key.endswith(".sequence-group"):
+                seq = tuple(c.strip() for c in key[len("fields.") : -len(".sequence-group")].split(","))
+                out[seq] = FIELDS_SEQUENCE_GROUP.parse(raw, key)
+        return out
+
+
+def iter_field_option_columns(options: Iterable[str]) -> Iterable[tuple[str, tuple[str, ...]]]:
+    """For each ``fields.<cols>.<suffix>`` key: (key, the column names it names)."""
+    for key in options:
+        if key.startswith("fields.") and key != FIELDS_DEFAULT_AGGREGATE_FUNCTION.key:
+            for suffix in _FIELD_SUFFIXES:
+                if key.endswith("." + suffix) and len(key) > len("fields.") + len(suffix) + 1:
+                    middle = key[len("fields.") : -len(suffix) - 1]
+                    yield key, tuple(c.strip() for c in middle.split(","))
+                    break

@@ -1,0 +1,783 @@
+"""A table schema (Paimon's ``schema/schema-N`` file) and its evolution rules.
+
+Invariants of a :class:`TableSchema`:
+
+* it is immutable, hashable and picklable; ``options`` is a read-only mapping of strings;
+* field ids are unique across the whole schema, nested ROW fields included, and never reused:
+  ``highest_field_id`` only grows (dropping a column does not lower it);
+* ``to_json`` writes exactly Paimon's file (key order and layout of Java's Jackson printer) and
+  ``from_json`` reads any version Java writes, applying Paimon's compatibility rules;
+* :meth:`TableSchema.create` and :meth:`TableSchema.apply_changes` only return schemas that pass
+  the same validation (keys exist and are atomic, a partitioned table's primary key contains
+  the partition keys, option values parse, ...); ``from_json`` trusts what is on disk.
+
+Decisions: renaming, dropping or retyping a primary-key or partition column is refused (data
+files and partition paths depend on them); options that cannot change (``bucket``,
+``merge-engine``, ...) are refused only once the table has data (``has_snapshots``), as in
+Paimon; a schema read from a file without a ``bucket`` option gets Java's meaning of a missing
+key (``-1``; ``1`` for version-1 files) written explicitly, because dyntable's own default is 1.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import pyarrow as pa
+
+from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchColumnError
+from engine.options import (
+    BUCKET,
+    CHANGELOG_PRODUCER,
+    MERGE_ENGINE,
+    PARTITION,
+    PRIMARY_KEY,
+    PRIMARY_KEY_NULLABLE,
+    CoreOptions,
+    check_alterable,
+    iter_field_option_columns,
+    validate_options,
+)
+from engine.types import (
+    DataField,
+    DataType,
+    TypeRoot,
+    field_from_json,
+    field_to_json,
+    from_arrow_field,
+    is_widening,
+    max_field_id,
+    parse_sql_type,
+    to_arrow_field,
+    type_to_sql,
+)
+
+CURRENT_VERSION = 3
+
+
+class FrozenOptions(Mapping[str, str]):
+    """A read-only, hashable, picklable ``str -> str`` mapping (table options)."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, str] | None = None) -> None:
+        self._data = dict(data or {})
+
+    def __getitem__(self, key: str) -> str:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._data.items()))
+
+    def __repr__(self) -> str:
+        return f"FrozenOptions({self._data!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenOptions, (self._data,))
+
+
+# ---- schema changes (ALTER TABLE) ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SetOption:
+    key: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveOption:
+    key: str
+
+
+Position = Literal["first", "last"] | tuple[str, str] | None  # ("after" | "before", column)
+
+
+@dataclass(frozen=True, slots=True)
+class AddColumn:
+    """A new nullable top-level column; ``type`` may be SQL text. ``position`` None appends."""
+
+    name: str
+    type: DataType | str
+    comment: str | None = None
+    position: Position = None
+
+
+@dataclass(frozen=True, slots=True)
+class DropColumn:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class RenameColumn:
+    old: str
+    new: str
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateColumnType:
+    """Widen a column's type (see ``engine.types.is_widening``).
+
+    With ``keep_nullability`` (the default, as Spark's ALTER COLUMN TYPE) the column keeps its
+    nullability whatever ``type`` says.
+    """
+
+    name: str
+    type: DataType | str
+    keep_nullability: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateColumnComment:
+    name: str
+    comment: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateComment:
+    comment: str | None
+
+
+SchemaChange = (
+    SetOption | RemoveOption | AddColumn | DropColumn | RenameColumn | UpdateColumnType | UpdateColumnComment
+    | UpdateComment
+)  # fmt: skip
+
+
+# ---- the schema ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TableSchema:
+    """One version of a table's schema; see the module docstring for the invariants."""
+
+    id: int
+    fields: tuple[DataField, ...]
+    highest_field_id: int
+    partition_keys: tuple[str, ...]
+    primary_keys: tuple[str, ...]
+    options: Mapping[str, str]
+    comment: str | None = None
+    time_millis: int = 0
+    version: int = CURRENT_VERSION
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fields", tuple(self.fields))
+        object.__setattr__(self, "partition_keys", tuple(self.partition_keys))
+        object.__setattr__(self, "primary_keys", tuple(self.primary_keys))
+        if not isinstance(self.options, FrozenOptions):
+            object.__setattr__(self, "options", FrozenOptions(self.options))
+
+    # -- lookups --------------------------------------------------------------------------------
+    @property
+    def field_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields)
+
+    def field_index(self, name: str) -> int:
+        """Position of a top-level column: exact name, else the one case-insensitive match.
+
+        Raises:
+            NoSuchColumnError: no (unique) column has that name.
+        """
+        return _index_of(self.fields, name)
+
+    def field(self, name: str) -> DataField:
+        """The top-level column ``name`` (see :meth:`field_index`)."""
+        return self.fields[_index_of(self.fields, name)]
+
+    def field_by_id(self, field_id: int) -> DataField:
+        """The field (top-level or nested) with this id; NoSuchColumnError if none."""
+        stack = list(self.fields)
+        while stack:
+            f = stack.pop(0)
+            if f.id == field_id:
+                return f
+            stack.extend(_nested_fields(f.type))
+        raise NoSuchColumnError(f"schema {self.id} has no field with id {field_id}")
+
+    @property
+    def core_options(self) -> CoreOptions:
+        return CoreOptions(self.options)
+
+    @property
+    def trimmed_primary_keys(self) -> tuple[str, ...]:
+        """The primary key minus the partition keys, in key order (the ``_KEY_`` columns)."""
+        return tuple(k for k in self.primary_keys if k not in self.partition_keys)
+
+    @property
+    def logical_bucket_keys(self) -> tuple[str, ...]:
+        """Option ``bucket-key``, else the trimmed primary key, else every column."""
+        return CoreOptions(self.options).bucket_keys or self.trimmed_primary_keys or self.field_names
+
+    def arrow_schema(self) -> pa.Schema:
+        """The Arrow schema of the table's rows (field ids and exact types in field metadata)."""
+        return pa.schema([to_arrow_field(f) for f in self.fields])
+
+    def describe(self) -> list[tuple[str, str, str | None]]:
+        """(name, Spark-style type text, comment) per column, for DESCRIBE."""
+        return [(f.name, type_to_sql(f.type), f.description) for f in self.fields]
+
+    # -- serde ----------------------------------------------------------------------------------
+    def to_json(self) -> str:
+        """The schema file text, as Java Paimon writes it."""
+        obj: dict[str, Any] = {
+            "version": self.version,
+            "id": self.id,
+            "fields": [field_to_json(f) for f in self.fields],
+            "highestFieldId": self.highest_field_id,
+            "partitionKeys": list(self.partition_keys),
+            "primaryKeys": list(self.primary_keys),
+            "options": dict(self.options),
+        }
+        if self.comment is not None:
+            obj["comment"] = self.comment
+        obj["timeMillis"] = self.time_millis
+        return _jackson(obj, 0)
+
+    @staticmethod
+    def from_json(text: str | bytes) -> TableSchema:
+        """Parse a schema file written by dyntable, Java Paimon or pypaimon.
+
+        Compatibility (as Java): a missing ``version`` is 1; version ≤ 1 without ``bucket`` means
+        ``bucket=1``, a later version without it means Paimon's default ``-1`` (stored explicitly,
+        since dyntable's own default differs); version ≤ 2 without ``file.format`` means ``orc``;
+        a missing ``timeMillis`` is 0; unknown keys (and a field's ``defaultValue``) are ignored.
+        Nested fields without ids are numbered after the largest id.
+
+        Raises:
+            CorruptMetadataError: the text is not a schema file (bad JSON, missing or mistyped keys,
+                a type dyntable cannot represent).
+        """
+        try:
+            obj = json.loads(text)
+        except (ValueError, TypeError) as e:
+            raise CorruptMetadataError(f"schema file is not valid JSON: {e}") from None
+        if not isinstance(obj, dict):
+            raise CorruptMetadataError("schema file must hold a JSON object")
+        try:
+            version = _int(obj.get("version", 1), "version")
+            counter = itertools.count(
+                max(_int(obj["highestFieldId"], "highestFieldId"), _json_max_id(obj)) + 1
+            )
+            raw_fields = obj["fields"]
+            if not isinstance(raw_fields, list):
+                raise TypeError("'fields' must be a list")
+            fields = tuple(field_from_json(f, counter.__next__) for f in raw_fields)
+            options = obj["options"]
+            if not isinstance(options, dict) or not all(isinstance(v, str) for v in options.values()):
+                raise TypeError("'options' must map strings to strings")
+            options = dict(options)
+            if "bucket" not in options:
+                options["bucket"] = "1" if version <= 1 else "-1"  # Java's meaning of a missing key
+            if version <= 2:
+                options.setdefault("file.format", "orc")
+            comment = obj.get("comment")
+            if comment is not None and not isinstance(comment, str):
+                raise TypeError("'comment' must be a string")
+            highest = max(_int(obj["highestFieldId"], "highestFieldId"), *(_max_id(f) for f in fields), -1)
+            return TableSchema(
+                id=_int(obj["id"], "id"),
+                fields=fields,
+                highest_field_id=highest,
+                partition_keys=_names(obj["partitionKeys"], "partitionKeys"),
+                primary_keys=_names(obj["primaryKeys"], "primaryKeys"),
+                options=options,
+                comment=comment,
+                time_millis=_int(obj.get("timeMillis", 0), "timeMillis"),
+                version=version,
+            )
+        except KeyError as e:
+            raise CorruptMetadataError(f"schema file lacks the key {e}") from None
+        except InvalidArgumentError as e:
+            raise CorruptMetadataError(
+                f"schema file holds a type or field dyntable cannot read: {e}"
+            ) from None
+        except (TypeError, ValueError) as e:
+            raise CorruptMetadataError(f"schema file is malformed: {e}") from None
+
+    # -- creation ---------------------------------------------------------------------------------
+    @staticmethod
+    def create(
+        arrow_or_fields: pa.Schema | Sequence[DataField | tuple[Any, ...]],
+        partition_keys: Sequence[str] = (),
+        primary_keys: Sequence[str] = (),
+        options: Mapping[str, str] | None = None,
+        comment: str | None = None,
+        *,
+        time_millis: int | None = None,
+    ) -> TableSchema:
+        """Schema 0 of a new table.
+
+        Args:
+            arrow_or_fields: a ``pa.Schema`` or a list of ``(name, type[, comment])`` tuples (type
+                as DataType or SQL text) or DataFields (their ids are ignored).
+            partition_keys: partition columns (or option ``partition``, not both).
+            primary_keys: primary-key columns (or option ``primary-key``, not both); they become
+                NOT NULL unless ``primary-key.nullable`` is true.
+            options: table options (validated; ``bucket`` is stored explicitly, default 1).
+            comment: table comment.
+            time_millis: creation time; now by default.
+
+        Field ids are assigned depth-first from 0 (``a, b ROW<x, y>, c`` → 0, 1, 2, 3, 4).
+
+        Raises:
+            InvalidArgumentError: any rule of the module docstring is broken.
+        """
+        opts = {str(k): v for k, v in (options or {}).items()}
+        validate_options(opts)
+        partition_keys = _keys_from_option(opts, PARTITION.key, partition_keys, "PARTITIONED BY")
+        primary_keys = _keys_from_option(opts, PRIMARY_KEY.key, primary_keys, "PRIMARY KEY")
+        opts.setdefault(BUCKET.key, str(BUCKET.default))
+        pk_nullable = CoreOptions(opts).get(PRIMARY_KEY_NULLABLE)
+        columns = _columns(arrow_or_fields)
+        pk_set = set(primary_keys)
+        ids = itertools.count()
+        fields = []
+        for name, t, desc in columns:
+            fid = next(ids)
+            if name in pk_set and not pk_nullable:
+                t = t.copy(False)
+            fields.append(DataField(fid, name, _reassign_ids(t, ids.__next__), desc))
+        schema = TableSchema(
+            id=0,
+            fields=tuple(fields),
+            highest_field_id=max((_max_id(f) for f in fields), default=-1),
+            partition_keys=tuple(partition_keys),
+            primary_keys=tuple(primary_keys),
+            options=opts,
+            comment=comment,
+            time_millis=_now() if time_millis is None else time_millis,
+        )
+        _validate(schema)
+        return schema
+
+    # -- evolution --------------------------------------------------------------------------------
+    def apply_changes(
+        self,
+        changes: Sequence[SchemaChange],
+        *,
+        has_snapshots: bool = True,
+        allow_immutable: Collection[str] = (),
+        time_millis: int | None = None,
+    ) -> TableSchema:
+        """The next schema version (id + 1, new time) with ``changes`` applied in order.
+
+        Args:
+            changes: the schema changes.
+            has_snapshots: whether the table has data; immutable options may change only while
+                it has none (as in Paimon). Callers must pass False explicitly to relax it.
+            allow_immutable: option keys the caller changes on purpose despite their
+                immutability (e.g. ``bucket`` for a rescale that rewrites every file).
+            time_millis: the new version's time; now by default.
+
+        Raises:
+            InvalidArgumentError: a change breaks a rule (see the change classes and module
+                docstring); nothing is applied.
+            NoSuchColumnError: a change names a column that does not exist.
+        """
+        st = _Evolution(self, has_snapshots, frozenset(allow_immutable))
+        for change in changes:
+            st.apply(change)
+        schema = TableSchema(
+            id=self.id + 1,
+            fields=tuple(st.fields),
+            highest_field_id=st.highest,
+            partition_keys=self.partition_keys,
+            primary_keys=self.primary_keys,
+            options=st.options,
+            comment=st.comment,
+            time_millis=_now() if time_millis is None else time_millis,
+            version=CURRENT_VERSION,
+        )
+        _validate(schema)
+        return schema
+
+
+class _Evolution:
+    """The mutable working state of :meth:`TableSchema.apply_changes`."""
+
+    def __init__(self, base: TableSchema, has_snapshots: bool, allow: frozenset[str]) -> None:
+        self.base = base
+        self.fields = list(base.fields)
+        self.highest = base.highest_field_id
+        self.options = dict(base.options)
+        self.comment = base.comment
+        self.has_snapshots = has_snapshots
+        self.allow = allow
+
+    def _key_column(self, name: str, action: str) -> None:
+        if name in self.base.partition_keys:
+            raise InvalidArgumentError(
+                f"cannot {action} partition column '{name}': partition paths depend on it"
+            )
+        if name in self.base.primary_keys:
+            raise InvalidArgumentError(
+                f"cannot {action} primary-key column '{name}': data files are keyed on it"
+            )
+
+    def _check_free(self, name: str, ignore: int = -1) -> None:
+        if not isinstance(name, str) or not name:
+            raise InvalidArgumentError(f"column name must be a non-empty string, got {name!r}")
+        for i, f in enumerate(self.fields):
+            if i != ignore and f.name.lower() == name.lower():
+                raise InvalidArgumentError(f"column '{f.name}' already exists (names are case-insensitive)")
+
+    def _check_option_change(self, key: str, new_value: str | None) -> None:
+        if key in (PRIMARY_KEY.key, PARTITION.key):
+            raise InvalidArgumentError(
+                f"option '{key}' cannot be set or removed with ALTER TABLE SET/RESET; primary and "
+                "partition keys are part of the schema (use ALTER TABLE ADD PRIMARY KEY, which rewrites)"
+            )
+        if self.options.get(key) == new_value:
+            return  # setting the current value again is a no-op, even for immutable options
+        if self.has_snapshots and key not in self.allow:
+            check_alterable(key)
+
+    def apply(self, change: SchemaChange) -> None:  # noqa: C901 - one branch per change kind
+        if isinstance(change, SetOption):
+            validate_options({change.key: change.value})
+            self._check_option_change(change.key, change.value)
+            self.options[change.key] = change.value
+        elif isinstance(change, RemoveOption):
+            if change.key in self.options:
+                self._check_option_change(change.key, None)
+                del self.options[change.key]
+        elif isinstance(change, UpdateComment):
+            self.comment = change.comment
+        elif isinstance(change, AddColumn):
+            self._add(change)
+        elif isinstance(change, DropColumn):
+            i = _index_of(self.fields, change.name)
+            name = self.fields[i].name
+            self._key_column(name, "drop")
+            if len(self.fields) == 1:
+                raise InvalidArgumentError(f"cannot drop '{name}': a table needs at least one column")
+            opts = CoreOptions(self.options)
+            for what, cols in (("bucket-key", opts.bucket_keys), ("sequence.field", opts.sequence_fields)):
+                if name in cols:
+                    raise InvalidArgumentError(f"cannot drop '{name}': option '{what}' uses it")
+            del self.fields[i]
+            for key, cols in list(iter_field_option_columns(self.options)):
+                if cols == (name,):
+                    del self.options[key]  # its per-column options die with it
+        elif isinstance(change, RenameColumn):
+            i = _index_of(self.fields, change.old)
+            old = self.fields[i].name
+            self._key_column(old, "rename")
+            self._check_free(change.new, ignore=i)
+            self.fields[i] = replace(self.fields[i], name=change.new)
+            self.options = _rename_in_options(self.options, old, change.new)
+        elif isinstance(change, UpdateColumnType):
+            i = _index_of(self.fields, change.name)
+            f = self.fields[i]
+            self._key_column(f.name, "change the type of")
+            new = parse_sql_type(change.type) if isinstance(change.type, str) else change.type
+            if change.keep_nullability:
+                new = new.copy(f.type.nullable)
+            if not is_widening(f.type, new):
+                raise InvalidArgumentError(
+                    f"cannot change column '{f.name}' from {type_to_sql(f.type)} to {type_to_sql(new)}: only "
+                    "lossless widening is allowed (e.g. INT -> BIGINT, FLOAT -> DOUBLE, larger DECIMAL or "
+                    "VARCHAR, any non-binary type -> STRING)"
+                )
+            self.fields[i] = replace(f, type=_keep_ids(f.type, new))
+        elif isinstance(change, UpdateColumnComment):
+            i = _index_of(self.fields, change.name)
+            self.fields[i] = replace(self.fields[i], description=change.comment)
+        else:
+            raise InvalidArgumentError(f"unsupported schema change {change!r}")
+
+    def _add(self, change: AddColumn) -> None:
+        self._check_free(change.name)
+        t = parse_sql_type(change.type) if isinstance(change.type, str) else change.type
+        if not t.nullable:
+            raise InvalidArgumentError(
+                f"cannot add column '{change.name}' as NOT NULL: existing rows have no value for it"
+            )
+        ids = itertools.count(self.highest + 1)
+        fid = next(ids)
+        field = DataField(fid, change.name, _reassign_ids(t, ids.__next__), change.comment)
+        self.highest = max(fid, _max_id(field))
+        pos = change.position
+        if pos is None or pos == "last":
+            self.fields.append(field)
+        elif pos == "first":
+            self.fields.insert(0, field)
+        elif isinstance(pos, tuple) and len(pos) == 2 and pos[0] in ("after", "before"):
+            ref = _index_of(self.fields, pos[1])
+            self.fields.insert(ref + 1 if pos[0] == "after" else ref, field)
+        else:
+            raise InvalidArgumentError(
+                f"bad column position {pos!r}: use 'first', 'last' or ('after', column)"
+            )
+
+
+# ---- validation -------------------------------------------------------------------------------
+
+
+def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
+    """Raise InvalidArgumentError unless ``s`` is a schema dyntable may write."""
+    if not s.fields:
+        raise InvalidArgumentError("a table needs at least one column")
+    seen: dict[str, str] = {}
+    for f in s.fields:
+        if not isinstance(f.name, str) or not f.name:
+            raise InvalidArgumentError(f"column names must be non-empty strings, got {f.name!r}")
+        if f.name.lower() in seen:
+            raise InvalidArgumentError(
+                f"duplicate column name '{f.name}' (clashes with '{seen[f.name.lower()]}'; "
+                "names are case-insensitive)"
+            )
+        seen[f.name.lower()] = f.name
+    names = set(s.field_names)
+
+    def check_columns(cols: Sequence[str], what: str, atomic: bool = True) -> None:
+        if len(set(cols)) != len(cols):
+            raise InvalidArgumentError(f"{what} {list(cols)} names a column twice")
+        for c in cols:
+            if c not in names:
+                raise InvalidArgumentError(
+                    f"{what} column '{c}' is not a column of the table ({', '.join(s.field_names)})"
+                )
+            if atomic and s.field(c).type.is_nested:
+                raise InvalidArgumentError(
+                    f"{what} column '{c}' has nested type {type_to_sql(s.field(c).type)}; use an atomic type"
+                )
+
+    check_columns(s.partition_keys, "partition")
+    check_columns(s.primary_keys, "primary key")
+    if len(s.partition_keys) == len(s.fields):
+        raise InvalidArgumentError(
+            "every column is a partition key; a table needs at least one non-partition column"
+        )
+    opts = CoreOptions(s.options)
+    if s.primary_keys:
+        missing = [k for k in s.partition_keys if k not in s.primary_keys]
+        if missing:
+            raise InvalidArgumentError(
+                f"a partitioned table's primary key must contain its partition columns: primary key "
+                f"{list(s.primary_keys)} lacks {missing}; add them to the primary key"
+            )
+        if s.partition_keys and set(s.primary_keys) == set(s.partition_keys):
+            raise InvalidArgumentError(
+                f"primary key {list(s.primary_keys)} equals the partition keys, so each partition would hold "
+                "one row; add a column to the primary key"
+            )
+        if not opts.get(PRIMARY_KEY_NULLABLE):
+            nullable = [k for k in s.primary_keys if s.field(k).type.nullable]
+            if nullable:
+                raise InvalidArgumentError(f"primary-key columns {nullable} must be NOT NULL")
+    else:
+        for option, default in ((MERGE_ENGINE, "deduplicate"), (CHANGELOG_PRODUCER, "none")):
+            if opts.get(option) != default:
+                raise InvalidArgumentError(
+                    f"option '{option.key}' = '{opts.get(option)}' needs a primary key; "
+                    "define one or drop the option"
+                )
+        if opts.sequence_fields:
+            raise InvalidArgumentError(
+                "option 'sequence.field' needs a primary key; define one or drop the option"
+            )
+    bucket_keys = opts.bucket_keys
+    check_columns(bucket_keys, "bucket-key")
+    in_partition = [k for k in bucket_keys if k in s.partition_keys]
+    if in_partition:
+        raise InvalidArgumentError(
+            f"bucket-key columns {in_partition} are partition keys; pick other columns"
+        )
+    if s.primary_keys and not set(bucket_keys) <= set(s.primary_keys):
+        raise InvalidArgumentError(
+            f"bucket-key {list(bucket_keys)} must be a subset of the primary key {list(s.primary_keys)}"
+        )
+    check_columns(opts.sequence_fields, "sequence.field")
+    for key, cols in iter_field_option_columns(s.options):
+        for c in cols:
+            if c not in names:
+                raise InvalidArgumentError(f"option '{key}' names '{c}', which is not a column of the table")
+    for seq, guarded in opts.sequence_groups().items():
+        for c in guarded:
+            if c not in names:
+                raise InvalidArgumentError(
+                    f"sequence group of {list(seq)} names '{c}', which is not a column"
+                )
+    ids = [f.id for f in _all_fields(s.fields)]
+    if len(set(ids)) != len(ids) or max(ids) > s.highest_field_id:
+        raise InvalidArgumentError(
+            "field ids must be unique and at most highest_field_id"
+        )  # internal invariant
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
+
+
+def _index_of(fields: Sequence[DataField], name: str) -> int:
+    for i, f in enumerate(fields):
+        if f.name == name:
+            return i
+    matches = [i for i, f in enumerate(fields) if f.name.lower() == str(name).lower()]
+    if len(matches) == 1:
+        return matches[0]
+    raise NoSuchColumnError(
+        f"column '{name}' does not exist; columns are: {', '.join(f.name for f in fields)}"
+    )
+
+
+def _nested_fields(t: DataType) -> list[DataField]:
+    out = list(t.fields)
+    for member in (t.element, t.key, t.value):
+        if member is not None:
+            out.extend(_nested_fields(member))
+    return out
+
+
+def _all_fields(fields: Sequence[DataField]) -> Iterator[DataField]:
+    for f in fields:
+        yield f
+        yield from _all_fields(_nested_fields(f.type))
+
+
+def _max_id(f: DataField) -> int:
+    return max(f.id, max_field_id(f.type))
+
+
+def _reassign_ids(t: DataType, next_id: Callable[[], int]) -> DataType:
+    """``t`` with every nested ROW field renumbered depth-first (a field before its children)."""
+    if t.root is TypeRoot.ROW:
+        new = []
+        for f in t.fields:
+            fid = next_id()
+            new.append(DataField(fid, f.name, _reassign_ids(f.type, next_id), f.description))
+        return replace(t, fields=tuple(new))
+    if t.element is not None:
+        return replace(t, element=_reassign_ids(t.element, next_id))
+    if t.key is not None and t.value is not None:
+        key = _reassign_ids(t.key, next_id)
+        return replace(t, key=key, value=_reassign_ids(t.value, next_id))
+    return t
+
+
+def _keep_ids(old: DataType, new: DataType) -> DataType:
+    """``new`` with the ids (and comments) of the matching ROW fields of ``old`` (same shape)."""
+    if new.root is TypeRoot.ROW:
+        kept = tuple(
+            DataField(
+                o.id,
+                n.name,
+                _keep_ids(o.type, n.type),
+                n.description if n.description is not None else o.description,
+            )
+            for o, n in zip(old.fields, new.fields, strict=True)
+        )
+        return replace(new, fields=kept)
+    if new.element is not None and old.element is not None:
+        return replace(new, element=_keep_ids(old.element, new.element))
+    if new.value is not None and old.value is not None and old.key is not None:
+        return replace(new, key=old.key, value=_keep_ids(old.value, new.value))
+    return new
+
+
+def _columns(
+    spec: pa.Schema | Sequence[DataField | tuple[Any, ...]],
+) -> list[tuple[str, DataType, str | None]]:
+    if isinstance(spec, pa.Schema):
+        out = []
+        for af in spec:
+            f = from_arrow_field(af)
+            out.append((f.name, f.type, f.description))
+        return out
+    cols: list[tuple[str, DataType, str | None]] = []
+    for item in spec:
+        if isinstance(item, DataField):
+            cols.append((item.name, item.type, item.description))
+            continue
+        if not isinstance(item, tuple) or len(item) not in (2, 3):
+            raise InvalidArgumentError(
+                f"a column must be (name, type[, comment]) or a DataField, got {item!r}"
+            )
+        name, t = item[0], item[1]
+        if isinstance(t, str):
+            t = parse_sql_type(t)
+        if not isinstance(t, DataType):
+            raise InvalidArgumentError(f"column {name!r}: type must be a DataType or SQL text, got {t!r}")
+        cols.append((name, t, item[2] if len(item) == 3 else None))
+    return cols
+
+
+def _keys_from_option(opts: dict[str, str], key: str, given: Sequence[str], ddl: str) -> tuple[str, ...]:
+    """Move ``primary-key`` / ``partition`` from the options into the schema, as Paimon does."""
+    if key not in opts:
+        return tuple(given)
+    if given:
+        raise InvalidArgumentError(f"define the {ddl} either in the DDL or as option '{key}', not both")
+    return tuple(c.strip() for c in opts.pop(key).split(",") if c.strip())
+
+
+def _rename_in_options(options: dict[str, str], old: str, new: str) -> dict[str, str]:
+    """Options after renaming column ``old``: bucket-key, sequence.field and fields.* follow it."""
+
+    def swap(csv: str) -> str:
+        return ",".join(new if c.strip() == old else c.strip() for c in csv.split(","))
+
+    out: dict[str, str] = {}
+    field_keys = dict(iter_field_option_columns(options))
+    for key, value in options.items():
+        if key in ("bucket-key", "sequence.field"):
+            value = swap(value)
+        if key in field_keys:
+            suffix = key.rsplit(".", 1)[1]  # known per-field suffixes contain no dot
+            cols = ",".join(new if c == old else c for c in field_keys[key])
+            if key.endswith(".sequence-group"):
+                value = swap(value)
+            key = f"fields.{cols}.{suffix}"
+        out[key] = value
+    return out
+
+
+def _jackson(v: Any, level: int) -> str:
+    """JSON laid out like Jackson's default pretty printer (what Java Paimon writes)."""
+    if isinstance(v, dict):
+        if not v:
+            return "{ }"
+        pad = "  " * (level + 1)
+        body = ",\n".join(
+            f"{pad}{json.dumps(k, ensure_ascii=False)} : {_jackson(x, level + 1)}" for k, x in v.items()
+        )
+        return "{\n" + body + "\n" + "  " * level + "}"
+    if isinstance(v, list):
+        return "[ " + ", ".join(_jackson(x, level) for x in v) + " ]" if v else "[ ]"
+    return json.dumps(v, ensure_ascii=False)
+
+
+def _int(v: Any, what: str) -> int:
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise TypeError(f"'{what}' must be an integer, got {v!r}")
+    return v
+
+
+def _names(v: Any, what: str) -> tuple[str, ...]:
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise TypeError(f"'{what}' must be a list of strings, got {v!r}")
+    return tuple(v)
+
+
+def _json_max_id(obj: Any) -> int:
+    if isinstance(obj, dict):
+        own = obj["id"] if isinstance(obj.get("id"), int) and "name" in obj else -1
+        return max([own, *(_json_max_id(x) for x in obj.values())])
+    if isinstance(obj, list):
+        return max((_json_max_id(x) for x in obj), default=-1)
+    return -1

@@ -1,0 +1,269 @@
+"""Writer of primary-key tables: the write side of the LSM tree.
+
+```
+ rows (+I/-U/+U/-D)  ──► bucket = hash(bucket key) % N          (Paimon's bucket function)
+        │
+        ▼ per (partition, bucket) sort buffer, bounded by write-buffer-size
+ flush: sequence numbers continue the bucket's max + 1 (so later writes win),
+        sort by key + sequence, merge duplicate keys (merge engine), write a level-0 sorted run
+        + changelog: input → the input rows; lookup → exact diff against the current state
+        │
+        ▼ prepare_commit
+ compaction per touched bucket (universal strategy; again while above the stop trigger)
+        + changelog: full-compaction → diff of the old and new top level
+        │
+        ▼
+ CommitMessage per bucket: new files, changelog files, compaction before/after
+```
+Nothing is visible until the messages are committed; ``abort()`` deletes every file written.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.commit import CommitMessage
+from engine.errors import InvalidArgumentError
+from engine.lsm.changelog import rowkind_to_kinds
+from engine.lsm.compactor import levels_of, pick, read_kv, run_compaction, write_changelog
+from engine.lsm.compact_strategy import should_stall_writes
+from engine.lsm.merge import MergeConfig, merge
+from engine.meta.binary_row import serialize_row
+from engine.meta.bucket import bucket_ids
+from engine.meta.manifest import DataFileMeta, live_files
+from engine.meta.paths import FileNamer, partition_path
+from engine.read.file_reader import SEQUENCE_NUMBER, VALUE_KIND
+from engine.read.split_reader import split_partition_dir
+from engine.scan.planner import DataSplit
+from engine.store import FileStore
+from engine.write.conform import conform
+from engine.write.file_writer import DataFileWriter
+from engine.write.routing import group_rows
+
+ROWKIND = "rowkind"
+Bucket = tuple[bytes, int]
+
+
+class KeyValueWriter:
+    """Writes changelog rows into a primary-key table's buckets."""
+
+    def __init__(self, store: FileStore, *, compact: bool | None = None, sequence_offset: int = 0) -> None:
+        self.store = store
+        schema = store.schema
+        opts = store.options
+        self.namer = FileNamer()
+        # Concurrent writers of one commit (Spark tasks) take disjoint sequence ranges.
+        self.sequence_offset = sequence_offset
+        self.config = MergeConfig.from_options(schema.options, schema.primary_keys)
+        self.num_buckets = opts.bucket
+        if self.num_buckets < 1:
+            raise InvalidArgumentError(
+                f"table has bucket = {self.num_buckets}; dyntable writes primary-key tables with a fixed bucket count"
+            )
+        self.compact = (not opts.write_only) if compact is None else compact
+        self.changelog_producer = opts.changelog_producer
+        self.buffer_limit = opts.write_buffer_size
+        self._buffers: dict[Bucket, list[pa.Table]] = defaultdict(list)
+        self._buffered_bytes = 0
+        self._partition_dirs: dict[bytes, str] = {}
+        self._bucket_files: dict[Bucket, list[DataFileMeta]] = {}
+        self._next_seq: dict[Bucket, int] = {}
+        self._restored_partitions: set[bytes] = set()
+        self.new_files: dict[Bucket, list[DataFileMeta]] = defaultdict(list)
+        self.changelog: dict[Bucket, list[DataFileMeta]] = defaultdict(list)
+        self.compact_before: dict[Bucket, list[DataFileMeta]] = defaultdict(list)
+        self.compact_after: dict[Bucket, list[DataFileMeta]] = defaultdict(list)
+        self.compact_changelog: dict[Bucket, list[DataFileMeta]] = defaultdict(list)
+
+    # -- input ----------------------------------------------------------------------------------
+    def write(self, data: object) -> None:
+        """Buffer rows; a ``rowkind`` ('+I','-U','+U','-D') or ``_VALUE_KIND`` (0..3) column gives each row's kind."""
+        store = self.store
+        table = conform(data, store.schema, extra_columns=[(VALUE_KIND, pa.int8()), (ROWKIND, pa.string())])
+        if table.num_rows == 0:
+            return
+        if ROWKIND in table.column_names:
+            kinds = rowkind_to_kinds(table.column(ROWKIND))
+            table = table.drop_columns([ROWKIND])
+        elif VALUE_KIND in table.column_names:
+            kinds = table.column(VALUE_KIND).combine_chunks()
+            table = table.drop_columns([VALUE_KIND])
+            bad = pc.sum(pc.or_(pc.less(kinds, 0), pc.greater(kinds, 3))).as_py()
+            if bad:
+                raise InvalidArgumentError(f"{bad} row(s) have a _VALUE_KIND outside 0..3")
+        else:
+            kinds = pa.array(np.zeros(table.num_rows, dtype=np.int8))
+        table = table.append_column(VALUE_KIND, kinds)
+        keys = store.schema.logical_bucket_keys
+        buckets = bucket_ids([table.column(k) for k in keys], [store.schema.field(k).type for k in keys], self.num_buckets)
+        for values, bucket, rows in group_rows(table, store.partition_keys, buckets):
+            partition = serialize_row(list(values), store.partition_types)
+            if partition not in self._partition_dirs:
+                opts = store.options
+                self._partition_dirs[partition] = partition_path(
+                    store.partition_keys, values, store.partition_types,
+                    opts.partition_default_name, opts.partition_legacy_name,
+                )
+            self._buffers[(partition, bucket)].append(rows)
+            self._buffered_bytes += rows.nbytes
+        if self._buffered_bytes >= self.buffer_limit:
+            self.flush()
+
+    # -- flushing -------------------------------------------------------------------------------
+    def _restore(self, partitions: set[bytes]) -> None:
+        """Load the committed files of newly touched partitions (once per partition)."""
+        todo = partitions - self._restored_partitions
+        if not todo:
+            return
+        self._restored_partitions |= todo
+        latest = self.store.snapshots.latest()
+        if latest is None:
+            return
+        ms = self.store.manifests
+        entries = []
+        for meta in ms.read_list(latest.base_manifest_list) + ms.read_list(latest.delta_manifest_list):
+            entries.extend(e for e in ms.read_entries(meta.file_name) if e.partition in todo)
+        for e in live_files(entries):
+            key = (e.partition, e.bucket)
+            self._bucket_files.setdefault(key, []).append(e.file)
+
+    def _sequence_start(self, key: Bucket) -> int:
+        if key not in self._next_seq:
+            files = self._bucket_files.get(key, [])
+            self._next_seq[key] = max((f.max_sequence_number for f in files), default=-1) + 1 + self.sequence_offset
+        return self._next_seq[key]
+
+    def flush(self) -> None:
+        if not self._buffers:
+            return
+        self._restore({p for p, _ in self._buffers})
+        schema = self.store.schema
+        for key, parts in self._buffers.items():
+            partition, bucket = key
+            rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+            start = self._sequence_start(key)
+            seq = pa.array(np.arange(start, start + rows.num_rows, dtype=np.int64))
+            self._next_seq[key] = start + rows.num_rows
+            kv = rows.append_column(SEQUENCE_NUMBER, seq)
+            merged = merge(kv, schema.primary_keys, self.config, drop_deletes=False)
+            part_dir = self._partition_dirs[partition]
+            if self.changelog_producer == "lookup":
+                self._lookup_changelog(key, merged)
+            elif self.changelog_producer == "input":
+                sorted_input = kv.take(pc.sort_indices(kv, sort_keys=[(k, "ascending") for k in schema.primary_keys] + [(SEQUENCE_NUMBER, "ascending")]))
+                writer = DataFileWriter(self.store, part_dir, bucket, namer=self.namer, prefix=self.store.options.changelog_file_prefix)
+                self.changelog[key].extend(writer.write_kv(sorted_input))
+            writer = DataFileWriter(self.store, part_dir, bucket, namer=self.namer)
+            files = writer.write_kv(merged)
+            self.new_files[key].extend(files)
+            self._bucket_files.setdefault(key, []).extend(files)
+        self._buffers.clear()
+        self._buffered_bytes = 0
+
+    def _lookup_changelog(self, key: Bucket, batch: pa.Table) -> None:
+        """Exact changes of this batch: look up the current values of its keys in the bucket."""
+        partition, bucket = key
+        schema = self.store.schema
+        part_dir = self._partition_dirs[partition]
+        existing = read_kv(self.store, part_dir, bucket, self._bucket_files.get(key, []))
+        pk = list(schema.primary_keys)
+        if existing.num_rows:
+            mask = _keys_in(existing, batch, pk)
+            existing = existing.filter(mask)
+        before = merge(existing, pk, self.config, drop_deletes=True)
+        after = merge(pa.concat_tables([existing, batch]), pk, self.config, drop_deletes=True)
+        self.changelog[key].extend(write_changelog(self.store, part_dir, bucket, before, after, self.namer))
+
+    # -- commit ---------------------------------------------------------------------------------
+    def compact_bucket(self, key: Bucket, full: bool = False) -> None:
+        """Compact one bucket now (picked by the universal strategy, or fully)."""
+        partition, bucket = key
+        part_dir = self._partition_dirs[partition]
+        stop = self.store.options.num_sorted_run_stop_trigger
+        for _ in range(8):
+            files = self._bucket_files.get(key, [])
+            levels, unit = pick(self.store, files, full=full)
+            if unit is None:
+                return
+            result = run_compaction(self.store, part_dir, bucket, levels, unit, self.namer)
+            self._record_compaction(key, result.before, result.after)
+            self.compact_changelog[key].extend(result.changelog)
+            if full or not should_stall_writes(levels_of(self.store, self._bucket_files[key]), stop):
+                return
+
+    def _record_compaction(self, key: Bucket, before: Sequence[DataFileMeta], after: Sequence[DataFileMeta]) -> None:
+        gone = {(f.file_name, f.level) for f in before}
+        self._bucket_files[key] = [f for f in self._bucket_files[key] if (f.file_name, f.level) not in gone] + list(after)
+        # A file produced by an earlier compaction of this same commit and compacted again is an
+        # intermediate: it never becomes visible, so drop it from both lists (and from disk if rewritten).
+        produced = {(f.file_name, f.level) for f in self.compact_after[key]}
+        intermediate = gone & produced
+        self.compact_after[key] = [f for f in self.compact_after[key] if (f.file_name, f.level) not in intermediate]
+        self.compact_before[key].extend(f for f in before if (f.file_name, f.level) not in intermediate)
+        self.compact_after[key].extend(after)
+        still_used = {f.file_name for f in self._bucket_files[key]} | {f.file_name for f in self.new_files[key]}
+        for name, _level in intermediate:
+            if name not in still_used:
+                self.store.io.delete(self.store.paths.data_file(self._partition_dirs[key[0]], key[1], name))
+
+    def compact_splits(self, splits: Sequence[DataSplit], full: bool) -> None:
+        """Compact committed buckets (``ALTER TABLE … COMPACT``, ``CALL sys.compact``)."""
+        for split in splits:
+            key = (split.partition, split.bucket)
+            self._partition_dirs[split.partition] = split_partition_dir(self.store, split)
+            self._restored_partitions.add(split.partition)
+            self._bucket_files[key] = list(split.files)
+            self.compact_bucket(key, full=full)
+
+    def prepare_commit(self, full_compaction: bool = False) -> list[CommitMessage]:
+        self.flush()
+        if self.compact or full_compaction:
+            for key in list(self.new_files):
+                if not self.new_files[key]:
+                    continue
+                self.compact_bucket(key, full=full_compaction)
+        keys = set(self.new_files) | set(self.compact_after) | set(self.compact_before) | set(self.changelog)
+        messages = [
+            CommitMessage(
+                partition=p, bucket=b, total_buckets=self.num_buckets,
+                new_files=tuple(self.new_files.get((p, b), ())),
+                changelog_files=tuple(self.changelog.get((p, b), ())),
+                compact_before=tuple(self.compact_before.get((p, b), ())),
+                compact_after=tuple(self.compact_after.get((p, b), ())),
+                compact_changelog=tuple(self.compact_changelog.get((p, b), ())),
+            )
+            for p, b in sorted(keys)
+        ]
+        for d in (self.new_files, self.changelog, self.compact_before, self.compact_after, self.compact_changelog):
+            d.clear()
+        return [m for m in messages if not m.is_empty]
+
+    def abort(self) -> None:
+        """Delete every file this writer produced (nothing was committed)."""
+        upgraded = {f.file_name for fs in self.compact_before.values() for f in fs}
+        for d in (self.new_files, self.changelog, self.compact_after, self.compact_changelog):
+            for (partition, bucket), files in d.items():
+                for f in files:
+                    if d is self.compact_after and f.file_name in upgraded:
+                        continue  # an upgrade points at an existing file
+                    self.store.io.delete(self.store.paths.data_file(self._partition_dirs[partition], bucket, f.file_name))
+            d.clear()
+        self._buffers.clear()
+
+
+def _keys_in(table: pa.Table, batch: pa.Table, key_columns: Sequence[str]) -> pa.Array:
+    """Mask of ``table`` rows whose key occurs in ``batch`` (vectorised via a semi join)."""
+    if len(key_columns) == 1:
+        k = key_columns[0]
+        return pc.is_in(table.column(k), value_set=batch.column(k).combine_chunks())
+    marker = "__dyntable_row"
+    left = table.select(list(key_columns)).append_column(marker, pa.array(np.arange(table.num_rows, dtype=np.int64)))
+    hits = left.join(batch.select(list(key_columns)).group_by(list(key_columns)).aggregate([]), list(key_columns), join_type="left semi")
+    mask = np.zeros(table.num_rows, dtype=bool)
+    mask[hits.column(marker).to_numpy()] = True
+    return pa.array(mask)

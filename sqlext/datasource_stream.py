@@ -1,0 +1,175 @@
+"""Streaming reads and writes of the ``dyntable`` source.
+
+Reading: an offset is ``{"snapshot": s}`` — every change up to and including snapshot ``s``
+has been delivered — optionally with ``"full": f``: the full content of snapshot ``f`` is still
+to be delivered first (``scan.mode = latest-full``). Start modes follow Paimon's ``scan.mode``:
+``latest`` (only new changes), ``latest-full`` / ``default`` (the current snapshot, then its
+changes), ``from-snapshot`` (``scan.snapshot-id``), ``from-timestamp`` (``scan.timestamp-millis``).
+Rows carry a ``rowkind`` column (+I, -U, +U, -D). With ``consumer-id`` the reader records, at
+each committed micro-batch, the next snapshot it needs, and snapshot expiration keeps it.
+
+Writing: one commit per micro-batch with the batch id as commit identifier and a commit user
+stable across restarts (option ``commit-user``, else derived from ``checkpointLocation``), so a
+batch replayed after a restart is recognised as committed and not written twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamArrowWriter, DataSourceStreamReader, InputPartition, WriterCommitMessage
+
+from engine.errors import InvalidArgumentError, NoSuchSnapshotError
+from engine.scan.incremental import ROWKIND, ChangeReader, change_splits
+from engine.scan.planner import TableScan
+from sqlext.datasource import (
+    DyntableCommitMessage,
+    auto_compact,
+    delete_written_files,
+    load_table,
+    parse_bool_option,
+    projection,
+    write_task,
+)
+from sqlext.spark_types import spark_arrow_schema, to_spark_batches
+
+START_MODES = ("default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp")
+
+
+@dataclass(frozen=True)
+class ChangePartition(InputPartition):
+    split: Any
+    full: bool  # a split of a full snapshot (every row +I) rather than a change split
+
+
+class DyntableStreamReader(DataSourceStreamReader):
+    """Micro-batch reader over snapshot ids."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.options = options
+        table = load_table(options)
+        self.store = table.store
+        self.columns = projection(options, table)
+        self.consumer_id = options.get("consumer-id")
+        mode = options.get("scan.mode", "default").lower()
+        if mode not in START_MODES:
+            raise InvalidArgumentError(f"scan.mode '{mode}' is not supported for streaming; use one of {START_MODES}")
+        self.mode = mode
+        fields = [pa.field(ROWKIND, pa.string(), nullable=False)] + [table.arrow_schema.field(c) for c in self.columns]
+        self.arrow_schema = spark_arrow_schema(pa.schema(fields))
+
+    def initialOffset(self) -> dict:  # noqa: N802 - Spark's name
+        snapshots = self.store.snapshots
+        if self.consumer_id:
+            consumer = load_table(self.options).consumers.get(self.consumer_id)
+            if consumer is not None:
+                return {"snapshot": consumer.next_snapshot - 1}
+        latest = snapshots.latest_id() or 0
+        mode, opts = self.mode, self.options
+        if mode in ("from-snapshot", "from-snapshot-full"):
+            if "scan.snapshot-id" not in opts:
+                raise InvalidArgumentError(f"scan.mode {mode} needs the option scan.snapshot-id")
+            sid = int(opts["scan.snapshot-id"])
+            return {"snapshot": sid, "full": sid} if mode == "from-snapshot-full" else {"snapshot": sid - 1}
+        if mode == "from-timestamp" or (mode == "default" and "scan.timestamp-millis" in opts):
+            if "scan.timestamp-millis" not in opts:
+                raise InvalidArgumentError("scan.mode from-timestamp needs the option scan.timestamp-millis")
+            snap = snapshots.at_or_before(int(opts["scan.timestamp-millis"]))
+            return {"snapshot": snap.id if snap else 0}
+        if mode == "default" and "scan.snapshot-id" in opts:
+            return {"snapshot": int(opts["scan.snapshot-id"]) - 1}
+        if mode == "latest":
+            return {"snapshot": latest}
+        return {"snapshot": latest, "full": latest} if latest else {"snapshot": 0}
+
+    def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:  # noqa: N802
+        latest = self.store.snapshots.latest_id() or 0
+        base = start["snapshot"] if start else 0
+        return {"snapshot": max(latest, base)}
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        parts: list[InputPartition] = []
+        first = start["snapshot"]
+        full = start.get("full")
+        if full:
+            snapshot = self.store.snapshots.get(full)
+            for split in TableScan(self.store).with_snapshot(snapshot).plan().splits:
+                parts.append(ChangePartition(split, True))
+            first = full
+        earliest = self.store.snapshots.earliest_id()
+        if earliest is not None and first + 1 < earliest and end["snapshot"] > first:
+            raise NoSuchSnapshotError(
+                f"snapshots {first + 1}..{earliest - 1} needed by this stream have expired; use a consumer-id "
+                "so expiration keeps them, or restart the stream from the latest snapshot"
+            )
+        for snap in self.store.snapshots.iter_range(first, end["snapshot"]):
+            parts.extend(ChangePartition(split, False) for split in change_splits(self.store, snap))
+        return parts
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        p: ChangePartition = partition  # type: ignore[assignment]
+        if p.full:
+            from engine.read.split_reader import SplitReader
+
+            for t in SplitReader(self.store, self.columns).read(p.split):
+                t = t.add_column(0, ROWKIND, pa.repeat(pa.scalar("+I", pa.string()), t.num_rows))
+                yield from to_spark_batches(t, self.arrow_schema)
+            return
+        for t in ChangeReader(self.store, self.columns).read(p.split):
+            yield from to_spark_batches(t, self.arrow_schema)
+
+    def commit(self, end: dict) -> None:
+        if self.consumer_id:
+            load_table(self.options).consumers.record(self.consumer_id, end["snapshot"] + 1)
+
+    def stop(self) -> None:
+        pass
+
+
+def stream_commit_user(options: dict[str, str]) -> str:
+    user = options.get("commit-user")
+    if user:
+        return user
+    checkpoint = options.get("checkpointLocation") or options.get("checkpointlocation")
+    if not checkpoint:
+        raise InvalidArgumentError(
+            "a streaming write needs a stable identity for exactly-once commits: set the option "
+            "checkpointLocation (or commit-user)"
+        )
+    return "stream-" + hashlib.sha1(checkpoint.encode()).hexdigest()[:16]
+
+
+class DyntableStreamWriter(DataSourceStreamArrowWriter):
+    """One commit per micro-batch, exactly once across restarts."""
+
+    def __init__(self, options: dict[str, str], overwrite: bool) -> None:
+        table = load_table(options)
+        self.store = table.store
+        self.identifier = table.identifier
+        self.commit_user = stream_commit_user(options)
+        self.change_tracking = parse_bool_option(options, "change-tracking")
+
+    def _table(self):  # type: ignore[no-untyped-def]
+        from engine import Table
+
+        return Table(None, self.identifier, self.store.io, self.store.paths, self.store.schema)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        return DyntableCommitMessage(write_task(self._table(), iterator))
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        table = self._table()
+        flat = [m for msg in messages if msg is not None for m in msg.messages]  # type: ignore[attr-defined]
+        result = table.commit(flat, False, commit_user=self.commit_user, identifier=batchId,
+                              change_tracking=self.change_tracking)
+        if not result.snapshot_ids and flat:
+            delete_written_files(table, flat)  # an already-committed batch replayed after a restart
+        auto_compact(table)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        flat = [m for msg in messages if msg is not None for m in msg.messages]  # type: ignore[attr-defined]
+        delete_written_files(self._table(), flat)

@@ -1,0 +1,62 @@
+"""Arrow ↔ Spark type bridging for the data source.
+
+Spark's Python data source requires record batches whose column types match the declared
+schema exactly (``int64`` for BIGINT, ``string`` — never ``large_string`` —, microsecond
+timestamps, no dictionary arrays). ``spark_arrow_schema`` derives, once per scan, the Arrow
+schema Spark accepts for a table's columns; ``to_spark_batches`` casts engine output to it.
+Paimon TIMESTAMP (wall clock) maps to Spark TIMESTAMP_NTZ, TIMESTAMP_LTZ to Spark TIMESTAMP,
+TIME to a string (Spark has no stable TIME type across 4.x), CHAR/VARCHAR to STRING.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+
+def spark_arrow_type(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_timestamp(t):
+        return pa.timestamp("us", tz="UTC" if t.tz else None)
+    if pa.types.is_time(t):
+        return pa.string()
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        return pa.binary()
+    if pa.types.is_dictionary(t):
+        return spark_arrow_type(t.value_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.list_(pa.field("element", spark_arrow_type(t.value_type), t.value_field.nullable))
+    if pa.types.is_map(t):
+        return pa.map_(spark_arrow_type(t.key_type), pa.field("value", spark_arrow_type(t.item_type), t.item_field.nullable))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, spark_arrow_type(f.type), f.nullable) for f in t])
+    return t
+
+
+def spark_arrow_schema(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([pa.field(f.name, spark_arrow_type(f.type), f.nullable) for f in schema])
+
+
+def spark_schema(schema: pa.Schema) -> StructType:
+    """The Spark StructType of an engine Arrow schema."""
+    return from_arrow_schema(spark_arrow_schema(schema))
+
+
+def to_spark_batches(table: pa.Table, target: pa.Schema, max_rows: int = 65_536) -> Iterator[pa.RecordBatch]:
+    """Cast engine output to the exact Arrow schema Spark declared, and cut it into batches."""
+    if table.num_rows == 0:
+        return
+    arrays = []
+    for field in target:
+        col = table.column(field.name)
+        if pa.types.is_time(col.type):
+            col = col.cast(pa.string())
+        if not col.type.equals(field.type):
+            col = col.cast(field.type)
+        arrays.append(col)
+    out = pa.Table.from_arrays(arrays, schema=pa.schema([pa.field(f.name, f.type, True) for f in target]))
+    yield from out.to_batches(max_chunksize=max_rows)
