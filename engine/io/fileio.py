@@ -384,7 +384,13 @@ class FileIO:
                     entries = list(os.scandir(p))
                 except (FileNotFoundError, NotADirectoryError):
                     return []
-                return [_local_status(join(path, e.name), e) for e in entries]
+                out = []
+                for e in entries:
+                    try:
+                        out.append(_local_status(join(path, e.name), e))
+                    except FileNotFoundError:
+                        continue  # removed while listing (another writer's temp file)
+                return out
             self.fs.invalidate_cache(p)
             try:
                 infos = self.fs.ls(p, detail=True)

@@ -46,11 +46,11 @@ def group_rows(
         yield (), 0, table
         return
     work = table
-    sort_keys = [(k, "ascending") for k in keys]
+    sort_keys = [(k, "ascending", "at_start") for k in keys]
     if buckets is not None:
         work = work.append_column(BUCKET_COLUMN, pa.array(buckets, pa.int32()))
-        sort_keys.append((BUCKET_COLUMN, "ascending"))
-    order = pc.sort_indices(work, sort_keys=sort_keys, null_placement="at_start")
+        sort_keys.append((BUCKET_COLUMN, "ascending", "at_start"))
+    order = pc.sort_indices(work, sort_keys=sort_keys)
     if not _is_identity(order):
         work = work.take(order)
     change = np.zeros(n - 1, dtype=bool)

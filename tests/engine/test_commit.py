@@ -108,7 +108,7 @@ def test_many_commits_keep_the_manifest_list_short(catalog):
     assert t.to_arrow().num_rows == 70
 
 
-def test_truncated_snapshot_gives_a_clear_error(catalog):
+def test_truncated_snapshot_gives_a_clear_error(catalog, warehouse):
     t = catalog.create_table("db.t", SCHEMA)
     t.write_arrow(pa.table({"id": [1], "p": ["x"]}, schema=SCHEMA))
     path = t.store.paths.snapshot_file(1)
@@ -116,7 +116,7 @@ def test_truncated_snapshot_gives_a_clear_error(catalog):
         data = f.read()
     with open(path, "wb") as f:
         f.write(data[: len(data) // 2])
-    fresh = open_catalog(os.path.dirname(os.path.dirname(os.path.dirname(t.path)))).get_table("db.t")
+    fresh = open_catalog(warehouse).get_table("db.t")
     with pytest.raises(CorruptMetadataError):
         fresh.to_arrow()
 
