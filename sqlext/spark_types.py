@@ -58,5 +58,5 @@ def to_spark_batches(table: pa.Table, target: pa.Schema, max_rows: int = 65_536)
         if not col.type.equals(field.type):
             col = col.cast(field.type)
         arrays.append(col)
-    out = pa.Table.from_arrays(arrays, schema=pa.schema([pa.field(f.name, f.type, True) for f in target]))
+    out = pa.Table.from_arrays(arrays, schema=target)
     yield from out.to_batches(max_chunksize=max_rows)
