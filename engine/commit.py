@@ -74,11 +74,13 @@ class OverwriteSpec:
 
     ``static``: partition column → value; every partition matching all of them is replaced
     (empty mapping = the whole table). ``dynamic``: only partitions that receive new rows are
-    replaced (Spark's dynamic partition overwrite).
+    replaced (Spark's dynamic partition overwrite). ``partitions``: each of the listed full
+    partition specs is replaced, even if it receives no rows (DELETE/UPDATE/MERGE rewrites).
     """
 
     static: Mapping[str, object] = field(default_factory=dict)
     dynamic: bool = False
+    partitions: tuple[Mapping[str, object], ...] | None = None  # exactly these partitions (row-level rewrites)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +174,13 @@ class FileStoreCommit:
 
             def select(partition: bytes) -> bool:
                 return partition in targets
+        elif spec.partitions is not None:
+            matchers = [self._static_partition_matcher(p) for p in spec.partitions]
+            if not matchers:
+                return CommitResult(())
+
+            def select(partition: bytes) -> bool:
+                return any(m(partition) for m in matchers)
         else:
             select = self._static_partition_matcher(spec.static)
         return self._replace(select, adds, identifier, properties)

@@ -28,7 +28,7 @@ from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 if TYPE_CHECKING:
     from engine.catalog import FileSystemCatalog
 
-Overwrite = bool | Literal["dynamic"] | Mapping[str, object]
+Overwrite = bool | Literal["dynamic"] | Mapping[str, object] | Sequence[Mapping[str, object]]
 
 
 class Table:
@@ -170,6 +170,8 @@ class Table:
             spec = OverwriteSpec(dynamic=True)
         elif isinstance(overwrite, Mapping):
             spec = OverwriteSpec(static=dict(overwrite))
+        elif isinstance(overwrite, Sequence) and not isinstance(overwrite, str):
+            spec = OverwriteSpec(partitions=tuple(dict(p) for p in overwrite))
         else:
             raise InvalidArgumentError(f"overwrite must be False, True, 'dynamic' or a partition spec, not {overwrite!r}")
         return committer.overwrite(messages, spec, identifier)

@@ -247,6 +247,12 @@ def delete_written_files(table: Table, messages: Sequence[CommitMessage]) -> Non
 def overwrite_mode(options: dict[str, str], overwrite: bool) -> Any:
     if not overwrite:
         return False
+    listed = options.get("overwrite-partitions")
+    if listed:
+        parsed_list = json.loads(listed)
+        if not isinstance(parsed_list, list) or not all(isinstance(p, dict) for p in parsed_list):
+            raise InvalidArgumentError("option 'overwrite-partitions' must be a JSON list of partition objects")
+        return parsed_list
     spec = options.get("overwrite-partition")
     if spec:
         parsed = json.loads(spec)

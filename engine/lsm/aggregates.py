@@ -133,7 +133,11 @@ def merge_aggregation(
     config: MergeConfig,
     key_columns: Sequence[str],
 ) -> pa.Table:
-    """One ``+I`` row per group, each non-key column folded by its aggregate function."""
+    """One ``+I`` row per group, each non-key column folded by its aggregate function.
+
+    ``kinds`` and ``seq`` are numpy arrays in input row order.
+    """
+    kinds, seq = kinds[groups.perm], seq[groups.perm]
     retract = is_retract(kinds)
     any_retract = bool(retract.any())
     keys = set(key_columns)
@@ -146,9 +150,13 @@ def merge_aggregation(
         elif name == KIND_COLUMN:
             columns.append(pa.array(np.full(groups.num_groups, INSERT, dtype=np.int8), type=field.type))
         elif name in keys:
-            columns.append(take_or_null(table.column(i), groups.perm[groups.lasts], np.zeros(groups.num_groups, bool)))
+            columns.append(
+                take_or_null(table.column(i), groups.perm[groups.lasts], np.zeros(groups.num_groups, bool))
+            )
         else:
-            function = normalize_function(config.field_aggregates.get(name, config.default_aggregate_function), name)
+            function = normalize_function(
+                config.field_aggregates.get(name, config.default_aggregate_function), name
+            )
             ignore = bool(config.field_ignore_retract.get(name, False))
             if any_retract and not ignore and function not in RETRACTABLE_FUNCTIONS:
                 raise InvalidArgumentError(
@@ -173,7 +181,8 @@ def _hash_aggregate(
 ) -> pa.Array:
     """pyarrow hash aggregation by group id, scattered to all groups (null where a group is absent)."""
     grouped = pa.table({"g": pa.array(group_ids, type=pa.int64()), "v": values}).group_by(
-        "g", use_threads=False  # single-threaded keeps input order inside groups (listagg)
+        "g",
+        use_threads=False,  # single-threaded keeps input order inside groups (listagg)
     )
     spec = ("v", function, options) if options is not None else ("v", function)
     out = grouped.aggregate([spec])
@@ -213,7 +222,9 @@ def _sum(data: _Field) -> pa.Array:
     if pa.types.is_decimal(data.type):
         values = data.sorted_values()
         values = pc.if_else(pa.array(data.retract), pc.negate(values), values)
-        summed = _hash_aggregate(values.filter(pa.array(valid)), groups.group_of_row[valid], groups.num_groups, "sum")
+        summed = _hash_aggregate(
+            values.filter(pa.array(valid)), groups.group_of_row[valid], groups.num_groups, "sum"
+        )
         return _fit_decimal(summed, data.type)
     raise data.type_error("sum", "a numeric or DECIMAL type")
 

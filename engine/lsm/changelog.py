@@ -58,9 +58,7 @@ def rowkind_to_kinds(rowkind: pa.Array | pa.ChunkedArray) -> pa.Array:
     unknown = pc.and_(pc.is_null(codes), pc.is_valid(rowkind))
     if pc.any(unknown).as_py():
         bad = rowkind.filter(unknown)[0].as_py()
-        raise InvalidArgumentError(
-            f"Unknown row kind '{bad}': use one of {', '.join(ROW_KINDS)}."
-        )
+        raise InvalidArgumentError(f"Unknown row kind '{bad}': use one of {', '.join(ROW_KINDS)}.")
     return codes.cast(pa.int8())
 
 
@@ -90,12 +88,16 @@ def diff_changelog(
     new = after.select(old.column_names)
     nb, na = old.num_rows, new.num_rows
     n = nb + na
-    fields = [pa.field(ROWKIND_COLUMN, pa.string(), nullable=False)] + [new.schema.field(c) for c in value_columns]
+    fields = [pa.field(ROWKIND_COLUMN, pa.string(), nullable=False)] + [
+        new.schema.field(c) for c in value_columns
+    ]
     if n == 0:
         return pa.Table.from_arrays([pa.array([], f.type) for f in fields], schema=pa.schema(fields))
 
-    keys = [pa.chunked_array(old.column(k).chunks + new.column(k).chunks, type=new.schema.field(k).type)
-            for k in key_columns]
+    keys = [
+        pa.chunked_array(old.column(k).chunks + new.column(k).chunks, type=new.schema.field(k).type)
+        for k in key_columns
+    ]
     codes = key_sort_codes(keys)
     side = np.concatenate([np.zeros(nb, np.int8), np.ones(na, np.int8)])
     perm = np.lexsort([side, *reversed(codes)])  # before's row first within a key
@@ -137,8 +139,10 @@ def diff_changelog(
     slots = np.concatenate([first_slot[old_emit], first_slot[new_emit] + changed[new_emit]])
     kinds = np.concatenate([np.where(changed[old_emit], 1, 3), np.where(changed[new_emit], 2, 0)])
     parts = pa.concat_tables(
-        [old.select(value_columns).take(pa.array(old_rows, pa.int64())),
-         new.select(value_columns).take(pa.array(new_rows, pa.int64()))]
+        [
+            old.select(value_columns).take(pa.array(old_rows, pa.int64())),
+            new.select(value_columns).take(pa.array(new_rows, pa.int64())),
+        ]
     )
     order = np.empty(len(slots), dtype=np.int64)
     order[slots] = np.arange(len(slots), dtype=np.int64)
@@ -220,4 +224,3 @@ def _lists_equal(a: pa.Array, b: pa.Array, both: np.ndarray) -> np.ndarray:
     mismatches = np.bincount(owner[~elements], minlength=len(candidates))
     equal[candidates] = mismatches == 0
     return equal
-

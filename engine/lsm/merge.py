@@ -45,6 +45,13 @@ from engine.lsm.merge_engines import (
 COUNT_COLUMN = "_VALUE_COUNT"
 ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
 _MAX_WORD_BYTES = 64  # longer strings are ranked by pyarrow's sort instead of packed into words
+_BYTE_TYPES = (
+    pa.types.is_binary,
+    pa.types.is_string,
+    pa.types.is_large_binary,
+    pa.types.is_large_string,
+    pa.types.is_fixed_size_binary,
+)
 _IGNORE_DELETE_KEYS = (
     "ignore-delete",
     "first-row.ignore-delete",
@@ -227,7 +234,7 @@ def _column_codes(column: pa.Array | pa.ChunkedArray) -> list[np.ndarray]:
         codes = [filled.to_numpy(zero_copy_only=False)]
         if pa.types.is_boolean(t):
             codes = [codes[0].astype(np.int8)]
-    elif pa.types.is_temporal(t):
+    elif pa.types.is_temporal(t) and t.bit_width in (32, 64):
         as_int = arr.view(pa.int32() if t.bit_width == 32 else pa.int64())
         codes = [pc.fill_null(as_int, 0).to_numpy(zero_copy_only=False)]
     elif pa.types.is_floating(t):
@@ -236,9 +243,7 @@ def _column_codes(column: pa.Array | pa.ChunkedArray) -> list[np.ndarray]:
         words = np.frombuffer(arr.buffers()[1], dtype=np.uint64)[2 * arr.offset : 2 * (arr.offset + len(arr))]
         words = words.reshape(len(arr), 2)
         codes = [words[:, 1].view(np.int64).copy(), words[:, 0].copy()]  # high (signed), low
-    elif pa.types.is_binary(t) or pa.types.is_string(t) or pa.types.is_large_binary(t) or (
-        pa.types.is_large_string(t) or pa.types.is_fixed_size_binary(t)
-    ):
+    elif any(check(t) for check in _BYTE_TYPES):
         codes = _bytes_codes(arr)
     else:
         codes = [_rank_codes(arr)]
@@ -296,7 +301,9 @@ def _bytes_codes(arr: pa.Array) -> list[np.ndarray]:
             matrix[:, j] = np.where(lengths > j, column, 0)
     words = np.ascontiguousarray(matrix).view(">u8")
     codes = [words[:, j].astype(np.uint64) for j in range(words.shape[1])]
-    if not uniform:
+    # Zero padding is ambiguous only if the values themselves contain zero bytes ("a" vs "a\0");
+    # otherwise the words alone order and identify the values and the length is not needed.
+    if not uniform and (data[int(offsets[0]) : int(offsets[-1])] == 0).any():
         codes.append(lengths)
     return codes
 
@@ -412,7 +419,9 @@ def merge(
         key_columns: the primary-key columns among the value columns.
         config: the merge engine and its options.
         drop_deletes: also remove rows whose merged kind is ``-U``/``-D`` (reading, or compaction
-            into the highest level, where nothing older remains to shadow).
+            into the highest level, where nothing older remains to shadow). With sequence fields a
+            dropped delete can no longer outrank a newer row with a smaller sequence field; Paimon
+            has the same caveat.
 
     Returns:
         The merged rows sorted by key, with the input schema.
@@ -432,15 +441,13 @@ def merge(
     if table.num_rows == 0:
         return table
     groups, seq = _sort_groups(table, key_columns, config)
-    sorted_kinds = kinds[groups.perm]
-    sorted_seq = seq[groups.perm]
     if config.engine == "deduplicate":
-        return merge_deduplicate(table, groups, sorted_kinds, sorted_seq, config, drop_deletes)
+        return merge_deduplicate(table, groups, kinds, seq, config, drop_deletes)
     if config.engine == "first-row":
-        return merge_first_row(table, groups, sorted_kinds, sorted_seq, config, drop_deletes)
+        return merge_first_row(table, groups, kinds, seq, config, drop_deletes)
     if config.engine == "partial-update":
-        return merge_partial_update(table, groups, sorted_kinds, sorted_seq, config, drop_deletes)
-    return merge_aggregation(table, groups, sorted_kinds, sorted_seq, config, key_columns)
+        return merge_partial_update(table, groups, kinds, seq, config, drop_deletes)
+    return merge_aggregation(table, groups, kinds, seq, config, key_columns)
 
 
 # ----------------------------------------------------------------------------- count layout

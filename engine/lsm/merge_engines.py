@@ -113,9 +113,7 @@ def take_or_null(column: pa.Array | pa.ChunkedArray, rows: np.ndarray, missing: 
     return taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken
 
 
-def with_system_columns(
-    table: pa.Table, seq: np.ndarray | None, kinds: np.ndarray | None
-) -> pa.Table:
+def with_system_columns(table: pa.Table, seq: np.ndarray | None, kinds: np.ndarray | None) -> pa.Table:
     """Replace ``_SEQUENCE_NUMBER`` / ``_VALUE_KIND`` values, keeping their field types."""
     schema = table.schema
     for name, values in ((SEQUENCE_COLUMN, seq), (KIND_COLUMN, kinds)):
@@ -134,12 +132,12 @@ def merge_deduplicate(
     config: MergeConfig,
     drop_deletes: bool,
 ) -> pa.Table:
-    """Keep the last row of every group (``kinds``/``seq`` are in sorted order)."""
+    """Keep the last row of every group (``kinds``/``seq`` are in input order)."""
     winners = groups.lasts
-    out_kinds = kinds[winners]
+    out_kinds = kinds[groups.perm[winners]]
     # Sorted by sequence within a group, the last row carries the maximum sequence number unless
     # user sequence fields decide the order.
-    out_seq = groups.max(seq) if config.sequence_fields else None
+    out_seq = groups.max(seq[groups.perm]) if config.sequence_fields else None
     if drop_deletes:
         keep = ~is_retract(out_kinds)
         winners = winners[keep]
@@ -156,7 +154,7 @@ def merge_first_row(
     config: MergeConfig,
     drop_deletes: bool,
 ) -> pa.Table:
-    """Keep the first row of every group; retract rows are rejected."""
+    """Keep the first row of every group; retract rows are rejected (``kinds``/``seq`` in input order)."""
     if is_retract(kinds).any():
         raise InvalidArgumentError(
             "The first-row merge engine cannot accept DELETE/UPDATE_BEFORE (-D/-U) records; "
@@ -164,7 +162,7 @@ def merge_first_row(
         )
     result = table.take(groups.perm[groups.starts])
     # Without sequence fields (first-row forbids them) the last row holds the maximum sequence.
-    return with_system_columns(result, seq[groups.lasts], None)
+    return with_system_columns(result, seq[groups.perm[groups.lasts]], None)
 
 
 def merge_partial_update(
@@ -176,6 +174,7 @@ def merge_partial_update(
     drop_deletes: bool,
 ) -> pa.Table:
     """Per column, the last non-null value of the group's add rows (see the module docstring)."""
+    kinds, seq = kinds[groups.perm], seq[groups.perm]
     retract = is_retract(kinds)
     is_add = ~retract
     remove_on_delete = config.partial_update_remove_record_on_delete
@@ -187,7 +186,7 @@ def merge_partial_update(
         )
     if remove_on_delete:
         last_delete = groups.last_where(kinds == DELETE)
-        eligible = is_add
+        eligible = is_add & (groups.positions > np.repeat(last_delete, groups.sizes))
     else:
         last_delete = np.full(groups.num_groups, -1, dtype=np.int64)
         eligible = is_add
