@@ -1,0 +1,213 @@
+"""INSERT INTO / INSERT OVERWRITE into managed tables, batch and continuous.
+
+The query (SELECT or VALUES) runs in Spark with managed tables bound to views; its columns are
+matched to the target by position (or by the column list), static partition values and computed
+columns are added, every column is cast to the target's type, and the result is written through
+the ``dyntable`` data source in one commit. Primary-key writes skip compaction inside the tasks
+and compact afterwards in one distributed job (one Spark task per bucket that needs it).
+
+In streaming runtime mode ``INSERT INTO t SELECT … FROM <managed table>`` starts a continuous job
+that reads the source's changes (``rowkind`` column) and commits one snapshot per micro-batch.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from engine import CommitKind, Snapshot, Table
+from engine.meta.manifest import FileKind
+from engine.scan.incremental import ROWKIND
+from engine.write.conform import coerce_spec
+from sqlext import ast
+from sqlext.errors import SqlAnalysisError
+from sqlext.executor.common import computed_columns, done, paimon_to_spark_ddl, require_managed, rows
+from sqlext.splitter import Statement
+
+if TYPE_CHECKING:
+    from sqlext.session import SqlSession, StatementResult
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def shape_frame(
+    s: SqlSession,
+    table: Table,
+    df: DataFrame,
+    columns: list[str],
+    static: dict[str, Any] | None = None,
+    stmt: Statement | None = None,
+) -> DataFrame:
+    """Map query output onto the table: by position to ``columns``, plus static values and computed columns."""
+    static = static or {}
+    schema = table.schema
+    computed = computed_columns(dict(schema.options))
+    out_cols = [c for c in df.columns if c != ROWKIND or ROWKIND in schema.field_names]
+    has_kind = ROWKIND in df.columns and ROWKIND not in schema.field_names
+    if len(out_cols) != len(columns):
+        raise SqlAnalysisError(
+            f"cannot write to '{table.name}': the query produces {len(out_cols)} column(s) but {len(columns)} are "
+            f"expected ({', '.join(columns)})",
+            line=stmt.line if stmt else None, column=stmt.column if stmt else None, sqlstate="21S01",
+        )
+    exprs = []
+    provided = dict(zip(columns, out_cols, strict=True))
+    for f in schema.fields:
+        spark_type = paimon_to_spark_ddl(f.type)
+        if f.name in provided:
+            exprs.append(F.col(_quote(provided[f.name])).cast(spark_type).alias(f.name))
+        elif f.name in static:
+            exprs.append(F.lit(static[f.name]).cast(spark_type).alias(f.name))
+        elif f.name in computed:
+            continue
+        else:
+            exprs.append(F.lit(None).cast(spark_type).alias(f.name))
+    if has_kind:
+        exprs.append(F.col(ROWKIND))
+    shaped = df.select(*exprs)
+    if computed:
+        shaped = shaped.select(
+            *[
+                F.expr(computed[f.name]).cast(paimon_to_spark_ddl(f.type)).alias(f.name)
+                if f.name in computed else F.col(_quote(f.name))
+                for f in schema.fields
+            ],
+            *([F.col(ROWKIND)] if has_kind else []),
+        )
+    return shaped
+
+
+def writer_options(s: SqlSession, table: Table, hints: dict[str, str] | None = None) -> dict[str, str]:
+    opts = {"warehouse": s.warehouse, "table": table.name}
+    for k, v in (hints or {}).items():
+        opts[k] = str(v)
+    if table.store.has_primary_key:
+        opts["write-only"] = "true"  # compaction runs once, distributed, after the commit
+    return opts
+
+
+def write_frame(
+    s: SqlSession,
+    table: Table,
+    df: DataFrame,
+    columns: list[str],
+    *,
+    overwrite: bool | dict[str, Any] | list[dict[str, Any]] | str,
+    static: dict[str, Any] | None = None,
+    hints: dict[str, str] | None = None,
+    stmt: Statement | None = None,
+    shaped: bool = False,
+) -> int:
+    """Write a DataFrame into a managed table in one commit; returns the rows added."""
+    frame = df if shaped else shape_frame(s, table, df, columns, static, stmt)
+    before = table.latest_snapshot()
+    opts = writer_options(s, table, hints)
+    mode = "append"
+    if overwrite is not False:
+        mode = "overwrite"
+        if overwrite == "dynamic":
+            opts["partitionOverwriteMode"] = "dynamic"
+        elif isinstance(overwrite, dict):
+            opts["overwrite-partition"] = json.dumps(overwrite, default=str)
+        elif isinstance(overwrite, list):
+            opts["overwrite-partitions"] = json.dumps(overwrite, default=str)
+    frame.write.format("dyntable").options(**opts).mode(mode).save()
+    fresh = table.refresh()
+    if fresh.store.has_primary_key and not fresh.store.options.write_only:
+        from sqlext.compaction import compact_distributed
+
+        compact_distributed(s.spark, fresh, full=False)
+    after = fresh.latest_snapshot()
+    if after is None or (before is not None and after.id == before.id):
+        return 0
+    return sum(
+        _added_rows(fresh, snap)
+        for snap in fresh.store.snapshots.iter_range(before.id if before else 0, after.id)
+        if snap.commit_kind is not CommitKind.COMPACT
+    )
+
+
+def _added_rows(table: Table, snap: Snapshot) -> int:
+    """Rows in the files a snapshot added (what a write reports as rows written)."""
+    ms = table.store.manifests
+    return sum(
+        e.file.row_count
+        for meta in ms.read_list(snap.delta_manifest_list)
+        for e in ms.read_entries(meta.file_name)
+        if e.kind is FileKind.ADD
+    )
+
+
+def insert(s: SqlSession, n: ast.Insert, stmt: Statement) -> StatementResult:
+    if not s.is_managed(n.table):
+        from sqlext.session import StatementResult
+
+        return StatementResult(stmt, s.spark_sql(stmt.text, stmt), None)
+    require_managed(s, n.table, stmt)
+    if n.table.system_table:
+        raise SqlAnalysisError(f"system table '{n.table}' is read-only", line=stmt.line, column=stmt.column,
+                               sqlstate="42809")
+    table = s.table(n.table)
+    schema = table.schema
+    computed = computed_columns(dict(schema.options))
+    spec = n.partition.values() if n.partition else {}
+    dynamic_parts = [e.column for e in n.partition.entries if e.dynamic] if n.partition else []
+    static = coerce_spec(schema, {k: v for k, v in spec.items() if k not in dynamic_parts})
+    for col in list(static) + dynamic_parts:
+        if col not in schema.partition_keys:
+            raise SqlAnalysisError(f"'{col}' is not a partition column of '{table.name}'", line=stmt.line,
+                                   column=stmt.column, sqlstate="42703")
+    if n.columns:
+        unknown = [c for c in n.columns if c not in schema.field_names]
+        if unknown:
+            raise SqlAnalysisError(f"unknown column(s) {unknown} in INSERT column list of '{table.name}'",
+                                   line=stmt.line, column=stmt.column, sqlstate="42703")
+        columns = [c for c in n.columns if c not in static]
+    else:
+        columns = [c for c in schema.field_names if c not in static and c not in computed]
+    hints = {k: str(v) for k, v in n.options.items()}
+    q = n.query
+    sub = Statement(q.text, q.line or stmt.line, q.column or stmt.column, q.offset or stmt.offset)
+    if s.streaming and not n.overwrite:
+        return _start_stream(s, table, sub, columns, static, hints, stmt)
+    df = s.frame(q.text, sub)
+    if n.overwrite:
+        overwrite: Any = static if static else ("dynamic" if dynamic_parts else True)
+    else:
+        overwrite = False
+    count = write_frame(s, table, df, columns, overwrite=overwrite, static=static, hints=hints, stmt=stmt)
+    return done(stmt, f"{count} row(s) {'written' if n.overwrite else 'inserted'} into {table.name}")
+
+
+def _start_stream(
+    s: SqlSession, table: Table, sub: Statement, columns: list[str], static: dict[str, Any], hints: dict[str, str],
+    stmt: Statement,
+) -> StatementResult:
+    from sqlext.session import StreamingJob
+
+    df = s.frame(sub.text, sub, streaming=True)
+    if not df.isStreaming:
+        raise SqlAnalysisError(
+            "a streaming INSERT needs a managed table (or another streaming source) in its query",
+            line=stmt.line, column=stmt.column, sqlstate="42000",
+        )
+    shaped = shape_frame(s, table, df, columns, static, stmt)
+    job_id = uuid.uuid4().hex[:12]
+    checkpoint = f"{s.warehouse}/.streaming/{job_id}"
+    opts = writer_options(s, table, hints)
+    opts.pop("write-only", None)
+    trigger_ms = s.options.get("execution.checkpointing.interval", s.options.get("streaming.trigger-interval", "1 s"))
+    mode = "update" if table.store.has_primary_key else "append"
+    query = (
+        shaped.writeStream.format("dyntable").options(**opts).option("checkpointLocation", checkpoint)
+        .outputMode(mode).trigger(processingTime=trigger_ms).queryName(f"dyntable_{job_id}").start()
+    )
+    s.jobs[job_id] = StreamingJob(job_id, stmt.text, query)
+    return rows(s, stmt, pa.table({"job_id": [job_id]}), f"Streaming job {job_id} started")

@@ -1,0 +1,284 @@
+"""``SqlSession``: dyntable's SQL on a SparkSession.
+
+```
+ script ── split_statements ──► statement ── classify ──┬─ dyntable's (Lark) ─► executor by AST node
+                                                          └─ Spark's ─► bind managed tables (sqlglot)
+                                                                       ─► per-statement views ─► spark.sql
+```
+Managed tables live in the warehouse, not in Spark's catalog: every reference to one in a
+Spark statement is bound to a fresh temporary view over the ``dyntable`` data source carrying
+the projection, time travel and options of that reference (Spark pushes no column pruning into
+Python sources, and a view is never reused, so a stale pushed filter can never leak).
+
+Session options: ``SET 'table-storage.<key>' = '<v>'`` become defaults of new tables (without the
+prefix); ``SET 'execution.runtime-mode' = 'streaming'`` turns ``INSERT INTO … SELECT … FROM
+<managed table>`` into a continuous job; any other ``SET k = v`` is passed to Spark.
+Every failure surfaces as a typed :class:`sqlext.errors.SqlError` with SQLSTATE and position.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+
+from engine import DyntableError, Identifier, Table, open_catalog
+from engine.identifier import DEFAULT_DATABASE
+from sqlext import ast
+from sqlext.errors import SqlAnalysisError, SqlError, SqlParseError, sqlstate_for
+from sqlext.names import TableName
+from sqlext.parser import parse_statement
+from sqlext.rewrite import Binding, BoundQuery, bind
+from sqlext.spark import register
+from sqlext.splitter import Statement, classify, split_statements
+
+STORAGE_PREFIX = "table-storage."
+RUNTIME_MODE = "execution.runtime-mode"
+
+
+@dataclass
+class StatementResult:
+    """What one statement produced: rows to show and/or a status message."""
+
+    statement: Statement
+    dataframe: DataFrame | None = None
+    message: str | None = None
+
+
+@dataclass
+class StreamingJob:
+    job_id: str
+    statement: str
+    query: Any  # pyspark StreamingQuery
+
+    @property
+    def status(self) -> str:
+        if self.query.isActive:
+            return "RUNNING"
+        return "FAILED" if self.query.exception() is not None else "FINISHED"
+
+
+class _Catalog:
+    """What the sqlglot binder asks about names (cached for one statement)."""
+
+    def __init__(self, session: SqlSession) -> None:
+        self.session = session
+        self._managed: dict[tuple[str, str], bool] = {}
+
+    def is_managed(self, database: str, table: str) -> bool:
+        key = (database.lower(), table.lower())
+        if key not in self._managed:
+            try:
+                self._managed[key] = self.session.catalog.table_exists(Identifier(database, table))
+            except DyntableError:
+                self._managed[key] = False
+        return self._managed[key]
+
+    def columns(self, name: TableName) -> list[str]:
+        return list(self.session.columns_of(name))
+
+
+class SqlSession:
+    """Runs dyntable SQL (and any Spark SQL) against a warehouse of managed tables."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        warehouse: str = "./warehouse",
+        database: str = DEFAULT_DATABASE,
+        conf: dict[str, str] | None = None,
+        **catalog_options: Any,
+    ) -> None:
+        self.spark = spark
+        register(spark)
+        self.catalog = open_catalog(warehouse, **catalog_options)
+        self.warehouse = self.catalog.warehouse
+        self.catalog.create_database(DEFAULT_DATABASE, ignore_if_exists=True)
+        self.current_database = database
+        if not self.catalog.database_exists(database):
+            self.catalog.create_database(database)
+        self.options: dict[str, str] = {}
+        self.jobs: dict[str, StreamingJob] = {}
+        self._counter = itertools.count(1)
+        self._lock = threading.RLock()
+        for key, value in (conf or {}).items():
+            self.set_option(key, value)
+        from sqlext.executor import HANDLERS
+
+        self._handlers: dict[type, Callable[[SqlSession, Any, Statement], StatementResult]] = HANDLERS
+
+    # -- public API -------------------------------------------------------------------------------
+    def sql(self, text: str) -> DataFrame:
+        """Run one statement (or a script) and return the last statement's result as a DataFrame."""
+        last: StatementResult | None = None
+        for last in self.execute(text):
+            pass
+        if last is None or last.dataframe is None:
+            return self.empty_frame()
+        return last.dataframe
+
+    def execute(self, script: str) -> Iterator[StatementResult]:
+        """Run a script statement by statement; stops at (and raises) the first failure."""
+        for stmt in split_statements(script):
+            yield self.run_statement(stmt)
+
+    def run_statement(self, stmt: Statement) -> StatementResult:
+        with self._lock:
+            try:
+                if classify(stmt.text) == "dyntable":
+                    node = parse_statement(stmt.text, stmt.line, stmt.column, offset=stmt.offset)
+                    handler = self._handlers.get(type(node))
+                    if handler is None:
+                        raise SqlAnalysisError(
+                            f"statement {type(node).__name__} is not executable", line=stmt.line, column=stmt.column,
+                            sqlstate="0A000",
+                        )
+                    return handler(self, node, stmt)
+                return StatementResult(stmt, self.spark_sql(stmt.text, stmt))
+            except SqlError:
+                raise
+            except DyntableError as e:
+                raise SqlAnalysisError(str(e), line=stmt.line, column=stmt.column, sqlstate=sqlstate_for(e)) from e
+            except PySparkException as e:
+                raise spark_error(e, stmt) from e
+
+    # -- names ----------------------------------------------------------------------------------
+    def identifier(self, name: TableName) -> Identifier:
+        return Identifier(name.database or self.current_database, name.table, name.branch, name.system_table)
+
+    def is_managed(self, name: TableName) -> bool:
+        return _Catalog(self).is_managed(name.database or self.current_database, name.table)
+
+    def table(self, name: TableName) -> Table:
+        ident = self.identifier(name)
+        return self.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
+
+    def columns_of(self, name: TableName) -> list[str]:
+        ident = self.identifier(name)
+        if ident.system_table:
+            from engine.system_tables import system_table_columns
+
+            return system_table_columns(self.catalog.get_table(Identifier(ident.database, ident.table, ident.branch)),
+                                        ident.system_table)
+        return list(self.catalog.get_table(ident).schema.field_names)
+
+    # -- binding Spark SQL to managed tables ------------------------------------------------------
+    def bind(self, sql: str, stmt: Statement | None = None, *, streaming: bool = False) -> str:
+        """Bind managed tables in a Spark statement to fresh views; returns the SQL to run."""
+        bound: BoundQuery = bind(
+            sql, _Catalog(self), self.current_database, counter=self._counter,
+            line=stmt.line if stmt else 1, column=stmt.column if stmt else 1,
+        )
+        for b in bound.bindings:
+            self.register_view(b, streaming=streaming)
+        return bound.sql
+
+    def register_view(self, b: Binding, *, streaming: bool = False) -> None:
+        ident = self.identifier(b.table)
+        options = {"warehouse": self.warehouse, "table": ident.full_name}
+        if b.columns is not None:
+            options["columns"] = ",".join(b.columns)
+        tt = b.time_travel
+        if tt is not None:
+            if tt.snapshot_id is not None:
+                options["scan.snapshot-id"] = str(tt.snapshot_id)
+            elif tt.tag is not None:
+                options["scan.version"] = tt.tag
+            elif tt.timestamp is not None:
+                options["scan.timestamp"] = tt.timestamp
+        options.update(b.options)
+        reader = self.spark.readStream if streaming else self.spark.read
+        reader.format("dyntable").options(**options).load().createOrReplaceTempView(b.view)
+
+    def spark_sql(self, text: str, stmt: Statement | None = None) -> DataFrame:
+        return self.spark.sql(self.bind(text, stmt))
+
+    def frame(self, sql: str, stmt: Statement | None = None, *, streaming: bool = False) -> DataFrame:
+        """A DataFrame for a query fragment (binding managed tables)."""
+        return self.spark.sql(self.bind(sql, stmt, streaming=streaming))
+
+    # -- session options ------------------------------------------------------------------------
+    def set_option(self, key: str, value: str) -> None:
+        key = key.strip()
+        if key == RUNTIME_MODE:
+            if value.lower() not in ("batch", "streaming"):
+                raise SqlAnalysisError(f"'{RUNTIME_MODE}' must be 'batch' or 'streaming', not '{value}'",
+                                       sqlstate="22023")
+            self.options[key] = value.lower()
+        elif key.startswith(STORAGE_PREFIX):
+            from engine.options import validate_options
+
+            validate_options({key[len(STORAGE_PREFIX):]: value})
+            self.options[key] = value
+        else:
+            self.options[key] = value
+            if key.startswith("spark.") or "." in key:
+                try:
+                    self.spark.conf.set(key, value)
+                except Exception:  # noqa: BLE001 - a static Spark setting: keep it as a session option
+                    pass
+
+    def reset_option(self, key: str | None) -> None:
+        if key is None:
+            self.options.clear()
+            return
+        self.options.pop(key.strip(), None)
+        if key.startswith("spark."):
+            try:
+                self.spark.conf.unset(key)
+            except Exception:  # noqa: BLE001
+                pass
+
+    @property
+    def streaming(self) -> bool:
+        return self.options.get(RUNTIME_MODE, "batch") == "streaming"
+
+    def table_defaults(self) -> dict[str, str]:
+        return {k[len(STORAGE_PREFIX):]: v for k, v in self.options.items() if k.startswith(STORAGE_PREFIX)}
+
+    # -- helpers for executors ------------------------------------------------------------------
+    def next_id(self) -> int:
+        return next(self._counter)
+
+    def empty_frame(self) -> DataFrame:
+        from pyspark.sql.types import StructType
+
+        return self.spark.createDataFrame([], StructType([]))
+
+    def arrow_frame(self, table: pa.Table) -> DataFrame:
+        """A Spark DataFrame of a small Arrow table (metadata results)."""
+        from sqlext.spark_types import spark_arrow_schema
+
+        target = spark_arrow_schema(table.schema)
+        table = table.cast(target) if not table.schema.equals(target) else table
+        if table.num_rows == 0:
+            from sqlext.spark_types import spark_schema
+
+            return self.spark.createDataFrame([], spark_schema(table.schema))
+        return self.spark.createDataFrame(table)
+
+    def stop_jobs(self) -> None:
+        for job in self.jobs.values():
+            if job.query.isActive:
+                job.query.stop()
+
+
+def spark_error(e: PySparkException, stmt: Statement) -> SqlError:
+    """Turn a Spark analysis/parse error into dyntable's typed SQL error."""
+    state = None
+    try:
+        state = e.getSqlState()
+    except Exception:  # noqa: BLE001
+        pass
+    message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    cls = SqlParseError if (state or "").startswith("42601") or "PARSE_SYNTAX_ERROR" in str(e) else SqlAnalysisError
+    return cls(message, line=stmt.line, column=stmt.column, sqlstate=state or "42000")
+
+
+__all__ = ["SqlSession", "StatementResult", "ast"]
