@@ -142,7 +142,8 @@ def diff_changelog(
         [
             old.select(value_columns).take(pa.array(old_rows, pa.int64())),
             new.select(value_columns).take(pa.array(new_rows, pa.int64())),
-        ]
+        ],
+        promote_options="permissive",  # the two states may differ only in declared nullability
     )
     order = np.empty(len(slots), dtype=np.int64)
     order[slots] = np.arange(len(slots), dtype=np.int64)

@@ -176,7 +176,8 @@ class KeyValueWriter:
             mask = _keys_in(existing, batch, pk)
             existing = existing.filter(mask)
         before = merge(existing, pk, self.config, drop_deletes=True)
-        after = merge(pa.concat_tables([existing, batch]), pk, self.config, drop_deletes=True)
+        aligned = batch.select(existing.column_names).cast(existing.schema)
+        after = merge(pa.concat_tables([existing, aligned]), pk, self.config, drop_deletes=True)
         self.changelog[key].extend(write_changelog(self.store, part_dir, bucket, before, after, self.namer))
 
     # -- commit ---------------------------------------------------------------------------------

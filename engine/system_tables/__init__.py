@@ -1,0 +1,112 @@
+"""Paimon's metadata system tables (``t$snapshots``, ``t$files``, …) as Arrow tables.
+
+One job: answer ``read_system_table(table, name)`` with the rows Java Paimon's system table of
+that name would show, in its exact column names, order, types and nullability
+(``paimon-format.md`` §12). The SQL layer only binds the result to a view.
+
+Public API::
+
+    METADATA_TABLES                      # the names served here
+    system_table_schema(table, name)     # pa.Schema of one system table
+    read_system_table(table, name, snapshot_id=None)   # pa.Table
+
+Invariants:
+
+* The table's branch is the one the ``Table`` object was opened on (tags, consumers, snapshots
+  and schemas are per branch; ``$branches`` lists the whole table's branches).
+* ``snapshot_id`` selects the snapshot of the file-based tables (``$files``, ``$manifests``,
+  ``$partitions``, ``$buckets``; default latest, unknown id → NoSuchSnapshotError); the other
+  tables describe all versions or the current state and ignore it.
+* Cost: the file-based tables plan the chosen snapshot once (live files, not history);
+  ``$snapshots``/``$schemas`` read one small file per version. No Python runs per row of table
+  data.
+* Times: TIMESTAMP(3) columns are naive ``pa.timestamp("ms")`` wall-clock values. Java shows
+  snapshot/schema/tag commit times in the JVM's local zone; here those (true epoch) times are
+  shown in **UTC**, so they do not depend on the machine's zone. Values Paimon stores as local
+  wall-clock already (a file's ``_CREATION_TIME``, a tag's ``tagCreateTime``) are shown unchanged,
+  as Java does.
+* Partition text: ``$files`` and ``$manifests`` print partition rows as ``{v1, v2}`` (``{}``
+  when unpartitioned); ``$partitions`` and ``$buckets`` as ``k1=v1/k2=v2`` ('' when
+  unpartitioned), sorted by that text (Java's ``$partitions`` order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from engine.system_tables.columns import METADATA_TABLES, arrow_schema, normalize_name
+from engine.system_tables.files import read_buckets, read_files, read_manifests, read_partitions
+from engine.system_tables.history import (
+    read_branches,
+    read_consumers,
+    read_options,
+    read_schemas,
+    read_snapshots,
+    read_tags,
+)
+
+if TYPE_CHECKING:
+    from engine.table import Table
+
+_PER_SNAPSHOT: dict[str, Callable[[Table, int | None], pa.Table]] = {
+    "files": read_files,
+    "manifests": read_manifests,
+    "partitions": read_partitions,
+    "buckets": read_buckets,
+}
+_WHOLE: dict[str, Callable[[Table], pa.Table]] = {
+    "snapshots": read_snapshots,
+    "schemas": read_schemas,
+    "options": read_options,
+    "tags": read_tags,
+    "branches": read_branches,
+    "consumers": read_consumers,
+}
+
+
+def system_table_schema(table: Table, name: str) -> pa.Schema:
+    """The Arrow schema of a metadata system table (Paimon's columns, types and nullability).
+
+    Args:
+        table: The table whose system table it is (every table has the same system schemas).
+        name: A name of :data:`METADATA_TABLES`, case-insensitive, with or without ``$``.
+
+    Returns:
+        The schema; NOT NULL columns are non-nullable fields.
+
+    Raises:
+        InvalidArgumentError: ``name`` is not a metadata system table (the message lists them).
+    """
+    del table  # the row types are fixed; the argument keeps the call shape of read_system_table
+    return arrow_schema(normalize_name(name))
+
+
+def read_system_table(table: Table, name: str, snapshot_id: int | None = None) -> pa.Table:
+    """The rows of ``table``'s system table ``name``.
+
+    Args:
+        table: The table (and branch) to describe.
+        name: A name of :data:`METADATA_TABLES`, case-insensitive, with or without ``$``.
+        snapshot_id: For ``files``, ``manifests``, ``partitions`` and ``buckets``: the snapshot
+            to describe (default: the latest). Ignored by the other tables.
+
+    Returns:
+        An Arrow table whose schema is :func:`system_table_schema` of ``name``; empty when the
+        table has nothing of that kind (e.g. no snapshot yet).
+
+    Raises:
+        InvalidArgumentError: Unknown ``name``, or a ``snapshot_id`` that is not an integer.
+        NoSuchSnapshotError: ``snapshot_id`` does not exist (never written, or expired).
+        CorruptMetadataError: A metadata file is damaged.
+    """
+    key = normalize_name(name)
+    reader = _PER_SNAPSHOT.get(key)
+    if reader is not None:
+        return reader(table, snapshot_id)
+    return _WHOLE[key](table)
+
+
+__all__ = ["METADATA_TABLES", "read_system_table", "system_table_schema"]

@@ -1,0 +1,303 @@
+"""System tables over one snapshot's files: ``$files``, ``$manifests``, ``$partitions``, ``$buckets``.
+
+One job: read one snapshot's manifest lists (``$manifests``) or plan its live files once
+(``$files``, ``$partitions``, ``$buckets``) and lay them out as Paimon's rows. Invariants:
+
+* cost follows the live files of the chosen snapshot, never the history: one
+  ``TableScan.read_entries`` (manifests are cached process-wide) per call;
+* ``$partitions`` / ``$buckets`` aggregate with pyarrow ``group_by``; Python touches each
+  distinct partition once (to format it), never each row of table data;
+* statistics are mapped to the columns of the Table's schema by field id, as Java's
+  ``SimpleStatsEvolution`` does: a column the file's schema lacks has null count = the file's
+  row count and null min/max; a column the file kept no statistics for shows ``null``;
+* ``creation_time`` / ``last_update_time`` are the manifests' ``_CREATION_TIME`` values, which
+  are already local wall-clock milliseconds, shown unchanged (as Java shows them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from engine.errors import CorruptMetadataError, InvalidArgumentError
+from engine.meta.binary_row import deserialize_row, row_arity
+from engine.meta.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta
+from engine.meta.paths import partition_path
+from engine.meta.snapshot import Snapshot
+from engine.scan.file_stats import decode_stats
+from engine.scan.planner import TableScan
+from engine.schema import TableSchema
+from engine.system_tables.columns import arrow_schema, build_table
+from engine.system_tables.render import java_string, key_string, partition_spec_string, row_string, stats_map_string
+from engine.types import DataType
+
+if TYPE_CHECKING:
+    from engine.table import Table
+
+# Compression suffixes that may follow the format in a data file name (``.csv.gz``).
+_COMPRESSION_SUFFIXES = frozenset({"gz", "gzip", "bz2", "zst", "zstd", "lz4", "snappy", "deflate", "xz", "lzo", "br"})
+
+
+def resolve_snapshot(table: Table, snapshot_id: int | None) -> Snapshot | None:
+    """The latest snapshot (None for an empty table) or the given one (NoSuchSnapshotError)."""
+    if snapshot_id is None:
+        return table.store.snapshots.latest()
+    if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
+        raise InvalidArgumentError(f"snapshot_id must be an integer snapshot id, not {snapshot_id!r}")
+    return table.store.snapshots.get(snapshot_id)
+
+
+def _live_entries(table: Table, snapshot: Snapshot) -> list[ManifestEntry]:
+    return TableScan(table.store).with_snapshot(snapshot).read_entries(snapshot)
+
+
+def file_format_of(file_name: str) -> str:
+    """The format identifier a reader derives from the file name (``data-….parquet`` → ``parquet``)."""
+    parts = file_name.rsplit("/", 1)[-1].split(".")
+    if len(parts) < 2:
+        return ""
+    if parts[-1].lower() in _COMPRESSION_SUFFIXES and len(parts) >= 3:
+        return parts[-2].lower()
+    return parts[-1].lower()
+
+
+# -- $files -------------------------------------------------------------------------------------
+class _FileRenderer:
+    """Per-call caches (schemas, partitions) and the per-file formatting of ``$files``."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self.store = table.store
+        self.schema: TableSchema = table.schema
+        opts = self.store.options
+        self.default_name = opts.partition_default_name
+        self.legacy = opts.partition_legacy_name
+        self.partition_types = self.store.partition_types
+        self._partitions: dict[bytes, tuple[str, str]] = {}
+
+    def partition(self, raw: bytes) -> tuple[str, str]:
+        """(``{v1, v2}`` text, relative directory) of a serialized partition row."""
+        cached = self._partitions.get(raw)
+        if cached is None:
+            values = deserialize_row(raw, self.partition_types)
+            types = self.partition_types[: len(values)]
+            directory = partition_path(
+                self.store.partition_keys[: len(values)], values, types, self.default_name, self.legacy
+            )
+            cached = (row_string(values, types), directory)
+            self._partitions[raw] = cached
+        return cached
+
+    def key(self, raw: bytes, key_types: Sequence[DataType]) -> str | None:
+        if row_arity(raw) == 0:
+            return None  # append tables have no key
+        try:
+            return key_string(deserialize_row(raw, key_types), key_types[: row_arity(raw)])
+        except CorruptMetadataError:
+            return None
+
+    def stats(self, file: DataFileMeta, file_schema: TableSchema) -> tuple[str, str, str]:
+        """(null counts, min values, max values) as Java's ``{col=value, ...}`` strings."""
+        if file.value_stats_cols is not None:
+            cols: Sequence[str] = file.value_stats_cols
+        elif file.write_cols is not None:
+            cols = file.write_cols
+        else:
+            cols = file_schema.field_names
+        by_name = {f.name: f for f in file_schema.fields}
+        stat_fields = [by_name[c] for c in cols if c in by_name]
+        by_id = decode_stats(file.value_stats, stat_fields)
+        types_by_id = {f.id: f.type for f in stat_fields}
+        file_ids = {f.id for f in file_schema.fields}
+        nulls: dict[str, str] = {}
+        mins: dict[str, str] = {}
+        maxs: dict[str, str] = {}
+        for f in self.schema.fields:
+            st = by_id.get(f.id)
+            if st is None:
+                # Added after the file was written: every row of the file is null in it.
+                nulls[f.name] = str(file.row_count) if f.id not in file_ids else "null"
+                mins[f.name] = maxs[f.name] = "null"
+                continue
+            dtype = types_by_id[f.id]
+            nulls[f.name] = "null" if st.null_count is None else str(st.null_count)
+            mins[f.name] = java_string(st.min, dtype)
+            maxs[f.name] = java_string(st.max, dtype)
+        return stats_map_string(nulls), stats_map_string(mins), stats_map_string(maxs)
+
+
+def read_files(table: Table, snapshot_id: int | None) -> pa.Table:
+    snapshot = resolve_snapshot(table, snapshot_id)
+    if snapshot is None:
+        return arrow_schema("files").empty_table()
+    store = table.store
+    entries = sorted(
+        _live_entries(table, snapshot),
+        key=lambda e: (e.partition, e.bucket, e.file.min_sequence_number, e.file.file_name),
+    )
+    render = _FileRenderer(table)
+    schemas: dict[int, tuple[TableSchema, list[DataType]]] = {}
+    cols: dict[str, list[object]] = {name: [] for name in arrow_schema("files").names}
+    for e in entries:
+        f = e.file
+        if f.schema_id not in schemas:
+            file_schema = store.schema_by_id(f.schema_id)
+            key_types = [file_schema.field(k).type for k in file_schema.trimmed_primary_keys]
+            schemas[f.schema_id] = (file_schema, key_types)
+        file_schema, key_types = schemas[f.schema_id]
+        part_text, part_dir = render.partition(e.partition)
+        nulls, mins, maxs = render.stats(f, file_schema)
+        cols["partition"].append(part_text)
+        cols["bucket"].append(e.bucket)
+        cols["file_path"].append(f.external_path or store.paths.data_file(part_dir, e.bucket, f.file_name))
+        cols["file_format"].append(file_format_of(f.file_name))
+        cols["schema_id"].append(f.schema_id)
+        cols["level"].append(f.level)
+        cols["record_count"].append(f.row_count)
+        cols["file_size_in_bytes"].append(f.file_size)
+        cols["min_key"].append(render.key(f.min_key, key_types))
+        cols["max_key"].append(render.key(f.max_key, key_types))
+        cols["null_value_counts"].append(nulls)
+        cols["min_value_stats"].append(mins)
+        cols["max_value_stats"].append(maxs)
+        cols["min_sequence_number"].append(f.min_sequence_number)
+        cols["max_sequence_number"].append(f.max_sequence_number)
+        cols["creation_time"].append(f.creation_time_millis)
+        cols["deleteRowCount"].append(f.delete_row_count)
+        cols["file_source"].append(None if f.file_source is None else f.file_source.name)
+        cols["first_row_id"].append(f.first_row_id)
+        cols["write_cols"].append(None if f.write_cols is None else list(f.write_cols))
+    return build_table("files", cols)
+
+
+# -- $manifests ---------------------------------------------------------------------------------
+def _manifest_metas(table: Table, snapshot: Snapshot) -> list[ManifestFileMeta]:
+    ms = table.store.manifests
+    # As Java's ManifestList.readAllManifests: base and delta data manifests, then changelog ones.
+    metas = ms.read_list(snapshot.base_manifest_list) + ms.read_list(snapshot.delta_manifest_list)
+    if snapshot.changelog_manifest_list:
+        metas += ms.read_list(snapshot.changelog_manifest_list)
+    return metas
+
+
+def _partition_bound(raw: bytes, types: Sequence[DataType]) -> str | None:
+    try:
+        values = deserialize_row(raw, types)
+    except CorruptMetadataError:
+        return None  # statistics of an incompatible partition layout: unknown, as Java would fail
+    return row_string(values, types[: len(values)])
+
+
+def read_manifests(table: Table, snapshot_id: int | None) -> pa.Table:
+    snapshot = resolve_snapshot(table, snapshot_id)
+    if snapshot is None:
+        return arrow_schema("manifests").empty_table()
+    metas = _manifest_metas(table, snapshot)
+    types = table.store.partition_types
+    return build_table(
+        "manifests",
+        {
+            "file_name": [m.file_name for m in metas],
+            "file_size": [m.file_size for m in metas],
+            "num_added_files": [m.num_added_files for m in metas],
+            "num_deleted_files": [m.num_deleted_files for m in metas],
+            "schema_id": [m.schema_id for m in metas],
+            "min_partition_stats": [_partition_bound(m.partition_stats.min_values, types) for m in metas],
+            "max_partition_stats": [_partition_bound(m.partition_stats.max_values, types) for m in metas],
+            "min_row_id": [m.min_row_id for m in metas],
+            "max_row_id": [m.max_row_id for m in metas],
+        },
+    )
+
+
+# -- $partitions / $buckets ---------------------------------------------------------------------
+def _entry_table(entries: Sequence[ManifestEntry]) -> pa.Table:
+    """One row per live file with the fields the aggregates need (metadata, not table data)."""
+    return pa.table(
+        {
+            "partition": pa.array([e.partition for e in entries], pa.binary()),
+            "bucket": pa.array([e.bucket for e in entries], pa.int32()),
+            "rows": pa.array([e.file.row_count for e in entries], pa.int64()),
+            "size": pa.array([e.file.file_size for e in entries], pa.int64()),
+            "ctime": pa.array([e.file.creation_time_millis for e in entries], pa.int64()),
+            "total_buckets": pa.array([e.total_buckets for e in entries], pa.int32()),
+            "deletes": pa.array([e.file.delete_row_count for e in entries], pa.int64()),
+        }
+    )
+
+
+def _spec_strings(table: Table, partitions: pa.Array) -> pa.Array:
+    """``k1=v1/k2=v2`` for each distinct serialized partition (one decode per partition)."""
+    store = table.store
+    keys, types = store.partition_keys, store.partition_types
+    default_name = store.options.partition_default_name
+    out = []
+    for raw in partitions.to_pylist():
+        values = deserialize_row(raw, types)
+        out.append(partition_spec_string(keys[: len(values)], values, types[: len(values)], default_name))
+    return pa.array(out, pa.string())
+
+
+def _aggregate(table: Table, snapshot_id: int | None, by_bucket: bool) -> pa.Table | None:
+    snapshot = resolve_snapshot(table, snapshot_id)
+    if snapshot is None:
+        return None
+    entries = _live_entries(table, snapshot)
+    if not entries:
+        return None
+    keys = ["partition", "bucket"] if by_bucket else ["partition"]
+    grouped = _entry_table(entries).group_by(keys).aggregate(
+        [
+            ("rows", "sum"),
+            ("size", "sum"),
+            ("rows", "count"),
+            ("ctime", "max"),
+            ("total_buckets", "max"),
+            ("deletes", "sum"),
+        ]
+    )
+    grouped = grouped.append_column("spec", _spec_strings(table, grouped.column("partition").combine_chunks()))
+    order = [("spec", "ascending"), ("bucket", "ascending")] if by_bucket else [("spec", "ascending")]
+    return grouped.sort_by(order)
+
+
+def read_partitions(table: Table, snapshot_id: int | None) -> pa.Table:
+    g = _aggregate(table, snapshot_id, by_bucket=False)
+    if g is None:
+        return arrow_schema("partitions").empty_table()
+    n = g.num_rows
+    return build_table(
+        "partitions",
+        {
+            "partition": g.column("spec"),
+            "record_count": g.column("rows_sum"),
+            "file_size_in_bytes": g.column("size_sum"),
+            "file_count": g.column("rows_count"),
+            "last_update_time": g.column("ctime_max"),
+            "total_buckets": g.column("total_buckets_max"),
+            "done": pa.array([False] * n, pa.bool_()),
+            "deleted_record_count": g.column("deletes_sum"),
+        },
+    )
+
+
+def read_buckets(table: Table, snapshot_id: int | None) -> pa.Table:
+    g = _aggregate(table, snapshot_id, by_bucket=True)
+    if g is None:
+        return arrow_schema("buckets").empty_table()
+    return build_table(
+        "buckets",
+        {
+            "partition": g.column("spec"),
+            "bucket": g.column("bucket"),
+            "record_count": g.column("rows_sum"),
+            "file_size_in_bytes": g.column("size_sum"),
+            "file_count": g.column("rows_count"),
+            "last_update_time": g.column("ctime_max"),
+        },
+    )
+
+
+__all__ = ["file_format_of", "read_buckets", "read_files", "read_manifests", "read_partitions", "resolve_snapshot"]
