@@ -206,7 +206,7 @@ def _struct_text(arr: pa.Array, *, json: bool) -> pa.Array:
 
 
 def _json_string(value: str) -> str:
-    return json_quote(pa.array([value], _STRING))[0].as_py()
+    return str(json_quote(pa.array([value], _STRING))[0].as_py())
 
 
 # --------------------------------------------------------------------------- table format
@@ -226,7 +226,7 @@ def _pad(text: str, width: int, right: bool) -> str:
 def _is_numeric(t: pa.DataType) -> bool:
     if pa.types.is_dictionary(t):
         t = t.value_type
-    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+    return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t))
 
 
 def table_cells(array: pa.Array | pa.ChunkedArray, max_width: int = MAX_CELL_WIDTH) -> list[str]:
@@ -248,7 +248,8 @@ def table_cells(array: pa.Array | pa.ChunkedArray, max_width: int = MAX_CELL_WID
             pc.utf8_slice_codeunits(text, 0, max_width - len(ELLIPSIS)), ELLIPSIS, ""
         )
         text = pc.if_else(long, cut, text)
-    return text.to_pylist()
+    cells: list[str] = text.to_pylist()
+    return cells
 
 
 def render_table(table: pa.Table, max_width: int = MAX_CELL_WIDTH) -> str:
@@ -313,7 +314,7 @@ def _join_lines(lines: pa.Array) -> str:
     whole = pa.LargeListArray.from_arrays(
         pa.array([0, len(lines)], pa.int64()), lines.cast(pa.large_string())
     )
-    return pc.binary_join(whole, pa.scalar("\n", pa.large_string()))[0].as_py() + "\n"
+    return str(pc.binary_join(whole, pa.scalar("\n", pa.large_string()))[0].as_py()) + "\n"
 
 
 def header_line(names: list[str], fmt: OutputFormat) -> str:
@@ -345,7 +346,7 @@ def batch_lines(batch: pa.RecordBatch | pa.Table, fmt: OutputFormat) -> str:
     if batch.num_rows == 0:
         return ""
     if batch.num_columns == 0:
-        return ("{}\n" if fmt == "json" else "\n") * batch.num_rows
+        return ("{}\n" if fmt == "json" else "\n") * int(batch.num_rows)
     if fmt == "json":
         parts: list[pa.Array | str] = []
         for i, (name, col) in enumerate(zip(batch.column_names, batch.columns, strict=True)):

@@ -37,6 +37,7 @@ def build_spark(
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(settings.get("dyntable.log-level", "ERROR"))
     register(spark)
     return spark
 
