@@ -126,10 +126,13 @@ ROW_TYPES: dict[str, tuple[DataField, ...]] = {
 
 #: The metadata system tables this module serves, in Paimon's documentation order.
 METADATA_TABLES: tuple[str, ...] = (
-    "snapshots", "schemas", "options", "tags", "branches", "files", "manifests", "partitions", "buckets", "consumers",
+    "snapshots", "schemas", "options", "tags", "branches",
+    "files", "manifests", "partitions", "buckets", "consumers",
 )  # fmt: skip
 
-_SCHEMAS: dict[str, pa.Schema] = {name: pa.schema([to_arrow_field(f) for f in row]) for name, row in ROW_TYPES.items()}
+_SCHEMAS: dict[str, pa.Schema] = {
+    name: pa.schema([to_arrow_field(f) for f in row]) for name, row in ROW_TYPES.items()
+}
 
 
 def normalize_name(name: str) -> str:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from engine.errors import CorruptMetadataError, InvalidArgumentError
-from engine.meta.binary_row import deserialize_row, row_arity
+from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta
 from engine.meta.paths import partition_path
 from engine.meta.snapshot import Snapshot
@@ -30,14 +30,22 @@ from engine.scan.file_stats import decode_stats
 from engine.scan.planner import TableScan
 from engine.schema import TableSchema
 from engine.system_tables.columns import arrow_schema, build_table
-from engine.system_tables.render import java_string, key_string, partition_spec_string, row_string, stats_map_string
+from engine.system_tables.render import (
+    java_string,
+    key_string,
+    partition_spec_string,
+    row_string,
+    stats_map_string,
+)
 from engine.types import DataType
 
 if TYPE_CHECKING:
     from engine.table import Table
 
 # Compression suffixes that may follow the format in a data file name (``.csv.gz``).
-_COMPRESSION_SUFFIXES = frozenset({"gz", "gzip", "bz2", "zst", "zstd", "lz4", "snappy", "deflate", "xz", "lzo", "br"})
+_COMPRESSION_SUFFIXES = frozenset(
+    {"gz", "gzip", "bz2", "zst", "zstd", "lz4", "snappy", "deflate", "xz", "lzo", "br"}
+)
 
 
 def resolve_snapshot(table: Table, snapshot_id: int | None) -> Snapshot | None:
@@ -68,7 +76,6 @@ class _FileRenderer:
     """Per-call caches (schemas, partitions) and the per-file formatting of ``$files``."""
 
     def __init__(self, table: Table) -> None:
-        self.table = table
         self.store = table.store
         self.schema: TableSchema = table.schema
         opts = self.store.options
@@ -91,12 +98,12 @@ class _FileRenderer:
         return cached
 
     def key(self, raw: bytes, key_types: Sequence[DataType]) -> str | None:
-        if row_arity(raw) == 0:
-            return None  # append tables have no key
+        """``[k1, k2]`` of a serialized key row; None for append files (an arity-0 key)."""
         try:
-            return key_string(deserialize_row(raw, key_types), key_types[: row_arity(raw)])
+            values = deserialize_row(raw, key_types)
         except CorruptMetadataError:
-            return None
+            return None  # a key of an unexpected layout: shown as unknown rather than failing
+        return key_string(values, key_types[: len(values)]) if values else None
 
     def stats(self, file: DataFileMeta, file_schema: TableSchema) -> tuple[str, str, str]:
         """(null counts, min values, max values) as Java's ``{col=value, ...}`` strings."""
@@ -117,7 +124,8 @@ class _FileRenderer:
         for f in self.schema.fields:
             st = by_id.get(f.id)
             if st is None:
-                # Added after the file was written: every row of the file is null in it.
+                # A column added after the file was written is null in all its rows; one the
+                # file kept no statistics for is unknown.
                 nulls[f.name] = str(file.row_count) if f.id not in file_ids else "null"
                 mins[f.name] = maxs[f.name] = "null"
                 continue
@@ -248,17 +256,23 @@ def _aggregate(table: Table, snapshot_id: int | None, by_bucket: bool) -> pa.Tab
     if not entries:
         return None
     keys = ["partition", "bucket"] if by_bucket else ["partition"]
-    grouped = _entry_table(entries).group_by(keys).aggregate(
-        [
-            ("rows", "sum"),
-            ("size", "sum"),
-            ("rows", "count"),
-            ("ctime", "max"),
-            ("total_buckets", "max"),
-            ("deletes", "sum"),
-        ]
+    grouped = (
+        _entry_table(entries)
+        .group_by(keys)
+        .aggregate(
+            [
+                ("rows", "sum"),
+                ("size", "sum"),
+                ("rows", "count"),
+                ("ctime", "max"),
+                ("total_buckets", "max"),
+                ("deletes", "sum"),
+            ]
+        )
     )
-    grouped = grouped.append_column("spec", _spec_strings(table, grouped.column("partition").combine_chunks()))
+    grouped = grouped.append_column(
+        "spec", _spec_strings(table, grouped.column("partition").combine_chunks())
+    )
     order = [("spec", "ascending"), ("bucket", "ascending")] if by_bucket else [("spec", "ascending")]
     return grouped.sort_by(order)
 
@@ -300,4 +314,11 @@ def read_buckets(table: Table, snapshot_id: int | None) -> pa.Table:
     )
 
 
-__all__ = ["file_format_of", "read_buckets", "read_files", "read_manifests", "read_partitions", "resolve_snapshot"]
+__all__ = [
+    "file_format_of",
+    "read_buckets",
+    "read_files",
+    "read_manifests",
+    "read_partitions",
+    "resolve_snapshot",
+]

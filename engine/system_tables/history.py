@@ -90,7 +90,9 @@ def read_tags(table: Table) -> pa.Table:
             "record_count": [t.snapshot.total_record_count for _, t in tags],
             # tagCreateTime is already a local wall-clock value (Java LocalDateTime): shown as is.
             "create_time": [None if t.create_time is None else epoch_millis(t.create_time) for _, t in tags],
-            "time_retained": [None if t.time_retained_ms is None else duration_string(t.time_retained_ms) for _, t in tags],
+            "time_retained": [
+                None if t.time_retained_ms is None else duration_string(t.time_retained_ms) for _, t in tags
+            ],
         },
     )
 
@@ -113,7 +115,12 @@ def read_branches(table: Table) -> pa.Table:
         base = status.path.rstrip("/").rsplit("/", 1)[-1]
         if not status.is_dir or not base.startswith(_BRANCH_PREFIX) or len(base) == len(_BRANCH_PREFIX):
             continue
-        found.append((base[len(_BRANCH_PREFIX) :], _branch_create_time(table, status.path, status.modification_time_ms)))
+        found.append(
+            (
+                base[len(_BRANCH_PREFIX) :],
+                _branch_create_time(table, status.path, status.modification_time_ms),
+            )
+        )
     found.sort()
     return build_table(
         "branches", {"branch_name": [name for name, _ in found], "create_time": [t for _, t in found]}
@@ -124,7 +131,10 @@ def read_consumers(table: Table) -> pa.Table:
     consumers = sorted(table.consumers.all().items())
     return build_table(
         "consumers",
-        {"consumer_id": [cid for cid, _ in consumers], "next_snapshot_id": [c.next_snapshot for _, c in consumers]},
+        {
+            "consumer_id": [cid for cid, _ in consumers],
+            "next_snapshot_id": [c.next_snapshot for _, c in consumers],
+        },
     )
 
 

@@ -168,7 +168,8 @@ def partition_spec_string(
 ) -> str:
     """``k1=v1/k2=v2`` with SQL-cast values and ``default_name`` for nulls ('' when unpartitioned)."""
     return "/".join(
-        f"{k}={default_name if v is None else sql_string(v, t)}" for k, v, t in zip(keys, values, types, strict=True)
+        f"{k}={default_name if v is None else sql_string(v, t)}"
+        for k, v, t in zip(keys, values, types, strict=True)
     )
 
 
