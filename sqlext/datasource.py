@@ -46,11 +46,18 @@ from engine import Identifier, Table, open_catalog
 from engine.commit import CommitMessage
 from engine.errors import CommitStateUnknownError, InvalidArgumentError
 from engine.scan import predicate as P
+from engine.scan.incremental import ROWKIND
 from engine.scan.planner import resolve_time_travel
 from sqlext.spark_types import spark_arrow_schema, spark_schema, to_spark_batches
 
 NAME = "dyntable"
 SEQUENCE_STRIDE_BITS = 32  # 4G rows per task and commit
+FILE_COUNTER_BITS = 24  # 16M files per task attempt
+
+
+def wants_row_kind(options: dict[str, str]) -> bool:
+    """``read.changelog = true`` (Paimon's option) adds the ``rowkind`` column (+I, -U, +U, -D)."""
+    return (options.get("read.changelog") or "false").lower() == "true"
 
 
 def load_table(options: dict[str, str]) -> Table:
@@ -138,10 +145,16 @@ class DyntableDataSource(DataSource):
         return load_table(dict(self.options))
 
     def schema(self) -> StructType:
+        from pyspark.sql.types import StringType, StructField
+
+        options = dict(self.options)
         table = self._table()
-        cols = projection(dict(self.options), table)
+        cols = projection(options, table)
         full = spark_schema(table.arrow_schema)
-        return StructType([full[c] for c in cols])
+        fields = [full[c] for c in cols]
+        if wants_row_kind(options):
+            fields.insert(0, StructField(ROWKIND, StringType(), False))
+        return StructType(fields)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return DyntableReader(dict(self.options))
@@ -173,7 +186,11 @@ class DyntableReader(DataSourceReader):
         self.store = table.store
         self.columns = projection(options, table)
         self.snapshot = time_travel(options, table)
-        self.arrow_schema = spark_arrow_schema(pa.schema([table.arrow_schema.field(c) for c in self.columns]))
+        self.with_kind = wants_row_kind(options)
+        fields = [table.arrow_schema.field(c) for c in self.columns]
+        if self.with_kind:
+            fields.insert(0, pa.field(ROWKIND, pa.string(), nullable=False))
+        self.arrow_schema = spark_arrow_schema(pa.schema(fields))
         self.pruning: P.Predicate | None = None
 
     def pushFilters(self, filters: list[Any]) -> Iterator[Any]:  # noqa: N802 - Spark's name
@@ -198,6 +215,8 @@ class DyntableReader(DataSourceReader):
 
         reader = SplitReader(self.store, self.columns, None)
         for table in reader.read(partition.split):  # type: ignore[attr-defined]
+            if self.with_kind:  # a snapshot read: every merged row is an insert
+                table = table.add_column(0, ROWKIND, pa.repeat(pa.scalar("+I", pa.string()), table.num_rows))
             yield from to_spark_batches(table, self.arrow_schema)
 
 
@@ -206,20 +225,30 @@ class DyntableCommitMessage(WriterCommitMessage):
     messages: list[CommitMessage]
 
 
-def write_task(table: Table, batches: Iterator[pa.RecordBatch]) -> list[CommitMessage]:
-    """The executor side of a write: one engine writer per Spark task."""
+def write_task(table: Table, batches: Iterator[pa.RecordBatch], job_token: str) -> list[CommitMessage]:
+    """The executor side of a write: one engine writer per Spark task.
+
+    Every file the task writes is named ``data-<job token>-<n>`` with ``n`` in the task's own
+    range, so the job's abort can find the files of a task that died without cleaning up.
+    """
     from pyspark import TaskContext
+
+    from engine.meta.paths import FileNamer
 
     ctx = TaskContext.get()
     task = ctx.partitionId() if ctx is not None else 0
+    attempt = ctx.attemptNumber() if ctx is not None else 0
+    namer = FileNamer(job_token, ((task << 8) + attempt) << FILE_COUNTER_BITS)
     if table.store.has_primary_key:
         from engine.write.kv_writer import KeyValueWriter
 
-        writer: Any = KeyValueWriter(table.store, compact=False, sequence_offset=task << SEQUENCE_STRIDE_BITS)
+        writer: Any = KeyValueWriter(
+            table.store, compact=False, sequence_offset=task << SEQUENCE_STRIDE_BITS, namer=namer
+        )
     else:
         from engine.write.append_writer import AppendWriter
 
-        writer = AppendWriter(table.store)
+        writer = AppendWriter(table.store, namer=namer)
     try:
         for batch in batches:
             writer.write(batch)
@@ -227,6 +256,15 @@ def write_task(table: Table, batches: Iterator[pa.RecordBatch]) -> list[CommitMe
     except BaseException:
         writer.abort()
         raise
+
+
+def delete_job_files(table: Table, job_token: str) -> None:
+    """Delete every data file a write job produced (found by the job's token in the name)."""
+    io = table.store.io
+    for status in io.list_files_recursive(table.store.paths.root):
+        name = status.path.rsplit("/", 1)[-1]
+        if job_token in name and (name.startswith("data-") or name.startswith("changelog-")):
+            io.delete(status.path)
 
 
 def delete_written_files(table: Table, messages: Sequence[CommitMessage]) -> None:
@@ -259,7 +297,9 @@ def overwrite_mode(options: dict[str, str], overwrite: bool) -> Any:
         if not isinstance(parsed, dict):
             raise InvalidArgumentError("option 'overwrite-partition' must be a JSON object of partition values")
         return parsed
-    if options.get("partitionOverwriteMode", "").lower() == "dynamic" or options.get("dynamic-partition-overwrite") == "true":
+    # Spark hands options over with lower-cased keys.
+    mode = options.get("partitionoverwritemode") or options.get("partitionOverwriteMode") or ""
+    if mode.lower() == "dynamic" or options.get("dynamic-partition-overwrite") == "true":
         return "dynamic"
     return True
 
@@ -292,12 +332,13 @@ class DyntableWriter(DataSourceArrowWriter):
         self.commit_user = options.get("commit-user") or str(uuid.uuid4())
         self.change_tracking = parse_bool_option(options, "change-tracking")
         self.defer_compaction = parse_bool_option(options, "write-only") or False
+        self.job_token = str(uuid.uuid4())
 
     def _table(self) -> Table:
         return Table(None, self.identifier, self.store.io, self.store.paths, self.store.schema)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> DyntableCommitMessage:
-        return DyntableCommitMessage(write_task(self._table(), iterator))
+        return DyntableCommitMessage(write_task(self._table(), iterator, self.job_token))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         table = self._table()
@@ -307,11 +348,10 @@ class DyntableWriter(DataSourceArrowWriter):
         except CommitStateUnknownError:
             raise  # the snapshot may reference these files: keep them
         except BaseException:
-            delete_written_files(table, flat)
+            delete_job_files(table, self.job_token)
             raise
         if not self.defer_compaction:
             auto_compact(table)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        flat = [m for msg in messages if msg is not None for m in msg.messages]  # type: ignore[attr-defined]
-        delete_written_files(self._table(), flat)
+        delete_job_files(self._table(), self.job_token)

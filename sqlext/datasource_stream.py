@@ -5,7 +5,9 @@ has been delivered — optionally with ``"full": f``: the full content of snapsh
 to be delivered first (``scan.mode = latest-full``). Start modes follow Paimon's ``scan.mode``:
 ``latest`` (only new changes), ``latest-full`` / ``default`` (the current snapshot, then its
 changes), ``from-snapshot`` (``scan.snapshot-id``), ``from-timestamp`` (``scan.timestamp-millis``).
-Rows carry a ``rowkind`` column (+I, -U, +U, -D). With ``consumer-id`` the reader records, at
+With ``read.changelog = true`` rows carry a ``rowkind`` column (+I, -U, +U, -D); without it a
+stream delivers the after-images only (+I, +U), as Paimon's Spark source does, because a Spark
+row cannot retract. With ``consumer-id`` the reader records, at
 each committed micro-batch, the next snapshot it needs, and snapshot expiration keeps it.
 
 Writing: one commit per micro-batch with the batch id as commit identifier and a commit user
@@ -16,11 +18,13 @@ batch replayed after a restart is recognised as committed and not written twice.
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, DataSourceStreamReader, InputPartition, WriterCommitMessage
 
 from engine.errors import InvalidArgumentError, NoSuchSnapshotError
@@ -33,10 +37,12 @@ from sqlext.datasource import (
     load_table,
     parse_bool_option,
     projection,
+    wants_row_kind,
     write_task,
 )
 from sqlext.spark_types import spark_arrow_schema, to_spark_batches
 
+AFTER_IMAGES = pa.array(["+I", "+U"])
 START_MODES = ("default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp")
 
 
@@ -59,7 +65,10 @@ class DyntableStreamReader(DataSourceStreamReader):
         if mode not in START_MODES:
             raise InvalidArgumentError(f"scan.mode '{mode}' is not supported for streaming; use one of {START_MODES}")
         self.mode = mode
-        fields = [pa.field(ROWKIND, pa.string(), nullable=False)] + [table.arrow_schema.field(c) for c in self.columns]
+        self.with_kind = wants_row_kind(options)
+        fields = [table.arrow_schema.field(c) for c in self.columns]
+        if self.with_kind:
+            fields.insert(0, pa.field(ROWKIND, pa.string(), nullable=False))
         self.arrow_schema = spark_arrow_schema(pa.schema(fields))
 
     def initialOffset(self) -> dict:  # noqa: N802 - Spark's name
@@ -116,10 +125,13 @@ class DyntableStreamReader(DataSourceStreamReader):
             from engine.read.split_reader import SplitReader
 
             for t in SplitReader(self.store, self.columns).read(p.split):
-                t = t.add_column(0, ROWKIND, pa.repeat(pa.scalar("+I", pa.string()), t.num_rows))
+                if self.with_kind:
+                    t = t.add_column(0, ROWKIND, pa.repeat(pa.scalar("+I", pa.string()), t.num_rows))
                 yield from to_spark_batches(t, self.arrow_schema)
             return
         for t in ChangeReader(self.store, self.columns).read(p.split):
+            if not self.with_kind:
+                t = t.filter(pc.is_in(t.column(ROWKIND), value_set=AFTER_IMAGES)).drop_columns([ROWKIND])
             yield from to_spark_batches(t, self.arrow_schema)
 
     def commit(self, end: dict) -> None:
@@ -152,6 +164,7 @@ class DyntableStreamWriter(DataSourceStreamArrowWriter):
         self.identifier = table.identifier
         self.commit_user = stream_commit_user(options)
         self.change_tracking = parse_bool_option(options, "change-tracking")
+        self.job_token = str(uuid.uuid4())
 
     def _table(self):  # type: ignore[no-untyped-def]
         from engine import Table
@@ -159,7 +172,7 @@ class DyntableStreamWriter(DataSourceStreamArrowWriter):
         return Table(None, self.identifier, self.store.io, self.store.paths, self.store.schema)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-        return DyntableCommitMessage(write_task(self._table(), iterator))
+        return DyntableCommitMessage(write_task(self._table(), iterator, self.job_token))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         table = self._table()
@@ -172,4 +185,4 @@ class DyntableStreamWriter(DataSourceStreamArrowWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         flat = [m for msg in messages if msg is not None for m in msg.messages]  # type: ignore[attr-defined]
-        delete_written_files(self._table(), flat)
+        delete_written_files(self._table(), flat)  # earlier micro-batches share the token: delete by message

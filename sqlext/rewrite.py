@@ -52,7 +52,7 @@ from sqlext.errors import (
     sqlstate_for,
 )
 from sqlext.names import TableName
-from sqlext.rewrite_scope import Reference, ScopeWalker, Source
+from sqlext.rewrite_scope import DOLLAR_MARK, Reference, ScopeWalker, Source, ident_name, ident_span
 from sqlext.splitter import comment_end, skip_trivia
 
 MANAGED_CATALOG = "dyntable"
@@ -60,7 +60,7 @@ VIEW_PREFIX = "__dyntable_"
 
 # Stands for an unquoted '$' inside a name while sqlglot reads the text: sqlglot's tokenizer keeps
 # it inside a word (a '$' would split the word), and it is not a character Spark SQL uses.
-_MARK = "\u00a4"
+_MARK = DOLLAR_MARK
 _WORD = re.compile(r"[A-Za-z0-9_]+")
 _PLAIN_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _EXPLAIN_MODES = frozenset({"EXTENDED", "CODEGEN", "COST", "FORMATTED", "LOGICAL"})
@@ -194,25 +194,35 @@ class _Binder:
     def normalise(self) -> str:
         """The same-length copy of the statement that sqlglot reads (see the module docstring)."""
         text = list(self.sql)
-        tokens = sqlglot.tokenize(self.sql, read="spark")
 
         def blank(start: int, end: int) -> None:
             for i in range(start, end):
                 if text[i] not in "\r\n":
                     text[i] = " "
 
-        first = 0
-        if tokens and tokens[0].text.upper() == "EXPLAIN":
-            first = 2 if len(tokens) > 2 and tokens[1].text.upper() in _EXPLAIN_MODES else 1
-        elif tokens and tokens[0].text.upper() in ("DESCRIBE", "DESC") and len(tokens) > 1:
-            second = tokens[1].text.upper()
-            if second == "QUERY":
-                first = 2
-            elif second in _QUERY_STARTS:
-                first = 1
-        if first and first < len(tokens):
-            blank(0, tokens[first].start)
-        rest = tokens[first:]
+        # sqlglot tokenizes EXPLAIN's whole statement as one string: cut such prefixes first.
+        pos, words = 0, list[tuple[str, int, int]]()
+        for _ in range(2):
+            pos = skip_trivia(self.sql, pos)
+            m = _WORD.match(self.sql, pos)
+            if not m:
+                break
+            words.append((m.group().upper(), m.start(), m.end()))
+            pos = m.end()
+        cut = 0
+        if words and words[0][0] == "EXPLAIN":
+            cut = words[1][2] if len(words) > 1 and words[1][0] in _EXPLAIN_MODES else words[0][2]
+        elif words and words[0][0] in ("DESCRIBE", "DESC"):
+            after = skip_trivia(self.sql, words[0][2])
+            if len(words) > 1 and words[1][0] == "QUERY":
+                cut = words[1][2]
+            elif self.sql.startswith("(", after) or (len(words) > 1 and words[1][0] in _QUERY_STARTS):
+                cut = words[0][2]
+        elif len(words) > 1 and (words[0][0], words[1][0]) == ("INSERT", "OVERWRITE"):
+            cut = _directory_query_start(self.sql)
+        blank(0, cut)
+        tokens = sqlglot.tokenize("".join(text), read="spark")
+        rest = tokens
         if (
             len(rest) >= 2
             and rest[0].text.upper() == "TABLE"
@@ -256,7 +266,9 @@ class _Binder:
                 starts = [0] + [m.end() for m in re.finditer("\n", self.sql)]
                 if row <= len(starts):
                     offset = max(0, min(len(self.sql), starts[row - 1] + col - max(len(hl), 1)))
-            detail = str(info.get("description") or "syntax error").lower()
+            detail = str(info.get("description") or "syntax error")
+            # sqlglot names its own classes when a clause is incomplete: say it in SQL terms.
+            detail = "incomplete clause" if "<class" in detail else detail.lower()
             if hl:
                 detail += f" near {hl!r}"
         raise self.error(
@@ -267,29 +279,31 @@ class _Binder:
         )
 
     def managed_name_offset(self) -> tuple[int, str] | None:
-        """The offset and text of the first word of the statement that names a managed table."""
+        """The offset and text of the first name in the statement that is a managed table."""
         tokens = self.tokens
         if not tokens:
             try:
                 tokens = sqlglot.tokenize(self.sql, read="spark")
             except TokenError:
                 tokens = [_word_token(m) for m in re.finditer(r"[A-Za-z_][A-Za-z0-9_$]*", self.sql)]
+        runs: list[list[Token]] = []
         run: list[Token] = []
-        for tok in [*tokens, None]:
-            if tok is not None and (tok.token_type in _NAME_TOKENS or _WORD.fullmatch(tok.text)):
-                if run and tokens[tokens.index(run[-1]) + 1].token_type != TokenType.DOT:
-                    hit = self.managed_in_run(run)
-                    if hit:
-                        return hit
-                    run = []
+        after_dot = False
+        for tok in tokens:
+            if _is_name(tok) and (not run or after_dot):
                 run.append(tok)
-                continue
-            if tok is not None and tok.token_type == TokenType.DOT and run:
-                continue
+                after_dot = False
+            elif tok.token_type == TokenType.DOT and run and not after_dot:
+                after_dot = True
+            else:
+                runs.append(run)
+                run = [tok] if _is_name(tok) else []
+                after_dot = False
+        runs.append(run)
+        for run in runs:
             hit = self.managed_in_run(run)
             if hit:
                 return hit
-            run = []
         return None
 
     def managed_in_run(self, run: list[Token]) -> tuple[int, str] | None:
@@ -306,7 +320,7 @@ class _Binder:
 
     # ------------------------------------------------------------------ one table reference
 
-    def table_source(self, node: exp.Table, ctes: frozenset[str]) -> Source:
+    def table_source(self, node: exp.Table) -> Source:
         """Classify a table in a FROM/JOIN position: a CTE, a Spark table, or a managed reference."""
         idents = [node.args[k] for k in ("catalog", "db", "this") if node.args.get(k) is not None]
         alias_node = node.args.get("alias")
@@ -314,17 +328,15 @@ class _Binder:
         alias_columns = None
         if alias_node is not None and alias_node.columns:
             alias_columns = frozenset(c.name.lower() for c in alias_node.columns)
-        names = [_ident_name(i) for i in idents]
+        names = [ident_name(i) for i in idents]
         lowered = [n.lower() for n in names]
         if alias is not None:
             keys = frozenset({(alias.lower(),)})
         else:
             keys = frozenset(tuple(lowered[i:]) for i in range(len(lowered)))
-        if len(names) == 1 and lowered[0] in ctes:
-            return Source(keys, None, alias_columns)
         if len(names) == 3 and lowered[0] != MANAGED_CATALOG:
             return Source(keys, None, alias_columns)  # another Spark catalog
-        start, end = _span(idents[0])[0], _span(idents[-1])[1]
+        start, end = ident_span(idents[0])[0], ident_span(idents[-1])[1]
         database = names[-2] if len(names) >= 2 else self.current
         obj = names[-1]
         base = obj.split("$")[0]
@@ -338,7 +350,7 @@ class _Binder:
                     UNDEFINED_TABLE,
                 )
             return Source(keys, None, alias_columns)
-        if alias is None and len(names) > 1:
+        if alias is None:
             keys = keys | {(database.lower(), obj.lower()), (MANAGED_CATALOG, database.lower(), obj.lower())}
         try:
             name = TableName.from_parts([database, obj], line=None, column=None, offset=start)
@@ -382,11 +394,11 @@ class _Binder:
 
     def alias_text(self, ident: exp.Identifier) -> str:
         """The alias to add so that qualifiers written with the table's own name keep working."""
-        start, end = _span(ident)
+        start, end = ident_span(ident)
         written = self.sql[start:end]
         if written.startswith("`"):
             return written
-        return spark_identifier(_ident_name(ident))
+        return spark_identifier(ident_name(ident))
 
     def suffixes(
         self, node: exp.Table, pos: int
@@ -443,7 +455,7 @@ class _Binder:
         if i < len(toks) and toks[i].text.upper() == "FOR":
             i += 1
         if (
-            i + 3 >= len(toks) + 0
+            i + 3 >= len(toks)
             or toks[i].text.upper() not in ("VERSION", "TIMESTAMP", "SYSTEM_TIME")
             or toks[i + 1].text.upper() != "AS"
             or toks[i + 2].text.upper() != "OF"
@@ -570,8 +582,11 @@ class _Binder:
                 alias = ""
             edits.append((ref.start, ref.end, view + alias))
             edits.extend((s, e, "") for s, e in ref.removals)
+        seen: set[tuple[int, int]] = set()
         for start, end, ref in qualifier_edits:
-            if ref.alias_text is not None:
+            # Two sources may match one qualifier (Spark then reports the ambiguity): edit once.
+            if ref.alias_text is not None and (start, end) not in seen:
+                seen.add((start, end))
                 edits.append((start, end, ref.alias_text))
         out = self.sql
         last = len(out) + 1
@@ -583,17 +598,29 @@ class _Binder:
         return BoundQuery(out, tuple(bindings))
 
 
-def _ident_name(ident: exp.Expression) -> str:
-    """An identifier's name as the user meant it (an unquoted ``$`` restored)."""
-    return str(ident.name).replace(_MARK, "$")
+def _directory_query_start(sql: str) -> int:
+    """Where the query of ``INSERT OVERWRITE [LOCAL] DIRECTORY ... <query>`` starts (0: not such)."""
+    tokens = sqlglot.tokenize(sql, read="spark")
+    words = [t.text.upper() for t in tokens[:4]]
+    if "DIRECTORY" not in words:
+        return 0
+    depth = 0
+    for i in range(words.index("DIRECTORY") + 1, len(tokens)):
+        text = tokens[i].text.upper() if tokens[i].token_type != TokenType.STRING else ""
+        nxt = tokens[i + 1].text.upper() if i + 1 < len(tokens) else ""
+        if depth == 0 and (text in ("SELECT", "WITH", "FROM", "VALUES", "TABLE")
+                           or (text == "(" and nxt in ("SELECT", "WITH"))):
+            return tokens[i].start
+        depth += {"(": 1, ")": -1}.get(text, 0)
+    return 0
 
 
-def _span(ident: exp.Expression) -> tuple[int, int]:
-    """``[start, end)`` of an identifier in the statement text."""
-    meta = ident.meta
-    if "start" not in meta or "end" not in meta:  # pragma: no cover - parsed identifiers carry positions
-        raise UnsupportedStatementError(f"cannot locate {ident.sql('spark')} in the statement")
-    return int(meta["start"]), int(meta["end"]) + 1
+def _is_name(tok: Token) -> bool:
+    """Whether a token can be part of a table name (a word or a quoted identifier)."""
+    if tok.token_type in _NAME_TOKENS:
+        return True
+    kind = tok.token_type.name
+    return "STRING" not in kind and kind != "NUMBER" and _WORD.fullmatch(tok.text) is not None
 
 
 def _word_token(m: re.Match[str]) -> Token:

@@ -193,6 +193,8 @@ class SqlSession:
             elif tt.timestamp is not None:
                 options["scan.timestamp"] = tt.timestamp
         options.update(b.options)
+        if streaming:
+            options.setdefault("read.changelog", "true")  # a continuous INSERT must carry deletes along
         reader = self.spark.readStream if streaming else self.spark.read
         reader.format("dyntable").options(**options).load().createOrReplaceTempView(b.view)
 

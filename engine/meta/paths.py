@@ -140,11 +140,19 @@ def join(*parts: str) -> str:
 
 
 class FileNamer:
-    """Hands out unique file names: one random UUID per namer, then a counter (Paimon's scheme)."""
+    """Hands out unique file names: one random UUID per namer, then a counter (Paimon's scheme).
 
-    def __init__(self) -> None:
-        self._uuid = str(uuid.uuid4())
-        self._counter = 0
+    A distributed write gives every task the job's UUID and its own counter range, so all files
+    of a job share one recognisable token (an aborted job can find and delete them).
+    """
+
+    def __init__(self, token: str | None = None, first: int = 0) -> None:
+        self._uuid = token or str(uuid.uuid4())
+        self._counter = first
+
+    @property
+    def token(self) -> str:
+        return self._uuid
 
     def _next(self) -> int:
         n = self._counter

@@ -8,8 +8,6 @@ commit messages are committed.
 
 from __future__ import annotations
 
-import pyarrow as pa
-
 from engine.commit import CommitMessage
 from engine.meta.binary_row import serialize_row
 from engine.meta.bucket import bucket_ids
@@ -24,9 +22,9 @@ from engine.write.routing import group_rows
 class AppendWriter:
     """Buffers nothing: each ``write`` call writes files; ``prepare_commit`` returns the messages."""
 
-    def __init__(self, store: FileStore, first_sequence: int | None = None) -> None:
+    def __init__(self, store: FileStore, first_sequence: int | None = None, namer: FileNamer | None = None) -> None:
         self.store = store
-        self.namer = FileNamer()
+        self.namer = namer or FileNamer()
         self._files: dict[tuple[bytes, int], list[DataFileMeta]] = {}
         self._partition_dirs: dict[tuple[object, ...], tuple[bytes, str]] = {}
         if first_sequence is None:
@@ -85,9 +83,3 @@ class AppendWriter:
                 return self.store.paths.data_file(part_dir, bucket, f.file_name)
         raise KeyError(partition)
 
-
-def written_rows(messages: list[CommitMessage]) -> int:
-    return sum(f.row_count for m in messages for f in m.new_files)
-
-
-__all__ = ["AppendWriter", "written_rows", "pa"]

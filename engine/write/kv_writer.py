@@ -52,11 +52,13 @@ Bucket = tuple[bytes, int]
 class KeyValueWriter:
     """Writes changelog rows into a primary-key table's buckets."""
 
-    def __init__(self, store: FileStore, *, compact: bool | None = None, sequence_offset: int = 0) -> None:
+    def __init__(
+        self, store: FileStore, *, compact: bool | None = None, sequence_offset: int = 0, namer: FileNamer | None = None
+    ) -> None:
         self.store = store
         schema = store.schema
         opts = store.options
-        self.namer = FileNamer()
+        self.namer = namer or FileNamer()
         # Concurrent writers of one commit (Spark tasks) take disjoint sequence ranges.
         self.sequence_offset = sequence_offset
         self.config = MergeConfig.from_options(schema.options, schema.primary_keys)

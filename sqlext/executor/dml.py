@@ -1,0 +1,461 @@
+"""Row-level writes on managed tables: DELETE, UPDATE, MERGE INTO, TRUNCATE.
+
+```
+ target pinned at its latest snapshot ──► temp view  (every read of one statement sees one version)
+ user's fragments + view ──► Spark query (session.bind binds other managed tables they name)
+   primary-key table:  changed rows only, with a rowkind column ('-D', '+U', '+I') ──► write (append)
+   append table:       copy-on-write: the affected partitions rewritten ──► write (overwrite of
+                       exactly those partitions; rows an UPDATE/MERGE moves or inserts elsewhere
+                       are added to their partitions)
+```
+Invariants:
+* all data work runs in Spark (no rows reach the driver, except the small list of affected
+  partitions and counts); one data commit per statement through ``insert.write_frame``;
+* a failing statement changes nothing: every check (unknown or key columns, a target row matched
+  by two source rows) runs before the write, and a failing write job publishes no snapshot;
+* the user's fragments keep their aliases: the target view is aliased as the statement's alias
+  (or the table's name), the MERGE source as its alias (or its name).
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+from engine import Table
+from engine.scan.incremental import ROWKIND
+from sqlext import ast
+from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
+from sqlext.executor.common import computed_columns, rows
+from sqlext.executor.describe import checked_spec
+from sqlext.executor.insert import write_frame
+from sqlext.splitter import Statement
+
+if TYPE_CHECKING:
+    from sqlext.session import SqlSession, StatementResult
+
+_P = "__dyn_"  # prefix of the helper columns this module adds (never written)
+_COUNT_SCHEMA = pa.schema([("num_affected_rows", pa.int64())])
+_MERGE_SCHEMA = pa.schema([("num_affected_rows", pa.int64()), ("num_updated_rows", pa.int64()),
+                           ("num_deleted_rows", pa.int64()), ("num_inserted_rows", pa.int64())])
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _err(stmt: Statement, message: str, sqlstate: str) -> SqlAnalysisError:
+    return SqlAnalysisError(message, line=stmt.line, column=stmt.column, sqlstate=sqlstate)
+
+
+def _to_spark(s: SqlSession, stmt: Statement) -> StatementResult:
+    from sqlext.session import StatementResult
+
+    return StatementResult(stmt, s.spark_sql(stmt.text, stmt), None)
+
+
+def _target(s: SqlSession, name: ast.TableName, stmt: Statement) -> Table | None:
+    """The managed table a DML statement writes (None: not managed, Spark runs the statement)."""
+    if not s.is_managed(name):
+        return None
+    if name.system_table is not None:
+        raise _err(stmt, f"system table '{name}' is read-only", "42809")
+    table = s.table(name)
+    if table.primary_keys and ROWKIND in table.schema.field_names:
+        raise UnsupportedStatementError(
+            f"row-level changes on '{table.name}' need the column name '{ROWKIND}' for the change kind; "
+            "rename that column", line=stmt.line, column=stmt.column,
+        )
+    return table
+
+
+def _pin(s: SqlSession, table: Table) -> str:
+    """A fresh temp view of ``table`` at its latest snapshot (so every pass reads the same rows)."""
+    view = f"__dyntable_dml_{s.next_id()}"
+    options = {"warehouse": s.warehouse, "table": table.name}
+    latest = table.latest_snapshot()
+    if latest is not None:
+        options["scan.snapshot-id"] = str(latest.id)
+    s.spark.read.format("dyntable").options(**options).load().createOrReplaceTempView(view)
+    return view
+
+
+def _message(count: int, verb: str) -> str:
+    return f"{count} row(s) {verb}"
+
+
+def _count_result(s: SqlSession, stmt: Statement, count: int, verb: str) -> StatementResult:
+    return rows(s, stmt, pa.table({"num_affected_rows": pa.array([count], pa.int64())}, schema=_COUNT_SCHEMA),
+                _message(count, verb))
+
+
+def _columns(table: Table) -> list[str]:
+    return list(table.schema.field_names)
+
+
+# -- affected partitions (copy-on-write) ---------------------------------------------------------------
+def _matching_partitions(
+    s: SqlSession, table: Table, view: str, alias: str, cond: str, stmt: Statement
+) -> tuple[list[dict[str, Any]], int]:
+    """The partitions holding rows where ``cond`` is true, and how many such rows (one small job)."""
+    keys = table.partition_keys
+    a = _q(alias)
+    if not keys:
+        n = s.frame(f"SELECT count(*) AS c FROM {view} AS {a} WHERE {cond}", stmt).collect()[0][0]
+        return ([{}] if n else []), int(n)
+    cols = ", ".join(f"{a}.{_q(k)}" for k in keys)
+    found = s.frame(f"SELECT {cols}, count(*) AS {_P}n FROM {view} AS {a} WHERE {cond} GROUP BY {cols}",
+                    stmt).collect()
+    specs = [{k: row[i] for i, k in enumerate(keys)} for row in found]
+    return specs, int(sum(row[len(keys)] for row in found))
+
+
+def _in_partitions(s: SqlSession, df: DataFrame, table: Table, specs: list[dict[str, Any]],
+                   columns: list[str] | None = None) -> DataFrame:
+    """Rows of ``df`` whose partition columns (``columns``, default the keys) equal one of ``specs``.
+
+    A broadcast semi-join with the small list, NULL-safe (a NULL partition value is a partition).
+    """
+    keys = list(table.partition_keys)
+    if not keys:
+        return df
+    cols = columns or keys
+    schema = df.select(*[F.col(_q(c)).alias(f"{_P}p{i}") for i, c in enumerate(cols)]).schema
+    parts = s.spark.createDataFrame([tuple(spec[k] for k in keys) for spec in specs], schema)
+    on = reduce(lambda x, y: x & y, [df[_q(c)].eqNullSafe(parts[f"{_P}p{i}"]) for i, c in enumerate(cols)])
+    return df.join(F.broadcast(parts), on=on, how="left_semi")
+
+
+def _overwrite_of(table: Table, specs: list[dict[str, Any]]) -> Any:
+    """What an overwrite replaces: exactly the affected partitions (the whole table if unpartitioned)."""
+    return specs if table.partition_keys else True
+
+
+# -- DELETE -----------------------------------------------------------------------------------------------
+def delete(s: SqlSession, n: ast.Delete, stmt: Statement) -> StatementResult:
+    table = _target(s, n.table, stmt)
+    if table is None:
+        return _to_spark(s, stmt)
+    view = _pin(s, table)
+    alias = n.alias or n.table.table
+    if n.where is None:
+        count = s.spark.table(view).count()
+        if count:
+            table.truncate()
+        return _count_result(s, stmt, count, "deleted")
+    cond, a = n.where.text, _q(alias)
+    if table.primary_keys:
+        df = s.frame(f"SELECT {a}.*, '-D' AS {ROWKIND} FROM {view} AS {a} WHERE {cond}", stmt)
+        count = write_frame(s, table, df, _columns(table), overwrite=False, stmt=stmt)
+        return _count_result(s, stmt, count, "deleted")
+    specs, count = _matching_partitions(s, table, view, alias, cond, stmt)
+    if count == 0:
+        return _count_result(s, stmt, 0, "deleted")
+    keep = s.frame(f"SELECT {a}.* FROM {view} AS {a} WHERE NOT ({cond}) OR ({cond}) IS NULL", stmt)
+    keep = _in_partitions(s, keep, table, specs)
+    write_frame(s, table, keep, _columns(table), overwrite=_overwrite_of(table, specs), stmt=stmt)
+    return _count_result(s, stmt, count, "deleted")
+
+
+# -- UPDATE -----------------------------------------------------------------------------------------------
+def _assigned_column(table: Table, column: str, aliases: tuple[str, ...], stmt: Statement) -> str:
+    """The target column an assignment sets (``c`` or ``alias.c``), checked."""
+    name = column
+    if "." in column:
+        qualifier, _, name = column.rpartition(".")
+        if qualifier.strip("`").lower() not in {a.lower() for a in aliases}:
+            raise _err(stmt, f"cannot assign '{column}': '{qualifier}' is not the target table", "42703")
+        name = name.strip("`")
+    match = [f for f in table.schema.field_names if f.lower() == name.lower()]
+    if not match:
+        raise _err(stmt, f"cannot assign '{column}': '{table.name}' has no column '{name}'", "42703")
+    return match[0]
+
+
+def _assignments(
+    table: Table, assignments: tuple[ast.Assignment, ...], aliases: tuple[str, ...], stmt: Statement
+) -> dict[str, str]:
+    """``{column: expression text}`` of SET, with the rules on keys, partitions and computed columns."""
+    out: dict[str, str] = {}
+    computed = computed_columns(dict(table.schema.options))
+    pk = table.primary_keys
+    for asg in assignments:
+        col = _assigned_column(table, asg.column, aliases, stmt)
+        if col in out:
+            raise _err(stmt, f"column '{col}' is assigned more than once", "42701")
+        if col in computed:
+            raise _err(stmt, f"column '{col}' is computed ({computed[col]}) and cannot be assigned", "42000")
+        if pk and col in table.partition_keys:
+            raise _err(stmt, f"cannot update partition column '{col}' of primary-key table '{table.name}': "
+                             "delete the rows and insert them into the new partition", "42000")
+        if col in pk:
+            raise _err(stmt, f"cannot update primary-key column '{col}' of '{table.name}': "
+                             "delete the row and insert it with the new key", "42000")
+        out[col] = asg.value.text
+    return out
+
+
+def update(s: SqlSession, n: ast.Update, stmt: Statement) -> StatementResult:
+    table = _target(s, n.table, stmt)
+    if table is None:
+        return _to_spark(s, stmt)
+    alias = n.alias or n.table.table
+    assigned = _assignments(table, n.assignments, (alias, n.table.table), stmt)
+    view = _pin(s, table)
+    a = _q(alias)
+    cond = n.where.text if n.where is not None else None
+    where = f" WHERE {cond}" if cond is not None else ""
+    if table.primary_keys:
+        select = ", ".join(f"({assigned[c]}) AS {_q(c)}" if c in assigned else f"{a}.{_q(c)}" for c in _columns(table))
+        df = s.frame(f"SELECT {select}, '+U' AS {ROWKIND} FROM {view} AS {a}{where}", stmt)
+        count = write_frame(s, table, df, _columns(table), overwrite=False, stmt=stmt)
+        return _count_result(s, stmt, count, "updated")
+    if cond is None:
+        select = ", ".join(f"({assigned[c]}) AS {_q(c)}" if c in assigned else f"{a}.{_q(c)}" for c in _columns(table))
+        df = s.frame(f"SELECT {select} FROM {view} AS {a}", stmt)
+        count = write_frame(s, table, df, _columns(table), overwrite=True, stmt=stmt)
+        return _count_result(s, stmt, count, "updated")
+    specs, count = _matching_partitions(s, table, view, alias, cond, stmt)
+    if count == 0:
+        return _count_result(s, stmt, 0, "updated")
+    select = ", ".join(
+        f"CASE WHEN ({cond}) THEN ({assigned[c]}) ELSE {a}.{_q(c)} END AS {_q(c)}" if c in assigned
+        else f"{a}.{_q(c)}" for c in _columns(table)
+    )
+    # Filter by the ORIGINAL partition values (an assignment may move a row to another partition).
+    keys = list(table.partition_keys)
+    originals = ", ".join(f"{a}.{_q(k)} AS {_P}o{i}" for i, k in enumerate(keys))
+    df = s.frame(f"SELECT {select}{', ' + originals if keys else ''} FROM {view} AS {a}", stmt)
+    df = _in_partitions(s, df, table, specs, [f"{_P}o{i}" for i in range(len(keys))]).select(
+        *[_q(c) for c in _columns(table)])
+    write_frame(s, table, df, _columns(table), overwrite=_overwrite_of(table, specs), stmt=stmt)
+    return _count_result(s, stmt, count, "updated")
+
+
+# -- TRUNCATE ---------------------------------------------------------------------------------------------
+def truncate(s: SqlSession, n: ast.Truncate, stmt: Statement) -> StatementResult:
+    table = _target(s, n.table, stmt)
+    if table is None:
+        return _to_spark(s, stmt)
+    from sqlext.executor.common import done
+
+    if n.partition is None:
+        result = table.truncate()
+    else:
+        result = table.drop_partitions([checked_spec(table, n.partition, stmt)])
+    return done(stmt, f"Table {table.name} truncated" + ("" if result.snapshot_ids else " (it was empty)"))
+
+
+# -- MERGE ------------------------------------------------------------------------------------------------
+_ACTIONS = {ast.MergeUpdate: "update", ast.MergeDelete: "delete", ast.MergeInsert: "insert"}
+_T, _S, _RID, _CLAUSE = f"{_P}t", f"{_P}s", f"{_P}rid", f"{_P}clause"
+
+
+class _MergePlan:
+    """One MERGE as a single joined Spark query plus the column expressions of its outcome.
+
+    The joined frame has, per (target row, source row) pair: the target's original columns
+    (``__dyn_t<i>``), presence markers of both sides, a target row id, and ``__dyn_clause``: the index
+    of the first WHEN clause that applies (SQL standard order), or -1. Each clause's values are
+    computed in the same query (``__dyn_v<j>_<i>``), so the user's fragments are evaluated once.
+    """
+
+    def __init__(self, s: SqlSession, table: Table, n: ast.Merge, stmt: Statement, view: str) -> None:
+        self.s, self.table, self.n, self.stmt, self.view = s, table, n, stmt, view
+        self.columns = _columns(table)
+        self.target_alias = n.target_alias or n.target.table
+        if isinstance(n.source, ast.TableName):
+            self.source_alias = n.source_alias or n.source.table
+            self.source_sql = str(n.source)
+        else:
+            self.source_alias = n.source_alias or f"{_P}source"
+            self.source_sql = f"({n.source.text}) AS {_P}src"
+        self.kinds = [c.match for c in n.clauses]
+        self.actions = [_ACTIONS[type(c.action)] for c in n.clauses]
+        self.values = [self._clause_values(c) for c in n.clauses]
+
+    def _ids(self, *actions: str) -> list[int]:
+        return [j for j, act in enumerate(self.actions) if act in actions]
+
+    def target_column(self, name: str) -> str:
+        return f"{_P}t{self.columns.index(name)}"
+
+    # -- clause values (checked before anything runs) ------------------------------------------------
+    def _source_columns(self) -> list[str]:
+        if not hasattr(self, "_src_cols"):
+            self._src_cols = self.s.frame(f"SELECT * FROM {self.source_sql}", self.stmt).columns
+        return self._src_cols
+
+    def _from_source(self, skip: tuple[str, ...]) -> dict[str, str]:
+        """``UPDATE SET *`` / ``INSERT *``: every written target column from the source column of that name."""
+        src = {c.lower(): c for c in self._source_columns()}
+        computed = computed_columns(dict(self.table.schema.options))
+        out = {}
+        for col in self.columns:
+            if col in computed or col in skip:
+                continue
+            if col.lower() not in src:
+                raise _err(self.stmt, f"MERGE ... * needs a source column '{col}' (the source has "
+                                      f"{list(src.values())})", "42703")
+            out[col] = f"{_q(self.source_alias)}.{_q(src[col.lower()])}"
+        return out
+
+    def _clause_values(self, clause: ast.MergeClause) -> dict[str, str]:
+        act, aliases = clause.action, (self.target_alias, self.n.target.table)
+        if isinstance(act, ast.MergeDelete):
+            return {}
+        if isinstance(act, ast.MergeUpdate):
+            if act.all_columns:
+                return self._from_source(self.table.primary_keys)
+            return _assignments(self.table, act.assignments, aliases, self.stmt)
+        if act.all_columns:
+            return self._from_source(())
+        computed = computed_columns(dict(self.table.schema.options))
+        if act.columns:
+            cols = [_assigned_column(self.table, c, aliases, self.stmt) for c in act.columns]
+        else:
+            cols = [c for c in self.columns if c not in computed]
+        if len(cols) != len(act.values):
+            raise _err(self.stmt, f"MERGE INSERT lists {len(cols)} column(s) but {len(act.values)} value(s)", "21S01")
+        if len(set(cols)) != len(cols):
+            raise _err(self.stmt, "MERGE INSERT names a column twice", "42701")
+        bad = [c for c in cols if c in computed]
+        if bad:
+            raise _err(self.stmt, f"column '{bad[0]}' is computed and cannot be inserted", "42000")
+        return {c: v.text for c, v in zip(cols, act.values, strict=True)}
+
+    # -- the joined query ----------------------------------------------------------------------------
+    def joined_frame(self) -> DataFrame:
+        ta, sa = _q(self.target_alias), _q(self.source_alias)
+        need_source_only = "not_matched" in self.kinds
+        need_target_only = "not_matched_by_source" in self.kinds or not self.table.primary_keys
+        join = {(True, True): "FULL OUTER", (True, False): "RIGHT OUTER", (False, True): "LEFT OUTER",
+                (False, False): "INNER"}[(need_source_only, need_target_only)]
+        select = [f"{ta}.{_q(c)} AS {_P}t{i}" for i, c in enumerate(self.columns)]
+        select += [f"{ta}.{_T} AS {_T}", f"{ta}.{_RID} AS {_RID}", f"{sa}.{_S} AS {_S}"]
+        for j, clause in enumerate(self.n.clauses):
+            if clause.condition is not None:
+                select.append(f"({clause.condition.text}) AS {_P}c{j}")
+            for col, expr in self.values[j].items():
+                select.append(f"({expr}) AS {_P}v{j}_{self.columns.index(col)}")
+        sql = (
+            f"SELECT {', '.join(select)} "
+            f"FROM (SELECT *, true AS {_T}, monotonically_increasing_id() AS {_RID} FROM {self.view}) AS {ta} "
+            f"{join} JOIN (SELECT *, true AS {_S} FROM {self.source_sql}) AS {sa} ON {self.n.on.text}"
+        )
+        df = self.s.frame(sql, self.stmt)
+        t, src = F.col(_T).isNotNull(), F.col(_S).isNotNull()
+        applies = {"matched": t & src, "not_matched": ~t, "not_matched_by_source": ~src}
+        chosen: Column = F.lit(-1)
+        for j in reversed(range(len(self.n.clauses))):
+            cond = applies[self.kinds[j]]
+            if self.n.clauses[j].condition is not None:
+                cond = cond & F.coalesce(F.col(f"{_P}c{j}"), F.lit(False))
+            chosen = F.when(cond, F.lit(j)).otherwise(chosen)
+        return df.withColumn(_CLAUSE, chosen)
+
+    # -- checks and counts ---------------------------------------------------------------------------
+    def check_cardinality(self, joined: DataFrame) -> None:
+        """A target row that two source rows would update/delete is an error (SQLSTATE 21000)."""
+        matched = [j for j, k in enumerate(self.kinds) if k == "matched"]
+        if not matched:
+            return
+        dup = (joined.where(F.col(_CLAUSE).isin(matched)).groupBy(_RID).count()
+               .where(F.col("count") > 1).limit(1).collect())
+        if dup:
+            raise _err(self.stmt, f"MERGE: a row of '{self.table.name}' is matched by {dup[0]['count']} source rows; "
+                                  "the ON condition must match each target row with at most one source row "
+                                  "(deduplicate the source)", "21000")
+
+    def counts(self, joined: DataFrame) -> dict[str, int]:
+        per_clause = {r[0]: r[1] for r in joined.groupBy(_CLAUSE).count().collect()}
+        return {act: sum(per_clause.get(j, 0) for j in self._ids(act)) for act in ("update", "delete", "insert")}
+
+    # -- outcome -------------------------------------------------------------------------------------
+    def project(self, df: DataFrame, *extra: Column) -> DataFrame:
+        """The target columns of each row's outcome (original values unless its clause sets them)."""
+        clause = F.col(_CLAUSE)
+        exprs = []
+        for i, col in enumerate(self.columns):
+            value: Column = F.col(f"{_P}t{i}")
+            for j, vals in enumerate(self.values):
+                if col in vals:
+                    value = F.when(clause == j, F.col(f"{_P}v{j}_{i}")).otherwise(value)
+            exprs.append(value.alias(col))
+        return df.select(*exprs, *extra)
+
+    def changes(self, joined: DataFrame) -> DataFrame:
+        """Primary-key table: only the changed rows, each with its row kind."""
+        clause = F.col(_CLAUSE)
+        kind = (F.when(clause.isin(self._ids("delete")), F.lit("-D"))
+                .when(clause.isin(self._ids("update")), F.lit("+U")).otherwise(F.lit("+I")))
+        return self.project(joined.where(clause >= 0), kind.alias(ROWKIND))
+
+    def touched(self, joined: DataFrame) -> DataFrame:
+        return joined.where(F.col(_CLAUSE).isin(self._ids("update", "delete")))
+
+    def inserted_rows(self, joined: DataFrame) -> DataFrame:
+        return self.project(joined.where(F.col(_CLAUSE).isin(self._ids("insert"))))
+
+    def target_rows(self, joined: DataFrame) -> DataFrame:
+        """Each target row once (the copy its clause applies to, if any), minus the deleted ones."""
+        clause = F.col(_CLAUSE)
+        first = F.row_number().over(Window.partitionBy(_RID).orderBy(clause.desc()))
+        once = joined.where(F.col(_T).isNotNull()).withColumn(f"{_P}rn", first).where(F.col(f"{_P}rn") == 1)
+        return once.where(~clause.isin(self._ids("delete")))
+
+
+def merge(s: SqlSession, n: ast.Merge, stmt: Statement) -> StatementResult:
+    table = _target(s, n.target, stmt)
+    if table is None:
+        return _to_spark(s, stmt)
+    plan = _MergePlan(s, table, n, stmt, _pin(s, table))
+    joined = plan.joined_frame().localCheckpoint()  # evaluated once: checks, counts and the write agree
+    plan.check_cardinality(joined)
+    counts = plan.counts(joined)
+    total = counts["update"] + counts["delete"] + counts["insert"]
+    if total:
+        if table.primary_keys:
+            write_frame(s, table, plan.changes(joined), _columns(table), overwrite=False, stmt=stmt)
+        else:
+            _merge_copy_on_write(s, table, plan, joined, stmt)
+    result = pa.table({
+        "num_affected_rows": [total], "num_updated_rows": [counts["update"]],
+        "num_deleted_rows": [counts["delete"]], "num_inserted_rows": [counts["insert"]],
+    }, schema=_MERGE_SCHEMA)
+    return rows(s, stmt, result, f"{total} row(s) affected ({counts['update']} updated, {counts['delete']} "
+                                 f"deleted, {counts['insert']} inserted)")
+
+
+def _merge_copy_on_write(s: SqlSession, table: Table, plan: _MergePlan, joined: DataFrame, stmt: Statement) -> None:
+    """Append table: rewrite the partitions holding updated/deleted rows; inserted rows are added."""
+    keys = list(table.partition_keys)
+    inserts = plan.inserted_rows(joined)
+    touched = plan.touched(joined)
+    if keys:
+        original = [plan.target_column(k) for k in keys]
+        found = touched.select(*[F.col(c) for c in original]).distinct().collect()
+        specs = [{k: row[i] for i, k in enumerate(keys)} for row in found]
+    else:
+        original, specs = [], ([{}] if touched.take(1) else [])
+    if not specs:
+        write_frame(s, table, inserts, _columns(table), overwrite=False, stmt=stmt)
+        return
+    kept = plan.target_rows(joined)
+    if keys:
+        kept = _in_partitions(s, kept, table, specs, original)
+    out = plan.project(kept).unionByName(inserts)
+    write_frame(s, table, out, _columns(table), overwrite=_overwrite_of(table, specs), stmt=stmt)
+
+
+HANDLERS: dict[type, Any] = {
+    ast.Delete: delete,
+    ast.Update: update,
+    ast.Merge: merge,
+    ast.Truncate: truncate,
+}
