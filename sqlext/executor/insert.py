@@ -12,6 +12,7 @@ that reads the source's changes (``rowkind`` column) and commits one snapshot pe
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,9 @@ from sqlext.splitter import Statement
 
 if TYPE_CHECKING:
     from sqlext.session import SqlSession, StatementResult
+
+
+STREAMING_TRIGGER = "execution.streaming.trigger"
 
 
 def _quote(name: str) -> str:
@@ -200,14 +204,26 @@ def _start_stream(
         )
     shaped = shape_frame(s, table, df, columns, static, stmt)
     job_id = uuid.uuid4().hex[:12]
-    checkpoint = f"{s.warehouse}/.streaming/{job_id}"
+    # The checkpoint belongs to the pipeline, not the run: running the same INSERT again resumes
+    # exactly where the previous run stopped (no change is read twice or skipped).
+    pipeline = hashlib.sha1(f"{s.current_database}\n{' '.join(stmt.text.split())}".encode()).hexdigest()[:16]
+    checkpoint = f"{s.warehouse}/.streaming/{pipeline}"
     opts = writer_options(s, table, hints)
     opts.pop("write-only", None)
-    trigger_ms = s.options.get("execution.checkpointing.interval", s.options.get("streaming.trigger-interval", "1 s"))
+    trigger = s.options.get(STREAMING_TRIGGER, "processing-time").lower()
+    interval = s.options.get("execution.checkpointing.interval", "1 s")
     mode = "update" if table.store.has_primary_key else "append"
-    query = (
+    stream = (
         shaped.writeStream.format("dyntable").options(**opts).option("checkpointLocation", checkpoint)
-        .outputMode(mode).trigger(processingTime=trigger_ms).queryName(f"dyntable_{job_id}").start()
+        .outputMode(mode).queryName(f"dyntable_{job_id}")
     )
+    if trigger == "available-now":
+        query = stream.trigger(availableNow=True).start()
+        query.awaitTermination()  # a bounded catch-up: the statement returns when all changes are in
+    elif trigger == "processing-time":
+        query = stream.trigger(processingTime=interval).start()
+    else:
+        raise SqlAnalysisError(f"'{STREAMING_TRIGGER}' must be 'processing-time' or 'available-now', not '{trigger}'",
+                               line=stmt.line, column=stmt.column, sqlstate="22023")
     s.jobs[job_id] = StreamingJob(job_id, stmt.text, query)
     return rows(s, stmt, pa.table({"job_id": [job_id]}), f"Streaming job {job_id} started")
