@@ -11,7 +11,8 @@ Options: ``warehouse`` and ``table`` (``db.t``, ``db.t$branch_b``) are required;
 passes the projection); time travel ``scan.snapshot-id`` / ``scan.tag-name`` /
 ``scan.timestamp-millis`` / ``scan.timestamp``; writes: ``overwrite-partition`` (JSON object,
 static partition overwrite), ``partitionOverwriteMode`` = ``dynamic``, ``change-tracking``,
-``commit-user``, ``write-only``. Pushed filters (when Spark pushes any) are used only to prune
+``commit-user`` with ``commit-identifier`` (a commit with an identifier this user already
+committed is skipped: exactly-once ``foreachBatch`` writes), ``write-only``. Pushed filters (when Spark pushes any) are used only to prune
 files and are always handed back to Spark to re-check, so a stale or partial pushdown can never
 change a result.
 
@@ -60,23 +61,48 @@ def wants_row_kind(options: dict[str, str]) -> bool:
     return (options.get("read.changelog") or "false").lower() == "true"
 
 
-def load_table(options: dict[str, str]) -> Table:
+def resolve(options: dict[str, str]) -> tuple[Table, str | None]:
+    """The table (branch applied) and the system table name, if the option names one."""
     warehouse = options.get("warehouse")
     name = options.get("table") or options.get("path")
     if not warehouse or not name:
         raise InvalidArgumentError("the dyntable source needs the options 'warehouse' and 'table' (db.table)")
     ident = Identifier.parse(name)
-    branch = options.get("branch")
-    if branch and branch != "main":
-        ident = Identifier(ident.database, ident.table, branch)
-    return open_catalog(warehouse).get_table(ident)
+    branch = options.get("branch") or ident.branch
+    base = Identifier(ident.database, ident.table, branch if branch and branch != "main" else None)
+    return open_catalog(warehouse).get_table(base), ident.system_table
+
+
+def load_table(options: dict[str, str]) -> Table:
+    table, system = resolve(options)
+    if system is not None:
+        raise InvalidArgumentError(f"system table '{options.get('table')}' is read-only and cannot be streamed")
+    return table
+
+
+def source_arrow_schema(table: Table, system: str | None, options: dict[str, str]) -> pa.Schema:
+    """The Arrow schema this source declares for a table or system table."""
+    from engine.system_tables import DATA_TABLES, system_table_schema
+
+    if system is not None and system not in DATA_TABLES:
+        full = system_table_schema(table, system)
+        wanted = [c.strip() for c in (options.get("columns") or "").split(",") if c.strip()]
+        unknown = [c for c in wanted if c not in full.names]
+        if unknown:
+            raise InvalidArgumentError(f"unknown column(s) {unknown} of system table '{system}'")
+        return pa.schema([full.field(c) for c in wanted]) if wanted else full
+    cols = projection(options, table)
+    fields = [table.arrow_schema.field(c) for c in cols]
+    if system == "audit_log" or wants_row_kind(options):
+        fields.insert(0, pa.field(ROWKIND, pa.string(), nullable=False))
+    return pa.schema(fields)
 
 
 def projection(options: dict[str, str], table: Table) -> list[str]:
     text = options.get("columns")
     if not text:
         return list(table.schema.field_names)
-    cols = [c.strip() for c in text.split(",") if c.strip()]
+    cols = [c.strip() for c in text.split(",") if c.strip() and c.strip() != ROWKIND]
     names = set(table.schema.field_names)
     unknown = [c for c in cols if c not in names]
     if unknown:
@@ -141,20 +167,10 @@ class DyntableDataSource(DataSource):
     def name(cls) -> str:
         return NAME
 
-    def _table(self) -> Table:
-        return load_table(dict(self.options))
-
     def schema(self) -> StructType:
-        from pyspark.sql.types import StringType, StructField
-
         options = dict(self.options)
-        table = self._table()
-        cols = projection(options, table)
-        full = spark_schema(table.arrow_schema)
-        fields = [full[c] for c in cols]
-        if wants_row_kind(options):
-            fields.insert(0, StructField(ROWKIND, StringType(), False))
-        return StructType(fields)
+        table, system = resolve(options)
+        return spark_schema(source_arrow_schema(table, system, options))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return DyntableReader(dict(self.options))
@@ -182,15 +198,14 @@ class DyntableReader(DataSourceReader):
     """Plans once in the driver; each Spark task reads one split."""
 
     def __init__(self, options: dict[str, str]) -> None:
-        table = load_table(options)
+        table, self.system = resolve(options)
+        self.identifier = table.identifier
         self.store = table.store
-        self.columns = projection(options, table)
         self.snapshot = time_travel(options, table)
-        self.with_kind = wants_row_kind(options)
-        fields = [table.arrow_schema.field(c) for c in self.columns]
-        if self.with_kind:
-            fields.insert(0, pa.field(ROWKIND, pa.string(), nullable=False))
-        self.arrow_schema = spark_arrow_schema(pa.schema(fields))
+        self.with_kind = wants_row_kind(options) or self.system == "audit_log"
+        declared = source_arrow_schema(table, self.system, options)
+        self.columns = [c for c in declared.names if c != ROWKIND]
+        self.arrow_schema = spark_arrow_schema(declared)
         self.pruning: P.Predicate | None = None
 
     def pushFilters(self, filters: list[Any]) -> Iterator[Any]:  # noqa: N802 - Spark's name
@@ -202,21 +217,34 @@ class DyntableReader(DataSourceReader):
             yield f  # always re-checked by Spark: pushed filters only prune
         self.pruning = P.and_(*preds)
 
+    def _table(self) -> Table:
+        return Table(None, self.identifier, self.store.io, self.store.paths, self.store.schema)
+
     def partitions(self) -> Sequence[InputPartition]:
         from engine.scan.planner import TableScan
+        from engine.system_tables import DATA_TABLES, read_optimized_splits, read_system_table
 
+        if self.system is not None and self.system not in DATA_TABLES:
+            # Metadata tables are small: computed here, shipped inside the one partition.
+            snapshot_id = self.snapshot.id if self.snapshot is not None else None
+            return [SplitPartition(read_system_table(self._table(), self.system, snapshot_id).select(self.columns))]
         scan = TableScan(self.store).with_filter(self.pruning)
         if self.snapshot is not None:
             scan = scan.with_snapshot(self.snapshot)
-        return [SplitPartition(s) for s in scan.plan().splits]
+        splits = list(scan.plan().splits)
+        if self.system == "ro":
+            splits = read_optimized_splits(self._table(), splits)
+        return [SplitPartition(s) for s in splits]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from engine.read.split_reader import SplitReader
 
-        reader = SplitReader(self.store, self.columns, None)
-        for table in reader.read(partition.split):  # type: ignore[attr-defined]
-            if self.with_kind:  # a snapshot read: every merged row is an insert
-                table = table.add_column(0, ROWKIND, pa.repeat(pa.scalar("+I", pa.string()), table.num_rows))
+        split = partition.split  # type: ignore[attr-defined]
+        if isinstance(split, pa.Table):
+            yield from to_spark_batches(split, self.arrow_schema)
+            return
+        reader = SplitReader(self.store, self.columns, None, row_kind=self.with_kind)
+        for table in reader.read(split):
             yield from to_spark_batches(table, self.arrow_schema)
 
 
@@ -333,6 +361,8 @@ class DyntableWriter(DataSourceArrowWriter):
         self.change_tracking = parse_bool_option(options, "change-tracking")
         self.defer_compaction = parse_bool_option(options, "write-only") or False
         self.job_token = str(uuid.uuid4())
+        identifier = options.get("commit-identifier")
+        self.identifier_value = int(identifier) if identifier is not None else None
 
     def _table(self) -> Table:
         return Table(None, self.identifier, self.store.io, self.store.paths, self.store.schema)
@@ -344,7 +374,11 @@ class DyntableWriter(DataSourceArrowWriter):
         table = self._table()
         flat = [m for msg in messages if msg is not None for m in msg.messages]  # type: ignore[attr-defined]
         try:
-            table.commit(flat, self.overwrite, commit_user=self.commit_user, change_tracking=self.change_tracking)
+            kwargs: dict[str, Any] = {} if self.identifier_value is None else {"identifier": self.identifier_value}
+            result = table.commit(flat, self.overwrite, commit_user=self.commit_user,
+                                  change_tracking=self.change_tracking, **kwargs)
+            if self.identifier_value is not None and not result.snapshot_ids and flat:
+                delete_job_files(table, self.job_token)  # a replayed, already-committed identifier
         except CommitStateUnknownError:
             raise  # the snapshot may reference these files: keep them
         except BaseException:

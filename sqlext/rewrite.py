@@ -37,9 +37,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import sqlglot
-from sqlglot import exp
+from sqlglot import Token, TokenType, exp
 from sqlglot.errors import ParseError, TokenError
-from sqlglot.tokens import Token, TokenType
 
 from engine.errors import DyntableError, InvalidArgumentError
 from sqlext.errors import (
@@ -52,7 +51,15 @@ from sqlext.errors import (
     sqlstate_for,
 )
 from sqlext.names import TableName
-from sqlext.rewrite_scope import DOLLAR_MARK, Reference, ScopeWalker, Source, ident_name, ident_span
+from sqlext.rewrite_scope import (
+    DOLLAR_MARK,
+    Reference,
+    ScopeWalker,
+    Source,
+    TimeTravel,
+    ident_name,
+    ident_span,
+)
 from sqlext.splitter import comment_end, skip_trivia
 
 MANAGED_CATALOG = "dyntable"
@@ -67,15 +74,6 @@ _EXPLAIN_MODES = frozenset({"EXTENDED", "CODEGEN", "COST", "FORMATTED", "LOGICAL
 _QUERY_STARTS = frozenset({"SELECT", "WITH", "VALUES", "FROM", "TABLE", "("})
 _OPTIONS_HINT = re.compile(r"\s*OPTIONS\s*\((.*)\)\s*", re.I | re.S)
 _NAME_TOKENS = frozenset({TokenType.VAR, TokenType.IDENTIFIER})
-
-
-@dataclass(frozen=True)
-class TimeTravel:
-    """Which version of a table a reference reads (exactly one field is set)."""
-
-    snapshot_id: int | None = None  # VERSION AS OF 12 / FOR [SYSTEM_]VERSION AS OF 12
-    tag: str | None = None  # VERSION AS OF 'tag-1' (a string version names a tag; Paimon: tag wins)
-    timestamp: str | None = None  # TIMESTAMP AS OF '2024-05-01 10:00:00' / FOR SYSTEM_TIME AS OF / epoch
 
 
 @dataclass(frozen=True)
@@ -183,7 +181,7 @@ class _Binder:
             tree = sqlglot.parse_one(text, read="spark")
         except (ParseError, TokenError) as e:
             return self.unparsed(e)
-        if isinstance(tree, exp.Command):
+        if isinstance(tree, exp.Command) or not isinstance(tree, exp.Expression):
             # sqlglot keeps statements it does not know as raw text; Spark reports its own errors.
             return BoundQuery(self.sql, ())
         walker = ScopeWalker(self.table_source)
@@ -222,14 +220,13 @@ class _Binder:
             cut = _directory_query_start(self.sql)
         blank(0, cut)
         tokens = sqlglot.tokenize("".join(text), read="spark")
-        rest = tokens
+        # Spark's `TABLE name` query: sqlglot reads `FROM name` as SELECT * FROM name.
         if (
-            len(rest) >= 2
-            and rest[0].text.upper() == "TABLE"
-            and all(t.token_type in _NAME_TOKENS or t.token_type in (TokenType.DOT, TokenType.PARAMETER)
-                    or _WORD.fullmatch(t.text) for t in rest[1:])
+            len(tokens) >= 2
+            and tokens[0].text.upper() == "TABLE"
+            and all(t.token_type in (TokenType.DOT, TokenType.PARAMETER) or _is_name(t) for t in tokens[1:])
         ):
-            text[rest[0].start : rest[0].end + 1] = "FROM "
+            text[tokens[0].start : tokens[0].end + 1] = "FROM "
             self.table_statement = True
         for i in range(1, len(tokens) - 1):
             prev, tok, nxt = tokens[i - 1], tokens[i], tokens[i + 1]
@@ -330,6 +327,7 @@ class _Binder:
             alias_columns = frozenset(c.name.lower() for c in alias_node.columns)
         names = [ident_name(i) for i in idents]
         lowered = [n.lower() for n in names]
+        keys: frozenset[tuple[str, ...]]
         if alias is not None:
             keys = frozenset({(alias.lower(),)})
         else:
@@ -351,7 +349,9 @@ class _Binder:
                 )
             return Source(keys, None, alias_columns)
         if alias is None:
-            keys = keys | {(database.lower(), obj.lower()), (MANAGED_CATALOG, database.lower(), obj.lower())}
+            qualified: set[tuple[str, ...]] = {(database.lower(), obj.lower())}
+            qualified.add((MANAGED_CATALOG, database.lower(), obj.lower()))
+            keys = keys | qualified
         try:
             name = TableName.from_parts([database, obj], line=None, column=None, offset=start)
         except InvalidArgumentError as e:
@@ -376,13 +376,21 @@ class _Binder:
         return Source(keys, ref, alias_columns)
 
     def located(self, name: TableName, start: int) -> TableName:
-        err = self.error(SqlAnalysisError, "", start)
-        return TableName(None, name.database, name.table, name.branch, name.system_table,
-                         err.line, err.column, start)
+        """``name`` without its catalog, located at ``start`` (script line and column)."""
+        before = self.sql[:start]
+        row = before.count("\n")
+        column = (self.column if row == 0 else 1) + start - (before.rfind("\n") + 1)
+        return TableName(
+            None, name.database, name.table, name.branch, name.system_table, self.line + row, column, start
+        )
 
     def table_columns(self, name: TableName, start: int) -> list[str]:
-        key = (name.database.lower() if name.database else None, name.table.lower(), name.branch,
-               name.system_table.lower() if name.system_table else None)
+        key = (
+            name.database.lower() if name.database else None,
+            name.table.lower(),
+            name.branch,
+            name.system_table.lower() if name.system_table else None,
+        )
         if key not in self._columns_cache:
             try:
                 self._columns_cache[key] = list(self.catalog.columns(name))
@@ -466,7 +474,7 @@ class _Binder:
         value = version.args.get("expression")
         is_version = str(version.this).upper() == "VERSION"
         if isinstance(value, exp.Cast) and isinstance(value.this, exp.Literal) and not is_version:
-            if toks[i].token_type == TokenType.STRING or i + 1 >= len(toks):
+            if toks[i].text.upper() != "TIMESTAMP" or i + 1 >= len(toks):
                 raise unsupported()
             i += 1  # TIMESTAMP '...' typed literal
             value = value.this
@@ -500,8 +508,10 @@ class _Binder:
         options: dict[str, str] = {}
         i = 0
         while i < len(toks):
-            if i + 2 >= len(toks) or toks[i].token_type != TokenType.STRING or toks[i + 1].token_type != (
-                TokenType.EQ
+            if (
+                i + 2 >= len(toks)
+                or toks[i].token_type != TokenType.STRING
+                or toks[i + 1].token_type != TokenType.EQ
             ):
                 raise malformed
             value = toks[i + 2]
@@ -509,10 +519,11 @@ class _Binder:
                 raise malformed
             key = toks[i].text
             if key in options:
-                raise self.error(SqlParseError, f"option {key!r} is given twice in the hint: keep one",
-                                 hint_start)
-            options[key] = value.text if value.token_type != TokenType.TRUE and (
-                value.token_type != TokenType.FALSE) else value.text.lower()
+                raise self.error(
+                    SqlParseError, f"option {key!r} is given twice in the hint: keep one", hint_start
+                )
+            boolean = value.token_type in (TokenType.TRUE, TokenType.FALSE)
+            options[key] = value.text.lower() if boolean else value.text
             i += 3
             if i < len(toks):
                 if toks[i].token_type != TokenType.COMMA or i + 1 == len(toks):
@@ -608,8 +619,10 @@ def _directory_query_start(sql: str) -> int:
     for i in range(words.index("DIRECTORY") + 1, len(tokens)):
         text = tokens[i].text.upper() if tokens[i].token_type != TokenType.STRING else ""
         nxt = tokens[i + 1].text.upper() if i + 1 < len(tokens) else ""
-        if depth == 0 and (text in ("SELECT", "WITH", "FROM", "VALUES", "TABLE")
-                           or (text == "(" and nxt in ("SELECT", "WITH"))):
+        if depth == 0 and (
+            text in ("SELECT", "WITH", "FROM", "VALUES", "TABLE")
+            or (text == "(" and nxt in ("SELECT", "WITH"))
+        ):
             return tokens[i].start
         depth += {"(": 1, ")": -1}.get(text, 0)
     return 0

@@ -164,8 +164,8 @@ class SqlSession:
         if ident.system_table:
             from engine.system_tables import system_table_columns
 
-            return system_table_columns(self.catalog.get_table(Identifier(ident.database, ident.table, ident.branch)),
-                                        ident.system_table)
+            base = self.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
+            return system_table_columns(base, ident.system_table)
         return list(self.catalog.get_table(ident).schema.field_names)
 
     # -- binding Spark SQL to managed tables ------------------------------------------------------

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.lsm.changelog import kinds_to_rowkind
 from engine.lsm.intervals import partition_by_key_intervals
 from engine.lsm.merge import MergeConfig, merge
 from engine.meta.binary_row import deserialize_row
@@ -27,6 +28,7 @@ from engine.store import FileStore
 from engine.types import DataField
 
 ADD_KINDS = pa.array([0, 2], pa.int8())  # +I, +U
+ROWKIND = "rowkind"
 
 
 def split_partition_dir(store: FileStore, split: DataSplit) -> str:
@@ -51,8 +53,11 @@ class SplitReader:
         store: FileStore,
         columns: Sequence[str] | None = None,
         filter: Predicate | None = None,
+        *,
+        row_kind: bool = False,
     ) -> None:
         self.store = store
+        self.row_kind = row_kind  # prepend the merged rows' kinds as ``rowkind`` ($audit_log)
         schema = store.schema
         self.columns = list(columns) if columns is not None else list(schema.field_names)
         self.filter = filter
@@ -66,7 +71,10 @@ class SplitReader:
                 if c not in needed:
                     needed.append(c)
         self.read_fields: list[DataField] = [schema.field(c) for c in needed]
-        self.output_schema = pa.schema([schema.arrow_schema().field(c) for c in self.columns])
+        out = [schema.arrow_schema().field(c) for c in self.columns]
+        if row_kind:
+            out.insert(0, pa.field(ROWKIND, pa.string(), nullable=False))
+        self.output_schema = pa.schema(out)
 
     def read(self, split: DataSplit) -> Iterator[pa.Table]:
         """Yield the split's rows as Arrow tables (one per file or merged section)."""
@@ -109,4 +117,10 @@ class SplitReader:
 
     def _finish(self, table: pa.Table) -> pa.Table:
         table = filter_table(table, self.filter)
-        return table.select(self.columns).cast(self.output_schema)
+        if not self.row_kind:
+            return table.select(self.columns).cast(self.output_schema)
+        if VALUE_KIND in table.column_names:
+            kinds = kinds_to_rowkind(table.column(VALUE_KIND))
+        else:
+            kinds = pa.repeat(pa.scalar("+I", pa.string()), table.num_rows)
+        return table.select(self.columns).add_column(0, ROWKIND, kinds).cast(self.output_schema)

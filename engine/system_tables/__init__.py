@@ -33,6 +33,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -49,6 +50,7 @@ from engine.system_tables.history import (
 )
 
 if TYPE_CHECKING:
+    from engine.scan.planner import DataSplit
     from engine.table import Table
 
 _PER_SNAPSHOT: dict[str, Callable[[Table, int | None], pa.Table]] = {
@@ -110,3 +112,29 @@ def read_system_table(table: Table, name: str, snapshot_id: int | None = None) -
 
 
 __all__ = ["METADATA_TABLES", "read_system_table", "system_table_schema"]
+
+
+DATA_TABLES: tuple[str, ...] = ("audit_log", "ro")
+
+
+def system_table_columns(table: Table, name: str) -> list[str]:
+    """Column names of any system table, including the data-sized ``$audit_log`` and ``$ro``."""
+    key = name.lower().lstrip("$")
+    if key == "audit_log":
+        return ["rowkind", *table.schema.field_names]
+    if key == "ro":
+        return list(table.schema.field_names)
+    return list(system_table_schema(table, key).names)
+
+
+def read_optimized_splits(table: Table, splits: list[DataSplit]) -> list[DataSplit]:
+    """``$ro``: primary-key tables read only their fully compacted (top-level) files, unmerged."""
+    if not table.store.has_primary_key:
+        return splits
+    top = table.store.options.num_levels - 1
+    out = []
+    for s in splits:
+        files = tuple(f for f in s.files if f.level == top)
+        if files:
+            out.append(replace(s, files=files, raw_convertible=True))
+    return out

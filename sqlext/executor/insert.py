@@ -204,17 +204,26 @@ def _start_stream(
         )
     shaped = shape_frame(s, table, df, columns, static, stmt)
     job_id = uuid.uuid4().hex[:12]
-    # The checkpoint belongs to the pipeline, not the run: running the same INSERT again resumes
-    # exactly where the previous run stopped (no change is read twice or skipped).
+    # The checkpoint and commit user belong to the pipeline, not the run: running the same INSERT
+    # again resumes exactly where the previous run stopped (no change is read twice or skipped).
     pipeline = hashlib.sha1(f"{s.current_database}\n{' '.join(stmt.text.split())}".encode()).hexdigest()[:16]
     checkpoint = f"{s.warehouse}/.streaming/{pipeline}"
     opts = writer_options(s, table, hints)
     opts.pop("write-only", None)
+    opts["commit-user"] = f"stream-{pipeline}"
+
+    def write_batch(batch: DataFrame, batch_id: int) -> None:
+        # Each micro-batch is one commit whose identifier is the batch id: a batch replayed after a
+        # restart is recognised as committed and skipped (exactly once). Going through foreachBatch
+        # also allows update mode (streaming aggregates upserting into a primary-key table), which
+        # Spark does not offer to Python streaming sinks.
+        batch.write.format("dyntable").options(**opts).option("commit-identifier", str(batch_id)).mode("append").save()
+
     trigger = s.options.get(STREAMING_TRIGGER, "processing-time").lower()
     interval = s.options.get("execution.checkpointing.interval", "1 s")
     mode = "update" if table.store.has_primary_key else "append"
     stream = (
-        shaped.writeStream.format("dyntable").options(**opts).option("checkpointLocation", checkpoint)
+        shaped.writeStream.foreachBatch(write_batch).option("checkpointLocation", checkpoint)
         .outputMode(mode).queryName(f"dyntable_{job_id}")
     )
     if trigger == "available-now":
