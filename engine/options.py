@@ -726,3 +726,11 @@ def iter_field_option_columns(options: Iterable[str]) -> Iterable[tuple[str, tup
                     middle = key[len("fields.") : -len(suffix) - 1]
                     yield key, tuple(c.strip() for c in middle.split(","))
                     break
+
+
+if __name__ == "__main__":  # python -m engine.options > docs/options.md
+    print(
+        "# Table options\n\nGenerated from `engine/options.py` (`python -m engine.options > docs/options.md`); "
+        "a test keeps it in sync.\n\n" + options_reference_markdown(),
+        end="",
+    )

@@ -317,3 +317,12 @@ def test_reference_markdown_lists_every_option() -> None:
         assert f"| `{o.key}` |" in md
     assert "| `bucket` | int | `1` | no |" in md
     assert "`256 mb`" in md and "`1 h`" in md
+
+
+def test_generated_option_reference_is_current():
+    from pathlib import Path
+
+    from engine.options import options_reference_markdown
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "options.md").read_text()
+    assert options_reference_markdown() in doc, "run: python -m engine.options > docs/options.md"
