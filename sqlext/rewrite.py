@@ -23,6 +23,9 @@ Invariants:
 * every reference that :func:`bind` reports is replaced in the output; text outside the replaced
   spans (the name, an ``OPTIONS`` hint after it, its time-travel clause, qualifiers such as
   ``db.t.`` in ``db.t.id``) is unchanged;
+* a reference without an alias gets its table name as alias (``FROM db.t`` -> ``FROM __dyntable_1_t
+  AS t``) and ``db.t.id`` becomes ``t.id``; when another item of the same FROM has that name
+  (``db.t JOIN sales.t``) no alias is added and such qualifiers name the view instead;
 * ``Binding.columns`` is a superset of the columns the statement reads from the reference (or
   ``None`` = all): when the analysis is unsure it adds columns or falls back to ``None``, never
   drops one (:mod:`sqlext.rewrite_scope` does the column analysis).
@@ -595,10 +598,11 @@ class _Binder:
             edits.extend((s, e, "") for s, e in ref.removals)
         seen: set[tuple[int, int]] = set()
         for start, end, ref in qualifier_edits:
+            qualifier = view_of[id(ref)] if ref.qualify_by_view else ref.alias_text
             # Two sources may match one qualifier (Spark then reports the ambiguity): edit once.
-            if ref.alias_text is not None and (start, end) not in seen:
+            if qualifier is not None and (start, end) not in seen:
                 seen.add((start, end))
-                edits.append((start, end, ref.alias_text))
+                edits.append((start, end, qualifier))
         out = self.sql
         last = len(out) + 1
         for start, end, text in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):

@@ -40,6 +40,8 @@ _SELECT_OWN = frozenset({"with_", "from_", "joins", "laterals", "hint", "express
 
 def ident_name(ident: exp.Expression) -> str:
     """An identifier's name as the user meant it (an unquoted ``$`` restored)."""
+    if ident.args.get("quoted"):
+        return str(ident.name)  # the mark only ever replaces a '$' outside back-quotes
     return str(ident.name).replace(DOLLAR_MARK, "$")
 
 
@@ -47,6 +49,15 @@ def ident_span(ident: exp.Expression) -> tuple[int, int]:
     """``[start, end)`` of a parsed identifier in the statement text."""
     meta = ident.meta
     return int(meta["start"]), int(meta["end"]) + 1
+
+
+@dataclass(frozen=True)
+class TimeTravel:
+    """Which version of a table a reference reads (exactly one field is set)."""
+
+    snapshot_id: int | None = None  # VERSION AS OF 12 / FOR [SYSTEM_]VERSION AS OF 12
+    tag: str | None = None  # VERSION AS OF 'tag-1' (a string version names a tag; Paimon: tag wins)
+    timestamp: str | None = None  # TIMESTAMP AS OF '2024-05-01 10:00:00' / FOR SYSTEM_TIME AS OF / epoch
 
 
 @dataclass(eq=False)
@@ -58,11 +69,14 @@ class Reference:
     end: int
     removals: list[tuple[int, int]]  # the OPTIONS hint and time-travel clause, cut from the output
     options: dict[str, str]
-    time_travel: object  # a sqlext.rewrite.TimeTravel, or None
+    time_travel: TimeTravel | None
     table_columns: tuple[str, ...]
     alias_text: str | None  # the alias to add (None: the text has one, or none is allowed)
     alias_columns: frozenset[str] | None = None
     alias_at: int = -1  # where the added alias goes
+    # Set when the added alias would clash with another source of the same FROM (db.t JOIN sales.t):
+    # no alias is added, and qualifiers that name this table (db.t.id) name the view instead.
+    qualify_by_view: bool = False
     needed: set[str] | None = field(default_factory=set)  # lower-case column names; None = all
 
     def __post_init__(self) -> None:
@@ -315,9 +329,14 @@ class ScopeWalker:
                 if source.ref is not None:
                     source.ref.need_all()
         for frame in self._frames:
+            names = [k for s in frame.sources for k in s.keys if len(k) == 1]
             for source in frame.sources:
                 if source.ref is None:
                     continue
+                ref = source.ref
+                if ref.alias_text is not None and names.count((ref.alias_text.strip("`").lower(),)) > 1:
+                    ref.alias_text = None
+                    ref.qualify_by_view = True
                 if frame.read_all:
                     source.ref.need_all()
                 for name in frame.using:
@@ -345,7 +364,9 @@ class ScopeWalker:
                     else:
                         ref.need(names[k])
                     if k > 1 or DOLLAR_MARK in str(qualifier[0].name):
-                        self.qualifier_edits.append((ident_span(qualifier[0])[0], ident_span(qualifier[k - 1])[1], ref))
+                        self.qualifier_edits.append(
+                            (ident_span(qualifier[0])[0], ident_span(qualifier[k - 1])[1], ref)
+                        )
                 if hits:
                     return
         # No source has this qualifier: `s.f` reads field f of a struct column s.
