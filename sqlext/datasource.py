@@ -102,8 +102,9 @@ def projection(options: dict[str, str], table: Table) -> list[str]:
     text = options.get("columns")
     if not text:
         return list(table.schema.field_names)
-    cols = [c.strip() for c in text.split(",") if c.strip() and c.strip() != ROWKIND]
     names = set(table.schema.field_names)
+    # ``rowkind`` in a projection means the change kind, unless the table has such a column.
+    cols = [c.strip() for c in text.split(",") if c.strip() and (c.strip() != ROWKIND or ROWKIND in names)]
     unknown = [c for c in cols if c not in names]
     if unknown:
         raise InvalidArgumentError(f"unknown column(s) {unknown} in option 'columns'")
@@ -204,7 +205,7 @@ class DyntableReader(DataSourceReader):
         self.snapshot = time_travel(options, table)
         self.with_kind = wants_row_kind(options) or self.system == "audit_log"
         declared = source_arrow_schema(table, self.system, options)
-        self.columns = [c for c in declared.names if c != ROWKIND]
+        self.columns = list(declared.names[1:] if self.with_kind else declared.names)
         self.arrow_schema = spark_arrow_schema(declared)
         self.pruning: P.Predicate | None = None
 
