@@ -45,7 +45,7 @@ UNDEFINED_FUNCTION = "42883"
 SYSTEM_QUALIFIERS = ("sys", "system")
 
 
-class ParamType(str, enum.Enum):
+class ParamType(enum.StrEnum):
     """What a parameter's value is converted to before the procedure sees it."""
 
     STRING = "string"
@@ -110,7 +110,9 @@ class Procedure:
 
     def signature(self) -> str:
         """``name(table, partitions?, ...)`` for messages."""
-        return f"{self.name}(" + ", ".join(p.name + ("" if p.required else "?") for p in self.parameters) + ")"
+        return (
+            f"{self.name}(" + ", ".join(p.name + ("" if p.required else "?") for p in self.parameters) + ")"
+        )
 
     def invoke(self, session: SqlSession, values: dict[str, Any]) -> pa.Table:
         """Run the procedure on bound values; the result is cast to the declared output schema."""
@@ -157,13 +159,18 @@ class ProcedureRegistry:
         full = ".".join([*qualifier, name])
         if qualifier and qualifier[-1].lower() not in SYSTEM_QUALIFIERS:
             raise SqlAnalysisError(
-                f"procedure '{full}' not found: procedures live in the 'sys' namespace (CALL sys.{name}(...))",
+                f"procedure '{full}' not found: procedures live in the 'sys' namespace "
+                f"(CALL sys.{name}(...))",
                 sqlstate=UNDEFINED_FUNCTION,
             )
         found = self.get(name)
         if found is None:
             close = difflib.get_close_matches(name.lower(), list(self._procedures), n=3, cutoff=0.6)
-            hint = f"; did you mean {', '.join(close)}?" if close else f"; known procedures: {', '.join(self.names())}"
+            hint = (
+                f"; did you mean {', '.join(close)}?"
+                if close
+                else f"; known procedures: {', '.join(self.names())}"
+            )
             raise SqlAnalysisError(f"procedure '{full}' not found{hint}", sqlstate=UNDEFINED_FUNCTION)
         return found
 
@@ -210,7 +217,8 @@ def bind_arguments(procedure: Procedure, args: Sequence[CallArgument]) -> dict[s
                 )
             if i >= len(procedure.parameters):
                 raise ProcedureArgumentError(
-                    f"{procedure.name} takes at most {len(procedure.parameters)} argument(s), got {len(args)}: "
+                    f"{procedure.name} takes at most {len(procedure.parameters)} argument(s), "
+                    f"got {len(args)}: "
                     f"{procedure.signature()}"
                 )
             param = procedure.parameters[i]
@@ -325,10 +333,10 @@ def _timestamp_millis(value: Any) -> int:
         value = dt.datetime.fromisoformat(text)
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
+            value = value.replace(tzinfo=dt.UTC)
         return int(value.timestamp() * 1000)
     if isinstance(value, dt.date):
-        return int(dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc).timestamp() * 1000)
+        return int(dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC).timestamp() * 1000)
     raise TypeError(type(value).__name__)
 
 
@@ -380,24 +388,30 @@ def parse_partitions(schema: TableSchema, text: str) -> list[dict[str, Any]]:
             key, value = key.strip().strip("`"), value.strip()
             if not eq or not key:
                 raise ProcedureArgumentError(
-                    f"argument 'partitions': {entry.strip()!r} is not key=value; write e.g. 'dt=2024-01-01,hr=1;dt=...'"
+                    f"argument 'partitions': {entry.strip()!r} is not key=value; "
+                    "write e.g. 'dt=2024-01-01,hr=1;dt=...'"
                 )
             if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
                 value = value[1:-1]
             column = next((k for k in keys if k.lower() == key.lower()), None)
             if column is None:
                 raise ProcedureArgumentError(
-                    f"argument 'partitions': '{key}' is not a partition column; partition columns: {list(keys)}"
+                    f"argument 'partitions': '{key}' is not a partition column; "
+                    f"partition columns: {list(keys)}"
                 )
             if column in spec:
-                raise ProcedureArgumentError(f"argument 'partitions': '{column}' appears twice in {part.strip()!r}")
+                raise ProcedureArgumentError(
+                    f"argument 'partitions': '{column}' appears twice in {part.strip()!r}"
+                )
             spec[column] = value
         try:
             specs.append(coerce_spec(schema, spec))
         except InvalidArgumentError as e:
             raise ProcedureArgumentError(f"argument 'partitions': {e}") from None
     if not specs:
-        raise ProcedureArgumentError("argument 'partitions' is empty; write e.g. 'dt=2024-01-01;dt=2024-01-02'")
+        raise ProcedureArgumentError(
+            "argument 'partitions' is empty; write e.g. 'dt=2024-01-01;dt=2024-01-02'"
+        )
     return specs
 
 
@@ -453,7 +467,9 @@ def _compact(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     table = table_argument(session, args["table"])
     strategy = (args["compact_strategy"] or "full").strip().lower()
     if strategy not in ("full", "minor"):
-        raise ProcedureArgumentError(f"argument 'compact_strategy' must be 'full' or 'minor', not {strategy!r}")
+        raise ProcedureArgumentError(
+            f"argument 'compact_strategy' must be 'full' or 'minor', not {strategy!r}"
+        )
     order = (args["order_strategy"] or "none").strip().lower()
     if order != "none" or args["order_by"]:
         raise UnsupportedStatementError(
@@ -468,13 +484,19 @@ def _compact(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     elif args["where"]:
         specs = partitions_where(session, table, args["where"])
         if not specs:
-            return pa.table({"result": [True], "snapshot_id": pa.array([None], pa.int64()), "partitions": [0]})
+            return pa.table(
+                {"result": [True], "snapshot_id": pa.array([None], pa.int64()), "partitions": [0]}
+            )
     result = compact_distributed(session.spark, table, full=strategy == "full", partitions=specs)
-    return pa.table({
-        "result": [True],
-        "snapshot_id": pa.array([result.last_snapshot_id], pa.int64()),
-        "partitions": pa.array([len(specs) if specs is not None else len(live_partitions(table))], pa.int32()),
-    })
+    return pa.table(
+        {
+            "result": [True],
+            "snapshot_id": pa.array([result.last_snapshot_id], pa.int64()),
+            "partitions": pa.array(
+                [len(specs) if specs is not None else len(live_partitions(table))], pa.int32()
+            ),
+        }
+    )
 
 
 def _reset_consumer(session: SqlSession, args: dict[str, Any]) -> pa.Table:
@@ -497,52 +519,74 @@ def _reset_consumer(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     return pa.table({"result": [True], "next_snapshot_id": pa.array([next_id], pa.int64())})
 
 
-def _table_properties(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    """Read-only: the table's options (``show_options``; a convenience, not a Paimon procedure)."""
-    table = table_argument(session, args["table"])
-    items = sorted(table.options.items())
-    return pa.table({"key": [k for k, _ in items], "value": [v for _, v in items]},
-                    schema=pa.schema([("key", pa.string()), ("value", pa.string())]))
-
-
 def _list_procedures(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     """Read-only: every registered procedure and its signature."""
     procs = [p for p in (REGISTRY.get(n) for n in REGISTRY.names()) if p is not None]
-    return pa.table({"name": [p.name for p in procs], "signature": [p.signature() for p in procs]},
-                    schema=pa.schema([("name", pa.string()), ("signature", pa.string())]))
+    return pa.table(
+        {"name": [p.name for p in procs], "signature": [p.signature() for p in procs]},
+        schema=pa.schema([("name", pa.string()), ("signature", pa.string())]),
+    )
 
 
 def _register_builtins() -> None:
     S, L = ParamType.STRING, ParamType.LONG  # noqa: N806
-    register(Procedure(
-        "compact",
-        (Param("table", S, True), Param("partitions", S), Param("compact_strategy", S),
-         Param("order_strategy", S), Param("order_by", S), Param("where", S)),
-        pa.schema([("result", pa.bool_()), ("snapshot_id", pa.int64()), ("partitions", pa.int32())]),
-        _compact,
-        "Compact the table (full or minor), optionally only some partitions (partitions or where).",
-    ), replace=True)
-    register(Procedure(
-        "reset_consumer",
-        (Param("table", S, True), Param("consumer_id", S, True, aliases=("consumerId",)),
-         Param("next_snapshot_id", L, aliases=("nextSnapshotId",))),
-        pa.schema([("result", pa.bool_()), ("next_snapshot_id", pa.int64())]),
-        _reset_consumer,
-        "Move a streaming consumer to a snapshot, or delete it when next_snapshot_id is omitted.",
-    ), replace=True)
-    register(Procedure(
-        "show_options", (Param("table", S, True),), pa.schema([("key", pa.string()), ("value", pa.string())]),
-        _table_properties, "The table's options (read-only).",
-    ), replace=True)
-    register(Procedure(
-        "list_procedures", (), pa.schema([("name", pa.string()), ("signature", pa.string())]),
-        _list_procedures, "The registered procedures (read-only).",
-    ), replace=True)
+    register(
+        Procedure(
+            "compact",
+            (
+                Param("table", S, True),
+                Param("partitions", S),
+                Param("compact_strategy", S),
+                Param("order_strategy", S),
+                Param("order_by", S),
+                Param("where", S),
+            ),
+            pa.schema([("result", pa.bool_()), ("snapshot_id", pa.int64()), ("partitions", pa.int32())]),
+            _compact,
+            "Compact the table (full or minor), optionally only some partitions (partitions or where).",
+        ),
+        replace=True,
+    )
+    register(
+        Procedure(
+            "reset_consumer",
+            (
+                Param("table", S, True),
+                Param("consumer_id", S, True, aliases=("consumerId",)),
+                Param("next_snapshot_id", L, aliases=("nextSnapshotId",)),
+            ),
+            pa.schema([("result", pa.bool_()), ("next_snapshot_id", pa.int64())]),
+            _reset_consumer,
+            "Move a streaming consumer to a snapshot, or delete it when next_snapshot_id is omitted.",
+        ),
+        replace=True,
+    )
+    register(
+        Procedure(
+            "list_procedures",
+            (),
+            pa.schema([("name", pa.string()), ("signature", pa.string())]),
+            _list_procedures,
+            "The registered procedures (read-only).",
+        ),
+        replace=True,
+    )
 
 
 _register_builtins()
 
 __all__ = [
-    "REGISTRY", "Param", "ParamType", "Procedure", "ProcedureRegistry", "bind_arguments", "coerce_argument",
-    "live_partitions", "parse_partitions", "partitions_where", "register", "resolve", "table_argument",
+    "REGISTRY",
+    "Param",
+    "ParamType",
+    "Procedure",
+    "ProcedureRegistry",
+    "bind_arguments",
+    "coerce_argument",
+    "live_partitions",
+    "parse_partitions",
+    "partitions_where",
+    "register",
+    "resolve",
+    "table_argument",
 ]

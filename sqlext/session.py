@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
@@ -147,6 +148,10 @@ class SqlSession:
                 raise SqlAnalysisError(str(e), line=stmt.line, column=stmt.column, sqlstate=sqlstate_for(e)) from e
             except PySparkException as e:
                 raise spark_error(e, stmt) from e
+            except Py4JJavaError as e:
+                message = str(e.java_exception.getMessage() or e.java_exception)
+                raise SqlAnalysisError(message.splitlines()[0], line=stmt.line, column=stmt.column,
+                                       sqlstate="XX000") from e
 
     # -- names ----------------------------------------------------------------------------------
     def identifier(self, name: TableName) -> Identifier:

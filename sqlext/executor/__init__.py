@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlext import ast
-from sqlext.executor import ddl, insert, session_stmts
+from sqlext.executor import call, ddl, describe, dml, insert, session_stmts
 
 HANDLERS: dict[type, Any] = {
     ast.CreateDatabase: ddl.create_database,
@@ -32,19 +32,8 @@ HANDLERS: dict[type, Any] = {
     ast.ShowTables: session_stmts.show_tables,
     ast.ShowJobs: session_stmts.show_jobs,
     ast.StopJob: session_stmts.stop_job,
+    **dml.HANDLERS,
+    **describe.HANDLERS,
+    **call.HANDLERS,
 }
 
-
-def _register_optional() -> None:
-    """Executors written in separate modules (DML, describe, procedures) register themselves here."""
-    for module in ("sqlext.executor.dml", "sqlext.executor.describe", "sqlext.executor.call"):
-        try:
-            mod = __import__(module, fromlist=["HANDLERS"])
-        except ModuleNotFoundError as e:
-            if e.name != module:
-                raise
-            continue
-        HANDLERS.update(mod.HANDLERS)
-
-
-_register_optional()

@@ -27,6 +27,7 @@ def _located(error: SqlError, stmt: Statement) -> SqlError:
 
 
 def call(s: SqlSession, n: ast.Call, stmt: Statement) -> StatementResult:
+    """CALL [sys.]name(args): the procedure's result table and a status message."""
     try:
         procedure = resolve(n.name, n.qualifier)
         values = bind_arguments(procedure, n.args)

@@ -246,15 +246,20 @@ def add_primary_key(s: SqlSession, n: ast.AddPrimaryKey, stmt: Statement) -> Sta
     if table.primary_keys:
         raise SqlAnalysisError(f"table '{table.name}' already has a primary key {list(table.primary_keys)}",
                                line=stmt.line, column=stmt.column, sqlstate="42000")
-    view = f"__dyntable_pk_{s.next_id()}"
-    s.spark.read.format("dyntable").options(warehouse=s.warehouse, table=table.name).load().createOrReplaceTempView(view)
-    keys = ", ".join(f"`{c}`" for c in n.columns)
-    dup = s.spark.sql(f"SELECT {keys}, count(*) AS n FROM {view} GROUP BY {keys} HAVING count(*) > 1 LIMIT 1").collect()
+    snapshot = table.latest_snapshot()
+
+    def fresh() -> Any:  # a new relation per query: never reuse one across queries
+        reader = s.spark.read.format("dyntable").options(warehouse=s.warehouse, table=table.name)
+        if snapshot is not None:
+            reader = reader.option("scan.snapshot-id", str(snapshot.id))
+        return reader.load()
+
+    dup = fresh().groupBy(*n.columns).count().where("count > 1").limit(1).collect()
     if dup:
         raise SqlAnalysisError(f"cannot add primary key ({', '.join(n.columns)}): duplicate key {tuple(dup[0])[:-1]}",
                                line=stmt.line, column=stmt.column, sqlstate="23505")
-    nulls = s.spark.sql(f"SELECT count(*) FROM {view} WHERE " + " OR ".join(f"`{c}` IS NULL" for c in n.columns)).collect()
-    if nulls[0][0]:
+    nulls = fresh().where(" OR ".join(f"`{c}` IS NULL" for c in n.columns)).count()
+    if nulls:
         raise SqlAnalysisError("cannot add a primary key over columns holding NULL values", line=stmt.line,
                                column=stmt.column, sqlstate="23502")
     # A new table with the key is filled by a Spark job, then swapped in place of the old one.
@@ -267,7 +272,7 @@ def add_primary_key(s: SqlSession, n: ast.AddPrimaryKey, stmt: Statement) -> Sta
     new = s.catalog.create_table(staging, list(table.schema.fields), table.partition_keys, n.columns, options,
                                  table.schema.comment)
     try:
-        count = write_frame(s, new, s.spark.table(view), list(new.schema.field_names), overwrite=False)
+        count = write_frame(s, new, fresh(), list(new.schema.field_names), overwrite=False)
     except BaseException:
         s.catalog.drop_table(staging, ignore_if_not_exists=True)
         raise

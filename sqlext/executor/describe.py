@@ -35,7 +35,9 @@ if TYPE_CHECKING:
 
 CATALOG_NAME = "dyntable"
 INTERNAL_OPTION_PREFIXES = (COMPUTED_PREFIX, WATERMARK_PREFIX)
-_DESCRIBE_SCHEMA = pa.schema([("col_name", pa.string()), ("data_type", pa.string()), ("comment", pa.string())])
+_DESCRIBE_SCHEMA = pa.schema(
+    [("col_name", pa.string()), ("data_type", pa.string()), ("comment", pa.string())]
+)
 
 
 def _to_spark(s: SqlSession, stmt: Statement) -> StatementResult:
@@ -53,7 +55,9 @@ def _sql_ident(name: str) -> str:
 
 
 # -- partitions ------------------------------------------------------------------------------------
-def checked_spec(table: Table, spec: ast.PartitionSpec, stmt: Statement, *, full: bool = False) -> dict[str, Any]:
+def checked_spec(
+    table: Table, spec: ast.PartitionSpec, stmt: Statement, *, full: bool = False
+) -> dict[str, Any]:
     """A PARTITION (...) clause as typed values, checked against the table's partition columns.
 
     Raises:
@@ -61,25 +65,30 @@ def checked_spec(table: Table, spec: ast.PartitionSpec, stmt: Statement, *, full
             (42703), or ``full`` and a partition column is missing (42000).
     """
     keys = table.partition_keys
-    where = {"line": stmt.line, "column": stmt.column}
+
+    def error(message: str, sqlstate: str) -> SqlAnalysisError:
+        return SqlAnalysisError(message, line=stmt.line, column=stmt.column, sqlstate=sqlstate)
+
     if not keys:
-        raise SqlAnalysisError(f"table '{table.name}' is not partitioned; remove the PARTITION clause",
-                               sqlstate="42000", **where)
+        raise error(f"table '{table.name}' is not partitioned; remove the PARTITION clause", "42000")
     raw: dict[str, Any] = {}
     for col, value in spec.values().items():
         key = next((k for k in keys if k.lower() == col.lower()), None)
         if key is None:
-            raise SqlAnalysisError(f"'{col}' is not a partition column of '{table.name}'; partition columns: "
-                                   f"{list(keys)}", sqlstate="42703", **where)
+            raise error(
+                f"'{col}' is not a partition column of '{table.name}'; partition columns: {list(keys)}",
+                "42703",
+            )
         raw[key] = value
     if full and set(raw) != set(keys):
         missing = [k for k in keys if k not in raw]
-        raise SqlAnalysisError(f"the PARTITION clause must give every partition column; missing {missing}",
-                               sqlstate="42000", **where)
+        raise error(f"the PARTITION clause must give every partition column; missing {missing}", "42000")
     return coerce_spec(table.schema, raw)
 
 
-def partition_text(keys: Sequence[str], values: Sequence[Any], types: Sequence[DataType], default_name: str) -> str:
+def partition_text(
+    keys: Sequence[str], values: Sequence[Any], types: Sequence[DataType], default_name: str
+) -> str:
     """``k1=v1/k2=v2`` as Spark's SHOW PARTITIONS prints it (ISO dates, Hive-escaped)."""
     return "/".join(
         f"{escape_path_name(k)}={escape_path_name(partition_value_string(v, t, default_name, legacy=False))}"
@@ -96,23 +105,32 @@ def _matches(values: Mapping[str, Any], spec: Mapping[str, Any]) -> bool:
 
 
 def show_partitions(s: SqlSession, n: ast.ShowPartitions, stmt: Statement) -> StatementResult:
+    """SHOW PARTITIONS t [PARTITION (...)]: one ``partition`` row per live partition."""
     if not s.is_managed(n.table):
         return _to_spark(s, stmt)
     table = s.table(n.table)
     keys = table.partition_keys
     if not keys:
-        raise SqlAnalysisError(f"SHOW PARTITIONS needs a partitioned table; '{table.name}' is not partitioned",
-                               line=stmt.line, column=stmt.column, sqlstate="42000")
+        raise SqlAnalysisError(
+            f"SHOW PARTITIONS needs a partitioned table; '{table.name}' is not partitioned",
+            line=stmt.line,
+            column=stmt.column,
+            sqlstate="42000",
+        )
     spec = checked_spec(table, n.partition, stmt) if n.partition else {}
     types = [table.schema.field(k).type for k in keys]
     default = table.store.options.partition_default_name
-    texts = [partition_text(keys, [p[k] for k in keys], types, default)
-             for p in live_partitions(table) if _matches(p, spec)]
+    texts = [
+        partition_text(keys, [p[k] for k in keys], types, default)
+        for p in live_partitions(table)
+        if _matches(p, spec)
+    ]
     return rows(s, stmt, pa.table({"partition": pa.array(texts, pa.string())}))
 
 
 # -- DESCRIBE ---------------------------------------------------------------------------------------
 def describe_table(s: SqlSession, n: ast.DescribeTable, stmt: Statement) -> StatementResult:
+    """DESCRIBE [TABLE] [EXTENDED] t [PARTITION (...)] [col]."""
     if not s.is_managed(n.table):
         return _to_spark(s, stmt)
     if n.table.system_table is not None:
@@ -121,16 +139,25 @@ def describe_table(s: SqlSession, n: ast.DescribeTable, stmt: Statement) -> Stat
     schema = table.schema
     if n.column is not None:
         f = schema.field(n.column)
-        return rows(s, stmt, pa.table({
-            "info_name": ["col_name", "data_type", "comment"],
-            "info_value": pa.array([f.name, type_to_sql(f.type), f.description], pa.string()),
-        }))
+        return rows(
+            s,
+            stmt,
+            pa.table(
+                {
+                    "info_name": ["col_name", "data_type", "comment"],
+                    "info_value": pa.array([f.name, type_to_sql(f.type), f.description], pa.string()),
+                }
+            ),
+        )
     out: list[tuple[str, str, str | None]] = list(schema.describe())
     if table.partition_keys:
         out.append(("# Partition Information", "", ""))
         out.append(("# col_name", "data_type", "comment"))
-        out.extend((f.name, type_to_sql(f.type), f.description) for f in schema.fields
-                   if f.name in table.partition_keys)
+        out.extend(
+            (f.name, type_to_sql(f.type), f.description)
+            for f in schema.fields
+            if f.name in table.partition_keys
+        )
     if n.partition is not None:
         spec = checked_spec(table, n.partition, stmt, full=True)
         details = _partition_details(table, spec, stmt)
@@ -142,19 +169,30 @@ def describe_table(s: SqlSession, n: ast.DescribeTable, stmt: Statement) -> Stat
         out.append(("", "", ""))
         out.append(("# Detailed Table Information", "", ""))
         out.extend((k, v, "") for k, v in table_details(table))
-    return rows(s, stmt, pa.Table.from_pylist(
-        [dict(zip(_DESCRIBE_SCHEMA.names, r, strict=True)) for r in out], schema=_DESCRIBE_SCHEMA))
+    return rows(
+        s,
+        stmt,
+        pa.Table.from_pylist(
+            [dict(zip(_DESCRIBE_SCHEMA.names, r, strict=True)) for r in out], schema=_DESCRIBE_SCHEMA
+        ),
+    )
 
 
 def _describe_frame_columns(s: SqlSession, n: ast.DescribeTable, stmt: Statement) -> StatementResult:
     """A system table: its columns as Spark sees them."""
     df = s.frame(f"SELECT * FROM {n.table}", stmt)
     fields = [f for f in df.schema.fields if n.column is None or f.name.lower() == n.column.lower()]
-    return rows(s, stmt, pa.table({
-        "col_name": pa.array([f.name for f in fields], pa.string()),
-        "data_type": pa.array([f.dataType.simpleString() for f in fields], pa.string()),
-        "comment": pa.array([None] * len(fields), pa.string()),
-    }))
+    return rows(
+        s,
+        stmt,
+        pa.table(
+            {
+                "col_name": pa.array([f.name for f in fields], pa.string()),
+                "data_type": pa.array([f.dataType.simpleString() for f in fields], pa.string()),
+                "comment": pa.array([None] * len(fields), pa.string()),
+            }
+        ),
+    )
 
 
 def table_details(table: Table) -> list[tuple[str, str]]:
@@ -201,11 +239,18 @@ def _partition_details(table: Table, spec: dict[str, Any], stmt: Statement) -> l
 
     keys = table.partition_keys
     predicate = and_(*[is_null(k) if v is None else equal(k, v) for k, v in spec.items()])
-    splits = [sp for sp in table.new_scan().with_filter(predicate).plan().splits
-              if _matches(dict(zip(keys, sp.partition_values, strict=True)), spec)]
+    splits = [
+        sp
+        for sp in table.new_scan().with_filter(predicate).plan().splits
+        if _matches(dict(zip(keys, sp.partition_values, strict=True)), spec)
+    ]
     if not splits:
-        raise SqlAnalysisError(f"partition {spec} of '{table.name}' does not exist (it holds no data)",
-                               line=stmt.line, column=stmt.column, sqlstate="428FT")
+        raise SqlAnalysisError(
+            f"partition {spec} of '{table.name}' does not exist (it holds no data)",
+            line=stmt.line,
+            column=stmt.column,
+            sqlstate="428FT",
+        )
     values = splits[0].partition_values
     types = [table.schema.field(k).type for k in keys]
     opts = table.store.options
@@ -226,7 +271,7 @@ def create_table_statement(table: Table) -> str:
     schema = table.schema
     options = dict(schema.options)
     computed = computed_columns(options)
-    watermarks = {k[len(WATERMARK_PREFIX):]: v for k, v in options.items() if k.startswith(WATERMARK_PREFIX)}
+    watermarks = {k[len(WATERMARK_PREFIX) :]: v for k, v in options.items() if k.startswith(WATERMARK_PREFIX)}
     lines = []
     for f in schema.fields:
         if f.name in computed:
@@ -249,16 +294,23 @@ def create_table_statement(table: Table) -> str:
         text += f"\nPARTITIONED BY ({', '.join(_sql_ident(k) for k in schema.partition_keys)})"
     visible = sorted((k, v) for k, v in options.items() if not k.startswith(INTERNAL_OPTION_PREFIXES))
     if visible:
-        text += "\nWITH (\n" + ",\n".join(f"  {_sql_string(k)} = {_sql_string(v)}" for k, v in visible) + "\n)"
+        text += (
+            "\nWITH (\n" + ",\n".join(f"  {_sql_string(k)} = {_sql_string(v)}" for k, v in visible) + "\n)"
+        )
     return text
 
 
 def show_create_table(s: SqlSession, n: ast.ShowCreateTable, stmt: Statement) -> StatementResult:
+    """SHOW CREATE TABLE t: one ``createtab_stmt`` row."""
     if not s.is_managed(n.table):
         return _to_spark(s, stmt)
     if n.table.system_table is not None:
-        raise SqlAnalysisError(f"'{n.table}' is a system table; SHOW CREATE TABLE needs a table",
-                               line=stmt.line, column=stmt.column, sqlstate="42809")
+        raise SqlAnalysisError(
+            f"'{n.table}' is a system table; SHOW CREATE TABLE needs a table",
+            line=stmt.line,
+            column=stmt.column,
+            sqlstate="42809",
+        )
     return rows(s, stmt, pa.table({"createtab_stmt": [create_table_statement(s.table(n.table))]}))
 
 

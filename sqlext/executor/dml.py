@@ -41,8 +41,14 @@ if TYPE_CHECKING:
 
 _P = "__dyn_"  # prefix of the helper columns this module adds (never written)
 _COUNT_SCHEMA = pa.schema([("num_affected_rows", pa.int64())])
-_MERGE_SCHEMA = pa.schema([("num_affected_rows", pa.int64()), ("num_updated_rows", pa.int64()),
-                           ("num_deleted_rows", pa.int64()), ("num_inserted_rows", pa.int64())])
+_MERGE_SCHEMA = pa.schema(
+    [
+        ("num_affected_rows", pa.int64()),
+        ("num_updated_rows", pa.int64()),
+        ("num_deleted_rows", pa.int64()),
+        ("num_inserted_rows", pa.int64()),
+    ]
+)
 
 
 def _q(name: str) -> str:
@@ -54,9 +60,20 @@ def _err(stmt: Statement, message: str, sqlstate: str) -> SqlAnalysisError:
 
 
 def _to_spark(s: SqlSession, stmt: Statement) -> StatementResult:
+    from py4j.protocol import Py4JJavaError
+
     from sqlext.session import StatementResult
 
-    return StatementResult(stmt, s.spark_sql(stmt.text, stmt), None)
+    try:
+        return StatementResult(stmt, s.spark_sql(stmt.text, stmt), None)
+    except Py4JJavaError as e:
+        # Spark refuses row-level changes on its own v1 tables and views with a bare Java error.
+        text = str(e.java_exception.getMessage() or e).strip().splitlines()
+        raise UnsupportedStatementError(
+            f"Spark cannot run this statement on a table dyntable does not manage: {text[0] if text else e}",
+            line=stmt.line,
+            column=stmt.column,
+        ) from None
 
 
 def _target(s: SqlSession, name: ast.TableName, stmt: Statement) -> Table | None:
@@ -69,20 +86,37 @@ def _target(s: SqlSession, name: ast.TableName, stmt: Statement) -> Table | None
     if table.primary_keys and ROWKIND in table.schema.field_names:
         raise UnsupportedStatementError(
             f"row-level changes on '{table.name}' need the column name '{ROWKIND}' for the change kind; "
-            "rename that column", line=stmt.line, column=stmt.column,
+            "rename that column",
+            line=stmt.line,
+            column=stmt.column,
         )
     return table
 
 
-def _pin(s: SqlSession, table: Table) -> str:
-    """A fresh temp view of ``table`` at its latest snapshot (so every pass reads the same rows)."""
-    view = f"__dyntable_dml_{s.next_id()}"
-    options = {"warehouse": s.warehouse, "table": table.name}
-    latest = table.latest_snapshot()
-    if latest is not None:
-        options["scan.snapshot-id"] = str(latest.id)
-    s.spark.read.format("dyntable").options(**options).load().createOrReplaceTempView(view)
-    return view
+class _Pinned:
+    """Fresh temp views of ``table`` at one snapshot: every pass of a statement reads the same rows.
+
+    Each query gets its own view: the data source keeps the filters Spark pushed into a view's
+    reader, so a view reused by a second query could filter that query's rows too.
+    """
+
+    def __init__(self, s: SqlSession, table: Table) -> None:
+        self.s = s
+        self.options = {"warehouse": s.warehouse, "table": table.name}
+        latest = table.latest_snapshot()
+        if latest is not None:
+            self.options["scan.snapshot-id"] = str(latest.id)
+        # An empty table (no snapshot, or no live file) is read as an empty frame of its schema
+        # without asking the data source for splits it does not have.
+        self.empty = latest is None or not table.new_scan().with_snapshot(latest).plan().splits
+
+    def view(self) -> str:
+        name = f"__dyntable_dml_{self.s.next_id()}"
+        df = self.s.spark.read.format("dyntable").options(**self.options).load()
+        if self.empty:
+            df = self.s.spark.createDataFrame([], df.schema)
+        df.createOrReplaceTempView(name)
+        return name
 
 
 def _message(count: int, verb: str) -> str:
@@ -90,8 +124,12 @@ def _message(count: int, verb: str) -> str:
 
 
 def _count_result(s: SqlSession, stmt: Statement, count: int, verb: str) -> StatementResult:
-    return rows(s, stmt, pa.table({"num_affected_rows": pa.array([count], pa.int64())}, schema=_COUNT_SCHEMA),
-                _message(count, verb))
+    return rows(
+        s,
+        stmt,
+        pa.table({"num_affected_rows": pa.array([count], pa.int64())}, schema=_COUNT_SCHEMA),
+        _message(count, verb),
+    )
 
 
 def _columns(table: Table) -> list[str]:
@@ -100,23 +138,25 @@ def _columns(table: Table) -> list[str]:
 
 # -- affected partitions (copy-on-write) ---------------------------------------------------------------
 def _matching_partitions(
-    s: SqlSession, table: Table, view: str, alias: str, cond: str, stmt: Statement
+    s: SqlSession, table: Table, pinned: _Pinned, alias: str, cond: str, stmt: Statement
 ) -> tuple[list[dict[str, Any]], int]:
     """The partitions holding rows where ``cond`` is true, and how many such rows (one small job)."""
     keys = table.partition_keys
     a = _q(alias)
     if not keys:
-        n = s.frame(f"SELECT count(*) AS c FROM {view} AS {a} WHERE {cond}", stmt).collect()[0][0]
+        n = s.frame(f"SELECT count(*) AS c FROM {pinned.view()} AS {a} WHERE {cond}", stmt).collect()[0][0]
         return ([{}] if n else []), int(n)
     cols = ", ".join(f"{a}.{_q(k)}" for k in keys)
-    found = s.frame(f"SELECT {cols}, count(*) AS {_P}n FROM {view} AS {a} WHERE {cond} GROUP BY {cols}",
-                    stmt).collect()
+    found = s.frame(
+        f"SELECT {cols}, count(*) AS {_P}n FROM {pinned.view()} AS {a} WHERE {cond} GROUP BY {cols}", stmt
+    ).collect()
     specs = [{k: row[i] for i, k in enumerate(keys)} for row in found]
     return specs, int(sum(row[len(keys)] for row in found))
 
 
-def _in_partitions(s: SqlSession, df: DataFrame, table: Table, specs: list[dict[str, Any]],
-                   columns: list[str] | None = None) -> DataFrame:
+def _in_partitions(
+    s: SqlSession, df: DataFrame, table: Table, specs: list[dict[str, Any]], columns: list[str] | None = None
+) -> DataFrame:
     """Rows of ``df`` whose partition columns (``columns``, default the keys) equal one of ``specs``.
 
     A broadcast semi-join with the small list, NULL-safe (a NULL partition value is a partition).
@@ -138,25 +178,26 @@ def _overwrite_of(table: Table, specs: list[dict[str, Any]]) -> Any:
 
 # -- DELETE -----------------------------------------------------------------------------------------------
 def delete(s: SqlSession, n: ast.Delete, stmt: Statement) -> StatementResult:
+    """DELETE FROM t [WHERE c]: key tables write deletes, append tables rewrite the affected partitions."""
     table = _target(s, n.table, stmt)
     if table is None:
         return _to_spark(s, stmt)
-    view = _pin(s, table)
+    pinned = _Pinned(s, table)
     alias = n.alias or n.table.table
     if n.where is None:
-        count = s.spark.table(view).count()
+        count = s.spark.table(pinned.view()).count()
         if count:
             table.truncate()
         return _count_result(s, stmt, count, "deleted")
     cond, a = n.where.text, _q(alias)
     if table.primary_keys:
-        df = s.frame(f"SELECT {a}.*, '-D' AS {ROWKIND} FROM {view} AS {a} WHERE {cond}", stmt)
+        df = s.frame(f"SELECT {a}.*, '-D' AS {ROWKIND} FROM {pinned.view()} AS {a} WHERE {cond}", stmt)
         count = write_frame(s, table, df, _columns(table), overwrite=False, stmt=stmt)
         return _count_result(s, stmt, count, "deleted")
-    specs, count = _matching_partitions(s, table, view, alias, cond, stmt)
+    specs, count = _matching_partitions(s, table, pinned, alias, cond, stmt)
     if count == 0:
         return _count_result(s, stmt, 0, "deleted")
-    keep = s.frame(f"SELECT {a}.* FROM {view} AS {a} WHERE NOT ({cond}) OR ({cond}) IS NULL", stmt)
+    keep = s.frame(f"SELECT {a}.* FROM {pinned.view()} AS {a} WHERE NOT ({cond}) OR ({cond}) IS NULL", stmt)
     keep = _in_partitions(s, keep, table, specs)
     write_frame(s, table, keep, _columns(table), overwrite=_overwrite_of(table, specs), stmt=stmt)
     return _count_result(s, stmt, count, "deleted")
@@ -191,54 +232,71 @@ def _assignments(
         if col in computed:
             raise _err(stmt, f"column '{col}' is computed ({computed[col]}) and cannot be assigned", "42000")
         if pk and col in table.partition_keys:
-            raise _err(stmt, f"cannot update partition column '{col}' of primary-key table '{table.name}': "
-                             "delete the rows and insert them into the new partition", "42000")
+            raise _err(
+                stmt,
+                f"cannot update partition column '{col}' of primary-key table '{table.name}': "
+                "delete the rows and insert them into the new partition",
+                "42000",
+            )
         if col in pk:
-            raise _err(stmt, f"cannot update primary-key column '{col}' of '{table.name}': "
-                             "delete the row and insert it with the new key", "42000")
+            raise _err(
+                stmt,
+                f"cannot update primary-key column '{col}' of '{table.name}': "
+                "delete the row and insert it with the new key",
+                "42000",
+            )
         out[col] = asg.value.text
     return out
 
 
 def update(s: SqlSession, n: ast.Update, stmt: Statement) -> StatementResult:
+    """UPDATE t SET ... [WHERE c]: key tables write new rows, append tables rewrite affected partitions."""
     table = _target(s, n.table, stmt)
     if table is None:
         return _to_spark(s, stmt)
     alias = n.alias or n.table.table
     assigned = _assignments(table, n.assignments, (alias, n.table.table), stmt)
-    view = _pin(s, table)
+    pinned = _Pinned(s, table)
     a = _q(alias)
     cond = n.where.text if n.where is not None else None
     where = f" WHERE {cond}" if cond is not None else ""
     if table.primary_keys:
-        select = ", ".join(f"({assigned[c]}) AS {_q(c)}" if c in assigned else f"{a}.{_q(c)}" for c in _columns(table))
-        df = s.frame(f"SELECT {select}, '+U' AS {ROWKIND} FROM {view} AS {a}{where}", stmt)
+        select = ", ".join(
+            f"({assigned[c]}) AS {_q(c)}" if c in assigned else f"{a}.{_q(c)}" for c in _columns(table)
+        )
+        df = s.frame(f"SELECT {select}, '+U' AS {ROWKIND} FROM {pinned.view()} AS {a}{where}", stmt)
         count = write_frame(s, table, df, _columns(table), overwrite=False, stmt=stmt)
         return _count_result(s, stmt, count, "updated")
     if cond is None:
-        select = ", ".join(f"({assigned[c]}) AS {_q(c)}" if c in assigned else f"{a}.{_q(c)}" for c in _columns(table))
-        df = s.frame(f"SELECT {select} FROM {view} AS {a}", stmt)
+        select = ", ".join(
+            f"({assigned[c]}) AS {_q(c)}" if c in assigned else f"{a}.{_q(c)}" for c in _columns(table)
+        )
+        df = s.frame(f"SELECT {select} FROM {pinned.view()} AS {a}", stmt)
         count = write_frame(s, table, df, _columns(table), overwrite=True, stmt=stmt)
         return _count_result(s, stmt, count, "updated")
-    specs, count = _matching_partitions(s, table, view, alias, cond, stmt)
+    specs, count = _matching_partitions(s, table, pinned, alias, cond, stmt)
     if count == 0:
         return _count_result(s, stmt, 0, "updated")
     select = ", ".join(
-        f"CASE WHEN ({cond}) THEN ({assigned[c]}) ELSE {a}.{_q(c)} END AS {_q(c)}" if c in assigned
-        else f"{a}.{_q(c)}" for c in _columns(table)
+        f"CASE WHEN ({cond}) THEN ({assigned[c]}) ELSE {a}.{_q(c)} END AS {_q(c)}"
+        if c in assigned
+        else f"{a}.{_q(c)}"
+        for c in _columns(table)
     )
     # Filter by the ORIGINAL partition values (an assignment may move a row to another partition).
     keys = list(table.partition_keys)
     originals = ", ".join(f"{a}.{_q(k)} AS {_P}o{i}" for i, k in enumerate(keys))
-    df = s.frame(f"SELECT {select}{', ' + originals if keys else ''} FROM {view} AS {a}", stmt)
+    df = s.frame(f"SELECT {select}{', ' + originals if keys else ''} FROM {pinned.view()} AS {a}", stmt)
     df = _in_partitions(s, df, table, specs, [f"{_P}o{i}" for i in range(len(keys))]).select(
-        *[_q(c) for c in _columns(table)])
+        *[_q(c) for c in _columns(table)]
+    )
     write_frame(s, table, df, _columns(table), overwrite=_overwrite_of(table, specs), stmt=stmt)
     return _count_result(s, stmt, count, "updated")
 
 
 # -- TRUNCATE ---------------------------------------------------------------------------------------------
 def truncate(s: SqlSession, n: ast.Truncate, stmt: Statement) -> StatementResult:
+    """TRUNCATE TABLE t [PARTITION (...)]: one snapshot removing every file (of the partition)."""
     table = _target(s, n.table, stmt)
     if table is None:
         return _to_spark(s, stmt)
@@ -275,6 +333,7 @@ class _MergePlan:
         else:
             self.source_alias = n.source_alias or f"{_P}source"
             self.source_sql = f"({n.source.text}) AS {_P}src"
+        self._src_cols: list[str] | None = None
         self.kinds = [c.match for c in n.clauses]
         self.actions = [_ACTIONS[type(c.action)] for c in n.clauses]
         self.values = [self._clause_values(c) for c in n.clauses]
@@ -287,12 +346,12 @@ class _MergePlan:
 
     # -- clause values (checked before anything runs) ------------------------------------------------
     def _source_columns(self) -> list[str]:
-        if not hasattr(self, "_src_cols"):
-            self._src_cols = self.s.frame(f"SELECT * FROM {self.source_sql}", self.stmt).columns
+        if self._src_cols is None:
+            self._src_cols = list(self.s.frame(f"SELECT * FROM {self.source_sql}", self.stmt).columns)
         return self._src_cols
 
     def _from_source(self, skip: tuple[str, ...]) -> dict[str, str]:
-        """``UPDATE SET *`` / ``INSERT *``: every written target column from the source column of that name."""
+        """``UPDATE SET *`` / ``INSERT *``: each written target column from the source column of its name."""
         src = {c.lower(): c for c in self._source_columns()}
         computed = computed_columns(dict(self.table.schema.options))
         out = {}
@@ -300,8 +359,11 @@ class _MergePlan:
             if col in computed or col in skip:
                 continue
             if col.lower() not in src:
-                raise _err(self.stmt, f"MERGE ... * needs a source column '{col}' (the source has "
-                                      f"{list(src.values())})", "42703")
+                raise _err(
+                    self.stmt,
+                    f"MERGE ... * needs a source column '{col}' (the source has {list(src.values())})",
+                    "42703",
+                )
             out[col] = f"{_q(self.source_alias)}.{_q(src[col.lower()])}"
         return out
 
@@ -321,7 +383,9 @@ class _MergePlan:
         else:
             cols = [c for c in self.columns if c not in computed]
         if len(cols) != len(act.values):
-            raise _err(self.stmt, f"MERGE INSERT lists {len(cols)} column(s) but {len(act.values)} value(s)", "21S01")
+            raise _err(
+                self.stmt, f"MERGE INSERT lists {len(cols)} column(s) but {len(act.values)} value(s)", "21S01"
+            )
         if len(set(cols)) != len(cols):
             raise _err(self.stmt, "MERGE INSERT names a column twice", "42701")
         bad = [c for c in cols if c in computed]
@@ -334,8 +398,12 @@ class _MergePlan:
         ta, sa = _q(self.target_alias), _q(self.source_alias)
         need_source_only = "not_matched" in self.kinds
         need_target_only = "not_matched_by_source" in self.kinds or not self.table.primary_keys
-        join = {(True, True): "FULL OUTER", (True, False): "RIGHT OUTER", (False, True): "LEFT OUTER",
-                (False, False): "INNER"}[(need_source_only, need_target_only)]
+        join = {
+            (True, True): "FULL OUTER",
+            (True, False): "RIGHT OUTER",
+            (False, True): "LEFT OUTER",
+            (False, False): "INNER",
+        }[(need_source_only, need_target_only)]
         select = [f"{ta}.{_q(c)} AS {_P}t{i}" for i, c in enumerate(self.columns)]
         select += [f"{ta}.{_T} AS {_T}", f"{ta}.{_RID} AS {_RID}", f"{sa}.{_S} AS {_S}"]
         for j, clause in enumerate(self.n.clauses):
@@ -345,7 +413,8 @@ class _MergePlan:
                 select.append(f"({expr}) AS {_P}v{j}_{self.columns.index(col)}")
         sql = (
             f"SELECT {', '.join(select)} "
-            f"FROM (SELECT *, true AS {_T}, monotonically_increasing_id() AS {_RID} FROM {self.view}) AS {ta} "
+            f"FROM (SELECT *, true AS {_T}, monotonically_increasing_id() AS {_RID} "
+            f"FROM {self.view}) AS {ta} "
             f"{join} JOIN (SELECT *, true AS {_S} FROM {self.source_sql}) AS {sa} ON {self.n.on.text}"
         )
         df = self.s.frame(sql, self.stmt)
@@ -365,16 +434,28 @@ class _MergePlan:
         matched = [j for j, k in enumerate(self.kinds) if k == "matched"]
         if not matched:
             return
-        dup = (joined.where(F.col(_CLAUSE).isin(matched)).groupBy(_RID).count()
-               .where(F.col("count") > 1).limit(1).collect())
+        dup = (
+            joined.where(F.col(_CLAUSE).isin(matched))
+            .groupBy(_RID)
+            .count()
+            .where(F.col("count") > 1)
+            .limit(1)
+            .collect()
+        )
         if dup:
-            raise _err(self.stmt, f"MERGE: a row of '{self.table.name}' is matched by {dup[0]['count']} source rows; "
-                                  "the ON condition must match each target row with at most one source row "
-                                  "(deduplicate the source)", "21000")
+            raise _err(
+                self.stmt,
+                f"MERGE: a row of '{self.table.name}' is matched by {dup[0]['count']} source rows; "
+                "the ON condition must match each target row with at most one source row "
+                "(deduplicate the source)",
+                "21000",
+            )
 
     def counts(self, joined: DataFrame) -> dict[str, int]:
         per_clause = {r[0]: r[1] for r in joined.groupBy(_CLAUSE).count().collect()}
-        return {act: sum(per_clause.get(j, 0) for j in self._ids(act)) for act in ("update", "delete", "insert")}
+        return {
+            act: sum(per_clause.get(j, 0) for j in self._ids(act)) for act in ("update", "delete", "insert")
+        }
 
     # -- outcome -------------------------------------------------------------------------------------
     def project(self, df: DataFrame, *extra: Column) -> DataFrame:
@@ -392,8 +473,11 @@ class _MergePlan:
     def changes(self, joined: DataFrame) -> DataFrame:
         """Primary-key table: only the changed rows, each with its row kind."""
         clause = F.col(_CLAUSE)
-        kind = (F.when(clause.isin(self._ids("delete")), F.lit("-D"))
-                .when(clause.isin(self._ids("update")), F.lit("+U")).otherwise(F.lit("+I")))
+        kind = (
+            F.when(clause.isin(self._ids("delete")), F.lit("-D"))
+            .when(clause.isin(self._ids("update")), F.lit("+U"))
+            .otherwise(F.lit("+I"))
+        )
         return self.project(joined.where(clause >= 0), kind.alias(ROWKIND))
 
     def touched(self, joined: DataFrame) -> DataFrame:
@@ -411,10 +495,11 @@ class _MergePlan:
 
 
 def merge(s: SqlSession, n: ast.Merge, stmt: Statement) -> StatementResult:
+    """MERGE INTO t USING s ON c WHEN ...: one joined query, checked, then one write."""
     table = _target(s, n.target, stmt)
     if table is None:
         return _to_spark(s, stmt)
-    plan = _MergePlan(s, table, n, stmt, _pin(s, table))
+    plan = _MergePlan(s, table, n, stmt, _Pinned(s, table).view())
     joined = plan.joined_frame().localCheckpoint()  # evaluated once: checks, counts and the write agree
     plan.check_cardinality(joined)
     counts = plan.counts(joined)
@@ -424,15 +509,27 @@ def merge(s: SqlSession, n: ast.Merge, stmt: Statement) -> StatementResult:
             write_frame(s, table, plan.changes(joined), _columns(table), overwrite=False, stmt=stmt)
         else:
             _merge_copy_on_write(s, table, plan, joined, stmt)
-    result = pa.table({
-        "num_affected_rows": [total], "num_updated_rows": [counts["update"]],
-        "num_deleted_rows": [counts["delete"]], "num_inserted_rows": [counts["insert"]],
-    }, schema=_MERGE_SCHEMA)
-    return rows(s, stmt, result, f"{total} row(s) affected ({counts['update']} updated, {counts['delete']} "
-                                 f"deleted, {counts['insert']} inserted)")
+    result = pa.table(
+        {
+            "num_affected_rows": [total],
+            "num_updated_rows": [counts["update"]],
+            "num_deleted_rows": [counts["delete"]],
+            "num_inserted_rows": [counts["insert"]],
+        },
+        schema=_MERGE_SCHEMA,
+    )
+    return rows(
+        s,
+        stmt,
+        result,
+        f"{total} row(s) affected ({counts['update']} updated, {counts['delete']} "
+        f"deleted, {counts['insert']} inserted)",
+    )
 
 
-def _merge_copy_on_write(s: SqlSession, table: Table, plan: _MergePlan, joined: DataFrame, stmt: Statement) -> None:
+def _merge_copy_on_write(
+    s: SqlSession, table: Table, plan: _MergePlan, joined: DataFrame, stmt: Statement
+) -> None:
     """Append table: rewrite the partitions holding updated/deleted rows; inserted rows are added."""
     keys = list(table.partition_keys)
     inserts = plan.inserted_rows(joined)

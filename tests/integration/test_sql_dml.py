@@ -38,7 +38,9 @@ def snapshot_count(session, name):
 def partition_files(session, name, dt):
     """Data file names live in partition ``dt`` (to show which partitions a rewrite touched)."""
     t = table(session, name)
-    return {f.file_name for sp in t.new_scan().plan().splits if sp.partition_values == (dt,) for f in sp.files}
+    return {
+        f.file_name for sp in t.new_scan().plan().splits if sp.partition_values == (dt,) for f in sp.files
+    }
 
 
 def fails(session, sql, sqlstate, *words):
@@ -59,7 +61,7 @@ def unchanged(session, name, sql, sqlstate, *words):
     return err
 
 
-# -- append tables ------------------------------------------------------------------------------------------
+# -- append tables ---------------------------------------------------------------------------------
 
 
 def test_append_partitioned_delete_update_copy_on_write(session):
@@ -100,6 +102,9 @@ def test_append_partitioned_delete_update_copy_on_write(session):
     out, _ = run(session, "DELETE FROM a")
     assert out == [(3,)]
     assert contents(session, "a") == []
+    # DML on an empty table reads nothing and changes nothing
+    out, _ = run(session, "UPDATE a SET v = 'x' WHERE id = 1")
+    assert out == [(0,)] and snapshot_count(session, "a") == 6
 
 
 def test_append_unpartitioned_and_errors(session):
@@ -123,14 +128,20 @@ def test_append_unpartitioned_and_errors(session):
     assert contents(session, "u") == [(2, "b!", 4), (13, "c!", 26)]
     run(session, "TRUNCATE TABLE u")
     assert contents(session, "u") == []
+    # a name dyntable does not manage goes to Spark, whose refusal is a typed error
+    session.spark.sql("CREATE OR REPLACE TEMPORARY VIEW plain_view AS SELECT 1 AS x")
+    fails(session, "DELETE FROM plain_view WHERE x = 1", "0A000", "does not manage")
 
 
-# -- primary-key tables ---------------------------------------------------------------------------------------
+# -- primary-key tables ----------------------------------------------------------------------------
 
 
 def test_primary_key_delete_update_and_errors(session):
-    run(session, "CREATE TABLE p (id INT, v STRING, n INT, dt STRING, PRIMARY KEY (id, dt) NOT ENFORCED) "
-                 "PARTITIONED BY (dt) WITH ('bucket' = '2')")
+    run(
+        session,
+        "CREATE TABLE p (id INT, v STRING, n INT, dt STRING, PRIMARY KEY (id, dt) NOT ENFORCED) "
+        "PARTITIONED BY (dt) WITH ('bucket' = '2')",
+    )
     run(session, "INSERT INTO p VALUES (1,'a',1,'d1'), (2,'b',2,'d1'), (3,'c',3,'d2')")
     out, msg = run(session, "DELETE FROM p WHERE n = 2")
     assert out == [(1,)] and msg == "1 row(s) deleted"
@@ -151,26 +162,42 @@ def test_primary_key_delete_update_and_errors(session):
 
 def test_merge_primary_key_table(session):
     run(session, "CREATE TABLE m (id INT, v STRING, n INT, PRIMARY KEY (id) NOT ENFORCED)")
-    run(session, "INSERT INTO m VALUES (1,'a',1), (2,'b',2), (3,'c',3), (4,'d',4)")
+    # MERGE into an empty (never written) table: the initial load
+    out, _ = run(
+        session,
+        "MERGE INTO m USING (SELECT * FROM VALUES (1,'a',1), (2,'b',2), (3,'c',3), (4,'d',4) "
+        "AS s(id, v, n)) s ON m.id = s.id WHEN NOT MATCHED THEN INSERT *",
+    )
+    assert out == [(4, 0, 0, 4)]
     run(session, "CREATE TABLE src (id INT, v STRING, op STRING)")
     run(session, "INSERT INTO src VALUES (1,'A','U'), (2,NULL,'D'), (5,'E','I'), (6,'F','X')")
-    out, msg = run(session, """
+    out, msg = run(
+        session,
+        """
         MERGE INTO m AS tgt USING src ON tgt.id = src.id
         WHEN MATCHED AND src.op = 'D' THEN DELETE
         WHEN MATCHED THEN UPDATE SET v = src.v, n = tgt.n + 10
         WHEN NOT MATCHED AND src.op <> 'X' THEN INSERT (id, v) VALUES (src.id, src.v)
         WHEN NOT MATCHED BY SOURCE AND tgt.id = 4 THEN UPDATE SET v = 'orphan'
-    """)
+    """,
+    )
     assert out == [(4, 2, 1, 1)], msg
     assert contents(session, "m") == [(1, "A", 11), (3, "c", 3), (4, "orphan", 4), (5, "E", None)]
 
     # two source rows matching one target row: error 21000 and nothing changes
     run(session, "INSERT INTO src VALUES (3,'x','U'), (3,'y','U')")
-    unchanged(session, "m", "MERGE INTO m USING src s ON m.id = s.id WHEN MATCHED THEN UPDATE SET *", "21000")
+    unchanged(
+        session, "m", "MERGE INTO m USING src s ON m.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v", "21000"
+    )
     # keys may not be assigned; UPDATE SET * keeps them
-    unchanged(session, "m", "MERGE INTO m USING src s ON m.id = s.id WHEN MATCHED THEN UPDATE SET id = 9", "42000")
-    out, _ = run(session, "MERGE INTO m USING (SELECT 1 AS id, 'z' AS v, 0 AS n) s ON m.id = s.id "
-                          "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED BY SOURCE THEN DELETE")
+    unchanged(
+        session, "m", "MERGE INTO m USING src s ON m.id = s.id WHEN MATCHED THEN UPDATE SET id = 9", "42000"
+    )
+    out, _ = run(
+        session,
+        "MERGE INTO m USING (SELECT 1 AS id, 'z' AS v, 0 AS n) s ON m.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED BY SOURCE THEN DELETE",
+    )
     assert out == [(4, 1, 3, 0)]
     assert contents(session, "m") == [(1, "z", 0)]
 
@@ -180,33 +207,61 @@ def test_merge_append_partitioned_copy_on_write(session):
     run(session, "INSERT INTO ap VALUES (1,'a','d1'), (2,'b','d1'), (3,'c','d2'), (4,'d','d3')")
     d2_files, d3_files = partition_files(session, "ap", "d2"), partition_files(session, "ap", "d3")
     # id 1 is matched by two source rows but no clause applies to either pair: the row is kept once.
-    out, _ = run(session, """
+    out, _ = run(
+        session,
+        """
         MERGE INTO ap t USING (SELECT * FROM VALUES (1,'x'), (1,'y'), (2,'B'), (7,'g') AS s(id, v)) s
         ON t.id = s.id
         WHEN MATCHED AND s.v = 'B' THEN UPDATE SET v = s.v, dt = 'd2'
         WHEN NOT MATCHED THEN INSERT (id, v, dt) VALUES (s.id, s.v, 'd7')
-    """)
+    """,
+    )
     assert out == [(2, 1, 0, 1)]
-    assert contents(session, "ap") == [(1, "a", "d1"), (2, "B", "d2"), (3, "c", "d2"), (4, "d", "d3"),
-                                       (7, "g", "d7")]
+    assert contents(session, "ap") == [
+        (1, "a", "d1"),
+        (2, "B", "d2"),
+        (3, "c", "d2"),
+        (4, "d", "d3"),
+        (7, "g", "d7"),
+    ]
     # only d1 was rewritten; d2 and d3 kept their files (d2 gained the moved row)
     assert partition_files(session, "ap", "d3") == d3_files
     assert d2_files < partition_files(session, "ap", "d2")
     last = table(session, "ap").latest_snapshot()
     ms = table(session, "ap").store.manifests
-    deleted = [e for m in ms.read_list(last.delta_manifest_list) for e in ms.read_entries(m.file_name)
-               if e.kind is FileKind.DELETE]
+    deleted = [
+        e
+        for m in ms.read_list(last.delta_manifest_list)
+        for e in ms.read_entries(m.file_name)
+        if e.kind is FileKind.DELETE
+    ]
     assert {e.partition for e in deleted} and all(b"d1" in e.partition for e in deleted)
 
     # only inserts: nothing is rewritten; a source-only DELETE by source removes rows
-    out, _ = run(session, "MERGE INTO ap USING (SELECT 8 AS id, 'h' AS v, 'd8' AS dt) s ON ap.id = s.id "
-                          "WHEN NOT MATCHED THEN INSERT *")
+    out, _ = run(
+        session,
+        "MERGE INTO ap USING (SELECT 8 AS id, 'h' AS v, 'd8' AS dt) s ON ap.id = s.id "
+        "WHEN NOT MATCHED THEN INSERT *",
+    )
     assert out == [(1, 0, 0, 1)]
-    out, _ = run(session, "MERGE INTO ap t USING (SELECT 1 AS id) s ON t.id = s.id "
-                          "WHEN NOT MATCHED BY SOURCE AND t.dt IN ('d2', 'd7') THEN DELETE")
+    out, _ = run(
+        session,
+        "MERGE INTO ap t USING (SELECT 1 AS id) s ON t.id = s.id "
+        "WHEN NOT MATCHED BY SOURCE AND t.dt IN ('d2', 'd7') THEN DELETE",
+    )
     assert out == [(3, 0, 3, 0)]
     assert contents(session, "ap") == [(1, "a", "d1"), (4, "d", "d3"), (8, "h", "d8")]
-    unchanged(session, "ap", "MERGE INTO ap USING (SELECT 1 AS id, 1 AS k UNION ALL SELECT 1, 2) s "
-                             "ON ap.id = s.id WHEN MATCHED THEN DELETE", "21000")
-    unchanged(session, "ap", "MERGE INTO ap USING (SELECT 1 AS id) s ON ap.id = s.id "
-                             "WHEN NOT MATCHED THEN INSERT *", "42703", "'v'")
+    unchanged(
+        session,
+        "ap",
+        "MERGE INTO ap USING (SELECT 1 AS id, 1 AS k UNION ALL SELECT 1, 2) s "
+        "ON ap.id = s.id WHEN MATCHED THEN DELETE",
+        "21000",
+    )
+    unchanged(
+        session,
+        "ap",
+        "MERGE INTO ap USING (SELECT 1 AS id) s ON ap.id = s.id WHEN NOT MATCHED THEN INSERT *",
+        "42703",
+        "'v'",
+    )
