@@ -163,8 +163,13 @@ class FileStoreCommit:
         identifier: int = BATCH_COMMIT_IDENTIFIER,
         *,
         properties: Mapping[str, str] | None = None,
+        base_snapshot_id: int | None = None,
     ) -> CommitResult:
-        """Replace the live files that ``spec`` selects with the new files, in one OVERWRITE snapshot."""
+        """Replace the live files that ``spec`` selects with the new files, in one OVERWRITE snapshot.
+
+        The replaced files are those live in ``base_snapshot_id`` (default: the latest snapshot
+        when the commit starts); a change to them before publishing is a conflict.
+        """
         messages = [m for m in messages if not m.is_empty]
         adds = _entries(FileKind.ADD, messages, lambda m: m.new_files)
         if spec.dynamic:
@@ -183,7 +188,7 @@ class FileStoreCommit:
                 return any(m(partition) for m in matchers)
         else:
             select = self._static_partition_matcher(spec.static)
-        return self._replace(select, adds, identifier, properties)
+        return self._replace(select, adds, identifier, properties, base_snapshot_id)
 
     def drop_partitions(self, partitions: Sequence[Mapping[str, object]], identifier: int = BATCH_COMMIT_IDENTIFIER) -> CommitResult:
         """Mark-delete every file of the given partitions (one OVERWRITE snapshot)."""
@@ -265,8 +270,10 @@ class FileStoreCommit:
         adds: list[ManifestEntry],
         identifier: int,
         properties: Mapping[str, str] | None,
+        base_snapshot_id: int | None = None,
     ) -> CommitResult:
-        start = self.store.snapshots.latest()
+        snapshots = self.store.snapshots
+        start = snapshots.latest() if base_snapshot_id is None else snapshots.get(base_snapshot_id)
         start_live = self.live_entries(start, select)
         start_names = {e.file.file_name for e in start_live}
 

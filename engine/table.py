@@ -157,8 +157,13 @@ class Table:
         commit_user: str | None = None,
         identifier: int = BATCH_COMMIT_IDENTIFIER,
         change_tracking: bool | None = None,
+        base_snapshot_id: int | None = None,
     ) -> CommitResult:
-        """Publish writer output as a snapshot (append, or overwrite of what ``overwrite`` selects)."""
+        """Publish writer output as a snapshot (append, or overwrite of what ``overwrite`` selects).
+
+        ``base_snapshot_id``: the snapshot an overwrite's new content was computed from; if the
+        replaced partitions changed since then, the commit fails with CommitConflictError.
+        """
         committer = self.new_commit(commit_user)
         if change_tracking is None:
             change_tracking = self.store.options.change_tracking
@@ -174,7 +179,7 @@ class Table:
             spec = OverwriteSpec(partitions=tuple(dict(p) for p in overwrite))
         else:
             raise InvalidArgumentError(f"overwrite must be False, True, 'dynamic' or a partition spec, not {overwrite!r}")
-        return committer.overwrite(messages, spec, identifier)
+        return committer.overwrite(messages, spec, identifier, base_snapshot_id=base_snapshot_id)
 
     def write_arrow(
         self,

@@ -367,6 +367,8 @@ class DyntableWriter(DataSourceArrowWriter):
         self.change_tracking = parse_bool_option(options, "change-tracking")
         self.defer_compaction = parse_bool_option(options, "write-only") or False
         self.job_token = str(uuid.uuid4())
+        base = options.get("overwrite-base-snapshot")
+        self.base_snapshot_id = int(base) if base is not None else None
         identifier = options.get("commit-identifier")
         self.identifier_value = int(identifier) if identifier is not None else None
 
@@ -381,6 +383,8 @@ class DyntableWriter(DataSourceArrowWriter):
         flat = [m for msg in messages if msg is not None for m in msg.messages]  # type: ignore[attr-defined]
         try:
             kwargs: dict[str, Any] = {} if self.identifier_value is None else {"identifier": self.identifier_value}
+            if self.base_snapshot_id is not None:
+                kwargs["base_snapshot_id"] = self.base_snapshot_id
             result = table.commit(flat, self.overwrite, commit_user=self.commit_user,
                                   change_tracking=self.change_tracking, **kwargs)
             if self.identifier_value is not None and not result.snapshot_ids and flat:

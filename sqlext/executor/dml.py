@@ -104,6 +104,7 @@ class _Pinned:
         self.s = s
         self.options = {"warehouse": s.warehouse, "table": table.name}
         latest = table.latest_snapshot()
+        self.snapshot_id = latest.id if latest is not None else None
         if latest is not None:
             self.options["scan.snapshot-id"] = str(latest.id)
         # An empty table (no snapshot, or no live file) is read as an empty frame of its schema
@@ -199,7 +200,8 @@ def delete(s: SqlSession, n: ast.Delete, stmt: Statement) -> StatementResult:
         return _count_result(s, stmt, 0, "deleted")
     keep = s.frame(f"SELECT {a}.* FROM {pinned.view()} AS {a} WHERE NOT ({cond}) OR ({cond}) IS NULL", stmt)
     keep = _in_partitions(s, keep, table, specs)
-    write_frame(s, table, keep, _columns(table), overwrite=_overwrite_of(table, specs), stmt=stmt)
+    write_frame(s, table, keep, _columns(table), overwrite=_overwrite_of(table, specs), stmt=stmt,
+                base_snapshot_id=pinned.snapshot_id)
     return _count_result(s, stmt, count, "deleted")
 
 
@@ -272,7 +274,8 @@ def update(s: SqlSession, n: ast.Update, stmt: Statement) -> StatementResult:
             f"({assigned[c]}) AS {_q(c)}" if c in assigned else f"{a}.{_q(c)}" for c in _columns(table)
         )
         df = s.frame(f"SELECT {select} FROM {pinned.view()} AS {a}", stmt)
-        count = write_frame(s, table, df, _columns(table), overwrite=True, stmt=stmt)
+        count = write_frame(s, table, df, _columns(table), overwrite=True, stmt=stmt,
+                            base_snapshot_id=pinned.snapshot_id)
         return _count_result(s, stmt, count, "updated")
     specs, count = _matching_partitions(s, table, pinned, alias, cond, stmt)
     if count == 0:
@@ -290,7 +293,8 @@ def update(s: SqlSession, n: ast.Update, stmt: Statement) -> StatementResult:
     df = _in_partitions(s, df, table, specs, [f"{_P}o{i}" for i in range(len(keys))]).select(
         *[_q(c) for c in _columns(table)]
     )
-    write_frame(s, table, df, _columns(table), overwrite=_overwrite_of(table, specs), stmt=stmt)
+    write_frame(s, table, df, _columns(table), overwrite=_overwrite_of(table, specs), stmt=stmt,
+                base_snapshot_id=pinned.snapshot_id)
     return _count_result(s, stmt, count, "updated")
 
 
@@ -499,7 +503,8 @@ def merge(s: SqlSession, n: ast.Merge, stmt: Statement) -> StatementResult:
     table = _target(s, n.target, stmt)
     if table is None:
         return _to_spark(s, stmt)
-    plan = _MergePlan(s, table, n, stmt, _Pinned(s, table).view())
+    pinned = _Pinned(s, table)
+    plan = _MergePlan(s, table, n, stmt, pinned.view())
     joined = plan.joined_frame().localCheckpoint()  # evaluated once: checks, counts and the write agree
     plan.check_cardinality(joined)
     counts = plan.counts(joined)
@@ -508,7 +513,7 @@ def merge(s: SqlSession, n: ast.Merge, stmt: Statement) -> StatementResult:
         if table.primary_keys:
             write_frame(s, table, plan.changes(joined), _columns(table), overwrite=False, stmt=stmt)
         else:
-            _merge_copy_on_write(s, table, plan, joined, stmt)
+            _merge_copy_on_write(s, table, plan, joined, stmt, pinned.snapshot_id)
     result = pa.table(
         {
             "num_affected_rows": [total],
@@ -528,7 +533,7 @@ def merge(s: SqlSession, n: ast.Merge, stmt: Statement) -> StatementResult:
 
 
 def _merge_copy_on_write(
-    s: SqlSession, table: Table, plan: _MergePlan, joined: DataFrame, stmt: Statement
+    s: SqlSession, table: Table, plan: _MergePlan, joined: DataFrame, stmt: Statement, base_snapshot_id: int | None
 ) -> None:
     """Append table: rewrite the partitions holding updated/deleted rows; inserted rows are added."""
     keys = list(table.partition_keys)
@@ -547,7 +552,8 @@ def _merge_copy_on_write(
     if keys:
         kept = _in_partitions(s, kept, table, specs, original)
     out = plan.project(kept).unionByName(inserts)
-    write_frame(s, table, out, _columns(table), overwrite=_overwrite_of(table, specs), stmt=stmt)
+    write_frame(s, table, out, _columns(table), overwrite=_overwrite_of(table, specs), stmt=stmt,
+                base_snapshot_id=base_snapshot_id)
 
 
 HANDLERS: dict[type, Any] = {

@@ -108,14 +108,21 @@ def write_frame(
     hints: dict[str, str] | None = None,
     stmt: Statement | None = None,
     shaped: bool = False,
+    base_snapshot_id: int | None = None,
 ) -> int:
-    """Write a DataFrame into a managed table in one commit; returns the rows added."""
+    """Write a DataFrame into a managed table in one commit; returns the rows added.
+
+    ``base_snapshot_id``: for an overwrite computed from a read of that snapshot (row-level
+    DELETE/UPDATE/MERGE), any change to the replaced partitions after it is a conflict.
+    """
     frame = df if shaped else shape_frame(s, table, df, columns, static, stmt)
     before = table.latest_snapshot()
     opts = writer_options(s, table, hints)
     mode = "append"
     if overwrite is not False:
         mode = "overwrite"
+        if base_snapshot_id is not None:
+            opts["overwrite-base-snapshot"] = str(base_snapshot_id)
         if overwrite == "dynamic":
             opts["partitionOverwriteMode"] = "dynamic"
         elif isinstance(overwrite, dict):

@@ -135,3 +135,15 @@ def test_truncated_manifest_gives_a_clear_error(catalog, warehouse):
     manifest_store._MANIFEST_CACHE._items.clear()
     with pytest.raises(CorruptMetadataError):
         open_catalog(warehouse).get_table("db.t").to_arrow()
+
+
+def test_overwrite_from_an_old_base_conflicts_with_later_appends(catalog):
+    t = catalog.create_table("db.t", SCHEMA, partition_keys=["p"])
+    t.write_arrow(pa.table({"id": [1], "p": ["a"]}, schema=SCHEMA))
+    base = t.latest_snapshot().id
+    t.write_arrow(pa.table({"id": [2], "p": ["a"]}, schema=SCHEMA))  # lands after the rewrite read its data
+    w = t.new_writer()
+    w.write(pa.table({"id": [10], "p": ["a"]}, schema=SCHEMA))
+    with pytest.raises(CommitConflictError):
+        t.commit(w.prepare_commit(), overwrite=[{"p": "a"}], base_snapshot_id=base)
+    assert sorted(t.to_arrow().column("id").to_pylist()) == [1, 2]
