@@ -6,18 +6,21 @@
  executors: writer.write(batches) ── engine writer → files + picklable commit messages
  driver*:   writer.commit(messages) ── engine commit: one snapshot   (*a Python worker process)
 ```
-Options: ``warehouse`` and ``table`` (``db.t``, ``db.t$branch_b``) are required; ``branch``;
-``columns`` (comma list: Spark pushes no column pruning into Python sources, so the SQL layer
-passes the projection); time travel ``scan.snapshot-id`` / ``scan.tag-name`` /
-``scan.timestamp-millis`` / ``scan.timestamp``; writes: ``overwrite-partition`` (JSON object,
-static partition overwrite), ``partitionOverwriteMode`` = ``dynamic``, ``change-tracking``,
+Options: ``warehouse`` and ``table`` (``db.t``, ``db.t$branch_b``, ``db.t$snapshots``) are
+required; ``branch``. Reads: ``columns`` (comma list: Spark pushes no column pruning into Python
+sources, so the SQL layer passes the projection), ``filter`` (a pruning predicate in the
+engine's JSON form, used only to skip partitions, buckets and files: Spark applies the query's
+own filter), time travel ``scan.snapshot-id`` / ``scan.tag-name`` / ``scan.timestamp-millis`` /
+``scan.timestamp`` / ``scan.version``, ``read.changelog``. Writes: ``overwrite-partition`` (JSON
+object, static partition overwrite), ``overwrite-partitions`` (JSON list), ``partitionOverwriteMode``
+= ``dynamic``, ``overwrite-base-snapshot``, ``change-tracking``, ``write-only``, and
 ``commit-user`` with ``commit-identifier`` (a commit with an identifier this user already
-committed is skipped: exactly-once ``foreachBatch`` writes), ``write-only``. Pushed filters (when Spark pushes any) are used only to prune
-files and are always handed back to Spark to re-check, so a stale or partial pushdown can never
-change a result. Spark's pushdown for Python sources is off by default and stays off in the
-sessions dyntable builds: Spark keeps a relation's pushed filters when the relation is reused by
-a query without filters (measured: 1 row instead of 5,000,000), so pruning from pushed filters is
-only safe for relations that are never reused — the SQL session's per-statement views.
+committed is skipped: exactly-once ``foreachBatch`` writes).
+
+The source implements no ``pushFilters``: Spark keeps a relation's pushed filters when the
+relation is reused by a query without filters (measured: 1 row instead of 5,000,000), so
+pruning arrives only through the explicit ``filter`` option, which the SQL session sets on its
+per-statement views (``sqlext.pruning``).
 
 Primary-key writes: each Spark task writes the buckets its rows hash to; tasks never share
 sequence numbers because each takes its own range (task partition id << 32 above the bucket's
@@ -135,33 +138,29 @@ def time_travel(options: dict[str, str], table: Table):  # type: ignore[no-untyp
     )
 
 
-def spark_filter_to_predicate(f: Any) -> P.Predicate | None:
-    """Translate one pushed Spark filter into an engine predicate (None if not translatable)."""
-    from pyspark.sql import datasource as ds
+def option_filter(options: dict[str, str], table: Table) -> P.Predicate | None:
+    """The ``filter`` option: a pruning predicate in the engine's JSON form (see ``sqlext.pruning``).
 
-    attr = getattr(f, "attribute", None)
-    if attr is not None and len(attr) != 1:
+    Literals are converted to the column types; a leaf whose literal does not fit its column is
+    dropped (it could only prune less, never wrongly).
+    """
+    text = options.get("filter")
+    if not text:
         return None
-    col = attr[0] if attr else None
-    if isinstance(f, ds.EqualTo):
-        return P.equal(col, f.value)
-    if isinstance(f, ds.GreaterThan):
-        return P.greater_than(col, f.value)
-    if isinstance(f, ds.GreaterThanOrEqual):
-        return P.greater_or_equal(col, f.value)
-    if isinstance(f, ds.LessThan):
-        return P.less_than(col, f.value)
-    if isinstance(f, ds.LessThanOrEqual):
-        return P.less_or_equal(col, f.value)
-    if isinstance(f, ds.In):
-        return P.is_in(col, f.value)
-    if isinstance(f, ds.IsNull):
-        return P.is_null(col)
-    if isinstance(f, ds.IsNotNull):
-        return P.is_not_null(col)
-    if isinstance(f, ds.StringStartsWith):
-        return P.starts_with(col, f.value)
-    return None
+    from engine.write.conform import coerce_value
+
+    def convert(column: str, value: Any) -> Any:
+        try:
+            return coerce_value(table.schema, column, value)
+        except Exception:  # noqa: BLE001
+            return _UNFIT
+
+    pred = P.from_json(text, convert)
+    kept = [c for c in P.conjuncts(pred) if not (isinstance(c, P.Leaf) and _UNFIT in c.literals)]
+    return P.and_(*kept)
+
+
+_UNFIT = object()
 
 
 class DyntableDataSource(DataSource):
@@ -210,16 +209,7 @@ class DyntableReader(DataSourceReader):
         declared = source_arrow_schema(table, self.system, options)
         self.columns = list(declared.names[1:] if self.with_kind else declared.names)
         self.arrow_schema = spark_arrow_schema(declared)
-        self.pruning: P.Predicate | None = None
-
-    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:  # noqa: N802 - Spark's name
-        preds = []
-        for f in filters:
-            p = spark_filter_to_predicate(f)
-            if p is not None and p.columns() <= set(self.store.schema.field_names):
-                preds.append(p)
-            yield f  # always re-checked by Spark: pushed filters only prune
-        self.pruning = P.and_(*preds)
+        self.pruning = option_filter(options, table)
 
     def _table(self) -> Table:
         return Table(None, self.identifier, self.store.io, self.store.paths, self.store.schema)

@@ -31,10 +31,12 @@ from pyspark.sql import DataFrame, SparkSession
 
 from engine import DyntableError, Identifier, Table, open_catalog
 from engine.identifier import DEFAULT_DATABASE
+from engine.scan.predicate import to_json as predicate_to_json
 from sqlext import ast
 from sqlext.errors import SqlAnalysisError, SqlError, SqlParseError, sqlstate_for
 from sqlext.names import TableName
 from sqlext.parser import parse_statement
+from sqlext.pruning import extract as extract_pruning
 from sqlext.rewrite import Binding, BoundQuery, bind
 from sqlext.spark import register
 from sqlext.splitter import Statement, classify, split_statements
@@ -180,13 +182,19 @@ class SqlSession:
             sql, _Catalog(self), self.current_database, counter=self._counter,
             line=stmt.line if stmt else 1, column=stmt.column if stmt else 1,
         )
+        filters = {}
+        if not streaming:
+            views = {b.view: self.columns_of(b.table) for b in bound.bindings if not b.table.system_table}
+            filters = extract_pruning(bound.sql, views)
         for b in bound.bindings:
-            self.register_view(b, streaming=streaming)
+            self.register_view(b, streaming=streaming, pruning=filters.get(b.view))
         return bound.sql
 
-    def register_view(self, b: Binding, *, streaming: bool = False) -> None:
+    def register_view(self, b: Binding, *, streaming: bool = False, pruning: Any = None) -> None:
         ident = self.identifier(b.table)
         options = {"warehouse": self.warehouse, "table": ident.full_name}
+        if pruning is not None:
+            options["filter"] = predicate_to_json(pruning)
         if b.columns is not None:
             options["columns"] = ",".join(b.columns)
         tt = b.time_travel

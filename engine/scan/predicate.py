@@ -11,7 +11,7 @@ Predicates are picklable so Spark can ship them to executors with the splits.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -340,3 +340,46 @@ def filter_table(table: pa.Table, predicate: Predicate | None) -> pa.Table:
     if predicate is None or table.num_rows == 0:
         return table
     return table.filter(predicate.to_arrow())
+
+
+def to_json(predicate: Predicate | None) -> str:
+    """A JSON form of a predicate tree (leaf values must be JSON scalars)."""
+    import json
+
+    def enc(p: Predicate) -> object:
+        if isinstance(p, Leaf):
+            return {"op": p.op, "column": p.column, "values": list(p.literals)}
+        if isinstance(p, And):
+            return {"and": [enc(c) for c in p.children]}
+        if isinstance(p, Or):
+            return {"or": [enc(c) for c in p.children]}
+        if isinstance(p, Not):
+            return {"not": enc(p.child)}
+        raise InvalidArgumentError(f"cannot serialise predicate {p!r}")
+
+    return json.dumps(None if predicate is None else enc(predicate))
+
+
+def from_json(text: str, convert: Callable[[str, Any], Any] | None = None) -> Predicate | None:
+    """Parse :func:`to_json` output; ``convert(column, value)`` may coerce literals to column types."""
+    import json
+
+    def dec(obj: Any) -> Predicate:
+        if not isinstance(obj, dict):
+            raise InvalidArgumentError(f"bad predicate JSON element {obj!r}")
+        if "op" in obj:
+            values = tuple(convert(obj["column"], v) if convert else v for v in obj.get("values", ()))
+            return Leaf(obj["op"], obj["column"], values)
+        if "and" in obj:
+            return And(tuple(dec(c) for c in obj["and"]))
+        if "or" in obj:
+            return Or(tuple(dec(c) for c in obj["or"]))
+        if "not" in obj:
+            return Not(dec(obj["not"]))
+        raise InvalidArgumentError(f"bad predicate JSON element {obj!r}")
+
+    try:
+        parsed = json.loads(text)
+    except ValueError as e:
+        raise InvalidArgumentError(f"predicate is not valid JSON: {e}") from None
+    return None if parsed is None else dec(parsed)
