@@ -30,6 +30,7 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchColumnError
+from engine.frozen import FrozenMap
 from engine.options import (
     BUCKET,
     CHANGELOG_PRODUCER,
@@ -59,31 +60,7 @@ from engine.types import (
 CURRENT_VERSION = 3
 
 
-class FrozenOptions(Mapping[str, str]):
-    """A read-only, hashable, picklable ``str -> str`` mapping (table options)."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: Mapping[str, str] | None = None) -> None:
-        self._data = dict(data or {})
-
-    def __getitem__(self, key: str) -> str:
-        return self._data[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __hash__(self) -> int:
-        return hash(frozenset(self._data.items()))
-
-    def __repr__(self) -> str:
-        return f"FrozenOptions({self._data!r})"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (FrozenOptions, (self._data,))
+FrozenOptions = FrozenMap  # table options: the shared frozen mapping
 
 
 # ---- schema changes (ALTER TABLE) ------------------------------------------------------------

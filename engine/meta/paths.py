@@ -66,19 +66,18 @@ def unescape_path_name(text: str) -> str:
     return "".join(out)
 
 
-def _java_local_time(t: dt.time | dt.datetime) -> str:
-    """``LocalTime.toString``: HH:mm, then :ss only if non-zero, then .SSS/.SSSSSS as needed."""
-    text = f"{t.hour:02d}:{t.minute:02d}"
-    nanos = t.microsecond * 1000
-    if t.second or nanos:
-        text += f":{t.second:02d}"
-        if nanos:
-            if nanos % 1_000_000 == 0:
-                text += f".{nanos // 1_000_000:03d}"
-            elif nanos % 1000 == 0:
-                text += f".{nanos // 1000:06d}"
+def java_local_time(hour: int, minute: int, second: int, nano: int) -> str:
+    """``LocalTime.toString``: HH:mm, then :ss only if needed, then 3, 6 or 9 fraction digits."""
+    text = f"{hour:02d}:{minute:02d}"
+    if second or nano:
+        text += f":{second:02d}"
+        if nano:
+            if nano % 1_000_000 == 0:
+                text += f".{nano // 1_000_000:03d}"
+            elif nano % 1000 == 0:
+                text += f".{nano // 1000:06d}"
             else:
-                text += f".{nanos:09d}"
+                text += f".{nano:09d}"
     return text
 
 
@@ -96,7 +95,8 @@ def partition_value_string(value: object, dtype: DataType, default_name: str, le
         assert isinstance(value, dt.datetime)
         if value.tzinfo is not None:
             value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
-        text = f"{value.date().isoformat()}T{_java_local_time(value)}" if legacy else str(value)
+        clock = java_local_time(value.hour, value.minute, value.second, value.microsecond * 1000)
+        text = f"{value.date().isoformat()}T{clock}" if legacy else str(value)
     elif root is TypeRoot.TIME:
         assert isinstance(value, dt.time)
         millis = ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000

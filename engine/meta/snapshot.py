@@ -21,7 +21,7 @@ Invariants:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import ROUND_FLOOR, Decimal, InvalidOperation
@@ -29,6 +29,7 @@ from enum import StrEnum
 from typing import Any
 
 from engine.errors import CorruptMetadataError
+from engine.frozen import FrozenMap  # noqa: F401  (re-exported: part of this module's API)
 
 #: Java ``Long.MIN_VALUE``: the "no watermark" marker of old snapshot writers.
 LONG_MIN_VALUE = -(2**63)
@@ -47,36 +48,6 @@ class CommitKind(StrEnum):
     ANALYZE = "ANALYZE"
 
 
-class FrozenMap(Mapping[str, str]):
-    """A read-only, hashable, picklable ``str -> str`` mapping that keeps insertion order."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, items: Mapping[str, str] | None = None) -> None:
-        self._data: dict[str, str] = dict(items or {})
-
-    def __getitem__(self, key: str) -> str:
-        return self._data[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __hash__(self) -> int:
-        return hash(frozenset(self._data.items()))
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Mapping):
-            return self._data == dict(other.items())
-        return NotImplemented
-
-    def __repr__(self) -> str:
-        return f"FrozenMap({self._data!r})"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (FrozenMap, (self._data,))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from engine.meta.paths import java_local_time
 from engine.types import DataType, TypeRoot
 
 _EPOCH_DAY = dt.date(1970, 1, 1)
@@ -78,19 +79,6 @@ def _timestamp_parts(value: object) -> tuple[dt.datetime, int]:
     return value.replace(microsecond=0), value.microsecond * 1000
 
 
-def _local_time_string(hour: int, minute: int, second: int, nano: int) -> str:
-    """``LocalTime.toString``: HH:mm, then :ss only if needed, then 3, 6 or 9 fraction digits."""
-    text = f"{hour:02d}:{minute:02d}"
-    if second or nano:
-        text += f":{second:02d}"
-        if nano:
-            if nano % 1_000_000 == 0:
-                text += f".{nano // 1_000_000:03d}"
-            elif nano % 1000 == 0:
-                text += f".{nano // 1000:06d}"
-            else:
-                text += f".{nano:09d}"
-    return text
 
 
 def _sql_fraction(nano: int, precision: int) -> str:
@@ -151,7 +139,7 @@ def java_string(value: object, dtype: DataType) -> str:
         return str(((h * 60 + m) * 60 + s) * 1000 + nano // 1_000_000)
     if root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
         wall, nano = _timestamp_parts(value)
-        return f"{wall.date().isoformat()}T{_local_time_string(wall.hour, wall.minute, wall.second, nano)}"
+        return f"{wall.date().isoformat()}T{java_local_time(wall.hour, wall.minute, wall.second, nano)}"
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).hex()
     return str(value)
