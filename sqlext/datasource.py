@@ -129,7 +129,7 @@ def time_travel(options: dict[str, str], table: Table):  # type: ignore[no-untyp
         else:
             tag = version
     if text is not None and millis is None:
-        millis = str(int(dt.datetime.fromisoformat(text).replace(tzinfo=dt.timezone.utc).timestamp() * 1000))
+        millis = str(int(dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC).timestamp() * 1000))
     return resolve_time_travel(
         table.store,
         int(snapshot_id) if snapshot_id is not None else None,

@@ -94,7 +94,7 @@ def partition_value_string(value: object, dtype: DataType, default_name: str, le
     elif root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
         assert isinstance(value, dt.datetime)
         if value.tzinfo is not None:
-            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
         clock = java_local_time(value.hour, value.minute, value.second, value.microsecond * 1000)
         text = f"{value.date().isoformat()}T{clock}" if legacy else str(value)
     elif root is TypeRoot.TIME:

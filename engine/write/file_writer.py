@@ -88,7 +88,7 @@ class DataFileWriter:
         schema = pa.schema([to_arrow_field(f) for f in self.fields])
         metas = []
         seq = first_sequence
-        for chunk, path, name, size in self._roll(table, schema):
+        for chunk, name, size in self._roll(table, schema):
             n = chunk.num_rows
             metas.append(
                 DataFileMeta(
@@ -114,7 +114,7 @@ class DataFileWriter:
         )
         key_types = [k.type for k in self.key_fields]
         metas = []
-        for chunk, path, name, size in self._roll(physical, schema):
+        for chunk, name, size in self._roll(physical, schema):
             n = chunk.num_rows
             first = [chunk.column(KEY_PREFIX + k.name)[0].as_py() for k in self.key_fields]
             last = [chunk.column(KEY_PREFIX + k.name)[n - 1].as_py() for k in self.key_fields]
@@ -140,7 +140,7 @@ class DataFileWriter:
 
     # -- rolling --------------------------------------------------------------------------------
     def _roll(self, table: pa.Table, schema: pa.Schema):  # type: ignore[no-untyped-def]
-        """Write ``table`` into files of about ``target_size``; yields (rows, path, name, size) per file."""
+        """Write ``table`` into files of about ``target_size``; yields (rows, file name, size) per file."""
         table = table.cast(schema)
         fs = self.store.io.arrow_fs()
         offset, total = 0, table.num_rows
@@ -159,4 +159,4 @@ class DataFileWriter:
                         break
                 writer.close()
                 size = sink.tell()
-            yield table.slice(start, offset - start), path, name, size
+            yield table.slice(start, offset - start), name, size
