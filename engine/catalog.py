@@ -22,6 +22,7 @@ from engine.errors import (
     TableAlreadyExistsError,
 )
 from engine.identifier import DEFAULT_DATABASE, Identifier, validate_name
+from engine.count_layout import is_count_layout, physical_create_args
 from engine.io import FileIO
 from engine.meta.paths import TablePaths, join
 from engine.meta.schema_store import SchemaStore
@@ -146,10 +147,19 @@ class FileSystemCatalog:
             opts.pop("partition", None)
         # Persist the bucket mode explicitly, so readers with other defaults agree with us.
         if "bucket" not in opts:
-            opts["bucket"] = "1" if primary_keys else "-1"
+            keyed = primary_keys or str(opts.get("retractions.enabled", "")).lower() == "true"
+            opts["bucket"] = "1" if keyed else "-1"
         opts.setdefault("file.format", "parquet")
         validate_options(opts)
         table_schema = TableSchema.create(schema, partition_keys, primary_keys, opts, comment)
+        if is_count_layout(table_schema):
+            if primary_keys:
+                raise InvalidArgumentError(
+                    "'retractions.enabled' is for tables without a primary key (primary-key tables accept "
+                    "retractions already)"
+                )
+            fields, keys, opts = physical_create_args(list(table_schema.fields), table_schema.partition_keys, opts)
+            table_schema = TableSchema.create(fields, table_schema.partition_keys, keys, opts, comment)
         if table_schema.primary_keys and int(opts["bucket"]) < 1:
             raise InvalidArgumentError(
                 "primary-key tables need a fixed bucket count ('bucket' >= 1); dynamic (-1) and postpone (-2) "

@@ -265,6 +265,10 @@ PARTITION = _declare("partition", "list", None,
     immutable=True)
 PRIMARY_KEY_NULLABLE = _declare("primary-key.nullable", bool, False,
     "Keep primary-key columns nullable instead of forcing them NOT NULL.", immutable=True)
+RETRACTIONS_ENABLED = _declare("retractions.enabled", bool, False,
+    "A table without primary key that accepts retractions (-U/-D rows): stored in the managed-table "
+    "design's count layout (key = the whole row, value = a count summed at merge and compaction).",
+    immutable=True)
 MERGE_ENGINE = _declare("merge-engine", "enum", "deduplicate",
     "How rows with the same primary key merge: deduplicate (keep last), partial-update (non-null fields "
     "win), aggregation (fields.<f>.aggregate-function), first-row (keep first).",

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
 
+from engine.count_layout import is_count_layout, logical_schema
 from engine.commit import CommitMessage, CommitResult, FileStoreCommit, OverwriteSpec
 from engine.errors import InvalidArgumentError
 from engine.identifier import Identifier
@@ -40,6 +41,8 @@ class Table:
         self.catalog = catalog
         self.identifier = identifier
         self.store = FileStore(io, paths, schema)
+        # Count-layout tables are stored with a key and a count column; users see neither.
+        self._logical = logical_schema(schema) if is_count_layout(schema) else schema
 
     # -- description ----------------------------------------------------------------------------
     @property
@@ -56,7 +59,8 @@ class Table:
 
     @property
     def schema(self) -> TableSchema:
-        return self.store.schema
+        """The schema users see (for count-layout tables, without the stored key and count)."""
+        return self._logical
 
     @property
     def arrow_schema(self) -> pa.Schema:
@@ -137,14 +141,10 @@ class Table:
 
     # -- writing --------------------------------------------------------------------------------
     def new_writer(self):  # type: ignore[no-untyped-def]
-        """A writer for this table's layout (append or primary key)."""
-        if self.store.has_primary_key:
-            from engine.write.kv_writer import KeyValueWriter
+        """A writer for this table's layout (append, primary key, or count layout)."""
+        from engine.write.factory import new_writer
 
-            return KeyValueWriter(self.store)
-        from engine.write.append_writer import AppendWriter
-
-        return AppendWriter(self.store)
+        return new_writer(self.store)
 
     def new_commit(self, commit_user: str | None = None) -> FileStoreCommit:
         return FileStoreCommit(self.store, commit_user)

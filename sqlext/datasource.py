@@ -262,17 +262,10 @@ def write_task(table: Table, batches: Iterator[pa.RecordBatch], job_token: str) 
     ctx = TaskContext.get()
     task = ctx.partitionId() if ctx is not None else 0
     attempt = ctx.attemptNumber() if ctx is not None else 0
+    from engine.write.factory import new_writer
+
     namer = FileNamer(job_token, ((task << 8) + attempt) << FILE_COUNTER_BITS)
-    if table.store.has_primary_key:
-        from engine.write.kv_writer import KeyValueWriter
-
-        writer: Any = KeyValueWriter(
-            table.store, compact=False, sequence_offset=task << SEQUENCE_STRIDE_BITS, namer=namer
-        )
-    else:
-        from engine.write.append_writer import AppendWriter
-
-        writer = AppendWriter(table.store, namer=namer)
+    writer = new_writer(table.store, compact=False, sequence_offset=task << SEQUENCE_STRIDE_BITS, namer=namer)
     try:
         for batch in batches:
             writer.write(batch)

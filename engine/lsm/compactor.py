@@ -23,7 +23,8 @@ import pyarrow.compute as pc
 from engine.lsm.changelog import diff_changelog, rowkind_to_kinds
 from engine.lsm.compact_strategy import CompactUnit, UniversalCompaction, can_drop_deletes
 from engine.lsm.levels import Levels
-from engine.lsm.merge import MergeConfig, merge
+from engine.count_layout import is_count_layout
+from engine.lsm.merge import COUNT_COLUMN, MergeConfig, merge
 from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import DataFileMeta, FileSource
 from engine.meta.paths import FileNamer
@@ -103,6 +104,8 @@ def run_compaction(
     schema = store.schema
     config = MergeConfig.from_options(schema.options, schema.primary_keys)
     merged = merge(read_kv(store, partition_dir, bucket, files), schema.primary_keys, config, drop_deletes=drop_deletes)
+    if drop_deletes and is_count_layout(schema):  # nothing older remains: a zero count is no row at all
+        merged = merged.filter(pc.not_equal(merged.column(COUNT_COLUMN), 0))
     writer = DataFileWriter(store, partition_dir, bucket, namer=namer, file_source=FileSource.COMPACT, level=unit.output_level)
     after = tuple(writer.write_kv(merged)) if merged.num_rows else ()
     changelog: tuple[DataFileMeta, ...] = ()

@@ -15,9 +15,10 @@ from collections.abc import Iterator, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.count_layout import expand, is_count_layout, logical_schema
 from engine.lsm.changelog import kinds_to_rowkind
 from engine.lsm.intervals import partition_by_key_intervals
-from engine.lsm.merge import MergeConfig, merge
+from engine.lsm.merge import COUNT_COLUMN, MergeConfig, merge
 from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import DataFileMeta
 from engine.meta.paths import partition_path
@@ -59,7 +60,9 @@ class SplitReader:
         self.store = store
         self.row_kind = row_kind  # prepend the merged rows' kinds as ``rowkind`` ($audit_log)
         schema = store.schema
-        self.columns = list(columns) if columns is not None else list(schema.field_names)
+        self.count_layout = is_count_layout(schema)
+        visible = logical_schema(schema).field_names if self.count_layout else schema.field_names
+        self.columns = list(columns) if columns is not None else list(visible)
         self.filter = filter
         needed = list(self.columns)
         for c in sorted(filter.columns()) if filter is not None else []:
@@ -67,9 +70,11 @@ class SplitReader:
                 needed.append(c)
         if store.has_primary_key:
             self.merge_config = MergeConfig.from_options(schema.options, schema.primary_keys)
-            for c in list(schema.primary_keys) + list(self.merge_config.sequence_fields):
+            extra = [COUNT_COLUMN] if self.count_layout else []
+            for c in list(schema.primary_keys) + list(self.merge_config.sequence_fields) + extra:
                 if c not in needed:
                     needed.append(c)
+        self.expanded = [c for c in needed if c != COUNT_COLUMN]
         self.read_fields: list[DataField] = [schema.field(c) for c in needed]
         out = [schema.arrow_schema().field(c) for c in self.columns]
         if row_kind:
@@ -116,6 +121,8 @@ class SplitReader:
         return table
 
     def _finish(self, table: pa.Table) -> pa.Table:
+        if self.count_layout:  # each row as many times as its count (before filtering)
+            table = expand(table, self.expanded)
         table = filter_table(table, self.filter)
         if not self.row_kind:
             return table.select(self.columns).cast(self.output_schema)

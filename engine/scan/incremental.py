@@ -21,7 +21,9 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from engine.count_layout import expand_changes, is_count_layout, logical_schema
 from engine.lsm.changelog import kinds_to_rowkind
+from engine.lsm.merge import COUNT_COLUMN
 from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import DataFileMeta, FileKind
 from engine.meta.snapshot import CommitKind, Snapshot
@@ -98,10 +100,15 @@ class ChangeReader:
 
     def __init__(self, store: FileStore, columns: Sequence[str] | None = None, filter: Predicate | None = None) -> None:
         self.store = store
-        self.columns = list(columns) if columns is not None else list(store.schema.field_names)
+        self.count_layout = is_count_layout(store.schema)
+        visible = logical_schema(store.schema).field_names if self.count_layout else store.schema.field_names
+        self.columns = list(columns) if columns is not None else list(visible)
         self.filter = filter
         extra = sorted(filter.columns() - set(self.columns)) if filter is not None else []
         needed = self.columns + extra
+        self.expanded = list(needed)
+        if self.count_layout:
+            needed = needed + [COUNT_COLUMN]
         self.fields = [store.schema.field(c) for c in needed]
         arrow = store.schema.arrow_schema()
         self.output_schema = pa.schema([pa.field(ROWKIND, pa.string(), nullable=False)] + [arrow.field(c) for c in self.columns])
@@ -115,7 +122,12 @@ class ChangeReader:
         )
         for f in split.files:
             path = data_file_path(store, part_dir, split.bucket, f)
-            if split.key_value:
+            if split.key_value and self.count_layout:  # +1 / -1 counts become +I / -D rows
+                t = read_data_file(store, path, f, self.fields)
+                t = expand_changes(t, self.expanded, ROWKIND)
+                kinds = t.column(ROWKIND)
+                t = t.drop_columns([ROWKIND])
+            elif split.key_value:
                 t = read_data_file(store, path, f, self.fields, (SEQUENCE_NUMBER, VALUE_KIND))
                 kinds = kinds_to_rowkind(t.column(VALUE_KIND))
                 t = t.drop_columns([SEQUENCE_NUMBER, VALUE_KIND])

@@ -40,7 +40,7 @@ def kv_arrow_schema(fields: Sequence[DataField], key_fields: Sequence[DataField]
     key_cols = []
     for k in key_fields:
         af = to_arrow_field(k)
-        key_cols.append(_field_with_id(KEY_PREFIX + k.name, af.type, KEY_FIELD_ID_OFFSET + k.id))
+        key_cols.append(_field_with_id(KEY_PREFIX + k.name, af.type, KEY_FIELD_ID_OFFSET + k.id, k.type.nullable))
     system = [
         _field_with_id(SEQUENCE_NUMBER, pa.int64(), SEQUENCE_FIELD_ID),
         _field_with_id(VALUE_KIND, pa.int8(), VALUE_KIND_FIELD_ID),

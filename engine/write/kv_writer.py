@@ -46,7 +46,22 @@ from engine.write.file_writer import DataFileWriter
 from engine.write.routing import group_rows
 
 ROWKIND = "rowkind"
+KIND_COLUMNS = [(VALUE_KIND, pa.int8()), (ROWKIND, pa.string())]
 Bucket = tuple[bytes, int]
+
+
+def split_kinds(table: pa.Table) -> tuple[pa.Table, pa.Array]:
+    """Take the row kinds out of conformed input: a ``rowkind`` ('+I', '-U', '+U', '-D') or
+    ``_VALUE_KIND`` (0..3) column, else every row is an insert."""
+    if ROWKIND in table.column_names:
+        return table.drop_columns([ROWKIND]), rowkind_to_kinds(table.column(ROWKIND))
+    if VALUE_KIND in table.column_names:
+        kinds = table.column(VALUE_KIND).combine_chunks()
+        bad = pc.sum(pc.or_(pc.less(kinds, 0), pc.greater(kinds, 3))).as_py()
+        if bad:
+            raise InvalidArgumentError(f"{bad} row(s) have a _VALUE_KIND outside 0..3")
+        return table.drop_columns([VALUE_KIND]), kinds
+    return table, pa.array(np.zeros(table.num_rows, dtype=np.int8))
 
 
 class KeyValueWriter:
@@ -86,20 +101,9 @@ class KeyValueWriter:
     def write(self, data: object) -> None:
         """Buffer rows; a ``rowkind`` ('+I','-U','+U','-D') or ``_VALUE_KIND`` (0..3) column gives each row's kind."""
         store = self.store
-        table = conform(data, store.schema, extra_columns=[(VALUE_KIND, pa.int8()), (ROWKIND, pa.string())])
+        table, kinds = split_kinds(conform(data, store.schema, extra_columns=KIND_COLUMNS))
         if table.num_rows == 0:
             return
-        if ROWKIND in table.column_names:
-            kinds = rowkind_to_kinds(table.column(ROWKIND))
-            table = table.drop_columns([ROWKIND])
-        elif VALUE_KIND in table.column_names:
-            kinds = table.column(VALUE_KIND).combine_chunks()
-            table = table.drop_columns([VALUE_KIND])
-            bad = pc.sum(pc.or_(pc.less(kinds, 0), pc.greater(kinds, 3))).as_py()
-            if bad:
-                raise InvalidArgumentError(f"{bad} row(s) have a _VALUE_KIND outside 0..3")
-        else:
-            kinds = pa.array(np.zeros(table.num_rows, dtype=np.int8))
         table = table.append_column(VALUE_KIND, kinds)
         keys = store.schema.logical_bucket_keys
         buckets = bucket_ids([table.column(k) for k in keys], [store.schema.field(k).type for k in keys], self.num_buckets)

@@ -124,3 +124,14 @@ def test_dyntable_reads_pypaimon_dynamic_bucket_table(pypaimon: PyPaimon, catalo
     pypaimon.write(catalog.warehouse, "db.dyn", pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=schema))
     pypaimon.write(catalog.warehouse, "db.dyn", pa.table({"id": [1], "v": ["A"]}, schema=schema))
     assert _sorted(catalog.get_table("db.dyn").to_arrow(), "id") == [{"id": 1, "v": "A"}, {"id": 2, "v": "b"}]
+
+
+def test_pypaimon_reads_a_count_layout_table_as_rows_with_counts(pypaimon: PyPaimon, catalog):
+    schema = pa.schema([("a", pa.int64()), ("b", pa.string())])
+    t = catalog.create_table("db.cnt", schema, options={"retractions.enabled": "true"})
+    t.write_arrow(pa.table({"a": [1, 1, 2], "b": ["x", "x", "y"]}))
+    t.write_arrow(pa.table({"a": [2], "b": ["y"], "rowkind": ["-D"]}))
+    physical = pa.schema([("a", pa.int64()), ("b", pa.string()), pa.field("_VALUE_COUNT", pa.int64(), nullable=False)])
+    theirs = {(r["a"], r["b"]): r["_VALUE_COUNT"] for r in pypaimon.read(catalog.warehouse, "db.cnt", schema=physical).to_pylist()}
+    assert theirs == {(1, "x"): 2, (2, "y"): 0}
+    assert sorted(t.to_arrow().to_pylist(), key=lambda r: r["a"]) == [{"a": 1, "b": "x"}, {"a": 1, "b": "x"}]
