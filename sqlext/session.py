@@ -133,6 +133,7 @@ class SqlSession:
 
     def run_statement(self, stmt: Statement) -> StatementResult:
         with self._lock:
+            activate(self.spark)
             try:
                 if classify(stmt.text) == "dyntable":
                     node = parse_statement(stmt.text, stmt.line, stmt.column, offset=stmt.offset)
@@ -282,6 +283,16 @@ class SqlSession:
         for job in self.jobs.values():
             if job.query.isActive:
                 job.query.stop()
+
+
+def activate(spark: SparkSession) -> None:
+    """Make ``spark`` the active session of the calling thread (JVM side).
+
+    Spark resolves Python data sources through the thread's active session: on a thread that
+    never set one (a CLI worker thread, a notebook callback), ``format("dyntable")`` is not found.
+    """
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)  # type: ignore[attr-defined]
 
 
 def spark_error(e: PySparkException, stmt: Statement) -> SqlError:
