@@ -77,7 +77,7 @@ class FileSystemCatalog:
             if ignore_if_exists:
                 return
             raise DatabaseAlreadyExistsError(f"database '{name}' already exists")
-        self.io.mkdirs(path)
+        self.io.mark_directory(path)
 
     def drop_database(self, name: str, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
         path = self.database_path(name)
@@ -95,7 +95,7 @@ class FileSystemCatalog:
     def _require_database(self, name: str) -> None:
         if not self.database_exists(name):
             if name == DEFAULT_DATABASE:
-                self.io.mkdirs(self.database_path(name))
+                self.io.mark_directory(self.database_path(name))
                 return
             raise NoSuchDatabaseError(f"database '{name}' does not exist; create it with CREATE DATABASE {name}")
 

@@ -528,6 +528,17 @@ class FileIO:
             else:
                 self.fs.makedirs(p, exist_ok=True)
 
+    def mark_directory(self, path: str) -> None:
+        """Make an (empty) directory exist. On object stores this writes the conventional
+        zero-byte ``<path>/`` marker (as Hadoop's S3A does), so an empty database is listed."""
+        if self._local or self.protocol == "memory":
+            self.mkdirs(path)
+            return
+        p = self.fs_path(path).rstrip("/") + "/"
+        with _errors("create directory", path):
+            if not self.fs.exists(p.rstrip("/")):
+                self.fs.pipe_file(p, b"")
+
     def _supports_conditional_put(self) -> bool:
         if self._conditional_put is not None:
             return self._conditional_put
