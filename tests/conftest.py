@@ -1,8 +1,17 @@
-"""Shared fixtures: a fresh warehouse per test, and small Arrow data."""
+"""Shared fixtures: a fresh warehouse per test, a catalog, and a real S3 API (moto on loopback).
+
+The S3 server is started once per session on a free 127.0.0.1 port; dummy AWS credentials are
+set in the environment only while it runs; tests that need it skip when moto or s3fs is missing.
+"""
 
 from __future__ import annotations
 
+import logging
 import os
+import socket
+import uuid
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -21,3 +30,44 @@ def catalog(warehouse):
     cat = open_catalog(warehouse)
     cat.create_database("db")
     return cat
+
+
+BUCKET = "dyntable-test"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[dict[str, Any]]:
+    """Starts moto's S3 server; yields the storage options for FileIO (endpoint + bucket)."""
+    pytest.importorskip("s3fs")
+    moto_server = pytest.importorskip("moto.server")
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AWS_ACCESS_KEY_ID", "testing")
+        mp.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        mp.setenv("AWS_SESSION_TOKEN", "testing")
+        mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        for var in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+            mp.delenv(var, raising=False)
+        port = _free_port()
+        server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+        server.start()
+        try:
+            options: dict[str, Any] = {"client_kwargs": {"endpoint_url": f"http://127.0.0.1:{port}"}}
+            import s3fs
+
+            s3fs.S3FileSystem(skip_instance_cache=True, **options).mkdir(BUCKET)
+            yield options
+        finally:
+            server.stop()
+
+
+@pytest.fixture()
+def s3_root(s3_endpoint: dict[str, Any]) -> str:
+    """A fresh, empty prefix in the test bucket for one test."""
+    return f"s3://{BUCKET}/{uuid.uuid4().hex}"

@@ -29,12 +29,11 @@ from benchmarks.harness import (
     write_json,
 )
 
-
 # -- pairing and ratios ----------------------------------------------------------------------------
+
 
 def test_compare_alternates_warms_up_and_reports_ratios():
     calls: list[str] = []
-    times = {"ours": 0.0, "base": 0.0}
 
     def arm(name: str, seconds: float) -> Arm:
         def run() -> Reported:
@@ -52,7 +51,6 @@ def test_compare_alternates_warms_up_and_reports_ratios():
     assert result.best == 0.5 and result.median == 0.5
     assert result.ours_times == [2.0] * 4 and result.baseline_times == [1.0] * 4
     assert result.ok
-    del times
 
 
 def test_compare_enforces_minimum_pairs_and_times_only_run():
@@ -73,8 +71,13 @@ def test_failed_check_is_recorded_not_hidden():
     assert "row count 10" in result.check
     assert "CHECK FAILED" in format_line(result)
 
-    bad_sum = compare("X4", "wrong checksum", Arm(run=lambda: Outcome(5, 1)), Arm(run=lambda: Outcome(5, 2)), pairs=3)
+    bad_sum = compare(
+        "X4", "wrong checksum", Arm(run=lambda: Outcome(5, 1)), Arm(run=lambda: Outcome(5, 2)), pairs=3
+    )
     assert "checksum" in bad_sum.check
+
+    unchecked = compare("X7", "no outcome", Arm(run=lambda: None), Arm(run=lambda: None), pairs=3)
+    assert not unchecked.ok and "no outcome" in unchecked.check
 
 
 def test_verify_runs_untimed_on_first_pair_and_expectations_per_arm():
@@ -84,16 +87,29 @@ def test_verify_runs_untimed_on_first_pair_and_expectations_per_arm():
         verified.append(value)
         return Outcome(value)
 
-    result = compare("X5", "expect", Arm(run=lambda: 3, verify=verify), Arm(run=lambda: 7, verify=verify),
-                     pairs=3, check=expect(Outcome(3), Outcome(7)))
+    result = compare(
+        "X5",
+        "expect",
+        Arm(run=lambda: 3, verify=verify),
+        Arm(run=lambda: 7, verify=verify),
+        pairs=3,
+        check=expect(Outcome(3), Outcome(7)),
+    )
     assert result.ok
     assert verified == [3, 7, 3, 7]  # warm-up and first pair only
-    mismatch = compare("X6", "expect", Arm(run=lambda: 3, verify=verify), Arm(run=lambda: 7, verify=verify),
-                       pairs=3, check=expect(Outcome(4), None))
+    mismatch = compare(
+        "X6",
+        "expect",
+        Arm(run=lambda: 3, verify=verify),
+        Arm(run=lambda: 7, verify=verify),
+        pairs=3,
+        check=expect(Outcome(4), None),
+    )
     assert mismatch.check.startswith("FAILED: ours")
 
 
 # -- checksums ------------------------------------------------------------------------------------
+
 
 def test_checksum_ignores_row_order_chunking_and_type_variants():
     table = t8(3_000, seed=3)
@@ -101,12 +117,20 @@ def test_checksum_ignores_row_order_chunking_and_type_variants():
     assert base.rows == 3_000
     shuffled = table.take(pa.array(np.random.default_rng(0).permutation(3_000)))
     chunked = pa.concat_tables([table.slice(0, 1000), table.slice(1000)])
-    wide = table.cast(pa.schema([
-        pa.field(f.name, pa.large_string()) if f.type == pa.string()
-        else pa.field(f.name, pa.timestamp("ns")) if f.name == "ts"
-        else pa.field(f.name, pa.int64()) if f.name == "qty" else f
-        for f in table.schema
-    ]))
+    wide = table.cast(
+        pa.schema(
+            [
+                pa.field(f.name, pa.large_string())
+                if f.type == pa.string()
+                else pa.field(f.name, pa.timestamp("ns"))
+                if f.name == "ts"
+                else pa.field(f.name, pa.int64())
+                if f.name == "qty"
+                else f
+                for f in table.schema
+            ]
+        )
+    )
     assert arrow_checksum(shuffled) == base
     assert arrow_checksum(chunked) == base
     assert arrow_checksum(wide) == base
@@ -136,6 +160,7 @@ def test_string_hash_paths_agree(values, seed):
 
 
 # -- data -----------------------------------------------------------------------------------------
+
 
 def test_generators_are_seeded_and_shaped():
     a, b = t8(2_000, seed=1), t8(2_000, seed=1)
@@ -170,9 +195,17 @@ def test_unique_keys_last_keeps_highest_sequence():
 
 # -- printing, JSON, CLI --------------------------------------------------------------------------
 
+
 def test_line_format_and_json(tmp_path):
-    r = Result("W1", "append write", ">= 0.8", ratios=[0.91, 0.88, 0.8], ours_times=[1.23, 1.3, 1.2],
-               baseline_times=[1.12, 1.1, 1.0], rows=1_000_000)
+    r = Result(
+        "W1",
+        "append write",
+        ">= 0.8",
+        ratios=[0.91, 0.88, 0.8],
+        ours_times=[1.23, 1.3, 1.2],
+        baseline_times=[1.12, 1.1, 1.0],
+        rows=1_000_000,
+    )
     line = format_line(r)
     assert line.startswith("W1    append write")
     assert "ratio best 0.91 median 0.88" in line and "1,000,000 rows" in line and "ours 1.23 s" in line
@@ -194,8 +227,9 @@ def test_select_and_cli_usage_errors(capsys):
 
 def test_tiny_run_of_engine_workloads(tmp_path):
     lines: list[str] = []
-    results, path = run_suite("tiny", ["merge", "W5"], pairs=3, out=tmp_path / "out", workdir=tmp_path / "work",
-                              echo=lines.append)
+    results, path = run_suite(
+        "tiny", ["merge", "W5"], pairs=3, out=tmp_path / "out", workdir=tmp_path / "work", echo=lines.append
+    )
     assert [r.key for r in results] == ["merge", "W5", "W5w"]
     assert all(r.ok for r in results), [format_line(r) for r in results]
     assert all(len(r.ratios) == 3 and all(x > 0 for x in r.ratios) for r in results)

@@ -8,13 +8,12 @@ import pyarrow as pa
 import pytest
 
 from engine import open_catalog
-from tests.engine.io.conftest import s3_endpoint, s3_root  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.s3
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("dt", pa.string())])
 
 
-def test_append_and_primary_key_tables_on_s3(s3_root, s3_endpoint):  # noqa: F811
+def test_append_and_primary_key_tables_on_s3(s3_root, s3_endpoint):
     cat = open_catalog(s3_root, **s3_endpoint)
     cat.create_database("db")
     a = cat.create_table("db.a", SCHEMA, partition_keys=["dt"])
@@ -39,7 +38,7 @@ def _append(root: str, options: dict, worker: int) -> None:
         t.write_arrow(pa.table({"id": [worker * 100 + i], "v": ["w"], "dt": ["x"]}))
 
 
-def test_concurrent_writers_on_s3_lose_nothing(s3_root, s3_endpoint):  # noqa: F811
+def test_concurrent_writers_on_s3_lose_nothing(s3_root, s3_endpoint):
     cat = open_catalog(s3_root, **s3_endpoint)
     cat.create_database("db")
     cat.create_table("db.c", SCHEMA, options={"commit.max-retries": "100", "commit.max-retry-wait": "100 ms"})
