@@ -1,0 +1,139 @@
+"""dyntable's benchmark suite: ratios against in-process baselines (see BENCHMARKS.md and README.md).
+
+This module holds the registry of workloads and :func:`run_suite`, which runs a selection,
+prints one line per result as it arrives and writes the JSON record. Invariants:
+* Spark workloads are imported (and the JVM started) only when one of them is selected, so
+  engine-only runs such as ``--size tiny --only merge,W5`` never start a JVM.
+* A workload that raises is recorded as an error line and the suite continues; the return
+  code says whether every selected workload ran and passed its result checks.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks.harness import SIZES, Context, Result, failed, format_line, write_json
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A registered workload: ``module.function(ctx) -> list[Result]``."""
+
+    key: str
+    title: str
+    module: str
+    function: str
+    spark: bool
+
+
+WORKLOADS: tuple[Workload, ...] = (
+    Workload("merge", "merge throughput", "benchmarks.workloads_engine", "run_merge", False),
+    Workload("W5", "planning vs history", "benchmarks.workloads_engine", "run_w5", False),
+    Workload("W6", "commit latency and flatness", "benchmarks.workloads_engine", "run_w6", False),
+    Workload("P1", "engine vs pypaimon, PK table", "benchmarks.workloads_engine", "run_p1", False),
+    Workload(
+        "P1a", "engine vs pypaimon, append table", "benchmarks.workloads_engine", "run_p1_append", False
+    ),
+    Workload("W1", "append write", "benchmarks.workloads_spark", "run_w1", True),
+    Workload("W2", "primary-key upsert write", "benchmarks.workloads_spark", "run_w2", True),
+    Workload("W3", "merge-on-read scan", "benchmarks.workloads_spark", "run_w3", True),
+    Workload("W3b", "scan after full compaction", "benchmarks.workloads_spark", "run_w3b", True),
+    Workload("W4", "full compaction", "benchmarks.workloads_spark", "run_w4", True),
+    Workload("W9", "streaming change read", "benchmarks.workloads_spark", "run_w9", True),
+)
+DEFAULT_OUT = Path(__file__).resolve().parent / "results"
+
+
+def select(only: Sequence[str] | None) -> list[Workload]:
+    """The registered workloads named in ``only`` (case-insensitive), in registry order; all if None.
+
+    Raises:
+        ValueError: an unknown name.
+    """
+    if not only:
+        return list(WORKLOADS)
+    wanted = {name.strip().lower() for name in only if name.strip()}
+    known = {w.key.lower() for w in WORKLOADS}
+    unknown = sorted(wanted - known)
+    if unknown:
+        raise ValueError(f"unknown workload(s) {unknown}; known: {[w.key for w in WORKLOADS]}")
+    return [w for w in WORKLOADS if w.key.lower() in wanted]
+
+
+def run_suite(
+    size: str = "small",
+    only: Sequence[str] | None = None,
+    pairs: int = 3,
+    out: str | Path | None = None,
+    workdir: str | Path | None = None,
+    echo: Callable[[str], None] = print,
+    spark_conf: Mapping[str, str] | None = None,
+) -> tuple[list[Result], Path]:
+    """Run the selected workloads and write ``<out>/<timestamp>.json``.
+
+    Args:
+        size: a key of :data:`benchmarks.harness.SIZES`.
+        only: workload keys to run (default: all).
+        pairs: timed A/B pairs per comparison (at least 3).
+        out: directory of the JSON record (default ``benchmarks/results``).
+        workdir: scratch directory for tables (default: a temporary directory, removed after).
+        echo: where printed lines go.
+        spark_conf: extra Spark settings for the suite's session (on top of ``build_spark``'s).
+
+    Returns:
+        The results and the JSON path.
+    """
+    if size not in SIZES:
+        raise ValueError(f"unknown size {size!r}; use one of {sorted(SIZES)}")
+    chosen = select(only)
+    scratch = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="dyntable-bench-"))
+    scratch.mkdir(parents=True, exist_ok=True)
+    ctx = Context(SIZES[size], max(3, pairs), scratch)
+    ctx.cache["spark_conf"] = dict(spark_conf or {})
+    results: list[Result] = []
+    started = time.perf_counter()
+    echo(
+        f"dyntable benchmarks  size={size}  pairs={ctx.pairs}  "
+        "ratio = baseline time / our time (higher is better)"
+    )
+    try:
+        for workload in chosen:
+            t0 = time.perf_counter()
+            try:
+                fn = getattr(importlib.import_module(workload.module), workload.function)
+                produced = fn(ctx)
+            except Exception as e:  # noqa: BLE001 - one broken workload must not hide the others
+                produced = [failed(workload.key, workload.title, e)]
+            for result in produced:
+                result.seconds = round(time.perf_counter() - t0, 1)
+                results.append(result)
+                echo(format_line(result))
+    finally:
+        session = ctx.cache.get("spark")
+        if session is not None:
+            session.stop()
+        if workdir is None:
+            shutil.rmtree(scratch, ignore_errors=True)
+    elapsed = time.perf_counter() - started
+    meta = {
+        "size": size,
+        "pairs": ctx.pairs,
+        "only": [w.key for w in chosen],
+        "elapsed_s": round(elapsed, 1),
+        "spark_conf": ctx.cache["spark_conf"],
+    }
+    path = write_json(results, out or DEFAULT_OUT, meta)
+    echo(
+        f"{len(results)} results in {elapsed:.0f} s; "
+        f"{sum(1 for r in results if not r.ok)} failed; JSON: {path}"
+    )
+    return results, path
+
+
+__all__ = ["DEFAULT_OUT", "WORKLOADS", "Workload", "run_suite", "select"]

@@ -1,0 +1,479 @@
+"""Spark workloads: W1 append write, W2 PK upsert, W3/W3b scans, W4 compaction, W9 streaming.
+
+Each ``run_*`` takes a :class:`benchmarks.harness.Context` and returns its results. The Spark
+session is created once per suite (``ctx.cache["spark"]``) with the project's
+``build_spark`` settings; the suite stops it at the end.
+
+Invariants:
+* Both arms read or write the same rows: DataFrames are built from the same seeded Arrow
+  table and cached (and counted) before any timing, so neither arm pays for generating them.
+* Fresh inputs per timed run (new table, copied table directory, new output path) are made in
+  the arm's untimed ``setup``; read-backs for checks happen in the untimed ``verify``.
+* Checks compare like with like: Spark-side results by ``count`` + ``sum(hash(cols))`` over the
+  T8 columns, engine-side results by :func:`benchmarks.harness.arrow_checksum` against the
+  expected state computed independently with pyarrow (e.g. base rows upserted with the CDC batch).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from benchmarks import data
+from benchmarks.harness import (
+    Arm,
+    Context,
+    Outcome,
+    Result,
+    arrow_checksum,
+    compare,
+    expect,
+    fmt_seconds,
+    spark_checksum,
+)
+from engine import Table, open_catalog
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+T8_COLUMNS = data.T8_SCHEMA.names
+PK_BUCKETS = 4
+UPDATE_RUNS = 4
+LATENCY_COMMITS = 4
+LATENCY_TRIGGER_S = 1.0
+
+
+def get_spark(ctx: Context) -> Any:
+    """The suite's SparkSession (created on first use) with the dyntable source registered."""
+    spark = ctx.cache.get("spark")
+    if spark is None:
+        # Python workers import engine/sqlext from the repository, whatever the working directory.
+        paths = [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+        from sqlext.spark import build_spark
+
+        conf = {"spark.driver.memory": "4g", **ctx.cache.get("spark_conf", {})}
+        spark = build_spark(conf.pop("master", "local[*]"), conf, app_name="dyntable-benchmarks")
+        ctx.cache["spark"] = spark
+    return spark
+
+
+def cached_df(spark: Any, table: pa.Table) -> Any:
+    """A cached, materialised DataFrame of ``table`` (both arms start from the same in-memory rows)."""
+    df = spark.createDataFrame(table).cache()
+    df.count()
+    return df
+
+
+def dyntable_df(spark: Any, warehouse: str, name: str, **options: str) -> Any:
+    return (
+        spark.read.format("dyntable")
+        .option("warehouse", warehouse)
+        .option("table", name)
+        .options(**options)
+        .load()
+    )
+
+
+def data_file_paths(table: Table) -> list[str]:
+    """The data files of the table's latest snapshot (as ``table.plan()`` lists them)."""
+    from engine.read.split_reader import data_file_path, split_partition_dir
+
+    store = table.store
+    return [
+        data_file_path(store, split_partition_dir(store, split), split.bucket, f)
+        for split in table.plan().splits
+        for f in split.files
+    ]
+
+
+def _copy_table(source: Table, catalog: Any, name: str) -> Table:
+    """A byte copy of a table directory under a new name (metadata holds only relative names)."""
+    shutil.copytree(source.path, catalog.table_path(name))
+    return catalog.get_table(name)
+
+
+def _fresh(prefix: str) -> str:
+    return f"db.{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+# ------------------------------------------------------------------------------------------------
+# W1 append write
+# ------------------------------------------------------------------------------------------------
+
+
+def run_w1(ctx: Context) -> list[Result]:
+    """``df.write.format("dyntable")`` into a new append table vs ``df.write.parquet``."""
+    spark = get_spark(ctx)
+    rows = ctx.size.rows
+    df = cached_df(spark, data.t8(rows, seed=1))
+    warehouse = ctx.path("w1")
+    catalog = open_catalog(warehouse)
+    catalog.create_database("db")
+    out_root = Path(ctx.path("w1-parquet"))
+    state: dict[str, str] = {}
+
+    def ours_setup() -> None:
+        state["table"] = _fresh("w1")
+        catalog.create_table(state["table"], data.T8_SCHEMA)
+
+    def ours_run() -> str:
+        df.write.format("dyntable").option("warehouse", warehouse).option("table", state["table"]).mode(
+            "append"
+        ).save()
+        return state["table"]
+
+    def base_setup() -> None:
+        state["path"] = str(out_root / uuid.uuid4().hex)
+
+    def base_run() -> str:
+        df.write.parquet(state["path"])
+        return state["path"]
+
+    result = compare(
+        "W1",
+        "append write",
+        Arm(ours_run, ours_setup, lambda name: spark_checksum(dyntable_df(spark, warehouse, name))),
+        Arm(base_run, base_setup, lambda path: spark_checksum(spark.read.parquet(path))),
+        pairs=ctx.pairs,
+        rows=rows,
+        target=">= 0.8",
+    )
+    df.unpersist()
+    return [result]
+
+
+# ------------------------------------------------------------------------------------------------
+# W2 primary-key upsert write
+# ------------------------------------------------------------------------------------------------
+
+
+def run_w2(ctx: Context) -> list[Result]:
+    """A CDC batch into an existing PK table (bucket 4) via the data source vs bucketed sorted parquet."""
+    spark = get_spark(ctx)
+    size = ctx.size
+    base = data.t8(size.rows, seed=2)
+    batch = data.cdc(size.rows, size.cdc_rows, seed=3)
+    expected = arrow_checksum(data.apply_cdc(base, batch), T8_COLUMNS)
+    expected_batch = arrow_checksum(batch)
+    warehouse = ctx.path("w2")
+    catalog = open_catalog(warehouse)
+    catalog.create_database("db")
+    template = catalog.create_table(
+        "db.w2_base", data.T8_SCHEMA, primary_keys=["id"], options={"bucket": str(PK_BUCKETS)}
+    )
+    template.write_arrow(base)
+    df = cached_df(spark, batch)
+    out_root = Path(ctx.path("w2-parquet"))
+    state: dict[str, Any] = {}
+
+    def ours_setup() -> None:
+        state["table"] = _copy_table(template, catalog, _fresh("w2"))
+
+    def ours_run() -> Table:
+        table = state["table"]
+        df.write.format("dyntable").option("warehouse", warehouse).option("table", table.name).mode(
+            "append"
+        ).save()
+        return table
+
+    def base_setup() -> None:
+        state["path"] = str(out_root / uuid.uuid4().hex)
+
+    def base_run() -> str:
+        df.repartition(PK_BUCKETS, "id").sortWithinPartitions("id").write.parquet(state["path"])
+        return state["path"]
+
+    result = compare(
+        "W2",
+        f"PK upsert write (bucket {PK_BUCKETS})",
+        Arm(ours_run, ours_setup, lambda t: arrow_checksum(t.refresh().to_arrow(), T8_COLUMNS)),
+        Arm(base_run, base_setup, lambda path: arrow_checksum(pq.read_table(path), batch.column_names)),
+        pairs=ctx.pairs,
+        rows=batch.num_rows,
+        target=">= 0.7",
+        check=expect(expected, expected_batch),
+    )
+    result.notes.append(f"into {base.num_rows:,} existing rows; 80% updates, 15% inserts, 5% deletes")
+    df.unpersist()
+    return [result]
+
+
+# ------------------------------------------------------------------------------------------------
+# the PK table with 1 base run + 4 update runs (W3, W3b, W4)
+# ------------------------------------------------------------------------------------------------
+
+
+def runs_table(ctx: Context) -> dict[str, Any]:
+    """Build once per suite: a PK table with a base run and 4 CDC update runs left uncompacted.
+
+    Returns a dict with ``catalog``, ``warehouse``, ``table``, ``expected`` (the merged rows as
+    Arrow, computed with pyarrow) and ``copy`` (a directory holding ``expected`` as 4 sorted
+    Parquet files: the compacted copy of W3's baseline).
+    """
+    fixture = ctx.cache.get("runs")
+    if fixture is not None:
+        return fixture
+    size = ctx.size
+    warehouse = ctx.path("runs")
+    catalog = open_catalog(warehouse)
+    catalog.create_database("db")
+    table = catalog.create_table(
+        "db.runs",
+        data.T8_SCHEMA,
+        primary_keys=["id"],
+        options={"bucket": str(PK_BUCKETS), "write-only": "true"},
+    )
+    expected = data.t8(size.rows, seed=31)
+    table.write_arrow(expected)
+    next_key = size.rows
+    for r in range(UPDATE_RUNS):
+        batch = data.cdc(size.rows, size.update_rows, seed=40 + r, next_key=next_key)
+        next_key += int(round(size.update_rows * 0.15))
+        table.write_arrow(batch)
+        expected = data.apply_cdc(expected, batch)
+    expected = expected.sort_by("id").combine_chunks()
+    copy = Path(ctx.path("runs-compacted-copy"))
+    step = -(-expected.num_rows // PK_BUCKETS)
+    for i in range(PK_BUCKETS):
+        pq.write_table(expected.slice(i * step, step), copy / f"part-{i}.parquet")
+    fixture = {
+        "catalog": catalog,
+        "warehouse": warehouse,
+        "table": table.refresh(),
+        "expected": expected,
+        "copy": str(copy),
+    }
+    ctx.cache["runs"] = fixture
+    return fixture
+
+
+def _runs_note(table: Table) -> str:
+    files = sum(len(s.files) for s in table.plan().splits)
+    return f"{files} data files in {PK_BUCKETS} buckets"
+
+
+def run_w3(ctx: Context) -> list[Result]:
+    """Merge-on-read scan (count + sum of hash) vs ``spark.read.parquet`` of a compacted copy."""
+    spark = get_spark(ctx)
+    fx = runs_table(ctx)
+    table: Table = fx["table"]
+    result = compare(
+        "W3",
+        "merge-on-read scan 1+4 runs",
+        Arm(lambda: spark_checksum(dyntable_df(spark, fx["warehouse"], table.name))),
+        Arm(lambda: spark_checksum(spark.read.parquet(fx["copy"]))),
+        pairs=ctx.pairs,
+        rows=fx["expected"].num_rows,
+        target=">= 0.45",
+    )
+    result.notes.append(_runs_note(table))
+    return [result]
+
+
+def run_w3b(ctx: Context) -> list[Result]:
+    """Scan after full compaction vs ``spark.read.parquet`` of the very same data files."""
+    spark = get_spark(ctx)
+    fx = runs_table(ctx)
+    compacted = _copy_table(fx["table"], fx["catalog"], "db.runs_compacted")
+    compacted.compact(full=True)
+    compacted = compacted.refresh()
+    files = data_file_paths(compacted)
+    result = compare(
+        "W3b",
+        "scan after full compaction",
+        Arm(lambda: spark_checksum(dyntable_df(spark, fx["warehouse"], compacted.name))),
+        Arm(lambda: spark_checksum(spark.read.parquet(*files).select(*T8_COLUMNS))),
+        pairs=ctx.pairs,
+        rows=fx["expected"].num_rows,
+        target=">= 0.75",
+    )
+    result.notes.append(f"{len(files)} data files")
+    return [result]
+
+
+# ------------------------------------------------------------------------------------------------
+# W4 full compaction
+# ------------------------------------------------------------------------------------------------
+
+
+def run_w4(ctx: Context) -> list[Result]:
+    """``compact_distributed(full=True)`` of a fresh copy vs Spark read + rewrite of the same files."""
+    from sqlext.compaction import compact_distributed
+
+    spark = get_spark(ctx)
+    fx = runs_table(ctx)
+    source: Table = fx["table"]
+    files = data_file_paths(source)
+    input_rows = sum(f.row_count for s in source.plan().splits for f in s.files)
+    expected = arrow_checksum(fx["expected"], T8_COLUMNS)
+    out_root = Path(ctx.path("w4-rewrite"))
+    state: dict[str, Any] = {}
+
+    def ours_setup() -> None:
+        state["table"] = _copy_table(source, fx["catalog"], _fresh("w4"))
+
+    def ours_run() -> Table:
+        compact_distributed(spark, state["table"], full=True)
+        return state["table"]
+
+    def ours_verify(table: Table) -> Outcome:
+        table = table.refresh()
+        runs = max(len(s.files) for s in table.plan().splits)
+        if runs != 1:
+            return Outcome(-runs)  # not fully compacted: fails the check with a visible count
+        return arrow_checksum(table.to_arrow(), T8_COLUMNS)
+
+    def base_setup() -> None:
+        state["path"] = str(out_root / uuid.uuid4().hex)
+
+    def base_run() -> str:
+        spark.read.parquet(*files).write.parquet(state["path"])
+        return state["path"]
+
+    def base_verify(path: str) -> Outcome:
+        return Outcome(sum(pq.ParquetFile(p).metadata.num_rows for p in Path(path).glob("*.parquet")))
+
+    result = compare(
+        "W4",
+        "full compaction 1+4 runs",
+        Arm(ours_run, ours_setup, ours_verify),
+        Arm(base_run, base_setup, base_verify),
+        pairs=ctx.pairs,
+        rows=input_rows,
+        target=">= 1.0",
+        check=expect(expected, Outcome(input_rows)),
+    )
+    result.notes.append(f"{len(files)} input files; table copied before each round, untimed")
+    return [result]
+
+
+# ------------------------------------------------------------------------------------------------
+# W9 streaming change read and commit-to-visible latency
+# ------------------------------------------------------------------------------------------------
+
+
+def _stream_table(ctx: Context, commits: int) -> tuple[str, Table, pa.Table]:
+    warehouse = ctx.path("w9")
+    catalog = open_catalog(warehouse)
+    catalog.create_database("db")
+    table = catalog.create_table("db.stream", data.T8_SCHEMA)
+    rows = data.t8(ctx.size.rows, seed=9)
+    step = -(-rows.num_rows // commits)
+    for i in range(commits):
+        table.write_arrow(rows.slice(i * step, step))
+    return warehouse, table.refresh(), rows
+
+
+def _stream_once(spark: Any, warehouse: str, table: Table, checkpoint: str) -> Outcome:
+    """Read every change from snapshot 1 with availableNow; count + hash-sum each micro-batch."""
+    seen = {"rows": 0, "sum": 0}
+
+    def consume(df: Any, _batch_id: int) -> None:
+        outcome = spark_checksum(df)
+        seen["rows"] += outcome.rows
+        seen["sum"] += outcome.checksum
+
+    query = (
+        spark.readStream.format("dyntable")
+        .option("warehouse", warehouse)
+        .option("table", table.name)
+        .option("scan.mode", "from-snapshot")
+        .option("scan.snapshot-id", "1")
+        .load()
+        .writeStream.foreachBatch(consume)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    return Outcome(seen["rows"], seen["sum"])
+
+
+def _latency(spark: Any, warehouse: str, table: Table, checkpoint: str) -> tuple[list[float], int, int]:
+    """Seconds from each commit to the micro-batch that delivers it (1 s processing-time trigger)."""
+    arrivals: list[tuple[float, int]] = []
+    lock = threading.Lock()
+
+    def consume(df: Any, _batch_id: int) -> None:
+        n = df.count()
+        if n:
+            with lock:
+                arrivals.append((time.time(), n))
+
+    query = (
+        spark.readStream.format("dyntable")
+        .option("warehouse", warehouse)
+        .option("table", table.name)
+        .option("scan.mode", "latest")
+        .load()
+        .writeStream.foreachBatch(consume)
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime=f"{LATENCY_TRIGGER_S:g} seconds")
+        .start()
+    )
+    latencies: list[float] = []
+    committed = 0
+    try:
+        time.sleep(3 * LATENCY_TRIGGER_S)  # let the first (empty) batches run
+        for i in range(LATENCY_COMMITS):
+            batch = data.t8(1_000, seed=900 + i, first_id=10_000_000 + i * 1_000)
+            with lock:
+                before = len(arrivals)
+            start = time.time()
+            table.write_arrow(batch)
+            committed += batch.num_rows
+            deadline = time.time() + 30
+            while time.time() < deadline:
+                with lock:
+                    if len(arrivals) > before:
+                        latencies.append(arrivals[before][0] - start)
+                        break
+                time.sleep(0.01)
+            time.sleep(
+                float(np.random.default_rng(i).uniform(0, LATENCY_TRIGGER_S))
+            )  # vary the trigger phase
+    finally:
+        query.stop()
+    with lock:
+        delivered = sum(n for _, n in arrivals)
+    return latencies, committed, delivered
+
+
+def run_w9(ctx: Context) -> list[Result]:
+    """Streaming change read over N commits vs ``spark.read.parquet`` of exactly the added files; latency."""
+    spark = get_spark(ctx)
+    commits = ctx.size.stream_commits
+    warehouse, table, rows = _stream_table(ctx, commits)
+    files = data_file_paths(table)  # an append table never compacts here: the added files are the live ones
+    checkpoints = Path(ctx.path("w9-checkpoints"))
+    result = compare(
+        "W9",
+        f"stream read of {commits} commits",
+        Arm(lambda: _stream_once(spark, warehouse, table, str(checkpoints / uuid.uuid4().hex))),
+        Arm(lambda: spark_checksum(spark.read.parquet(*files).select(*T8_COLUMNS))),
+        pairs=ctx.pairs,
+        rows=rows.num_rows,
+        target=">= 0.6",
+    )
+    result.notes.append(f"{len(files)} added files; availableNow into foreachBatch(count, sum(hash))")
+    latencies, committed, delivered = _latency(spark, warehouse, table, str(checkpoints / "latency"))
+    lat = Result("W9l", "commit-to-visible latency", target=f"<= {LATENCY_TRIGGER_S + 1:g} s")
+    lat.extra["trigger"] = f"{LATENCY_TRIGGER_S:g} s"
+    if latencies:
+        lat.extra["median"] = fmt_seconds(float(np.median(latencies)))
+        lat.extra["max"] = fmt_seconds(max(latencies))
+        lat.extra["latencies_s"] = [round(x, 3) for x in latencies]
+    if len(latencies) < LATENCY_COMMITS or delivered != committed:
+        lat.check = (
+            f"FAILED: {len(latencies)}/{LATENCY_COMMITS} commits seen, "
+            f"{delivered:,}/{committed:,} rows delivered"
+        )
+    return [result, lat]
