@@ -48,8 +48,38 @@ START_MODES = ("default", "latest-full", "full", "latest", "from-snapshot", "fro
 
 @dataclass(frozen=True)
 class ChangePartition(InputPartition):
-    split: Any
-    full: bool  # a split of a full snapshot (every row +I) rather than a change split
+    splits: tuple[Any, ...]  # read in order; one bucket's splits never span two partitions
+    full: bool  # splits of a full snapshot (every row +I) rather than change splits
+
+
+PACK_TARGET_BYTES = 128 * 1024 * 1024
+OPEN_FILE_COST = 4 * 1024 * 1024
+
+
+def pack(splits: Sequence[Any], full: bool, keyed: bool) -> list[ChangePartition]:
+    """Few Spark tasks for many small changes: for keyed tables group splits by (partition,
+    bucket), keeping commit order inside a group (a key's changes stay ordered); append rows have
+    no order to keep, so each split is its own group. Groups are packed into ~8 tasks of at most
+    128 MB."""
+    groups: dict[object, list[Any]] = {}
+    for i, split in enumerate(splits):
+        groups.setdefault((split.partition, split.bucket) if keyed else i, []).append(split)
+    costs = {k: sum(max(f.file_size, OPEN_FILE_COST) for s in g for f in s.files) for k, g in groups.items()}
+    # About 8 tasks for a large batch (so every core has work), never more than 128 MB each.
+    target = min(PACK_TARGET_BYTES, max(4 * OPEN_FILE_COST, sum(costs.values()) // 8))
+    out: list[ChangePartition] = []
+    current: list[Any] = []
+    weight = 0
+    for key, group in groups.items():
+        cost = costs[key]
+        if current and weight + cost > target:
+            out.append(ChangePartition(tuple(current), full))
+            current, weight = [], 0
+        current.extend(group)
+        weight += cost
+    if current:
+        out.append(ChangePartition(tuple(current), full))
+    return out
 
 
 class DyntableStreamReader(DataSourceStreamReader):
@@ -106,8 +136,8 @@ class DyntableStreamReader(DataSourceStreamReader):
         full = start.get("full")
         if full:
             snapshot = self.store.snapshots.get(full)
-            for split in TableScan(self.store).with_snapshot(snapshot).plan().splits:
-                parts.append(ChangePartition(split, True))
+            splits = TableScan(self.store).with_snapshot(snapshot).plan().splits
+            parts.extend(pack(splits, True, self.store.has_primary_key))
             first = full
         earliest = self.store.snapshots.earliest_id()
         if earliest is not None and first + 1 < earliest and end["snapshot"] > first:
@@ -115,8 +145,9 @@ class DyntableStreamReader(DataSourceStreamReader):
                 f"snapshots {first + 1}..{earliest - 1} needed by this stream have expired; use a consumer-id "
                 "so expiration keeps them, or restart the stream from the latest snapshot"
             )
-        for snap in self.store.snapshots.iter_range(first, end["snapshot"]):
-            parts.extend(ChangePartition(split, False) for split in change_splits(self.store, snap))
+        changes = [s for snap in self.store.snapshots.iter_range(first, end["snapshot"])
+                   for s in change_splits(self.store, snap)]
+        parts.extend(pack(changes, False, self.store.has_primary_key))
         return parts
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -124,15 +155,19 @@ class DyntableStreamReader(DataSourceStreamReader):
         if p.full:
             from engine.read.split_reader import SplitReader
 
-            for t in SplitReader(self.store, self.columns).read(p.split):
-                if self.with_kind:
-                    t = t.add_column(0, ROWKIND, pa.repeat(pa.scalar("+I", pa.string()), t.num_rows))
-                yield from to_spark_batches(t, self.arrow_schema)
+            reader = SplitReader(self.store, self.columns)
+            for split in p.splits:
+                for t in reader.read(split):
+                    if self.with_kind:
+                        t = t.add_column(0, ROWKIND, pa.repeat(pa.scalar("+I", pa.string()), t.num_rows))
+                    yield from to_spark_batches(t, self.arrow_schema)
             return
-        for t in ChangeReader(self.store, self.columns).read(p.split):
-            if not self.with_kind:
-                t = t.filter(pc.is_in(t.column(ROWKIND), value_set=AFTER_IMAGES)).drop_columns([ROWKIND])
-            yield from to_spark_batches(t, self.arrow_schema)
+        changes = ChangeReader(self.store, self.columns)
+        for split in p.splits:
+            for t in changes.read(split):
+                if not self.with_kind:
+                    t = t.filter(pc.is_in(t.column(ROWKIND), value_set=AFTER_IMAGES)).drop_columns([ROWKIND])
+                yield from to_spark_batches(t, self.arrow_schema)
 
     def commit(self, end: dict) -> None:
         if self.consumer_id:
