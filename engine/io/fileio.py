@@ -319,6 +319,25 @@ class FileIO:
             else:
                 self.fs.pipe_file(p, bytes(data))
 
+    def write_new(self, path: str, data: bytes) -> None:
+        """Writes a new, uniquely named, immutable file in one go (manifests, manifest lists).
+
+        No temporary file: nothing refers to such a file until a snapshot naming it is
+        published, so a half-written one can only ever be an orphan. Existing files are refused.
+        """
+        p = self.fs_path(path)
+        with _errors("write", path):
+            if self._local:
+                try:
+                    f = open(p, "xb")
+                except FileNotFoundError:
+                    os.makedirs(os.path.dirname(p), exist_ok=True)
+                    f = open(p, "xb")
+                with f:
+                    f.write(data)
+            else:
+                self.fs.pipe_file(p, bytes(data))
+
     def write_text(self, path: str, text: str, overwrite: bool = True) -> None:
         """Writes a whole file as UTF-8 text (see :meth:`write_bytes`)."""
         self.write_bytes(path, text.encode("utf-8"), overwrite=overwrite)

@@ -123,7 +123,7 @@ class ManifestStore:
         name = self.namer.manifest()
         data = write_manifest_entries(entries, codec=self.codec)
         path = self.paths.manifest_file(name)
-        self.io.write_bytes(path, data)
+        self.io.write_new(path, data)
         _MANIFEST_CACHE.put(path, list(entries), max(1, len(entries)))
         buckets = [e.bucket for e in entries]
         levels = [e.file.level for e in entries]
@@ -158,7 +158,7 @@ class ManifestStore:
         name = self.namer.manifest_list()
         data = write_manifest_list(metas, codec=self.codec)
         path = self.paths.manifest_file(name)
-        self.io.write_bytes(path, data)
+        self.io.write_new(path, data)
         _MANIFEST_CACHE.put(path, list(metas), max(1, len(metas)))
         return name, len(data)
 
