@@ -249,8 +249,7 @@ class Table:
         return self.new_commit().truncate()
 
     def branch_table(self, branch: str) -> Table:
-        from engine.catalog import FileSystemCatalog  # noqa: F401  (typing only)
-
+        """This table as seen from another branch."""
         ident = Identifier(self.identifier.database, self.identifier.table, branch)
         if self.catalog is None:
             raise InvalidArgumentError("this table was opened without a catalog")

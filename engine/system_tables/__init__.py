@@ -111,7 +111,10 @@ def read_system_table(table: Table, name: str, snapshot_id: int | None = None) -
     return _WHOLE[key](table)
 
 
-__all__ = ["METADATA_TABLES", "read_system_table", "system_table_schema"]
+__all__ = [
+    "DATA_TABLES", "METADATA_TABLES", "read_optimized_splits", "read_system_table", "system_table_columns",
+    "system_table_schema",
+]
 
 
 DATA_TABLES: tuple[str, ...] = ("audit_log", "ro")
