@@ -19,6 +19,7 @@ Every failure surfaces as a typed :class:`sqlext.errors.SqlError` with SQLSTATE 
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
-from engine import DyntableError, Identifier, Table, open_catalog
+from engine import DyntableError, Identifier, InvalidArgumentError, Table, open_catalog
 from engine.identifier import DEFAULT_DATABASE
 from engine.scan.predicate import to_json as predicate_to_json
 from sqlext import ast
@@ -100,6 +101,7 @@ class SqlSession:
     ) -> None:
         self.spark = spark
         register(spark)
+        _quiet_pyspark_error_logs()
         self.catalog = open_catalog(warehouse, **catalog_options)
         self.warehouse = self.catalog.warehouse
         self.catalog.create_database(DEFAULT_DATABASE, ignore_if_exists=True)
@@ -209,15 +211,24 @@ class SqlSession:
         options.update(b.options)
         if streaming:
             options.setdefault("read.changelog", "true")  # a continuous INSERT must carry deletes along
+        elif any(k in options for k in _TIME_TRAVEL_OPTIONS):
+            _check_time_travel(options)
         reader = self.spark.readStream if streaming else self.spark.read
         reader.format("dyntable").options(**options).load().createOrReplaceTempView(b.view)
 
     def spark_sql(self, text: str, stmt: Statement | None = None) -> DataFrame:
-        return self.spark.sql(self.bind(text, stmt))
+        return self.frame(text, stmt)
 
     def frame(self, sql: str, stmt: Statement | None = None, *, streaming: bool = False) -> DataFrame:
         """A DataFrame for a query fragment (binding managed tables)."""
-        return self.spark.sql(self.bind(sql, stmt, streaming=streaming))
+        bound = self.bind(sql, stmt, streaming=streaming)
+        try:
+            return self.spark.sql(bound)
+        except PySparkException as e:
+            if stmt is None or stmt.text != sql:
+                raise  # SQL an executor generated: run_statement reports it at the statement
+            # Spark's position is in the bound text: map it back to the user's text
+            raise spark_error(e, stmt, source=sql, bound=bound) from e
 
     # -- session options ------------------------------------------------------------------------
     def set_option(self, key: str, value: str) -> None:
@@ -295,16 +306,117 @@ def activate(spark: SparkSession) -> None:
     jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)  # type: ignore[attr-defined]
 
 
-def spark_error(e: PySparkException, stmt: Statement) -> SqlError:
-    """Turn a Spark analysis/parse error into dyntable's typed SQL error."""
+_TIME_TRAVEL_OPTIONS = (
+    "scan.snapshot-id", "scan.tag-name", "scan.timestamp-millis", "scan.timestamp", "scan.version",
+)
+# "module.ErrorClass: message" lines of the Python tracebacks Spark wraps in its own error: a
+# dyntable error raised in a task, or the Spark error a foreachBatch function (a streaming INSERT) hit.
+_WORKER_ERROR = re.compile(r"^(?:engine\.errors\.|sqlext\.errors\.)?(\w+(?:Error|Exception)): (.+)$", re.M)
+_SPARK_POSITION = re.compile(r"line (\d+),? pos (\d+)")
+_SPARK_POSITION_TAIL = re.compile(r"(?:; line \d+ pos \d+;?|\s*\(line \d+, pos \d+\))\s*$")
+_NESTED_SPARK_ERROR = re.compile(
+    r"^pyspark\.errors\.exceptions\.\w+\.\w+: (\[[\w.]+\] .+?)(?: SQLSTATE: (\w{5}))?\s*$", re.M
+)
+
+
+def _quiet_pyspark_error_logs() -> None:
+    """Stop pyspark logging every captured SQL error to stderr as JSON.
+
+    The session raises each of those errors as a typed SqlError (which its caller reports), so the
+    log line only repeats it, with a JVM stack trace, in front of the real message.
+    """
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def _check_time_travel(options: dict[str, str]) -> None:
+    """Resolve a view's time travel now, so a missing snapshot, tag or timestamp fails the statement.
+
+    (Spark builds the reader only when a query runs, where the error would surface untyped and
+    after the statement has returned its DataFrame.)
+    """
+    from sqlext.datasource import resolve, time_travel
+
+    table, _system = resolve(options)
+    try:
+        time_travel(options, table)
+    except ValueError as e:  # a timestamp that does not parse
+        raise InvalidArgumentError(f"invalid time-travel target: {e}") from e
+
+
+def _worker_error(text: str) -> tuple[str, str] | None:
+    """(SQLSTATE, message) of the dyntable error a Python worker raised inside a Spark job, if any."""
+    import engine.errors as engine_errors
+
+    found = None
+    for m in _WORKER_ERROR.finditer(text):
+        cls = getattr(engine_errors, m.group(1), None)
+        if isinstance(cls, type) and issubclass(cls, DyntableError):
+            found = (sqlstate_for(cls.__new__(cls)), m.group(2).strip())
+    if found is None:
+        nested = list(_NESTED_SPARK_ERROR.finditer(text))
+        if nested:
+            found = (nested[-1].group(2) or "XX000", nested[-1].group(1).strip())
+    return found
+
+
+def _spark_offset(e: PySparkException, bound: str) -> int | None:
+    """Where in the SQL text Spark ran its error points (query context, else "line L pos P")."""
+    try:
+        contexts = e.getQueryContext()
+        if contexts and contexts[0].contextType().name == "SQL" and contexts[0].startIndex() >= 0:
+            return int(contexts[0].startIndex())
+    except Exception:  # noqa: BLE001 - an error without a usable context
+        pass
+    m = _SPARK_POSITION.search(str(e))
+    if m is None:
+        return None
+    lines = bound.split("\n")
+    row = int(m.group(1)) - 1
+    if not 0 <= row < len(lines):
+        return None
+    return sum(len(line) + 1 for line in lines[:row]) + min(int(m.group(2)), len(lines[row]))
+
+
+def _source_offset(source: str, bound: str, offset: int) -> int:
+    """The offset in ``source`` of ``bound[offset]`` (the binder only replaced table references)."""
+    import difflib
+
+    for tag, s1, _s2, b1, b2 in difflib.SequenceMatcher(None, source, bound, autojunk=False).get_opcodes():
+        if b1 <= offset < b2 or (offset == b2 == len(bound)):
+            return s1 + (offset - b1 if tag == "equal" else 0)
+    return len(source)
+
+
+def spark_error(
+    e: PySparkException, stmt: Statement, *, source: str | None = None, bound: str | None = None
+) -> SqlError:
+    """Turn a Spark analysis/parse error into dyntable's typed SQL error.
+
+    With the statement's ``source`` text and the ``bound`` text Spark ran, the error points at
+    the offending token of the user's statement (script-relative line and column, with caret).
+    """
     state = None
     try:
         state = e.getSqlState()
     except Exception:  # noqa: BLE001
         pass
+    worker = _worker_error(str(e))
+    if worker is not None:  # dyntable's own error raised in a task: report it, not Spark's wrapper
+        return SqlAnalysisError(worker[1], line=stmt.line, column=stmt.column, sqlstate=worker[0])
     message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     cls = SqlParseError if (state or "").startswith("42601") or "PARSE_SYNTAX_ERROR" in str(e) else SqlAnalysisError
-    return cls(message, line=stmt.line, column=stmt.column, sqlstate=state or "42000")
+    offset = _spark_offset(e, bound) if source is not None and bound is not None else None
+    if offset is None:
+        return cls(message, line=stmt.line, column=stmt.column, sqlstate=state or "42000")
+    # Spark's own position is relative to the bound text: drop it, the error carries the real one.
+    message = _SPARK_POSITION_TAIL.sub("", message).rstrip(" ;")
+    at = _source_offset(source, bound, offset)  # type: ignore[arg-type]
+    return cls.at(message, source, at, line=stmt.line, column=stmt.column, sqlstate=state or "42000")
 
 
 __all__ = ["SqlSession", "StatementResult", "ast"]

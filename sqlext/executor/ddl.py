@@ -114,7 +114,11 @@ def create_table(s: SqlSession, n: ast.CreateTable, stmt: Statement) -> Statemen
     if query_df is not None:
         from sqlext.executor.insert import write_frame
 
-        write_frame(s, table, query_df, list(table.schema.field_names), overwrite=False)
+        try:
+            write_frame(s, table, query_df, list(table.schema.field_names), overwrite=False)
+        except BaseException:
+            s.catalog.drop_table(ident, ignore_if_not_exists=True)  # CREATE ... AS SELECT is all or nothing
+            raise
     return done(stmt, f"Table {ident.full_name} created")
 
 
@@ -300,9 +304,19 @@ def rescale(s: SqlSession, n: ast.RescaleBuckets, stmt: Statement) -> StatementR
     if latest is not None:
         reader = reader.option("scan.snapshot-id", str(latest.id))
     frame = reader.load().localCheckpoint()
-    table.schemas.commit_change(
-        lambda latest_schema: latest_schema.apply_changes([SetOption("bucket", str(n.buckets))], allow_immutable={"bucket"})
-    )
-    table = s.table(n.table)
-    write_frame(s, table, frame, list(table.schema.field_names), overwrite=True)
+
+    def set_buckets(value: str | None) -> None:
+        change = SetOption("bucket", value) if value is not None else RemoveOption("bucket")
+        table.schemas.commit_change(
+            lambda latest_schema: latest_schema.apply_changes([change], allow_immutable={"bucket"})
+        )
+
+    old_buckets = table.options.get("bucket")
+    set_buckets(str(n.buckets))
+    try:
+        table = s.table(n.table)
+        write_frame(s, table, frame, list(table.schema.field_names), overwrite=True)
+    except BaseException:
+        set_buckets(old_buckets)  # the rewrite failed: the old files keep their old layout
+        raise
     return done(stmt, f"Table rewritten into {n.buckets} bucket(s)")

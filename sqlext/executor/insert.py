@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from engine import CommitKind, Snapshot, Table
+from engine.count_layout import is_count_layout
 from engine.meta.manifest import FileKind
 from engine.scan.incremental import ROWKIND
 from engine.write.conform import coerce_spec
@@ -35,6 +37,29 @@ if TYPE_CHECKING:
 
 
 STREAMING_TRIGGER = "execution.streaming.trigger"
+
+
+# Flink-style durations ('1 s', '500ms', '2 min') as the interval text Spark's trigger accepts.
+_DURATION = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$", re.I)
+_DURATION_UNITS = {
+    "": "milliseconds", "ms": "milliseconds", "milli": "milliseconds", "millis": "milliseconds",
+    "millisecond": "milliseconds", "milliseconds": "milliseconds",
+    "s": "seconds", "sec": "seconds", "secs": "seconds", "second": "seconds", "seconds": "seconds",
+    "m": "minutes", "min": "minutes", "mins": "minutes", "minute": "minutes", "minutes": "minutes",
+    "h": "hours", "hour": "hours", "hours": "hours",
+}
+
+
+def spark_interval(text: str, stmt: Statement | None = None) -> str:
+    """A duration (``'1 s'``, ``'500 ms'``, ``'2 min'``; a bare number is milliseconds) as a Spark interval."""
+    m = _DURATION.match(text)
+    unit = _DURATION_UNITS.get(m.group(2).lower()) if m else None
+    if m is None or unit is None:
+        raise SqlAnalysisError(
+            f"'execution.checkpointing.interval' = '{text}' is not a duration; use e.g. '1 s', '500 ms' or '2 min'",
+            line=stmt.line if stmt else None, column=stmt.column if stmt else None, sqlstate="22023",
+        )
+    return f"{int(m.group(1))} {unit}"
 
 
 def _quote(name: str) -> str:
@@ -187,7 +212,11 @@ def insert(s: SqlSession, n: ast.Insert, stmt: Statement) -> StatementResult:
     q = n.query
     sub = Statement(q.text, q.line or stmt.line, q.column or stmt.column, q.offset or stmt.offset)
     if s.streaming and not n.overwrite:
-        return _start_stream(s, table, sub, columns, static, hints, stmt)
+        started = _start_stream(s, table, sub, columns, static, hints, stmt)
+        if started is not None:
+            return started
+        # A query with no streaming source (VALUES, Spark tables) is bounded: it runs as a batch
+        # INSERT, as Flink runs a bounded INSERT in streaming mode.
     df = s.frame(q.text, sub)
     if n.overwrite:
         overwrite: Any = static if static else ("dynamic" if dynamic_parts else True)
@@ -200,16 +229,23 @@ def insert(s: SqlSession, n: ast.Insert, stmt: Statement) -> StatementResult:
 def _start_stream(
     s: SqlSession, table: Table, sub: Statement, columns: list[str], static: dict[str, Any], hints: dict[str, str],
     stmt: Statement,
-) -> StatementResult:
+) -> StatementResult | None:
+    """Start a continuous job for the INSERT, or return None when its query reads no streaming source."""
     from sqlext.session import StreamingJob
 
     df = s.frame(sub.text, sub, streaming=True)
     if not df.isStreaming:
-        raise SqlAnalysisError(
-            "a streaming INSERT needs a managed table (or another streaming source) in its query",
-            line=stmt.line, column=stmt.column, sqlstate="42000",
-        )
+        return None
     shaped = shape_frame(s, table, df, columns, static, stmt)
+    if ROWKIND in shaped.columns and not table.store.has_primary_key and not is_count_layout(table.schema):
+        # An append table stores rows as they come: insertions pass (without the kind column, which
+        # it has no place for); a retraction cannot be applied (Paimon's append writer refuses it),
+        # so it stops the job with an error instead of being stored as an insertion or dropped.
+        refuse = F.raise_error(F.concat(
+            F.lit(f"'{table.name}' has no primary key and cannot apply a change of kind "), F.col(ROWKIND),
+            F.lit("; give it a primary key or 'retractions.enabled' = 'true', or select only insertions"),
+        ))
+        shaped = shaped.where(F.when(F.col(ROWKIND) == "+I", F.lit(True)).otherwise(refuse)).drop(ROWKIND)
     job_id = uuid.uuid4().hex[:12]
     # The checkpoint and commit user belong to the pipeline, not the run: running the same INSERT
     # again resumes exactly where the previous run stopped (no change is read twice or skipped).
@@ -227,7 +263,7 @@ def _start_stream(
         batch.write.format("dyntable").options(**opts).option("commit-identifier", str(batch_id)).mode("append").save()
 
     trigger = s.options.get(STREAMING_TRIGGER, "processing-time").lower()
-    interval = s.options.get("execution.checkpointing.interval", "1 s")
+    interval = spark_interval(s.options.get("execution.checkpointing.interval", "1 s"), stmt)
     mode = "update" if table.store.has_primary_key else "append"
     stream = (
         shaped.writeStream.foreachBatch(write_batch).option("checkpointLocation", checkpoint)

@@ -1,0 +1,163 @@
+"""dyntable-sql as a real process: three launches (each starts a JVM), run side by side.
+
+A: ``-i`` init script (silent), ``-f`` script whose third statement fails, ``--database``,
+   ``--conf`` (a session default and a Spark setting), ``--output csv``: exit code 1,
+   ``Error [SQLSTATE]`` with the caret on stderr, earlier results on stdout, later statements
+   never run;
+B: ``-e`` with two queries, ``--output json`` (no writes: a light launch);
+C: the ``dyntable-sql`` entry point (or ``python -m sqlext.cli`` where it is not installed),
+   aligned-table output and a parse error in ``-e``.
+Outcomes on storage are checked with the engine (no JVM in this process).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine import open_catalog
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT = 240  # seconds per launch; three JVMs share the cores while they start
+
+
+def _command() -> list[str]:
+    return [sys.executable, "-m", "sqlext.cli"]
+
+
+def _launch(args: list[str], cwd: Path, entry_point: bool = False) -> subprocess.Popen:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    exe = shutil.which("dyntable-sql") if entry_point else None
+    cmd = [exe] if exe else _command()
+    return subprocess.Popen(
+        cmd + ["--master", "local[1]", *args],
+        cwd=cwd,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def _finish(proc: subprocess.Popen) -> tuple[int, str, str]:
+    try:
+        out, err = proc.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"dyntable-sql did not finish in {TIMEOUT} s\nstdout:\n{out}\nstderr:\n{err}")
+    return proc.returncode, out, err
+
+
+@pytest.fixture(scope="module")
+def launches(tmp_path_factory):
+    """Start the three processes at once and collect (exit code, stdout, stderr, warehouse) of each."""
+    base = tmp_path_factory.mktemp("cli")
+    (base / "init.sql").write_text(
+        "-- runs first, silently\n"
+        "CREATE TABLE t (id INT PRIMARY KEY NOT ENFORCED, v STRING);\n"
+        "INSERT INTO t VALUES (1, 'a'), (2, 'b');\n"
+    )
+    (base / "script.sql").write_text(
+        "INSERT INTO t VALUES (3, 'c,d');\n"
+        "SELECT * FROM t ORDER BY id;\n"
+        "SELECT id,\n       nope FROM t;\n"
+        "CREATE TABLE never_created (id INT);\n"
+    )
+    procs = {
+        "A": _launch(
+            [
+                "--warehouse",
+                str(base / "wa"),
+                "--database",
+                "sales",
+                "-i",
+                "init.sql",
+                "--conf",
+                "table-storage.bucket=2",
+                "--conf",
+                "spark.sql.shuffle.partitions=1",
+                "--output",
+                "csv",
+                "-f",
+                "script.sql",
+            ],
+            base,
+        ),
+        "B": _launch(
+            [
+                "--warehouse",
+                str(base / "wb"),
+                "--output",
+                "json",
+                "-e",
+                "SELECT 1 AS id, CAST(NULL AS STRING) AS v UNION ALL SELECT 2, 'x'; "
+                "SELECT current_database() AS db",
+            ],
+            base,
+        ),
+        "C": _launch(
+            [
+                "--warehouse",
+                str(base / "wc"),
+                "-e",
+                "SELECT 1 AS n, 'long text' AS s UNION ALL SELECT 22, 'x'; CREATE TABLE (id INT)",
+            ],
+            base,
+            entry_point=True,
+        ),
+    }
+    return {name: (*_finish(p), base / f"w{name.lower()}") for name, p in procs.items()}
+
+
+def test_init_script_file_failure_database_conf_and_csv(launches):
+    code, out, err, warehouse = launches["A"]
+    assert code == 1, err
+    # only the script's results are printed (the init script is silent); csv quotes a comma
+    assert out == 'id,v\n1,a\n2,b\n3,"c,d"\n', out
+    assert "1 row(s) inserted into sales.t" in err and "3 rows" in err, err
+    # the failing statement: SQLSTATE, file, line, the source line and a caret; no traceback
+    assert "Error [42703]" in err and "nope" in err, err
+    assert "script.sql" in err and "line 4, column 8" in err, err  # Spark's position, in the file
+    assert "Traceback" not in err and "SQLQueryContextLogger" not in err, err
+    lines = err.splitlines()
+    caret = next(i for i, line in enumerate(lines) if line.strip() == "^")
+    assert lines[caret - 1].index("nope FROM t") == lines[caret].index("^"), err
+    catalog = open_catalog(str(warehouse))
+    t = catalog.get_table("sales.t")  # --database sales: created, and the current database
+    assert t.primary_keys == ("id",) and t.options["bucket"] == "2"  # --conf table-storage.bucket=2
+    assert len(t.snapshots()) >= 2
+    assert not catalog.table_exists("sales.never_created")  # after the failure: never run
+
+
+def test_execute_json_output(launches):
+    code, out, err, warehouse = launches["B"]
+    assert code == 0, err
+    assert [json.loads(line) for line in out.splitlines()] == [
+        {"id": 1, "v": None},
+        {"id": 2, "v": "x"},
+        {"db": "default"},
+    ]
+    assert os.path.isdir(warehouse / "default.db")
+
+
+def test_entry_point_aligned_table_and_parse_error(launches):
+    code, out, err, _warehouse = launches["C"]
+    assert code == 1, err
+    assert out.splitlines() == [
+        "+----+-----------+",
+        "| n  | s         |",
+        "+----+-----------+",
+        "|  1 | long text |",
+        "| 22 | x         |",
+        "+----+-----------+",
+    ], out
+    assert "Error [42601]" in err and "^" in err, err
