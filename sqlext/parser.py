@@ -360,10 +360,16 @@ class _StatementParser:
         p = last = pos
         after_dot = False
         while True:
-            p = skip_trivia(text, p)
+            p = skip_trivia(text, p, keep_hints=True)
             if p >= n:
                 break
             ch = text[p]
+            if text.startswith("/*+", p):  # a hint belongs to the raw text (e.g. after its last table)
+                end = comment_end(text, p)
+                if end < 0:
+                    raise self.unterminated(p)
+                p = last = end
+                continue
             if text.startswith("/*", p):
                 raise self.unterminated(p)
             if ch == ";":

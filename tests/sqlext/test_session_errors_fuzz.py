@@ -184,9 +184,6 @@ def run_front_end_raw(script: str) -> None:
             parse_statement(stmt.text, stmt.line, stmt.column, offset=stmt.offset)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="parser bug (sqlext/parser.py scan_raw): a hint ending a QUERY fragment is dropped"
-)
 def test_trailing_hint_stays_in_the_query_fragment() -> None:
     node = parse_statement("INSERT INTO t SELECT * FROM s /*+ OPTIONS('consumer-id' = 'c1') */")
     assert node.query.text.endswith("*/")  # type: ignore[attr-defined]
