@@ -110,6 +110,7 @@ class SqlSession:
             self.catalog.create_database(database)
         self.options: dict[str, str] = {}
         self.jobs: dict[str, StreamingJob] = {}
+        self.last_bindings: tuple[Binding, ...] = ()
         self._counter = itertools.count(1)
         self._lock = threading.RLock()
         for key, value in (conf or {}).items():
@@ -185,6 +186,7 @@ class SqlSession:
             sql, _Catalog(self), self.current_database, counter=self._counter,
             line=stmt.line if stmt else 1, column=stmt.column if stmt else 1,
         )
+        self.last_bindings = bound.bindings  # what the statement reads (executors inspect it)
         filters = {}
         if not streaming:
             views = {b.view: self.columns_of(b.table) for b in bound.bindings if not b.table.system_table}

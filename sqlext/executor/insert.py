@@ -236,6 +236,16 @@ def _start_stream(
     df = s.frame(sub.text, sub, streaming=True)
     if not df.isStreaming:
         return None
+    if ROWKIND not in df.columns:
+        # Without the kind column a delete would arrive as an insert of the old row: refuse.
+        for b in s.last_bindings:
+            source = s.table(b.table)
+            if source.store.has_primary_key:
+                raise SqlAnalysisError(
+                    f"a continuous INSERT reading '{source.name}' (a changelog with updates and deletes) must carry "
+                    f"each row's kind: add `{ROWKIND}` to the SELECT list (e.g. SELECT {ROWKIND}, id, upper(v) ...)",
+                    line=sub.line, column=sub.column, sqlstate="42000",
+                )
     shaped = shape_frame(s, table, df, columns, static, stmt)
     if ROWKIND in shaped.columns and not table.store.has_primary_key and not is_count_layout(table.schema):
         # An append table stores rows as they come: insertions pass (without the kind column, which

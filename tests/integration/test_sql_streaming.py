@@ -146,3 +146,20 @@ def test_available_now_job_append_tables_and_retractions(session):
     with pytest.raises(SqlError) as info:
         run(session, "SET 'execution.streaming.trigger' = 'sometimes'; INSERT INTO a_tgt SELECT * FROM a_src")
     assert info.value.sqlstate == "22023"
+
+
+def test_continuous_insert_must_carry_row_kinds_of_a_keyed_source(session):
+    from sqlext.errors import SqlAnalysisError
+
+    run(session, "CREATE TABLE ksrc (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED)")
+    run(session, "CREATE TABLE kdst (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED)")
+    run(session, "INSERT INTO ksrc VALUES (1, 'a'), (2, 'b')")
+    run(session, "DELETE FROM ksrc WHERE id = 2")
+    run(session, "SET 'execution.runtime-mode' = 'streaming'")
+    run(session, "SET 'execution.streaming.trigger' = 'available-now'")
+    with pytest.raises(SqlAnalysisError) as err:
+        run(session, "INSERT INTO kdst SELECT id, upper(v) FROM ksrc")
+    assert err.value.sqlstate == "42000" and "rowkind" in str(err.value)
+    run(session, "INSERT INTO kdst SELECT rowkind, id, upper(v) FROM ksrc")
+    run(session, "SET 'execution.runtime-mode' = 'batch'")
+    assert [tuple(r) for r in session.sql("SELECT id, v FROM kdst ORDER BY id").collect()] == [(1, "A")]
