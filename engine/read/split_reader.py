@@ -114,6 +114,10 @@ class SplitReader:
 
     def _read_kv(self, part_dir: str, bucket: int, f: DataFileMeta, raw: bool) -> pa.Table:
         path = data_file_path(self.store, part_dir, bucket, f)
+        if raw and not self.row_kind and f.level > 0 and f.delete_row_count == 0:
+            # A compacted file without retractions needs no system columns. (Level 0 is not trusted:
+            # pypaimon writes a delete count of 0 even for files holding deletes.)
+            return read_data_file(self.store, path, f, self.read_fields)
         table = read_data_file(self.store, path, f, self.read_fields, (SEQUENCE_NUMBER, VALUE_KIND))
         if raw:
             if f.delete_row_count != 0:
