@@ -152,6 +152,14 @@ class FileSystemCatalog:
         opts.setdefault("file.format", "parquet")
         validate_options(opts)
         table_schema = TableSchema.create(schema, partition_keys, primary_keys, opts, comment)
+        bucketed_append = not table_schema.primary_keys and not is_count_layout(table_schema)
+        if bucketed_append and int(opts["bucket"]) > 0 and "bucket-key" not in opts:
+            # Bucketed append tables hash a bucket key (Java Paimon requires one): the atomic columns.
+            atomic = [f.name for f in table_schema.fields if not f.type.is_nested]
+            if not atomic:
+                raise InvalidArgumentError("a bucketed table needs at least one column of an atomic type to hash")
+            opts["bucket-key"] = ",".join(atomic)
+            table_schema = TableSchema.create(schema, partition_keys, primary_keys, opts, comment)
         if is_count_layout(table_schema):
             if primary_keys:
                 raise InvalidArgumentError(

@@ -179,3 +179,12 @@ def test_rolling_at_target_file_size(catalog):
     assert len(files) > 1
     assert sum(f.row_count for f in files) == 300_000
     assert t.to_arrow().num_rows == 300_000
+
+
+def test_bucketed_append_table_gets_an_atomic_bucket_key(catalog):
+    schema = pa.schema([("id", pa.int64()), ("tags", pa.list_(pa.string())), ("dt", pa.string())])
+    t = catalog.create_table("db.b", schema, options={"bucket": "4"})
+    assert t.options["bucket-key"] == "id,dt"
+    t.write_arrow(pa.table({"id": list(range(20)), "tags": [["x"]] * 20, "dt": ["d"] * 20}, schema=schema))
+    assert {s.bucket for s in t.plan().splits} <= {0, 1, 2, 3} and len(t.plan().splits) > 1
+    assert sorted(t.to_arrow().column("id").to_pylist()) == list(range(20))
