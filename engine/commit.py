@@ -248,22 +248,6 @@ class FileStoreCommit:
 
         return match
 
-    def live_entries(self, snapshot: Snapshot | None, partition_filter: Callable[[bytes], bool] | None = None) -> list[ManifestEntry]:
-        """Live ADD entries of a snapshot, optionally only of some partitions."""
-        if snapshot is None:
-            return []
-        manifests = self._data_manifests(snapshot)
-        entries: list[ManifestEntry] = []
-        for meta in manifests:
-            for e in self.store.manifests.read_entries(meta.file_name):
-                if partition_filter is None or partition_filter(e.partition):
-                    entries.append(e)
-        return live_files(entries)
-
-    def _data_manifests(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
-        ms = self.store.manifests
-        return ms.read_list(snapshot.base_manifest_list) + ms.read_list(snapshot.delta_manifest_list)
-
     def _replace(
         self,
         select: Callable[[bytes], bool],
@@ -274,12 +258,12 @@ class FileStoreCommit:
     ) -> CommitResult:
         snapshots = self.store.snapshots
         start = snapshots.latest() if base_snapshot_id is None else snapshots.get(base_snapshot_id)
-        start_live = self.live_entries(start, select)
+        start_live = self.store.live_entries(start, select)
         start_names = {e.file.file_name for e in start_live}
 
         def entries_for(latest: Snapshot | None) -> list[ManifestEntry]:
             if (latest.id if latest else None) != (start.id if start else None):
-                now_live = self.live_entries(latest, select)
+                now_live = self.store.live_entries(latest, select)
                 if {e.file.file_name for e in now_live} != start_names:
                     raise CommitConflictError(
                         "another commit changed the partitions being overwritten while this overwrite ran; "
@@ -298,7 +282,7 @@ class FileStoreCommit:
         if not deletes:
             return
         parts = {e.partition for e in deletes}
-        live = {e.identifier for e in self.live_entries(latest, lambda p: p in parts)}
+        live = {e.identifier for e in self.store.live_entries(latest, lambda p: p in parts)}
         missing = [e.file.file_name for e in deletes if e.identifier not in live]
         if missing:
             raise CommitConflictError(
@@ -317,7 +301,7 @@ class FileStoreCommit:
     def _base_manifests(self, latest: Snapshot | None, schema_id: int) -> list[ManifestFileMeta]:
         if latest is None:
             return []
-        metas = self._data_manifests(latest)
+        metas = self.store.manifests.data_manifests(latest)
         if len(metas) < self.merge_min_count:
             return metas
         return self._merge_manifests(metas, schema_id)

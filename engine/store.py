@@ -7,12 +7,15 @@ and picklable (Spark ships it to executors); the caches inside it rebuild lazily
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engine.io import FileIO
+from engine.meta.manifest import ManifestEntry, live_files
 from engine.meta.manifest_store import ManifestStore
 from engine.meta.paths import MAIN_BRANCH, TablePaths
 from engine.meta.schema_store import SchemaStore
+from engine.meta.snapshot import Snapshot
 from engine.meta.snapshot_store import SnapshotStore
 from engine.options import CoreOptions
 from engine.schema import TableSchema
@@ -62,6 +65,19 @@ class FileStore:
     @property
     def has_primary_key(self) -> bool:
         return bool(self.schema.primary_keys)
+
+    def live_entries(
+        self, snapshot: Snapshot | None, partition_filter: Callable[[bytes], bool] | None = None
+    ) -> list[ManifestEntry]:
+        """Live ADD entries of a snapshot, optionally only of the partitions ``partition_filter`` accepts."""
+        if snapshot is None:
+            return []
+        entries: list[ManifestEntry] = []
+        for meta in self.manifests.data_manifests(snapshot):
+            for e in self.manifests.read_entries(meta.file_name):
+                if partition_filter is None or partition_filter(e.partition):
+                    entries.append(e)
+        return live_files(entries)
 
     def schema_by_id(self, schema_id: int) -> TableSchema:
         if schema_id == self.schema.id:

@@ -26,6 +26,7 @@ from engine.meta.manifest import (
     write_manifest_list,
 )
 from engine.meta.paths import FileNamer, TablePaths
+from engine.meta.snapshot import Snapshot
 from engine.types import DataType
 
 
@@ -98,6 +99,10 @@ class ManifestStore:
         metas = read_manifest_list(self._read(path, "manifest list"))
         _MANIFEST_CACHE.put(path, metas, max(1, len(metas)))
         return metas
+
+    def data_manifests(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
+        """The data manifests of a snapshot, in the order their entries apply (base, then delta)."""
+        return self.read_list(snapshot.base_manifest_list) + self.read_list(snapshot.delta_manifest_list)
 
     def read_entries(self, name: str) -> list[ManifestEntry]:
         path = self.paths.manifest_file(name)

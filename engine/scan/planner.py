@@ -120,16 +120,12 @@ class TableScan:
         entries = self.read_entries(snapshot)
         return Plan(snapshot, tuple(self.make_splits(snapshot.id, entries)))
 
-    def manifests_of(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
-        ms = self.store.manifests
-        return ms.read_list(snapshot.base_manifest_list) + ms.read_list(snapshot.delta_manifest_list)
-
     def read_entries(self, snapshot: Snapshot, manifests: list[ManifestFileMeta] | None = None) -> list[ManifestEntry]:
         """Live ADD entries of the snapshot that survive partition/bucket/statistics pruning."""
         store = self.store
         partition_filter, _ = split_by_columns(self.filter, store.partition_keys)
         bucket_set = self._bucket_set()
-        metas = manifests if manifests is not None else self.manifests_of(snapshot)
+        metas = manifests if manifests is not None else store.manifests.data_manifests(snapshot)
         partition_fields = [store.schema.field(k) for k in store.partition_keys]
         selected: list[ManifestEntry] = []
         partition_ok: dict[bytes, bool] = {}

@@ -184,7 +184,7 @@ def read_files(table: Table, snapshot_id: int | None) -> pa.Table:
 def _manifest_metas(table: Table, snapshot: Snapshot) -> list[ManifestFileMeta]:
     ms = table.store.manifests
     # As Java's ManifestList.readAllManifests: base and delta data manifests, then changelog ones.
-    metas = ms.read_list(snapshot.base_manifest_list) + ms.read_list(snapshot.delta_manifest_list)
+    metas = ms.data_manifests(snapshot)
     if snapshot.changelog_manifest_list:
         metas += ms.read_list(snapshot.changelog_manifest_list)
     return metas

@@ -30,12 +30,12 @@ import pyarrow.compute as pc
 from engine.commit import CommitMessage
 from engine.errors import InvalidArgumentError
 from engine.lsm.changelog import rowkind_to_kinds
-from engine.lsm.compactor import levels_of, pick, read_kv, run_compaction, write_changelog
 from engine.lsm.compact_strategy import should_stall_writes
+from engine.lsm.compactor import levels_of, pick, read_kv, run_compaction, write_changelog
 from engine.lsm.merge import MergeConfig, merge
 from engine.meta.binary_row import serialize_row
 from engine.meta.bucket import bucket_ids
-from engine.meta.manifest import DataFileMeta, live_files
+from engine.meta.manifest import DataFileMeta
 from engine.meta.paths import FileNamer, partition_path
 from engine.read.file_reader import SEQUENCE_NUMBER, VALUE_KIND
 from engine.read.split_reader import split_partition_dir
@@ -127,14 +127,7 @@ class KeyValueWriter:
         if not todo:
             return
         self._restored_partitions |= todo
-        latest = self.store.snapshots.latest()
-        if latest is None:
-            return
-        ms = self.store.manifests
-        entries = []
-        for meta in ms.read_list(latest.base_manifest_list) + ms.read_list(latest.delta_manifest_list):
-            entries.extend(e for e in ms.read_entries(meta.file_name) if e.partition in todo)
-        for e in live_files(entries):
+        for e in self.store.live_entries(self.store.snapshots.latest(), lambda p: p in todo):
             key = (e.partition, e.bucket)
             self._bucket_files.setdefault(key, []).append(e.file)
 
