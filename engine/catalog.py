@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
+from engine.count_layout import is_count_layout, physical_create_args
 from engine.errors import (
     DatabaseAlreadyExistsError,
     InvalidArgumentError,
@@ -22,7 +23,6 @@ from engine.errors import (
     TableAlreadyExistsError,
 )
 from engine.identifier import DEFAULT_DATABASE, Identifier, validate_name
-from engine.count_layout import is_count_layout, physical_create_args
 from engine.io import FileIO
 from engine.meta.paths import TablePaths, join
 from engine.meta.schema_store import SchemaStore

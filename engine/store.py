@@ -7,13 +7,13 @@ and picklable (Spark ships it to executors); the caches inside it rebuild lazily
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from engine.io import FileIO
 from engine.meta.manifest import ManifestEntry, live_files
 from engine.meta.manifest_store import ManifestStore
-from engine.meta.paths import MAIN_BRANCH, TablePaths
+from engine.meta.paths import MAIN_BRANCH, TablePaths, partition_path
 from engine.meta.schema_store import SchemaStore
 from engine.meta.snapshot import Snapshot
 from engine.meta.snapshot_store import SnapshotStore
@@ -65,6 +65,12 @@ class FileStore:
     @property
     def has_primary_key(self) -> bool:
         return bool(self.schema.primary_keys)
+
+    def partition_dir(self, values: Sequence[object]) -> str:
+        """The directory (relative to the table) of a partition, as Java Paimon computes it."""
+        opts = self.options
+        return partition_path(self.partition_keys, values, self.partition_types,
+                              opts.partition_default_name, opts.partition_legacy_name)
 
     def live_entries(
         self, snapshot: Snapshot | None, partition_filter: Callable[[bytes], bool] | None = None

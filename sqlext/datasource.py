@@ -287,14 +287,10 @@ def delete_job_files(table: Table, job_token: str) -> None:
 def delete_written_files(table: Table, messages: Sequence[CommitMessage]) -> None:
     """Remove the files of an uncommitted write (job abort)."""
     from engine.meta.binary_row import deserialize_row
-    from engine.meta.paths import partition_path
 
     store = table.store
-    opts = store.options
     for m in messages:
-        values = deserialize_row(m.partition, store.partition_types)
-        part_dir = partition_path(store.partition_keys, values, store.partition_types,
-                                  opts.partition_default_name, opts.partition_legacy_name)
+        part_dir = store.partition_dir(deserialize_row(m.partition, store.partition_types))
         for f in list(m.new_files) + list(m.changelog_files):
             store.io.delete(store.paths.data_file(part_dir, m.bucket, f.file_name))
 

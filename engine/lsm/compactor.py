@@ -20,10 +20,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.count_layout import is_count_layout
 from engine.lsm.changelog import diff_changelog, rowkind_to_kinds
 from engine.lsm.compact_strategy import CompactUnit, UniversalCompaction, can_drop_deletes
 from engine.lsm.levels import Levels
-from engine.count_layout import is_count_layout
 from engine.lsm.merge import COUNT_COLUMN, MergeConfig, merge
 from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import DataFileMeta, FileSource

@@ -21,7 +21,6 @@ from engine.lsm.intervals import partition_by_key_intervals
 from engine.lsm.merge import COUNT_COLUMN, MergeConfig, merge
 from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import DataFileMeta
-from engine.meta.paths import partition_path
 from engine.read.file_reader import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
 from engine.scan.planner import DataSplit
 from engine.scan.predicate import Predicate, filter_table
@@ -33,11 +32,7 @@ ROWKIND = "rowkind"
 
 
 def split_partition_dir(store: FileStore, split: DataSplit) -> str:
-    opts = store.options
-    return partition_path(
-        store.partition_keys, split.partition_values, store.partition_types,
-        opts.partition_default_name, opts.partition_legacy_name,
-    )
+    return store.partition_dir(split.partition_values)
 
 
 def data_file_path(store: FileStore, partition_dir: str, bucket: int, file: DataFileMeta) -> str:

@@ -29,7 +29,6 @@ from engine.meta.manifest import DataFileMeta, FileKind
 from engine.meta.snapshot import CommitKind, Snapshot
 from engine.read.file_reader import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
 from engine.read.split_reader import data_file_path
-from engine.meta.paths import partition_path
 from engine.scan.predicate import Predicate, filter_table
 from engine.store import FileStore
 
@@ -115,11 +114,7 @@ class ChangeReader:
 
     def read(self, split: ChangeSplit) -> Iterator[pa.Table]:
         store = self.store
-        opts = store.options
-        part_dir = partition_path(
-            store.partition_keys, split.partition_values, store.partition_types,
-            opts.partition_default_name, opts.partition_legacy_name,
-        )
+        part_dir = store.partition_dir(split.partition_values)
         for f in split.files:
             path = data_file_path(store, part_dir, split.bucket, f)
             if split.key_value and self.count_layout:  # +1 / -1 counts become +I / -D rows

@@ -14,8 +14,8 @@ import pyarrow as pa
 
 from engine.commit import CommitMessage, CommitResult
 from engine.meta.manifest import FileSource
-from engine.read.split_reader import data_file_path, split_partition_dir
 from engine.read.file_reader import read_data_file
+from engine.read.split_reader import data_file_path, split_partition_dir
 from engine.scan.planner import DataSplit
 from engine.scan.predicate import and_, equal, or_
 from engine.store import FileStore

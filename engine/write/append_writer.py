@@ -12,7 +12,7 @@ from engine.commit import CommitMessage
 from engine.meta.binary_row import serialize_row
 from engine.meta.bucket import bucket_ids
 from engine.meta.manifest import DataFileMeta
-from engine.meta.paths import FileNamer, partition_path
+from engine.meta.paths import FileNamer
 from engine.store import FileStore
 from engine.write.conform import conform
 from engine.write.file_writer import DataFileWriter
@@ -35,13 +35,7 @@ class AppendWriter:
     def _partition(self, values: tuple[object, ...]) -> tuple[bytes, str]:
         cached = self._partition_dirs.get(values)
         if cached is None:
-            store = self.store
-            opts = store.options
-            cached = (
-                serialize_row(list(values), store.partition_types),
-                partition_path(store.partition_keys, values, store.partition_types,
-                               opts.partition_default_name, opts.partition_legacy_name),
-            )
+            cached = (serialize_row(list(values), self.store.partition_types), self.store.partition_dir(values))
             self._partition_dirs[values] = cached
         return cached
 

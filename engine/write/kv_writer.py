@@ -36,7 +36,7 @@ from engine.lsm.merge import MergeConfig, merge
 from engine.meta.binary_row import serialize_row
 from engine.meta.bucket import bucket_ids
 from engine.meta.manifest import DataFileMeta
-from engine.meta.paths import FileNamer, partition_path
+from engine.meta.paths import FileNamer
 from engine.read.file_reader import SEQUENCE_NUMBER, VALUE_KIND
 from engine.read.split_reader import split_partition_dir
 from engine.scan.planner import DataSplit
@@ -110,11 +110,7 @@ class KeyValueWriter:
         for values, bucket, rows in group_rows(table, store.partition_keys, buckets):
             partition = serialize_row(list(values), store.partition_types)
             if partition not in self._partition_dirs:
-                opts = store.options
-                self._partition_dirs[partition] = partition_path(
-                    store.partition_keys, values, store.partition_types,
-                    opts.partition_default_name, opts.partition_legacy_name,
-                )
+                self._partition_dirs[partition] = store.partition_dir(values)
             self._buffers[(partition, bucket)].append(rows)
             self._buffered_bytes += rows.nbytes
         if self._buffered_bytes >= self.buffer_limit:

@@ -9,11 +9,12 @@ from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import DataType as SparkType
 from pyspark.sql.types import StructType
 
-from engine.types import DataType, from_arrow_type, to_arrow_type as paimon_to_arrow
+from engine.types import DataType, from_arrow_type
+from engine.types import to_arrow_type as paimon_to_arrow
 from sqlext.errors import SqlAnalysisError
 from sqlext.names import TableName
-from sqlext.splitter import Statement
 from sqlext.spark_types import spark_arrow_type
+from sqlext.splitter import Statement
 
 if TYPE_CHECKING:
     from sqlext.session import SqlSession, StatementResult

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from engine import Table
-from engine.meta.paths import escape_path_name, join, partition_path, partition_value_string
+from engine.meta.paths import escape_path_name, join, partition_value_string
 from engine.options import format_duration
 from engine.types import DataType, type_to_sql
 from engine.write.conform import coerce_spec
@@ -255,7 +255,7 @@ def _partition_details(table: Table, spec: dict[str, Any], stmt: Statement) -> l
     types = [table.schema.field(k).type for k in keys]
     opts = table.store.options
     files = {f.file_name: f for sp in splits for f in sp.files}
-    directory = partition_path(keys, values, types, opts.partition_default_name, opts.partition_legacy_name)
+    directory = table.store.partition_dir(values)
     return [
         ("partition", partition_text(keys, values, types, opts.partition_default_name)),
         ("file.path", join(table.path, directory)),
