@@ -68,6 +68,21 @@ class CommitMessage:
         )
 
 
+def delete_uncommitted(store: FileStore, messages: Sequence[CommitMessage]) -> None:
+    """Delete the files that uncommitted messages wrote (nothing refers to them).
+
+    A compaction "upgrade" moves an existing file to another level without rewriting it; such a
+    file is live and is kept.
+    """
+    for m in messages:
+        part_dir = store.partition_dir(deserialize_row(m.partition, store.partition_types))
+        upgraded = {f.file_name for f in m.compact_before}
+        written = [*m.new_files, *m.changelog_files, *m.compact_changelog,
+                   *(f for f in m.compact_after if f.file_name not in upgraded)]
+        for f in written:
+            store.io.delete(store.paths.data_file(part_dir, m.bucket, f.file_name))
+
+
 @dataclass(frozen=True, slots=True)
 class OverwriteSpec:
     """Which live files an overwrite replaces.

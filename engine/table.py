@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
 
-from engine.commit import CommitMessage, CommitResult, FileStoreCommit, OverwriteSpec
+from engine.commit import CommitMessage, CommitResult, FileStoreCommit, OverwriteSpec, delete_uncommitted
 from engine.count_layout import is_count_layout, logical_schema
 from engine.errors import InvalidArgumentError
 from engine.identifier import Identifier
@@ -233,9 +233,7 @@ class Table:
             try:
                 return self.new_commit().commit(messages)
             except CommitConflictError:
-                writer.compact_after.update({(m.partition, m.bucket): list(m.compact_after) for m in messages})
-                writer.compact_before.update({(m.partition, m.bucket): list(m.compact_before) for m in messages})
-                writer.abort()
+                delete_uncommitted(self.store, messages)
                 if attempt == max_attempts - 1:
                     raise
         return CommitResult(())

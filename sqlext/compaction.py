@@ -14,7 +14,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from engine import CommitConflictError, CommitResult, Table
-from engine.commit import CommitMessage
+from engine.commit import CommitMessage, delete_uncommitted
 from engine.scan.planner import DataSplit
 from engine.store import FileStore
 
@@ -52,7 +52,6 @@ def compact_distributed(
     max_attempts: int = 3,
 ) -> CommitResult:
     from engine.scan.predicate import and_, equal, or_
-    from sqlext.datasource import delete_written_files
 
     predicate = None
     if partitions:
@@ -76,7 +75,7 @@ def compact_distributed(
         try:
             return table.new_commit().commit(messages)
         except CommitConflictError:
-            _discard(table, messages, delete_written_files)
+            delete_uncommitted(table.store, messages)
             if attempt == max_attempts - 1:
                 raise
     return CommitResult(())
@@ -88,13 +87,3 @@ def _merged(group: list[DataSplit]) -> DataSplit:
     return DataSplit(first.snapshot_id, first.partition, first.partition_values, first.bucket, first.total_buckets,
                      files, first.raw_convertible)
 
-
-def _discard(table: Table, messages: list[CommitMessage], delete: Any) -> None:
-    """Delete files written by a compaction that could not be committed (upgrades point at live files)."""
-    rewritten = []
-    for m in messages:
-        before = {f.file_name for f in m.compact_before}
-        after = tuple(f for f in m.compact_after if f.file_name not in before)
-        rewritten.append(CommitMessage(m.partition, m.bucket, m.total_buckets, new_files=after,
-                                       changelog_files=m.compact_changelog))
-    delete(table, rewritten)

@@ -284,17 +284,6 @@ def delete_job_files(table: Table, job_token: str) -> None:
             io.delete(status.path)
 
 
-def delete_written_files(table: Table, messages: Sequence[CommitMessage]) -> None:
-    """Remove the files of an uncommitted write (job abort)."""
-    from engine.meta.binary_row import deserialize_row
-
-    store = table.store
-    for m in messages:
-        part_dir = store.partition_dir(deserialize_row(m.partition, store.partition_types))
-        for f in list(m.new_files) + list(m.changelog_files):
-            store.io.delete(store.paths.data_file(part_dir, m.bucket, f.file_name))
-
-
 def overwrite_mode(options: dict[str, str], overwrite: bool) -> Any:
     if not overwrite:
         return False

@@ -32,13 +32,13 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
+from engine.commit import delete_uncommitted
 from engine.errors import InvalidArgumentError, NoSuchSnapshotError
 from engine.scan.incremental import ROWKIND, ChangeReader, change_splits
 from engine.scan.planner import TableScan
 from sqlext.datasource import (
     DyntableCommitMessage,
     auto_compact,
-    delete_written_files,
     load_table,
     parse_bool_option,
     projection,
@@ -220,9 +220,9 @@ class DyntableStreamWriter(DataSourceStreamArrowWriter):
         result = table.commit(flat, False, commit_user=self.commit_user, identifier=batchId,
                               change_tracking=self.change_tracking)
         if not result.snapshot_ids and flat:
-            delete_written_files(table, flat)  # an already-committed batch replayed after a restart
+            delete_uncommitted(table.store, flat)  # an already-committed batch replayed after a restart
         auto_compact(table)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         flat = [m for msg in messages if msg is not None for m in msg.messages]  # type: ignore[attr-defined]
-        delete_written_files(self._table(), flat)  # earlier micro-batches share the token: delete by message
+        delete_uncommitted(self.store, flat)  # earlier micro-batches share the token: delete by message

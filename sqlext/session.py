@@ -33,7 +33,6 @@ from pyspark.sql import DataFrame, SparkSession
 from engine import DyntableError, Identifier, InvalidArgumentError, Table, open_catalog
 from engine.identifier import DEFAULT_DATABASE
 from engine.scan.predicate import to_json as predicate_to_json
-from sqlext import ast
 from sqlext.errors import SqlAnalysisError, SqlError, SqlParseError, sqlstate_for
 from sqlext.names import TableName
 from sqlext.parser import parse_statement
@@ -421,4 +420,4 @@ def spark_error(
     return cls.at(message, source, at, line=stmt.line, column=stmt.column, sqlstate=state or "42000")
 
 
-__all__ = ["SqlSession", "StatementResult", "ast"]
+__all__ = ["SqlSession", "StatementResult"]

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.commit import CommitMessage
+from engine.commit import CommitMessage, delete_uncommitted
 from engine.errors import InvalidArgumentError
 from engine.lsm.changelog import rowkind_to_kinds
 from engine.lsm.compact_strategy import should_stall_writes
@@ -223,6 +223,10 @@ class KeyValueWriter:
                 if not self.new_files[key]:
                     continue
                 self.compact_bucket(key, full=full_compaction)
+        return self._take_messages()
+
+    def _take_messages(self) -> list[CommitMessage]:
+        """Everything written so far, per bucket, as commit messages (the writer forgets it)."""
         keys = set(self.new_files) | set(self.compact_after) | set(self.compact_before) | set(self.changelog)
         messages = [
             CommitMessage(
@@ -241,14 +245,7 @@ class KeyValueWriter:
 
     def abort(self) -> None:
         """Delete every file this writer produced (nothing was committed)."""
-        upgraded = {f.file_name for fs in self.compact_before.values() for f in fs}
-        for d in (self.new_files, self.changelog, self.compact_after, self.compact_changelog):
-            for (partition, bucket), files in d.items():
-                for f in files:
-                    if d is self.compact_after and f.file_name in upgraded:
-                        continue  # an upgrade points at an existing file
-                    self.store.io.delete(self.store.paths.data_file(self._partition_dirs[partition], bucket, f.file_name))
-            d.clear()
+        delete_uncommitted(self.store, self._take_messages())
         self._buffers.clear()
 
 
