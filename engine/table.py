@@ -212,17 +212,14 @@ class Table:
         what it wrote and starts over from the new latest snapshot, up to ``max_attempts``.
         """
         from engine.errors import CommitConflictError
-        from engine.scan.predicate import and_, equal, or_
+        from engine.scan.predicate import any_partition
         from engine.write.conform import coerce_spec
 
         if not self.store.has_primary_key:
             from engine.write.append_compaction import compact_append
 
             return compact_append(self, partitions=partitions, full=full)
-        predicate = None
-        if partitions:
-            specs = [coerce_spec(self.schema, p) for p in partitions]
-            predicate = or_(*[and_(*[equal(k, v) for k, v in spec.items()]) for spec in specs])  # type: ignore[misc]
+        predicate = any_partition([coerce_spec(self.schema, p) for p in partitions or ()])
         for attempt in range(max_attempts):
             plan = self.new_scan().with_filter(predicate).plan()
             writer = self.new_writer()

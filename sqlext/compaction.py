@@ -51,11 +51,9 @@ def compact_distributed(
     partitions: Sequence[Mapping[str, Any]] | None = None,
     max_attempts: int = 3,
 ) -> CommitResult:
-    from engine.scan.predicate import and_, equal, or_
+    from engine.scan.predicate import any_partition
 
-    predicate = None
-    if partitions:
-        predicate = or_(*[and_(*[equal(k, v) for k, v in spec.items()]) for spec in partitions])  # type: ignore[misc]
+    predicate = any_partition(partitions)
     for attempt in range(max_attempts):
         table = table.refresh()
         store = table.store

@@ -304,6 +304,13 @@ def not_(predicate: Predicate) -> Predicate:
     return Not(predicate)
 
 
+def any_partition(specs: Sequence[Mapping[str, Any]] | None) -> Predicate | None:
+    """Rows of any of the partition specs (each a column → value mapping); None for no specs."""
+    if not specs or any(not spec for spec in specs):  # an empty spec selects every partition
+        return None
+    return or_(*[And(tuple(equal(k, v) for k, v in spec.items())) for spec in specs])
+
+
 def conjuncts(predicate: Predicate | None) -> list[Predicate]:
     if predicate is None:
         return []

@@ -17,7 +17,7 @@ from engine.meta.manifest import FileSource
 from engine.read.file_reader import read_data_file
 from engine.read.split_reader import data_file_path, split_partition_dir
 from engine.scan.planner import DataSplit
-from engine.scan.predicate import and_, equal, or_
+from engine.scan.predicate import any_partition
 from engine.store import FileStore
 from engine.write.conform import coerce_spec
 from engine.write.file_writer import DataFileWriter
@@ -48,10 +48,7 @@ def compact_bucket(store: FileStore, splits: Sequence[DataSplit], full: bool) ->
 def compact_append(table: Table, partitions: Sequence[Mapping[str, object]] | None = None, full: bool = True) -> CommitResult:
     """Compact an append table in this process (the engine API; Spark uses ``compact_bucket`` per task)."""
     store = table.store
-    predicate = None
-    if partitions:
-        specs = [coerce_spec(store.schema, p) for p in partitions]
-        predicate = or_(*[and_(*[equal(k, v) for k, v in s.items()]) for s in specs])  # type: ignore[misc]
+    predicate = any_partition([coerce_spec(store.schema, p) for p in partitions or ()])
     by_bucket: dict[tuple[bytes, int], list[DataSplit]] = {}
     for split in table.new_scan().with_filter(predicate).plan().splits:
         by_bucket.setdefault((split.partition, split.bucket), []).append(split)

@@ -8,7 +8,7 @@ commit messages are committed.
 
 from __future__ import annotations
 
-from engine.commit import CommitMessage
+from engine.commit import CommitMessage, delete_uncommitted
 from engine.meta.binary_row import serialize_row
 from engine.meta.bucket import bucket_ids
 from engine.meta.manifest import DataFileMeta
@@ -67,13 +67,5 @@ class AppendWriter:
 
     def abort(self) -> None:
         """Delete the files written so far (nothing was committed)."""
-        for messages in self.prepare_commit():
-            for f in messages.new_files:
-                self.store.io.delete(self._path_of(messages.partition, messages.bucket, f))
-
-    def _path_of(self, partition: bytes, bucket: int, f: DataFileMeta) -> str:
-        for _values, (part, part_dir) in self._partition_dirs.items():
-            if part == partition:
-                return self.store.paths.data_file(part_dir, bucket, f.file_name)
-        raise KeyError(partition)
+        delete_uncommitted(self.store, self.prepare_commit())
 
