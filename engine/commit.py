@@ -7,25 +7,41 @@
  ┌─ attempt ──────────────────────────────────────────────────────────────────────┐
  │ latest = LATEST snapshot (verified hint)                                        │
  │ already committed? (same commit user + identifier + kind since the last try)   │──► done
- │ conflict check: every file this commit deletes is still live in `latest`;     │──► CommitConflictError
- │   an overwrite refuses if its partitions changed since it started             │
- │ delta manifest(s)  (written once, reused by retries)                           │
- │ base manifest list = latest.base + latest.delta  (merged when there are many)  │
- │ changelog manifest list (if any)                                               │
+ │ entries for `latest`: overwrites delete what is live NOW; primary-key appends  │
+ │   re-base their sequence numbers above every concurrent writer's               │
+ │ validate the delta against `latest`: every DELETE is live by full identity     │──► CommitConflictError
+ │   (partition, bucket, level, file); an overwrite refuses if a non-compaction   │
+ │   commit changed its partitions since it started                               │
+ │ delta manifest(s), base manifest list (merged when there are many),            │
+ │   changelog manifest list                                                       │
  │ create snapshot-(latest+1) IF ABSENT ──── lost the race ──► back off, again    │
  └────────────────────────────────────────────────────────────────────────────────┘
-        │ won
-        ▼
- LATEST hint (best effort)
+        │ won                                       │ failed for good
+        ▼                                           ▼
+ LATEST hint (best effort)            delete everything this commit wrote (data files,
+                                      manifests, lists), then raise
 ```
-A logical commit that carries both new files and compaction results publishes two snapshots
-with the same identifier, APPEND then COMPACT, as Paimon does. Overwrites (INSERT OVERWRITE,
-DROP PARTITION, TRUNCATE, DELETE on append tables) publish one OVERWRITE snapshot.
-Expiration never runs inside a commit.
+
+Promises, in the order of the trusted table formats: a commit is atomic (one create-if-absent);
+a snapshot is never published whose delta does not apply to its base; a commit that raises
+anything but :class:`CommitStateUnknownError` published nothing and left nothing behind; a
+commit that raises :class:`CommitStateUnknownError` deleted nothing (the snapshot may reference
+the files); with a streaming identifier, a retry of a published commit is a no-op.
+
+A commit that carries both new files and compaction results publishes APPEND then COMPACT with
+the same identifier, as Paimon does; if only the COMPACT part fails, the APPEND stands, the
+compaction's own files are deleted and the failure is logged (the write succeeded).
+
+Why sequence numbers are re-based at commit time: a primary-key writer numbers its rows after
+the bucket's newest sequence number when it starts. Two writers that start before either
+commits pick the same numbers, and then the merge cannot tell which came last. The commit
+knows the snapshot it lands on, so it moves its files' numbers above everything committed
+there: the last committed write of a key wins. The files are rewritten only in that race.
 """
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 import uuid
@@ -47,10 +63,16 @@ from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 WRITER_VERSION = "dyntable-0.1"
 CHANGE_TRACKING_PROPERTY = "dyntable.change-tracking"
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True, slots=True)
 class CommitMessage:
-    """What one writer task produced for one (partition, bucket); picklable."""
+    """What one writer task produced for one (partition, bucket); picklable.
+
+    ``sequence_base``: the snapshot whose bucket state the new files' sequence numbers continue
+    (None when unknown); the commit re-bases them if other writers committed since.
+    """
 
     partition: bytes
     bucket: int
@@ -60,12 +82,27 @@ class CommitMessage:
     compact_before: tuple[DataFileMeta, ...] = ()
     compact_after: tuple[DataFileMeta, ...] = ()
     compact_changelog: tuple[DataFileMeta, ...] = ()
+    sequence_base: int | None = None
 
     @property
     def is_empty(self) -> bool:
         return not (
             self.new_files or self.changelog_files or self.compact_before or self.compact_after or self.compact_changelog
         )
+
+
+def _delete_data_files(store: FileStore, partition: bytes, bucket: int, files: Sequence[DataFileMeta]) -> None:
+    if not files:
+        return
+    part_dir = store.partition_dir(deserialize_row(partition, store.partition_types))
+    for f in files:
+        store.io.delete(store.paths.data_file(part_dir, bucket, f.file_name))
+
+
+def _compaction_outputs(m: CommitMessage) -> list[DataFileMeta]:
+    """Files a compaction wrote: its changelog and its outputs, except upgrades (moved, not written)."""
+    upgraded = {f.file_name for f in m.compact_before}
+    return [*m.compact_changelog, *(f for f in m.compact_after if f.file_name not in upgraded)]
 
 
 def delete_uncommitted(store: FileStore, messages: Sequence[CommitMessage]) -> None:
@@ -75,12 +112,7 @@ def delete_uncommitted(store: FileStore, messages: Sequence[CommitMessage]) -> N
     file is live and is kept.
     """
     for m in messages:
-        part_dir = store.partition_dir(deserialize_row(m.partition, store.partition_types))
-        upgraded = {f.file_name for f in m.compact_before}
-        written = [*m.new_files, *m.changelog_files, *m.compact_changelog,
-                   *(f for f in m.compact_after if f.file_name not in upgraded)]
-        for f in written:
-            store.io.delete(store.paths.data_file(part_dir, m.bucket, f.file_name))
+        _delete_data_files(store, m.partition, m.bucket, [*m.new_files, *m.changelog_files, *_compaction_outputs(m)])
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,11 +138,84 @@ class CommitResult:
     def last_snapshot_id(self) -> int | None:
         return self.snapshot_ids[-1] if self.snapshot_ids else None
 
+    def __add__(self, other: CommitResult) -> CommitResult:
+        return CommitResult(self.snapshot_ids + other.snapshot_ids)
+
 
 def _entries(kind: FileKind, messages: Sequence[CommitMessage], pick: Callable[[CommitMessage], Sequence[DataFileMeta]]) -> list[ManifestEntry]:
     return [
         ManifestEntry(kind, m.partition, m.bucket, m.total_buckets, f) for m in messages for f in pick(m)
     ]
+
+
+class _SequenceRebase:
+    """Re-bases a primary-key append's new files above the sequence numbers live in ``latest``.
+
+    Rewritten files are kept per (file, shift) so a retry landing on the same state reuses them;
+    :meth:`finish` deletes whichever versions the published snapshot does not reference.
+    """
+
+    def __init__(self, store: FileStore, messages: Sequence[CommitMessage]) -> None:
+        self.store = store
+        self.messages = [m for m in messages if m.new_files]
+        self._rewritten: dict[tuple[str, int], DataFileMeta] = {}
+
+    def entries_for(self, latest: Snapshot | None) -> list[ManifestEntry]:
+        shifts = self._shifts(latest)
+        entries = []
+        for m in self.messages:
+            shift = shifts.get((m.partition, m.bucket), 0)
+            for f in m.new_files:
+                entries.append(ManifestEntry(FileKind.ADD, m.partition, m.bucket, m.total_buckets, self._shifted(m, f, shift)))
+        return entries
+
+    def _shifts(self, latest: Snapshot | None) -> dict[tuple[bytes, int], int]:
+        if latest is None or all(m.sequence_base == latest.id for m in self.messages):
+            return {}  # nobody committed since the writers started: their numbers are already the newest
+        ours: dict[tuple[bytes, int], int] = {}
+        for m in self.messages:
+            low = min(f.min_sequence_number for f in m.new_files)
+            key = (m.partition, m.bucket)
+            ours[key] = min(ours.get(key, low), low)
+        partitions = {p for p, _ in ours}
+        newest: dict[tuple[bytes, int], int] = {}
+        for e in self.store.live_entries(latest, lambda p: p in partitions):
+            key = (e.partition, e.bucket)
+            if key in ours:
+                newest[key] = max(newest.get(key, -1), e.file.max_sequence_number)
+        return {key: newest[key] + 1 - low for key, low in ours.items() if newest.get(key, -1) >= low}
+
+    def _shifted(self, m: CommitMessage, f: DataFileMeta, shift: int) -> DataFileMeta:
+        if shift == 0:
+            return f
+        key = (f.file_name, shift)
+        if key not in self._rewritten:
+            from engine.write.sequence_rebase import rewrite_with_sequence_shift
+
+            self._rewritten[key] = rewrite_with_sequence_shift(self.store, m.partition, m.bucket, f, shift)
+        return self._rewritten[key]
+
+    def finish(self, published: Sequence[ManifestEntry] | None, *, failed: bool = False) -> None:
+        """Delete the file versions nobody references once the commit's outcome is known.
+
+        ``failed``: nothing was published, every rewrite goes. ``published``: the delta that
+        became the snapshot; the versions it does not name go. Neither (an earlier attempt's
+        publish was found): the delta is unknown, so nothing is deleted.
+        """
+        if not self._rewritten:
+            return
+        if failed:
+            stale = [(original, meta) for (original, _), meta in self._rewritten.items()]
+        elif published is None:
+            return
+        else:
+            used = {e.file.file_name for e in published}
+            stale = [(original, meta) for (original, _), meta in self._rewritten.items() if meta.file_name not in used]
+            stale += [(f.file_name, f) for m in self.messages for f in m.new_files if f.file_name not in used]
+        where = {f.file_name: (m.partition, m.bucket) for m in self.messages for f in m.new_files}
+        for original, meta in stale:
+            partition, bucket = where[original]
+            _delete_data_files(self.store, partition, bucket, [meta])
 
 
 class FileStoreCommit:
@@ -141,6 +246,7 @@ class FileStoreCommit:
 
         With a streaming identifier (anything but the batch identifier) the commit is skipped when
         this commit user already published that identifier or a later one (exactly-once restarts).
+        On any failure but CommitStateUnknownError, the messages' files are deleted.
         """
         if identifier != BATCH_COMMIT_IDENTIFIER:
             done = self.latest_committed_identifier()
@@ -148,27 +254,47 @@ class FileStoreCommit:
                 return CommitResult(())
         messages = [m for m in messages if not m.is_empty]
         ids: list[int] = []
-        adds = _entries(FileKind.ADD, messages, lambda m: m.new_files)
         changelog = _entries(FileKind.ADD, messages, lambda m: m.changelog_files)
-        if adds or changelog:
+        if any(m.new_files for m in messages) or changelog:
             kind = CommitKind.APPEND if change_tracking else CommitKind.OVERWRITE
             props = dict(properties or {})
             if not change_tracking:
                 props[CHANGE_TRACKING_PROPERTY] = "false"
-            sid = self._publish(kind, identifier, lambda _l: adds, changelog, watermark, props or None)
-            if sid is not None:
-                ids.append(sid)
+            rebase = _SequenceRebase(self.store, messages) if self.store.has_primary_key else None
+            plain_adds = _entries(FileKind.ADD, messages, lambda m: m.new_files)
+            entries_for = rebase.entries_for if rebase is not None else (lambda _latest: plain_adds)
+            try:
+                sid, published = self._publish(kind, identifier, entries_for, changelog, watermark, props or None)
+            except CommitStateUnknownError:
+                raise
+            except BaseException:
+                if rebase is not None:
+                    rebase.finish(None, failed=True)
+                delete_uncommitted(self.store, messages)
+                raise
+            if rebase is not None:
+                rebase.finish(published)
+            ids.append(sid)
         compact = _entries(FileKind.DELETE, messages, lambda m: m.compact_before) + _entries(
             FileKind.ADD, messages, lambda m: m.compact_after
         )
         if compact:
             compact_changelog = _entries(FileKind.ADD, messages, lambda m: m.compact_changelog)
-            sid = self._publish(
-                CommitKind.COMPACT, identifier, lambda _l: compact, compact_changelog, watermark, properties,
-                check_deletes=True,
-            )
-            if sid is not None:
-                ids.append(sid)
+            try:
+                sid, _ = self._publish(
+                    CommitKind.COMPACT, identifier, lambda _l: compact, compact_changelog, watermark, properties
+                )
+            except CommitStateUnknownError:
+                raise
+            except Exception as e:
+                for m in messages:
+                    _delete_data_files(self.store, m.partition, m.bucket, _compaction_outputs(m))
+                if not ids:
+                    raise
+                # The write itself is committed: its outcome is the APPEND's. Compaction runs again later.
+                log.warning("compaction after commit %s of %s was not committed: %s", ids[-1], self.store.paths.root, e)
+                return CommitResult(tuple(ids))
+            ids.append(sid)
         return CommitResult(tuple(ids))
 
     def overwrite(
@@ -182,8 +308,9 @@ class FileStoreCommit:
     ) -> CommitResult:
         """Replace the live files that ``spec`` selects with the new files, in one OVERWRITE snapshot.
 
-        The replaced files are those live in ``base_snapshot_id`` (default: the latest snapshot
-        when the commit starts); a change to them before publishing is a conflict.
+        ``base_snapshot_id``: the snapshot the new content was computed from (default: the latest
+        snapshot when the commit starts). A commit other than a compaction that changed the
+        selected partitions since then is a conflict; compactions are not (they keep the rows).
         """
         messages = [m for m in messages if not m.is_empty]
         adds = _entries(FileKind.ADD, messages, lambda m: m.new_files)
@@ -203,7 +330,13 @@ class FileStoreCommit:
                 return any(m(partition) for m in matchers)
         else:
             select = self._static_partition_matcher(spec.static)
-        return self._replace(select, adds, identifier, properties, base_snapshot_id)
+        try:
+            return self._replace(select, adds, identifier, properties, base_snapshot_id)
+        except CommitStateUnknownError:
+            raise
+        except BaseException:
+            delete_uncommitted(self.store, messages)
+            raise
 
     def drop_partitions(self, partitions: Sequence[Mapping[str, object]], identifier: int = BATCH_COMMIT_IDENTIFIER) -> CommitResult:
         """Mark-delete every file of the given partitions (one OVERWRITE snapshot)."""
@@ -220,11 +353,27 @@ class FileStoreCommit:
         )
         if not entries:
             return CommitResult(())
-        sid = self._publish(CommitKind.OVERWRITE, identifier, lambda _l: entries, [], None, None, check_deletes=True)
-        return CommitResult(() if sid is None else (sid,))
+        try:
+            sid, _ = self._publish(CommitKind.OVERWRITE, identifier, lambda _l: entries, [], None, None)
+        except CommitStateUnknownError:
+            raise
+        except BaseException:
+            for m in messages:
+                _delete_data_files(self.store, m.partition, m.bucket, m.new_files)
+            raise
+        return CommitResult((sid,))
 
     def latest_committed_identifier(self) -> int | None:
         """The identifier of this commit user's newest snapshot, searching back from the latest."""
+        snap = self.find_own_snapshot()
+        return None if snap is None else snap.commit_identifier
+
+    def find_own_snapshot(self, identifier: int | None = None, not_before_millis: int | None = None) -> Snapshot | None:
+        """This commit user's newest snapshot (with ``identifier``, if given), searching back from the latest.
+
+        ``not_before_millis`` stops the search at snapshots committed before that time, so a
+        lookup for a recent commit does not read the whole history.
+        """
         snapshots = self.store.snapshots
         latest, earliest = snapshots.latest_id(), snapshots.earliest_id()
         if latest is None or earliest is None:
@@ -234,8 +383,10 @@ class FileStoreCommit:
                 snap = snapshots.get(sid)
             except NoSuchSnapshotError:
                 continue
-            if snap.commit_user == self.commit_user:
-                return snap.commit_identifier
+            if not_before_millis is not None and snap.time_millis < not_before_millis:
+                return None
+            if snap.commit_user == self.commit_user and (identifier is None or snap.commit_identifier == identifier):
+                return snap
         return None
 
     # -- helpers ------------------------------------------------------------------------------
@@ -273,36 +424,62 @@ class FileStoreCommit:
     ) -> CommitResult:
         snapshots = self.store.snapshots
         start = snapshots.latest() if base_snapshot_id is None else snapshots.get(base_snapshot_id)
-        start_live = self.store.live_entries(start, select)
-        start_names = {e.file.file_name for e in start_live}
+        if not adds and not self.store.live_entries(start, select):
+            return CommitResult(())
 
         def entries_for(latest: Snapshot | None) -> list[ManifestEntry]:
-            if (latest.id if latest else None) != (start.id if start else None):
-                now_live = self.store.live_entries(latest, select)
-                if {e.file.file_name for e in now_live} != start_names:
-                    raise CommitConflictError(
-                        "another commit changed the partitions being overwritten while this overwrite ran; "
-                        "no data was written — run the statement again"
-                    )
-            deletes = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file) for e in start_live]
+            self._check_unchanged(start, latest, select)
+            # Delete what is live now (a compaction since `start` moved or merged files, not rows).
+            live = self.store.live_entries(latest, select)
+            deletes = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file) for e in live]
             return deletes + adds
 
-        if not start_live and not adds:
-            return CommitResult(())
-        sid = self._publish(CommitKind.OVERWRITE, identifier, entries_for, [], None, properties)
-        return CommitResult(() if sid is None else (sid,))
+        sid, _ = self._publish(CommitKind.OVERWRITE, identifier, entries_for, [], None, properties)
+        return CommitResult((sid,))
 
-    def _check_deletes(self, latest: Snapshot | None, entries: list[ManifestEntry]) -> None:
+    def _check_unchanged(self, start: Snapshot | None, latest: Snapshot | None, select: Callable[[bytes], bool]) -> None:
+        """Refuse if a commit other than a compaction touched the selected partitions after ``start``."""
+        first = start.id if start else 0
+        if latest is None or latest.id == first:
+            return
+        snapshots = self.store.snapshots
+        for sid in range(first + 1, latest.id + 1):
+            try:
+                snap = snapshots.get(sid)
+            except NoSuchSnapshotError:
+                raise CommitConflictError(
+                    f"snapshot {sid}, committed while this overwrite ran, has expired, so it cannot be checked "
+                    "for changes to the overwritten partitions; no data was written — run the statement again"
+                ) from None
+            if snap.commit_kind is CommitKind.COMPACT:
+                continue
+            for meta in self.store.manifests.read_list(snap.delta_manifest_list):
+                if any(select(e.partition) for e in self.store.manifests.read_entries(meta.file_name)):
+                    raise CommitConflictError(
+                        f"another commit (snapshot {sid}, {snap.commit_kind.name}) changed the partitions being "
+                        "overwritten while this statement ran; no data was written — run the statement again"
+                    )
+
+    def _validate(self, latest: Snapshot | None, entries: list[ManifestEntry]) -> None:
+        """The delta must apply to ``latest``: every DELETE names a live file by full identity, no ADD is live."""
         deletes = [e for e in entries if e.kind is FileKind.DELETE]
         if not deletes:
             return
-        parts = {e.partition for e in deletes}
+        parts = {e.partition for e in entries}
         live = {e.identifier for e in self.store.live_entries(latest, lambda p: p in parts)}
-        missing = [e.file.file_name for e in deletes if e.identifier not in live]
+        missing = [e for e in deletes if e.identifier not in live]
         if missing:
+            f = missing[0]
             raise CommitConflictError(
-                f"file deletion conflict: {len(missing)} file(s) this commit replaces were already removed by "
-                f"another commit (e.g. {missing[0]}); refresh and retry"
+                f"file deletion conflict: {len(missing)} file(s) this commit replaces are no longer live as it saw "
+                f"them (e.g. {f.file.file_name} at level {f.file.level}, bucket {f.bucket}): another commit removed "
+                "or moved them; nothing was committed — refresh and retry"
+            )
+        readded = [e for e in entries if e.kind is FileKind.ADD and e.identifier in live]
+        if readded:
+            raise CommitConflictError(
+                f"file {readded[0].file.file_name} is already live in snapshot {latest.id if latest else 0}; "
+                "nothing was committed"
             )
 
     def _already_committed(self, after_id: int, latest: Snapshot | None, identifier: int, kind: CommitKind) -> int | None:
@@ -313,13 +490,16 @@ class FileStoreCommit:
                 return snap.id
         return None
 
-    def _base_manifests(self, latest: Snapshot | None, schema_id: int) -> list[ManifestFileMeta]:
+    def _base_manifests(self, latest: Snapshot | None, schema_id: int) -> tuple[list[ManifestFileMeta], list[str]]:
+        """The new snapshot's base manifests, and the names of those written for it (merges)."""
         if latest is None:
-            return []
+            return [], []
         metas = self.store.manifests.data_manifests(latest)
         if len(metas) < self.merge_min_count:
-            return metas
-        return self._merge_manifests(metas, schema_id)
+            return metas, []
+        merged = self._merge_manifests(metas, schema_id)
+        existing = {m.file_name for m in metas}
+        return merged, [m.file_name for m in merged if m.file_name not in existing]
 
     def _merge_manifests(self, metas: list[ManifestFileMeta], schema_id: int) -> list[ManifestFileMeta]:
         """Full manifest merge: keep big add-only manifests whose files are all live, rewrite the rest.
@@ -357,99 +537,143 @@ class FileStoreCommit:
         changelog: list[ManifestEntry],
         watermark: int | None,
         properties: Mapping[str, str] | None,
-        *,
-        check_deletes: bool = False,
-    ) -> int | None:
-        """Publish one snapshot; returns its id (or the id it already had, on a retried commit)."""
+    ) -> tuple[int, list[ManifestEntry] | None]:
+        """Publish one snapshot; returns its id and its delta entries (None on a retried, already published commit).
+
+        Every metadata file written for an attempt that does not become the snapshot is deleted;
+        on CommitStateUnknownError nothing is deleted.
+        """
         store = self.store
+        ms = store.manifests
         deadline = None if self.timeout_ms is None else time.monotonic() + self.timeout_ms / 1000
         last_seen = store.snapshots.latest_id() or 0
-        written_delta: tuple[list[ManifestEntry], list[ManifestFileMeta]] | None = None
-        changelog_list: tuple[str, int] | None = None
+        delta: tuple[list[ManifestEntry], list[ManifestFileMeta]] | None = None  # reused while entries are unchanged
+        changelog_list: tuple[str, list[ManifestFileMeta], int] | None = None
         attempt = 0
-        while True:
-            latest = store.snapshots.latest()
-            if attempt > 0:
-                done = self._already_committed(last_seen, latest, identifier, kind)
-                if done is not None:
-                    return done
-            entries = entries_for(latest)
-            if check_deletes:
-                self._check_deletes(latest, entries)
-            schema_id = max(store.schema.id, latest.schema_id if latest else 0)
-            if written_delta is None or written_delta[0] is not entries:
-                if written_delta is not None:
-                    for stale in written_delta[1]:
-                        store.manifests.delete(stale.file_name)
-                delta_metas = store.manifests.write_entries_rolling(entries, schema_id, store.partition_types)
-                written_delta = (entries, delta_metas)
-            delta_metas = written_delta[1]
-            if changelog and changelog_list is None:
-                cl_metas = store.manifests.write_entries_rolling(changelog, schema_id, store.partition_types)
-                changelog_list = store.manifests.write_list(cl_metas)
-            base_metas = self._base_manifests(latest, schema_id)
-            base_name, base_size = store.manifests.write_list(base_metas)
-            delta_name, delta_size = store.manifests.write_list(delta_metas)
-            added = sum(e.file.row_count for e in entries if e.kind is FileKind.ADD)
-            removed = sum(e.file.row_count for e in entries if e.kind is FileKind.DELETE)
-            new_id = (latest.id if latest else 0) + 1
-            if latest is not None and latest.watermark is not None:
-                watermark = latest.watermark if watermark is None else max(watermark, latest.watermark)
-            snapshot = Snapshot(
-                id=new_id,
-                schema_id=schema_id,
-                base_manifest_list=base_name,
-                base_manifest_list_size=base_size,
-                delta_manifest_list=delta_name,
-                delta_manifest_list_size=delta_size,
-                changelog_manifest_list=changelog_list[0] if changelog_list else None,
-                changelog_manifest_list_size=changelog_list[1] if changelog_list else None,
-                commit_user=self.commit_user,
-                commit_identifier=identifier,
-                commit_kind=kind,
-                time_millis=int(time.time() * 1000),
-                total_record_count=(latest.total_record_count if latest else 0) + added - removed,
-                delta_record_count=added - removed,
-                changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
-                watermark=watermark,
-                properties=dict(properties) if properties else None,
-                writer_version=WRITER_VERSION,
-            )
-            try:
-                published = store.snapshots.try_publish(snapshot)
-            except StorageError as e:
-                # The create may or may not have happened: look before deciding.
-                if self._is_ours(new_id):
-                    published = True
-                else:
-                    attempt += 1
-                    if attempt > self.max_retries:
-                        raise CommitStateUnknownError(
-                            f"could not confirm snapshot {new_id} of {store.paths.root}: {e}"
-                        ) from e
-                    published = False
-            if published:
-                store.snapshots.write_latest_hint(new_id)
-                return new_id
-            # Lost the race: the base list depended on `latest`; drop it and try on the new latest.
-            store.manifests.delete(base_name)
-            store.manifests.delete(delta_name)
-            last_seen = latest.id if latest else 0
-            attempt += 1
-            if attempt > self.max_retries or (deadline is not None and time.monotonic() > deadline):
-                raise CommitConflictError(
-                    f"gave up committing to {store.paths.root} after {attempt} attempts: other writers kept winning; "
-                    "retry the operation"
-                )
-            wait = min(self.max_wait_ms, self.min_wait_ms * (2 ** min(attempt, 10)))
-            time.sleep(random.uniform(self.min_wait_ms, max(self.min_wait_ms, wait)) / 1000)
-
-    def _is_ours(self, snapshot_id: int) -> bool:
+        self._storage_failure: StorageError | None = None
         try:
-            snap = self.store.snapshots.get(snapshot_id)
-        except Exception:  # noqa: BLE001 - any failure means "not confirmed"
-            return False
-        return snap.commit_user == self.commit_user
+            while True:
+                latest = store.snapshots.latest()
+                if attempt > 0:
+                    done = self._already_committed(last_seen, latest, identifier, kind)
+                    if done is not None:
+                        return done, None
+                entries = entries_for(latest)
+                self._validate(latest, entries)
+                schema_id = max(store.schema.id, latest.schema_id if latest else 0)
+                if delta is None or delta[0] != entries:
+                    if delta is not None:
+                        for stale in delta[1]:
+                            ms.delete(stale.file_name)
+                        delta = None
+                    delta = (entries, ms.write_entries_rolling(entries, schema_id, store.partition_types))
+                if changelog and changelog_list is None:
+                    cl_metas = ms.write_entries_rolling(changelog, schema_id, store.partition_types)
+                    changelog_list = (*ms.write_list(cl_metas), cl_metas)  # type: ignore[assignment]
+                attempt_files: list[str] = []
+                try:
+                    base_metas, merged_names = self._base_manifests(latest, schema_id)
+                    attempt_files += merged_names
+                    base_name, base_size = ms.write_list(base_metas)
+                    attempt_files.append(base_name)
+                    delta_name, delta_size = ms.write_list(delta[1])
+                    attempt_files.append(delta_name)
+                    snapshot = self._snapshot(latest, kind, identifier, schema_id, entries, changelog, watermark,
+                                              properties, (base_name, base_size), (delta_name, delta_size),
+                                              changelog_list[:2] if changelog_list else None)
+                    published = self._try_publish(snapshot)
+                except BaseException:
+                    for name in attempt_files:
+                        ms.delete(name)
+                    raise
+                if published:
+                    store.snapshots.write_latest_hint(snapshot.id)
+                    delta = None  # referenced now: keep
+                    changelog_list = None
+                    return snapshot.id, entries
+                # Lost the race: the base list depended on `latest`; drop it and try on the new latest.
+                for name in attempt_files:
+                    ms.delete(name)
+                last_seen = latest.id if latest else 0
+                attempt += 1
+                if attempt > self.max_retries or (deadline is not None and time.monotonic() > deadline):
+                    if self._storage_failure is not None:
+                        raise StorageError(
+                            f"could not publish a snapshot of {store.paths.root} after {attempt} attempts "
+                            f"({self._storage_failure}); nothing was committed — retry the operation"
+                        ) from self._storage_failure
+                    raise CommitConflictError(
+                        f"gave up committing to {store.paths.root} after {attempt} attempts: other writers kept "
+                        "winning; nothing was committed — retry the operation"
+                    )
+                wait = min(self.max_wait_ms, self.min_wait_ms * (2 ** min(attempt, 10)))
+                time.sleep(random.uniform(self.min_wait_ms, max(self.min_wait_ms, wait)) / 1000)
+        except CommitStateUnknownError:
+            raise
+        except BaseException:
+            if delta is not None:
+                for stale in delta[1]:
+                    ms.delete(stale.file_name)
+            if changelog_list is not None:
+                ms.delete(changelog_list[0])
+                for stale in changelog_list[2]:
+                    ms.delete(stale.file_name)
+            raise
+
+    def _snapshot(
+        self, latest: Snapshot | None, kind: CommitKind, identifier: int, schema_id: int,
+        entries: list[ManifestEntry], changelog: list[ManifestEntry], watermark: int | None,
+        properties: Mapping[str, str] | None, base: tuple[str, int], delta: tuple[str, int],
+        changelog_list: tuple[str, int] | None,
+    ) -> Snapshot:
+        added = sum(e.file.row_count for e in entries if e.kind is FileKind.ADD)
+        removed = sum(e.file.row_count for e in entries if e.kind is FileKind.DELETE)
+        if latest is not None and latest.watermark is not None:
+            watermark = latest.watermark if watermark is None else max(watermark, latest.watermark)
+        return Snapshot(
+            id=(latest.id if latest else 0) + 1,
+            schema_id=schema_id,
+            base_manifest_list=base[0],
+            base_manifest_list_size=base[1],
+            delta_manifest_list=delta[0],
+            delta_manifest_list_size=delta[1],
+            changelog_manifest_list=changelog_list[0] if changelog_list else None,
+            changelog_manifest_list_size=changelog_list[1] if changelog_list else None,
+            commit_user=self.commit_user,
+            commit_identifier=identifier,
+            commit_kind=kind,
+            time_millis=int(time.time() * 1000),
+            total_record_count=(latest.total_record_count if latest else 0) + added - removed,
+            delta_record_count=added - removed,
+            changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
+            watermark=watermark,
+            properties=dict(properties) if properties else None,
+            writer_version=WRITER_VERSION,
+        )
+
+    def _try_publish(self, snapshot: Snapshot) -> bool:
+        """Create the snapshot file if absent; an I/O error is resolved by reading the file back.
+
+        Returns False when another writer took the id, or when the create failed and the file is
+        absent (nothing was published: the caller retries on the new latest).
+        """
+        try:
+            return self.store.snapshots.try_publish(snapshot)
+        except StorageError as e:
+            self._storage_failure = e
+            try:
+                existing = self.store.snapshots.get(snapshot.id)
+            except NoSuchSnapshotError:
+                return False
+            except Exception as unknown:
+                raise CommitStateUnknownError(
+                    f"could not confirm whether snapshot {snapshot.id} of {self.store.paths.root} was published "
+                    f"({e}; reading it back failed: {unknown}); check the table before retrying"
+                ) from e
+            self.store.snapshots.forget(snapshot.id)
+            return (existing.commit_user == self.commit_user
+                    and existing.commit_identifier == snapshot.commit_identifier
+                    and existing.delta_manifest_list == snapshot.delta_manifest_list)
 
 
 def _same_value(stored: object, wanted: object) -> bool:

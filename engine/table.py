@@ -7,12 +7,13 @@ loaded with; ``refresh()`` loads the latest.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
 
-from engine.commit import CommitMessage, CommitResult, FileStoreCommit, OverwriteSpec, delete_uncommitted
+from engine.commit import CommitMessage, CommitResult, FileStoreCommit, OverwriteSpec
 from engine.count_layout import is_count_layout, logical_schema
 from engine.errors import InvalidArgumentError
 from engine.identifier import Identifier
@@ -28,6 +29,8 @@ from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 
 if TYPE_CHECKING:
     from engine.catalog import FileSystemCatalog
+
+log = logging.getLogger(__name__)
 
 Overwrite = bool | Literal["dynamic"] | Mapping[str, object] | Sequence[Mapping[str, object]]
 
@@ -189,31 +192,57 @@ class Table:
         commit_user: str | None = None,
         change_tracking: bool | None = None,
     ) -> CommitResult:
-        """Write Arrow data in one commit. On failure the written files are deleted and nothing is published."""
-        writer = self.new_writer()
+        """Write Arrow data in one commit. On failure the written files are deleted and nothing is published.
+
+        The outcome is the commit's: once it is published this returns normally, and the
+        automatic compaction that follows (primary-key tables) can no longer fail the write.
+        """
+        from engine.write.factory import new_writer
+
+        writer = new_writer(self.store, compact=False)
         try:
             writer.write(data)
             messages = writer.prepare_commit()
         except BaseException:
             writer.abort()
             raise
-        return self.commit(messages, overwrite, commit_user=commit_user, change_tracking=change_tracking)
+        result = self.commit(messages, overwrite, commit_user=commit_user, change_tracking=change_tracking)
+        if result.snapshot_ids:
+            result += self.compact_after_write({(m.partition, m.bucket) for m in messages})
+        return result
+
+    def compact_after_write(self, buckets: set[tuple[bytes, int]] | None = None) -> CommitResult:
+        """The automatic compaction after a committed write; never raises (failures are logged).
+
+        ``buckets``: the (partition, bucket) pairs the write touched (None: all). A compaction
+        that cannot commit now is simply tried again after a later write.
+        """
+        if not self.store.has_primary_key or self.store.options.write_only:
+            return CommitResult(())
+        try:
+            return self.refresh().compact(full=False, buckets=buckets)
+        except Exception as e:  # noqa: BLE001 - the write is committed; its outcome must not change
+            log.warning("automatic compaction of %s failed and will be retried after a later write: %s", self.name, e)
+            return CommitResult(())
 
     def compact(
         self,
         *,
         full: bool = True,
         partitions: Sequence[Mapping[str, object]] | None = None,
+        buckets: set[tuple[bytes, int]] | None = None,
         max_attempts: int = 3,
     ) -> CommitResult:
         """Compact the table (primary-key tables: per bucket, full or by the universal strategy).
 
-        A compaction that loses a race against another commit deleting the same files deletes
-        what it wrote and starts over from the new latest snapshot, up to ``max_attempts``.
+        A compaction that loses a race against another commit deleting the same files (the
+        commit deletes what it wrote) starts over from the new latest snapshot, up to
+        ``max_attempts``. ``buckets`` limits it to those (partition, bucket) pairs.
         """
         from engine.errors import CommitConflictError
         from engine.scan.predicate import any_partition
         from engine.write.conform import coerce_spec
+        from engine.write.factory import new_writer
 
         if not self.store.has_primary_key:
             from engine.write.append_compaction import compact_append
@@ -221,16 +250,17 @@ class Table:
             return compact_append(self, partitions=partitions, full=full)
         predicate = any_partition([coerce_spec(self.schema, p) for p in partitions or ()])
         for attempt in range(max_attempts):
-            plan = self.new_scan().with_filter(predicate).plan()
-            writer = self.new_writer()
-            writer.compact_splits(plan.splits, full=full)
+            splits = self.new_scan().with_filter(predicate).plan().splits
+            if buckets is not None:
+                splits = [s for s in splits if (s.partition, s.bucket) in buckets]
+            writer = new_writer(self.store, compact=False)
+            writer.compact_splits(splits, full=full)
             messages = writer.prepare_commit()
             if not messages:
                 return CommitResult(())
             try:
                 return self.new_commit().commit(messages)
             except CommitConflictError:
-                delete_uncommitted(self.store, messages)
                 if attempt == max_attempts - 1:
                     raise
         return CommitResult(())

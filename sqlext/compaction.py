@@ -3,7 +3,7 @@
 The driver plans the buckets (metadata only); each task rewrites one bucket's files with the
 engine's compactor and returns picklable commit messages; the driver commits them together as
 one COMPACT snapshot. A commit that loses a race against a concurrent change of the same files
-deletes what the tasks wrote and starts over from the new latest snapshot (bounded retries).
+has its files deleted by the commit and starts over from the new latest snapshot (bounded retries).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from engine import CommitConflictError, CommitResult, Table
-from engine.commit import CommitMessage, delete_uncommitted
+from engine.commit import CommitMessage
 from engine.scan.planner import DataSplit
 from engine.store import FileStore
 
@@ -72,8 +72,7 @@ def compact_distributed(
             return CommitResult(())
         try:
             return table.new_commit().commit(messages)
-        except CommitConflictError:
-            delete_uncommitted(table.store, messages)
+        except CommitConflictError:  # the commit deleted what the tasks wrote
             if attempt == max_attempts - 1:
                 raise
     return CommitResult(())

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -50,8 +51,9 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from engine import Identifier, Table, open_catalog
-from engine.commit import CommitMessage
-from engine.errors import CommitStateUnknownError, InvalidArgumentError
+from engine.commit import CommitMessage, delete_uncommitted
+from engine.store import BATCH_COMMIT_IDENTIFIER
+from engine.errors import CommitStateUnknownError, DyntableError, InvalidArgumentError
 from engine.scan import predicate as P
 from engine.scan.incremental import ROWKIND
 from engine.scan.planner import resolve_time_travel
@@ -60,6 +62,7 @@ from sqlext.spark_types import spark_arrow_schema, spark_schema, to_spark_batche
 NAME = "dyntable"
 SEQUENCE_STRIDE_BITS = 32  # 4G rows per task and commit
 FILE_COUNTER_BITS = 24  # 16M files per task attempt
+COMMIT_CLOCK_SLACK_MS = 10 * 60 * 1000  # how far before the job's start a commit lookup still searches
 
 
 def wants_row_kind(options: dict[str, str]) -> bool:
@@ -249,11 +252,28 @@ class DyntableCommitMessage(WriterCommitMessage):
     messages: list[CommitMessage]
 
 
-def write_task(table: Table, batches: Iterator[pa.RecordBatch], job_token: str) -> list[CommitMessage]:
+ABORTED_JOBS_DIR = ".dyntable/aborted-jobs"
+
+
+def abort_marker(table: Table, job_token: str) -> str:
+    """The file an aborted batch job leaves so that its still-running tasks delete their own files."""
+    return f"{table.store.paths.root}/{ABORTED_JOBS_DIR}/{job_token}"
+
+
+class JobAbortedError(DyntableError):
+    """The write job this task belongs to was aborted; the task deleted what it wrote."""
+
+
+def write_task(table: Table, batches: Iterator[pa.RecordBatch], job_token: str, *, abortable: bool = False) -> list[CommitMessage]:
     """The executor side of a write: one engine writer per Spark task.
 
     Every file the task writes is named ``data-<job token>-<n>`` with ``n`` in the task's own
     range, so the job's abort can find the files of a task that died without cleaning up.
+
+    ``abortable`` (batch jobs): the job's abort writes :func:`abort_marker` before it lists the
+    job's files, and the task looks for the marker after its last file is closed. So a task that
+    was still running when the abort listed the files sees the marker and deletes its own files:
+    every file either existed before the listing or was finished after the marker was written.
     """
     from pyspark import TaskContext
 
@@ -266,13 +286,18 @@ def write_task(table: Table, batches: Iterator[pa.RecordBatch], job_token: str) 
 
     namer = FileNamer(job_token, ((task << 8) + attempt) << FILE_COUNTER_BITS)
     writer = new_writer(table.store, compact=False, sequence_offset=task << SEQUENCE_STRIDE_BITS, namer=namer)
+    marker = abort_marker(table, job_token) if abortable else None
     try:
         for batch in batches:
             writer.write(batch)
-        return writer.prepare_commit()
+        messages = writer.prepare_commit()
     except BaseException:
         writer.abort()
         raise
+    if marker is not None and table.store.io.exists(marker):
+        delete_uncommitted(table.store, messages)
+        raise JobAbortedError(f"write job {job_token} on {table.name} was aborted; this task deleted its files")
+    return messages
 
 
 def delete_job_files(table: Table, job_token: str) -> None:
@@ -282,6 +307,19 @@ def delete_job_files(table: Table, job_token: str) -> None:
         name = status.path.rsplit("/", 1)[-1]
         if job_token in name and (name.startswith("data-") or name.startswith("changelog-")):
             io.delete(status.path)
+
+
+def job_committed(table: Table, commit_user: str, identifier: int, started_millis: int) -> bool | None:
+    """Whether ``commit_user`` published ``identifier`` (since the job started); None when it cannot be told."""
+    from engine import FileStoreCommit
+
+    try:
+        found = FileStoreCommit(table.store, commit_user).find_own_snapshot(
+            identifier, not_before_millis=started_millis - COMMIT_CLOCK_SLACK_MS
+        )
+    except Exception:  # noqa: BLE001 - unreadable metadata: the outcome is unknown
+        return None
+    return found is not None
 
 
 def overwrite_mode(options: dict[str, str], overwrite: bool) -> Any:
@@ -315,15 +353,14 @@ def parse_bool_option(options: dict[str, str], key: str) -> bool | None:
     return value.lower() == "true"
 
 
-def auto_compact(table: Table) -> None:
-    """Compact the buckets that crossed the sorted-run trigger (after a commit, in-process)."""
-    if not table.store.has_primary_key or table.store.options.write_only:
-        return
-    table.refresh().compact(full=False)
-
-
 class DyntableWriter(DataSourceArrowWriter):
-    """Batch write: Arrow batches in, one snapshot published by the driver-side commit."""
+    """Batch write: Arrow batches in, one snapshot published by the driver-side commit.
+
+    ``commit`` and ``abort`` run in Python worker processes, possibly different ones: whether
+    the job's commit was published is read back from the table (by the job's commit user and
+    identifier), never kept in memory. Nothing after the publish can raise out of ``commit``,
+    and ``abort`` never deletes files once the job's snapshot exists (or may exist).
+    """
 
     def __init__(self, options: dict[str, str], overwrite: bool) -> None:
         self.options = options
@@ -335,6 +372,7 @@ class DyntableWriter(DataSourceArrowWriter):
         self.change_tracking = parse_bool_option(options, "change-tracking")
         self.defer_compaction = parse_bool_option(options, "write-only") or False
         self.job_token = str(uuid.uuid4())
+        self.started_millis = int(time.time() * 1000)
         base = options.get("overwrite-base-snapshot")
         self.base_snapshot_id = int(base) if base is not None else None
         identifier = options.get("commit-identifier")
@@ -344,7 +382,7 @@ class DyntableWriter(DataSourceArrowWriter):
         return Table(None, self.identifier, self.store.io, self.store.paths, self.store.schema)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> DyntableCommitMessage:
-        return DyntableCommitMessage(write_task(self._table(), iterator, self.job_token))
+        return DyntableCommitMessage(write_task(self._table(), iterator, self.job_token, abortable=True))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         table = self._table()
@@ -355,15 +393,20 @@ class DyntableWriter(DataSourceArrowWriter):
                 kwargs["base_snapshot_id"] = self.base_snapshot_id
             result = table.commit(flat, self.overwrite, commit_user=self.commit_user,
                                   change_tracking=self.change_tracking, **kwargs)
-            if self.identifier_value is not None and not result.snapshot_ids and flat:
-                delete_job_files(table, self.job_token)  # a replayed, already-committed identifier
         except CommitStateUnknownError:
             raise  # the snapshot may reference these files: keep them
         except BaseException:
-            delete_job_files(table, self.job_token)
+            delete_job_files(table, self.job_token)  # the commit deleted its messages' files; this gets the rest
             raise
-        if not self.defer_compaction:
-            auto_compact(table)
+        if self.identifier_value is not None and not result.snapshot_ids and flat:
+            delete_job_files(table, self.job_token)  # a replayed, already-committed identifier
+        if result.snapshot_ids and not self.defer_compaction:
+            table.compact_after_write({(m.partition, m.bucket) for m in flat})
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        delete_job_files(self._table(), self.job_token)
+        table = self._table()
+        identifier = BATCH_COMMIT_IDENTIFIER if self.identifier_value is None else self.identifier_value
+        if job_committed(table, self.commit_user, identifier, self.started_millis) is not False:
+            return  # published (or cannot tell): the files are, or may be, part of the table
+        table.store.io.try_create(abort_marker(table, self.job_token), b"aborted")
+        delete_job_files(table, self.job_token)

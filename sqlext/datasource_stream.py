@@ -32,13 +32,12 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from engine.commit import delete_uncommitted
+from engine.commit import FileStoreCommit, delete_uncommitted
 from engine.errors import InvalidArgumentError, NoSuchSnapshotError
 from engine.scan.incremental import ROWKIND, ChangeReader, change_splits
 from engine.scan.planner import TableScan
 from sqlext.datasource import (
     DyntableCommitMessage,
-    auto_compact,
     load_table,
     parse_bool_option,
     projection,
@@ -221,8 +220,15 @@ class DyntableStreamWriter(DataSourceStreamArrowWriter):
                               change_tracking=self.change_tracking)
         if not result.snapshot_ids and flat:
             delete_uncommitted(table.store, flat)  # an already-committed batch replayed after a restart
-        auto_compact(table)
+        elif result.snapshot_ids:
+            table.compact_after_write({(m.partition, m.bucket) for m in flat})
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        try:
+            done = FileStoreCommit(self.store, self.commit_user).latest_committed_identifier()
+        except Exception:  # noqa: BLE001 - unreadable metadata: the batch may be published, keep its files
+            return
+        if done is not None and done >= batchId:
+            return  # this batch is published: its files belong to the table
         flat = [m for msg in messages if msg is not None for m in msg.messages]  # type: ignore[attr-defined]
         delete_uncommitted(self.store, flat)  # earlier micro-batches share the token: delete by message

@@ -91,6 +91,8 @@ class KeyValueWriter:
         self._bucket_files: dict[Bucket, list[DataFileMeta]] = {}
         self._next_seq: dict[Bucket, int] = {}
         self._restored_partitions: set[bytes] = set()
+        # The snapshot each partition's sequence numbers continue (the commit re-bases after a race).
+        self._sequence_base: dict[bytes, int] = {}
         self.new_files: dict[Bucket, list[DataFileMeta]] = defaultdict(list)
         self.changelog: dict[Bucket, list[DataFileMeta]] = defaultdict(list)
         self.compact_before: dict[Bucket, list[DataFileMeta]] = defaultdict(list)
@@ -123,7 +125,10 @@ class KeyValueWriter:
         if not todo:
             return
         self._restored_partitions |= todo
-        for e in self.store.live_entries(self.store.snapshots.latest(), lambda p: p in todo):
+        latest = self.store.snapshots.latest()
+        for partition in todo:
+            self._sequence_base[partition] = latest.id if latest else 0
+        for e in self.store.live_entries(latest, lambda p: p in todo):
             key = (e.partition, e.bucket)
             self._bucket_files.setdefault(key, []).append(e.file)
 
@@ -213,6 +218,7 @@ class KeyValueWriter:
             key = (split.partition, split.bucket)
             self._partition_dirs[split.partition] = split_partition_dir(self.store, split)
             self._restored_partitions.add(split.partition)
+            self._sequence_base[split.partition] = split.snapshot_id
             self._bucket_files[key] = list(split.files)
             self.compact_bucket(key, full=full)
 
@@ -236,6 +242,7 @@ class KeyValueWriter:
                 compact_before=tuple(self.compact_before.get((p, b), ())),
                 compact_after=tuple(self.compact_after.get((p, b), ())),
                 compact_changelog=tuple(self.compact_changelog.get((p, b), ())),
+                sequence_base=self._sequence_base.get(p),
             )
             for p, b in sorted(keys)
         ]

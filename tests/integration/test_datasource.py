@@ -81,6 +81,13 @@ def test_failed_job_publishes_nothing_and_leaves_no_files(spark, warehouse, cata
     bad = spark.range(0, 1000, numPartitions=4).selectExpr("CASE WHEN id = 900 THEN raise_error('boom') ELSE id END id")
     with pytest.raises(Exception, match="boom"):
         writer(bad, warehouse, "db.f").save()
+    # Spark aborts the job while sibling tasks may still be running: they find the abort marker
+    # and delete their own files when they end. Wait for them to end, then look.
+    tracker = spark.sparkContext.statusTracker()
+    deadline = time.monotonic() + 120
+    while tracker.getActiveStageIds() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not tracker.getActiveStageIds()
     assert len(t.snapshots()) == 1
     assert set(data_files(t)) == before_files
     assert reader(spark, warehouse, "db.f").load().count() == 10

@@ -1,0 +1,44 @@
+"""Moving an uncommitted primary-key data file's sequence numbers up by a fixed amount.
+
+Used by the commit when two writers raced on one bucket (see :mod:`engine.commit`): the file
+is rewritten under a new name with ``_SEQUENCE_NUMBER + shift`` and otherwise the same bytes'
+worth of rows, schema (with field ids), statistics and level. The original stays until the
+commit knows which version the snapshot references.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from engine.meta.binary_row import deserialize_row
+from engine.meta.manifest import DataFileMeta
+from engine.meta.paths import FileNamer
+from engine.read.file_reader import SEQUENCE_NUMBER, arrow_path
+from engine.store import FileStore
+from engine.write.file_writer import ROWS_PER_SLICE
+
+
+def rewrite_with_sequence_shift(store: FileStore, partition: bytes, bucket: int, file: DataFileMeta, shift: int) -> DataFileMeta:
+    """Write a copy of ``file`` whose sequence numbers are ``shift`` higher; returns its metadata."""
+    part_dir = store.partition_dir(deserialize_row(partition, store.partition_types))
+    source = store.paths.data_file(part_dir, bucket, file.file_name)
+    fs = store.io.arrow_fs()
+    table = pq.read_table(arrow_path(source), filesystem=fs)
+    index = table.schema.get_field_index(SEQUENCE_NUMBER)
+    shifted = pc.add(table.column(index), pa.scalar(shift, pa.int64()))
+    table = table.set_column(index, table.schema.field(index), shifted)
+    prefix = file.file_name.split("-", 1)[0] + "-"
+    name = FileNamer().data_file(prefix, file.file_name.rsplit(".", 1)[-1])
+    target = store.paths.data_file(part_dir, bucket, name)
+    with fs.open_output_stream(arrow_path(target)) as sink:
+        pq.write_table(table, sink, row_group_size=ROWS_PER_SLICE, compression=store.options.file_compression,
+                       write_statistics=True)
+        size = sink.tell()
+    return dataclasses.replace(
+        file, file_name=name, file_size=size,
+        min_sequence_number=file.min_sequence_number + shift, max_sequence_number=file.max_sequence_number + shift,
+    )
