@@ -25,9 +25,10 @@ Invariants:
   shown in **UTC**, so they do not depend on the machine's zone. Values Paimon stores as local
   wall-clock already (a file's ``_CREATION_TIME``, a tag's ``tagCreateTime``) are shown unchanged,
   as Java does.
-* Partition text: ``$files`` and ``$manifests`` print partition rows as ``{v1, v2}`` (``{}``
-  when unpartitioned); ``$partitions`` and ``$buckets`` as ``k1=v1/k2=v2`` ('' when
-  unpartitioned), sorted by that text (Java's ``$partitions`` order).
+* Partition text: ``$files``, ``$manifests`` and ``$buckets`` print partition rows as
+  ``{v1, v2}`` (``{}`` when unpartitioned; ``null`` for a null value), so they join with each
+  other; ``$partitions`` prints the path ``k1=v1/k2=v2`` ('' when unpartitioned). ``$partitions``
+  and ``$buckets`` are sorted by that text (then bucket), as Java sorts them.
 """
 
 from __future__ import annotations

@@ -236,15 +236,22 @@ def _entry_table(entries: Sequence[ManifestEntry]) -> pa.Table:
     )
 
 
-def _spec_strings(table: Table, partitions: pa.Array) -> pa.Array:
-    """``k1=v1/k2=v2`` for each distinct serialized partition (one decode per partition)."""
+def _spec_strings(table: Table, partitions: pa.Array, as_row: bool) -> pa.Array:
+    """The text of each distinct serialized partition (one decode per partition).
+
+    ``as_row``: the row cast to STRING, ``{v1, v2}`` (Java's ``$buckets``, like ``$files``);
+    otherwise the partition path ``k1=v1/k2=v2`` (Java's ``$partitions``).
+    """
     store = table.store
     keys, types = store.partition_keys, store.partition_types
     default_name = store.options.partition_default_name
     out = []
     for raw in partitions.to_pylist():
         values = deserialize_row(raw, types)
-        out.append(partition_spec_string(keys[: len(values)], values, types[: len(values)], default_name))
+        if as_row:
+            out.append(row_string(values, types[: len(values)]))
+        else:
+            out.append(partition_spec_string(keys[: len(values)], values, types[: len(values)], default_name))
     return pa.array(out, pa.string())
 
 
@@ -271,8 +278,9 @@ def _aggregate(table: Table, snapshot_id: int | None, by_bucket: bool) -> pa.Tab
         )
     )
     grouped = grouped.append_column(
-        "spec", _spec_strings(table, grouped.column("partition").combine_chunks())
+        "spec", _spec_strings(table, grouped.column("partition").combine_chunks(), as_row=by_bucket)
     )
+    # Both sort by their partition text (then bucket), as Java does.
     order = [("spec", "ascending"), ("bucket", "ascending")] if by_bucket else [("spec", "ascending")]
     return grouped.sort_by(order)
 

@@ -346,7 +346,11 @@ def test_buckets_aggregate_per_partition_and_bucket(pk_table):
     out = read(pk_table, "buckets").to_pylist()
     keys = [(r["partition"], r["bucket"]) for r in out]
     assert keys == sorted(keys) and len(set(keys)) == len(keys)
-    expected = {(r["p"], r["bucket"]): r for r in _files_grouped(pk_table, ["bucket"]).to_pylist()}
+    # $buckets prints the partition as a row, exactly as $files does, so the two join.
+    assert {p for p, _ in keys} == {"{a}", "{b}"}
+    expected = {
+        ("{" + r["p"][len("dt="):] + "}", r["bucket"]): r for r in _files_grouped(pk_table, ["bucket"]).to_pylist()
+    }
     assert set(keys) == set(expected)
     for r in out:
         e = expected[(r["partition"], r["bucket"])]
@@ -366,6 +370,8 @@ def test_partition_text_for_typed_null_and_no_partitions(catalog):
     assert files == ["{2024-01-02, 5}", "{null, 6}"]
     parts = [r["partition"] for r in read(t, "partitions").to_pylist()]
     assert parts == ["d=2024-01-02/n=5", "d=__DEFAULT_PARTITION__/n=6"]
+    # Paimon's PaimonSystemTableTest "date partition table": $buckets shows the row text.
+    assert [r["partition"] for r in read(t, "buckets").to_pylist()] == ["{2024-01-02, 5}", "{null, 6}"]
     paths = [r["file_path"] for r in read(t, "files").to_pylist()]
     assert all(os.path.isfile(p) for p in paths) and any(
         "/d=19724/n=5/" in p for p in paths
@@ -381,7 +387,7 @@ def test_partition_text_for_typed_null_and_no_partitions(catalog):
     assert read(flat, "files").column("partition").to_pylist() == ["{}"]
     assert read(flat, "partitions").column("partition").to_pylist() == [""]
     assert read(flat, "buckets").select(["partition", "bucket", "record_count"]).to_pylist() == [
-        {"partition": "", "bucket": 0, "record_count": 2}
+        {"partition": "{}", "bucket": 0, "record_count": 2}
     ]
     assert read(flat, "manifests").column("min_partition_stats").to_pylist() == ["{}"]
 
