@@ -152,6 +152,7 @@ class FileSystemCatalog:
         opts.setdefault("file.format", "parquet")
         validate_options(opts)
         table_schema = TableSchema.create(schema, partition_keys, primary_keys, opts, comment)
+        _refuse_hidden_partition_columns(table_schema.partition_keys)
         bucketed_append = not table_schema.primary_keys and not is_count_layout(table_schema)
         if bucketed_append and int(opts["bucket"]) > 0 and "bucket-key" not in opts:
             # Bucketed append tables hash a bucket key (Java Paimon requires one): the atomic columns.
@@ -231,6 +232,18 @@ class FileSystemCatalog:
         table = self.get_table(identifier)
         table.schemas.commit_change(lambda latest: latest.apply_changes(changes))
         return self.get_table(identifier)
+
+
+def _refuse_hidden_partition_columns(keys: Sequence[str]) -> None:
+    # A partition column becomes the directory name ``<column>=<value>``; Hadoop, Spark and Hive
+    # listings treat a name starting with '.' as hidden, so such a partition would vanish from
+    # tools that walk the table directory (and orphan cleaners that skip hidden entries).
+    hidden = [k for k in keys if k.startswith(".")]
+    if hidden:
+        raise InvalidArgumentError(
+            f"partition column(s) {hidden} start with '.', which would make every partition a hidden "
+            "directory; rename the column"
+        )
 
 
 def _absolute(path: str) -> str:

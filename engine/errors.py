@@ -69,6 +69,10 @@ class InvalidArgumentError(DyntableError, ValueError):
     """A bad schema, option value, predicate or identifier: fix the input and run again."""
 
 
+class InvalidNameError(InvalidArgumentError):
+    """A database, table, branch, tag or consumer name that cannot be a safe path component."""
+
+
 class CommitConflictError(DyntableError):
     """Another writer changed the table in a conflicting way: refresh and retry the operation."""
 
@@ -81,6 +85,12 @@ class CommitStateUnknownError(DyntableError):
 
 class CorruptMetadataError(DyntableError):
     """A metadata file (snapshot, schema, manifest) is unreadable or inconsistent."""
+
+
+class CorruptDataError(CorruptMetadataError):
+    """A data file named by a snapshot is unreadable (truncated, not Parquet) or holds values its
+    schema cannot describe. A kind of :class:`CorruptMetadataError`, so one handler catches every
+    corrupt table; the message names the file."""
 
 
 class StorageError(DyntableError, OSError):

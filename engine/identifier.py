@@ -1,7 +1,10 @@
-"""Table identifiers: ``[db.]table[$branch_<b>][$<system table>]``, validated.
+"""Table identifiers (``[db.]table[$branch_<b>][$<system table>]``) and the one rule for names.
 
-Names never contain path characters, so an identifier can never point outside its database
-directory. ``$branch_x`` selects a branch; any other ``$name`` suffix is a system table.
+:func:`validate_name` is the single check for every name that becomes a path component
+(database, table, branch, tag, consumer id): Paimon's rules plus no ``/``, ``\\``, ``..``, NUL,
+control characters or leading ``.``, and at most 255 bytes for the whole path component. So an
+identifier can never point outside its directory. ``$branch_x`` selects a branch; any other
+``$name`` suffix is a system table.
 """
 
 from __future__ import annotations
@@ -9,23 +12,79 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.errors import InvalidArgumentError
+from engine.errors import InvalidArgumentError, InvalidNameError
 
 DEFAULT_DATABASE = "default"
+MAIN_BRANCH = "main"
 SYSTEM_TABLES = (
     "snapshots", "schemas", "options", "tags", "branches", "files", "manifests", "partitions",
     "buckets", "consumers", "audit_log", "ro",
 )
-_BAD = re.compile(r"[/\\\x00]")
+# Every path component a name becomes, as (prefix, suffix) around the name: the name's byte
+# limit is what keeps the whole component within the 255-byte NAME_MAX of common file systems.
+_COMPONENT = {
+    "database": ("", ".db"),
+    "table": ("", ""),
+    "branch": ("branch-", ""),
+    "tag": ("tag-", ""),
+    "consumer": ("consumer-", ""),
+}
+MAX_COMPONENT_BYTES = 255
+# C0 and C1 control characters, DEL, and the two path separators.
+_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f-\x9f/\\]")
+# '$' separates a table from its branch and system table, so neither part may contain it.
+_NO_DOLLAR = frozenset({"table", "branch"})
+# Paimon refuses all-digit branch and tag names (a number reads as a snapshot id in time
+# travel); an all-digit tag is only refused when created, so looking one up stays harmless.
+_NOT_NUMERIC = frozenset({"branch"})
 
 
-def validate_name(kind: str, name: str) -> str:
-    if not name or not name.strip():
-        raise InvalidArgumentError(f"{kind} name must not be empty")
-    if _BAD.search(name) or name in (".", "..") or name.startswith("."):
-        raise InvalidArgumentError(f"{kind} name '{name}' must not contain path characters")
-    if "$" in name and kind == "table":
-        raise InvalidArgumentError(f"table name '{name}' must not contain '$' (it separates branches and system tables)")
+def max_name_bytes(kind: str) -> int:
+    """The longest ``kind`` name, in UTF-8 bytes, whose path component still fits NAME_MAX."""
+    prefix, suffix = _COMPONENT[kind]
+    return MAX_COMPONENT_BYTES - len(prefix) - len(suffix)
+
+
+def validate_name(kind: str, name: object, *, new: bool = False) -> str:
+    """Refuse a database/table/branch/tag/consumer name that could not be one safe path component.
+
+    This is the single gate for every name that ends up in a path (``engine.meta.paths`` and the
+    catalog call it before composing one): a refused name raises :class:`InvalidNameError` before
+    anything on storage is read or written. ``new`` adds the rules for creating the name (no
+    branch called ``main``, no all-digit tag). Returns the name unchanged.
+    """
+    if kind not in _COMPONENT:
+        raise ValueError(f"unknown name kind {kind!r}")
+    if not isinstance(name, str):
+        raise InvalidNameError(f"{kind} name must be a string, not {type(name).__name__}")
+    if not name.strip():
+        raise InvalidNameError(f"{kind} name must not be blank")
+    shown = repr(name) if len(name) <= 80 else repr(name[:77] + "...")
+    bad = _FORBIDDEN.search(name)
+    if bad:
+        raise InvalidNameError(
+            f"{kind} name {shown} must not contain {bad.group()!r}: '/', '\\' and control characters "
+            "are not allowed in names"
+        )
+    if name.startswith("."):
+        raise InvalidNameError(f"{kind} name {shown} must not start with '.' (it would be a hidden directory)")
+    if ".." in name:
+        raise InvalidNameError(f"{kind} name {shown} must not contain '..'")
+    if kind in _NO_DOLLAR and "$" in name:
+        raise InvalidNameError(
+            f"{kind} name {shown} must not contain '$' (it separates a table from its branch and system table)"
+        )
+    if (kind in _NOT_NUMERIC or (new and kind == "tag")) and name.isdigit():
+        raise InvalidNameError(f"{kind} name {shown} must not be all digits (that reads as a snapshot id)")
+    if new and kind == "branch" and name == MAIN_BRANCH:
+        raise InvalidNameError(f"'{MAIN_BRANCH}' is the default branch and cannot be created or deleted")
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidNameError(f"{kind} name {shown} is not valid Unicode (lone surrogate)") from None
+    limit = max_name_bytes(kind)
+    if size > limit:
+        raise InvalidNameError(f"{kind} name {shown} is {size} bytes in UTF-8; the limit is {limit}")
     return name
 
 
@@ -39,6 +98,8 @@ class Identifier:
     def __post_init__(self) -> None:
         validate_name("database", self.database)
         validate_name("table", self.table)
+        if self.branch is not None and self.branch != MAIN_BRANCH:
+            validate_name("branch", self.branch)
 
     @staticmethod
     def parse(text: str, default_database: str = DEFAULT_DATABASE) -> Identifier:

@@ -14,9 +14,14 @@ written here reads the same in Java Paimon / pypaimon. Deliberate differences:
   ``log.*`` values are stored and shown but nothing reads them (there is no log system here).
 
 Invariants: option values are always strings in storage; :meth:`CoreOptions.get` parses on
-read (durations → milliseconds, memory sizes → bytes, lists → tuples). Unknown keys are kept
-(Paimon has hundreds of options and keeps unknown ones too) unless they look like a typo of a
-known key (edit distance ≤ 2), which is an error suggesting the right key.
+read (durations → milliseconds, memory sizes → bytes, lists → tuples).
+
+Unknown keys, when a user sets them (CREATE / ALTER), are refused unless they belong to Paimon:
+a key within edit distance 2 of a known one gets a "did you mean"; any other key is kept only if
+it is one of Paimon's own option keys that dyntable does not declare, or lies under a family of
+keys Paimon or dyntable passes through (``lookup.*``, ``sink.*``, ``parquet.*``, ``dyntable.*``,
+...). So ``'bukcet'`` and ``'foo'`` fail at CREATE instead of silently doing nothing; options a
+table already has (written by another engine) are never re-validated on read.
 """
 
 from __future__ import annotations
@@ -230,8 +235,10 @@ def _at_least(n: int) -> Callable[[Any], str | None]:
 
 
 def _bucket_ok(v: int) -> str | None:
-    if v > 0 or v in (-1, -2):
+    if 0 < v <= INT_MAX or v in (-1, -2):
         return None
+    if v > INT_MAX:
+        return f"more than {INT_MAX} buckets (Paimon stores the bucket count as a 32-bit integer)"
     return "must be a positive number of buckets, -1 (dynamic/unaware) or -2 (postpone)"
 
 
@@ -519,16 +526,53 @@ def _typo_of(key: str) -> str | None:
     return None
 
 
+# Paimon option keys without a '.' that dyntable does not declare (stored, never interpreted).
+_PAIMON_FLAT_KEYS = frozenset({
+    "add-column-before-partition", "async-file-write", "auto-create", "blob-as-descriptor",
+    "blob-descriptor-field", "blob-field", "blob-view-field", "blob-write-null-on-fetch-failure",
+    "blob-write-null-on-missing-file", "bucket-append-ordered", "cache-page-size",
+    "disable-explicit-type-casting", "dynamic-partition-overwrite", "file-reader-async-threshold",
+    "force-lookup", "ignore-update-before", "incremental-between-scan-mode",
+    "incremental-between-tag-to-snapshot", "incremental-to-auto-tag", "index-file-in-data-file-dir",
+    "local-merge-buffer-size", "lookup-compact", "lookup-wait", "overwrite-upgrade", "page-size",
+    "pk-clustering-override", "sort-engine", "sort-spill-buffer-size", "sort-spill-threshold",
+    "spill-compression", "streaming-read-append-overwrite", "streaming-read-overwrite",
+    "target-file-row-num", "vector-field", "write-buffer-for-append", "write-buffer-spillable",
+    "write-max-writers-to-spill",
+})  # fmt: skip
+# First segments of dotted keys that Paimon (core, Flink/Spark connectors, file formats) or
+# dyntable (``dyntable.*``: computed columns, watermarks, user properties) passes through.
+_PASS_THROUGH_FAMILIES = frozenset({
+    "aggregation", "alter-column-null-to-not-null", "avro", "blob", "blob-compaction",
+    "blob-descriptor", "blob-view", "chain-table", "clustering", "continuous",
+    "cross-partition-upsert", "data-evolution", "delete", "deletion-vector", "dyntable",
+    "end-input", "file-operation", "format-table", "full-text-index", "global-index", "local-kv-db",
+    "local-sort", "lookup", "lookup-compact", "manifest-sort", "metastore", "orc", "parquet",
+    "pk-bitmap", "pk-btree", "pk-full-text", "pk-multivalue", "pk-vector", "postpone", "query-auth",
+    "read", "record-level", "rowkind", "scalar-index", "sink", "sort-compaction", "source",
+    "spill-compression", "streaming", "table-read", "variant", "vector", "vector-index",
+    "vector-search", "visibility-callback", "write", "write-buffer-spill", "zorder",
+}) | {o.key.split(".", 1)[0] for o in ALL_OPTIONS if "." in o.key}  # fmt: skip
+
+
+def _passes_through(key: str) -> bool:
+    if key in _PAIMON_FLAT_KEYS:
+        return True
+    family, dot, rest = key.partition(".")
+    return bool(dot and rest) and family in _PASS_THROUGH_FAMILIES
+
+
 def validate_options(options: Mapping[str, str]) -> None:
     """Check keys and values of table options as a user sets them (CREATE / ALTER).
 
     Known keys (and pattern keys such as ``fields.price.aggregate-function``) must parse and
     pass their checks. An unknown key that is within edit distance 2 of a known one is refused
-    with a suggestion; other unknown keys are kept (Paimon-specific options pass through).
+    with a suggestion; other unknown keys are kept only when they are Paimon's (see the module
+    docstring), and refused otherwise.
 
     Raises:
-        InvalidArgumentError: a value does not parse or is out of range, a key looks like a typo,
-            or a key/value is not a string.
+        InvalidArgumentError: a value does not parse or is out of range, a key looks like a typo
+            or is unknown, or a key/value is not a string.
     """
     for key, value in options.items():
         if not isinstance(key, str) or not isinstance(value, str):
@@ -540,6 +584,11 @@ def validate_options(options: Mapping[str, str]) -> None:
         guess = _typo_of(key)
         if guess is not None:
             raise InvalidArgumentError(f"unknown option '{key}'; did you mean '{guess}'?")
+        if not _passes_through(key):
+            raise InvalidArgumentError(
+                f"unknown option '{key}': neither dyntable nor Paimon has it (custom table properties go "
+                "under 'dyntable.', e.g. 'dyntable.owner')"
+            )
 
 
 def check_alterable(key: str) -> None:

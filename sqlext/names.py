@@ -16,6 +16,7 @@ from decimal import Decimal
 from typing import TypeAlias
 
 from engine.errors import InvalidArgumentError
+from engine.identifier import MAIN_BRANCH, validate_name
 
 LiteralValue: TypeAlias = str | int | float | Decimal | bool | date | datetime | None
 
@@ -121,6 +122,12 @@ class TableName:
                 )
         catalog = parts[0] if len(parts) == 3 else None
         database = parts[-2] if len(parts) >= 2 else None
+        # The storage rules for names that become directories, checked where the name is read.
+        if database is not None:
+            validate_name("database", database)
+        validate_name("table", table)
+        if branch is not None and branch != MAIN_BRANCH:
+            validate_name("branch", branch)
         return cls(catalog, database, table, branch, system, line, column, offset)
 
     @classmethod

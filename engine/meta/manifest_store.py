@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from engine.errors import CorruptMetadataError
 from engine.io import FileIO
@@ -28,6 +29,8 @@ from engine.meta.manifest import (
 from engine.meta.paths import FileNamer, TablePaths
 from engine.meta.snapshot import Snapshot
 from engine.types import DataType
+
+_T = TypeVar("_T")
 
 
 class _LruCache:
@@ -82,6 +85,14 @@ def partition_stats(partitions: Sequence[bytes], partition_types: Sequence[DataT
     return SimpleStats(serialize_row(mins, partition_types), serialize_row(maxs, partition_types), tuple(nulls))
 
 
+def _named(path: str, decode: Callable[[bytes], _T], data: bytes) -> _T:
+    """Decode a manifest (list); a decode error names the file, which the decoder cannot know."""
+    try:
+        return decode(data)
+    except CorruptMetadataError as e:
+        raise CorruptMetadataError(f"{path}: {e}") from e
+
+
 class ManifestStore:
     """Manifest I/O for one table (manifests are shared by every branch)."""
 
@@ -96,7 +107,7 @@ class ManifestStore:
         cached = _MANIFEST_CACHE.get(path)
         if cached is not None:
             return cached  # type: ignore[return-value]
-        metas = read_manifest_list(self._read(path, "manifest list"))
+        metas = _named(path, read_manifest_list, self._read(path, "manifest list"))
         _MANIFEST_CACHE.put(path, metas, max(1, len(metas)))
         return metas
 
@@ -109,7 +120,7 @@ class ManifestStore:
         cached = _MANIFEST_CACHE.get(path)
         if cached is not None:
             return cached  # type: ignore[return-value]
-        entries = read_manifest_entries(self._read(path, "manifest"))
+        entries = _named(path, read_manifest_entries, self._read(path, "manifest"))
         _MANIFEST_CACHE.put(path, entries, max(1, len(entries)))
         return entries
 

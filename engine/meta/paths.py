@@ -7,6 +7,8 @@
 <table>/manifest/manifest-<uuid>-<n>, manifest-list-<uuid>-<n>   shared by all branches
 <table>/<k1>=<v1>/.../bucket-<N>/data-<uuid>-<n>.parquet          shared by all branches
 ```
+Every database, table, branch, tag and consumer name passes ``engine.identifier.validate_name``
+before it becomes a path component here (or in the catalog), so no name can leave its directory.
 Partition directory strings follow Java Paimon byte for byte (legacy ``toString`` value
 formatting, Hive escaping), because readers derive a data file's path from the partition row.
 """
@@ -19,9 +21,9 @@ import uuid
 from collections.abc import Sequence
 
 from engine.errors import InvalidArgumentError
+from engine.identifier import MAIN_BRANCH, validate_name
 from engine.types import DataType, TypeRoot
 
-MAIN_BRANCH = "main"
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
 
 # Characters Hive/Paimon escape as %XX in partition path components.
@@ -31,15 +33,8 @@ _ESCAPED = frozenset(
 
 
 def validate_branch_name(name: str) -> None:
-    """Paimon's rules: not blank, not ``main``, not all digits, no path characters."""
-    if not name or not name.strip():
-        raise InvalidArgumentError("branch name must not be blank")
-    if name == MAIN_BRANCH:
-        raise InvalidArgumentError("'main' is the default branch and cannot be created or deleted")
-    if name.isdigit():
-        raise InvalidArgumentError(f"branch name '{name}' must not be all digits")
-    if any(c in name for c in "/\\") or name.startswith("."):
-        raise InvalidArgumentError(f"branch name '{name}' must not contain path characters")
+    """A name a new branch may take: a safe path component (``validate_name``) that is not ``main``."""
+    validate_name("branch", name, new=True)
 
 
 def escape_path_name(text: str) -> str:
@@ -173,6 +168,8 @@ class TablePaths:
     """Paths of one table, seen from one branch (metadata per branch, data and manifests shared)."""
 
     def __init__(self, root: str, branch: str = MAIN_BRANCH) -> None:
+        if branch != MAIN_BRANCH:
+            validate_name("branch", branch)
         self.root = root.rstrip("/")
         self.branch = branch
         self.branch_root = self.root if branch == MAIN_BRANCH else join(self.root, "branch", f"branch-{branch}")
@@ -208,10 +205,10 @@ class TablePaths:
         return join(self.snapshot_dir, f"snapshot-{snapshot_id}")
 
     def tag_file(self, name: str) -> str:
-        return join(self.tag_dir, f"tag-{name}")
+        return join(self.tag_dir, f"tag-{validate_name('tag', name)}")
 
     def consumer_file(self, consumer_id: str) -> str:
-        return join(self.consumer_dir, f"consumer-{consumer_id}")
+        return join(self.consumer_dir, f"consumer-{validate_name('consumer', consumer_id)}")
 
     @property
     def latest_hint(self) -> str:

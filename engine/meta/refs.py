@@ -7,19 +7,15 @@ the next snapshot a streaming reader will read, so expiration keeps what it stil
 
 from __future__ import annotations
 
-import re
-
-from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchTagError
+from engine.errors import CorruptMetadataError, NoSuchTagError
+from engine.identifier import validate_name
 from engine.io import FileIO
 from engine.meta.paths import TablePaths
 from engine.meta.snapshot import Consumer, Tag
 
-_NAME = re.compile(r"^[^/\\\x00]+$")
 
-
-def validate_ref_name(kind: str, name: str) -> None:
-    if not name or not name.strip() or not _NAME.match(name) or name.startswith("."):
-        raise InvalidArgumentError(f"{kind} name '{name}' is not valid: it must be non-blank, without path characters")
+def validate_ref_name(kind: str, name: str, *, new: bool = False) -> None:
+    validate_name(kind, name, new=new)
 
 
 class TagStore:
@@ -44,7 +40,7 @@ class TagStore:
         validate_ref_name("tag", name)
         path = self.paths.tag_file(name)
         try:
-            text = self.io.read_text(path)
+            text = self.io.read_bytes(path)
         except FileNotFoundError:
             raise NoSuchTagError(f"tag '{name}' does not exist; SHOW TAGS lists the existing ones") from None
         try:
@@ -56,7 +52,7 @@ class TagStore:
         return {n: self.get(n) for n in self.names()}
 
     def write(self, name: str, tag: Tag) -> None:
-        validate_ref_name("tag", name)
+        validate_ref_name("tag", name, new=True)
         self.io.write_text(self.paths.tag_file(name), tag.to_json())
 
     def delete(self, name: str) -> None:
@@ -79,11 +75,15 @@ class ConsumerStore:
         return sorted(out)
 
     def get(self, consumer_id: str) -> Consumer | None:
+        path = self.paths.consumer_file(consumer_id)
         try:
-            text = self.io.read_text(self.paths.consumer_file(consumer_id))
+            text = self.io.read_bytes(path)
         except FileNotFoundError:
             return None
-        return Consumer.from_json(text)
+        try:
+            return Consumer.from_json(text)
+        except CorruptMetadataError as e:
+            raise CorruptMetadataError(f"consumer file {path} is corrupt: {e}") from e
 
     def all(self) -> dict[str, Consumer]:
         out = {}

@@ -40,7 +40,8 @@ class SchemaStore:
             return cached
         path = self.paths.schema_file(schema_id)
         try:
-            text = self.io.read_text(path)
+            # Bytes, not text: the decoder reports bad UTF-8 as corruption of this file.
+            text = self.io.read_bytes(path)
         except FileNotFoundError:
             raise NotFoundError(f"schema {schema_id} does not exist at {path}") from None
         try:

@@ -2,7 +2,9 @@
 
 Invariants: snapshot ids start at 1 and are continuous; a snapshot file is immutable and is
 published only by an atomic create-if-absent (never overwritten); the EARLIEST/LATEST hint
-files are advisory and verified before they are trusted (Paimon's ``HintFileUtils`` rules).
+files are advisory and verified before they are trusted (Paimon's ``HintFileUtils`` rules), except
+that a LATEST hint ahead of every snapshot file is corruption (see :meth:`SnapshotStore.latest_id`);
+so whatever removes the newest snapshots (a rollback) must lower LATEST before deleting them.
 Decoded snapshots are cached by id, because they never change.
 """
 
@@ -29,10 +31,11 @@ class SnapshotStore:
     # -- lookup -------------------------------------------------------------------------------
     def _read_hint(self, path: str) -> int | None:
         try:
-            text = self.io.read_text(path).strip()
+            raw = self.io.read_bytes(path).strip()
         except FileNotFoundError:
             return None
-        return int(text) if text.isdigit() else None
+        # An unreadable hint is only a lost shortcut: the listing answers instead.
+        return int(raw) if raw.isdigit() else None
 
     def list_ids(self) -> list[int]:
         """All snapshot ids present, by listing (ascending)."""
@@ -47,11 +50,24 @@ class SnapshotStore:
         return snapshot_id in self._cache or self.io.exists(self.paths.snapshot_file(snapshot_id))
 
     def latest_id(self) -> int | None:
-        """The newest snapshot id, or None for an empty table."""
+        """The newest snapshot id, or None for an empty table.
+
+        LATEST may lag (a writer published and died before moving the hint): the listing wins.
+        It may never lead: nothing deletes the newest snapshot without lowering LATEST first,
+        so a hint naming a snapshot above every listed one means snapshot files were lost, and
+        reading the older snapshot (or reusing the lost id for the next commit) would hide that.
+        """
         hint = self._read_hint(self.paths.latest_hint)
         if hint is not None and self.exists(hint) and not self.exists(hint + 1):
             return hint
         ids = self.list_ids()
+        if hint is not None and (not ids or ids[-1] < hint):
+            newest = f"the newest present is snapshot {ids[-1]}" if ids else "no snapshot file is present"
+            raise CorruptMetadataError(
+                f"{self.paths.latest_hint} names snapshot {hint}, but {self.paths.snapshot_file(hint)} is missing "
+                f"and {newest}: snapshot files were deleted outside dyntable; restore them (or, accepting the "
+                f"loss, set LATEST to the newest present snapshot) before using the table"
+            )
         return ids[-1] if ids else None
 
     def earliest_id(self) -> int | None:
@@ -69,7 +85,8 @@ class SnapshotStore:
             return cached
         path = self.paths.snapshot_file(snapshot_id)
         try:
-            text = self.io.read_text(path)
+            # Bytes, not text: the decoder reports bad UTF-8 as corruption of this file.
+            text = self.io.read_bytes(path)
         except FileNotFoundError:
             raise NoSuchSnapshotError(
                 f"snapshot {snapshot_id} does not exist in {self.paths.snapshot_dir} (never written, or expired)"

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from engine.errors import CorruptMetadataError
+from engine.errors import CorruptDataError, CorruptMetadataError
 from engine.meta.manifest import DataFileMeta
 from engine.store import FileStore
 from engine.types import DataField, to_arrow_type
@@ -51,8 +51,9 @@ def read_data_file(
 ) -> pa.Table:
     """Read ``fields`` (current schema) and ``system_columns`` of one data file.
 
-    Raises CorruptMetadataError when the file is missing or unreadable, because a live file
-    named by a snapshot must exist.
+    Raises CorruptMetadataError when the file is missing (a live file named by a snapshot must
+    exist), and CorruptDataError when it exists but is truncated, not Parquet, or holds a column
+    that does not convert to the schema's type.
     """
     file_schema = store.schema_by_id(file.schema_id)
     physical: list[str | None] = []
@@ -73,9 +74,12 @@ def read_data_file(
     except FileNotFoundError as e:
         raise CorruptMetadataError(f"data file {file_path} is listed by the snapshot but missing: {e}") from e
     except (OSError, pa.ArrowInvalid) as e:
-        if "No such file" in str(e) or "not found" in str(e).lower():
+        # Ask the file system, not the message: Arrow's "magic bytes not found" means truncated.
+        if not store.io.exists(file_path):
             raise CorruptMetadataError(f"data file {file_path} is listed by the snapshot but missing") from e
-        raise CorruptMetadataError(f"data file {file_path} cannot be read: {e}") from e
+        raise CorruptDataError(
+            f"data file {file_path} is corrupt (truncated, or not a Parquet file): {e}"
+        ) from e
     n = table.num_rows
     arrays = []
     names = []
@@ -84,7 +88,15 @@ def read_data_file(
         if p is None or p not in table.column_names:
             arrays.append(pa.nulls(n, target))
         else:
-            arrays.append(_normalise(table.column(p), target))
+            column = table.column(p)
+            try:
+                arrays.append(_normalise(column, target))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+                raise CorruptDataError(
+                    f"data file {file_path}: column '{p}' holds {column.type} values that do not convert to "
+                    f"{target}, the type schema {store.schema.id} gives '{f.name}'; the schema or the file "
+                    f"was altered: {e}"
+                ) from e
         names.append(f.name)
     for s in system_columns:
         arrays.append(_normalise(table.column(s), _SYSTEM_TYPES.get(s, table.column(s).type)))
