@@ -248,10 +248,8 @@ class FileStoreCommit:
         this commit user already published that identifier or a later one (exactly-once restarts).
         On any failure but CommitStateUnknownError, the messages' files are deleted.
         """
-        if identifier != BATCH_COMMIT_IDENTIFIER:
-            done = self.latest_committed_identifier()
-            if done is not None and done >= identifier:
-                return CommitResult(())
+        if self._already_published(identifier, messages):
+            return CommitResult(())
         messages = [m for m in messages if not m.is_empty]
         ids: list[int] = []
         changelog = _entries(FileKind.ADD, messages, lambda m: m.changelog_files)
@@ -312,6 +310,8 @@ class FileStoreCommit:
         snapshot when the commit starts). A commit other than a compaction that changed the
         selected partitions since then is a conflict; compactions are not (they keep the rows).
         """
+        if self._already_published(identifier, messages):
+            return CommitResult(())
         messages = [m for m in messages if not m.is_empty]
         adds = _entries(FileKind.ADD, messages, lambda m: m.new_files)
         if spec.dynamic:
@@ -362,6 +362,16 @@ class FileStoreCommit:
                 _delete_data_files(self.store, m.partition, m.bucket, m.new_files)
             raise
         return CommitResult((sid,))
+
+    def _already_published(self, identifier: int, messages: Sequence[CommitMessage]) -> bool:
+        """A retry of a commit this user already published (streaming identifiers only): drop its copies."""
+        if identifier == BATCH_COMMIT_IDENTIFIER:
+            return False
+        done = self.latest_committed_identifier()
+        if done is None or done < identifier:
+            return False
+        delete_uncommitted(self.store, messages)
+        return True
 
     def latest_committed_identifier(self) -> int | None:
         """The identifier of this commit user's newest snapshot, searching back from the latest."""

@@ -190,12 +190,15 @@ class Table:
         overwrite: Overwrite = False,
         *,
         commit_user: str | None = None,
+        identifier: int = BATCH_COMMIT_IDENTIFIER,
         change_tracking: bool | None = None,
     ) -> CommitResult:
         """Write Arrow data in one commit. On failure the written files are deleted and nothing is published.
 
         The outcome is the commit's: once it is published this returns normally, and the
         automatic compaction that follows (primary-key tables) can no longer fail the write.
+        With a ``commit_user`` and an ``identifier`` (increasing per user), a retry after
+        CommitStateUnknownError is idempotent: a write already published is not applied again.
         """
         from engine.write.factory import new_writer
 
@@ -206,7 +209,8 @@ class Table:
         except BaseException:
             writer.abort()
             raise
-        result = self.commit(messages, overwrite, commit_user=commit_user, change_tracking=change_tracking)
+        result = self.commit(messages, overwrite, commit_user=commit_user, identifier=identifier,
+                             change_tracking=change_tracking)
         if result.snapshot_ids:
             result += self.compact_after_write({(m.partition, m.bucket) for m in messages})
         return result

@@ -259,3 +259,38 @@ def test_a_commit_that_gives_up_deletes_its_files(catalog, monkeypatch):
     with pytest.raises(CommitConflictError, match="gave up"):
         committer.commit(messages)
     assert _files_on_disk(t) == before
+
+
+# -- an unknown outcome, and the idempotent retry ---------------------------------------------------------
+
+
+def test_unknown_outcome_then_retry_with_the_same_identifier_applies_once(catalog, monkeypatch):
+    from engine.errors import CommitStateUnknownError
+
+    t = catalog.create_table(
+        "db.agg", pa.schema([("id", pa.int64()), ("total", pa.int64())]), primary_keys=["id"],
+        options={"bucket": "1", "merge-engine": "aggregation", "fields.total.aggregate-function": "sum"},
+    )
+    t.write_arrow(pa.table({"id": [1], "total": [100]}))
+    snapshots = type(t.store.snapshots)
+    original_publish, original_get = snapshots.try_publish, snapshots.get
+
+    def publish_then_fail(self, snapshot):
+        original_publish(self, snapshot)  # the snapshot lands ...
+        raise StorageError("connection reset")  # ... but the answer is lost
+
+    def unreadable(self, sid):
+        if sid == 2:
+            raise StorageError("connection reset")
+        return original_get(self, sid)
+
+    monkeypatch.setattr(snapshots, "try_publish", publish_then_fail)
+    monkeypatch.setattr(snapshots, "get", unreadable)
+    with pytest.raises(CommitStateUnknownError):
+        t.write_arrow(pa.table({"id": [1], "total": [4]}), commit_user="job-7", identifier=1)
+    monkeypatch.undo()
+    before = _files_on_disk(t)
+    retry = t.refresh().write_arrow(pa.table({"id": [1], "total": [4]}), commit_user="job-7", identifier=1)
+    assert retry.snapshot_ids == ()
+    assert t.refresh().to_arrow().to_pydict() == {"id": [1], "total": [104]}
+    assert _files_on_disk(t) == before  # the retry's copies were removed
