@@ -2,8 +2,10 @@
 
 Every non-key column is folded over its key group in sequence order by one aggregate function
 (``fields.<f>.aggregate-function``, default ``last_non_null_value``); key columns keep their value.
-The merged row is always ``+I`` (Paimon's AggregateMergeFunction never emits a delete) and carries
-the group's maximum sequence number.
+The merged row is ``+I`` and carries the group's maximum sequence number; with
+``aggregation.remove-record-on-delete`` a ``-D`` row restarts its group instead of retracting: the
+fold starts again from the ``-D`` row's own values (as Paimon's AggregateMergeFunction), and a
+group whose last row is that ``-D`` merges to ``-D`` (dropped by reads and top-level compaction).
 
 Semantics follow Paimon's FieldAggregator implementations, computed for all groups at once with
 numpy ``reduceat`` over the sorted groups or pyarrow hash aggregation on a group-id column:
@@ -39,6 +41,7 @@ import pyarrow.compute as pc
 
 from engine.errors import InvalidArgumentError
 from engine.lsm.merge_engines import (
+    DELETE,
     INSERT,
     KIND_COLUMN,
     SEQUENCE_COLUMN,
@@ -132,23 +135,35 @@ def merge_aggregation(
     seq: np.ndarray,
     config: MergeConfig,
     key_columns: Sequence[str],
+    drop_deletes: bool = False,
 ) -> pa.Table:
-    """One ``+I`` row per group, each non-key column folded by its aggregate function.
+    """One row per group, each non-key column folded by its aggregate function.
 
     ``kinds`` and ``seq`` are numpy arrays in input row order.
     """
     kinds, seq = kinds[groups.perm], seq[groups.perm]
     retract = is_retract(kinds)
+    everything = np.ones(groups.n, dtype=bool)
+    out_kinds = np.full(groups.num_groups, INSERT, dtype=np.int8)
+    keep: np.ndarray | None = None
+    if config.aggregation_remove_record_on_delete:
+        # Rows before a group's last -D are forgotten; the -D itself seeds the fold as a value.
+        deletes = kinds == DELETE
+        last_delete = groups.last_where(deletes)
+        everything = groups.positions >= np.repeat(last_delete, groups.sizes)
+        retract = retract & ~deletes & everything
+        deleted = last_delete == groups.lasts
+        out_kinds[deleted] = DELETE
+        keep = ~deleted if drop_deletes else None
     any_retract = bool(retract.any())
     keys = set(key_columns)
-    everything = np.ones(groups.n, dtype=bool)
     columns: list[pa.Array] = []
     for i, field in enumerate(table.schema):
         name = field.name
         if name == SEQUENCE_COLUMN:
             columns.append(pa.array(groups.max(seq), type=field.type))
         elif name == KIND_COLUMN:
-            columns.append(pa.array(np.full(groups.num_groups, INSERT, dtype=np.int8), type=field.type))
+            columns.append(pa.array(out_kinds, type=field.type))
         elif name in keys:
             columns.append(
                 take_or_null(table.column(i), groups.perm[groups.lasts], np.zeros(groups.num_groups, bool))
@@ -167,13 +182,14 @@ def merge_aggregation(
                 name=name,
                 column=table.column(i),
                 groups=groups,
-                eligible=~retract if ignore else everything,
+                eligible=everything & ~retract if ignore else everything,
                 retract=np.zeros(groups.n, dtype=bool) if ignore else retract,
                 delimiter=config.listagg_delimiter.get(name, ","),
             )
             result = _FUNCTIONS[function](data)
             columns.append(result if result.type == field.type else result.cast(field.type))
-    return pa.Table.from_arrays(columns, schema=table.schema)
+    merged = pa.Table.from_arrays(columns, schema=table.schema)
+    return merged if keep is None else merged.filter(pa.array(keep))
 
 
 def _hash_aggregate(

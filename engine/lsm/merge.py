@@ -68,6 +68,7 @@ class MergeConfig:
         engine: ``deduplicate`` | ``partial-update`` | ``aggregation`` | ``first-row``.
         ignore_delete: drop ``-U``/``-D`` input rows before merging (``ignore-delete``).
         partial_update_remove_record_on_delete: a ``-D`` removes the whole partial-update row.
+        aggregation_remove_record_on_delete: a ``-D`` removes the aggregated row.
         sequence_fields: order rows by these user columns, then ``_SEQUENCE_NUMBER``.
         field_aggregates: column -> aggregate function (aggregation engine).
         field_ignore_retract: column -> skip retract rows for that column's aggregate.
@@ -80,6 +81,7 @@ class MergeConfig:
     engine: str = "deduplicate"
     ignore_delete: bool = False
     partial_update_remove_record_on_delete: bool = False
+    aggregation_remove_record_on_delete: bool = False
     sequence_fields: tuple[str, ...] = ()
     field_aggregates: Mapping[str, str] = field(default_factory=dict)
     field_ignore_retract: Mapping[str, bool] = field(default_factory=dict)
@@ -161,10 +163,6 @@ class MergeConfig:
         for key in ("partial-update.remove-record-on-sequence-group",):
             if options.get(key):
                 raise InvalidArgumentError(f"'{key}' is not supported by dyntable; remove the option.")
-        if _option_bool(options, "aggregation.remove-record-on-delete", False):
-            raise InvalidArgumentError(
-                "'aggregation.remove-record-on-delete' is not supported by dyntable; remove the option."
-            )
         if engine == "partial-update" and normalize_function(default_function) != DEFAULT_FUNCTION:
             raise InvalidArgumentError(
                 "'fields.default-aggregate-function' on a partial-update table needs sequence groups, "
@@ -182,6 +180,7 @@ class MergeConfig:
             partial_update_remove_record_on_delete=_option_bool(
                 options, "partial-update.remove-record-on-delete", False
             ),
+            aggregation_remove_record_on_delete=_option_bool(options, "aggregation.remove-record-on-delete", False),
             sequence_fields=sequence,
             field_aggregates=aggregates if engine in ("aggregation", "partial-update") else {},
             field_ignore_retract=ignore_retract,
@@ -447,7 +446,7 @@ def merge(
         return merge_first_row(table, groups, kinds, seq, config, drop_deletes)
     if config.engine == "partial-update":
         return merge_partial_update(table, groups, kinds, seq, config, drop_deletes)
-    return merge_aggregation(table, groups, kinds, seq, config, key_columns)
+    return merge_aggregation(table, groups, kinds, seq, config, key_columns, drop_deletes)
 
 
 # ----------------------------------------------------------------------------- count layout

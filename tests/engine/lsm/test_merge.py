@@ -327,6 +327,25 @@ def test_sum_with_nulls_retraction_and_wrap_around():
     assert agg([(1, "+I", 1, 1.5), (2, "-D", 1, 0.25)], {"x": "sum"}, floats) == [(1, 1.25)]
 
 
+def test_aggregation_remove_record_on_delete():
+    """'aggregation.remove-record-on-delete': a -D removes the row (kept as -D until dropped) and a
+    later add folds onto the -D row's values (Paimon's AggregateMergeFunction); max needs no retraction."""
+    fields = [pa.field("k", pa.int64(), nullable=False), pa.field("x", pa.int64()), pa.field("m", pa.int64())]
+    rows = [
+        (1, "+I", 1, 5, 9), (2, "-D", 1, 5, 9),  # key 1: deleted
+        (3, "+I", 2, 1, 1), (4, "-D", 2, 1, 1), (5, "+I", 2, 3, 0),  # key 2: re-added after the delete
+        (6, "+I", 3, 4, 4), (7, "-U", 3, 1, 1),  # key 3: -U still retracts
+    ]
+    config = MergeConfig.from_options(
+        {"merge-engine": "aggregation", "aggregation.remove-record-on-delete": "true",
+         "fields.x.aggregate-function": "sum", "fields.m.aggregate-function": "max",
+         "fields.m.ignore-retract": "true"}, ["k"])
+    assert config.aggregation_remove_record_on_delete
+    kept = run(rows, config, drop=False, fields=fields)
+    assert rows_of(kept, "k", "_VALUE_KIND", "x", "m") == [(1, 3, 5, 9), (2, 0, 4, 1), (3, 0, 3, 4)]
+    assert rows_of(run(rows, config, fields=fields), "k", "x", "m") == [(2, 4, 1), (3, 3, 4)]
+
+
 def test_decimal_sum_and_overflow_to_null():
     d = decimal.Decimal
     fields = [pa.field("k", pa.int64(), nullable=False), pa.field("x", pa.decimal128(4, 2))]
@@ -513,7 +532,6 @@ def test_from_options_reads_paimon_keys():
         ({"merge-engine": "partial-update", "fields.a.aggregate-function": "sum"}, "sequence groups"),
         ({"merge-engine": "first-row", "sequence.field": "ts"}, "sequence.field"),
         ({"sequence.field.sort-order": "sideways"}, "sort-order"),
-        ({"aggregation.remove-record-on-delete": "true"}, "not supported"),
     ],
 )
 def test_from_options_rejects_bad_options(options, message):
