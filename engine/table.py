@@ -22,7 +22,7 @@ from engine.meta.paths import TablePaths
 from engine.meta.refs import ConsumerStore, TagStore
 from engine.meta.snapshot import Snapshot
 from engine.read.split_reader import SplitReader
-from engine.scan.planner import Plan, TableScan, resolve_time_travel
+from engine.scan.planner import Plan, TableScan, resolve_time_travel, store_at
 from engine.scan.predicate import Predicate
 from engine.schema import TableSchema
 from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
@@ -119,8 +119,9 @@ class Table:
         columns: Sequence[str] | None = None,
         filter: Predicate | None = None,
     ) -> Plan:
-        scan = self.new_scan().with_projection(columns).with_filter(filter)
+        """Plan a read; a time-travel plan's columns and filter are those of the snapshot's schema."""
         snapshot = resolve_time_travel(self.store, snapshot_id, tag, timestamp_millis)
+        scan = TableScan(store_at(self.store, snapshot)).with_projection(columns).with_filter(filter)
         if snapshot is not None:
             scan = scan.with_snapshot(snapshot)
         return scan.plan()
@@ -134,9 +135,13 @@ class Table:
         tag: str | None = None,
         timestamp_millis: int | None = None,
     ) -> pa.Table:
-        """Read the table (latest snapshot, or time travel) as one Arrow table."""
+        """Read the table (latest snapshot, or time travel) as one Arrow table.
+
+        A time-travel read has the columns of the schema the snapshot was written with.
+        """
         plan = self.plan(snapshot_id=snapshot_id, tag=tag, timestamp_millis=timestamp_millis, columns=columns, filter=filter)
-        reader = self.new_read(columns, filter)
+        travels = snapshot_id is not None or tag is not None or timestamp_millis is not None
+        reader = SplitReader(store_at(self.store, plan.snapshot if travels else None), columns, filter)
         parts = [t for split in plan.splits for t in reader.read(split)]
         if not parts:
             return reader.output_schema.empty_table()

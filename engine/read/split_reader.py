@@ -18,8 +18,8 @@ import pyarrow.compute as pc
 from engine.count_layout import expand, is_count_layout, logical_schema
 from engine.lsm.changelog import kinds_to_rowkind
 from engine.lsm.intervals import partition_by_key_intervals
+from engine.lsm.key_order import key_range_decoder
 from engine.lsm.merge import COUNT_COLUMN, MergeConfig, merge
-from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import DataFileMeta
 from engine.read.file_reader import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
 from engine.scan.planner import DataSplit
@@ -53,9 +53,14 @@ class SplitReader:
         row_kind: bool = False,
     ) -> None:
         self.store = store
-        self.row_kind = row_kind  # prepend the merged rows' kinds as ``rowkind`` ($audit_log)
+        # Prepend the merged rows' kinds as ``rowkind`` ($audit_log). Such a read keeps the keys
+        # whose latest change is a retraction (-D / -U), as Paimon's audit log does (it reads
+        # with deletes kept), so a DELETE shows until a full compaction drops the row.
+        self.row_kind = row_kind
         schema = store.schema
         self.count_layout = is_count_layout(schema)
+        # (A count-layout table shows counts as repeated rows; a retraction is a count, not a row.)
+        self.keep_deletes = row_kind and not self.count_layout
         visible = logical_schema(schema).field_names if self.count_layout else schema.field_names
         self.columns = list(columns) if columns is not None else list(visible)
         self.filter = filter
@@ -87,18 +92,15 @@ class SplitReader:
             for f in split.files:
                 yield self._finish(self._read_kv(part_dir, split.bucket, f, raw=True))
             return
-        key_types = [self.store.schema.field(k).type for k in self.store.schema.trimmed_primary_keys]
-
-        def key_range(f: DataFileMeta) -> tuple[tuple[object, ...], tuple[object, ...]]:
-            return deserialize_row(f.min_key, key_types), deserialize_row(f.max_key, key_types)
-
+        key_range = key_range_decoder([self.store.schema.field(k).type for k in self.store.schema.trimmed_primary_keys])
         for section in partition_by_key_intervals(split.files, key_range):
             if len(section) == 1:
                 for f in section[0].files:
                     yield self._finish(self._read_kv(part_dir, split.bucket, f, raw=True))
                 continue
             parts = [self._read_kv(part_dir, split.bucket, f, raw=False) for run in section for f in run.files]
-            merged = merge(pa.concat_tables(parts), self.store.schema.primary_keys, self.merge_config, drop_deletes=True)
+            merged = merge(pa.concat_tables(parts), self.store.schema.primary_keys, self.merge_config,
+                           drop_deletes=not self.keep_deletes)
             yield self._finish(merged)
 
     def read_table(self, split: DataSplit) -> pa.Table:
@@ -114,7 +116,7 @@ class SplitReader:
             # pypaimon writes a delete count of 0 even for files holding deletes.)
             return read_data_file(self.store, path, f, self.read_fields)
         table = read_data_file(self.store, path, f, self.read_fields, (SEQUENCE_NUMBER, VALUE_KIND))
-        if raw:
+        if raw and not self.keep_deletes:
             if f.delete_row_count != 0:
                 table = table.filter(pc.is_in(table.column(VALUE_KIND), value_set=ADD_KINDS))
         return table

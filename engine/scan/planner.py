@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from engine.errors import InvalidArgumentError, NoSuchColumnError, NoSuchSnapshotError
+from engine.lsm.key_order import orderable_key
 from engine.meta.binary_row import bucket_of, deserialize_row
 from engine.meta.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta, live_files
 from engine.meta.snapshot import Snapshot
@@ -195,7 +196,7 @@ class TableScan:
             total_buckets = group[0].total_buckets
             files = sorted((e.file for e in group), key=lambda f: (f.min_sequence_number, f.file_name))
             if store.has_primary_key:
-                raw = not _files_overlap(files, lambda b: deserialize_row(b, key_types))
+                raw = not _files_overlap(files, lambda b: orderable_key(deserialize_row(b, key_types)))
                 splits.append(DataSplit(snapshot_id, partition, values, bucket, total_buckets, tuple(files), raw))
                 continue
             for chunk in _pack_by_size(files):
@@ -218,6 +219,18 @@ def _pack_by_size(files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:
     if current:
         chunks.append(current)
     return chunks
+
+
+def store_at(store: FileStore, snapshot: Snapshot | None) -> FileStore:
+    """``store`` as ``snapshot`` was written: bound to the schema the snapshot names.
+
+    Paimon reads a time-travel snapshot with the schema it was committed with, not the latest
+    (a column added later does not exist in it; a renamed one has its old name). ``None`` (the
+    latest) or a snapshot of the store's own schema gives ``store`` itself.
+    """
+    if snapshot is None or snapshot.schema_id == store.schema.id:
+        return store
+    return store.with_schema(store.schema_by_id(snapshot.schema_id))
 
 
 def resolve_time_travel(
