@@ -57,7 +57,7 @@ from engine.errors import (
 )
 from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta, live_files
-from engine.meta.snapshot import CommitKind, Snapshot
+from engine.meta.snapshot import CommitKind, Snapshot, new_snapshot_uuid
 from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 
 WRITER_VERSION = "dyntable-0.1"
@@ -659,6 +659,7 @@ class FileStoreCommit:
             watermark=watermark,
             properties=dict(properties) if properties else None,
             writer_version=WRITER_VERSION,
+            uuid=new_snapshot_uuid(),
         )
 
     def _try_publish(self, snapshot: Snapshot) -> bool:

@@ -23,9 +23,9 @@ import pyarrow.compute as pc
 from engine.count_layout import is_count_layout
 from engine.lsm.changelog import diff_changelog, rowkind_to_kinds
 from engine.lsm.compact_strategy import CompactUnit, UniversalCompaction, can_drop_deletes
+from engine.lsm.key_order import key_range_decoder
 from engine.lsm.levels import Levels
 from engine.lsm.merge import COUNT_COLUMN, MergeConfig, merge
-from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import DataFileMeta, FileSource
 from engine.meta.paths import FileNamer
 from engine.read.file_reader import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
@@ -42,12 +42,8 @@ class CompactionResult:
 
 
 def key_range_fn(store: FileStore):  # type: ignore[no-untyped-def]
-    key_types = [store.schema.field(k).type for k in store.schema.trimmed_primary_keys]
-
-    def key_range(f: DataFileMeta) -> tuple[tuple[object, ...], tuple[object, ...]]:
-        return deserialize_row(f.min_key, key_types), deserialize_row(f.max_key, key_types)
-
-    return key_range
+    """``file -> (min_key, max_key)`` comparable in Paimon's key order (floats as Double.compare)."""
+    return key_range_decoder([store.schema.field(k).type for k in store.schema.trimmed_primary_keys])
 
 
 def levels_of(store: FileStore, files: Sequence[DataFileMeta]) -> Levels:

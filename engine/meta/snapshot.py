@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+import uuid as _uuid
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import ROUND_FLOOR, Decimal, InvalidOperation
@@ -148,6 +149,11 @@ def _opt_str(data: Mapping[str, Any], key: str, what: str) -> str | None:
 # ---------------------------------------------------------------------------------------------
 
 
+def new_snapshot_uuid() -> str:
+    """A fresh snapshot ``uuid``: a random UUID in canonical lower-case 8-4-4-4-12 form, as Java's."""
+    return str(_uuid.uuid4())
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """One committed version of a table (``snapshot/snapshot-N``); see §3 for each field."""
@@ -175,6 +181,8 @@ class Snapshot:
     next_row_id: int | None = None
     operation: str | None = None
     writer_version: str | None = None
+    # Committers pass new_snapshot_uuid() (Java writes a random UUID into every new snapshot);
+    # a snapshot file written before the field existed reads back with None.
     uuid: str | None = None
 
     def __post_init__(self) -> None:
