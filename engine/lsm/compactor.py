@@ -34,6 +34,9 @@ from engine.types import to_arrow_field
 from engine.write.file_writer import DataFileWriter
 
 
+_RETRACT_KINDS = pa.array([1, 3], pa.int8())  # -U, -D
+
+
 @dataclass(frozen=True, slots=True)
 class CompactionResult:
     before: tuple[DataFileMeta, ...] = ()
@@ -81,6 +84,16 @@ def read_kv(store: FileStore, partition_dir: str, bucket: int, files: Sequence[D
     return pa.concat_tables(parts)
 
 
+def holds_retractions(store: FileStore, partition_dir: str, bucket: int, f: DataFileMeta) -> bool:
+    """Whether a data file holds -U/-D rows, judged by its rows: a ``deleteRowCount`` of 0 is
+    not proof (pypaimon writes 0 for files holding deletes), so only a positive count is trusted."""
+    if f.delete_row_count:
+        return True
+    path = store.paths.data_file(partition_dir, bucket, f.file_name)
+    kinds = read_data_file(store, path, f, [], (VALUE_KIND,)).column(VALUE_KIND)
+    return bool(pc.any(pc.is_in(kinds, value_set=_RETRACT_KINDS)).as_py())
+
+
 def run_compaction(
     store: FileStore,
     partition_dir: str,
@@ -95,7 +108,7 @@ def run_compaction(
     files = list(unit.files)
     if len(files) == 1 and files[0].level != unit.output_level and not unit.file_rewrite:
         f = files[0]
-        if not drop_deletes or f.delete_row_count == 0:
+        if not drop_deletes or not holds_retractions(store, partition_dir, bucket, f):
             return CompactionResult((f,), (f.upgrade(unit.output_level),))
     schema = store.schema
     config = MergeConfig.from_options(schema.options, schema.primary_keys)

@@ -111,14 +111,14 @@ class SplitReader:
 
     def _read_kv(self, part_dir: str, bucket: int, f: DataFileMeta, raw: bool) -> pa.Table:
         path = data_file_path(self.store, part_dir, bucket, f)
-        if raw and not self.row_kind and f.level > 0 and f.delete_row_count == 0:
-            # A compacted file without retractions needs no system columns. (Level 0 is not trusted:
-            # pypaimon writes a delete count of 0 even for files holding deletes.)
-            return read_data_file(self.store, path, f, self.read_fields)
-        table = read_data_file(self.store, path, f, self.read_fields, (SEQUENCE_NUMBER, VALUE_KIND))
-        if raw and not self.keep_deletes:
-            if f.delete_row_count != 0:
-                table = table.filter(pc.is_in(table.column(VALUE_KIND), value_set=ADD_KINDS))
+        if not raw:
+            return read_data_file(self.store, path, f, self.read_fields, (SEQUENCE_NUMBER, VALUE_KIND))
+        # The kinds are always read and filtered: a file's deleteRowCount is not proof that it
+        # holds no retractions (pypaimon writes 0 for files holding -D rows), and one int8 column
+        # costs little next to the values.
+        table = read_data_file(self.store, path, f, self.read_fields, (VALUE_KIND,))
+        if not self.keep_deletes:
+            table = table.filter(pc.is_in(table.column(VALUE_KIND), value_set=ADD_KINDS))
         return table
 
     def _finish(self, table: pa.Table) -> pa.Table:

@@ -3,6 +3,7 @@ deletion-vector tables and snapshot uuids. Each test fails without its fix."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import uuid
 
@@ -67,3 +68,51 @@ def test_snapshot_without_uuid_reads_back_without_one():
     )
     snap = Snapshot.from_json(text)
     assert snap.uuid is None and '"uuid"' not in snap.to_json()
+
+
+# -- deleteRowCount = 0 is no proof of "no deletes" ----------------------------------------------
+
+
+def _with_zero_delete_count(split):
+    files = tuple(dataclasses.replace(f, delete_row_count=0) for f in split.files)
+    return dataclasses.replace(split, files=files)
+
+
+def _pk_with_a_delete(catalog, name):
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
+    t = catalog.create_table(name, schema, primary_keys=["k"], options={"bucket": "1", "write-only": "true"})
+    t.write_arrow(pa.table({"k": [1, 2], "v": ["keep", "old"]}))
+    t.write_arrow(pa.table({"k": [2, 3], "v": ["old", "gone"], "rowkind": ["-D", "-D"]}))
+    return t
+
+
+def test_reader_filters_deletes_of_a_file_claiming_zero_deletes(catalog):
+    t = _pk_with_a_delete(catalog, "db.dc")
+    plan = t.plan()
+    reader = t.new_read()
+    # Each file alone is a raw split; its metadata claims no deletes, as pypaimon's does.
+    rows = []
+    for split in plan.splits:
+        for f in split.files:
+            one = dataclasses.replace(split, files=(f,), raw_convertible=True)
+            rows += reader.read_table(_with_zero_delete_count(one)).to_pylist()
+    assert {"k": 3, "v": "gone"} not in rows and {"k": 2, "v": "old"} in rows  # -D rows never surface
+    merged = [r for split in plan.splits for r in reader.read_table(_with_zero_delete_count(split)).to_pylist()]
+    assert merged == [{"k": 1, "v": "keep"}]
+
+
+def test_compaction_does_not_upgrade_a_file_with_deletes_its_metadata_denies(catalog):
+    from engine.lsm.compact_strategy import CompactUnit
+    from engine.lsm.compactor import levels_of, run_compaction
+
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
+    t = catalog.create_table("db.dcu", schema, primary_keys=["k"], options={"bucket": "1", "write-only": "true"})
+    t.write_arrow(pa.table({"k": [1, 2], "v": ["a", "b"], "rowkind": ["+I", "-D"]}))
+    (split,) = t.plan().splits
+    (f,) = _with_zero_delete_count(split).files
+    levels = levels_of(t.store, [f])
+    unit = CompactUnit(levels.max_level, (f,))
+    result = run_compaction(t.store, t.store.partition_dir(()), 0, levels, unit)
+    # Into the top level deletes are dropped, so the file must be rewritten, not upgraded.
+    assert [a.file_name for a in result.after] != [f.file_name]
+    assert sum(a.row_count for a in result.after) == 1
