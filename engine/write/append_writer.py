@@ -1,32 +1,45 @@
 """Writer of append (no primary key) tables.
 
 Rows are routed to their partition and bucket (``bucket`` > 0 hashes the bucket key with
-Paimon's bucket function; the default unaware mode writes everything to ``bucket-0``) and
-written as Parquet files rolled at the target size. Nothing is visible until the returned
-commit messages are committed.
+Paimon's bucket function; the default unaware mode writes everything to ``bucket-0``). Each
+bucket keeps one rolling file open across ``write`` calls (:mod:`engine.write.rolling`), fed in
+row groups of up to ``ROWS_PER_SLICE`` rows gathered from the small batches Spark hands over;
+rows pending in memory are bounded by ``write-buffer-size``. Nothing is visible until the
+returned commit messages are committed.
 """
 
 from __future__ import annotations
 
-from engine.commit import CommitMessage, delete_uncommitted
+from dataclasses import replace
+
+import pyarrow as pa
+
+from engine.commit import CommitMessage
 from engine.meta.binary_row import serialize_row
 from engine.meta.bucket import bucket_ids
 from engine.meta.manifest import DataFileMeta
 from engine.meta.paths import FileNamer
 from engine.store import FileStore
 from engine.write.conform import conform
-from engine.write.file_writer import DataFileWriter
+from engine.write.file_writer import ROWS_PER_SLICE
+from engine.write.rolling import RollingAppendFile
 from engine.write.routing import group_rows
+
+Bucket = tuple[bytes, int]
 
 
 class AppendWriter:
-    """Buffers nothing: each ``write`` call writes files; ``prepare_commit`` returns the messages."""
+    """Routes rows to per-bucket rolling files; ``prepare_commit`` finishes them and returns the messages."""
 
     def __init__(self, store: FileStore, first_sequence: int | None = None, namer: FileNamer | None = None) -> None:
         self.store = store
         self.namer = namer or FileNamer()
-        self._files: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+        self.buffer_limit = store.options.write_buffer_size
         self._partition_dirs: dict[tuple[object, ...], tuple[bytes, str]] = {}
+        self._files: dict[Bucket, RollingAppendFile] = {}
+        self._pending: dict[Bucket, list[pa.Table]] = {}
+        self._pending_rows: dict[Bucket, int] = {}
+        self._pending_bytes = 0
         if first_sequence is None:
             latest = store.snapshots.latest()
             first_sequence = latest.total_record_count if latest else 0
@@ -51,21 +64,43 @@ class AppendWriter:
             buckets = bucket_ids([table.column(k) for k in keys], [store.schema.field(k).type for k in keys], num_buckets)
         for values, bucket, rows in group_rows(table, store.partition_keys, buckets):
             partition, part_dir = self._partition(values)
-            writer = DataFileWriter(store, part_dir, bucket, namer=self.namer)
-            metas = writer.write_append(rows, self._sequence)
-            self._sequence += rows.num_rows
-            self._files.setdefault((partition, bucket), []).extend(metas)
+            key = (partition, bucket)
+            if key not in self._files:
+                self._files[key] = RollingAppendFile(store, part_dir, bucket, self.namer)
+            self._pending.setdefault(key, []).append(rows)
+            self._pending_rows[key] = self._pending_rows.get(key, 0) + rows.num_rows
+            self._pending_bytes += rows.nbytes
+            if self._pending_rows[key] >= ROWS_PER_SLICE:
+                self._drain(key)
+        while self._pending_bytes > self.buffer_limit and self._pending_rows:
+            self._drain(max(self._pending_rows, key=self._pending_rows.__getitem__))
+
+    def _drain(self, key: Bucket) -> None:
+        pieces = self._pending.pop(key)
+        self._pending_rows.pop(key)
+        rows = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+        self._pending_bytes -= sum(p.nbytes for p in pieces)
+        self._files[key].write(rows)
 
     def prepare_commit(self) -> list[CommitMessage]:
+        for key in list(self._pending):
+            self._drain(key)
         total = self.store.options.bucket
-        messages = [
-            CommitMessage(partition, bucket, total if total > 0 else -1, new_files=tuple(files))
-            for (partition, bucket), files in self._files.items()
-        ]
+        messages = []
+        for (partition, bucket), rolling in self._files.items():
+            metas: list[DataFileMeta] = []
+            for meta, rows in rolling.close():
+                metas.append(replace(meta, min_sequence_number=self._sequence, max_sequence_number=self._sequence + rows - 1))
+                self._sequence += rows
+            if metas:
+                messages.append(CommitMessage(partition, bucket, total if total > 0 else -1, new_files=tuple(metas)))
         self._files = {}
         return messages
 
     def abort(self) -> None:
-        """Delete the files written so far (nothing was committed)."""
-        delete_uncommitted(self.store, self.prepare_commit())
-
+        """Delete every file started so far (nothing was committed)."""
+        store = self.store
+        for (_partition, bucket), rolling in self._files.items():
+            for name in rolling.discard():
+                store.io.delete(store.paths.data_file(rolling.partition_dir, bucket, name))
+        self._files, self._pending, self._pending_rows, self._pending_bytes = {}, {}, {}, 0

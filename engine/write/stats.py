@@ -74,3 +74,34 @@ def compute_stats(table: pa.Table, fields: Sequence[DataField], mode: str = "tru
         nulls.append(n)
     types = [stats_type(f.type) for f in fields]
     return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), tuple(nulls))
+
+
+class StatsAccumulator:
+    """SimpleStats of a file written in pieces: per-piece min/max/null counts, merged (no re-read)."""
+
+    def __init__(self, fields: Sequence[DataField], mode: str) -> None:
+        self.fields = list(fields)
+        self.mode = mode
+        self._mins: list[object] = [None] * len(self.fields)
+        self._maxs: list[object] = [None] * len(self.fields)
+        self._nulls = [0] * len(self.fields)
+        self._unknown = [False] * len(self.fields)  # a piece had values but no usable bounds (e.g. NaN)
+
+    def add(self, table: pa.Table) -> None:
+        for i, f in enumerate(self.fields):
+            column = table.column(f.name)
+            lo, hi, n = column_stats(column, f, self.mode)
+            self._nulls[i] += n
+            if lo is None or hi is None:
+                self._unknown[i] = self._unknown[i] or n < len(column)
+                continue
+            self._mins[i] = lo if self._mins[i] is None else min(self._mins[i], lo)  # type: ignore[type-var]
+            self._maxs[i] = hi if self._maxs[i] is None else max(self._maxs[i], hi)  # type: ignore[type-var]
+
+    def result(self) -> SimpleStats:
+        if parse_stats_mode(self.mode)[0] == "none":
+            return SimpleStats.EMPTY
+        mins = [None if u else v for v, u in zip(self._mins, self._unknown, strict=True)]
+        maxs = [None if u else v for v, u in zip(self._maxs, self._unknown, strict=True)]
+        types = [stats_type(f.type) for f in self.fields]
+        return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), tuple(self._nulls))

@@ -1,0 +1,103 @@
+"""One open data file per (partition, bucket) that grows across write calls and rolls at the target size.
+
+Spark hands a writer 10,000-row batches; writing a file per batch made thousands of tiny files.
+A :class:`RollingAppendFile` keeps a Parquet writer open, appends each piece as row groups and
+starts the next file once the current one reaches ``target-file-size`` on storage, so a task
+writes at most one file per bucket per target size. Statistics are merged piece by piece.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from engine.meta.binary_row import EMPTY_ROW
+from engine.meta.manifest import DataFileMeta, FileSource, SimpleStats
+from engine.meta.paths import FileNamer
+from engine.read.file_reader import arrow_path
+from engine.store import FileStore
+from engine.types import to_arrow_field
+from engine.write.file_writer import ROWS_PER_SLICE, local_now_millis
+from engine.write.stats import StatsAccumulator
+
+
+class RollingAppendFile:
+    """The growing data file(s) of one bucket of an append table."""
+
+    def __init__(self, store: FileStore, partition_dir: str, bucket: int, namer: FileNamer) -> None:
+        self.store = store
+        self.partition_dir = partition_dir
+        self.bucket = bucket
+        self.namer = namer
+        opts = store.options
+        self.prefix = opts.data_file_prefix
+        self.compression = opts.file_compression
+        self.stats_mode = opts.metadata_stats_mode
+        self.target_size = opts.target_file_size(False)
+        self.fields = list(store.schema.fields)
+        self.schema = pa.schema([to_arrow_field(f) for f in self.fields])
+        self.finished: list[tuple[DataFileMeta, int]] = []  # (meta without sequence numbers, rows)
+        self.written_names: list[str] = []  # every file started, for abort
+        self._sink = None
+        self._writer: pq.ParquetWriter | None = None
+        self._name = ""
+        self._rows = 0
+        self._stats: StatsAccumulator | None = None
+
+    def write(self, rows: pa.Table) -> None:
+        rows = rows.cast(self.schema)
+        offset = 0
+        while offset < rows.num_rows:
+            if self._writer is None:
+                self._open()
+            piece = rows.slice(offset, ROWS_PER_SLICE)
+            self._writer.write_table(piece, row_group_size=ROWS_PER_SLICE)  # type: ignore[union-attr]
+            self._stats.add(piece)  # type: ignore[union-attr]
+            self._rows += piece.num_rows
+            offset += piece.num_rows
+            if self._sink.tell() >= self.target_size:  # type: ignore[union-attr]
+                self._close()
+
+    def _open(self) -> None:
+        self._name = self.namer.data_file(self.prefix, "parquet")
+        self.written_names.append(self._name)
+        path = self.store.paths.data_file(self.partition_dir, self.bucket, self._name)
+        self.store.io.mkdirs(self.store.paths.bucket_dir(self.partition_dir, self.bucket))
+        self._sink = self.store.io.arrow_fs().open_output_stream(arrow_path(path))
+        self._writer = pq.ParquetWriter(self._sink, self.schema, compression=self.compression, write_statistics=True)
+        self._rows = 0
+        self._stats = StatsAccumulator(self.fields, self.stats_mode)
+
+    def _close(self) -> None:
+        assert self._writer is not None and self._sink is not None and self._stats is not None
+        self._writer.close()
+        size = self._sink.tell()
+        self._sink.close()
+        meta = DataFileMeta(
+            file_name=self._name, file_size=size, row_count=self._rows, min_key=EMPTY_ROW, max_key=EMPTY_ROW,
+            key_stats=SimpleStats.EMPTY, value_stats=self._stats.result(), min_sequence_number=0,
+            max_sequence_number=0, schema_id=self.store.schema.id, level=0, extra_files=(),
+            creation_time_millis=local_now_millis(), delete_row_count=0, embedded_file_index=None,
+            file_source=FileSource.APPEND, value_stats_cols=None, external_path=None, first_row_id=None,
+            write_cols=None,
+        )
+        self.finished.append((meta, self._rows))
+        self._writer = self._sink = self._stats = None
+
+    def close(self) -> list[tuple[DataFileMeta, int]]:
+        """Finish the open file; returns every finished file with its row count (oldest first)."""
+        if self._writer is not None:
+            self._close()
+        done, self.finished = self.finished, []
+        return done
+
+    def discard(self) -> list[str]:
+        """Close without finishing (abort); returns the names of every file this writer started."""
+        for closer in (self._writer, self._sink):
+            try:
+                if closer is not None:
+                    closer.close()
+            except Exception:  # noqa: BLE001, S110 - the file is deleted next anyway
+                pass
+        self._writer = self._sink = self._stats = None
+        return self.written_names
