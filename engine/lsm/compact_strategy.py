@@ -150,19 +150,27 @@ class UniversalCompaction:
             return None
         return self._pick_by_ratio(max_level, runs, 1)
 
-    def force_up_level0(self, num_levels: int, runs: Sequence[LevelSortedRun]) -> CompactUnit | None:
+    def force_up_level0(
+        self, num_levels: int, runs: Sequence[LevelSortedRun], universal_first: bool = True
+    ) -> CompactUnit | None:
         """Like :meth:`pick`, but if nothing triggers, still move every level-0 file up.
 
         Paimon's ``ForceUpLevel0Compaction``: used when level-0 files must not stay (lookup
-        changelog producer, deletion vectors), because readers skip or look past level 0.
+        changelog producer, deletion vectors, first-row tables), because readers skip or look
+        past level 0.
         All level-0 runs are picked (plus level 1, and further runs by size ratio).
+
+        Args:
+            universal_first: try :meth:`pick` first (Paimon's order); False always picks every
+                level-0 run.
 
         Returns:
             The unit, or None when there is no level-0 file and nothing triggers.
         """
-        unit = self.pick(num_levels, runs)
-        if unit is not None:
-            return unit
+        if universal_first:
+            unit = self.pick(num_levels, runs)
+            if unit is not None:
+                return unit
         max_level = _check_num_levels(num_levels)
         level0_count = 0
         for level, _ in runs:

@@ -23,9 +23,9 @@ import pyarrow.compute as pc
 from engine.count_layout import is_count_layout
 from engine.lsm.changelog import diff_changelog, rowkind_to_kinds
 from engine.lsm.compact_strategy import CompactUnit, UniversalCompaction, can_drop_deletes
-from engine.lsm.key_order import key_range_decoder
+from engine.lsm.key_order import key_range_decoder, orderable_key
 from engine.lsm.levels import Levels
-from engine.lsm.merge import COUNT_COLUMN, MergeConfig, merge
+from engine.lsm.merge import COUNT_COLUMN, MergeConfig, keys_present_in, merge
 from engine.meta.manifest import DataFileMeta, FileSource
 from engine.meta.paths import FileNamer
 from engine.read.file_reader import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
@@ -64,11 +64,32 @@ def strategy(store: FileStore) -> UniversalCompaction:
     )
 
 
+def is_first_row(store: FileStore) -> bool:
+    return store.has_primary_key and store.options.merge_engine == "first-row"
+
+
+def forces_up_level0(store: FileStore) -> bool:
+    """Whether every compaction must also move all level-0 files up (Paimon's
+    ``ForceUpLevel0Compaction``). For ``first-row`` tables Paimon's batch reads skip level 0 and
+    read the other levels without merging, so a write becomes visible only once compacted up."""
+    return is_first_row(store)
+
+
 def pick(store: FileStore, files: Sequence[DataFileMeta], full: bool = False) -> tuple[Levels, CompactUnit | None]:
     levels = levels_of(store, files)
     s = strategy(store)
     runs = levels.level_sorted_runs()
-    unit = s.force_full(levels.num_levels, runs) if full else s.pick(levels.num_levels, runs)
+    if full:
+        unit = s.force_full(levels.num_levels, runs)
+    elif forces_up_level0(store):
+        unit = s.force_up_level0(levels.num_levels, runs)
+        level0 = {f.file_name for f in levels.level0}
+        if unit is not None and not level0 <= {f.file_name for f in unit.files}:
+            # The universal pick took only the newest level-0 runs: take them all in one unit,
+            # so that the write that triggered this compaction is wholly visible when it returns.
+            unit = s.force_up_level0(levels.num_levels, runs, universal_first=False)
+    else:
+        unit = s.pick(levels.num_levels, runs)
     return levels, unit
 
 
@@ -94,6 +115,49 @@ def holds_retractions(store: FileStore, partition_dir: str, bucket: int, f: Data
     return bool(pc.any(pc.is_in(kinds, value_set=_RETRACT_KINDS)).as_py())
 
 
+def _first_rows_above(store: FileStore, levels: Levels, unit: CompactUnit) -> list[DataFileMeta]:
+    """For ``first-row`` tables: the files above the unit's output level, outside the unit.
+
+    They hold the first rows of their keys (older data lives higher), so a key of the unit found
+    there must not be written again below it: Paimon's readers concatenate levels >= 1 of a
+    first-row table without merging, and would return both.
+    """
+    if not is_first_row(store) or unit.output_level >= levels.max_level:
+        return []
+    inside = {f.file_name for f in unit.files}
+    return [f for f in levels.all_files() if f.level > unit.output_level and f.file_name not in inside]
+
+
+def _drop_keys_kept_above(
+    store: FileStore, partition_dir: str, bucket: int, merged: pa.Table, older: Sequence[DataFileMeta]
+) -> pa.Table:
+    """``merged`` without the keys that already have their first row in ``older`` (Paimon's
+    first-row lookup during compaction). Only files whose key range meets ``merged``'s are read,
+    and only their key columns."""
+    if merged.num_rows == 0:
+        return merged
+    schema = store.schema
+    keys = list(schema.trimmed_primary_keys)
+    key_range = key_range_fn(store)
+    lo, hi = _table_key_bounds(merged, keys)
+    candidates = [f for f in older if not (key_range(f)[1] < lo or key_range(f)[0] > hi)]
+    if not candidates:
+        return merged
+    key_fields = [schema.field(k) for k in keys]
+    seen = pa.concat_tables(
+        [read_data_file(store, store.paths.data_file(partition_dir, bucket, f.file_name), f, key_fields) for f in candidates]
+    )
+    present = keys_present_in(merged, seen, keys)
+    return merged.filter(pa.array(~present)) if present.any() else merged
+
+
+def _table_key_bounds(table: pa.Table, keys: Sequence[str]) -> tuple[tuple[object, ...], tuple[object, ...]]:
+    # Merged output is sorted by key in Paimon's order: the first and last rows are the bounds.
+    first = [table.column(k)[0].as_py() for k in keys]
+    last = [table.column(k)[table.num_rows - 1].as_py() for k in keys]
+    return orderable_key(first), orderable_key(last)
+
+
 def run_compaction(
     store: FileStore,
     partition_dir: str,
@@ -106,13 +170,16 @@ def run_compaction(
     namer = namer or FileNamer()
     drop_deletes = can_drop_deletes(unit, levels)
     files = list(unit.files)
-    if len(files) == 1 and files[0].level != unit.output_level and not unit.file_rewrite:
+    older = _first_rows_above(store, levels, unit)
+    if len(files) == 1 and files[0].level != unit.output_level and not unit.file_rewrite and not older:
         f = files[0]
         if not drop_deletes or not holds_retractions(store, partition_dir, bucket, f):
             return CompactionResult((f,), (f.upgrade(unit.output_level),))
     schema = store.schema
     config = MergeConfig.from_options(schema.options, schema.primary_keys)
     merged = merge(read_kv(store, partition_dir, bucket, files), schema.primary_keys, config, drop_deletes=drop_deletes)
+    if older:
+        merged = _drop_keys_kept_above(store, partition_dir, bucket, merged, older)
     if drop_deletes and is_count_layout(schema):  # nothing older remains: a zero count is no row at all
         merged = merged.filter(pc.not_equal(merged.column(COUNT_COLUMN), 0))
     writer = DataFileWriter(store, partition_dir, bucket, namer=namer, file_source=FileSource.COMPACT, level=unit.output_level)

@@ -334,6 +334,32 @@ def _stable_order(codes: Sequence[np.ndarray], n: int) -> np.ndarray:
     return np.lexsort(list(reversed(codes)))
 
 
+def keys_present_in(table: pa.Table, other: pa.Table, key_columns: Sequence[str]) -> np.ndarray:
+    """Boolean mask over ``table``'s rows: whose key also occurs in ``other``.
+
+    Keys are compared by their sort codes, so equality is Paimon's (``-0.0`` and ``0.0`` differ,
+    every NaN is equal), which hash joins on raw values do not guarantee.
+    """
+    n = table.num_rows
+    if n == 0 or other.num_rows == 0:
+        return np.zeros(n, dtype=bool)
+    columns = []
+    for k in key_columns:
+        mine = table.column(k)
+        columns.append(pa.chunked_array(mine.chunks + other.column(k).cast(mine.type).chunks, mine.type))
+    codes = key_sort_codes(columns)
+    total = n + other.num_rows
+    perm = _stable_order(codes, total)
+    starts = _group_starts(codes, perm, total)
+    group_of = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, total)))
+    from_other = perm >= n
+    hit = np.zeros(len(starts), dtype=bool)
+    hit[group_of[from_other]] = True
+    mask = np.zeros(total, dtype=bool)
+    mask[perm] = hit[group_of]
+    return mask[:n]
+
+
 # ----------------------------------------------------------------------------- sorting & merging
 
 

@@ -68,8 +68,13 @@ class SplitReader:
         for c in sorted(filter.columns()) if filter is not None else []:
             if c not in needed:
                 needed.append(c)
+        # first-row tables: like Paimon's batch scans, read only levels >= 1. Writes compact their
+        # level-0 files up before they return (engine.lsm.compactor.forces_up_level0), so level 0
+        # holds only rows whose compaction has not run yet (e.g. 'write-only' tables).
+        self.skip_level0 = False
         if store.has_primary_key:
             self.merge_config = MergeConfig.from_options(schema.options, schema.primary_keys)
+            self.skip_level0 = self.merge_config.engine == "first-row"
             extra = [COUNT_COLUMN] if self.count_layout else []
             for c in list(schema.primary_keys) + list(self.merge_config.sequence_fields) + extra:
                 if c not in needed:
@@ -88,12 +93,15 @@ class SplitReader:
             for f in split.files:
                 yield self._finish(read_data_file(self.store, data_file_path(self.store, part_dir, split.bucket, f), f, self.read_fields))
             return
-        if split.raw_convertible:
-            for f in split.files:
+        files = split.files
+        if self.skip_level0:
+            files = tuple(f for f in files if f.level > 0)
+        if split.raw_convertible:  # (still true of a subset of the files)
+            for f in files:
                 yield self._finish(self._read_kv(part_dir, split.bucket, f, raw=True))
             return
         key_range = key_range_decoder([self.store.schema.field(k).type for k in self.store.schema.trimmed_primary_keys])
-        for section in partition_by_key_intervals(split.files, key_range):
+        for section in partition_by_key_intervals(files, key_range):
             if len(section) == 1:
                 for f in section[0].files:
                     yield self._finish(self._read_kv(part_dir, split.bucket, f, raw=True))
