@@ -169,10 +169,10 @@ class FileSystemCatalog:
                 )
             fields, keys, opts = physical_create_args(list(table_schema.fields), table_schema.partition_keys, opts)
             table_schema = TableSchema.create(fields, table_schema.partition_keys, keys, opts, comment)
-        if table_schema.primary_keys and int(opts["bucket"]) < 1:
+        if table_schema.primary_keys and int(opts["bucket"]) < 1 and int(opts["bucket"]) != -1:
             raise InvalidArgumentError(
-                "primary-key tables need a fixed bucket count ('bucket' >= 1); dynamic (-1) and postpone (-2) "
-                "bucket modes are not supported by dyntable writers"
+                "primary-key tables need a fixed bucket count ('bucket' >= 1) or dynamic buckets (-1); "
+                "the postpone bucket mode (-2) is not supported by dyntable writers"
             )
         path = self.table_path(ident)
         if self.table_exists(ident):

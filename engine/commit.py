@@ -56,6 +56,7 @@ from engine.errors import (
     StorageError,
 )
 from engine.meta.binary_row import deserialize_row
+from engine.meta.index_files import IndexFileMeta, IndexManifestEntry, IndexStore, next_index_manifest
 from engine.meta.manifest import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta, live_files
 from engine.meta.snapshot import CommitKind, Snapshot, new_snapshot_uuid
 from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
@@ -72,6 +73,7 @@ class CommitMessage:
 
     ``sequence_base``: the snapshot whose bucket state the new files' sequence numbers continue
     (None when unknown); the commit re-bases them if other writers committed since.
+    ``new_index_files``: dynamic-bucket tables: the bucket's complete new HASH index file.
     """
 
     partition: bytes
@@ -83,11 +85,13 @@ class CommitMessage:
     compact_after: tuple[DataFileMeta, ...] = ()
     compact_changelog: tuple[DataFileMeta, ...] = ()
     sequence_base: int | None = None
+    new_index_files: tuple[IndexFileMeta, ...] = ()
 
     @property
     def is_empty(self) -> bool:
         return not (
             self.new_files or self.changelog_files or self.compact_before or self.compact_after or self.compact_changelog
+            or self.new_index_files
         )
 
 
@@ -113,6 +117,10 @@ def delete_uncommitted(store: FileStore, messages: Sequence[CommitMessage]) -> N
     """
     for m in messages:
         _delete_data_files(store, m.partition, m.bucket, [*m.new_files, *m.changelog_files, *_compaction_outputs(m)])
+        if m.new_index_files:
+            index = IndexStore(store.io, store.paths)
+            for f in m.new_index_files:
+                index.delete_file(f)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +148,13 @@ class CommitResult:
 
     def __add__(self, other: CommitResult) -> CommitResult:
         return CommitResult(self.snapshot_ids + other.snapshot_ids)
+
+
+def _index_adds(messages: Sequence[CommitMessage]) -> list[IndexManifestEntry]:
+    return [IndexManifestEntry(FileKind.ADD, m.partition, m.bucket, f) for m in messages for f in m.new_index_files]
+
+
+IndexChanges = Callable[[], tuple[list[IndexManifestEntry], Callable[[bytes], bool] | None]]
 
 
 def _entries(kind: FileKind, messages: Sequence[CommitMessage], pick: Callable[[CommitMessage], Sequence[DataFileMeta]]) -> list[ManifestEntry]:
@@ -253,7 +268,8 @@ class FileStoreCommit:
         messages = [m for m in messages if not m.is_empty]
         ids: list[int] = []
         changelog = _entries(FileKind.ADD, messages, lambda m: m.changelog_files)
-        if any(m.new_files for m in messages) or changelog:
+        index_adds = _index_adds(messages)
+        if any(m.new_files for m in messages) or changelog or index_adds:
             kind = CommitKind.APPEND if change_tracking else CommitKind.OVERWRITE
             props = dict(properties or {})
             if not change_tracking:
@@ -262,7 +278,8 @@ class FileStoreCommit:
             plain_adds = _entries(FileKind.ADD, messages, lambda m: m.new_files)
             entries_for = rebase.entries_for if rebase is not None else (lambda _latest: plain_adds)
             try:
-                sid, published = self._publish(kind, identifier, entries_for, changelog, watermark, props or None)
+                sid, published = self._publish(kind, identifier, entries_for, changelog, watermark, props or None,
+                                               index_changes=lambda: (index_adds, None))
             except CommitStateUnknownError:
                 raise
             except BaseException:
@@ -331,7 +348,7 @@ class FileStoreCommit:
         else:
             select = self._static_partition_matcher(spec.static)
         try:
-            return self._replace(select, adds, identifier, properties, base_snapshot_id)
+            return self._replace(select, adds, identifier, properties, base_snapshot_id, _index_adds(messages))
         except CommitStateUnknownError:
             raise
         except BaseException:
@@ -431,6 +448,7 @@ class FileStoreCommit:
         identifier: int,
         properties: Mapping[str, str] | None,
         base_snapshot_id: int | None = None,
+        index_adds: Sequence[IndexManifestEntry] = (),
     ) -> CommitResult:
         snapshots = self.store.snapshots
         start = snapshots.latest() if base_snapshot_id is None else snapshots.get(base_snapshot_id)
@@ -444,7 +462,9 @@ class FileStoreCommit:
             deletes = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file) for e in live]
             return deletes + adds
 
-        sid, _ = self._publish(CommitKind.OVERWRITE, identifier, entries_for, [], None, properties)
+        # Index files of the replaced partitions go with their data (Java: OverwriteChangesProvider).
+        sid, _ = self._publish(CommitKind.OVERWRITE, identifier, entries_for, [], None, properties,
+                               index_changes=lambda: (list(index_adds), select))
         return CommitResult((sid,))
 
     def _check_unchanged(self, start: Snapshot | None, latest: Snapshot | None, select: Callable[[bytes], bool]) -> None:
@@ -547,6 +567,7 @@ class FileStoreCommit:
         changelog: list[ManifestEntry],
         watermark: int | None,
         properties: Mapping[str, str] | None,
+        index_changes: IndexChanges | None = None,
     ) -> tuple[int, list[ManifestEntry] | None]:
         """Publish one snapshot; returns its id and its delta entries (None on a retried, already published commit).
 
@@ -588,9 +609,16 @@ class FileStoreCommit:
                     attempt_files.append(base_name)
                     delta_name, delta_size = ms.write_list(delta[1])
                     attempt_files.append(delta_name)
+                    index_name = latest.index_manifest if latest else None
+                    if index_changes is not None:
+                        adds, drop = index_changes()
+                        index_name, written = next_index_manifest(
+                            IndexStore(store.io, store.paths, store.options.manifest_compression), index_name, adds, drop)
+                        if written is not None:
+                            attempt_files.append(written)
                     snapshot = self._snapshot(latest, kind, identifier, schema_id, entries, changelog, watermark,
                                               properties, (base_name, base_size), (delta_name, delta_size),
-                                              changelog_list[:2] if changelog_list else None)
+                                              changelog_list[:2] if changelog_list else None, index_name)
                     published = self._try_publish(snapshot)
                 except BaseException:
                     for name in attempt_files:
@@ -634,7 +662,7 @@ class FileStoreCommit:
         self, latest: Snapshot | None, kind: CommitKind, identifier: int, schema_id: int,
         entries: list[ManifestEntry], changelog: list[ManifestEntry], watermark: int | None,
         properties: Mapping[str, str] | None, base: tuple[str, int], delta: tuple[str, int],
-        changelog_list: tuple[str, int] | None,
+        changelog_list: tuple[str, int] | None, index_manifest: str | None = None,
     ) -> Snapshot:
         added = sum(e.file.row_count for e in entries if e.kind is FileKind.ADD)
         removed = sum(e.file.row_count for e in entries if e.kind is FileKind.DELETE)
@@ -649,6 +677,7 @@ class FileStoreCommit:
             delta_manifest_list_size=delta[1],
             changelog_manifest_list=changelog_list[0] if changelog_list else None,
             changelog_manifest_list_size=changelog_list[1] if changelog_list else None,
+            index_manifest=index_manifest,
             commit_user=self.commit_user,
             commit_identifier=identifier,
             commit_kind=kind,

@@ -540,10 +540,12 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
     opts = CoreOptions(s.options)
     if s.primary_keys:
         missing = [k for k in s.partition_keys if k not in s.primary_keys]
-        if missing:
+        # Cross-partition upsert (a key moves between partitions) needs dynamic buckets, as in Paimon.
+        if missing and opts.bucket != -1:
             raise InvalidArgumentError(
                 f"a partitioned table's primary key must contain its partition columns: primary key "
-                f"{list(s.primary_keys)} lacks {missing}; add them to the primary key"
+                f"{list(s.primary_keys)} lacks {missing}; add them to the primary key, or use dynamic "
+                "buckets ('bucket' = '-1') for cross-partition upsert"
             )
         if s.partition_keys and set(s.primary_keys) == set(s.partition_keys):
             raise InvalidArgumentError(

@@ -2,6 +2,7 @@
 
 ```
  rows (+I/-U/+U/-D)  ──► bucket = hash(bucket key) % N          (Paimon's bucket function)
+                         'bucket' = '-1': the key's bucket, new keys fill buckets (write.bucket_assigner)
         │
         ▼ per (partition, bucket) sort buffer, bounded by write-buffer-size
  flush: sequence numbers continue the bucket's max + 1 (so later writes win),
@@ -35,6 +36,7 @@ from engine.lsm.compactor import levels_of, pick, read_kv, run_compaction, write
 from engine.lsm.merge import MergeConfig, merge
 from engine.meta.binary_row import serialize_row
 from engine.meta.bucket import bucket_ids
+from engine.meta.index_files import IndexFileMeta
 from engine.meta.manifest import DataFileMeta
 from engine.meta.paths import FileNamer
 from engine.read.file_reader import SEQUENCE_NUMBER, VALUE_KIND
@@ -42,6 +44,7 @@ from engine.read.split_reader import split_partition_dir
 from engine.scan.planner import DataSplit
 from engine.store import FileStore
 from engine.write.conform import conform
+from engine.write.bucket_assigner import CrossPartitionAssigner, HashBucketAssigner, new_assigner
 from engine.write.file_writer import DataFileWriter
 from engine.write.routing import group_rows
 
@@ -78,10 +81,12 @@ class KeyValueWriter:
         self.sequence_offset = sequence_offset
         self.config = MergeConfig.from_options(schema.options, schema.primary_keys)
         self.num_buckets = opts.bucket
-        if self.num_buckets < 1:
+        if self.num_buckets < 1 and self.num_buckets != -1:
             raise InvalidArgumentError(
-                f"table has bucket = {self.num_buckets}; dyntable writes primary-key tables with a fixed bucket count"
+                f"table has bucket = {self.num_buckets}; dyntable writes primary-key tables with a fixed bucket "
+                "count or dynamic buckets (-1), not postpone buckets (-2)"
             )
+        self._assigner: HashBucketAssigner | CrossPartitionAssigner | None = None  # dynamic buckets, on first write
         self.compact = (not opts.write_only) if compact is None else compact
         self.changelog_producer = opts.changelog_producer
         self.buffer_limit = opts.write_buffer_size
@@ -107,8 +112,13 @@ class KeyValueWriter:
         if table.num_rows == 0:
             return
         table = table.append_column(VALUE_KIND, kinds)
-        keys = store.schema.logical_bucket_keys
-        buckets = bucket_ids([table.column(k) for k in keys], [store.schema.field(k).type for k in keys], self.num_buckets)
+        if self.num_buckets == -1:
+            if self._assigner is None:
+                self._assigner = new_assigner(store, store.snapshots.latest())
+            table, buckets = self._assigner.route(table)
+        else:
+            keys = store.schema.logical_bucket_keys
+            buckets = bucket_ids([table.column(k) for k in keys], [store.schema.field(k).type for k in keys], self.num_buckets)
         for values, bucket, rows in group_rows(table, store.partition_keys, buckets):
             partition = serialize_row(list(values), store.partition_types)
             if partition not in self._partition_dirs:
@@ -229,11 +239,13 @@ class KeyValueWriter:
                 if not self.new_files[key]:
                     continue
                 self.compact_bucket(key, full=full_compaction)
-        return self._take_messages()
+        index = self._assigner.index_files() if isinstance(self._assigner, HashBucketAssigner) else {}
+        return self._take_messages(index)
 
-    def _take_messages(self) -> list[CommitMessage]:
+    def _take_messages(self, index: dict[Bucket, IndexFileMeta] | None = None) -> list[CommitMessage]:
         """Everything written so far, per bucket, as commit messages (the writer forgets it)."""
-        keys = set(self.new_files) | set(self.compact_after) | set(self.compact_before) | set(self.changelog)
+        index = index or {}
+        keys = set(self.new_files) | set(self.compact_after) | set(self.compact_before) | set(self.changelog) | set(index)
         messages = [
             CommitMessage(
                 partition=p, bucket=b, total_buckets=self.num_buckets,
@@ -243,6 +255,7 @@ class KeyValueWriter:
                 compact_after=tuple(self.compact_after.get((p, b), ())),
                 compact_changelog=tuple(self.compact_changelog.get((p, b), ())),
                 sequence_base=self._sequence_base.get(p),
+                new_index_files=(index[(p, b)],) if (p, b) in index else (),
             )
             for p, b in sorted(keys)
         ]
