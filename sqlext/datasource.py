@@ -15,7 +15,9 @@ own filter), time travel ``scan.snapshot-id`` / ``scan.tag-name`` / ``scan.times
 object, static partition overwrite), ``overwrite-partitions`` (JSON list), ``partitionOverwriteMode``
 = ``dynamic``, ``overwrite-base-snapshot``, ``change-tracking``, ``write-only``, and
 ``commit-user`` with ``commit-identifier`` (a commit with an identifier this user already
-committed is skipped: exactly-once ``foreachBatch`` writes).
+committed is skipped: exactly-once ``foreachBatch`` writes). ``catalog-options``: a JSON object
+of storage options (endpoint, credentials) for ``open_catalog``, so executors reach the same
+storage as the driver without any cluster-wide configuration.
 
 The source implements no ``pushFilters``: Spark keeps a relation's pushed filters when the
 relation is reused by a query without filters (measured: 1 row instead of 5,000,000), so
@@ -56,12 +58,14 @@ from engine.store import BATCH_COMMIT_IDENTIFIER
 from engine.errors import CommitStateUnknownError, DyntableError, InvalidArgumentError
 from engine.scan import predicate as P
 from engine.scan.incremental import ROWKIND
-from engine.scan.planner import resolve_time_travel
+from engine.scan.planner import resolve_time_travel, store_at
 from sqlext.spark_types import spark_arrow_schema, spark_schema, to_spark_batches
 
 NAME = "dyntable"
 SEQUENCE_STRIDE_BITS = 32  # 4G rows per task and commit
 FILE_COUNTER_BITS = 24  # 16M files per task attempt
+#: One JSON object of storage/catalog options (s3 endpoint, credentials ...), as given to open_catalog.
+CATALOG_OPTIONS = "catalog-options"
 COMMIT_CLOCK_SLACK_MS = 10 * 60 * 1000  # how far before the job's start a commit lookup still searches
 
 
@@ -79,7 +83,21 @@ def resolve(options: dict[str, str]) -> tuple[Table, str | None]:
     ident = Identifier.parse(name)
     branch = options.get("branch") or ident.branch
     base = Identifier(ident.database, ident.table, branch if branch and branch != "main" else None)
-    return open_catalog(warehouse).get_table(base), ident.system_table
+    return open_catalog(warehouse, **catalog_options(options)).get_table(base), ident.system_table
+
+
+def catalog_options(options: dict[str, str]) -> dict[str, Any]:
+    """Storage/catalog options (endpoint, credentials, ...) the SQL session passes as one JSON option."""
+    text = options.get(CATALOG_OPTIONS)
+    if not text:
+        return {}
+    try:
+        decoded = json.loads(text)
+    except ValueError as e:
+        raise InvalidArgumentError(f"option '{CATALOG_OPTIONS}' must be a JSON object: {e}") from None
+    if not isinstance(decoded, dict):
+        raise InvalidArgumentError(f"option '{CATALOG_OPTIONS}' must be a JSON object")
+    return decoded
 
 
 def load_table(options: dict[str, str]) -> Table:
@@ -100,6 +118,7 @@ def source_arrow_schema(table: Table, system: str | None, options: dict[str, str
         if unknown:
             raise InvalidArgumentError(f"unknown column(s) {unknown} of system table '{system}'")
         return pa.schema([full.field(c) for c in wanted]) if wanted else full
+    table = travelled(table, time_travel(options, table))  # a snapshot reads in its own schema
     cols = projection(options, table)
     fields = [table.arrow_schema.field(c) for c in cols]
     if system == "audit_log" or wants_row_kind(options):
@@ -139,6 +158,14 @@ def time_travel(options: dict[str, str], table: Table):  # type: ignore[no-untyp
         tag,
         int(millis) if millis is not None else None,
     )
+
+
+def travelled(table: Table, snapshot: Any) -> Table:
+    """``table`` with the schema ``snapshot`` was written with (None: the table itself)."""
+    store = store_at(table.store, snapshot)
+    if store is table.store:
+        return table
+    return Table(None, table.identifier, store.io, store.paths, store.schema)
 
 
 def option_filter(options: dict[str, str], table: Table) -> P.Predicate | None:
@@ -208,6 +235,9 @@ class DyntableReader(DataSourceReader):
         self.identifier = table.identifier
         self.store = table.store
         self.snapshot = time_travel(options, table)
+        if self.system is None or self.system in ("audit_log", "ro"):
+            table = travelled(table, self.snapshot)
+            self.store = table.store
         self.with_kind = wants_row_kind(options) or self.system == "audit_log"
         declared = source_arrow_schema(table, self.system, options)
         self.columns = list(declared.names[1:] if self.with_kind else declared.names)

@@ -19,6 +19,7 @@ Every failure surfaces as a typed :class:`sqlext.errors.SqlError` with SQLSTATE 
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -33,15 +34,17 @@ from pyspark.sql import DataFrame, SparkSession
 from engine import DyntableError, Identifier, InvalidArgumentError, Table, open_catalog
 from engine.identifier import DEFAULT_DATABASE
 from engine.scan.predicate import to_json as predicate_to_json
-from sqlext.errors import SqlAnalysisError, SqlError, SqlParseError, sqlstate_for
+from sqlext.datasource import CATALOG_OPTIONS
+from sqlext.errors import SqlAnalysisError, SqlError, SqlParseError, StatementTooComplexError, sqlstate_for
 from sqlext.names import TableName
 from sqlext.parser import parse_statement
 from sqlext.pruning import extract as extract_pruning
-from sqlext.rewrite import Binding, BoundQuery, bind
+from sqlext.rewrite import Binding, BoundQuery, TimeTravel, bind
 from sqlext.spark import register
 from sqlext.splitter import Statement, classify, split_statements
 
 STORAGE_PREFIX = "table-storage."
+CATALOG_PREFIX = "catalog."  # session conf keys that are storage/catalog options (endpoint, credentials)
 RUNTIME_MODE = "execution.runtime-mode"
 
 
@@ -83,8 +86,8 @@ class _Catalog:
                 self._managed[key] = False
         return self._managed[key]
 
-    def columns(self, name: TableName) -> list[str]:
-        return list(self.session.columns_of(name))
+    def columns(self, name: TableName, time_travel: TimeTravel | None = None) -> list[str]:
+        return list(self.session.columns_of(name, time_travel))
 
 
 class SqlSession:
@@ -101,6 +104,11 @@ class SqlSession:
         self.spark = spark
         register(spark)
         _quiet_pyspark_error_logs()
+        conf = dict(conf or {})
+        for key in [k for k in conf if k.startswith(CATALOG_PREFIX)]:  # --conf catalog.endpoint_url=...
+            catalog_options.setdefault(key[len(CATALOG_PREFIX):], _conf_value(conf.pop(key)))
+        # Every read and write goes through the data source, in other processes: it gets these too.
+        self.catalog_options = dict(catalog_options)
         self.catalog = open_catalog(warehouse, **catalog_options)
         self.warehouse = self.catalog.warehouse
         self.catalog.create_database(DEFAULT_DATABASE, ignore_if_exists=True)
@@ -112,7 +120,7 @@ class SqlSession:
         self.last_bindings: tuple[Binding, ...] = ()
         self._counter = itertools.count(1)
         self._lock = threading.RLock()
-        for key, value in (conf or {}).items():
+        for key, value in conf.items():
             self.set_option(key, value)
         from sqlext.executor import HANDLERS
 
@@ -151,6 +159,12 @@ class SqlSession:
                 raise
             except DyntableError as e:
                 raise SqlAnalysisError(str(e), line=stmt.line, column=stmt.column, sqlstate=sqlstate_for(e)) from e
+            except RecursionError:
+                # A recursive parser (sqlglot) gave up on deep nesting the splitter still allowed.
+                raise StatementTooComplexError(
+                    "statement too complex: it nests too deeply to parse; simplify it",
+                    line=stmt.line, column=stmt.column,
+                ) from None
             except PySparkException as e:
                 raise spark_error(e, stmt) from e
             except Py4JJavaError as e:
@@ -169,14 +183,22 @@ class SqlSession:
         ident = self.identifier(name)
         return self.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
 
-    def columns_of(self, name: TableName) -> list[str]:
-        ident = self.identifier(name)
-        if ident.system_table:
-            from engine.system_tables import system_table_columns
+    def columns_of(self, name: TableName, time_travel: TimeTravel | None = None) -> list[str]:
+        """Columns of a table or system table; with ``time_travel``, as of that snapshot's schema."""
+        from engine.system_tables import DATA_TABLES, system_table_columns
 
-            base = self.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
+        ident = self.identifier(name)
+        base = self.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
+        if time_travel is not None and (not ident.system_table or ident.system_table.lower() in DATA_TABLES):
+            from sqlext.datasource import time_travel as resolve_travel, travelled
+
+            try:
+                base = travelled(base, resolve_travel(travel_options(time_travel), base))
+            except ValueError as e:  # a timestamp that does not parse
+                raise InvalidArgumentError(f"invalid time-travel target: {e}") from e
+        if ident.system_table:
             return system_table_columns(base, ident.system_table)
-        return list(self.catalog.get_table(ident).schema.field_names)
+        return list(base.schema.field_names)
 
     # -- binding Spark SQL to managed tables ------------------------------------------------------
     def bind(self, sql: str, stmt: Statement | None = None, *, streaming: bool = False) -> str:
@@ -194,21 +216,22 @@ class SqlSession:
             self.register_view(b, streaming=streaming, pruning=filters.get(b.view))
         return bound.sql
 
+    def source_options(self, table: str) -> dict[str, str]:
+        """The data source options that open ``table`` (``db.t``) with this session's storage options."""
+        options = {"warehouse": self.warehouse, "table": table}
+        if self.catalog_options:
+            options[CATALOG_OPTIONS] = json.dumps(self.catalog_options)
+        return options
+
     def register_view(self, b: Binding, *, streaming: bool = False, pruning: Any = None) -> None:
         ident = self.identifier(b.table)
-        options = {"warehouse": self.warehouse, "table": ident.full_name}
+        options = self.source_options(ident.full_name)
         if pruning is not None:
             options["filter"] = predicate_to_json(pruning)
         if b.columns is not None:
             options["columns"] = ",".join(b.columns)
-        tt = b.time_travel
-        if tt is not None:
-            if tt.snapshot_id is not None:
-                options["scan.snapshot-id"] = str(tt.snapshot_id)
-            elif tt.tag is not None:
-                options["scan.version"] = tt.tag
-            elif tt.timestamp is not None:
-                options["scan.timestamp"] = tt.timestamp
+        if b.time_travel is not None:
+            options.update(travel_options(b.time_travel))
         options.update(b.options)
         if streaming:
             options.setdefault("read.changelog", "true")  # a continuous INSERT must carry deletes along
@@ -334,6 +357,19 @@ def _quiet_pyspark_error_logs() -> None:
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
 
+def travel_options(tt: TimeTravel) -> dict[str, str]:
+    """The source options of a time-travel clause."""
+    if tt.snapshot_id is not None:
+        return {"scan.snapshot-id": str(tt.snapshot_id)}
+    if tt.tag is not None:
+        return {"scan.version": tt.tag}
+    if tt.timestamp_millis is not None:
+        return {"scan.timestamp-millis": str(tt.timestamp_millis)}
+    if tt.timestamp is not None:
+        return {"scan.timestamp": tt.timestamp}
+    return {}
+
+
 def _check_time_travel(options: dict[str, str]) -> None:
     """Resolve a view's time travel now, so a missing snapshot, tag or timestamp fails the statement.
 
@@ -421,3 +457,14 @@ def spark_error(
 
 
 __all__ = ["SqlSession", "StatementResult"]
+
+
+def _conf_value(text: str) -> Any:
+    """A ``--conf catalog.k=v`` value: JSON objects/lists/numbers/booleans are decoded, anything else is a string."""
+    stripped = text.strip()
+    if stripped[:1] in "{[" or stripped in ("true", "false"):
+        try:
+            return json.loads(stripped)
+        except ValueError:
+            return text
+    return text
