@@ -69,6 +69,11 @@ class InvalidArgumentError(DyntableError, ValueError):
     """A bad schema, option value, predicate or identifier: fix the input and run again."""
 
 
+class UnsupportedTableError(InvalidArgumentError):
+    """The table uses a Paimon feature dyntable does not implement (e.g. deletion vectors), so
+    reading or writing it here would give results other than Paimon's: use Paimon for it."""
+
+
 class InvalidNameError(InvalidArgumentError):
     """A database, table, branch, tag or consumer name that cannot be a safe path component."""
 

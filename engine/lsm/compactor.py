@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from engine.count_layout import is_count_layout
 from engine.lsm.changelog import diff_changelog, rowkind_to_kinds
 from engine.lsm.compact_strategy import CompactUnit, UniversalCompaction, can_drop_deletes
+from engine.lsm.deletion_vectors import refuse_deletion_vectors
 from engine.lsm.key_order import key_range_decoder, orderable_key
 from engine.lsm.levels import Levels
 from engine.lsm.merge import COUNT_COLUMN, MergeConfig, keys_present_in, merge
@@ -167,6 +168,7 @@ def run_compaction(
     namer: FileNamer | None = None,
 ) -> CompactionResult:
     """Do the data work of one compaction unit of one bucket."""
+    refuse_deletion_vectors(store, "compact")
     namer = namer or FileNamer()
     drop_deletes = can_drop_deletes(unit, levels)
     files = list(unit.files)

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from engine.count_layout import expand, is_count_layout, logical_schema
 from engine.lsm.changelog import kinds_to_rowkind
+from engine.lsm.deletion_vectors import refuse_deletion_vectors
 from engine.lsm.intervals import partition_by_key_intervals
 from engine.lsm.key_order import key_range_decoder
 from engine.lsm.merge import COUNT_COLUMN, MergeConfig, merge
@@ -52,6 +53,7 @@ class SplitReader:
         *,
         row_kind: bool = False,
     ) -> None:
+        refuse_deletion_vectors(store, "read")
         self.store = store
         # Prepend the merged rows' kinds as ``rowkind`` ($audit_log). Such a read keeps the keys
         # whose latest change is a retraction (-D / -U), as Paimon's audit log does (it reads

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from engine.commit import CommitMessage, CommitResult
+from engine.lsm.deletion_vectors import refuse_deletion_vectors
 from engine.meta.manifest import FileSource
 from engine.read.file_reader import read_data_file
 from engine.read.split_reader import data_file_path, split_partition_dir
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 def compact_bucket(store: FileStore, splits: Sequence[DataSplit], full: bool) -> CommitMessage | None:
     """Rewrite the small files of one bucket (all ``splits`` share partition and bucket)."""
+    refuse_deletion_vectors(store, "compact")
     target = store.options.target_file_size(False)
     files = sorted((f for s in splits for f in s.files), key=lambda f: f.min_sequence_number)
     small = [f for f in files if f.file_size < target]

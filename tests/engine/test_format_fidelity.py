@@ -168,3 +168,36 @@ def test_first_row_reader_skips_level0_like_paimon(catalog):
     assert t.to_arrow().num_rows == 0 == len(_java_view(t))  # not compacted yet: invisible, as in Paimon
     t.compact(full=False)
     assert t.to_arrow().to_pylist() == [{"k": 1, "v": "a"}] == _java_view(t)
+
+
+# -- deletion vectors: refused, not silently ignored ---------------------------------------------
+
+
+def _enable_deletion_vectors_as_java_would(catalog, name):
+    """A table whose schema file carries 'deletion-vectors.enabled' = 'true' (dyntable refuses the
+    option at CREATE, so the schema file is edited as another engine would have written it)."""
+    import json
+
+    t = catalog.get_table(name)
+    io, path = t.store.io, t.store.paths.schema_file(0)
+    doc = json.loads(io.read_bytes(path))
+    doc["options"]["deletion-vectors.enabled"] = "true"
+    io.write_bytes(path, json.dumps(doc).encode())
+    return catalog.get_table(name)
+
+
+@pytest.mark.parametrize("primary_key", [True, False])
+def test_tables_with_deletion_vectors_are_refused(catalog, primary_key):
+    from engine.errors import UnsupportedTableError
+
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
+    extra = {"primary_keys": ["k"], "options": {"bucket": "1", "write-only": "true"}} if primary_key else {}
+    t = catalog.create_table("db.dv", schema, **extra)
+    t.write_arrow(pa.table({"k": [1, 2], "v": ["a", "b"]}))
+    t.write_arrow(pa.table({"k": [3], "v": ["c"]}))
+    t = _enable_deletion_vectors_as_java_would(catalog, "db.dv")
+    before = t.latest_snapshot().id
+    for attempt in (lambda: t.write_arrow(pa.table({"k": [1], "v": ["x"]})), lambda: t.compact(full=True), t.to_arrow):
+        with pytest.raises(UnsupportedTableError, match="deletion-vectors.enabled"):
+            attempt()
+    assert t.latest_snapshot().id == before  # nothing was committed
