@@ -135,3 +135,60 @@ def test_pypaimon_reads_a_count_layout_table_as_rows_with_counts(pypaimon: PyPai
     theirs = {(r["a"], r["b"]): r["_VALUE_COUNT"] for r in pypaimon.read(catalog.warehouse, "db.cnt", schema=physical).to_pylist()}
     assert theirs == {(1, "x"): 2, (2, "y"): 0}
     assert sorted(t.to_arrow().to_pylist(), key=lambda r: r["a"]) == [{"a": 1, "b": "x"}, {"a": 1, "b": "x"}]
+
+
+# -- dynamic-bucket primary-key tables ('bucket' = '-1', issue 9) -----------------------------
+
+_DYN_SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("dt", pa.string())])
+
+
+def _dyn_rows(table: pa.Table) -> list[dict]:
+    return _sorted(table.select(["id", "v", "dt"]), "dt", "id")
+
+
+def test_pypaimon_reads_and_continues_dyntable_dynamic_bucket_table(pypaimon: PyPaimon, catalog):
+    """dyntable writes a dynamic-bucket table (HASH index included); pypaimon reads it, writes
+    existing keys into the buckets ours put them in (no duplicates), and dyntable reads that."""
+    opts = {"bucket": "-1", "dynamic-bucket.target-row-num": "3"}
+    t = catalog.create_table("db.dyn", _DYN_SCHEMA, partition_keys=["dt"], primary_keys=["dt", "id"], options=opts)
+    t.write_arrow(pa.table({"id": list(range(8)), "v": list("abcdefgh"), "dt": ["x"] * 6 + ["y"] * 2}, schema=_DYN_SCHEMA))
+    t.write_arrow(pa.table({"id": [1, 7, 20], "v": ["B", "H", "u"], "dt": ["x", "y", "x"]}, schema=_DYN_SCHEMA))
+    assert len({s.bucket for s in t.plan().splits}) > 1
+    theirs = pypaimon.read(catalog.warehouse, "db.dyn", schema=_DYN_SCHEMA)
+    assert _dyn_rows(theirs) == _dyn_rows(t.to_arrow())
+    # pypaimon updates keys dyntable placed: it must find them through our HASH index.
+    pypaimon.write(catalog.warehouse, "db.dyn", pa.table({"id": [0, 5, 20, 30], "v": ["A", "F", "U", "n"],
+                                                          "dt": ["x", "x", "x", "x"]}, schema=_DYN_SCHEMA))
+    ours = _dyn_rows(t.refresh().to_arrow())
+    assert len(ours) == len({(r["dt"], r["id"]) for r in ours}) == 10
+    assert {r["id"]: r["v"] for r in ours if r["dt"] == "x"} == {0: "A", 1: "B", 2: "c", 3: "d", 4: "e", 5: "F", 20: "U", 30: "n"}
+    assert _dyn_rows(pypaimon.read(catalog.warehouse, "db.dyn", schema=_DYN_SCHEMA)) == ours
+
+
+def test_dyntable_writes_pypaimon_dynamic_bucket_table(pypaimon: PyPaimon, catalog):
+    """pypaimon creates and writes a dynamic-bucket table; dyntable updates its keys in place
+    (through pypaimon's HASH index), compacts, and pypaimon still reads one row per key."""
+    opts = {"bucket": "-1", "dynamic-bucket.target-row-num": "2"}
+    pypaimon.create_table(catalog.warehouse, "db.pdyn", _DYN_SCHEMA, partition_keys=["dt"], primary_keys=["dt", "id"],
+                          options=opts)
+    pypaimon.write(catalog.warehouse, "db.pdyn", pa.table({"id": [1, 2, 3, 4, 5], "v": list("abcde"),
+                                                           "dt": ["x"] * 5}, schema=_DYN_SCHEMA))
+    t = catalog.get_table("db.pdyn")
+    t.write_arrow(pa.table({"id": [2, 5, 6], "v": ["B", "E", "f"], "dt": ["x", "x", "x"]}, schema=_DYN_SCHEMA))
+    expected = {1: "a", 2: "B", 3: "c", 4: "d", 5: "E", 6: "f"}
+    assert {r["id"]: r["v"] for r in t.to_arrow().to_pylist()} == expected
+    t.compact(full=True)
+    theirs = pypaimon.read(catalog.warehouse, "db.pdyn", schema=_DYN_SCHEMA)
+    assert len(theirs) == 6 and {r["id"]: r["v"] for r in theirs.to_pylist()} == expected
+    pypaimon.write(catalog.warehouse, "db.pdyn", pa.table({"id": [6, 7], "v": ["F", "g"], "dt": ["x", "x"]}, schema=_DYN_SCHEMA))
+    expected.update({6: "F", 7: "g"})
+    assert {r["id"]: r["v"] for r in t.refresh().to_arrow().to_pylist()} == expected
+
+
+def test_pypaimon_reads_dyntable_cross_partition_upsert_table(pypaimon: PyPaimon, catalog):
+    t = catalog.create_table("db.xdyn", _DYN_SCHEMA, partition_keys=["dt"], primary_keys=["id"], options={"bucket": "-1"})
+    t.write_arrow(pa.table({"id": [1, 2, 3], "v": list("abc"), "dt": ["x", "x", "y"]}, schema=_DYN_SCHEMA))
+    t.write_arrow(pa.table({"id": [1, 3], "v": ["A", "C"], "dt": ["y", "z"]}, schema=_DYN_SCHEMA))  # keys move
+    ours = _dyn_rows(t.to_arrow())
+    assert ours == [{"id": 2, "v": "b", "dt": "x"}, {"id": 1, "v": "A", "dt": "y"}, {"id": 3, "v": "C", "dt": "z"}]
+    assert _dyn_rows(pypaimon.read(catalog.warehouse, "db.xdyn", schema=_DYN_SCHEMA)) == ours
