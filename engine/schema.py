@@ -11,8 +11,11 @@ Invariants of a :class:`TableSchema`:
   the same validation (keys exist and are atomic, a partitioned table's primary key contains
   the partition keys, option values parse, ...); ``from_json`` trusts what is on disk.
 
-Decisions: renaming, dropping or retyping a primary-key or partition column is refused (data
-files and partition paths depend on them); options that cannot change (``bucket``,
+Decisions (Paimon's ``SchemaManager`` rules): dropping or retyping a primary-key or partition
+column is refused, and so is renaming a partition column (partition paths hold its name); a
+primary-key column may be renamed (files address columns by field id; the key list, bucket key
+and per-field options follow the new name); a type may change where Paimon casts implicitly
+(:func:`castable`); options that cannot change (``bucket``,
 ``merge-engine``, ...) are refused only once the table has data (``has_snapshots``), as in
 Paimon; a schema read from a file without a ``bucket`` option gets Java's meaning of a missing
 key (``-1``; ``1`` for version-1 files) written explicitly, because dyntable's own default is 1.
@@ -102,8 +105,16 @@ class RenameColumn:
 
 
 @dataclass(frozen=True, slots=True)
+class MoveColumn:
+    """Move a top-level column: ``position`` is "first", "last" or ("after" | "before", column)."""
+
+    name: str
+    position: Position
+
+
+@dataclass(frozen=True, slots=True)
 class UpdateColumnType:
-    """Widen a column's type (see ``engine.types.is_widening``).
+    """Change a column's type to one Paimon casts to implicitly (see :func:`castable`).
 
     With ``keep_nullability`` (the default, as Spark's ALTER COLUMN TYPE) the column keeps its
     nullability whatever ``type`` says.
@@ -127,7 +138,7 @@ class UpdateComment:
 
 SchemaChange = (
     SetOption | RemoveOption | AddColumn | DropColumn | RenameColumn | UpdateColumnType | UpdateColumnComment
-    | UpdateComment
+    | UpdateComment | MoveColumn
 )  # fmt: skip
 
 
@@ -370,7 +381,7 @@ class TableSchema:
             fields=tuple(st.fields),
             highest_field_id=st.highest,
             partition_keys=self.partition_keys,
-            primary_keys=self.primary_keys,
+            primary_keys=st.primary_keys,
             options=st.options,
             comment=st.comment,
             time_millis=_now() if time_millis is None else time_millis,
@@ -389,6 +400,7 @@ class _Evolution:
         self.highest = base.highest_field_id
         self.options = dict(base.options)
         self.comment = base.comment
+        self.primary_keys = base.primary_keys
         self.has_snapshots = has_snapshots
         self.allow = allow
 
@@ -450,10 +462,21 @@ class _Evolution:
         elif isinstance(change, RenameColumn):
             i = _index_of(self.fields, change.old)
             old = self.fields[i].name
-            self._key_column(old, "rename")
+            if old in self.base.partition_keys:
+                raise InvalidArgumentError(
+                    f"cannot rename partition column '{old}': partition paths depend on it"
+                )
             self._check_free(change.new, ignore=i)
             self.fields[i] = replace(self.fields[i], name=change.new)
             self.options = _rename_in_options(self.options, old, change.new)
+            self.primary_keys = tuple(change.new if k == old else k for k in self.primary_keys)
+        elif isinstance(change, MoveColumn):
+            i = _index_of(self.fields, change.name)
+            pos = change.position
+            if isinstance(pos, tuple) and len(pos) == 2:
+                if _index_of(self.fields, pos[1]) == i:  # (an unknown reference raises here)
+                    raise InvalidArgumentError(f"cannot move column '{self.fields[i].name}' relative to itself")
+            self._insert_at(self.fields.pop(i), pos)
         elif isinstance(change, UpdateColumnType):
             i = _index_of(self.fields, change.name)
             f = self.fields[i]
@@ -461,11 +484,12 @@ class _Evolution:
             new = parse_sql_type(change.type) if isinstance(change.type, str) else change.type
             if change.keep_nullability:
                 new = new.copy(f.type.nullable)
-            if not is_widening(f.type, new):
+            if not castable(f.type, new):
                 raise InvalidArgumentError(
-                    f"cannot change column '{f.name}' from {type_to_sql(f.type)} to {type_to_sql(new)}: only "
-                    "lossless widening is allowed (e.g. INT -> BIGINT, FLOAT -> DOUBLE, larger DECIMAL or "
-                    "VARCHAR, any non-binary type -> STRING)"
+                    f"cannot change column '{f.name}' from {type_to_sql(f.type)} to {type_to_sql(new)}: allowed "
+                    "are widenings (e.g. INT -> BIGINT, FLOAT -> DOUBLE, larger DECIMAL or VARCHAR, any "
+                    "non-binary type -> STRING) and numbers to FLOAT/DOUBLE (e.g. BIGINT -> DOUBLE); "
+                    "narrowing casts Paimon allows explicitly (e.g. BIGINT -> INT, STRING -> INT) are refused"
                 )
             self.fields[i] = replace(f, type=_keep_ids(f.type, new))
         elif isinstance(change, UpdateColumnComment):
@@ -485,7 +509,9 @@ class _Evolution:
         fid = next(ids)
         field = DataField(fid, change.name, _reassign_ids(t, ids.__next__), change.comment)
         self.highest = max(fid, _max_id(field))
-        pos = change.position
+        self._insert_at(field, change.position)
+
+    def _insert_at(self, field: DataField, pos: Position) -> None:
         if pos is None or pos == "last":
             self.fields.append(field)
         elif pos == "first":
@@ -497,6 +523,29 @@ class _Evolution:
             raise InvalidArgumentError(
                 f"bad column position {pos!r}: use 'first', 'last' or ('after', column)"
             )
+
+
+# ---- type changes ---------------------------------------------------------------------------------
+
+_NUMBERS = frozenset({TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT, TypeRoot.DECIMAL,
+                      TypeRoot.FLOAT, TypeRoot.DOUBLE})
+
+
+def castable(src: DataType, dst: DataType) -> bool:
+    """Whether ALTER COLUMN TYPE may change ``src`` to ``dst``.
+
+    Lossless widenings (``engine.types.is_widening``), plus Paimon's implicit casts of numbers
+    to FLOAT/DOUBLE (``DataTypeCasts``: every integer and DECIMAL to FLOAT, every number to
+    DOUBLE), which round to the nearest float as Java's conversion does. Paimon's explicit casts
+    (narrowing, text to number, ...) are refused: their read-time behaviour on values that do
+    not fit differs between engines.
+    """
+    if is_widening(src, dst):
+        return True
+    if src.nullable and not dst.nullable:
+        return False
+    floating = {TypeRoot.FLOAT: _NUMBERS - {TypeRoot.DOUBLE}, TypeRoot.DOUBLE: _NUMBERS}
+    return src.root in floating.get(dst.root, frozenset())
 
 
 # ---- validation -------------------------------------------------------------------------------

@@ -39,6 +39,10 @@ def _normalise(column: pa.ChunkedArray | pa.Array, target: pa.DataType) -> pa.Ch
         return column
     if pa.types.is_dictionary(column.type):
         column = column.cast(column.type.value_type)
+    if pa.types.is_floating(target) and not pa.types.is_floating(column.type):
+        # A number retyped to FLOAT/DOUBLE (Paimon's implicit cast) rounds to the nearest float,
+        # as Java's conversion does; Arrow's safe cast would refuse an inexact value instead.
+        return column.cast(target, safe=False)
     return column.cast(target)
 
 

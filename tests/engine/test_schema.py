@@ -14,6 +14,7 @@ from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchColu
 from engine.schema import (
     AddColumn,
     DropColumn,
+    MoveColumn,
     RemoveOption,
     RenameColumn,
     SetOption,
@@ -34,6 +35,7 @@ from engine.types import (
     DataType,
     to_arrow_field,
     type_from_json,
+    type_to_sql,
 )
 from tests.engine.test_types import data_types
 
@@ -386,6 +388,43 @@ def test_drop_removes_the_columns_own_options() -> None:
     assert "fields.v.aggregate-function" not in s2.options
 
 
+def test_rename_primary_key_column_keys_follow() -> None:
+    # Paimon's SchemaManager allows renaming a primary-key column (not a partition column).
+    s = make(options={"bucket": "2", "bucket-key": "k", "sequence.field": "v"})
+    s2 = s.apply_changes([RenameColumn("k", "id")])
+    assert s2.primary_keys == ("dt", "id") and s2.partition_keys == ("dt",)
+    assert s2.options["bucket-key"] == "id" and s2.field("id").id == s.field("k").id
+    assert s2.trimmed_primary_keys == ("id",)
+
+
+def test_move_column_first_after_last() -> None:
+    # Paimon's SchemaManager.applyMove: FIRST, AFTER (either direction), LAST; ids are kept.
+    s = make()
+    assert s.apply_changes([MoveColumn("dt", "first")]).field_names == ("dt", "k", "v")
+    assert s.apply_changes([MoveColumn("k", ("after", "v"))]).field_names == ("v", "k", "dt")
+    assert s.apply_changes([MoveColumn("dt", ("after", "k"))]).field_names == ("k", "dt", "v")
+    assert s.apply_changes([MoveColumn("k", "last")]).field_names == ("v", "dt", "k")
+    assert [f.id for f in s.apply_changes([MoveColumn("dt", "first")]).fields] == [2, 0, 1]
+
+
+@pytest.mark.parametrize(
+    ("src", "dst", "ok"),
+    [
+        ("BIGINT", "DOUBLE", True), ("INT", "FLOAT", True), ("DECIMAL(10,2)", "DOUBLE", True),
+        ("BIGINT", "FLOAT", True), ("INT", "BIGINT", True), ("FLOAT", "DOUBLE", True),
+        ("DOUBLE", "FLOAT", False), ("BIGINT", "INT", False), ("STRING", "INT", False),
+        ("DOUBLE", "BIGINT", False), ("INT", "STRING", True),
+    ],
+)
+def test_type_changes_follow_paimons_implicit_casts(src: str, dst: str, ok: bool) -> None:
+    s = TableSchema.create([("k", "INT"), ("c", src)], primary_keys=["k"])
+    if ok:
+        assert type_to_sql(s.apply_changes([UpdateColumnType("c", dst)]).field("c").type) == dst
+    else:
+        with pytest.raises(InvalidArgumentError):
+            s.apply_changes([UpdateColumnType("c", dst)])
+
+
 @pytest.mark.parametrize(
     ("change", "msg"),
     [
@@ -395,8 +434,9 @@ def test_drop_removes_the_columns_own_options() -> None:
         (AddColumn("x", INT(), position="middle"), "position"),
         (DropColumn("k"), "primary-key"),
         (DropColumn("dt"), "partition"),
-        (RenameColumn("k", "k2"), "primary-key"),
         (RenameColumn("dt", "d2"), "partition"),
+        (MoveColumn("v", ("after", "v")), "itself"),
+        (UpdateColumnType("k", "INT"), "primary-key"),
         (RenameColumn("v", "K"), "already exists"),
         (UpdateColumnType("k", "DECIMAL(30,0)"), "primary-key"),
         (UpdateColumnType("dt", "STRING"), "partition"),

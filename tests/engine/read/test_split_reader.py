@@ -8,7 +8,7 @@ import pytest
 from engine import NoSuchColumnError
 from engine.meta.snapshot import Tag
 from engine.read.split_reader import SplitReader
-from engine.schema import AddColumn, DropColumn, RenameColumn
+from engine.schema import AddColumn, DropColumn, MoveColumn, RenameColumn, UpdateColumnType
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
@@ -61,3 +61,19 @@ def test_audit_log_keeps_the_latest_retraction_of_each_key(catalog):
     assert sorted(t.to_arrow().column("id").to_pylist()) == [1, 3]
     t.compact(full=True)
     assert _audit(t) == [("+I", 1), ("+I", 3)]
+
+
+def test_old_files_read_through_type_changes_and_a_renamed_key(catalog):
+    # Paimon's schema evolution: old files are read by field id and cast to the new type.
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("big", pa.int64()), ("i", pa.int32())])
+    t = catalog.create_table("db.ev", schema, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": [1, 2], "big": [2**53 + 1, 7], "i": [123456789, 3]}, schema=schema))
+    t = _evolve(catalog, "db.ev", [UpdateColumnType("big", "DOUBLE"), UpdateColumnType("i", "FLOAT"),
+                                   RenameColumn("id", "key"), MoveColumn("i", "first")])
+    assert t.primary_keys == ("key",) and t.schema.field_names == ("i", "key", "big")
+    t.write_arrow(pa.table({"i": [1.5], "key": [2], "big": [0.25]}))  # upserts key 2 under its new name
+    got = {r["key"]: (r["i"], r["big"]) for r in t.to_arrow().to_pylist()}
+    assert got == {1: (123456792.0, 9007199254740992.0), 2: (1.5, 0.25)}
+    t.compact(full=True)
+    assert {r["key"]: (r["i"], r["big"]) for r in t.to_arrow().to_pylist()} == got
+    assert t.to_arrow(snapshot_id=1).column_names == ["id", "big", "i"]
