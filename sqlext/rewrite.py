@@ -36,6 +36,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterator
+from decimal import Decimal
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -105,8 +106,12 @@ class Catalog(Protocol):
         """Whether ``database.table`` (no ``$`` suffix) is a dyntable table."""
         ...
 
-    def columns(self, name: TableName) -> list[str]:
-        """The columns of the table, system table or branch ``name``."""
+    def columns(self, name: TableName, time_travel: TimeTravel | None = None) -> list[str]:
+        """The columns of the table, system table or branch ``name``.
+
+        With ``time_travel``, those of the schema the chosen snapshot was written with (Paimon
+        reads an old snapshot in its own schema).
+        """
         ...
 
 
@@ -360,8 +365,8 @@ class _Binder:
         except InvalidArgumentError as e:
             raise self.error(SqlParseError, str(e), start, SYNTAX_ERROR) from None
         name = self.located(name, start)
-        columns = self.table_columns(name, start)
         end_of_reference, options, travel = self.suffixes(node, end)
+        columns = self.table_columns(name, start, travel)  # a snapshot's own schema (Paimon)
         ref = Reference(
             table=name,
             start=start,
@@ -387,16 +392,17 @@ class _Binder:
             None, name.database, name.table, name.branch, name.system_table, self.line + row, column, start
         )
 
-    def table_columns(self, name: TableName, start: int) -> list[str]:
+    def table_columns(self, name: TableName, start: int, travel: TimeTravel | None = None) -> list[str]:
         key = (
             name.database.lower() if name.database else None,
             name.table.lower(),
             name.branch,
             name.system_table.lower() if name.system_table else None,
+            travel,
         )
         if key not in self._columns_cache:
             try:
-                self._columns_cache[key] = list(self.catalog.columns(name))
+                self._columns_cache[key] = list(self.catalog.columns(name, travel))
             except SqlError:
                 raise
             except DyntableError as e:
@@ -487,6 +493,13 @@ class _Binder:
         if tok.token_type not in (TokenType.STRING, TokenType.NUMBER):
             raise unsupported()
         end = tok.end + 1
+        if not is_version and not value.is_string:
+            # Spark casts a number to a timestamp as seconds since the epoch (fractions allowed).
+            try:
+                millis = int(Decimal(value.this) * 1000)
+            except (ArithmeticError, ValueError):
+                raise unsupported() from None
+            return TimeTravel(timestamp_millis=millis), start, end
         if not is_version:
             return TimeTravel(timestamp=value.this), start, end
         if value.is_string:

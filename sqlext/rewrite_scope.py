@@ -57,7 +57,8 @@ class TimeTravel:
 
     snapshot_id: int | None = None  # VERSION AS OF 12 / FOR [SYSTEM_]VERSION AS OF 12
     tag: str | None = None  # VERSION AS OF 'tag-1' (a string version names a tag; Paimon: tag wins)
-    timestamp: str | None = None  # TIMESTAMP AS OF '2024-05-01 10:00:00' / FOR SYSTEM_TIME AS OF / epoch
+    timestamp: str | None = None  # TIMESTAMP AS OF '2024-05-01 10:00:00' / FOR SYSTEM_TIME AS OF '...'
+    timestamp_millis: int | None = None  # TIMESTAMP AS OF 1678883047 (a number: seconds since the epoch)
 
 
 @dataclass(eq=False)

@@ -56,8 +56,10 @@ class FakeCatalog:
         self.calls.append((database, table))
         return (database.lower(), table.lower()) in TABLES
 
-    def columns(self, name: TableName) -> list[str]:
+    def columns(self, name: TableName, time_travel=None) -> list[str]:
         assert name.database is not None
+        if time_travel is not None and time_travel.snapshot_id == 100 and name.table.lower() == "t":
+            return ["id", "name"]  # snapshot 1 was written before a column was added
         if name.branch is not None and name.branch not in ("dev", "b1"):
             raise NoSuchTableError(f"branch {name.branch!r} of {name.database}.{name.table} does not exist")
         if name.system_table is not None:
@@ -81,6 +83,8 @@ def describe(binding: Binding) -> str:
             text += f" @tag {tt.tag!r}"
         if tt.timestamp is not None:
             text += f" @timestamp {tt.timestamp!r}"
+        if tt.timestamp_millis is not None:
+            text += f" @millis {tt.timestamp_millis}"
     if binding.options:
         text += " {" + ", ".join(f"{k}={v}" for k, v in binding.options.items()) + "}"
     return text
