@@ -163,7 +163,16 @@ class FailingFileIO(FileIO):
         fail = self._should_fail(method, path)
         if fail and not self.after:
             self._fire("before", method, path)
-        result = action()
+        return self._guard_done(fail, method, path, action)
+
+    def _guard_done(self, fail: bool, method: str, path: str, action: Callable[[], Any]) -> Any:
+        """Runs ``action`` and, if this call was chosen to fail (after-mode), fails now."""
+        try:
+            result = action()
+        except BaseException:
+            if fail and self.action == "kill":  # the call failed by itself; the crash still comes
+                self._fire("after", method, path)
+            raise
         if fail:
             self._fire("after", method, path)
         return result
@@ -216,9 +225,7 @@ class FailingFileIO(FileIO):
             if self.torn:
                 self.inner.write_new(path, bytes(data[: len(data) // 2]))
             self._fire("before", "write_new", path)
-        self.inner.write_new(path, data)
-        if fail:
-            self._fire("after", "write_new", path)
+        self._guard_done(fail, "write_new", path, lambda: self.inner.write_new(path, data))
 
     def write_text(self, path: str, text: str, overwrite: bool = True) -> None:
         self._call("write_text", path, path, text, overwrite=overwrite)
@@ -314,11 +321,14 @@ class _FaultingOutput(io.RawIOBase):
                 self._raw.write(data[: len(data) // 2])
             self._raw.flush()  # what was written before the fault really reaches the file
             owner._fire("before", "stream_write", self._path)
-        self._raw.write(data)
+
+        def write() -> None:
+            self._raw.write(data)
+            if fail:  # after-mode: the chunk really reaches the file before the fault fires
+                self._raw.flush()
+
+        owner._guard_done(fail, "stream_write", self._path, write)
         self._pos += len(data)
-        if fail:
-            self._raw.flush()
-            owner._fire("after", "stream_write", self._path)
         return len(data)
 
     def tell(self) -> int:

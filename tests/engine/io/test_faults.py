@@ -8,6 +8,7 @@ import pickle
 import signal
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -20,6 +21,7 @@ from engine.io.faults import FAULT_ENV, FAULT_OPERATIONS, FailingFileIO, fault_f
 from engine.table import Table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
+ROOT = Path(__file__).resolve().parents[3]  # the repository: children import engine from it
 
 
 def _wrap(t: Table, io: FileIO) -> Table:
@@ -187,7 +189,26 @@ def test_kill_action_is_a_real_sigkill(tmp_path: Any) -> None:
     )
     env = {**os.environ, FAULT_ENV: "operation=write,call=3,after=1"}
     proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], env=env, capture_output=True,
-                          text=True, timeout=60, cwd=os.getcwd())
+                          text=True, timeout=60, cwd=ROOT)
     assert proc.returncode == -signal.SIGKILL
     assert proc.stdout == ""  # no cleanup code ran
     assert sorted(os.listdir(tmp_path)) == ["f0", "f1", "f2"]  # after=1: the third write landed
+
+
+def test_an_after_mode_kill_fires_even_when_the_call_itself_fails(tmp_path: Any) -> None:
+    # Reading a missing file raises FileNotFoundError on its own; a crash chosen for that call
+    # must still happen, or a kill trial silently runs to completion.
+    script = (
+        "import sys\n"
+        "from engine.io import FileIO\n"
+        "from engine.io.faults import fault_from_env\n"
+        "io = fault_from_env(FileIO.for_path(sys.argv[1]))\n"
+        "try:\n"
+        "    io.read_bytes(sys.argv[1] + '/missing')\n"
+        "except FileNotFoundError:\n"
+        "    print('survived', flush=True)\n"
+    )
+    env = {**os.environ, FAULT_ENV: "operation=read,call=1,after=1"}
+    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], env=env, capture_output=True,
+                          text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == -signal.SIGKILL and proc.stdout == ""
