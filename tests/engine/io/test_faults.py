@@ -212,3 +212,22 @@ def test_an_after_mode_kill_fires_even_when_the_call_itself_fails(tmp_path: Any)
     proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], env=env, capture_output=True,
                           text=True, timeout=60, cwd=ROOT)
     assert proc.returncode == -signal.SIGKILL and proc.stdout == ""
+
+
+def test_object_store_paths_route_through_the_counter_too() -> None:
+    # pyarrow hands the wrapper scheme-less paths; they must map back to the table's URLs.
+    import uuid
+
+    from engine import open_catalog
+
+    cat = open_catalog(f"memory://faults-{uuid.uuid4().hex}")
+    cat.create_database("db")
+    t = cat.create_table("db.t", SCHEMA)
+    io = FailingFileIO(t.store.io, "write", fail_on_call=10**9, path_contains=".parquet")
+    _wrap(t, io).write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}))
+    assert io.calls >= 3 and _rows(t) == [1, 2]
+    assert sorted(_wrap(t, io).to_arrow().column("id").to_pylist()) == [1, 2]
+    failing = FailingFileIO(t.store.io, "write", fail_on_call=2, path_contains=".parquet")
+    with pytest.raises(StorageError, match="before stream_write"):
+        _wrap(t, failing).write_arrow(pa.table({"id": [3], "v": ["c"]}))
+    assert _rows(t) == [1, 2]
