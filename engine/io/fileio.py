@@ -209,7 +209,12 @@ class FileIO:
         return self._fs
 
     def arrow_fs(self) -> pyarrow.fs.FileSystem:
-        """A pyarrow file system over the same storage; give it paths from :meth:`fs_path`."""
+        """A pyarrow file system over the same storage; give it paths from :meth:`fs_path`.
+
+        Parquet data files are read and written through it, so a FileIO subclass that observes
+        or alters I/O (``engine.io.faults.FailingFileIO``) must return one that routes back
+        through its own methods.
+        """
         import pyarrow.fs as pafs  # lazy: keep importing this module cheap
 
         if self._local:
