@@ -94,6 +94,12 @@ def create_table(s: SqlSession, n: ast.CreateTable, stmt: Statement) -> Statemen
             continue
         dtype = parse_sql_type(col.type.text)
         fields.append((col.name, dtype if col.nullable else dtype.copy(False), col.comment))
+        if col.default is not None:  # stored as Paimon's fields.<c>.default-value (see insert.py)
+            from sqlext.executor.insert import default_value_option
+
+            value = default_value_option(s, col.name, dtype, col.default.text, stmt)
+            if value is not None:
+                options[f"fields.{col.name}.default-value"] = value
     query_df = None
     if n.query is not None:
         query_df = s.frame(n.query.text)
@@ -229,6 +235,18 @@ def drop_partitions(s: SqlSession, n: ast.DropPartitions, stmt: Statement) -> St
     require_managed(s, n.table, stmt)
     table = s.table(n.table)
     specs = [coerce_spec(table.schema, p.values()) for p in n.partitions]
+    if not n.if_exists:  # Spark: one missing partition fails the whole statement, nothing dropped
+        from sqlext.executor.describe import _matches
+        from sqlext.procedures import live_partitions
+
+        live = live_partitions(table) if table.partition_keys else []
+        missing = [spec for spec in specs if not any(_matches(p, spec) for p in live)]
+        if missing:
+            raise SqlAnalysisError(
+                f"partition(s) {', '.join(str(m) for m in missing)} not found in '{table.name}' "
+                "(nothing dropped; use DROP IF EXISTS PARTITION to skip missing partitions)",
+                line=stmt.line, column=stmt.column, sqlstate="428FT",
+            )
     result = table.drop_partitions(specs)
     return done(stmt, f"Dropped {len(specs)} partition spec(s)" + ("" if result.snapshot_ids else " (nothing matched)"))
 
