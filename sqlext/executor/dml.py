@@ -8,6 +8,26 @@
                        exactly those partitions; rows an UPDATE/MERGE moves or inserts elsewhere
                        are added to their partitions)
 ```
+Merge engines (Paimon's rules, its Spark ``RowLevelOp`` and ``validatePKUpsertDeletable``):
+* DELETE works on every table. A ``-D`` row removes a key only under ``deduplicate``,
+  ``partial-update`` with ``partial-update.remove-record-on-delete`` and ``aggregation`` with
+  ``aggregation.remove-record-on-delete`` (and never with ``ignore-delete``, which drops it). Any
+  other key table (``first-row``, ``aggregation``, ``partial-update`` by default) is rewritten
+  copy-on-write like an append table: the merged rows that survive, of the partitions holding a
+  deleted row (the whole table if unpartitioned), replace those partitions in one overwrite
+  commit based on the snapshot read, so a concurrent change to them fails the statement instead
+  of being lost. (Paimon rewrites the affected files only; dyntable's unit is the partition.)
+* UPDATE and MERGE need a table whose written row becomes the row: append, ``deduplicate`` or
+  ``partial-update``; ``first-row`` and ``aggregation`` tables refuse them (SQLSTATE 0A000), as
+  Paimon does, instead of ignoring or aggregating the new values.
+* Key columns (and partition columns of key tables) keep their values: UPDATE may set one only
+  to itself (``SET id = id``, Paimon's rule); a MERGE clause may set one to any expression that
+  leaves every matched row's key unchanged (``SET a = s.a`` when joined on ``t.a = s.a``),
+  checked on the joined data before the write (Paimon accepts any key assignment when joined on
+  the key, so a changing one would silently move rows).
+* MERGE scoping (Spark's): NOT MATCHED clauses see only the source (unqualified names resolve
+  there), NOT MATCHED BY SOURCE clauses only the target, MATCHED clauses both.
+
 Invariants:
 * all data work runs in Spark (no rows reach the driver, except the small list of affected
   partitions and counts); one data commit per statement through ``insert.write_frame``;
@@ -28,12 +48,20 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from engine import Table
+from engine.lsm.merge import MergeConfig
 from engine.scan.incremental import ROWKIND
 from sqlext import ast
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
+from sqlext.executor.assignments import (
+    Assigned,
+    is_default,
+    key_change_check,
+    key_change_error,
+    resolve_assignments,
+)
 from sqlext.executor.common import computed_columns, rows
 from sqlext.executor.describe import checked_spec
-from sqlext.executor.insert import write_frame
+from sqlext.executor.insert import column_defaults, write_frame
 from sqlext.splitter import Statement
 
 if TYPE_CHECKING:
@@ -93,6 +121,34 @@ def _target(s: SqlSession, name: ast.TableName, stmt: Statement) -> Table | None
     return table
 
 
+def _deletes_remove_rows(table: Table) -> bool:
+    """Whether a written ``-D`` row removes its key from this primary-key table."""
+    config = MergeConfig.from_options(table.options, table.primary_keys)
+    if config.ignore_delete:
+        return False
+    return (
+        config.engine == "deduplicate"
+        or (config.engine == "partial-update" and config.partial_update_remove_record_on_delete)
+        or (config.engine == "aggregation" and config.aggregation_remove_record_on_delete)
+    )
+
+
+def _check_rewritable(table: Table, verb: str, stmt: Statement) -> None:
+    """UPDATE / MERGE need a table where a written row replaces the row (Paimon's rule)."""
+    if not table.primary_keys:
+        return
+    engine = MergeConfig.from_options(table.options, table.primary_keys).engine
+    if engine not in ("deduplicate", "partial-update"):
+        raise UnsupportedStatementError(
+            f"{verb} is not supported on '{table.name}': its merge engine '{engine}' would "
+            f"{'keep the first row' if engine == 'first-row' else 'aggregate the new values'} instead of "
+            "replacing the row; only append, 'deduplicate' and 'partial-update' tables support "
+            f"{verb} (DELETE works on every table)",
+            line=stmt.line,
+            column=stmt.column,
+        )
+
+
 class _Pinned:
     """Fresh temp views of ``table`` at one snapshot: every pass of a statement reads the same rows.
 
@@ -102,7 +158,7 @@ class _Pinned:
 
     def __init__(self, s: SqlSession, table: Table) -> None:
         self.s = s
-        self.options = {"warehouse": s.warehouse, "table": table.name}
+        self.options = s.source_options(table.name)
         latest = table.latest_snapshot()
         self.snapshot_id = latest.id if latest is not None else None
         if latest is not None:
@@ -191,7 +247,7 @@ def delete(s: SqlSession, n: ast.Delete, stmt: Statement) -> StatementResult:
             table.truncate()
         return _count_result(s, stmt, count, "deleted")
     cond, a = n.where.text, _q(alias)
-    if table.primary_keys:
+    if table.primary_keys and _deletes_remove_rows(table):
         df = s.frame(f"SELECT {a}.*, '-D' AS {ROWKIND} FROM {pinned.view()} AS {a} WHERE {cond}", stmt)
         count = write_frame(s, table, df, _columns(table), overwrite=False, stmt=stmt)
         return _count_result(s, stmt, count, "deleted")
@@ -206,62 +262,23 @@ def delete(s: SqlSession, n: ast.Delete, stmt: Statement) -> StatementResult:
 
 
 # -- UPDATE -----------------------------------------------------------------------------------------------
-def _assigned_column(table: Table, column: str, aliases: tuple[str, ...], stmt: Statement) -> str:
-    """The target column an assignment sets (``c`` or ``alias.c``), checked."""
-    name = column
-    if "." in column:
-        qualifier, _, name = column.rpartition(".")
-        if qualifier.strip("`").lower() not in {a.lower() for a in aliases}:
-            raise _err(stmt, f"cannot assign '{column}': '{qualifier}' is not the target table", "42703")
-        name = name.strip("`")
-    match = [f for f in table.schema.field_names if f.lower() == name.lower()]
-    if not match:
-        raise _err(stmt, f"cannot assign '{column}': '{table.name}' has no column '{name}'", "42703")
-    return match[0]
-
-
-def _assignments(
-    table: Table, assignments: tuple[ast.Assignment, ...], aliases: tuple[str, ...], stmt: Statement
-) -> dict[str, str]:
-    """``{column: expression text}`` of SET, with the rules on keys, partitions and computed columns."""
-    out: dict[str, str] = {}
-    computed = computed_columns(dict(table.schema.options))
-    pk = table.primary_keys
-    for asg in assignments:
-        col = _assigned_column(table, asg.column, aliases, stmt)
-        if col in out:
-            raise _err(stmt, f"column '{col}' is assigned more than once", "42701")
-        if col in computed:
-            raise _err(stmt, f"column '{col}' is computed ({computed[col]}) and cannot be assigned", "42000")
-        if pk and col in table.partition_keys:
-            raise _err(
-                stmt,
-                f"cannot update partition column '{col}' of primary-key table '{table.name}': "
-                "delete the rows and insert them into the new partition",
-                "42000",
-            )
-        if col in pk:
-            raise _err(
-                stmt,
-                f"cannot update primary-key column '{col}' of '{table.name}': "
-                "delete the row and insert it with the new key",
-                "42000",
-            )
-        out[col] = asg.value.text
-    return out
-
-
 def update(s: SqlSession, n: ast.Update, stmt: Statement) -> StatementResult:
     """UPDATE t SET ... [WHERE c]: key tables write new rows, append tables rewrite affected partitions."""
     table = _target(s, n.table, stmt)
     if table is None:
         return _to_spark(s, stmt)
+    _check_rewritable(table, "UPDATE", stmt)
     alias = n.alias or n.table.table
-    assigned = _assignments(table, n.assignments, (alias, n.table.table), stmt)
-    pinned = _Pinned(s, table)
     a = _q(alias)
+    resolved = resolve_assignments(table, n.assignments, (alias, n.table.table), stmt, a)
+    assigned = resolved.values
+    pinned = _Pinned(s, table)
     cond = n.where.text if n.where is not None else None
     where = f" WHERE {cond}" if cond is not None else ""
+    # Paimon's rule: UPDATE may name a key column only to set it to itself.
+    same = {f"{p}{k}".lower() for k in resolved.keys for p in ("", f"{alias}.", f"{n.table.table}.")}
+    if any(resolved.values[k].strip("() ").replace("`", "").lower() not in same for k in resolved.keys):
+        raise key_change_error(table, resolved, stmt)
     if table.primary_keys:
         select = ", ".join(
             f"({assigned[c]}) AS {_q(c)}" if c in assigned else f"{a}.{_q(c)}" for c in _columns(table)
@@ -334,13 +351,16 @@ class _MergePlan:
         if isinstance(n.source, ast.TableName):
             self.source_alias = n.source_alias or n.source.table
             self.source_sql = str(n.source)
+            self.source_from = f"{self.source_sql} AS {_q(self.source_alias)}"
         else:
             self.source_alias = n.source_alias or f"{_P}source"
             self.source_sql = f"({n.source.text}) AS {_P}src"
+            self.source_from = f"({n.source.text}) AS {_q(self.source_alias)}"
         self._src_cols: list[str] | None = None
         self.kinds = [c.match for c in n.clauses]
         self.actions = [_ACTIONS[type(c.action)] for c in n.clauses]
-        self.values = [self._clause_values(c) for c in n.clauses]
+        self.key_checks: dict[int, tuple[str, Assigned]] = {}
+        self.values = [self._clause_values(j, c) for j, c in enumerate(n.clauses)]
 
     def _ids(self, *actions: str) -> list[int]:
         return [j for j, act in enumerate(self.actions) if act in actions]
@@ -371,19 +391,25 @@ class _MergePlan:
             out[col] = f"{_q(self.source_alias)}.{_q(src[col.lower()])}"
         return out
 
-    def _clause_values(self, clause: ast.MergeClause) -> dict[str, str]:
+    def _clause_values(self, j: int, clause: ast.MergeClause) -> dict[str, str]:
         act, aliases = clause.action, (self.target_alias, self.n.target.table)
         if isinstance(act, ast.MergeDelete):
             return {}
         if isinstance(act, ast.MergeUpdate):
             if act.all_columns:
                 return self._from_source(self.table.primary_keys)
-            return _assignments(self.table, act.assignments, aliases, self.stmt)
+            ta = _q(self.target_alias)
+            resolved = resolve_assignments(self.table, act.assignments, aliases, self.stmt, ta)
+            check = key_change_check(resolved, ta)
+            if check is not None:
+                self.key_checks[j] = (check, resolved)
+            return resolved.values
         if act.all_columns:
             return self._from_source(())
         computed = computed_columns(dict(self.table.schema.options))
+        defaults = column_defaults(self.table)
         if act.columns:
-            cols = [_assigned_column(self.table, c, aliases, self.stmt) for c in act.columns]
+            cols = [self._insert_column(c) for c in act.columns]
         else:
             cols = [c for c in self.columns if c not in computed]
         if len(cols) != len(act.values):
@@ -395,9 +421,45 @@ class _MergePlan:
         bad = [c for c in cols if c in computed]
         if bad:
             raise _err(self.stmt, f"column '{bad[0]}' is computed and cannot be inserted", "42000")
-        return {c: v.text for c, v in zip(cols, act.values, strict=True)}
+        # Columns left out get their declared default; a bare DEFAULT value stands for it too.
+        out = {c: v for c, v in defaults.items() if c not in cols}
+        for c, v in zip(cols, act.values, strict=True):
+            out[c] = defaults.get(c, "NULL") if is_default(v) else v.text
+        return out
+
+    def _insert_column(self, name: str) -> str:
+        """A column of MERGE's INSERT list (``c``, or qualified by the target: ``t.c``)."""
+        parts = [p.strip().strip("`") for p in name.split(".")]
+        aliases = {self.target_alias.lower(), self.n.target.table.lower()}
+        if len(parts) == 2 and parts[0].lower() in aliases:
+            parts = parts[1:]
+        match = [f for f in self.columns if len(parts) == 1 and f.lower() == parts[0].lower()]
+        if not match:
+            raise _err(self.stmt, f"MERGE INSERT: '{self.table.name}' has no column '{name}'", "42703")
+        return match[0]
 
     # -- the joined query ----------------------------------------------------------------------------
+    def _scoped(self, kind: str) -> tuple[list[str], list[str]]:
+        """``(expressions computed inside that side's subquery, outer select items)`` for the
+        clauses of ``kind`` evaluated on one side only (NOT MATCHED: source, BY SOURCE: target)."""
+        side = _q(self.source_alias if kind == "not_matched" else self.target_alias)
+        inner, outer = [], []
+        for j, clause in enumerate(self.n.clauses):
+            if clause.match != kind:
+                continue
+            names = []
+            if clause.condition is not None:
+                inner.append(f"({clause.condition.text}) AS {_P}c{j}")
+                names.append(f"{_P}c{j}")
+            for col, expr in self.values[j].items():
+                inner.append(f"({expr}) AS {_P}v{j}_{self.columns.index(col)}")
+                names.append(f"{_P}v{j}_{self.columns.index(col)}")
+            if j in self.key_checks:
+                inner.append(f"({self.key_checks[j][0]}) AS {_P}k{j}")
+                names.append(f"{_P}k{j}")
+            outer += [f"{side}.{n} AS {n}" for n in names]
+        return inner, outer
+
     def joined_frame(self) -> DataFrame:
         ta, sa = _q(self.target_alias), _q(self.source_alias)
         need_source_only = "not_matched" in self.kinds
@@ -408,18 +470,25 @@ class _MergePlan:
             (False, True): "LEFT OUTER",
             (False, False): "INNER",
         }[(need_source_only, need_target_only)]
+        t_inner, t_outer = self._scoped("not_matched_by_source")
+        s_inner, s_outer = self._scoped("not_matched")
         select = [f"{ta}.{_q(c)} AS {_P}t{i}" for i, c in enumerate(self.columns)]
-        select += [f"{ta}.{_T} AS {_T}", f"{ta}.{_RID} AS {_RID}", f"{sa}.{_S} AS {_S}"]
+        select += [f"{ta}.{_T} AS {_T}", f"{ta}.{_RID} AS {_RID}", f"{sa}.{_S} AS {_S}", *t_outer, *s_outer]
         for j, clause in enumerate(self.n.clauses):
+            if clause.match != "matched":
+                continue
             if clause.condition is not None:
                 select.append(f"({clause.condition.text}) AS {_P}c{j}")
             for col, expr in self.values[j].items():
                 select.append(f"({expr}) AS {_P}v{j}_{self.columns.index(col)}")
+            if j in self.key_checks:
+                select.append(f"({self.key_checks[j][0]}) AS {_P}k{j}")
         sql = (
             f"SELECT {', '.join(select)} "
-            f"FROM (SELECT *, true AS {_T}, monotonically_increasing_id() AS {_RID} "
-            f"FROM {self.view}) AS {ta} "
-            f"{join} JOIN (SELECT *, true AS {_S} FROM {self.source_sql}) AS {sa} ON {self.n.on.text}"
+            f"FROM (SELECT {ta}.*, true AS {_T}, monotonically_increasing_id() AS {_RID}"
+            f"{''.join(', ' + e for e in t_inner)} FROM {self.view} AS {ta}) AS {ta} "
+            f"{join} JOIN (SELECT {sa}.*, true AS {_S}{''.join(', ' + e for e in s_inner)} "
+            f"FROM {self.source_from}) AS {sa} ON {self.n.on.text}"
         )
         df = self.s.frame(sql, self.stmt)
         t, src = F.col(_T).isNotNull(), F.col(_S).isNotNull()
@@ -454,6 +523,18 @@ class _MergePlan:
                 "(deduplicate the source)",
                 "21000",
             )
+
+    def check_keys(self, joined: DataFrame) -> None:
+        """An UPDATE clause that would change a row's key (or partition, on a key table) is an error."""
+        if not self.key_checks:
+            return
+        changing = reduce(
+            lambda x, y: x | y,
+            [(F.col(_CLAUSE) == j) & F.coalesce(F.col(f"{_P}k{j}"), F.lit(False)) for j in self.key_checks],
+        )
+        bad = joined.where(changing).select(_CLAUSE).limit(1).collect()
+        if bad:
+            raise key_change_error(self.table, self.key_checks[bad[0][0]][1], self.stmt)
 
     def counts(self, joined: DataFrame) -> dict[str, int]:
         per_clause = {r[0]: r[1] for r in joined.groupBy(_CLAUSE).count().collect()}
@@ -503,10 +584,12 @@ def merge(s: SqlSession, n: ast.Merge, stmt: Statement) -> StatementResult:
     table = _target(s, n.target, stmt)
     if table is None:
         return _to_spark(s, stmt)
+    _check_rewritable(table, "MERGE INTO", stmt)
     pinned = _Pinned(s, table)
     plan = _MergePlan(s, table, n, stmt, pinned.view())
     joined = plan.joined_frame().localCheckpoint()  # evaluated once: checks, counts and the write agree
     plan.check_cardinality(joined)
+    plan.check_keys(joined)
     counts = plan.counts(joined)
     total = counts["update"] + counts["delete"] + counts["insert"]
     if total:

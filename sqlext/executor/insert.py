@@ -6,6 +6,18 @@ columns are added, every column is cast to the target's type, and the result is 
 the ``dyntable`` data source in one commit. Primary-key writes skip compaction inside the tasks
 and compact afterwards in one distributed job (one Spark task per bucket that needs it).
 
+Columns left out of a column list get their declared default (``fields.<c>.default-value``,
+which CREATE TABLE's ``DEFAULT`` stores), and a bare ``DEFAULT`` in a ``VALUES`` row stands for the
+default of the column it fills (NULL without one), as in Spark.
+
+``INSERT OVERWRITE`` without a full static partition replaces, as Spark and Paimon's Spark
+integration do by default (``static`` mode), the whole table (or everything under the static
+partition values given); in ``dynamic`` mode only the partitions the query writes. The mode is,
+first match wins: the statement hint ``/*+ OPTIONS('dynamic-partition-overwrite' = …) */``, the
+session's ``spark.sql.sources.partitionOverwriteMode`` (``SET … = dynamic``), the table option
+``dynamic-partition-overwrite`` when set on the table (Paimon's default for that option, ``true``,
+is its Flink default and does not apply to Spark SQL), else ``static``.
+
 In streaming runtime mode ``INSERT INTO t SELECT … FROM <managed table>`` starts a continuous job
 that reads the source's changes (``rowkind`` column) and commits one snapshot per micro-batch.
 """
@@ -29,6 +41,7 @@ from engine.scan.incremental import ROWKIND
 from engine.write.conform import coerce_spec
 from sqlext import ast
 from sqlext.errors import SqlAnalysisError
+from sqlext.datasource import cluster_for_writers
 from sqlext.executor.common import computed_columns, done, paimon_to_spark_ddl, require_managed, rows
 from sqlext.splitter import Statement
 
@@ -37,6 +50,9 @@ if TYPE_CHECKING:
 
 
 STREAMING_TRIGGER = "execution.streaming.trigger"
+OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
+DYNAMIC_OVERWRITE = "dynamic-partition-overwrite"
+_DEFAULT_VALUE = re.compile(r"^fields\.(.+)\.default-value$")
 
 
 # Flink-style durations ('1 s', '500ms', '2 min') as the interval text Spark's trigger accepts.
@@ -66,6 +82,72 @@ def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def column_defaults(table: Table) -> dict[str, str]:
+    """``{column: Spark expression of its declared default}`` (``fields.<c>.default-value``)."""
+    types = {f.name: f.type for f in table.schema.fields}
+    out = {}
+    for key, value in table.schema.options.items():
+        m = _DEFAULT_VALUE.match(key)
+        if m and m.group(1) in types:
+            text = str(value).replace("\\", "\\\\").replace("'", "\\'")
+            out[m.group(1)] = f"CAST('{text}' AS {paimon_to_spark_ddl(types[m.group(1)])})"
+    return out
+
+
+def default_value_option(s: SqlSession, column: str, dtype: Any, expression: str,
+                         stmt: Statement | None = None) -> str | None:
+    """The ``fields.<c>.default-value`` text of a column's ``DEFAULT <expression>`` (None: NULL).
+
+    The expression is evaluated once by Spark, cast to the column's type: Paimon's option holds a
+    value, not an expression. ARRAY/MAP/ROW defaults have no text form in that option: refused.
+    """
+    if dtype.is_nested:
+        raise SqlAnalysisError(
+            f"DEFAULT on column '{column}' of type {dtype.root.value} is not supported (only atomic types)",
+            line=stmt.line if stmt else None, column=stmt.column if stmt else None, sqlstate="0A000",
+        )
+    spark_type = paimon_to_spark_ddl(dtype)
+    value = s.spark.sql(f"SELECT CAST(CAST(({expression}) AS {spark_type}) AS STRING) AS v").collect()[0][0]
+    return None if value is None else str(value)
+
+
+# One token of a VALUES list: a quoted string or name, a comment, a word, or any other character.
+_VALUES_TOKEN = re.compile(
+    r"""'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*"|`(?:[^`]|``)*`|--[^\n]*|/\*.*?\*/|\w+|\s+|.""", re.S
+)
+
+
+def fill_default_keywords(query: str, columns: list[str], defaults: dict[str, str]) -> str:
+    """``VALUES (3, DEFAULT)``: each bare DEFAULT item replaced by the default of its column."""
+    tokens = _VALUES_TOKEN.findall(query)
+    words = [t for t in tokens if not t.isspace() and not t.startswith(("--", "/*"))]
+    if not words or words[0].upper() != "VALUES" or not any(t.upper() == "DEFAULT" for t in words):
+        return query
+    out, depth, position, prev = [], 0, 0, ""
+    for i, tok in enumerate(tokens):
+        if tok.isspace() or tok.startswith(("--", "/*")):
+            out.append(tok)
+            continue
+        if tok == "(":
+            depth += 1
+            if depth == 1:
+                position = 0
+        elif tok == ")":
+            depth -= 1
+        elif tok == "," and depth <= 1:
+            position = position + 1 if depth == 1 else 0
+        elif tok.upper() == "DEFAULT" and depth <= 1 and prev in ("(", ",", "VALUES"):
+            following = next((t for t in tokens[i + 1:] if not t.isspace() and not t.startswith(("--", "/*"))), "")
+            if following in (",", ")", "", ";"):
+                column = columns[position] if position < len(columns) else None
+                out.append(defaults.get(column, "NULL") if column else "NULL")
+                prev = tok.upper()
+                continue
+        out.append(tok)
+        prev = tok.upper() if tok.upper() == "VALUES" else tok
+    return "".join(out)
+
+
 def shape_frame(
     s: SqlSession,
     table: Table,
@@ -78,6 +160,7 @@ def shape_frame(
     static = static or {}
     schema = table.schema
     computed = computed_columns(dict(schema.options))
+    defaults = column_defaults(table)
     out_cols = [c for c in df.columns if c != ROWKIND or ROWKIND in schema.field_names]
     has_kind = ROWKIND in df.columns and ROWKIND not in schema.field_names
     if len(out_cols) != len(columns):
@@ -86,8 +169,12 @@ def shape_frame(
             f"expected ({', '.join(columns)})",
             line=stmt.line if stmt else None, column=stmt.column if stmt else None, sqlstate="21S01",
         )
+    # By position: output names may repeat (``SELECT 1, 'a', 1`` names two columns `1`), so
+    # every output column gets a fresh name before it is addressed.
+    fresh = iter(f"__dyntable_col{i}" for i in range(len(out_cols)))
+    df = df.toDF(*[c if has_kind and c == ROWKIND else next(fresh) for c in df.columns])
     exprs = []
-    provided = dict(zip(columns, out_cols, strict=True))
+    provided = dict(zip(columns, (f"__dyntable_col{i}" for i in range(len(out_cols))), strict=True))
     for f in schema.fields:
         spark_type = paimon_to_spark_ddl(f.type)
         if f.name in provided:
@@ -96,6 +183,8 @@ def shape_frame(
             exprs.append(F.lit(static[f.name]).cast(spark_type).alias(f.name))
         elif f.name in computed:
             continue
+        elif f.name in defaults:
+            exprs.append(F.expr(defaults[f.name]).alias(f.name))
         else:
             exprs.append(F.lit(None).cast(spark_type).alias(f.name))
     if has_kind:
@@ -114,7 +203,7 @@ def shape_frame(
 
 
 def writer_options(s: SqlSession, table: Table, hints: dict[str, str] | None = None) -> dict[str, str]:
-    opts = {"warehouse": s.warehouse, "table": table.name}
+    opts = s.source_options(table.name)
     for k, v in (hints or {}).items():
         opts[k] = str(v)
     if table.store.has_primary_key:
@@ -154,6 +243,7 @@ def write_frame(
             opts["overwrite-partition"] = json.dumps(overwrite, default=str)
         elif isinstance(overwrite, list):
             opts["overwrite-partitions"] = json.dumps(overwrite, default=str)
+    frame = cluster_for_writers(frame, table)
     frame.write.format("dyntable").options(**opts).mode(mode).save()
     fresh = table.refresh()
     if fresh.store.has_primary_key and not fresh.store.options.write_only:
@@ -211,19 +301,73 @@ def insert(s: SqlSession, n: ast.Insert, stmt: Statement) -> StatementResult:
     hints = {k: str(v) for k, v in n.options.items()}
     q = n.query
     sub = Statement(q.text, q.line or stmt.line, q.column or stmt.column, q.offset or stmt.offset)
+    if n.by_name:
+        columns = _by_name_columns(s, table, s.frame(q.text, sub).columns, static, stmt)
     if s.streaming and not n.overwrite:
         started = _start_stream(s, table, sub, columns, static, hints, stmt)
         if started is not None:
             return started
         # A query with no streaming source (VALUES, Spark tables) is bounded: it runs as a batch
         # INSERT, as Flink runs a bounded INSERT in streaming mode.
-    df = s.frame(q.text, sub)
+    text = fill_default_keywords(q.text, columns, column_defaults(table))
+    df = s.frame(text, sub)
+    overwrite: Any = False
     if n.overwrite:
-        overwrite: Any = static if static else ("dynamic" if dynamic_parts else True)
-    else:
-        overwrite = False
+        full_static = bool(schema.partition_keys) and set(static) >= set(schema.partition_keys)
+        if not full_static and _dynamic_overwrite(s, table, hints, stmt):
+            overwrite = "dynamic"
+        else:
+            overwrite = static if static else True
+    hints.pop(DYNAMIC_OVERWRITE, None)
     count = write_frame(s, table, df, columns, overwrite=overwrite, static=static, hints=hints, stmt=stmt)
     return done(stmt, f"{count} row(s) {'written' if n.overwrite else 'inserted'} into {table.name}")
+
+
+def _by_name_columns(s: SqlSession, table: Table, names: list[str], static: dict[str, Any],
+                     stmt: Statement) -> list[str]:
+    """INSERT ... BY NAME: the table columns the query's output names (case-insensitive, as Spark).
+
+    Raises SqlAnalysisError for a name given twice or one the table lacks (Spark's errors).
+    """
+    by_lower = {c.lower(): c for c in table.schema.field_names}
+    out: list[str] = []
+    for name in (n for n in names if n != ROWKIND or ROWKIND in table.schema.field_names):
+        column = by_lower.get(name.lower())
+        if column is None or column in static:
+            raise SqlAnalysisError(f"cannot write to '{table.name}' by name: extra columns: `{name}`",
+                                   line=stmt.line, column=stmt.column, sqlstate="42703")
+        if column in out:
+            raise SqlAnalysisError(f"cannot write to '{table.name}' by name due to ambiguous column name `{name}`",
+                                   line=stmt.line, column=stmt.column, sqlstate="42702")
+        out.append(column)
+    return out
+
+
+def _dynamic_overwrite(s: SqlSession, table: Table, hints: dict[str, str], stmt: Statement) -> bool:
+    """Whether INSERT OVERWRITE replaces only the partitions it writes (see the module docstring)."""
+    if not table.partition_keys:
+        return False
+    choices: list[tuple[str, str | None]] = [(f"hint '{DYNAMIC_OVERWRITE}'", hints.get(DYNAMIC_OVERWRITE))]
+    mode = s.options.get(OVERWRITE_MODE)
+    if mode is None:
+        try:
+            mode = s.spark.conf.get(OVERWRITE_MODE, None)
+        except Exception:  # noqa: BLE001 - an unreadable setting counts as unset
+            mode = None
+    if mode is not None:
+        if mode.strip().lower() not in ("static", "dynamic"):
+            raise SqlAnalysisError(f"'{OVERWRITE_MODE}' must be 'static' or 'dynamic', not '{mode}'",
+                                   line=stmt.line, column=stmt.column, sqlstate="22023")
+        choices.append((OVERWRITE_MODE, "true" if mode.strip().lower() == "dynamic" else "false"))
+    choices.append((f"table option '{DYNAMIC_OVERWRITE}'", table.options.get(DYNAMIC_OVERWRITE)))
+    for where, value in choices:
+        if value is None:
+            continue
+        if str(value).strip().lower() not in ("true", "false"):
+            raise SqlAnalysisError(f"{where} must be 'true' or 'false', not '{value}'", line=stmt.line,
+                                   column=stmt.column, sqlstate="22023")
+        return str(value).strip().lower() == "true"
+    return False
 
 
 def _start_stream(
@@ -270,7 +414,7 @@ def _start_stream(
         # restart is recognised as committed and skipped (exactly once). Going through foreachBatch
         # also allows update mode (streaming aggregates upserting into a primary-key table), which
         # Spark does not offer to Python streaming sinks.
-        batch.write.format("dyntable").options(**opts).option("commit-identifier", str(batch_id)).mode("append").save()
+        cluster_for_writers(batch, table).write.format("dyntable").options(**opts).option("commit-identifier", str(batch_id)).mode("append").save()
 
     trigger = s.options.get(STREAMING_TRIGGER, "processing-time").lower()
     interval = spark_interval(s.options.get("execution.checkpointing.interval", "1 s"), stmt)

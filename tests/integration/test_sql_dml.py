@@ -189,9 +189,10 @@ def test_merge_primary_key_table(session):
     unchanged(
         session, "m", "MERGE INTO m USING src s ON m.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v", "21000"
     )
-    # keys may not be assigned; UPDATE SET * keeps them
+    # a key may be assigned only if no matched row changes it; UPDATE SET * keeps them
     unchanged(
-        session, "m", "MERGE INTO m USING src s ON m.id = s.id WHEN MATCHED THEN UPDATE SET id = 9", "42000"
+        session, "m", "MERGE INTO m USING (SELECT 1 AS id) s ON m.id = s.id WHEN MATCHED THEN UPDATE SET id = 9",
+        "42000", "key",
     )
     out, _ = run(
         session,
