@@ -378,7 +378,10 @@ class ShowBranches:
 
 @dataclass(frozen=True, slots=True)
 class Insert:
-    """INSERT {INTO | OVERWRITE} [TABLE] t [/*+ OPTIONS(...) */] [PARTITION (...)] [(cols)] <query>."""
+    """INSERT {INTO | OVERWRITE} [TABLE] t [/*+ OPTIONS(...) */] [PARTITION (...)] [(cols) | BY NAME] <query>.
+
+    ``by_name``: the query's columns go to the table columns of the same names (Spark 3.5).
+    """
 
     table: TableName
     query: SqlFragment
@@ -386,6 +389,7 @@ class Insert:
     partition: PartitionSpec | None = None
     columns: tuple[str, ...] = ()
     options: Mapping[str, str] = field(default_factory=dict)
+    by_name: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -488,6 +492,14 @@ class ShowCreateTable:
     """SHOW CREATE TABLE t."""
 
     table: TableName
+
+
+@dataclass(frozen=True, slots=True)
+class ShowTableProperties:
+    """SHOW TBLPROPERTIES t [('key')]: the table's properties (options and primary key), or one of them."""
+
+    table: TableName
+    key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

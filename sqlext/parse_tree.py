@@ -23,6 +23,8 @@ from sqlext.splitter import quoted_end
 from sqlext.tree_base import unquote_string
 from sqlext.tree_ddl import DdlBuilder
 
+_BY_NAME = "BY NAME"  # what ``by_name`` hands to ``insert`` in place of a column list
+
 
 @v_args(inline=True)
 class TreeBuilder(DdlBuilder):
@@ -75,10 +77,15 @@ class TreeBuilder(DdlBuilder):
         table: ast.TableName,
         hint: dict[str, str] | None,
         partition: ast.PartitionSpec | None,
-        columns: tuple[str, ...] | None,
+        columns: tuple[str, ...] | str | None,
         query: Token,
     ) -> ast.Node:
-        return ast.Insert(table, self._fragment(query), overwrite, partition, columns or (), hint or {})
+        by_name = columns == _BY_NAME
+        listed = () if by_name or columns is None else columns
+        return ast.Insert(table, self._fragment(query), overwrite, partition, listed, hint or {}, by_name=by_name)
+
+    def by_name(self) -> str:
+        return _BY_NAME
 
     def alias(self, name: Token) -> str:
         return str(name)
@@ -161,6 +168,11 @@ class TreeBuilder(DdlBuilder):
 
     def show_create_table(self, table: ast.TableName) -> ast.Node:
         return ast.ShowCreateTable(table)
+
+    def show_tblproperties(self, table: ast.TableName, key: Token | list[Token] | None) -> ast.Node:
+        if isinstance(key, list):
+            key = Token.new_borrow_pos("IDENT", ".".join(str(k) for k in key), key[0])
+        return ast.ShowTableProperties(table, None if key is None else str(key))
 
     def show_partitions(self, table: ast.TableName, partition: ast.PartitionSpec | None) -> ast.Node:
         return ast.ShowPartitions(table, partition)

@@ -159,9 +159,25 @@ class DdlBuilder(BuilderBase):
     def table_elements(self, *elements: tuple[str, Any, Any]) -> list[tuple[str, Any, Any]]:
         return list(elements)
 
+    def partition_column(self, name: Token, type_tok: Token | None, *options: Any) -> tuple[Token, Any]:
+        if type_tok is None:
+            return name, None
+        return name, self._column(name, type_tok, options, self._ADD_OPTIONS)[0]
+
     @v_args(meta=True, inline=True)
-    def partitioned_by(self, meta: Any, columns: tuple[str, ...]) -> tuple[str, Any, Any]:
-        return "partitioned_by", columns, meta
+    def partitioned_by(self, meta: Any, *columns: tuple[Token, Any]) -> tuple[str, Any, Any]:
+        seen: set[str] = set()
+        for name, _ in columns:
+            if str(name).lower() in seen:
+                raise self._fail(f"column {str(name)!r} is listed twice", name)
+            seen.add(str(name).lower())
+        typed = [(name, column) for name, column in columns if column is not None]
+        if typed and len(typed) != len(columns):
+            untyped = next(name for name, column in columns if column is None)
+            raise self._fail(
+                "PARTITIONED BY either declares every column with its type or names existing columns: "
+                f"give {str(untyped)!r} a type, or drop the types", untyped)
+        return "partitioned_by", (tuple(str(n) for n, _ in columns), tuple(typed)), meta
 
     @v_args(meta=True, inline=True)
     def clustered_by(self, meta: Any, columns: tuple[str, ...], buckets: int) -> tuple[str, Any, Any]:
@@ -196,12 +212,18 @@ class DdlBuilder(BuilderBase):
             raise self._fail("the primary key is declared twice: declare it once", keys[1][1])
         primary_key = keys[0][0] if keys else ()
         bucket_key, buckets = c.get("clustered_by", ((), None))
+        partition_keys, partition_columns = c.get("partitioned_by", ((), ()))
+        for at, column in partition_columns:  # Spark: typed partition columns follow the others
+            if any(other.name.lower() == column.name.lower() for other in columns):
+                raise self._fail(f"column {column.name!r} is declared twice: in the column list and in "
+                                 "PARTITIONED BY; name it without a type in PARTITIONED BY", at)
+            columns.append(column)
         return ast.CreateTable(
             name,
             tuple(columns),
             watermark,
             primary_key,
-            c.get("partitioned_by", ()),
+            partition_keys,
             bucket_key,
             buckets,
             c.get("comment"),

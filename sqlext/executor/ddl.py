@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from engine.schema import (
     AddColumn,
     DropColumn,
+    MoveColumn,
     RemoveOption,
     RenameColumn,
     SetOption,
@@ -82,6 +83,8 @@ def create_table(s: SqlSession, n: ast.CreateTable, stmt: Statement) -> Statemen
         raise SqlAnalysisError(f"table '{ident.full_name}' already exists", line=stmt.line, column=stmt.column,
                                sqlstate="42710")
     options = {**s.table_defaults(), **{k: str(v) for k, v in n.options.items()}}
+    comment = options.pop(COMMENT_PROPERTY, None)  # TBLPROPERTIES ('comment' = ...), as Paimon's SparkCatalog
+    comment = n.comment if n.comment is not None else comment
     if n.buckets is not None:
         options["bucket"] = str(n.buckets)
     if n.bucket_key:
@@ -115,7 +118,7 @@ def create_table(s: SqlSession, n: ast.CreateTable, stmt: Statement) -> Statemen
                                sqlstate="42601")
     table = s.catalog.create_table(
         ident, _fields(fields), partition_keys=n.partitioned_by, primary_keys=n.primary_key,
-        options=options, comment=n.comment,
+        options=options, comment=comment,
     )
     if query_df is not None:
         from sqlext.executor.insert import write_frame
@@ -148,8 +151,11 @@ def create_table_like(s: SqlSession, n: ast.CreateTableLike, stmt: Statement) ->
 
 def drop_table(s: SqlSession, n: ast.DropTable, stmt: Statement) -> StatementResult:
     if not s.is_managed(n.name):
-        if n.if_exists and n.name.database is None and not _spark_has(s, n.name.table):
-            return done(stmt, "Table does not exist")
+        if n.name.database is None and not _spark_has(s, n.name.table):
+            if n.if_exists:
+                return done(stmt, "Table does not exist")
+            # Spark would name its own current database ('default'), not the session's.
+            require_managed(s, n.name, stmt)
         return _to_spark(s, stmt)
     s.catalog.drop_table(s.identifier(n.name).base())
     return done(stmt, f"Table {s.identifier(n.name).base().full_name} dropped")
@@ -175,12 +181,20 @@ def _alter(s: SqlSession, name: Any, stmt: Statement, changes: list[Any], messag
     return done(stmt, message)
 
 
+# The property that is the table's comment, not an option (Spark's reserved key; Paimon's schema comment).
+COMMENT_PROPERTY = "comment"
+
+
 def set_options(s: SqlSession, n: ast.SetTableOptions, stmt: Statement) -> StatementResult:
-    return _alter(s, n.table, stmt, [SetOption(k, str(v)) for k, v in n.options.items()], "Table options set")
+    changes: list[Any] = [
+        UpdateComment(str(v)) if k == COMMENT_PROPERTY else SetOption(k, str(v)) for k, v in n.options.items()
+    ]
+    return _alter(s, n.table, stmt, changes, "Table options set")
 
 
 def reset_options(s: SqlSession, n: ast.ResetTableOptions, stmt: Statement) -> StatementResult:
-    return _alter(s, n.table, stmt, [RemoveOption(k) for k in n.keys], "Table options reset")
+    changes: list[Any] = [UpdateComment(None) if k == COMMENT_PROPERTY else RemoveOption(k) for k in n.keys]
+    return _alter(s, n.table, stmt, changes, "Table options reset")
 
 
 def add_columns(s: SqlSession, n: ast.AddColumns, stmt: Statement) -> StatementResult:
@@ -210,10 +224,12 @@ def alter_column(s: SqlSession, n: ast.AlterColumn, stmt: Statement) -> Statemen
         changes.append(UpdateColumnType(n.column, parse_sql_type(n.type.text)))
     if n.comment is not None:
         changes.append(UpdateColumnComment(n.column, n.comment))
-    if n.nullable is not None or n.first or n.after:
+    if n.first or n.after:
+        changes.append(MoveColumn(n.column, "first" if n.first else ("after", n.after)))
+    if n.nullable is not None:
         raise UnsupportedStatementError(
-            "ALTER COLUMN supports TYPE and COMMENT; nullability and position changes are not supported by the "
-            "Paimon schema evolution rules dyntable follows", line=stmt.line, column=stmt.column,
+            "ALTER COLUMN supports TYPE, COMMENT, FIRST and AFTER; nullability changes are not supported",
+            line=stmt.line, column=stmt.column,
         )
     return _alter(s, n.table, stmt, changes, f"Altered column {n.column}")
 
@@ -271,7 +287,7 @@ def add_primary_key(s: SqlSession, n: ast.AddPrimaryKey, stmt: Statement) -> Sta
     snapshot = table.latest_snapshot()
 
     def fresh() -> Any:  # a new relation per query: never reuse one across queries
-        reader = s.spark.read.format("dyntable").options(warehouse=s.warehouse, table=table.name)
+        reader = s.spark.read.format("dyntable").options(**s.source_options(table.name))
         if snapshot is not None:
             reader = reader.option("scan.snapshot-id", str(snapshot.id))
         return reader.load()
@@ -318,7 +334,7 @@ def rescale(s: SqlSession, n: ast.RescaleBuckets, stmt: Statement) -> StatementR
         raise SqlAnalysisError("the bucket count must be at least 1", line=stmt.line, column=stmt.column, sqlstate="22023")
     # Read everything (pinned to the current snapshot), switch the layout, rewrite in one overwrite.
     latest = table.latest_snapshot()
-    reader = s.spark.read.format("dyntable").options(warehouse=s.warehouse, table=table.name)
+    reader = s.spark.read.format("dyntable").options(**s.source_options(table.name))
     if latest is not None:
         reader = reader.option("scan.snapshot-id", str(latest.id))
     frame = reader.load().localCheckpoint()

@@ -314,8 +314,31 @@ def show_create_table(s: SqlSession, n: ast.ShowCreateTable, stmt: Statement) ->
     return rows(s, stmt, pa.table({"createtab_stmt": [create_table_statement(s.table(n.table))]}))
 
 
+def show_tblproperties(s: SqlSession, n: ast.ShowTableProperties, stmt: Statement) -> StatementResult:
+    """SHOW TBLPROPERTIES t [('key')]: ``key``/``value`` rows sorted by key.
+
+    The properties are those Paimon's Spark table reports: the options plus ``primary-key``,
+    less Spark's reserved keys (the comment is shown by DESCRIBE). A key the table lacks gives
+    one row saying so, as Spark does.
+    """
+    if not s.is_managed(n.table):
+        return _to_spark(s, stmt)
+    table = s.table(n.table)
+    props = {k: v for k, v in table.options.items() if not k.startswith(INTERNAL_OPTION_PREFIXES)}
+    if table.primary_keys:
+        props["primary-key"] = ",".join(table.primary_keys)
+    if n.key is not None:
+        value = props.get(n.key, f"Table {table.name} does not have property: {n.key}")
+        pairs = [(n.key, value)]
+    else:
+        pairs = sorted(props.items())
+    return rows(s, stmt, pa.table({"key": [k for k, _ in pairs], "value": [v for _, v in pairs]},
+                                  schema=pa.schema([("key", pa.string()), ("value", pa.string())])))
+
+
 HANDLERS: dict[type, Any] = {
     ast.DescribeTable: describe_table,
     ast.ShowCreateTable: show_create_table,
+    ast.ShowTableProperties: show_tblproperties,
     ast.ShowPartitions: show_partitions,
 }
