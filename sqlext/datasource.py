@@ -294,6 +294,23 @@ class JobAbortedError(DyntableError):
     """The write job this task belongs to was aborted; the task deleted what it wrote."""
 
 
+def cluster_for_writers(frame: Any, table: Table) -> Any:
+    """The DataFrame to hand to the write: for dynamic-bucket tables, rows clustered so that the
+    tasks never share a key map (engine.write.bucket_assigner.writer_clustering).
+
+    A task assigns new keys from the committed state plus its own rows; it cannot see another
+    task's new keys. Hash-partitioning by the partition columns (cross-partition upsert: by the
+    key) gives each partition (key) exactly one task, which is what Paimon's single-writer rule
+    asks. Other tables are written as they come (no shuffle).
+    """
+    from engine.write.bucket_assigner import writer_clustering
+
+    columns = writer_clustering(table.store)
+    if columns is None:
+        return frame
+    return frame.repartition(*columns) if columns else frame.repartition(1)
+
+
 def write_task(table: Table, batches: Iterator[pa.RecordBatch], job_token: str, *, abortable: bool = False) -> list[CommitMessage]:
     """The executor side of a write: one engine writer per Spark task.
 

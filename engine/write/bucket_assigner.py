@@ -374,3 +374,15 @@ def new_assigner(store: FileStore, snapshot: Snapshot | None) -> HashBucketAssig
     if store.options.bucket != -1 or not store.has_primary_key:
         raise InvalidArgumentError("dynamic bucket assignment is for primary-key tables with 'bucket' = '-1'")
     return CrossPartitionAssigner(store, snapshot) if is_cross_partition(store) else HashBucketAssigner(store, snapshot)
+
+
+def writer_clustering(store: FileStore) -> list[str] | None:
+    """Columns a distributed write must cluster rows by so that no two writers share a key's map.
+
+    Partition-local dynamic buckets: the partition columns (``[]``: a single writer), so each
+    partition's buckets and HASH files have one writer. Cross-partition upsert: the trimmed
+    primary key, so each key is routed by one writer. None: any split of the rows is fine.
+    """
+    if not is_dynamic_bucket(store):
+        return None
+    return list(store.schema.trimmed_primary_keys) if is_cross_partition(store) else list(store.partition_keys)
