@@ -292,7 +292,9 @@ def test_insert_forms_change_tracking_hint_and_atomic_failure(session):
     assert contents(session, "p") == [(1, "a", "d1"), (2, "b", "d2"), (3, None, "d3"), (4, "d", "d1")]
     run(session, "INSERT OVERWRITE p PARTITION (dt = 'd1') SELECT 10, 'x'")  # only d1 replaced
     assert contents(session, "p") == [(2, "b", "d2"), (3, None, "d3"), (10, "x", "d1")]
-    run(session, "INSERT OVERWRITE p PARTITION (dt) VALUES (20, 'y', 'd2')")  # dynamic: only d2
+    # Spark's default (static) mode would replace the whole table; the hint asks for dynamic: only d2
+    run(session, "INSERT OVERWRITE p /*+ OPTIONS('dynamic-partition-overwrite' = 'true') */ PARTITION (dt) "
+                 "VALUES (20, 'y', 'd2')")
     assert contents(session, "p") == [(3, None, "d3"), (10, "x", "d1"), (20, "y", "d2")]
     run(session, "INSERT OVERWRITE p VALUES (30, 'z', 'd9')")  # everything
     assert contents(session, "p") == [(30, "z", "d9")]
