@@ -9,8 +9,11 @@ INSERT INTO events VALUES (1, 'click', '2024-01-01'), (2, 'view', '2024-01-01'),
 -- Static partition overwrite: replaces only dt = '2024-01-01'.
 INSERT OVERWRITE events PARTITION (dt = '2024-01-01') SELECT 10, 'purchase';
 
--- Dynamic partition overwrite: replaces the partitions the query writes to.
+-- Dynamic partition overwrite: replaces the partitions the query writes to. Spark's (and Paimon's)
+-- default mode is static, which would replace the whole table; ask for dynamic mode.
+SET spark.sql.sources.partitionOverwriteMode = dynamic;
 INSERT OVERWRITE events PARTITION (dt) SELECT 20, 'view', '2024-01-03';
+RESET spark.sql.sources.partitionOverwriteMode;
 
 -- Drop a partition (a metadata-only delete; files are reclaimed by snapshot expiration).
 INSERT INTO events VALUES (30, 'click', '2024-01-04');
