@@ -46,6 +46,7 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload("W3b", "scan after full compaction", "benchmarks.workloads_spark", "run_w3b", True),
     Workload("W4", "full compaction", "benchmarks.workloads_spark", "run_w4", True),
     Workload("W9", "streaming change read", "benchmarks.workloads_spark", "run_w9", True),
+    Workload("W10", "concurrent writer processes", "benchmarks.workloads_concurrency", "run_w10", False),
 )
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 

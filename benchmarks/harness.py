@@ -58,6 +58,8 @@ class Size:
         stream_commits: commits a W9 stream reads.
         merge_rows: rows of the merge-throughput input (5 runs).
         p1_rows: rows written and read by P1.
+        writer_commits: commits each W10 writer process makes.
+        writer_rows: rows of each W10 commit.
     """
 
     name: str
@@ -71,13 +73,18 @@ class Size:
     stream_commits: int
     merge_rows: int
     p1_rows: int
+    writer_commits: int = 5
+    writer_rows: int = 500
 
 
 SIZES: dict[str, Size] = {
-    "tiny": Size("tiny", 5_000, 2_000, 1_000, 30, 60, 20.0, 5, 10, 20_000, 5_000),
-    "small": Size("small", 1_000_000, 1_000_000, 200_000, 1_000, 10_000, 90.0, 20, 100, 2_000_000, 1_000_000),
+    "tiny": Size("tiny", 5_000, 2_000, 1_000, 30, 60, 20.0, 5, 10, 20_000, 5_000, 3, 200),
+    "small": Size(
+        "small", 1_000_000, 1_000_000, 200_000, 1_000, 10_000, 90.0, 20, 100, 2_000_000, 1_000_000, 20, 20_000
+    ),
     "large": Size(
-        "large", 10_000_000, 5_000_000, 2_000_000, 1_000, 10_000, 900.0, 50, 100, 20_000_000, 5_000_000
+        "large", 10_000_000, 5_000_000, 2_000_000, 1_000, 10_000, 900.0, 50, 100, 20_000_000, 5_000_000,
+        50, 100_000,
     ),
 }
 

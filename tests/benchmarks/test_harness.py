@@ -244,3 +244,13 @@ def test_cli_tiny_run_writes_json(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "W6 " in out and "W6f " in out and "flatness" in out
     assert len(list(tmp_path.glob("*.json"))) == 1
+
+
+def test_tiny_run_of_concurrent_writers(tmp_path):
+    results, _path = run_suite("tiny", ["W10"], pairs=3, out=tmp_path / "out", workdir=tmp_path / "work",
+                               echo=lambda _line: None)
+    assert [r.key for r in results] == ["W10", "W10s"]
+    for r in results:
+        assert r.ok, format_line(r)
+        assert len(r.ratios) == 3 and all(x > 0 for x in r.ratios)
+        assert r.extra["success"] == "100%" and r.extra["writes"] == 4 * 3 * 3  # warm-up + 3 runs, 3 writers
