@@ -73,7 +73,11 @@ def default_session_factory(config: CliConfig) -> tuple[Any, Any]:
     from sqlext.session import SqlSession
     from sqlext.spark import build_spark
 
-    spark = build_spark(config.master, config.spark_conf)
+    conf = dict(config.spark_conf)
+    # Every failure reaches the user as a typed error the CLI prints; Spark's own ERROR logs of a
+    # failed task (a NULL primary key, say) would only repeat it with 100 lines of stack traces.
+    conf.setdefault("dyntable.log-level", "ERROR" if config.verbose else "OFF")
+    spark = build_spark(config.master, conf)
     return SqlSession(spark, config.warehouse, config.database, config.session_conf), spark
 
 

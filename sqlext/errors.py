@@ -34,6 +34,7 @@ INVALID_PARAMETER_VALUE = "22023"
 SERIALIZATION_FAILURE = "40001"
 DATA_CORRUPTED = "XX001"
 SYSTEM_ERROR = "58030"
+STATEMENT_TOO_COMPLEX = "54001"
 INTERNAL_ERROR = "XX000"
 
 # Long source lines are cut around the caret so a message stays readable in a terminal.
@@ -168,6 +169,12 @@ class UnsupportedStatementError(SqlError):
     default_sqlstate = FEATURE_NOT_SUPPORTED
 
 
+class StatementTooComplexError(SqlParseError):
+    """The statement nests too deeply to parse (e.g. thousands of parentheses): simplify it."""
+
+    default_sqlstate = STATEMENT_TOO_COMPLEX
+
+
 class ProcedureArgumentError(SqlError):
     """A CALL has a missing, extra, duplicated or mistyped argument: fix the argument list."""
 
@@ -183,10 +190,13 @@ def sqlstate_for(error: BaseException) -> str:
     Returns:
         The five-character SQLSTATE: the SQL error's own, or the engine error kind's mapping
         (not found 42P01, unknown column 42703, exists 42710, invalid 22023, conflict 40001,
-        corrupt XX001, storage 58030), or XX000 for anything else.
+        corrupt XX001, storage 58030), 54001 for a statement too deep to parse (RecursionError),
+        or XX000 for anything else.
     """
     if isinstance(error, SqlError):
         return error.sqlstate
+    if isinstance(error, RecursionError):
+        return STATEMENT_TOO_COMPLEX
     if isinstance(error, NoSuchColumnError):
         return UNDEFINED_COLUMN
     if isinstance(error, NotFoundError):

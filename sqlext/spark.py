@@ -1,7 +1,8 @@
 """Building a SparkSession for dyntable and registering the data source on it.
 
 Local sessions get settings measured to matter on small machines: few shuffle partitions,
-no UI, a driver JIT capped at C1 (~35% faster start-up), Arrow for Python transfers. Python data
+no UI, a driver JIT capped at C1 (~35% faster start-up), Arrow for Python transfers. Spark's own
+warehouse directory is a scratch directory, never the current directory. Python data
 source filter pushdown stays off (Spark's default): see ``sqlext.datasource`` for why.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
@@ -32,13 +34,27 @@ def build_spark(
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name).master(master)
     settings = dict(LOCAL_DEFAULTS) if master.startswith("local") else {}
+    settings["spark.sql.warehouse.dir"] = scratch_warehouse_dir()
     settings.update(conf or {})
     for key, value in settings.items():
-        builder = builder.config(key, value)
+        if not key.startswith("dyntable."):  # ours, read below; Spark would warn about it
+            builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(settings.get("dyntable.log-level", "ERROR"))
     register(spark)
     return spark
+
+
+def scratch_warehouse_dir() -> str:
+    """Where Spark's own (in-memory, session-scoped) catalog keeps its default database.
+
+    Spark creates that directory the first time anything consults its catalog, e.g. resolving a
+    name that is not a dyntable table; its default, ``./spark-warehouse``, would litter whatever
+    directory the user ran dyntable-sql from. Managed tables never live there, and what Spark's
+    in-memory catalog holds ends with the session, so a per-user scratch directory fits.
+    """
+    user = os.getuid() if hasattr(os, "getuid") else os.getpid()
+    return os.path.join(tempfile.gettempdir(), f"dyntable-spark-warehouse-{user}")
 
 
 def register(spark: SparkSession) -> None:

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from sqlext.errors import SqlParseError
+from sqlext.errors import SqlParseError, StatementTooComplexError
 
 # Quoted text. Inside '...' and "..." a backslash escapes the next character (Spark's rule) and
 # a doubled quote stands for itself (the ANSI rule); inside `...` only a doubled backquote does.
@@ -102,6 +102,26 @@ def _unterminated(script: str, pos: int) -> SqlParseError:
     return SqlParseError.at(f"unterminated {what}: add the closing {closer}", script, pos)
 
 
+# Deeper nesting is refused before any parser sees it: the recursive parsers downstream (sqlglot,
+# Spark's) would fail with a RecursionError or a JVM StackOverflowError instead of an answer.
+MAX_NESTING = 200
+
+
+def _nesting(script: str, pos: int, step: str, depth: int) -> int:
+    """The nesting depth after ``step`` (at ``pos``); refuses a '(' beyond MAX_NESTING."""
+    for i, c in enumerate(step):
+        if c == "(":
+            depth += 1
+            if depth > MAX_NESTING:
+                raise StatementTooComplexError.at(
+                    f"statement too complex: parentheses nest more than {MAX_NESTING} deep; simplify it",
+                    script, pos + i,
+                )
+        elif c == ")" and depth > 0:
+            depth -= 1
+    return depth
+
+
 def split_statements(script: str) -> list[Statement]:
     """Split ``script`` on `;` outside quotes and comments.
 
@@ -113,12 +133,14 @@ def split_statements(script: str) -> list[Statement]:
 
     Raises:
         SqlParseError: a quote or block comment is never closed.
+        StatementTooComplexError: parentheses nest deeper than :data:`MAX_NESTING` (54001).
     """
     line_starts = [0] + [m.end() for m in re.finditer("\n", script)]
     statements: list[Statement] = []
     start = -1  # first significant character of the current statement
     last = -1  # just past its last significant character
     pos, n = 0, len(script)
+    depth = 0  # parenthesis nesting of the current statement, outside quotes and comments
 
     def emit() -> None:
         row = bisect.bisect_right(line_starts, start) - 1
@@ -138,6 +160,7 @@ def split_statements(script: str) -> list[Statement]:
             if start >= 0:
                 emit()
             start = last = -1
+            depth = 0
             pos += 1
             continue
         if step == "/*":
@@ -153,6 +176,8 @@ def split_statements(script: str) -> list[Statement]:
                 raise _unterminated(script, pos)
         else:
             end = pos + len(step)
+            if "(" in step or ")" in step:
+                depth = _nesting(script, pos, step, depth)
         if start < 0:
             start = pos
         last = pos = end
@@ -167,7 +192,8 @@ _OURS_AFTER = {
     "CREATE": frozenset({"TABLE", "DATABASE", "SCHEMA"}),
     "DROP": frozenset({"TABLE", "DATABASE", "SCHEMA"}),
     "ALTER": frozenset({"TABLE"}),
-    "SHOW": frozenset({"TABLES", "DATABASES", "SCHEMAS", "PARTITIONS", "JOBS", "TAGS", "BRANCHES", "CREATE"}),
+    "SHOW": frozenset({"TABLES", "DATABASES", "SCHEMAS", "PARTITIONS", "JOBS", "TAGS", "BRANCHES", "CREATE",
+                       "TBLPROPERTIES"}),
     "STOP": frozenset({"JOB"}),
 }
 # DESCRIBE is ours unless it describes something only Spark knows.

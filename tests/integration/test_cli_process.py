@@ -1,4 +1,4 @@
-"""dyntable-sql as a real process: three launches (each starts a JVM), run side by side.
+"""dyntable-sql as a real process: four launches (each starts a JVM), run side by side.
 
 A: ``-i`` init script (silent), ``-f`` script whose third statement fails, ``--database``,
    ``--conf`` (a session default and a Spark setting), ``--output csv``: exit code 1,
@@ -6,7 +6,8 @@ A: ``-i`` init script (silent), ``-f`` script whose third statement fails, ``--d
    never run;
 B: ``-e`` with two queries, ``--output json`` (no writes: a light launch);
 C: the ``dyntable-sql`` entry point (or ``python -m sqlext.cli`` where it is not installed),
-   aligned-table output and a parse error in ``-e``.
+   aligned-table output and a parse error in ``-e``;
+D: a NULL primary key: one clear error, no Spark log noise; no launch leaves ``./spark-warehouse``.
 Outcomes on storage are checked with the engine (no JVM in this process).
 """
 
@@ -114,6 +115,20 @@ def launches(tmp_path_factory):
             base,
             entry_point=True,
         ),
+        # D (issue 8): a NULL primary key fails as one clear error, without Spark's stack traces.
+        "D": _launch(
+            [
+                "--warehouse",
+                str(base / "wd"),
+                "--database",
+                "ops",
+                "-e",
+                # DROP ... nope consults Spark's catalog, which creates its warehouse directory.
+                "CREATE TABLE k (id INT NOT NULL, v STRING, PRIMARY KEY (id) NOT ENFORCED); "
+                "DROP TABLE IF EXISTS nope; INSERT INTO k VALUES (NULL, 'a')",
+            ],
+            base,
+        ),
     }
     return {name: (*_finish(p), base / f"w{name.lower()}") for name, p in procs.items()}
 
@@ -161,3 +176,19 @@ def test_entry_point_aligned_table_and_parse_error(launches):
         "+----+-----------+",
     ], out
     assert "Error [42601]" in err and "^" in err, err
+
+
+def test_null_primary_key_is_one_clear_error_without_spark_logs(launches):
+    code, _out, err, _warehouse = launches["D"]
+    assert code == 1, err
+    assert "Table ops.k created" in err, err
+    assert "Error [22023] column 'id' is NOT NULL but 1 row(s) are NULL" in err, err
+    for noise in ("ERROR Executor", "ERROR TaskSetManager", "Traceback", "\tat org.apache"):
+        assert noise not in err, err
+    assert len(err.splitlines()) < 30, err
+
+
+def test_no_spark_warehouse_in_the_working_directory(launches):
+    """Spark's default ``./spark-warehouse`` appeared wherever dyntable-sql ran (issue 8)."""
+    base = launches["A"][3].parent
+    assert not (base / "spark-warehouse").exists()

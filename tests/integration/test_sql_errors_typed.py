@@ -1,0 +1,36 @@
+"""Typed SQL errors through a real session (issue 8, defect 7): names, nesting, Spark's warehouse."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from sqlext.errors import SqlError
+from sqlext.spark import scratch_warehouse_dir
+
+
+def _fails(session, sql: str, sqlstate: str) -> SqlError:
+    with pytest.raises(SqlError) as info:
+        list(session.execute(sql))
+    assert info.value.sqlstate == sqlstate, str(info.value)
+    return info.value
+
+
+def test_drop_unknown_table_names_the_current_database(session):
+    list(session.execute("CREATE DATABASE sales; USE sales"))
+    err = _fails(session, "DROP TABLE nope", "42P01")
+    assert "sales.nope" in str(err) and "default" not in str(err), str(err)
+    assert list(session.execute("DROP TABLE IF EXISTS nope"))[-1].message == "Table does not exist"
+
+
+@pytest.mark.parametrize("depth", [100, 5000])
+def test_deeply_nested_query_is_statement_too_complex(session, depth):
+    # 100 passes the splitter but exhausts sqlglot's recursion; 5000 is refused by the splitter.
+    err = _fails(session, "SELECT " + "(" * depth + "1" + ")" * depth, "54001")
+    assert "too complex" in str(err)
+
+
+def test_spark_catalog_warehouse_is_the_scratch_directory(spark):
+    configured = spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:")
+    assert os.path.normpath(configured) == os.path.normpath(scratch_warehouse_dir())
