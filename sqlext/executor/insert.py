@@ -7,8 +7,9 @@ the ``dyntable`` data source in one commit. Primary-key writes skip compaction i
 and compact afterwards in one distributed job (one Spark task per bucket that needs it).
 
 Columns left out of a column list get their declared default (``fields.<c>.default-value``,
-which CREATE TABLE's ``DEFAULT`` stores), and a bare ``DEFAULT`` in a ``VALUES`` row stands for the
-default of the column it fills (NULL without one), as in Spark.
+which CREATE TABLE's ``DEFAULT`` stores), a bare ``DEFAULT`` in a ``VALUES`` row stands for the
+default of the column it fills (NULL without one), as in Spark, and a NULL written to a column
+with a default becomes the default (Paimon's documented rule for INSERT, UPDATE and MERGE).
 
 ``INSERT OVERWRITE`` without a full static partition replaces, as Spark and Paimon's Spark
 integration do by default (``static`` mode), the whole table (or everything under the static
@@ -178,7 +179,10 @@ def shape_frame(
     for f in schema.fields:
         spark_type = paimon_to_spark_ddl(f.type)
         if f.name in provided:
-            exprs.append(F.col(_quote(provided[f.name])).cast(spark_type).alias(f.name))
+            value = F.col(_quote(provided[f.name])).cast(spark_type)
+            if f.name in defaults:  # Paimon's writers turn a NULL into the column's default
+                value = F.coalesce(value, F.expr(defaults[f.name]))
+            exprs.append(value.alias(f.name))
         elif f.name in static:
             exprs.append(F.lit(static[f.name]).cast(spark_type).alias(f.name))
         elif f.name in computed:

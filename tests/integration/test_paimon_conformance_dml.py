@@ -275,6 +275,10 @@ def test_insert_with_default_values(session):
     assert contents(session, "T") == [(1, 2, "my_value"), (2, 2, "my_value"), (3, 2, "my_value")]
     run(session, "UPDATE T SET b = DEFAULT, c = 'x' WHERE a = 3")
     assert (3, 2, "x") in contents(session, "T")
+    # Paimon docs flink/default-value: a NULL written to a column with a default becomes the default
+    # (DefaultValueTest "Default Value: MAP TYPE" shows the same for explicit NULLs).
+    run(session, "INSERT INTO T VALUES (4, NULL, NULL)")
+    assert (4, 2, "my_value") in contents(session, "T")
 
 
 # -- DROP PARTITION ---------------------------------------------------------------------------------------
