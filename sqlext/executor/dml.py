@@ -362,7 +362,7 @@ class _MergePlan:
         self.key_checks: dict[int, tuple[str, Assigned]] = {}
         self.values = [self._clause_values(j, c) for j, c in enumerate(n.clauses)]
 
-    def _ids(self, *actions: str) -> list[int]:
+    def ids(self, *actions: str) -> list[int]:
         return [j for j, act in enumerate(self.actions) if act in actions]
 
     def target_column(self, name: str) -> str:
@@ -539,7 +539,7 @@ class _MergePlan:
     def counts(self, joined: DataFrame) -> dict[str, int]:
         per_clause = {r[0]: r[1] for r in joined.groupBy(_CLAUSE).count().collect()}
         return {
-            act: sum(per_clause.get(j, 0) for j in self._ids(act)) for act in ("update", "delete", "insert")
+            act: sum(per_clause.get(j, 0) for j in self.ids(act)) for act in ("update", "delete", "insert")
         }
 
     # -- outcome -------------------------------------------------------------------------------------
@@ -559,24 +559,24 @@ class _MergePlan:
         """Primary-key table: only the changed rows, each with its row kind."""
         clause = F.col(_CLAUSE)
         kind = (
-            F.when(clause.isin(self._ids("delete")), F.lit("-D"))
-            .when(clause.isin(self._ids("update")), F.lit("+U"))
+            F.when(clause.isin(self.ids("delete")), F.lit("-D"))
+            .when(clause.isin(self.ids("update")), F.lit("+U"))
             .otherwise(F.lit("+I"))
         )
         return self.project(joined.where(clause >= 0), kind.alias(ROWKIND))
 
     def touched(self, joined: DataFrame) -> DataFrame:
-        return joined.where(F.col(_CLAUSE).isin(self._ids("update", "delete")))
+        return joined.where(F.col(_CLAUSE).isin(self.ids("update", "delete")))
 
     def inserted_rows(self, joined: DataFrame) -> DataFrame:
-        return self.project(joined.where(F.col(_CLAUSE).isin(self._ids("insert"))))
+        return self.project(joined.where(F.col(_CLAUSE).isin(self.ids("insert"))))
 
     def target_rows(self, joined: DataFrame) -> DataFrame:
         """Each target row once (the copy its clause applies to, if any), minus the deleted ones."""
         clause = F.col(_CLAUSE)
         first = F.row_number().over(Window.partitionBy(_RID).orderBy(clause.desc()))
         once = joined.where(F.col(_T).isNotNull()).withColumn(f"{_P}rn", first).where(F.col(f"{_P}rn") == 1)
-        return once.where(~clause.isin(self._ids("delete")))
+        return once.where(~clause.isin(self.ids("delete")))
 
 
 def merge(s: SqlSession, n: ast.Merge, stmt: Statement) -> StatementResult:
@@ -587,6 +587,15 @@ def merge(s: SqlSession, n: ast.Merge, stmt: Statement) -> StatementResult:
     _check_rewritable(table, "MERGE INTO", stmt)
     pinned = _Pinned(s, table)
     plan = _MergePlan(s, table, n, stmt, pinned.view())
+    if table.primary_keys and plan.ids("delete") and not _deletes_remove_rows(table):
+        # The written -D would be dropped (ignore-delete) or refused by the merge engine at read time.
+        raise UnsupportedStatementError(
+            f"MERGE ... THEN DELETE is not supported on '{table.name}': its options do not let a delete "
+            "row remove a key (partial-update needs 'partial-update.remove-record-on-delete' = 'true'; "
+            "'ignore-delete' drops deletes); run DELETE FROM instead",
+            line=stmt.line,
+            column=stmt.column,
+        )
     joined = plan.joined_frame().localCheckpoint()  # evaluated once: checks, counts and the write agree
     plan.check_cardinality(joined)
     plan.check_keys(joined)

@@ -133,6 +133,16 @@ def test_update_primary_key_column_refused_but_self_assignment_accepted(session)
     assert contents(session, "t") == [(1, "a", 5), (2, "b", 2)]
 
 
+def test_merge_delete_refused_where_a_delete_row_cannot_remove_the_key(session):
+    # PrimaryKeyTableUtils.validatePKUpsertDeletable: partial-update takes -D only with
+    # 'partial-update.remove-record-on-delete'; a written -D would make the table unreadable.
+    pk_table(session, "t", "partial-update")
+    run(session, "INSERT INTO t VALUES (1, 'a', 10), (2, 'b', 20)")
+    refused(session, "MERGE INTO t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN DELETE", "0A000",
+            "remove-record-on-delete")
+    assert contents(session, "t") == [(1, "a", 10), (2, "b", 20)]
+
+
 # -- nested field UPDATE -------------------------------------------------------------------------------
 def test_update_struct_field(session):
     # UpdateTableTestBase "test update with struct column" and "test update with conflicted column".
