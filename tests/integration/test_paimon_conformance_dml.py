@@ -268,6 +268,30 @@ def test_insert_overwrite_dynamic_by_session_setting(session):
         run(session, "RESET spark.sql.sources.partitionOverwriteMode")
 
 
+@pytest.mark.parametrize("pk", [True, False])
+def test_dynamic_overwrite_multi_partitioned(session, pk):
+    # InsertOverwriteTableTestBase "dynamic insert overwrite mutil-partitioned table": with static
+    # values for some partition columns, only the written partitions under them are replaced.
+    key = ", PRIMARY KEY (a, pt1, pt2) NOT ENFORCED" if pk else ""
+    run(session, f"CREATE TABLE T (a INT, b STRING, pt1 STRING, pt2 INT{key}) PARTITIONED BY (pt1, pt2)")
+    run(session, "INSERT INTO T VALUES (1, 'a', 'ptv1', 11), (2, 'b', 'ptv1', 11), (3, 'c', 'ptv1', 22), (4, 'd', 'ptv2', 22)")
+    run(session, "SET spark.sql.sources.partitionOverwriteMode = dynamic")
+    try:
+        run(session, "INSERT OVERWRITE T PARTITION (pt2 = 22) VALUES (3, 'c2', 'ptv1'), (4, 'd2', 'ptv3')")
+        assert contents(session, "T") == sorted(
+            [(1, "a", "ptv1", 11), (2, "b", "ptv1", 11), (3, "c2", "ptv1", 22), (4, "d", "ptv2", 22),
+             (4, "d2", "ptv3", 22)], key=repr)
+        run(session, "INSERT OVERWRITE T PARTITION (pt1 = 'ptv3') VALUES (4, 'd3', 22)")
+        run(session, "INSERT OVERWRITE T PARTITION (pt1 = 'ptv1', pt2 = 11) VALUES (5, 'e')")
+        assert contents(session, "T") == sorted(
+            [(3, "c2", "ptv1", 22), (4, "d", "ptv2", 22), (4, "d3", "ptv3", 22), (5, "e", "ptv1", 11)], key=repr)
+        run(session, "INSERT OVERWRITE T VALUES (1, 'a5', 'ptv1', 11), (3, 'c5', 'ptv1', 22), (4, 'd5', 'ptv3', 22)")
+        assert contents(session, "T") == sorted(
+            [(1, "a5", "ptv1", 11), (3, "c5", "ptv1", 22), (4, "d", "ptv2", 22), (4, "d5", "ptv3", 22)], key=repr)
+    finally:
+        run(session, "RESET spark.sql.sources.partitionOverwriteMode")
+
+
 def test_insert_overwrite_dynamic_by_table_option(session):
     # Paimon's table option dynamic-partition-overwrite, when set on the table.
     _overwrite_table(session, " WITH ('dynamic-partition-overwrite' = 'true')")
