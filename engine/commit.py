@@ -185,20 +185,33 @@ class _SequenceRebase:
         return entries
 
     def _shifts(self, latest: Snapshot | None) -> dict[tuple[bytes, int], int]:
+        """Per (partition, bucket): how far to move our numbers so they follow every racing write.
+
+        Only a racing file whose key range overlaps ours forces a move (disjoint keys never merge
+        with each other, so their numbers may interleave): writers on one bucket with separate
+        keys do not rewrite each other's files.
+        """
         if latest is None or all(m.sequence_base == latest.id for m in self.messages):
             return {}  # nobody committed since the writers started: their numbers are already the newest
-        ours: dict[tuple[bytes, int], int] = {}
+        from engine.lsm.key_order import key_range_decoder
+
+        key_range = key_range_decoder([self.store.schema.field(k).type for k in self.store.schema.trimmed_primary_keys])
+        ours: dict[tuple[bytes, int], tuple[int, list[tuple[object, object]]]] = {}
         for m in self.messages:
-            low = min(f.min_sequence_number for f in m.new_files)
             key = (m.partition, m.bucket)
-            ours[key] = min(ours.get(key, low), low)
+            low, ranges = ours.get(key, (min(f.min_sequence_number for f in m.new_files), []))
+            low = min([low, *(f.min_sequence_number for f in m.new_files)])
+            ours[key] = (low, ranges + [key_range(f) for f in m.new_files])
         partitions = {p for p, _ in ours}
         newest: dict[tuple[bytes, int], int] = {}
         for e in self.store.live_entries(latest, lambda p: p in partitions):
             key = (e.partition, e.bucket)
-            if key in ours:
+            if key not in ours or e.file.max_sequence_number < ours[key][0]:
+                continue
+            lo, hi = key_range(e.file)
+            if any(lo <= our_hi and our_lo <= hi for our_lo, our_hi in ours[key][1]):
                 newest[key] = max(newest.get(key, -1), e.file.max_sequence_number)
-        return {key: newest[key] + 1 - low for key, low in ours.items() if newest.get(key, -1) >= low}
+        return {key: newest[key] + 1 - low for key, (low, _) in ours.items() if newest.get(key, -1) >= low}
 
     def _shifted(self, m: CommitMessage, f: DataFileMeta, shift: int) -> DataFileMeta:
         if shift == 0:

@@ -294,3 +294,18 @@ def test_unknown_outcome_then_retry_with_the_same_identifier_applies_once(catalo
     assert retry.snapshot_ids == ()
     assert t.refresh().to_arrow().to_pydict() == {"id": [1], "total": [104]}
     assert _files_on_disk(t) == before  # the retry's copies were removed
+
+
+def test_racing_writers_with_disjoint_keys_are_not_rewritten(catalog):
+    t = _pk_table(catalog)
+    t.write_arrow(_kv([1], "start"))
+    wa, wb = t.new_writer(), t.new_writer()
+    wa.write(_kv([10, 11], "A"))
+    wb.write(_kv([20, 21], "B"))
+    ma, mb = wa.prepare_commit(), wb.prepare_commit()
+    t.new_commit().commit(mb)
+    t.new_commit().commit(ma)
+    fresh = catalog.get_table("db.t")
+    live = {e.file.file_name for e in fresh.store.live_entries(fresh.latest_snapshot())}
+    assert {f.file_name for m in ma for f in m.new_files} <= live  # committed as written, no rewrite
+    assert _rows(fresh) == [(1, "start", "a"), (10, "A", "a"), (11, "A", "a"), (20, "B", "a"), (21, "B", "a")]
