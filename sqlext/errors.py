@@ -22,6 +22,7 @@ from engine.errors import (
     NoSuchColumnError,
     NotFoundError,
     StorageError,
+    UnsupportedTableError,
 )
 
 SYNTAX_ERROR = "42601"
@@ -189,7 +190,7 @@ def sqlstate_for(error: BaseException) -> str:
 
     Returns:
         The five-character SQLSTATE: the SQL error's own, or the engine error kind's mapping
-        (not found 42P01, unknown column 42703, exists 42710, invalid 22023, conflict 40001,
+        (not found 42P01, unknown column 42703, exists 42710, unsupported table feature 0A000, invalid 22023, conflict 40001,
         corrupt XX001, storage 58030), 54001 for a statement too deep to parse (RecursionError),
         or XX000 for anything else.
     """
@@ -203,6 +204,8 @@ def sqlstate_for(error: BaseException) -> str:
         return UNDEFINED_TABLE
     if isinstance(error, AlreadyExistsError):
         return DUPLICATE_OBJECT
+    if isinstance(error, UnsupportedTableError):
+        return FEATURE_NOT_SUPPORTED
     if isinstance(error, InvalidArgumentError):
         return INVALID_PARAMETER_VALUE
     if isinstance(error, CommitConflictError):

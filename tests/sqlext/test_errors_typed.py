@@ -59,3 +59,9 @@ def test_spark_warehouse_dir_is_never_the_current_directory():
     path = scratch_warehouse_dir()
     assert os.path.isabs(path)
     assert not path.startswith(os.getcwd() + os.sep)
+
+
+def test_a_table_feature_dyntable_does_not_support_is_0A000():
+    from engine.errors import UnsupportedTableError
+
+    assert sqlstate_for(UnsupportedTableError("deletion vectors")) == "0A000"
