@@ -52,6 +52,7 @@ from engine.errors import (
     CommitConflictError,
     CommitStateUnknownError,
     InvalidArgumentError,
+    NoSuchPartitionError,
     NoSuchSnapshotError,
     StorageError,
 )
@@ -368,10 +369,30 @@ class FileStoreCommit:
             delete_uncommitted(self.store, messages)
             raise
 
-    def drop_partitions(self, partitions: Sequence[Mapping[str, object]], identifier: int = BATCH_COMMIT_IDENTIFIER) -> CommitResult:
-        """Mark-delete every file of the given partitions (one OVERWRITE snapshot)."""
+    def drop_partitions(
+        self, partitions: Sequence[Mapping[str, object]], identifier: int = BATCH_COMMIT_IDENTIFIER, *,
+        if_exists: bool = True,
+    ) -> CommitResult:
+        """Mark-delete every file of the given partitions (one OVERWRITE snapshot).
+
+        ``if_exists=False``: every spec must match a live partition of the snapshot the drop
+        lands on, else NoSuchPartitionError and nothing is dropped (checked inside the commit,
+        so a concurrent change between the check and the drop cannot slip through).
+        """
         matchers = [self._static_partition_matcher(p) for p in partitions]
-        return self._replace(lambda part: any(m(part) for m in matchers), [], identifier, None)
+        if if_exists:
+            return self._replace(lambda part: any(m(part) for m in matchers), [], identifier, None)
+
+        def all_present(live: Sequence[ManifestEntry]) -> None:
+            present = {e.partition for e in live}
+            missing = [spec for spec, m in zip(partitions, matchers, strict=True) if not any(m(p) for p in present)]
+            if missing:
+                raise NoSuchPartitionError(
+                    f"partition(s) {', '.join(str(dict(m)) for m in missing)} not found in {self.store.paths.root}; "
+                    "nothing was dropped"
+                )
+
+        return self._replace(lambda part: any(m(part) for m in matchers), [], identifier, None, check_live=all_present)
 
     def truncate(self, identifier: int = BATCH_COMMIT_IDENTIFIER) -> CommitResult:
         return self._replace(lambda _p: True, [], identifier, None)
@@ -462,9 +483,12 @@ class FileStoreCommit:
         properties: Mapping[str, str] | None,
         base_snapshot_id: int | None = None,
         index_adds: Sequence[IndexManifestEntry] = (),
+        check_live: Callable[[Sequence[ManifestEntry]], None] | None = None,
     ) -> CommitResult:
         snapshots = self.store.snapshots
         start = snapshots.latest() if base_snapshot_id is None else snapshots.get(base_snapshot_id)
+        if check_live is not None:
+            check_live(self.store.live_entries(start, select))
         if not adds and not self.store.live_entries(start, select):
             return CommitResult(())
 
@@ -472,6 +496,8 @@ class FileStoreCommit:
             self._check_unchanged(start, latest, select)
             # Delete what is live now (a compaction since `start` moved or merged files, not rows).
             live = self.store.live_entries(latest, select)
+            if check_live is not None:
+                check_live(live)
             deletes = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file) for e in live]
             return deletes + adds
 

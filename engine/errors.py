@@ -33,6 +33,10 @@ class NoSuchSnapshotError(NotFoundError):
     """The snapshot does not exist (never written, or expired)."""
 
 
+class NoSuchPartitionError(NotFoundError):
+    """The partition does not exist (no live file in it)."""
+
+
 class NoSuchTagError(NotFoundError):
     """The tag does not exist."""
 

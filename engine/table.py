@@ -274,10 +274,11 @@ class Table:
                     raise
         return CommitResult(())
 
-    def drop_partitions(self, partitions: Sequence[Mapping[str, object]]) -> CommitResult:
+    def drop_partitions(self, partitions: Sequence[Mapping[str, object]], *, if_exists: bool = True) -> CommitResult:
+        """Drop partitions in one commit; ``if_exists=False`` refuses (dropping nothing) if any is missing."""
         if not self.partition_keys:
             raise InvalidArgumentError(f"table '{self.name}' is not partitioned")
-        return self.new_commit().drop_partitions(partitions)
+        return self.new_commit().drop_partitions(partitions, if_exists=if_exists)
 
     def truncate(self) -> CommitResult:
         return self.new_commit().truncate()

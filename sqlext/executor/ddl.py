@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from engine.errors import NoSuchPartitionError
 from engine.schema import (
     AddColumn,
     DropColumn,
@@ -251,19 +252,13 @@ def drop_partitions(s: SqlSession, n: ast.DropPartitions, stmt: Statement) -> St
     require_managed(s, n.table, stmt)
     table = s.table(n.table)
     specs = [coerce_spec(table.schema, p.values()) for p in n.partitions]
-    if not n.if_exists:  # Spark: one missing partition fails the whole statement, nothing dropped
-        from sqlext.executor.describe import _matches
-        from sqlext.procedures import live_partitions
-
-        live = live_partitions(table) if table.partition_keys else []
-        missing = [spec for spec in specs if not any(_matches(p, spec) for p in live)]
-        if missing:
-            raise SqlAnalysisError(
-                f"partition(s) {', '.join(str(m) for m in missing)} not found in '{table.name}' "
-                "(nothing dropped; use DROP IF EXISTS PARTITION to skip missing partitions)",
-                line=stmt.line, column=stmt.column, sqlstate="428FT",
-            )
-    result = table.drop_partitions(specs)
+    try:  # Spark: one missing partition fails the whole statement, nothing dropped
+        result = table.drop_partitions(specs, if_exists=n.if_exists)
+    except NoSuchPartitionError as e:
+        raise SqlAnalysisError(
+            f"{e} (use DROP IF EXISTS PARTITION to skip missing partitions)",
+            line=stmt.line, column=stmt.column, sqlstate="428FT",
+        ) from None
     return done(stmt, f"Dropped {len(specs)} partition spec(s)" + ("" if result.snapshot_ids else " (nothing matched)"))
 
 

@@ -309,3 +309,21 @@ def test_racing_writers_with_disjoint_keys_are_not_rewritten(catalog):
     live = {e.file.file_name for e in fresh.store.live_entries(fresh.latest_snapshot())}
     assert {f.file_name for m in ma for f in m.new_files} <= live  # committed as written, no rewrite
     assert _rows(fresh) == [(1, "start", "a"), (10, "A", "a"), (11, "A", "a"), (20, "B", "a"), (21, "B", "a")]
+
+
+def test_drop_of_a_missing_partition_refuses_the_whole_drop(catalog):
+    from engine.errors import NoSuchPartitionError
+
+    t = catalog.create_table("db.ap", KV, partition_keys=["p"])
+    t.write_arrow(_kv([1], "x", p="a"))
+    with pytest.raises(NoSuchPartitionError, match="nothing was dropped"):
+        t.drop_partitions([{"p": "a"}, {"p": "zz"}], if_exists=False)
+    assert _rows(t) == [(1, "x", "a")]
+    t.write_arrow(_kv([2], "y", p="b"))
+    committer = t.new_commit()
+    # Partition b vanishes between the statement's start and its publish: still refused.
+    state = _race_before_publish(committer, lambda: t.refresh().drop_partitions([{"p": "b"}]))
+    with pytest.raises((NoSuchPartitionError, CommitConflictError)):  # either way: nothing is dropped
+        committer.drop_partitions([{"p": "a"}, {"p": "b"}], if_exists=False)
+    assert state["raced"] == 1
+    assert _rows(t) == [(1, "x", "a")]
