@@ -74,6 +74,8 @@ class DataField:
     name: str
     type: DataType
     description: str | None = None
+    #: Java Paimon's ``defaultValue`` (newer writers): kept verbatim so rewriting a schema never drops it.
+    default_value: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,10 +255,12 @@ def type_to_json(t: DataType) -> str | dict[str, Any]:
 
 
 def field_to_json(f: DataField) -> dict[str, Any]:
-    """Encode a DataField as Paimon does: ``id, name, type`` and ``description`` when set."""
+    """Encode a DataField as Paimon does: ``id, name, type``, ``description`` and ``defaultValue`` when set."""
     out: dict[str, Any] = {"id": f.id, "name": f.name, "type": type_to_json(f.type)}
     if f.description is not None:
         out["description"] = f.description
+    if f.default_value is not None:
+        out["defaultValue"] = f.default_value
     return out
 
 
@@ -344,8 +348,10 @@ def _field_from_json(obj: Any, ids: Callable[[], int]) -> DataField:
     elif not isinstance(fid, int) or isinstance(fid, bool):
         raise InvalidArgumentError(f"field id must be an integer, got {fid!r}")
     desc = obj.get("description")
+    default = obj.get("defaultValue")
     t = _type_from_json(obj["type"], ids)
-    return DataField(fid, obj["name"], t, desc if isinstance(desc, str) else None)
+    return DataField(fid, obj["name"], t, desc if isinstance(desc, str) else None,
+                     default if isinstance(default, str) else None)
 
 
 # ---- SQL type text (CREATE TABLE / ALTER COLUMN, Flink or Spark style) -----------------------

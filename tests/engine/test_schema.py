@@ -527,3 +527,15 @@ def test_dataclass_holds_plain_types() -> None:
     assert isinstance(s.fields, tuple) and isinstance(s.partition_keys, tuple)
     assert dict(s.options) == {"k": "v"} and s.options == {"k": "v"}
     assert isinstance(s.field("a").type, DataType)
+
+
+def test_java_default_value_survives_a_schema_change() -> None:
+    """Newer Java writers store a column's DEFAULT as ``defaultValue``; rewriting the schema keeps it."""
+    from engine.schema import AddColumn
+
+    obj = json.loads(make().to_json())
+    obj["fields"][1]["defaultValue"] = "'my_value'"
+    s = TableSchema.from_json(json.dumps(obj))
+    assert s.field("v").default_value == "'my_value'"
+    evolved = s.apply_changes([AddColumn("extra", INT())])
+    assert json.loads(evolved.to_json())["fields"][1]["defaultValue"] == "'my_value'"
