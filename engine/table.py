@@ -20,7 +20,8 @@ from engine.identifier import Identifier
 from engine.io import FileIO
 from engine.meta.paths import TablePaths
 from engine.meta.refs import ConsumerStore, TagStore
-from engine.meta.snapshot import Snapshot
+from engine.meta.snapshot import Snapshot, Tag
+from engine.ops.tags import TagDeletion, TagOps, TimeRetained
 from engine.read.split_reader import SplitReader
 from engine.scan.planner import Plan, TableScan, resolve_time_travel, store_at
 from engine.scan.predicate import Predicate
@@ -29,6 +30,7 @@ from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 
 if TYPE_CHECKING:
     from engine.catalog import FileSystemCatalog
+    from engine.ops.rollback import RollbackResult
 
 log = logging.getLogger(__name__)
 
@@ -289,3 +291,40 @@ class Table:
         if self.catalog is None:
             raise InvalidArgumentError("this table was opened without a catalog")
         return self.catalog.get_table(ident)
+
+    # -- tags and rollback (engine.ops) -----------------------------------------------------------
+    def create_tag(self, name: str, snapshot_id: int | None = None, time_retained: TimeRetained = None) -> Tag:
+        """Tag a snapshot (default: the latest); TagAlreadyExistsError / NoSuchSnapshotError change nothing."""
+        return TagOps(self.store).create(name, snapshot_id, time_retained)
+
+    def create_tag_from_timestamp(self, name: str, timestamp_millis: int, time_retained: TimeRetained = None) -> Tag:
+        """Tag the first snapshot (or tagged snapshot) committed at or after ``timestamp_millis``."""
+        return TagOps(self.store).create_from_timestamp(name, timestamp_millis, time_retained)
+
+    def replace_tag(self, name: str, snapshot_id: int | None = None, time_retained: TimeRetained = None) -> Tag:
+        return TagOps(self.store).replace(name, snapshot_id, time_retained)
+
+    def rename_tag(self, old: str, new: str) -> None:
+        TagOps(self.store).rename(old, new)
+
+    def delete_tags(self, names: str | Sequence[str], *, dry_run: bool = False) -> TagDeletion:
+        """Delete tags and the files no other snapshot, tag or branch references (``dry_run``: only report)."""
+        return TagOps(self.store).delete(names, dry_run=dry_run)
+
+    def delete_tag(self, name: str, *, dry_run: bool = False) -> TagDeletion:
+        return self.delete_tags([name], dry_run=dry_run)
+
+    def expire_tags(self, older_than: object = None, *, dry_run: bool = False) -> TagDeletion:
+        """Delete tags past their retention, or created before ``older_than`` (datetime or epoch ms)."""
+        return TagOps(self.store).expire(older_than, dry_run=dry_run)  # type: ignore[arg-type]
+
+    def rollback_to(self, version: int | str) -> RollbackResult:
+        """Make a snapshot id's or tag's content the table's, as a new snapshot (metadata only)."""
+        from engine.ops.rollback import rollback_to
+
+        return rollback_to(self.store, version)
+
+    def rollback_to_timestamp(self, timestamp_millis: int) -> RollbackResult:
+        from engine.ops.rollback import rollback_to_timestamp
+
+        return rollback_to_timestamp(self.store, timestamp_millis)

@@ -19,7 +19,12 @@ def validate_ref_name(kind: str, name: str, *, new: bool = False) -> None:
 
 
 class TagStore:
-    """Tags of one branch."""
+    """Tags of one branch.
+
+    Calling the store lists the tags (``table.tags()`` → name → Tag, as Paimon's ``Table.tags``);
+    its methods read and write single tag files. Tag *operations* (create, delete with file
+    cleanup, expire) live in ``engine.ops.tags``.
+    """
 
     def __init__(self, io: FileIO, paths: TablePaths) -> None:
         self.io = io
@@ -49,7 +54,17 @@ class TagStore:
             raise CorruptMetadataError(f"tag file {path} is corrupt: {e}") from e
 
     def all(self) -> dict[str, Tag]:
-        return {n: self.get(n) for n in self.names()}
+        """Every tag of the branch; one deleted while listing is left out."""
+        out = {}
+        for n in self.names():
+            try:
+                out[n] = self.get(n)
+            except NoSuchTagError:
+                continue
+        return out
+
+    def __call__(self) -> dict[str, Tag]:
+        return self.all()
 
     def write(self, name: str, tag: Tag) -> None:
         validate_ref_name("tag", name, new=True)

@@ -1,0 +1,477 @@
+"""Which files of a table are still needed: the reachability of every anchor of every branch.
+
+One job: given a table root, list the anchors that protect files (every snapshot, tag and
+long-lived changelog of the main branch and of every ``branch/branch-*``) and compute, at one
+point, the files they reference. Everything that deletes files (deleting tags and branches,
+snapshot expiration, orphan cleanup) subtracts such a set from its candidates, so this module is
+the one place that decides "in use".
+
+What an anchor references (``paimon-format.md`` §1, §3, §4):
+
+* snapshot / tag: its base, delta and changelog manifest lists; every manifest they name; the
+  data files **live** in it (base + delta merged, §6.5) with their extra files (``.index``);
+  the changelog files of its changelog manifests; its index manifest and every index file that
+  manifest lists; its statistics file. A file named only by a DELETE entry (deleted by this very
+  snapshot) is not referenced: no reader opens it, and Paimon's expiration deletes it too.
+* long-lived changelog (``changelog/changelog-N``): its delta and changelog manifest lists, their
+  manifests, the files they ADD and the changelog files (the base list may be gone, by design).
+* consumers protect snapshots (their ``nextSnapshot`` and later), which are anchors anyway.
+
+Fail closed: an anchor or manifest that cannot be read (corrupt, missing, a failed listing)
+raises :class:`UnsafeToDeleteError` naming the file, and callers delete no data file. A snapshot
+or tag that vanishes between the listing and the read was removed concurrently (expired or
+deleted) and simply is no anchor any more.
+
+Cost: every snapshot/tag JSON and manifest list is read once, every distinct manifest decoded
+once (the manifest cache is shared with planning). Live sets are not rebuilt per anchor: anchors
+are visited in snapshot order and each one's manifest sequence usually extends the previous one's
+(a commit appends its delta manifest to the previous snapshot's manifests), so only the new
+manifests are merged in; a manifest merge or another branch restarts the fold. ``explain=True``
+additionally records, per file, every anchor that keeps it (cost: the live set per anchor).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from engine.errors import CorruptMetadataError, DyntableError, NoSuchSnapshotError, NoSuchTagError
+from engine.identifier import MAIN_BRANCH, validate_name
+from engine.io import FileIO
+from engine.meta.binary_row import deserialize_row
+from engine.meta.index_files import IndexManifestEntry, IndexStore
+from engine.meta.manifest import FileKind, ManifestEntry
+from engine.meta.paths import TablePaths, join, parse_versioned_id
+from engine.meta.refs import TagStore
+from engine.meta.snapshot import Snapshot
+from engine.meta.snapshot_store import SnapshotStore
+from engine.store import FileStore
+
+
+class UnsafeToDeleteError(CorruptMetadataError):
+    """A file that could protect data cannot be read, so nothing may be deleted.
+
+    ``path`` names the unreadable file (snapshot, tag, branch directory or manifest): restore or
+    repair it, then run the operation again. No data file was deleted.
+    """
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class FileKindRef(StrEnum):
+    """What a referenced file is (deletion order and reporting use it)."""
+
+    DATA = "data"
+    EXTRA = "extra"  # a data file's extra file (file index)
+    CHANGELOG = "changelog"
+    MANIFEST = "manifest"
+    MANIFEST_LIST = "manifest-list"
+    INDEX_MANIFEST = "index-manifest"
+    INDEX = "index"
+    STATISTICS = "statistics"
+
+
+#: Deletion order: what a crash leaves behind is only ever unreferenced, but data first and the
+#: metadata describing it last keeps a half-finished deletion explainable.
+DELETE_ORDER = (
+    FileKindRef.DATA, FileKindRef.EXTRA, FileKindRef.CHANGELOG, FileKindRef.INDEX, FileKindRef.STATISTICS,
+    FileKindRef.MANIFEST, FileKindRef.INDEX_MANIFEST, FileKindRef.MANIFEST_LIST,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """Something that keeps files alive: ``kind`` is ``snapshot``, ``tag`` or ``changelog``."""
+
+    kind: str
+    branch: str
+    name: str  # the snapshot id (snapshot, changelog) or the tag name
+    snapshot: Snapshot = field(compare=False, hash=False, repr=False)
+
+    def __str__(self) -> str:
+        where = "" if self.branch == MAIN_BRANCH else f" of branch {self.branch}"
+        return f"{self.kind} {self.name}{where}"
+
+
+@dataclass(frozen=True, slots=True)
+class FileRef:
+    kind: FileKindRef
+    size: int | None  # bytes when the metadata records it; None = unknown (ask the file system)
+
+
+@dataclass
+class Reachable:
+    """Files referenced by a set of anchors: full path → :class:`FileRef`.
+
+    ``reasons`` (only with ``explain=True``): full path → the anchors that reference it.
+    """
+
+    files: dict[str, FileRef] = field(default_factory=dict)
+    anchors: list[Anchor] = field(default_factory=list)
+    reasons: dict[str, list[Anchor]] | None = None
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.files
+
+    def paths(self, kind: FileKindRef | None = None) -> set[str]:
+        return {p for p, r in self.files.items() if kind is None or r.kind is kind}
+
+    def _add(self, path: str, kind: FileKindRef, size: int | None) -> None:
+        if path not in self.files:
+            self.files[path] = FileRef(kind, size)
+
+
+def _unsafe(path: str, e: BaseException) -> UnsafeToDeleteError:
+    return UnsafeToDeleteError(
+        f"cannot read {path} ({e}); it may protect files, so nothing was deleted — repair or restore it and retry",
+        path,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Anchors
+
+
+def branch_names(io: FileIO, root: str) -> list[str]:
+    """``main`` and every branch found under ``branch/`` (fail closed on a bad directory)."""
+    branch_dir = join(root, "branch")
+    try:
+        listed = io.list_dir(branch_dir)
+    except (DyntableError, OSError) as e:
+        raise _unsafe(branch_dir, e) from e
+    names = [MAIN_BRANCH]
+    for status in listed:
+        base = status.path.rstrip("/").rsplit("/", 1)[-1]
+        if not status.is_dir or not base.startswith("branch-"):
+            continue
+        name = base[len("branch-") :]
+        try:
+            validate_name("branch", name)
+        except DyntableError as e:
+            raise _unsafe(status.path, e) from e
+        names.append(name)
+    return names
+
+
+def branch_anchors(io: FileIO, paths: TablePaths) -> list[Anchor]:
+    """The snapshots, tags and long-lived changelogs of one branch, in snapshot-id order."""
+    branch = paths.branch
+    snapshots = SnapshotStore(io, paths)
+    anchors: list[Anchor] = []
+    try:
+        ids = snapshots.list_ids()
+    except (DyntableError, OSError) as e:
+        raise _unsafe(paths.snapshot_dir, e) from e
+    for sid in ids:
+        try:
+            anchors.append(Anchor("snapshot", branch, str(sid), snapshots.get(sid)))
+        except NoSuchSnapshotError:
+            continue  # expired since the listing: no longer an anchor
+        except (DyntableError, OSError) as e:
+            raise _unsafe(paths.snapshot_file(sid), e) from e
+    tags = TagStore(io, paths)
+    try:
+        names = tags.names()
+    except (DyntableError, OSError) as e:
+        raise _unsafe(paths.tag_dir, e) from e
+    for name in names:
+        path = join(paths.tag_dir, f"tag-{name}")
+        try:
+            anchors.append(Anchor("tag", branch, name, tags.get(name).snapshot))
+        except NoSuchTagError:
+            continue  # deleted since the listing
+        except (DyntableError, OSError) as e:
+            raise _unsafe(path, e) from e
+    changelog_dir = join(paths.branch_root, "changelog")
+    try:
+        listed = io.list_dir(changelog_dir)
+    except (DyntableError, OSError) as e:
+        raise _unsafe(changelog_dir, e) from e
+    for status in listed:
+        cid = parse_versioned_id(status.path.rsplit("/", 1)[-1], "changelog-")
+        if cid is None:
+            continue
+        try:
+            anchors.append(Anchor("changelog", branch, str(cid), Snapshot.from_json(io.read_bytes(status.path))))
+        except FileNotFoundError:
+            continue
+        except (DyntableError, OSError) as e:
+            raise _unsafe(status.path, e) from e
+    anchors.sort(key=lambda a: (a.snapshot.id, a.kind != "snapshot"))
+    return anchors
+
+
+def all_anchors(io: FileIO, root: str) -> list[Anchor]:
+    """Every anchor of every branch of the table at ``root``."""
+    out: list[Anchor] = []
+    for branch in branch_names(io, root):
+        out.extend(branch_anchors(io, TablePaths(root, branch)))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Files of anchors
+
+
+class _BranchResolver:
+    """Paths of one branch's data files (partition directory strings follow its schema's options)."""
+
+    def __init__(self, io: FileIO, root: str, branch: str) -> None:
+        paths = TablePaths(root, branch)
+        self.paths = paths
+        from engine.meta.schema_store import SchemaStore
+
+        try:
+            schema = SchemaStore(io, paths).latest()
+        except (DyntableError, OSError) as e:
+            raise _unsafe(paths.schema_dir, e) from e
+        if schema is None:
+            raise UnsafeToDeleteError(
+                f"branch {branch} of {root} has snapshots or tags but no schema in {paths.schema_dir}; "
+                "nothing was deleted", paths.schema_dir)
+        self.store = FileStore(io, paths, schema)
+        self.index = IndexStore(io, paths)
+        self._dirs: dict[bytes, str] = {}
+
+    def bucket_dir(self, partition: bytes, bucket: int) -> str:
+        part_dir = self._dirs.get(partition)
+        if part_dir is None:
+            part_dir = self.store.partition_dir(deserialize_row(partition, self.store.partition_types))
+            self._dirs[partition] = part_dir
+        return self.paths.bucket_dir(part_dir, bucket)
+
+
+class ReachabilityCollector:
+    """Computes the files of anchors; caches decoded metadata by name across calls."""
+
+    def __init__(self, io: FileIO, root: str) -> None:
+        self.io = io
+        self.root = root.rstrip("/")
+        self._resolvers: dict[str, _BranchResolver] = {}
+        self._index_manifests: dict[str, list[IndexManifestEntry]] = {}
+
+    def _resolver(self, branch: str) -> _BranchResolver:
+        r = self._resolvers.get(branch)
+        if r is None:
+            r = self._resolvers[branch] = _BranchResolver(self.io, self.root, branch)
+        return r
+
+    def _read_list(self, ms, name: str):  # type: ignore[no-untyped-def]
+        try:
+            return ms.read_list(name)
+        except (DyntableError, OSError) as e:
+            raise _unsafe(ms.paths.manifest_file(name), e) from e
+
+    def _read_entries(self, ms, name: str) -> list[ManifestEntry]:  # type: ignore[no-untyped-def]
+        try:
+            return ms.read_entries(name)
+        except (DyntableError, OSError) as e:
+            raise _unsafe(ms.paths.manifest_file(name), e) from e
+
+    def _index_entries(self, r: _BranchResolver, name: str) -> list[IndexManifestEntry]:
+        cached = self._index_manifests.get(name)
+        if cached is None:
+            try:
+                cached = r.index.read_manifest(name)
+            except (DyntableError, OSError) as e:
+                raise _unsafe(r.paths.manifest_file(name), e) from e
+            self._index_manifests[name] = cached
+        return cached
+
+    def _data_path(self, r: _BranchResolver, e: ManifestEntry) -> str:
+        if e.file.external_path:
+            return e.file.external_path
+        return join(r.bucket_dir(e.partition, e.bucket), e.file.file_name)
+
+    def collect(self, anchors: Sequence[Anchor], *, explain: bool = False) -> Reachable:
+        """The files ``anchors`` reference (see the module docstring); fail closed."""
+        out = Reachable(anchors=list(anchors), reasons={} if explain else None)
+        by_branch: dict[str, list[Anchor]] = {}
+        for a in anchors:
+            by_branch.setdefault(a.branch, []).append(a)
+        for branch, group in by_branch.items():
+            r = self._resolver(branch)
+            group = sorted(group, key=lambda a: (a.snapshot.id, a.kind != "snapshot"))
+            self._collect_branch(r, group, out)
+        return out
+
+    def _collect_branch(self, r: _BranchResolver, anchors: list[Anchor], out: Reachable) -> None:
+        ms = r.store.manifests
+        seen_lists: set[str] = set()
+        seen_manifests: set[str] = set()
+        seen_index: set[str] = set()
+        # The incremental fold: `state` is the merged live set of manifest sequence `folded`;
+        # `pending` holds identifiers added to `state` since the last anchor was flushed to `out`.
+        folded: list[str] = []
+        state: dict[tuple[object, ...], ManifestEntry] = {}
+        pending: set[tuple[object, ...]] = set()
+        for anchor in anchors:
+            snap = anchor.snapshot
+            lists: list[tuple[str, int | None, bool]] = []  # (name, size, holds data manifests)
+            if anchor.kind != "changelog":
+                lists.append((snap.base_manifest_list, snap.base_manifest_list_size, True))
+            lists.append((snap.delta_manifest_list, snap.delta_manifest_list_size, True))
+            if snap.changelog_manifest_list:
+                lists.append((snap.changelog_manifest_list, snap.changelog_manifest_list_size, False))
+            data_seq: list[str] = []
+            for name, size, is_data in lists:
+                metas = self._read_list(ms, name)
+                path = ms.paths.manifest_file(name)
+                out._add(path, FileKindRef.MANIFEST_LIST, size)
+                self._reason(out, path, anchor)
+                for m in metas:
+                    mpath = ms.paths.manifest_file(m.file_name)
+                    out._add(mpath, FileKindRef.MANIFEST, m.file_size)
+                    self._reason(out, mpath, anchor)
+                    if is_data:
+                        data_seq.append(m.file_name)
+                    elif m.file_name not in seen_manifests or out.reasons is not None:
+                        seen_manifests.add(m.file_name)
+                        for e in self._read_entries(ms, m.file_name):
+                            if e.kind is FileKind.ADD:
+                                self._add_file(r, e, FileKindRef.CHANGELOG, out, anchor)
+                if name not in seen_lists:
+                    seen_lists.add(name)
+            if anchor.kind == "changelog":
+                # Only the delta's additions: without the base there is no live set to merge into.
+                for mname in data_seq:
+                    for e in self._read_entries(ms, mname):
+                        if e.kind is FileKind.ADD:
+                            self._add_file(r, e, FileKindRef.DATA, out, anchor)
+            else:
+                if data_seq[: len(folded)] != folded:
+                    folded, state, pending = [], {}, set()
+                for mname in data_seq[len(folded) :]:
+                    self._fold(self._read_entries(ms, mname), state, pending, ms.paths.manifest_file(mname))
+                folded = data_seq
+                for key in pending:
+                    self._add_file(r, state[key], FileKindRef.DATA, out, anchor)
+                pending = set()
+                if out.reasons is not None:
+                    for e in state.values():
+                        self._reason_file(r, e, out, anchor)
+            if snap.index_manifest and (snap.index_manifest not in seen_index or out.reasons is not None):
+                seen_index.add(snap.index_manifest)
+                ipath = ms.paths.manifest_file(snap.index_manifest)
+                out._add(ipath, FileKindRef.INDEX_MANIFEST, None)
+                self._reason(out, ipath, anchor)
+                for ie in self._index_entries(r, snap.index_manifest):
+                    fpath = r.index.file_path(ie.file)
+                    out._add(fpath, FileKindRef.INDEX, ie.file.file_size)
+                    self._reason(out, fpath, anchor)
+            if snap.statistics:
+                spath = join(self.root, "statistics", snap.statistics)
+                out._add(spath, FileKindRef.STATISTICS, None)
+                self._reason(out, spath, anchor)
+
+    @staticmethod
+    def _fold(entries: Iterable[ManifestEntry], state: dict, pending: set, path: str) -> None:  # type: ignore[type-arg]
+        for e in entries:
+            key = e.identifier
+            if e.kind is FileKind.ADD:
+                if key in state:
+                    raise UnsafeToDeleteError(
+                        f"{path} adds {e.file.file_name} (bucket {e.bucket}, level {e.file.level}) which is already "
+                        "live: the manifests are inconsistent, so nothing was deleted", path)
+                state[key] = e
+                pending.add(key)
+            else:
+                # A DELETE of a file never added (Java tolerates it within a delta) removes nothing.
+                state.pop(key, None)
+                pending.discard(key)
+
+    def _add_file(self, r: _BranchResolver, e: ManifestEntry, kind: FileKindRef, out: Reachable, anchor: Anchor) -> None:
+        path = self._data_path(r, e)
+        out._add(path, kind, e.file.file_size)
+        bucket_dir = None
+        for extra in e.file.extra_files:
+            bucket_dir = bucket_dir or r.bucket_dir(e.partition, e.bucket)
+            out._add(join(bucket_dir, extra), FileKindRef.EXTRA, None)
+        self._reason_file(r, e, out, anchor)
+
+    def _reason_file(self, r: _BranchResolver, e: ManifestEntry, out: Reachable, anchor: Anchor) -> None:
+        if out.reasons is None:
+            return
+        self._reason(out, self._data_path(r, e), anchor)
+        for extra in e.file.extra_files:
+            self._reason(out, join(r.bucket_dir(e.partition, e.bucket), extra), anchor)
+
+    @staticmethod
+    def _reason(out: Reachable, path: str, anchor: Anchor) -> None:
+        if out.reasons is None:
+            return
+        anchors = out.reasons.setdefault(path, [])
+        if not anchors or anchors[-1] != anchor:
+            anchors.append(anchor)
+
+
+def reachable_files(
+    io: FileIO, root: str, *, exclude: Iterable[Anchor] = (), explain: bool = False,
+    collector: ReachabilityCollector | None = None,
+) -> Reachable:
+    """Every file referenced by every anchor of every branch of the table at ``root``.
+
+    Args:
+        io: The table's FileIO.
+        root: The table root (not a branch directory).
+        exclude: Anchors to leave out (e.g. the tags being deleted), compared by kind, branch, name.
+        explain: Also record, per file, which anchors keep it (``Reachable.reasons``).
+        collector: Reuse a collector's caches (e.g. to compute candidates and the keep set).
+
+    Raises:
+        UnsafeToDeleteError: Some snapshot, tag, branch directory or manifest cannot be read.
+    """
+    skip = set(exclude)
+    anchors = [a for a in all_anchors(io, root) if a not in skip]
+    return (collector or ReachabilityCollector(io, root)).collect(anchors, explain=explain)
+
+
+# ---------------------------------------------------------------------------------------------
+# Deleting what nothing references
+
+
+@dataclass(frozen=True, slots=True)
+class DeletionReport:
+    """What a deletion removed (or, with ``dry_run``, would remove)."""
+
+    files: tuple[tuple[str, FileKindRef, int], ...]  # (path, kind, bytes)
+    dry_run: bool = False
+
+    @property
+    def bytes(self) -> int:
+        return sum(size for _, _, size in self.files)
+
+    @property
+    def count(self) -> int:
+        return len(self.files)
+
+    def paths(self, kind: FileKindRef | None = None) -> list[str]:
+        return [p for p, k, _ in self.files if kind is None or k is kind]
+
+
+def unreferenced(candidates: Reachable, keep: Reachable) -> dict[str, FileRef]:
+    """Files of ``candidates`` that ``keep`` does not reference."""
+    return {p: ref for p, ref in candidates.files.items() if p not in keep.files}
+
+
+def delete_files(io: FileIO, doomed: dict[str, FileRef], *, dry_run: bool = False) -> DeletionReport:
+    """Delete ``doomed`` in :data:`DELETE_ORDER` (already missing files count as deleted, 0 bytes).
+
+    Unknown sizes are asked from the file system (a dry run reports them too).
+    """
+    rank = {k: i for i, k in enumerate(DELETE_ORDER)}
+    done: list[tuple[str, FileKindRef, int]] = []
+    for path, ref in sorted(doomed.items(), key=lambda item: (rank[item[1].kind], item[0])):
+        size = ref.size
+        if size is None:
+            try:
+                size = io.file_size(path)
+            except FileNotFoundError:
+                size = 0
+        if not dry_run:
+            io.delete(path)
+        done.append((path, ref.kind, size))
+    return DeletionReport(tuple(done), dry_run)

@@ -1,0 +1,184 @@
+"""Rolling a table branch back to an earlier snapshot or tag, atomically for readers.
+
+One job: make the table's content that of a target (snapshot id or tag) without deleting anything.
+
+How (and why not Paimon's way): Paimon deletes every snapshot newer than the target and moves
+LATEST, which is several file operations; a reader in between sees a half-rolled-back table and a
+crash leaves it so. Here the rollback is **one new snapshot** ``head + 1`` published with
+create-if-absent, exactly like a commit:
+
+* base manifest list = the head's data manifests; delta = DELETE entries for the head's live
+  files the target lacks and ADD entries for the target's live files the head lacks (commit kind
+  OVERWRITE, so streaming readers that skip overwrites are not fed the restored rows again);
+  index manifest = the target's (dynamic-bucket key maps must match the restored data);
+  properties ``dyntable.rollback.from`` / ``dyntable.rollback.to`` record what happened.
+* Readers see the old head or the new one, never a mix; history stays linear, so time travel to
+  the replaced snapshots keeps working while they are retained, and the replaced head is kept
+  by a backup tag ``rollback-backup-<head id>`` (created first, removed again if the rollback
+  does not happen) so it stays readable after snapshot expiration. Delete the tag to let
+  expiration and orphan cleanup reclaim its files.
+* Nothing is deleted: files only the replaced snapshots used become garbage for expiration and
+  orphan cleanup.
+* A commit that lands between reading the head and publishing makes the rollback fail with
+  CommitConflictError (nothing changed): rolling back over a commit the caller never saw would
+  silently discard it.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+
+from engine.commit import WRITER_VERSION
+from engine.errors import CommitConflictError, InvalidArgumentError, NoSuchSnapshotError, TagAlreadyExistsError
+from engine.identifier import validate_name
+from engine.meta.manifest import FileKind, ManifestEntry
+from engine.meta.refs import TagStore
+from engine.meta.snapshot import CommitKind, Snapshot, Tag, new_snapshot_uuid
+from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
+
+BACKUP_TAG_PREFIX = "rollback-backup-"
+ROLLBACK_FROM = "dyntable.rollback.from"
+ROLLBACK_TO = "dyntable.rollback.to"
+
+
+@dataclass(frozen=True, slots=True)
+class RollbackResult:
+    """``previous_snapshot_id``: the head replaced; ``current_snapshot_id``: the new head."""
+
+    previous_snapshot_id: int | None
+    current_snapshot_id: int | None
+    backup_tag: str | None = None
+
+
+def backup_tag_name(head_id: int) -> str:
+    return f"{BACKUP_TAG_PREFIX}{head_id}"
+
+
+def resolve_target(store: FileStore, version: int | str) -> tuple[Snapshot, str]:
+    """The snapshot a rollback target names, and a description (``snapshot 3`` / ``tag 't1'``).
+
+    An int (or an all-digit string that is not a tag's name) is a snapshot id; a string a tag.
+    """
+    tags = TagStore(store.io, store.paths)
+    if isinstance(version, bool):
+        raise InvalidArgumentError(f"rollback target must be a snapshot id or a tag name, not {version!r}")
+    if isinstance(version, str) and not (version.isdigit() and not tags.exists(version)):
+        validate_name("tag", version)
+        return tags.get(version).snapshot, f"tag '{version}'"
+    if isinstance(version, str):
+        version = int(version)
+    if not isinstance(version, int):
+        raise InvalidArgumentError(f"rollback target must be a snapshot id or a tag name, not {version!r}")
+    try:
+        return store.snapshots.get(version), f"snapshot {version}"
+    except NoSuchSnapshotError:
+        raise NoSuchSnapshotError(
+            f"cannot roll back to snapshot {version}: it does not exist in {store.paths.snapshot_dir} "
+            "(never written, or expired; roll back to a tag of it instead)"
+        ) from None
+
+
+def rollback_to(store: FileStore, version: int | str, *, backup: bool = True) -> RollbackResult:
+    """Make ``version`` (snapshot id or tag name) the table's content as a new snapshot."""
+    target, what = resolve_target(store, version)
+    head = store.snapshots.latest()
+    if head is None:
+        raise NoSuchSnapshotError(f"{store.paths.root} has no snapshot to roll back")
+    if _same_content(head, target):
+        return RollbackResult(head.id, head.id, None)
+    tags = TagStore(store.io, store.paths)
+    backup_name = backup_tag_name(head.id) if backup else None
+    created_backup = False
+    if backup_name is not None:
+        if tags.exists(backup_name):
+            if tags.get(backup_name).snapshot.id != head.id:
+                raise TagAlreadyExistsError(
+                    f"tag '{backup_name}' exists and does not tag snapshot {head.id}; rename or delete it, then retry"
+                )
+        else:
+            created_backup = store.io.try_create(store.paths.tag_file(backup_name), Tag(head).to_json().encode())
+    written: list[str] = []
+    try:
+        snapshot = _rollback_snapshot(store, head, target, written)
+        published = store.snapshots.try_publish(snapshot)
+    except BaseException:
+        _undo(store, written, backup_name if created_backup else None)
+        raise
+    if not published:
+        _undo(store, written, backup_name if created_backup else None)
+        raise CommitConflictError(
+            f"another commit to {store.paths.root} landed while rolling back to {what} (after snapshot {head.id}); "
+            "nothing was changed — look at the new head and retry"
+        )
+    store.snapshots.write_latest_hint(snapshot.id)
+    return RollbackResult(head.id, snapshot.id, backup_name)
+
+
+def rollback_to_timestamp(store: FileStore, timestamp_millis: int, *, backup: bool = True) -> RollbackResult:
+    """Roll back to the newest snapshot committed at or before ``timestamp_millis``."""
+    snap = store.snapshots.at_or_before(timestamp_millis)
+    if snap is None:
+        raise NoSuchSnapshotError(
+            f"{store.paths.root} has no snapshot committed at or before timestamp {timestamp_millis}"
+        )
+    return rollback_to(store, snap.id, backup=backup)
+
+
+def _same_content(a: Snapshot, b: Snapshot) -> bool:
+    return (a.base_manifest_list, a.delta_manifest_list, a.index_manifest) == (
+        b.base_manifest_list, b.delta_manifest_list, b.index_manifest)
+
+
+def _undo(store: FileStore, written: list[str], backup_name: str | None) -> None:
+    for name in written:
+        store.manifests.delete(name)
+    if backup_name is not None:
+        store.io.delete(store.paths.tag_file(backup_name))
+
+
+def _rollback_snapshot(store: FileStore, head: Snapshot, target: Snapshot, written: list[str]) -> Snapshot:
+    ms = store.manifests
+    head_live = {e.identifier: e for e in store.live_entries(head)}
+    target_live = {e.identifier: e for e in store.live_entries(target)}
+    delta = [
+        ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
+        for key, e in head_live.items() if key not in target_live
+    ] + [e for key, e in target_live.items() if key not in head_live]
+    latest_schema = store.schemas.latest()
+    schema_id = max(head.schema_id, latest_schema.id if latest_schema else 0)
+    partition_types = store.partition_types
+    delta_metas = ms.write_entries_rolling(delta, schema_id, partition_types)
+    written += [m.file_name for m in delta_metas]
+    base_name, base_size = ms.write_list(ms.data_manifests(head))
+    written.append(base_name)
+    delta_name, delta_size = ms.write_list(delta_metas)
+    written.append(delta_name)
+    added = sum(e.file.row_count for e in delta if e.kind is FileKind.ADD)
+    removed = sum(e.file.row_count for e in delta if e.kind is FileKind.DELETE)
+    row_ids = [x for x in (head.next_row_id, target.next_row_id) if x is not None]
+    return Snapshot(
+        id=head.id + 1,
+        schema_id=schema_id,
+        base_manifest_list=base_name,
+        base_manifest_list_size=base_size,
+        delta_manifest_list=delta_name,
+        delta_manifest_list_size=delta_size,
+        index_manifest=target.index_manifest,
+        commit_user=str(uuid.uuid4()),
+        commit_identifier=BATCH_COMMIT_IDENTIFIER,
+        commit_kind=CommitKind.OVERWRITE,
+        time_millis=int(time.time() * 1000),
+        total_record_count=head.total_record_count + added - removed,
+        delta_record_count=added - removed,
+        watermark=target.watermark,
+        properties={ROLLBACK_FROM: str(head.id), ROLLBACK_TO: str(target.id)},
+        next_row_id=max(row_ids) if row_ids else None,
+        writer_version=WRITER_VERSION,
+        uuid=new_snapshot_uuid(),
+    )
+
+
+__all__ = ["BACKUP_TAG_PREFIX", "RollbackResult", "backup_tag_name", "resolve_target", "rollback_to",
+           "rollback_to_timestamp"]

@@ -1,0 +1,259 @@
+"""Tag operations of one table branch: create, replace, rename, delete and expire tags.
+
+One job: change ``tag/tag-<name>`` files safely and, when tags go, delete exactly the files no
+remaining anchor needs (``engine.ops.reachability``).
+
+Rules (Paimon's, made safe):
+
+* A tag file is the tagged snapshot's JSON; ``tagCreateTime``/``tagTimeRetained`` are written only
+  with a retention (an explicit one, or ``tag.default-time-retained``), as Java does, so readers
+  older than Paimon 0.8 can still read it. Creating publishes with create-if-absent (two creators
+  of one name: one wins, the other gets TagAlreadyExistsError); replacing overwrites atomically;
+  renaming is a no-replace move.
+* Every operation validates names and existence first and changes nothing when it refuses
+  (InvalidNameError, NoSuchTagError, TagAlreadyExistsError, NoSuchSnapshotError).
+* Deleting tags: the candidates are the tags' own files; the keep set is the reachability of
+  every other anchor of every branch (snapshots, tags, long-lived changelogs). It is computed once
+  before anything changes (an unreadable anchor refuses the deletion with nothing changed), then
+  the tag files are deleted, then the keep set is computed again from what now exists (so an
+  anchor created meanwhile from a still-existing snapshot is honoured), and only candidates
+  outside it are deleted. A crash after the tag file went leaves only unreferenced files (orphan
+  cleanup collects them). Replacing a tag deletes no file: what the old tag alone kept is left to
+  orphan cleanup.
+* Known race (as in Paimon): a rollback or branch creation *from the very tag being deleted* that
+  read the tag before its deletion and publishes after the keep set was computed may reference
+  deleted files. Do not delete a tag while something is being created from it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from engine.errors import InvalidArgumentError, NoSuchSnapshotError, NoSuchTagError, TagAlreadyExistsError
+from engine.identifier import validate_name
+from engine.meta.refs import TagStore
+from engine.meta.snapshot import Snapshot, Tag
+from engine.ops.reachability import (
+    Anchor,
+    DeletionReport,
+    ReachabilityCollector,
+    all_anchors,
+    delete_files,
+    unreferenced,
+)
+from engine.options import parse_duration
+from engine.store import FileStore
+
+TimeRetained = int | dt.timedelta | str | None
+
+
+def retention_millis(value: TimeRetained) -> int | None:
+    """A retention as milliseconds: int (ms), timedelta, or a duration string (``'1 d'``, ``'PT1H'``)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise InvalidArgumentError(f"time_retained must be a duration, not {value!r}")
+    if isinstance(value, dt.timedelta):
+        ms = int(value / dt.timedelta(milliseconds=1))
+    elif isinstance(value, int):
+        ms = value
+    elif isinstance(value, str):
+        ms = parse_duration(value)
+    else:
+        raise InvalidArgumentError(f"time_retained must be a duration such as '1 d', not {value!r}")
+    if ms <= 0:
+        raise InvalidArgumentError(f"time_retained must be positive, not {value!r}")
+    return ms
+
+
+@dataclass(frozen=True, slots=True)
+class TagDeletion:
+    """Result of deleting or expiring tags: which tags, and which files went (or would go)."""
+
+    tags: tuple[str, ...]
+    files: DeletionReport
+
+
+class TagOps:
+    """Tag operations on one branch of a table (``store``)."""
+
+    def __init__(self, store: FileStore) -> None:
+        self.store = store
+        self.tags = TagStore(store.io, store.paths)
+
+    # -- creating -------------------------------------------------------------------------------
+    def _snapshot(self, snapshot_id: int | None) -> Snapshot:
+        snapshots = self.store.snapshots
+        if snapshot_id is None:
+            latest = snapshots.latest()
+            if latest is None:
+                raise NoSuchSnapshotError(f"{self.store.paths.root} has no snapshot yet: there is nothing to tag")
+            return latest
+        if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
+            raise InvalidArgumentError(f"snapshot id must be an integer, not {snapshot_id!r}")
+        return snapshots.get(snapshot_id)
+
+    def _tag(self, snapshot: Snapshot, time_retained: TimeRetained) -> Tag:
+        ms = retention_millis(time_retained)
+        if ms is None:
+            ms = self.store.options.tag_default_time_retained
+        if ms is None:
+            return Tag(snapshot)
+        # Java's LocalDateTime.now(): the local wall clock, kept to the millisecond here.
+        now = dt.datetime.now()
+        return Tag(snapshot, create_time=now.replace(microsecond=now.microsecond // 1000 * 1000), time_retained_ms=ms)
+
+    def create(self, name: str, snapshot_id: int | None = None, time_retained: TimeRetained = None) -> Tag:
+        """Tag a snapshot (default: the latest) under a new name."""
+        validate_name("tag", name, new=True)
+        if self.tags.exists(name):
+            raise TagAlreadyExistsError(f"tag '{name}' already exists; delete it first or use replace_tag")
+        tag = self._tag(self._snapshot(snapshot_id), time_retained)
+        self._publish(name, tag)
+        return tag
+
+    def _publish(self, name: str, tag: Tag) -> None:
+        if not self.store.io.try_create(self.store.paths.tag_file(name), tag.to_json().encode()):
+            raise TagAlreadyExistsError(f"tag '{name}' was created concurrently; nothing was changed")
+
+    def create_from_timestamp(self, name: str, timestamp_millis: int, time_retained: TimeRetained = None) -> Tag:
+        """Tag the first snapshot committed at or after ``timestamp_millis`` (Paimon's rule).
+
+        Tags are considered too (their snapshot may have expired): the earliest of the two wins.
+        """
+        validate_name("tag", name, new=True)
+        if self.tags.exists(name):
+            raise TagAlreadyExistsError(f"tag '{name}' already exists; delete it first or use replace_tag")
+        found = self._first_at_or_after(timestamp_millis)
+        if found is None:
+            raise NoSuchSnapshotError(f"no snapshot or tag of {self.store.paths.root} was committed at or after "
+                                      f"timestamp {timestamp_millis}")
+        tag = self._tag(found, time_retained)
+        self._publish(name, tag)
+        return tag
+
+    def _first_at_or_after(self, timestamp_millis: int) -> Snapshot | None:
+        snapshots = self.store.snapshots
+        found: Snapshot | None = None
+        for sid in snapshots.list_ids():  # ids are time-ordered; the first match wins
+            try:
+                snap = snapshots.get(sid)
+            except NoSuchSnapshotError:
+                continue
+            if snap.time_millis >= timestamp_millis:
+                found = snap
+                break
+        for tag in sorted(self.tags.all().values(), key=lambda t: t.snapshot.id):
+            if tag.snapshot.time_millis >= timestamp_millis:
+                if found is None or tag.snapshot.time_millis < found.time_millis:
+                    found = tag.snapshot
+                break
+        return found
+
+    def replace(self, name: str, snapshot_id: int | None = None, time_retained: TimeRetained = None) -> Tag:
+        """Point an existing tag at another snapshot (default: the latest); atomic overwrite."""
+        validate_name("tag", name)
+        if not self.tags.exists(name):
+            raise NoSuchTagError(f"tag '{name}' does not exist; create it with create_tag")
+        tag = self._tag(self._snapshot(snapshot_id), time_retained)
+        self.store.io.write_text(self.store.paths.tag_file(name), tag.to_json())
+        return tag
+
+    def rename(self, old: str, new: str) -> None:
+        validate_name("tag", old)
+        validate_name("tag", new, new=True)
+        if not self.tags.exists(old):
+            raise NoSuchTagError(f"tag '{old}' does not exist; SHOW TAGS lists the existing ones")
+        if self.tags.exists(new):
+            raise TagAlreadyExistsError(f"tag '{new}' already exists; nothing was renamed")
+        try:
+            moved = self.store.io.rename(self.store.paths.tag_file(old), self.store.paths.tag_file(new))
+        except FileNotFoundError:
+            raise NoSuchTagError(f"tag '{old}' was deleted concurrently; nothing was renamed") from None
+        if not moved:
+            raise TagAlreadyExistsError(f"tag '{new}' was created concurrently; nothing was renamed")
+
+    # -- deleting -------------------------------------------------------------------------------
+    def delete(self, names: str | Iterable[str], *, dry_run: bool = False) -> TagDeletion:
+        """Delete tags and exactly the files no other anchor of any branch references.
+
+        ``names``: one name, a comma-separated list (Paimon's ``delete_tag``), or an iterable.
+        """
+        wanted = _names(names)
+        for name in wanted:
+            validate_name("tag", name)
+        missing = [n for n in wanted if not self.tags.exists(n)]
+        if missing:
+            raise NoSuchTagError(f"tag(s) {', '.join(repr(n) for n in missing)} do not exist; nothing was deleted")
+        io, root, branch = self.store.io, self.store.paths.root, self.store.branch
+        collector = ReachabilityCollector(io, root)
+        before = all_anchors(io, root)  # fail closed: nothing is changed if any anchor is unreadable
+        doomed = {Anchor("tag", branch, n, None) for n in wanted}  # type: ignore[arg-type]
+        going = [a for a in before if a in doomed]
+        candidates = collector.collect(going)
+        keep = collector.collect([a for a in before if a not in doomed])
+        if dry_run:
+            return TagDeletion(tuple(wanted), delete_files(io, unreferenced(candidates, keep), dry_run=True))
+        for name in wanted:
+            self.store.io.delete(self.store.paths.tag_file(name))
+        # Again, from what exists now: an anchor made meanwhile (a tag, a commit) is honoured.
+        keep = collector.collect(all_anchors(io, root))
+        return TagDeletion(tuple(wanted), delete_files(io, unreferenced(candidates, keep)))
+
+    def expired(self, older_than: dt.datetime | int | None = None, now: dt.datetime | None = None) -> list[str]:
+        """Names of tags whose retention has passed, or created before ``older_than`` (Paimon's rules).
+
+        A tag without a creation time or retention counts only for ``older_than``, by its file's
+        modification time. ``older_than``: a local wall-clock datetime, or epoch milliseconds.
+        """
+        now = now or dt.datetime.now()
+        if isinstance(older_than, int) and not isinstance(older_than, bool):
+            older_than = dt.datetime.fromtimestamp(older_than / 1000)
+        mtimes: dict[str, int | None] | None = None
+        out = []
+        for name, tag in sorted(self.tags.all().items()):
+            created, retained = tag.create_time, tag.time_retained_ms
+            if created is None or retained is None:
+                if older_than is None:
+                    continue
+                if mtimes is None:
+                    mtimes = self._tag_mtimes()
+                mtime = mtimes.get(name)
+                if mtime is None:
+                    continue
+                created = dt.datetime.fromtimestamp(mtime / 1000)
+            reached = retained is not None and now > created + dt.timedelta(milliseconds=retained)
+            older = isinstance(older_than, dt.datetime) and older_than > created
+            if reached or older:
+                out.append(name)
+        return out
+
+    def _tag_mtimes(self) -> dict[str, int | None]:
+        out: dict[str, int | None] = {}
+        for status in self.store.io.list_dir(self.store.paths.tag_dir):
+            base = status.path.rsplit("/", 1)[-1]
+            if base.startswith("tag-"):
+                out[base[len("tag-") :]] = status.modification_time_ms
+        return out
+
+    def expire(self, older_than: dt.datetime | int | None = None, *, dry_run: bool = False) -> TagDeletion:
+        names = self.expired(older_than)
+        if not names:
+            return TagDeletion((), DeletionReport((), dry_run))
+        return self.delete(names, dry_run=dry_run)
+
+
+def _names(names: str | Iterable[str]) -> list[str]:
+    if isinstance(names, str):
+        out = [n.strip() for n in names.split(",")]
+    else:
+        out = list(names)
+    if not out or any(not isinstance(n, str) for n in out):
+        raise InvalidArgumentError(f"give one or more tag names, not {names!r}")
+    seen: dict[str, None] = dict.fromkeys(out)
+    return list(seen)
+
+
+__all__: Sequence[str] = ("TagDeletion", "TagOps", "retention_millis")
