@@ -40,10 +40,12 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload(
         "P1a", "engine vs pypaimon, append table", "benchmarks.workloads_engine", "run_p1_append", False
     ),
+    Workload("P2", "engine PK write+read vs physical floor", "benchmarks.workloads_engine", "run_p2", False),
     Workload("W1", "append write", "benchmarks.workloads_spark", "run_w1", True),
     Workload("W2", "primary-key upsert write", "benchmarks.workloads_spark", "run_w2", True),
     Workload("W3", "merge-on-read scan", "benchmarks.workloads_spark", "run_w3", True),
     Workload("W3b", "scan after full compaction", "benchmarks.workloads_spark", "run_w3b", True),
+    Workload("W3c", "small files before/after compaction", "benchmarks.workloads_spark", "run_w3c", True),
     Workload("W4", "full compaction", "benchmarks.workloads_spark", "run_w4", True),
     Workload("W9", "streaming change read", "benchmarks.workloads_spark", "run_w9", True),
     Workload("W10", "concurrent writer processes", "benchmarks.workloads_concurrency", "run_w10", False),

@@ -1,6 +1,8 @@
 """Command line: ``python -m benchmarks run [--size tiny|small|large] [--only W1,W2] [--pairs N] [--out DIR]``
 
-Also ``--workdir DIR`` (keep the tables) and ``--conf KEY=VALUE`` (extra Spark settings).
+Also ``--workdir DIR`` (keep the tables) and ``--conf KEY=VALUE`` (extra Spark settings);
+``python -m benchmarks plot [--size small] [--dir DIR ...] [--png FILE]`` draws the history of
+every ratio over the recorded runs; ``python -m benchmarks list`` names the workloads.
 
 Exit code 0 when every selected workload ran and its result checks passed, 1 otherwise (slow
 is never a failure: the ratios are reported, not judged), 2 for a usage error.
@@ -42,6 +44,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="extra Spark setting for the suite's session (repeatable)",
     )
     commands.add_parser("list", help="list the workloads")
+    plot = commands.add_parser("plot", help="draw the history of every ratio over the recorded runs (PNG)")
+    plot.add_argument("--size", choices=sorted(SIZES), default="small", help="which runs to plot")
+    plot.add_argument(
+        "--dir",
+        action="append",
+        default=[],
+        help="directory of JSON records (repeatable; default benchmarks/history and benchmarks/results)",
+    )
+    plot.add_argument("--png", default=None, help="output file (default benchmarks/history/<size>.png)")
     return parser
 
 
@@ -50,6 +61,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "list":
         for w in WORKLOADS:
             print(f"{w.key:<6}{w.title}{'  (Spark)' if w.spark else ''}")
+        return 0
+    if args.command == "plot":
+        from pathlib import Path
+
+        from benchmarks.plot import DEFAULT_DIRS, plot
+
+        try:
+            plot(args.size, [Path(d) for d in args.dir] or DEFAULT_DIRS, Path(args.png) if args.png else None)
+        except RuntimeError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
         return 0
     only = [k for k in args.only.split(",") if k.strip()] or None
     conf = {}

@@ -60,6 +60,8 @@ class Size:
         p1_rows: rows written and read by P1.
         writer_commits: commits each W10 writer process makes.
         writer_rows: rows of each W10 commit.
+        small_file_commits: commits of the W3c small-files table (one small file each).
+        small_file_rows: rows of each W3c commit.
     """
 
     name: str
@@ -75,16 +77,19 @@ class Size:
     p1_rows: int
     writer_commits: int = 5
     writer_rows: int = 500
+    small_file_commits: int = 20
+    small_file_rows: int = 250
 
 
 SIZES: dict[str, Size] = {
     "tiny": Size("tiny", 5_000, 2_000, 1_000, 30, 60, 20.0, 5, 10, 20_000, 5_000, 3, 200),
     "small": Size(
-        "small", 1_000_000, 1_000_000, 200_000, 1_000, 10_000, 90.0, 20, 100, 2_000_000, 1_000_000, 20, 20_000
+        "small", 1_000_000, 1_000_000, 200_000, 1_000, 10_000, 90.0, 20, 100, 2_000_000, 1_000_000, 20, 20_000,
+        500, 4_000,
     ),
     "large": Size(
         "large", 10_000_000, 5_000_000, 2_000_000, 1_000, 10_000, 900.0, 50, 100, 20_000_000, 5_000_000,
-        50, 100_000,
+        50, 100_000, 500, 40_000,
     ),
 }
 

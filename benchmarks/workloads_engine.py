@@ -1,4 +1,4 @@
-"""Engine-only workloads (no Spark, no JVM): merge throughput, W5 planning, W6 commit latency, P1.
+"""Engine-only workloads (no Spark, no JVM): merge throughput, W5 planning, W6 commit latency, P1, P2.
 
 Each public ``run_*`` function takes a :class:`benchmarks.harness.Context` and returns its
 :class:`~benchmarks.harness.Result` lines. Setup (tables, prepared commit messages, files) is
@@ -568,3 +568,73 @@ def run_p1(ctx: Context, primary_key: bool = True) -> list[Result]:
 
 def run_p1_append(ctx: Context) -> list[Result]:
     return run_p1(ctx, primary_key=False)
+
+
+# ------------------------------------------------------------------------------------------------
+# P2 engine vs the physical floor
+# ------------------------------------------------------------------------------------------------
+
+P2_BUCKETS = 4
+
+
+def run_p2(ctx: Context) -> list[Result]:
+    """Engine PK ``write_arrow`` + merged ``to_arrow`` vs pyarrow sort + Parquet write + Parquet read.
+
+    The floor is what any primary-key store must at least do with the same rows: sort them by
+    key, write them as Parquet (zstd, the engine's default codec) and read them back. Both arms
+    return the rows they read, checked against the input; the parts (write, read) of each run
+    are kept as context.
+    """
+    import pyarrow.parquet as pq
+
+    rows = ctx.size.p1_rows
+    table_data = data.t8(rows, seed=12)
+    expected = arrow_checksum(table_data)
+    catalog = open_catalog(ctx.path("P2-ours"))
+    catalog.create_database("db")
+    floor_dir = Path(ctx.path("P2-floor"))
+    options = {"bucket": str(P2_BUCKETS), "file.format": "parquet"}
+    state: dict[str, Any] = {}
+    parts: dict[str, list[float]] = {"ours write": [], "ours read": [], "floor write": [], "floor read": []}
+
+    def ours_setup() -> None:
+        name = f"db.p2_{uuid.uuid4().hex[:8]}"
+        state["table"] = catalog.create_table(name, data.T8_SCHEMA, primary_keys=["id"], options=options)
+
+    def ours_run() -> pa.Table:
+        table = state["table"]
+        t0 = time.perf_counter()
+        table.write_arrow(table_data)
+        t1 = time.perf_counter()
+        out = table.to_arrow()
+        parts["ours write"].append(t1 - t0)
+        parts["ours read"].append(time.perf_counter() - t1)
+        return out
+
+    def floor_setup() -> None:
+        state["path"] = str(floor_dir / f"{uuid.uuid4().hex}.parquet")
+
+    def floor_run() -> pa.Table:
+        t0 = time.perf_counter()
+        pq.write_table(table_data.sort_by("id"), state["path"], compression="zstd")
+        t1 = time.perf_counter()
+        out = pq.read_table(state["path"])
+        parts["floor write"].append(t1 - t0)
+        parts["floor read"].append(time.perf_counter() - t1)
+        return out
+
+    result = compare(
+        "P2",
+        "PK write+read vs physical floor",
+        Arm(run=ours_run, setup=ours_setup, verify=arrow_checksum),
+        Arm(run=floor_run, setup=floor_setup, verify=arrow_checksum),
+        pairs=ctx.pairs,
+        rows=rows,
+        target=">= 0.5",
+        check=expect(expected, expected),
+    )
+    for name, times in parts.items():
+        if len(times) > 1:  # the first entry is the warm-up
+            result.extra[name] = fmt_seconds(float(np.median(times[1:])))
+    result.notes.append(f"bucket {P2_BUCKETS}; floor = sort_by(id) + 1 zstd Parquet file + read back")
+    return [result]

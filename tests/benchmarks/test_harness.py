@@ -1,10 +1,12 @@
 """The benchmark machinery: pairing, ratios, checks, checksums, printing, JSON, and a tiny real run.
 
-No Spark here: the smoke run selects engine-only workloads at ``--size tiny``.
+Spark only in the W3c smoke test (marked ``spark``); the other smoke runs select engine-only
+workloads at ``--size tiny``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -17,7 +19,9 @@ from benchmarks import WORKLOADS, run_suite, select
 from benchmarks.__main__ import main
 from benchmarks.data import S20_SCHEMA, T8_SCHEMA, apply_cdc, cdc, s20, t8
 from benchmarks.harness import (
+    SIZES,
     Arm,
+    Context,
     Outcome,
     Reported,
     Result,
@@ -254,3 +258,68 @@ def test_tiny_run_of_concurrent_writers(tmp_path):
         assert r.ok, format_line(r)
         assert len(r.ratios) == 3 and all(x > 0 for x in r.ratios)
         assert r.extra["success"] == "100%" and r.extra["writes"] == 4 * 3 * 3  # warm-up + 3 runs, 3 writers
+
+
+# -- P2, W3c, plot --------------------------------------------------------------------------------
+
+
+def test_tiny_run_of_p2_against_the_physical_floor(tmp_path):
+    results, _path = run_suite("tiny", ["P2"], pairs=3, out=tmp_path / "out", workdir=tmp_path / "work",
+                               echo=lambda _line: None)
+    (p2,) = results
+    assert p2.key == "P2" and p2.ok, format_line(p2)
+    assert p2.rows == SIZES["tiny"].p1_rows and len(p2.ratios) == 3 and all(x > 0 for x in p2.ratios)
+    assert {"ours write", "ours read", "floor write", "floor read"} <= set(p2.extra)
+
+
+@pytest.mark.spark
+def test_tiny_w3c_scans_small_files_before_and_after_compaction(tmp_path, spark):
+    from benchmarks.workloads_spark import run_w3c
+
+    size = dataclasses.replace(SIZES["tiny"], small_file_commits=6, small_file_rows=100)
+    ctx = Context(size, 3, tmp_path)
+    ctx.cache["spark"] = spark  # the shared test session, not the suite's own
+    before, after = run_w3c(ctx)
+    assert (before.key, after.key) == ("W3c", "W3cc")
+    for r in (before, after):
+        assert r.ok, format_line(r)
+        assert r.rows == 600 and len(r.ratios) == 3
+    assert before.extra["files"] == 6 and after.extra["files"] == 1
+
+
+def _record(directory, stamp, size, results):
+    directory.mkdir(parents=True, exist_ok=True)
+    doc = {"meta": {"size": size}, "results": results}
+    (directory / f"{stamp}.json").write_text(json.dumps(doc))
+
+
+def test_history_keeps_one_size_in_time_order_and_skips_broken_records(tmp_path):
+    from benchmarks.plot import load_history, parse_target
+
+    kept, scratch = tmp_path / "history", tmp_path / "results"
+    w1 = {"key": "W1", "title": "append write", "target": ">= 0.9", "median": 0.8, "best": 0.85}
+    _record(kept, "20260101T000000000000Z", "small", [w1, {"key": "W3", "median": None, "error": "boom"}])
+    _record(scratch, "20260102T000000000000Z", "small", [{**w1, "median": 0.95, "best": 1.0},
+                                                         {"key": "W3", "median": 0.4, "best": 0.5}])
+    _record(scratch, "20260101T000000000000Z", "small", [w1])  # the same run in both places: once
+    _record(scratch, "20260103T000000000000Z", "tiny", [w1])  # another size: not comparable
+    (scratch / "20260104T000000000000Z.json").write_text('{"meta": {"size": "sma')  # interrupted
+    warnings: list[str] = []
+    history = load_history("small", [kept, scratch], warnings.append)
+    assert history.runs == ["20260101T000000000000Z", "20260102T000000000000Z"]
+    assert history.series["W1"].medians == [0.8, 0.95] and history.series["W1"].runs == [0, 1]
+    assert history.series["W1"].target == 0.9
+    assert history.series["W3"].runs == [1] and history.series["W3"].bests == [0.5]
+    assert len(warnings) == 1 and "20260104" in warnings[0]
+    assert parse_target(">= 0.67, >= 50K entries/s") == 0.67 and parse_target("context") is None
+
+
+def test_plot_draws_a_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    w1 = {"key": "W1", "title": "append write", "target": ">= 0.9", "median": 0.8, "best": 0.85}
+    _record(tmp_path, "20260101T000000000000Z", "small", [w1])
+    _record(tmp_path, "20260102T000000000000Z", "small", [{**w1, "median": 0.95}])
+    png = tmp_path / "out" / "small.png"
+    assert main(["plot", "--size", "small", "--dir", str(tmp_path), "--png", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["plot", "--size", "large", "--dir", str(tmp_path), "--png", str(png)]) == 1  # no runs
