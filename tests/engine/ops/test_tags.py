@@ -1,0 +1,265 @@
+"""Tag operations: create/replace/rename/delete/expire, their typed refusals, and file cleanup."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+
+import pytest
+
+from engine.errors import (
+    InvalidArgumentError,
+    InvalidNameError,
+    NoSuchSnapshotError,
+    NoSuchTagError,
+    TagAlreadyExistsError,
+)
+from engine.meta.snapshot import Tag
+from engine.ops.reachability import FileKindRef, UnsafeToDeleteError, all_anchors, reachable_files
+from engine.system_tables import read_system_table
+from tests.engine.ops.conftest import content, data_and_manifest_files, expire_snapshot_file, rows
+
+
+def tag_dir_listing(t) -> list[str]:
+    d = os.path.join(t.path, "tag")
+    return sorted(os.listdir(d)) if os.path.isdir(d) else []
+
+
+# -- create ---------------------------------------------------------------------------------------
+def test_create_tags_the_latest_snapshot_with_the_snapshot_json(append_table):
+    t = append_table
+    tag = t.create_tag("v1")
+    assert tag.snapshot.id == 3 and set(t.tags()) == {"v1"}
+    with open(os.path.join(t.path, "tag", "tag-v1")) as f:
+        text = f.read()
+    # Without a retention the file is exactly the snapshot file (readable by Paimon <= 0.7).
+    with open(t.store.paths.snapshot_file(3)) as f:
+        assert text == f.read()
+    assert content(t, tag="v1") == content(t)
+
+
+def test_create_with_retention_writes_java_keys(append_table):
+    t = append_table
+    t.create_tag("r", 1, time_retained="1 d")
+    data = json.loads(open(os.path.join(t.path, "tag", "tag-r")).read())
+    assert data["id"] == 1 and str(data["tagTimeRetained"]) == "86400.0"
+    assert isinstance(data["tagCreateTime"], list) and len(data["tagCreateTime"]) >= 5
+    assert '"tagTimeRetained" : 86400.000000000' in open(os.path.join(t.path, "tag", "tag-r")).read()
+    row = read_system_table(t, "tags").to_pylist()[0]
+    assert (row["tag_name"], row["snapshot_id"], row["time_retained"]) == ("r", 1, "PT24H")
+    assert row["create_time"] is not None and row["record_count"] == 2
+
+
+def test_default_time_retained_option_applies(catalog):
+    t = catalog.create_table("db.d", rows([]).schema, options={"tag.default-time-retained": "2 h"})
+    t.write_arrow(rows([1]))
+    assert t.create_tag("x").time_retained_ms == 2 * 3600 * 1000
+    assert t.create_tag("y", time_retained=dt.timedelta(minutes=1)).time_retained_ms == 60_000
+
+
+@pytest.mark.parametrize("name", ["", "  ", "123", "a/b", "..", "x..y", ".hidden"])
+def test_create_refuses_bad_names_and_writes_nothing(append_table, name):
+    with pytest.raises(InvalidNameError):
+        append_table.create_tag(name)
+    assert tag_dir_listing(append_table) == []
+
+
+def test_create_refuses_existing_and_unknown_snapshots(append_table):
+    t = append_table
+    t.create_tag("a", 1)
+    with pytest.raises(TagAlreadyExistsError):
+        t.create_tag("a", 2)
+    assert t.tags()["a"].snapshot.id == 1
+    with pytest.raises(NoSuchSnapshotError):
+        t.create_tag("b", 99)
+    expire_snapshot_file(t, 1)
+    with pytest.raises(NoSuchSnapshotError):
+        t.create_tag("c", 1)
+    with pytest.raises(InvalidArgumentError):
+        t.create_tag("d", time_retained="soon")
+    assert tag_dir_listing(t) == ["tag-a"]
+
+
+def test_create_on_an_empty_table_is_refused(catalog):
+    t = catalog.create_table("db.e", rows([]).schema)
+    with pytest.raises(NoSuchSnapshotError):
+        t.create_tag("x")
+
+
+def test_concurrent_create_of_one_name_has_one_winner(append_table, monkeypatch):
+    t = append_table
+    from engine.ops import tags as tags_mod
+
+    real_exists = tags_mod.TagStore.exists
+    # The other creator publishes between our existence check and our create-if-absent.
+    def racing_exists(self, name):
+        answer = real_exists(self, name)
+        if name == "race" and not answer:
+            self.io.write_text(self.paths.tag_file("race"), Tag(t.store.snapshots.get(1)).to_json())
+        return answer
+
+    monkeypatch.setattr(tags_mod.TagStore, "exists", racing_exists)
+    with pytest.raises(TagAlreadyExistsError):
+        t.create_tag("race", 3)
+    assert t.tags()["race"].snapshot.id == 1
+
+
+def test_create_from_timestamp_takes_the_first_snapshot_at_or_after(append_table):
+    t = append_table
+    snaps = t.snapshots()
+    assert t.create_tag_from_timestamp("f", snaps[1].time_millis).snapshot.id == 2
+    assert t.create_tag_from_timestamp("g", snaps[0].time_millis - 1000).snapshot.id == 1
+    with pytest.raises(NoSuchSnapshotError):
+        t.create_tag_from_timestamp("h", snaps[-1].time_millis + 1)
+    assert "h" not in t.tags()
+
+
+def test_create_from_timestamp_finds_a_tagged_expired_snapshot(append_table):
+    t = append_table
+    first = t.snapshots()[0]
+    t.create_tag("keep", 1)
+    expire_snapshot_file(t, 1)
+    tag = t.create_tag_from_timestamp("again", first.time_millis)
+    assert tag.snapshot.id == 1 and content(t, tag="again") == content(t, tag="keep")
+
+
+# -- replace / rename -----------------------------------------------------------------------------
+def test_replace_moves_an_existing_tag(append_table):
+    t = append_table
+    with pytest.raises(NoSuchTagError):
+        t.replace_tag("nope", 1)
+    assert tag_dir_listing(t) == []
+    t.create_tag("m", 1)
+    t.replace_tag("m", 2, time_retained="1 h")
+    tag = t.tags()["m"]
+    assert tag.snapshot.id == 2 and tag.time_retained_ms == 3_600_000
+    with pytest.raises(NoSuchSnapshotError):
+        t.replace_tag("m", 42)
+    assert t.tags()["m"].snapshot.id == 2
+
+
+def test_rename(append_table):
+    t = append_table
+    t.create_tag("a", 1)
+    t.create_tag("b", 2)
+    with pytest.raises(NoSuchTagError):
+        t.rename_tag("zz", "c")
+    with pytest.raises(TagAlreadyExistsError):
+        t.rename_tag("a", "b")
+    with pytest.raises(InvalidNameError):
+        t.rename_tag("a", "7")
+    assert tag_dir_listing(t) == ["tag-a", "tag-b"]
+    t.rename_tag("a", "c")
+    assert {n: g.snapshot.id for n, g in t.tags().items()} == {"b": 2, "c": 1}
+
+
+# -- delete ---------------------------------------------------------------------------------------
+def test_delete_unknown_tag_changes_nothing(append_table):
+    t = append_table
+    t.create_tag("a", 1)
+    with pytest.raises(NoSuchTagError):
+        t.delete_tags(["a", "missing"])
+    with pytest.raises(InvalidNameError):
+        t.delete_tags(["a/../x"])
+    assert tag_dir_listing(t) == ["tag-a"]
+
+
+def test_deleting_a_tag_of_a_live_snapshot_deletes_only_the_tag(append_table):
+    t = append_table
+    files = data_and_manifest_files(t.path)
+    t.create_tag("a", 1)
+    result = t.delete_tags("a")
+    assert result.tags == ("a",) and result.files.count == 0
+    assert data_and_manifest_files(t.path) == files and t.tags() == {}
+
+
+def test_deleting_the_last_anchor_of_files_deletes_exactly_them(append_table):
+    t = append_table
+    t.create_tag("old", 2)
+    t.create_tag("older", 1)
+    t.write_arrow(rows([9]), overwrite=True)
+    t.compact(full=True)
+    for sid in (1, 2, 3):
+        expire_snapshot_file(t, sid)
+    before = data_and_manifest_files(t.path)
+    anchors = all_anchors(t.store.io, t.path)
+    keep_if_both_gone = reachable_files(t.store.io, t.path, exclude=[a for a in anchors if a.kind == "tag"]).paths()
+    of_old = reachable_files(t.store.io, t.path, exclude=[a for a in anchors if a.name != "old"]).paths()
+    # "older" (snapshot 1) holds no data "old" (snapshot 2) lacks: only its own manifest lists go.
+    older = t.delete_tags("older").files
+    assert [k for _, k, _ in older.files] == [FileKindRef.MANIFEST_LIST] * 2
+    before -= set(older.paths())
+    dry = t.delete_tags("old", dry_run=True)
+    assert dry.files.count > 0 and data_and_manifest_files(t.path) == before and "old" in t.tags()
+    done = t.delete_tags("old")
+    assert set(done.files.paths()) == set(dry.files.paths()) == of_old - keep_if_both_gone
+    assert done.files.bytes == dry.files.bytes > 0
+    # Snapshot 3's own files were orphaned by the simulated expiration: not the tag's to delete.
+    assert data_and_manifest_files(t.path) == before - (of_old - keep_if_both_gone)
+    # (its manifests stay: the head's manifest list still names them, merged or not)
+    assert {FileKindRef.DATA, FileKindRef.MANIFEST_LIST} <= {k for _, k, _ in done.files.files}
+    assert content(t) == [(9, "x9", "a")]
+
+
+def test_a_neighbour_tag_keeps_shared_files(pk_table):
+    t = pk_table
+    t.create_tag("a", 1)
+    t.create_tag("b", 2)
+    t.write_arrow(rows(range(6), "z"))
+    t.compact(full=True)
+    expected_b = content(t, tag="b")
+    for sid in t.store.snapshots.list_ids()[:-1]:
+        expire_snapshot_file(t, sid)
+    t.delete_tags("a")
+    assert content(t, tag="b") == expected_b
+    refs = reachable_files(t.store.io, t.path).paths()
+    assert all(os.path.exists(p) for p in refs)
+
+
+def test_delete_fails_closed_on_an_unreadable_anchor(append_table):
+    t = append_table
+    t.create_tag("victim", 1)
+    t.write_arrow(rows([9]), overwrite=True)
+    for sid in (1, 2, 3):
+        expire_snapshot_file(t, sid)
+    bad = t.store.paths.snapshot_file(4)
+    original = open(bad, "rb").read()
+    with open(bad, "w") as f:
+        f.write("{")
+    t.store.snapshots.forget(4)
+    files = data_and_manifest_files(t.path)
+    with pytest.raises(UnsafeToDeleteError) as err:
+        t.delete_tags("victim")
+    assert err.value.path == bad
+    assert "victim" in t.tags() and data_and_manifest_files(t.path) == files
+    with open(bad, "wb") as f:
+        f.write(original)
+    assert t.delete_tags("victim").files.count > 0
+
+
+def test_tag_reads_its_rows_after_its_snapshot_expired(pk_table):
+    t = pk_table
+    t.create_tag("t", 1)
+    expected = content(t, tag="t")
+    t.write_arrow(rows(range(6), "q"))
+    t.compact(full=True)
+    expire_snapshot_file(t, 1)
+    assert content(t, tag="t") == expected
+    assert content(t.refresh(), tag="t") == expected
+
+
+# -- expire ---------------------------------------------------------------------------------------
+def test_expire_tags_by_retention_and_by_older_than(append_table):
+    t = append_table
+    past = dt.datetime.now() - dt.timedelta(hours=2)
+    t.tags.write("gone", Tag(t.store.snapshots.get(1), create_time=past, time_retained_ms=3_600_000))
+    t.tags.write("kept", Tag(t.store.snapshots.get(2), create_time=past, time_retained_ms=10 * 3_600_000))
+    t.create_tag("plain", 3)
+    assert t.expire_tags(dry_run=True).tags == ("gone",)
+    assert set(t.tags()) == {"gone", "kept", "plain"}
+    assert t.expire_tags().tags == ("gone",)
+    # older_than: creation time (or, without one, the tag file's modification time) before it.
+    assert t.expire_tags(older_than=past - dt.timedelta(days=1)).tags == ()
+    assert t.expire_tags(older_than=dt.datetime.now() + dt.timedelta(seconds=5)).tags == ("kept", "plain")
+    assert t.tags() == {}
