@@ -32,11 +32,12 @@ op = st.one_of(
     st.tuples(st.just("write"), st.lists(st.integers(0, 7), min_size=1, max_size=4), st.sampled_from("ab")),
     st.tuples(st.just("compact")),
     st.tuples(st.just("tag"), st.sampled_from(TAGS)),
+    st.tuples(st.just("tag"), st.sampled_from(TAGS)),  # twice: tags should be common
     st.tuples(st.just("delete_tag"), st.sampled_from(TAGS)),
     st.tuples(st.just("rename_tag"), st.sampled_from(TAGS), st.sampled_from(TAGS)),
     st.tuples(st.just("rollback_tag"), st.sampled_from(TAGS)),
     st.tuples(st.just("rollback_snapshot"), st.integers(0, 20)),
-    st.tuples(st.just("expire")),
+    st.tuples(st.just("expire"), st.integers(1, 6)),
 )
 
 
@@ -127,15 +128,19 @@ def run_history(primary_key: bool, ops) -> None:
                 model = {r[0]: r for r in expected} if primary_key else list(expected)
                 record()
             elif kind == "expire":
-                expire_oldest(t)
+                for _ in range(step[1]):
+                    expire_oldest(t)
             check(t, tag_rows, snapshot_rows)
 
-        # Tear down: every tag, then every snapshot but the head. What remains is exactly the head's.
-        if tag_rows:
-            t.delete_tags(sorted(tag_rows))
+        # Tear down: every snapshot but the head (tags now hold their files alone), then every tag
+        # one by one. What remains is exactly the head's.
         while len(t.store.snapshots.list_ids()) > 1:
             expire_oldest(t)
-        check(t, {}, snapshot_rows)
+        check(t, tag_rows, snapshot_rows)
+        for name in sorted(tag_rows):
+            t.delete_tags(name)
+            del tag_rows[name]
+            check(t, tag_rows, snapshot_rows)
         assert data_and_manifest_files(t.path) == reachable_files(t.store.io, t.path).paths()
         assert len(all_anchors(t.store.io, t.path)) == (1 if t.latest_snapshot() else 0)
     finally:
