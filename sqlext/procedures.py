@@ -575,6 +575,10 @@ def _register_builtins() -> None:
 
 _register_builtins()
 
+from sqlext.procedures_tags import register_tag_procedures  # noqa: E402 - needs the names above
+
+register_tag_procedures()
+
 __all__ = [
     "REGISTRY",
     "Param",
