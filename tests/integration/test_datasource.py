@@ -123,7 +123,12 @@ def test_streaming_latency_from_commit_to_visible_row(spark, warehouse, catalog)
          .writeStream.foreachBatch(lambda df, _id: seen.append(time.time()) if df.count() else None)
          .trigger(processingTime="200 milliseconds").start())
     try:
-        time.sleep(3)
+        # "latest" starts after the snapshot that is latest when the stream first plans: wait for
+        # that first (empty) micro-batch instead of guessing how long a loaded machine needs.
+        deadline = time.time() + 120
+        while not q.recentProgress and time.time() < deadline:
+            time.sleep(0.05)
+        assert q.recentProgress, "the stream never started"
         committed = time.time()
         t.write_arrow(pa.table({"id": [1]}))
         deadline = time.time() + 60
