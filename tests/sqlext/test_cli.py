@@ -604,9 +604,14 @@ def test_progress_text() -> None:
 def test_run_with_progress_draws_and_clears() -> None:
     err = TTY()
     tracker = FakeTracker({0: StageInfo(0, 8, 2)})
-    value = run_with_progress(
-        lambda: time.sleep(0.3) or 42, line=ProgressLine(err), tracker=tracker, delay=0.05, interval=0.02
-    )
+
+    def statement() -> int:  # runs until the progress line was drawn (no guess of how long that takes)
+        deadline = time.monotonic() + 30
+        while "\r[" not in err.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return 42
+
+    value = run_with_progress(statement, line=ProgressLine(err), tracker=tracker, delay=0.05, interval=0.02)
     assert value == 42
     text = err.getvalue()
     assert "\r[" in text and "2/8 tasks, 1 stage" in text
