@@ -630,9 +630,15 @@ def test_run_with_progress_reraises_and_cancels() -> None:
             raise KeyboardInterrupt
 
     cancelled: list[bool] = []
+
+    def statement() -> None:  # a long statement: it ends when cancelled
+        deadline = time.monotonic() + 30
+        while not cancelled and time.monotonic() < deadline:
+            time.sleep(0.01)
+
     with pytest.raises(KeyboardInterrupt):
         run_with_progress(
-            lambda: time.sleep(0.3),
+            statement,
             line=InterruptingLine(TTY()),
             cancel=lambda: cancelled.append(True),
             delay=0,
