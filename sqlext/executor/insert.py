@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,8 @@ from sqlext.errors import SqlAnalysisError
 from sqlext.datasource import cluster_for_writers
 from sqlext.executor.common import computed_columns, done, paimon_to_spark_ddl, require_managed, rows
 from sqlext.splitter import Statement
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from sqlext.session import SqlSession, StatementResult
@@ -236,6 +239,9 @@ def write_frame(
     frame = df if shaped else shape_frame(s, table, df, columns, static, stmt)
     before = table.latest_snapshot()
     opts = writer_options(s, table, hints)
+    # The statement's own commit identity: its row count is read from its own snapshot, never
+    # from a concurrent writer's commits that landed in between.
+    commit_user = opts.setdefault("commit-user", f"sql-{uuid.uuid4()}")
     mode = "append"
     if overwrite is not False:
         mode = "overwrite"
@@ -250,18 +256,22 @@ def write_frame(
     frame = cluster_for_writers(frame, table)
     frame.write.format("dyntable").options(**opts).mode(mode).save()
     fresh = table.refresh()
-    if fresh.store.has_primary_key and not fresh.store.options.write_only:
+    after = fresh.latest_snapshot()
+    added = 0
+    if after is not None and (before is None or after.id != before.id):
+        added = sum(
+            _added_rows(fresh, snap)
+            for snap in fresh.store.snapshots.iter_range(before.id if before else 0, after.id)
+            if snap.commit_user == commit_user and snap.commit_kind is not CommitKind.COMPACT
+        )
+    if added and fresh.store.has_primary_key and not fresh.store.options.write_only:
         from sqlext.compaction import compact_distributed
 
-        compact_distributed(s.spark, fresh, full=False)
-    after = fresh.latest_snapshot()
-    if after is None or (before is not None and after.id == before.id):
-        return 0
-    return sum(
-        _added_rows(fresh, snap)
-        for snap in fresh.store.snapshots.iter_range(before.id if before else 0, after.id)
-        if snap.commit_kind is not CommitKind.COMPACT
-    )
+        try:
+            compact_distributed(s.spark, fresh, full=False)
+        except Exception as e:  # noqa: BLE001 - the write is committed: its outcome must not change
+            log.warning("automatic compaction of %s failed and will be retried after a later write: %s", table.name, e)
+    return added
 
 
 def _added_rows(table: Table, snap: Snapshot) -> int:
