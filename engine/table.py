@@ -30,6 +30,7 @@ from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 
 if TYPE_CHECKING:
     from engine.catalog import FileSystemCatalog
+    from engine.ops.branches import FastForwardResult
     from engine.ops.rollback import RollbackResult
 
 log = logging.getLogger(__name__)
@@ -250,31 +251,9 @@ class Table:
         commit deletes what it wrote) starts over from the new latest snapshot, up to
         ``max_attempts``. ``buckets`` limits it to those (partition, bucket) pairs.
         """
-        from engine.errors import CommitConflictError
-        from engine.scan.predicate import any_partition
-        from engine.write.conform import coerce_spec
-        from engine.write.factory import new_writer
+        from engine.compaction import compact
 
-        if not self.store.has_primary_key:
-            from engine.write.append_compaction import compact_append
-
-            return compact_append(self, partitions=partitions, full=full)
-        predicate = any_partition([coerce_spec(self.schema, p) for p in partitions or ()])
-        for attempt in range(max_attempts):
-            splits = self.new_scan().with_filter(predicate).plan().splits
-            if buckets is not None:
-                splits = [s for s in splits if (s.partition, s.bucket) in buckets]
-            writer = new_writer(self.store, compact=False)
-            writer.compact_splits(splits, full=full)
-            messages = writer.prepare_commit()
-            if not messages:
-                return CommitResult(())
-            try:
-                return self.new_commit().commit(messages)
-            except CommitConflictError:
-                if attempt == max_attempts - 1:
-                    raise
-        return CommitResult(())
+        return compact(self, full=full, partitions=partitions, buckets=buckets, max_attempts=max_attempts)
 
     def drop_partitions(self, partitions: Sequence[Mapping[str, object]], *, if_exists: bool = True) -> CommitResult:
         """Drop partitions in one commit; ``if_exists=False`` refuses (dropping nothing) if any is missing."""
@@ -328,3 +307,33 @@ class Table:
         from engine.ops.rollback import rollback_to_timestamp
 
         return rollback_to_timestamp(self.store, timestamp_millis)
+
+    # -- branches (engine.ops.branches) -----------------------------------------------------------
+    def create_branch(self, name: str, from_tag: str | None = None, from_snapshot: int | None = None) -> None:
+        """Create a branch: empty (this branch's schemas), from one of this branch's tags, or a snapshot id."""
+        from engine.ops.branches import BranchOps
+
+        BranchOps(self.store).create(name, from_tag, from_snapshot)
+
+    def branches(self) -> list[str]:
+        """The table's branches other than main, by name."""
+        from engine.ops.branches import BranchOps
+
+        return BranchOps(self.store).names()
+
+    def delete_branch(self, name: str, *, dry_run: bool = False) -> TagDeletion:
+        """Delete a branch and the files no other branch, tag or snapshot references (fail closed)."""
+        from engine.ops.branches import BranchOps
+
+        return BranchOps(self.store).delete(name, dry_run=dry_run)
+
+    def rename_branch(self, old: str, new: str) -> None:
+        from engine.ops.branches import BranchOps
+
+        BranchOps(self.store).rename(old, new)
+
+    def fast_forward(self, branch: str) -> FastForwardResult:
+        """Give main the branch head's content as one new main snapshot (atomic for readers)."""
+        from engine.ops.branches import BranchOps
+
+        return BranchOps(self.store).fast_forward(branch)

@@ -7,24 +7,18 @@ every bucket with more than one small file when a full compaction is asked for.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 import pyarrow as pa
 
-from engine.commit import CommitMessage, CommitResult
+from engine.commit import CommitMessage
 from engine.lsm.deletion_vectors import refuse_deletion_vectors
 from engine.meta.manifest import FileSource
 from engine.read.file_reader import read_data_file
 from engine.read.split_reader import data_file_path, split_partition_dir
 from engine.scan.planner import DataSplit
-from engine.scan.predicate import any_partition
 from engine.store import FileStore
-from engine.write.conform import coerce_spec
 from engine.write.file_writer import DataFileWriter
-
-if TYPE_CHECKING:
-    from engine.table import Table
 
 
 def compact_bucket(store: FileStore, splits: Sequence[DataSplit], full: bool) -> CommitMessage | None:
@@ -45,16 +39,3 @@ def compact_bucket(store: FileStore, splits: Sequence[DataSplit], full: bool) ->
     after = writer.write_append(data, small[0].min_sequence_number)
     return CommitMessage(first.partition, first.bucket, first.total_buckets, compact_before=tuple(small),
                          compact_after=tuple(after))
-
-
-def compact_append(table: Table, partitions: Sequence[Mapping[str, object]] | None = None, full: bool = True) -> CommitResult:
-    """Compact an append table in this process (the engine API; Spark uses ``compact_bucket`` per task)."""
-    store = table.store
-    predicate = any_partition([coerce_spec(store.schema, p) for p in partitions or ()])
-    by_bucket: dict[tuple[bytes, int], list[DataSplit]] = {}
-    for split in table.new_scan().with_filter(predicate).plan().splits:
-        by_bucket.setdefault((split.partition, split.bucket), []).append(split)
-    messages = [m for m in (compact_bucket(store, g, full) for g in by_bucket.values()) if m is not None]
-    if not messages:
-        return CommitResult(())
-    return table.new_commit().commit(messages)

@@ -1,0 +1,123 @@
+"""Compaction as one operation: a plan of picklable per-bucket tasks, a runner, one commit with retry.
+
+```
+ plan(table)  ── metadata only: the latest snapshot's splits, grouped per (partition, bucket),
+                 kept where the bucket needs it (universal strategy / full; small append files)
+ run(tasks)   ── rewrites each bucket's files → commit messages; in this process
+                 (Table.compact) or one Spark task per bucket (sqlext.compaction)
+ commit       ── one COMPACT snapshot; if a concurrent commit removed the same files, the
+                 commit deletes what the tasks wrote and the whole loop starts over from the
+                 new latest snapshot (bounded attempts)
+```
+The runner is the only thing that differs between the in-process and the distributed path, so
+the plan, the commit and the retry exist once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from engine.commit import CommitMessage, CommitResult
+from engine.errors import CommitConflictError
+from engine.scan.planner import DataSplit
+from engine.store import FileStore
+
+if TYPE_CHECKING:
+    from engine.table import Table
+
+Bucket = tuple[bytes, int]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionTask:
+    """One bucket to compact: its files (as planned splits) and whether to compact fully; picklable."""
+
+    partition: bytes
+    bucket: int
+    splits: tuple[DataSplit, ...]
+    full: bool
+
+    @property
+    def files(self):  # type: ignore[no-untyped-def]
+        return tuple(f for s in self.splits for f in s.files)
+
+
+Runner = Callable[[FileStore, Sequence[CompactionTask]], Sequence[CommitMessage]]
+
+
+def needs_compaction(store: FileStore, files: Sequence, full: bool) -> bool:  # type: ignore[type-arg]
+    """Whether a bucket with these files has anything to compact."""
+    if not store.has_primary_key:
+        small = [f for f in files if f.file_size < store.options.target_file_size(False)]
+        return len(small) >= (2 if full else store.options.compaction_min_file_num)
+    from engine.lsm.compactor import pick
+
+    _, unit = pick(store, files, full=full)
+    return unit is not None
+
+
+def plan(
+    table: Table,
+    *,
+    full: bool,
+    partitions: Sequence[Mapping[str, object]] | None = None,
+    buckets: set[Bucket] | None = None,
+) -> list[CompactionTask]:
+    """The buckets of the latest snapshot that need compaction (optionally only some partitions/buckets)."""
+    from engine.scan.predicate import any_partition
+    from engine.write.conform import coerce_spec
+
+    predicate = any_partition([coerce_spec(table.schema, p) for p in partitions or ()])
+    groups: dict[Bucket, list[DataSplit]] = {}
+    for split in table.new_scan().with_filter(predicate).plan().splits:
+        key = (split.partition, split.bucket)
+        if buckets is None or key in buckets:
+            groups.setdefault(key, []).append(split)
+    tasks = [CompactionTask(p, b, tuple(splits), full) for (p, b), splits in groups.items()]
+    return [t for t in tasks if needs_compaction(table.store, t.files, full)]
+
+
+def run_task(store: FileStore, task: CompactionTask) -> list[CommitMessage]:
+    """Rewrite one bucket (executor side, or in-process); returns its commit messages."""
+    if store.has_primary_key:
+        from engine.write.factory import new_writer
+
+        writer = new_writer(store, compact=False)
+        writer.compact_splits(task.splits, full=task.full)
+        return writer.prepare_commit()
+    from engine.write.append_compaction import compact_bucket
+
+    message = compact_bucket(store, task.splits, task.full)
+    return [message] if message is not None else []
+
+
+def run_in_process(store: FileStore, tasks: Sequence[CompactionTask]) -> list[CommitMessage]:
+    return [m for t in tasks for m in run_task(store, t)]
+
+
+def compact(
+    table: Table,
+    *,
+    full: bool = True,
+    partitions: Sequence[Mapping[str, object]] | None = None,
+    buckets: set[Bucket] | None = None,
+    runner: Runner = run_in_process,
+    max_attempts: int = 3,
+) -> CommitResult:
+    """Plan, run and commit a compaction, starting over after losing a race (up to ``max_attempts``)."""
+    for attempt in range(max_attempts):
+        table = table.refresh()
+        tasks = plan(table, full=full, partitions=partitions, buckets=buckets)
+        if not tasks:
+            return CommitResult(())
+        messages = list(runner(table.store, tasks))
+        if not messages:
+            return CommitResult(())
+        try:
+            return table.new_commit().commit(messages)
+        except CommitConflictError:  # the commit deleted what the tasks wrote
+            if attempt == max_attempts - 1:
+                raise
+    return CommitResult(())
