@@ -1,0 +1,354 @@
+"""Branches: creation (whole or not at all), isolation from main, rename, deletion with exact file
+cleanup, and fast-forward as one atomic main snapshot (checked with a crash at every file operation)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pyarrow as pa
+import pytest
+
+from engine import open_catalog
+from engine.errors import (
+    BranchAlreadyExistsError,
+    CommitConflictError,
+    CommitStateUnknownError,
+    InvalidArgumentError,
+    InvalidNameError,
+    NoSuchBranchError,
+    NoSuchSnapshotError,
+    NoSuchTagError,
+    StorageError,
+)
+from engine.io.faults import FailingFileIO
+from engine.meta.snapshot import CommitKind
+from engine.ops.branches import FF_BRANCH, BranchOps
+from engine.ops.reachability import UnsafeToDeleteError, reachable_files
+from engine.schema import AddColumn, SetOption
+from engine.store import FileStore
+from engine.types import INT
+from tests.engine.ops.conftest import content, data_and_manifest_files, rows
+
+
+def tree(root: str) -> set[str]:
+    out = set()
+    for dirpath, _dirs, files in os.walk(root):
+        out.update(os.path.relpath(os.path.join(dirpath, f), root) for f in files)
+        out.update(os.path.relpath(os.path.join(dirpath, d), root) + "/" for d in _dirs)
+    return out
+
+
+def all_referenced_exist(t) -> bool:
+    return all(os.path.exists(p) for p in reachable_files(t.store.io, t.path).paths())
+
+
+# -- creating ------------------------------------------------------------------------------------
+
+
+def test_empty_branch_copies_the_schemas_and_is_written_independently(catalog, append_table):
+    t = append_table
+    catalog.alter_table("db.app", [SetOption("snapshot.num-retained.min", "5")])
+    t = t.refresh()
+    main_rows = content(t)
+    t.create_branch("dev")
+    bdir = os.path.join(t.path, "branch", "branch-dev")
+    assert sorted(os.listdir(os.path.join(bdir, "schema"))) == ["schema-0", "schema-1"]
+    assert not os.path.exists(os.path.join(bdir, "snapshot"))
+    assert t.branches() == ["dev"]
+    dev = catalog.get_table("db.app$branch_dev")
+    assert content(dev) == [] and dev.latest_snapshot() is None
+    dev.write_arrow(rows([100]))
+    assert content(dev) == [(100, "x100", "a")]
+    assert content(t) == main_rows  # main unchanged
+    t.write_arrow(rows([200]))
+    assert content(dev) == [(100, "x100", "a")]  # and vice versa
+
+
+def test_branch_from_a_tag_copies_tag_snapshot_and_its_schemas(catalog, append_table):
+    t = append_table
+    t.create_tag("t2", 2)
+    catalog.alter_table("db.app", [AddColumn("extra", INT())])
+    t = t.refresh()
+    tagged = content(t.branch_table("main"), tag="t2")
+    t.create_branch("dev", from_tag="t2")
+    bdir = os.path.join(t.path, "branch", "branch-dev")
+    assert os.listdir(os.path.join(bdir, "tag")) == ["tag-t2"]
+    assert os.listdir(os.path.join(bdir, "snapshot")) == ["snapshot-2"]
+    assert os.listdir(os.path.join(bdir, "schema")) == ["schema-0"]  # 0..snapshot.schemaId, not the later one
+    with open(os.path.join(t.path, "tag", "tag-t2"), "rb") as a, open(os.path.join(bdir, "tag", "tag-t2"), "rb") as b:
+        assert a.read() == b.read()
+    dev = catalog.get_table("db.app$branch_dev")
+    assert content(dev) == tagged and content(dev, tag="t2") == tagged
+    assert [f.name for f in dev.schema.fields] == ["id", "v", "p"]
+    dev.write_arrow(rows([50]))
+    assert dev.latest_snapshot().id == 3
+    assert content(dev) == sorted(tagged + [(50, "x50", "a")])
+    assert (50, "x50", "a", None) not in content(t)
+
+
+def test_branch_from_a_snapshot(catalog, pk_table):
+    t = pk_table
+    at1 = content(t, snapshot_id=1)
+    t.create_branch("b1", from_snapshot=1)
+    dev = catalog.get_table("db.pk$branch_b1")
+    assert content(dev) == at1 and [s.id for s in dev.snapshots()] == [1]
+
+
+@pytest.mark.parametrize("name", ["main", "", "  ", "123", "a/b", "..", "x$y"])
+def test_bad_branch_names_change_nothing(append_table, name):
+    before = tree(append_table.path)
+    with pytest.raises(InvalidNameError):
+        append_table.create_branch(name)
+    assert tree(append_table.path) == before
+
+
+def test_refusals_change_nothing(append_table):
+    t = append_table
+    t.create_branch("dev")
+    before = tree(t.path)
+    with pytest.raises(BranchAlreadyExistsError):
+        t.create_branch("dev")
+    with pytest.raises(NoSuchTagError):
+        t.create_branch("x", from_tag="nope")
+    with pytest.raises(NoSuchSnapshotError):
+        t.create_branch("x", from_snapshot=99)
+    with pytest.raises(InvalidArgumentError):
+        t.create_branch("x", from_tag="t", from_snapshot=1)
+    with pytest.raises(NoSuchBranchError):
+        t.delete_branch("nope")
+    with pytest.raises(NoSuchBranchError):
+        t.rename_branch("nope", "x")
+    with pytest.raises(BranchAlreadyExistsError):
+        t.rename_branch("dev", "dev")
+    with pytest.raises(InvalidNameError):
+        t.delete_branch("main")
+    with pytest.raises(NoSuchBranchError):
+        t.fast_forward("nope")
+    assert tree(t.path) == before
+
+
+@pytest.mark.parametrize("after", [False, True])
+def test_a_crash_while_creating_leaves_no_branch(append_table, after):
+    t = append_table
+    t.create_tag("t1", 1)
+    n = 1
+    while True:  # a crash (every later call fails too, so no cleanup runs) at every write/rename
+        io = FailingFileIO(t.store.io, "any", n, times=-1, after=after, path_contains="branch")
+        try:
+            BranchOps(FileStore(io, t.store.paths, t.store.schema)).create("dev", from_tag="t1")
+        except StorageError:
+            assert t.branches() in ([], ["dev"])
+            if t.branches() == ["dev"]:  # only when the crash hit after the final rename
+                assert after and content(t.branch_table("dev")) == content(t, tag="t1")
+                t.delete_branch("dev")
+            assert all_referenced_exist(t)
+            n += 1
+            continue
+        break
+    assert n > 3 and t.branches() == ["dev"] and content(t.branch_table("dev")) == content(t, tag="t1")
+
+
+# -- operations on a branch ----------------------------------------------------------------------
+
+
+def test_schema_change_compaction_tags_and_time_travel_on_a_branch(catalog, pk_table):
+    t = pk_table
+    main_rows, main_snaps = content(t), [s.id for s in t.snapshots()]
+    t.create_branch("dev", from_snapshot=2)
+    catalog.alter_table("db.pk$branch_dev", [AddColumn("n", INT())])
+    dev = catalog.get_table("db.pk$branch_dev")
+    assert [f.name for f in dev.schema.fields][-1] == "n"
+    dev.write_arrow(pa.table({"id": [1, 9], "v": ["d1", "d9"], "p": ["a", "a"], "n": [7, 8]}))
+    dev.compact(full=True)
+    dev.create_tag("dt")
+    assert content(dev, tag="dt") == content(dev)
+    assert content(dev, snapshot_id=2) == main_rows  # time travel reads with the snapshot's schema
+    assert {r[0]: r[3] for r in content(dev)}[9] == 8
+    # main untouched by all of it
+    t = t.refresh()
+    assert [f.name for f in t.schema.fields] == ["id", "v", "p"]
+    assert content(t) == main_rows and [s.id for s in t.snapshots()] == main_snaps
+    assert t.tags.names() == []
+    assert all_referenced_exist(t)
+
+
+# -- rename and delete ---------------------------------------------------------------------------
+
+
+def test_rename_branch(catalog, append_table):
+    t = append_table
+    t.create_branch("dev", from_snapshot=3)
+    rows3 = content(catalog.get_table("db.app$branch_dev"))
+    t.rename_branch("dev", "prod")
+    assert t.branches() == ["prod"]
+    assert content(catalog.get_table("db.app$branch_prod")) == rows3
+    with pytest.raises(NoSuchBranchError):
+        catalog.get_table("db.app$branch_dev")
+
+
+def test_delete_branch_deletes_only_files_no_one_else_needs(catalog, append_table):
+    t = append_table
+    t.create_branch("dev", from_snapshot=3)
+    before = data_and_manifest_files(t.path)
+    dev = catalog.get_table("db.app$branch_dev")
+    dev.write_arrow(rows([10, 11]))
+    dev.write_arrow(rows([12]), overwrite=True)
+    branch_only = data_and_manifest_files(t.path) - before
+    main_rows = content(t)
+    dry = t.delete_branch("dev", dry_run=True)
+    assert set(dry.files.paths()) == branch_only and t.branches() == ["dev"]
+    result = t.delete_branch("dev")
+    assert set(result.files.paths()) == branch_only
+    assert data_and_manifest_files(t.path) == before
+    assert t.branches() == [] and not os.path.exists(os.path.join(t.path, "branch", "branch-dev"))
+    assert content(t) == main_rows and all_referenced_exist(t)
+    assert os.listdir(os.path.join(t.path, "branch")) == []  # no trash left
+
+
+def test_delete_branch_fails_closed(catalog, append_table):
+    t = append_table
+    t.create_branch("dev", from_snapshot=3)
+    catalog.get_table("db.app$branch_dev").write_arrow(rows([10]))
+    with open(t.store.paths.snapshot_file(2), "w") as f:
+        f.write("{broken")
+    t.store.snapshots.forget(2)
+    before = tree(t.path)
+    with pytest.raises(UnsafeToDeleteError) as e:
+        t.delete_branch("dev")
+    assert e.value.path.endswith("snapshot-2") and tree(t.path) == before
+
+
+# -- fast-forward --------------------------------------------------------------------------------
+
+
+def test_fast_forward_publishes_the_branch_head_as_a_new_main_snapshot(catalog, append_table):
+    t = append_table
+    t.create_tag("t2", 2)
+    t.create_branch("dev", from_tag="t2")
+    dev = catalog.get_table("db.app$branch_dev")
+    dev.write_arrow(rows([20, 21]))
+    dev.write_arrow(rows([22], p="c"))
+    old_head, old_rows = t.latest_snapshot(), content(t)
+    before = data_and_manifest_files(t.path)
+    result = t.fast_forward("dev")
+    assert (result.previous_snapshot_id, result.current_snapshot_id) == (old_head.id, old_head.id + 1)
+    new = t.latest_snapshot()
+    assert new.commit_kind is CommitKind.OVERWRITE and new.properties[FF_BRANCH] == "dev"
+    assert content(t) == content(dev)
+    assert new.total_record_count == dev.latest_snapshot().total_record_count
+    assert content(t, snapshot_id=old_head.id) == old_rows  # main's history kept
+    assert before <= data_and_manifest_files(t.path)  # nothing deleted
+    assert t.fast_forward("dev").current_snapshot_id == new.id  # nothing to do the second time
+    # both keep going independently
+    t.write_arrow(rows([30]))
+    dev.write_arrow(rows([40]))
+    assert (30, "x30", "a") in content(t) and (30, "x30", "a") not in content(dev)
+    assert (40, "x40", "a") not in content(t)
+    assert all_referenced_exist(t)
+
+
+def test_fast_forward_brings_the_branch_schema(catalog, pk_table):
+    t = pk_table
+    t.create_branch("dev", from_snapshot=2)
+    catalog.alter_table("db.pk$branch_dev", [AddColumn("n", INT())])
+    dev = catalog.get_table("db.pk$branch_dev")
+    dev.write_arrow(pa.table({"id": [3], "v": ["d"], "p": ["a"], "n": [5]}))
+    t.fast_forward("dev")
+    t = t.refresh()
+    assert [f.name for f in t.schema.fields] == ["id", "v", "p", "n"] and content(t) == content(dev)
+    t.write_arrow(pa.table({"id": [4], "v": ["m"], "p": ["a"], "n": [6]}))  # main keeps writing
+    assert (4, "m", "a", 6) in content(t)
+
+
+def test_fast_forward_refuses_when_main_changed_its_schema(catalog, append_table):
+    t = append_table
+    t.create_branch("dev", from_snapshot=3)
+    catalog.get_table("db.app$branch_dev").write_arrow(rows([9]))
+    catalog.alter_table("db.app", [AddColumn("m", INT())])
+    before = tree(t.path)
+    with pytest.raises(CommitConflictError):
+        t.refresh().fast_forward("dev")
+    assert tree(t.path) == before
+    empty = t.create_branch("e") or "e"
+    with pytest.raises(NoSuchSnapshotError):
+        t.fast_forward(empty)
+
+
+def test_fast_forward_loses_a_race_against_a_main_commit_and_changes_nothing(catalog, append_table, monkeypatch):
+    t = append_table
+    t.create_branch("dev", from_snapshot=2)
+    catalog.get_table("db.app$branch_dev").write_arrow(rows([9]))
+    from engine.ops import branches
+
+    real = branches._merge_snapshot
+
+    def racing(main, *args):
+        snap = real(main, *args)
+        t.write_arrow(rows([77]))  # lands first, with the id the fast-forward wanted
+        return snap
+
+    monkeypatch.setattr(branches, "_merge_snapshot", racing)
+    files = data_and_manifest_files(t.path)
+    with pytest.raises(CommitConflictError):
+        t.fast_forward("dev")
+    assert (77, "x77", "a") in content(t) and t.latest_snapshot().commit_kind is not CommitKind.OVERWRITE
+    referenced = reachable_files(t.store.io, t.path)
+    new_files = data_and_manifest_files(t.path) - files
+    assert new_files and all(p in referenced for p in new_files)  # the fast-forward's manifests were removed
+
+
+@pytest.fixture(params=[pytest.param(False, id="same-schema"),
+                        pytest.param(True, id="branch-added-a-column", marks=pytest.mark.slow)])
+def ff_template(tmp_path, request):
+    """A warehouse whose main and branch 'dev' diverged (main wrote after the branch point)."""
+    cat = open_catalog(str(tmp_path / "template"))
+    cat.create_database("db")
+    from tests.engine.ops.conftest import SCHEMA
+
+    t = cat.create_table("db.t", SCHEMA, partition_keys=["p"])
+    t.write_arrow(rows([1, 2]))
+    t.write_arrow(rows([3], p="b"))
+    t.create_tag("t1", 2)
+    t.write_arrow(rows([4]))
+    t.create_branch("dev", from_tag="t1")
+    dev = cat.get_table("db.t$branch_dev")
+    dev.write_arrow(rows([5, 6]))
+    if request.param:
+        dev = cat.alter_table("db.t$branch_dev", [AddColumn("n", INT())])
+    dev.write_arrow(rows([7], p="c"), overwrite={"p": "b"})
+    return str(tmp_path / "template"), content(t), content(dev)
+
+
+@pytest.mark.parametrize("after", [False, True])
+def test_fast_forward_crashing_at_every_file_operation_leaves_main_at_its_old_or_new_head(tmp_path, ff_template, after):
+    template, old_rows, new_rows = ff_template
+    counting = open_catalog(str(tmp_path / "count"))
+    shutil.copytree(template, str(tmp_path / "count"), dirs_exist_ok=True)
+    t = counting.get_table("db.t")
+    probe = FailingFileIO(t.store.io, "any", 10**9)
+    BranchOps(FileStore(probe, t.store.paths, t.store.schema)).fast_forward("dev")
+    total = probe.calls
+    assert total > 10
+    outcomes = set()
+    for n in range(1, total + 1):
+        wh = str(tmp_path / f"w{n}")
+        shutil.copytree(template, wh)
+        t = open_catalog(wh).get_table("db.t")
+        io = FailingFileIO(t.store.io, "any", n, times=-1, after=after)  # a crash: nothing runs after it
+        try:
+            BranchOps(FileStore(io, t.store.paths, t.store.schema)).fast_forward("dev")
+            finished = True  # only the best-effort LATEST hint write failed
+        except (StorageError, CommitStateUnknownError):
+            finished = False
+        t = open_catalog(wh).get_table("db.t")
+        seen = content(t)
+        # Old head (read with the branch's newer schema if that was copied before the crash) or new head.
+        assert seen == new_rows or content(t, columns=["id", "v", "p"]) == old_rows, f"crash at call {n}"
+        assert not finished or seen == new_rows
+        outcomes.add(seen == new_rows)
+        assert all_referenced_exist(t)
+        t.fast_forward("dev")  # running it again finishes the job
+        assert content(t.refresh()) == new_rows
+        shutil.rmtree(wh)
+    assert outcomes == {False, True}
