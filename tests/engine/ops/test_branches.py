@@ -352,3 +352,41 @@ def test_fast_forward_crashing_at_every_file_operation_leaves_main_at_its_old_or
         assert content(t.refresh()) == new_rows
         shutil.rmtree(wh)
     assert outcomes == {False, True}
+
+
+@pytest.mark.parametrize("after", [False, True])
+def test_a_crash_while_deleting_a_branch_leaves_it_whole_or_gone(tmp_path, after):
+    template = str(tmp_path / "template")
+    cat = open_catalog(template)
+    cat.create_database("db")
+    from tests.engine.ops.conftest import SCHEMA
+
+    t = cat.create_table("db.t", SCHEMA)
+    t.write_arrow(rows([1, 2]))
+    t.write_arrow(rows([3]))
+    t.create_branch("dev", from_snapshot=1)
+    dev = cat.get_table("db.t$branch_dev")
+    dev.write_arrow(rows([10]))
+    dev_rows, main_rows = content(dev), content(t)
+    n, gone = 0, set()
+    while True:  # a crash at every file operation: nothing runs after it
+        n += 1
+        wh = str(tmp_path / f"w{n}")
+        shutil.copytree(template, wh)
+        t = open_catalog(wh).get_table("db.t")
+        io = FailingFileIO(t.store.io, "any", n, times=-1, after=after)
+        try:
+            BranchOps(FileStore(io, t.store.paths, t.store.schema)).delete("dev")
+            break
+        except (StorageError, UnsafeToDeleteError):  # a failed read refuses (fail closed)
+            pass
+        cat = open_catalog(wh)
+        if t.branches() == ["dev"]:
+            assert content(cat.get_table("db.t$branch_dev")) == dev_rows
+        assert content(cat.get_table("db.t")) == main_rows and all_referenced_exist(t)
+        gone.add(t.branches() == [])
+        t.create_branch("other")  # leftovers (a trash directory) are swept by the next deletion
+        t.delete_branch("other")
+        assert os.listdir(os.path.join(t.path, "branch")) in ([], ["branch-dev"])
+        shutil.rmtree(wh)
+    assert n > 5 and gone == {False, True}
