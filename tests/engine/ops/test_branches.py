@@ -390,3 +390,21 @@ def test_a_crash_while_deleting_a_branch_leaves_it_whole_or_gone(tmp_path, after
         assert os.listdir(os.path.join(t.path, "branch")) in ([], ["branch-dev"])
         shutil.rmtree(wh)
     assert n > 5 and gone == {False, True}
+
+
+def test_fast_forward_into_a_main_without_snapshots_and_branches_of_branches(catalog):
+    from tests.engine.ops.conftest import SCHEMA
+
+    t = catalog.create_table("db.e", SCHEMA)
+    t.create_branch("dev")
+    dev = catalog.get_table("db.e$branch_dev")
+    dev.write_arrow(rows([1, 2]))
+    dev.create_tag("d1")
+    dev.create_branch("sub", from_tag="d1")  # created from the branch's own tag
+    sub = catalog.get_table("db.e$branch_sub")
+    assert content(sub) == content(dev) and sorted(t.branches()) == ["dev", "sub"]
+    result = t.fast_forward("sub")
+    assert (result.previous_snapshot_id, result.current_snapshot_id) == (None, 1)
+    assert content(t) == content(dev) and t.latest_snapshot().total_record_count == 2
+    t.delete_branch("dev")  # main and 'sub' still hold every file
+    assert content(t) == content(sub) == [(1, "x1", "a"), (2, "x2", "a")] and all_referenced_exist(t)
