@@ -11,7 +11,9 @@ prints one line per result as it arrives and writes the JSON record. Invariants:
 from __future__ import annotations
 
 import importlib
+import os
 import shutil
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -51,6 +53,31 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload("W10", "concurrent writer processes", "benchmarks.workloads_concurrency", "run_w10", False),
 )
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
+
+
+def _load() -> list[float] | None:
+    """The 1/5/15-minute load averages: how busy the shared machine was (context for the figures)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
+def _commit() -> str | None:
+    """The checked-out commit the run measured (None outside a git work tree)."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    return done.stdout.strip() or None
 
 
 def select(only: Sequence[str] | None) -> list[Workload]:
@@ -100,6 +127,7 @@ def run_suite(
     ctx = Context(SIZES[size], max(3, pairs), scratch)
     ctx.cache["spark_conf"] = dict(spark_conf or {})
     results: list[Result] = []
+    load_before, commit = _load(), _commit()
     started = time.perf_counter()
     echo(
         f"dyntable benchmarks  size={size}  pairs={ctx.pairs}  "
@@ -130,6 +158,9 @@ def run_suite(
         "only": [w.key for w in chosen],
         "elapsed_s": round(elapsed, 1),
         "spark_conf": ctx.cache["spark_conf"],
+        "commit": commit,
+        "load_avg_start": load_before,
+        "load_avg_end": _load(),
     }
     path = write_json(results, out or DEFAULT_OUT, meta)
     echo(

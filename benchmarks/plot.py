@@ -155,7 +155,7 @@ def draw(history: History, out: Path) -> Path:
     )
     fig.tight_layout(rect=(0, 0, 1, 0.96))
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
+    fig.savefig(out, dpi=90)
     plt.close(fig)
     return out
 
