@@ -31,7 +31,13 @@ import uuid
 from dataclasses import dataclass
 
 from engine.commit import WRITER_VERSION
-from engine.errors import CommitConflictError, InvalidArgumentError, NoSuchSnapshotError, TagAlreadyExistsError
+from engine.errors import (
+    CommitConflictError,
+    CommitStateUnknownError,
+    InvalidArgumentError,
+    NoSuchSnapshotError,
+    TagAlreadyExistsError,
+)
 from engine.identifier import validate_name
 from engine.meta.manifest import FileKind, ManifestEntry
 from engine.meta.refs import TagStore
@@ -102,10 +108,17 @@ def rollback_to(store: FileStore, version: int | str, *, backup: bool = True) ->
     written: list[str] = []
     try:
         snapshot = _rollback_snapshot(store, head, target, written)
-        published = store.snapshots.try_publish(snapshot)
     except BaseException:
         _undo(store, written, backup_name if created_backup else None)
         raise
+    try:
+        published = store.snapshots.try_publish(snapshot)
+    except Exception as e:
+        # The snapshot may exist and reference what was written: delete nothing.
+        raise CommitStateUnknownError(
+            f"publishing rollback snapshot {snapshot.id} of {store.paths.root} failed ({e}); it may or may not "
+            "exist — look at the table before retrying"
+        ) from e
     if not published:
         _undo(store, written, backup_name if created_backup else None)
         raise CommitConflictError(

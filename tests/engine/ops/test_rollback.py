@@ -131,3 +131,26 @@ def test_rollback_over_a_schema_change_keeps_the_new_schema(catalog, append_tabl
     assert t.latest_snapshot().schema_id == 1
     data = t.refresh().to_arrow()
     assert data.column_names == ["id", "v", "p", "extra"] and data.column("extra").to_pylist() == [None, None]
+
+
+def test_a_publish_whose_answer_is_lost_deletes_nothing(pk_table, monkeypatch):
+    """The rollback snapshot lands but the store's answer is lost: its manifests and backup tag must stay."""
+    from engine.errors import CommitStateUnknownError, StorageError
+
+    t = pk_table
+    head = t.latest_snapshot()
+    snapshots = type(t.store.snapshots)
+    original = snapshots.try_publish
+
+    def lands_then_fails(self, snapshot):
+        original(self, snapshot)
+        raise StorageError("connection reset")
+
+    monkeypatch.setattr(snapshots, "try_publish", lands_then_fails)
+    with pytest.raises(CommitStateUnknownError):
+        t.rollback_to(1)
+    monkeypatch.undo()
+    fresh = t.refresh()
+    assert fresh.latest_snapshot().id == head.id + 1
+    assert content(fresh) == content(fresh, snapshot_id=1)  # the new head reads: nothing it needs was deleted
+    assert content(fresh, tag=f"rollback-backup-{head.id}") == content(fresh, snapshot_id=head.id)
