@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlext import ast
-from sqlext.executor import call, ddl, describe, dml, insert, session_stmts
+from sqlext.executor import call, ddl, describe, dml, insert, refs, session_stmts
 
 HANDLERS: dict[type, Any] = {
     ast.CreateDatabase: ddl.create_database,
@@ -35,5 +35,6 @@ HANDLERS: dict[type, Any] = {
     **dml.HANDLERS,
     **describe.HANDLERS,
     **call.HANDLERS,
+    **refs.HANDLERS,
 }
 
