@@ -46,12 +46,10 @@ Rules (Paimon's content, made safe):
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.commit import WRITER_VERSION
 from engine.errors import (
     BranchAlreadyExistsError,
     CommitConflictError,
@@ -62,15 +60,15 @@ from engine.errors import (
     NoSuchTagError,
 )
 from engine.identifier import MAIN_BRANCH, validate_name
-from engine.meta.manifest import FileKind, ManifestEntry
 from engine.meta.paths import TablePaths, join
 from engine.meta.refs import TagStore
 from engine.meta.schema_store import SchemaStore
-from engine.meta.snapshot import CommitKind, Snapshot, new_snapshot_uuid
+from engine.meta.snapshot import Snapshot
 from engine.ops.reachability import ReachabilityCollector, all_anchors, delete_files, unreferenced
+from engine.ops.republish import content_snapshot
 from engine.ops.tags import TagDeletion
 from engine.schema import TableSchema
-from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
+from engine.store import FileStore
 
 BRANCH_PREFIX = "branch-"
 STAGING_PREFIX = ".tmp-branch-"
@@ -289,49 +287,8 @@ def _undo(store: FileStore, written: Sequence[str]) -> None:
 
 def _merge_snapshot(main: FileStore, branch: FileStore, head: Snapshot | None, target: Snapshot,
                     written: list[str], name: str) -> Snapshot | None:
-    """Main's next snapshot: main's manifests as base, a delta that turns main's live set into the target's.
-
-    None (nothing written) when main's head already has the target's live files and index.
-    """
-    ms = main.manifests
-    head_live = {e.identifier: e for e in main.live_entries(head)}
-    target_live = {e.identifier: e for e in branch.live_entries(target)}
-    delta = [
-        ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
-        for key, e in head_live.items() if key not in target_live
-    ] + [e for key, e in target_live.items() if key not in head_live]
-    if head is not None and not delta and head.index_manifest == target.index_manifest:
-        return None
+    """Main's next snapshot with the branch head's content (None when main's head has it already)."""
     schema_id = max(target.schema_id, main.schema.id, head.schema_id if head else 0)
-    delta_metas = ms.write_entries_rolling(delta, schema_id, main.partition_types)
-    written += [m.file_name for m in delta_metas]
-    base_name, base_size = ms.write_list(ms.data_manifests(head) if head else [])
-    written.append(base_name)
-    delta_name, delta_size = ms.write_list(delta_metas)
-    written.append(delta_name)
-    added = sum(e.file.row_count for e in delta if e.kind is FileKind.ADD)
-    removed = sum(e.file.row_count for e in delta if e.kind is FileKind.DELETE)
-    row_ids = [x for x in (head.next_row_id if head else None, target.next_row_id) if x is not None]
-    return Snapshot(
-        id=(head.id if head else 0) + 1,
-        schema_id=schema_id,
-        base_manifest_list=base_name,
-        base_manifest_list_size=base_size,
-        delta_manifest_list=delta_name,
-        delta_manifest_list_size=delta_size,
-        index_manifest=target.index_manifest,
-        commit_user=str(uuid.uuid4()),
-        commit_identifier=BATCH_COMMIT_IDENTIFIER,
-        commit_kind=CommitKind.OVERWRITE,
-        time_millis=int(time.time() * 1000),
-        total_record_count=(head.total_record_count if head else 0) + added - removed,
-        delta_record_count=added - removed,
-        watermark=target.watermark,
-        properties={FF_BRANCH: name, FF_SNAPSHOT: str(target.id)},
-        next_row_id=max(row_ids) if row_ids else None,
-        writer_version=WRITER_VERSION,
-        uuid=new_snapshot_uuid(),
-    )
-
-
+    return content_snapshot(main, head, target, branch.live_entries(target), schema_id,
+                            {FF_BRANCH: name, FF_SNAPSHOT: str(target.id)}, written)
 __all__ = ["BranchDeletion", "BranchOps", "FastForwardResult"]

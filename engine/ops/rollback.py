@@ -26,11 +26,8 @@ create-if-absent, exactly like a commit:
 
 from __future__ import annotations
 
-import time
-import uuid
 from dataclasses import dataclass
 
-from engine.commit import WRITER_VERSION
 from engine.errors import (
     CommitConflictError,
     CommitStateUnknownError,
@@ -39,10 +36,10 @@ from engine.errors import (
     TagAlreadyExistsError,
 )
 from engine.identifier import validate_name
-from engine.meta.manifest import FileKind, ManifestEntry
 from engine.meta.refs import TagStore
-from engine.meta.snapshot import CommitKind, Snapshot, Tag, new_snapshot_uuid
-from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
+from engine.meta.snapshot import Snapshot, Tag
+from engine.ops.republish import content_snapshot
+from engine.store import FileStore
 
 BACKUP_TAG_PREFIX = "rollback-backup-"
 ROLLBACK_FROM = "dyntable.rollback.from"
@@ -111,6 +108,9 @@ def rollback_to(store: FileStore, version: int | str, *, backup: bool = True) ->
     except BaseException:
         _undo(store, written, backup_name if created_backup else None)
         raise
+    if snapshot is None:  # the head already holds the target's files
+        _undo(store, written, backup_name if created_backup else None)
+        return RollbackResult(head.id, head.id, None)
     try:
         published = store.snapshots.try_publish(snapshot)
     except Exception as e:
@@ -151,46 +151,11 @@ def _undo(store: FileStore, written: list[str], backup_name: str | None) -> None
         store.io.delete(store.paths.tag_file(backup_name))
 
 
-def _rollback_snapshot(store: FileStore, head: Snapshot, target: Snapshot, written: list[str]) -> Snapshot:
-    ms = store.manifests
-    head_live = {e.identifier: e for e in store.live_entries(head)}
-    target_live = {e.identifier: e for e in store.live_entries(target)}
-    delta = [
-        ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
-        for key, e in head_live.items() if key not in target_live
-    ] + [e for key, e in target_live.items() if key not in head_live]
+def _rollback_snapshot(store: FileStore, head: Snapshot, target: Snapshot, written: list[str]) -> Snapshot | None:
     latest_schema = store.schemas.latest()
     schema_id = max(head.schema_id, latest_schema.id if latest_schema else 0)
-    partition_types = store.partition_types
-    delta_metas = ms.write_entries_rolling(delta, schema_id, partition_types)
-    written += [m.file_name for m in delta_metas]
-    base_name, base_size = ms.write_list(ms.data_manifests(head))
-    written.append(base_name)
-    delta_name, delta_size = ms.write_list(delta_metas)
-    written.append(delta_name)
-    added = sum(e.file.row_count for e in delta if e.kind is FileKind.ADD)
-    removed = sum(e.file.row_count for e in delta if e.kind is FileKind.DELETE)
-    row_ids = [x for x in (head.next_row_id, target.next_row_id) if x is not None]
-    return Snapshot(
-        id=head.id + 1,
-        schema_id=schema_id,
-        base_manifest_list=base_name,
-        base_manifest_list_size=base_size,
-        delta_manifest_list=delta_name,
-        delta_manifest_list_size=delta_size,
-        index_manifest=target.index_manifest,
-        commit_user=str(uuid.uuid4()),
-        commit_identifier=BATCH_COMMIT_IDENTIFIER,
-        commit_kind=CommitKind.OVERWRITE,
-        time_millis=int(time.time() * 1000),
-        total_record_count=head.total_record_count + added - removed,
-        delta_record_count=added - removed,
-        watermark=target.watermark,
-        properties={ROLLBACK_FROM: str(head.id), ROLLBACK_TO: str(target.id)},
-        next_row_id=max(row_ids) if row_ids else None,
-        writer_version=WRITER_VERSION,
-        uuid=new_snapshot_uuid(),
-    )
+    return content_snapshot(store, head, target, store.live_entries(target), schema_id,
+                            {ROLLBACK_FROM: str(head.id), ROLLBACK_TO: str(target.id)}, written)
 
 
 __all__ = ["BACKUP_TAG_PREFIX", "RollbackResult", "backup_tag_name", "resolve_target", "rollback_to",
