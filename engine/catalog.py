@@ -27,7 +27,8 @@ from engine.io import FileIO
 from engine.meta.paths import TablePaths, join
 from engine.meta.schema_store import SchemaStore
 from engine.options import validate_options
-from engine.schema import SchemaChange, TableSchema
+from engine.schema import TableSchema
+from engine.schema_changes import SchemaChange
 from engine.table import Table
 from engine.types import DataField, DataType
 

@@ -28,7 +28,7 @@ import json
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any
 
 import pyarrow as pa
 
@@ -45,6 +45,19 @@ from engine.options import (
     check_alterable,
     iter_field_option_columns,
     validate_options,
+)
+from engine.schema_changes import (
+    AddColumn,
+    DropColumn,
+    MoveColumn,
+    Position,
+    RemoveOption,
+    RenameColumn,
+    SchemaChange,
+    SetOption,
+    UpdateColumnComment,
+    UpdateColumnType,
+    UpdateComment,
 )
 from engine.types import (
     DataField,
@@ -64,82 +77,6 @@ CURRENT_VERSION = 3
 
 
 FrozenOptions = FrozenMap  # table options: the shared frozen mapping
-
-
-# ---- schema changes (ALTER TABLE) ------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SetOption:
-    key: str
-    value: str
-
-
-@dataclass(frozen=True, slots=True)
-class RemoveOption:
-    key: str
-
-
-Position = Literal["first", "last"] | tuple[str, str] | None  # ("after" | "before", column)
-
-
-@dataclass(frozen=True, slots=True)
-class AddColumn:
-    """A new nullable top-level column; ``type`` may be SQL text. ``position`` None appends."""
-
-    name: str
-    type: DataType | str
-    comment: str | None = None
-    position: Position = None
-
-
-@dataclass(frozen=True, slots=True)
-class DropColumn:
-    name: str
-
-
-@dataclass(frozen=True, slots=True)
-class RenameColumn:
-    old: str
-    new: str
-
-
-@dataclass(frozen=True, slots=True)
-class MoveColumn:
-    """Move a top-level column: ``position`` is "first", "last" or ("after" | "before", column)."""
-
-    name: str
-    position: Position
-
-
-@dataclass(frozen=True, slots=True)
-class UpdateColumnType:
-    """Change a column's type to one Paimon casts to implicitly (see :func:`castable`).
-
-    With ``keep_nullability`` (the default, as Spark's ALTER COLUMN TYPE) the column keeps its
-    nullability whatever ``type`` says.
-    """
-
-    name: str
-    type: DataType | str
-    keep_nullability: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class UpdateColumnComment:
-    name: str
-    comment: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class UpdateComment:
-    comment: str | None
-
-
-SchemaChange = (
-    SetOption | RemoveOption | AddColumn | DropColumn | RenameColumn | UpdateColumnType | UpdateColumnComment
-    | UpdateComment | MoveColumn
-)  # fmt: skip
 
 
 # ---- the schema ------------------------------------------------------------------------------

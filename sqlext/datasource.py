@@ -54,11 +54,11 @@ from pyspark.sql.types import StructType
 
 from engine import Identifier, Table, open_catalog
 from engine.commit import CommitMessage, delete_uncommitted
-from engine.store import BATCH_COMMIT_IDENTIFIER
 from engine.errors import CommitStateUnknownError, DyntableError, InvalidArgumentError
 from engine.scan import predicate as P
 from engine.scan.incremental import ROWKIND
 from engine.scan.planner import resolve_time_travel, store_at
+from engine.store import BATCH_COMMIT_IDENTIFIER
 from sqlext.spark_types import spark_arrow_schema, spark_schema, to_spark_batches
 
 NAME = "dyntable"

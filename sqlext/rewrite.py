@@ -36,8 +36,8 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterator
-from decimal import Decimal
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Protocol
 
 import sqlglot

@@ -190,7 +190,8 @@ class SqlSession:
         ident = self.identifier(name)
         base = self.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
         if time_travel is not None and (not ident.system_table or ident.system_table.lower() in DATA_TABLES):
-            from sqlext.datasource import time_travel as resolve_travel, travelled
+            from sqlext.datasource import time_travel as resolve_travel
+            from sqlext.datasource import travelled
 
             try:
                 base = travelled(base, resolve_travel(travel_options(time_travel), base))

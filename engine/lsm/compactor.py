@@ -34,7 +34,6 @@ from engine.store import FileStore
 from engine.types import to_arrow_field
 from engine.write.file_writer import DataFileWriter
 
-
 _RETRACT_KINDS = pa.array([1, 3], pa.int8())  # -U, -D
 
 

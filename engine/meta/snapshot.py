@@ -21,8 +21,8 @@ Invariants:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 import uuid as _uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import ROUND_FLOOR, Decimal, InvalidOperation

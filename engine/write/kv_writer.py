@@ -43,8 +43,8 @@ from engine.read.file_reader import SEQUENCE_NUMBER, VALUE_KIND
 from engine.read.split_reader import split_partition_dir
 from engine.scan.planner import DataSplit
 from engine.store import FileStore
-from engine.write.conform import conform
 from engine.write.bucket_assigner import CrossPartitionAssigner, HashBucketAssigner, new_assigner
+from engine.write.conform import conform
 from engine.write.file_writer import DataFileWriter
 from engine.write.routing import group_rows
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import NoSuchPartitionError
-from engine.schema import (
+from engine.schema_changes import (
     AddColumn,
     DropColumn,
     MoveColumn,

@@ -42,8 +42,8 @@ from engine.meta.manifest import FileKind
 from engine.scan.incremental import ROWKIND
 from engine.write.conform import coerce_spec
 from sqlext import ast
-from sqlext.errors import SqlAnalysisError
 from sqlext.datasource import cluster_for_writers
+from sqlext.errors import SqlAnalysisError
 from sqlext.executor.common import computed_columns, done, paimon_to_spark_ddl, require_managed, rows
 from sqlext.splitter import Statement
 

@@ -15,9 +15,11 @@ from engine import (
     NoSuchSnapshotError,
     NoSuchTableError,
     TableAlreadyExistsError,
+)
+from engine import (
     predicate as P,
 )
-from engine.schema import AddColumn, DropColumn, RenameColumn, UpdateColumnType
+from engine.schema_changes import AddColumn, DropColumn, RenameColumn, UpdateColumnType
 from engine.types import BIGINT, STRING
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("dt", pa.string())])

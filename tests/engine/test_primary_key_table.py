@@ -7,7 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import CommitKind, InvalidArgumentError, predicate as P
+from engine import CommitKind, InvalidArgumentError
+from engine import predicate as P
 from engine.scan.incremental import ChangeReader, incremental_splits
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("n", pa.int64())])

@@ -11,14 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchColumnError
-from engine.schema import (
+from engine.schema import TableSchema
+from engine.schema_changes import (
     AddColumn,
     DropColumn,
     MoveColumn,
     RemoveOption,
     RenameColumn,
     SetOption,
-    TableSchema,
     UpdateColumnComment,
     UpdateColumnType,
     UpdateComment,
@@ -531,7 +531,7 @@ def test_dataclass_holds_plain_types() -> None:
 
 def test_java_default_value_survives_a_schema_change() -> None:
     """Newer Java writers store a column's DEFAULT as ``defaultValue``; rewriting the schema keeps it."""
-    from engine.schema import AddColumn
+    from engine.schema_changes import AddColumn
 
     obj = json.loads(make().to_json())
     obj["fields"][1]["defaultValue"] = "'my_value'"

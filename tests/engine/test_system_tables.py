@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from engine import CommitKind, InvalidArgumentError, NoSuchSnapshotError
 from engine.meta.schema_store import SchemaStore
 from engine.meta.snapshot import Tag
-from engine.schema import AddColumn, SetOption
+from engine.schema_changes import AddColumn, SetOption
 from engine.system_tables import METADATA_TABLES, read_system_table, system_table_schema
 from engine.system_tables.render import (
     duration_string,

@@ -25,7 +25,7 @@ from engine.io.faults import FailingFileIO
 from engine.meta.snapshot import CommitKind
 from engine.ops.branches import FF_BRANCH, BranchOps
 from engine.ops.reachability import UnsafeToDeleteError, reachable_files
-from engine.schema import AddColumn, SetOption
+from engine.schema_changes import AddColumn, SetOption
 from engine.store import FileStore
 from engine.types import INT
 from tests.engine.ops.conftest import content, data_and_manifest_files, rows

@@ -122,7 +122,7 @@ def test_rollback_restores_the_dynamic_bucket_index(catalog):
 
 
 def test_rollback_over_a_schema_change_keeps_the_new_schema(catalog, append_table):
-    from engine.schema import AddColumn
+    from engine.schema_changes import AddColumn
     from engine.types import INT
 
     t = catalog.alter_table("db.app", [AddColumn("extra", INT())])

@@ -8,7 +8,7 @@ import pytest
 from engine import NoSuchColumnError
 from engine.meta.snapshot import Tag
 from engine.read.split_reader import SplitReader
-from engine.schema import AddColumn, DropColumn, MoveColumn, RenameColumn, UpdateColumnType
+from engine.schema_changes import AddColumn, DropColumn, MoveColumn, RenameColumn, UpdateColumnType
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
