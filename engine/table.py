@@ -220,15 +220,29 @@ class Table:
         result = self.commit(messages, overwrite, commit_user=commit_user, identifier=identifier,
                              change_tracking=change_tracking)
         if result.snapshot_ids:
-            result += self.compact_after_write({(m.partition, m.bucket) for m in messages})
+            result += self.after_commit({(m.partition, m.bucket) for m in messages})
         return result
 
-    def compact_after_write(self, buckets: set[tuple[bytes, int]] | None = None) -> CommitResult:
-        """The automatic compaction after a committed write; never raises (failures are logged).
+    def after_commit(self, buckets: set[tuple[bytes, int]] | None = None) -> CommitResult:
+        """What follows a committed write: automatic compaction, then automatic tags; never raises.
 
-        ``buckets``: the (partition, bucket) pairs the write touched (None: all). A compaction
-        that cannot commit now is simply tried again after a later write.
+        ``buckets``: the (partition, bucket) pairs the write touched (None: all). Each step is
+        guarded on its own (failures are logged) and simply tried again after a later write.
         """
+        result = self._compact_after_write(buckets)
+        self.auto_tag()
+        return result
+
+    # Spark batch and streaming writes call this name; they get the automatic tags too.
+    compact_after_write = after_commit
+
+    def auto_tag(self) -> list[str]:
+        """Create the tags ``tag.automatic-creation`` asks for now (engine.ops.auto_tags); never raises."""
+        from engine.ops.auto_tags import run_after_commit
+
+        return run_after_commit(self.store)
+
+    def _compact_after_write(self, buckets: set[tuple[bytes, int]] | None = None) -> CommitResult:
         if not self.store.has_primary_key or self.store.options.write_only:
             return CommitResult(())
         try:

@@ -271,6 +271,9 @@ def write_frame(
             compact_distributed(s.spark, fresh, full=False)
         except Exception as e:  # noqa: BLE001 - the write is committed: its outcome must not change
             log.warning("automatic compaction of %s failed and will be retried after a later write: %s", table.name, e)
+    if after is not None and (before is None or after.id != before.id):
+        # After the compaction (primary-key writes defer it, and the tags, to here); never raises.
+        fresh.auto_tag()
     return added
 
 
