@@ -435,6 +435,9 @@ TAG_AUTOMATIC_CREATION = _declare("tag.automatic-creation", "enum", "none", "Cre
     choices=("none", "process-time", "watermark", "batch"))
 TAG_CREATION_PERIOD = _declare("tag.creation-period", "enum", "daily", "Period of automatic tags.",
     choices=("daily", "hourly", "two-hours"))
+TAG_PERIOD_FORMATTER = _declare("tag.period-formatter", "enum", "with_dashes",
+    "Format of automatic tag names: 2024-07-18 / 20240718 / (hourly) 2024071810.",
+    choices=("with_dashes", "without_dashes", "without_dashes_and_spaces"))
 TAG_CREATION_DELAY = _declare("tag.creation-delay", "duration", 0,
     "Delay after a period ends before tagging.")
 TAG_NUM_RETAINED_MAX = _declare("tag.num-retained-max", int, None, "Maximum automatic tags kept.",

@@ -53,6 +53,8 @@ from engine.options import (
     TAG_CREATION_PERIOD,
     TAG_DEFAULT_TIME_RETAINED,
     TAG_NUM_RETAINED_MAX,
+    TAG_PERIOD_FORMATTER,
+    CoreOptions,
 )
 from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 
@@ -60,8 +62,6 @@ log = logging.getLogger(__name__)
 
 Clock = Callable[[], dt.datetime]
 BATCH_TAG_PREFIX = "batch-write-"
-PERIOD_FORMATTER_KEY = "tag.period-formatter"
-_FORMATTERS = ("with_dashes", "without_dashes", "without_dashes_and_spaces")
 _EPOCH = dt.datetime(1970, 1, 1)
 _PERIODS = {
     "daily": dt.timedelta(days=1),
@@ -122,15 +122,9 @@ class Period:
         return floored - self.length
 
 
-def period_of(options: object) -> Period:
-    """The Period a table's options configure (``options``: the store's CoreOptions)."""
-    raw = options.to_dict().get(PERIOD_FORMATTER_KEY, "with_dashes")  # type: ignore[attr-defined]
-    formatter = raw.strip().lower()
-    if formatter not in _FORMATTERS:
-        raise InvalidArgumentError(
-            f"{PERIOD_FORMATTER_KEY} must be one of {', '.join(_FORMATTERS)}, not {raw!r}"
-        )
-    return Period(options.get(TAG_CREATION_PERIOD), formatter)  # type: ignore[attr-defined]
+def period_of(options: CoreOptions) -> Period:
+    """The Period a table's options configure."""
+    return Period(options.get(TAG_CREATION_PERIOD), options.get(TAG_PERIOD_FORMATTER))
 
 
 def _local(ms: int) -> dt.datetime:

@@ -9,9 +9,11 @@ import types
 import pytest
 
 import engine.commit
+from engine.errors import InvalidArgumentError
 from engine.meta.snapshot import Tag
 from engine.ops import auto_tags
 from engine.ops.auto_tags import Period
+from engine.schema_changes import SetOption
 from tests.engine.ops.conftest import SCHEMA, content, rows
 
 
@@ -39,6 +41,10 @@ def clock(monkeypatch):
 def make(catalog, name="db.t", **options):
     opts = {k.replace("_", "."): v for k, v in options.items()}
     return catalog.create_table(name, SCHEMA, options=opts)
+
+
+def set_mode(catalog, t, mode):
+    return catalog.alter_table(t.identifier, [SetOption("tag.automatic-creation", mode)])
 
 
 def write_at(t, clock, when, ids=(1,)):
@@ -124,29 +130,28 @@ def test_two_hours(catalog, clock):
 def test_snapshots_missed_by_the_hook_are_found_and_tagged_at_the_first_due_one(catalog, clock):
     t = make(catalog, **{"tag.automatic-creation": "process-time"})
     write_at(t, clock, D(2024, 7, 18, 10))
-    # Written with the option off (another writer): no hook ran for these.
-    t.store.options._options["tag.automatic-creation"] = "none"  # type: ignore[attr-defined]
+    # Written with the option off (as by another writer): no hook ran for these.
+    t = set_mode(catalog, t, "none")
     write_at(t, clock, D(2024, 7, 18, 12), [2])
     s3 = write_at(t, clock, D(2024, 7, 19, 1), [3])
     write_at(t, clock, D(2024, 7, 19, 2), [4])
     write_at(t, clock, D(2024, 7, 20, 3), [5])
     write_at(t, clock, D(2024, 7, 20, 4), [6])
     assert t.tags.names() == ["2024-07-17"]
-    t.store.options._options["tag.automatic-creation"] = "process-time"  # type: ignore[attr-defined]
+    t = set_mode(catalog, t, "process-time")
     assert t.auto_tag() == ["2024-07-18", "2024-07-19"]
     assert t.tags.get("2024-07-18").snapshot.id == s3 and t.tags.get("2024-07-19").snapshot.id == s3 + 2
     assert t.auto_tag() == []  # idempotent
 
 
 def test_an_existing_tag_of_the_period_is_not_recreated(catalog, clock):
-    t = make(catalog, **{"tag.automatic-creation": "process-time"})
+    t = make(catalog)
     clock.set(D(2024, 7, 17, 9))
-    t.store.options._options["tag.automatic-creation"] = "none"  # type: ignore[attr-defined]
     t.write_arrow(rows([1]))
     t.create_tag("keep")
     # A concurrent writer already published this period's tag on snapshot 1.
     t.store.io.write_text(t.store.paths.tag_file("2024-07-16"), Tag(t.latest_snapshot()).to_json())
-    t.store.options._options["tag.automatic-creation"] = "process-time"  # type: ignore[attr-defined]
+    t = set_mode(catalog, t, "process-time")
     write_at(t, clock, D(2024, 7, 17, 10), [2])
     assert sorted(t.tags.names()) == ["2024-07-16", "keep"]
     assert t.tags.get("2024-07-16").snapshot.id == 1
@@ -251,3 +256,8 @@ def test_a_bad_delay_is_logged_not_raised(catalog, clock, caplog):
     clock.set(D(2024, 7, 18, 10))
     t.write_arrow(rows([1]))
     assert t.tags.names() == [] and "must be shorter" in caplog.text
+
+
+def test_an_unknown_period_formatter_is_refused_at_create(catalog):
+    with pytest.raises(InvalidArgumentError, match="tag.period-formatter"):
+        make(catalog, **{"tag.period-formatter": "with_slashes"})
