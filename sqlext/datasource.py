@@ -11,7 +11,9 @@ required; ``branch``. Reads: ``columns`` (comma list: Spark pushes no column pru
 sources, so the SQL layer passes the projection), ``filter`` (a pruning predicate in the
 engine's JSON form, used only to skip partitions, buckets and files: Spark applies the query's
 own filter), time travel ``scan.snapshot-id`` / ``scan.tag-name`` / ``scan.timestamp-millis`` /
-``scan.timestamp`` / ``scan.version``, ``read.changelog``. Writes: ``overwrite-partition`` (JSON
+``scan.timestamp`` / ``scan.version``, ``read.changelog``, ``incremental-between`` ('start,end':
+tags or snapshot ids, start exclusive) with ``incremental-between-scan-mode``. Writes:
+``overwrite-partition`` (JSON
 object, static partition overwrite), ``overwrite-partitions`` (JSON list), ``partitionOverwriteMode``
 = ``dynamic``, ``overwrite-base-snapshot``, ``change-tracking``, ``write-only``, and
 ``commit-user`` with ``commit-identifier`` (a commit with an identifier this user already
@@ -39,10 +41,11 @@ import json
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
@@ -56,7 +59,14 @@ from engine import Identifier, Table, open_catalog
 from engine.commit import CommitMessage, delete_uncommitted
 from engine.errors import CommitStateUnknownError, DyntableError, InvalidArgumentError
 from engine.scan import predicate as P
-from engine.scan.incremental import ROWKIND
+from engine.scan.incremental import (
+    ROWKIND,
+    ChangeReader,
+    ChangeSplit,
+    diff_changes,
+    range_splits,
+    resolve_between,
+)
 from engine.scan.planner import resolve_time_travel, store_at
 from engine.store import BATCH_COMMIT_IDENTIFIER
 from sqlext.spark_types import spark_arrow_schema, spark_schema, to_spark_batches
@@ -227,6 +237,23 @@ class SplitPartition(InputPartition):
     split: Any
 
 
+def task_split(split: Any) -> Any:
+    """``split`` as a read task needs it: the files' key and value statistics left out.
+
+    Statistics only prune during planning; readers never look at them. Spark keeps every
+    partition's pickled bytes for as long as the relation lives (a DataFrame, a view) and puts
+    them into each task, so they would be about half of what a read holds per file.
+    """
+    from engine.meta.manifest import SimpleStats
+    from engine.scan.planner import DataSplit
+
+    if not isinstance(split, DataSplit):
+        return split
+    empty = SimpleStats.EMPTY
+    files = tuple(replace(f, key_stats=empty, value_stats=empty, value_stats_cols=None) for f in split.files)
+    return replace(split, files=files)
+
+
 class DyntableReader(DataSourceReader):
     """Plans once in the driver; each Spark task reads one split."""
 
@@ -235,6 +262,7 @@ class DyntableReader(DataSourceReader):
         self.identifier = table.identifier
         self.store = table.store
         self.snapshot = time_travel(options, table)
+        self.incremental = incremental_range(options, table, self.snapshot)
         if self.system is None or self.system in ("audit_log", "ro"):
             table = travelled(table, self.snapshot)
             self.store = table.store
@@ -255,13 +283,15 @@ class DyntableReader(DataSourceReader):
             # Metadata tables are small: computed here, shipped inside the one partition.
             snapshot_id = self.snapshot.id if self.snapshot is not None else None
             return [SplitPartition(read_system_table(self._table(), self.system, snapshot_id).select(self.columns))]
+        if self.incremental is not None and self.system in (None, "audit_log"):
+            return self._incremental_partitions()
         scan = TableScan(self.store).with_filter(self.pruning)
         if self.snapshot is not None:
             scan = scan.with_snapshot(self.snapshot)
         splits = list(scan.plan().splits)
         if self.system == "ro":
             splits = read_optimized_splits(self._table(), splits)
-        return [SplitPartition(s) for s in splits]
+        return [SplitPartition(task_split(s)) for s in splits]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from engine.read.split_reader import SplitReader
@@ -272,9 +302,58 @@ class DyntableReader(DataSourceReader):
         if isinstance(split, pa.Table):
             yield from to_spark_batches(split, self.arrow_schema)
             return
+        if isinstance(split, ChangeSplit):
+            for table in ChangeReader(self.store, self.columns).read(split):
+                yield from to_spark_batches(self._kinds(table), self.arrow_schema)
+            return
         reader = SplitReader(self.store, self.columns, None, row_kind=self.with_kind)
         for table in reader.read(split):
             yield from to_spark_batches(table, self.arrow_schema)
+
+    def _kinds(self, changes: pa.Table) -> pa.Table:
+        """Changes as this read shows them: all kinds in ``rowkind``, or only the after-images
+        (+I, +U) without it — a batch row cannot retract, so Paimon's batch reads drop -U/-D too."""
+        if self.with_kind:
+            return changes
+        keep = pc.is_in(changes.column(ROWKIND), value_set=pa.array(["+I", "+U"]))
+        return changes.filter(keep).drop_columns([ROWKIND])
+
+    def _incremental_partitions(self) -> Sequence[InputPartition]:
+        from engine.read.split_reader import SplitReader
+        from engine.scan.planner import TableScan
+
+        rng = self.incremental
+        if rng.mode != "diff":
+            return [SplitPartition(s) for s in range_splits(self.store, rng)]
+        # A diff needs both end states side by side: computed here, shipped in one partition.
+        # It compares whole rows (a projection could make different rows equal), then projects.
+        reader = SplitReader(self.store)
+
+        def state(snapshot: Any) -> pa.Table | None:
+            if snapshot is None:
+                return None
+            splits = TableScan(self.store).with_snapshot(snapshot).plan().splits
+            parts = [t for s in splits for t in reader.read(s)]
+            return pa.concat_tables(parts) if parts else None
+
+        after, before = state(rng.end), state(rng.start)
+        if after is None and before is None:
+            return []
+        shape = (after if after is not None else before).schema  # type: ignore[union-attr]
+        changes = diff_changes(before if before is not None else shape.empty_table(),
+                               after if after is not None else shape.empty_table(), self.store.primary_keys)
+        changes = changes.select([ROWKIND] + self.columns)
+        return [SplitPartition(self._kinds(changes))]
+
+
+def incremental_range(options: dict[str, str], table: Table, snapshot: Any) -> Any:
+    """The ``incremental-between`` range of a batch read (None: not an incremental read)."""
+    between = options.get("incremental-between")
+    if between is None:
+        return None
+    if snapshot is not None:
+        raise InvalidArgumentError("incremental-between cannot be combined with time travel options")
+    return resolve_between(table.store, between, options.get("incremental-between-scan-mode", "auto"))
 
 
 @dataclass

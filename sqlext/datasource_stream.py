@@ -4,7 +4,9 @@ Reading: an offset is ``{"snapshot": s}`` — every change up to and including s
 has been delivered — optionally with ``"full": f``: the full content of snapshot ``f`` is still
 to be delivered first (``scan.mode = latest-full``). Start modes follow Paimon's ``scan.mode``:
 ``latest`` (only new changes), ``latest-full`` / ``default`` (the current snapshot, then its
-changes), ``from-snapshot`` (``scan.snapshot-id``), ``from-timestamp`` (``scan.timestamp-millis``).
+changes), ``from-snapshot`` (``scan.snapshot-id``), ``from-timestamp`` (``scan.timestamp-millis``);
+``scan.tag-name`` (with ``default`` or ``from-snapshot``) delivers the tag's content, then the
+changes after the tagged snapshot (the offset keeps the tag's name: ``"tag": name``).
 With ``read.changelog = true`` rows carry a ``rowkind`` column (+I, -U, +U, -D); without it a
 stream delivers the after-images only (+I, +U), as Paimon's Spark source does, because a Spark
 row cannot retract. With ``consumer-id`` the reader records, at
@@ -113,6 +115,12 @@ class DyntableStreamReader(DataSourceStreamReader):
                 return {"snapshot": consumer.next_snapshot - 1}
         latest = snapshots.latest_id() or 0
         mode, opts = self.mode, self.options
+        tag = opts.get("scan.tag-name")
+        if tag is not None and mode in ("default", "from-snapshot", "from-snapshot-full"):
+            # The tag's content first (read from the tag, so it works after its snapshot
+            # expired), then every change committed after the tagged snapshot.
+            sid = load_table(opts).tags.get(tag).snapshot.id
+            return {"snapshot": sid, "full": sid, "tag": tag}
         if mode in ("from-snapshot", "from-snapshot-full"):
             if "scan.snapshot-id" not in opts:
                 raise InvalidArgumentError(f"scan.mode {mode} needs the option scan.snapshot-id")
@@ -139,7 +147,11 @@ class DyntableStreamReader(DataSourceStreamReader):
         first = start["snapshot"]
         full = start.get("full")
         if full:
-            snapshot = self.store.snapshots.get(full)
+            tag = start.get("tag")
+            if tag:  # read from the tag: its snapshot may have expired
+                snapshot = load_table(self.options).tags.get(tag).snapshot
+            else:
+                snapshot = self.store.snapshots.get(full)
             splits = TableScan(self.store).with_snapshot(snapshot).plan().splits
             parts.extend(pack(splits, True, self.store.has_primary_key))
             first = full

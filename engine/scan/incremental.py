@@ -11,6 +11,13 @@ Which files carry a snapshot's changes depends on the table:
 COMPACT snapshots carry no new changes (except full-compaction changelog) and are skipped, and
 so are OVERWRITE snapshots (a batch rewrite — e.g. ``change-tracking = false`` writes — produces
 no changes for streaming readers; Paimon's ``streaming-read-overwrite = false``).
+
+Batch incremental reads (``incremental-between = 'start,end'``, start exclusive, end inclusive;
+each end a tag name or a snapshot id) pick their files by ``incremental-between-scan-mode``:
+``delta`` / ``changelog`` read the files above of every snapshot in the range, ``auto`` picks
+by the changelog producer, and ``diff`` compares the two end states row by row. Between two
+tags ``auto`` becomes ``diff`` when a snapshot inside the range has expired — tags usually
+outlive the snapshots between them, and only their two file sets are still there to compare.
 """
 
 from __future__ import annotations
@@ -19,9 +26,12 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from engine.count_layout import expand_changes, is_count_layout, logical_schema
+from engine.errors import InvalidArgumentError, NoSuchSnapshotError, NoSuchTagError
 from engine.lsm.changelog import kinds_to_rowkind
 from engine.lsm.merge import COUNT_COLUMN
 from engine.meta.binary_row import deserialize_row
@@ -82,7 +92,9 @@ def change_splits(store: FileStore, snapshot: Snapshot) -> list[ChangeSplit]:
     for (partition, bucket), files in sorted(groups.items(), key=lambda kv: kv[0]):
         values = deserialize_row(partition, store.partition_types)
         files.sort(key=lambda f: (f.min_sequence_number, f.file_name))
-        splits.append(ChangeSplit(snapshot.id, partition, values, bucket, tuple(files), store.has_primary_key))
+        splits.append(
+            ChangeSplit(snapshot.id, partition, values, bucket, tuple(files), store.has_primary_key)
+        )
     return splits
 
 
@@ -97,7 +109,9 @@ def incremental_splits(store: FileStore, start_exclusive: int, end_inclusive: in
 class ChangeReader:
     """Reads change splits as Arrow tables: ``rowkind`` first, then the requested columns."""
 
-    def __init__(self, store: FileStore, columns: Sequence[str] | None = None, filter: Predicate | None = None) -> None:
+    def __init__(
+        self, store: FileStore, columns: Sequence[str] | None = None, filter: Predicate | None = None
+    ) -> None:
         self.store = store
         self.count_layout = is_count_layout(store.schema)
         visible = logical_schema(store.schema).field_names if self.count_layout else store.schema.field_names
@@ -110,7 +124,9 @@ class ChangeReader:
             needed = needed + [COUNT_COLUMN]
         self.fields = [store.schema.field(c) for c in needed]
         arrow = store.schema.arrow_schema()
-        self.output_schema = pa.schema([pa.field(ROWKIND, pa.string(), nullable=False)] + [arrow.field(c) for c in self.columns])
+        self.output_schema = pa.schema(
+            [pa.field(ROWKIND, pa.string(), nullable=False)] + [arrow.field(c) for c in self.columns]
+        )
 
     def read(self, split: ChangeSplit) -> Iterator[pa.Table]:
         store = self.store
@@ -137,3 +153,152 @@ class ChangeReader:
         parts = [t for s in splits for t in self.read(s)]
         return pa.concat_tables(parts) if parts else self.output_schema.empty_table()
 
+
+SCAN_MODES = ("auto", "delta", "changelog", "diff")
+
+
+@dataclass(frozen=True, slots=True)
+class IncrementalRange:
+    """A resolved ``incremental-between``: snapshots in (start, end] and how to read them."""
+
+    start: Snapshot | None  # None: before the first snapshot (start id 0)
+    end: Snapshot
+    mode: str  # "changes" (delta or changelog files per snapshot) or "diff"
+    start_id: int
+
+
+def _endpoint(store: FileStore, text: str) -> tuple[Snapshot | None, int, bool]:
+    """(snapshot or None if gone, its id, whether it named a tag) of one end of the range."""
+    from engine.meta.refs import TagStore
+
+    tags = TagStore(store.io, store.paths)
+    if tags.exists(text):
+        snap = tags.get(text).snapshot
+        return snap, snap.id, True
+    if not text.isdigit():
+        raise NoSuchTagError(
+            f"incremental-between: '{text}' is neither a tag of this table nor a snapshot id"
+        )
+    sid = int(text)
+    if sid == 0:
+        return None, 0, False
+    return (store.snapshots.get(sid) if store.snapshots.exists(sid) else None), sid, False
+
+
+def resolve_between(store: FileStore, between: str, scan_mode: str = "auto") -> IncrementalRange:
+    """Resolve ``incremental-between`` text ('tag1,tag2' or '3,7') and the scan mode."""
+    parts = [p.strip() for p in between.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise InvalidArgumentError(
+            f"incremental-between must be 'start,end' (tags or snapshot ids), got '{between}'"
+        )
+    mode = (scan_mode or "auto").lower()
+    if mode not in SCAN_MODES:
+        raise InvalidArgumentError(f"incremental-between-scan-mode '{scan_mode}' is not one of {SCAN_MODES}")
+    start, start_id, start_tag = _endpoint(store, parts[0])
+    end, end_id, end_tag = _endpoint(store, parts[1])
+    if end is None:
+        raise NoSuchSnapshotError(
+            f"incremental-between: snapshot {end_id} does not exist (expired or never written)"
+        )
+    if start_id > end_id:
+        raise InvalidArgumentError(
+            f"incremental-between: start {parts[0]} (snapshot {start_id}) is after end "
+            f"{parts[1]} (snapshot {end_id})"
+        )
+    gone = [i for i in range(start_id + 1, end_id + 1) if not store.snapshots.exists(i)]
+    if mode == "auto" and gone and start_tag and end_tag:
+        mode = "diff"
+    if mode == "diff":
+        if start_id > 0 and start is None:
+            raise NoSuchSnapshotError(
+                f"incremental-between: snapshot {start_id} does not exist; a diff needs both ends"
+            )
+        return IncrementalRange(start, end, "diff", start_id)
+    if gone:
+        raise NoSuchSnapshotError(
+            f"incremental-between: snapshots {gone[0]}..{gone[-1]} of the range have expired; "
+            "read between two tags, or use incremental-between-scan-mode = diff"
+        )
+    if mode == "changelog" and store.has_primary_key and store.options.changelog_producer == "none":
+        raise InvalidArgumentError(
+            "incremental-between-scan-mode = changelog needs a changelog-producer other than none"
+        )
+    return IncrementalRange(start, end, mode, start_id)
+
+
+def range_splits(store: FileStore, rng: IncrementalRange) -> list[ChangeSplit]:
+    """Change splits of an incremental range read as changes (modes delta / changelog / auto)."""
+    if rng.mode == "delta" and store.has_primary_key:
+        return [
+            s
+            for snap in store.snapshots.iter_range(rng.start_id, rng.end.id)
+            for s in _delta_splits(store, snap)
+        ]
+    return incremental_splits(store, rng.start_id, rng.end.id)
+
+
+def _delta_splits(store: FileStore, snapshot: Snapshot) -> list[ChangeSplit]:
+    """A primary-key table's raw delta (the level-0 files an APPEND snapshot added), whatever its producer."""
+    if snapshot.commit_kind is not CommitKind.APPEND:
+        return []
+    groups: dict[tuple[bytes, int], list[DataFileMeta]] = defaultdict(list)
+    for m in store.manifests.read_list(snapshot.delta_manifest_list):
+        for e in store.manifests.read_entries(m.file_name):
+            if e.kind is FileKind.ADD:
+                groups[(e.partition, e.bucket)].append(e.file)
+    out = []
+    for (partition, bucket), files in sorted(groups.items(), key=lambda kv: kv[0]):
+        files.sort(key=lambda f: (f.min_sequence_number, f.file_name))
+        values = deserialize_row(partition, store.partition_types)
+        out.append(ChangeSplit(snapshot.id, partition, values, bucket, tuple(files), True))
+    return out
+
+
+def diff_changes(before: pa.Table, after: pa.Table, primary_keys: Sequence[str]) -> pa.Table:
+    """The changes that turn ``before`` into ``after`` (same columns), ``rowkind`` first.
+
+    Rows are compared as multisets (vectorised group-by of both sides); with primary keys a
+    removed and an added row of the same key become ``-U`` / ``+U``, otherwise ``-D`` / ``+I``.
+    """
+    names = after.column_names
+    before = before.select(names).cast(after.schema)
+    w = "__dyntable_weight"
+    both = pa.concat_tables(
+        [
+            before.append_column(w, pa.repeat(pa.scalar(-1, pa.int64()), before.num_rows)),
+            after.append_column(w, pa.repeat(pa.scalar(1, pa.int64()), after.num_rows)),
+        ]
+    )
+    try:
+        counted = both.group_by(names, use_threads=False).aggregate([(w, "sum")])
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as e:
+        raise InvalidArgumentError(
+            f"an incremental diff cannot compare rows of these column types: {e}"
+        ) from e
+    weight = counted.column(f"{w}_sum").to_numpy()
+    changed = np.flatnonzero(weight != 0)
+    idx = np.repeat(changed, np.abs(weight[changed]))
+    rows = counted.take(pa.array(idx, pa.int64())).select(names)
+    added = weight[idx] > 0
+    kinds = np.where(added, "+I", "-D").astype(object)
+    keys = [k for k in primary_keys if k in names]
+    if keys and rows.num_rows:
+        # A key both removed and added was updated.
+        marker = "__dyntable_side"
+        sides = rows.select(keys).append_column(marker, pa.array(added))
+        per_key = sides.group_by(keys, use_threads=False).aggregate([(marker, "min"), (marker, "max")])
+        updated = per_key.filter(
+            pc.not_equal(per_key.column(f"{marker}_min"), per_key.column(f"{marker}_max"))
+        )
+        if updated.num_rows:
+            pos = "__dyntable_pos"
+            probe = rows.select(keys).append_column(pos, pa.array(np.arange(rows.num_rows)))
+            hit = probe.join(updated.select(keys), keys, join_type="inner").column(pos).to_numpy()
+            upd = np.zeros(rows.num_rows, dtype=bool)
+            upd[hit] = True
+            kinds = np.where(upd, np.where(added, "+U", "-U"), kinds).astype(object)
+    out = rows.add_column(0, ROWKIND, pa.array(kinds, pa.string()))
+    # Removals before additions, as a changelog of one key reads (-U before +U).
+    order = np.argsort(~np.isin(kinds, ("-D", "-U")), kind="stable")
+    return out.take(pa.array(order, pa.int64()))
