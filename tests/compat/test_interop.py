@@ -213,3 +213,127 @@ def test_pypaimon_reads_dyntable_cross_partition_upsert_table(pypaimon: PyPaimon
     ours = _dyn_rows(t.to_arrow())
     assert ours == [{"id": 2, "v": "b", "dt": "x"}, {"id": 1, "v": "A", "dt": "y"}, {"id": 3, "v": "C", "dt": "z"}]
     assert _dyn_rows(pypaimon.read(catalog.warehouse, "db.xdyn", schema=_DYN_SCHEMA)) == ours
+
+
+# ---- tags and branches --------------------------------------------------------------------------
+# The driver has no tag/branch commands: these tests run pypaimon's own tag and branch API
+# (FileStoreTable.create_tag, branch_manager().create_branch) in a one-off script in its venv.
+
+
+def _pypaimon_script(pypaimon: PyPaimon, warehouse: str, body: str) -> str:
+    """Run ``body`` in the pypaimon venv with ``catalog`` bound; return its stdout."""
+    import subprocess
+    import textwrap
+
+    from tests.compat.harness import _driver_env
+
+    script = "from pypaimon import CatalogFactory\n" \
+             f"catalog = CatalogFactory.create({{'warehouse': {warehouse!r}}})\n" + textwrap.dedent(body)
+    done = subprocess.run([pypaimon.python, "-c", script], capture_output=True, text=True, env=_driver_env(),
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def _pypaimon_read(
+    pypaimon: PyPaimon, warehouse: str, table: str, schema: pa.Schema, **options: str
+) -> pa.Table:
+    """pypaimon's read with dynamic options (``scan.tag-name`` ...), as the driver applies them."""
+    from tests.compat.harness import _read_ipc, cast_to_schema
+
+    out = pypaimon._tmp(".arrow")
+    try:
+        pypaimon.call("read", warehouse=warehouse, table=table, out=str(out), options=options)
+        return cast_to_schema(_read_ipc(out), schema)
+    finally:
+        out.unlink(missing_ok=True)
+
+
+def test_pypaimon_reads_dyntable_tags_even_after_their_snapshot_expired(pypaimon: PyPaimon, catalog):
+    import os
+
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    t = catalog.create_table("db.tagged", schema, primary_keys=["id"], options={"bucket": "2"})
+    t.write_arrow(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}, schema=schema))
+    t.create_tag("t1")
+    t.write_arrow(pa.table({"id": [2, 4], "v": ["B", "d"]}, schema=schema))
+    t.create_tag("t2")
+    t.write_arrow(pa.table({"id": [1], "v": ["A"]}, schema=schema))
+    for tag in ("t1", "t2"):
+        ours = _sorted(t.to_arrow(tag=tag), "id")
+        theirs = _pypaimon_read(pypaimon, catalog.warehouse, "db.tagged", schema, **{"scan.tag-name": tag})
+        assert _sorted(theirs, "id") == ours
+    assert [r["v"] for r in _sorted(t.to_arrow(tag="t1"), "id")] == ["a", "b", "c"]
+    # Expire the tagged snapshot as Paimon's expiration would (the tag keeps its files).
+    os.remove(f"{t.store.paths.snapshot_dir}/snapshot-1")
+    theirs = _pypaimon_read(pypaimon, catalog.warehouse, "db.tagged", schema, **{"scan.tag-name": "t1"})
+    assert [r["v"] for r in _sorted(theirs, "id")] == ["a", "b", "c"]
+    listed = _pypaimon_script(pypaimon, catalog.warehouse, """
+        print(sorted(catalog.get_table('db.tagged').list_tags()))
+    """)
+    assert listed.strip() == "['t1', 't2']"
+
+
+def test_dyntable_reads_and_keeps_writing_around_a_pypaimon_tag(pypaimon: PyPaimon, catalog):
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    pypaimon.create_table(catalog.warehouse, "db.ptag", schema, primary_keys=["id"], options={"bucket": "1"})
+    pypaimon.write(catalog.warehouse, "db.ptag", pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=schema))
+    _pypaimon_script(pypaimon, catalog.warehouse, """
+        catalog.get_table('db.ptag').create_tag('theirs')
+    """)
+    pypaimon.write(catalog.warehouse, "db.ptag", pa.table({"id": [2], "v": ["B"]}, schema=schema))
+    t = catalog.get_table("db.ptag")
+    assert sorted(t.tags()) == ["theirs"]
+    tagged = _sorted(t.to_arrow(tag="theirs"), "id")
+    assert tagged == [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}]
+    assert tagged == _sorted(_pypaimon_read(pypaimon, catalog.warehouse, "db.ptag", schema,
+                                            **{"scan.tag-name": "theirs"}), "id")
+    # dyntable keeps writing and tagging the table; pypaimon sees both tags and the new rows.
+    t.write_arrow(pa.table({"id": [3], "v": ["c"]}, schema=schema))
+    t.create_tag("ours")
+    theirs = _pypaimon_read(pypaimon, catalog.warehouse, "db.ptag", schema, **{"scan.tag-name": "ours"})
+    assert _sorted(theirs, "id") == _sorted(t.to_arrow(), "id")
+    assert _sorted(t.to_arrow(tag="theirs"), "id") == tagged  # unchanged by the later writes
+
+
+def test_pypaimon_reads_and_writes_a_dyntable_branch(pypaimon: PyPaimon, catalog):
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    t = catalog.create_table("db.br", schema, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=schema))
+    t.create_tag("base")
+    t.write_arrow(pa.table({"id": [3], "v": ["main"]}, schema=schema))
+    t.create_branch("dev", from_tag="base")
+    dev = catalog.get_table("db.br$branch_dev")
+    dev.write_arrow(pa.table({"id": [2], "v": ["dev"]}, schema=schema))
+    theirs = _pypaimon_read(pypaimon, catalog.warehouse, "db.br$branch_dev", schema)
+    assert _sorted(theirs, "id") == _sorted(dev.to_arrow(), "id")
+    assert _sorted(theirs, "id") == [{"id": 1, "v": "a"}, {"id": 2, "v": "dev"}]
+    assert "dev" in _pypaimon_script(pypaimon, catalog.warehouse, """
+        print(catalog.get_table('db.br').branch_manager().branches())
+    """)
+    # pypaimon writes to dyntable's branch; dyntable reads it, and main is untouched.
+    pypaimon.write(catalog.warehouse, "db.br$branch_dev", pa.table({"id": [4], "v": ["py"]}, schema=schema))
+    dev = catalog.get_table("db.br$branch_dev")
+    assert [r["id"] for r in _sorted(dev.to_arrow(), "id")] == [1, 2, 4]
+    assert _sorted(catalog.get_table("db.br").to_arrow(), "id") == [
+        {"id": 1, "v": "a"}, {"id": 2, "v": "b"}, {"id": 3, "v": "main"}]
+
+
+def test_dyntable_reads_and_writes_a_pypaimon_branch(pypaimon: PyPaimon, catalog):
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    pypaimon.create_table(catalog.warehouse, "db.pbr", schema, primary_keys=["id"], options={"bucket": "1"})
+    pypaimon.write(catalog.warehouse, "db.pbr", pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=schema))
+    _pypaimon_script(pypaimon, catalog.warehouse, """
+        table = catalog.get_table('db.pbr')
+        table.create_tag('base')
+        table.branch_manager().create_branch('exp', 'base')
+    """)
+    pypaimon.write(catalog.warehouse, "db.pbr$branch_exp", pa.table({"id": [2], "v": ["exp"]}, schema=schema))
+    t = catalog.get_table("db.pbr")
+    assert "exp" in t.branches()
+    exp = catalog.get_table("db.pbr$branch_exp")
+    assert _sorted(exp.to_arrow(), "id") == [{"id": 1, "v": "a"}, {"id": 2, "v": "exp"}]
+    exp.write_arrow(pa.table({"id": [3], "v": ["ours"]}, schema=schema))
+    theirs = _pypaimon_read(pypaimon, catalog.warehouse, "db.pbr$branch_exp", schema)
+    assert _sorted(theirs, "id") == _sorted(catalog.get_table("db.pbr$branch_exp").to_arrow(), "id")
+    assert [r["v"] for r in _sorted(t.to_arrow(), "id")] == ["a", "b"]
