@@ -84,3 +84,26 @@ def test_diff_keyed_marks_updates_and_keeps_multiplicity():
     dup = diff_changes(pa.table({"x": [1, 1, 2]}), pa.table({"x": [1, 1, 1, 3]}), [])
     assert rows(dup) == sorted([("+I", 1), ("+I", 3), ("-D", 2)])
     assert diff_changes(after, after, ["id"]).num_rows == 0
+
+
+def test_delta_and_changelog_modes_on_a_changelog_producing_table(tmp_path):
+    cat = open_catalog(str(tmp_path))
+    cat.create_database("db")
+    t = cat.create_table(
+        "db.c",
+        pa.schema([("id", pa.int64()), ("v", pa.string())]),
+        primary_keys=["id"],
+        options={"bucket": "1", "changelog-producer": "input"},
+    )
+    t.write_arrow(pa.table({"id": [1], "v": ["a"]}))
+    t.write_arrow(pa.table({"id": [1, 2], "v": ["A", "b"]}))
+    for mode in ("auto", "delta", "changelog"):
+        rng = resolve_between(t.store, "1,2", mode)
+        got = rows(ChangeReader(t.store).read_all(range_splits(t.store, rng)))
+        assert got == sorted([("+I", 1, "A"), ("+I", 2, "b")]), mode
+    none = cat.create_table(
+        "db.n", pa.schema([("id", pa.int64())]), primary_keys=["id"], options={"bucket": "1"}
+    )
+    none.write_arrow(pa.table({"id": [1]}))
+    with pytest.raises(InvalidArgumentError, match="changelog-producer"):
+        resolve_between(none.store, "0,1", "changelog")
