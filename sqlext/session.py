@@ -39,7 +39,7 @@ from sqlext.errors import SqlAnalysisError, SqlError, SqlParseError, StatementTo
 from sqlext.names import TableName
 from sqlext.parser import parse_statement
 from sqlext.pruning import extract as extract_pruning
-from sqlext.rewrite import Binding, BoundQuery, TimeTravel, bind
+from sqlext.rewrite import VIEW_PREFIX, Binding, BoundQuery, TimeTravel, bind
 from sqlext.spark import register
 from sqlext.splitter import Statement, classify, split_statements
 
@@ -118,7 +118,9 @@ class SqlSession:
         self.options: dict[str, str] = {}
         self.jobs: dict[str, StreamingJob] = {}
         self.last_bindings: tuple[Binding, ...] = ()
-        self._counter = itertools.count(1)
+        self._counter = self._numbers()
+        self._issued: list[int] = []  # numbers handed out since the last statement ended
+        self._views: list[str] = []  # views registered since the last statement ended
         self._lock = threading.RLock()
         for key, value in conf.items():
             self.set_option(key, value)
@@ -171,6 +173,31 @@ class SqlSession:
                 message = str(e.java_exception.getMessage() or e.java_exception)
                 raise SqlAnalysisError(message.splitlines()[0], line=stmt.line, column=stmt.column,
                                        sqlstate="XX000") from e
+            finally:
+                self._drop_statement_views()
+
+    def _numbers(self) -> Iterator[int]:
+        for n in itertools.count(1):
+            self._issued.append(n)
+            yield n
+
+    def _drop_statement_views(self) -> None:
+        """Drop the temporary views the statement registered (its bindings and DML's pinned reads).
+
+        Each view holds a data source relation, and Spark keeps a relation's planned read (the
+        pickled reader and every split) for as long as the relation lives: kept views made a
+        session's driver memory grow with the number of statements it ever ran. DataFrames
+        already built from a view (a SELECT's result, a started stream) hold their analysed plan
+        and do not need the name any more.
+        """
+        names = self._views + [f"{VIEW_PREFIX}dml_{n}" for n in self._issued]
+        self._views.clear()
+        self._issued.clear()
+        for name in names:
+            try:
+                self.spark.catalog.dropTempView(name)
+            except Exception:  # noqa: BLE001 - a stopped session has nothing left to release
+                pass
 
     # -- names ----------------------------------------------------------------------------------
     def identifier(self, name: TableName) -> Identifier:
@@ -240,6 +267,7 @@ class SqlSession:
             _check_time_travel(options)
         reader = self.spark.readStream if streaming else self.spark.read
         reader.format("dyntable").options(**options).load().createOrReplaceTempView(b.view)
+        self._views.append(b.view)
 
     def spark_sql(self, text: str, stmt: Statement | None = None) -> DataFrame:
         return self.frame(text, stmt)
