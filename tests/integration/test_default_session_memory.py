@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -52,8 +51,8 @@ CHILD = textwrap.dedent(
     cat.create_table("db.app", schema, partition_keys=["p"])
     cat.create_table("db.pk", schema, primary_keys=["id"], options={"bucket": "4"})
     ids = np.arange(rows, dtype="int64")
-    data = pa.table({"id": ids, "a": pc.binary_join_element_wise("s", pc.cast(pa.array(ids), pa.string()), ""),
-                     "b": ids * 1.5, "p": (ids % 4).astype("int32")})
+    strings = pc.binary_join_element_wise("s", pc.cast(pa.array(ids), pa.string()), "")
+    data = pa.table({"id": ids, "a": strings, "b": ids * 1.5, "p": (ids % 4).astype("int32")})
     df = spark.createDataFrame(data)
 
     def write(frame, table):
@@ -82,8 +81,9 @@ CHILD = textwrap.dedent(
     if shutil.which("jcmd"):
         gc.collect()
         pid = jvm.java.lang.ProcessHandle.current().pid()
-        histogram = subprocess.run(["jcmd", str(pid), "GC.class_histogram"], capture_output=True, text=True).stdout
-        found = re.search(r"(\\d+)\\s+\\d+\\s+\\S*datasources\\.v2\\.python\\.PythonDataSourceV2\\s", histogram)
+        histogram = subprocess.run(["jcmd", str(pid), "GC.class_histogram"],
+                                   capture_output=True, text=True).stdout
+        found = re.search(r"(\\d+)\\s+\\d+\\s+\\S*\\.v2\\.python\\.PythonDataSourceV2\\s", histogram)
         relations = int(found.group(1)) if found else 0
     print(json.dumps({
         "heap_max": jvm.java.lang.Runtime.getRuntime().maxMemory(),
@@ -97,7 +97,8 @@ CHILD = textwrap.dedent(
 
 def run_child(tmp_path: Path, rows: int, statements: int) -> dict:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    inherited = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), *inherited])
     for key in ("PYSPARK_SUBMIT_ARGS", "SPARK_DRIVER_MEMORY", "_JAVA_OPTIONS", "JAVA_TOOL_OPTIONS"):
         env.pop(key, None)  # nothing may raise the driver's memory
     proc = subprocess.run(
@@ -139,7 +140,8 @@ def test_read_splits_carry_no_file_statistics(tmp_path):
     cat = open_catalog(wh)
     cat.create_database("db")
     schema = pa.schema([("id", pa.int64()), ("a", pa.string()), ("b", pa.float64()), ("p", pa.int32())])
-    for name, kw in (("app", {"partition_keys": ["p"]}), ("pk", {"primary_keys": ["id"], "options": {"bucket": "2"}})):
+    layouts = {"app": {"partition_keys": ["p"]}, "pk": {"primary_keys": ["id"], "options": {"bucket": "2"}}}
+    for name, kw in layouts.items():
         table = cat.create_table(f"db.{name}", schema, **kw)
         for c in range(3):
             ids = np.arange(c * 10, c * 10 + 10, dtype=np.int64)
@@ -152,7 +154,8 @@ def test_read_splits_carry_no_file_statistics(tmp_path):
         for f in shipped:
             assert f.key_stats == SimpleStats.EMPTY and f.value_stats == SimpleStats.EMPTY
             full = planned[f.file_name]
-            assert (f.min_key, f.max_key, f.level, f.row_count, f.min_sequence_number, f.max_sequence_number) == (
-                full.min_key, full.max_key, full.level, full.row_count, full.min_sequence_number, full.max_sequence_number)
+            kept = ("min_key", "max_key", "level", "row_count", "min_sequence_number", "max_sequence_number")
+            for attr in kept:
+                assert getattr(f, attr) == getattr(full, attr)
         assert sum(len(cloudpickle.dumps(p)) for p in parts) < 0.7 * sum(
             len(cloudpickle.dumps(type(parts[0])(s))) for s in table.plan().splits)
