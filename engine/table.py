@@ -233,9 +233,6 @@ class Table:
         self.auto_tag()
         return result
 
-    # Spark batch and streaming writes call this name; they get the automatic tags too.
-    compact_after_write = after_commit
-
     def auto_tag(self) -> list[str]:
         """Create the tags ``tag.automatic-creation`` asks for now (engine.ops.auto_tags); never raises."""
         from engine.ops.auto_tags import run_after_commit

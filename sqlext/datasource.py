@@ -527,7 +527,7 @@ class DyntableWriter(DataSourceArrowWriter):
         if self.identifier_value is not None and not result.snapshot_ids and flat:
             delete_job_files(table, self.job_token)  # a replayed, already-committed identifier
         if result.snapshot_ids and not self.defer_compaction:
-            table.compact_after_write({(m.partition, m.bucket) for m in flat})
+            table.after_commit({(m.partition, m.bucket) for m in flat})
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         table = self._table()

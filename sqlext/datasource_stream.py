@@ -233,7 +233,7 @@ class DyntableStreamWriter(DataSourceStreamArrowWriter):
         if not result.snapshot_ids and flat:
             delete_uncommitted(table.store, flat)  # an already-committed batch replayed after a restart
         elif result.snapshot_ids:
-            table.compact_after_write({(m.partition, m.bucket) for m in flat})
+            table.after_commit({(m.partition, m.bucket) for m in flat})
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         try:
