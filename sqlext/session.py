@@ -44,6 +44,7 @@ from sqlext.spark import register
 from sqlext.splitter import Statement, classify, split_statements
 
 STORAGE_PREFIX = "table-storage."
+_VIEW_NUMBERS = itertools.count(1)  # view/staging numbers, unique in the process
 CATALOG_PREFIX = "catalog."  # session conf keys that are storage/catalog options (endpoint, credentials)
 RUNTIME_MODE = "execution.runtime-mode"
 
@@ -177,7 +178,10 @@ class SqlSession:
                 self._drop_statement_views()
 
     def _numbers(self) -> Iterator[int]:
-        for n in itertools.count(1):
+        # One process-wide sequence: several sessions on one SparkSession (a server's clients)
+        # share its temporary-view namespace, so their view names must never coincide.
+        while True:
+            n = next(_VIEW_NUMBERS)
             self._issued.append(n)
             yield n
 

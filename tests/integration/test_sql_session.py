@@ -518,3 +518,17 @@ def test_errors_carry_sqlstate_position_and_stop_the_script(session):
             )
         )
     assert contents(session, "e") == [(1, "a"), (2, "b")]
+
+
+def test_two_sessions_on_one_spark_session_never_share_view_names(spark, warehouse):
+    from sqlext.session import SqlSession
+
+    a, b = SqlSession(spark, warehouse=warehouse), SqlSession(spark, warehouse=warehouse)
+    a.sql("CREATE TABLE ta (id INT)")
+    b.sql("CREATE TABLE tb (id INT)")
+    a.sql("INSERT INTO ta VALUES (1)")
+    b.sql("INSERT INTO tb VALUES (2)")
+    left = a.sql("SELECT id FROM ta")  # lazy: its view must not be replaced by b's statements
+    b.sql("SELECT id FROM tb").collect()
+    assert [r.id for r in left.collect()] == [1]
+    assert next(a._counter) != next(b._counter)
