@@ -199,10 +199,9 @@ class _SequenceRebase:
         key_range = key_range_decoder([self.store.schema.field(k).type for k in self.store.schema.trimmed_primary_keys])
         ours: dict[tuple[bytes, int], tuple[int, list[tuple[object, object]]]] = {}
         for m in self.messages:
-            key = (m.partition, m.bucket)
-            low, ranges = ours.get(key, (min(f.min_sequence_number for f in m.new_files), []))
-            low = min([low, *(f.min_sequence_number for f in m.new_files)])
-            ours[key] = (low, ranges + [key_range(f) for f in m.new_files])
+            low, ranges = ours.get((m.partition, m.bucket), (m.new_files[0].min_sequence_number, []))
+            low = min(low, *(f.min_sequence_number for f in m.new_files))
+            ours[(m.partition, m.bucket)] = (low, ranges + [key_range(f) for f in m.new_files])
         partitions = {p for p, _ in ours}
         newest: dict[tuple[bytes, int], int] = {}
         for e in self.store.live_entries(latest, lambda p: p in partitions):

@@ -257,22 +257,24 @@ def write_frame(
     frame.write.format("dyntable").options(**opts).mode(mode).save()
     fresh = table.refresh()
     after = fresh.latest_snapshot()
-    added = 0
-    if after is not None and (before is None or after.id != before.id):
-        added = sum(
-            _added_rows(fresh, snap)
-            for snap in fresh.store.snapshots.iter_range(before.id if before else 0, after.id)
-            if snap.commit_user == commit_user and snap.commit_kind is not CommitKind.COMPACT
-        )
-    if added and fresh.store.has_primary_key and not fresh.store.options.write_only:
-        from sqlext.compaction import compact_distributed
+    if after is None or (before is not None and after.id == before.id):
+        return 0
+    added = sum(
+        _added_rows(fresh, snap)
+        for snap in fresh.store.snapshots.iter_range(before.id if before else 0, after.id)
+        if snap.commit_user == commit_user and snap.commit_kind is not CommitKind.COMPACT
+    )
+    if opts.get("write-only") == "true":
+        # The data source left what follows a commit to this statement: the distributed
+        # compaction (primary-key tables), then the automatic tags. Neither can fail the write.
+        if added and fresh.store.has_primary_key and not fresh.store.options.write_only:
+            from sqlext.compaction import compact_distributed
 
-        try:
-            compact_distributed(s.spark, fresh, full=False)
-        except Exception as e:  # noqa: BLE001 - the write is committed: its outcome must not change
-            log.warning("automatic compaction of %s failed and will be retried after a later write: %s", table.name, e)
-    if after is not None and (before is None or after.id != before.id):
-        # After the compaction (primary-key writes defer it, and the tags, to here); never raises.
+            try:
+                compact_distributed(s.spark, fresh, full=False)
+            except Exception as e:  # noqa: BLE001 - the write is committed: its outcome must not change
+                log.warning("automatic compaction of %s failed and will be retried after a later write: %s",
+                            table.name, e)
         fresh.auto_tag()
     return added
 
