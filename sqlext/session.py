@@ -23,7 +23,6 @@ import json
 import re
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -34,41 +33,20 @@ from pyspark.sql import DataFrame, SparkSession
 from engine import DyntableError, Identifier, InvalidArgumentError, Table, open_catalog
 from engine.identifier import DEFAULT_DATABASE
 from engine.scan.predicate import to_json as predicate_to_json
-from sqlext.datasource import CATALOG_OPTIONS
+from sqlext.bind.pruning import extract as extract_pruning
+from sqlext.bind.rewrite import VIEW_PREFIX, Binding, BoundQuery, TimeTravel, bind
 from sqlext.errors import SqlAnalysisError, SqlError, SqlParseError, StatementTooComplexError, sqlstate_for
-from sqlext.names import TableName
-from sqlext.parser import parse_statement
-from sqlext.pruning import extract as extract_pruning
-from sqlext.rewrite import VIEW_PREFIX, Binding, BoundQuery, TimeTravel, bind
+from sqlext.execute.results import StatementResult, StreamingJob
+from sqlext.parse.names import TableName
+from sqlext.parse.parser import parse_statement
+from sqlext.parse.splitter import Statement, classify, split_statements
+from sqlext.source.datasource import CATALOG_OPTIONS
 from sqlext.spark import register
-from sqlext.splitter import Statement, classify, split_statements
 
 STORAGE_PREFIX = "table-storage."
 _VIEW_NUMBERS = itertools.count(1)  # view/staging numbers, unique in the process
 CATALOG_PREFIX = "catalog."  # session conf keys that are storage/catalog options (endpoint, credentials)
 RUNTIME_MODE = "execution.runtime-mode"
-
-
-@dataclass
-class StatementResult:
-    """What one statement produced: rows to show and/or a status message."""
-
-    statement: Statement
-    dataframe: DataFrame | None = None
-    message: str | None = None
-
-
-@dataclass
-class StreamingJob:
-    job_id: str
-    statement: str
-    query: Any  # pyspark StreamingQuery
-
-    @property
-    def status(self) -> str:
-        if self.query.isActive:
-            return "RUNNING"
-        return "FAILED" if self.query.exception() is not None else "FINISHED"
 
 
 class _Catalog:
@@ -125,7 +103,7 @@ class SqlSession:
         self._lock = threading.RLock()
         for key, value in conf.items():
             self.set_option(key, value)
-        from sqlext.executor import HANDLERS
+        from sqlext.execute import HANDLERS
 
         self._handlers: dict[type, Callable[[SqlSession, Any, Statement], StatementResult]] = HANDLERS
 
@@ -221,8 +199,8 @@ class SqlSession:
         ident = self.identifier(name)
         base = self.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
         if time_travel is not None and (not ident.system_table or ident.system_table.lower() in DATA_TABLES):
-            from sqlext.datasource import time_travel as resolve_travel
-            from sqlext.datasource import travelled
+            from sqlext.source.datasource import time_travel as resolve_travel
+            from sqlext.source.datasource import travelled
 
             try:
                 base = travelled(base, resolve_travel(travel_options(time_travel), base))
@@ -337,12 +315,12 @@ class SqlSession:
 
     def arrow_frame(self, table: pa.Table) -> DataFrame:
         """A Spark DataFrame of a small Arrow table (metadata results)."""
-        from sqlext.spark_types import spark_arrow_schema
+        from sqlext.source.spark_types import spark_arrow_schema
 
         target = spark_arrow_schema(table.schema)
         table = table.cast(target) if not table.schema.equals(target) else table
         if table.num_rows == 0:
-            from sqlext.spark_types import spark_schema
+            from sqlext.source.spark_types import spark_schema
 
             return self.spark.createDataFrame([], spark_schema(table.schema))
         return self.spark.createDataFrame(table)
@@ -409,7 +387,7 @@ def _check_time_travel(options: dict[str, str]) -> None:
     (Spark builds the reader only when a query runs, where the error would surface untyped and
     after the statement has returned its DataFrame.)
     """
-    from sqlext.datasource import resolve, time_travel
+    from sqlext.source.datasource import resolve, time_travel
 
     table, _system = resolve(options)
     try:

@@ -3,7 +3,7 @@
 Local sessions get settings measured to matter on small machines: few shuffle partitions,
 no UI, a driver JIT capped at C1 (~35% faster start-up), Arrow for Python transfers. Spark's own
 warehouse directory is a scratch directory, never the current directory. Python data
-source filter pushdown stays off (Spark's default): see ``sqlext.datasource`` for why.
+source filter pushdown stays off (Spark's default): see ``sqlext.source.datasource`` for why.
 """
 
 from __future__ import annotations
@@ -59,6 +59,6 @@ def scratch_warehouse_dir() -> str:
 
 def register(spark: SparkSession) -> None:
     """Register the ``dyntable`` format on a session (idempotent)."""
-    from sqlext.datasource import DyntableDataSource
+    from sqlext.source.format import DyntableDataSource
 
     spark.dataSource.register(DyntableDataSource)

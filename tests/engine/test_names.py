@@ -130,7 +130,7 @@ def test_very_long_table_name_is_a_clear_invalid_argument(catalog):
 def test_traversal_through_datasource_branch_option(two_tables, warehouse, tmp_path):
     """The Spark source's ``branch`` option builds an Identifier: the same rule refuses it."""
     pytest.importorskip("pyspark")
-    from sqlext.datasource import resolve
+    from sqlext.source.datasource import resolve
 
     before = _tree(str(tmp_path))
     with pytest.raises(InvalidNameError):

@@ -132,7 +132,6 @@ def test_changelog_producers(catalog, producer):
 
 def test_crash_at_any_write_leaves_the_table_readable(catalog):
     from engine.io.faults import FailingFileIO
-    from engine.store import FileStore
     from engine.table import Table
 
     t = catalog.create_table("db.pk", SCHEMA, primary_keys=["id"],

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# The master every Spark test shares; test_local_cluster.py re-runs the data-source suite with
+# ``local-cluster[2,1,1024]`` (separate executor JVMs and Python workers, as on a cluster).
+MASTER_ENV = "DYNTABLE_TEST_MASTER"
 
 
 def pytest_collection_modifyitems(items):
@@ -15,7 +21,8 @@ def pytest_collection_modifyitems(items):
 def spark():
     from sqlext.spark import build_spark
 
-    session = build_spark("local[2]", {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
+    master = os.environ.get(MASTER_ENV, "local[2]")
+    session = build_spark(master, {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
     yield session
     session.stop()
 

@@ -165,7 +165,7 @@ def test_streaming_write_is_exactly_once_across_restarts(spark, warehouse, catal
 
 
 def test_distributed_compaction_commits_once(spark, warehouse, catalog):
-    from sqlext.compaction import compact_distributed
+    from sqlext.execute.compaction import compact_distributed
 
     t = catalog.create_table("db.c", pa.schema([("id", pa.int64()), ("v", pa.int64())]), primary_keys=["id"],
                              options={"bucket": "4", "write-only": "true"})

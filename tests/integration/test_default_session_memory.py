@@ -134,7 +134,7 @@ def test_read_splits_carry_no_file_statistics(tmp_path):
     """Spark keeps each read partition's pickled bytes per relation and puts them in every task."""
     from pyspark import cloudpickle
 
-    from sqlext.datasource import DyntableReader
+    from sqlext.source.datasource import DyntableReader
 
     wh = str(tmp_path / "wh")
     cat = open_catalog(wh)

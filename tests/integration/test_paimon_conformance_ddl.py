@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from sqlext.names import TableName
+from sqlext.parse.names import TableName
 
 
 def q(session, sql):

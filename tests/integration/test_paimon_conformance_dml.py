@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from sqlext.errors import SqlError
-from sqlext.names import TableName
+from sqlext.parse.names import TableName
 
 
 def run(session, sql):
@@ -87,7 +87,7 @@ def test_delete_on_aggregation_table_removes_the_row(session):
 def test_delete_rewrite_conflicts_with_a_concurrent_write(session, monkeypatch):
     # A copy-on-write DELETE replaces partitions computed from the snapshot it read: a write landing
     # in them meanwhile must fail the DELETE, not be erased by it.
-    from sqlext.executor import dml
+    from sqlext.execute import dml
 
     run(session, "CREATE TABLE agg (id INT, total BIGINT, PRIMARY KEY (id) NOT ENFORCED) "
                  "WITH ('merge-engine' = 'aggregation', 'fields.total.aggregate-function' = 'sum')")

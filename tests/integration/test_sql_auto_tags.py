@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from sqlext.names import TableName
+from sqlext.parse.names import TableName
 
 
 @pytest.mark.parametrize("pk", ["", ", PRIMARY KEY (id) NOT ENFORCED"])

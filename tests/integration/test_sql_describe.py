@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sqlext.errors import ProcedureArgumentError, SqlAnalysisError, SqlError
-from sqlext.names import TableName
+from sqlext.parse.names import TableName
 
 
 def run(session, sql):

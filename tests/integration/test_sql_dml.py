@@ -11,7 +11,7 @@ import pytest
 from engine import CommitKind
 from engine.meta.manifest import FileKind
 from sqlext.errors import SqlError
-from sqlext.names import TableName
+from sqlext.parse.names import TableName
 
 
 def run(session, sql):

@@ -25,7 +25,7 @@ from sqlext.errors import (
     SqlParseError,
     UnsupportedStatementError,
 )
-from sqlext.names import TableName
+from sqlext.parse.names import TableName
 
 
 def run(session, sql):

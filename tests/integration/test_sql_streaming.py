@@ -14,7 +14,7 @@ import pytest
 from engine import CommitKind
 from engine.commit import CHANGE_TRACKING_PROPERTY
 from sqlext.errors import SqlError
-from sqlext.names import TableName
+from sqlext.parse.names import TableName
 
 DEADLINE = 60.0  # seconds; a micro-batch takes well under a second once Spark is warm
 

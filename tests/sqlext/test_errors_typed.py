@@ -8,9 +8,9 @@ import pytest
 
 from engine.errors import InvalidNameError
 from sqlext.errors import SqlParseError, StatementTooComplexError, sqlstate_for
-from sqlext.names import TableName
-from sqlext.parser import parse_script
-from sqlext.splitter import MAX_NESTING, split_statements
+from sqlext.parse.names import TableName
+from sqlext.parse.parser import parse_script
+from sqlext.parse.splitter import MAX_NESTING, split_statements
 
 
 def _nested(depth: int) -> str:

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqlext.errors import SqlError
-from sqlext.parser import keywords, parse_statement
-from sqlext.splitter import classify, split_statements
+from sqlext.parse.parser import keywords, parse_statement
+from sqlext.parse.splitter import classify, split_statements
 
 # A script in the shape of the session tests: every statement kind of the issue, some with
 # comments, hints, quotes and several lines, so truncations cut through each construct.

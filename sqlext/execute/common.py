@@ -1,0 +1,62 @@
+"""Helpers shared by the statement executors: results, type bridging, name checks."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.types import DataType as SparkType
+from pyspark.sql.types import StructType
+
+from engine.types import DataType, from_arrow_type
+from engine.types import to_arrow_type as paimon_to_arrow
+from sqlext.errors import SqlAnalysisError
+from sqlext.execute.results import StatementResult
+from sqlext.parse.names import TableName
+from sqlext.parse.splitter import Statement
+from sqlext.source.spark_types import spark_arrow_type
+
+if TYPE_CHECKING:
+    from sqlext.session import SqlSession
+
+COMPUTED_PREFIX = "dyntable.computed-column."
+WATERMARK_PREFIX = "dyntable.watermark."
+
+
+def done(stmt: Statement, message: str, session: SqlSession | None = None, frame: object = None) -> StatementResult:
+
+    return StatementResult(stmt, frame, message)  # type: ignore[arg-type]
+
+
+def rows(session: SqlSession, stmt: Statement, table: pa.Table, message: str | None = None) -> StatementResult:
+
+    return StatementResult(stmt, session.arrow_frame(table), message)
+
+
+def spark_to_paimon(t: SparkType, nullable: bool = True) -> DataType:
+    """A Spark SQL type as a Paimon type (through Arrow)."""
+    return from_arrow_type(to_arrow_type(t), nullable)
+
+
+def paimon_to_spark_ddl(t: DataType) -> str:
+    """The Spark SQL type string for a Paimon type (for CASTs)."""
+    from pyspark.sql.pandas.types import from_arrow_type as arrow_to_spark
+
+    return arrow_to_spark(spark_arrow_type(paimon_to_arrow(t))).simpleString()
+
+
+def struct_fields(schema: StructType) -> list[tuple[str, DataType]]:
+    return [(f.name, spark_to_paimon(f.dataType, f.nullable)) for f in schema.fields]
+
+
+def require_managed(session: SqlSession, name: TableName, stmt: Statement) -> None:
+    if not session.is_managed(name):
+        raise SqlAnalysisError(
+            f"table or view not found: {session.identifier(name).base().full_name}",
+            line=name.line or stmt.line, column=name.column or stmt.column, sqlstate="42P01",
+        )
+
+
+def computed_columns(options: dict[str, str]) -> dict[str, str]:
+    return {k[len(COMPUTED_PREFIX):]: v for k, v in options.items() if k.startswith(COMPUTED_PREFIX)}

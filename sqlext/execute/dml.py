@@ -1,0 +1,656 @@
+"""Row-level writes on managed tables: DELETE, UPDATE, MERGE INTO, TRUNCATE.
+
+```
+ target pinned at its latest snapshot ──► temp view  (every read of one statement sees one version)
+ user's fragments + view ──► Spark query (session.bind binds other managed tables they name)
+   primary-key table:  changed rows only, with a rowkind column ('-D', '+U', '+I') ──► write (append)
+   append table:       copy-on-write: the affected partitions rewritten ──► write (overwrite of
+                       exactly those partitions; rows an UPDATE/MERGE moves or inserts elsewhere
+                       are added to their partitions)
+```
+Merge engines (Paimon's rules, its Spark ``RowLevelOp`` and ``validatePKUpsertDeletable``):
+* DELETE works on every table. A ``-D`` row removes a key only under ``deduplicate``,
+  ``partial-update`` with ``partial-update.remove-record-on-delete`` and ``aggregation`` with
+  ``aggregation.remove-record-on-delete`` (and never with ``ignore-delete``, which drops it). Any
+  other key table (``first-row``, ``aggregation``, ``partial-update`` by default) is rewritten
+  copy-on-write like an append table: the merged rows that survive, of the partitions holding a
+  deleted row (the whole table if unpartitioned), replace those partitions in one overwrite
+  commit based on the snapshot read, so a concurrent change to them fails the statement instead
+  of being lost. (Paimon rewrites the affected files only; dyntable's unit is the partition.)
+* UPDATE and MERGE need a table whose written row becomes the row: append, ``deduplicate`` or
+  ``partial-update``; ``first-row`` and ``aggregation`` tables refuse them (SQLSTATE 0A000), as
+  Paimon does, instead of ignoring or aggregating the new values.
+* Key columns (and partition columns of key tables) keep their values: UPDATE may set one only
+  to itself (``SET id = id``, Paimon's rule); a MERGE clause may set one to any expression that
+  leaves every matched row's key unchanged (``SET a = s.a`` when joined on ``t.a = s.a``),
+  checked on the joined data before the write (Paimon accepts any key assignment when joined on
+  the key, so a changing one would silently move rows).
+* MERGE scoping (Spark's): NOT MATCHED clauses see only the source (unqualified names resolve
+  there), NOT MATCHED BY SOURCE clauses only the target, MATCHED clauses both.
+
+Invariants:
+* all data work runs in Spark (no rows reach the driver, except the small list of affected
+  partitions and counts); one data commit per statement through ``insert.write_frame``;
+* a failing statement changes nothing: every check (unknown or key columns, a target row matched
+  by two source rows) runs before the write, and a failing write job publishes no snapshot;
+* the user's fragments keep their aliases: the target view is aliased as the statement's alias
+  (or the table's name), the MERGE source as its alias (or its name).
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+from engine import Table
+from engine.lsm.merge import MergeConfig
+from engine.scan.incremental import ROWKIND
+from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
+from sqlext.execute.assignments import (
+    Assigned,
+    is_default,
+    key_change_check,
+    key_change_error,
+    resolve_assignments,
+)
+from sqlext.execute.common import computed_columns, rows
+from sqlext.execute.describe import checked_spec
+from sqlext.execute.insert import column_defaults, write_frame
+from sqlext.execute.results import StatementResult
+from sqlext.parse import ast
+from sqlext.parse.splitter import Statement
+
+if TYPE_CHECKING:
+    from sqlext.session import SqlSession
+
+_P = "__dyn_"  # prefix of the helper columns this module adds (never written)
+_COUNT_SCHEMA = pa.schema([("num_affected_rows", pa.int64())])
+_MERGE_SCHEMA = pa.schema(
+    [
+        ("num_affected_rows", pa.int64()),
+        ("num_updated_rows", pa.int64()),
+        ("num_deleted_rows", pa.int64()),
+        ("num_inserted_rows", pa.int64()),
+    ]
+)
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _err(stmt: Statement, message: str, sqlstate: str) -> SqlAnalysisError:
+    return SqlAnalysisError(message, line=stmt.line, column=stmt.column, sqlstate=sqlstate)
+
+
+def _to_spark(s: SqlSession, stmt: Statement) -> StatementResult:
+    from py4j.protocol import Py4JJavaError
+
+
+    try:
+        return StatementResult(stmt, s.spark_sql(stmt.text, stmt), None)
+    except Py4JJavaError as e:
+        # Spark refuses row-level changes on its own v1 tables and views with a bare Java error.
+        text = str(e.java_exception.getMessage() or e).strip().splitlines()
+        raise UnsupportedStatementError(
+            f"Spark cannot run this statement on a table dyntable does not manage: {text[0] if text else e}",
+            line=stmt.line,
+            column=stmt.column,
+        ) from None
+
+
+def _target(s: SqlSession, name: ast.TableName, stmt: Statement) -> Table | None:
+    """The managed table a DML statement writes (None: not managed, Spark runs the statement)."""
+    if not s.is_managed(name):
+        return None
+    if name.system_table is not None:
+        raise _err(stmt, f"system table '{name}' is read-only", "42809")
+    table = s.table(name)
+    if table.primary_keys and ROWKIND in table.schema.field_names:
+        raise UnsupportedStatementError(
+            f"row-level changes on '{table.name}' need the column name '{ROWKIND}' for the change kind; "
+            "rename that column",
+            line=stmt.line,
+            column=stmt.column,
+        )
+    return table
+
+
+def _deletes_remove_rows(table: Table) -> bool:
+    """Whether a written ``-D`` row removes its key from this primary-key table."""
+    config = MergeConfig.from_options(table.options, table.primary_keys)
+    if config.ignore_delete:
+        return False
+    return (
+        config.engine == "deduplicate"
+        or (config.engine == "partial-update" and config.partial_update_remove_record_on_delete)
+        or (config.engine == "aggregation" and config.aggregation_remove_record_on_delete)
+    )
+
+
+def _check_rewritable(table: Table, verb: str, stmt: Statement) -> None:
+    """UPDATE / MERGE need a table where a written row replaces the row (Paimon's rule)."""
+    if not table.primary_keys:
+        return
+    engine = MergeConfig.from_options(table.options, table.primary_keys).engine
+    if engine not in ("deduplicate", "partial-update"):
+        raise UnsupportedStatementError(
+            f"{verb} is not supported on '{table.name}': its merge engine '{engine}' would "
+            f"{'keep the first row' if engine == 'first-row' else 'aggregate the new values'} instead of "
+            "replacing the row; only append, 'deduplicate' and 'partial-update' tables support "
+            f"{verb} (DELETE works on every table)",
+            line=stmt.line,
+            column=stmt.column,
+        )
+
+
+class _Pinned:
+    """Fresh temp views of ``table`` at one snapshot: every pass of a statement reads the same rows.
+
+    Each query gets its own view: the data source keeps the filters Spark pushed into a view's
+    reader, so a view reused by a second query could filter that query's rows too.
+    """
+
+    def __init__(self, s: SqlSession, table: Table) -> None:
+        self.s = s
+        self.options = s.source_options(table.name)
+        latest = table.latest_snapshot()
+        self.snapshot_id = latest.id if latest is not None else None
+        if latest is not None:
+            self.options["scan.snapshot-id"] = str(latest.id)
+        # An empty table (no snapshot, or no live file) is read as an empty frame of its schema
+        # without asking the data source for splits it does not have.
+        self.empty = latest is None or not table.new_scan().with_snapshot(latest).plan().splits
+
+    def view(self) -> str:
+        name = f"__dyntable_dml_{self.s.next_id()}"
+        df = self.s.spark.read.format("dyntable").options(**self.options).load()
+        if self.empty:
+            df = self.s.spark.createDataFrame([], df.schema)
+        df.createOrReplaceTempView(name)
+        return name
+
+
+def _message(count: int, verb: str) -> str:
+    return f"{count} row(s) {verb}"
+
+
+def _count_result(s: SqlSession, stmt: Statement, count: int, verb: str) -> StatementResult:
+    return rows(
+        s,
+        stmt,
+        pa.table({"num_affected_rows": pa.array([count], pa.int64())}, schema=_COUNT_SCHEMA),
+        _message(count, verb),
+    )
+
+
+def _columns(table: Table) -> list[str]:
+    return list(table.schema.field_names)
+
+
+# -- affected partitions (copy-on-write) ---------------------------------------------------------------
+def _matching_partitions(
+    s: SqlSession, table: Table, pinned: _Pinned, alias: str, cond: str, stmt: Statement
+) -> tuple[list[dict[str, Any]], int]:
+    """The partitions holding rows where ``cond`` is true, and how many such rows (one small job)."""
+    keys = table.partition_keys
+    a = _q(alias)
+    if not keys:
+        n = s.frame(f"SELECT count(*) AS c FROM {pinned.view()} AS {a} WHERE {cond}", stmt).collect()[0][0]
+        return ([{}] if n else []), int(n)
+    cols = ", ".join(f"{a}.{_q(k)}" for k in keys)
+    found = s.frame(
+        f"SELECT {cols}, count(*) AS {_P}n FROM {pinned.view()} AS {a} WHERE {cond} GROUP BY {cols}", stmt
+    ).collect()
+    specs = [{k: row[i] for i, k in enumerate(keys)} for row in found]
+    return specs, int(sum(row[len(keys)] for row in found))
+
+
+def _in_partitions(
+    s: SqlSession, df: DataFrame, table: Table, specs: list[dict[str, Any]], columns: list[str] | None = None
+) -> DataFrame:
+    """Rows of ``df`` whose partition columns (``columns``, default the keys) equal one of ``specs``.
+
+    A broadcast semi-join with the small list, NULL-safe (a NULL partition value is a partition).
+    """
+    keys = list(table.partition_keys)
+    if not keys:
+        return df
+    cols = columns or keys
+    schema = df.select(*[F.col(_q(c)).alias(f"{_P}p{i}") for i, c in enumerate(cols)]).schema
+    parts = s.spark.createDataFrame([tuple(spec[k] for k in keys) for spec in specs], schema)
+    on = reduce(lambda x, y: x & y, [df[_q(c)].eqNullSafe(parts[f"{_P}p{i}"]) for i, c in enumerate(cols)])
+    return df.join(F.broadcast(parts), on=on, how="left_semi")
+
+
+def _overwrite_of(table: Table, specs: list[dict[str, Any]]) -> Any:
+    """What an overwrite replaces: exactly the affected partitions (the whole table if unpartitioned)."""
+    return specs if table.partition_keys else True
+
+
+# -- DELETE -----------------------------------------------------------------------------------------------
+def delete(s: SqlSession, n: ast.Delete, stmt: Statement) -> StatementResult:
+    """DELETE FROM t [WHERE c]: key tables write deletes, append tables rewrite the affected partitions."""
+    table = _target(s, n.table, stmt)
+    if table is None:
+        return _to_spark(s, stmt)
+    pinned = _Pinned(s, table)
+    alias = n.alias or n.table.table
+    if n.where is None:
+        count = s.spark.table(pinned.view()).count()
+        if count:
+            table.truncate()
+        return _count_result(s, stmt, count, "deleted")
+    cond, a = n.where.text, _q(alias)
+    if table.primary_keys and _deletes_remove_rows(table):
+        df = s.frame(f"SELECT {a}.*, '-D' AS {ROWKIND} FROM {pinned.view()} AS {a} WHERE {cond}", stmt)
+        count = write_frame(s, table, df, _columns(table), overwrite=False, stmt=stmt)
+        return _count_result(s, stmt, count, "deleted")
+    specs, count = _matching_partitions(s, table, pinned, alias, cond, stmt)
+    if count == 0:
+        return _count_result(s, stmt, 0, "deleted")
+    keep = s.frame(f"SELECT {a}.* FROM {pinned.view()} AS {a} WHERE NOT ({cond}) OR ({cond}) IS NULL", stmt)
+    keep = _in_partitions(s, keep, table, specs)
+    write_frame(s, table, keep, _columns(table), overwrite=_overwrite_of(table, specs), stmt=stmt,
+                base_snapshot_id=pinned.snapshot_id)
+    return _count_result(s, stmt, count, "deleted")
+
+
+# -- UPDATE -----------------------------------------------------------------------------------------------
+def update(s: SqlSession, n: ast.Update, stmt: Statement) -> StatementResult:
+    """UPDATE t SET ... [WHERE c]: key tables write new rows, append tables rewrite affected partitions."""
+    table = _target(s, n.table, stmt)
+    if table is None:
+        return _to_spark(s, stmt)
+    _check_rewritable(table, "UPDATE", stmt)
+    alias = n.alias or n.table.table
+    a = _q(alias)
+    resolved = resolve_assignments(table, n.assignments, (alias, n.table.table), stmt, a)
+    assigned = resolved.values
+    pinned = _Pinned(s, table)
+    cond = n.where.text if n.where is not None else None
+    where = f" WHERE {cond}" if cond is not None else ""
+    # Paimon's rule: UPDATE may name a key column only to set it to itself.
+    same = {f"{p}{k}".lower() for k in resolved.keys for p in ("", f"{alias}.", f"{n.table.table}.")}
+    if any(resolved.values[k].strip("() ").replace("`", "").lower() not in same for k in resolved.keys):
+        raise key_change_error(table, resolved, stmt)
+    if table.primary_keys:
+        select = ", ".join(
+            f"({assigned[c]}) AS {_q(c)}" if c in assigned else f"{a}.{_q(c)}" for c in _columns(table)
+        )
+        df = s.frame(f"SELECT {select}, '+U' AS {ROWKIND} FROM {pinned.view()} AS {a}{where}", stmt)
+        count = write_frame(s, table, df, _columns(table), overwrite=False, stmt=stmt)
+        return _count_result(s, stmt, count, "updated")
+    if cond is None:
+        select = ", ".join(
+            f"({assigned[c]}) AS {_q(c)}" if c in assigned else f"{a}.{_q(c)}" for c in _columns(table)
+        )
+        df = s.frame(f"SELECT {select} FROM {pinned.view()} AS {a}", stmt)
+        count = write_frame(s, table, df, _columns(table), overwrite=True, stmt=stmt,
+                            base_snapshot_id=pinned.snapshot_id)
+        return _count_result(s, stmt, count, "updated")
+    specs, count = _matching_partitions(s, table, pinned, alias, cond, stmt)
+    if count == 0:
+        return _count_result(s, stmt, 0, "updated")
+    select = ", ".join(
+        f"CASE WHEN ({cond}) THEN ({assigned[c]}) ELSE {a}.{_q(c)} END AS {_q(c)}"
+        if c in assigned
+        else f"{a}.{_q(c)}"
+        for c in _columns(table)
+    )
+    # Filter by the ORIGINAL partition values (an assignment may move a row to another partition).
+    keys = list(table.partition_keys)
+    originals = ", ".join(f"{a}.{_q(k)} AS {_P}o{i}" for i, k in enumerate(keys))
+    df = s.frame(f"SELECT {select}{', ' + originals if keys else ''} FROM {pinned.view()} AS {a}", stmt)
+    df = _in_partitions(s, df, table, specs, [f"{_P}o{i}" for i in range(len(keys))]).select(
+        *[_q(c) for c in _columns(table)]
+    )
+    write_frame(s, table, df, _columns(table), overwrite=_overwrite_of(table, specs), stmt=stmt,
+                base_snapshot_id=pinned.snapshot_id)
+    return _count_result(s, stmt, count, "updated")
+
+
+# -- TRUNCATE ---------------------------------------------------------------------------------------------
+def truncate(s: SqlSession, n: ast.Truncate, stmt: Statement) -> StatementResult:
+    """TRUNCATE TABLE t [PARTITION (...)]: one snapshot removing every file (of the partition)."""
+    table = _target(s, n.table, stmt)
+    if table is None:
+        return _to_spark(s, stmt)
+    from sqlext.execute.common import done
+
+    if n.partition is None:
+        result = table.truncate()
+    else:
+        result = table.drop_partitions([checked_spec(table, n.partition, stmt)])
+    return done(stmt, f"Table {table.name} truncated" + ("" if result.snapshot_ids else " (it was empty)"))
+
+
+# -- MERGE ------------------------------------------------------------------------------------------------
+_ACTIONS = {ast.MergeUpdate: "update", ast.MergeDelete: "delete", ast.MergeInsert: "insert"}
+_T, _S, _RID, _CLAUSE = f"{_P}t", f"{_P}s", f"{_P}rid", f"{_P}clause"
+
+
+class _MergePlan:
+    """One MERGE as a single joined Spark query plus the column expressions of its outcome.
+
+    The joined frame has, per (target row, source row) pair: the target's original columns
+    (``__dyn_t<i>``), presence markers of both sides, a target row id, and ``__dyn_clause``: the index
+    of the first WHEN clause that applies (SQL standard order), or -1. Each clause's values are
+    computed in the same query (``__dyn_v<j>_<i>``), so the user's fragments are evaluated once.
+    """
+
+    def __init__(self, s: SqlSession, table: Table, n: ast.Merge, stmt: Statement, view: str) -> None:
+        self.s, self.table, self.n, self.stmt, self.view = s, table, n, stmt, view
+        self.columns = _columns(table)
+        self.target_alias = n.target_alias or n.target.table
+        if isinstance(n.source, ast.TableName):
+            self.source_alias = n.source_alias or n.source.table
+            self.source_sql = str(n.source)
+            self.source_from = f"{self.source_sql} AS {_q(self.source_alias)}"
+        else:
+            self.source_alias = n.source_alias or f"{_P}source"
+            self.source_sql = f"({n.source.text}) AS {_P}src"
+            self.source_from = f"({n.source.text}) AS {_q(self.source_alias)}"
+        self._src_cols: list[str] | None = None
+        self.kinds = [c.match for c in n.clauses]
+        self.actions = [_ACTIONS[type(c.action)] for c in n.clauses]
+        self.key_checks: dict[int, tuple[str, Assigned]] = {}
+        self.values = [self._clause_values(j, c) for j, c in enumerate(n.clauses)]
+
+    def ids(self, *actions: str) -> list[int]:
+        return [j for j, act in enumerate(self.actions) if act in actions]
+
+    def target_column(self, name: str) -> str:
+        return f"{_P}t{self.columns.index(name)}"
+
+    # -- clause values (checked before anything runs) ------------------------------------------------
+    def _source_columns(self) -> list[str]:
+        if self._src_cols is None:
+            self._src_cols = list(self.s.frame(f"SELECT * FROM {self.source_sql}", self.stmt).columns)
+        return self._src_cols
+
+    def _from_source(self, skip: tuple[str, ...]) -> dict[str, str]:
+        """``UPDATE SET *`` / ``INSERT *``: each written target column from the source column of its name."""
+        src = {c.lower(): c for c in self._source_columns()}
+        computed = computed_columns(dict(self.table.schema.options))
+        out = {}
+        for col in self.columns:
+            if col in computed or col in skip:
+                continue
+            if col.lower() not in src:
+                raise _err(
+                    self.stmt,
+                    f"MERGE ... * needs a source column '{col}' (the source has {list(src.values())})",
+                    "42703",
+                )
+            out[col] = f"{_q(self.source_alias)}.{_q(src[col.lower()])}"
+        return out
+
+    def _clause_values(self, j: int, clause: ast.MergeClause) -> dict[str, str]:
+        act, aliases = clause.action, (self.target_alias, self.n.target.table)
+        if isinstance(act, ast.MergeDelete):
+            return {}
+        if isinstance(act, ast.MergeUpdate):
+            if act.all_columns:
+                return self._from_source(self.table.primary_keys)
+            ta = _q(self.target_alias)
+            resolved = resolve_assignments(self.table, act.assignments, aliases, self.stmt, ta)
+            check = key_change_check(resolved, ta)
+            if check is not None:
+                self.key_checks[j] = (check, resolved)
+            return resolved.values
+        if act.all_columns:
+            return self._from_source(())
+        computed = computed_columns(dict(self.table.schema.options))
+        defaults = column_defaults(self.table)
+        if act.columns:
+            cols = [self._insert_column(c) for c in act.columns]
+        else:
+            cols = [c for c in self.columns if c not in computed]
+        if len(cols) != len(act.values):
+            raise _err(
+                self.stmt, f"MERGE INSERT lists {len(cols)} column(s) but {len(act.values)} value(s)", "21S01"
+            )
+        if len(set(cols)) != len(cols):
+            raise _err(self.stmt, "MERGE INSERT names a column twice", "42701")
+        bad = [c for c in cols if c in computed]
+        if bad:
+            raise _err(self.stmt, f"column '{bad[0]}' is computed and cannot be inserted", "42000")
+        # Columns left out get their declared default; a bare DEFAULT value stands for it too.
+        out = {c: v for c, v in defaults.items() if c not in cols}
+        for c, v in zip(cols, act.values, strict=True):
+            out[c] = defaults.get(c, "NULL") if is_default(v) else v.text
+        return out
+
+    def _insert_column(self, name: str) -> str:
+        """A column of MERGE's INSERT list (``c``, or qualified by the target: ``t.c``)."""
+        parts = [p.strip().strip("`") for p in name.split(".")]
+        aliases = {self.target_alias.lower(), self.n.target.table.lower()}
+        if len(parts) == 2 and parts[0].lower() in aliases:
+            parts = parts[1:]
+        match = [f for f in self.columns if len(parts) == 1 and f.lower() == parts[0].lower()]
+        if not match:
+            raise _err(self.stmt, f"MERGE INSERT: '{self.table.name}' has no column '{name}'", "42703")
+        return match[0]
+
+    # -- the joined query ----------------------------------------------------------------------------
+    def _scoped(self, kind: str) -> tuple[list[str], list[str]]:
+        """``(expressions computed inside that side's subquery, outer select items)`` for the
+        clauses of ``kind`` evaluated on one side only (NOT MATCHED: source, BY SOURCE: target)."""
+        side = _q(self.source_alias if kind == "not_matched" else self.target_alias)
+        inner, outer = [], []
+        for j, clause in enumerate(self.n.clauses):
+            if clause.match != kind:
+                continue
+            names = []
+            if clause.condition is not None:
+                inner.append(f"({clause.condition.text}) AS {_P}c{j}")
+                names.append(f"{_P}c{j}")
+            for col, expr in self.values[j].items():
+                inner.append(f"({expr}) AS {_P}v{j}_{self.columns.index(col)}")
+                names.append(f"{_P}v{j}_{self.columns.index(col)}")
+            if j in self.key_checks:
+                inner.append(f"({self.key_checks[j][0]}) AS {_P}k{j}")
+                names.append(f"{_P}k{j}")
+            outer += [f"{side}.{n} AS {n}" for n in names]
+        return inner, outer
+
+    def joined_frame(self) -> DataFrame:
+        ta, sa = _q(self.target_alias), _q(self.source_alias)
+        need_source_only = "not_matched" in self.kinds
+        need_target_only = "not_matched_by_source" in self.kinds or not self.table.primary_keys
+        join = {
+            (True, True): "FULL OUTER",
+            (True, False): "RIGHT OUTER",
+            (False, True): "LEFT OUTER",
+            (False, False): "INNER",
+        }[(need_source_only, need_target_only)]
+        t_inner, t_outer = self._scoped("not_matched_by_source")
+        s_inner, s_outer = self._scoped("not_matched")
+        select = [f"{ta}.{_q(c)} AS {_P}t{i}" for i, c in enumerate(self.columns)]
+        select += [f"{ta}.{_T} AS {_T}", f"{ta}.{_RID} AS {_RID}", f"{sa}.{_S} AS {_S}", *t_outer, *s_outer]
+        for j, clause in enumerate(self.n.clauses):
+            if clause.match != "matched":
+                continue
+            if clause.condition is not None:
+                select.append(f"({clause.condition.text}) AS {_P}c{j}")
+            for col, expr in self.values[j].items():
+                select.append(f"({expr}) AS {_P}v{j}_{self.columns.index(col)}")
+            if j in self.key_checks:
+                select.append(f"({self.key_checks[j][0]}) AS {_P}k{j}")
+        sql = (
+            f"SELECT {', '.join(select)} "
+            f"FROM (SELECT {ta}.*, true AS {_T}, monotonically_increasing_id() AS {_RID}"
+            f"{''.join(', ' + e for e in t_inner)} FROM {self.view} AS {ta}) AS {ta} "
+            f"{join} JOIN (SELECT {sa}.*, true AS {_S}{''.join(', ' + e for e in s_inner)} "
+            f"FROM {self.source_from}) AS {sa} ON {self.n.on.text}"
+        )
+        df = self.s.frame(sql, self.stmt)
+        t, src = F.col(_T).isNotNull(), F.col(_S).isNotNull()
+        applies = {"matched": t & src, "not_matched": ~t, "not_matched_by_source": ~src}
+        chosen: Column = F.lit(-1)
+        for j in reversed(range(len(self.n.clauses))):
+            cond = applies[self.kinds[j]]
+            if self.n.clauses[j].condition is not None:
+                cond = cond & F.coalesce(F.col(f"{_P}c{j}"), F.lit(False))
+            chosen = F.when(cond, F.lit(j)).otherwise(chosen)
+        return df.withColumn(_CLAUSE, chosen)
+
+    # -- checks and counts ---------------------------------------------------------------------------
+    def check_cardinality(self, joined: DataFrame) -> None:
+        """A target row that two source rows would update/delete is an error (SQLSTATE 21000)."""
+        matched = [j for j, k in enumerate(self.kinds) if k == "matched"]
+        if not matched:
+            return
+        dup = (
+            joined.where(F.col(_CLAUSE).isin(matched))
+            .groupBy(_RID)
+            .count()
+            .where(F.col("count") > 1)
+            .limit(1)
+            .collect()
+        )
+        if dup:
+            raise _err(
+                self.stmt,
+                f"MERGE: a row of '{self.table.name}' is matched by {dup[0]['count']} source rows; "
+                "the ON condition must match each target row with at most one source row "
+                "(deduplicate the source)",
+                "21000",
+            )
+
+    def check_keys(self, joined: DataFrame) -> None:
+        """An UPDATE clause that would change a row's key (or partition, on a key table) is an error."""
+        if not self.key_checks:
+            return
+        changing = reduce(
+            lambda x, y: x | y,
+            [(F.col(_CLAUSE) == j) & F.coalesce(F.col(f"{_P}k{j}"), F.lit(False)) for j in self.key_checks],
+        )
+        bad = joined.where(changing).select(_CLAUSE).limit(1).collect()
+        if bad:
+            raise key_change_error(self.table, self.key_checks[bad[0][0]][1], self.stmt)
+
+    def counts(self, joined: DataFrame) -> dict[str, int]:
+        per_clause = {r[0]: r[1] for r in joined.groupBy(_CLAUSE).count().collect()}
+        return {
+            act: sum(per_clause.get(j, 0) for j in self.ids(act)) for act in ("update", "delete", "insert")
+        }
+
+    # -- outcome -------------------------------------------------------------------------------------
+    def project(self, df: DataFrame, *extra: Column) -> DataFrame:
+        """The target columns of each row's outcome (original values unless its clause sets them)."""
+        clause = F.col(_CLAUSE)
+        exprs = []
+        for i, col in enumerate(self.columns):
+            value: Column = F.col(f"{_P}t{i}")
+            for j, vals in enumerate(self.values):
+                if col in vals:
+                    value = F.when(clause == j, F.col(f"{_P}v{j}_{i}")).otherwise(value)
+            exprs.append(value.alias(col))
+        return df.select(*exprs, *extra)
+
+    def changes(self, joined: DataFrame) -> DataFrame:
+        """Primary-key table: only the changed rows, each with its row kind."""
+        clause = F.col(_CLAUSE)
+        kind = (
+            F.when(clause.isin(self.ids("delete")), F.lit("-D"))
+            .when(clause.isin(self.ids("update")), F.lit("+U"))
+            .otherwise(F.lit("+I"))
+        )
+        return self.project(joined.where(clause >= 0), kind.alias(ROWKIND))
+
+    def touched(self, joined: DataFrame) -> DataFrame:
+        return joined.where(F.col(_CLAUSE).isin(self.ids("update", "delete")))
+
+    def inserted_rows(self, joined: DataFrame) -> DataFrame:
+        return self.project(joined.where(F.col(_CLAUSE).isin(self.ids("insert"))))
+
+    def target_rows(self, joined: DataFrame) -> DataFrame:
+        """Each target row once (the copy its clause applies to, if any), minus the deleted ones."""
+        clause = F.col(_CLAUSE)
+        first = F.row_number().over(Window.partitionBy(_RID).orderBy(clause.desc()))
+        once = joined.where(F.col(_T).isNotNull()).withColumn(f"{_P}rn", first).where(F.col(f"{_P}rn") == 1)
+        return once.where(~clause.isin(self.ids("delete")))
+
+
+def merge(s: SqlSession, n: ast.Merge, stmt: Statement) -> StatementResult:
+    """MERGE INTO t USING s ON c WHEN ...: one joined query, checked, then one write."""
+    table = _target(s, n.target, stmt)
+    if table is None:
+        return _to_spark(s, stmt)
+    _check_rewritable(table, "MERGE INTO", stmt)
+    pinned = _Pinned(s, table)
+    plan = _MergePlan(s, table, n, stmt, pinned.view())
+    if table.primary_keys and plan.ids("delete") and not _deletes_remove_rows(table):
+        # The written -D would be dropped (ignore-delete) or refused by the merge engine at read time.
+        raise UnsupportedStatementError(
+            f"MERGE ... THEN DELETE is not supported on '{table.name}': its options do not let a delete "
+            "row remove a key (partial-update needs 'partial-update.remove-record-on-delete' = 'true'; "
+            "'ignore-delete' drops deletes); run DELETE FROM instead",
+            line=stmt.line,
+            column=stmt.column,
+        )
+    joined = plan.joined_frame().localCheckpoint()  # evaluated once: checks, counts and the write agree
+    plan.check_cardinality(joined)
+    plan.check_keys(joined)
+    counts = plan.counts(joined)
+    total = counts["update"] + counts["delete"] + counts["insert"]
+    if total:
+        if table.primary_keys:
+            write_frame(s, table, plan.changes(joined), _columns(table), overwrite=False, stmt=stmt)
+        else:
+            _merge_copy_on_write(s, table, plan, joined, stmt, pinned.snapshot_id)
+    result = pa.table(
+        {
+            "num_affected_rows": [total],
+            "num_updated_rows": [counts["update"]],
+            "num_deleted_rows": [counts["delete"]],
+            "num_inserted_rows": [counts["insert"]],
+        },
+        schema=_MERGE_SCHEMA,
+    )
+    return rows(
+        s,
+        stmt,
+        result,
+        f"{total} row(s) affected ({counts['update']} updated, {counts['delete']} "
+        f"deleted, {counts['insert']} inserted)",
+    )
+
+
+def _merge_copy_on_write(
+    s: SqlSession, table: Table, plan: _MergePlan, joined: DataFrame, stmt: Statement, base_snapshot_id: int | None
+) -> None:
+    """Append table: rewrite the partitions holding updated/deleted rows; inserted rows are added."""
+    keys = list(table.partition_keys)
+    inserts = plan.inserted_rows(joined)
+    touched = plan.touched(joined)
+    if keys:
+        original = [plan.target_column(k) for k in keys]
+        found = touched.select(*[F.col(c) for c in original]).distinct().collect()
+        specs = [{k: row[i] for i, k in enumerate(keys)} for row in found]
+    else:
+        original, specs = [], ([{}] if touched.take(1) else [])
+    if not specs:
+        write_frame(s, table, inserts, _columns(table), overwrite=False, stmt=stmt)
+        return
+    kept = plan.target_rows(joined)
+    if keys:
+        kept = _in_partitions(s, kept, table, specs, original)
+    out = plan.project(kept).unionByName(inserts)
+    write_frame(s, table, out, _columns(table), overwrite=_overwrite_of(table, specs), stmt=stmt,
+                base_snapshot_id=base_snapshot_id)
+
+
+HANDLERS: dict[type, Any] = {
+    ast.Delete: delete,
+    ast.Update: update,
+    ast.Merge: merge,
+    ast.Truncate: truncate,
+}

@@ -1,0 +1,453 @@
+"""INSERT INTO / INSERT OVERWRITE into managed tables, batch and continuous.
+
+The query (SELECT or VALUES) runs in Spark with managed tables bound to views; its columns are
+matched to the target by position (or by the column list), static partition values and computed
+columns are added, every column is cast to the target's type, and the result is written through
+the ``dyntable`` data source in one commit. Primary-key writes skip compaction inside the tasks
+and compact afterwards in one distributed job (one Spark task per bucket that needs it).
+
+Columns left out of a column list get their declared default (``fields.<c>.default-value``,
+which CREATE TABLE's ``DEFAULT`` stores), a bare ``DEFAULT`` in a ``VALUES`` row stands for the
+default of the column it fills (NULL without one), as in Spark, and a NULL written to a column
+with a default becomes the default (Paimon's documented rule for INSERT, UPDATE and MERGE).
+
+``INSERT OVERWRITE`` without a full static partition replaces, as Spark and Paimon's Spark
+integration do by default (``static`` mode), the whole table (or everything under the static
+partition values given); in ``dynamic`` mode only the partitions the query writes. The mode is,
+first match wins: the statement hint ``/*+ OPTIONS('dynamic-partition-overwrite' = …) */``, the
+session's ``spark.sql.sources.partitionOverwriteMode`` (``SET … = dynamic``), the table option
+``dynamic-partition-overwrite`` when set on the table (Paimon's default for that option, ``true``,
+is its Flink default and does not apply to Spark SQL), else ``static``.
+
+In streaming runtime mode ``INSERT INTO t SELECT … FROM <managed table>`` starts a continuous job
+that reads the source's changes (``rowkind`` column) and commits one snapshot per micro-batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from engine import CommitKind, Snapshot, Table
+from engine.count_layout import is_count_layout
+from engine.meta.manifest import FileKind
+from engine.scan.incremental import ROWKIND
+from engine.write.conform import coerce_spec
+from sqlext.errors import SqlAnalysisError
+from sqlext.execute.common import computed_columns, done, paimon_to_spark_ddl, require_managed, rows
+from sqlext.execute.results import StatementResult, StreamingJob
+from sqlext.parse import ast
+from sqlext.parse.splitter import Statement
+from sqlext.source.datasource import cluster_for_writers
+
+log = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    from sqlext.session import SqlSession
+
+
+STREAMING_TRIGGER = "execution.streaming.trigger"
+OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
+DYNAMIC_OVERWRITE = "dynamic-partition-overwrite"
+_DEFAULT_VALUE = re.compile(r"^fields\.(.+)\.default-value$")
+
+
+# Flink-style durations ('1 s', '500ms', '2 min') as the interval text Spark's trigger accepts.
+_DURATION = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$", re.I)
+_DURATION_UNITS = {
+    "": "milliseconds", "ms": "milliseconds", "milli": "milliseconds", "millis": "milliseconds",
+    "millisecond": "milliseconds", "milliseconds": "milliseconds",
+    "s": "seconds", "sec": "seconds", "secs": "seconds", "second": "seconds", "seconds": "seconds",
+    "m": "minutes", "min": "minutes", "mins": "minutes", "minute": "minutes", "minutes": "minutes",
+    "h": "hours", "hour": "hours", "hours": "hours",
+}
+
+
+def spark_interval(text: str, stmt: Statement | None = None) -> str:
+    """A duration (``'1 s'``, ``'500 ms'``, ``'2 min'``; a bare number is milliseconds) as a Spark interval."""
+    m = _DURATION.match(text)
+    unit = _DURATION_UNITS.get(m.group(2).lower()) if m else None
+    if m is None or unit is None:
+        raise SqlAnalysisError(
+            f"'execution.checkpointing.interval' = '{text}' is not a duration; use e.g. '1 s', '500 ms' or '2 min'",
+            line=stmt.line if stmt else None, column=stmt.column if stmt else None, sqlstate="22023",
+        )
+    return f"{int(m.group(1))} {unit}"
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def column_defaults(table: Table) -> dict[str, str]:
+    """``{column: Spark expression of its declared default}`` (``fields.<c>.default-value``)."""
+    types = {f.name: f.type for f in table.schema.fields}
+    out = {}
+    for key, value in table.schema.options.items():
+        m = _DEFAULT_VALUE.match(key)
+        if m and m.group(1) in types:
+            text = str(value).replace("\\", "\\\\").replace("'", "\\'")
+            out[m.group(1)] = f"CAST('{text}' AS {paimon_to_spark_ddl(types[m.group(1)])})"
+    return out
+
+
+def default_value_option(s: SqlSession, column: str, dtype: Any, expression: str,
+                         stmt: Statement | None = None) -> str | None:
+    """The ``fields.<c>.default-value`` text of a column's ``DEFAULT <expression>`` (None: NULL).
+
+    The expression is evaluated once by Spark, cast to the column's type: Paimon's option holds a
+    value, not an expression. ARRAY/MAP/ROW defaults have no text form in that option: refused.
+    """
+    if dtype.is_nested:
+        raise SqlAnalysisError(
+            f"DEFAULT on column '{column}' of type {dtype.root.value} is not supported (only atomic types)",
+            line=stmt.line if stmt else None, column=stmt.column if stmt else None, sqlstate="0A000",
+        )
+    spark_type = paimon_to_spark_ddl(dtype)
+    value = s.spark.sql(f"SELECT CAST(CAST(({expression}) AS {spark_type}) AS STRING) AS v").collect()[0][0]
+    return None if value is None else str(value)
+
+
+# One token of a VALUES list: a quoted string or name, a comment, a word, or any other character.
+_VALUES_TOKEN = re.compile(
+    r"""'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*"|`(?:[^`]|``)*`|--[^\n]*|/\*.*?\*/|\w+|\s+|.""", re.S
+)
+
+
+def fill_default_keywords(query: str, columns: list[str], defaults: dict[str, str]) -> str:
+    """``VALUES (3, DEFAULT)``: each bare DEFAULT item replaced by the default of its column."""
+    tokens = _VALUES_TOKEN.findall(query)
+    words = [t for t in tokens if not t.isspace() and not t.startswith(("--", "/*"))]
+    if not words or words[0].upper() != "VALUES" or not any(t.upper() == "DEFAULT" for t in words):
+        return query
+    out, depth, position, prev = [], 0, 0, ""
+    for i, tok in enumerate(tokens):
+        if tok.isspace() or tok.startswith(("--", "/*")):
+            out.append(tok)
+            continue
+        if tok == "(":
+            depth += 1
+            if depth == 1:
+                position = 0
+        elif tok == ")":
+            depth -= 1
+        elif tok == "," and depth <= 1:
+            position = position + 1 if depth == 1 else 0
+        elif tok.upper() == "DEFAULT" and depth <= 1 and prev in ("(", ",", "VALUES"):
+            following = next((t for t in tokens[i + 1:] if not t.isspace() and not t.startswith(("--", "/*"))), "")
+            if following in (",", ")", "", ";"):
+                column = columns[position] if position < len(columns) else None
+                out.append(defaults.get(column, "NULL") if column else "NULL")
+                prev = tok.upper()
+                continue
+        out.append(tok)
+        prev = tok.upper() if tok.upper() == "VALUES" else tok
+    return "".join(out)
+
+
+def shape_frame(
+    s: SqlSession,
+    table: Table,
+    df: DataFrame,
+    columns: list[str],
+    static: dict[str, Any] | None = None,
+    stmt: Statement | None = None,
+) -> DataFrame:
+    """Map query output onto the table: by position to ``columns``, plus static values and computed columns."""
+    static = static or {}
+    schema = table.schema
+    computed = computed_columns(dict(schema.options))
+    defaults = column_defaults(table)
+    out_cols = [c for c in df.columns if c != ROWKIND or ROWKIND in schema.field_names]
+    has_kind = ROWKIND in df.columns and ROWKIND not in schema.field_names
+    if len(out_cols) != len(columns):
+        raise SqlAnalysisError(
+            f"cannot write to '{table.name}': the query produces {len(out_cols)} column(s) but {len(columns)} are "
+            f"expected ({', '.join(columns)})",
+            line=stmt.line if stmt else None, column=stmt.column if stmt else None, sqlstate="21S01",
+        )
+    # By position: output names may repeat (``SELECT 1, 'a', 1`` names two columns `1`), so
+    # every output column gets a fresh name before it is addressed.
+    fresh = iter(f"__dyntable_col{i}" for i in range(len(out_cols)))
+    df = df.toDF(*[c if has_kind and c == ROWKIND else next(fresh) for c in df.columns])
+    exprs = []
+    provided = dict(zip(columns, (f"__dyntable_col{i}" for i in range(len(out_cols))), strict=True))
+    for f in schema.fields:
+        spark_type = paimon_to_spark_ddl(f.type)
+        if f.name in provided:
+            value = F.col(_quote(provided[f.name])).cast(spark_type)
+            if f.name in defaults:  # Paimon's writers turn a NULL into the column's default
+                value = F.coalesce(value, F.expr(defaults[f.name]))
+            exprs.append(value.alias(f.name))
+        elif f.name in static:
+            exprs.append(F.lit(static[f.name]).cast(spark_type).alias(f.name))
+        elif f.name in computed:
+            continue
+        elif f.name in defaults:
+            exprs.append(F.expr(defaults[f.name]).alias(f.name))
+        else:
+            exprs.append(F.lit(None).cast(spark_type).alias(f.name))
+    if has_kind:
+        exprs.append(F.col(ROWKIND))
+    shaped = df.select(*exprs)
+    if computed:
+        shaped = shaped.select(
+            *[
+                F.expr(computed[f.name]).cast(paimon_to_spark_ddl(f.type)).alias(f.name)
+                if f.name in computed else F.col(_quote(f.name))
+                for f in schema.fields
+            ],
+            *([F.col(ROWKIND)] if has_kind else []),
+        )
+    return shaped
+
+
+def writer_options(s: SqlSession, table: Table, hints: dict[str, str] | None = None) -> dict[str, str]:
+    opts = s.source_options(table.name)
+    for k, v in (hints or {}).items():
+        opts[k] = str(v)
+    if table.store.has_primary_key:
+        opts["write-only"] = "true"  # compaction runs once, distributed, after the commit
+    return opts
+
+
+def write_frame(
+    s: SqlSession,
+    table: Table,
+    df: DataFrame,
+    columns: list[str],
+    *,
+    overwrite: bool | dict[str, Any] | list[dict[str, Any]] | str,
+    static: dict[str, Any] | None = None,
+    hints: dict[str, str] | None = None,
+    stmt: Statement | None = None,
+    shaped: bool = False,
+    base_snapshot_id: int | None = None,
+) -> int:
+    """Write a DataFrame into a managed table in one commit; returns the rows added.
+
+    ``base_snapshot_id``: for an overwrite computed from a read of that snapshot (row-level
+    DELETE/UPDATE/MERGE), any change to the replaced partitions after it is a conflict.
+    """
+    frame = df if shaped else shape_frame(s, table, df, columns, static, stmt)
+    before = table.latest_snapshot()
+    opts = writer_options(s, table, hints)
+    # The statement's own commit identity: its row count is read from its own snapshot, never
+    # from a concurrent writer's commits that landed in between.
+    commit_user = opts.setdefault("commit-user", f"sql-{uuid.uuid4()}")
+    mode = "append"
+    if overwrite is not False:
+        mode = "overwrite"
+        if base_snapshot_id is not None:
+            opts["overwrite-base-snapshot"] = str(base_snapshot_id)
+        if overwrite == "dynamic":
+            opts["partitionOverwriteMode"] = "dynamic"
+        elif isinstance(overwrite, dict):
+            opts["overwrite-partition"] = json.dumps(overwrite, default=str)
+        elif isinstance(overwrite, list):
+            opts["overwrite-partitions"] = json.dumps(overwrite, default=str)
+    frame = cluster_for_writers(frame, table)
+    frame.write.format("dyntable").options(**opts).mode(mode).save()
+    fresh = table.refresh()
+    after = fresh.latest_snapshot()
+    if after is None or (before is not None and after.id == before.id):
+        return 0
+    added = sum(
+        _added_rows(fresh, snap)
+        for snap in fresh.store.snapshots.iter_range(before.id if before else 0, after.id)
+        if snap.commit_user == commit_user and snap.commit_kind is not CommitKind.COMPACT
+    )
+    if opts.get("write-only") == "true":
+        # The data source left what follows a commit to this statement: the distributed
+        # compaction (primary-key tables), then the automatic tags. Neither can fail the write.
+        if added and fresh.store.has_primary_key and not fresh.store.options.write_only:
+            from sqlext.execute.compaction import compact_distributed
+
+            try:
+                compact_distributed(s.spark, fresh, full=False)
+            except Exception as e:  # noqa: BLE001 - the write is committed: its outcome must not change
+                log.warning("automatic compaction of %s failed and will be retried after a later write: %s",
+                            table.name, e)
+        fresh.auto_tag()
+    return added
+
+
+def _added_rows(table: Table, snap: Snapshot) -> int:
+    """Rows in the files a snapshot added (what a write reports as rows written)."""
+    ms = table.store.manifests
+    return sum(
+        e.file.row_count
+        for meta in ms.read_list(snap.delta_manifest_list)
+        for e in ms.read_entries(meta.file_name)
+        if e.kind is FileKind.ADD
+    )
+
+
+def insert(s: SqlSession, n: ast.Insert, stmt: Statement) -> StatementResult:
+    if not s.is_managed(n.table):
+
+        return StatementResult(stmt, s.spark_sql(stmt.text, stmt), None)
+    require_managed(s, n.table, stmt)
+    if n.table.system_table:
+        raise SqlAnalysisError(f"system table '{n.table}' is read-only", line=stmt.line, column=stmt.column,
+                               sqlstate="42809")
+    table = s.table(n.table)
+    schema = table.schema
+    computed = computed_columns(dict(schema.options))
+    spec = n.partition.values() if n.partition else {}
+    dynamic_parts = [e.column for e in n.partition.entries if e.dynamic] if n.partition else []
+    static = coerce_spec(schema, {k: v for k, v in spec.items() if k not in dynamic_parts})
+    for col in list(static) + dynamic_parts:
+        if col not in schema.partition_keys:
+            raise SqlAnalysisError(f"'{col}' is not a partition column of '{table.name}'", line=stmt.line,
+                                   column=stmt.column, sqlstate="42703")
+    if n.columns:
+        unknown = [c for c in n.columns if c not in schema.field_names]
+        if unknown:
+            raise SqlAnalysisError(f"unknown column(s) {unknown} in INSERT column list of '{table.name}'",
+                                   line=stmt.line, column=stmt.column, sqlstate="42703")
+        columns = [c for c in n.columns if c not in static]
+    else:
+        columns = [c for c in schema.field_names if c not in static and c not in computed]
+    hints = {k: str(v) for k, v in n.options.items()}
+    q = n.query
+    sub = Statement(q.text, q.line or stmt.line, q.column or stmt.column, q.offset or stmt.offset)
+    if n.by_name:
+        columns = _by_name_columns(s, table, s.frame(q.text, sub).columns, static, stmt)
+    if s.streaming and not n.overwrite:
+        started = _start_stream(s, table, sub, columns, static, hints, stmt)
+        if started is not None:
+            return started
+        # A query with no streaming source (VALUES, Spark tables) is bounded: it runs as a batch
+        # INSERT, as Flink runs a bounded INSERT in streaming mode.
+    text = fill_default_keywords(q.text, columns, column_defaults(table))
+    df = s.frame(text, sub)
+    overwrite: Any = False
+    if n.overwrite:
+        full_static = bool(schema.partition_keys) and set(static) >= set(schema.partition_keys)
+        if not full_static and _dynamic_overwrite(s, table, hints, stmt):
+            overwrite = "dynamic"
+        else:
+            overwrite = static if static else True
+    hints.pop(DYNAMIC_OVERWRITE, None)
+    count = write_frame(s, table, df, columns, overwrite=overwrite, static=static, hints=hints, stmt=stmt)
+    return done(stmt, f"{count} row(s) {'written' if n.overwrite else 'inserted'} into {table.name}")
+
+
+def _by_name_columns(s: SqlSession, table: Table, names: list[str], static: dict[str, Any],
+                     stmt: Statement) -> list[str]:
+    """INSERT ... BY NAME: the table columns the query's output names (case-insensitive, as Spark).
+
+    Raises SqlAnalysisError for a name given twice or one the table lacks (Spark's errors).
+    """
+    by_lower = {c.lower(): c for c in table.schema.field_names}
+    out: list[str] = []
+    for name in (n for n in names if n != ROWKIND or ROWKIND in table.schema.field_names):
+        column = by_lower.get(name.lower())
+        if column is None or column in static:
+            raise SqlAnalysisError(f"cannot write to '{table.name}' by name: extra columns: `{name}`",
+                                   line=stmt.line, column=stmt.column, sqlstate="42703")
+        if column in out:
+            raise SqlAnalysisError(f"cannot write to '{table.name}' by name due to ambiguous column name `{name}`",
+                                   line=stmt.line, column=stmt.column, sqlstate="42702")
+        out.append(column)
+    return out
+
+
+def _dynamic_overwrite(s: SqlSession, table: Table, hints: dict[str, str], stmt: Statement) -> bool:
+    """Whether INSERT OVERWRITE replaces only the partitions it writes (see the module docstring)."""
+    if not table.partition_keys:
+        return False
+    choices: list[tuple[str, str | None]] = [(f"hint '{DYNAMIC_OVERWRITE}'", hints.get(DYNAMIC_OVERWRITE))]
+    mode = s.options.get(OVERWRITE_MODE)
+    if mode is None:
+        try:
+            mode = s.spark.conf.get(OVERWRITE_MODE, None)
+        except Exception:  # noqa: BLE001 - an unreadable setting counts as unset
+            mode = None
+    if mode is not None:
+        if mode.strip().lower() not in ("static", "dynamic"):
+            raise SqlAnalysisError(f"'{OVERWRITE_MODE}' must be 'static' or 'dynamic', not '{mode}'",
+                                   line=stmt.line, column=stmt.column, sqlstate="22023")
+        choices.append((OVERWRITE_MODE, "true" if mode.strip().lower() == "dynamic" else "false"))
+    choices.append((f"table option '{DYNAMIC_OVERWRITE}'", table.options.get(DYNAMIC_OVERWRITE)))
+    for where, value in choices:
+        if value is None:
+            continue
+        if str(value).strip().lower() not in ("true", "false"):
+            raise SqlAnalysisError(f"{where} must be 'true' or 'false', not '{value}'", line=stmt.line,
+                                   column=stmt.column, sqlstate="22023")
+        return str(value).strip().lower() == "true"
+    return False
+
+
+def _start_stream(
+    s: SqlSession, table: Table, sub: Statement, columns: list[str], static: dict[str, Any], hints: dict[str, str],
+    stmt: Statement,
+) -> StatementResult | None:
+    """Start a continuous job for the INSERT, or return None when its query reads no streaming source."""
+
+    df = s.frame(sub.text, sub, streaming=True)
+    if not df.isStreaming:
+        return None
+    if ROWKIND not in df.columns:
+        # Without the kind column a delete would arrive as an insert of the old row: refuse.
+        for b in s.last_bindings:
+            source = s.table(b.table)
+            if source.store.has_primary_key:
+                raise SqlAnalysisError(
+                    f"a continuous INSERT reading '{source.name}' (a changelog with updates and deletes) must carry "
+                    f"each row's kind: add `{ROWKIND}` to the SELECT list (e.g. SELECT {ROWKIND}, id, upper(v) ...)",
+                    line=sub.line, column=sub.column, sqlstate="42000",
+                )
+    shaped = shape_frame(s, table, df, columns, static, stmt)
+    if ROWKIND in shaped.columns and not table.store.has_primary_key and not is_count_layout(table.schema):
+        # An append table stores rows as they come: insertions pass (without the kind column, which
+        # it has no place for); a retraction cannot be applied (Paimon's append writer refuses it),
+        # so it stops the job with an error instead of being stored as an insertion or dropped.
+        refuse = F.raise_error(F.concat(
+            F.lit(f"'{table.name}' has no primary key and cannot apply a change of kind "), F.col(ROWKIND),
+            F.lit("; give it a primary key or 'retractions.enabled' = 'true', or select only insertions"),
+        ))
+        shaped = shaped.where(F.when(F.col(ROWKIND) == "+I", F.lit(True)).otherwise(refuse)).drop(ROWKIND)
+    job_id = uuid.uuid4().hex[:12]
+    # The checkpoint and commit user belong to the pipeline, not the run: running the same INSERT
+    # again resumes exactly where the previous run stopped (no change is read twice or skipped).
+    pipeline = hashlib.sha1(f"{s.current_database}\n{' '.join(stmt.text.split())}".encode()).hexdigest()[:16]
+    checkpoint = f"{s.warehouse}/.streaming/{pipeline}"
+    opts = writer_options(s, table, hints)
+    opts.pop("write-only", None)
+    opts["commit-user"] = f"stream-{pipeline}"
+
+    def write_batch(batch: DataFrame, batch_id: int) -> None:
+        # Each micro-batch is one commit whose identifier is the batch id: a batch replayed after a
+        # restart is recognised as committed and skipped (exactly once). Going through foreachBatch
+        # also allows update mode (streaming aggregates upserting into a primary-key table), which
+        # Spark does not offer to Python streaming sinks.
+        cluster_for_writers(batch, table).write.format("dyntable").options(**opts).option("commit-identifier", str(batch_id)).mode("append").save()
+
+    trigger = s.options.get(STREAMING_TRIGGER, "processing-time").lower()
+    interval = spark_interval(s.options.get("execution.checkpointing.interval", "1 s"), stmt)
+    mode = "update" if table.store.has_primary_key else "append"
+    stream = (
+        shaped.writeStream.foreachBatch(write_batch).option("checkpointLocation", checkpoint)
+        .outputMode(mode).queryName(f"dyntable_{job_id}")
+    )
+    if trigger == "available-now":
+        query = stream.trigger(availableNow=True).start()
+        query.awaitTermination()  # a bounded catch-up: the statement returns when all changes are in
+    elif trigger == "processing-time":
+        query = stream.trigger(processingTime=interval).start()
+    else:
+        raise SqlAnalysisError(f"'{STREAMING_TRIGGER}' must be 'processing-time' or 'available-now', not '{trigger}'",
+                               line=stmt.line, column=stmt.column, sqlstate="22023")
+    s.jobs[job_id] = StreamingJob(job_id, stmt.text, query)
+    return rows(s, stmt, pa.table({"job_id": [job_id]}), f"Streaming job {job_id} started")

@@ -1,0 +1,43 @@
+"""CALL procedures: the registry (``registry``) and the procedures it serves, registered on import.
+
+``core`` (compact, reset_consumer, list_procedures), ``tags`` (tags and rollback) and
+``branches`` each register their procedures here, so importing this package is enough to resolve
+every ``CALL``.
+"""
+
+from sqlext.execute.procedures import branches, core, tags
+from sqlext.execute.procedures.registry import (
+    REGISTRY,
+    Param,
+    ParamType,
+    Procedure,
+    ProcedureRegistry,
+    bind_arguments,
+    coerce_argument,
+    live_partitions,
+    parse_partitions,
+    partitions_where,
+    register,
+    resolve,
+    table_argument,
+)
+
+core.register_core_procedures()
+tags.register_tag_procedures()
+branches.register_branch_procedures()
+
+__all__ = [
+    "REGISTRY",
+    "Param",
+    "ParamType",
+    "Procedure",
+    "ProcedureRegistry",
+    "bind_arguments",
+    "coerce_argument",
+    "live_partitions",
+    "parse_partitions",
+    "partitions_where",
+    "register",
+    "resolve",
+    "table_argument",
+]

@@ -1,0 +1,69 @@
+"""CALL procedures for branches, with Paimon's Spark names and parameters.
+
+One job: bind ``sys.create_branch``, ``delete_branch``, ``rename_branch`` and ``fast_forward`` to
+the engine's branch operations (``engine.ops.branches``). ``fast_forward`` publishes the branch
+head's content as one new main snapshot (atomic for readers) rather than deleting and copying
+snapshot files as Paimon does; engine errors pass through typed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from engine.errors import BranchAlreadyExistsError
+from sqlext.execute.procedures.registry import Param, ParamType, Procedure, register, table_argument
+
+if TYPE_CHECKING:
+    from sqlext.session import SqlSession
+
+_RESULT = pa.schema([("result", pa.bool_())])
+
+
+def _ok() -> pa.Table:
+    return pa.table({"result": [True]}, schema=_RESULT)
+
+
+def _create_branch(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    table = table_argument(session, args["table"])
+    try:
+        table.create_branch(args["branch"], from_tag=args["tag"])
+    except BranchAlreadyExistsError:
+        if not (args["ignoreIfExists"] or False):
+            raise
+    return _ok()
+
+
+def _delete_branch(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    table = table_argument(session, args["table"])
+    for name in (b.strip() for b in args["branch"].split(",")):  # Paimon accepts a comma-separated list
+        if name:
+            table.delete_branch(name)
+    return _ok()
+
+
+def _rename_branch(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    table_argument(session, args["table"]).rename_branch(args["from_branch"], args["to_branch"])
+    return _ok()
+
+
+def _fast_forward(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    table_argument(session, args["table"]).fast_forward(args["branch"])
+    return _ok()
+
+
+def register_branch_procedures() -> None:
+    S, B = ParamType.STRING, ParamType.BOOLEAN  # noqa: N806
+    for proc in (
+        Procedure("create_branch",
+                  (Param("table", S, True), Param("branch", S, True), Param("tag", S), Param("ignoreIfExists", B)),
+                  _RESULT, _create_branch, "Create a branch: empty (the table's schemas) or from a tag."),
+        Procedure("delete_branch", (Param("table", S, True), Param("branch", S, True)), _RESULT, _delete_branch,
+                  "Delete branches (comma-separated) and the files no other branch, tag or snapshot references."),
+        Procedure("rename_branch", (Param("table", S, True), Param("from_branch", S, True), Param("to_branch", S, True)),
+                  _RESULT, _rename_branch, "Rename a branch."),
+        Procedure("fast_forward", (Param("table", S, True), Param("branch", S, True)), _RESULT, _fast_forward,
+                  "Give main the branch head's content as one new main snapshot."),
+    ):
+        register(proc, replace=True)

@@ -1,0 +1,137 @@
+"""The built-in CALL procedures that are not about tags, branches or maintenance: ``compact``,
+``reset_consumer`` and ``list_procedures``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from sqlext.errors import ProcedureArgumentError, UnsupportedStatementError
+from sqlext.execute.procedures.registry import (
+    REGISTRY,
+    Param,
+    ParamType,
+    Procedure,
+    live_partitions,
+    parse_partitions,
+    partitions_where,
+    register,
+    table_argument,
+)
+
+if TYPE_CHECKING:
+    from sqlext.session import SqlSession
+
+
+def _compact(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    from sqlext.execute.compaction import compact_distributed
+
+    table = table_argument(session, args["table"])
+    strategy = (args["compact_strategy"] or "full").strip().lower()
+    if strategy not in ("full", "minor"):
+        raise ProcedureArgumentError(
+            f"argument 'compact_strategy' must be 'full' or 'minor', not {strategy!r}"
+        )
+    order = (args["order_strategy"] or "none").strip().lower()
+    if order != "none" or args["order_by"]:
+        raise UnsupportedStatementError(
+            "sorted compaction (order_strategy / order_by) is not supported by dyntable; "
+            "omit them or use order_strategy => 'none'"
+        )
+    if args["partitions"] and args["where"]:
+        raise ProcedureArgumentError("arguments 'partitions' and 'where' cannot be used together; give one")
+    specs: list[dict[str, Any]] | None = None
+    if args["partitions"]:
+        specs = parse_partitions(table.schema, args["partitions"])
+    elif args["where"]:
+        specs = partitions_where(session, table, args["where"])
+        if not specs:
+            return pa.table(
+                {"result": [True], "snapshot_id": pa.array([None], pa.int64()), "partitions": [0]}
+            )
+    result = compact_distributed(session.spark, table, full=strategy == "full", partitions=specs)
+    return pa.table(
+        {
+            "result": [True],
+            "snapshot_id": pa.array([result.last_snapshot_id], pa.int64()),
+            "partitions": pa.array(
+                [len(specs) if specs is not None else len(live_partitions(table))], pa.int32()
+            ),
+        }
+    )
+
+
+def _reset_consumer(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    table = table_argument(session, args["table"])
+    consumer_id: str = args["consumer_id"]
+    next_id: int | None = args["next_snapshot_id"]
+    store = table.consumers
+    if next_id is None:
+        existed = store.get(consumer_id) is not None
+        store.delete(consumer_id)
+        return pa.table({"result": [existed], "next_snapshot_id": pa.array([None], pa.int64())})
+    snapshots = table.store.snapshots
+    earliest, latest = snapshots.earliest_id(), snapshots.latest_id()
+    if earliest is None or latest is None or not earliest <= next_id <= latest + 1:
+        window = "the table has no snapshots" if latest is None else f"valid: {earliest}..{latest + 1}"
+        raise ProcedureArgumentError(
+            f"argument 'next_snapshot_id' = {next_id} is not a snapshot a consumer can resume from ({window})"
+        )
+    store.record(consumer_id, next_id)
+    return pa.table({"result": [True], "next_snapshot_id": pa.array([next_id], pa.int64())})
+
+
+def _list_procedures(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    """Read-only: every registered procedure and its signature."""
+    procs = [p for p in (REGISTRY.get(n) for n in REGISTRY.names()) if p is not None]
+    return pa.table(
+        {"name": [p.name for p in procs], "signature": [p.signature() for p in procs]},
+        schema=pa.schema([("name", pa.string()), ("signature", pa.string())]),
+    )
+
+
+def register_core_procedures() -> None:
+    S, L = ParamType.STRING, ParamType.LONG  # noqa: N806
+    register(
+        Procedure(
+            "compact",
+            (
+                Param("table", S, True),
+                Param("partitions", S),
+                Param("compact_strategy", S),
+                Param("order_strategy", S),
+                Param("order_by", S),
+                Param("where", S),
+            ),
+            pa.schema([("result", pa.bool_()), ("snapshot_id", pa.int64()), ("partitions", pa.int32())]),
+            _compact,
+            "Compact the table (full or minor), optionally only some partitions (partitions or where).",
+        ),
+        replace=True,
+    )
+    register(
+        Procedure(
+            "reset_consumer",
+            (
+                Param("table", S, True),
+                Param("consumer_id", S, True, aliases=("consumerId",)),
+                Param("next_snapshot_id", L, aliases=("nextSnapshotId",)),
+            ),
+            pa.schema([("result", pa.bool_()), ("next_snapshot_id", pa.int64())]),
+            _reset_consumer,
+            "Move a streaming consumer to a snapshot, or delete it when next_snapshot_id is omitted.",
+        ),
+        replace=True,
+    )
+    register(
+        Procedure(
+            "list_procedures",
+            (),
+            pa.schema([("name", pa.string()), ("signature", pa.string())]),
+            _list_procedures,
+            "The registered procedures (read-only).",
+        ),
+        replace=True,
+    )

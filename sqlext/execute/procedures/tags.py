@@ -1,0 +1,127 @@
+"""CALL procedures for tags and rollback, with Paimon's Spark names, parameters and outputs.
+
+One job: bind ``sys.create_tag``, ``replace_tag``, ``rename_tag``, ``delete_tag``,
+``create_tag_from_timestamp``, ``expire_tags``, ``rollback`` and ``rollback_to_timestamp`` to the
+engine's tag and rollback operations (``engine.ops``). Engine errors (unknown tag, bad name,
+existing tag, missing snapshot) pass through typed; argument problems are 22023.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from sqlext.errors import ProcedureArgumentError
+from sqlext.execute.procedures.registry import Param, ParamType, Procedure, register, table_argument
+
+if TYPE_CHECKING:
+    from sqlext.session import SqlSession
+
+_RESULT = pa.schema([("result", pa.bool_())])
+_ROLLBACK = pa.schema([pa.field("previous_snapshot_id", pa.int64()),
+                       pa.field("current_snapshot_id", pa.int64(), nullable=False)])
+
+
+def _ok() -> pa.Table:
+    return pa.table({"result": [True]}, schema=_RESULT)
+
+
+def _create_tag(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    table_argument(session, args["table"]).create_tag(args["tag"], args["snapshot"], args["time_retained"])
+    return _ok()
+
+
+def _replace_tag(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    table_argument(session, args["table"]).replace_tag(args["tag"], args["snapshot"], args["time_retained"])
+    return _ok()
+
+
+def _rename_tag(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    table_argument(session, args["table"]).rename_tag(args["tag"], args["target_tag"])
+    return _ok()
+
+
+def _delete_tag(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    # Paimon accepts a comma-separated list of tags here.
+    table_argument(session, args["table"]).delete_tags(args["tag"])
+    return _ok()
+
+
+def _create_tag_from_timestamp(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    tag = table_argument(session, args["table"]).create_tag_from_timestamp(
+        args["tag"], args["timestamp"], args["time_retained"])
+    snap = tag.snapshot
+    return pa.table({
+        "tagName": [args["tag"]],
+        "snapshot": pa.array([snap.id], pa.int64()),
+        "commit_time": pa.array([snap.time_millis], pa.int64()),
+        # Paimon prints String.valueOf(watermark): 'null' when there is none.
+        "watermark": [str(snap.watermark) if snap.watermark is not None else "null"],
+    })
+
+
+def _expire_tags(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    older_than = args["older_than"]
+    cutoff: dt.datetime | None = None
+    if older_than is not None:
+        try:
+            cutoff = dt.datetime.fromisoformat(older_than.strip())
+        except ValueError:
+            raise ProcedureArgumentError(
+                f"argument 'older_than' = {older_than!r} is not a time; write 'yyyy-MM-dd HH:mm:ss'"
+            ) from None
+        if cutoff.tzinfo is not None:
+            cutoff = cutoff.astimezone().replace(tzinfo=None)
+    expired = table_argument(session, args["table"]).expire_tags(cutoff).tags
+    return pa.table({"expired_tags": pa.array(list(expired), pa.string())},
+                    schema=pa.schema([pa.field("expired_tags", pa.string(), nullable=False)]))
+
+
+def _rollback(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    given = [(k, args[k]) for k in ("version", "snapshot", "tag") if args[k] is not None]
+    if len(given) != 1:
+        raise ProcedureArgumentError("rollback takes exactly one of 'version', 'snapshot' and 'tag'")
+    key, value = given[0]
+    if key == "tag" and isinstance(value, str) and value.isdigit():
+        raise ProcedureArgumentError(f"argument 'tag' = {value!r}: a tag name cannot be all digits")
+    result = table_argument(session, args["table"]).rollback_to(value)
+    return _rollback_row(result)
+
+
+def _rollback_row(result: Any) -> pa.Table:
+    return pa.table({"previous_snapshot_id": pa.array([result.previous_snapshot_id], pa.int64()),
+                     "current_snapshot_id": pa.array([result.current_snapshot_id], pa.int64())}, schema=_ROLLBACK)
+
+
+def _rollback_to_timestamp(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    return _rollback_row(table_argument(session, args["table"]).rollback_to_timestamp(args["timestamp"]))
+
+
+def register_tag_procedures() -> None:
+    S, L, T = ParamType.STRING, ParamType.LONG, ParamType.TIMESTAMP  # noqa: N806
+    tag_params = (Param("table", S, True), Param("tag", S, True), Param("snapshot", L), Param("time_retained", S))
+    for proc in (
+        Procedure("create_tag", tag_params, _RESULT, _create_tag,
+                  "Tag a snapshot (default the latest), optionally with a retention such as '1 d'."),
+        Procedure("replace_tag", tag_params, _RESULT, _replace_tag, "Point an existing tag at another snapshot."),
+        Procedure("rename_tag", (Param("table", S, True), Param("tag", S, True), Param("target_tag", S, True)),
+                  _RESULT, _rename_tag, "Rename a tag."),
+        Procedure("delete_tag", (Param("table", S, True), Param("tag", S, True)), _RESULT, _delete_tag,
+                  "Delete tags (comma-separated) and the files nothing else references."),
+        Procedure("create_tag_from_timestamp",
+                  (Param("table", S, True), Param("tag", S, True), Param("timestamp", T), Param("time_retained", S)),
+                  pa.schema([("tagName", pa.string()), ("snapshot", pa.int64()), ("commit_time", pa.int64()),
+                             ("watermark", pa.string())]),
+                  _create_tag_from_timestamp, "Tag the first snapshot committed at or after a time (epoch ms)."),
+        Procedure("expire_tags", (Param("table", S, True), Param("older_than", S)),
+                  pa.schema([pa.field("expired_tags", pa.string(), nullable=False)]), _expire_tags,
+                  "Delete tags past their retention, or created before older_than ('yyyy-MM-dd HH:mm:ss')."),
+        Procedure("rollback", (Param("table", S, True), Param("version", S), Param("snapshot", L), Param("tag", S)),
+                  _ROLLBACK, _rollback,
+                  "Roll back to a snapshot id or tag as a new snapshot; the replaced head is kept as a tag."),
+        Procedure("rollback_to_timestamp", (Param("table", S, True), Param("timestamp", T, True)), _ROLLBACK,
+                  _rollback_to_timestamp, "Roll back to the newest snapshot at or before a time (epoch ms)."),
+    ):
+        register(proc, replace=True)

@@ -1,0 +1,39 @@
+"""The ``dyntable`` format Spark sees: one DataSource class handing out the batch and streaming
+readers and writers (``sqlext.source.datasource`` and ``sqlext.source.stream``).
+
+It sits above both modules so neither imports the other's entry point (no import cycle).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.datasource import DataSource, DataSourceReader
+from pyspark.sql.types import StructType
+
+from sqlext.source.datasource import NAME, DyntableReader, DyntableWriter, resolve, source_arrow_schema
+from sqlext.source.spark_types import spark_schema
+from sqlext.source.stream import DyntableStreamReader, DyntableStreamWriter
+
+
+class DyntableDataSource(DataSource):
+    """``spark.read.format("dyntable")`` / ``df.write.format("dyntable")`` / streaming."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> StructType:
+        options = dict(self.options)
+        table, system = resolve(options)
+        return spark_schema(source_arrow_schema(table, system, options))
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return DyntableReader(dict(self.options))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DyntableWriter:
+        return DyntableWriter(dict(self.options), overwrite)
+
+    def streamReader(self, schema: StructType):  # type: ignore[no-untyped-def]
+        return DyntableStreamReader(dict(self.options))
+
+    def streamWriter(self, schema: StructType, overwrite: bool):  # type: ignore[no-untyped-def]
+        return DyntableStreamWriter(dict(self.options), overwrite)

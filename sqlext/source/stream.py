@@ -1,0 +1,246 @@
+"""Streaming reads and writes of the ``dyntable`` source.
+
+Reading: an offset is ``{"snapshot": s}`` — every change up to and including snapshot ``s``
+has been delivered — optionally with ``"full": f``: the full content of snapshot ``f`` is still
+to be delivered first (``scan.mode = latest-full``). Start modes follow Paimon's ``scan.mode``:
+``latest`` (only new changes), ``latest-full`` / ``default`` (the current snapshot, then its
+changes), ``from-snapshot`` (``scan.snapshot-id``), ``from-timestamp`` (``scan.timestamp-millis``);
+``scan.tag-name`` (with ``default`` or ``from-snapshot``) delivers the tag's content, then the
+changes after the tagged snapshot (the offset keeps the tag's name: ``"tag": name``).
+With ``read.changelog = true`` rows carry a ``rowkind`` column (+I, -U, +U, -D); without it a
+stream delivers the after-images only (+I, +U), as Paimon's Spark source does, because a Spark
+row cannot retract. With ``consumer-id`` the reader records, at
+each committed micro-batch, the next snapshot it needs, and snapshot expiration keeps it.
+
+Writing: one commit per micro-batch with the batch id as commit identifier and a commit user
+stable across restarts (option ``commit-user``, else derived from ``checkpointLocation``), so a
+batch replayed after a restart is recognised as committed and not written twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import (
+    DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+
+from engine.commit import FileStoreCommit, delete_uncommitted
+from engine.errors import InvalidArgumentError, NoSuchSnapshotError
+from engine.scan.incremental import ROWKIND, ChangeReader, change_splits
+from engine.scan.planner import TableScan
+from sqlext.source.datasource import (
+    DyntableCommitMessage,
+    load_table,
+    parse_bool_option,
+    projection,
+    wants_row_kind,
+    write_task,
+)
+from sqlext.source.spark_types import spark_arrow_schema, to_spark_batches
+
+AFTER_IMAGES = pa.array(["+I", "+U"])
+START_MODES = ("default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp")
+
+
+@dataclass(frozen=True)
+class ChangePartition(InputPartition):
+    splits: tuple[Any, ...]  # read in order; one bucket's splits never span two partitions
+    full: bool  # splits of a full snapshot (every row +I) rather than change splits
+
+
+PACK_TARGET_BYTES = 128 * 1024 * 1024
+OPEN_FILE_COST = 4 * 1024 * 1024
+
+
+def pack(splits: Sequence[Any], full: bool, keyed: bool) -> list[ChangePartition]:
+    """Few Spark tasks for many small changes: for keyed tables group splits by (partition,
+    bucket), keeping commit order inside a group (a key's changes stay ordered); append rows have
+    no order to keep, so each split is its own group. Groups are packed into ~8 tasks of at most
+    128 MB."""
+    groups: dict[object, list[Any]] = {}
+    for i, split in enumerate(splits):
+        groups.setdefault((split.partition, split.bucket) if keyed else i, []).append(split)
+    costs = {k: sum(max(f.file_size, OPEN_FILE_COST) for s in g for f in s.files) for k, g in groups.items()}
+    # About 8 tasks for a large batch (so every core has work), never more than 128 MB each.
+    target = min(PACK_TARGET_BYTES, max(4 * OPEN_FILE_COST, sum(costs.values()) // 8))
+    out: list[ChangePartition] = []
+    current: list[Any] = []
+    weight = 0
+    for key, group in groups.items():
+        cost = costs[key]
+        if current and weight + cost > target:
+            out.append(ChangePartition(tuple(current), full))
+            current, weight = [], 0
+        current.extend(group)
+        weight += cost
+    if current:
+        out.append(ChangePartition(tuple(current), full))
+    return out
+
+
+class DyntableStreamReader(DataSourceStreamReader):
+    """Micro-batch reader over snapshot ids."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.options = options
+        table = load_table(options)
+        self.store = table.store
+        self.columns = projection(options, table)
+        self.consumer_id = options.get("consumer-id")
+        mode = options.get("scan.mode", "default").lower()
+        if mode not in START_MODES:
+            raise InvalidArgumentError(f"scan.mode '{mode}' is not supported for streaming; use one of {START_MODES}")
+        self.mode = mode
+        self.with_kind = wants_row_kind(options)
+        fields = [table.arrow_schema.field(c) for c in self.columns]
+        if self.with_kind:
+            fields.insert(0, pa.field(ROWKIND, pa.string(), nullable=False))
+        self.arrow_schema = spark_arrow_schema(pa.schema(fields))
+
+    def initialOffset(self) -> dict:  # noqa: N802 - Spark's name
+        snapshots = self.store.snapshots
+        if self.consumer_id:
+            consumer = load_table(self.options).consumers.get(self.consumer_id)
+            if consumer is not None:
+                return {"snapshot": consumer.next_snapshot - 1}
+        latest = snapshots.latest_id() or 0
+        mode, opts = self.mode, self.options
+        tag = opts.get("scan.tag-name")
+        if tag is not None and mode in ("default", "from-snapshot", "from-snapshot-full"):
+            # The tag's content first (read from the tag, so it works after its snapshot
+            # expired), then every change committed after the tagged snapshot.
+            sid = load_table(opts).tags.get(tag).snapshot.id
+            return {"snapshot": sid, "full": sid, "tag": tag}
+        if mode in ("from-snapshot", "from-snapshot-full"):
+            if "scan.snapshot-id" not in opts:
+                raise InvalidArgumentError(f"scan.mode {mode} needs the option scan.snapshot-id")
+            sid = int(opts["scan.snapshot-id"])
+            return {"snapshot": sid, "full": sid} if mode == "from-snapshot-full" else {"snapshot": sid - 1}
+        if mode == "from-timestamp" or (mode == "default" and "scan.timestamp-millis" in opts):
+            if "scan.timestamp-millis" not in opts:
+                raise InvalidArgumentError("scan.mode from-timestamp needs the option scan.timestamp-millis")
+            snap = snapshots.at_or_before(int(opts["scan.timestamp-millis"]))
+            return {"snapshot": snap.id if snap else 0}
+        if mode == "default" and "scan.snapshot-id" in opts:
+            return {"snapshot": int(opts["scan.snapshot-id"]) - 1}
+        if mode == "latest":
+            return {"snapshot": latest}
+        return {"snapshot": latest, "full": latest} if latest else {"snapshot": 0}
+
+    def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:  # noqa: N802
+        latest = self.store.snapshots.latest_id() or 0
+        base = start["snapshot"] if start else 0
+        return {"snapshot": max(latest, base)}
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        parts: list[InputPartition] = []
+        first = start["snapshot"]
+        full = start.get("full")
+        if full:
+            tag = start.get("tag")
+            if tag:  # read from the tag: its snapshot may have expired
+                snapshot = load_table(self.options).tags.get(tag).snapshot
+            else:
+                snapshot = self.store.snapshots.get(full)
+            splits = TableScan(self.store).with_snapshot(snapshot).plan().splits
+            parts.extend(pack(splits, True, self.store.has_primary_key))
+            first = full
+        earliest = self.store.snapshots.earliest_id()
+        if earliest is not None and first + 1 < earliest and end["snapshot"] > first:
+            raise NoSuchSnapshotError(
+                f"snapshots {first + 1}..{earliest - 1} needed by this stream have expired; use a consumer-id "
+                "so expiration keeps them, or restart the stream from the latest snapshot"
+            )
+        changes = [s for snap in self.store.snapshots.iter_range(first, end["snapshot"])
+                   for s in change_splits(self.store, snap)]
+        parts.extend(pack(changes, False, self.store.has_primary_key))
+        return parts
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        p: ChangePartition = partition  # type: ignore[assignment]
+        if p.full:
+            from engine.read.split_reader import SplitReader
+
+            reader = SplitReader(self.store, self.columns)
+            for split in p.splits:
+                for t in reader.read(split):
+                    if self.with_kind:
+                        t = t.add_column(0, ROWKIND, pa.repeat(pa.scalar("+I", pa.string()), t.num_rows))
+                    yield from to_spark_batches(t, self.arrow_schema)
+            return
+        changes = ChangeReader(self.store, self.columns)
+        for split in p.splits:
+            for t in changes.read(split):
+                if not self.with_kind:
+                    t = t.filter(pc.is_in(t.column(ROWKIND), value_set=AFTER_IMAGES)).drop_columns([ROWKIND])
+                yield from to_spark_batches(t, self.arrow_schema)
+
+    def commit(self, end: dict) -> None:
+        if self.consumer_id:
+            load_table(self.options).consumers.record(self.consumer_id, end["snapshot"] + 1)
+
+    def stop(self) -> None:
+        pass
+
+
+def stream_commit_user(options: dict[str, str]) -> str:
+    user = options.get("commit-user")
+    if user:
+        return user
+    checkpoint = options.get("checkpointLocation") or options.get("checkpointlocation")
+    if not checkpoint:
+        raise InvalidArgumentError(
+            "a streaming write needs a stable identity for exactly-once commits: set the option "
+            "checkpointLocation (or commit-user)"
+        )
+    return "stream-" + hashlib.sha1(checkpoint.encode()).hexdigest()[:16]
+
+
+class DyntableStreamWriter(DataSourceStreamArrowWriter):
+    """One commit per micro-batch, exactly once across restarts."""
+
+    def __init__(self, options: dict[str, str], overwrite: bool) -> None:
+        table = load_table(options)
+        self.store = table.store
+        self.identifier = table.identifier
+        self.commit_user = stream_commit_user(options)
+        self.change_tracking = parse_bool_option(options, "change-tracking")
+        self.job_token = str(uuid.uuid4())
+
+    def _table(self):  # type: ignore[no-untyped-def]
+        from engine import Table
+
+        return Table(None, self.identifier, self.store.io, self.store.paths, self.store.schema)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        return DyntableCommitMessage(write_task(self._table(), iterator, self.job_token))
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        table = self._table()
+        flat = [m for msg in messages if msg is not None for m in msg.messages]  # type: ignore[attr-defined]
+        result = table.commit(flat, False, commit_user=self.commit_user, identifier=batchId,
+                              change_tracking=self.change_tracking)
+        if not result.snapshot_ids and flat:
+            delete_uncommitted(table.store, flat)  # an already-committed batch replayed after a restart
+        elif result.snapshot_ids:
+            table.after_commit({(m.partition, m.bucket) for m in flat})
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        try:
+            done = FileStoreCommit(self.store, self.commit_user).latest_committed_identifier()
+        except Exception:  # noqa: BLE001 - unreadable metadata: the batch may be published, keep its files
+            return
+        if done is not None and done >= batchId:
+            return  # this batch is published: its files belong to the table
+        flat = [m for msg in messages if msg is not None for m in msg.messages]  # type: ignore[attr-defined]
+        delete_uncommitted(self.store, flat)  # earlier micro-batches share the token: delete by message

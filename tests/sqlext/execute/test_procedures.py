@@ -1,0 +1,304 @@
+"""The CALL procedure registry and argument binding (no JVM: procedures here are fakes or metadata-only)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine import open_catalog
+from sqlext.errors import ProcedureArgumentError, SqlAnalysisError
+from sqlext.execute import procedures as P
+from sqlext.execute.procedures import Param, ParamType, Procedure, ProcedureRegistry, bind_arguments
+from sqlext.parse.ast import Call, CallArgument
+from sqlext.parse.parser import parse_statement
+
+OUT = pa.schema([("result", pa.bool_())])
+
+
+def _echo(session, args):
+    return pa.table({"result": [True]})
+
+
+def _registry():
+    reg = ProcedureRegistry()
+    reg.register(
+        Procedure(
+            "create_tag",
+            (
+                Param("table", required=True),
+                Param("tag", required=True),
+                Param("snapshot", ParamType.LONG),
+                Param("time_retained", ParamType.DURATION),
+            ),
+            OUT,
+            _echo,
+        )
+    )
+    reg.register(Procedure("rollback", (Param("table", required=True), Param("version")), OUT, _echo))
+    return reg
+
+
+@pytest.fixture
+def registry():
+    return _registry()
+
+
+def args(*positional, **named):
+    return tuple(CallArgument(v) for v in positional) + tuple(CallArgument(v, k) for k, v in named.items())
+
+
+# -- resolution ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "qualifier", [(), ("sys",), ("system",), ("SYS",), ("cat", "system"), ("paimon", "sys")]
+)
+def test_qualified_names_resolve_to_the_same_procedure(registry, qualifier):
+    assert registry.resolve("Create_Tag", qualifier).name == "create_tag"
+
+
+def test_every_call_spelling_parses_to_a_resolvable_procedure():
+    for text in (
+        "CALL sys.reset_consumer('t', 'c')",
+        "CALL reset_consumer('t', 'c')",
+        "CALL system.reset_consumer('t', 'c')",
+        "CALL system$reset_consumer('t', 'c')",
+        "CALL cat.sys.reset_consumer(table => 't', consumer_id => 'c')",
+    ):
+        node = parse_statement(text)
+        assert isinstance(node, Call)
+        assert P.resolve(node.name, node.qualifier).name == "reset_consumer"
+
+
+def test_unknown_procedure_names_close_ones(registry):
+    with pytest.raises(SqlAnalysisError) as info:
+        registry.resolve("create_tags", ("sys",))
+    assert info.value.sqlstate == "42883"
+    assert "sys.create_tags" in str(info.value) and "create_tag" in str(info.value)
+    with pytest.raises(SqlAnalysisError) as info:
+        registry.resolve("zzz")
+    assert "known procedures: create_tag, rollback" in str(info.value)
+    with pytest.raises(SqlAnalysisError) as info:
+        registry.resolve("rollback", ("mydb",))
+    assert info.value.sqlstate == "42883" and "'sys'" in str(info.value)
+
+
+def test_registry_is_open_and_guards_duplicates(registry):
+    proc = Procedure(
+        "expire_tags", (Param("table", required=True), Param("older_than", ParamType.TIMESTAMP)), OUT, _echo
+    )
+    registry.register(proc)
+    assert registry.get("EXPIRE_TAGS") is proc and "expire_tags" in registry.names()
+    with pytest.raises(Exception, match="already registered"):
+        registry.register(proc)
+    registry.register(proc, replace=True)
+    registry.unregister("expire_tags")
+    assert registry.get("expire_tags") is None
+
+
+def test_procedure_declarations_are_checked():
+    with pytest.raises(Exception, match="twice"):
+        Procedure("x", (Param("a"), Param("b", aliases=("A",))), OUT, _echo)
+    with pytest.raises(Exception, match="follows an optional"):
+        Procedure("x", (Param("a"), Param("b", required=True)), OUT, _echo)
+
+
+def test_builtins_are_registered_with_paimon_parameter_names():
+    compact = P.REGISTRY.get("compact")
+    assert [p.name for p in compact.parameters][:3] == ["table", "partitions", "compact_strategy"]
+    assert compact.param("where") is not None
+    reset = P.REGISTRY.get("reset_consumer")
+    assert reset.signature() == "reset_consumer(table, consumer_id, next_snapshot_id?)"
+    assert reset.param("consumerId") is reset.param("consumer_id")
+
+
+# -- binding ---------------------------------------------------------------------------------------
+
+
+def test_positional_named_and_defaults(registry):
+    proc = registry.get("create_tag")
+    assert bind_arguments(proc, args("db.t", "t1")) == {
+        "table": "db.t",
+        "tag": "t1",
+        "snapshot": None,
+        "time_retained": None,
+    }
+    assert bind_arguments(proc, args("db.t", tag="t1", SNAPSHOT="12", time_retained="1 d")) == {
+        "table": "db.t",
+        "tag": "t1",
+        "snapshot": 12,
+        "time_retained": 86_400_000,
+    }
+    # NULL for an optional argument means its default
+    assert bind_arguments(proc, args(table="t", tag="x", snapshot=None))["snapshot"] is None
+
+
+@pytest.mark.parametrize(
+    ("call_args", "words"),
+    [
+        (args(table="t"), "'tag' is missing"),
+        (args(table="t", tag=None), "'tag' is NULL"),
+        (args("t", "x", 1, "1 d", 5), "at most 4"),
+        (args(table="t", tag="x", snap=1), "no parameter 'snap'"),
+        (args("t", "x", table="u"), "given twice"),
+        (args(table="t", tag="x", snapshot="abc"), "must be an integer"),
+        (args(table="t", tag="x", snapshot=1.5), "must be an integer"),
+        (args(table="t", tag="x", snapshot=True), "must be an integer"),
+        (args(table="t", tag="x", snapshot=2**63), "must be an integer"),
+        (args(table="t", tag="x", time_retained="soon"), "duration"),
+        (args(table="t", tag=dt.date(2024, 1, 1)), "must be a string"),
+    ],
+)
+def test_argument_errors(registry, call_args, words):
+    with pytest.raises(ProcedureArgumentError) as info:
+        bind_arguments(registry.get("create_tag"), call_args)
+    assert info.value.sqlstate == "22023"
+    assert words in str(info.value)
+
+
+def test_positional_after_named_is_refused(registry):
+    proc = registry.get("rollback")
+    with pytest.raises(ProcedureArgumentError, match="follows a named"):
+        bind_arguments(proc, (CallArgument("t", "table"), CallArgument("v")))
+
+
+@pytest.mark.parametrize(
+    ("type_", "value", "expected"),
+    [
+        (ParamType.INT, "42", 42),
+        (ParamType.INT, Decimal("7"), 7),
+        (ParamType.LONG, 2**40, 2**40),
+        (ParamType.BOOLEAN, "TRUE", True),
+        (ParamType.BOOLEAN, False, False),
+        (ParamType.DOUBLE, Decimal("1.5"), 1.5),
+        (ParamType.DOUBLE, "2e3", 2000.0),
+        (ParamType.STRING, 12, "12"),
+        (ParamType.STRING, True, "true"),
+        (ParamType.TIMESTAMP, "2024-01-01 00:00:01", 1_704_067_201_000),
+        (ParamType.TIMESTAMP, dt.datetime(2024, 1, 1), 1_704_067_200_000),
+        (ParamType.TIMESTAMP, 1_678_883_047_356, 1_678_883_047_356),
+        (ParamType.DURATION, "2 h", 7_200_000),
+    ],
+)
+def test_coercion(type_, value, expected):
+    assert P.coerce_argument("p", Param("x", type_), value) == expected
+
+
+@pytest.mark.parametrize(
+    ("type_", "value"),
+    [
+        (ParamType.INT, 2**31),
+        (ParamType.BOOLEAN, 1),
+        (ParamType.BOOLEAN, "yes"),
+        (ParamType.TIMESTAMP, "yesterday"),
+        (ParamType.DOUBLE, dt.date(2024, 1, 1)),
+    ],
+)
+def test_coercion_errors(type_, value):
+    with pytest.raises(ProcedureArgumentError):
+        P.coerce_argument("p", Param("x", type_), value)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=-(2**63), max_value=2**63 - 1))
+def test_long_round_trips_from_text(n):
+    assert P.coerce_argument("p", Param("x", ParamType.LONG), str(n)) == n
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["table", "tag", "snapshot", "time_retained"]), min_size=2, max_size=4, unique=True
+    ).filter(lambda names: {"table", "tag"} <= set(names))
+)
+def test_named_arguments_bind_in_any_order(names):
+    registry = _registry()
+    values = {"table": "db.t", "tag": "t1", "snapshot": 3, "time_retained": "1 h"}
+    bound = bind_arguments(registry.get("create_tag"), tuple(CallArgument(values[n], n) for n in names))
+    assert bound["table"] == "db.t" and bound["tag"] == "t1"
+    assert bound["snapshot"] == (3 if "snapshot" in names else None)
+    assert bound["time_retained"] == (3_600_000 if "time_retained" in names else None)
+
+
+# -- helpers used by compact (metadata only) -------------------------------------------------------
+
+
+def test_parse_partitions(tmp_path):
+    cat = open_catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    t = cat.create_table(
+        "db.t",
+        pa.schema([("id", pa.int32()), ("dt", pa.string()), ("hr", pa.int32())]),
+        partition_keys=["dt", "hr"],
+    )
+    assert P.parse_partitions(t.schema, "dt=2024-01-01,hr=1; dt='2024-01-02' , HR = 2;") == [
+        {"dt": "2024-01-01", "hr": 1},
+        {"dt": "2024-01-02", "hr": 2},
+    ]
+    assert P.parse_partitions(t.schema, "hr=3") == [{"hr": 3}]
+    for bad, words in [
+        ("id=1", "'id' is not a partition column"),
+        ("dt", "not key=value"),
+        ("hr=x", "does not fit"),
+        ("dt=a,dt=b", "twice"),
+        (" ; ", "empty"),
+    ]:
+        with pytest.raises(ProcedureArgumentError, match=words):
+            P.parse_partitions(t.schema, bad)
+    flat = cat.create_table("db.f", pa.schema([("id", pa.int32())]))
+    with pytest.raises(ProcedureArgumentError, match="not partitioned"):
+        P.parse_partitions(flat.schema, "id=1")
+
+
+def test_live_partitions_lists_partitions_with_data(tmp_path):
+    cat = open_catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    t = cat.create_table("db.t", pa.schema([("id", pa.int32()), ("dt", pa.string())]), partition_keys=["dt"])
+    assert P.live_partitions(t) == []
+    t.write_arrow(pa.table({"id": [1, 2, 3], "dt": ["b", "a", None]}, schema=t.arrow_schema))
+    assert P.live_partitions(t) == [{"dt": "a"}, {"dt": "b"}, {"dt": None}]
+
+
+class _FakeSession:
+    """Just enough of SqlSession for the CALL executor without Spark."""
+
+    def __init__(self):
+        self.frames = []
+
+    def arrow_frame(self, table):
+        self.frames.append(table)
+        return table
+
+
+def test_call_executor_locates_errors_and_returns_the_result_table():
+    from sqlext.execute.call import call
+    from sqlext.parse.splitter import Statement
+
+    P.register(
+        Procedure(
+            "fake_echo",
+            (Param("n", ParamType.INT, True),),
+            pa.schema([("n", pa.int64())]),
+            lambda s, a: pa.table({"n": [a["n"] * 2]}),
+        ),
+        replace=True,
+    )
+    try:
+        session = _FakeSession()
+        stmt = Statement("CALL sys.fake_echo('21')", 3, 5, 40)
+        result = call(session, parse_statement(stmt.text), stmt)
+        assert result.dataframe.to_pylist() == [{"n": 42}]
+        assert result.dataframe.schema.field("n").type == pa.int64()  # cast to the declared output
+        with pytest.raises(ProcedureArgumentError) as info:
+            call(session, parse_statement("CALL sys.fake_echo(n => 'x')"), stmt)
+        assert (info.value.line, info.value.column) == (3, 5)
+        with pytest.raises(SqlAnalysisError) as info:
+            call(session, parse_statement("CALL sys.fake_ech(1)"), stmt)
+        assert info.value.sqlstate == "42883" and "fake_echo" in str(info.value) and info.value.line == 3
+    finally:
+        P.REGISTRY.unregister("fake_echo")
