@@ -366,7 +366,7 @@ def run_w3c(ctx: Context) -> list[Result]:
 
 def run_w4(ctx: Context) -> list[Result]:
     """``compact_distributed(full=True)`` of a fresh copy vs Spark read + rewrite of the same files."""
-    from sqlext.compaction import compact_distributed
+    from sqlext.execute.compaction import compact_distributed
 
     spark = get_spark(ctx)
     fx = runs_table(ctx)

@@ -4,7 +4,7 @@
  plan(table)  ── metadata only: the latest snapshot's splits, grouped per (partition, bucket),
                  kept where the bucket needs it (universal strategy / full; small append files)
  run(tasks)   ── rewrites each bucket's files → commit messages; in this process
-                 (Table.compact) or one Spark task per bucket (sqlext.compaction)
+                 (Table.compact) or one Spark task per bucket (sqlext.execute.compaction)
  commit       ── one COMPACT snapshot; if a concurrent commit removed the same files, the
                  commit deletes what the tasks wrote and the whole loop starts over from the
                  new latest snapshot (bounded attempts)

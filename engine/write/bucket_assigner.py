@@ -26,7 +26,7 @@ Both maps live in the writer for its lifetime, so later batches see earlier batc
 Concurrent writers of one partition (or, cross-partition, of one table) would each assign new
 keys without seeing the others': Paimon allows a single writer job only, and so does dyntable
 (a Spark job clusters rows by partition, resp. key, so its tasks never share a key; see
-``sqlext.datasource``).
+``sqlext.source.datasource``).
 """
 
 from __future__ import annotations
