@@ -4,6 +4,6 @@ With the ``dyntable`` package installed, any Spark session (``spark-submit``, a 
 session, a notebook) can use ``format("dyntable")`` without registering anything.
 """
 
-from sqlext.source.datasource import DyntableDataSource as DefaultSource
+from sqlext.source.format import DyntableDataSource as DefaultSource
 
 __all__ = ["DefaultSource"]

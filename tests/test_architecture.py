@@ -82,3 +82,11 @@ def test_sqlext_has_no_import_cycles():
         for m in leaves:
             del remaining[m]
     assert not remaining, "import cycles among: " + ", ".join(sorted(remaining))
+
+
+def test_spark_auto_registration_hook_names_the_dyntable_format():
+    # Spark imports ``pyspark_dyntable.DefaultSource`` by itself; a stale import path there only
+    # shows up in a user's session, so check it here.
+    from pyspark_dyntable import DefaultSource
+
+    assert DefaultSource.name() == "dyntable"
