@@ -23,6 +23,7 @@ import json
 import re
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -40,7 +41,9 @@ from sqlext.execute.results import StatementResult, StreamingJob
 from sqlext.parse.names import TableName
 from sqlext.parse.parser import parse_statement
 from sqlext.parse.splitter import Statement, classify, split_statements
-from sqlext.source.datasource import CATALOG_OPTIONS
+from sqlext.source.datasource import resolve, travelled
+from sqlext.source.datasource import time_travel as resolve_version
+from sqlext.source.requests import ReadRequest, ReadVersion, TableTarget
 from sqlext.spark import register
 
 STORAGE_PREFIX = "table-storage."
@@ -199,11 +202,8 @@ class SqlSession:
         ident = self.identifier(name)
         base = self.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
         if time_travel is not None and (not ident.system_table or ident.system_table.lower() in DATA_TABLES):
-            from sqlext.source.datasource import time_travel as resolve_travel
-            from sqlext.source.datasource import travelled
-
             try:
-                base = travelled(base, resolve_travel(travel_options(time_travel), base))
+                base = travelled(base, resolve_version(read_version(time_travel), base))
             except ValueError as e:  # a timestamp that does not parse
                 raise InvalidArgumentError(f"invalid time-travel target: {e}") from e
         if ident.system_table:
@@ -226,29 +226,31 @@ class SqlSession:
             self.register_view(b, streaming=streaming, pruning=filters.get(b.view))
         return bound.sql
 
-    def source_options(self, table: str) -> dict[str, str]:
-        """The data source options that open ``table`` (``db.t``) with this session's storage options."""
-        options = {"warehouse": self.warehouse, "table": table}
-        if self.catalog_options:
-            options[CATALOG_OPTIONS] = json.dumps(self.catalog_options)
-        return options
+    def target(self, table: str) -> TableTarget:
+        """Where the data source finds ``table`` (``db.t``), with this session's storage options."""
+        return TableTarget(self.warehouse, table, storage=self.catalog_options)
+
+    def read(self, request: ReadRequest, *, streaming: bool = False) -> DataFrame:
+        """A DataFrame (or streaming DataFrame) of one read request through the data source."""
+        reader = self.spark.readStream if streaming else self.spark.read
+        return reader.format("dyntable").options(**request.to_options()).load()
 
     def register_view(self, b: Binding, *, streaming: bool = False, pruning: Any = None) -> None:
         ident = self.identifier(b.table)
-        options = self.source_options(ident.full_name)
-        if pruning is not None:
-            options["filter"] = predicate_to_json(pruning)
-        if b.columns is not None:
-            options["columns"] = ",".join(b.columns)
-        if b.time_travel is not None:
-            options.update(travel_options(b.time_travel))
-        options.update(b.options)
-        if streaming:
-            options.setdefault("read.changelog", "true")  # a continuous INSERT must carry deletes along
-        elif any(k in options for k in _TIME_TRAVEL_OPTIONS):
-            _check_time_travel(options)
-        reader = self.spark.readStream if streaming else self.spark.read
-        reader.format("dyntable").options(**options).load().createOrReplaceTempView(b.view)
+        # Hints (``/*+ OPTIONS(...) */``) are data-source options as written: the typed request
+        # parses them like any other option map, so a hint can set time travel or a projection.
+        hinted = ReadRequest.from_options({**self.target(ident.full_name).to_options(), **b.options})
+        request = replace(
+            hinted,
+            columns=tuple(b.columns) if b.columns is not None else hinted.columns,
+            filter=predicate_to_json(pruning) if pruning is not None else hinted.filter,
+            travel=read_version(b.time_travel) if b.time_travel is not None else hinted.travel,
+            # a continuous INSERT must carry deletes along
+            changelog=hinted.changelog or (streaming and "read.changelog" not in b.options),
+        )
+        if not streaming and request.travel is not None:
+            _check_time_travel(request)
+        self.read(request, streaming=streaming).createOrReplaceTempView(b.view)
         self._views.append(b.view)
 
     def spark_sql(self, text: str, stmt: Statement | None = None) -> DataFrame:
@@ -341,9 +343,6 @@ def activate(spark: SparkSession) -> None:
     jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)  # type: ignore[attr-defined]
 
 
-_TIME_TRAVEL_OPTIONS = (
-    "scan.snapshot-id", "scan.tag-name", "scan.timestamp-millis", "scan.timestamp", "scan.version",
-)
 # "module.ErrorClass: message" lines of the Python tracebacks Spark wraps in its own error: a
 # dyntable error raised in a task, or the Spark error a foreachBatch function (a streaming INSERT) hit.
 _WORKER_ERROR = re.compile(r"^(?:engine\.errors\.|sqlext\.errors\.)?(\w+(?:Error|Exception)): (.+)$", re.M)
@@ -368,30 +367,24 @@ def _quiet_pyspark_error_logs() -> None:
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def travel_options(tt: TimeTravel) -> dict[str, str]:
-    """The source options of a time-travel clause."""
+def read_version(tt: TimeTravel) -> ReadVersion:
+    """The read version of a time-travel clause (a quoted ``VERSION AS OF`` is a tag, else an id)."""
     if tt.snapshot_id is not None:
-        return {"scan.snapshot-id": str(tt.snapshot_id)}
+        return ReadVersion(snapshot_id=tt.snapshot_id)
     if tt.tag is not None:
-        return {"scan.version": tt.tag}
-    if tt.timestamp_millis is not None:
-        return {"scan.timestamp-millis": str(tt.timestamp_millis)}
-    if tt.timestamp is not None:
-        return {"scan.timestamp": tt.timestamp}
-    return {}
+        return ReadVersion(version=tt.tag)
+    return ReadVersion(timestamp_millis=tt.timestamp_millis, timestamp=tt.timestamp)
 
 
-def _check_time_travel(options: dict[str, str]) -> None:
+def _check_time_travel(request: ReadRequest) -> None:
     """Resolve a view's time travel now, so a missing snapshot, tag or timestamp fails the statement.
 
     (Spark builds the reader only when a query runs, where the error would surface untyped and
     after the statement has returned its DataFrame.)
     """
-    from sqlext.source.datasource import resolve, time_travel
-
-    table, _system = resolve(options)
+    table, _system = resolve(request)
     try:
-        time_travel(options, table)
+        resolve_version(request.travel, table)
     except ValueError as e:  # a timestamp that does not parse
         raise InvalidArgumentError(f"invalid time-travel target: {e}") from e
 

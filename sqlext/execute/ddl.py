@@ -39,6 +39,7 @@ from sqlext.execute.common import (
 from sqlext.execute.results import StatementResult
 from sqlext.parse import ast
 from sqlext.parse.splitter import Statement
+from sqlext.source.requests import ReadRequest, ReadVersion
 
 if TYPE_CHECKING:
     from sqlext.session import SqlSession
@@ -281,11 +282,10 @@ def add_primary_key(s: SqlSession, n: ast.AddPrimaryKey, stmt: Statement) -> Sta
                                line=stmt.line, column=stmt.column, sqlstate="42000")
     snapshot = table.latest_snapshot()
 
+    pinned = ReadRequest(s.target(table.name), travel=ReadVersion(snapshot_id=snapshot.id) if snapshot else None)
+
     def fresh() -> Any:  # a new relation per query: never reuse one across queries
-        reader = s.spark.read.format("dyntable").options(**s.source_options(table.name))
-        if snapshot is not None:
-            reader = reader.option("scan.snapshot-id", str(snapshot.id))
-        return reader.load()
+        return s.read(pinned)
 
     dup = fresh().groupBy(*n.columns).count().where("count > 1").limit(1).collect()
     if dup:
@@ -329,10 +329,8 @@ def rescale(s: SqlSession, n: ast.RescaleBuckets, stmt: Statement) -> StatementR
         raise SqlAnalysisError("the bucket count must be at least 1", line=stmt.line, column=stmt.column, sqlstate="22023")
     # Read everything (pinned to the current snapshot), switch the layout, rewrite in one overwrite.
     latest = table.latest_snapshot()
-    reader = s.spark.read.format("dyntable").options(**s.source_options(table.name))
-    if latest is not None:
-        reader = reader.option("scan.snapshot-id", str(latest.id))
-    frame = reader.load().localCheckpoint()
+    pinned = ReadRequest(s.target(table.name), travel=ReadVersion(snapshot_id=latest.id) if latest else None)
+    frame = s.read(pinned).localCheckpoint()
 
     def set_buckets(value: str | None) -> None:
         change = SetOption("bucket", value) if value is not None else RemoveOption("bucket")

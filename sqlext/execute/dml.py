@@ -64,6 +64,7 @@ from sqlext.execute.insert import column_defaults, write_frame
 from sqlext.execute.results import StatementResult
 from sqlext.parse import ast
 from sqlext.parse.splitter import Statement
+from sqlext.source.requests import ReadRequest, ReadVersion
 
 if TYPE_CHECKING:
     from sqlext.session import SqlSession
@@ -158,18 +159,17 @@ class _Pinned:
 
     def __init__(self, s: SqlSession, table: Table) -> None:
         self.s = s
-        self.options = s.source_options(table.name)
         latest = table.latest_snapshot()
         self.snapshot_id = latest.id if latest is not None else None
-        if latest is not None:
-            self.options["scan.snapshot-id"] = str(latest.id)
+        self.request = ReadRequest(s.target(table.name),
+                                   travel=ReadVersion(snapshot_id=latest.id) if latest is not None else None)
         # An empty table (no snapshot, or no live file) is read as an empty frame of its schema
         # without asking the data source for splits it does not have.
         self.empty = latest is None or not table.new_scan().with_snapshot(latest).plan().splits
 
     def view(self) -> str:
         name = f"__dyntable_dml_{self.s.next_id()}"
-        df = self.s.spark.read.format("dyntable").options(**self.options).load()
+        df = self.s.read(self.request)
         if self.empty:
             df = self.s.spark.createDataFrame([], df.schema)
         df.createOrReplaceTempView(name)

@@ -26,10 +26,10 @@ that reads the source's changes (``rowkind`` column) and commits one snapshot pe
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import re
 import uuid
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -47,6 +47,7 @@ from sqlext.execute.results import StatementResult, StreamingJob
 from sqlext.parse import ast
 from sqlext.parse.splitter import Statement
 from sqlext.source.datasource import cluster_for_writers
+from sqlext.source.requests import Overwrite, WriteRequest
 
 log = logging.getLogger(__name__)
 
@@ -210,13 +211,13 @@ def shape_frame(
     return shaped
 
 
-def writer_options(s: SqlSession, table: Table, hints: dict[str, str] | None = None) -> dict[str, str]:
-    opts = s.source_options(table.name)
-    for k, v in (hints or {}).items():
-        opts[k] = str(v)
-    if table.store.has_primary_key:
-        opts["write-only"] = "true"  # compaction runs once, distributed, after the commit
-    return opts
+def write_request(s: SqlSession, table: Table, hints: dict[str, str] | None = None, **fields: Any) -> WriteRequest:
+    """The data-source write of a statement: ``hints`` (``/*+ OPTIONS(...) */``) parsed like any
+    option map, then the statement's own ``fields`` (overwrite intent, commit identity, ...)."""
+    options = {**s.target(table.name).to_options(), **{k: str(v) for k, v in (hints or {}).items()}}
+    request = WriteRequest.from_options(options, overwrite=False)
+    # compaction runs once, distributed, after the commit
+    return replace(request, write_only=request.write_only or table.store.has_primary_key, **fields)
 
 
 def write_frame(
@@ -239,23 +240,14 @@ def write_frame(
     """
     frame = df if shaped else shape_frame(s, table, df, columns, static, stmt)
     before = table.latest_snapshot()
-    opts = writer_options(s, table, hints)
+    request = write_request(s, table, hints, overwrite=Overwrite.of(overwrite))
     # The statement's own commit identity: its row count is read from its own snapshot, never
     # from a concurrent writer's commits that landed in between.
-    commit_user = opts.setdefault("commit-user", f"sql-{uuid.uuid4()}")
-    mode = "append"
-    if overwrite is not False:
-        mode = "overwrite"
-        if base_snapshot_id is not None:
-            opts["overwrite-base-snapshot"] = str(base_snapshot_id)
-        if overwrite == "dynamic":
-            opts["partitionOverwriteMode"] = "dynamic"
-        elif isinstance(overwrite, dict):
-            opts["overwrite-partition"] = json.dumps(overwrite, default=str)
-        elif isinstance(overwrite, list):
-            opts["overwrite-partitions"] = json.dumps(overwrite, default=str)
+    commit_user = request.commit_user or f"sql-{uuid.uuid4()}"
+    request = replace(request, commit_user=commit_user,
+                      base_snapshot_id=base_snapshot_id if overwrite is not False else None)
     frame = cluster_for_writers(frame, table)
-    frame.write.format("dyntable").options(**opts).mode(mode).save()
+    frame.write.format("dyntable").options(**request.to_options()).mode(request.overwrite.spark_mode).save()
     fresh = table.refresh()
     after = fresh.latest_snapshot()
     if after is None or (before is not None and after.id == before.id):
@@ -265,7 +257,7 @@ def write_frame(
         for snap in fresh.store.snapshots.iter_range(before.id if before else 0, after.id)
         if snap.commit_user == commit_user and snap.commit_kind is not CommitKind.COMPACT
     )
-    if opts.get("write-only") == "true":
+    if request.write_only:
         # The data source left what follows a commit to this statement: the distributed
         # compaction (primary-key tables), then the automatic tags. Neither can fail the write.
         if added and fresh.store.has_primary_key and not fresh.store.options.write_only:
@@ -423,16 +415,15 @@ def _start_stream(
     # again resumes exactly where the previous run stopped (no change is read twice or skipped).
     pipeline = hashlib.sha1(f"{s.current_database}\n{' '.join(stmt.text.split())}".encode()).hexdigest()[:16]
     checkpoint = f"{s.warehouse}/.streaming/{pipeline}"
-    opts = writer_options(s, table, hints)
-    opts.pop("write-only", None)
-    opts["commit-user"] = f"stream-{pipeline}"
+    request = replace(write_request(s, table, hints), write_only=False, commit_user=f"stream-{pipeline}")
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
         # Each micro-batch is one commit whose identifier is the batch id: a batch replayed after a
         # restart is recognised as committed and skipped (exactly once). Going through foreachBatch
         # also allows update mode (streaming aggregates upserting into a primary-key table), which
         # Spark does not offer to Python streaming sinks.
-        cluster_for_writers(batch, table).write.format("dyntable").options(**opts).option("commit-identifier", str(batch_id)).mode("append").save()
+        options = replace(request, commit_identifier=batch_id).to_options()
+        cluster_for_writers(batch, table).write.format("dyntable").options(**options).mode("append").save()
 
     trigger = s.options.get(STREAMING_TRIGGER, "processing-time").lower()
     interval = spark_interval(s.options.get("execution.checkpointing.interval", "1 s"), stmt)

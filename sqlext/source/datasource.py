@@ -6,20 +6,9 @@
  executors: writer.write(batches) ── engine writer → files + picklable commit messages
  driver*:   writer.commit(messages) ── engine commit: one snapshot   (*a Python worker process)
 ```
-Options: ``warehouse`` and ``table`` (``db.t``, ``db.t$branch_b``, ``db.t$snapshots``) are
-required; ``branch``. Reads: ``columns`` (comma list: Spark pushes no column pruning into Python
-sources, so the SQL layer passes the projection), ``filter`` (a pruning predicate in the
-engine's JSON form, used only to skip partitions, buckets and files: Spark applies the query's
-own filter), time travel ``scan.snapshot-id`` / ``scan.tag-name`` / ``scan.timestamp-millis`` /
-``scan.timestamp`` / ``scan.version``, ``read.changelog``, ``incremental-between`` ('start,end':
-tags or snapshot ids, start exclusive) with ``incremental-between-scan-mode``. Writes:
-``overwrite-partition`` (JSON
-object, static partition overwrite), ``overwrite-partitions`` (JSON list), ``partitionOverwriteMode``
-= ``dynamic``, ``overwrite-base-snapshot``, ``change-tracking``, ``write-only``, and
-``commit-user`` with ``commit-identifier`` (a commit with an identifier this user already
-committed is skipped: exactly-once ``foreachBatch`` writes). ``catalog-options``: a JSON object
-of storage options (endpoint, credentials) for ``open_catalog``, so executors reach the same
-storage as the driver without any cluster-wide configuration.
+Options are built and parsed only by ``sqlext.source.requests`` (``ReadRequest`` /
+``WriteRequest``): the table, projection, pruning filter, time travel, changelog, incremental
+range, overwrite intent, commit user and identifier, and the storage options executors need.
 
 The source implements no ``pushFilters``: Spark keeps a relation's pushed filters when the
 relation is reused by a query without filters (measured: 1 row instead of 5,000,000), so
@@ -37,7 +26,6 @@ tasks compacting the same bucket would conflict; compaction runs once, after the
 from __future__ import annotations
 
 import datetime as dt
-import json
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -53,7 +41,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from engine import Identifier, Table, open_catalog
+from engine import Table
 from engine.commit import CommitMessage, delete_uncommitted
 from engine.errors import CommitStateUnknownError, DyntableError, InvalidArgumentError
 from engine.scan import predicate as P
@@ -67,105 +55,71 @@ from engine.scan.incremental import (
 )
 from engine.scan.planner import resolve_time_travel, store_at
 from engine.store import BATCH_COMMIT_IDENTIFIER
+from sqlext.source.requests import ReadRequest, ReadVersion, WriteRequest
 from sqlext.source.spark_types import spark_arrow_schema, to_spark_batches
 
 NAME = "dyntable"
 SEQUENCE_STRIDE_BITS = 32  # 4G rows per task and commit
 FILE_COUNTER_BITS = 24  # 16M files per task attempt
-#: One JSON object of storage/catalog options (s3 endpoint, credentials ...), as given to open_catalog.
-CATALOG_OPTIONS = "catalog-options"
 COMMIT_CLOCK_SLACK_MS = 10 * 60 * 1000  # how far before the job's start a commit lookup still searches
 
 
-def wants_row_kind(options: dict[str, str]) -> bool:
-    """``read.changelog = true`` (Paimon's option) adds the ``rowkind`` column (+I, -U, +U, -D)."""
-    return (options.get("read.changelog") or "false").lower() == "true"
+def resolve(request: ReadRequest | WriteRequest) -> tuple[Table, str | None]:
+    """The table (branch applied) and the system table name, if the request names one."""
+    return request.target.open(), request.target.system_table
 
 
-def resolve(options: dict[str, str]) -> tuple[Table, str | None]:
-    """The table (branch applied) and the system table name, if the option names one."""
-    warehouse = options.get("warehouse")
-    name = options.get("table") or options.get("path")
-    if not warehouse or not name:
-        raise InvalidArgumentError("the dyntable source needs the options 'warehouse' and 'table' (db.table)")
-    ident = Identifier.parse(name)
-    branch = options.get("branch") or ident.branch
-    base = Identifier(ident.database, ident.table, branch if branch and branch != "main" else None)
-    return open_catalog(warehouse, **catalog_options(options)).get_table(base), ident.system_table
-
-
-def catalog_options(options: dict[str, str]) -> dict[str, Any]:
-    """Storage/catalog options (endpoint, credentials, ...) the SQL session passes as one JSON option."""
-    text = options.get(CATALOG_OPTIONS)
-    if not text:
-        return {}
-    try:
-        decoded = json.loads(text)
-    except ValueError as e:
-        raise InvalidArgumentError(f"option '{CATALOG_OPTIONS}' must be a JSON object: {e}") from None
-    if not isinstance(decoded, dict):
-        raise InvalidArgumentError(f"option '{CATALOG_OPTIONS}' must be a JSON object")
-    return decoded
-
-
-def load_table(options: dict[str, str]) -> Table:
-    table, system = resolve(options)
+def load_table(request: ReadRequest | WriteRequest) -> Table:
+    table, system = resolve(request)
     if system is not None:
-        raise InvalidArgumentError(f"system table '{options.get('table')}' is read-only and cannot be streamed")
+        raise InvalidArgumentError(f"system table '{request.target.table}' is read-only and cannot be streamed")
     return table
 
 
-def source_arrow_schema(table: Table, system: str | None, options: dict[str, str]) -> pa.Schema:
+def source_arrow_schema(table: Table, system: str | None, request: ReadRequest) -> pa.Schema:
     """The Arrow schema this source declares for a table or system table."""
     from engine.system_tables import DATA_TABLES, system_table_schema
 
     if system is not None and system not in DATA_TABLES:
         full = system_table_schema(table, system)
-        wanted = [c.strip() for c in (options.get("columns") or "").split(",") if c.strip()]
+        wanted = list(request.columns or ())
         unknown = [c for c in wanted if c not in full.names]
         if unknown:
             raise InvalidArgumentError(f"unknown column(s) {unknown} of system table '{system}'")
         return pa.schema([full.field(c) for c in wanted]) if wanted else full
-    table = travelled(table, time_travel(options, table))  # a snapshot reads in its own schema
-    cols = projection(options, table)
+    table = travelled(table, time_travel(request.travel, table))  # a snapshot reads in its own schema
+    cols = projection(request, table)
     fields = [table.arrow_schema.field(c) for c in cols]
-    if system == "audit_log" or wants_row_kind(options):
+    if system == "audit_log" or request.changelog:
         fields.insert(0, pa.field(ROWKIND, pa.string(), nullable=False))
     return pa.schema(fields)
 
 
-def projection(options: dict[str, str], table: Table) -> list[str]:
-    text = options.get("columns")
-    if not text:
+def projection(request: ReadRequest, table: Table) -> list[str]:
+    if not request.columns:
         return list(table.schema.field_names)
     names = set(table.schema.field_names)
     # ``rowkind`` in a projection means the change kind, unless the table has such a column.
-    cols = [c.strip() for c in text.split(",") if c.strip() and (c.strip() != ROWKIND or ROWKIND in names)]
+    cols = [c for c in request.columns if c != ROWKIND or ROWKIND in names]
     unknown = [c for c in cols if c not in names]
     if unknown:
         raise InvalidArgumentError(f"unknown column(s) {unknown} in option 'columns'")
     return cols
 
 
-def time_travel(options: dict[str, str], table: Table):  # type: ignore[no-untyped-def]
-    snapshot_id = options.get("scan.snapshot-id")
-    tag = options.get("scan.tag-name")
-    millis = options.get("scan.timestamp-millis")
-    text = options.get("scan.timestamp")
-    version = options.get("scan.version")
-    if version is not None:
-        if version.isdigit() and not table.tags.exists(version):
-            snapshot_id = version
+def time_travel(version: ReadVersion | None, table: Table):  # type: ignore[no-untyped-def]
+    """The snapshot a batch read is pinned to (None: the latest)."""
+    if version is None:
+        return resolve_time_travel(table.store, None, None, None)
+    snapshot_id, tag, millis = version.snapshot_id, version.tag, version.timestamp_millis
+    if version.version is not None:
+        if version.version.isdigit() and not table.tags.exists(version.version):
+            snapshot_id = int(version.version)
         else:
-            tag = version
-    if text is not None and millis is None:
-        millis = str(int(dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC).timestamp() * 1000))
-    return resolve_time_travel(
-        table.store,
-        int(snapshot_id) if snapshot_id is not None else None,
-        tag,
-        int(millis) if millis is not None else None,
-    )
+            tag = version.version
+    if version.timestamp is not None and millis is None:
+        millis = int(dt.datetime.fromisoformat(version.timestamp).replace(tzinfo=dt.UTC).timestamp() * 1000)
+    return resolve_time_travel(table.store, snapshot_id, tag, millis)
 
 
 def travelled(table: Table, snapshot: Any) -> Table:
@@ -176,13 +130,13 @@ def travelled(table: Table, snapshot: Any) -> Table:
     return Table(None, table.identifier, store.io, store.paths, store.schema)
 
 
-def option_filter(options: dict[str, str], table: Table) -> P.Predicate | None:
+def option_filter(request: ReadRequest, table: Table) -> P.Predicate | None:
     """The ``filter`` option: a pruning predicate in the engine's JSON form (see ``sqlext.bind.pruning``).
 
     Literals are converted to the column types; a leaf whose literal does not fit its column is
     dropped (it could only prune less, never wrongly).
     """
-    text = options.get("filter")
+    text = request.filter
     if not text:
         return None
     from engine.write.conform import coerce_value
@@ -226,20 +180,20 @@ def task_split(split: Any) -> Any:
 class DyntableReader(DataSourceReader):
     """Plans once in the driver; each Spark task reads one split."""
 
-    def __init__(self, options: dict[str, str]) -> None:
-        table, self.system = resolve(options)
+    def __init__(self, request: ReadRequest) -> None:
+        table, self.system = resolve(request)
         self.identifier = table.identifier
         self.store = table.store
-        self.snapshot = time_travel(options, table)
-        self.incremental = incremental_range(options, table, self.snapshot)
+        self.snapshot = time_travel(request.travel, table)
+        self.incremental = incremental_range(request, table, self.snapshot)
         if self.system is None or self.system in ("audit_log", "ro"):
             table = travelled(table, self.snapshot)
             self.store = table.store
-        self.with_kind = wants_row_kind(options) or self.system == "audit_log"
-        declared = source_arrow_schema(table, self.system, options)
+        self.with_kind = request.changelog or self.system == "audit_log"
+        declared = source_arrow_schema(table, self.system, request)
         self.columns = list(declared.names[1:] if self.with_kind else declared.names)
         self.arrow_schema = spark_arrow_schema(declared)
-        self.pruning = option_filter(options, table)
+        self.pruning = option_filter(request, table)
 
     def _table(self) -> Table:
         return Table(None, self.identifier, self.store.io, self.store.paths, self.store.schema)
@@ -315,14 +269,13 @@ class DyntableReader(DataSourceReader):
         return [SplitPartition(self._kinds(changes))]
 
 
-def incremental_range(options: dict[str, str], table: Table, snapshot: Any) -> Any:
+def incremental_range(request: ReadRequest, table: Table, snapshot: Any) -> Any:
     """The ``incremental-between`` range of a batch read (None: not an incremental read)."""
-    between = options.get("incremental-between")
-    if between is None:
+    if request.incremental_between is None:
         return None
     if snapshot is not None:
         raise InvalidArgumentError("incremental-between cannot be combined with time travel options")
-    return resolve_between(table.store, between, options.get("incremental-between-scan-mode", "auto"))
+    return resolve_between(table.store, request.incremental_between, request.incremental_mode)
 
 
 @dataclass
@@ -417,37 +370,6 @@ def job_committed(table: Table, commit_user: str, identifier: int, started_milli
     return found is not None
 
 
-def overwrite_mode(options: dict[str, str], overwrite: bool) -> Any:
-    if not overwrite:
-        return False
-    listed = options.get("overwrite-partitions")
-    if listed:
-        parsed_list = json.loads(listed)
-        if not isinstance(parsed_list, list) or not all(isinstance(p, dict) for p in parsed_list):
-            raise InvalidArgumentError("option 'overwrite-partitions' must be a JSON list of partition objects")
-        return parsed_list
-    spec = options.get("overwrite-partition")
-    if spec:
-        parsed = json.loads(spec)
-        if not isinstance(parsed, dict):
-            raise InvalidArgumentError("option 'overwrite-partition' must be a JSON object of partition values")
-        return parsed
-    # Spark hands options over with lower-cased keys.
-    mode = options.get("partitionoverwritemode") or options.get("partitionOverwriteMode") or ""
-    if mode.lower() == "dynamic" or options.get("dynamic-partition-overwrite") == "true":
-        return "dynamic"
-    return True
-
-
-def parse_bool_option(options: dict[str, str], key: str) -> bool | None:
-    value = options.get(key)
-    if value is None:
-        return None
-    if value.lower() not in ("true", "false"):
-        raise InvalidArgumentError(f"option '{key}' must be true or false, not '{value}'")
-    return value.lower() == "true"
-
-
 class DyntableWriter(DataSourceArrowWriter):
     """Batch write: Arrow batches in, one snapshot published by the driver-side commit.
 
@@ -457,21 +379,18 @@ class DyntableWriter(DataSourceArrowWriter):
     and ``abort`` never deletes files once the job's snapshot exists (or may exist).
     """
 
-    def __init__(self, options: dict[str, str], overwrite: bool) -> None:
-        self.options = options
-        table = load_table(options)
+    def __init__(self, request: WriteRequest) -> None:
+        table = load_table(request)
         self.store = table.store
         self.identifier = table.identifier
-        self.overwrite = overwrite_mode(options, overwrite)
-        self.commit_user = options.get("commit-user") or str(uuid.uuid4())
-        self.change_tracking = parse_bool_option(options, "change-tracking")
-        self.defer_compaction = parse_bool_option(options, "write-only") or False
+        self.overwrite = request.overwrite.commit_argument()
+        self.commit_user = request.commit_user or str(uuid.uuid4())
+        self.change_tracking = request.change_tracking
+        self.defer_compaction = request.write_only
         self.job_token = str(uuid.uuid4())
         self.started_millis = int(time.time() * 1000)
-        base = options.get("overwrite-base-snapshot")
-        self.base_snapshot_id = int(base) if base is not None else None
-        identifier = options.get("commit-identifier")
-        self.identifier_value = int(identifier) if identifier is not None else None
+        self.base_snapshot_id = request.base_snapshot_id
+        self.identifier_value = request.commit_identifier
 
     def _table(self) -> Table:
         return Table(None, self.identifier, self.store.io, self.store.paths, self.store.schema)

@@ -10,6 +10,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader
 from pyspark.sql.types import StructType
 
 from sqlext.source.datasource import NAME, DyntableReader, DyntableWriter, resolve, source_arrow_schema
+from sqlext.source.requests import ReadRequest, WriteRequest
 from sqlext.source.spark_types import spark_schema
 from sqlext.source.stream import DyntableStreamReader, DyntableStreamWriter
 
@@ -22,18 +23,18 @@ class DyntableDataSource(DataSource):
         return NAME
 
     def schema(self) -> StructType:
-        options = dict(self.options)
-        table, system = resolve(options)
-        return spark_schema(source_arrow_schema(table, system, options))
+        request = ReadRequest.from_options(self.options)
+        table, system = resolve(request)
+        return spark_schema(source_arrow_schema(table, system, request))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return DyntableReader(dict(self.options))
+        return DyntableReader(ReadRequest.from_options(self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DyntableWriter:
-        return DyntableWriter(dict(self.options), overwrite)
+        return DyntableWriter(WriteRequest.from_options(self.options, overwrite))
 
     def streamReader(self, schema: StructType):  # type: ignore[no-untyped-def]
-        return DyntableStreamReader(dict(self.options))
+        return DyntableStreamReader(ReadRequest.from_options(self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool):  # type: ignore[no-untyped-def]
-        return DyntableStreamWriter(dict(self.options), overwrite)
+        return DyntableStreamWriter(WriteRequest.from_options(self.options, overwrite))

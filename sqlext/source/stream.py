@@ -38,14 +38,8 @@ from engine.commit import FileStoreCommit, delete_uncommitted
 from engine.errors import InvalidArgumentError, NoSuchSnapshotError
 from engine.scan.incremental import ROWKIND, ChangeReader, change_splits
 from engine.scan.planner import TableScan
-from sqlext.source.datasource import (
-    DyntableCommitMessage,
-    load_table,
-    parse_bool_option,
-    projection,
-    wants_row_kind,
-    write_task,
-)
+from sqlext.source.datasource import DyntableCommitMessage, load_table, projection, write_task
+from sqlext.source.requests import ReadRequest, ReadVersion, WriteRequest
 from sqlext.source.spark_types import spark_arrow_schema, to_spark_batches
 
 AFTER_IMAGES = pa.array(["+I", "+U"])
@@ -91,17 +85,17 @@ def pack(splits: Sequence[Any], full: bool, keyed: bool) -> list[ChangePartition
 class DyntableStreamReader(DataSourceStreamReader):
     """Micro-batch reader over snapshot ids."""
 
-    def __init__(self, options: dict[str, str]) -> None:
-        self.options = options
-        table = load_table(options)
+    def __init__(self, request: ReadRequest) -> None:
+        self.request = request
+        table = load_table(request)
         self.store = table.store
-        self.columns = projection(options, table)
-        self.consumer_id = options.get("consumer-id")
-        mode = options.get("scan.mode", "default").lower()
+        self.columns = projection(request, table)
+        self.consumer_id = request.passthrough.get("consumer-id")
+        mode = request.passthrough.get("scan.mode", "default").lower()
         if mode not in START_MODES:
             raise InvalidArgumentError(f"scan.mode '{mode}' is not supported for streaming; use one of {START_MODES}")
         self.mode = mode
-        self.with_kind = wants_row_kind(options)
+        self.with_kind = request.changelog
         fields = [table.arrow_schema.field(c) for c in self.columns]
         if self.with_kind:
             fields.insert(0, pa.field(ROWKIND, pa.string(), nullable=False))
@@ -110,29 +104,29 @@ class DyntableStreamReader(DataSourceStreamReader):
     def initialOffset(self) -> dict:  # noqa: N802 - Spark's name
         snapshots = self.store.snapshots
         if self.consumer_id:
-            consumer = load_table(self.options).consumers.get(self.consumer_id)
+            consumer = load_table(self.request).consumers.get(self.consumer_id)
             if consumer is not None:
                 return {"snapshot": consumer.next_snapshot - 1}
         latest = snapshots.latest_id() or 0
-        mode, opts = self.mode, self.options
-        tag = opts.get("scan.tag-name")
+        mode, travel = self.mode, self.request.travel or ReadVersion()
+        tag = travel.tag
         if tag is not None and mode in ("default", "from-snapshot", "from-snapshot-full"):
             # The tag's content first (read from the tag, so it works after its snapshot
             # expired), then every change committed after the tagged snapshot.
-            sid = load_table(opts).tags.get(tag).snapshot.id
+            sid = load_table(self.request).tags.get(tag).snapshot.id
             return {"snapshot": sid, "full": sid, "tag": tag}
         if mode in ("from-snapshot", "from-snapshot-full"):
-            if "scan.snapshot-id" not in opts:
+            if travel.snapshot_id is None:
                 raise InvalidArgumentError(f"scan.mode {mode} needs the option scan.snapshot-id")
-            sid = int(opts["scan.snapshot-id"])
+            sid = travel.snapshot_id
             return {"snapshot": sid, "full": sid} if mode == "from-snapshot-full" else {"snapshot": sid - 1}
-        if mode == "from-timestamp" or (mode == "default" and "scan.timestamp-millis" in opts):
-            if "scan.timestamp-millis" not in opts:
+        if mode == "from-timestamp" or (mode == "default" and travel.timestamp_millis is not None):
+            if travel.timestamp_millis is None:
                 raise InvalidArgumentError("scan.mode from-timestamp needs the option scan.timestamp-millis")
-            snap = snapshots.at_or_before(int(opts["scan.timestamp-millis"]))
+            snap = snapshots.at_or_before(travel.timestamp_millis)
             return {"snapshot": snap.id if snap else 0}
-        if mode == "default" and "scan.snapshot-id" in opts:
-            return {"snapshot": int(opts["scan.snapshot-id"]) - 1}
+        if mode == "default" and travel.snapshot_id is not None:
+            return {"snapshot": travel.snapshot_id - 1}
         if mode == "latest":
             return {"snapshot": latest}
         return {"snapshot": latest, "full": latest} if latest else {"snapshot": 0}
@@ -149,7 +143,7 @@ class DyntableStreamReader(DataSourceStreamReader):
         if full:
             tag = start.get("tag")
             if tag:  # read from the tag: its snapshot may have expired
-                snapshot = load_table(self.options).tags.get(tag).snapshot
+                snapshot = load_table(self.request).tags.get(tag).snapshot
             else:
                 snapshot = self.store.snapshots.get(full)
             splits = TableScan(self.store).with_snapshot(snapshot).plan().splits
@@ -187,17 +181,16 @@ class DyntableStreamReader(DataSourceStreamReader):
 
     def commit(self, end: dict) -> None:
         if self.consumer_id:
-            load_table(self.options).consumers.record(self.consumer_id, end["snapshot"] + 1)
+            load_table(self.request).consumers.record(self.consumer_id, end["snapshot"] + 1)
 
     def stop(self) -> None:
         pass
 
 
-def stream_commit_user(options: dict[str, str]) -> str:
-    user = options.get("commit-user")
-    if user:
-        return user
-    checkpoint = options.get("checkpointLocation") or options.get("checkpointlocation")
+def stream_commit_user(request: WriteRequest) -> str:
+    if request.commit_user:
+        return request.commit_user
+    checkpoint = request.passthrough.get("checkpointlocation")
     if not checkpoint:
         raise InvalidArgumentError(
             "a streaming write needs a stable identity for exactly-once commits: set the option "
@@ -209,12 +202,12 @@ def stream_commit_user(options: dict[str, str]) -> str:
 class DyntableStreamWriter(DataSourceStreamArrowWriter):
     """One commit per micro-batch, exactly once across restarts."""
 
-    def __init__(self, options: dict[str, str], overwrite: bool) -> None:
-        table = load_table(options)
+    def __init__(self, request: WriteRequest) -> None:
+        table = load_table(request)
         self.store = table.store
         self.identifier = table.identifier
-        self.commit_user = stream_commit_user(options)
-        self.change_tracking = parse_bool_option(options, "change-tracking")
+        self.commit_user = stream_commit_user(request)
+        self.change_tracking = request.change_tracking
         self.job_token = str(uuid.uuid4())
 
     def _table(self):  # type: ignore[no-untyped-def]

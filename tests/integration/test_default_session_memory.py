@@ -135,6 +135,7 @@ def test_read_splits_carry_no_file_statistics(tmp_path):
     from pyspark import cloudpickle
 
     from sqlext.source.datasource import DyntableReader
+    from sqlext.source.requests import ReadRequest, TableTarget
 
     wh = str(tmp_path / "wh")
     cat = open_catalog(wh)
@@ -148,7 +149,7 @@ def test_read_splits_carry_no_file_statistics(tmp_path):
             table.write_arrow(pa.table({"id": ids, "a": [f"s{i}" for i in ids], "b": ids * 1.5,
                                         "p": (ids % 2).astype(np.int32)}))
         planned = {f.file_name: f for s in table.plan().splits for f in s.files}
-        parts = DyntableReader({"warehouse": wh, "table": f"db.{name}"}).partitions()
+        parts = DyntableReader(ReadRequest(TableTarget(wh, f"db.{name}"))).partitions()
         shipped = [f for p in parts for f in p.split.files]
         assert sorted(f.file_name for f in shipped) == sorted(planned)
         for f in shipped:

@@ -16,6 +16,7 @@ import pytest
 from engine.errors import StorageError
 from engine.table import Table
 from sqlext.source.datasource import DyntableWriter, JobAbortedError, write_task
+from sqlext.source.requests import TableTarget, WriteRequest
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
@@ -29,7 +30,7 @@ def _data_files(table_path: str) -> set[str]:
 
 
 def _writer(warehouse: str, table: str = "db.t") -> DyntableWriter:
-    return DyntableWriter({"warehouse": warehouse, "table": table}, False)
+    return DyntableWriter(WriteRequest(TableTarget(warehouse, table)))
 
 
 def _in_another_worker(writer: DyntableWriter) -> DyntableWriter:

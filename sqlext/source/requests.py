@@ -1,0 +1,345 @@
+"""The one typed boundary between the SQL layer and the data source: what to read, what to write.
+
+Spark hands a Python data source nothing but a flat ``dict[str, str]`` of options, so every
+request crosses the JVM as options. These frozen types are the only code that builds or parses
+those dicts: the SQL session, the executors and DataFrame users build a :class:`ReadRequest` or
+:class:`WriteRequest` and call ``to_options()``; the data source calls ``from_options()``.
+Nothing else spells an option key of the source.
+
+```
+ TableTarget   warehouse, table name (db.t, db.t$branch_b, db.t$snapshots), branch, storage options
+ ReadRequest   target + projection, pruning filter (engine JSON), time travel, changelog, passthrough
+ WriteRequest  target + overwrite intent, commit user/identifier, base snapshot, write-only,
+               change tracking, passthrough
+```
+
+Keys are Paimon's where Paimon has one (``scan.snapshot-id``, ``scan.tag-name``, …); any other
+option a user gives (``scan.mode``, ``consumer-id``, dynamic table options) is carried through
+``passthrough`` untouched. Spark lower-cases option keys on some paths, so ``from_options`` reads
+keys case-insensitively.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from engine import Identifier, InvalidArgumentError, Table, open_catalog
+
+WAREHOUSE = "warehouse"
+TABLE = "table"
+BRANCH = "branch"
+#: One JSON object of storage/catalog options (s3 endpoint, credentials ...), as given to open_catalog.
+CATALOG_OPTIONS = "catalog-options"
+
+COLUMNS = "columns"
+FILTER = "filter"
+SNAPSHOT_ID = "scan.snapshot-id"
+TAG_NAME = "scan.tag-name"
+TIMESTAMP_MILLIS = "scan.timestamp-millis"
+TIMESTAMP = "scan.timestamp"
+VERSION = "scan.version"
+READ_CHANGELOG = "read.changelog"
+INCREMENTAL_BETWEEN = "incremental-between"
+INCREMENTAL_MODE = "incremental-between-scan-mode"
+TIME_TRAVEL_KEYS = (SNAPSHOT_ID, TAG_NAME, TIMESTAMP_MILLIS, TIMESTAMP, VERSION)
+
+OVERWRITE_PARTITION = "overwrite-partition"
+OVERWRITE_PARTITIONS = "overwrite-partitions"
+OVERWRITE_MODE = "partitionOverwriteMode"
+OVERWRITE_BASE_SNAPSHOT = "overwrite-base-snapshot"
+COMMIT_USER = "commit-user"
+COMMIT_IDENTIFIER = "commit-identifier"
+WRITE_ONLY = "write-only"
+CHANGE_TRACKING = "change-tracking"
+
+_READ_KEYS = {
+    WAREHOUSE, TABLE, "path", BRANCH, CATALOG_OPTIONS, COLUMNS, FILTER, READ_CHANGELOG, INCREMENTAL_BETWEEN,
+    INCREMENTAL_MODE, *TIME_TRAVEL_KEYS,
+}
+_WRITE_KEYS = {
+    WAREHOUSE, TABLE, "path", BRANCH, CATALOG_OPTIONS, OVERWRITE_PARTITION, OVERWRITE_PARTITIONS,
+    OVERWRITE_MODE.lower(), "dynamic-partition-overwrite", OVERWRITE_BASE_SNAPSHOT, COMMIT_USER,
+    COMMIT_IDENTIFIER, WRITE_ONLY, CHANGE_TRACKING,
+}
+
+
+def _lower_keys(options: Mapping[str, str]) -> dict[str, str]:
+    return {k.lower(): v for k, v in options.items()}
+
+
+def _bool(options: Mapping[str, str], key: str) -> bool | None:
+    value = options.get(key)
+    if value is None:
+        return None
+    if value.lower() not in ("true", "false"):
+        raise InvalidArgumentError(f"option '{key}' must be true or false, not '{value}'")
+    return value.lower() == "true"
+
+
+def _int(options: Mapping[str, str], key: str) -> int | None:
+    value = options.get(key)
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise InvalidArgumentError(f"option '{key}' must be an integer, not '{value}'") from None
+
+
+def _json(options: Mapping[str, str], key: str, kind: type, what: str) -> Any:
+    text = options.get(key)
+    if not text:
+        return None
+    try:
+        decoded = json.loads(text)
+    except ValueError as e:
+        raise InvalidArgumentError(f"option '{key}' must be {what}: {e}") from None
+    if not isinstance(decoded, kind):
+        raise InvalidArgumentError(f"option '{key}' must be {what}")
+    return decoded
+
+
+@dataclass(frozen=True)
+class TableTarget:
+    """Which table: the warehouse, the name as written (``db.t``, ``db.t$branch_b``,
+    ``db.t$snapshots``), an explicit branch, and the storage options executors need to reach it."""
+
+    warehouse: str
+    table: str
+    branch: str | None = None
+    storage: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_options(self) -> dict[str, str]:
+        out = {WAREHOUSE: self.warehouse, TABLE: self.table}
+        if self.branch:
+            out[BRANCH] = self.branch
+        if self.storage:
+            out[CATALOG_OPTIONS] = json.dumps(dict(self.storage), sort_keys=True)
+        return out
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> TableTarget:
+        low = _lower_keys(options)
+        warehouse = low.get(WAREHOUSE)
+        name = low.get(TABLE) or low.get("path")
+        if not warehouse or not name:
+            raise InvalidArgumentError("the dyntable source needs the options 'warehouse' and 'table' (db.table)")
+        storage = _json(low, CATALOG_OPTIONS, dict, "a JSON object") or {}
+        return cls(warehouse, name, low.get(BRANCH) or None, storage)
+
+    @property
+    def system_table(self) -> str | None:
+        return Identifier.parse(self.table).system_table
+
+    def open(self) -> Table:
+        """The table (branch applied; a system-table suffix is ignored here)."""
+        ident = Identifier.parse(self.table)
+        branch = self.branch or ident.branch
+        base = Identifier(ident.database, ident.table, branch if branch and branch != "main" else None)
+        return open_catalog(self.warehouse, **dict(self.storage)).get_table(base)
+
+
+@dataclass(frozen=True)
+class ReadVersion:
+    """A batch read's version: at most one of these is normally set (Paimon's ``scan.*`` keys)."""
+
+    snapshot_id: int | None = None
+    tag: str | None = None
+    timestamp_millis: int | None = None
+    timestamp: str | None = None  # ISO text, UTC unless it carries an offset
+    version: str | None = None  # a snapshot id or a tag name (``VERSION AS OF``)
+
+    def to_options(self) -> dict[str, str]:
+        values = (self.snapshot_id, self.tag, self.timestamp_millis, self.timestamp, self.version)
+        return {k: str(v) for k, v in zip(TIME_TRAVEL_KEYS, values, strict=True) if v is not None}
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> ReadVersion | None:
+        if not any(k in options for k in TIME_TRAVEL_KEYS):
+            return None
+        return cls(_int(options, SNAPSHOT_ID), options.get(TAG_NAME), _int(options, TIMESTAMP_MILLIS),
+                   options.get(TIMESTAMP), options.get(VERSION))
+
+
+@dataclass(frozen=True)
+class ReadRequest:
+    """One batch or streaming read.
+
+    ``columns``: the projection (Spark pushes no column pruning into Python sources, so the SQL
+    layer passes it); ``filter``: a pruning predicate in the engine's JSON form, used only to
+    skip partitions, buckets and files (Spark still applies the query's own filter);
+    ``changelog``: add the ``rowkind`` column; ``incremental_between``: ``'start,end'`` (tags or
+    snapshot ids, start exclusive) read as changes, with ``incremental_mode`` (Paimon's
+    ``incremental-between-scan-mode``); ``passthrough``: every other option, unchanged
+    (streaming ``scan.mode``, ``consumer-id``, …).
+    """
+
+    target: TableTarget
+    columns: tuple[str, ...] | None = None
+    filter: str | None = None
+    travel: ReadVersion | None = None
+    changelog: bool = False
+    incremental_between: str | None = None
+    incremental_mode: str = "auto"
+    passthrough: Mapping[str, str] = field(default_factory=dict)
+
+    def to_options(self) -> dict[str, str]:
+        out = dict(self.passthrough)
+        out.update(self.target.to_options())
+        if self.columns is not None:
+            out[COLUMNS] = ",".join(self.columns)
+        if self.filter:
+            out[FILTER] = self.filter
+        if self.travel is not None:
+            out.update(self.travel.to_options())
+        if self.changelog:
+            out[READ_CHANGELOG] = "true"
+        if self.incremental_between is not None:
+            out[INCREMENTAL_BETWEEN] = self.incremental_between
+            out[INCREMENTAL_MODE] = self.incremental_mode
+        return out
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> ReadRequest:
+        low = _lower_keys(options)
+        text = low.get(COLUMNS)
+        columns = tuple(c.strip() for c in text.split(",") if c.strip()) if text else None
+        return cls(
+            TableTarget.from_options(low),
+            columns,
+            low.get(FILTER) or None,
+            ReadVersion.from_options(low),
+            bool(_bool(low, READ_CHANGELOG)),
+            low.get(INCREMENTAL_BETWEEN),
+            low.get(INCREMENTAL_MODE) or "auto",
+            {k: v for k, v in low.items() if k not in _READ_KEYS},
+        )
+
+
+class OverwriteKind(StrEnum):
+    NONE = "none"  # append
+    ALL = "all"  # the whole table, or the partitions a static spec names
+    PARTITIONS = "partitions"  # exactly these partitions (a row-level rewrite's partitions)
+    DYNAMIC = "dynamic"  # the partitions the written rows fall into
+
+
+@dataclass(frozen=True)
+class Overwrite:
+    """The overwrite intent of a write: what the commit replaces.
+
+    ``static``: the partition values of ``INSERT OVERWRITE … PARTITION (k = v)`` (ALL with a
+    spec); ``partitions``: the list for PARTITIONS.
+    """
+
+    kind: OverwriteKind = OverwriteKind.NONE
+    static: Mapping[str, Any] | None = None
+    partitions: tuple[Mapping[str, Any], ...] = ()
+
+    @classmethod
+    def none(cls) -> Overwrite:
+        return cls()
+
+    @classmethod
+    def of(cls, intent: bool | str | Mapping[str, Any] | list[Mapping[str, Any]]) -> Overwrite:
+        """From the executors' shorthand: False, True, ``"dynamic"``, a static spec, a list."""
+        if intent is False:
+            return cls()
+        if intent is True:
+            return cls(OverwriteKind.ALL)
+        if intent == "dynamic":
+            return cls(OverwriteKind.DYNAMIC)
+        if isinstance(intent, Mapping):
+            return cls(OverwriteKind.ALL, static=dict(intent))
+        if isinstance(intent, list):
+            return cls(OverwriteKind.PARTITIONS, partitions=tuple(dict(p) for p in intent))
+        raise InvalidArgumentError(f"unknown overwrite intent {intent!r}")
+
+    @property
+    def spark_mode(self) -> str:
+        return "append" if self.kind is OverwriteKind.NONE else "overwrite"
+
+    def commit_argument(self) -> Any:
+        """What ``Table.commit``'s ``overwrite`` parameter expects for this intent."""
+        if self.kind is OverwriteKind.NONE:
+            return False
+        if self.kind is OverwriteKind.DYNAMIC:
+            return "dynamic"
+        if self.kind is OverwriteKind.PARTITIONS:
+            return [dict(p) for p in self.partitions]
+        return dict(self.static) if self.static is not None else True
+
+
+@dataclass(frozen=True)
+class WriteRequest:
+    """One batch write (one commit): the table, the overwrite intent and the commit identity.
+
+    ``commit_user`` + ``commit_identifier``: a commit with an identifier this user already
+    committed is skipped (exactly-once ``foreachBatch`` writes, statement row counts);
+    ``base_snapshot_id``: an overwrite computed from a read of that snapshot conflicts with any
+    change to the replaced partitions after it; ``write_only``: no compaction after the commit
+    (the SQL layer compacts once, distributed).
+    """
+
+    target: TableTarget
+    overwrite: Overwrite = field(default_factory=Overwrite)
+    commit_user: str | None = None
+    commit_identifier: int | None = None
+    base_snapshot_id: int | None = None
+    write_only: bool = False
+    change_tracking: bool | None = None
+    passthrough: Mapping[str, str] = field(default_factory=dict)
+
+    def to_options(self) -> dict[str, str]:
+        out = dict(self.passthrough)
+        out.update(self.target.to_options())
+        o = self.overwrite
+        if o.kind is OverwriteKind.DYNAMIC:
+            out[OVERWRITE_MODE] = "dynamic"
+        elif o.kind is OverwriteKind.PARTITIONS:
+            out[OVERWRITE_PARTITIONS] = json.dumps([dict(p) for p in o.partitions], default=str)
+        elif o.static is not None:
+            out[OVERWRITE_PARTITION] = json.dumps(dict(o.static), default=str)
+        if self.commit_user:
+            out[COMMIT_USER] = self.commit_user
+        if self.commit_identifier is not None:
+            out[COMMIT_IDENTIFIER] = str(self.commit_identifier)
+        if self.base_snapshot_id is not None:
+            out[OVERWRITE_BASE_SNAPSHOT] = str(self.base_snapshot_id)
+        if self.write_only:
+            out[WRITE_ONLY] = "true"
+        if self.change_tracking is not None:
+            out[CHANGE_TRACKING] = str(self.change_tracking).lower()
+        return out
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str], overwrite: bool) -> WriteRequest:
+        """``overwrite``: Spark's save mode (``mode("overwrite")``); the options refine it."""
+        low = _lower_keys(options)
+        intent = Overwrite.none()
+        if overwrite:
+            listed = _json(low, OVERWRITE_PARTITIONS, list, "a JSON list of partition objects")
+            static = _json(low, OVERWRITE_PARTITION, dict, "a JSON object of partition values")
+            if listed is not None:
+                if not all(isinstance(p, dict) for p in listed):
+                    raise InvalidArgumentError(f"option '{OVERWRITE_PARTITIONS}' must be a JSON list of partition objects")
+                intent = Overwrite(OverwriteKind.PARTITIONS, partitions=tuple(listed))
+            elif static is not None:
+                intent = Overwrite(OverwriteKind.ALL, static=static)
+            elif (low.get(OVERWRITE_MODE.lower()) or "").lower() == "dynamic" or low.get("dynamic-partition-overwrite") == "true":
+                intent = Overwrite(OverwriteKind.DYNAMIC)
+            else:
+                intent = Overwrite(OverwriteKind.ALL)
+        return cls(
+            TableTarget.from_options(low),
+            intent,
+            low.get(COMMIT_USER) or None,
+            _int(low, COMMIT_IDENTIFIER),
+            _int(low, OVERWRITE_BASE_SNAPSHOT),
+            bool(_bool(low, WRITE_ONLY)),
+            _bool(low, CHANGE_TRACKING),
+            {k: v for k, v in low.items() if k not in _WRITE_KEYS},
+        )
