@@ -1,4 +1,4 @@
-"""IPython magics ``%sql``, ``%%sql`` and ``%sql_connect``: dyntable SQL in a notebook on one shared SqlSession.
+"""IPython magics ``%sql``, ``%%sql``, ``%sql_connect``: dyntable SQL in notebooks, on one shared SqlSession.
 
 ```
 %load_ext sqlext                      # registers the magics (sqlext.load_ipython_extension)
@@ -90,7 +90,9 @@ class SqlMagic(Magics):
         config=True
     )
     database = Unicode("default", help="current database of a new session").tag(config=True)
-    master = Unicode("local[*]", help="Spark master, when the notebook has no SparkSession yet").tag(config=True)
+    master = Unicode("local[*]", help="Spark master, when the notebook has no SparkSession yet").tag(
+        config=True
+    )
     displaylimit = Int(20, help="most rows shown of a result (0: all of them)").tag(config=True)
     autopandas = Bool(False, help="return pandas DataFrames (the whole result) instead of Spark's").tag(
         config=True
@@ -102,9 +104,13 @@ class SqlMagic(Magics):
         config=True
     )
     progress = Bool(True, help="show a Spark job progress bar for statements that run long").tag(config=True)
-    progress_delay = Float(1.0, help="seconds a statement runs before its progress bar appears").tag(config=True)
+    progress_delay = Float(1.0, help="seconds a statement runs before its progress bar appears").tag(
+        config=True
+    )
 
-    def __init__(self, shell: Any = None, session_factory: SessionFactory | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, shell: Any = None, session_factory: SessionFactory | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(shell=shell, **kwargs)
         self.session_factory: SessionFactory = session_factory or default_session_factory
         self.session: Any = None
@@ -117,15 +123,23 @@ class SqlMagic(Magics):
     def _settings_changed(self, change: Any) -> None:
         self.close_session()  # the next statement opens a session with the new settings
 
-    def get_session(self, spark_conf: dict[str, str] | None = None, session_conf: dict[str, str] | None = None) -> Any:
+    def get_session(
+        self, spark_conf: dict[str, str] | None = None, session_conf: dict[str, str] | None = None
+    ) -> Any:
         """The shared SqlSession, opened on first use."""
         if self.session is None:
             try:
                 self.session = self.session_factory(
-                    self.warehouse, self.database, self.master, dict(spark_conf or {}), dict(session_conf or {})
+                    self.warehouse,
+                    self.database,
+                    self.master,
+                    dict(spark_conf or {}),
+                    dict(session_conf or {}),
                 )
             except Exception as e:
-                raise self._failure(e, "") from None
+                if not self.short_errors:
+                    raise
+                raise self._short(e, "") from None
         return self.session
 
     def close_session(self) -> None:
@@ -142,7 +156,10 @@ class SqlMagic(Magics):
     @argument("--database", help="current database (default: SqlMagic.database)")
     @argument("--master", help="Spark master, if no SparkSession runs yet (default: SqlMagic.master)")
     @argument(
-        "--conf", action="append", default=[], metavar="KEY=VALUE",
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="spark.* keys configure Spark, others are SET in the session (repeatable)",
     )
     def sql_connect(self, line: str) -> None:
@@ -210,14 +227,15 @@ class SqlMagic(Magics):
                 self._remember(frame, Shown(table, truncated, time.monotonic() - start))
                 value = frame
         except Exception as e:
-            raise self._failure(e, script) from None
+            if not self.short_errors:
+                raise
+            raise self._short(e, script) from None
         if target is not None:
             self.shell.user_ns[target] = value
         return value
 
-    def _failure(self, error: Exception, script: str) -> Exception:
-        if not self.short_errors:
-            return error
+    @staticmethod
+    def _short(error: Exception, script: str) -> SqlMagicError:
         return SqlMagicError(error_text(error, script), error)
 
     # -- showing results -------------------------------------------------------------------------
@@ -280,7 +298,9 @@ def _parse(line: str, cell: str | None) -> tuple[str | None, str]:
     if m and not m.group(2).strip():
         return m.group(1), cell
     if line.strip():
-        raise UsageError(f"%%sql takes only 'VAR <<' on its own line, not {line.strip()!r}: put the SQL in the cell")
+        raise UsageError(
+            f"%%sql takes only 'VAR <<' on its own line, not {line.strip()!r}: put the SQL in the cell"
+        )
     return None, cell
 
 

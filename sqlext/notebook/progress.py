@@ -64,7 +64,8 @@ def stage_progress(tracker: Any, elapsed: float, group: str | None = None) -> Pr
         except Exception:  # noqa: BLE001 - see docstring
             infos = []
     total = sum(int(i.numTasks) for i in infos)
-    done = min(sum(int(i.numCompletedTasks) for i in infos), total)
+    # A retried or speculative task can count twice: cap each stage at its own task count.
+    done = sum(min(int(i.numCompletedTasks), int(i.numTasks)) for i in infos)
     return Progress(done, total, len(infos), elapsed)
 
 
@@ -100,8 +101,8 @@ def run_with_progress(
             thread.join(interval)
             elapsed = time.monotonic() - start
             if bar is not None and thread.is_alive() and elapsed >= delay:
+                shown = True  # before drawing: an interrupt can arrive while it draws
                 bar.show(stage_progress(tracker, elapsed, group))
-                shown = True
     except KeyboardInterrupt:
         if cancel is not None:
             try:

@@ -40,9 +40,7 @@ class Shown:
     def html(self) -> str:
         """An HTML table: escaped cells, numbers right-aligned, column types as header tooltips."""
         t = self.table
-        head = "".join(
-            f'<th title="{html.escape(str(f.type))}">{html.escape(f.name)}</th>' for f in t.schema
-        )
+        head = "".join(f'<th title="{html.escape(str(f.type))}">{html.escape(f.name)}</th>' for f in t.schema)
         columns = [table_cells(col) for col in t.columns]
         right = [_numeric(f.type) for f in t.schema]
         body = []

@@ -45,7 +45,10 @@ def executed(tmp_path_factory):
     client = nbclient.NotebookClient(
         nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
     client.execute(env=env)  # raises CellExecutionError on any failing cell not tagged raises-exception
     return nb, workdir
 

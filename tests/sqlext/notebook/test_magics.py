@@ -61,10 +61,14 @@ class FakeSession:
             self.on_run(stmt.text)
             words = stmt.text.split()
             if words[0] == "SELEC":
-                raise SqlParseError.at("syntax error at 'SELEC'", stmt.text, 0, line=stmt.line, column=stmt.column)
+                raise SqlParseError.at(
+                    "syntax error at 'SELEC'", stmt.text, 0, line=stmt.line, column=stmt.column
+                )
             if words[0] == "SELECT":
                 n = int(words[1])
-                table = pa.table({"id": list(range(n)), "v": [f"<b>{i}</b>" if i else None for i in range(n)]})
+                table = pa.table(
+                    {"id": list(range(n)), "v": [f"<b>{i}</b>" if i else None for i in range(n)]}
+                )
                 yield SimpleNamespace(statement=stmt, dataframe=FakeFrame(table), message=None)
             else:
                 yield SimpleNamespace(statement=stmt, dataframe=None, message="Table created")
@@ -93,8 +97,16 @@ def magic(shell):
     magic.close_session()
     magic.session_factory = factory
     magic.opened = opened
-    for name in ("warehouse", "database", "displaylimit", "autopandas", "short_errors", "feedback", "progress",
-                 "progress_delay"):
+    for name in (
+        "warehouse",
+        "database",
+        "displaylimit",
+        "autopandas",
+        "short_errors",
+        "feedback",
+        "progress",
+        "progress_delay",
+    ):
         setattr(magic, name, magic.trait_defaults(name))
     yield magic
     magic.close_session()
@@ -163,7 +175,7 @@ def test_error_shows_message_and_caret_not_a_traceback(shell, magic):
     assert magic.fake.ran == ["CREATE TABLE t (id INT)", "SELEC 1"]  # stops at the failing statement
     lines = out.stdout.splitlines()
     i = lines.index("Error [42601] syntax error at 'SELEC'")
-    assert lines[i + 1:i + 4] == ["  line 2, column 3", "  SELEC 1", "  ^"]  # as dyntable-sql prints it
+    assert lines[i + 1 : i + 4] == ["  line 2, column 3", "  SELEC 1", "  ^"]  # as dyntable-sql prints it
     assert "Traceback" not in out.stdout and "File " not in out.stdout
 
 
@@ -201,7 +213,11 @@ def test_sql_connect_splits_spark_and_session_conf(shell, magic):
             "--conf table-storage.bucket=2",
         )
     assert magic.opened[-1] == (
-        "/tmp/wh-c", "sales", "local[*]", {"spark.sql.shuffle.partitions": "3"}, {"table-storage.bucket": "2"}
+        "/tmp/wh-c",
+        "sales",
+        "local[*]",
+        {"spark.sql.shuffle.partitions": "3"},
+        {"table-storage.bucket": "2"},
     )
     assert "Connected: warehouse /tmp/wh-c, database sales" in out.stdout
     run(shell, "%sql CREATE TABLE t (id INT)")
@@ -216,7 +232,9 @@ def test_cell_line_other_than_capture_is_a_usage_error(shell, magic):
     from IPython.core.error import UsageError
 
     result, _ = run(shell, "%%sql SELECT 1\nSELECT 2")
-    assert isinstance(result.error_in_exec, UsageError) and "put the SQL in the cell" in str(result.error_in_exec)
+    assert isinstance(result.error_in_exec, UsageError) and "put the SQL in the cell" in str(
+        result.error_in_exec
+    )
     assert magic.session is None  # nothing ran
 
 
@@ -254,7 +272,8 @@ def test_progress_bar_follows_spark_stages_while_a_statement_runs(shell, magic, 
 
     groups: list[str] = []
     context = SimpleNamespace(
-        statusTracker=Tracker, setJobGroup=lambda g, d, interruptOnCancel: groups.append(g),
+        statusTracker=Tracker,
+        setJobGroup=lambda g, d, interruptOnCancel: groups.append(g),
         cancelJobGroup=lambda g: None,
     )
     magic.get_session()
