@@ -93,7 +93,7 @@ class SqlMagic(Magics):
     master = Unicode("local[*]", help="Spark master, when the notebook has no SparkSession yet").tag(
         config=True
     )
-    displaylimit = Int(20, help="most rows shown of a result (0: all of them)").tag(config=True)
+    displaylimit = Int(20, min=0, help="most rows shown of a result (0: all of them)").tag(config=True)
     autopandas = Bool(False, help="return pandas DataFrames (the whole result) instead of Spark's").tag(
         config=True
     )
