@@ -69,3 +69,36 @@ def test_spark_error_shows_with_its_caret(magic):
     lines = out.stdout.splitlines()
     assert lines[0].startswith("Error [42703] [UNRESOLVED_COLUMN")
     assert lines[1:] == ["  line 2, column 8", "  SELECT nope FROM range(3)", "         ^"]
+
+
+def test_kernel_interrupt_cancels_the_cells_spark_job(magic, spark, tmp_path, monkeypatch):
+    finished = str(tmp_path / "udf-finished")
+
+    class Bar:
+        def show(self, progress):
+            if progress.total:  # the task is running: the user interrupts the kernel now
+                raise KeyboardInterrupt
+
+        def clear(self):
+            pass
+
+    monkeypatch.setattr(magics, "_DisplayBar", Bar)
+
+    def stuck(x):
+        # Never returns on its own within the test unless the cancellation failed to kill it.
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            time.sleep(0.02)
+        open(finished, "w").close()
+        return x
+
+    spark.udf.register("stuck", stuck, "int")
+    with capture_output():
+        result = magic.shell.run_cell("%sql SELECT stuck(1) AS v")
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    tracker = spark.sparkContext.statusTracker()
+    deadline = time.monotonic() + 150
+    while tracker.getActiveJobsIds() and time.monotonic() < deadline:  # the cancelled job winds down
+        time.sleep(0.05)
+    assert not tracker.getActiveJobsIds()
+    assert not os.path.exists(finished)  # killed by the cancellation, not run to its end
