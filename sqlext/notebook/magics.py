@@ -66,11 +66,16 @@ def default_session_factory(
     warehouse: str, database: str, master: str, spark_conf: dict[str, str], session_conf: dict[str, str]
 ) -> Any:
     """A SqlSession on the notebook's active SparkSession, or on a new local one."""
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     from sqlext.session import SqlSession
 
     spark = SparkSession.getActiveSession()
+    if spark is None and SparkContext._active_spark_context is not None:
+        # Spark runs, but this thread has no active session (it was built on another thread):
+        # getOrCreate returns the running default session and starts nothing.
+        spark = SparkSession.builder.getOrCreate()
     if spark is None:
         from sqlext.spark import build_spark
 

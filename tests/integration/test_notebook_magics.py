@@ -102,3 +102,18 @@ def test_kernel_interrupt_cancels_the_cells_spark_job(magic, spark, tmp_path, mo
         time.sleep(0.05)
     assert not tracker.getActiveJobsIds()
     assert not os.path.exists(finished)  # killed by the cancellation, not run to its end
+
+
+def test_default_session_binds_to_the_running_spark_session(spark, tmp_path):
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    try:
+        session = magics.default_session_factory(
+            str(tmp_path / "wh"), "nb", "local[9]",
+            {"spark.sql.shuffle.partitions": "3"}, {"table-storage.bucket": "2"},
+        )
+        assert session.spark is spark  # no second SparkSession, whatever the master says
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "3"  # a runtime spark.* setting applies
+        assert session.warehouse == str(tmp_path / "wh") and session.current_database == "nb"
+        assert session.table_defaults() == {"bucket": "2"}
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
