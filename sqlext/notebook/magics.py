@@ -36,6 +36,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 from traitlets import Bool, Float, Int, Unicode, observe
 
+from sqlext.errors import sqlstate_for
 from sqlext.notebook.progress import Progress, run_with_progress
 from sqlext.notebook.render import Shown, error_text, fetch, progress_bundle
 
@@ -56,7 +57,8 @@ class SqlMagicError(Exception):
     def __init__(self, text: str, error: BaseException) -> None:
         super().__init__(text)
         self.text = text
-        self.error = error
+        self.error = error  # the typed error the statement raised
+        self.sqlstate = sqlstate_for(error)
 
     def _render_traceback_(self) -> list[str]:
         return self.text.splitlines()

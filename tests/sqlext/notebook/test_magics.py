@@ -172,6 +172,7 @@ def test_statement_without_rows_returns_nothing(shell, magic):
 def test_error_shows_message_and_caret_not_a_traceback(shell, magic):
     result, out = run(shell, "%%sql\nCREATE TABLE t (id INT);\n  SELEC 1;\nCREATE TABLE never (id INT)")
     assert isinstance(result.error_in_exec, SqlMagicError)
+    assert result.error_in_exec.sqlstate == "42601" and isinstance(result.error_in_exec.error, SqlParseError)
     assert magic.fake.ran == ["CREATE TABLE t (id INT)", "SELEC 1"]  # stops at the failing statement
     lines = out.stdout.splitlines()
     i = lines.index("Error [42601] syntax error at 'SELEC'")
