@@ -8,10 +8,21 @@ Public API::
     table.write_arrow(arrow_table)                       # one commit
     table.write_arrow(arrow_table, overwrite={"dt": "2024-01-01"})
     table.to_arrow(snapshot_id=None, columns=None, filter=None)
+
+The names below (and the modules ``engine.errors``, ``engine.types``, ``engine.options``,
+``engine.identifier``, ``engine.schema``, ``engine.schema_changes``, ``engine.scan.predicate``,
+``engine.system_tables``, ``engine.compaction`` and ``engine.ops``) are the engine's public API:
+what the SQL layer and the Spark data source may use. Everything else (``engine.meta``,
+``engine.lsm``, ``engine.io``, ``engine.store``, the reader/writer/planner modules) is internal
+and may change; ``lint-imports`` enforces this for ``sqlext``. The data source's names — planning
+(``TableScan``, ``DataSplit``), reading a split (``SplitReader``, ``ChangeReader``), writing in a
+task (``new_writer``, ``FileNamer``) and committing (``FileStoreCommit``, ``CommitMessage``) —
+are public because a distributed engine needs each step on its own.
 """
 
 from engine.catalog import FileSystemCatalog, open_catalog
-from engine.commit import CommitMessage, CommitResult, FileStoreCommit, OverwriteSpec
+from engine.commit import CommitMessage, CommitResult, FileStoreCommit, OverwriteSpec, delete_uncommitted
+from engine.count_layout import is_count_layout
 from engine.errors import (
     AlreadyExistsError,
     BranchAlreadyExistsError,
@@ -33,13 +44,33 @@ from engine.errors import (
     TagAlreadyExistsError,
 )
 from engine.identifier import Identifier
+from engine.lsm.merge import MergeConfig
+from engine.meta.paths import FileNamer, escape_path_name, partition_value_string
 from engine.meta.snapshot import CommitKind, Snapshot
+from engine.read.split_reader import SplitReader
 from engine.scan import predicate
-from engine.scan.planner import DataSplit, Plan, TableScan
+from engine.scan.incremental import (
+    ROWKIND,
+    ChangeReader,
+    ChangeSplit,
+    change_splits,
+    diff_changes,
+    range_splits,
+    resolve_between,
+)
+from engine.scan.planner import DataSplit, Plan, TableScan, resolve_time_travel, store_at
 from engine.schema import TableSchema
+from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 from engine.table import Table
+from engine.write.bucket_assigner import writer_clustering
+from engine.write.conform import coerce_spec, coerce_value
+from engine.write.factory import new_writer
 
 __all__ = [
+    "BATCH_COMMIT_IDENTIFIER", "ROWKIND", "ChangeReader", "ChangeSplit", "FileNamer", "FileStore", "MergeConfig",
+    "SplitReader", "change_splits", "coerce_spec", "coerce_value", "delete_uncommitted", "diff_changes",
+    "escape_path_name", "is_count_layout", "new_writer", "partition_value_string", "range_splits",
+    "resolve_between", "resolve_time_travel", "store_at", "writer_clustering",
     "AlreadyExistsError", "BranchAlreadyExistsError", "CommitConflictError", "CommitKind", "CommitMessage",
     "CommitResult", "CommitStateUnknownError", "CorruptMetadataError", "DataSplit", "DatabaseAlreadyExistsError",
     "DyntableError", "FileStoreCommit", "FileSystemCatalog", "Identifier", "InvalidArgumentError",

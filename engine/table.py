@@ -106,6 +106,22 @@ class Table:
     def latest_snapshot(self) -> Snapshot | None:
         return self.store.snapshots.latest()
 
+    @property
+    def has_primary_key(self) -> bool:
+        return self.store.has_primary_key
+
+    def rows_added(self, snapshot: Snapshot) -> int:
+        """Rows in the data files ``snapshot`` added (what a write reports as rows written)."""
+        from engine.meta.manifest import FileKind
+
+        ms = self.store.manifests
+        return sum(
+            e.file.row_count
+            for meta in ms.read_list(snapshot.delta_manifest_list)
+            for e in ms.read_entries(meta.file_name)
+            if e.kind is FileKind.ADD
+        )
+
     # -- reading --------------------------------------------------------------------------------
     def new_scan(self) -> TableScan:
         return TableScan(self.store)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from engine.errors import InvalidArgumentError, NoSuchColumnError, NoSuchSnapshotError
 from engine.lsm.key_order import orderable_key
 from engine.meta.binary_row import bucket_of, deserialize_row
-from engine.meta.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta, live_files
+from engine.meta.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta, SimpleStats, live_files
 from engine.meta.snapshot import Snapshot
 from engine.scan.file_stats import decode_stats, key_stats_by_name, value_stats_by_name
 from engine.scan.predicate import ColumnStats, Predicate, equality_values, split_by_columns
@@ -52,6 +52,13 @@ class DataSplit:
     @property
     def size(self) -> int:
         return sum(f.file_size for f in self.files)
+
+    def without_stats(self) -> DataSplit:
+        """This split with its files' key and value statistics left out: what a read task needs
+        (statistics only prune during planning; readers never look at them)."""
+        empty = SimpleStats.EMPTY
+        files = tuple(replace(f, key_stats=empty, value_stats=empty, value_stats_cols=None) for f in self.files)
+        return replace(self, files=files)
 
 
 @dataclass(frozen=True, slots=True)

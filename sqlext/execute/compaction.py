@@ -12,10 +12,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from engine import CommitResult, Table
-from engine.commit import CommitMessage
+from engine import CommitMessage, CommitResult, FileStore, Table
 from engine.compaction import CompactionTask, compact, run_task
-from engine.store import FileStore
 
 
 def compact_distributed(

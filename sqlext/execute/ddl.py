@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from engine import coerce_spec
 from engine.errors import NoSuchPartitionError
 from engine.schema_changes import (
     AddColumn,
@@ -25,7 +26,6 @@ from engine.schema_changes import (
     UpdateComment,
 )
 from engine.types import parse_sql_type
-from engine.write.conform import coerce_spec
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
 from sqlext.execute.common import (
     COMPUTED_PREFIX,

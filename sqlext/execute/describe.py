@@ -18,11 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from engine import Table
-from engine.meta.paths import escape_path_name, join, partition_value_string
+from engine import Table, coerce_spec, escape_path_name, partition_value_string
 from engine.options import format_duration
 from engine.types import DataType, type_to_sql
-from engine.write.conform import coerce_spec
 from sqlext.errors import SqlAnalysisError
 from sqlext.execute.common import COMPUTED_PREFIX, WATERMARK_PREFIX, computed_columns, rows
 from sqlext.execute.procedures import live_partitions
@@ -258,7 +256,7 @@ def _partition_details(table: Table, spec: dict[str, Any], stmt: Statement) -> l
     directory = table.store.partition_dir(values)
     return [
         ("partition", partition_text(keys, values, types, opts.partition_default_name)),
-        ("file.path", join(table.path, directory)),
+        ("file.path", f"{table.path.rstrip('/')}/{directory}"),
         ("num-files", str(len(files))),
         ("record-count", str(sum(f.row_count for f in files.values()))),
         ("size-in-bytes", str(sum(f.file_size for f in files.values()))),

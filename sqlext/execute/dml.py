@@ -47,9 +47,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from engine import Table
-from engine.lsm.merge import MergeConfig
-from engine.scan.incremental import ROWKIND
+from engine import ROWKIND, MergeConfig, Table
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
 from sqlext.execute.assignments import (
     Assigned,

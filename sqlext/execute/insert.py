@@ -36,11 +36,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from engine import CommitKind, Snapshot, Table
-from engine.count_layout import is_count_layout
-from engine.meta.manifest import FileKind
-from engine.scan.incremental import ROWKIND
-from engine.write.conform import coerce_spec
+from engine import ROWKIND, CommitKind, Table, coerce_spec, is_count_layout
 from sqlext.errors import SqlAnalysisError
 from sqlext.execute.common import computed_columns, done, paimon_to_spark_ddl, require_managed, rows
 from sqlext.execute.results import StatementResult, StreamingJob
@@ -217,7 +213,7 @@ def write_request(s: SqlSession, table: Table, hints: dict[str, str] | None = No
     options = {**s.target(table.name).to_options(), **{k: str(v) for k, v in (hints or {}).items()}}
     request = WriteRequest.from_options(options, overwrite=False)
     # compaction runs once, distributed, after the commit
-    return replace(request, write_only=request.write_only or table.store.has_primary_key, **fields)
+    return replace(request, write_only=request.write_only or table.has_primary_key, **fields)
 
 
 def write_frame(
@@ -253,14 +249,14 @@ def write_frame(
     if after is None or (before is not None and after.id == before.id):
         return 0
     added = sum(
-        _added_rows(fresh, snap)
+        fresh.rows_added(snap)
         for snap in fresh.store.snapshots.iter_range(before.id if before else 0, after.id)
         if snap.commit_user == commit_user and snap.commit_kind is not CommitKind.COMPACT
     )
     if request.write_only:
         # The data source left what follows a commit to this statement: the distributed
         # compaction (primary-key tables), then the automatic tags. Neither can fail the write.
-        if added and fresh.store.has_primary_key and not fresh.store.options.write_only:
+        if added and fresh.has_primary_key and not fresh.store.options.write_only:
             from sqlext.execute.compaction import compact_distributed
 
             try:
@@ -270,17 +266,6 @@ def write_frame(
                             table.name, e)
         fresh.auto_tag()
     return added
-
-
-def _added_rows(table: Table, snap: Snapshot) -> int:
-    """Rows in the files a snapshot added (what a write reports as rows written)."""
-    ms = table.store.manifests
-    return sum(
-        e.file.row_count
-        for meta in ms.read_list(snap.delta_manifest_list)
-        for e in ms.read_entries(meta.file_name)
-        if e.kind is FileKind.ADD
-    )
 
 
 def insert(s: SqlSession, n: ast.Insert, stmt: Statement) -> StatementResult:
@@ -394,14 +379,14 @@ def _start_stream(
         # Without the kind column a delete would arrive as an insert of the old row: refuse.
         for b in s.last_bindings:
             source = s.table(b.table)
-            if source.store.has_primary_key:
+            if source.has_primary_key:
                 raise SqlAnalysisError(
                     f"a continuous INSERT reading '{source.name}' (a changelog with updates and deletes) must carry "
                     f"each row's kind: add `{ROWKIND}` to the SELECT list (e.g. SELECT {ROWKIND}, id, upper(v) ...)",
                     line=sub.line, column=sub.column, sqlstate="42000",
                 )
     shaped = shape_frame(s, table, df, columns, static, stmt)
-    if ROWKIND in shaped.columns and not table.store.has_primary_key and not is_count_layout(table.schema):
+    if ROWKIND in shaped.columns and not table.has_primary_key and not is_count_layout(table.schema):
         # An append table stores rows as they come: insertions pass (without the kind column, which
         # it has no place for); a retraction cannot be applied (Paimon's append writer refuses it),
         # so it stops the job with an error instead of being stored as an insertion or dropped.
@@ -427,7 +412,7 @@ def _start_stream(
 
     trigger = s.options.get(STREAMING_TRIGGER, "processing-time").lower()
     interval = spark_interval(s.options.get("execution.checkpointing.interval", "1 s"), stmt)
-    mode = "update" if table.store.has_primary_key else "append"
+    mode = "update" if table.has_primary_key else "append"
     stream = (
         shaped.writeStream.foreachBatch(write_batch).option("checkpointLocation", checkpoint)
         .outputMode(mode).queryName(f"dyntable_{job_id}")

@@ -29,7 +29,7 @@ import datetime as dt
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -41,20 +41,23 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from engine import Table
-from engine.commit import CommitMessage, delete_uncommitted
-from engine.errors import CommitStateUnknownError, DyntableError, InvalidArgumentError
-from engine.scan import predicate as P
-from engine.scan.incremental import (
+from engine import (
+    BATCH_COMMIT_IDENTIFIER,
     ROWKIND,
     ChangeReader,
     ChangeSplit,
+    CommitMessage,
+    DataSplit,
+    Table,
+    delete_uncommitted,
     diff_changes,
     range_splits,
     resolve_between,
+    resolve_time_travel,
+    store_at,
 )
-from engine.scan.planner import resolve_time_travel, store_at
-from engine.store import BATCH_COMMIT_IDENTIFIER
+from engine.errors import CommitStateUnknownError, DyntableError, InvalidArgumentError
+from engine.scan import predicate as P
 from sqlext.source.requests import ReadRequest, ReadVersion, WriteRequest
 from sqlext.source.spark_types import spark_arrow_schema, to_spark_batches
 
@@ -139,7 +142,7 @@ def option_filter(request: ReadRequest, table: Table) -> P.Predicate | None:
     text = request.filter
     if not text:
         return None
-    from engine.write.conform import coerce_value
+    from engine import coerce_value
 
     def convert(column: str, value: Any) -> Any:
         try:
@@ -163,18 +166,11 @@ class SplitPartition(InputPartition):
 def task_split(split: Any) -> Any:
     """``split`` as a read task needs it: the files' key and value statistics left out.
 
-    Statistics only prune during planning; readers never look at them. Spark keeps every
+    Spark keeps every
     partition's pickled bytes for as long as the relation lives (a DataFrame, a view) and puts
     them into each task, so they would be about half of what a read holds per file.
     """
-    from engine.meta.manifest import SimpleStats
-    from engine.scan.planner import DataSplit
-
-    if not isinstance(split, DataSplit):
-        return split
-    empty = SimpleStats.EMPTY
-    files = tuple(replace(f, key_stats=empty, value_stats=empty, value_stats_cols=None) for f in split.files)
-    return replace(split, files=files)
+    return split.without_stats() if isinstance(split, DataSplit) else split
 
 
 class DyntableReader(DataSourceReader):
@@ -199,7 +195,7 @@ class DyntableReader(DataSourceReader):
         return Table(None, self.identifier, self.store.io, self.store.paths, self.store.schema)
 
     def partitions(self) -> Sequence[InputPartition]:
-        from engine.scan.planner import TableScan
+        from engine import TableScan
         from engine.system_tables import DATA_TABLES, read_optimized_splits, read_system_table
 
         if self.system is not None and self.system not in DATA_TABLES:
@@ -217,7 +213,7 @@ class DyntableReader(DataSourceReader):
         return [SplitPartition(task_split(s)) for s in splits]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from engine.read.split_reader import SplitReader
+        from engine import SplitReader
 
         split = getattr(partition, "split", None)
         if split is None:  # Spark plans one empty partition when the table has no files
@@ -242,8 +238,7 @@ class DyntableReader(DataSourceReader):
         return changes.filter(keep).drop_columns([ROWKIND])
 
     def _incremental_partitions(self) -> Sequence[InputPartition]:
-        from engine.read.split_reader import SplitReader
-        from engine.scan.planner import TableScan
+        from engine import SplitReader, TableScan
 
         rng = self.incremental
         if rng.mode != "diff":
@@ -304,7 +299,7 @@ def cluster_for_writers(frame: Any, table: Table) -> Any:
     key) gives each partition (key) exactly one task, which is what Paimon's single-writer rule
     asks. Other tables are written as they come (no shuffle).
     """
-    from engine.write.bucket_assigner import writer_clustering
+    from engine import writer_clustering
 
     columns = writer_clustering(table.store)
     if columns is None:
@@ -325,12 +320,12 @@ def write_task(table: Table, batches: Iterator[pa.RecordBatch], job_token: str, 
     """
     from pyspark import TaskContext
 
-    from engine.meta.paths import FileNamer
+    from engine import FileNamer
 
     ctx = TaskContext.get()
     task = ctx.partitionId() if ctx is not None else 0
     attempt = ctx.attemptNumber() if ctx is not None else 0
-    from engine.write.factory import new_writer
+    from engine import new_writer
 
     namer = FileNamer(job_token, ((task << 8) + attempt) << FILE_COUNTER_BITS)
     writer = new_writer(table.store, compact=False, sequence_offset=task << SEQUENCE_STRIDE_BITS, namer=namer)

@@ -34,10 +34,8 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from engine.commit import FileStoreCommit, delete_uncommitted
+from engine import ROWKIND, ChangeReader, FileStoreCommit, TableScan, change_splits, delete_uncommitted
 from engine.errors import InvalidArgumentError, NoSuchSnapshotError
-from engine.scan.incremental import ROWKIND, ChangeReader, change_splits
-from engine.scan.planner import TableScan
 from sqlext.source.datasource import DyntableCommitMessage, load_table, projection, write_task
 from sqlext.source.requests import ReadRequest, ReadVersion, WriteRequest
 from sqlext.source.spark_types import spark_arrow_schema, to_spark_batches
@@ -163,7 +161,7 @@ class DyntableStreamReader(DataSourceStreamReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         p: ChangePartition = partition  # type: ignore[assignment]
         if p.full:
-            from engine.read.split_reader import SplitReader
+            from engine import SplitReader
 
             reader = SplitReader(self.store, self.columns)
             for split in p.splits:

@@ -131,11 +131,12 @@ def test_traversal_through_datasource_branch_option(two_tables, warehouse, tmp_p
     """The Spark source's ``branch`` option builds an Identifier: the same rule refuses it."""
     pytest.importorskip("pyspark")
     from sqlext.source.datasource import resolve
+    from sqlext.source.requests import ReadRequest
 
     before = _tree(str(tmp_path))
     with pytest.raises(InvalidNameError):
-        resolve({"warehouse": warehouse, "table": "db.t", "branch": TRAVERSAL})
+        resolve(ReadRequest.from_options({"warehouse": warehouse, "table": "db.t", "branch": TRAVERSAL}))
     with pytest.raises(InvalidNameError):
-        resolve({"warehouse": warehouse, "table": f"db.t$branch_{TRAVERSAL}"})
+        resolve(ReadRequest.from_options({"warehouse": warehouse, "table": f"db.t$branch_{TRAVERSAL}"}))
     assert _tree(str(tmp_path)) == before
     assert open_catalog(warehouse).get_table("db.other").latest_snapshot() is None

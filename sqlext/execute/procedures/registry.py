@@ -373,7 +373,7 @@ def parse_partitions(schema: TableSchema, text: str) -> list[dict[str, Any]]:
         ProcedureArgumentError: the table is not partitioned, an entry is not ``key=value``, a key
             is not a partition column, or a value does not fit the column's type.
     """
-    from engine.write.conform import coerce_spec
+    from engine import coerce_spec
 
     keys = schema.partition_keys
     if not keys:
