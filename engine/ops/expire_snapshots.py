@@ -23,12 +23,12 @@ exact: a file ADDed then DELETEd inside the range is referenced by no survivor a
 DELETEd then ADDed again is live in the range's end and stays; the manifests of the range end
 are the end snapshot's own and stay.
 
-Order (crash safety, ``ARCHITECTURE.md`` §7): (1) read every anchor and the candidates — an
-unreadable one raises ``UnsafeToDeleteError`` with nothing changed; (2) write the long-lived
-changelogs that outlive their snapshots (``engine.ops.expire_changelog``); (3) delete the
-snapshot files oldest first, then rewrite EARLIEST; (4) compute the keep set again from what
-exists now (an anchor created meanwhile is honoured; an unreadable one still stops before any
-data file); (5) delete the unreferenced candidates in parallel (``delete-file.thread-num``), data
+Order (crash safety, ``ARCHITECTURE.md`` §7): (1) read every anchor, the candidates and the
+keep set (the survivors' files) — an unreadable file raises ``UnsafeToDeleteError`` naming it,
+with nothing changed; (2) write the long-lived changelogs that outlive their snapshots
+(``engine.ops.expire_changelog``); (3) delete the snapshot files oldest first, then rewrite
+EARLIEST; (4) list the anchors again and add the files of any created meanwhile (a tag, a
+branch, a commit) to the keep set; (5) delete the unreferenced candidates in parallel (``delete-file.thread-num``), data
 first and metadata last; (6) remove partition and bucket directories left empty. A crash at any
 step leaves every remaining snapshot, tag and branch readable; its leftovers are only orphans.
 The document deletes data before snapshot files; doing it after means a crash never leaves a
@@ -104,7 +104,10 @@ class ExpirePolicy:
         rmax = int(o.get(SNAPSHOT_NUM_RETAINED_MAX)) if retain_max is None else _positive("retain_max", retain_max)
         limit = int(o.get(SNAPSHOT_EXPIRE_LIMIT)) if max_deletes is None else _positive("max_deletes", max_deletes)
         if rmax < rmin:
-            raise InvalidArgumentError(f"retain_max ({rmax}) must be at least retain_min ({rmin})")
+            if retain_max is not None and retain_min is not None:
+                raise InvalidArgumentError(f"retain_max ({rmax}) must be at least retain_min ({rmin})")
+            # One bound given explicitly wins over the table's other bound.
+            rmin, rmax = (rmax, rmax) if retain_max is not None else (rmin, rmin)
         now = _now_ms() if now_ms is None else now_ms
         if older_than is None:
             retained = int(o.get(SNAPSHOT_TIME_RETAINED))
@@ -406,8 +409,14 @@ def expire_snapshots(
     candidates = collector.collect(going)
     decoupled = expire_changelog.decoupled(store)
     new_changelogs = [Anchor("changelog", branch, a.name, a.snapshot) for a in going] if decoupled else []
+    if not going and not dry_run:
+        changelogs = expire_changelog.expire_changelogs(store, now_ms=now)
+        return ExpireReport((), changelogs.files, (), changelogs.changelogs, changelogs.directories)
+    # Fail closed before anything changes: every survivor's manifests must be readable.
+    leaving = set(going)
+    keep_anchors = [a for a in anchors if a not in leaving] + new_changelogs
+    keep = collector.collect(keep_anchors, explain=dry_run)
     if dry_run:
-        keep = collector.collect([a for a in anchors if a not in set(going)] + new_changelogs, explain=True)
         doomed = unreferenced(candidates, keep)
         kept = [Kept("snapshot", str(v.snapshot_id), "; ".join(v.reasons)) for v in verdicts if not v.expires]
         assert keep.reasons is not None
@@ -417,9 +426,6 @@ def expire_snapshots(
         changelog_dry = expire_changelog.expire_changelogs(store, now_ms=now, dry_run=True)
         return ExpireReport(tuple(sorted(expiring)), files, tuple(int(a.name) for a in new_changelogs),
                             changelog_dry.changelogs, kept=tuple(kept), dry_run=True)
-    if not going:
-        changelogs = expire_changelog.expire_changelogs(store, now_ms=now)
-        return ExpireReport((), changelogs.files, (), changelogs.changelogs, changelogs.directories)
     if new_changelogs:
         expire_changelog.write_changelogs(store, [a.snapshot for a in going])
     snapshots = store.snapshots
@@ -427,8 +433,12 @@ def expire_snapshots(
         io.delete(store.paths.snapshot_file(a.snapshot.id))
         snapshots.forget(a.snapshot.id)
     snapshots.write_earliest_hint(max(expiring) + 1)
-    # Again, from what exists now: an anchor created meanwhile (a tag, a branch, a commit) counts.
-    keep = collector.collect(all_anchors(io, root))
+    # Again, from what exists now: an anchor created meanwhile (a tag, a branch, a commit) counts
+    # too. Anchors removed meanwhile only make the keep set larger than needed, which is safe.
+    known = set(keep_anchors)
+    fresh = [a for a in all_anchors(io, root) if a not in known]
+    if fresh:
+        keep.files.update(collector.collect(fresh).files)
     doomed = unreferenced(candidates, keep)
     files = parallel_delete(io, doomed, thread_count(store))
     dirs = remove_empty_dirs(io, root, files.paths(FileKindRef.DATA) + files.paths(FileKindRef.CHANGELOG))
@@ -451,7 +461,7 @@ def _mark(store: FileStore) -> RetentionMark | None:
 __all__ = [
     "ExpirePolicy", "ExpireReport", "Kept", "SnapshotVerdict", "describe_anchors", "expire_snapshots",
     "judge_snapshots", "live_consumers", "older_than_millis", "parallel_delete", "remove_empty_dirs",
-    "run_after_commit", "run_recorded", "thread_count", "worth_running",
+    "join_background", "run_after_commit", "run_recorded", "thread_count", "worth_running",
 ]
 
 
@@ -493,6 +503,15 @@ def run_recorded(store: FileStore, *, trigger: str = "called", **kwargs: object)
 
 _ASYNC_LOCK = threading.Lock()
 _ASYNC_RUNNING: set[str] = set()
+_ASYNC_THREADS: list[threading.Thread] = []
+
+
+def join_background(timeout: float | None = None) -> None:
+    """Wait for the asynchronous expirations started so far (tests, and clean process exits)."""
+    with _ASYNC_LOCK:
+        threads, _ASYNC_THREADS[:] = list(_ASYNC_THREADS), []
+    for t in threads:
+        t.join(timeout)
 
 
 def run_after_commit(store: FileStore) -> ExpireReport | None:
@@ -520,7 +539,10 @@ def run_after_commit(store: FileStore) -> ExpireReport | None:
                     with _ASYNC_LOCK:
                         _ASYNC_RUNNING.discard(key)
 
-            threading.Thread(target=work, name="dyntable-expire", daemon=True).start()
+            thread = threading.Thread(target=work, name="dyntable-expire", daemon=True)
+            with _ASYNC_LOCK:
+                _ASYNC_THREADS.append(thread)
+            thread.start()
             return None
     except Exception as e:  # noqa: BLE001 - the commit is published; its outcome must not change
         _logger.warning("automatic snapshot expiration of %s could not start: %s", store.paths.root, e)
