@@ -576,10 +576,12 @@ def _register_builtins() -> None:
 _register_builtins()
 
 from sqlext.procedures_branches import register_branch_procedures  # noqa: E402 - needs the names above
+from sqlext.procedures_expire import register_expire_procedures  # noqa: E402 - needs the names above
 from sqlext.procedures_tags import register_tag_procedures  # noqa: E402 - needs the names above
 
 register_tag_procedures()
 register_branch_procedures()
+register_expire_procedures()
 
 __all__ = [
     "REGISTRY",
