@@ -139,8 +139,9 @@ ROW_TYPES: dict[str, tuple[DataField, ...]] = {
 METADATA_TABLES: tuple[str, ...] = (
     "snapshots", "schemas", "options", "tags", "branches",
     "files", "manifests", "partitions", "buckets", "consumers",
-    "retention",  # dyntable's own
 )  # fmt: skip
+#: dyntable's own system tables (no Paimon counterpart), served like the metadata tables.
+DYNTABLE_TABLES: tuple[str, ...] = ("retention",)
 
 _SCHEMAS: dict[str, pa.Schema] = {
     name: pa.schema([to_arrow_field(f) for f in row]) for name, row in ROW_TYPES.items()
