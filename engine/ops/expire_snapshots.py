@@ -242,7 +242,7 @@ def judge_snapshots(
                 reasons.append("committed after older_than")
         elif young_from is not None and s.id > young_from:
             reasons.append(f"a snapshot before it (snapshot {young_from}) is retained: expiration is a continuous range")
-        if s.id >= caps[0][0] and s.id < latest - policy.retain_min + 1:
+        if not reasons and s.id >= caps[0][0]:
             reasons.append(caps[0][1])
         out.append(SnapshotVerdict(s.id, False, tuple(reasons), None if held else collectable))
     return out
@@ -332,16 +332,22 @@ def parallel_delete(io: FileIO, doomed: dict[str, FileRef], threads: int, *, dry
             io.delete(path)
         return path, ref.kind, size
 
-    with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="dyntable-delete") as pool:
+    def chunk(items: list[tuple[str, FileRef]]) -> list[tuple[str, FileKindRef, int]]:
+        return [one(item) for item in items]
+
+    workers = max(1, threads)
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dyntable-delete") as pool:
         for kind in DELETE_ORDER:
             batch = sorted((p, r) for p, r in doomed.items() if r.kind is kind)
             if not batch:
                 continue
-            futures = [pool.submit(one, item) for item in batch]
+            # A few chunks per thread, not one task per file: per-task overhead would dominate.
+            size = max(1, -(-len(batch) // (workers * 4)))
+            futures = [pool.submit(chunk, batch[i : i + size]) for i in range(0, len(batch), size)]
             errors = []
             for f in futures:
                 try:
-                    done.append(f.result())
+                    done.extend(f.result())
                 except BaseException as e:  # noqa: BLE001 - re-raised below, after the batch settled
                     errors.append(e)
             if errors:
@@ -432,7 +438,7 @@ def expire_snapshots(
     for a in sorted(going, key=lambda a: a.snapshot.id):  # oldest first: the rest stays continuous
         io.delete(store.paths.snapshot_file(a.snapshot.id))
         snapshots.forget(a.snapshot.id)
-    snapshots.write_earliest_hint(max(expiring) + 1)
+    snapshots.write_earliest_hint(min(int(a.name) for a in mine if int(a.name) not in expiring))
     # Again, from what exists now: an anchor created meanwhile (a tag, a branch, a commit) counts
     # too. Anchors removed meanwhile only make the keep set larger than needed, which is safe.
     known = set(keep_anchors)

@@ -345,3 +345,16 @@ def test_parallel_delete_uses_the_thread_option(catalog):
     assert ex.thread_count(t.store) == 3
     with pytest.raises(InvalidArgumentError):
         catalog.create_table("db.bad", SCHEMA, options={"delete-file.thread-num": "0"})
+
+
+def test_dry_run_reasons_name_the_limit_and_the_young_snapshot(catalog):
+    t, _ = history(catalog, n=5)
+    dry = t.expire_snapshots(retain_min=1, max_deletes=1, older_than=FUTURE, dry_run=True)
+    assert dry.snapshots == (1,)
+    reasons = {k.name: k.reason for k in dry.kept if k.kind == "snapshot"}
+    assert reasons["2"].startswith("snapshot.expire.limit = 1")
+    cut = t.store.snapshots.get(3).time_millis
+    dry = t.expire_snapshots(retain_min=1, older_than=cut, dry_run=True)
+    reasons = {k.name: k.reason for k in dry.kept if k.kind == "snapshot"}
+    first_kept = min(int(n) for n in reasons)
+    assert "committed after older_than" in reasons[str(first_kept)]
