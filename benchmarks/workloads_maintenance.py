@@ -23,7 +23,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from benchmarks.harness import Arm, Context, Outcome, Result, compare
-from engine import CommitMessage, Table, open_catalog
+from engine import Table, open_catalog
 from engine.meta.manifest_store import ManifestStore
 from engine.meta.snapshot import Snapshot
 
@@ -68,7 +68,9 @@ def build_history(ctx: Context, snapshots: int) -> Table:
     committer.commit([dataclasses.replace(template, new_files=live)])
     for _ in range(snapshots - 1):
         after = new_files()
-        committer.commit([dataclasses.replace(template, new_files=(), compact_before=live, compact_after=after)])
+        committer.commit(
+            [dataclasses.replace(template, new_files=(), compact_before=live, compact_after=after)]
+        )
         live = after
     return table
 
@@ -94,8 +96,11 @@ def run_w7(ctx: Context) -> list[Result]:
     root = template.path
     needed = {os.path.relpath(p, root) for p in _needed_by_latest(template)}
     everything = {os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs}
-    keep_always = {p for p in everything if p.startswith(("schema/", "snapshot/")) and not
-                   p.startswith("snapshot/snapshot-")}
+    keep_always = {
+        p
+        for p in everything
+        if p.startswith(("schema/", "snapshot/")) and not p.startswith("snapshot/snapshot-")
+    }
     doomed_rel = sorted(p for p in everything - needed - keep_always if not p.startswith("snapshot/"))
     state: dict[str, object] = {}
 
@@ -109,8 +114,13 @@ def run_w7(ctx: Context) -> list[Result]:
 
         clear_manifest_cache()
         path = fresh_copy()
-        state["ours"] = Table(template.catalog, template.identifier, template.store.io,
-                              type(template.store.paths)(path), template.store.schema)
+        state["ours"] = Table(
+            template.catalog,
+            template.identifier,
+            template.store.io,
+            type(template.store.paths)(path),
+            template.store.schema,
+        )
 
     def ours_run() -> Outcome:
         table = state["ours"]
@@ -151,9 +161,12 @@ def run_w7(ctx: Context) -> list[Result]:
         return _remaining(path)
 
     result = compare(
-        "W7", f"expire {snapshots - 1:,} snapshots freeing {len(doomed_rel):,} files",
-        Arm(run=ours_run, setup=ours_setup), Arm(run=base_run, setup=base_setup),
-        pairs=ctx.pairs, target=">= 0.5",
+        "W7",
+        f"expire {snapshots - 1:,} snapshots freeing {len(doomed_rel):,} files",
+        Arm(run=ours_run, setup=ours_setup),
+        Arm(run=base_run, setup=base_setup),
+        pairs=ctx.pairs,
+        target=">= 0.5",
     )
     data_files = sum(1 for p in doomed_rel if p.startswith("bucket-"))
     result.extra["data files freed"] = data_files

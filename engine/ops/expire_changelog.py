@@ -60,9 +60,11 @@ def decoupled(store: FileStore) -> bool:
     o = store.options
     if o.changelog_producer == "none":
         return False
-    return (o.changelog_num_retained_min > int(o.get(SNAPSHOT_NUM_RETAINED_MIN))
-            or o.changelog_num_retained_max > int(o.get(SNAPSHOT_NUM_RETAINED_MAX))
-            or o.changelog_time_retained > int(o.get(SNAPSHOT_TIME_RETAINED)))
+    return (
+        o.changelog_num_retained_min > int(o.get(SNAPSHOT_NUM_RETAINED_MIN))
+        or o.changelog_num_retained_max > int(o.get(SNAPSHOT_NUM_RETAINED_MAX))
+        or o.changelog_time_retained > int(o.get(SNAPSHOT_TIME_RETAINED))
+    )
 
 
 def write_changelogs(store: FileStore, snapshots: Sequence[Snapshot]) -> None:
@@ -94,7 +96,9 @@ def changelog_ids(store: FileStore) -> list[int]:
     return sorted(i for i in ids if i is not None)
 
 
-def expire_changelogs(store: FileStore, *, now_ms: int | None = None, dry_run: bool = False) -> ChangelogExpiry:
+def expire_changelogs(
+    store: FileStore, *, now_ms: int | None = None, dry_run: bool = False
+) -> ChangelogExpiry:
     """Expire the long-lived changelogs of the store's branch that its changelog options let go."""
     from engine.ops.expire_snapshots import live_consumers, parallel_delete, remove_empty_dirs, thread_count
 

@@ -28,11 +28,11 @@ keep set (the survivors' files) — an unreadable file raises ``UnsafeToDeleteEr
 with nothing changed; (2) write the long-lived changelogs that outlive their snapshots
 (``engine.ops.expire_changelog``); (3) delete the snapshot files oldest first, then rewrite
 EARLIEST; (4) list the anchors again and add the files of any created meanwhile (a tag, a
-branch, a commit) to the keep set; (5) delete the unreferenced candidates in parallel (``delete-file.thread-num``), data
-first and metadata last; (6) remove partition and bucket directories left empty. A crash at any
-step leaves every remaining snapshot, tag and branch readable; its leftovers are only orphans.
-The document deletes data before snapshot files; doing it after means a crash never leaves a
-snapshot naming deleted files.
+branch, a commit) to the keep set; (5) delete the unreferenced candidates in parallel
+(``delete-file.thread-num``), data first and metadata last; (6) remove partition and bucket
+directories left empty. A crash at any step leaves every remaining snapshot, tag and branch
+readable; its leftovers are only orphans. The document deletes data before snapshot files;
+doing it after means a crash never leaves a snapshot naming deleted files.
 
 Empty directories: removed with a non-recursive delete (never a file). On local disk a writer
 that created the directory and is about to open its file may then fail its write (it never
@@ -97,12 +97,31 @@ class ExpirePolicy:
     time_retained_ms: int | None  # None when an explicit older_than replaced the option
 
     @staticmethod
-    def of(store: FileStore, *, retain_max: int | None = None, retain_min: int | None = None,
-           older_than: OlderThan = None, max_deletes: int | None = None, now_ms: int | None = None) -> ExpirePolicy:
+    def of(
+        store: FileStore,
+        *,
+        retain_max: int | None = None,
+        retain_min: int | None = None,
+        older_than: OlderThan = None,
+        max_deletes: int | None = None,
+        now_ms: int | None = None,
+    ) -> ExpirePolicy:
         o = store.options
-        rmin = int(o.get(SNAPSHOT_NUM_RETAINED_MIN)) if retain_min is None else _positive("retain_min", retain_min)
-        rmax = int(o.get(SNAPSHOT_NUM_RETAINED_MAX)) if retain_max is None else _positive("retain_max", retain_max)
-        limit = int(o.get(SNAPSHOT_EXPIRE_LIMIT)) if max_deletes is None else _positive("max_deletes", max_deletes)
+        rmin = (
+            int(o.get(SNAPSHOT_NUM_RETAINED_MIN))
+            if retain_min is None
+            else _positive("retain_min", retain_min)
+        )
+        rmax = (
+            int(o.get(SNAPSHOT_NUM_RETAINED_MAX))
+            if retain_max is None
+            else _positive("retain_max", retain_max)
+        )
+        limit = (
+            int(o.get(SNAPSHOT_EXPIRE_LIMIT))
+            if max_deletes is None
+            else _positive("max_deletes", max_deletes)
+        )
         if rmax < rmin:
             if retain_max is not None and retain_min is not None:
                 raise InvalidArgumentError(f"retain_max ({rmax}) must be at least retain_min ({rmin})")
@@ -136,10 +155,14 @@ def older_than_millis(value: OlderThan) -> int:
         try:
             value = dt.datetime.fromisoformat(value.strip())
         except ValueError:
-            raise InvalidArgumentError(f"older_than = {value!r} is not a time; write 'yyyy-MM-dd HH:mm:ss'") from None
+            raise InvalidArgumentError(
+                f"older_than = {value!r} is not a time; write 'yyyy-MM-dd HH:mm:ss'"
+            ) from None
     if isinstance(value, dt.datetime):
         return int(value.timestamp() * 1000)  # naive datetimes are local time, as in Paimon
-    raise InvalidArgumentError(f"older_than must be epoch milliseconds, a datetime or a time text, not {value!r}")
+    raise InvalidArgumentError(
+        f"older_than must be epoch milliseconds, a datetime or a time text, not {value!r}"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -167,8 +190,9 @@ def live_consumers(store: FileStore, now_ms: int) -> dict[str, int]:
     try:
         listed = io.list_dir(paths.consumer_dir)
     except (DyntableError, OSError) as e:
-        raise UnsafeToDeleteError(f"cannot list {paths.consumer_dir} ({e}); nothing was deleted",
-                                  paths.consumer_dir) from e
+        raise UnsafeToDeleteError(
+            f"cannot list {paths.consumer_dir} ({e}); nothing was deleted", paths.consumer_dir
+        ) from e
     idle_ms = store.options.get(CONSUMER_EXPIRATION_TIME)
     out: dict[str, int] = {}
     from engine.meta.snapshot import Consumer
@@ -177,15 +201,21 @@ def live_consumers(store: FileStore, now_ms: int) -> dict[str, int]:
         base = status.path.rsplit("/", 1)[-1]
         if not base.startswith("consumer-") or status.is_dir:
             continue
-        if idle_ms is not None and status.modification_time_ms is not None and status.modification_time_ms < now_ms - idle_ms:
+        if (
+            idle_ms is not None
+            and status.modification_time_ms is not None
+            and status.modification_time_ms < now_ms - idle_ms
+        ):
             continue
         try:
             out[base[len("consumer-") :]] = Consumer.from_json(io.read_bytes(status.path)).next_snapshot
         except FileNotFoundError:
             continue
         except (DyntableError, OSError) as e:
-            raise UnsafeToDeleteError(f"cannot read consumer {status.path} ({e}); it may protect snapshots, "
-                                      "so nothing was deleted", status.path) from e
+            raise UnsafeToDeleteError(
+                f"cannot read consumer {status.path} ({e}); it may protect snapshots, so nothing was deleted",
+                status.path,
+            ) from e
     return out
 
 
@@ -194,7 +224,10 @@ def _iso(ms: int) -> str:
 
 
 def judge_snapshots(
-    snapshots: Sequence[Snapshot], policy: ExpirePolicy, consumers: dict[str, int], mark: RetentionMark | None,
+    snapshots: Sequence[Snapshot],
+    policy: ExpirePolicy,
+    consumers: dict[str, int],
+    mark: RetentionMark | None,
 ) -> list[SnapshotVerdict]:
     """One verdict per snapshot (ascending ids of one branch); the expiring ones are a prefix."""
     if not snapshots:
@@ -202,8 +235,12 @@ def judge_snapshots(
     earliest, latest = snapshots[0].id, snapshots[-1].id
     keep_from_max = max(latest - policy.retain_max + 1, earliest)  # older than this always expire
     end = latest - policy.retain_min + 1
-    caps: list[tuple[int, str]] = [(earliest + policy.max_deletes, f"snapshot.expire.limit = {policy.max_deletes} "
-                                    "(a later run continues)")]
+    caps: list[tuple[int, str]] = [
+        (
+            earliest + policy.max_deletes,
+            f"snapshot.expire.limit = {policy.max_deletes} (a later run continues)",
+        )
+    ]
     for cid, nxt in sorted(consumers.items()):
         caps.append((nxt, f"consumer '{cid}' (next snapshot {nxt})"))
     if mark is not None:
@@ -241,7 +278,9 @@ def judge_snapshots(
             else:
                 reasons.append("committed after older_than")
         elif young_from is not None and s.id > young_from:
-            reasons.append(f"a snapshot before it (snapshot {young_from}) is retained: expiration is a continuous range")
+            reasons.append(
+                f"a snapshot before it (snapshot {young_from}) is retained: expiration is a continuous range"
+            )
         if not reasons and s.id >= caps[0][0]:
             reasons.append(caps[0][1])
         out.append(SnapshotVerdict(s.id, False, tuple(reasons), None if held else collectable))
@@ -315,7 +354,9 @@ def thread_count(store: FileStore) -> int:
     return int(n) if n is not None else (os.cpu_count() or 1)
 
 
-def parallel_delete(io: FileIO, doomed: dict[str, FileRef], threads: int, *, dry_run: bool = False) -> DeletionReport:
+def parallel_delete(
+    io: FileIO, doomed: dict[str, FileRef], threads: int, *, dry_run: bool = False
+) -> DeletionReport:
     """Delete ``doomed`` kind by kind in ``DELETE_ORDER`` (each kind in parallel); already missing
     files count with 0 bytes. The first failure is raised once its kind's batch has finished."""
     done: list[tuple[str, FileKindRef, int]] = []
@@ -368,8 +409,17 @@ def remove_empty_dirs(io: FileIO, root: str, deleted: Iterable[str]) -> list[str
     removed = []
     for d in sorted(dirs, key=lambda p: (-p.count("/"), p)):
         base = d.rsplit("/", 1)[-1]
-        if base in ("manifest", "snapshot", "tag", "changelog", "consumer", "schema", "branch", "index",
-                    "statistics") or base.startswith("."):
+        if base in (
+            "manifest",
+            "snapshot",
+            "tag",
+            "changelog",
+            "consumer",
+            "schema",
+            "branch",
+            "index",
+            "statistics",
+        ) or base.startswith("."):
             continue
         try:
             if io.list_dir(d):
@@ -401,8 +451,14 @@ def expire_snapshots(
     from engine.ops import expire_changelog
 
     now = _now_ms() if now_ms is None else now_ms
-    policy = ExpirePolicy.of(store, retain_max=retain_max, retain_min=retain_min, older_than=older_than,
-                             max_deletes=max_deletes, now_ms=now)
+    policy = ExpirePolicy.of(
+        store,
+        retain_max=retain_max,
+        retain_min=retain_min,
+        older_than=older_than,
+        max_deletes=max_deletes,
+        now_ms=now,
+    )
     io, root, branch = store.io, store.paths.root, store.branch
     anchors = all_anchors(io, root)  # fail closed: every anchor of every branch must be readable
     mine = [a for a in anchors if a.kind == "snapshot" and a.branch == branch]
@@ -426,12 +482,21 @@ def expire_snapshots(
         doomed = unreferenced(candidates, keep)
         kept = [Kept("snapshot", str(v.snapshot_id), "; ".join(v.reasons)) for v in verdicts if not v.expires]
         assert keep.reasons is not None
-        kept += [Kept(ref.kind.value, p, describe_anchors(keep.reasons.get(p, ())))
-                 for p, ref in sorted(candidates.files.items()) if p in keep.files]
+        kept += [
+            Kept(ref.kind.value, p, describe_anchors(keep.reasons.get(p, ())))
+            for p, ref in sorted(candidates.files.items())
+            if p in keep.files
+        ]
         files = parallel_delete(io, doomed, thread_count(store), dry_run=True)
         changelog_dry = expire_changelog.expire_changelogs(store, now_ms=now, dry_run=True)
-        return ExpireReport(tuple(sorted(expiring)), files, tuple(int(a.name) for a in new_changelogs),
-                            changelog_dry.changelogs, kept=tuple(kept), dry_run=True)
+        return ExpireReport(
+            tuple(sorted(expiring)),
+            files,
+            tuple(int(a.name) for a in new_changelogs),
+            changelog_dry.changelogs,
+            kept=tuple(kept),
+            dry_run=True,
+        )
     if new_changelogs:
         expire_changelog.write_changelogs(store, [a.snapshot for a in going])
     snapshots = store.snapshots
@@ -450,8 +515,13 @@ def expire_snapshots(
     dirs = remove_empty_dirs(io, root, files.paths(FileKindRef.DATA) + files.paths(FileKindRef.CHANGELOG))
     changelogs = expire_changelog.expire_changelogs(store, now_ms=now)
     merged = DeletionReport(files.files + changelogs.files.files)
-    return ExpireReport(tuple(sorted(expiring)), merged, tuple(int(a.name) for a in new_changelogs),
-                        changelogs.changelogs, tuple(dirs) + changelogs.directories)
+    return ExpireReport(
+        tuple(sorted(expiring)),
+        merged,
+        tuple(int(a.name) for a in new_changelogs),
+        changelogs.changelogs,
+        tuple(dirs) + changelogs.directories,
+    )
 
 
 def _mark(store: FileStore) -> RetentionMark | None:
@@ -460,14 +530,30 @@ def _mark(store: FileStore) -> RetentionMark | None:
     except (DyntableError, OSError) as e:
         from engine.ops.retention_mark import mark_dir
 
-        raise UnsafeToDeleteError(f"cannot read the retention mark under {mark_dir(store.paths.root)} ({e}); it may "
-                                  "protect snapshots, so nothing was deleted", mark_dir(store.paths.root)) from e
+        raise UnsafeToDeleteError(
+            f"cannot read the retention mark under {mark_dir(store.paths.root)} ({e}); it may "
+            "protect snapshots, so nothing was deleted",
+            mark_dir(store.paths.root),
+        ) from e
 
 
 __all__ = [
-    "ExpirePolicy", "ExpireReport", "Kept", "SnapshotVerdict", "describe_anchors", "expire_snapshots",
-    "judge_snapshots", "live_consumers", "older_than_millis", "parallel_delete", "remove_empty_dirs",
-    "join_background", "run_after_commit", "run_recorded", "thread_count", "worth_running",
+    "ExpirePolicy",
+    "ExpireReport",
+    "Kept",
+    "SnapshotVerdict",
+    "describe_anchors",
+    "expire_snapshots",
+    "judge_snapshots",
+    "live_consumers",
+    "older_than_millis",
+    "parallel_delete",
+    "remove_empty_dirs",
+    "join_background",
+    "run_after_commit",
+    "run_recorded",
+    "thread_count",
+    "worth_running",
 ]
 
 
@@ -497,13 +583,22 @@ def run_recorded(store: FileStore, *, trigger: str = "called", **kwargs: object)
     """:func:`expire_snapshots` with a maintenance-log record (``procedure = expire_snapshots``)."""
     from engine.ops.maintenance_log import recorded_run
 
-    with recorded_run(store.io, store.paths.root, "expire_snapshots", trigger=trigger, branch=store.branch,
-                      dry_run=bool(kwargs.get("dry_run"))) as record:
+    with recorded_run(
+        store.io,
+        store.paths.root,
+        "expire_snapshots",
+        trigger=trigger,
+        branch=store.branch,
+        dry_run=bool(kwargs.get("dry_run")),
+    ) as record:
         report = expire_snapshots(store, **kwargs)  # type: ignore[arg-type]
         record.deleted_files, record.deleted_bytes = report.count, report.bytes
-        record.details = {"snapshots": len(report.snapshots), "changelogs_expired": len(report.changelogs_expired),
-                          "changelogs_written": len(report.changelogs_written),
-                          "directories": len(report.directories)}
+        record.details = {
+            "snapshots": len(report.snapshots),
+            "changelogs_expired": len(report.changelogs_expired),
+            "changelogs_written": len(report.changelogs_written),
+            "directories": len(report.directories),
+        }
     return report
 
 
@@ -560,6 +655,9 @@ def _guarded(store: FileStore) -> ExpireReport | None:
     try:
         return run_recorded(store, trigger="automatic")
     except Exception as e:  # noqa: BLE001 - recorded in the maintenance log; retried after the next commit
-        _logger.warning("automatic snapshot expiration of %s failed and will be retried after a later commit: %s",
-                        store.paths.root, e)
+        _logger.warning(
+            "automatic snapshot expiration of %s failed and will be retried after a later commit: %s",
+            store.paths.root,
+            e,
+        )
         return None

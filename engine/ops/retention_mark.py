@@ -63,19 +63,32 @@ class RetentionMark:
     retention_ms: int
 
     def to_json(self) -> bytes:
-        return json.dumps({
-            "version": self.version, "snapshotId": self.snapshot_id, "commitTimeMillis": self.commit_time_ms,
-            "markedAtMillis": self.marked_at_ms, "retentionMillis": self.retention_ms,
-        }, sort_keys=True).encode()
+        return json.dumps(
+            {
+                "version": self.version,
+                "snapshotId": self.snapshot_id,
+                "commitTimeMillis": self.commit_time_ms,
+                "markedAtMillis": self.marked_at_ms,
+                "retentionMillis": self.retention_ms,
+            },
+            sort_keys=True,
+        ).encode()
 
     @staticmethod
     def from_json(raw: bytes, path: str) -> RetentionMark:
         try:
             d = json.loads(raw)
-            return RetentionMark(int(d["version"]), int(d["snapshotId"]), int(d["commitTimeMillis"]),
-                                 int(d["markedAtMillis"]), int(d["retentionMillis"]))
+            return RetentionMark(
+                int(d["version"]),
+                int(d["snapshotId"]),
+                int(d["commitTimeMillis"]),
+                int(d["markedAtMillis"]),
+                int(d["retentionMillis"]),
+            )
         except (ValueError, TypeError, KeyError) as e:
-            raise CorruptMetadataError(f"retention mark file {path} is corrupt ({e}); restore or delete it") from e
+            raise CorruptMetadataError(
+                f"retention mark file {path} is corrupt ({e}); restore or delete it"
+            ) from e
 
     def __str__(self) -> str:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(self.commit_time_ms / 1000))
@@ -139,13 +152,16 @@ def advance(store: FileStore, retention_ms: int | None = None, *, now_ms: int | 
             nor ``table_retention_time``; or this is not the main branch.
     """
     if store.branch != MAIN_BRANCH:
-        raise InvalidArgumentError("the retention mark belongs to the table's main branch; call it on the table")
+        raise InvalidArgumentError(
+            "the retention mark belongs to the table's main branch; call it on the table"
+        )
     if retention_ms is None:
         retention_ms = retention_millis(store)
     if retention_ms is None:
         raise InvalidArgumentError(
             f"table {store.paths.root} has no retention: set the table option 'retention.time' (e.g. '7 d') "
-            "or pass a retention")
+            "or pass a retention"
+        )
     if retention_ms < 0:
         raise InvalidArgumentError(f"retention must not be negative, not {retention_ms} ms")
     now = int(time.time() * 1000) if now_ms is None else now_ms
@@ -161,8 +177,10 @@ def advance(store: FileStore, retention_ms: int | None = None, *, now_ms: int | 
             _prune(io, root, version)
             return MarkResult(mark, True, target)
         # Another marker published this version first: re-read, and publish only if still newer.
-    raise CorruptMetadataError(f"could not publish a retention mark under {mark_dir(root)}: "
-                               f"{_MAX_ATTEMPTS} concurrent markers won in a row")
+    raise CorruptMetadataError(
+        f"could not publish a retention mark under {mark_dir(root)}: "
+        f"{_MAX_ATTEMPTS} concurrent markers won in a row"
+    )
 
 
 def _prune(io: FileIO, root: str, newest: int) -> None:
@@ -189,8 +207,17 @@ def check_visible(store: FileStore, snapshot: Snapshot, what: str) -> None:
     if latest is not None and snapshot.id == latest:
         return
     raise BehindRetentionMarkError(
-        f"{what} is snapshot {snapshot.id}, which lies behind the retention mark of {store.paths.root} at {mark}: "
-        "that history is no longer visible; read a snapshot at or after the mark")
+        f"{what} is snapshot {snapshot.id}, which lies behind the retention mark of {store.paths.root} "
+        f"at {mark}: that history is no longer visible; read a snapshot at or after the mark"
+    )
 
 
-__all__ = ["MARK_DIR", "MarkResult", "RetentionMark", "advance", "check_visible", "read_mark", "retention_millis"]
+__all__ = [
+    "MARK_DIR",
+    "MarkResult",
+    "RetentionMark",
+    "advance",
+    "check_visible",
+    "read_mark",
+    "retention_millis",
+]

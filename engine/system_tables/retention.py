@@ -48,8 +48,12 @@ def read_retention(table: Table, now_ms: int | None = None) -> pa.Table:
     anchors = all_anchors(io, root)
     mine = [a for a in anchors if a.kind == "snapshot" and a.branch == branch]
     mark = read_mark(io, root) if branch == MAIN_BRANCH else None
-    verdicts = {v.snapshot_id: v for v in judge_snapshots(
-        [a.snapshot for a in mine], ExpirePolicy.of(store, now_ms=now), live_consumers(store, now), mark)}
+    verdicts = {
+        v.snapshot_id: v
+        for v in judge_snapshots(
+            [a.snapshot for a in mine], ExpirePolicy.of(store, now_ms=now), live_consumers(store, now), mark
+        )
+    }
     rows: list[tuple[str, str, int | None, int | None, str | None, bool | None, bool, int | None]] = []
 
     def behind(sid: int | None, anchor_branch: str = branch) -> bool | None:
@@ -59,46 +63,101 @@ def read_retention(table: Table, now_ms: int | None = None) -> pa.Table:
 
     for a in mine:
         v = verdicts[a.snapshot.id]
-        rows.append(("snapshot", a.name, a.snapshot.id, None, "; ".join(v.reasons) or None,
-                     behind(a.snapshot.id), v.expires, v.collectable_at_ms))
+        rows.append(
+            (
+                "snapshot",
+                a.name,
+                a.snapshot.id,
+                None,
+                "; ".join(v.reasons) or None,
+                behind(a.snapshot.id),
+                v.expires,
+                v.collectable_at_ms,
+            )
+        )
     for a in anchors:
         if a.kind == "tag" and a.branch == branch:
             tag = table.tags.get(a.name)
             until = None
             if tag.create_time is not None and tag.time_retained_ms is not None:
                 # tagCreateTime is a local wall-clock value (Java LocalDateTime)
-                until = int((tag.create_time + dt.timedelta(milliseconds=tag.time_retained_ms)).timestamp() * 1000)
-            rows.append(("tag", a.name, a.snapshot.id, None, "tag (until deleted" + (", or expire_tags after its "
-                         "retention)" if until else ")"), behind(a.snapshot.id), False, until))
+                until = int(
+                    (tag.create_time + dt.timedelta(milliseconds=tag.time_retained_ms)).timestamp() * 1000
+                )
+            rows.append(
+                (
+                    "tag",
+                    a.name,
+                    a.snapshot.id,
+                    None,
+                    "tag (until deleted" + (", or expire_tags after its retention)" if until else ")"),
+                    behind(a.snapshot.id),
+                    False,
+                    until,
+                )
+            )
         elif a.kind == "changelog" and a.branch == branch:
-            rows.append(("changelog", a.name, a.snapshot.id, None, "changelog.num-retained / changelog.time-retained",
-                         None, False, None))
+            rows.append(
+                (
+                    "changelog",
+                    a.name,
+                    a.snapshot.id,
+                    None,
+                    "changelog.num-retained / changelog.time-retained",
+                    None,
+                    False,
+                    None,
+                )
+            )
     for name in branch_names(io, root):
         if name != MAIN_BRANCH:
             rows.append(("branch", name, None, None, "branch (until deleted)", None, False, None))
     if mark is not None:
-        rows.append(("retention-mark", f"mark-{mark.version}", mark.snapshot_id, None,
-                     f"retention.time (marked {mark})", None, False, None))
+        rows.append(
+            (
+                "retention-mark",
+                f"mark-{mark.version}",
+                mark.snapshot_id,
+                None,
+                f"retention.time (marked {mark})",
+                None,
+                False,
+                None,
+            )
+        )
     reach = ReachabilityCollector(io, root).collect(anchors, explain=True)
     assert reach.reasons is not None
     prefix = root.rstrip("/") + "/"
     for path, ref in sorted(reach.files.items()):
         keepers = reach.reasons.get(path, [])
-        rows.append(_file_row(path[len(prefix):] if path.startswith(prefix) else path, ref.kind, ref.size,
-                              keepers, verdicts, branch))
-    return build_table("retention", {
-        "object_type": [r[0] for r in rows],
-        "name": [r[1] for r in rows],
-        "snapshot_id": [r[2] for r in rows],
-        "file_size": [r[3] for r in rows],
-        "kept_by": [r[4] for r in rows],
-        "behind_retention_mark": [r[5] for r in rows],
-        "collectable_now": [r[6] for r in rows],
-        "collectable_after": [r[7] for r in rows],
-    })
+        rows.append(
+            _file_row(
+                path[len(prefix) :] if path.startswith(prefix) else path,
+                ref.kind,
+                ref.size,
+                keepers,
+                verdicts,
+                branch,
+            )
+        )
+    return build_table(
+        "retention",
+        {
+            "object_type": [r[0] for r in rows],
+            "name": [r[1] for r in rows],
+            "snapshot_id": [r[2] for r in rows],
+            "file_size": [r[3] for r in rows],
+            "kept_by": [r[4] for r in rows],
+            "behind_retention_mark": [r[5] for r in rows],
+            "collectable_now": [r[6] for r in rows],
+            "collectable_after": [r[7] for r in rows],
+        },
+    )
 
 
-def _file_row(name: str, kind: FileKindRef, size: int | None, keepers: list[Anchor], verdicts: dict, branch: str):  # type: ignore[no-untyped-def,type-arg]
+def _file_row(
+    name: str, kind: FileKindRef, size: int | None, keepers: list[Anchor], verdicts: dict, branch: str
+):  # type: ignore[no-untyped-def,type-arg]
     """A file is collectable once every anchor keeping it is: only snapshots of this branch can
     go by the options; a tag, branch or long-lived changelog holds it until removed."""
     reason = describe_anchors(keepers) or None

@@ -33,10 +33,20 @@ def _batch(ids, v, p="a") -> pa.Table:
 def test_pypaimon_reads_after_expiration(pypaimon: PyPaimon, catalog, pk):
     # pk: changelogs outlive snapshots (changelog/changelog-N files), and expiration also runs
     # automatically after each commit (snapshot.num-retained.max = 3).
-    options = {"bucket": "2", "changelog-producer": "input", "snapshot.num-retained.min": "1",
-               "snapshot.num-retained.max": "3", "changelog.num-retained.max": "100"} if pk else {}
-    t = catalog.create_table("db.e", SCHEMA, partition_keys=[] if pk else ["p"],
-                             primary_keys=["id"] if pk else [], options=options)
+    options = (
+        {
+            "bucket": "2",
+            "changelog-producer": "input",
+            "snapshot.num-retained.min": "1",
+            "snapshot.num-retained.max": "3",
+            "changelog.num-retained.max": "100",
+        }
+        if pk
+        else {}
+    )
+    t = catalog.create_table(
+        "db.e", SCHEMA, partition_keys=[] if pk else ["p"], primary_keys=["id"] if pk else [], options=options
+    )
     for i in range(6):
         t.write_arrow(_batch([i, i + 1], f"w{i}-", "a" if i % 2 else "b"))
     if pk:
@@ -55,4 +65,5 @@ def test_pypaimon_reads_after_expiration(pypaimon: PyPaimon, catalog, pk):
     assert _rows(pypaimon.read(catalog.warehouse, "db.e", schema=SCHEMA)) == _rows(t.to_arrow())
     oldest = ids[0]
     assert _rows(pypaimon.read(catalog.warehouse, "db.e", snapshot_id=oldest, schema=SCHEMA)) == _rows(
-        t.to_arrow(snapshot_id=oldest))
+        t.to_arrow(snapshot_id=oldest)
+    )

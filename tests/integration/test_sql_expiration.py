@@ -28,13 +28,35 @@ def test_expire_snapshots_procedure(session, history):
     assert {r[6] for r in details if r[4] == "delete" and r[5] == "snapshot"} == {"1", "2", "3"}
     keep = {r[6]: r[8] for r in details if r[4] == "keep" and r[5] == "snapshot"}
     assert keep["5"].startswith("latest snapshot")
-    assert [r[0] for r in run(session, "SELECT snapshot_id FROM `hist$snapshots` ORDER BY snapshot_id")] == [1, 2, 3, 4, 5]
+    assert [r[0] for r in run(session, "SELECT snapshot_id FROM `hist$snapshots` ORDER BY snapshot_id")] == [
+        1,
+        2,
+        3,
+        4,
+        5,
+    ]
     done = run(session, "CALL sys.expire_snapshots('hist', 2)")
     assert len(done) == 1 and done[0][0] == 3 and done[0][1] == summary[1] and done[0][2] == summary[2]
-    assert [r[0] for r in run(session, "SELECT snapshot_id FROM `hist$snapshots` ORDER BY snapshot_id")] == [4, 5]
+    assert [r[0] for r in run(session, "SELECT snapshot_id FROM `hist$snapshots` ORDER BY snapshot_id")] == [
+        4,
+        5,
+    ]
     assert sorted(r[0] for r in run(session, "SELECT id FROM hist")) == [0, 1, 2, 3, 4]
     with pytest.raises(SqlError) as info:
         list(session.execute("CALL sys.expire_snapshots(table => 'hist', retain_max => 1, retain_min => 2)"))
+    assert info.value.sqlstate == "22023"
+    # Paimon's options argument: table options for this run only
+    done = run(
+        session,
+        "CALL sys.expire_snapshots(table => 'hist', retain_min => 1, "
+        "options => 'snapshot.num-retained.max=1')",
+    )
+    assert done[0][0] == 1
+    assert [r[0] for r in run(session, "SELECT snapshot_id FROM `hist$snapshots`")] == [5]
+    with pytest.raises(SqlError) as info:
+        list(
+            session.execute("CALL sys.expire_snapshots(table => 'hist', options => 'snapshot.expire.limit')")
+        )
     assert info.value.sqlstate == "22023"
 
 
@@ -48,8 +70,11 @@ def test_retention_mark_procedures_and_refused_time_travel(session, history):
         list(session.execute("SELECT * FROM hist VERSION AS OF 2"))
     assert "retention mark" in str(info.value)
     assert sorted(r[0] for r in run(session, "SELECT id FROM hist VERSION AS OF 5")) == [0, 1, 2, 3, 4]
-    rows = run(session, "SELECT name, behind_retention_mark FROM `hist$retention` "
-                        "WHERE object_type = 'snapshot' ORDER BY snapshot_id")
+    rows = run(
+        session,
+        "SELECT name, behind_retention_mark FROM `hist$retention` "
+        "WHERE object_type = 'snapshot' ORDER BY snapshot_id",
+    )
     assert rows == [("1", True), ("2", True), ("3", True), ("4", True), ("5", False)]
 
 

@@ -39,8 +39,9 @@ def all_files_exist(t) -> None:
 def history(catalog, name="db.h", pk=False, n=6, **options):
     opts = {"bucket": "1"} if pk else {}
     opts.update(options)
-    t = catalog.create_table(name, SCHEMA, partition_keys=[] if pk else ["p"], primary_keys=["id"] if pk else [],
-                             options=opts)
+    t = catalog.create_table(
+        name, SCHEMA, partition_keys=[] if pk else ["p"], primary_keys=["id"] if pk else [], options=opts
+    )
     states = {}
     for i in range(n):
         t.write_arrow(rows([i % 3, 10 + i], f"v{i}-", "a" if i % 2 else "b"))
@@ -211,9 +212,18 @@ def test_changelog_files_expire_with_their_snapshots(catalog):
 
 
 def test_long_lived_changelogs_outlive_snapshots_and_expire_by_their_options(catalog):
-    t, _ = history(catalog, pk=True, n=8, **{
-        "changelog-producer": "input", "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "2",
-        "changelog.num-retained.min": "1", "changelog.num-retained.max": "4"})
+    t, _ = history(
+        catalog,
+        pk=True,
+        n=8,
+        **{
+            "changelog-producer": "input",
+            "snapshot.num-retained.min": "1",
+            "snapshot.num-retained.max": "2",
+            "changelog.num-retained.min": "1",
+            "changelog.num-retained.max": "4",
+        },
+    )
     # the automatic run after each commit kept 2 snapshots and the changelogs of 2 more
     head = ids(t)[-1]
     assert ids(t) == [head - 1, head]
@@ -242,7 +252,9 @@ def test_unreadable_reference_deletes_nothing(catalog, what):
         from engine.meta import manifest_store
 
         head = t.latest_snapshot()
-        target = t.store.paths.manifest_file(t.store.manifests.read_list(head.delta_manifest_list)[0].file_name)
+        target = t.store.paths.manifest_file(
+            t.store.manifests.read_list(head.delta_manifest_list)[0].file_name
+        )
         manifest_store._MANIFEST_CACHE._items.pop(target, None)  # decoded manifests are cached by path
     elif what == "snapshot":
         target = t.store.paths.snapshot_file(4)
@@ -331,8 +343,15 @@ def test_failing_automatic_run_never_fails_the_commit(catalog):
 
 
 def test_async_execution_mode(catalog):
-    t, _ = history(catalog, n=4, **{"snapshot.num-retained.max": "2", "snapshot.num-retained.min": "1",
-                                    "snapshot.expire.execution-mode": "async"})
+    t, _ = history(
+        catalog,
+        n=4,
+        **{
+            "snapshot.num-retained.max": "2",
+            "snapshot.num-retained.min": "1",
+            "snapshot.expire.execution-mode": "async",
+        },
+    )
     ex.join_background()
     t.write_arrow(rows([50]))
     ex.join_background()

@@ -22,8 +22,6 @@ from hypothesis import strategies as st
 
 from engine import open_catalog
 from engine.errors import BehindRetentionMarkError
-from engine.ops.retention_mark import advance, read_mark
-from engine.scan.planner import TableScan, store_at
 from engine.ops.reachability import (
     ReachabilityCollector,
     all_anchors,
@@ -31,6 +29,8 @@ from engine.ops.reachability import (
     reachable_files,
     unreferenced,
 )
+from engine.ops.retention_mark import advance, read_mark
+from engine.scan.planner import TableScan, store_at
 from tests.engine.ops.conftest import SCHEMA, content, data_and_manifest_files, expire_snapshot_file, rows
 
 TAGS = ("t0", "t1", "t2")

@@ -10,7 +10,12 @@ import threading
 import pytest
 
 from engine import open_catalog
-from engine.errors import BehindRetentionMarkError, CorruptMetadataError, InvalidArgumentError, NoSuchSnapshotError
+from engine.errors import (
+    BehindRetentionMarkError,
+    CorruptMetadataError,
+    InvalidArgumentError,
+    NoSuchSnapshotError,
+)
 from engine.ops import retention_mark as rm
 from tests.engine.ops.conftest import SCHEMA, content, rows
 
@@ -151,7 +156,9 @@ def _race_worker(args: tuple[str, int, int]) -> int:
 
 
 def _versions_increase(t) -> None:
-    marks = [rm.RetentionMark.from_json(t.store.io.read_bytes(p), p) for _, p in rm._versions(t.store.io, t.path)]
+    marks = [
+        rm.RetentionMark.from_json(t.store.io.read_bytes(p), p) for _, p in rm._versions(t.store.io, t.path)
+    ]
     ids = [m.snapshot_id for m in marks]
     assert ids == sorted(ids) and len(set(ids)) == len(ids), ids  # every version strictly newer
     assert [m.version for m in marks] == sorted(m.version for m in marks)
