@@ -292,9 +292,18 @@ def _check_live(t, snapshot_rows, tag_rows) -> None:
     all_files_exist(t)
 
 
-@pytest.mark.parametrize("pk", [False, True], ids=["append", "pk"])
-def test_crash_at_every_file_operation_keeps_live_references_readable(catalog, tmp_path, pk):
-    t, _ = history(catalog, pk=pk, n=5)
+@pytest.mark.parametrize(
+    "pk,options",
+    [
+        (False, {}),
+        (True, {}),
+        # changelogs outlive their snapshots: the run also writes changelog/changelog-N files
+        (True, {"changelog-producer": "input", "changelog.time-retained": "1000 d"}),
+    ],
+    ids=["append", "pk", "pk-changelog"],
+)
+def test_crash_at_every_file_operation_keeps_live_references_readable(catalog, tmp_path, pk, options):
+    t, _ = history(catalog, pk=pk, n=5, **options)
     t.create_tag("t", 2)
     t.compact(full=True) if pk else t.truncate()
     t.write_arrow(rows([7]))
@@ -319,6 +328,10 @@ def test_crash_at_every_file_operation_keeps_live_references_readable(catalog, t
         fresh.expire_snapshots(retain_max=1)  # a later run finishes the work
         _check_live(fresh, snapshot_rows, tag_rows)
     assert n > 20  # every read, listing and delete of the run was failed once
+    if options:
+        from engine.ops.expire_changelog import changelog_ids
+
+        assert changelog_ids(t.refresh().store)  # the run did write long-lived changelogs
 
 
 # -- automatic runs ------------------------------------------------------------------------------
