@@ -198,3 +198,22 @@ def test_racing_threads_never_move_the_mark_backwards(marked):
     assert not errors
     assert t.read_retention_mark().snapshot_id == t.store.snapshots.at_or_before(times[-1]).id
     _versions_increase(t)
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["before", "after"])
+def test_a_failed_publish_leaves_the_old_or_the_new_mark(marked, after):
+    from engine.errors import StorageError
+    from engine.io.faults import FailingFileIO
+    from engine.store import FileStore
+
+    t = marked
+    old = rm.advance(t.store, 0, now_ms=_time(t, 2)).mark
+    failing = FailingFileIO(t.store.io, "try_create", 1, after=after)
+    store = FileStore(failing, t.store.paths, t.store.schema)
+    with pytest.raises(StorageError, match="injected fault"):
+        rm.advance(store, 0, now_ms=_time(t, 5))
+    now = t.read_retention_mark()
+    assert now == old if not after else now.snapshot_id >= 5
+    again = rm.advance(t.store, 0, now_ms=_time(t, 5))
+    assert again.mark.snapshot_id >= 5 and again.advanced is (not after)
+    _versions_increase(t)
