@@ -558,12 +558,13 @@ __all__ = [
 
 
 def worth_running(store: FileStore, now_ms: int | None = None) -> bool:
-    """A cheap test (one listing, at most one snapshot read) for the automatic run after a commit:
-    False when the table options cannot expire any snapshot or changelog now."""
-    from engine.ops.expire_changelog import changelog_ids
+    """A cheap test (two listings, at most two small reads) for the automatic run after a commit:
+    False when the table options cannot expire any snapshot or long-lived changelog now."""
+    from engine.ops.expire_changelog import changelog_dir, changelog_ids
 
+    now = _now_ms() if now_ms is None else now_ms
     ids = store.snapshots.list_ids()
-    policy = ExpirePolicy.of(store, now_ms=now_ms)
+    policy = ExpirePolicy.of(store, now_ms=now)
     if len(ids) > policy.retain_min:
         if len(ids) > policy.retain_max:
             return True
@@ -572,7 +573,21 @@ def worth_running(store: FileStore, now_ms: int | None = None) -> bool:
                 return True
         except DyntableError:
             return True  # let the real run decide (and fail closed)
-    return bool(changelog_ids(store))
+    changelogs = changelog_ids(store)
+    if not changelogs:
+        return False
+    o = store.options
+    # Changelog ids count together with the snapshots, back from the latest snapshot.
+    total = (ids[-1] if ids else changelogs[-1]) - changelogs[0] + 1
+    if total <= o.changelog_num_retained_min:
+        return False
+    if total > o.changelog_num_retained_max:
+        return True
+    try:
+        oldest = Snapshot.from_json(store.io.read_bytes(f"{changelog_dir(store)}/changelog-{changelogs[0]}"))
+    except (DyntableError, OSError):
+        return True  # let the real run decide (and fail closed)
+    return oldest.time_millis < now - o.changelog_time_retained
 
 
 # ---------------------------------------------------------------------------------------------

@@ -22,6 +22,10 @@ from tests.engine.ops.conftest import data_and_manifest_files as _all_files
 FUTURE = 2**62  # an older_than every snapshot is older than
 
 
+def now_plus(ms: int) -> int:
+    return int(time.time() * 1000) + ms
+
+
 def data_and_manifest_files(root: str) -> set[str]:
     """Data and manifest files (not the maintenance log and retention mark under .dyntable/)."""
     return {p for p in _all_files(root) if "/.dyntable/" not in p}
@@ -390,3 +394,27 @@ def test_dry_run_reasons_name_the_limit_and_the_young_snapshot(catalog):
     reasons = {k.name: k.reason for k in dry.kept if k.kind == "snapshot"}
     first_kept = min(int(n) for n in reasons)
     assert "committed after older_than" in reasons[str(first_kept)]
+
+
+def test_automatic_run_is_skipped_when_nothing_can_expire(catalog):
+    t, _ = history(catalog, n=3)
+    assert not ex.worth_running(t.store)  # young snapshots under the 10-snapshot minimum
+    assert ex.worth_running(t.store, now_ms=now_plus(10 * 3_600_000)) is False  # still under the minimum
+    t2, _ = history(catalog, "db.h2", n=3, **{"snapshot.num-retained.min": "1"})
+    assert not ex.worth_running(t2.store)
+    assert ex.worth_running(t2.store, now_ms=now_plus(2 * 3_600_000))  # older than snapshot.time-retained
+    t3, _ = history(
+        catalog,
+        "db.h3",
+        pk=True,
+        n=6,
+        **{
+            "changelog-producer": "input",
+            "snapshot.num-retained.min": "1",
+            "snapshot.num-retained.max": "2",
+            "changelog.num-retained.min": "1",
+            "changelog.num-retained.max": "4",
+        },
+    )
+    assert not ex.worth_running(t3.store)  # changelogs exist, all within their options
+    assert ex.worth_running(t3.store, now_ms=now_plus(2 * 3_600_000))  # the oldest changelog aged out
