@@ -300,7 +300,7 @@ def _check_live(t, snapshot_rows, tag_rows) -> None:
     "pk,options",
     [
         (False, {}),
-        (True, {}),
+        pytest.param(True, {}, marks=pytest.mark.slow),  # the pk-changelog case covers pk tables by default
         # changelogs outlive their snapshots: the run also writes changelog/changelog-N files
         (True, {"changelog-producer": "input", "changelog.time-retained": "1000 d"}),
     ],
