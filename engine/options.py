@@ -357,7 +357,8 @@ SNAPSHOT_TIME_RETAINED = _declare("snapshot.time-retained", "duration", 3_600_00
 SNAPSHOT_EXPIRE_LIMIT = _declare("snapshot.expire.limit", int, 50, "Maximum snapshots expired in one run.",
     validator=_at_least(1))
 SNAPSHOT_CLEAN_EMPTY_DIRECTORIES = _declare("snapshot.clean-empty-directories", bool, False,
-    "Remove empty partition/bucket directories when expiring.")
+    "Remove empty partition/bucket directories when expiring (dyntable removes them unless this is "
+    "set to false explicitly).")
 CHANGELOG_NUM_RETAINED_MIN = _declare("changelog.num-retained.min", int, None,
     "Minimum long-lived changelogs kept; default snapshot.num-retained.min.", validator=_at_least(1))
 CHANGELOG_NUM_RETAINED_MAX = _declare("changelog.num-retained.max", int, None,

@@ -100,7 +100,13 @@ def expire_changelogs(
     store: FileStore, *, now_ms: int | None = None, dry_run: bool = False
 ) -> ChangelogExpiry:
     """Expire the long-lived changelogs of the store's branch that its changelog options let go."""
-    from engine.ops.expire_snapshots import live_consumers, parallel_delete, remove_empty_dirs, thread_count
+    from engine.ops.expire_snapshots import (
+        cleans_empty_directories,
+        live_consumers,
+        parallel_delete,
+        remove_empty_dirs,
+        thread_count,
+    )
 
     ids = changelog_ids(store)
     if not ids:
@@ -137,7 +143,11 @@ def expire_changelogs(
     _hint(io, join(changelog_dir(store), "EARLIEST"), int(going[-1].name) + 1)
     keep = collector.collect(all_anchors(io, root))
     files = parallel_delete(io, unreferenced(candidates, keep), thread_count(store))
-    dirs = remove_empty_dirs(io, root, files.paths(FileKindRef.DATA) + files.paths(FileKindRef.CHANGELOG))
+    dirs = (
+        remove_empty_dirs(io, root, files.paths(FileKindRef.DATA) + files.paths(FileKindRef.CHANGELOG))
+        if cleans_empty_directories(store)
+        else []
+    )
     return ChangelogExpiry(tuple(int(a.name) for a in going), files, tuple(dirs))
 
 

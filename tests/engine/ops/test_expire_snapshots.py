@@ -146,6 +146,16 @@ def test_empty_partition_and_bucket_directories_are_removed(catalog):
     assert os.path.isdir(os.path.join(t.path, "p=stay", "bucket-0"))
 
 
+def test_empty_directories_stay_when_the_table_opts_out(catalog):
+    t = catalog.create_table(
+        "db.e", SCHEMA, partition_keys=["p"], options={"snapshot.clean-empty-directories": "false"}
+    )
+    t.write_arrow(rows([1], p="gone"))
+    t.drop_partitions([{"p": "gone"}])
+    report = t.expire_snapshots(retain_max=1)
+    assert report.directories == () and os.path.isdir(os.path.join(t.path, "p=gone", "bucket-0"))
+
+
 # -- references protect files ---------------------------------------------------------------
 
 
