@@ -33,6 +33,11 @@ class NoSuchSnapshotError(NotFoundError):
     """The snapshot does not exist (never written, or expired)."""
 
 
+class BehindRetentionMarkError(NoSuchSnapshotError):
+    """Time travel to a snapshot (or tag, or time) older than the table's retention mark: that
+    history is no longer visible. Read a newer snapshot, or lower nothing — the mark only moves up."""
+
+
 class NoSuchPartitionError(NotFoundError):
     """The partition does not exist (no live file in it)."""
 

@@ -357,13 +357,24 @@ SNAPSHOT_TIME_RETAINED = _declare("snapshot.time-retained", "duration", 3_600_00
 SNAPSHOT_EXPIRE_LIMIT = _declare("snapshot.expire.limit", int, 50, "Maximum snapshots expired in one run.",
     validator=_at_least(1))
 SNAPSHOT_CLEAN_EMPTY_DIRECTORIES = _declare("snapshot.clean-empty-directories", bool, False,
-    "Remove empty partition/bucket directories when expiring.")
+    "Remove empty partition/bucket directories when expiring (dyntable removes them unless this is "
+    "set to false explicitly).")
 CHANGELOG_NUM_RETAINED_MIN = _declare("changelog.num-retained.min", int, None,
     "Minimum long-lived changelogs kept; default snapshot.num-retained.min.", validator=_at_least(1))
 CHANGELOG_NUM_RETAINED_MAX = _declare("changelog.num-retained.max", int, None,
     "Maximum long-lived changelogs kept; default snapshot.num-retained.max.", validator=_at_least(1))
 CHANGELOG_TIME_RETAINED = _declare("changelog.time-retained", "duration", None,
     "Maximum age of long-lived changelogs; default snapshot.time-retained.")
+SNAPSHOT_EXPIRE_EXECUTION_MODE = _declare("snapshot.expire.execution-mode", "enum", "sync",
+    "Automatic expiration after a commit: sync (in the committing thread, after the commit) or async "
+    "(a background thread; the commit returns at once).", choices=("sync", "async"))
+DELETE_FILE_THREAD_NUM = _declare("delete-file.thread-num", int, None,
+    "Threads deleting files during expiration; default the number of processors.", validator=_at_least(1))
+RETENTION_TIME = _declare("retention.time", "duration", None,
+    "The retention mark's horizon: CALL sys.retention_mark moves the mark to the newest snapshot "
+    "committed at or before now minus this; time travel below the mark is refused.")
+TABLE_RETENTION_TIME = _declare("table_retention_time", "duration", None,
+    "Databend's spelling of retention.time (used when retention.time is not set).")
 COMMIT_MAX_RETRIES = _declare("commit.max-retries", int, 10, "Commit attempts after a conflict.",
     validator=_at_least(0))
 COMMIT_TIMEOUT = _declare("commit.timeout", "duration", None, "Give up retrying a commit after this long.")

@@ -31,6 +31,8 @@ from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 if TYPE_CHECKING:
     from engine.catalog import FileSystemCatalog
     from engine.ops.branches import FastForwardResult
+    from engine.ops.expire_snapshots import ExpireReport
+    from engine.ops.retention_mark import MarkResult, RetentionMark
     from engine.ops.rollback import RollbackResult
 
 log = logging.getLogger(__name__)
@@ -240,13 +242,17 @@ class Table:
         return result
 
     def after_commit(self, buckets: set[tuple[bytes, int]] | None = None) -> CommitResult:
-        """What follows a committed write: automatic compaction, then automatic tags; never raises.
+        """What follows a committed write: automatic compaction, automatic tags, then snapshot
+        expiration (engine.ops.expire_snapshots); never raises.
 
         ``buckets``: the (partition, bucket) pairs the write touched (None: all). Each step is
         guarded on its own (failures are logged) and simply tried again after a later write.
         """
         result = self._compact_after_write(buckets)
         self.auto_tag()
+        from engine.ops.expire_snapshots import run_after_commit
+
+        run_after_commit(self.store)  # never raises; sync or async by snapshot.expire.execution-mode
         return result
 
     def auto_tag(self) -> list[str]:
@@ -334,6 +340,43 @@ class Table:
         from engine.ops.rollback import rollback_to_timestamp
 
         return rollback_to_timestamp(self.store, timestamp_millis)
+
+    # -- expiration and the retention mark (engine.ops.expire_snapshots, engine.ops.retention_mark) --
+    def expire_snapshots(
+        self,
+        retain_max: int | None = None,
+        retain_min: int | None = None,
+        older_than: object = None,
+        max_deletes: int | None = None,
+        dry_run: bool = False,
+    ) -> ExpireReport:
+        """Expire old snapshots and exactly the files nothing else needs; recorded in the maintenance log.
+
+        Arguments override ``snapshot.num-retained.max/min``, ``now - snapshot.time-retained``
+        (``older_than``: epoch ms, datetime, or 'yyyy-MM-dd HH:mm:ss' local time) and
+        ``snapshot.expire.limit``. ``dry_run`` changes nothing and reports what would go and why
+        the rest stays. Raises UnsafeToDeleteError (naming the file) when a reference is unreadable.
+        """
+        from engine.ops.expire_snapshots import run_recorded
+
+        return run_recorded(self.store, retain_max=retain_max, retain_min=retain_min, older_than=older_than,
+                            max_deletes=max_deletes, dry_run=dry_run)
+
+    def retention_mark(self, retention_ms: int | None = None) -> MarkResult:
+        """Advance the retention mark (``retention.time`` unless ``retention_ms``); never backwards."""
+        from engine.ops.maintenance_log import recorded_run
+        from engine.ops.retention_mark import advance
+
+        with recorded_run(self.store.io, self.path, "retention_mark", branch=self.branch) as record:
+            result = advance(self.store, retention_ms)
+            record.details = {"advanced": result.advanced,
+                              "snapshot_id": None if result.mark is None else result.mark.snapshot_id}
+        return result
+
+    def read_retention_mark(self) -> RetentionMark | None:
+        from engine.ops.retention_mark import read_mark
+
+        return read_mark(self.store.io, self.path)
 
     # -- branches (engine.ops.branches) -----------------------------------------------------------
     def create_branch(self, name: str, from_tag: str | None = None, from_snapshot: int | None = None) -> None:

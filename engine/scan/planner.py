@@ -250,15 +250,22 @@ def resolve_time_travel(
     given = [x for x in (snapshot_id, tag, timestamp_millis) if x is not None]
     if len(given) > 1:
         raise InvalidArgumentError("give only one of snapshot id, tag name and timestamp for time travel")
+    from engine.ops.retention_mark import check_visible  # time travel below the mark is refused
+
     if snapshot_id is not None:
-        return store.snapshots.get(snapshot_id)  # raises NoSuchSnapshotError with a clear message
+        snap = store.snapshots.get(snapshot_id)  # raises NoSuchSnapshotError with a clear message
+        check_visible(store, snap, f"snapshot {snapshot_id}")
+        return snap
     if tag is not None:
         from engine.meta.refs import TagStore
 
-        return TagStore(store.io, store.paths).get(tag).snapshot
+        snap = TagStore(store.io, store.paths).get(tag).snapshot
+        check_visible(store, snap, f"tag '{tag}'")
+        return snap
     if timestamp_millis is not None:
         snap = store.snapshots.at_or_before(timestamp_millis)
         if snap is None:
             raise NoSuchSnapshotError(f"the table has no snapshot at or before timestamp {timestamp_millis}")
+        check_visible(store, snap, f"timestamp {timestamp_millis}")
         return snap
     return None

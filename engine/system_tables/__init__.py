@@ -49,6 +49,7 @@ from engine.system_tables.history import (
     read_snapshots,
     read_tags,
 )
+from engine.system_tables.retention import read_retention
 
 if TYPE_CHECKING:
     from engine.scan.planner import DataSplit
@@ -67,6 +68,7 @@ _WHOLE: dict[str, Callable[[Table], pa.Table]] = {
     "tags": read_tags,
     "branches": read_branches,
     "consumers": read_consumers,
+    "retention": read_retention,
 }
 
 

@@ -122,6 +122,17 @@ ROW_TYPES: dict[str, tuple[DataField, ...]] = {
         ("last_update_time", _ts()),
     ),
     "consumers": _row(("consumer_id", STRING(_NN)), ("next_snapshot_id", BIGINT(_NN))),
+    # dyntable's own (no Paimon counterpart): engine.system_tables.retention
+    "retention": _row(
+        ("object_type", STRING(_NN)),
+        ("name", STRING(_NN)),
+        ("snapshot_id", BIGINT()),
+        ("file_size", BIGINT()),
+        ("kept_by", STRING()),
+        ("behind_retention_mark", BOOLEAN()),
+        ("collectable_now", BOOLEAN(_NN)),
+        ("collectable_after", _ts()),
+    ),
 }
 
 #: The metadata system tables this module serves, in Paimon's documentation order.
@@ -129,6 +140,8 @@ METADATA_TABLES: tuple[str, ...] = (
     "snapshots", "schemas", "options", "tags", "branches",
     "files", "manifests", "partitions", "buckets", "consumers",
 )  # fmt: skip
+#: dyntable's own system tables (no Paimon counterpart), served like the metadata tables.
+DYNTABLE_TABLES: tuple[str, ...] = ("retention",)
 
 _SCHEMAS: dict[str, pa.Schema] = {
     name: pa.schema([to_arrow_field(f) for f in row]) for name, row in ROW_TYPES.items()

@@ -25,6 +25,9 @@ EXPECTED = {
     "06_streaming_pipeline.sql": [(1, "ada", 500), (2, "alan", 250)],
     "07_tags_and_rollback.sql": [("apple", 10), ("pear", 5)],
     "08_branches.sql": [("cocoa", 3.8), ("coffee", 4.4), ("tea", 3.0)],
+    "09_expiration_and_retention.sql": [
+        ("snapshot", "3", True, False), ("snapshot", "4", False, False), ("tag", "first", True, False),
+    ],
 }
 
 

@@ -1,0 +1,158 @@
+"""CALL procedures for snapshot expiration and the retention mark.
+
+One job: bind ``sys.expire_snapshots`` (Paimon's Spark name, parameters — ``table, retain_max,
+retain_min, older_than, max_deletes, options`` — and first output column, plus ``dry_run``) and
+``sys.retention_mark`` / Databend's ``system$retention_mark([db,] table)`` to
+``engine.ops.expire_snapshots`` and ``engine.ops.retention_mark``.
+
+``expire_snapshots`` output: Paimon's ``deleted_snapshots_count`` first, then dyntable's columns.
+The first row is the summary (``object`` null): snapshots, files and bytes deleted (or, with
+``dry_run => true``, that would be). A dry run adds one row per object: ``action = 'delete'``
+for each snapshot and file that would go, ``'keep'`` with the ``reason`` for each snapshot and
+each file of the expiring snapshots that stays (which snapshot range, tag, branch, consumer or
+retention mark holds it).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from sqlext.errors import ProcedureArgumentError
+from sqlext.execute.procedures.registry import Param, ParamType, Procedure, register, table_argument
+
+if TYPE_CHECKING:
+    from sqlext.session import SqlSession
+
+EXPIRE_OUTPUT = pa.schema(
+    [
+        pa.field("deleted_snapshots_count", pa.int32()),
+        pa.field("deleted_files_count", pa.int64()),
+        pa.field("deleted_bytes", pa.int64()),
+        pa.field("dry_run", pa.bool_()),
+        pa.field("action", pa.string()),
+        pa.field("object_kind", pa.string()),
+        pa.field("object", pa.string()),
+        pa.field("bytes", pa.int64()),
+        pa.field("reason", pa.string()),
+    ]
+)
+MARK_OUTPUT = pa.schema(
+    [
+        pa.field("snapshot_id", pa.int64()),
+        pa.field("commit_time", pa.timestamp("ms")),
+        pa.field("mark_version", pa.int64()),
+        pa.field("advanced", pa.bool_(), nullable=False),
+    ]
+)
+
+
+def _with_options(table: Any, text: str | None) -> Any:
+    """Paimon's ``options => 'k1=v1,k2=v2'``: table options for this run only (validated)."""
+    if not text:
+        return table.store
+    import dataclasses
+
+    from engine.options import validate_options
+
+    pairs = {}
+    for item in text.split(","):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ProcedureArgumentError(f"argument 'options' = {text!r}: write 'key=value,key2=value2'")
+        pairs[key.strip()] = value.strip()
+    try:
+        validate_options(pairs)
+    except ValueError as e:
+        raise ProcedureArgumentError(f"argument 'options': {e}") from None
+    schema = table.store.schema
+    return table.store.with_schema(dataclasses.replace(schema, options={**schema.options, **pairs}))
+
+
+def _expire_snapshots(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    from engine.ops.expire_snapshots import run_recorded
+
+    table = table_argument(session, args["table"])
+    store = _with_options(table, args["options"])
+    try:
+        report = run_recorded(
+            store,
+            retain_max=args["retain_max"],
+            retain_min=args["retain_min"],
+            older_than=args["older_than"],
+            max_deletes=args["max_deletes"],
+            dry_run=bool(args["dry_run"]),
+        )
+    except ValueError as e:  # InvalidArgumentError: a bad bound or time text
+        raise ProcedureArgumentError(str(e)) from None
+    rows: list[tuple[Any, ...]] = [
+        (len(report.snapshots), report.count, report.bytes, report.dry_run, None, None, None, None, None)
+    ]
+    if report.dry_run:
+        rows += [(None, None, None, True, "delete", "snapshot", str(s), None, None) for s in report.snapshots]
+        rows += [
+            (None, None, None, True, "delete", kind.value, path, size, None)
+            for path, kind, size in report.files.files
+        ]
+        rows += [(None, None, None, True, "keep", k.kind, k.name, None, k.reason) for k in report.kept]
+    columns = list(zip(*rows, strict=True))
+    return pa.table(
+        {f.name: pa.array(list(col), f.type) for f, col in zip(EXPIRE_OUTPUT, columns, strict=True)},
+        schema=EXPIRE_OUTPUT,
+    )
+
+
+def _retention_mark(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    # Databend: system$retention_mark([database,] table) — two arguments are a database and a table.
+    name = args["table"] if args["table_name"] is None else f"{args['table']}.{args['table_name']}"
+    result = table_argument(session, name).retention_mark(args["retention"])
+    mark = result.mark
+    return pa.table(
+        {
+            "snapshot_id": pa.array([None if mark is None else mark.snapshot_id], pa.int64()),
+            "commit_time": pa.array([None if mark is None else mark.commit_time_ms], pa.timestamp("ms")),
+            "mark_version": pa.array([None if mark is None else mark.version], pa.int64()),
+            "advanced": pa.array([result.advanced], pa.bool_()),
+        },
+        schema=MARK_OUTPUT,
+    )
+
+
+def register_expire_procedures() -> None:
+    S, N, B, D = ParamType.STRING, ParamType.INT, ParamType.BOOLEAN, ParamType.DURATION  # noqa: N806
+    register(
+        Procedure(
+            "expire_snapshots",
+            (
+                Param("table", S, True),
+                Param("retain_max", N),
+                Param("retain_min", N),
+                Param("older_than", S),
+                Param("max_deletes", N),
+                Param("options", S),
+                Param("dry_run", B, default=False),
+            ),
+            EXPIRE_OUTPUT,
+            _expire_snapshots,
+            "Expire old snapshots (snapshot.num-retained.*, snapshot.time-retained or older_than "
+            "'yyyy-MM-dd HH:mm:ss', at most max_deletes; options 'k=v,...' for this run) and the files "
+            "nothing else needs; dry_run reports only.",
+        ),
+        replace=True,
+    )
+    register(
+        Procedure(
+            "retention_mark",
+            (Param("table", S, True), Param("table_name", S), Param("retention", D)),
+            MARK_OUTPUT,
+            _retention_mark,
+            "Move the retention mark to the newest snapshot committed at or before now - retention.time "
+            "(never backwards); time travel below the mark is refused. "
+            "Databend: system$retention_mark([db,] table).",
+        ),
+        replace=True,
+    )
+
+
+__all__ = ["EXPIRE_OUTPUT", "MARK_OUTPUT", "register_expire_procedures"]
