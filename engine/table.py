@@ -31,6 +31,8 @@ from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 if TYPE_CHECKING:
     from engine.catalog import FileSystemCatalog
     from engine.ops.branches import FastForwardResult
+    from engine.ops.expire_partitions import PartitionExpiration
+    from engine.ops.orphan_files import OrphanFilesResult
     from engine.ops.rollback import RollbackResult
 
 log = logging.getLogger(__name__)
@@ -231,7 +233,14 @@ class Table:
         """
         result = self._compact_after_write(buckets)
         self.auto_tag()
+        self._expire_partitions_after_commit()
         return result
+
+    def _expire_partitions_after_commit(self) -> None:
+        """``partition.expiration-time`` set and its check interval passed: expire (never raises)."""
+        from engine.ops.expire_partitions import run_after_commit
+
+        run_after_commit(self.store)
 
     def auto_tag(self) -> list[str]:
         """Create the tags ``tag.automatic-creation`` asks for now (engine.ops.auto_tags); never raises."""
@@ -318,6 +327,35 @@ class Table:
         from engine.ops.rollback import rollback_to_timestamp
 
         return rollback_to_timestamp(self.store, timestamp_millis)
+
+    # -- cleanup (engine.ops.orphan_files, engine.ops.expire_partitions) --------------------------
+    def remove_orphan_files(
+        self, older_than: object = None, dry_run: bool = False, force: bool = False, *, parallelism: int | None = None
+    ) -> OrphanFilesResult:
+        """Delete the files no snapshot, tag, branch or changelog references, older than ``older_than``
+        (default one day ago; less than one hour ago only with ``force``). Recorded in the maintenance log."""
+        from engine.ops.orphan_files import remove_table_orphan_files
+
+        return remove_table_orphan_files(self.store.io, self.path, older_than=older_than, dry_run=dry_run,
+                                         force=force, parallelism=parallelism, branch=self.branch)
+
+    def expire_partitions(
+        self,
+        expiration_time: object = None,
+        timestamp_formatter: str | None = None,
+        timestamp_pattern: str | None = None,
+        max_expires: int | None = None,
+        dry_run: bool = False,
+        *,
+        expire_strategy: str | None = None,
+    ) -> PartitionExpiration:
+        """Drop (mark-delete) the partitions older than ``expiration_time`` (default: the table's
+        ``partition.expiration-time``); the data files go when snapshot expiration removes them."""
+        from engine.ops.expire_partitions import expire_table_partitions
+
+        return expire_table_partitions(self.store, expiration_time=expiration_time,
+                                       timestamp_formatter=timestamp_formatter, timestamp_pattern=timestamp_pattern,
+                                       max_expires=max_expires, dry_run=dry_run, expire_strategy=expire_strategy)
 
     # -- branches (engine.ops.branches) -----------------------------------------------------------
     def create_branch(self, name: str, from_tag: str | None = None, from_snapshot: int | None = None) -> None:
