@@ -41,6 +41,7 @@ import pyarrow as pa
 
 from engine.system_tables.columns import METADATA_TABLES, arrow_schema, normalize_name
 from engine.system_tables.files import read_buckets, read_files, read_manifests, read_partitions
+from engine.system_tables.maintenance import read_maintenance_log
 from engine.system_tables.history import (
     read_branches,
     read_consumers,
@@ -67,6 +68,7 @@ _WHOLE: dict[str, Callable[[Table], pa.Table]] = {
     "tags": read_tags,
     "branches": read_branches,
     "consumers": read_consumers,
+    "maintenance_log": read_maintenance_log,
 }
 
 

@@ -122,12 +122,25 @@ ROW_TYPES: dict[str, tuple[DataField, ...]] = {
         ("last_update_time", _ts()),
     ),
     "consumers": _row(("consumer_id", STRING(_NN)), ("next_snapshot_id", BIGINT(_NN))),
+    # dyntable's own (no Paimon counterpart): one row per maintenance run, engine.ops.maintenance_log
+    "maintenance_log": _row(
+        ("procedure", STRING(_NN)),
+        ("trigger", STRING(_NN)),
+        ("branch", STRING(_NN)),
+        ("started_at", _ts(_NN)),
+        ("duration_ms", BIGINT(_NN)),
+        ("dry_run", BOOLEAN(_NN)),
+        ("deleted_files", BIGINT(_NN)),
+        ("deleted_bytes", BIGINT(_NN)),
+        ("details", STRING()),
+        ("error", STRING()),
+    ),
 }
 
 #: The metadata system tables this module serves, in Paimon's documentation order.
 METADATA_TABLES: tuple[str, ...] = (
     "snapshots", "schemas", "options", "tags", "branches",
-    "files", "manifests", "partitions", "buckets", "consumers",
+    "files", "manifests", "partitions", "buckets", "consumers", "maintenance_log",
 )  # fmt: skip
 
 _SCHEMAS: dict[str, pa.Schema] = {

@@ -98,6 +98,12 @@ EXPECTED = {
         ("last_update_time", TS, N),
     ],
     "consumers": [("consumer_id", STR, NN), ("next_snapshot_id", I64, NN)],
+    # dyntable's own: engine.system_tables.maintenance
+    "maintenance_log": [
+        ("procedure", STR, NN), ("trigger", STR, NN), ("branch", STR, NN), ("started_at", TS, NN),
+        ("duration_ms", I64, NN), ("dry_run", BOOL, NN), ("deleted_files", I64, NN),
+        ("deleted_bytes", I64, NN), ("details", STR, N), ("error", STR, N),
+    ],
 }  # fmt: skip
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("dt", pa.string())])
