@@ -576,10 +576,12 @@ def _register_builtins() -> None:
 _register_builtins()
 
 from sqlext.procedures_branches import register_branch_procedures  # noqa: E402 - needs the names above
+from sqlext.procedures_cleanup import register_cleanup_procedures  # noqa: E402 - needs the names above
 from sqlext.procedures_tags import register_tag_procedures  # noqa: E402 - needs the names above
 
 register_tag_procedures()
 register_branch_procedures()
+register_cleanup_procedures()
 
 __all__ = [
     "REGISTRY",
