@@ -25,6 +25,7 @@ EXPECTED = {
     "06_streaming_pipeline.sql": [(1, "ada", 500), (2, "alan", 250)],
     "07_tags_and_rollback.sql": [("apple", 10), ("pear", 5)],
     "08_branches.sql": [("cocoa", 3.8), ("coffee", 4.4), ("tea", 3.0)],
+    "10_orphans_and_partition_expiry.sql": [("29990101", 2), ("29990102", 1)],
 }
 
 
