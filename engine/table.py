@@ -226,7 +226,8 @@ class Table:
         return result
 
     def after_commit(self, buckets: set[tuple[bytes, int]] | None = None) -> CommitResult:
-        """What follows a committed write: automatic compaction, then automatic tags; never raises.
+        """What follows a committed write: automatic compaction, automatic tags, then partition
+        expiration when its check interval passed; never raises.
 
         ``buckets``: the (partition, bucket) pairs the write touched (None: all). Each step is
         guarded on its own (failures are logged) and simply tried again after a later write.

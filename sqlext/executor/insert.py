@@ -276,6 +276,7 @@ def write_frame(
                 log.warning("automatic compaction of %s failed and will be retried after a later write: %s",
                             table.name, e)
         fresh.auto_tag()
+        fresh._expire_partitions_after_commit()  # partition.expiration-time (engine.ops.expire_partitions)
     return added
 
 

@@ -120,3 +120,14 @@ def test_expire_partitions_procedure(session):
     assert '"partitions":["dt=20000101"]' in logged[0][0]
     with pytest.raises(SqlError, match="partition.expiration-time"):
         list(session.execute("CALL sys.expire_partitions(table => 'ev')"))
+
+
+@pytest.mark.parametrize("pk", [False, True], ids=["append", "pk"])
+def test_sql_inserts_expire_partitions_automatically(session, pk):
+    key = ", PRIMARY KEY (id, dt) NOT ENFORCED" if pk else ""
+    session.sql(f"CREATE TABLE auto_{pk} (id INT, dt STRING{key}) PARTITIONED BY (dt) WITH ("
+                "'partition.expiration-time' = '7 d', 'partition.expiration-check-interval' = '0 s')")
+    session.sql(f"INSERT INTO auto_{pk} VALUES (1, '2000-01-01'), (2, '2999-01-01')")
+    assert run(session, f"SELECT id FROM auto_{pk}") == [(2,)]
+    assert run(session, f"SELECT procedure, `trigger`, error FROM auto_{pk}$maintenance_log") == [
+        ("expire_partitions", "automatic", None)]
