@@ -331,7 +331,12 @@ class Table:
 
     # -- cleanup (engine.ops.orphan_files, engine.ops.expire_partitions) --------------------------
     def remove_orphan_files(
-        self, older_than: object = None, dry_run: bool = False, force: bool = False, *, parallelism: int | None = None
+        self,
+        older_than: object = None,
+        dry_run: bool = False,
+        force: bool = False,
+        *,
+        parallelism: int | None = None,
     ) -> OrphanFilesResult:
         """Delete the files no snapshot, tag, branch or changelog references, older than ``older_than``
         (default one day ago; less than one hour ago only with ``force``). Recorded in the maintenance log."""
@@ -354,9 +359,10 @@ class Table:
         ``partition.expiration-time``); the data files go when snapshot expiration removes them."""
         from engine.ops.expire_partitions import expire_table_partitions
 
-        return expire_table_partitions(self.store, expiration_time=expiration_time,
-                                       timestamp_formatter=timestamp_formatter, timestamp_pattern=timestamp_pattern,
-                                       max_expires=max_expires, dry_run=dry_run, expire_strategy=expire_strategy)
+        return expire_table_partitions(
+            self.store, expiration_time=expiration_time, timestamp_formatter=timestamp_formatter,
+            timestamp_pattern=timestamp_pattern, max_expires=max_expires, dry_run=dry_run,
+            expire_strategy=expire_strategy)
 
     # -- branches (engine.ops.branches) -----------------------------------------------------------
     def create_branch(self, name: str, from_tag: str | None = None, from_snapshot: int | None = None) -> None:

@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_ORPHANS = pa.schema([pa.field("deletedFileCount", pa.int64()), pa.field("deletedFileTotalLenInBytes", pa.int64())])
+_ORPHANS = pa.schema(
+    [pa.field("deletedFileCount", pa.int64()), pa.field("deletedFileTotalLenInBytes", pa.int64())]
+)
 _EXPIRED = pa.schema([pa.field("expired_partitions", pa.string())])
 NO_EXPIRED = "No expired partitions."
 
@@ -44,7 +46,9 @@ def _tables(session: SqlSession, text: str) -> list[Table]:
         return [table_argument(session, stripped)]
     database = stripped[:-1].rstrip(".") or session.current_database
     if stripped[:-1] and not stripped[:-1].endswith("."):
-        raise ProcedureArgumentError(f"argument 'table' = {text!r}: write 'database.*' for every table of a database")
+        raise ProcedureArgumentError(
+            f"argument 'table' = {text!r}: write 'database.*' for every table of a database"
+        )
     if not session.catalog.database_exists(database):
         raise ProcedureArgumentError(f"argument 'table' = {text!r}: database '{database}' does not exist")
     return [session.catalog.get_table(f"{database}.{name}") for name in session.catalog.list_tables(database)]
@@ -61,8 +65,9 @@ def _remove_orphan_files(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     failures: list[tuple[str, Exception]] = []
     for table in _tables(session, args["table"]):
         try:
-            result = table.remove_orphan_files(args["older_than"], bool(args["dry_run"]), bool(args["force"]),
-                                               parallelism=parallelism)
+            result = table.remove_orphan_files(
+                args["older_than"], bool(args["dry_run"]), bool(args["force"]), parallelism=parallelism
+            )
         except Exception as e:  # noqa: BLE001 - every table gets its turn; the first failure is raised below
             if not args["table"].strip().endswith("*"):
                 raise
@@ -78,29 +83,59 @@ def _remove_orphan_files(session: SqlSession, args: dict[str, Any]) -> pa.Table:
 
 def _expire_partitions(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     result = table_argument(session, args["table"]).expire_partitions(
-        args["expiration_time"], args["timestamp_formatter"], args["timestamp_pattern"], args["max_expires"],
-        bool(args["dry_run"]), expire_strategy=args["expire_strategy"])
+        args["expiration_time"],
+        args["timestamp_formatter"],
+        args["timestamp_pattern"],
+        args["max_expires"],
+        bool(args["dry_run"]),
+        expire_strategy=args["expire_strategy"],
+    )
     rows = result.texts() or [NO_EXPIRED]
     return pa.table({"expired_partitions": rows}, schema=_EXPIRED)
 
 
 def register_cleanup_procedures() -> None:
-    S, I, B, T, D = (ParamType.STRING, ParamType.INT, ParamType.BOOLEAN,  # noqa: N806
-                     ParamType.TIMESTAMP, ParamType.DURATION)
-    register(Procedure(
-        "remove_orphan_files",
-        (Param("table", S, True), Param("older_than", T), Param("dry_run", B, default=False),
-         Param("parallelism", I), Param("mode", S), Param("force", B, default=False)),
-        _ORPHANS, _remove_orphan_files,
-        "Delete files no snapshot, tag, branch or changelog references, older than older_than "
-        "(default one day ago; less than an hour ago only with force => true). table may be 'db.*'."),
-        replace=True)
-    register(Procedure(
-        "expire_partitions",
-        (Param("table", S, True), Param("expiration_time", D), Param("timestamp_formatter", S),
-         Param("timestamp_pattern", S), Param("expire_strategy", S), Param("max_expires", I),
-         Param("dry_run", B, default=False)),
-        _EXPIRED, _expire_partitions,
-        "Drop partitions older than expiration_time (default: the table's partition.expiration-time); "
-        "their files go when the snapshots referencing them expire."),
-        replace=True)
+    S, N, B, T, D = (
+        ParamType.STRING,
+        ParamType.INT,
+        ParamType.BOOLEAN,  # noqa: N806
+        ParamType.TIMESTAMP,
+        ParamType.DURATION,
+    )
+    register(
+        Procedure(
+            "remove_orphan_files",
+            (
+                Param("table", S, True),
+                Param("older_than", T),
+                Param("dry_run", B, default=False),
+                Param("parallelism", N),
+                Param("mode", S),
+                Param("force", B, default=False),
+            ),
+            _ORPHANS,
+            _remove_orphan_files,
+            "Delete files no snapshot, tag, branch or changelog references, older than older_than "
+            "(default one day ago; less than an hour ago only with force => true). table may be 'db.*'.",
+        ),
+        replace=True,
+    )
+    register(
+        Procedure(
+            "expire_partitions",
+            (
+                Param("table", S, True),
+                Param("expiration_time", D),
+                Param("timestamp_formatter", S),
+                Param("timestamp_pattern", S),
+                Param("expire_strategy", S),
+                Param("max_expires", N),
+                Param("dry_run", B, default=False),
+            ),
+            _EXPIRED,
+            _expire_partitions,
+            "Drop partitions older than expiration_time (default: the table's partition.expiration-time); "
+            "their files go when the snapshots referencing them expire.",
+        ),
+        replace=True,
+    )

@@ -85,9 +85,19 @@ class PartitionExpiration:
 # Partition times
 
 _DEFAULT_TIME = re.compile(
-    r"(\d{1,10})-(\d{1,2})-(\d{1,2})(?: (\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.(\d{1,9}))?)?")
-_FIELDS = {"y": "year", "u": "year", "M": "month", "L": "month", "d": "day", "H": "hour", "m": "minute",
-           "s": "second", "S": "fraction"}
+    r"(\d{1,10})-(\d{1,2})-(\d{1,2})(?: (\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.(\d{1,9}))?)?"
+)
+_FIELDS = {
+    "y": "year",
+    "u": "year",
+    "M": "month",
+    "L": "month",
+    "d": "day",
+    "H": "hour",
+    "m": "minute",
+    "s": "second",
+    "S": "fraction",
+}
 
 
 def _compile_formatter(pattern: str) -> re.Pattern[str]:
@@ -111,8 +121,10 @@ def _compile_formatter(pattern: str) -> re.Pattern[str]:
             name = _FIELDS.get(c)
             if name is None:
                 raise InvalidArgumentError(
-                    f"timestamp formatter {pattern!r}: letter {c!r} is not supported; use y, M, d, H, m, s, S "
-                    "and quoted literals (e.g. 'yyyyMMdd', 'yyyy-MM-dd HH:mm:ss')")
+                    f"timestamp formatter {pattern!r}: letter {c!r} is not supported; "
+                    "use y, M, d, H, m, s, S "
+                    "and quoted literals (e.g. 'yyyyMMdd', 'yyyy-MM-dd HH:mm:ss')"
+                )
             if f"(?P<{name}>" in "".join(out):
                 raise InvalidArgumentError(f"timestamp formatter {pattern!r} names the {name} twice")
             if name == "year":
@@ -146,8 +158,15 @@ def parse_partition_time(text: str, formatter: str | None) -> dt.datetime:
     if "year" in g and len(g["year"]) == 2:
         year += 2000
     frac = g.get("fraction") or "0"
-    return dt.datetime(year, int(g.get("month") or 1), int(g.get("day") or 1), int(g.get("hour") or 0),
-                       int(g.get("minute") or 0), int(g.get("second") or 0), int(frac.ljust(9, "0")[:6]))
+    return dt.datetime(
+        year,
+        int(g.get("month") or 1),
+        int(g.get("day") or 1),
+        int(g.get("hour") or 0),
+        int(g.get("minute") or 0),
+        int(g.get("second") or 0),
+        int(frac.ljust(9, "0")[:6]),
+    )
 
 
 def time_text(keys: Sequence[str], values: Sequence[str], pattern: str | None) -> str:
@@ -180,7 +199,9 @@ def _millis(value: object, what: str) -> int:
         return value
     if isinstance(value, str):
         return parse_duration(value)
-    raise InvalidArgumentError(f"{what} must be a duration ('7 d', '12 h'), milliseconds or a timedelta, not {value!r}")
+    raise InvalidArgumentError(
+        f"{what} must be a duration ('7 d', '12 h'), milliseconds or a timedelta, not {value!r}"
+    )
 
 
 def expired_partitions(
@@ -212,21 +233,33 @@ def expired_partitions(
             when = dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=newest[part])
         else:
             if any(v is None for v in values):
-                log.warning("partition %s of %s holds a null value and never expires by its values; drop it "
-                            "by hand or use partition.expiration-strategy=update-time", texts, store.paths.root)
+                log.warning(
+                    "partition %s of %s holds a null value and never expires by its values; drop it "
+                    "by hand or use partition.expiration-strategy=update-time",
+                    texts,
+                    store.paths.root,
+                )
                 continue
             try:
                 when = parse_partition_time(time_text(keys, texts, pattern), formatter)
             except ValueError as err:
-                log.warning("cannot read a time from partition %s of %s (%s); check partition.timestamp-formatter "
-                            "/ partition.timestamp-pattern, or drop it by hand", texts, store.paths.root, err)
+                log.warning(
+                    "cannot read a time from partition %s of %s (%s); check partition.timestamp-formatter "
+                    "/ partition.timestamp-pattern, or drop it by hand",
+                    texts,
+                    store.paths.root,
+                    err,
+                )
                 continue
         if when < expire_before:
             picked.append((texts, dict(zip(keys, values, strict=True)), part))
     picked.sort(key=lambda p: ":".join(p[0]))
     picked = picked[:max_expires]
-    return ([spec for _, spec, _ in picked], [dict(zip(keys, t, strict=True)) for t, _, _ in picked],
-            sum(files[p] for _, _, p in picked))
+    return (
+        [spec for _, spec, _ in picked],
+        [dict(zip(keys, t, strict=True)) for t, _, _ in picked],
+        sum(files[p] for _, _, p in picked),
+    )
 
 
 def expire_partitions(
@@ -249,17 +282,23 @@ def expire_partitions(
     """
     opts = store.options
     if not store.partition_keys:
-        raise InvalidArgumentError(f"table {store.paths.root} is not partitioned, so it has no partitions to expire")
+        raise InvalidArgumentError(
+            f"table {store.paths.root} is not partitioned, so it has no partitions to expire"
+        )
     if expiration_time is None:
         expiration_time = opts.get(PARTITION_EXPIRATION_TIME)
         if expiration_time is None:
             raise InvalidArgumentError(
-                "no expiration time: pass expiration_time (e.g. '7 d') or set the table option partition.expiration-time")
+                "no expiration time: pass expiration_time (e.g. '7 d') "
+                "or set the table option partition.expiration-time"
+            )
     expire_ms = _millis(expiration_time, "expiration_time")
     strategy = (expire_strategy or opts.get(PARTITION_EXPIRATION_STRATEGY)).lower()
     if strategy not in STRATEGIES:
         raise InvalidArgumentError(f"expire_strategy {strategy!r} is not one of {', '.join(STRATEGIES)}")
-    formatter = timestamp_formatter if timestamp_formatter is not None else opts.get(PARTITION_TIMESTAMP_FORMATTER)
+    formatter = (
+        timestamp_formatter if timestamp_formatter is not None else opts.get(PARTITION_TIMESTAMP_FORMATTER)
+    )
     pattern = timestamp_pattern if timestamp_pattern is not None else opts.get(PARTITION_TIMESTAMP_PATTERN)
     if formatter is not None:
         _compile_formatter(formatter)  # a bad formatter is the caller's error, not a per-partition warning
@@ -272,8 +311,9 @@ def expire_partitions(
     attempt = 0
     while True:
         attempt += 1
-        specs, texts, files = expired_partitions(store, expire_before, strategy=strategy, formatter=formatter,
-                                                 pattern=pattern, max_expires=limit)
+        specs, texts, files = expired_partitions(
+            store, expire_before, strategy=strategy, formatter=formatter, pattern=pattern, max_expires=limit
+        )
         if dry_run or not specs:
             return PartitionExpiration(tuple(texts), None, dry_run, files, 0 if dry_run else attempt - 1)
         try:
@@ -281,20 +321,36 @@ def expire_partitions(
         except CommitConflictError:
             if attempt >= MAX_ATTEMPTS:
                 raise
-            log.info("partition expiration of %s lost a race (attempt %d); planning again", store.paths.root, attempt)
+            log.info(
+                "partition expiration of %s lost a race (attempt %d); planning again",
+                store.paths.root,
+                attempt,
+            )
             continue
         return PartitionExpiration(tuple(texts), result.last_snapshot_id, False, files, attempt)
 
 
-def expire_table_partitions(store: FileStore, *, trigger: str = "called", **kwargs: object) -> PartitionExpiration:
+def expire_table_partitions(
+    store: FileStore, *, trigger: str = "called", **kwargs: object
+) -> PartitionExpiration:
     """:func:`expire_partitions` recorded in the table's maintenance log (also when it fails)."""
     from engine.ops.maintenance_log import recorded_run
 
-    with recorded_run(store.io, store.paths.root, "expire_partitions", trigger=trigger, branch=store.branch,
-                      dry_run=bool(kwargs.get("dry_run"))) as record:
+    with recorded_run(
+        store.io,
+        store.paths.root,
+        "expire_partitions",
+        trigger=trigger,
+        branch=store.branch,
+        dry_run=bool(kwargs.get("dry_run")),
+    ) as record:
         result = expire_partitions(store, **kwargs)  # type: ignore[arg-type]
-        record.details = {"partitions": result.texts(), "snapshot_id": result.snapshot_id,
-                          "mark_deleted_files": result.files, "attempts": result.attempts}
+        record.details = {
+            "partitions": result.texts(),
+            "snapshot_id": result.snapshot_id,
+            "mark_deleted_files": result.files,
+            "attempts": result.attempts,
+        }
     return result
 
 
@@ -347,6 +403,10 @@ def run_after_commit(store: FileStore, *, now_ms: int | None = None) -> Partitio
         _mark_checked(store, now)
         return expire_table_partitions(store, trigger="automatic")
     except Exception as e:  # noqa: BLE001 - the commit is published; expiration must not change its outcome
-        log.warning("automatic partition expiration of %s failed and will be tried again after the check "
-                    "interval: %s", store.paths.root, e)
+        log.warning(
+            "automatic partition expiration of %s failed and will be tried again after the check "
+            "interval: %s",
+            store.paths.root,
+            e,
+        )
         return None

@@ -114,15 +114,18 @@ def cutoff_millis(older_than: object = None, *, force: bool = False, now_ms: int
         cutoff = older_than
     else:
         raise InvalidArgumentError(
-            f"older_than must be a datetime, epoch milliseconds or a timedelta, not {older_than!r}")
+            f"older_than must be a datetime, epoch milliseconds or a timedelta, not {older_than!r}"
+        )
     if cutoff > now:
         raise OrphanCutoffTooRecentError(
             f"older_than {_fmt(cutoff)} is in the future: files being written now would be deleted; "
-            "give a time in the past (default: one day ago)")
+            "give a time in the past (default: one day ago)"
+        )
     if cutoff > now - MIN_AGE_MS and not force:
         raise OrphanCutoffTooRecentError(
             f"older_than {_fmt(cutoff)} is less than one hour ago: a running commit may still hold files "
-            "nothing references yet; use an older time, or force => true if no writer is running")
+            "nothing references yet; use an older time, or force => true if no writer is running"
+        )
     return cutoff
 
 
@@ -218,8 +221,11 @@ def _check_path_style(listing: _Listing, referenced: set[str], root: str) -> Non
     wanted = {p for p in referenced if p.startswith(manifest_dir)}
     if wanted and listed and not (wanted & listed):
         raise UnsafeToDeleteError(
-            f"none of the {len(wanted)} referenced manifest files of {root} was found by listing {manifest_dir} "
-            "(the paths are spelled differently?); nothing was deleted", manifest_dir)
+            f"none of the {len(wanted)} referenced manifest files of {root} was found by listing "
+            f"{manifest_dir} "
+            "(the paths are spelled differently?); nothing was deleted",
+            manifest_dir,
+        )
 
 
 def remove_orphan_files(
@@ -337,9 +343,12 @@ def remove_table_orphan_files(
     """:func:`remove_orphan_files` recorded in the table's maintenance log (also when it fails)."""
     from engine.ops.maintenance_log import recorded_run
 
-    with recorded_run(io, root, "remove_orphan_files", trigger=trigger, branch=branch, dry_run=dry_run) as record:
-        result = remove_orphan_files(io, root, older_than=older_than, dry_run=dry_run, force=force,
-                                     parallelism=parallelism)
+    with recorded_run(
+        io, root, "remove_orphan_files", trigger=trigger, branch=branch, dry_run=dry_run
+    ) as record:
+        result = remove_orphan_files(
+            io, root, older_than=older_than, dry_run=dry_run, force=force, parallelism=parallelism
+        )
         record.deleted_files = result.count
         record.deleted_bytes = result.bytes
         record.details = {

@@ -41,7 +41,6 @@ import pyarrow as pa
 
 from engine.system_tables.columns import METADATA_TABLES, arrow_schema, normalize_name
 from engine.system_tables.files import read_buckets, read_files, read_manifests, read_partitions
-from engine.system_tables.maintenance import read_maintenance_log
 from engine.system_tables.history import (
     read_branches,
     read_consumers,
@@ -50,6 +49,7 @@ from engine.system_tables.history import (
     read_snapshots,
     read_tags,
 )
+from engine.system_tables.maintenance import read_maintenance_log
 
 if TYPE_CHECKING:
     from engine.scan.planner import DataSplit

@@ -19,8 +19,15 @@ NOW = dt.datetime(2024, 6, 10, 12, 0, 0)
 
 
 def data(parts: list[tuple[str, str]], v: str = "x") -> pa.Table:
-    return pa.table({"id": list(range(len(parts))), "v": [v] * len(parts), "dt": [p[0] for p in parts],
-                     "hr": [p[1] for p in parts]}, schema=SCHEMA)
+    return pa.table(
+        {
+            "id": list(range(len(parts))),
+            "v": [v] * len(parts),
+            "dt": [p[0] for p in parts],
+            "hr": [p[1] for p in parts],
+        },
+        schema=SCHEMA,
+    )
 
 
 def partitions(t) -> list[tuple[str, str]]:
@@ -57,11 +64,20 @@ def test_bad_times_and_patterns():
 @pytest.mark.parametrize("primary_key", [False, True], ids=["append", "pk"])
 def test_expire_with_a_pattern_and_formatter(catalog, primary_key):
     t = catalog.create_table(
-        "db.ev", SCHEMA, partition_keys=["dt", "hr"], primary_keys=["id", "dt", "hr"] if primary_key else (),
-        options={"bucket": "1", "bucket-key": "id", "partition.timestamp-formatter": "yyyyMMdd HH",
-                 "partition.timestamp-pattern": "$dt $hr"})
-    t.write_arrow(data([("20240601", "01"), ("20240601", "02"), ("20240609", "23"), ("20240610", "11"),
-                        ("bad", "00")]))
+        "db.ev",
+        SCHEMA,
+        partition_keys=["dt", "hr"],
+        primary_keys=["id", "dt", "hr"] if primary_key else (),
+        options={
+            "bucket": "1",
+            "bucket-key": "id",
+            "partition.timestamp-formatter": "yyyyMMdd HH",
+            "partition.timestamp-pattern": "$dt $hr",
+        },
+    )
+    t.write_arrow(
+        data([("20240601", "01"), ("20240601", "02"), ("20240609", "23"), ("20240610", "11"), ("bad", "00")])
+    )
     t.create_tag("before")
     before_files = reachable_files(t.store.io, t.path).paths()
     dry = ep.expire_partitions(t.store, expiration_time="1 d", dry_run=True, now=NOW)
@@ -80,17 +96,23 @@ def test_expire_with_a_pattern_and_formatter(catalog, primary_key):
 
 
 def test_defaults_come_from_the_options_and_update_time(catalog):
-    t = catalog.create_table("db.opt", SCHEMA, partition_keys=["dt"],
-                             options={"partition.expiration-time": "7 d"})
+    t = catalog.create_table(
+        "db.opt", SCHEMA, partition_keys=["dt"], options={"partition.expiration-time": "7 d"}
+    )
     t.write_arrow(data([("2024-05-01", "0"), ("2999-06-09", "0")]))
     assert partitions(t) == [("2999-06-09", "0")]  # the write's automatic run used the option
-    assert ep.expire_partitions(t.store, now=dt.datetime(2999, 6, 16, 1), dry_run=True).texts() == ["dt=2999-06-09"]
+    assert ep.expire_partitions(t.store, now=dt.datetime(2999, 6, 16, 1), dry_run=True).texts() == [
+        "dt=2999-06-09"
+    ]
     assert ep.expire_partitions(t.store, now=dt.datetime(2999, 6, 15, 23), dry_run=True).texts() == []
     # update-time: the files were just written, so nothing is older than a day
-    assert ep.expire_partitions(t.store, expiration_time="1 d", expire_strategy="update-time").partitions == ()
+    assert (
+        ep.expire_partitions(t.store, expiration_time="1 d", expire_strategy="update-time").partitions == ()
+    )
     far = dt.datetime.now() + dt.timedelta(days=3)
-    assert ep.expire_partitions(t.store, expiration_time="1 d", expire_strategy="update-time",
-                                now=far).texts() == ["dt=2999-06-09"]
+    assert ep.expire_partitions(
+        t.store, expiration_time="1 d", expire_strategy="update-time", now=far
+    ).texts() == ["dt=2999-06-09"]
     plain = catalog.create_table("db.nopt", SCHEMA, partition_keys=["dt"])
     with pytest.raises(InvalidArgumentError, match="partition.expiration-time"):
         plain.expire_partitions()
@@ -109,7 +131,9 @@ def test_table_api_records_each_run(catalog):
     assert t.latest_snapshot().commit_kind.name == "OVERWRITE"
     runs = [r for r in read_records(t.store.io, t.path) if r.procedure == "expire_partitions"]
     assert sorted((r.trigger, r.dry_run, r.details["partitions"]) for r in runs) == [
-        ("called", False, ["dt=2000-01-01"]), ("called", True, ["dt=2000-01-01"])]
+        ("called", False, ["dt=2000-01-01"]),
+        ("called", True, ["dt=2000-01-01"]),
+    ]
 
 
 def test_a_lost_race_is_planned_again_within_bounds(catalog, monkeypatch):
@@ -143,9 +167,17 @@ def test_a_lost_race_is_planned_again_within_bounds(catalog, monkeypatch):
 @pytest.mark.parametrize("primary_key", [False, True], ids=["append", "pk"])
 def test_runs_automatically_after_commits_when_the_interval_passed(catalog, primary_key):
     t = catalog.create_table(
-        f"db.auto_{primary_key}", SCHEMA, partition_keys=["dt"], primary_keys=["id", "dt"] if primary_key else (),
-        options={"bucket": "1", "bucket-key": "id", "partition.expiration-time": "7 d",
-                 "partition.expiration-check-interval": "1 h"})
+        f"db.auto_{primary_key}",
+        SCHEMA,
+        partition_keys=["dt"],
+        primary_keys=["id", "dt"] if primary_key else (),
+        options={
+            "bucket": "1",
+            "bucket-key": "id",
+            "partition.expiration-time": "7 d",
+            "partition.expiration-check-interval": "1 h",
+        },
+    )
     t.write_arrow(data([("2000-01-01", "0"), ("2999-01-01", "0")]))
     assert partitions(t) == [("2999-01-01", "0")]  # the write itself triggered the expiration
     t.write_arrow(data([("2000-01-02", "0")]))  # within the interval: no check
@@ -161,9 +193,16 @@ def test_runs_automatically_after_commits_when_the_interval_passed(catalog, prim
 
 
 def test_an_automatic_failure_never_fails_the_commit(catalog):
-    t = catalog.create_table("db.autobad", SCHEMA, partition_keys=["dt"], options={
-        "partition.expiration-time": "7 d", "partition.expiration-check-interval": "0 s",
-        "partition.timestamp-formatter": "yyyy-QQ"})
+    t = catalog.create_table(
+        "db.autobad",
+        SCHEMA,
+        partition_keys=["dt"],
+        options={
+            "partition.expiration-time": "7 d",
+            "partition.expiration-check-interval": "0 s",
+            "partition.timestamp-formatter": "yyyy-QQ",
+        },
+    )
     result = t.write_arrow(data([("2000-01-01", "0")]))
     assert result.snapshot_ids and partitions(t) == [("2000-01-01", "0")]
     [record] = [r for r in read_records(t.store.io, t.path) if r.procedure == "expire_partitions"]

@@ -185,7 +185,8 @@ from engine.table import Table  # noqa: E402
 OLD_DAY, NEW_DAY = "2000-01-01", "2999-01-01"
 
 cleanup_op = st.one_of(
-    st.tuples(st.just("write"), st.lists(st.integers(0, 7), min_size=1, max_size=4), st.sampled_from([OLD_DAY, NEW_DAY])),
+    st.tuples(st.just("write"), st.lists(st.integers(0, 7), min_size=1, max_size=4),
+              st.sampled_from([OLD_DAY, NEW_DAY])),
     st.tuples(st.just("crash_write"), st.lists(st.integers(0, 7), min_size=1, max_size=3),
               st.sampled_from([OLD_DAY, NEW_DAY]), st.integers(1, 40)),
     st.tuples(st.just("compact")),
@@ -216,7 +217,7 @@ def run_cleanup_history(primary_key: bool, ops) -> None:
         catalog.create_database("db")
         t = catalog.create_table("db.c", SCHEMA, partition_keys=["p"],
                                  primary_keys=["id", "p"] if primary_key else [],
-                                 options={"bucket": "1"} if primary_key else {"bucket": "1", "bucket-key": "id"})
+                                 options={"bucket": "1", **({} if primary_key else {"bucket-key": "id"})})
         model: dict[tuple, tuple] = {}  # (id, p) -> row; append tables key by a write counter too
         tag_rows: dict[str, list[tuple]] = {}
         counter = 0

@@ -107,7 +107,9 @@ def test_orphans_of_every_kind_go_and_nothing_else(request, fixture):
     assert content(t) == before
     runs = [r for r in read_records(t.store.io, root) if r.procedure == "remove_orphan_files"]
     assert sorted((r.dry_run, r.deleted_files, r.deleted_bytes, r.error) for r in runs) == [
-        (False, len(orphans), dry.bytes, None), (True, len(orphans), dry.bytes, None)]
+        (False, len(orphans), dry.bytes, None),
+        (True, len(orphans), dry.bytes, None),
+    ]
 
 
 def test_young_orphans_and_the_cutoff_guard(append_table):
@@ -174,7 +176,9 @@ def test_fail_closed_on_unreadable_metadata(append_table, what):
     root = t.path
     snap = t.store.snapshots.get(1)
     targets = {
-        "manifest": lambda: t.store.paths.manifest_file(t.store.manifests.read_list(snap.delta_manifest_list)[0].file_name),
+        "manifest": lambda: t.store.paths.manifest_file(
+            t.store.manifests.read_list(snap.delta_manifest_list)[0].file_name
+        ),
         "manifest-list": lambda: t.store.paths.manifest_file(snap.base_manifest_list),
         "snapshot": lambda: t.store.paths.snapshot_file(2),
         "tag": lambda: t.store.paths.tag_file("t1"),
@@ -200,8 +204,10 @@ def test_leftovers_of_an_aborted_job_are_found(catalog):
     t = catalog.create_table("db.job", SCHEMA, partition_keys=["p"])
     t.write_arrow(rows([1, 2]))
     token = "0b7d3c1e-aaaa-bbbb-cccc-000000000001"
-    writer_files = [plant(os.path.join(t.path, f"p={p}", "bucket-0", f"data-{token}-{n}.parquet"), 50)
-                    for p, n in (("a", 256), ("new", 512))]
+    writer_files = [
+        plant(os.path.join(t.path, f"p={p}", "bucket-0", f"data-{token}-{n}.parquet"), 50)
+        for p, n in (("a", 256), ("new", 512))
+    ]
     marker = plant(os.path.join(t.path, ".dyntable", "aborted-jobs", token), 7)
     age(t.path)
     result = t.remove_orphan_files()
@@ -260,8 +266,18 @@ def test_cleanup_after_crashed_writers_leaves_no_unreferenced_old_file(tmp_path,
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("scenario", ["pk-write", "pk-compact-full", "append-compact-full", "overwrite-partition",
-                                      "pk-overwrite-partition", "drop-partition", "truncate"])
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        "pk-write",
+        "pk-compact-full",
+        "append-compact-full",
+        "overwrite-partition",
+        "pk-overwrite-partition",
+        "drop-partition",
+        "truncate",
+    ],
+)
 def test_cleanup_after_crashed_writers_every_scenario(tmp_path, scenario):
     _crash_sweep(tmp_path, scenario)
 
