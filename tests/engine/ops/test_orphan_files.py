@@ -16,6 +16,7 @@ from engine.ops.orphan_files import (
     OrphanCutoffTooRecentError,
     list_candidates,
     remove_orphan_files,
+    remove_table_orphan_files,
 )
 from engine.ops.reachability import UnsafeToDeleteError, reachable_files
 from engine.table import Table
@@ -282,7 +283,7 @@ def test_cleanup_after_crashed_writers_every_scenario(tmp_path, scenario):
     _crash_sweep(tmp_path, scenario)
 
 
-@pytest.mark.parametrize("operation", ["delete", "list", "read"])
+@pytest.mark.parametrize("operation", ["delete", "list", "read", "write"])
 def test_a_crash_at_any_call_of_the_cleanup_keeps_every_live_reference(tmp_path, operation):
     """The cleanup itself crashes at its N-th call: the table reads the same, a rerun finishes."""
     s = BY_NAME["pk-write"]
@@ -295,7 +296,7 @@ def test_a_crash_at_any_call_of_the_cleanup_keeps_every_live_reference(tmp_path,
     age(t0.path)
     expected = read_state(template)
     counter = FailingFileIO(t0.store.io, operation, 10**9)
-    remove_orphan_files(counter, t0.path, parallelism=1)
+    remove_table_orphan_files(counter, t0.path, parallelism=1)
     assert counter.calls > 0
     for n in range(1, counter.calls + 1):
         warehouse = str(tmp_path / f"trial-{operation}-{n}")
@@ -303,7 +304,7 @@ def test_a_crash_at_any_call_of_the_cleanup_keeps_every_live_reference(tmp_path,
         t = open_catalog(warehouse).get_table(TABLE)
         io = FailingFileIO(t.store.io, operation, n)
         try:
-            remove_orphan_files(io, t.path, parallelism=1)
+            remove_table_orphan_files(io, t.path, parallelism=1)
         except Exception:  # noqa: BLE001, S110 - the injected crash
             pass
         assert read_state(warehouse) == expected, n
@@ -311,3 +312,26 @@ def test_a_crash_at_any_call_of_the_cleanup_keeps_every_live_reference(tmp_path,
         t.remove_orphan_files()
         assert unreferenced_candidates(t) == set()
         shutil.rmtree(warehouse)
+
+
+@pytest.mark.s3
+def test_orphans_on_object_storage(s3_root, s3_endpoint):
+    """On S3 (moto): prefixes are directories, LastModified is the age; live files stay."""
+    cat = open_catalog(s3_root, **s3_endpoint)
+    cat.create_database("db")
+    t = cat.create_table("db.s3", SCHEMA, partition_keys=["p"])
+    t.write_arrow(rows([1, 2]))
+    t.write_arrow(rows([3], p="b"))
+    before = content(t)
+    io = t.store.io
+    orphans = [f"{t.path}/p=a/bucket-0/data-crashed-0.parquet", f"{t.path}/manifest/manifest-list-dead-0",
+               f"{t.path}/p=gone/bucket-0/data-job-1.parquet"]
+    for p in orphans:
+        io.write_bytes(p, b"x" * 9)
+    now = int(time.time() * 1000) + 2000  # cutoff after every LastModified (whole seconds on S3)
+    dry = remove_orphan_files(io, t.path, older_than=now - 1000, force=True, now_ms=now, dry_run=True)
+    assert sorted(dry.paths()) == sorted(orphans) and dry.bytes == 27
+    done = remove_orphan_files(io, t.path, older_than=now - 1000, force=True, now_ms=now)
+    assert sorted(done.paths()) == sorted(orphans)
+    assert not any(io.exists(p) for p in orphans)
+    assert content(open_catalog(s3_root, **s3_endpoint).get_table("db.s3")) == before
