@@ -95,13 +95,8 @@ def _expire_partitions(session: SqlSession, args: dict[str, Any]) -> pa.Table:
 
 
 def register_cleanup_procedures() -> None:
-    S, N, B, T, D = (
-        ParamType.STRING,
-        ParamType.INT,
-        ParamType.BOOLEAN,  # noqa: N806
-        ParamType.TIMESTAMP,
-        ParamType.DURATION,
-    )
+    S, N, B = ParamType.STRING, ParamType.INT, ParamType.BOOLEAN  # noqa: N806
+    T, D = ParamType.TIMESTAMP, ParamType.DURATION  # noqa: N806
     register(
         Procedure(
             "remove_orphan_files",
