@@ -335,3 +335,19 @@ def test_orphans_on_object_storage(s3_root, s3_endpoint):
     assert sorted(done.paths()) == sorted(orphans)
     assert not any(io.exists(p) for p in orphans)
     assert content(open_catalog(s3_root, **s3_endpoint).get_table("db.s3")) == before
+
+
+@pytest.mark.parametrize("options", [{"bucket": "1", "changelog-producer": "lookup"}, {"bucket": "-1"}],
+                         ids=["changelog-files", "dynamic-bucket-index"])
+def test_changelog_and_index_files_are_referenced(catalog, options):
+    t = catalog.create_table("db.cl", SCHEMA, primary_keys=["id", "p"], partition_keys=["p"], options=options)
+    for v in "abc":
+        t.write_arrow(rows([1, 2, 3], v))
+    t.compact(full=True)
+    files = all_files(t.path)
+    kinds = {os.path.basename(p).split("-")[0] for p in files}
+    assert ("changelog" in kinds) if "changelog-producer" in options else ("index" in kinds)
+    before = content(t)
+    age(t.path)
+    assert t.remove_orphan_files().count == 0
+    assert files <= all_files(t.path) and content(t) == before
