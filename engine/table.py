@@ -31,7 +31,9 @@ from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 if TYPE_CHECKING:
     from engine.catalog import FileSystemCatalog
     from engine.ops.branches import FastForwardResult
+    from engine.ops.expire_partitions import PartitionExpiration
     from engine.ops.expire_snapshots import ExpireReport
+    from engine.ops.orphan_files import OrphanFilesResult
     from engine.ops.retention_mark import MarkResult, RetentionMark
     from engine.ops.rollback import RollbackResult
 
@@ -241,19 +243,31 @@ class Table:
             result += self.after_commit({(m.partition, m.bucket) for m in messages})
         return result
 
-    def after_commit(self, buckets: set[tuple[bytes, int]] | None = None) -> CommitResult:
-        """What follows a committed write: automatic compaction, automatic tags, then snapshot
-        expiration (engine.ops.expire_snapshots); never raises.
+    def after_commit(self, buckets: set[tuple[bytes, int]] | None = None, *, compact: bool = True) -> CommitResult:
+        """What follows a committed write: automatic compaction, automatic tags, partition
+        expiration when its check interval passed, then snapshot expiration
+        (engine.ops.expire_snapshots); never raises.
 
-        ``buckets``: the (partition, bucket) pairs the write touched (None: all). Each step is
+        ``buckets``: the (partition, bucket) pairs the write touched (None: all); ``compact=False``
+        when the caller compacts by itself (the SQL layer's distributed compaction). Each step is
         guarded on its own (failures are logged) and simply tried again after a later write.
         """
-        result = self._compact_after_write(buckets)
+        result = self._compact_after_write(buckets) if compact else CommitResult(())
         self.auto_tag()
+        if self.store.options.write_only:
+            return result  # Paimon's write-only: compaction and expiration belong to a dedicated job
+        # Partitions first: their mark-delete commit is a snapshot the expiration then counts.
+        self._expire_partitions_after_commit()
         from engine.ops.expire_snapshots import run_after_commit
 
         run_after_commit(self.store)  # never raises; sync or async by snapshot.expire.execution-mode
         return result
+
+    def _expire_partitions_after_commit(self) -> None:
+        """``partition.expiration-time`` set and its check interval passed: expire (never raises)."""
+        from engine.ops.expire_partitions import run_after_commit
+
+        run_after_commit(self.store)
 
     def auto_tag(self) -> list[str]:
         """Create the tags ``tag.automatic-creation`` asks for now (engine.ops.auto_tags); never raises."""
@@ -377,6 +391,40 @@ class Table:
         from engine.ops.retention_mark import read_mark
 
         return read_mark(self.store.io, self.path)
+    # -- cleanup (engine.ops.orphan_files, engine.ops.expire_partitions) --------------------------
+    def remove_orphan_files(
+        self,
+        older_than: object = None,
+        dry_run: bool = False,
+        force: bool = False,
+        *,
+        parallelism: int | None = None,
+    ) -> OrphanFilesResult:
+        """Delete the files no snapshot, tag, branch or changelog references, older than ``older_than``
+        (default one day ago; less than one hour ago only with ``force``). Recorded in the maintenance log."""
+        from engine.ops.orphan_files import remove_table_orphan_files
+
+        return remove_table_orphan_files(self.store.io, self.path, older_than=older_than, dry_run=dry_run,
+                                         force=force, parallelism=parallelism, branch=self.branch)
+
+    def expire_partitions(
+        self,
+        expiration_time: object = None,
+        timestamp_formatter: str | None = None,
+        timestamp_pattern: str | None = None,
+        max_expires: int | None = None,
+        dry_run: bool = False,
+        *,
+        expire_strategy: str | None = None,
+    ) -> PartitionExpiration:
+        """Drop (mark-delete) the partitions older than ``expiration_time`` (default: the table's
+        ``partition.expiration-time``); the data files go when snapshot expiration removes them."""
+        from engine.ops.expire_partitions import expire_table_partitions
+
+        return expire_table_partitions(
+            self.store, expiration_time=expiration_time, timestamp_formatter=timestamp_formatter,
+            timestamp_pattern=timestamp_pattern, max_expires=max_expires, dry_run=dry_run,
+            expire_strategy=expire_strategy)
 
     # -- branches (engine.ops.branches) -----------------------------------------------------------
     def create_branch(self, name: str, from_tag: str | None = None, from_snapshot: int | None = None) -> None:

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from engine.system_tables.columns import METADATA_TABLES, arrow_schema, normalize_name
+from engine.system_tables.columns import DYNTABLE_TABLES, METADATA_TABLES, arrow_schema, normalize_name
 from engine.system_tables.files import read_buckets, read_files, read_manifests, read_partitions
 from engine.system_tables.history import (
     read_branches,
@@ -49,6 +49,7 @@ from engine.system_tables.history import (
     read_snapshots,
     read_tags,
 )
+from engine.system_tables.maintenance import read_maintenance_log
 from engine.system_tables.retention import read_retention
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ _WHOLE: dict[str, Callable[[Table], pa.Table]] = {
     "branches": read_branches,
     "consumers": read_consumers,
     "retention": read_retention,
+    "maintenance_log": read_maintenance_log,
 }
 
 
@@ -115,7 +117,7 @@ def read_system_table(table: Table, name: str, snapshot_id: int | None = None) -
 
 
 __all__ = [
-    "DATA_TABLES", "METADATA_TABLES", "read_optimized_splits", "read_system_table", "system_table_columns",
+    "DATA_TABLES", "DYNTABLE_TABLES", "METADATA_TABLES", "read_optimized_splits", "read_system_table", "system_table_columns",
     "system_table_schema",
 ]
 

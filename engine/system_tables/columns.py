@@ -133,6 +133,19 @@ ROW_TYPES: dict[str, tuple[DataField, ...]] = {
         ("collectable_now", BOOLEAN(_NN)),
         ("collectable_after", _ts()),
     ),
+    # dyntable's own (no Paimon counterpart): one row per maintenance run, engine.ops.maintenance_log
+    "maintenance_log": _row(
+        ("procedure", STRING(_NN)),
+        ("trigger", STRING(_NN)),
+        ("branch", STRING(_NN)),
+        ("started_at", _ts(_NN)),
+        ("duration_ms", BIGINT(_NN)),
+        ("dry_run", BOOLEAN(_NN)),
+        ("deleted_files", BIGINT(_NN)),
+        ("deleted_bytes", BIGINT(_NN)),
+        ("details", STRING()),
+        ("error", STRING()),
+    ),
 }
 
 #: The metadata system tables this module serves, in Paimon's documentation order.
@@ -141,7 +154,7 @@ METADATA_TABLES: tuple[str, ...] = (
     "files", "manifests", "partitions", "buckets", "consumers",
 )  # fmt: skip
 #: dyntable's own system tables (no Paimon counterpart), served like the metadata tables.
-DYNTABLE_TABLES: tuple[str, ...] = ("retention",)
+DYNTABLE_TABLES: tuple[str, ...] = ("retention", "maintenance_log")
 
 _SCHEMAS: dict[str, pa.Schema] = {
     name: pa.schema([to_arrow_field(f) for f in row]) for name, row in ROW_TYPES.items()
@@ -155,7 +168,8 @@ def normalize_name(name: str) -> str:
         key = key[1:]
     if key not in _SCHEMAS:
         raise InvalidArgumentError(
-            f"unknown system table {name!r}; the metadata system tables are: {', '.join(METADATA_TABLES)}"
+            f"unknown system table {name!r}; the metadata system tables are: "
+            f"{', '.join(METADATA_TABLES + DYNTABLE_TABLES)}"
         )
     return key
 

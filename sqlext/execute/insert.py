@@ -255,7 +255,7 @@ def write_frame(
     )
     if request.write_only:
         # The data source left what follows a commit to this statement: the distributed
-        # compaction (primary-key tables), then the automatic tags. Neither can fail the write.
+        # compaction (primary-key tables), then the engine's post-commit steps. None can fail the write.
         if added and fresh.has_primary_key and not fresh.store.options.write_only:
             from sqlext.execute.compaction import compact_distributed
 
@@ -264,7 +264,7 @@ def write_frame(
             except Exception as e:  # noqa: BLE001 - the write is committed: its outcome must not change
                 log.warning("automatic compaction of %s failed and will be retried after a later write: %s",
                             table.name, e)
-        fresh.auto_tag()
+        fresh.after_commit(compact=False)  # automatic tags, partition and snapshot expiration
     return added
 
 

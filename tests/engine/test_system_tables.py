@@ -98,6 +98,12 @@ EXPECTED = {
         ("last_update_time", TS, N),
     ],
     "consumers": [("consumer_id", STR, NN), ("next_snapshot_id", I64, NN)],
+    # dyntable's own: engine.system_tables.maintenance
+    "maintenance_log": [
+        ("procedure", STR, NN), ("trigger", STR, NN), ("branch", STR, NN), ("started_at", TS, NN),
+        ("duration_ms", I64, NN), ("dry_run", BOOL, NN), ("deleted_files", I64, NN),
+        ("deleted_bytes", I64, NN), ("details", STR, N), ("error", STR, N),
+    ],
 }  # fmt: skip
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("dt", pa.string())])
@@ -136,7 +142,7 @@ def pk_table(catalog):
 
 
 # -- schemas ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", METADATA_TABLES)
+@pytest.mark.parametrize("name", [*METADATA_TABLES, "maintenance_log"])
 def test_schema_matches_paimon_columns(catalog, name):
     t = catalog.create_table("db.s", SCHEMA)
     schema = system_table_schema(t, name)
@@ -154,7 +160,7 @@ def test_names_are_case_insensitive_and_unknown_names_list_the_known_ones(catalo
     assert all(n in str(err.value) for n in METADATA_TABLES)
     with pytest.raises(InvalidArgumentError):
         system_table_schema(t, "snapshotz")
-    assert set(METADATA_TABLES) == set(EXPECTED)
+    assert set(METADATA_TABLES) | {"maintenance_log"} == set(EXPECTED)
 
 
 # -- $snapshots / $schemas / $options -----------------------------------------------------------

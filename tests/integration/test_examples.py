@@ -28,6 +28,7 @@ EXPECTED = {
     "09_expiration_and_retention.sql": [
         ("snapshot", "3", True, False), ("snapshot", "4", False, False), ("tag", "first", True, False),
     ],
+    "10_orphans_and_partition_expiry.sql": [("29990101", 2), ("29990102", 1)],
 }
 
 

@@ -1,11 +1,12 @@
 """CALL procedures: the registry (``registry``) and the procedures it serves, registered on import.
 
 ``core`` (compact, reset_consumer, list_procedures), ``tags`` (tags and rollback), ``branches``
-and ``expire`` (snapshot expiration, the retention mark) each register their procedures here, so
-importing this package is enough to resolve every ``CALL``.
+``expire`` (snapshot expiration, the retention mark) and ``cleanup`` (orphan files, partition
+expiration) each register their procedures here, so importing this package is enough to resolve
+every ``CALL``.
 """
 
-from sqlext.execute.procedures import branches, core, expire, tags
+from sqlext.execute.procedures import branches, cleanup, core, expire, tags
 from sqlext.execute.procedures.registry import (
     REGISTRY,
     Param,
@@ -26,6 +27,7 @@ core.register_core_procedures()
 tags.register_tag_procedures()
 branches.register_branch_procedures()
 expire.register_expire_procedures()
+cleanup.register_cleanup_procedures()
 
 __all__ = [
     "REGISTRY",

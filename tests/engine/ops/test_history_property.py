@@ -200,3 +200,129 @@ def test_random_histories(primary_key, ops):
 @given(ops=st.lists(op, min_size=1, max_size=30))
 def test_random_histories_long(primary_key, ops):
     run_history(primary_key, ops)
+
+
+# =============================================================================================
+# Orphan cleanup and partition expiration (issue 12) — kept apart from the histories above so
+# that other expiration steps can be added there independently.
+#
+# A partitioned table (p = an old or a future day) gets writes, compactions, tags, oldest-snapshot
+# expirations, writes that crash at their N-th file operation (from then on every call fails, as
+# if the process died: no cleanup runs), partition expirations and orphan cleanups. After every
+# step every file a live reference needs exists, every tag reads unchanged and the head matches
+# the model; after every orphan cleanup no unreferenced file older than its cutoff is left.
+# =============================================================================================
+
+import time  # noqa: E402
+
+from engine.io.faults import FailingFileIO  # noqa: E402
+from engine.ops.orphan_files import list_candidates  # noqa: E402
+from engine.table import Table  # noqa: E402
+
+OLD_DAY, NEW_DAY = "2000-01-01", "2999-01-01"
+
+cleanup_op = st.one_of(
+    st.tuples(st.just("write"), st.lists(st.integers(0, 7), min_size=1, max_size=4),
+              st.sampled_from([OLD_DAY, NEW_DAY])),
+    st.tuples(st.just("crash_write"), st.lists(st.integers(0, 7), min_size=1, max_size=3),
+              st.sampled_from([OLD_DAY, NEW_DAY]), st.integers(1, 40)),
+    st.tuples(st.just("compact")),
+    st.tuples(st.just("tag"), st.sampled_from(TAGS)),
+    st.tuples(st.just("delete_tag"), st.sampled_from(TAGS)),
+    st.tuples(st.just("expire"), st.integers(1, 4)),
+    st.tuples(st.just("expire_partitions")),
+    st.tuples(st.just("orphan_cleanup")),
+)
+
+
+def _age_all(root: str) -> None:
+    when = time.time() - 2 * 86_400
+    for dirpath, _dirs, files in os.walk(root):
+        for f in files:
+            os.utime(os.path.join(dirpath, f), (when, when))
+
+
+def _unreferenced(t) -> set[str]:
+    listed = {s.path for s, _ in list_candidates(t.store.io, t.path).candidates}
+    return listed - set(reachable_files(t.store.io, t.path).files)
+
+
+def run_cleanup_history(primary_key: bool, ops) -> None:
+    warehouse = tempfile.mkdtemp(prefix="dyntable-clean-")
+    try:
+        catalog = open_catalog(warehouse)
+        catalog.create_database("db")
+        t = catalog.create_table("db.c", SCHEMA, partition_keys=["p"],
+                                 primary_keys=["id", "p"] if primary_key else [],
+                                 options={"bucket": "1", **({} if primary_key else {"bucket-key": "id"})})
+        model: dict[tuple, tuple] = {}  # (id, p) -> row; append tables key by a write counter too
+        tag_rows: dict[str, list[tuple]] = {}
+        counter = 0
+
+        def current() -> list[tuple]:
+            return sorted(model.values())
+
+        def apply(data) -> None:
+            nonlocal counter
+            for r in zip(*(data.column(n).to_pylist() for n in data.column_names), strict=True):
+                counter += 1
+                model[(r[0], r[2]) if primary_key else (counter,)] = r
+
+        for step in ops:
+            kind = step[0]
+            if kind == "write":
+                data = rows(sorted(set(step[1])), f"w{counter}-", step[2])
+                t.write_arrow(data)
+                apply(data)
+            elif kind == "crash_write":
+                data = rows(sorted(set(step[1])), f"c{counter}-", step[2])
+                before = t.store.snapshots.latest_id()
+                io = FailingFileIO(t.store.io, "any", step[3], times=-1, torn=True)
+                try:
+                    Table(None, t.identifier, io, t.store.paths, t.store.schema).write_arrow(data)
+                except Exception:  # noqa: BLE001, S110 - the injected crash
+                    pass
+                t = catalog.get_table("db.c")
+                published = [s for s in t.store.snapshots.list_ids() if before is None or s > before]
+                if any(t.store.snapshots.get(s).commit_kind.name == "APPEND" for s in published):
+                    apply(data)
+            elif kind == "compact" and t.latest_snapshot() is not None:
+                t.compact(full=True)
+            elif kind == "tag" and t.latest_snapshot() is not None and step[1] not in tag_rows:
+                t.create_tag(step[1])
+                tag_rows[step[1]] = current()
+            elif kind == "delete_tag" and step[1] in tag_rows:
+                t.delete_tags(step[1])
+                del tag_rows[step[1]]
+            elif kind == "expire":
+                for _ in range(step[1]):
+                    expire_oldest(t)
+            elif kind == "expire_partitions" and t.latest_snapshot() is not None:
+                t.expire_partitions("1 d")
+                model = {k: r for k, r in model.items() if r[2] != OLD_DAY}
+            elif kind == "orphan_cleanup":
+                _age_all(t.path)
+                t.remove_orphan_files()
+                assert _unreferenced(t) == set()
+            for name, expected in tag_rows.items():
+                assert content(t, tag=name) == expected, name
+            for path in reachable_files(t.store.io, t.path).paths():
+                assert os.path.exists(path), path
+            assert content(t) == current()
+    finally:
+        shutil.rmtree(warehouse, ignore_errors=True)
+
+
+@pytest.mark.parametrize("primary_key", [False, True], ids=["append", "pk"])
+@settings(max_examples=12, **SETTINGS)
+@given(ops=st.lists(cleanup_op, min_size=1, max_size=10))
+def test_random_cleanup_histories(primary_key, ops):
+    run_cleanup_history(primary_key, ops)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("primary_key", [False, True], ids=["append", "pk"])
+@settings(max_examples=200, **SETTINGS)
+@given(ops=st.lists(cleanup_op, min_size=1, max_size=30))
+def test_random_cleanup_histories_long(primary_key, ops):
+    run_cleanup_history(primary_key, ops)

@@ -1,0 +1,361 @@
+"""Orphan file cleanup: delete the files of a table that nothing references and nobody is writing.
+
+One job: list the table's own directories, subtract every file any anchor references
+(``engine.ops.reachability``: every snapshot, tag and long-lived changelog of every branch; a
+consumer's snapshots are anchors themselves), and delete what is left and older than a cutoff.
+
+What is listed (everything else under the table root is left alone, it is not ours):
+
+* ``manifest/``, ``index/``, ``statistics/`` and every data directory
+  (``k1=v1/.../bucket-N`` or ``bucket-N``): every file is a candidate — data and changelog files,
+  file indexes, manifests and manifest lists of failed commits, a crashed writer's half files;
+* per-branch metadata directories (``schema``, ``snapshot``, ``tag``, ``consumer``,
+  ``changelog`` of main and of every ``branch/branch-*``): only the temporary files of an atomic
+  write (``.<name>.<32 hex>.tmp``) — the JSON files themselves are anchors or their history;
+* ``.dyntable/``: the abort markers of failed Spark jobs (``aborted-jobs/``) and temporary files.
+  Maintenance-log records and anything else there are dyntable's own records, never orphans.
+
+Safety (ARCHITECTURE.md §7): the cutoff defaults to now − 1 day; a cutoff closer to now than
+:data:`MIN_AGE_MS` (a commit may hold its files unreferenced that long) is refused with
+:class:`OrphanCutoffTooRecentError` unless ``force``; a cutoff in the future is always refused.
+A file whose modification time is unknown is never deleted. Reachability fails closed: an
+unreadable snapshot, tag, branch or manifest raises ``UnsafeToDeleteError`` naming the file and
+nothing is deleted. Listing happens before reachability, so a commit that lands in between is
+seen; its new files are younger than the cutoff anyway.
+
+Partition and bucket directories left empty (by this run or earlier deletions) are removed; a
+writer that creates a file in such a directory at that very moment can lose the race (the same
+window Paimon has), which is why only directories whose listed files were all collectable go.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TypeVar
+
+from engine.errors import InvalidArgumentError
+from engine.io import FileIO
+from engine.io.fileio import FileStatus
+from engine.meta.paths import join
+from engine.ops.reachability import FileKindRef, UnsafeToDeleteError, reachable_files
+
+DEFAULT_AGE_MS = 86_400_000
+MIN_AGE_MS = 3_600_000
+DEFAULT_PARALLELISM = 8
+
+#: Directories of the table root whose every file is a candidate.
+_DATA_ROOT_DIRS = ("manifest", "index", "statistics")
+#: Per-branch metadata directories: only temporary files in them are candidates.
+_METADATA_DIRS = ("schema", "snapshot", "tag", "consumer", "changelog")
+_PRIVATE_DIR = ".dyntable"
+_ABORTED_JOBS = "aborted-jobs"
+#: ``engine.io.localfs.write_temp``'s names: ``.<final name>.<uuid4 hex>.tmp``.
+_TEMP_FILE = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class OrphanCutoffTooRecentError(InvalidArgumentError):
+    """The orphan cutoff is too close to now (or in the future): files of running commits could go.
+
+    Use a cutoff at least one hour in the past, or pass ``force=True`` if no writer is running.
+    """
+
+
+@dataclass(frozen=True)
+class OrphanFilesResult:
+    """What a cleanup deleted (or, with ``dry_run``, would delete).
+
+    ``files``: (path, bytes) of every orphan older than the cutoff; ``kept_recent``: unreferenced
+    files left because they are newer than the cutoff (or of unknown age); ``removed_dirs``: empty
+    partition/bucket directories removed.
+    """
+
+    files: tuple[tuple[str, int], ...]
+    older_than_ms: int
+    dry_run: bool = False
+    kept_recent: int = 0
+    removed_dirs: tuple[str, ...] = ()
+    listed: int = 0
+    referenced: int = 0
+    tables: tuple[str, ...] = field(default=())
+
+    @property
+    def count(self) -> int:
+        return len(self.files)
+
+    @property
+    def bytes(self) -> int:
+        return sum(size for _, size in self.files)
+
+    def paths(self) -> list[str]:
+        return [p for p, _ in self.files]
+
+
+def cutoff_millis(older_than: object = None, *, force: bool = False, now_ms: int | None = None) -> int:
+    """The cutoff in epoch ms from ``older_than`` (None: now − 1 day; a datetime — naive means
+    local time —, epoch ms, or a ``timedelta`` age); refuses one too close to now unless ``force``."""
+    import datetime as dt
+
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    if older_than is None:
+        cutoff = now - DEFAULT_AGE_MS
+    elif isinstance(older_than, dt.timedelta):
+        cutoff = now - int(older_than.total_seconds() * 1000)
+    elif isinstance(older_than, datetime):
+        cutoff = int(older_than.timestamp() * 1000)
+    elif isinstance(older_than, int) and not isinstance(older_than, bool):
+        cutoff = older_than
+    else:
+        raise InvalidArgumentError(
+            f"older_than must be a datetime, epoch milliseconds or a timedelta, not {older_than!r}"
+        )
+    if cutoff > now:
+        raise OrphanCutoffTooRecentError(
+            f"older_than {_fmt(cutoff)} is in the future: files being written now would be deleted; "
+            "give a time in the past (default: one day ago)"
+        )
+    if cutoff > now - MIN_AGE_MS and not force:
+        raise OrphanCutoffTooRecentError(
+            f"older_than {_fmt(cutoff)} is less than one hour ago: a running commit may still hold files "
+            "nothing references yet; use an older time, or force => true if no writer is running"
+        )
+    return cutoff
+
+
+def _fmt(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _name(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _pmap(pool: ThreadPoolExecutor | None, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    if pool is None or len(items) < 2:
+        return [fn(x) for x in items]
+    return list(pool.map(fn, items))
+
+
+@dataclass
+class _Listing:
+    """Candidate files (with the kind of directory they were found in) and the data directories."""
+
+    candidates: list[tuple[FileStatus, FileKindRef | None]] = field(default_factory=list)
+    # data directory (partition or bucket) -> its parent data directory (None at the root)
+    data_dirs: dict[str, str | None] = field(default_factory=dict)
+    files_in: dict[str, int] = field(default_factory=dict)  # data directory -> files listed in it
+
+
+def list_candidates(io: FileIO, root: str, pool: ThreadPoolExecutor | None = None) -> _Listing:
+    """Every file of ``root`` that orphan cleanup may consider (see the module docstring)."""
+    out = _Listing()
+    flat: list[tuple[str, FileKindRef | None]] = []  # directories whose every file is a candidate
+    meta: list[str] = []  # directories where only temporary files are candidates
+    partitions: list[str] = []
+    private: str | None = None
+    for s in io.list_dir(root):
+        name = _name(s.path)
+        if not s.is_dir:
+            continue
+        if name in _DATA_ROOT_DIRS:
+            flat.append((s.path, None))
+        elif name.startswith("bucket-"):
+            flat.append((s.path, FileKindRef.DATA))
+            out.data_dirs[s.path] = None
+        elif "=" in name:
+            partitions.append(s.path)
+            out.data_dirs[s.path] = None
+        elif name in _METADATA_DIRS:
+            meta.append(s.path)
+        elif name == "branch":
+            for b in io.list_dir(s.path):
+                if b.is_dir and _name(b.path).startswith("branch-"):
+                    meta.extend(join(b.path, d) for d in _METADATA_DIRS)
+        elif name == _PRIVATE_DIR:
+            private = s.path
+    # Descend partition directories level by level, each level listed in parallel.
+    while partitions:
+        level = _pmap(pool, io.list_dir, partitions)
+        below: list[str] = []
+        for parent, children in zip(partitions, level, strict=True):
+            for c in children:
+                cname = _name(c.path)
+                if not c.is_dir:
+                    continue
+                if cname.startswith("bucket-"):
+                    flat.append((c.path, FileKindRef.DATA))
+                    out.data_dirs[c.path] = parent
+                elif "=" in cname:
+                    below.append(c.path)
+                    out.data_dirs[c.path] = parent
+        partitions = below
+    dirs = [d for d, _ in flat] + meta
+    listed = _pmap(pool, io.list_dir, dirs)
+    for (d, kind), statuses in zip(flat, listed[: len(flat)], strict=True):
+        files = [s for s in statuses if not s.is_dir]
+        if d in out.data_dirs:
+            out.files_in[d] = len(files)
+        out.candidates.extend((s, kind) for s in files)
+    for statuses in listed[len(flat) :]:
+        out.candidates.extend((s, None) for s in statuses if not s.is_dir and _TEMP_FILE.match(_name(s.path)))
+    if private is not None:
+        for s in io.list_files_recursive(private):
+            rel = s.path[len(private) :].lstrip("/")
+            if rel.startswith(_ABORTED_JOBS + "/") or _TEMP_FILE.match(_name(s.path)):
+                out.candidates.append((s, None))
+    return out
+
+
+def _check_path_style(listing: _Listing, referenced: set[str], root: str) -> None:
+    """Refuse when the listing and the metadata spell paths differently: nothing would match and
+    every live file would look orphaned. Every existing snapshot's manifest list must be listed."""
+    manifest_dir = join(root, "manifest") + "/"
+    listed = {s.path for s, _ in listing.candidates if s.path.startswith(manifest_dir)}
+    wanted = {p for p in referenced if p.startswith(manifest_dir)}
+    if wanted and listed and not (wanted & listed):
+        raise UnsafeToDeleteError(
+            f"none of the {len(wanted)} referenced manifest files of {root} was found by listing "
+            f"{manifest_dir} "
+            "(the paths are spelled differently?); nothing was deleted",
+            manifest_dir,
+        )
+
+
+def remove_orphan_files(
+    io: FileIO,
+    root: str,
+    *,
+    older_than: object = None,
+    dry_run: bool = False,
+    force: bool = False,
+    parallelism: int | None = None,
+    now_ms: int | None = None,
+) -> OrphanFilesResult:
+    """Delete the unreferenced files of the table at ``root`` older than the cutoff.
+
+    Args:
+        io: The table's FileIO.
+        root: The table root (all branches are covered).
+        older_than: See :func:`cutoff_millis` (default: one day ago).
+        dry_run: Only report what would be deleted.
+        force: Accept a cutoff less than one hour ago.
+        parallelism: Threads for listing and deleting (default 8).
+
+    Raises:
+        OrphanCutoffTooRecentError: The cutoff is too recent (without ``force``) or in the future.
+        UnsafeToDeleteError: An anchor or manifest cannot be read; nothing was deleted.
+        StorageError: A listing failed (nothing was deleted) or a delete failed (some were).
+    """
+    root = root.rstrip("/")
+    cutoff = cutoff_millis(older_than, force=force, now_ms=now_ms)
+    threads = max(1, parallelism or DEFAULT_PARALLELISM)
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="orphan-files") as pool:
+        listing = list_candidates(io, root, pool)
+        reach = reachable_files(io, root)
+        referenced = set(reach.files)
+        _check_path_style(listing, referenced, root)
+        doomed: list[tuple[FileStatus, FileKindRef | None]] = []
+        young = 0
+        young_in: set[str] = set()
+        for status, kind in listing.candidates:
+            if status.path in referenced:
+                continue
+            mtime = status.modification_time_ms
+            if mtime is None or mtime >= cutoff:
+                young += 1
+                young_in.add(status.path.rsplit("/", 1)[0])
+                continue
+            doomed.append((status, kind))
+        # Data first, metadata that could describe it last (a crash leaves only orphans anyway).
+        doomed.sort(key=lambda item: (_rank(item[0].path, root), item[0].path))
+        files = tuple((s.path, s.size) for s, _ in doomed)
+        removed: tuple[str, ...] = ()
+        if not dry_run:
+            for group in _groups(doomed, root):
+                _pmap(pool, io.delete, group)
+            removed = _remove_empty_dirs(io, listing, {p.rsplit("/", 1)[0] for p, _ in files}, young_in)
+    return OrphanFilesResult(files, cutoff, dry_run, young, removed, len(listing.candidates), len(referenced))
+
+
+def _rank(path: str, root: str) -> int:
+    rel = path[len(root) + 1 :]
+    if rel.startswith("manifest/"):
+        name = _name(rel)
+        return 2 if name.startswith("manifest-list-") else 1
+    if rel.startswith(("index/", "statistics/")):
+        return 1
+    if "/" in rel and rel.split("/", 1)[0] in (*_METADATA_DIRS, "branch", _PRIVATE_DIR):
+        return 3
+    return 0
+
+
+def _groups(doomed: Iterable[tuple[FileStatus, FileKindRef | None]], root: str) -> list[list[str]]:
+    out: dict[int, list[str]] = {}
+    for s, _ in doomed:
+        out.setdefault(_rank(s.path, root), []).append(s.path)
+    return [out[k] for k in sorted(out)]
+
+
+def _remove_empty_dirs(io: FileIO, listing: _Listing, emptied: set[str], busy: set[str]) -> tuple[str, ...]:
+    """Remove data directories now empty, deepest first; a parent goes only once its children went.
+
+    ``busy``: directories holding a file too young to delete (a writer may be at work there).
+    """
+    children: dict[str | None, list[str]] = {}
+    for d, parent in listing.data_dirs.items():
+        children.setdefault(parent, []).append(d)
+    removed: list[str] = []
+    gone: set[str] = set()
+    for d in sorted(listing.data_dirs, key=lambda x: -x.count("/")):
+        if d in busy or any(c not in gone for c in children.get(d, ())):
+            continue
+        if d not in emptied and listing.files_in.get(d, 0) > 0:
+            continue
+        try:
+            if io.list_dir(d):
+                continue
+            io.delete_dir(d, recursive=False)
+        except OSError:
+            continue  # a writer just created something in it: keep the directory
+        gone.add(d)
+        removed.append(d)
+    return tuple(removed)
+
+
+def remove_table_orphan_files(
+    io: FileIO,
+    root: str,
+    *,
+    older_than: object = None,
+    dry_run: bool = False,
+    force: bool = False,
+    parallelism: int | None = None,
+    branch: str = "main",
+    trigger: str = "called",
+) -> OrphanFilesResult:
+    """:func:`remove_orphan_files` recorded in the table's maintenance log (also when it fails)."""
+    from engine.ops.maintenance_log import recorded_run
+
+    with recorded_run(
+        io, root, "remove_orphan_files", trigger=trigger, branch=branch, dry_run=dry_run
+    ) as record:
+        result = remove_orphan_files(
+            io, root, older_than=older_than, dry_run=dry_run, force=force, parallelism=parallelism
+        )
+        record.deleted_files = result.count
+        record.deleted_bytes = result.bytes
+        record.details = {
+            "older_than_ms": result.older_than_ms,
+            "listed": result.listed,
+            "referenced": result.referenced,
+            "kept_recent": result.kept_recent,
+            "removed_dirs": len(result.removed_dirs),
+        }
+    return result

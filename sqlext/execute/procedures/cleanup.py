@@ -1,0 +1,136 @@
+"""CALL procedures for cleanup: ``sys.remove_orphan_files`` and ``sys.expire_partitions``.
+
+One job: bind Paimon's Spark procedure names, parameters and output columns to the engine's
+cleanup operations (``engine.ops.orphan_files``, ``engine.ops.expire_partitions``). Engine errors
+pass through typed (an unreadable anchor is ``UnsafeToDeleteError`` naming the file; a cutoff
+less than an hour ago is ``OrphanCutoffTooRecentError``); argument problems are 22023.
+
+* ``remove_orphan_files(table, older_than, dry_run, parallelism, mode, force)``: ``table`` may be
+  ``db.*`` (every table of the database, each cleaned on its own; a failing table does not stop
+  the others, its error is raised at the end). Output: Paimon's ``deletedFileCount`` and
+  ``deletedFileTotalLenInBytes`` (for a dry run: what would be deleted). ``mode`` is accepted for
+  Paimon scripts (``local`` / ``distributed``); both run in this process with ``parallelism``
+  threads, because listing and deleting are I/O bound.
+* ``expire_partitions(table, expiration_time, timestamp_formatter, timestamp_pattern,
+  expire_strategy, max_expires, dry_run)``: one ``expired_partitions`` row per partition
+  (``k1=v1, k2=v2``), or the single row ``No expired partitions.``, as Paimon prints.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from sqlext.errors import ProcedureArgumentError
+from sqlext.execute.procedures.registry import Param, ParamType, Procedure, register, table_argument
+
+if TYPE_CHECKING:
+    from engine import Table
+    from sqlext.session import SqlSession
+
+log = logging.getLogger(__name__)
+
+_ORPHANS = pa.schema(
+    [pa.field("deletedFileCount", pa.int64()), pa.field("deletedFileTotalLenInBytes", pa.int64())]
+)
+_EXPIRED = pa.schema([pa.field("expired_partitions", pa.string())])
+NO_EXPIRED = "No expired partitions."
+
+
+def _tables(session: SqlSession, text: str) -> list[Table]:
+    """The table named by ``text``, or every table of a database for ``db.*``."""
+    stripped = text.strip()
+    if not stripped.endswith("*"):
+        return [table_argument(session, stripped)]
+    database = stripped[:-1].rstrip(".") or session.current_database
+    if stripped[:-1] and not stripped[:-1].endswith("."):
+        raise ProcedureArgumentError(
+            f"argument 'table' = {text!r}: write 'database.*' for every table of a database"
+        )
+    if not session.catalog.database_exists(database):
+        raise ProcedureArgumentError(f"argument 'table' = {text!r}: database '{database}' does not exist")
+    return [session.catalog.get_table(f"{database}.{name}") for name in session.catalog.list_tables(database)]
+
+
+def _remove_orphan_files(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    mode = args["mode"]
+    if mode is not None and mode.strip().lower() not in ("local", "distributed"):
+        raise ProcedureArgumentError(f"argument 'mode' = {mode!r}: use 'local' or 'distributed'")
+    parallelism = args["parallelism"]
+    if parallelism is not None and parallelism < 1:
+        raise ProcedureArgumentError(f"argument 'parallelism' = {parallelism}: must be at least 1")
+    count = size = 0
+    failures: list[tuple[str, Exception]] = []
+    for table in _tables(session, args["table"]):
+        try:
+            result = table.remove_orphan_files(
+                args["older_than"], bool(args["dry_run"]), bool(args["force"]), parallelism=parallelism
+            )
+        except Exception as e:  # noqa: BLE001 - every table gets its turn; the first failure is raised below
+            if not args["table"].strip().endswith("*"):
+                raise
+            log.warning("orphan cleanup of %s failed: %s", table.name, e)
+            failures.append((table.name, e))
+            continue
+        count += result.count
+        size += result.bytes
+    if failures:
+        raise failures[0][1]
+    return pa.table({"deletedFileCount": [count], "deletedFileTotalLenInBytes": [size]}, schema=_ORPHANS)
+
+
+def _expire_partitions(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    result = table_argument(session, args["table"]).expire_partitions(
+        args["expiration_time"],
+        args["timestamp_formatter"],
+        args["timestamp_pattern"],
+        args["max_expires"],
+        bool(args["dry_run"]),
+        expire_strategy=args["expire_strategy"],
+    )
+    rows = result.texts() or [NO_EXPIRED]
+    return pa.table({"expired_partitions": rows}, schema=_EXPIRED)
+
+
+def register_cleanup_procedures() -> None:
+    S, N, B = ParamType.STRING, ParamType.INT, ParamType.BOOLEAN  # noqa: N806
+    T, D = ParamType.TIMESTAMP, ParamType.DURATION  # noqa: N806
+    register(
+        Procedure(
+            "remove_orphan_files",
+            (
+                Param("table", S, True),
+                Param("older_than", T),
+                Param("dry_run", B, default=False),
+                Param("parallelism", N),
+                Param("mode", S),
+                Param("force", B, default=False),
+            ),
+            _ORPHANS,
+            _remove_orphan_files,
+            "Delete files no snapshot, tag, branch or changelog references, older than older_than "
+            "(default one day ago; less than an hour ago only with force => true). table may be 'db.*'.",
+        ),
+        replace=True,
+    )
+    register(
+        Procedure(
+            "expire_partitions",
+            (
+                Param("table", S, True),
+                Param("expiration_time", D),
+                Param("timestamp_formatter", S),
+                Param("timestamp_pattern", S),
+                Param("expire_strategy", S),
+                Param("max_expires", N),
+                Param("dry_run", B, default=False),
+            ),
+            _EXPIRED,
+            _expire_partitions,
+            "Drop partitions older than expiration_time (default: the table's partition.expiration-time); "
+            "their files go when the snapshots referencing them expire.",
+        ),
+        replace=True,
+    )
