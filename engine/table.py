@@ -31,6 +31,7 @@ from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 if TYPE_CHECKING:
     from engine.catalog import FileSystemCatalog
     from engine.ops.branches import FastForwardResult
+    from engine.ops.replace_main import ReplaceMainResult
     from engine.ops.rollback import RollbackResult
 
 log = logging.getLogger(__name__)
@@ -348,3 +349,11 @@ class Table:
         from engine.ops.branches import BranchOps
 
         return BranchOps(self.store).fast_forward(branch)
+
+    def replace_main(self, branch: str, *, keep_backup: bool = True) -> ReplaceMainResult:
+        """Give main the branch head's content and schema as one new main snapshot (engine.ops.replace_main).
+
+        Main's superseded head is kept as tag ``replace-main-backup-<id>`` unless ``keep_backup`` is false."""
+        from engine.ops.replace_main import replace_main
+
+        return replace_main(self.store, branch, keep_backup=keep_backup)
