@@ -46,12 +46,14 @@ op = st.one_of(
 # Kept in one block (strategy, model, step, check) so other rules merge next to it untouched.
 
 BRANCHES = ("b1", "b2")
+SOURCES = (None, "head", "head") + TAGS  # an empty branch, one of main's head, one of a tag
+KEYS = st.lists(st.integers(0, 7), min_size=1, max_size=3)
 
 # Steps on an existing branch name it by index (``pick``), so they rarely miss.
 branch_op = st.one_of(
-    st.tuples(st.just("create_branch"), st.sampled_from(BRANCHES), st.sampled_from((None, "head", "head") + TAGS)),
-    st.tuples(st.just("write_branch"), st.integers(0, 1), st.lists(st.integers(0, 7), min_size=1, max_size=3)),
-    st.tuples(st.just("write_branch"), st.integers(0, 1), st.lists(st.integers(0, 7), min_size=1, max_size=3)),
+    st.tuples(st.just("create_branch"), st.sampled_from(BRANCHES), st.sampled_from(SOURCES)),
+    st.tuples(st.just("write_branch"), st.integers(0, 1), KEYS),
+    st.tuples(st.just("write_branch"), st.integers(0, 1), KEYS),
     st.tuples(st.just("delete_branch"), st.integers(0, 1)),
     st.tuples(st.just("fast_forward"), st.integers(0, 1)),
     st.tuples(st.just("replace_main"), st.integers(0, 1), st.booleans()),
