@@ -12,7 +12,12 @@ Rules (Paimon's, made safe):
   renaming is a no-replace move.
 * Every operation validates names and existence first and changes nothing when it refuses
   (InvalidNameError, NoSuchTagError, TagAlreadyExistsError, NoSuchSnapshotError).
-* Deleting tags: the candidates are the tags' own files; the keep set is the reachability of
+* Deleting a tag whose snapshot still exists (the same snapshot file, same manifest lists) frees
+  nothing: that snapshot keeps every file the tag keeps. Then only the tag file goes (one
+  snapshot read, as Paimon skips file deletion in that case), so the cost does not grow with the
+  history. If an expiration removes that snapshot concurrently, its files may be left
+  unreferenced (orphan cleanup collects them); nothing needed is ever deleted.
+* Deleting other tags: the candidates are the tags' own files; the keep set is the reachability of
   every other anchor of every branch (snapshots, tags, long-lived changelogs). It is computed once
   before anything changes (an unreadable anchor refuses the deletion with nothing changed), then
   the tag files are deleted, then the keep set is computed again from what now exists (so an
@@ -31,7 +36,13 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from engine.errors import InvalidArgumentError, NoSuchSnapshotError, NoSuchTagError, TagAlreadyExistsError
+from engine.errors import (
+    DyntableError,
+    InvalidArgumentError,
+    NoSuchSnapshotError,
+    NoSuchTagError,
+    TagAlreadyExistsError,
+)
 from engine.identifier import validate_name
 from engine.meta.refs import TagStore
 from engine.meta.snapshot import Snapshot, Tag
@@ -187,6 +198,11 @@ class TagOps:
         missing = [n for n in wanted if not self.tags.exists(n)]
         if missing:
             raise NoSuchTagError(f"tag(s) {', '.join(repr(n) for n in missing)} do not exist; nothing was deleted")
+        if all(self._kept_by_its_snapshot(n) for n in wanted):
+            if not dry_run:
+                for name in wanted:
+                    self.tags.delete(name)
+            return TagDeletion(tuple(wanted), DeletionReport((), dry_run))
         io, root, branch = self.store.io, self.store.paths.root, self.store.branch
         collector = ReachabilityCollector(io, root)
         before = all_anchors(io, root)  # fail closed: nothing is changed if any anchor is unreadable
@@ -201,6 +217,16 @@ class TagOps:
         # Again, from what exists now: an anchor made meanwhile (a tag, a commit) is honoured.
         keep = collector.collect(all_anchors(io, root))
         return TagDeletion(tuple(wanted), delete_files(io, unreferenced(candidates, keep)))
+
+    def _kept_by_its_snapshot(self, name: str) -> bool:
+        """The tagged snapshot still exists with the tag's metadata (read afresh: ids can be reused
+        after a Java rollback), so it references every file the tag does."""
+        tagged = self.tags.get(name).snapshot
+        try:
+            current = Snapshot.from_json(self.store.io.read_bytes(self.store.paths.snapshot_file(tagged.id)))
+        except (DyntableError, OSError):
+            return False  # missing or unreadable: the full computation decides (and fails closed)
+        return _metadata(current) == _metadata(tagged)
 
     def expired(self, older_than: dt.datetime | int | None = None, now: dt.datetime | None = None) -> list[str]:
         """Names of tags whose retention has passed, or created before ``older_than`` (Paimon's rules).
@@ -243,6 +269,10 @@ class TagOps:
         if not names:
             return TagDeletion((), DeletionReport((), dry_run))
         return self.delete(names, dry_run=dry_run)
+
+
+def _metadata(s: Snapshot) -> tuple[object, ...]:
+    return (s.base_manifest_list, s.delta_manifest_list, s.changelog_manifest_list, s.index_manifest, s.statistics)
 
 
 def _names(names: str | Iterable[str]) -> list[str]:
