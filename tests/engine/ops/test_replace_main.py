@@ -182,3 +182,13 @@ def test_replace_main_crashing_at_every_file_operation(tmp_path, after):
         assert content(t, tag=f"replace-main-backup-{old_head}") == old_rows
         shutil.rmtree(wh)
     assert outcomes == {False, True}
+
+
+def test_replace_an_empty_main(catalog):
+    t = catalog.create_table("db.e", SCHEMA)
+    t.create_branch("dev")
+    dev = catalog.get_table("db.e$branch_dev")
+    dev.write_arrow(rows([1, 2]))
+    result = dev.replace_main("dev")  # called through the branch's table: it is main that changes
+    assert (result.previous_snapshot_id, result.current_snapshot_id, result.backup_tag) == (None, 1, None)
+    assert content(t) == content(dev) and t.tags.names() == []
