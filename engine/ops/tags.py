@@ -20,9 +20,10 @@ Rules (Paimon's, made safe):
 * Deleting other tags: the candidates are the tags' own files; the keep set is the reachability of
   every other anchor of every branch (snapshots, tags, long-lived changelogs). It is computed once
   before anything changes (an unreadable anchor refuses the deletion with nothing changed), then
-  the tag files are deleted, then the keep set is computed again from what now exists (so an
-  anchor created meanwhile from a still-existing snapshot is honoured), and only candidates
-  outside it are deleted. A crash after the tag file went leaves only unreferenced files (orphan
+  the tag files are deleted, then the anchors that exist now are listed again and those created
+  meanwhile (a commit, a tag, a branch; a reused snapshot id counts as new) have their files
+  added to the keep set (so an anchor created meanwhile from a still-existing snapshot is
+  honoured), and only candidates outside it are deleted. A crash after the tag file went leaves only unreferenced files (orphan
   cleanup collects them). Replacing a tag deletes no file: what the old tag alone kept is left to
   orphan cleanup.
 * Known race (as in Paimon): a rollback or branch creation *from the very tag being deleted* that
@@ -50,6 +51,7 @@ from engine.ops.reachability import (
     Anchor,
     DeletionReport,
     ReachabilityCollector,
+    Reachable,
     all_anchors,
     delete_files,
     unreferenced,
@@ -214,8 +216,7 @@ class TagOps:
             return TagDeletion(tuple(wanted), delete_files(io, unreferenced(candidates, keep), dry_run=True))
         for name in wanted:
             self.store.io.delete(self.store.paths.tag_file(name))
-        # Again, from what exists now: an anchor made meanwhile (a tag, a commit) is honoured.
-        keep = collector.collect(all_anchors(io, root))
+        keep = keep_with_new_anchors(collector, keep, [a for a in before if a not in doomed], all_anchors(io, root))
         return TagDeletion(tuple(wanted), delete_files(io, unreferenced(candidates, keep)))
 
     def _kept_by_its_snapshot(self, name: str) -> bool:
@@ -269,6 +270,28 @@ class TagOps:
         if not names:
             return TagDeletion((), DeletionReport((), dry_run))
         return self.delete(names, dry_run=dry_run)
+
+
+def keep_with_new_anchors(collector: ReachabilityCollector, keep: Reachable, counted: Sequence[Anchor],
+                          now: Sequence[Anchor]) -> Reachable:
+    """``keep`` (the files of ``counted``) plus the files of every anchor in ``now`` made meanwhile.
+
+    Called after the deleted anchors are gone, so that an anchor created since the keep set was
+    computed (a commit, a tag, a branch) is honoured. An anchor counted already is matched by
+    name *and* metadata (a reused snapshot id is a new anchor); one that has disappeared keeps
+    its files in ``keep`` (a superset: at worst garbage for orphan cleanup). Only new anchors are
+    collected, so the second pass costs their live files, not the whole history again.
+    """
+    known = {_identity(a) for a in counted}
+    fresh = [a for a in now if _identity(a) not in known]
+    if fresh:
+        for path, ref in collector.collect(fresh).files.items():
+            keep.files.setdefault(path, ref)
+    return keep
+
+
+def _identity(a: Anchor) -> tuple[object, ...]:
+    return (a.kind, a.branch, a.name, *_metadata(a.snapshot))
 
 
 def _metadata(s: Snapshot) -> tuple[object, ...]:

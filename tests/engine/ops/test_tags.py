@@ -291,3 +291,27 @@ def test_expire_tags_by_retention_and_by_older_than(append_table):
     assert t.expire_tags(older_than=past - dt.timedelta(days=1)).tags == ()
     assert t.expire_tags(older_than=dt.datetime.now() + dt.timedelta(seconds=5)).tags == ("kept", "plain")
     assert t.tags() == {}
+
+
+def test_an_anchor_made_while_a_tag_is_deleted_keeps_its_files(append_table, monkeypatch):
+    from engine.ops import tags as tag_module
+
+    t = append_table
+    t.create_tag("a", 1)
+    t.write_arrow(rows([9]), overwrite=True)
+    for sid in (1, 2, 3):  # tag 'a' alone holds snapshot 1's files now
+        expire_snapshot_file(t, sid)
+    tag_json = open(t.store.paths.tag_file("a"), "rb").read()
+    real, calls = tag_module.all_anchors, []
+
+    def racing(io, root):
+        calls.append(root)
+        if len(calls) == 2:  # after the tag file went: another writer publishes a tag of the same content
+            t.store.io.write_bytes(t.store.paths.tag_file("b"), tag_json)
+        return real(io, root)
+
+    monkeypatch.setattr(tag_module, "all_anchors", racing)
+    deleted = t.delete_tags("a").files
+    assert len(calls) == 2 and deleted.count == 0 and t.tags.names() == ["b"]
+    assert content(t, tag="b") == [(1, "x1", "a"), (2, "x2", "a")]
+    assert all(os.path.exists(p) for p in reachable_files(t.store.io, t.path).paths())
