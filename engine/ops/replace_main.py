@@ -101,17 +101,10 @@ def replace_main(store: FileStore, branch: str, *, keep_backup: bool = True) -> 
     plan = _SchemaPlan(main_schemas, branch_schemas)
     target_live = [_remap(e, plan.mapping) for e in branch_store.live_entries(target)]
 
-    tags = TagStore(io, main_paths)
-    backup = backup_tag_name(head.id) if keep_backup and head is not None else None
-    if backup is not None and tags.exists(backup) and tags.get(backup).snapshot.id != head.id:  # type: ignore[union-attr]
-        raise TagAlreadyExistsError(
-            f"tag '{backup}' exists and does not tag main's head {head.id}; rename or delete it, "  # type: ignore[union-attr]
-            "or replace main with keep_backup => false; nothing was changed")
     if head is not None and _already_replaced(main, head, branch, target, target_live, plan):
         return ReplaceMainResult(head.id, head.id, target.id, None, head.schema_id)  # e.g. a repeated call
-
-    created_backup = backup is not None and io.try_create(
-        main_paths.tag_file(backup), Tag(head).to_json().encode())  # type: ignore[arg-type]
+    backup = backup_tag_name(head.id) if keep_backup and head is not None else None
+    created_backup = backup is not None and _create_backup(io, main_paths, backup, head)  # type: ignore[arg-type]
     written: list[str] = []
     try:
         plan.write(io, main_paths, branch)
@@ -144,6 +137,21 @@ def replace_main(store: FileStore, branch: str, *, keep_backup: bool = True) -> 
             "main's snapshots were not changed — look at the new head and retry")
     main.snapshots.write_latest_hint(snapshot.id)
     return ReplaceMainResult(head.id if head else None, snapshot.id, target.id, backup, plan.current_id)
+
+
+def _create_backup(io, paths: TablePaths, name: str, head: Snapshot) -> bool:  # type: ignore[no-untyped-def]
+    """Tag main's head ``name``; True if this call created it, False if it was there already.
+
+    Raises:
+        TagAlreadyExistsError: a tag of that name tags another snapshot (nothing was changed).
+    """
+    if io.try_create(paths.tag_file(name), Tag(head).to_json().encode()):
+        return True
+    if TagStore(io, paths).get(name).snapshot.id != head.id:
+        raise TagAlreadyExistsError(
+            f"tag '{name}' exists and does not tag main's head {head.id}; rename or delete it, or "
+            "replace main with keep_backup => false; nothing was changed")
+    return False  # a retry after a crash: the backup of this very head is there
 
 
 class _SchemaPlan:
