@@ -457,6 +457,11 @@ TAG_DEFAULT_TIME_RETAINED = _declare("tag.default-time-retained", "duration", No
     "Time to live of new tags.")
 TAG_AUTOMATIC_COMPLETION = _declare("tag.automatic-completion", bool, False,
     "Create missing automatic tags for past periods.")
+TAG_PERIOD_DURATION = _declare("tag.period-duration", "duration", None,
+    "Period of automatic tags as a duration (overrides tag.creation-period); names are yyyyMMddHHmm.",
+    validator=lambda v: None if v > 0 else "must be positive")
+TAG_BATCH_CUSTOMIZED_NAME = _declare("tag.batch.customized-name", str, None,
+    "Name of the tag automatic batch tagging creates (default batch-write-<yyyy-MM-dd>).")
 
 # -- per-field options (patterns: * is a column name, or a comma list for sequence-group)
 FIELDS_DEFAULT_AGGREGATE_FUNCTION = _declare("fields.default-aggregate-function", "enum", None,

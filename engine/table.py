@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from engine.ops.expire_partitions import PartitionExpiration
     from engine.ops.expire_snapshots import ExpireReport
     from engine.ops.orphan_files import OrphanFilesResult
+    from engine.ops.replace_main import ReplaceMainResult
     from engine.ops.retention_mark import MarkResult, RetentionMark
     from engine.ops.rollback import RollbackResult
 
@@ -455,3 +456,11 @@ class Table:
         from engine.ops.branches import BranchOps
 
         return BranchOps(self.store).fast_forward(branch)
+
+    def replace_main(self, branch: str, *, keep_backup: bool = True) -> ReplaceMainResult:
+        """Give main the branch head's content and schema as one new main snapshot (engine.ops.replace_main).
+
+        Main's superseded head is kept as tag ``replace-main-backup-<id>`` unless ``keep_backup`` is false."""
+        from engine.ops.replace_main import replace_main
+
+        return replace_main(self.store, branch, keep_backup=keep_backup)

@@ -23,4 +23,14 @@ ORDER BY line, item;
 CALL sys.fast_forward(`table` => 'branch_demo.prices', branch => 'repricing');
 ALTER TABLE prices DROP BRANCH repricing;
 
-SELECT item, round(price, 2) AS price FROM prices ORDER BY item;
+-- replace_main gives main the branch's content *and schema*, even when main has moved on
+-- meanwhile (fast_forward refuses when main's schema changed). Main's rows of the moment are
+-- kept in the tag replace-main-backup-<old head id> (unless keep_backup => false).
+ALTER TABLE prices CREATE BRANCH sizes;
+ALTER TABLE `prices$branch_sizes` ADD COLUMN size STRING;
+UPDATE `prices$branch_sizes` SET size = 'cup';
+INSERT INTO prices VALUES ('juice', 2.5);  -- main moves on; the replacement supersedes it
+CALL sys.replace_main(`table` => 'branch_demo.prices', branch => 'sizes');
+ALTER TABLE prices DROP BRANCH sizes;
+
+SELECT item, round(price, 2) AS price, size FROM prices ORDER BY item;

@@ -16,13 +16,20 @@ Rules (Paimon's ``TagAutoCreation`` / ``TagPeriodHandler`` / ``TagTimeExtractor`
   ``tag.period-formatter``: ``with_dashes`` (default), ``without_dashes`` (``20240717``,
   ``20240718 09``), ``without_dashes_and_spaces`` (hourly: ``2024071809``); ``two-hours`` always
   uses dashes.
+* ``tag.period-duration`` (a duration) replaces ``tag.creation-period``: periods of that length,
+  aligned on the local clock from the epoch, named ``yyyyMMddHHmm`` after their start.
+* ``tag.automatic-completion``: when a snapshot is due and periods were skipped since the last
+  automatic tag (no commit in them), the tag is named after the first skipped period instead of
+  the period before the snapshot's; each later due snapshot fills the next one (one tag per
+  snapshot, as Paimon does), so the gaps are completed as commits keep coming.
 * A tag name is an automatic one when it parses in the period's format (daily also accepts an
   hourly name: the part before the space counts). Only such tags are counted and deleted by
   ``tag.num-retained-max``, oldest snapshot first; a tag named otherwise is never touched.
 * ``batch``: after a batch write (commit identifier ``Long.MAX_VALUE``, not a streaming
   micro-batch) the latest snapshot is tagged ``batch-write-<yyyy-MM-dd>`` (local date of its
-  commit), replacing the day's earlier one. ``tag.num-retained-max`` counts only ``batch-write-``
-  tags here (Paimon counts every tag; the manual ones are never deleted by dyntable).
+  commit), or ``tag.batch.customized-name`` when set, replacing an earlier tag of that name.
+  ``tag.num-retained-max`` counts only these tags here (Paimon counts every tag; the manual ones
+  are never deleted by dyntable).
 * ``tag.default-time-retained`` gives new automatic tags a retention.
 
 Idempotence and concurrency: periods are derived from the tags on storage at each run, not from
@@ -48,11 +55,14 @@ from engine.identifier import validate_name
 from engine.meta.snapshot import Snapshot, Tag
 from engine.ops.tags import TagOps
 from engine.options import (
+    TAG_AUTOMATIC_COMPLETION,
     TAG_AUTOMATIC_CREATION,
+    TAG_BATCH_CUSTOMIZED_NAME,
     TAG_CREATION_DELAY,
     TAG_CREATION_PERIOD,
     TAG_DEFAULT_TIME_RETAINED,
     TAG_NUM_RETAINED_MAX,
+    TAG_PERIOD_DURATION,
     TAG_PERIOD_FORMATTER,
     CoreOptions,
 )
@@ -74,18 +84,21 @@ _PERIODS = {
 class Period:
     """One ``tag.creation-period`` with its name format (Paimon's period handler)."""
 
-    kind: str  # daily | hourly | two-hours
+    kind: str  # daily | hourly | two-hours | duration (tag.period-duration)
     formatter: str  # with_dashes | without_dashes | without_dashes_and_spaces
+    duration: dt.timedelta | None = None  # the length of a ``duration`` period
 
     @property
     def length(self) -> dt.timedelta:
-        return _PERIODS[self.kind]
+        return self.duration if self.duration is not None else _PERIODS[self.kind]
 
     def _dashes(self) -> bool:
         return self.kind == "two-hours" or self.formatter == "with_dashes"
 
     def name(self, start: dt.datetime) -> str:
         """The tag name of the period starting at ``start``."""
+        if self.kind == "duration":
+            return f"{start.year}{start.month:02d}{start.day:02d}{start.hour:02d}{start.minute:02d}"
         day = (
             f"{start.year}-{start.month:02d}-{start.day:02d}"
             if self._dashes()
@@ -99,7 +112,9 @@ class Period:
 
     def parse(self, name: str) -> dt.datetime | None:
         """The start of the period a tag name denotes, or None if it is not an automatic tag's name."""
-        if self.kind == "daily":
+        if self.kind == "duration":
+            pattern = r"(\d{1,10})(\d{2})(\d{2})(\d{2})(\d{2})"
+        elif self.kind == "daily":
             name = name.split(" ")[0]
             pattern = r"(\d{1,10})-(\d{2})-(\d{2})" if self._dashes() else r"(\d{1,10})(\d{2})(\d{2})"
         elif self.kind == "hourly" and self.formatter == "without_dashes_and_spaces":
@@ -123,7 +138,10 @@ class Period:
 
 
 def period_of(options: CoreOptions) -> Period:
-    """The Period a table's options configure."""
+    """The Period a table's options configure (``tag.period-duration`` wins over the named periods)."""
+    duration = options.get(TAG_PERIOD_DURATION)
+    if duration is not None:
+        return Period("duration", options.get(TAG_PERIOD_FORMATTER), dt.timedelta(milliseconds=duration))
     return Period(options.get(TAG_CREATION_PERIOD), options.get(TAG_PERIOD_FORMATTER))
 
 
@@ -145,6 +163,7 @@ class AutoTagger:
         self.mode: str = self.options.get(TAG_AUTOMATIC_CREATION)
         self.retained_max: int | None = self.options.get(TAG_NUM_RETAINED_MAX)
         self.time_retained: int | None = self.options.get(TAG_DEFAULT_TIME_RETAINED)
+        self.completion: bool = self.options.get(TAG_AUTOMATIC_COMPLETION)
         self.ops = TagOps(store)
 
     # -- entry ----------------------------------------------------------------------------------
@@ -170,7 +189,8 @@ class AutoTagger:
         delay = dt.timedelta(milliseconds=self.options.get(TAG_CREATION_DELAY))
         if delay >= period.length:
             raise InvalidArgumentError(
-                f"tag.creation-delay ({delay}) must be shorter than the period ({period.kind})"
+                f"tag.creation-delay ({delay}) must be shorter than the period "
+                f"({period.kind}: {period.length})"
             )
         snapshots = self.store.snapshots
         latest = snapshots.latest_id()
@@ -190,6 +210,8 @@ class AutoTagger:
                 break
             snapshot, time = found
             tag_time = period.previous_start(time)
+            if self.completion and next_tag is not None:
+                tag_time = next_tag  # the first period without a tag since the last automatic one
             name = period.name(tag_time)
             if self._create_if_absent(name, snapshot):
                 created.append(name)
@@ -254,7 +276,8 @@ class AutoTagger:
                 break
         if write.commit_identifier != BATCH_COMMIT_IDENTIFIER:
             return []  # a streaming micro-batch: batch tags are made by batch writes only
-        name = BATCH_TAG_PREFIX + _local(latest.time_millis).strftime("%Y-%m-%d")
+        custom = self.options.get(TAG_BATCH_CUSTOMIZED_NAME)
+        name = custom or BATCH_TAG_PREFIX + _local(latest.time_millis).strftime("%Y-%m-%d")
         tags = self.ops.tags
         if tags.exists(name):
             if tags.get(name).snapshot.id == latest.id:
@@ -263,7 +286,7 @@ class AutoTagger:
         created = [name] if self._create_if_absent(name, latest) else []
         self._trim(
             sorted(
-                (n for n in tags.names() if n.startswith(BATCH_TAG_PREFIX)),
+                (n for n in tags.names() if n.startswith(BATCH_TAG_PREFIX) or n == custom),
                 key=lambda n: (tags.get(n).snapshot.id, n),
             )
         )

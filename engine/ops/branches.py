@@ -21,8 +21,9 @@ Rules (Paimon's content, made safe):
 * Deleting: like deleting tags (``engine.ops.tags``). The keep set is computed first over every
   anchor of every branch (an unreadable one refuses with UnsafeToDeleteError, nothing changed);
   the branch directory is renamed to ``branch/.trash-branch-<name>-<uuid>`` (it disappears in
-  one step), the trash directory is deleted, the keep set is computed again from what now
-  exists, and only the branch's files outside it are deleted. Leftover trash directories (a
+  one step), the trash directory is deleted, anchors created meanwhile are added to the keep
+  set (``engine.ops.tags.keep_with_new_anchors``), and only the branch's files outside it are
+  deleted. Leftover trash directories (a
   crash) are removed by the next branch deletion.
 * Renaming: a no-replace rename of the directory. Table objects opened on the old name must be
   reopened (a commit through one would recreate a schema-less ``branch-<old>``).
@@ -66,7 +67,7 @@ from engine.meta.schema_store import SchemaStore
 from engine.meta.snapshot import Snapshot
 from engine.ops.reachability import ReachabilityCollector, all_anchors, delete_files, unreferenced
 from engine.ops.republish import content_snapshot
-from engine.ops.tags import TagDeletion
+from engine.ops.tags import TagDeletion, keep_with_new_anchors
 from engine.schema import TableSchema
 from engine.store import FileStore
 
@@ -203,8 +204,9 @@ class BranchOps:
         if not moved:
             raise NoSuchBranchError(f"branch '{name}' was deleted or renamed concurrently; nothing was deleted")
         self.io.delete_dir(trash, recursive=True)
-        # Again, from what exists now: an anchor made meanwhile (a commit, a tag) is honoured.
-        keep = collector.collect(all_anchors(self.io, self.root))
+        # Plus what was made meanwhile (a commit, a tag): honoured, at the cost of its files only.
+        keep = keep_with_new_anchors(collector, keep, [a for a in before if a.branch != name],
+                                     all_anchors(self.io, self.root))
         return BranchDeletion((name,), delete_files(self.io, unreferenced(candidates, keep)))
 
     def _sweep_trash(self) -> None:

@@ -12,12 +12,18 @@ Rules (Paimon's, made safe):
   renaming is a no-replace move.
 * Every operation validates names and existence first and changes nothing when it refuses
   (InvalidNameError, NoSuchTagError, TagAlreadyExistsError, NoSuchSnapshotError).
-* Deleting tags: the candidates are the tags' own files; the keep set is the reachability of
+* Deleting a tag whose snapshot still exists (the same snapshot file, same manifest lists) frees
+  nothing: that snapshot keeps every file the tag keeps. Then only the tag file goes (one
+  snapshot read, as Paimon skips file deletion in that case), so the cost does not grow with the
+  history. If an expiration removes that snapshot concurrently, its files may be left
+  unreferenced (orphan cleanup collects them); nothing needed is ever deleted.
+* Deleting other tags: the candidates are the tags' own files; the keep set is the reachability of
   every other anchor of every branch (snapshots, tags, long-lived changelogs). It is computed once
   before anything changes (an unreadable anchor refuses the deletion with nothing changed), then
-  the tag files are deleted, then the keep set is computed again from what now exists (so an
-  anchor created meanwhile from a still-existing snapshot is honoured), and only candidates
-  outside it are deleted. A crash after the tag file went leaves only unreferenced files (orphan
+  the tag files are deleted, then the anchors that exist now are listed again and those created
+  meanwhile (a commit, a tag, a branch; a reused snapshot id counts as new) have their files
+  added to the keep set (so an anchor created meanwhile from a still-existing snapshot is
+  honoured), and only candidates outside it are deleted. A crash after the tag file went leaves only unreferenced files (orphan
   cleanup collects them). Replacing a tag deletes no file: what the old tag alone kept is left to
   orphan cleanup.
 * Known race (as in Paimon): a rollback or branch creation *from the very tag being deleted* that
@@ -31,7 +37,13 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from engine.errors import InvalidArgumentError, NoSuchSnapshotError, NoSuchTagError, TagAlreadyExistsError
+from engine.errors import (
+    DyntableError,
+    InvalidArgumentError,
+    NoSuchSnapshotError,
+    NoSuchTagError,
+    TagAlreadyExistsError,
+)
 from engine.identifier import validate_name
 from engine.meta.refs import TagStore
 from engine.meta.snapshot import Snapshot, Tag
@@ -39,6 +51,7 @@ from engine.ops.reachability import (
     Anchor,
     DeletionReport,
     ReachabilityCollector,
+    Reachable,
     all_anchors,
     delete_files,
     unreferenced,
@@ -187,6 +200,11 @@ class TagOps:
         missing = [n for n in wanted if not self.tags.exists(n)]
         if missing:
             raise NoSuchTagError(f"tag(s) {', '.join(repr(n) for n in missing)} do not exist; nothing was deleted")
+        if all(self._kept_by_its_snapshot(n) for n in wanted):
+            if not dry_run:
+                for name in wanted:
+                    self.tags.delete(name)
+            return TagDeletion(tuple(wanted), DeletionReport((), dry_run))
         io, root, branch = self.store.io, self.store.paths.root, self.store.branch
         collector = ReachabilityCollector(io, root)
         before = all_anchors(io, root)  # fail closed: nothing is changed if any anchor is unreadable
@@ -198,9 +216,18 @@ class TagOps:
             return TagDeletion(tuple(wanted), delete_files(io, unreferenced(candidates, keep), dry_run=True))
         for name in wanted:
             self.store.io.delete(self.store.paths.tag_file(name))
-        # Again, from what exists now: an anchor made meanwhile (a tag, a commit) is honoured.
-        keep = collector.collect(all_anchors(io, root))
+        keep = keep_with_new_anchors(collector, keep, [a for a in before if a not in doomed], all_anchors(io, root))
         return TagDeletion(tuple(wanted), delete_files(io, unreferenced(candidates, keep)))
+
+    def _kept_by_its_snapshot(self, name: str) -> bool:
+        """The tagged snapshot still exists with the tag's metadata (read afresh: ids can be reused
+        after a Java rollback), so it references every file the tag does."""
+        tagged = self.tags.get(name).snapshot
+        try:
+            current = Snapshot.from_json(self.store.io.read_bytes(self.store.paths.snapshot_file(tagged.id)))
+        except (DyntableError, OSError):
+            return False  # missing or unreadable: the full computation decides (and fails closed)
+        return _metadata(current) == _metadata(tagged)
 
     def expired(self, older_than: dt.datetime | int | None = None, now: dt.datetime | None = None) -> list[str]:
         """Names of tags whose retention has passed, or created before ``older_than`` (Paimon's rules).
@@ -243,6 +270,32 @@ class TagOps:
         if not names:
             return TagDeletion((), DeletionReport((), dry_run))
         return self.delete(names, dry_run=dry_run)
+
+
+def keep_with_new_anchors(collector: ReachabilityCollector, keep: Reachable, counted: Sequence[Anchor],
+                          now: Sequence[Anchor]) -> Reachable:
+    """``keep`` (the files of ``counted``) plus the files of every anchor in ``now`` made meanwhile.
+
+    Called after the deleted anchors are gone, so that an anchor created since the keep set was
+    computed (a commit, a tag, a branch) is honoured. An anchor counted already is matched by
+    name *and* metadata (a reused snapshot id is a new anchor); one that has disappeared keeps
+    its files in ``keep`` (a superset: at worst garbage for orphan cleanup). Only new anchors are
+    collected, so the second pass costs their live files, not the whole history again.
+    """
+    known = {_identity(a) for a in counted}
+    fresh = [a for a in now if _identity(a) not in known]
+    if fresh:
+        for path, ref in collector.collect(fresh).files.items():
+            keep.files.setdefault(path, ref)
+    return keep
+
+
+def _identity(a: Anchor) -> tuple[object, ...]:
+    return (a.kind, a.branch, a.name, *_metadata(a.snapshot))
+
+
+def _metadata(s: Snapshot) -> tuple[object, ...]:
+    return (s.base_manifest_list, s.delta_manifest_list, s.changelog_manifest_list, s.index_manifest, s.statistics)
 
 
 def _names(names: str | Iterable[str]) -> list[str]:

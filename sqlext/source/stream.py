@@ -44,6 +44,30 @@ AFTER_IMAGES = pa.array(["+I", "+U"])
 START_MODES = ("default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp")
 
 
+TAG_START_MODES = ("default", "from-snapshot", "from-snapshot-full")
+
+
+def _check_tag_start(travel: ReadVersion | None, mode: str, table: Any) -> None:
+    """Refuse a ``scan.tag-name`` that the start mode would ignore, or a second start position.
+
+    Paimon refuses a tag in streaming mode altogether; here a tag starts a stream (its content,
+    then the changes after it) with the modes that take a start position, and any other
+    combination is an error rather than a silently ignored option.
+    """
+    tag = travel.tag if travel is not None else None
+    if tag is None:
+        return
+    if mode not in TAG_START_MODES:
+        raise InvalidArgumentError(
+            f"scan.tag-name starts a stream only with scan.mode {', '.join(TAG_START_MODES)}; "
+            f"scan.mode '{mode}' has its own start, so drop one of the two")
+    others = [key for key, value in (("scan.snapshot-id", travel.snapshot_id),
+                                     ("scan.timestamp-millis", travel.timestamp_millis)) if value is not None]
+    if others:
+        raise InvalidArgumentError(f"give one start position: scan.tag-name or {' / '.join(others)}, not both")
+    table.tags.get(tag)  # NoSuchTagError now, not at the first micro-batch
+
+
 @dataclass(frozen=True)
 class ChangePartition(InputPartition):
     splits: tuple[Any, ...]  # read in order; one bucket's splits never span two partitions
@@ -93,6 +117,7 @@ class DyntableStreamReader(DataSourceStreamReader):
         if mode not in START_MODES:
             raise InvalidArgumentError(f"scan.mode '{mode}' is not supported for streaming; use one of {START_MODES}")
         self.mode = mode
+        _check_tag_start(request.travel, mode, table)
         self.with_kind = request.changelog
         fields = [table.arrow_schema.field(c) for c in self.columns]
         if self.with_kind:

@@ -337,3 +337,31 @@ def test_dyntable_reads_and_writes_a_pypaimon_branch(pypaimon: PyPaimon, catalog
     theirs = _pypaimon_read(pypaimon, catalog.warehouse, "db.pbr$branch_exp", schema)
     assert _sorted(theirs, "id") == _sorted(catalog.get_table("db.pbr$branch_exp").to_arrow(), "id")
     assert [r["v"] for r in _sorted(t.to_arrow(), "id")] == ["a", "b"]
+
+
+def test_pypaimon_reads_main_after_replace_main_with_a_diverged_schema(pypaimon: PyPaimon, catalog):
+    from engine.schema_changes import AddColumn
+    from engine.types import INT
+
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    t = catalog.create_table("db.rm", schema, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=schema))
+    t.create_tag("base")
+    t.create_branch("dev", from_tag="base")
+    t = catalog.alter_table("db.rm", [AddColumn("m", INT())])  # main's schema diverges
+    t.write_arrow(pa.table({"id": [3], "v": ["main"], "m": [30]}))
+    old = _sorted(t.to_arrow(), "id")
+    dev = catalog.alter_table("db.rm$branch_dev", [AddColumn("n", INT())])
+    dev.write_arrow(pa.table({"id": [2, 4], "v": ["dev", "dev"], "n": [20, 40]}))
+    result = t.replace_main("dev")
+    t = t.refresh()
+    new_schema = pa.schema([("id", pa.int64()), ("v", pa.string()), ("n", pa.int32())])
+    theirs = _sorted(pypaimon.read(catalog.warehouse, "db.rm", schema=new_schema), "id")
+    assert theirs == _sorted(t.to_arrow(), "id") == _sorted(dev.to_arrow(), "id")
+    assert [r["n"] for r in theirs] == [None, 20, 40]
+    old_schema = pa.schema([("id", pa.int64()), ("v", pa.string()), ("m", pa.int32())])
+    backup = _pypaimon_read(pypaimon, catalog.warehouse, "db.rm", old_schema, **{"scan.tag-name": result.backup_tag})
+    assert _sorted(backup, "id") == old
+    # pypaimon keeps writing main with the branch's schema; dyntable reads it.
+    pypaimon.write(catalog.warehouse, "db.rm", pa.table({"id": [5], "v": ["py"], "n": [50]}, schema=new_schema))
+    assert {"id": 5, "v": "py", "n": 50} in catalog.get_table("db.rm").to_arrow().to_pylist()

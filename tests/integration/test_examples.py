@@ -24,7 +24,7 @@ EXPECTED = {
     "05_system_tables.sql": None,  # checked below: partition row counts
     "06_streaming_pipeline.sql": [(1, "ada", 500), (2, "alan", 250)],
     "07_tags_and_rollback.sql": [("apple", 10), ("pear", 5)],
-    "08_branches.sql": [("cocoa", 3.8), ("coffee", 4.4), ("tea", 3.0)],
+    "08_branches.sql": [("cocoa", 3.8, "cup"), ("coffee", 4.4, "cup"), ("tea", 3.0, "cup")],
     "09_expiration_and_retention.sql": [
         ("snapshot", "3", True, False), ("snapshot", "4", False, False), ("tag", "first", True, False),
     ],

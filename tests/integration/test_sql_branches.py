@@ -60,3 +60,25 @@ def test_branch_statements_and_a_branch_used_like_a_table(session):
     with pytest.raises(SqlError) as info:
         run(session, "ALTER TABLE b DROP BRANCH nope")
     assert info.value.sqlstate == "42P01"
+
+
+def test_replace_main_procedure(session):
+    run(session, "CREATE TABLE r (id INT, v STRING)")
+    run(session, "INSERT INTO r VALUES (1, 'a')")
+    run(session, "ALTER TABLE r CREATE TAG t1")
+    run(session, "ALTER TABLE r CREATE BRANCH dev FROM TAG t1")
+    run(session, "ALTER TABLE `r$branch_dev` ADD COLUMN n INT")
+    run(session, "INSERT INTO `r$branch_dev` VALUES (2, 'dev', 20)")
+    run(session, "ALTER TABLE r ADD COLUMN m INT")  # main's schema diverges: fast_forward would refuse
+    run(session, "INSERT INTO r VALUES (3, 'main', 30)")
+    [(previous, current, backup)] = run(session, "CALL sys.replace_main(`table` => 'r', branch => 'dev')")
+    assert current == previous + 1 and backup == f"replace-main-backup-{previous}"
+    assert sorted(run(session, "SELECT * FROM r")) == [(1, "a", None), (2, "dev", 20)]
+    assert sorted(run(session, f"SELECT * FROM r VERSION AS OF '{backup}'")) == [(1, "a", None), (3, "main", 30)]
+    run(session, "INSERT INTO `r$branch_dev` VALUES (4, 'dev', 40)")
+    [(_, current2, none)] = run(session, "CALL sys.replace_main(`table` => 'r', branch => 'dev', keep_backup => false)")
+    assert none is None and current2 == current + 1 and run(session, "SELECT count(*) FROM r") == [(3,)]
+    for branch, state in (("nope", "42P01"), ("main", "22023")):
+        with pytest.raises(SqlError) as info:
+            run(session, f"CALL sys.replace_main(`table` => 'r', branch => '{branch}')")
+        assert info.value.sqlstate == state

@@ -114,3 +114,24 @@ def test_stream_starts_from_a_tag(spark, warehouse, table, tmp_path, mode):
             ("-D", 1, "a"),
         ]
     )  # then what followed it
+
+
+@pytest.mark.parametrize("options", [
+    {"scan.mode": "latest", "scan.tag-name": "t1"},
+    {"scan.mode": "latest-full", "scan.tag-name": "t1"},
+    {"scan.mode": "from-timestamp", "scan.tag-name": "t1", "scan.timestamp-millis": "0"},
+    {"scan.mode": "from-snapshot", "scan.tag-name": "t1", "scan.snapshot-id": "2"},
+    {"scan.tag-name": "nope"},
+], ids=["latest", "latest-full", "from-timestamp", "two-starts", "unknown-tag"])
+def test_stream_from_a_tag_refuses_what_it_would_ignore(spark, warehouse, table, tmp_path, options):
+    with pytest.raises(Exception, match="scan.tag-name|nope|only one of"):
+        stream_rows(spark, warehouse, tmp_path, "bad", **options)
+
+
+def test_stream_from_a_tag_of_a_branch_continues_with_the_branch(spark, warehouse, table, tmp_path):
+    table.create_branch("dev", from_tag="t1")
+    dev = open_catalog(warehouse).get_table("db.t$branch_dev")
+    dev.write_arrow(pa.table({"id": [9], "v": ["dev"]}))
+    rows = stream_rows(spark, warehouse, tmp_path, "branch",
+                       **{"branch": "dev", "scan.tag-name": "t1", "read.changelog": "true"})
+    assert rows == [("+I", 1, "a"), ("+I", 2, "b"), ("+I", 9, "dev")]

@@ -1,9 +1,10 @@
 """CALL procedures for branches, with Paimon's Spark names and parameters.
 
-One job: bind ``sys.create_branch``, ``delete_branch``, ``rename_branch`` and ``fast_forward`` to
-the engine's branch operations (``engine.ops.branches``). ``fast_forward`` publishes the branch
-head's content as one new main snapshot (atomic for readers) rather than deleting and copying
-snapshot files as Paimon does; engine errors pass through typed.
+One job: bind ``sys.create_branch``, ``delete_branch``, ``rename_branch``, ``fast_forward`` and
+``replace_main`` to the engine's branch operations (``engine.ops.branches``,
+``engine.ops.replace_main``). ``fast_forward`` and ``replace_main`` publish the branch head's
+content as one new main snapshot (atomic for readers, streaming readers of main continue) rather
+than deleting and copying snapshot files as Paimon does; engine errors pass through typed.
 """
 
 from __future__ import annotations
@@ -53,6 +54,19 @@ def _fast_forward(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     return _ok()
 
 
+def _replace_main(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    keep = args["keep_backup"]
+    result = table_argument(session, args["table"]).replace_main(args["branch"], keep_backup=keep is None or keep)
+    return pa.table({"previous_snapshot_id": pa.array([result.previous_snapshot_id], pa.int64()),
+                     "current_snapshot_id": pa.array([result.current_snapshot_id], pa.int64()),
+                     "backup_tag": pa.array([result.backup_tag], pa.string())}, schema=_REPLACE_MAIN)
+
+
+_REPLACE_MAIN = pa.schema([pa.field("previous_snapshot_id", pa.int64()),
+                           pa.field("current_snapshot_id", pa.int64(), nullable=False),
+                           pa.field("backup_tag", pa.string())])
+
+
 def register_branch_procedures() -> None:
     S, B = ParamType.STRING, ParamType.BOOLEAN  # noqa: N806
     for proc in (
@@ -65,5 +79,9 @@ def register_branch_procedures() -> None:
                   _RESULT, _rename_branch, "Rename a branch."),
         Procedure("fast_forward", (Param("table", S, True), Param("branch", S, True)), _RESULT, _fast_forward,
                   "Give main the branch head's content as one new main snapshot."),
+        Procedure("replace_main", (Param("table", S, True), Param("branch", S, True), Param("keep_backup", B)),
+                  _REPLACE_MAIN, _replace_main,
+                  "Give main the branch head's content and schema as one new main snapshot; main's old head is "
+                  "kept as tag replace-main-backup-<id> unless keep_backup => false."),
     ):
         register(proc, replace=True)

@@ -261,3 +261,45 @@ def test_a_bad_delay_is_logged_not_raised(catalog, clock, caplog):
 def test_an_unknown_period_formatter_is_refused_at_create(catalog):
     with pytest.raises(InvalidArgumentError, match="tag.period-formatter"):
         make(catalog, **{"tag.period-formatter": "with_slashes"})
+
+
+# -- tag.period-duration, tag.automatic-completion, tag.batch.customized-name ------------------
+def test_period_duration_names_periods_by_their_start_minute(catalog, clock):
+    p = Period("duration", "with_dashes", dt.timedelta(minutes=30))
+    start = p.previous_start(D(2024, 7, 18, 10, 45))
+    assert start == D(2024, 7, 18, 10, 0) and p.name(start) == "202407181000"
+    assert p.parse("202407181000") == start and p.parse("2024-07-18") is None
+    t = make(catalog, **{"tag.automatic-creation": "process-time", "tag.period-duration": "30 min",
+                         "tag.creation-period": "daily"})  # the duration wins over the named period
+    s1 = write_at(t, clock, D(2024, 7, 18, 10, 45))  # tags 10:00-10:30, the period before
+    write_at(t, clock, D(2024, 7, 18, 10, 59), [2])  # 10:30-11:00 has not ended
+    s3 = write_at(t, clock, D(2024, 7, 18, 11, 10), [3])
+    assert t.tags.names() == ["202407181000", "202407181030"]
+    assert (t.tags.get("202407181000").snapshot.id, t.tags.get("202407181030").snapshot.id) == (s1, s3)
+
+
+def test_period_duration_must_be_positive(catalog):
+    with pytest.raises(InvalidArgumentError):
+        make(catalog, **{"tag.period-duration": "0 s"})
+
+
+@pytest.mark.parametrize("completion", [False, True])
+def test_automatic_completion_fills_skipped_periods_one_per_due_snapshot(catalog, clock, completion):
+    t = make(catalog, **{"tag.automatic-creation": "process-time",
+                         "tag.automatic-completion": str(completion).lower()})
+    write_at(t, clock, D(2024, 7, 18, 10))  # tags 2024-07-17
+    s2 = write_at(t, clock, D(2024, 7, 21, 9), [2])  # three days without commits
+    s3 = write_at(t, clock, D(2024, 7, 21, 10), [3])
+    if completion:  # 07-18, then 07-19 at the next commit; 07-20 follows with the next one
+        assert t.tags.names() == ["2024-07-17", "2024-07-18", "2024-07-19"]
+        assert (t.tags.get("2024-07-18").snapshot.id, t.tags.get("2024-07-19").snapshot.id) == (s2, s3)
+    else:  # the period before the snapshot's; the gap stays
+        assert t.tags.names() == ["2024-07-17", "2024-07-20"] and t.tags.get("2024-07-20").snapshot.id == s2
+
+
+def test_batch_customized_name_is_replaced_by_each_batch_write(catalog, clock):
+    t = make(catalog, **{"tag.automatic-creation": "batch", "tag.batch.customized-name": "nightly"})
+    write_at(t, clock, D(2024, 7, 18, 10))
+    s2 = write_at(t, clock, D(2024, 7, 19, 10), [2])
+    assert t.tags.names() == ["nightly"] and t.tags.get("nightly").snapshot.id == s2
+    assert content(t, tag="nightly") == [(1, "x1", "a"), (2, "x2", "a")]

@@ -1,5 +1,6 @@
-"""Property: random histories of writes, compactions, tags, rollbacks, expirations and retention
-marks keep every tag's rows and every referenced file, and tearing everything down leaks nothing.
+"""Property: random histories of writes, compactions, tags, rollbacks, expirations, retention
+marks and branch operations (create, write, delete, fast-forward, replace_main) keep every tag's
+and branch's rows and every referenced file, and tearing everything down leaks nothing.
 
 The model is a dict per table kind (append: a multiset of rows; primary key: key → row). Two
 kinds of expiration run: ``expire`` removes the oldest snapshot file and then deletes, via
@@ -48,6 +49,106 @@ op = st.one_of(
     st.tuples(st.just("expire_snapshots"), st.integers(1, 4)),
     st.tuples(st.just("mark"), st.integers(0, 20)),
 )
+
+
+# ---- branch rules (create / write / delete / fast-forward / replace_main) ---------------------------
+# Kept in one block (strategy, model, step, check) so other rules merge next to it untouched.
+
+BRANCHES = ("b1", "b2")
+SOURCES = (None, "head", "head") + TAGS  # an empty branch, one of main's head, one of a tag
+KEYS = st.lists(st.integers(0, 7), min_size=1, max_size=3)
+
+# Steps on an existing branch name it by index (``pick``), so they rarely miss.
+branch_op = st.one_of(
+    st.tuples(st.just("create_branch"), st.sampled_from(BRANCHES), st.sampled_from(SOURCES)),
+    st.tuples(st.just("write_branch"), st.integers(0, 1), KEYS),
+    st.tuples(st.just("write_branch"), st.integers(0, 1), KEYS),
+    st.tuples(st.just("delete_branch"), st.integers(0, 1)),
+    st.tuples(st.just("fast_forward"), st.integers(0, 1)),
+    st.tuples(st.just("replace_main"), st.integers(0, 1), st.booleans()),
+)
+#: Histories with branches start with a write and a branch of it, so every example has one.
+branch_history = st.lists(st.one_of(op, branch_op, branch_op), min_size=1, max_size=12).map(
+    lambda ops: [("write", [1, 2], "a"), ("create_branch", "b1", "head")] + ops)
+BRANCH_STEPS = {"create_branch", "write_branch", "delete_branch", "fast_forward", "replace_main"}
+
+
+class BranchModel:
+    """Expected rows of every branch and of every branch's tags (copied from main's at creation)."""
+
+    def __init__(self, catalog, primary_key: bool) -> None:
+        self.catalog = catalog
+        self.primary_key = primary_key
+        self.rows: dict[str, list[tuple]] = {}
+        self.tags: dict[str, dict[str, list[tuple]]] = {}
+        self.writes = 0
+
+    def table(self, name):
+        return self.catalog.get_table(f"db.h$branch_{name}")
+
+    def step(self, t, step, main_rows: list[tuple], tag_rows: dict[str, list[tuple]],
+             snapshot_rows: dict[int, list[tuple]]) -> list[tuple] | None:
+        """Apply one branch step; returns main's new expected rows when main changed, else None."""
+        kind, name = step[0], step[1]
+        if kind != "create_branch":
+            if not self.rows:
+                return None
+            name = sorted(self.rows)[name % len(self.rows)]
+        if kind == "create_branch" and name not in self.rows:
+            source = step[2]
+            head = t.latest_snapshot()
+            if source is None:
+                t.create_branch(name)
+                self.rows[name], self.tags[name] = [], {}
+            elif source == "head" and head is not None:
+                t.create_branch(name, from_snapshot=head.id)
+                self.rows[name], self.tags[name] = snapshot_rows[head.id], {}
+            elif source in tag_rows:
+                t.create_branch(name, from_tag=source)
+                self.rows[name], self.tags[name] = tag_rows[source], {source: tag_rows[source]}
+        elif kind == "write_branch" and name in self.rows:
+            self.writes += 1
+            data = rows(sorted(set(step[2])), f"b{self.writes}-", "a")
+            self.table(name).write_arrow(data)
+            new = list(zip(*(data.column(n).to_pylist() for n in data.column_names), strict=True))
+            if self.primary_key:
+                merged = {r[0]: r for r in self.rows[name]} | {r[0]: r for r in new}
+                self.rows[name] = sorted(merged.values())
+            else:
+                self.rows[name] = sorted(self.rows[name] + new)
+        elif kind == "delete_branch" and name in self.rows:
+            t.delete_branch(name)
+            del self.rows[name], self.tags[name]
+        elif kind in ("fast_forward", "replace_main") and name in self.rows:
+            if self.table(name).latest_snapshot() is None:
+                return None
+            if kind == "fast_forward":
+                t.fast_forward(name)
+            else:
+                head = t.latest_snapshot()
+                result = t.replace_main(name, keep_backup=step[2])
+                if result.backup_tag is not None:
+                    tag_rows[result.backup_tag] = snapshot_rows[head.id]
+            return self.rows[name]
+        return None
+
+    def check(self, t) -> None:
+        assert sorted(t.branches()) == sorted(self.rows)
+        for name, expected in self.rows.items():
+            b = self.table(name)
+            assert content(b) == expected, name
+            assert set(b.tags.names()) == set(self.tags[name])
+            for tag, tagged in self.tags[name].items():
+                assert content(b, tag=tag) == tagged, (name, tag)
+
+    def tear_down(self, t) -> None:
+        for name in sorted(self.rows):
+            t.delete_branch(name)
+            del self.rows[name], self.tags[name]
+            self.check(t)
+
+
+# ---- end of branch rules ---------------------------------------------------------------------------
 
 
 def expire_oldest(t) -> None:
@@ -107,6 +208,7 @@ def run_history(primary_key: bool, ops) -> None:
         snapshot_rows: dict[int, list[tuple]] = {}
         tag_rows: dict[str, list[tuple]] = {}
         counter = 0
+        branches = BranchModel(catalog, primary_key)
 
         def current() -> list[tuple]:
             return sorted(model.values()) if primary_key else sorted(model)
@@ -166,8 +268,16 @@ def run_history(primary_key: bool, ops) -> None:
                 ids = t.store.snapshots.list_ids()
                 if ids:
                     advance(t.store, 0, now_ms=t.store.snapshots.get(ids[step[1] % len(ids)]).time_millis)
+            elif kind in BRANCH_STEPS:
+                main_rows = branches.step(t, step, current(), tag_rows, snapshot_rows)
+                if main_rows is not None:
+                    model = {r[0]: r for r in main_rows} if primary_key else list(main_rows)
+                    record()
             check(t, tag_rows, snapshot_rows)
+            branches.check(t)
 
+        branches.tear_down(t)  # exact cleanup: what the branches alone held goes
+        check(t, tag_rows, snapshot_rows)
         # Tear down: every snapshot but the head (tags now hold their files alone), then every tag
         # one by one. What remains is exactly the head's.
         while len(t.store.snapshots.list_ids()) > 1:
@@ -194,10 +304,17 @@ def test_random_histories(primary_key, ops):
     run_history(primary_key, ops)
 
 
+@pytest.mark.parametrize("primary_key", [False, True], ids=["append", "pk"])
+@settings(max_examples=12, **SETTINGS)
+@given(ops=branch_history)
+def test_random_histories_with_branches(primary_key, ops):
+    run_history(primary_key, ops)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("primary_key", [False, True], ids=["append", "pk"])
 @settings(max_examples=300, **SETTINGS)
-@given(ops=st.lists(op, min_size=1, max_size=30))
+@given(ops=st.one_of(st.lists(op, min_size=1, max_size=30), branch_history))
 def test_random_histories_long(primary_key, ops):
     run_history(primary_key, ops)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -174,6 +175,33 @@ def test_deleting_a_tag_of_a_live_snapshot_deletes_only_the_tag(append_table):
     assert data_and_manifest_files(t.path) == files and t.tags() == {}
 
 
+def test_deleting_a_tag_of_a_live_snapshot_reads_no_manifest_and_no_other_snapshot(append_table):
+    from engine.io.faults import FailingFileIO
+    from engine.ops.tags import TagOps
+    from engine.store import FileStore
+
+    t = append_table
+    t.create_tag("a", 2)
+    probe = FailingFileIO(t.store.io, "any", 10**9)  # counts every file operation, fails none
+    TagOps(FileStore(probe, t.store.paths, t.store.schema)).delete("a")
+    # exists + tag and snapshot-2 reads + delete: the cost does not depend on the history
+    assert probe.calls <= 4 and t.tags() == {}
+
+
+def test_a_reused_snapshot_id_does_not_stand_for_the_tag(append_table):
+    t = append_table
+    t.create_tag("a", 2)
+    t.write_arrow(rows([9]), overwrite=True)
+    # A Java rollback deletes newer snapshots and reuses their ids: snapshot-2 now means other metadata.
+    with open(t.store.paths.snapshot_file(2), "w") as f:
+        f.write(dataclasses.replace(t.store.snapshots.get(4), id=2).to_json())
+    t.store.snapshots.forget(2)
+    of_a = reachable_files(t.store.io, t.path, exclude=[x for x in all_anchors(t.store.io, t.path)
+                                                         if x.name != "a"]).paths()
+    deleted = set(t.delete_tags("a").files.paths())
+    assert deleted and deleted <= of_a  # the full computation ran and freed what only the tag held
+
+
 def test_deleting_the_last_anchor_of_files_deletes_exactly_them(append_table):
     t = append_table
     t.create_tag("old", 2)
@@ -263,3 +291,27 @@ def test_expire_tags_by_retention_and_by_older_than(append_table):
     assert t.expire_tags(older_than=past - dt.timedelta(days=1)).tags == ()
     assert t.expire_tags(older_than=dt.datetime.now() + dt.timedelta(seconds=5)).tags == ("kept", "plain")
     assert t.tags() == {}
+
+
+def test_an_anchor_made_while_a_tag_is_deleted_keeps_its_files(append_table, monkeypatch):
+    from engine.ops import tags as tag_module
+
+    t = append_table
+    t.create_tag("a", 1)
+    t.write_arrow(rows([9]), overwrite=True)
+    for sid in (1, 2, 3):  # tag 'a' alone holds snapshot 1's files now
+        expire_snapshot_file(t, sid)
+    tag_json = open(t.store.paths.tag_file("a"), "rb").read()
+    real, calls = tag_module.all_anchors, []
+
+    def racing(io, root):
+        calls.append(root)
+        if len(calls) == 2:  # after the tag file went: another writer publishes a tag of the same content
+            t.store.io.write_bytes(t.store.paths.tag_file("b"), tag_json)
+        return real(io, root)
+
+    monkeypatch.setattr(tag_module, "all_anchors", racing)
+    deleted = t.delete_tags("a").files
+    assert len(calls) == 2 and deleted.count == 0 and t.tags.names() == ["b"]
+    assert content(t, tag="b") == [(1, "x1", "a"), (2, "x2", "a")]
+    assert all(os.path.exists(p) for p in reachable_files(t.store.io, t.path).paths())
