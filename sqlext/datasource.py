@@ -12,7 +12,9 @@ sources, so the SQL layer passes the projection), ``filter`` (a pruning predicat
 engine's JSON form, used only to skip partitions, buckets and files: Spark applies the query's
 own filter), time travel ``scan.snapshot-id`` / ``scan.tag-name`` / ``scan.timestamp-millis`` /
 ``scan.timestamp`` / ``scan.version``, ``read.changelog``, ``incremental-between`` ('start,end':
-tags or snapshot ids, start exclusive) with ``incremental-between-scan-mode``. Writes:
+tags or snapshot ids, start exclusive) with ``incremental-between-scan-mode``,
+``native-scan.merge-only`` (a snapshot id: read only that snapshot's splits that need a merge;
+``sqlext.native_scan`` reads the others with Spark's Parquet reader). Writes:
 ``overwrite-partition`` (JSON
 object, static partition overwrite), ``overwrite-partitions`` (JSON list), ``partitionOverwriteMode``
 = ``dynamic``, ``overwrite-base-snapshot``, ``change-tracking``, ``write-only``, and
@@ -271,6 +273,9 @@ class DyntableReader(DataSourceReader):
         self.columns = list(declared.names[1:] if self.with_kind else declared.names)
         self.arrow_schema = spark_arrow_schema(declared)
         self.pruning = option_filter(options, table)
+        # Set by sqlext.native_scan: Spark's Parquet reader reads the rest of this snapshot's plan.
+        merge_only = options.get("native-scan.merge-only")
+        self.merge_only = int(merge_only) if merge_only is not None else None
 
     def _table(self) -> Table:
         return Table(None, self.identifier, self.store.io, self.store.paths, self.store.schema)
@@ -288,9 +293,15 @@ class DyntableReader(DataSourceReader):
         scan = TableScan(self.store).with_filter(self.pruning)
         if self.snapshot is not None:
             scan = scan.with_snapshot(self.snapshot)
+        elif self.merge_only is not None:
+            scan = scan.with_snapshot(self.merge_only)
         splits = list(scan.plan().splits)
         if self.system == "ro":
             splits = read_optimized_splits(self._table(), splits)
+        if self.merge_only is not None:
+            from engine.scan.raw import needs_merge
+
+            splits = [s for s in splits if needs_merge(self.store, s, read_optimized=self.system == "ro")]
         return [SplitPartition(task_split(s)) for s in splits]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

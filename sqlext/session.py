@@ -269,8 +269,13 @@ class SqlSession:
             options.setdefault("read.changelog", "true")  # a continuous INSERT must carry deletes along
         elif any(k in options for k in _TIME_TRAVEL_OPTIONS):
             _check_time_travel(options)
-        reader = self.spark.readStream if streaming else self.spark.read
-        reader.format("dyntable").options(**options).load().createOrReplaceTempView(b.view)
+        if streaming:
+            frame = self.spark.readStream.format("dyntable").options(**options).load()
+        else:  # files that need no merge are read by Spark's own Parquet reader
+            from sqlext.native_scan import load
+
+            frame = load(self.spark, options)
+        frame.createOrReplaceTempView(b.view)
         self._views.append(b.view)
 
     def spark_sql(self, text: str, stmt: Statement | None = None) -> DataFrame:
