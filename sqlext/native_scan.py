@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
@@ -143,13 +144,18 @@ def native_frame(spark: SparkSession, options: dict[str, str]) -> DataFrame | No
     if ro:
         splits = read_optimized_splits(table, splits)
     raw, merge = classify(table.store, splits, read_optimized=ro)
-    if not raw:
+    if not raw or not all(_local(f.path) for f in raw):  # (an external path may be remote)
         return None
     arrow = table.arrow_schema
     target = spark_schema(pa.schema([arrow.field(c) for c in columns]))
     parts: list[DataFrame] = []
     for group in group_raw_files(raw):
-        part = _group_frame(spark, table, group, columns, target)
+        try:
+            part = _group_frame(spark, table, group, columns, target)
+        except AnalysisException:
+            # A file the snapshot lists is missing or unreadable: the Python source reports it
+            # as the typed error (corrupt metadata / corrupt data) it is.
+            return None
         if part is None:
             return None  # a file Spark would read differently: the Python path reads it all
         parts.append(part)

@@ -174,3 +174,19 @@ def _bucket_of(table, key: int) -> int:
     from engine.meta.binary_row import bucket_of
 
     return bucket_of([key], [table.schema.field("id").type], table.store.options.bucket)
+
+
+def test_a_missing_data_file_is_reported_as_the_python_path_reports_it(session):
+    import os
+
+    from pyspark.errors import PythonException
+
+    session.sql("CREATE TABLE gone (id BIGINT)")
+    session.sql("INSERT INTO gone VALUES (1), (2)")
+    table = session.table(_name("gone"))
+    split = table.plan().splits[0]
+    os.remove(f"{table.path}/bucket-0/{split.files[0].file_name}")
+    df = session.sql("SELECT * FROM gone")  # the Python source reads it: its typed error, not Spark's
+    assert NATIVE not in _plan(df)
+    with pytest.raises(PythonException, match="CorruptMetadataError: data file .* is listed by the snapshot but missing"):
+        df.collect()
