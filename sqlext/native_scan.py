@@ -39,9 +39,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
 from engine import Table
-from engine.schema import TableSchema
 from engine.scan import predicate as P
 from engine.scan.raw import ADD_KINDS, RawGroup, classify, group_raw_files, table_reads_raw
+from engine.schema import TableSchema
 from sqlext.datasource import (
     CATALOG_OPTIONS,
     option_filter,
@@ -107,7 +107,8 @@ def load(spark: SparkSession, options: dict[str, str]) -> DataFrame:
 
 def enabled(spark: SparkSession, options: dict[str, str], table: Table) -> bool:
     """Whether the native scan is on for this read: read option, table option, session, default true."""
-    for value in (options.get(ENABLED), table.options.get(ENABLED), _conf(spark, ENABLED), _conf(spark, SPARK_CONF)):
+    session = (_conf(spark, ENABLED), _conf(spark, SPARK_CONF))
+    for value in (options.get(ENABLED), table.options.get(ENABLED), *session):
         if value is not None:
             return str(value).strip().lower() != "false"
     return True

@@ -75,7 +75,9 @@ def table_reads_raw(store: FileStore) -> bool:
     return not _deletion_vectors(store) and not is_count_layout(store.schema)
 
 
-def raw_files(store: FileStore, split: DataSplit, *, read_optimized: bool = False) -> tuple[RawFile, ...] | None:
+def raw_files(
+    store: FileStore, split: DataSplit, *, read_optimized: bool = False
+) -> tuple[RawFile, ...] | None:
     """The files of ``split`` to read as they are, or None when the split needs the merging reader.
 
     Args:

@@ -49,14 +49,15 @@ def test_partitioned_append_table_with_filters_projections_and_nulls(session):
     rows, plan = both(session, "SELECT * FROM a")
     assert len(rows) == 5 and NATIVE in plan and PYTHON not in plan
     assert both(session, "SELECT id FROM a WHERE dt = 'd1'")[0] == [(1,), (3,)]
-    assert both(session, "SELECT name, dt FROM a WHERE score > 0 AND dt IN ('d1', 'd3')")[0] == [("v", "d3"), ("x", "d1")]
+    rows, _ = both(session, "SELECT name, dt FROM a WHERE score > 0 AND dt IN ('d1', 'd3')")
+    assert rows == [("v", "d3"), ("x", "d1")]
     assert both(session, "SELECT id FROM a WHERE name IS NULL")[0] == [(2,)]
     assert both(session, "SELECT count(*), sum(id) FROM a")[0] == [(5, 15)]
     assert both(session, "SELECT dt, count(*) FROM a GROUP BY dt")[0] == [("d1", 2), ("d2", 2), ("d3", 1)]
 
 
 def test_primary_key_table_after_full_compaction_is_all_native(session):
-    session.sql("CREATE TABLE k (id BIGINT, v STRING, n INT) TBLPROPERTIES ('primary-key' = 'id', 'bucket' = '2')")
+    session.sql("CREATE TABLE k (id BIGINT, v STRING, n INT) TBLPROPERTIES ('primary-key'='id','bucket'='2')")
     session.sql("INSERT INTO k VALUES (1, 'a', 1), (2, 'b', 2), (3, 'c', 3), (4, 'd', 4)")
     session.sql("INSERT INTO k VALUES (2, 'B', 20), (4, NULL, NULL)")
     session.sql("DELETE FROM k WHERE id = 3")
@@ -70,7 +71,8 @@ def test_primary_key_table_after_full_compaction_is_all_native(session):
 
 def test_pending_merges_go_through_the_python_source_the_rest_native(session):
     session.sql(
-        "CREATE TABLE m (id BIGINT, v STRING) TBLPROPERTIES ('primary-key' = 'id', 'bucket' = '2', 'write-only' = 'true')"
+        "CREATE TABLE m (id BIGINT, v STRING)"
+        " TBLPROPERTIES ('primary-key'='id', 'bucket'='2', 'write-only'='true')"
     )
     session.sql("INSERT INTO m SELECT id, concat('v', id) FROM range(0, 40)")
     table = session.table(_name("m"))
@@ -88,7 +90,10 @@ def test_pending_merges_go_through_the_python_source_the_rest_native(session):
 
 
 def test_retraction_rows_of_a_single_run_are_dropped(session):
-    session.sql("CREATE TABLE r (id BIGINT, v STRING) TBLPROPERTIES ('primary-key' = 'id', 'bucket' = '1', 'write-only' = 'true')")
+    session.sql(
+        "CREATE TABLE r (id BIGINT, v STRING)"
+        " TBLPROPERTIES ('primary-key'='id', 'bucket'='1', 'write-only'='true')"
+    )
     table = session.table(_name("r"))
     table.write_arrow(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"], "rowkind": ["+I", "-D", "+U"]}))
     rows, plan = both(session, "SELECT * FROM r")
@@ -110,7 +115,9 @@ def test_evolved_schema_is_mapped_by_field_id(session, primary_key):
     session.sql("ALTER TABLE e ADD COLUMN added INT")
     session.sql("INSERT INTO e VALUES (3, 3000000000, 'z', 2.25, 'new', 7)")
     rows, plan = both(session, "SELECT * FROM e")
-    assert rows == [(1, 10, "x", 1.5, None, None), (2, None, None, None, None, None), (3, 3000000000, "z", 2.25, "new", 7)]
+    assert rows == [
+        (1, 10, "x", 1.5, None, None), (2, None, None, None, None, None), (3, 3000000000, "z", 2.25, "new", 7)
+    ]
     assert NATIVE in plan
     assert both(session, "SELECT bee FROM e WHERE a > 5")[0] == [("x",), ("z",)]
     assert both(session, "SELECT id FROM e WHERE gone IS NULL AND added IS NULL")[0] == [(1,), (2,)]
@@ -188,7 +195,7 @@ def test_a_missing_data_file_is_reported_as_the_python_path_reports_it(session):
     os.remove(f"{table.path}/bucket-0/{split.files[0].file_name}")
     df = session.sql("SELECT * FROM gone")  # the Python source reads it: its typed error, not Spark's
     assert NATIVE not in _plan(df)
-    with pytest.raises(PythonException, match="CorruptMetadataError: data file .* is listed by the snapshot but missing"):
+    with pytest.raises(PythonException, match="CorruptMetadataError: data file .* listed by the snapshot"):
         df.collect()
 
 
@@ -205,7 +212,8 @@ def test_every_common_type_reads_the_same(session):
     first = {
         "id": 1, "b": True, "t": 1, "s": 2, "f": 1.5, "dec": Decimal("12.345"), "d": dt.date(2024, 1, 2),
         "ts": dt.datetime(2024, 1, 2, 3, 4, 5, 123456), "tl": dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.UTC),
-        "bin": b"\x00\xff", "arr": [1, None], "m": [("a", 1)], "st": {"x": 1, "y": "z"}, "tm": dt.time(10, 11, 12),
+        "bin": b"\x00\xff", "arr": [1, None], "m": [("a", 1)], "st": {"x": 1, "y": "z"},
+        "tm": dt.time(10, 11, 12),
     }
     empty = dict.fromkeys(first, None) | {"id": 2}
     table.write_arrow(pa.Table.from_pylist([first, empty], schema=table.arrow_schema))
