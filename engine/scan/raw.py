@@ -20,6 +20,11 @@ level with a 0 count — the level a full compaction writes, and which every com
 table is read with a ``_VALUE_KIND`` filter (keep ``+I`` and ``+U``), exactly as the merging
 reader's raw path does.
 
+Paimon's rule (``MergeTreeSplitGenerator.splitForBatch``) is narrower: a bucket is raw only when
+no file is on level 0 and no file counts deletes (and all files share one level, or the table
+uses deletion vectors or ``first-row``), because Paimon's raw read does not look at the kinds.
+Reading the kinds makes a single level-0 run safe too, and keeps a lying 0 count harmless.
+
 Engine only: the Spark side (sqlext) turns the result into ``spark.read.parquet`` calls.
 """
 
