@@ -15,7 +15,8 @@ The names below (and the modules ``engine.errors``, ``engine.types``, ``engine.o
 what the SQL layer and the Spark data source may use. Everything else (``engine.meta``,
 ``engine.lsm``, ``engine.io``, ``engine.store``, the reader/writer/planner modules) is internal
 and may change; ``lint-imports`` enforces this for ``sqlext``. The data source's names — planning
-(``TableScan``, ``DataSplit``), reading a split (``SplitReader``, ``ChangeReader``), writing in a
+(``TableScan``, ``DataSplit``, which splits Spark may read as plain Parquet: ``classify_raw``),
+reading a split (``SplitReader``, ``ChangeReader``), writing in a
 task (``new_writer``, ``FileNamer``) and committing (``FileStoreCommit``, ``CommitMessage``) —
 are public because a distributed engine needs each step on its own.
 """
@@ -59,6 +60,7 @@ from engine.scan.incremental import (
     resolve_between,
 )
 from engine.scan.planner import DataSplit, Plan, TableScan, resolve_time_travel, store_at
+from engine.scan.raw import ADD_KINDS, RawGroup, classify_raw, group_raw_files, needs_merge, table_reads_raw
 from engine.schema import TableSchema
 from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 from engine.table import Table
@@ -67,7 +69,8 @@ from engine.write.conform import coerce_spec, coerce_value
 from engine.write.factory import new_writer
 
 __all__ = [
-    "BATCH_COMMIT_IDENTIFIER", "ROWKIND", "ChangeReader", "ChangeSplit", "FileNamer", "FileStore", "MergeConfig",
+    "ADD_KINDS", "BATCH_COMMIT_IDENTIFIER", "ROWKIND", "RawGroup", "classify_raw", "group_raw_files",
+    "needs_merge", "table_reads_raw", "ChangeReader", "ChangeSplit", "FileNamer", "FileStore", "MergeConfig",
     "SplitReader", "change_splits", "coerce_spec", "coerce_value", "delete_uncommitted", "diff_changes",
     "escape_path_name", "is_count_layout", "new_writer", "partition_value_string", "range_splits",
     "resolve_between", "resolve_time_travel", "store_at", "writer_clustering",

@@ -408,6 +408,8 @@ SCAN_TIMESTAMP_MILLIS = _declare("scan.timestamp-millis", int, None,
     "Read the latest snapshot committed at or before this epoch-millisecond time.")
 SCAN_TIMESTAMP = _declare("scan.timestamp", str, None, "scan.timestamp-millis as 'yyyy-MM-dd HH:mm:ss'.")
 SCAN_VERSION = _declare("scan.version", str, None, "A snapshot id or tag name to read.")
+READ_NATIVE_SCAN = _declare("read.native-scan.enabled", bool, True,
+    "dyntable (Spark): batch reads return splits that need no merge through Spark's own Parquet reader.")
 SCAN_FALLBACK_BRANCH = _declare("scan.fallback-branch", str, None,
     "Batch reads take partitions missing in this branch from the fallback branch.")
 INCREMENTAL_BETWEEN = _declare("incremental-between", str, None,

@@ -43,6 +43,7 @@ from sqlext.parse.parser import parse_statement
 from sqlext.parse.splitter import Statement, classify, split_statements
 from sqlext.source.datasource import resolve, travelled
 from sqlext.source.datasource import time_travel as resolve_version
+from sqlext.source.native import load as native_load
 from sqlext.source.requests import ReadRequest, ReadVersion, TableTarget
 from sqlext.spark import register
 
@@ -231,9 +232,12 @@ class SqlSession:
         return TableTarget(self.warehouse, table, storage=self.catalog_options)
 
     def read(self, request: ReadRequest, *, streaming: bool = False) -> DataFrame:
-        """A DataFrame (or streaming DataFrame) of one read request through the data source."""
-        reader = self.spark.readStream if streaming else self.spark.read
-        return reader.format("dyntable").options(**request.to_options()).load()
+        """A DataFrame (or streaming DataFrame) of one read request: in batch, files that need no
+        merge are read by Spark's own Parquet reader (``sqlext.source.native``), the rest by the
+        data source."""
+        if streaming:
+            return self.spark.readStream.format("dyntable").options(**request.to_options()).load()
+        return native_load(self.spark, request)
 
     def register_view(self, b: Binding, *, streaming: bool = False, pruning: Any = None) -> None:
         ident = self.identifier(b.table)

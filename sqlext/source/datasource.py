@@ -8,7 +8,9 @@
 ```
 Options are built and parsed only by ``sqlext.source.requests`` (``ReadRequest`` /
 ``WriteRequest``): the table, projection, pruning filter, time travel, changelog, incremental
-range, overwrite intent, commit user and identifier, and the storage options executors need.
+range, the native scan's merge-only snapshot (``sqlext.source.native`` reads the other splits
+with Spark's Parquet reader), overwrite intent, commit user and identifier, and the storage
+options executors need.
 
 The source implements no ``pushFilters``: Spark keeps a relation's pushed filters when the
 relation is reused by a query without filters (measured: 1 row instead of 5,000,000), so
@@ -190,6 +192,8 @@ class DyntableReader(DataSourceReader):
         self.columns = list(declared.names[1:] if self.with_kind else declared.names)
         self.arrow_schema = spark_arrow_schema(declared)
         self.pruning = option_filter(request, table)
+        # Set by sqlext.source.native: Spark's Parquet reader reads the rest of this snapshot's plan.
+        self.merge_only = request.merge_only
 
     def _table(self) -> Table:
         return Table(None, self.identifier, self.store.io, self.store.paths, self.store.schema)
@@ -207,9 +211,15 @@ class DyntableReader(DataSourceReader):
         scan = TableScan(self.store).with_filter(self.pruning)
         if self.snapshot is not None:
             scan = scan.with_snapshot(self.snapshot)
+        elif self.merge_only is not None:
+            scan = scan.with_snapshot(self.merge_only)
         splits = list(scan.plan().splits)
         if self.system == "ro":
             splits = read_optimized_splits(self._table(), splits)
+        if self.merge_only is not None:
+            from engine import needs_merge
+
+            splits = [s for s in splits if needs_merge(self.store, s, read_optimized=self.system == "ro")]
         return [SplitPartition(task_split(s)) for s in splits]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -45,6 +45,8 @@ VERSION = "scan.version"
 READ_CHANGELOG = "read.changelog"
 INCREMENTAL_BETWEEN = "incremental-between"
 INCREMENTAL_MODE = "incremental-between-scan-mode"
+#: Set by the native scan on the data source half: plan this snapshot, read only its merge splits.
+MERGE_ONLY = "native-scan.merge-only"
 TIME_TRAVEL_KEYS = (SNAPSHOT_ID, TAG_NAME, TIMESTAMP_MILLIS, TIMESTAMP, VERSION)
 
 OVERWRITE_PARTITION = "overwrite-partition"
@@ -58,7 +60,7 @@ CHANGE_TRACKING = "change-tracking"
 
 _READ_KEYS = {
     WAREHOUSE, TABLE, "path", BRANCH, CATALOG_OPTIONS, COLUMNS, FILTER, READ_CHANGELOG, INCREMENTAL_BETWEEN,
-    INCREMENTAL_MODE, *TIME_TRAVEL_KEYS,
+    INCREMENTAL_MODE, MERGE_ONLY, *TIME_TRAVEL_KEYS,
 }
 _WRITE_KEYS = {
     WAREHOUSE, TABLE, "path", BRANCH, CATALOG_OPTIONS, OVERWRITE_PARTITION, OVERWRITE_PARTITIONS,
@@ -174,8 +176,9 @@ class ReadRequest:
     skip partitions, buckets and files (Spark still applies the query's own filter);
     ``changelog``: add the ``rowkind`` column; ``incremental_between``: ``'start,end'`` (tags or
     snapshot ids, start exclusive) read as changes, with ``incremental_mode`` (Paimon's
-    ``incremental-between-scan-mode``); ``passthrough``: every other option, unchanged
-    (streaming ``scan.mode``, ``consumer-id``, …).
+    ``incremental-between-scan-mode``); ``merge_only``: a snapshot id — read only its splits that
+    need a merge (the native scan reads the others); ``passthrough``: every other option,
+    unchanged (streaming ``scan.mode``, ``consumer-id``, ``read.native-scan.enabled``, …).
     """
 
     target: TableTarget
@@ -185,11 +188,14 @@ class ReadRequest:
     changelog: bool = False
     incremental_between: str | None = None
     incremental_mode: str = "auto"
+    merge_only: int | None = None
     passthrough: Mapping[str, str] = field(default_factory=dict)
 
     def to_options(self) -> dict[str, str]:
         out = dict(self.passthrough)
         out.update(self.target.to_options())
+        if self.merge_only is not None:
+            out[MERGE_ONLY] = str(self.merge_only)
         if self.columns is not None:
             out[COLUMNS] = ",".join(self.columns)
         if self.filter:
@@ -216,6 +222,7 @@ class ReadRequest:
             bool(_bool(low, READ_CHANGELOG)),
             low.get(INCREMENTAL_BETWEEN),
             low.get(INCREMENTAL_MODE) or "auto",
+            _int(low, MERGE_ONLY),
             {k: v for k, v in low.items() if k not in _READ_KEYS},
         )
 

@@ -41,10 +41,11 @@ versions = st.none() | st.builds(
     versions,
     st.booleans(),
     st.none() | st.just("t1,t2"),
+    st.none() | st.integers(1, 10**6),
     st.dictionaries(st.sampled_from(["scan.mode", "consumer-id"]), names, max_size=2),
 )
-def test_read_request_round_trips(target, columns, filter_json, travel, changelog, between, passthrough):
-    request = ReadRequest(target, columns, filter_json, travel, changelog, between, "auto", passthrough)
+def test_read_request_round_trips(target, columns, filter_json, travel, changelog, between, merge_only, passthrough):
+    request = ReadRequest(target, columns, filter_json, travel, changelog, between, "auto", merge_only, passthrough)
     assert ReadRequest.from_options(request.to_options()) == request
 
 
