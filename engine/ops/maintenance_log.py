@@ -8,8 +8,8 @@ written once with a plain put. One file per run (not an appended log) because ob
 cannot append, and two processes maintaining one table at once must never overwrite each
 other's record. Paimon readers never look under ``.dyntable/``; orphan cleanup must skip it.
 
-The log is bounded: after writing, the writer deletes the oldest records beyond
-``maintenance.log.num-retained`` (default 1000). Recording never raises: a maintenance run whose
+The log is bounded: after writing, the writer deletes the oldest records beyond the newest
+1000. Recording never raises: a maintenance run whose
 record cannot be written still did its work (the failure is logged to the Python logger).
 """
 
@@ -28,8 +28,7 @@ from engine.io import FileIO
 from engine.meta.paths import join
 
 LOG_DIR = ".dyntable/maintenance-log"
-NUM_RETAINED_OPTION = "maintenance.log.num-retained"
-DEFAULT_NUM_RETAINED = 1000
+DEFAULT_NUM_RETAINED = 1000  # records kept per table: months of hourly runs, a few hundred KB
 
 _logger = logging.getLogger(__name__)
 
