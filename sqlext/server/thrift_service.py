@@ -24,6 +24,7 @@ from typing import Any
 from TCLIService import TCLIService
 from TCLIService import ttypes as tt
 from thrift.protocol.TBinaryProtocol import TBinaryProtocol
+from thrift.Thrift import TType
 from thrift.transport import TSocket, TTransport
 
 from sqlext.server import metadata as meta
@@ -316,6 +317,21 @@ class Handler:
 # --------------------------------------------------------------------------- the socket server
 
 
+class _Protocol(TBinaryProtocol):
+    """Binary protocol whose ``skip`` reads strings as bytes.
+
+    The library's ``skip`` decodes skipped strings as UTF-8 and fails on binary fields (handle
+    GUIDs): an unknown call such as impyla's ``CloseImpalaOperation`` must be skipped cleanly
+    so that the client gets UNKNOWN_METHOD and falls back to ``CloseOperation``.
+    """
+
+    def skip(self, ttype: int, *args: Any) -> None:
+        if ttype == TType.STRING:
+            self.readBinary()
+            return
+        super().skip(ttype, *args)
+
+
 def _peer_alive(sock: socket.socket) -> bool:
     """False once the client closed or reset its connection (checked without consuming data)."""
     try:
@@ -376,7 +392,7 @@ class HiveServer:
             handler = Handler(self.state, number, user, alive=lambda: _peer_alive(client))
             processor = TCLIService.Processor(handler)
             # The pure-Python codec: PyHive's stubs predate the spec layout the C codec (fastbinary) expects.
-            protocol = TBinaryProtocol(transport)
+            protocol = _Protocol(transport)
             while not self._stopped.is_set():
                 processor.process(protocol, protocol)
         except AuthenticationError as e:
