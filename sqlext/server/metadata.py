@@ -243,10 +243,13 @@ def functions(spark: Any, function_pattern: str | None) -> pa.Table:
 
     regex = like(function_pattern)
     rows = []
-    for fn in spark.catalog.listFunctions():
-        if _match(regex, fn.name):
-            rows.append(("", fn.namespace[0] if fn.namespace else None, fn.name, fn.description or "",
-                         _FUNCTION_RESULT_UNKNOWN, fn.className or fn.name))
+    # SHOW FUNCTIONS lists names only; spark.catalog.listFunctions() describes every function
+    # (hundreds of JVM lookups), far too slow for a call BI tools make on connect.
+    names = spark.sql("SHOW FUNCTIONS").toArrow().column(0).to_pylist()
+    for qualified in names:
+        schema, _, name = qualified.rpartition(".")
+        if _match(regex, name):
+            rows.append(("", schema or None, name, "", _FUNCTION_RESULT_UNKNOWN, qualified))
     for name in REGISTRY.names():
         proc = REGISTRY.get(name)
         if proc is not None and _match(regex, proc.name):

@@ -1,8 +1,9 @@
 """Client sessions and their operations on one SparkSession: what ``dyntable-server`` keeps per client.
 
 * :class:`ServerState` owns the SparkSession and the table of open sessions (at most
-  ``max_sessions``); every client session gets its own ``SqlSession`` (own current database,
-  options, temporary views), so clients never see each other's state.
+  ``max_sessions``); every client session gets its own ``SqlSession`` on its own
+  ``spark.newSession()`` (own current database, options, Spark settings, temporary views; one
+  SparkContext), so clients never see each other's state.
 * An :class:`Operation` is one statement or metadata call. A statement runs in its own worker
   thread under a Spark job group named after the operation, so a cancel (CancelOperation,
   CloseOperation, or the client's connection going away) stops its Spark jobs with
@@ -293,7 +294,9 @@ class ServerState:
             guid, secret = new_handle()
             self.sessions[guid] = None  # type: ignore[assignment] - reserves the slot while Spark builds
         try:
-            sql = SqlSession(self.spark, self.warehouse, conf=options, **self.catalog_options)
+            # A Spark session of its own (shared SparkContext): the client's SET of Spark settings
+            # and its temporary views stay its own, as with Spark's Thrift server.
+            sql = SqlSession(self.spark.newSession(), self.warehouse, conf=options, **self.catalog_options)
             if database != sql.current_database:
                 if not sql.catalog.database_exists(database):
                     raise SqlError(f"database '{database}' does not exist", sqlstate="3F000")
