@@ -38,6 +38,7 @@ MAX_PROTOCOL = tt.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V10
 MIN_PROTOCOL = tt.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V6  # columnar results
 DEFAULT_FETCH_ROWS = 1000
 MAX_FETCH_ROWS = 1_000_000  # one page; a client asking for more gets it over several fetches
+AUTH_TIMEOUT = 30.0  # seconds a client has to complete the SASL exchange
 _FETCH_LOG = 1  # TFetchResultsReq.fetchType of the operation log (we keep none)
 
 _STATES = {
@@ -347,7 +348,8 @@ class HiveServer:
     """Serves HiveServer2 clients on ``host:port`` (port 0: a free port, see :attr:`port`)."""
 
     def __init__(self, state: ServerState, host: str = "127.0.0.1", port: int = 10000, *,
-                 auth: str = "NONE", authenticator: Authenticator | None = None) -> None:
+                 auth: str = "NONE", authenticator: Authenticator | None = None,
+                 auth_timeout: float = AUTH_TIMEOUT) -> None:
         self.state = state
         self.auth = auth.upper()
         self.authenticator = authenticator or Authenticator(None)
@@ -357,6 +359,9 @@ class HiveServer:
         self._connections = 0
         self._lock = threading.Lock()
         self._clients: set[socket.socket] = set()
+        # A client may hold a connection without a session (between sessions, or failing to log in).
+        self.max_connections = 2 * state.max_sessions
+        self.auth_timeout = auth_timeout
         self._accept_thread: threading.Thread | None = None
 
     def start(self) -> HiveServer:
@@ -373,7 +378,13 @@ class HiveServer:
             with self._lock:
                 self._connections += 1
                 number = self._connections
-                self._clients.add(client)
+                full = len(self._clients) >= self.max_connections
+                if not full:
+                    self._clients.add(client)
+            if full:  # bounded threads: idle or unauthenticated connections cannot exhaust the server
+                log.warning("connection %d refused: %d connections open", number, self.max_connections)
+                client.close()
+                continue
             threading.Thread(target=self._serve, args=(client, number),
                              name=f"dyntable-server-conn-{number}", daemon=True).start()
 
@@ -387,7 +398,9 @@ class HiveServer:
                 user = None
             else:
                 sasl = SaslServerTransport(raw, self.authenticator)
+                client.settimeout(self.auth_timeout)  # a client that never logs in does not keep its thread
                 user = sasl.negotiate()
+                client.settimeout(None)
                 transport = sasl
             handler = Handler(self.state, number, user, alive=lambda: _peer_alive(client))
             processor = TCLIService.Processor(handler)
@@ -397,7 +410,7 @@ class HiveServer:
                 processor.process(protocol, protocol)
         except AuthenticationError as e:
             log.warning("connection %d refused: %s", number, e.message)
-        except (TTransport.TTransportException, EOFError, OSError, ConnectionError):
+        except (TTransport.TTransportException, EOFError, OSError, ConnectionError, TimeoutError):
             pass  # the client closed the connection (or spoke something that is not HiveServer2)
         except Exception:  # noqa: BLE001 - one broken connection must not take the server down
             log.exception("connection %d failed", number)

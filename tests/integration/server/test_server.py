@@ -319,3 +319,25 @@ def test_open_session_errors(none_server):
             _connect(none_server)
     finally:
         none_server.state.max_sessions = limit
+
+
+def test_silent_and_excess_connections_are_dropped(spark, tmp_path):
+    from sqlext.server.sessions import ServerState
+    from sqlext.server.thrift_service import HiveServer
+
+    server = HiveServer(ServerState(spark, str(tmp_path / "wh"), max_sessions=1), "127.0.0.1", 0,
+                        auth="NONE", auth_timeout=1.0).start()
+    try:
+        assert server.max_connections == 2
+        silent = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(2)]
+        wait_for(lambda: len(server._clients_now()) == 2, what="two connections held")
+        with socket.create_connection(("127.0.0.1", server.port)) as excess:
+            excess.settimeout(60)
+            assert excess.recv(1) == b""  # closed at once: the server holds no more connections
+        for sock in silent:  # never started SASL: dropped after the login timeout
+            sock.settimeout(60)
+            assert sock.recv(1) == b""
+            sock.close()
+        assert server.state.sessions == {}
+    finally:
+        server.stop()
