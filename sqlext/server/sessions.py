@@ -317,6 +317,17 @@ class ServerState:
             raise UnknownHandleError("invalid session handle (closed, or never opened)")
         return session
 
+    def operation(self, guid: bytes) -> Operation:
+        """The open operation ``guid`` of any session (operation handles do not name their session)."""
+        with self._lock:
+            sessions = [s for s in self.sessions.values() if s is not None]
+        for session in sessions:
+            with session.lock:
+                op = session.operations.get(guid)
+            if op is not None:
+                return op
+        raise UnknownHandleError("invalid operation handle (closed, or never opened)")
+
     def close_session(self, guid: bytes) -> None:
         with self._lock:
             session = self.sessions.pop(guid, None)

@@ -83,11 +83,7 @@ class Handler:
         return self.state.session(handle.sessionId.guid)
 
     def _operation(self, handle: tt.TOperationHandle) -> Operation:
-        guid = handle.operationId.guid
-        for session in list(self.state.sessions.values()):
-            if session is not None and guid in session.operations:
-                return session.operation(guid)
-        raise UnknownHandleError("invalid operation handle (closed, or never opened)")
+        return self.state.operation(handle.operationId.guid)
 
     @staticmethod
     def _op_handle(op: Operation) -> tt.TOperationHandle:
