@@ -42,6 +42,7 @@ class State(enum.Enum):
     CANCELED = "CANCELED"
     CLOSED = "CLOSED"
     ERROR = "ERROR"
+    TIMEDOUT = "TIMEDOUT"
 
 
 class SessionLimitError(SqlError):
@@ -112,6 +113,7 @@ class Operation:
         self.done = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._timer: threading.Timer | None = None
 
     @property
     def has_result_set(self) -> bool:
@@ -180,6 +182,8 @@ class Operation:
         finally:
             self._untag_jobs()
             self.done.set()
+            if self._timer is not None:
+                self._timer.cancel()
 
     def wait(self, alive: Callable[[], bool], poll: float = 0.1) -> None:
         """Wait for the statement; cancel it if ``alive()`` turns false (the client went away)."""
@@ -187,6 +191,21 @@ class Operation:
             if not alive():
                 self.cancel()
                 return
+
+    def limit_time(self, seconds: int) -> None:
+        """Cancel the statement if it still runs after ``seconds`` (JDBC's query timeout)."""
+        self._timer = threading.Timer(seconds, self.time_out, args=(seconds,))
+        self._timer.daemon = True
+        self._timer.start()
+
+    def time_out(self, seconds: int) -> None:
+        """The client's query timeout expired: stop the statement (a no-op once it ended)."""
+        with self._lock:
+            if self.state is not State.RUNNING:
+                return
+            self.failure = Failure("57014", f"the statement ran longer than its timeout of {seconds} s and was cancelled")
+            self.state = State.TIMEDOUT
+        self.cancel()
 
     def cancel(self) -> None:
         with self._lock:

@@ -48,6 +48,7 @@ _STATES = {
     State.CANCELED: tt.TOperationState.CANCELED_STATE,
     State.CLOSED: tt.TOperationState.CLOSED_STATE,
     State.ERROR: tt.TOperationState.ERROR_STATE,
+    State.TIMEDOUT: tt.TOperationState.TIMEDOUT_STATE,
 }
 
 
@@ -173,9 +174,11 @@ class Handler:
                         session.remove(op.guid)
                         return tt.TExecuteStatementResp(status=_error(Failure.of(e)))
         op.start()
+        if req.queryTimeout and req.queryTimeout > 0:  # JDBC's Statement.setQueryTimeout
+            op.limit_time(req.queryTimeout)
         if not req.runAsync:
             op.wait(self.alive)
-            if op.state is State.ERROR and op.failure is not None:
+            if op.state in (State.ERROR, State.TIMEDOUT) and op.failure is not None:
                 session.remove(op.guid)
                 return tt.TExecuteStatementResp(status=_error(op.failure))
         return tt.TExecuteStatementResp(status=_ok(), operationHandle=self._op_handle(op))

@@ -341,3 +341,22 @@ def test_silent_and_excess_connections_are_dropped(spark, tmp_path):
         assert server.state.sessions == {}
     finally:
         server.stop()
+
+
+def test_query_timeout_cancels_the_statement(none_server, spark):
+    conn = _connect(none_server)
+    try:
+        req = tt.TExecuteStatementReq(sessionHandle=conn._sessionHandle, statement=LONG_QUERY, runAsync=False,
+                                      queryTimeout=1)
+        resp = conn._client.ExecuteStatement(req)
+        assert resp.status.statusCode == tt.TStatusCode.ERROR_STATUS and resp.status.sqlState == "57014"
+        assert "timeout of 1 s" in resp.status.errorMessage
+        req.runAsync = True
+        handle = _ok(conn._client.ExecuteStatement(req)).operationHandle
+        op = _server_op(none_server, conn, handle)
+        op.done.wait(120)
+        status = _ok(conn._client.GetOperationStatus(tt.TGetOperationStatusReq(operationHandle=handle)))
+        assert status.operationState == tt.TOperationState.TIMEDOUT_STATE and status.sqlState == "57014"
+        wait_for(lambda: not _running(spark, op.group), what="the timed-out job to stop")
+    finally:
+        conn.close()
