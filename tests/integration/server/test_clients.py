@@ -122,3 +122,11 @@ def test_beeline_nosasl(nosasl_server):
     done = _beeline(url, "-n", "bob", sql="SELECT 40 + 2 AS answer, 'x' AS s;")
     assert done.returncode == 0, done.stderr
     assert [line for line in done.stdout.splitlines() if line.strip()][-2:] == ["answer,s", "42,x"]
+
+
+def test_beeline_url_settings_reach_the_session(plain_server):
+    # Settings after '?' reach OpenSession as set:hiveconf: entries.
+    url = f"jdbc:hive2://127.0.0.1:{plain_server.port}/default?spark.sql.session.timeZone=Asia/Tokyo"
+    done = _beeline(url, "-n", "alice", "-p", PASSWORD, sql="SELECT current_timezone() AS tz;")
+    assert done.returncode == 0, done.stderr
+    assert [line for line in done.stdout.splitlines() if line.strip()][-2:] == ["tz", "Asia/Tokyo"]
