@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import os
@@ -66,6 +67,11 @@ def verify_password(password: str, stored: str) -> bool:
     return hmac.compare_digest(derived, key)
 
 
+@functools.cache
+def _dummy_hash() -> str:
+    return hash_password("", salt=b"\0" * 16)
+
+
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
@@ -100,7 +106,7 @@ class UsersFile:
         stored = self.users.get(user)
         if stored is None:
             # Spend the same work on unknown users, so timing does not tell which names exist.
-            verify_password(password, hash_password("", salt=b"\0" * 16))
+            verify_password(password, _dummy_hash())
             return False
         return verify_password(password, stored)
 
