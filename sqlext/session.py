@@ -89,7 +89,7 @@ class SqlSession:
         _quiet_pyspark_error_logs()
         conf = dict(conf or {})
         for key in [k for k in conf if k.startswith(CATALOG_PREFIX)]:  # --conf catalog.endpoint_url=...
-            catalog_options.setdefault(key[len(CATALOG_PREFIX):], _conf_value(conf.pop(key)))
+            catalog_options.setdefault(key[len(CATALOG_PREFIX):], conf_value(conf.pop(key)))
         # Every read and write goes through the data source, in other processes: it gets these too.
         self.catalog_options = dict(catalog_options)
         self.catalog = open_catalog(warehouse, **catalog_options)
@@ -393,7 +393,7 @@ def _check_time_travel(request: ReadRequest) -> None:
         raise InvalidArgumentError(f"invalid time-travel target: {e}") from e
 
 
-def _worker_error(text: str) -> tuple[str, str] | None:
+def worker_error(text: str) -> tuple[str, str] | None:
     """(SQLSTATE, message) of the dyntable error a Python worker raised inside a Spark job, if any."""
     import engine.errors as engine_errors
 
@@ -450,7 +450,7 @@ def spark_error(
         state = e.getSqlState()
     except Exception:  # noqa: BLE001
         pass
-    worker = _worker_error(str(e))
+    worker = worker_error(str(e))
     if worker is not None:  # dyntable's own error raised in a task: report it, not Spark's wrapper
         return SqlAnalysisError(worker[1], line=stmt.line, column=stmt.column, sqlstate=worker[0])
     message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
@@ -467,7 +467,7 @@ def spark_error(
 __all__ = ["SqlSession", "StatementResult"]
 
 
-def _conf_value(text: str) -> Any:
+def conf_value(text: str) -> Any:
     """A ``--conf catalog.k=v`` value: JSON objects/lists/numbers/booleans are decoded, anything else is a string."""
     stripped = text.strip()
     if stripped[:1] in "{[" or stripped in ("true", "false"):

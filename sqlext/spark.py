@@ -62,3 +62,28 @@ def register(spark: SparkSession) -> None:
     from sqlext.source.format import DyntableDataSource
 
     spark.dataSource.register(DyntableDataSource)
+
+
+def parse_conf(pairs: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Split ``--conf KEY=VALUE`` pairs into Spark settings and session settings.
+
+    Args:
+        pairs: the raw ``KEY=VALUE`` strings.
+
+    Returns:
+        ``(spark_conf, session_conf)``: ``spark.*`` keys, and all others.
+
+    Raises:
+        ValueError: a pair has no ``=`` or an empty key.
+    """
+    spark_conf: dict[str, str] = {}
+    session_conf: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--conf expects KEY=VALUE, got {pair!r}")
+        (spark_conf if key.startswith("spark.") else session_conf)[key] = value.strip()
+    # Spark's own console progress bar would fight with ours over the same stderr line.
+    spark_conf.setdefault("spark.ui.showConsoleProgress", "false")
+    return spark_conf, session_conf

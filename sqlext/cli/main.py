@@ -138,31 +138,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse_conf(pairs: list[str]) -> tuple[dict[str, str], dict[str, str]]:
-    """Split ``--conf KEY=VALUE`` pairs into Spark settings and session settings.
-
-    Args:
-        pairs: the raw ``KEY=VALUE`` strings.
-
-    Returns:
-        ``(spark_conf, session_conf)``: ``spark.*`` keys, and all others.
-
-    Raises:
-        ValueError: a pair has no ``=`` or an empty key.
-    """
-    spark_conf: dict[str, str] = {}
-    session_conf: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise ValueError(f"--conf expects KEY=VALUE, got {pair!r}")
-        (spark_conf if key.startswith("spark.") else session_conf)[key] = value.strip()
-    # Spark's own console progress bar would fight with ours over the same stderr line.
-    spark_conf.setdefault("spark.ui.showConsoleProgress", "false")
-    return spark_conf, session_conf
-
-
 # --------------------------------------------------------------------------- progress
 
 
@@ -489,6 +464,8 @@ def main(
     except SystemExit as e:  # --help, --version, or a usage error argparse already printed
         return e.code if isinstance(e.code, int) else EXIT_USAGE
     try:
+        from sqlext.spark import parse_conf
+
         spark_conf, session_conf = parse_conf(args.conf)
         init = _read_file(args.init, "init file") if args.init else None
         script = _read_file(args.file, "script file") if args.file else args.execute

@@ -27,13 +27,13 @@ from sqlext.cli.main import (
     ProgressLine,
     Runner,
     main,
-    parse_conf,
     progress_text,
     run_with_progress,
 )
 from sqlext.cli.repl import complete_end, is_blank, prompts, run_repl, stream_reader
 from sqlext.errors import SqlAnalysisError
 from sqlext.parse.splitter import Statement, split_statements
+from sqlext.spark import parse_conf
 
 
 class FakeDataFrame:
