@@ -26,7 +26,8 @@ ALTER TABLE prices DROP BRANCH repricing;
 -- replace_main gives main the branch's content *and schema*, even when main has moved on
 -- meanwhile (fast_forward refuses when main's schema changed). Main's rows of the moment are
 -- kept in the tag replace-main-backup-<old head id> (unless keep_backup => false).
-ALTER TABLE prices CREATE BRANCH sizes;
+ALTER TABLE prices CREATE TAG merged;
+ALTER TABLE prices CREATE BRANCH sizes FROM TAG merged;  -- without FROM a branch starts empty
 ALTER TABLE `prices$branch_sizes` ADD COLUMN size STRING;
 UPDATE `prices$branch_sizes` SET size = 'cup';
 INSERT INTO prices VALUES ('juice', 2.5);  -- main moves on; the replacement supersedes it

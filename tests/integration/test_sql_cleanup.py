@@ -97,6 +97,7 @@ def test_orphan_cutoff_errors(session):
 def test_a_spark_job_aborted_mid_write_leaves_only_what_cleanup_finds(spark, session):
     """A failed Spark write leaves its abort marker; a job whose driver died leaves its task files."""
     from sqlext.source.datasource import DyntableWriter
+    from sqlext.source.requests import WriteRequest
 
     session.sql("CREATE TABLE jobs (id BIGINT)")
     session.sql("INSERT INTO jobs VALUES (1), (2)")
@@ -112,7 +113,7 @@ def test_a_spark_job_aborted_mid_write_leaves_only_what_cleanup_finds(spark, ses
     while tracker.getActiveStageIds() and time.monotonic() < deadline:
         time.sleep(0.05)
     # A second job's task finished writing, then its driver died before commit or abort.
-    dead = DyntableWriter(options, overwrite=False)
+    dead = DyntableWriter(WriteRequest.from_options(options, overwrite=False))
     dead.write(iter([pa.record_batch([pa.array([7, 8, 9], pa.int64())], names=["id"])]))
     leftovers = [
         os.path.join(d, f)
