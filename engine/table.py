@@ -391,7 +391,7 @@ class Table:
     def read_retention_mark(self) -> RetentionMark | None:
         from engine.ops.retention_mark import read_mark
 
-        return read_mark(self.store.io, self.path)
+        return read_mark(self.store.io, self.store.paths.branch_root)
     # -- cleanup (engine.ops.orphan_files, engine.ops.expire_partitions) --------------------------
     def remove_orphan_files(
         self,

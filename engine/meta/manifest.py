@@ -415,6 +415,77 @@ def read_manifest_entries(data: bytes) -> list[ManifestEntry]:
     return _decode(data, "manifest file", _entry_from_record)
 
 
+class EntryRef:
+    """What deciding which files are in use needs of a manifest entry: no statistics, no keys.
+
+    Exposes the attributes of :class:`ManifestEntry` that reachability reads (``kind``,
+    ``partition``, ``bucket``, ``identifier``) and, through ``file`` (itself), those of
+    :class:`DataFileMeta` (``file_name``, ``file_size``, ``level``, ``extra_files``,
+    ``embedded_file_index``, ``external_path``), so code written for entries takes either.
+    """
+
+    __slots__ = ("kind", "partition", "bucket", "file_name", "file_size", "level", "extra_files",
+                 "embedded_file_index", "external_path")
+
+    def __init__(self, kind: FileKind, partition: bytes, bucket: int, file_name: str, file_size: int,
+                 level: int, extra_files: tuple[str, ...], embedded_file_index: bytes | None,
+                 external_path: str | None) -> None:
+        self.kind = kind
+        self.partition = partition
+        self.bucket = bucket
+        self.file_name = file_name
+        self.file_size = file_size
+        self.level = level
+        self.extra_files = extra_files
+        self.embedded_file_index = embedded_file_index
+        self.external_path = external_path
+
+    @property
+    def file(self) -> EntryRef:
+        return self
+
+    @property
+    def identifier(self) -> tuple[Any, ...]:
+        """The same merge key as :attr:`ManifestEntry.identifier`."""
+        return (self.partition, self.bucket, self.level, self.file_name, self.extra_files,
+                self.embedded_file_index, self.external_path)
+
+
+_FILE_REQUIRED = frozenset({"_FILE_NAME", "_FILE_SIZE", "_ROW_COUNT", "_MIN_KEY", "_MAX_KEY", "_KEY_STATS",
+                            "_VALUE_STATS", "_MIN_SEQUENCE_NUMBER", "_MAX_SEQUENCE_NUMBER", "_SCHEMA_ID",
+                            "_LEVEL", "_EXTRA_FILES"})
+_STATS_REQUIRED = frozenset({"_MIN_VALUES", "_MAX_VALUES"})
+
+
+def _ref_from_record(rec: dict[str, Any] | None) -> EntryRef:
+    # The checks of _entry_from_record (a required field missing, an unknown kind or file
+    # source is a corrupt manifest), without building statistics or the DataFileMeta.
+    if rec is None:
+        raise CorruptMetadataError("manifest holds a null record")
+    if rec.get("_VERSION") != FORMAT_IDENTIFIER:
+        _check_version(rec)
+    f = rec["_FILE"]
+    get = f.get
+    if not (
+        _FILE_REQUIRED <= f.keys()
+        and _STATS_REQUIRED <= f["_KEY_STATS"].keys()
+        and _STATS_REQUIRED <= f["_VALUE_STATS"].keys()
+        and "_TOTAL_BUCKETS" in rec
+        and get("_FILE_SOURCE") in _SOURCE_BY_CODE
+    ):
+        raise CorruptMetadataError("manifest entry lacks a required field or has an unknown file source")
+    return EntryRef(
+        _KIND_BY_CODE[rec["_KIND"]], rec["_PARTITION"], rec["_BUCKET"], f["_FILE_NAME"], f["_FILE_SIZE"],
+        f["_LEVEL"], tuple(f["_EXTRA_FILES"]), get("_EMBEDDED_FILE_INDEX"), get("_EXTERNAL_PATH"),
+    )
+
+
+def read_manifest_refs(data: bytes) -> list[EntryRef]:
+    """Decode a manifest as :func:`read_manifest_entries` does (same errors), keeping only what
+    reachability needs: about a third cheaper, for sweeps that never plan a scan (orphan cleanup)."""
+    return _decode(data, "manifest file", _ref_from_record)
+
+
 # ---------------------------------------------------------------------------------------------
 # Manifest lists
 
@@ -489,6 +560,27 @@ def read_manifest_list(data: bytes) -> list[ManifestFileMeta]:
         CorruptMetadataError: The bytes are not a readable manifest list.
     """
     return _decode(data, "manifest list", _meta_from_record)
+
+
+_LIST_REQUIRED = frozenset({"_FILE_NAME", "_FILE_SIZE", "_NUM_ADDED_FILES", "_NUM_DELETED_FILES",
+                            "_PARTITION_STATS", "_SCHEMA_ID"})
+
+
+def _list_ref_from_record(rec: dict[str, Any] | None) -> tuple[str, int]:
+    # The checks of _meta_from_record, keeping only the manifest's name and size.
+    if rec is None:
+        raise CorruptMetadataError("manifest list holds a null record")
+    if rec.get("_VERSION") != FORMAT_IDENTIFIER:
+        _check_version(rec)
+    if not (_LIST_REQUIRED <= rec.keys() and _STATS_REQUIRED <= rec["_PARTITION_STATS"].keys()):
+        raise CorruptMetadataError("manifest list record lacks a required field")
+    return rec["_FILE_NAME"], rec["_FILE_SIZE"]
+
+
+def read_manifest_list_refs(data: bytes) -> list[tuple[str, int]]:
+    """Decode a manifest list as :func:`read_manifest_list` does (same errors), keeping only each
+    manifest's ``(file name, byte size)``: what reachability sweeps need."""
+    return _decode(data, "manifest list", _list_ref_from_record)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,12 +17,15 @@ from engine.errors import CorruptMetadataError
 from engine.io import FileIO
 from engine.meta.binary_row import deserialize_row, serialize_row
 from engine.meta.manifest import (
+    EntryRef,
     FileKind,
     ManifestEntry,
     ManifestFileMeta,
     SimpleStats,
     read_manifest_entries,
     read_manifest_list,
+    read_manifest_list_refs,
+    read_manifest_refs,
     write_manifest_entries,
     write_manifest_list,
 )
@@ -123,6 +126,25 @@ class ManifestStore:
         entries = _named(path, read_manifest_entries, self._read(path, "manifest"))
         _MANIFEST_CACHE.put(path, entries, max(1, len(entries)))
         return entries
+
+    def read_list_refs(self, name: str) -> list[tuple[str, int]]:
+        """A manifest list's ``(manifest name, byte size)`` pairs; from the cache if the list was
+        decoded before, else decoded without statistics and not cached (see :meth:`read_refs`)."""
+        path = self.paths.manifest_file(name)
+        cached = _MANIFEST_CACHE.get(path)
+        if cached is not None:
+            return [(m.file_name, m.file_size) for m in cached]  # type: ignore[attr-defined]
+        return _named(path, read_manifest_list_refs, self._read(path, "manifest list"))
+
+    def read_refs(self, name: str) -> list[ManifestEntry] | list[EntryRef]:
+        """A manifest's entries for deciding which files are in use: the cached entries if the
+        manifest was decoded before, else :class:`EntryRef` records (no statistics), which are not
+        cached — a sweep over every manifest of a table must not evict what planning uses."""
+        path = self.paths.manifest_file(name)
+        cached = _MANIFEST_CACHE.get(path)
+        if cached is not None:
+            return cached  # type: ignore[return-value]
+        return _named(path, read_manifest_refs, self._read(path, "manifest"))
 
     def _read(self, path: str, what: str) -> bytes:
         try:

@@ -18,6 +18,9 @@ Rules (Paimon's content, made safe):
   BranchAlreadyExistsError. A crash leaves at most a staging directory, which is no branch and
   protects no file (delete it by hand or with orphan cleanup). On object stores a directory
   rename is a copy, so a crash in the rename can leave a partial branch; delete and recreate it.
+  A tag or snapshot below the source branch's retention mark is refused
+  (BehindRetentionMarkError): the branch would make hidden history readable again. A new branch
+  starts without a mark of its own (``engine.ops.retention_mark``: each branch has its own).
 * Deleting: like deleting tags (``engine.ops.tags``). The keep set is computed first over every
   anchor of every branch (an unreadable one refuses with UnsafeToDeleteError, nothing changed);
   the branch directory is renamed to ``branch/.trash-branch-<name>-<uuid>`` (it disappears in
@@ -67,6 +70,7 @@ from engine.meta.schema_store import SchemaStore
 from engine.meta.snapshot import Snapshot
 from engine.ops.reachability import ReachabilityCollector, all_anchors, delete_files, unreferenced
 from engine.ops.republish import content_snapshot
+from engine.ops.retention_mark import check_visible
 from engine.ops.tags import TagDeletion, keep_with_new_anchors
 from engine.schema import TableSchema
 from engine.store import FileStore
@@ -136,6 +140,7 @@ class BranchOps:
         if from_tag is not None:
             validate_name("tag", from_tag)
             snapshot = TagStore(self.io, src).get(from_tag).snapshot  # NoSuchTagError
+            check_visible(self.store, snapshot, f"create branch '{name}' from tag '{from_tag}'")
             try:
                 tag_bytes = self.io.read_bytes(src.tag_file(from_tag))
             except FileNotFoundError:
@@ -147,6 +152,7 @@ class BranchOps:
             if isinstance(from_snapshot, bool) or not isinstance(from_snapshot, int):
                 raise InvalidArgumentError(f"snapshot id must be an integer, not {from_snapshot!r}")
             snapshot = self.store.snapshots.get(from_snapshot)  # NoSuchSnapshotError
+            check_visible(self.store, snapshot, f"create branch '{name}' from snapshot {from_snapshot}")
             files.append((f"snapshot/snapshot-{snapshot.id}", snapshot.to_json().encode()))
             max_schema = snapshot.schema_id
         else:

@@ -66,7 +66,7 @@ from engine.ops.reachability import (
     all_anchors,
     unreferenced,
 )
-from engine.ops.retention_mark import RetentionMark, read_mark
+from engine.ops.retention_mark import RetentionMark, mark_dir, mark_root, read_mark
 from engine.options import (
     CONSUMER_EXPIRATION_TIME,
     DELETE_FILE_THREAD_NUM,
@@ -474,7 +474,7 @@ def expire_snapshots(
     anchors = all_anchors(io, root)  # fail closed: every anchor of every branch must be readable
     mine = [a for a in anchors if a.kind == "snapshot" and a.branch == branch]
     consumers = live_consumers(store, now)
-    mark = _mark(store) if branch == MAIN_BRANCH else None
+    mark = _mark(store)
     verdicts = judge_snapshots([a.snapshot for a in mine], policy, consumers, mark)
     expiring = {v.snapshot_id for v in verdicts if v.expires}
     going = [a for a in mine if int(a.name) in expiring]
@@ -540,15 +540,15 @@ def expire_snapshots(
 
 
 def _mark(store: FileStore) -> RetentionMark | None:
+    """The mark of the branch being expired (each branch has its own)."""
     try:
-        return read_mark(store.io, store.paths.root)
+        return read_mark(store.io, mark_root(store))
     except (DyntableError, OSError) as e:
-        from engine.ops.retention_mark import mark_dir
-
+        where = mark_dir(mark_root(store))
         raise UnsafeToDeleteError(
-            f"cannot read the retention mark under {mark_dir(store.paths.root)} ({e}); it may "
+            f"cannot read the retention mark under {where} ({e}); it may "
             "protect snapshots, so nothing was deleted",
-            mark_dir(store.paths.root),
+            where,
         ) from e
 
 

@@ -258,7 +258,7 @@ def remove_orphan_files(
     threads = max(1, parallelism or DEFAULT_PARALLELISM)
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="orphan-files") as pool:
         listing = list_candidates(io, root, pool)
-        reach = reachable_files(io, root)
+        reach = reachable_files(io, root, lean=True)  # only the union of paths is needed
         referenced = set(reach.files)
         _check_path_style(listing, referenced, root)
         doomed: list[tuple[FileStatus, FileKindRef | None]] = []

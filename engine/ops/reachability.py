@@ -26,12 +26,17 @@ Cost: every snapshot/tag JSON and manifest list is read once, every distinct man
 once (the manifest cache is shared with planning). Live sets are not rebuilt per anchor: anchors
 are visited in snapshot order and each one's manifest sequence usually extends the previous one's
 (a commit appends its delta manifest to the previous snapshot's manifests), so only the new
-manifests are merged in; a manifest merge or another branch restarts the fold. ``explain=True``
-additionally records, per file, every anchor that keeps it (cost: the live set per anchor).
+manifests are merged in; a manifest merge or another branch restarts the fold (files already
+recorded are not recorded again). A list named by several anchors (a tag of a kept snapshot) and
+a manifest named by many lists are recorded once. ``explain=True`` additionally records, per file,
+every anchor that keeps it (cost: the live set per anchor). Orphan cleanup, which needs only the
+union of paths, uses ``lean=True``: manifests and lists decoded without statistics and not cached
+(``ManifestStore.read_refs``), with exactly the same checks, so an unreadable file still refuses.
 """
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -235,21 +240,33 @@ class _BranchResolver:
         self.store = FileStore(io, paths, schema)
         self.index = IndexStore(io, paths)
         self._dirs: dict[bytes, str] = {}
+        self._buckets: dict[tuple[bytes, int], str] = {}
 
     def bucket_dir(self, partition: bytes, bucket: int) -> str:
+        found = self._buckets.get((partition, bucket))
+        if found is not None:
+            return found
         part_dir = self._dirs.get(partition)
         if part_dir is None:
             part_dir = self.store.partition_dir(deserialize_row(partition, self.store.partition_types))
             self._dirs[partition] = part_dir
-        return self.paths.bucket_dir(part_dir, bucket)
+        found = self._buckets[(partition, bucket)] = self.paths.bucket_dir(part_dir, bucket)
+        return found
 
 
 class ReachabilityCollector:
-    """Computes the files of anchors; caches decoded metadata by name across calls."""
+    """Computes the files of anchors; caches decoded metadata by name across calls.
 
-    def __init__(self, io: FileIO, root: str) -> None:
+    ``lean=True`` decodes manifests without their statistics and without filling the manifest
+    cache (``ManifestStore.read_refs``): for a one-off sweep over every manifest that never plans
+    a scan (orphan cleanup). Deletions that go on to read the same manifests through the store
+    (expiration, tag and branch deletion) keep the default, so each manifest is decoded once.
+    """
+
+    def __init__(self, io: FileIO, root: str, *, lean: bool = False) -> None:
         self.io = io
         self.root = root.rstrip("/")
+        self.lean = lean
         self._resolvers: dict[str, _BranchResolver] = {}
         self._index_manifests: dict[str, list[IndexManifestEntry]] = {}
 
@@ -259,15 +276,18 @@ class ReachabilityCollector:
             r = self._resolvers[branch] = _BranchResolver(self.io, self.root, branch)
         return r
 
-    def _read_list(self, ms, name: str):  # type: ignore[no-untyped-def]
+    def _read_list(self, ms, name: str) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
+        """The ``(manifest name, byte size)`` pairs of a manifest list."""
         try:
-            return ms.read_list(name)
+            if self.lean:
+                return ms.read_list_refs(name)
+            return [(m.file_name, m.file_size) for m in ms.read_list(name)]
         except (DyntableError, OSError) as e:
             raise _unsafe(ms.paths.manifest_file(name), e) from e
 
     def _read_entries(self, ms, name: str) -> list[ManifestEntry]:  # type: ignore[no-untyped-def]
         try:
-            return ms.read_entries(name)
+            return ms.read_refs(name) if self.lean else ms.read_entries(name)
         except (DyntableError, OSError) as e:
             raise _unsafe(ms.paths.manifest_file(name), e) from e
 
@@ -292,22 +312,33 @@ class ReachabilityCollector:
         by_branch: dict[str, list[Anchor]] = {}
         for a in anchors:
             by_branch.setdefault(a.branch, []).append(a)
-        for branch, group in by_branch.items():
-            r = self._resolver(branch)
-            group = sorted(group, key=lambda a: (a.snapshot.id, a.kind != "snapshot"))
-            self._collect_branch(r, group, out)
+        # Tens of thousands of small objects, none in a cycle: the cyclic GC would only rescan the
+        # growing sets and the manifest cache again and again (~10% of the run), so pause it.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            for branch, group in by_branch.items():
+                r = self._resolver(branch)
+                group = sorted(group, key=lambda a: (a.snapshot.id, a.kind != "snapshot"))
+                self._collect_branch(r, group, out)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
         return out
 
     def _collect_branch(self, r: _BranchResolver, anchors: list[Anchor], out: Reachable) -> None:
         ms = r.store.manifests
-        seen_lists: set[str] = set()
-        seen_manifests: set[str] = set()
+        explain = out.reasons is not None
+        seen_lists: dict[tuple[str, bool], list[str]] = {}  # (list, holds data) -> its manifests
+        listed: set[str] = set()  # manifests whose path is recorded in `out`
+        seen_manifests: set[str] = set()  # changelog manifests whose files are recorded
         seen_index: set[str] = set()
         # The incremental fold: `state` is the merged live set of manifest sequence `folded`;
         # `pending` holds identifiers added to `state` since the last anchor was flushed to `out`.
         folded: list[str] = []
         state: dict[tuple[object, ...], ManifestEntry] = {}
         pending: set[tuple[object, ...]] = set()
+        emitted: set[tuple[object, ...]] = set()  # identifiers whose files are recorded in `out`
         for anchor in anchors:
             snap = anchor.snapshot
             lists: list[tuple[str, int | None, bool]] = []  # (name, size, holds data manifests)
@@ -318,23 +349,29 @@ class ReachabilityCollector:
                 lists.append((snap.changelog_manifest_list, snap.changelog_manifest_list_size, False))
             data_seq: list[str] = []
             for name, size, is_data in lists:
+                known = seen_lists.get((name, is_data))
+                if known is not None and not explain:
+                    # Lists are immutable: one seen before (a tag of a kept snapshot) adds no file.
+                    data_seq.extend(known if is_data else ())
+                    continue
                 metas = self._read_list(ms, name)
+                seen_lists[(name, is_data)] = [m for m, _ in metas]
                 path = ms.paths.manifest_file(name)
                 out._add(path, FileKindRef.MANIFEST_LIST, size)
                 self._reason(out, path, anchor)
-                for m in metas:
-                    mpath = ms.paths.manifest_file(m.file_name)
-                    out._add(mpath, FileKindRef.MANIFEST, m.file_size)
-                    self._reason(out, mpath, anchor)
+                for mname, msize in metas:
                     if is_data:
-                        data_seq.append(m.file_name)
-                    elif m.file_name not in seen_manifests or out.reasons is not None:
-                        seen_manifests.add(m.file_name)
-                        for e in self._read_entries(ms, m.file_name):
+                        data_seq.append(mname)
+                    if mname not in listed or explain:  # most manifests are named by many lists
+                        listed.add(mname)
+                        mpath = ms.paths.manifest_file(mname)
+                        out._add(mpath, FileKindRef.MANIFEST, msize)
+                        self._reason(out, mpath, anchor)
+                    if not is_data and (mname not in seen_manifests or explain):
+                        seen_manifests.add(mname)
+                        for e in self._read_entries(ms, mname):
                             if e.kind is FileKind.ADD:
                                 self._add_file(r, e, FileKindRef.CHANGELOG, out, anchor)
-                if name not in seen_lists:
-                    seen_lists.add(name)
             if anchor.kind == "changelog":
                 # Only the delta's additions: without the base there is no live set to merge into.
                 for mname in data_seq:
@@ -347,6 +384,10 @@ class ReachabilityCollector:
                 for mname in data_seq[len(folded) :]:
                     self._fold(self._read_entries(ms, mname), state, pending, ms.paths.manifest_file(mname))
                 folded = data_seq
+                if not explain:
+                    # After a restart (a manifest merge) the fold re-adds files already recorded.
+                    pending -= emitted
+                    emitted |= pending
                 for key in pending:
                     self._add_file(r, state[key], FileKindRef.DATA, out, anchor)
                 pending = set()
@@ -410,7 +451,7 @@ class ReachabilityCollector:
 
 def reachable_files(
     io: FileIO, root: str, *, exclude: Iterable[Anchor] = (), explain: bool = False,
-    collector: ReachabilityCollector | None = None,
+    collector: ReachabilityCollector | None = None, lean: bool = False,
 ) -> Reachable:
     """Every file referenced by every anchor of every branch of the table at ``root``.
 
@@ -420,13 +461,15 @@ def reachable_files(
         exclude: Anchors to leave out (e.g. the tags being deleted), compared by kind, branch, name.
         explain: Also record, per file, which anchors keep it (``Reachable.reasons``).
         collector: Reuse a collector's caches (e.g. to compute candidates and the keep set).
+        lean: Without a collector: decode manifests without statistics or caching them (see
+            :class:`ReachabilityCollector`).
 
     Raises:
         UnsafeToDeleteError: Some snapshot, tag, branch directory or manifest cannot be read.
     """
     skip = set(exclude)
     anchors = [a for a in all_anchors(io, root) if a not in skip]
-    return (collector or ReachabilityCollector(io, root)).collect(anchors, explain=explain)
+    return (collector or ReachabilityCollector(io, root, lean=lean)).collect(anchors, explain=explain)
 
 
 # ---------------------------------------------------------------------------------------------

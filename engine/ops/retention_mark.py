@@ -1,10 +1,12 @@
-"""The retention mark: the oldest snapshot of a table that time travel may still see.
+"""The retention mark: the oldest snapshot of a table branch that any read may still see.
 
-One job: read, advance and enforce the per-table mark of Databend's retention proposal, in a
-file store.
+One job: read, advance and enforce the mark of Databend's retention proposal, in a file store.
 
-Layout: ``<table>/.dyntable/retention-mark/mark-<N>`` (JSON), one file per version N = 1, 2, …;
-the highest N present is the mark. Paimon readers never look under ``.dyntable/``.
+Layout: ``<branch root>/.dyntable/retention-mark/mark-<N>`` (JSON), one file per version
+N = 1, 2, …; the highest N present is the mark. For the main branch the branch root is the table
+root; a branch ``b`` keeps its own mark under ``branch/branch-b/`` (its snapshot ids and commit
+times are its own, so main's mark cannot be compared with them; the mark goes away with the
+branch directory when the branch is deleted). Paimon readers never look under ``.dyntable/``.
 
 Rules:
 
@@ -20,12 +22,19 @@ Rules:
   clocks agree again (the proposal's mitigation).
 * **The current snapshot is always visible**: time travel to the latest snapshot is allowed even
   if it lies below the mark (it cannot, except after a rollback rewound history).
-* Time travel (snapshot id, tag, timestamp) to a snapshot below the mark raises
-  :class:`~engine.errors.BehindRetentionMarkError` naming the mark (:func:`check_visible`,
-  called by ``engine.scan.planner.resolve_time_travel``). Snapshot expiration keeps every
-  snapshot at or above the mark (``engine.ops.expire_snapshots``).
-* The mark belongs to the table's main branch (snapshot ids of other branches are not
-  comparable with it); time travel on other branches is not checked.
+* Everything that names a snapshot of history checks it (:func:`check_visible`) and refuses a
+  snapshot below the mark with :class:`~engine.errors.BehindRetentionMarkError` naming the mark:
+  time travel by snapshot id, tag or timestamp (``engine.scan.planner.resolve_time_travel``),
+  the start of an ``incremental-between`` read (``engine.scan.incremental.resolve_between``) and
+  of a stream (``scan.snapshot-id`` / ``scan.timestamp-millis`` / ``scan.tag-name``), rollback to
+  a snapshot, tag or timestamp (``engine.ops.rollback``), and creating or replacing a tag or
+  creating a branch from a snapshot or tag (``engine.ops.tags``, ``engine.ops.branches``). The
+  rule is always "the snapshot the request names must be at or above the mark"; a start before
+  the first snapshot (incremental start ``0``, a timestamp older than every snapshot) names
+  history below any mark. Snapshot expiration keeps every snapshot at or above the mark
+  (``engine.ops.expire_snapshots``).
+* A stream that resumes from its checkpoint or its consumer position is not checked again: it
+  was started legitimately, and only expiration (not the mark) can take its snapshots away.
 * Old versions beyond the newest :data:`KEEP_VERSIONS` are pruned after a publish; never the
   newest.
 """
@@ -105,7 +114,18 @@ class MarkResult:
 
 
 def mark_dir(root: str) -> str:
+    """The mark directory under a branch root (for main: the table root)."""
     return join(root.rstrip("/"), MARK_DIR)
+
+
+def mark_root(store: FileStore) -> str:
+    """The directory whose mark applies to ``store``'s branch: its branch root."""
+    return store.paths.branch_root
+
+
+def store_mark(store: FileStore) -> RetentionMark | None:
+    """The mark in force on ``store``'s branch (see :func:`read_mark`)."""
+    return read_mark(store.io, mark_root(store))
 
 
 def _versions(io: FileIO, root: str) -> list[tuple[int, str]]:
@@ -149,12 +169,8 @@ def advance(store: FileStore, retention_ms: int | None = None, *, now_ms: int | 
 
     Raises:
         InvalidArgumentError: no retention is given and the table sets neither ``retention.time``
-            nor ``table_retention_time``; or this is not the main branch.
+            nor ``table_retention_time``.
     """
-    if store.branch != MAIN_BRANCH:
-        raise InvalidArgumentError(
-            "the retention mark belongs to the table's main branch; call it on the table"
-        )
     if retention_ms is None:
         retention_ms = retention_millis(store)
     if retention_ms is None:
@@ -166,7 +182,7 @@ def advance(store: FileStore, retention_ms: int | None = None, *, now_ms: int | 
         raise InvalidArgumentError(f"retention must not be negative, not {retention_ms} ms")
     now = int(time.time() * 1000) if now_ms is None else now_ms
     target = store.snapshots.at_or_before(now - retention_ms)
-    io, root = store.io, store.paths.root
+    io, root = store.io, mark_root(store)
     for _ in range(_MAX_ATTEMPTS):
         current = read_mark(io, root)
         if target is None or (current is not None and current.snapshot_id >= target.id):
@@ -192,23 +208,33 @@ def _prune(io: FileIO, root: str, newest: int) -> None:
         _logger.warning("could not prune old retention mark versions of %s", root, exc_info=True)
 
 
-def check_visible(store: FileStore, snapshot: Snapshot, what: str) -> None:
-    """Refuse time travel to ``snapshot`` when it lies below the table's retention mark.
+def check_visible(store: FileStore, snapshot: Snapshot | int | None, what: str) -> None:
+    """Refuse a request that names ``snapshot`` when it lies below the branch's retention mark.
 
-    ``what`` describes the request for the message (``"snapshot 3"``, ``"tag 'daily'"``).
-    The latest snapshot is always visible; branches other than main are not checked.
+    ``what`` is the request, for the message (``"time travel to tag 'daily'"``,
+    ``"roll back to snapshot 3"``); ``snapshot`` a snapshot or its id (one that may have
+    expired). None or id 0 means "before the first snapshot", which lies below any mark. The
+    latest snapshot is always visible.
+
+    Raises:
+        BehindRetentionMarkError: naming the request, the snapshot and the mark.
     """
-    if store.branch != MAIN_BRANCH:
+    sid = snapshot.id if isinstance(snapshot, Snapshot) else snapshot or None
+    mark = store_mark(store)
+    if mark is None or (sid is not None and sid >= mark.snapshot_id):
         return
-    mark = read_mark(store.io, store.paths.root)
-    if mark is None or snapshot.id >= mark.snapshot_id:
-        return
-    latest = store.snapshots.latest_id()
-    if latest is not None and snapshot.id == latest:
-        return
+    if sid is not None:
+        latest = store.snapshots.latest_id()
+        if latest is not None and sid == latest:
+            return
+        named = f"snapshot {sid} lies"
+    else:
+        named = "it lies before the first snapshot,"
+    root = store.paths.root
+    where = root if store.branch == MAIN_BRANCH else f"branch '{store.branch}' of {root}"
     raise BehindRetentionMarkError(
-        f"{what} is snapshot {snapshot.id}, which lies behind the retention mark of {store.paths.root} "
-        f"at {mark}: that history is no longer visible; read a snapshot at or after the mark"
+        f"cannot {what}: {named} behind the retention mark of {where} at {mark}; that history is no "
+        "longer visible — name a snapshot at or after the mark"
     )
 
 
@@ -218,6 +244,8 @@ __all__ = [
     "RetentionMark",
     "advance",
     "check_visible",
+    "mark_root",
     "read_mark",
     "retention_millis",
+    "store_mark",
 ]

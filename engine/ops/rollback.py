@@ -22,6 +22,9 @@ create-if-absent, exactly like a commit:
 * A commit that lands between reading the head and publishing makes the rollback fail with
   CommitConflictError (nothing changed): rolling back over a commit the caller never saw would
   silently discard it.
+* A target (snapshot, tag, or the snapshot a timestamp resolves to) below the branch's
+  retention mark is refused with BehindRetentionMarkError before anything is written: a
+  rollback would publish history that no read may see any more (``engine.ops.retention_mark``).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from engine.identifier import validate_name
 from engine.meta.refs import TagStore
 from engine.meta.snapshot import Snapshot, Tag
 from engine.ops.republish import content_snapshot
+from engine.ops.retention_mark import check_visible
 from engine.store import FileStore
 
 BACKUP_TAG_PREFIX = "rollback-backup-"
@@ -63,7 +67,14 @@ def resolve_target(store: FileStore, version: int | str) -> tuple[Snapshot, str]
     """The snapshot a rollback target names, and a description (``snapshot 3`` / ``tag 't1'``).
 
     An int (or an all-digit string that is not a tag's name) is a snapshot id; a string a tag.
+    A target below the retention mark raises BehindRetentionMarkError.
     """
+    snap, what = _named_target(store, version)
+    check_visible(store, snap, f"roll back to {what}")
+    return snap, what
+
+
+def _named_target(store: FileStore, version: int | str) -> tuple[Snapshot, str]:
     tags = TagStore(store.io, store.paths)
     if isinstance(version, bool):
         raise InvalidArgumentError(f"rollback target must be a snapshot id or a tag name, not {version!r}")
@@ -136,6 +147,7 @@ def rollback_to_timestamp(store: FileStore, timestamp_millis: int, *, backup: bo
         raise NoSuchSnapshotError(
             f"{store.paths.root} has no snapshot committed at or before timestamp {timestamp_millis}"
         )
+    check_visible(store, snap, f"roll back to timestamp {timestamp_millis}")
     return rollback_to(store, snap.id, backup=backup)
 
 

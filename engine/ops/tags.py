@@ -56,6 +56,7 @@ from engine.ops.reachability import (
     delete_files,
     unreferenced,
 )
+from engine.ops.retention_mark import check_visible
 from engine.options import parse_duration
 from engine.store import FileStore
 
@@ -106,7 +107,10 @@ class TagOps:
             return latest
         if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
             raise InvalidArgumentError(f"snapshot id must be an integer, not {snapshot_id!r}")
-        return snapshots.get(snapshot_id)
+        snap = snapshots.get(snapshot_id)
+        # A tag would keep history below the retention mark readable (and alive) again.
+        check_visible(self.store, snap, f"tag snapshot {snapshot_id}")
+        return snap
 
     def _tag(self, snapshot: Snapshot, time_retained: TimeRetained) -> Tag:
         ms = retention_millis(time_retained)
@@ -143,6 +147,7 @@ class TagOps:
         if found is None:
             raise NoSuchSnapshotError(f"no snapshot or tag of {self.store.paths.root} was committed at or after "
                                       f"timestamp {timestamp_millis}")
+        check_visible(self.store, found, f"tag the first snapshot at or after timestamp {timestamp_millis}")
         tag = self._tag(found, time_retained)
         self._publish(name, tag)
         return tag

@@ -13,7 +13,8 @@ so are OVERWRITE snapshots (a batch rewrite — e.g. ``change-tracking = false``
 no changes for streaming readers; Paimon's ``streaming-read-overwrite = false``).
 
 Batch incremental reads (``incremental-between = 'start,end'``, start exclusive, end inclusive;
-each end a tag name or a snapshot id) pick their files by ``incremental-between-scan-mode``:
+each end a tag name or a snapshot id; a start below the retention mark — ``0`` included when a
+mark exists — is refused) pick their files by ``incremental-between-scan-mode``:
 ``delta`` / ``changelog`` read the files above of every snapshot in the range, ``auto`` picks
 by the changelog producer, and ``diff`` compares the two end states row by row. Between two
 tags ``auto`` becomes ``diff`` when a snapshot inside the range has expired — tags usually
@@ -197,6 +198,11 @@ def resolve_between(store: FileStore, between: str, scan_mode: str = "auto") -> 
         raise InvalidArgumentError(f"incremental-between-scan-mode '{scan_mode}' is not one of {SCAN_MODES}")
     start, start_id, start_tag = _endpoint(store, parts[0])
     end, end_id, end_tag = _endpoint(store, parts[1])
+    from engine.ops.retention_mark import check_visible  # (engine.ops imports the scan modules)
+
+    # The start is the state the changes are relative to: it must be visible (the end, later, is too).
+    check_visible(store, start if start is not None else start_id,
+                  f"read incremental-between '{between}' starting at {'tag ' if start_tag else ''}{parts[0]}")
     if end is None:
         raise NoSuchSnapshotError(
             f"incremental-between: snapshot {end_id} does not exist (expired or never written)"

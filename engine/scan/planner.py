@@ -254,18 +254,18 @@ def resolve_time_travel(
 
     if snapshot_id is not None:
         snap = store.snapshots.get(snapshot_id)  # raises NoSuchSnapshotError with a clear message
-        check_visible(store, snap, f"snapshot {snapshot_id}")
+        check_visible(store, snap, f"time travel to snapshot {snapshot_id}")
         return snap
     if tag is not None:
         from engine.meta.refs import TagStore
 
         snap = TagStore(store.io, store.paths).get(tag).snapshot
-        check_visible(store, snap, f"tag '{tag}'")
+        check_visible(store, snap, f"time travel to tag '{tag}'")
         return snap
     if timestamp_millis is not None:
         snap = store.snapshots.at_or_before(timestamp_millis)
         if snap is None:
             raise NoSuchSnapshotError(f"the table has no snapshot at or before timestamp {timestamp_millis}")
-        check_visible(store, snap, f"timestamp {timestamp_millis}")
+        check_visible(store, snap, f"time travel to timestamp {timestamp_millis}")
         return snap
     return None

@@ -47,7 +47,7 @@ def read_retention(table: Table, now_ms: int | None = None) -> pa.Table:
     now = int(dt.datetime.now(dt.UTC).timestamp() * 1000) if now_ms is None else now_ms
     anchors = all_anchors(io, root)
     mine = [a for a in anchors if a.kind == "snapshot" and a.branch == branch]
-    mark = read_mark(io, root) if branch == MAIN_BRANCH else None
+    mark = read_mark(io, store.paths.branch_root)  # each branch has its own mark
     verdicts = {
         v.snapshot_id: v
         for v in judge_snapshots(
@@ -57,7 +57,7 @@ def read_retention(table: Table, now_ms: int | None = None) -> pa.Table:
     rows: list[tuple[str, str, int | None, int | None, str | None, bool | None, bool, int | None]] = []
 
     def behind(sid: int | None, anchor_branch: str = branch) -> bool | None:
-        if mark is None or sid is None or anchor_branch != MAIN_BRANCH:
+        if mark is None or sid is None or anchor_branch != branch:
             return None
         return sid < mark.snapshot_id
 

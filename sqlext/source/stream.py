@@ -7,6 +7,9 @@ to be delivered first (``scan.mode = latest-full``). Start modes follow Paimon's
 changes), ``from-snapshot`` (``scan.snapshot-id``), ``from-timestamp`` (``scan.timestamp-millis``);
 ``scan.tag-name`` (with ``default`` or ``from-snapshot``) delivers the tag's content, then the
 changes after the tagged snapshot (the offset keeps the tag's name: ``"tag": name``).
+A start position (snapshot, timestamp or tag) below the branch's retention mark is refused when
+the stream starts (BehindRetentionMarkError); a stream resuming from its checkpoint or consumer
+position is not checked again.
 With ``read.changelog = true`` rows carry a ``rowkind`` column (+I, -U, +U, -D); without it a
 stream delivers the after-images only (+I, +U), as Paimon's Spark source does, because a Spark
 row cannot retract. With ``consumer-id`` the reader records, at
@@ -36,6 +39,7 @@ from pyspark.sql.datasource import (
 
 from engine import ROWKIND, ChangeReader, FileStoreCommit, TableScan, change_splits, delete_uncommitted
 from engine.errors import InvalidArgumentError, NoSuchSnapshotError
+from engine.ops.retention_mark import check_visible
 from sqlext.source.datasource import DyntableCommitMessage, load_table, projection, write_task
 from sqlext.source.requests import ReadRequest, ReadVersion, WriteRequest
 from sqlext.source.spark_types import spark_arrow_schema, to_spark_batches
@@ -136,19 +140,23 @@ class DyntableStreamReader(DataSourceStreamReader):
         if tag is not None and mode in ("default", "from-snapshot", "from-snapshot-full"):
             # The tag's content first (read from the tag, so it works after its snapshot
             # expired), then every change committed after the tagged snapshot.
-            sid = load_table(self.request).tags.get(tag).snapshot.id
-            return {"snapshot": sid, "full": sid, "tag": tag}
+            snapshot = load_table(self.request).tags.get(tag).snapshot
+            check_visible(self.store, snapshot, f"start a stream at tag '{tag}'")
+            return {"snapshot": snapshot.id, "full": snapshot.id, "tag": tag}
         if mode in ("from-snapshot", "from-snapshot-full"):
             if travel.snapshot_id is None:
                 raise InvalidArgumentError(f"scan.mode {mode} needs the option scan.snapshot-id")
             sid = travel.snapshot_id
+            check_visible(self.store, sid, f"start a stream at snapshot {sid}")
             return {"snapshot": sid, "full": sid} if mode == "from-snapshot-full" else {"snapshot": sid - 1}
         if mode == "from-timestamp" or (mode == "default" and travel.timestamp_millis is not None):
             if travel.timestamp_millis is None:
                 raise InvalidArgumentError("scan.mode from-timestamp needs the option scan.timestamp-millis")
             snap = snapshots.at_or_before(travel.timestamp_millis)
+            check_visible(self.store, snap, f"start a stream at timestamp {travel.timestamp_millis}")
             return {"snapshot": snap.id if snap else 0}
         if mode == "default" and travel.snapshot_id is not None:
+            check_visible(self.store, travel.snapshot_id, f"start a stream at snapshot {travel.snapshot_id}")
             return {"snapshot": travel.snapshot_id - 1}
         if mode == "latest":
             return {"snapshot": latest}

@@ -1,0 +1,91 @@
+"""The lean manifest decoders used by orphan cleanup (``read_manifest_refs``,
+``read_manifest_list_refs``): the same files, identifiers and sizes as the full decoders, and
+exactly their errors on corrupt input (fail closed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine.errors import CorruptMetadataError
+from engine.meta.manifest import (
+    FileKind,
+    read_manifest_entries,
+    read_manifest_list,
+    read_manifest_list_refs,
+    read_manifest_refs,
+    write_manifest_entries,
+    write_manifest_list,
+)
+from tests.engine.meta.test_manifest import (
+    POPULATED_META,
+    add,
+    delete,
+    entry_record,
+    entry_schema,
+    old_file_record,
+    old_file_schema,
+    populated_entry,
+    raw_file,
+)
+
+
+def test_refs_carry_what_reachability_reads():
+    entries = [add(f"f{i}", bucket=i % 3) for i in range(20)] + [populated_entry()]
+    entries.append(delete(entries[0]))
+    data = write_manifest_entries(entries)
+    refs = read_manifest_refs(data)
+    full = read_manifest_entries(data)
+    assert [r.identifier for r in refs] == [e.identifier for e in full]
+    assert [(r.kind, r.partition, r.bucket) for r in refs] == [(e.kind, e.partition, e.bucket) for e in full]
+    for r, e in zip(refs, full, strict=True):
+        assert (r.file.file_name, r.file.file_size, r.file.extra_files, r.file.external_path) == (
+            e.file.file_name, e.file.file_size, e.file.extra_files, e.file.external_path)
+    assert refs[-1].kind is FileKind.DELETE
+
+
+def test_list_refs_are_names_and_sizes():
+    data = write_manifest_list([POPULATED_META] * 3)
+    assert read_manifest_list_refs(data) == [(m.file_name, m.file_size) for m in read_manifest_list(data)]
+
+
+def _without(field: str) -> bytes:
+    schema = entry_schema(old_file_schema())
+    schema["fields"][-1]["type"]["fields"] = [f for f in schema["fields"][-1]["type"]["fields"]
+                                              if f["name"] != field]
+    rec = entry_record({k: v for k, v in old_file_record("x").items() if k != field})
+    return raw_file(schema, [rec])
+
+
+CORRUPT: dict[str, Any] = {
+    "truncated": lambda: write_manifest_entries([add(f"f{i}") for i in range(30)])[:-17],
+    "garbage": lambda: b"not an avro file at all",
+    "null record": lambda: raw_file(["null", entry_schema(old_file_schema())], [None]),
+    "old version": lambda: raw_file(entry_schema(old_file_schema()), [entry_record(old_file_record("x"), 1)]),
+    "unknown kind": lambda: raw_file(entry_schema(old_file_schema()), [entry_record(old_file_record("x"), 2, 7)]),
+    "unknown file source": lambda: raw_file(
+        entry_schema(old_file_schema([{"name": "_FILE_SOURCE", "type": ["null", "int"]}])),
+        [entry_record(old_file_record("x", _FILE_SOURCE=9))]),
+    "no _LEVEL": lambda: _without("_LEVEL"),
+    "no _ROW_COUNT": lambda: _without("_ROW_COUNT"),
+    "no _SCHEMA_ID": lambda: _without("_SCHEMA_ID"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CORRUPT))
+def test_refs_refuse_exactly_what_the_full_decoder_refuses(case):
+    data = CORRUPT[case]()
+    with pytest.raises(CorruptMetadataError):
+        read_manifest_entries(data)
+    with pytest.raises(CorruptMetadataError):
+        read_manifest_refs(data)
+
+
+def test_list_refs_refuse_corrupt_lists():
+    data = write_manifest_list([POPULATED_META] * 10)
+    for bad in (data[: len(data) // 2], write_manifest_entries([add("x")])):
+        with pytest.raises(CorruptMetadataError):
+            read_manifest_list(bad)
+        with pytest.raises(CorruptMetadataError):
+            read_manifest_list_refs(bad)

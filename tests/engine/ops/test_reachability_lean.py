@@ -1,0 +1,76 @@
+"""Orphan cleanup's lean reachability (manifests decoded without statistics, lists and files
+recorded once) finds exactly the files the full computation finds, and fails closed the same way."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from engine.meta import manifest_store
+from engine.ops.reachability import ReachabilityCollector, UnsafeToDeleteError, all_anchors
+from tests.engine.ops.conftest import SCHEMA, rows
+
+
+def _cold() -> None:
+    cache = manifest_store._MANIFEST_CACHE
+    with cache._lock:
+        cache._items.clear()
+        cache._weight = 0
+
+
+def _both(t):
+    anchors = all_anchors(t.store.io, t.path)
+    _cold()
+    lean = ReachabilityCollector(t.store.io, t.path, lean=True).collect(anchors)
+    _cold()
+    full = ReachabilityCollector(t.store.io, t.path).collect(anchors)
+    warm_lean = ReachabilityCollector(t.store.io, t.path, lean=True).collect(anchors)  # cached entries
+    return lean, full, warm_lean
+
+
+@pytest.fixture
+def history(catalog):
+    """Compactions (manifest merges restart the fold), deletes, tags, branches and a changelog."""
+    t = catalog.create_table("db.h", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "2", "manifest.merge-min-count": "3",
+                                      "changelog-producer": "input", "num-sorted-run.compaction-trigger": "3"})
+    for i in range(12):
+        t.write_arrow(rows([i, i + 1, i + 2], f"v{i}"))
+        if i == 4:
+            t.create_tag("t4")
+        if i == 7:
+            t.create_branch("b", from_snapshot=t.latest_snapshot().id)
+    t.compact(full=True)
+    t.write_arrow(rows([1], "x"))
+    return t
+
+
+def test_lean_finds_exactly_the_files_of_the_full_computation(history):
+    lean, full, warm = _both(history)
+    assert lean.files == full.files == warm.files
+    assert len(full.files) > 20
+
+
+def test_lean_fails_closed_on_a_corrupt_manifest(history):
+    t = history
+    snap = t.store.snapshots.get(3)
+    name = t.store.manifests.read_list(snap.delta_manifest_list)[0].file_name
+    path = t.store.paths.manifest_file(name)
+    with open(path, "r+b") as f:
+        f.seek(os.path.getsize(path) - 20)
+        f.write(b"\xff" * 20)
+    _cold()
+    with pytest.raises(UnsafeToDeleteError) as err:
+        ReachabilityCollector(t.store.io, t.path, lean=True).collect(all_anchors(t.store.io, t.path))
+    assert err.value.path == path
+
+
+def test_lean_fails_closed_on_a_missing_manifest_list(history):
+    t = history
+    path = t.store.paths.manifest_file(t.store.snapshots.get(2).base_manifest_list)
+    os.remove(path)
+    _cold()
+    with pytest.raises(UnsafeToDeleteError) as err:
+        t.remove_orphan_files(force=True, older_than=0)
+    assert err.value.path == path
