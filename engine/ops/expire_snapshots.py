@@ -48,7 +48,6 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from engine.errors import DyntableError, InvalidArgumentError
@@ -56,7 +55,6 @@ from engine.identifier import MAIN_BRANCH
 from engine.io import FileIO
 from engine.meta.snapshot import Snapshot
 from engine.ops.reachability import (
-    DELETE_ORDER,
     Anchor,
     DeletionReport,
     FileKindRef,
@@ -64,6 +62,7 @@ from engine.ops.reachability import (
     ReachabilityCollector,
     UnsafeToDeleteError,
     all_anchors,
+    delete_files,
     unreferenced,
 )
 from engine.ops.retention_mark import RetentionMark, mark_dir, mark_root, read_mark
@@ -359,43 +358,8 @@ def thread_count(store: FileStore) -> int:
 def parallel_delete(
     io: FileIO, doomed: dict[str, FileRef], threads: int, *, dry_run: bool = False
 ) -> DeletionReport:
-    """Delete ``doomed`` kind by kind in ``DELETE_ORDER`` (each kind in parallel); already missing
-    files count with 0 bytes. The first failure is raised once its kind's batch has finished."""
-    done: list[tuple[str, FileKindRef, int]] = []
-
-    def one(item: tuple[str, FileRef]) -> tuple[str, FileKindRef, int]:
-        path, ref = item
-        size = ref.size
-        if size is None:
-            try:
-                size = io.file_size(path)
-            except FileNotFoundError:
-                size = 0
-        if not dry_run:
-            io.delete(path)
-        return path, ref.kind, size
-
-    def chunk(items: list[tuple[str, FileRef]]) -> list[tuple[str, FileKindRef, int]]:
-        return [one(item) for item in items]
-
-    workers = max(1, threads)
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dyntable-delete") as pool:
-        for kind in DELETE_ORDER:
-            batch = sorted((p, r) for p, r in doomed.items() if r.kind is kind)
-            if not batch:
-                continue
-            # A few chunks per thread, not one task per file: per-task overhead would dominate.
-            size = max(1, -(-len(batch) // (workers * 4)))
-            futures = [pool.submit(chunk, batch[i : i + size]) for i in range(0, len(batch), size)]
-            errors = []
-            for f in futures:
-                try:
-                    done.extend(f.result())
-                except BaseException as e:  # noqa: BLE001 - re-raised below, after the batch settled
-                    errors.append(e)
-            if errors:
-                raise errors[0]
-    return DeletionReport(tuple(done), dry_run)
+    """:func:`engine.ops.reachability.delete_files` on ``threads`` threads (``delete-file.thread-num``)."""
+    return delete_files(io, doomed, dry_run=dry_run, threads=threads)
 
 
 def cleans_empty_directories(store: FileStore) -> bool:

@@ -197,6 +197,15 @@ def check(t, tag_rows, snapshot_rows) -> None:
         assert content(t) == snapshot_rows[head.id]
 
 
+def _below_mark(t, target) -> bool:
+    """Whether rollback ``target`` (a tag or snapshot id) names a snapshot below the retention mark."""
+    mark = read_mark(t.store.io, t.path)
+    if mark is None:
+        return False
+    snapshot_id = t.tags.get(target).snapshot.id if isinstance(target, str) else target
+    return snapshot_id < mark.snapshot_id
+
+
 def run_history(primary_key: bool, ops) -> None:
     warehouse = tempfile.mkdtemp(prefix="dyntable-hist-")
     try:
@@ -254,7 +263,13 @@ def run_history(primary_key: bool, ops) -> None:
                         continue
                     target = ids[step[1] % len(ids)]
                     expected = snapshot_rows[target]
-                result = t.rollback_to(target)
+                try:
+                    result = t.rollback_to(target)
+                except BehindRetentionMarkError:
+                    # Below the retention mark: refused before anything changed (checked below).
+                    assert _below_mark(t, target)
+                    check(t, tag_rows, snapshot_rows)
+                    continue
                 if result.backup_tag is not None:
                     tag_rows[result.backup_tag] = snapshot_rows[result.previous_snapshot_id]
                 model = {r[0]: r for r in expected} if primary_key else list(expected)
@@ -269,7 +284,13 @@ def run_history(primary_key: bool, ops) -> None:
                 if ids:
                     advance(t.store, 0, now_ms=t.store.snapshots.get(ids[step[1] % len(ids)]).time_millis)
             elif kind in BRANCH_STEPS:
-                main_rows = branches.step(t, step, current(), tag_rows, snapshot_rows)
+                try:
+                    main_rows = branches.step(t, step, current(), tag_rows, snapshot_rows)
+                except BehindRetentionMarkError:
+                    # A branch from a tag or snapshot below the mark: refused, nothing changed.
+                    assert read_mark(t.store.io, t.path) is not None
+                    check(t, tag_rows, snapshot_rows)
+                    continue
                 if main_rows is not None:
                     model = {r[0]: r for r in main_rows} if primary_key else list(main_rows)
                     record()
