@@ -40,7 +40,7 @@ from sqlext.source.datasource import DyntableCommitMessage, load_table, projecti
 from sqlext.source.requests import ReadRequest, ReadVersion, WriteRequest
 from sqlext.source.spark_types import spark_arrow_schema, to_spark_batches
 
-AFTER_IMAGES = pa.array(["+I", "+U"])
+AFTER_IMAGES = ("+I", "+U")
 START_MODES = ("default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp")
 
 
@@ -210,12 +210,16 @@ class DyntableStreamReader(DataSourceStreamReader):
                     yield from to_spark_batches(t, self.arrow_schema)
             return
         changes = ChangeReader(self.store, self.columns)
+        # Append rows are all +I: no filter pass.
+        after_images = pa.array(AFTER_IMAGES) if self.store.has_primary_key else None
         pending: list[pa.Table] = []
         rows = 0
         for split in p.splits:
             for t in changes.read(split):
                 if not self.with_kind:
-                    t = t.filter(pc.is_in(t.column(ROWKIND), value_set=AFTER_IMAGES)).drop_columns([ROWKIND])
+                    if after_images is not None:
+                        t = t.filter(pc.is_in(t.column(ROWKIND), value_set=after_images))
+                    t = t.drop_columns([ROWKIND])
                 pending.append(t)
                 rows += t.num_rows
                 if rows >= BATCH_ROWS:

@@ -13,7 +13,8 @@ def test_threaded_runner_compacts_every_bucket_in_task_order(catalog):
     t = catalog.create_table("db.c", SCHEMA, primary_keys=["id"], options={"bucket": "4"})
     for round_ in range(3):  # three runs per bucket; the last value of each key wins
         ids = pa.array(range(1_000), pa.int64())
-        t.write_arrow(pa.table({"id": ids, "v": pa.array([round_ * 10_000 + i for i in range(1_000)], pa.int64())}))
+        values = pa.array([round_ * 10_000 + i for i in range(1_000)], pa.int64())
+        t.write_arrow(pa.table({"id": ids, "v": values}))
     t = t.refresh()
     tasks = plan(t, full=True)
     assert len(tasks) == 4

@@ -16,7 +16,8 @@ def _commit(table, lo: int, n: int) -> None:
 
 
 def _read_parts(warehouse: str, **extra: str) -> list[list[pa.RecordBatch]]:
-    options = {"warehouse": warehouse, "table": "db.s", "scan.mode": "from-snapshot", "scan.snapshot-id": "1", **extra}
+    options = {"warehouse": warehouse, "table": "db.s", "scan.mode": "from-snapshot", "scan.snapshot-id": "1",
+               **extra}
     reader = DyntableStreamReader(ReadRequest.from_options(options))
     start = reader.initialOffset()
     parts = reader.partitions(start, reader.latestOffset(start))
@@ -44,7 +45,7 @@ def test_small_append_commits_arrive_in_few_batches_in_commit_order(warehouse, c
 
 def test_primary_key_changes_keep_their_order_and_kinds(warehouse, catalog):
     t = catalog.create_table("db.s", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
-    for i in range(10):
+    for _ in range(10):
         _commit(t, 0, 100)  # the same keys updated ten times
     batches = _read(warehouse, **{"read.changelog": "true"})
     assert len(batches) == 1  # ten 100-row change files combined
