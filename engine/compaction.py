@@ -15,7 +15,9 @@ the plan, the commit and the retry exist once.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -93,8 +95,19 @@ def run_task(store: FileStore, task: CompactionTask) -> list[CommitMessage]:
     return [message] if message is not None else []
 
 
+# Buckets compacted at once in this process. The work (numpy sorts, Arrow takes, Parquet
+# encoding) releases the GIL, so threads use the cores; each extra thread holds one more bucket in
+# memory. Measured on 4 buckets of 1M base + 1M CDC rows in 400 files, 2 cores: 3.7-4.4 s -> 2.8-3.0 s.
+MAX_THREADS = 4
+
+
 def run_in_process(store: FileStore, tasks: Sequence[CompactionTask]) -> list[CommitMessage]:
-    return [m for t in tasks for m in run_task(store, t)]
+    """Run every task in this process, several buckets at a time; messages in task order."""
+    threads = min(len(tasks), os.cpu_count() or 1, MAX_THREADS)
+    if threads <= 1:
+        return [m for t in tasks for m in run_task(store, t)]
+    with ThreadPoolExecutor(threads, thread_name_prefix="dyntable-compact") as pool:
+        return [m for messages in pool.map(lambda t: run_task(store, t), tasks) for m in messages]
 
 
 def compact(

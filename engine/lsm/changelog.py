@@ -14,6 +14,7 @@ InvalidArgumentError.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -26,7 +27,11 @@ from engine.lsm.merge_engines import validity
 
 ROWKIND_COLUMN = "rowkind"
 ROW_KINDS = ("+I", "-U", "+U", "-D")  # index = Paimon's RowKind byte
-_ROW_KIND_ARRAY = pa.array(ROW_KINDS, type=pa.string())
+# Built on first use: any pyarrow array construction imports pandas (~0.2-0.4 s), and processes
+# that only plan (Spark's driver-side source runner) never need it.
+@functools.cache
+def _row_kind_array() -> pa.Array:
+    return pa.array(ROW_KINDS, type=pa.string())
 
 
 def kinds_to_rowkind(kind: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -43,7 +48,7 @@ def kinds_to_rowkind(kind: pa.Array | pa.ChunkedArray) -> pa.Array:
             raise InvalidArgumentError(
                 f"Row kinds must be 0 (+I), 1 (-U), 2 (+U) or 3 (-D); found {low}..{high}."
             )
-    return _ROW_KIND_ARRAY.take(kind)
+    return _row_kind_array().take(kind)
 
 
 def rowkind_to_kinds(rowkind: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -54,7 +59,7 @@ def rowkind_to_kinds(rowkind: pa.Array | pa.ChunkedArray) -> pa.Array:
     """
     if isinstance(rowkind, pa.ChunkedArray):
         rowkind = rowkind.combine_chunks()
-    codes = pc.index_in(rowkind, value_set=_ROW_KIND_ARRAY)
+    codes = pc.index_in(rowkind, value_set=_row_kind_array())
     unknown = pc.and_(pc.is_null(codes), pc.is_valid(rowkind))
     if pc.any(unknown).as_py():
         bad = rowkind.filter(unknown)[0].as_py()
@@ -148,7 +153,7 @@ def diff_changelog(
     order = np.empty(len(slots), dtype=np.int64)
     order[slots] = np.arange(len(slots), dtype=np.int64)
     body = parts.take(pa.array(order))
-    rowkind = _ROW_KIND_ARRAY.take(pa.array(kinds[order], pa.int8()))
+    rowkind = _row_kind_array().take(pa.array(kinds[order], pa.int8()))
     return pa.Table.from_arrays([rowkind, *body.columns], schema=pa.schema(fields))
 
 

@@ -13,6 +13,7 @@ One function does the data work of a compaction unit, so the writer's automatic 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -34,7 +35,12 @@ from engine.store import FileStore
 from engine.types import to_arrow_field
 from engine.write.file_writer import DataFileWriter
 
-_RETRACT_KINDS = pa.array([1, 3], pa.int8())  # -U, -D
+
+# Built on first use: any pyarrow array construction imports pandas (~0.2-0.4 s), and processes
+# that only plan (Spark's driver-side source runner) never need it.
+@functools.cache
+def _retract_kinds() -> pa.Array:
+    return pa.array([1, 3], pa.int8())  # -U, -D
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +118,7 @@ def holds_retractions(store: FileStore, partition_dir: str, bucket: int, f: Data
         return True
     path = store.paths.data_file(partition_dir, bucket, f.file_name)
     kinds = read_data_file(store, path, f, [], (VALUE_KIND,)).column(VALUE_KIND)
-    return bool(pc.any(pc.is_in(kinds, value_set=_RETRACT_KINDS)).as_py())
+    return bool(pc.any(pc.is_in(kinds, value_set=_retract_kinds())).as_py())
 
 
 def _first_rows_above(store: FileStore, levels: Levels, unit: CompactUnit) -> list[DataFileMeta]:

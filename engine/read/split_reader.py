@@ -10,6 +10,7 @@ drop the newest version of a row and resurrect an older one).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
@@ -28,7 +29,12 @@ from engine.scan.predicate import Predicate, filter_table
 from engine.store import FileStore
 from engine.types import DataField
 
-ADD_KINDS = pa.array([0, 2], pa.int8())  # +I, +U
+
+# Built on first use: any pyarrow array construction imports pandas (~0.2-0.4 s), and processes
+# that only plan (Spark's driver-side source runner) never need it.
+@functools.cache
+def _add_kinds() -> pa.Array:
+    return pa.array([0, 2], pa.int8())  # +I, +U
 ROWKIND = "rowkind"
 
 
@@ -128,7 +134,7 @@ class SplitReader:
         # costs little next to the values.
         table = read_data_file(self.store, path, f, self.read_fields, (VALUE_KIND,))
         if not self.keep_deletes:
-            table = table.filter(pc.is_in(table.column(VALUE_KIND), value_set=ADD_KINDS))
+            table = table.filter(pc.is_in(table.column(VALUE_KIND), value_set=_add_kinds()))
         return table
 
     def _finish(self, table: pa.Table) -> pa.Table:

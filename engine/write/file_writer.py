@@ -29,6 +29,18 @@ KEY_FIELD_ID_OFFSET = 1073741823  # Integer.MAX_VALUE / 2
 SEQUENCE_FIELD_ID = 2147483646
 VALUE_KIND_FIELD_ID = 2147483645
 ROWS_PER_SLICE = 262_144  # rows per Parquet row group; also how often the rolling size is checked
+# A column chunk whose dictionary outgrows this falls back to plain encoding. pyarrow's 1 MB default
+# lets high-cardinality columns (keys, hashes, measures) build a dictionary they then throw away:
+# measured on T8 rows, 128 KB halves the Parquet write time and gives smaller files, while
+# low-cardinality columns (a few thousand short values) keep their dictionary.
+DICTIONARY_PAGE_LIMIT = 128 * 1024
+
+
+def parquet_writer(sink: pa.NativeFile, schema: pa.Schema, compression: str) -> pq.ParquetWriter:
+    """The Parquet writer every data file is written with (statistics on, bounded dictionaries)."""
+    return pq.ParquetWriter(
+        sink, schema, compression=compression, write_statistics=True, dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT
+    )
 
 
 def _field_with_id(name: str, type_: pa.DataType, field_id: int, nullable: bool = False) -> pa.Field:
@@ -150,7 +162,7 @@ class DataFileWriter:
             self.store.io.mkdirs(self.store.paths.bucket_dir(self.partition_dir, self.bucket))
             start = offset
             with fs.open_output_stream(arrow_path(path)) as sink:
-                writer = pq.ParquetWriter(sink, schema, compression=self.compression, write_statistics=True)
+                writer = parquet_writer(sink, schema, self.compression)
                 while offset < total:
                     piece = table.slice(offset, ROWS_PER_SLICE)
                     writer.write_table(piece, row_group_size=ROWS_PER_SLICE)

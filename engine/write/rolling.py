@@ -17,7 +17,7 @@ from engine.meta.paths import FileNamer
 from engine.read.file_reader import arrow_path
 from engine.store import FileStore
 from engine.types import to_arrow_field
-from engine.write.file_writer import ROWS_PER_SLICE, local_now_millis
+from engine.write.file_writer import ROWS_PER_SLICE, local_now_millis, parquet_writer
 from engine.write.stats import StatsAccumulator
 
 
@@ -64,7 +64,7 @@ class RollingAppendFile:
         path = self.store.paths.data_file(self.partition_dir, self.bucket, self._name)
         self.store.io.mkdirs(self.store.paths.bucket_dir(self.partition_dir, self.bucket))
         self._sink = self.store.io.arrow_fs().open_output_stream(arrow_path(path))
-        self._writer = pq.ParquetWriter(self._sink, self.schema, compression=self.compression, write_statistics=True)
+        self._writer = parquet_writer(self._sink, self.schema, self.compression)
         self._rows = 0
         self._stats = StatsAccumulator(self.fields, self.stats_mode)
 

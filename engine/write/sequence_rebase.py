@@ -19,7 +19,7 @@ from engine.meta.manifest import DataFileMeta
 from engine.meta.paths import FileNamer
 from engine.read.file_reader import SEQUENCE_NUMBER, arrow_path
 from engine.store import FileStore
-from engine.write.file_writer import ROWS_PER_SLICE
+from engine.write.file_writer import ROWS_PER_SLICE, parquet_writer
 
 
 def rewrite_with_sequence_shift(store: FileStore, partition: bytes, bucket: int, file: DataFileMeta, shift: int) -> DataFileMeta:
@@ -35,8 +35,8 @@ def rewrite_with_sequence_shift(store: FileStore, partition: bytes, bucket: int,
     name = FileNamer().data_file(prefix, file.file_name.rsplit(".", 1)[-1])
     target = store.paths.data_file(part_dir, bucket, name)
     with fs.open_output_stream(arrow_path(target)) as sink:
-        pq.write_table(table, sink, row_group_size=ROWS_PER_SLICE, compression=store.options.file_compression,
-                       write_statistics=True)
+        with parquet_writer(sink, table.schema, store.options.file_compression) as writer:
+            writer.write_table(table, row_group_size=ROWS_PER_SLICE)
         size = sink.tell()
     return dataclasses.replace(
         file, file_name=name, file_size=size,
