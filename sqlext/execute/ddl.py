@@ -245,10 +245,6 @@ def rename_table(s: SqlSession, n: ast.RenameTable, stmt: Statement) -> Statemen
     return done(stmt, f"Table renamed to {s.identifier(target).full_name}")
 
 
-def comment_table(s: SqlSession, table: Any, comment: str | None, stmt: Statement) -> StatementResult:
-    return _alter(s, table, stmt, [UpdateComment(comment)], "Comment updated")
-
-
 def drop_partitions(s: SqlSession, n: ast.DropPartitions, stmt: Statement) -> StatementResult:
     require_managed(s, n.table, stmt)
     table = s.table(n.table)
