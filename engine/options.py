@@ -628,17 +628,6 @@ def check_alterable(key: str) -> None:
     raise InvalidArgumentError(f"option '{key}' cannot be changed on a table that has data.{hint}")
 
 
-def options_reference_markdown() -> str:
-    """A Markdown table of every option: key, type, default, whether it can change, description."""
-    rows = ["| key | type | default | alterable | description |", "|---|---|---|---|---|"]
-    for o in sorted(ALL_OPTIONS, key=lambda o: o.key):
-        typ = o.type_name + (f" ({' / '.join(o.choices)})" if o.choices else "")
-        default = f"`{o.default_text}`" if o.default_text else "(none)"
-        desc = o.description.replace("|", "\\|")
-        rows.append(f"| `{o.key}` | {typ} | {default} | {'no' if o.immutable else 'yes'} | {desc} |")
-    return "\n".join(rows) + "\n"
-
-
 class CoreOptions:
     """A typed, read-only view over a table's ``str -> str`` options.
 
@@ -800,11 +789,3 @@ def iter_field_option_columns(options: Iterable[str]) -> Iterable[tuple[str, tup
                     middle = key[len("fields.") : -len(suffix) - 1]
                     yield key, tuple(c.strip() for c in middle.split(","))
                     break
-
-
-if __name__ == "__main__":  # python -m engine.options > docs/options.md
-    print(
-        "# Table options\n\nGenerated from `engine/options.py` (`python -m engine.options > docs/options.md`); "
-        "a test keeps it in sync.\n\n" + options_reference_markdown(),
-        end="",
-    )
