@@ -543,15 +543,8 @@ def worth_running(store: FileStore, now_ms: int | None = None) -> bool:
 
     now = _now_ms() if now_ms is None else now_ms
     ids = store.snapshots.list_ids()
-    policy = ExpirePolicy.of(store, now_ms=now)
-    if len(ids) > policy.retain_min:
-        if len(ids) > policy.retain_max:
-            return True
-        try:
-            if store.snapshots.get(ids[0]).time_millis < policy.older_than_ms:
-                return True
-        except DyntableError:
-            return True  # let the real run decide (and fail closed)
+    if _snapshots_may_expire(store, ids, ExpirePolicy.of(store, now_ms=now), now):
+        return True
     changelogs = changelog_ids(store)
     if not changelogs:
         return False
@@ -567,6 +560,21 @@ def worth_running(store: FileStore, now_ms: int | None = None) -> bool:
     except (DyntableError, OSError):
         return True  # let the real run decide (and fail closed)
     return oldest.time_millis < now - o.changelog_time_retained
+
+
+def _snapshots_may_expire(store: FileStore, ids: list[int], policy: ExpirePolicy, now: int) -> bool:
+    """Whether the counts or the age allow expiring the oldest snapshot, and no consumer or
+    retention mark holds it: a table held back by one then costs no reference scan per commit."""
+    if len(ids) <= policy.retain_min:
+        return False
+    try:
+        if len(ids) <= policy.retain_max and store.snapshots.get(ids[0]).time_millis >= policy.older_than_ms:
+            return False
+        mark = _mark(store)
+        holders = [*live_consumers(store, now).values(), *([mark.snapshot_id] if mark is not None else [])]
+    except DyntableError:
+        return True  # let the real run decide (and fail closed)
+    return all(ids[0] < held for held in holders)
 
 
 # ---------------------------------------------------------------------------------------------

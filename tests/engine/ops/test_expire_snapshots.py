@@ -197,6 +197,23 @@ def test_retention_mark_protects(catalog):
     assert report.snapshots == tuple(range(1, mark.snapshot_id))
 
 
+def test_automatic_run_is_skipped_while_a_consumer_or_the_mark_holds_the_oldest_snapshot(catalog):
+    # Held back, the table must not pay a reference scan over its whole history on every commit.
+    t, _ = history(catalog, n=4, **{"snapshot.num-retained.min": "1", "retention.time": "0 s"})
+    later = now_plus(2 * 3_600_000)  # every snapshot older than snapshot.time-retained
+    assert ex.worth_running(t.store, now_ms=later)
+    t.consumers.record("reader", 1)
+    assert not ex.worth_running(t.store, now_ms=later)
+    t.consumers.record("reader", 3)
+    assert ex.worth_running(t.store, now_ms=later)
+    t.consumers.delete("reader")
+    from engine.ops.retention_mark import advance
+
+    advance(t.store, now_ms=t.store.snapshots.get(1).time_millis)
+    assert t.read_retention_mark().snapshot_id == 1
+    assert not ex.worth_running(t.store, now_ms=later)
+
+
 def test_dry_run_reports_and_changes_nothing(catalog):
     t, _ = history(catalog, n=5)
     t.create_tag("t2", 2)
