@@ -31,7 +31,9 @@ recorded are not recorded again). A list named by several anchors (a tag of a ke
 a manifest named by many lists are recorded once. ``explain=True`` additionally records, per file,
 every anchor that keeps it (cost: the live set per anchor). Orphan cleanup, which needs only the
 union of paths, uses ``lean=True``: manifests and lists decoded without statistics and not cached
-(``ManifestStore.read_refs``), with exactly the same checks, so an unreadable file still refuses.
+(``ManifestStore.read_refs``), with exactly the same checks, so an unreadable file still refuses;
+as a branch's lists and manifests are mostly main's (one manifest directory), a collector keeps
+those lean decodes for the other branches.
 """
 
 from __future__ import annotations
@@ -255,6 +257,10 @@ class _BranchResolver:
         return found
 
 
+#: Lean lists and manifest refs a collector keeps for other branches (tens of MB at most).
+_LEAN_MEMO_ENTRIES = 200_000
+
+
 class ReachabilityCollector:
     """Computes the files of anchors; caches decoded metadata by name across calls.
 
@@ -270,6 +276,11 @@ class ReachabilityCollector:
         self.lean = lean
         self._resolvers: dict[str, _BranchResolver] = {}
         self._index_manifests: dict[str, list[IndexManifestEntry]] = {}
+        # Branches share the manifest directory, so a branch's fold re-reads main's lists and
+        # manifests: lean decodes are kept per collector (up to a budget) for the other branches.
+        self._lean_lists: dict[str, list[tuple[str, int]]] = {}
+        self._lean_refs: dict[str, list[ManifestEntry]] = {}
+        self._lean_budget = _LEAN_MEMO_ENTRIES
 
     def _resolver(self, branch: str) -> _BranchResolver:
         r = self._resolvers.get(branch)
@@ -280,17 +291,28 @@ class ReachabilityCollector:
     def _read_list(self, ms, name: str) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
         """The ``(manifest name, byte size)`` pairs of a manifest list."""
         try:
-            if self.lean:
-                return ms.read_list_refs(name)
-            return [(m.file_name, m.file_size) for m in ms.read_list(name)]
+            if not self.lean:
+                return [(m.file_name, m.file_size) for m in ms.read_list(name)]
+            return self._lean(self._lean_lists, name, ms.read_list_refs)
         except (DyntableError, OSError) as e:
             raise _unsafe(ms.paths.manifest_file(name), e) from e
 
     def _read_entries(self, ms, name: str) -> list[ManifestEntry]:  # type: ignore[no-untyped-def]
         try:
-            return ms.read_refs(name) if self.lean else ms.read_entries(name)
+            return self._lean(self._lean_refs, name, ms.read_refs) if self.lean else ms.read_entries(name)
         except (DyntableError, OSError) as e:
             raise _unsafe(ms.paths.manifest_file(name), e) from e
+
+    def _lean(self, memo: dict, name: str, decode) -> list:  # type: ignore[no-untyped-def,type-arg]
+        """``decode(name)``, kept for later branches while the budget lasts (full decodes live in
+        the store's manifest cache instead)."""
+        found = memo.get(name)
+        if found is None:
+            found = decode(name)
+            if len(found) <= self._lean_budget:
+                self._lean_budget -= len(found)
+                memo[name] = found
+        return found
 
     def _index_entries(self, r: _BranchResolver, name: str) -> list[IndexManifestEntry]:
         cached = self._index_manifests.get(name)
