@@ -529,7 +529,18 @@ class FileStoreCommit:
                     )
 
     def _validate(self, latest: Snapshot | None, entries: list[ManifestEntry]) -> None:
-        """The delta must apply to ``latest``: every DELETE names a live file by full identity, no ADD is live."""
+        """The delta must apply to ``latest``: every DELETE names a live file by full identity, no ADD is live,
+        and no file is added twice (the snapshot would be unreadable: §6.5 refuses a double ADD)."""
+        added: set[tuple[object, ...]] = set()
+        for e in entries:
+            if e.kind is FileKind.ADD:
+                if e.identifier in added:
+                    raise InvalidArgumentError(
+                        f"this commit adds {e.file.file_name} (bucket {e.bucket}, level {e.file.level}) twice: two "
+                        "writers produced files under the same name or a commit message was passed twice; "
+                        "nothing was committed"
+                    )
+                added.add(e.identifier)
         deletes = [e for e in entries if e.kind is FileKind.DELETE]
         if not deletes:
             return

@@ -147,3 +147,22 @@ def test_overwrite_from_an_old_base_conflicts_with_later_appends(catalog):
     with pytest.raises(CommitConflictError):
         t.commit(w.prepare_commit(), overwrite=[{"p": "a"}], base_snapshot_id=base)
     assert sorted(t.to_arrow().column("id").to_pylist()) == [1, 2]
+
+
+def test_a_file_added_twice_in_one_commit_is_refused_and_nothing_is_published(catalog):
+    """Two messages naming the same file (a reused task name, a message passed twice) would make
+    the snapshot unreadable (a double ADD); the commit refuses it and the table stays readable."""
+    from engine import InvalidArgumentError
+
+    t = catalog.create_table("db.t", SCHEMA)
+    t.write_arrow(pa.table({"id": [1], "p": ["a"]}, schema=SCHEMA))
+    writer = t.new_writer()
+    writer.write(pa.table({"id": [2], "p": ["b"]}, schema=SCHEMA))
+    messages = writer.prepare_commit()
+    with pytest.raises(InvalidArgumentError, match="twice"):
+        t.new_commit().commit(messages + messages)
+    t = t.refresh()
+    assert len(t.snapshots()) == 1
+    assert t.to_arrow().column("id").to_pylist() == [1]
+    t.write_arrow(pa.table({"id": [3], "p": ["c"]}, schema=SCHEMA))  # the next commit works
+    assert sorted(t.refresh().to_arrow().column("id").to_pylist()) == [1, 3]
