@@ -61,6 +61,9 @@ def get_spark(ctx: Context) -> Any:
 
         conf = {"spark.driver.memory": "4g", **ctx.cache.get("spark_conf", {})}
         spark = build_spark(conf.pop("master", "local[*]"), conf, app_name="dyntable-benchmarks")
+        from benchmarks.floors import register
+
+        register(spark)  # the Python data source ceilings of W2 and W9
         ctx.cache["spark"] = spark
     return spark
 
@@ -201,8 +204,18 @@ def run_w2(ctx: Context) -> list[Result]:
         check=expect(expected, expected_batch),
     )
     result.notes.append(f"into {base.num_rows:,} existing rows; 80% updates, 15% inserts, 5% deletes")
+    ceiling = compare(
+        "W2c",
+        "  ceiling: a Python writer that only drains its input",
+        Arm(lambda: _drain(df, batch.num_rows)),
+        Arm(lambda: (base_run(), Outcome(batch.num_rows))[1], base_setup),
+        pairs=ctx.pairs,
+        rows=batch.num_rows,
+        target="context",
+    )
+    ceiling.notes.append("the best W2 ratio any Python data source writer can reach on this input")
     df.unpersist()
-    return [result]
+    return [result, ceiling]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -456,6 +469,34 @@ def _stream_once(spark: Any, warehouse: str, table: Table, checkpoint: str) -> O
     return Outcome(seen["rows"], seen["sum"])
 
 
+def _drain(df: Any, rows: int) -> Outcome:
+    """W2's input through the ``bench_drain`` floor writer (see ``benchmarks.floors``)."""
+    df.write.format("bench_drain").mode("append").save()
+    return Outcome(rows)
+
+
+def _files_stream_once(
+    spark: Any, schema: Any, files: list[str], checkpoint: str, columns: list[str] = T8_COLUMNS
+) -> Outcome:
+    """W9's stream read through the ``bench_files`` floor source (see ``benchmarks.floors``)."""
+    seen = {"rows": 0, "sum": 0}
+
+    def consume(df: Any, _batch_id: int) -> None:
+        outcome = spark_checksum(df.select(*columns))
+        seen["rows"] += outcome.rows
+        seen["sum"] += outcome.checksum
+
+    query = (
+        spark.readStream.format("bench_files").schema(schema).option("paths", ",".join(files)).load()
+        .writeStream.foreachBatch(consume)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    return Outcome(seen["rows"], seen["sum"])
+
+
 def _latency(spark: Any, warehouse: str, table: Table, checkpoint: str) -> tuple[list[float], int, int]:
     """Seconds from each commit to the micro-batch that delivers it (1 s processing-time trigger)."""
     arrivals: list[tuple[float, int]] = []
@@ -523,6 +564,17 @@ def run_w9(ctx: Context) -> list[Result]:
         target=">= 0.6",
     )
     result.notes.append(f"{len(files)} added files; availableNow into foreachBatch(count, sum(hash))")
+    schema = spark.read.parquet(files[0]).schema
+    ceiling = compare(
+        "W9c",
+        "  ceiling: a Python stream source reading the same files",
+        Arm(lambda: _files_stream_once(spark, schema, files, str(checkpoints / uuid.uuid4().hex))),
+        Arm(lambda: spark_checksum(spark.read.parquet(*files).select(*T8_COLUMNS))),
+        pairs=ctx.pairs,
+        rows=rows.num_rows,
+        target="context",
+    )
+    ceiling.notes.append("pyarrow.parquet per file, no metadata: the best W9 ratio any Python stream source can reach")
     latencies, committed, delivered = _latency(spark, warehouse, table, str(checkpoints / "latency"))
     lat = Result("W9l", "commit-to-visible latency", target=f"<= {LATENCY_TRIGGER_S + 1:g} s")
     lat.extra["trigger"] = f"{LATENCY_TRIGGER_S:g} s"
@@ -535,4 +587,4 @@ def run_w9(ctx: Context) -> list[Result]:
             f"FAILED: {len(latencies)}/{LATENCY_COMMITS} commits seen, "
             f"{delivered:,}/{committed:,} rows delivered"
         )
-    return [result, lat]
+    return [result, ceiling, lat]
