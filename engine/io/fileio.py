@@ -223,6 +223,8 @@ class FileIO:
 
     def fs_path(self, path: str) -> str:
         """The path as the file system (fsspec or :meth:`arrow_fs`) expects it: no scheme."""
+        if self._local and ":" not in path:
+            return os.path.abspath(path)  # the common case, without parsing a scheme
         protocol, rest = split_protocol(path)
         if protocol is None and not self._local:
             raise InvalidArgumentError(
@@ -271,10 +273,13 @@ class FileIO:
             StorageError: any other I/O failure.
         """
         p = self.fs_path(path)
-        with _errors("read", path):
-            if self._local:
+        if self._local:  # sweeps read thousands of small files: no context manager per read
+            try:
                 with open(p, "rb") as f:
                     return f.read()
+            except (OSError, ValueError) as e:
+                raise _mapped(e, "read", path) from e
+        with _errors("read", path):
             return bytes(self.fs.cat_file(p))
 
     def read_text(self, path: str) -> str:
@@ -579,17 +584,20 @@ def _errors(action: str, path: str) -> Iterator[None]:
         yield
     except DyntableError:
         raise
-    except FileNotFoundError as e:
-        raise FileNotFoundError(
-            errno.ENOENT, f"No such file or directory (while trying to {action})", path
-        ) from e
-    except OSError as e:
-        raise StorageError(
+    except (OSError, ValueError) as e:
+        raise _mapped(e, action, path) from e
+
+
+def _mapped(e: OSError | ValueError, action: str, path: str) -> Exception:
+    """The exception :func:`_errors` raises for ``e``."""
+    if isinstance(e, FileNotFoundError):
+        return FileNotFoundError(errno.ENOENT, f"No such file or directory (while trying to {action})", path)
+    if isinstance(e, OSError):
+        return StorageError(
             f"Could not {action} {path!r}: {e}. Check the path, permissions and that the storage "
             "is reachable; transient failures can be retried."
-        ) from e
-    except ValueError as e:
-        raise InvalidArgumentError(f"Invalid path {path!r} (while trying to {action}): {e}") from e
+        )
+    return InvalidArgumentError(f"Invalid path {path!r} (while trying to {action}): {e}")
 
 
 def _relative(root: str, name: str) -> str:
