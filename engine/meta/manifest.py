@@ -332,8 +332,9 @@ def _opt_tuple(values: list[str] | None) -> tuple[str, ...] | None:
     return None if values is None else tuple(values)
 
 
-def _decode(data: bytes, what: str, build: Any) -> list[Any]:
-    """Run ``build`` over every record; any decoding failure becomes CorruptMetadataError."""
+def _decode(data: bytes, what: str, build: Any, first: Any = None) -> list[Any]:
+    """Run ``build`` over every record (``first``, when given, over the first one instead); any
+    decoding failure becomes CorruptMetadataError."""
     # Decoding allocates a few dozen container objects per entry; pausing the cyclic GC for the
     # loop (none of them can form cycles) roughly halves its cost on large manifests.
     gc_was_enabled = gc.isenabled()
@@ -342,7 +343,12 @@ def _decode(data: bytes, what: str, build: Any) -> list[Any]:
         reader = fastavro.reader(io.BytesIO(data))
         # A missing codec library is an installation problem, not a corrupt file: say so.
         _require_codec_library(reader.codec)
-        return [build(rec) for rec in reader]
+        if first is None:
+            return [build(rec) for rec in reader]
+        records = iter(reader)
+        for head in records:
+            return [first(head), *(build(rec) for rec in records)]
+        return []
     except DyntableError:
         raise
     except Exception as e:  # noqa: BLE001 -- fastavro/zstd raise many types on corrupt bytes
@@ -458,32 +464,41 @@ _STATS_REQUIRED = frozenset({"_MIN_VALUES", "_MAX_VALUES"})
 
 
 def _ref_from_record(rec: dict[str, Any] | None) -> EntryRef:
-    # The checks of _entry_from_record (a required field missing, an unknown kind or file
-    # source is a corrupt manifest), without building statistics or the DataFileMeta.
     if rec is None:
         raise CorruptMetadataError("manifest holds a null record")
     if rec.get("_VERSION") != FORMAT_IDENTIFIER:
         _check_version(rec)
     f = rec["_FILE"]
     get = f.get
-    if not (
-        _FILE_REQUIRED <= f.keys()
-        and _STATS_REQUIRED <= f["_KEY_STATS"].keys()
-        and _STATS_REQUIRED <= f["_VALUE_STATS"].keys()
-        and "_TOTAL_BUCKETS" in rec
-        and get("_FILE_SOURCE") in _SOURCE_BY_CODE
-    ):
-        raise CorruptMetadataError("manifest entry lacks a required field or has an unknown file source")
+    if get("_FILE_SOURCE") not in _SOURCE_BY_CODE:
+        raise CorruptMetadataError("manifest entry has an unknown file source")
     return EntryRef(
         _KIND_BY_CODE[rec["_KIND"]], rec["_PARTITION"], rec["_BUCKET"], f["_FILE_NAME"], f["_FILE_SIZE"],
         f["_LEVEL"], tuple(f["_EXTRA_FILES"]), get("_EMBEDDED_FILE_INDEX"), get("_EXTERNAL_PATH"),
     )
 
 
+def _first_ref_from_record(rec: dict[str, Any] | None) -> EntryRef:
+    # The checks of _entry_from_record that the lean decode would otherwise skip (a required field
+    # missing is a corrupt manifest). fastavro gives every record exactly the writer schema's
+    # fields, so checking the first record's fields checks the whole file.
+    if rec is not None:
+        f = rec.get("_FILE")
+        if not (
+            isinstance(f, dict)
+            and _FILE_REQUIRED <= f.keys()
+            and _STATS_REQUIRED <= f["_KEY_STATS"].keys()
+            and _STATS_REQUIRED <= f["_VALUE_STATS"].keys()
+            and "_TOTAL_BUCKETS" in rec
+        ):
+            raise CorruptMetadataError("manifest entry lacks a required field")
+    return _ref_from_record(rec)
+
+
 def read_manifest_refs(data: bytes) -> list[EntryRef]:
     """Decode a manifest as :func:`read_manifest_entries` does (same errors), keeping only what
     reachability needs: about a third cheaper, for sweeps that never plan a scan (orphan cleanup)."""
-    return _decode(data, "manifest file", _ref_from_record)
+    return _decode(data, "manifest file", _ref_from_record, _first_ref_from_record)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -567,20 +582,26 @@ _LIST_REQUIRED = frozenset({"_FILE_NAME", "_FILE_SIZE", "_NUM_ADDED_FILES", "_NU
 
 
 def _list_ref_from_record(rec: dict[str, Any] | None) -> tuple[str, int]:
-    # The checks of _meta_from_record, keeping only the manifest's name and size.
     if rec is None:
         raise CorruptMetadataError("manifest list holds a null record")
     if rec.get("_VERSION") != FORMAT_IDENTIFIER:
         _check_version(rec)
-    if not (_LIST_REQUIRED <= rec.keys() and _STATS_REQUIRED <= rec["_PARTITION_STATS"].keys()):
-        raise CorruptMetadataError("manifest list record lacks a required field")
     return rec["_FILE_NAME"], rec["_FILE_SIZE"]
+
+
+def _first_list_ref_from_record(rec: dict[str, Any] | None) -> tuple[str, int]:
+    # The field checks of _meta_from_record, once per file (see _first_ref_from_record).
+    if rec is not None and not (
+        _LIST_REQUIRED <= rec.keys() and _STATS_REQUIRED <= rec["_PARTITION_STATS"].keys()
+    ):
+        raise CorruptMetadataError("manifest list record lacks a required field")
+    return _list_ref_from_record(rec)
 
 
 def read_manifest_list_refs(data: bytes) -> list[tuple[str, int]]:
     """Decode a manifest list as :func:`read_manifest_list` does (same errors), keeping only each
     manifest's ``(file name, byte size)``: what reachability sweeps need."""
-    return _decode(data, "manifest list", _list_ref_from_record)
+    return _decode(data, "manifest list", _list_ref_from_record, _first_list_ref_from_record)
 
 
 # ---------------------------------------------------------------------------------------------
