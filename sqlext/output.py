@@ -80,10 +80,10 @@ def _text(arr: pa.Array, *, quoted: bool, json: bool) -> pa.Array:
     if pa.types.is_timestamp(t):
         if t.tz is not None:
             arr = pc.local_timestamp(arr)  # the wall clock of the column's zone, as Spark shows it
-        text = _trim_fraction(arr.cast(_STRING))
+        text = trim_fraction(arr.cast(_STRING))
         return json_quote(text) if quoted else text
     if pa.types.is_date(t) or pa.types.is_time(t):
-        text = _trim_fraction(arr.cast(_STRING)) if pa.types.is_time(t) else arr.cast(_STRING)
+        text = trim_fraction(arr.cast(_STRING)) if pa.types.is_time(t) else arr.cast(_STRING)
         return json_quote(text) if quoted else text
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
         return _binary_text(arr, quoted=quoted, json=json)
@@ -120,7 +120,7 @@ def _float_text(arr: pa.Array, *, json: bool) -> pa.Array:
     return pc.replace_substring_regex(text, "^-inf$", '"-Infinity"' if json else "-Infinity")
 
 
-def _trim_fraction(text: pa.Array) -> pa.Array:
+def trim_fraction(text: pa.Array) -> pa.Array:
     """Drop a timestamp's trailing zero fraction digits, as Spark prints them (``10:00:00.5``)."""
     text = pc.replace_substring_regex(text, r"\.0+$", "")
     return pc.replace_substring_regex(text, r"(\.\d*?[1-9])0+$", r"\1")

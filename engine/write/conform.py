@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from engine.errors import InvalidArgumentError
 from engine.schema import TableSchema
@@ -52,7 +53,7 @@ def conform(data: object, schema: TableSchema, extra_columns: Sequence[tuple[str
                 col = col.cast(col.type.value_type)
             if not col.type.equals(target):
                 try:
-                    col = col.cast(target, safe=True)
+                    col = _cast(col, target)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
                     raise InvalidArgumentError(
                         f"column '{f.name}': cannot convert {col.type} to {target}: {e}"
@@ -70,6 +71,15 @@ def conform(data: object, schema: TableSchema, extra_columns: Sequence[tuple[str
             arrays.append(table.column(name).cast(type_))
             fields.append(pa.field(name, type_))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _cast(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
+    """A safe cast, plus what Arrow's cast lacks: time-of-day strings (how Spark, which has no
+    TIME type, hands a TIME column over) to TIME, through a timestamp on the epoch day."""
+    if pa.types.is_time(target) and (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        on_epoch_day = pc.binary_join_element_wise("1970-01-01T", col.cast(pa.string()), "")
+        return on_epoch_day.cast(pa.timestamp("ns")).cast(pa.time64("ns")).cast(target, safe=True)
+    return col.cast(target, safe=True)
 
 
 def coerce_value(schema: TableSchema, column: str, value: object) -> object:

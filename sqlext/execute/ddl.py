@@ -54,6 +54,8 @@ def create_database(s: SqlSession, n: ast.CreateDatabase, stmt: Statement) -> St
 
 
 def drop_database(s: SqlSession, n: ast.DropDatabase, stmt: Statement) -> StatementResult:
+    if n.if_exists and not s.catalog.database_exists(n.name):
+        return done(stmt, f"Database {n.name} does not exist; nothing dropped")
     if n.name == s.current_database:
         s.current_database = "default"
     s.catalog.drop_database(n.name, ignore_if_not_exists=n.if_exists, cascade=n.cascade)
@@ -156,7 +158,7 @@ def drop_table(s: SqlSession, n: ast.DropTable, stmt: Statement) -> StatementRes
     if not s.is_managed(n.name):
         if n.name.database is None and not _spark_has(s, n.name.table):
             if n.if_exists:
-                return done(stmt, "Table does not exist")
+                return done(stmt, f"Table {s.current_database}.{n.name.table} does not exist; nothing dropped")
             # Spark would name its own current database ('default'), not the session's.
             require_managed(s, n.name, stmt)
         return _to_spark(s, stmt)

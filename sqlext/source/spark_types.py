@@ -16,6 +16,8 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
+from sqlext.output import trim_fraction
+
 
 def spark_arrow_type(t: pa.DataType) -> pa.DataType:
     if pa.types.is_timestamp(t):
@@ -46,6 +48,12 @@ def spark_schema(schema: pa.Schema) -> StructType:
     return from_arrow_schema(spark_arrow_schema(schema))
 
 
+def time_text(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """TIME values as the text Spark receives: ``12:34:56``, ``01:02:03.45`` (no trailing zero
+    fraction digits, as Spark prints timestamps); the writer parses the same text back."""
+    return trim_fraction(col.cast(pa.string()))
+
+
 def to_spark_batches(table: pa.Table, target: pa.Schema, max_rows: int = 65_536) -> Iterator[pa.RecordBatch]:
     """Cast engine output to the exact Arrow schema Spark declared, and cut it into batches."""
     if table.num_rows == 0:
@@ -54,7 +62,7 @@ def to_spark_batches(table: pa.Table, target: pa.Schema, max_rows: int = 65_536)
     for field in target:
         col = table.column(field.name)
         if pa.types.is_time(col.type):
-            col = col.cast(pa.string())
+            col = time_text(col)
         if not col.type.equals(field.type):
             col = col.cast(field.type)
         arrays.append(col)

@@ -21,7 +21,10 @@ def test_drop_unknown_table_names_the_current_database(session):
     list(session.execute("CREATE DATABASE sales; USE sales"))
     err = _fails(session, "DROP TABLE nope", "42P01")
     assert "sales.nope" in str(err) and "default" not in str(err), str(err)
-    assert list(session.execute("DROP TABLE IF EXISTS nope"))[-1].message == "Table does not exist"
+    message = list(session.execute("DROP TABLE IF EXISTS nope"))[-1].message
+    assert message == "Table sales.nope does not exist; nothing dropped"
+    message = list(session.execute("DROP DATABASE IF EXISTS nowhere"))[-1].message
+    assert message == "Database nowhere does not exist; nothing dropped"
 
 
 @pytest.mark.parametrize("depth", [100, 5000])

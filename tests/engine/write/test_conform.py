@@ -1,0 +1,41 @@
+"""Fitting user data to a table schema: the casts Arrow lacks (time-of-day text to TIME)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow as pa
+import pytest
+
+from engine.errors import InvalidArgumentError
+from engine.schema import TableSchema
+from engine.write.conform import conform
+
+SCHEMA = TableSchema.create([("id", "INT"), ("t0", "TIME"), ("t6", "TIME(6)")])
+
+
+def test_time_text_becomes_time_values_and_nulls_stay_null():
+    data = pa.table({
+        "id": pa.array([1, 2, 3], pa.int32()),
+        "t0": pa.array(["12:34:56", None, "00:00"], pa.string()),
+        "t6": pa.array(["01:02:03.456789", None, "23:59:59.999999"], pa.large_string()),
+    })
+    out = conform(data, SCHEMA)
+    assert out.column("t0").to_pylist() == [dt.time(12, 34, 56), None, dt.time(0, 0)]
+    assert out.column("t6").to_pylist() == [dt.time(1, 2, 3, 456789), None, dt.time(23, 59, 59, 999999)]
+
+
+def test_an_all_null_text_column_fits_a_time_column():
+    out = conform(pa.table({"id": pa.array([1], pa.int32()), "t0": pa.nulls(1, pa.string())}), SCHEMA)
+    assert out.column("t0").to_pylist() == [None]
+
+
+@pytest.mark.parametrize("text", ["25:00:00", "noon", "12:61:00"])
+def test_text_that_is_not_a_time_of_day_is_refused_naming_the_column(text):
+    with pytest.raises(InvalidArgumentError, match="column 't0'"):
+        conform(pa.table({"id": pa.array([1], pa.int32()), "t0": [text]}), SCHEMA)
+
+
+def test_a_fraction_finer_than_the_column_is_refused_not_truncated():
+    with pytest.raises(InvalidArgumentError, match="column 't0'"):
+        conform(pa.table({"id": pa.array([1], pa.int32()), "t0": ["12:00:00.0001"]}), SCHEMA)
