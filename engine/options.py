@@ -311,7 +311,8 @@ FILE_FORMAT = _declare("file.format", str, "parquet",
     validator=lambda v: None if v.strip().lower() == "parquet" else "dyntable writes only parquet data files")
 FILE_COMPRESSION = _declare("file.compression", "enum", "zstd", "Data file compression.",
     choices=("zstd", "snappy", "gzip", "brotli", "lz4", "none", "uncompressed"))
-FILE_COMPRESSION_ZSTD_LEVEL = _declare("file.compression.zstd-level", int, 1, "zstd level of data files.")
+FILE_COMPRESSION_ZSTD_LEVEL = _declare("file.compression.zstd-level", int, 1, "zstd level of data files (1-22; higher is smaller and slower).",
+    validator=lambda v: None if 1 <= v <= 22 else "must be a zstd level from 1 to 22")
 MANIFEST_FORMAT = _declare("manifest.format", str, "avro", "Manifest file format (always avro).")
 MANIFEST_COMPRESSION = _declare("manifest.compression", str, "zstd", "Manifest (Avro) compression codec.")
 MANIFEST_TARGET_FILE_SIZE = _declare("manifest.target-file-size", "memory_size", 8 * _MB,
@@ -694,6 +695,11 @@ class CoreOptions:
     @property
     def file_compression(self) -> str:
         return str(self.get(FILE_COMPRESSION))
+
+    @property
+    def file_compression_level(self) -> int | None:
+        """The zstd level of data files (``file.compression.zstd-level``); None for other codecs."""
+        return int(self.get(FILE_COMPRESSION_ZSTD_LEVEL)) if self.file_compression == "zstd" else None
 
     @property
     def manifest_compression(self) -> str:

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from engine.meta.binary_row import EMPTY_ROW, serialize_row
 from engine.meta.manifest import DataFileMeta, FileSource, SimpleStats
 from engine.meta.paths import FileNamer
+from engine.options import CoreOptions
 from engine.read.file_reader import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, arrow_path
 from engine.store import FileStore
 from engine.types import DataField, to_arrow_field
@@ -36,10 +37,12 @@ ROWS_PER_SLICE = 262_144  # rows per Parquet row group; also how often the rolli
 DICTIONARY_PAGE_LIMIT = 128 * 1024
 
 
-def parquet_writer(sink: pa.NativeFile, schema: pa.Schema, compression: str) -> pq.ParquetWriter:
-    """The Parquet writer every data file is written with (statistics on, bounded dictionaries)."""
+def parquet_writer(sink: pa.NativeFile, schema: pa.Schema, options: CoreOptions) -> pq.ParquetWriter:
+    """The Parquet writer every data file is written with (the table's codec and zstd level,
+    statistics on, bounded dictionaries)."""
     return pq.ParquetWriter(
-        sink, schema, compression=compression, write_statistics=True, dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT
+        sink, schema, compression=options.file_compression, compression_level=options.file_compression_level,
+        write_statistics=True, dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT,
     )
 
 
@@ -88,7 +91,6 @@ class DataFileWriter:
         self.level = level
         opts = store.options
         self.prefix = prefix if prefix is not None else opts.data_file_prefix
-        self.compression = opts.file_compression
         self.stats_mode = opts.metadata_stats_mode
         self.target_size = opts.target_file_size(store.has_primary_key)
         self.fields = list(store.schema.fields)
@@ -162,7 +164,7 @@ class DataFileWriter:
             self.store.io.mkdirs(self.store.paths.bucket_dir(self.partition_dir, self.bucket))
             start = offset
             with fs.open_output_stream(arrow_path(path)) as sink:
-                writer = parquet_writer(sink, schema, self.compression)
+                writer = parquet_writer(sink, schema, self.store.options)
                 while offset < total:
                     piece = table.slice(offset, ROWS_PER_SLICE)
                     writer.write_table(piece, row_group_size=ROWS_PER_SLICE)

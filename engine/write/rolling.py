@@ -31,7 +31,6 @@ class RollingAppendFile:
         self.namer = namer
         opts = store.options
         self.prefix = opts.data_file_prefix
-        self.compression = opts.file_compression
         self.stats_mode = opts.metadata_stats_mode
         self.target_size = opts.target_file_size(False)
         self.fields = list(store.schema.fields)
@@ -64,7 +63,7 @@ class RollingAppendFile:
         path = self.store.paths.data_file(self.partition_dir, self.bucket, self._name)
         self.store.io.mkdirs(self.store.paths.bucket_dir(self.partition_dir, self.bucket))
         self._sink = self.store.io.arrow_fs().open_output_stream(arrow_path(path))
-        self._writer = parquet_writer(self._sink, self.schema, self.compression)
+        self._writer = parquet_writer(self._sink, self.schema, self.store.options)
         self._rows = 0
         self._stats = StatsAccumulator(self.fields, self.stats_mode)
 

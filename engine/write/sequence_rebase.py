@@ -35,7 +35,7 @@ def rewrite_with_sequence_shift(store: FileStore, partition: bytes, bucket: int,
     name = FileNamer().data_file(prefix, file.file_name.rsplit(".", 1)[-1])
     target = store.paths.data_file(part_dir, bucket, name)
     with fs.open_output_stream(arrow_path(target)) as sink:
-        with parquet_writer(sink, table.schema, store.options.file_compression) as writer:
+        with parquet_writer(sink, table.schema, store.options) as writer:
             writer.write_table(table, row_group_size=ROWS_PER_SLICE)
         size = sink.tell()
     return dataclasses.replace(

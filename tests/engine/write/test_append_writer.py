@@ -61,3 +61,25 @@ def test_abort_deletes_the_open_files(catalog):
     writer.abort()
     data = [f for _d, _s, fs in os.walk(t.path) for f in fs if f.startswith("data-")]
     assert data == []
+
+
+def test_the_zstd_level_option_reaches_the_parquet_writer(tmp_path):
+    import pyarrow as pa
+
+    from engine import open_catalog
+    import pytest
+
+    from engine.errors import InvalidArgumentError
+
+    catalog = open_catalog(str(tmp_path))
+    catalog.create_database("db")
+    rows = pa.table({"v": [f"value {i % 5000} " * 4 for i in range(50_000)]})
+    sizes = {}
+    for level in (1, 19):
+        t = catalog.create_table(f"db.z{level}", rows.schema, options={"file.compression.zstd-level": str(level)})
+        t.write_arrow(rows)
+        sizes[level] = sum(f.file_size for s in t.plan().splits for f in s.files)
+        assert t.to_arrow().column("v").to_pylist() == rows.column("v").to_pylist()
+    assert sizes[19] < sizes[1]  # the level was used: a higher level compresses these rows smaller
+    with pytest.raises(InvalidArgumentError, match="zstd level"):
+        catalog.create_table("db.bad", rows.schema, options={"file.compression.zstd-level": "40"})
