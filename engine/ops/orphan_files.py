@@ -12,7 +12,8 @@ What is listed (everything else under the table root is left alone, it is not ou
 * per-branch metadata directories (``schema``, ``snapshot``, ``tag``, ``consumer``,
   ``changelog`` of main and of every ``branch/branch-*``): only the temporary files of an atomic
   write (``.<name>.<32 hex>.tmp``) — the JSON files themselves are anchors or their history;
-* ``.dyntable/``: the abort markers of failed Spark jobs (``aborted-jobs/``) and temporary files.
+* ``.dyntable/`` of the table and of every branch: the abort markers of failed Spark jobs
+  (``aborted-jobs/``) and temporary files (e.g. of an interrupted retention-mark publish).
   Maintenance-log records and anything else there are dyntable's own records, never orphans.
 
 Safety (ARCHITECTURE.md §7): the cutoff defaults to now − 1 day; a cutoff closer to now than
@@ -159,7 +160,7 @@ def list_candidates(io: FileIO, root: str, pool: ThreadPoolExecutor | None = Non
     flat: list[tuple[str, FileKindRef | None]] = []  # directories whose every file is a candidate
     meta: list[str] = []  # directories where only temporary files are candidates
     partitions: list[str] = []
-    private: str | None = None
+    privates: list[str] = []  # the table's and each branch's ``.dyntable``
     for s in io.list_dir(root):
         name = _name(s.path)
         if not s.is_dir:
@@ -178,8 +179,9 @@ def list_candidates(io: FileIO, root: str, pool: ThreadPoolExecutor | None = Non
             for b in io.list_dir(s.path):
                 if b.is_dir and _name(b.path).startswith("branch-"):
                     meta.extend(join(b.path, d) for d in _METADATA_DIRS)
+                    privates.append(join(b.path, _PRIVATE_DIR))  # where a branch's retention mark lives
         elif name == _PRIVATE_DIR:
-            private = s.path
+            privates.append(s.path)
     # Descend partition directories level by level, each level listed in parallel.
     while partitions:
         level = _pmap(pool, io.list_dir, partitions)
@@ -205,8 +207,8 @@ def list_candidates(io: FileIO, root: str, pool: ThreadPoolExecutor | None = Non
         out.candidates.extend((s, kind) for s in files)
     for statuses in listed[len(flat) :]:
         out.candidates.extend((s, None) for s in statuses if not s.is_dir and _TEMP_FILE.match(_name(s.path)))
-    if private is not None:
-        for s in io.list_files_recursive(private):
+    for private in privates:
+        for s in io.list_files_recursive(private):  # [] when absent
             rel = s.path[len(private) :].lstrip("/")
             if rel.startswith(_ABORTED_JOBS + "/") or _TEMP_FILE.match(_name(s.path)):
                 out.candidates.append((s, None))

@@ -113,6 +113,17 @@ def test_orphans_of_every_kind_go_and_nothing_else(request, fixture):
     ]
 
 
+def test_a_branch_private_directory_loses_its_temporary_files_only(append_table):
+    t = append_table
+    t.create_branch("b", from_snapshot=t.latest_snapshot().id)
+    private = os.path.join(t.path, "branch", "branch-b", ".dyntable", "retention-mark")
+    orphan = plant(os.path.join(private, ".mark-2." + "c" * 32 + ".tmp"), 4)
+    mark = plant(os.path.join(private, "mark-1"), 4)  # a published mark: the branch's record
+    age(t.path)
+    assert t.remove_orphan_files().paths() == [orphan]
+    assert os.path.exists(mark) and not os.path.exists(orphan)
+
+
 def test_young_orphans_and_the_cutoff_guard(append_table):
     t = append_table
     orphan = plant(os.path.join(t.path, "manifest", "manifest-young-0"))
