@@ -53,6 +53,7 @@ from zoneinfo import ZoneInfo
 from engine.errors import InvalidArgumentError, NoSuchSnapshotError
 from engine.identifier import validate_name
 from engine.meta.snapshot import Snapshot, Tag
+from engine.ops.retention_mark import store_mark
 from engine.ops.tags import TagOps
 from engine.options import (
     TAG_AUTOMATIC_COMPLETION,
@@ -203,6 +204,9 @@ class AutoTagger:
             next_tag: dt.datetime | None = period.parse(last_name) + period.length  # type: ignore[operator]
         else:
             start, next_tag = snapshots.earliest_id() or 1, None
+        mark = store_mark(self.store)
+        if mark is not None:  # a tag below the mark could never be read: tag only visible history
+            start = max(start, mark.snapshot_id)
         created = []
         while start <= latest:
             found = self._first_due(start, latest, next_tag, period, delay)

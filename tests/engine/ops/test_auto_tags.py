@@ -13,6 +13,7 @@ from engine.errors import InvalidArgumentError
 from engine.meta.snapshot import Tag
 from engine.ops import auto_tags
 from engine.ops.auto_tags import Period
+from engine.ops.retention_mark import advance
 from engine.schema_changes import SetOption
 from tests.engine.ops.conftest import SCHEMA, content, rows
 
@@ -142,6 +143,19 @@ def test_snapshots_missed_by_the_hook_are_found_and_tagged_at_the_first_due_one(
     assert t.auto_tag() == ["2024-07-18", "2024-07-19"]
     assert t.tags.get("2024-07-18").snapshot.id == s3 and t.tags.get("2024-07-19").snapshot.id == s3 + 2
     assert t.auto_tag() == []  # idempotent
+
+
+def test_periodic_tags_start_at_the_retention_mark(catalog, clock):
+    t = make(catalog, **{"tag.automatic-creation": "none"})
+    for i, when in enumerate([D(2024, 7, 18, 10), D(2024, 7, 18, 12), D(2024, 7, 19, 1)], 1):
+        write_at(t, clock, when, [i])
+    s4 = write_at(t, clock, D(2024, 7, 19, 2), [4])
+    s5 = write_at(t, clock, D(2024, 7, 20, 3), [5])
+    advance(t.store, 0, now_ms=t.store.snapshots.get(s4).time_millis)  # history before s4 is hidden
+    t = set_mode(catalog, t, "process-time")
+    assert t.auto_tag() == ["2024-07-18", "2024-07-19"]
+    assert [t.tags.get(n).snapshot.id for n in t.tags.names()] == [s4, s5]
+    assert content(t, tag="2024-07-18") == sorted((i, f"x{i}", "a") for i in range(1, 5))
 
 
 def test_an_existing_tag_of_the_period_is_not_recreated(catalog, clock):
