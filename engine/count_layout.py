@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from engine.errors import InvalidArgumentError
 from engine.lsm.merge import COUNT_COLUMN
+from engine.options import MERGE_ENGINE, CoreOptions
 from engine.schema import TableSchema
 from engine.types import BIGINT, DataField
 
@@ -46,7 +47,7 @@ def physical_create_args(
     next_id = max(f.id for f in fields) + 1
     physical = list(fields) + [DataField(next_id, COUNT_COLUMN, BIGINT(False), "row count (count layout)")]
     opts = dict(options)
-    if opts.get("merge-engine", "aggregation") != "aggregation":
+    if MERGE_ENGINE.key in opts and CoreOptions(opts).merge_engine != "aggregation":
         raise InvalidArgumentError(f"'{LAYOUT_OPTION}' tables use the aggregation merge engine internally")
     opts.update({
         "merge-engine": "aggregation",

@@ -281,6 +281,13 @@ MERGE_ENGINE = _declare("merge-engine", "enum", "deduplicate",
     "win), aggregation (fields.<f>.aggregate-function), first-row (keep first).",
     immutable=True, choices=("deduplicate", "partial-update", "aggregation", "first-row"))
 IGNORE_DELETE = _declare("ignore-delete", bool, False, "Drop DELETE / UPDATE_BEFORE rows on write.")
+# Paimon's older per-engine spellings of ignore-delete; the first one set wins, in this order.
+IGNORE_DELETE_ALIASES = tuple(
+    _declare(f"{engine}.ignore-delete", bool, False, "Older spelling of ignore-delete.")
+    for engine in ("first-row", "deduplicate", "partial-update")
+)
+AGGREGATION_REMOVE_ON_DELETE = _declare("aggregation.remove-record-on-delete", bool, False,
+    "aggregation: a DELETE row removes the aggregated record.")
 PARTIAL_UPDATE_REMOVE_ON_DELETE = _declare("partial-update.remove-record-on-delete", bool, False,
     "partial-update: a DELETE row removes the whole record.")
 PARTIAL_UPDATE_REMOVE_ON_SEQUENCE_GROUP = _declare(
@@ -385,6 +392,8 @@ COMMIT_MAX_RETRY_WAIT = _declare("commit.max-retry-wait", "duration", 10_000,
     "Longest back-off between commit retries.")
 DYNAMIC_BUCKET_TARGET_ROW_NUM = _declare("dynamic-bucket.target-row-num", int, 2_000_000,
     "Rows per bucket in dynamic bucket mode.", validator=_at_least(1))
+DYNAMIC_BUCKET_MAX_BUCKETS = _declare("dynamic-bucket.max-buckets", int, -1,
+    "Most buckets a partition of a dynamic-bucket table grows to (-1: no limit).")
 
 # -- scans, branches, consumers
 SCAN_MODE = _declare("scan.mode", "enum", "default", "Where a scan starts.",

@@ -30,6 +30,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.errors import InvalidArgumentError
+from engine.options import (
+    AGGREGATION_REMOVE_ON_DELETE,
+    FIELDS_DEFAULT_AGGREGATE_FUNCTION,
+    FIELDS_DISTINCT,
+    FIELDS_IGNORE_RETRACT,
+    IGNORE_DELETE,
+    IGNORE_DELETE_ALIASES,
+    PARTIAL_UPDATE_REMOVE_ON_DELETE,
+    PARTIAL_UPDATE_REMOVE_ON_SEQUENCE_GROUP,
+    SEQUENCE_FIELD_SORT_ORDER,
+    CoreOptions,
+)
 from engine.lsm.aggregates import DEFAULT_FUNCTION, merge_aggregation, normalize_function
 from engine.lsm.merge_engines import (
     KIND_COLUMN,
@@ -51,12 +63,6 @@ _BYTE_TYPES = (
     pa.types.is_large_binary,
     pa.types.is_large_string,
     pa.types.is_fixed_size_binary,
-)
-_IGNORE_DELETE_KEYS = (
-    "ignore-delete",
-    "first-row.ignore-delete",
-    "deduplicate.ignore-delete",
-    "partial-update.ignore-delete",
 )
 
 
@@ -129,75 +135,58 @@ class MergeConfig:
             InvalidArgumentError: an unknown engine or function, a bad boolean, or an option
                 dyntable does not support (sequence groups, listagg distinct ...).
         """
-        engine = options.get("merge-engine", "deduplicate").strip().lower()
-        ignore_delete = False
-        for key in _IGNORE_DELETE_KEYS:
-            if key in options:
-                ignore_delete = _option_bool(options, key)
-                break
+        opts = CoreOptions(options)
+        engine = opts.merge_engine
+        ignore_delete = next(
+            (opts.get(o) for o in (IGNORE_DELETE, *IGNORE_DELETE_ALIASES) if o.key in opts), False
+        )
         keys = set(key_columns)
         aggregates: dict[str, str] = {}
         ignore_retract: dict[str, bool] = {}
         delimiters: dict[str, str] = {}
-        default_function = DEFAULT_FUNCTION
+        default_function = options.get(FIELDS_DEFAULT_AGGREGATE_FUNCTION.key, DEFAULT_FUNCTION)
         for key, value in options.items():
-            if not key.startswith("fields."):
+            if not key.startswith("fields.") or key == FIELDS_DEFAULT_AGGREGATE_FUNCTION.key:
                 continue
             rest = key[len("fields.") :]
-            if rest == "default-aggregate-function":
-                default_function = value
-            elif rest.endswith(".aggregate-function"):
+            # Function names stay raw: normalize_function names what dyntable lacks (e.g. collect)
+            # more clearly than the option's list of choices would.
+            if rest.endswith(".aggregate-function"):
                 column = rest[: -len(".aggregate-function")]
                 if column not in keys:
                     aggregates[column] = value
             elif rest.endswith(".ignore-retract"):
-                ignore_retract[rest[: -len(".ignore-retract")]] = _option_bool(options, key)
+                ignore_retract[rest[: -len(".ignore-retract")]] = opts.get(FIELDS_IGNORE_RETRACT, key)
             elif rest.endswith(".list-agg-delimiter"):
                 delimiters[rest[: -len(".list-agg-delimiter")]] = value
             elif rest.endswith(".sequence-group"):
                 raise InvalidArgumentError(
                     f"'{key}': sequence groups are not supported by dyntable; remove the option."
                 )
-            elif rest.endswith(".distinct") and _option_bool(options, key):
+            elif rest.endswith(".distinct") and opts.get(FIELDS_DISTINCT, key):
                 raise InvalidArgumentError(f"'{key}' = true is not supported by dyntable; remove it.")
-        for key in ("partial-update.remove-record-on-sequence-group",):
-            if options.get(key):
-                raise InvalidArgumentError(f"'{key}' is not supported by dyntable; remove the option.")
+        if opts.get(PARTIAL_UPDATE_REMOVE_ON_SEQUENCE_GROUP):
+            raise InvalidArgumentError(
+                f"'{PARTIAL_UPDATE_REMOVE_ON_SEQUENCE_GROUP.key}' is not supported by dyntable; remove the option."
+            )
         if engine == "partial-update" and normalize_function(default_function) != DEFAULT_FUNCTION:
             raise InvalidArgumentError(
                 "'fields.default-aggregate-function' on a partial-update table needs sequence groups, "
                 "which dyntable does not support: remove the option."
             )
-        order = options.get("sequence.field.sort-order", "ascending").strip().lower()
-        if order not in ("ascending", "descending"):
-            raise InvalidArgumentError(
-                f"'sequence.field.sort-order' must be 'ascending' or 'descending', not '{order}'."
-            )
-        sequence = tuple(f.strip() for f in options.get("sequence.field", "").split(",") if f.strip())
         return MergeConfig(
             engine=engine,
             ignore_delete=ignore_delete,
-            partial_update_remove_record_on_delete=_option_bool(
-                options, "partial-update.remove-record-on-delete", False
-            ),
-            aggregation_remove_record_on_delete=_option_bool(options, "aggregation.remove-record-on-delete", False),
-            sequence_fields=sequence,
+            partial_update_remove_record_on_delete=opts.get(PARTIAL_UPDATE_REMOVE_ON_DELETE),
+            aggregation_remove_record_on_delete=opts.get(AGGREGATION_REMOVE_ON_DELETE),
+            sequence_fields=opts.sequence_fields,
             field_aggregates=aggregates if engine in ("aggregation", "partial-update") else {},
             field_ignore_retract=ignore_retract,
             listagg_delimiter=delimiters,
             default_aggregate_function=default_function,
-            sequence_descending=order == "descending",
+            sequence_descending=opts.get(SEQUENCE_FIELD_SORT_ORDER) == "descending",
         )
 
-
-def _option_bool(options: Mapping[str, str], key: str, default: bool = False) -> bool:
-    value = options.get(key)
-    if value is None:
-        return default
-    text = str(value).strip().lower()
-    if text not in ("true", "false"):
-        raise InvalidArgumentError(f"Table option '{key}' must be 'true' or 'false', not '{value}'.")
-    return text == "true"
 
 
 # ----------------------------------------------------------------------------- key codes

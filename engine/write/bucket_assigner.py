@@ -43,6 +43,7 @@ from engine.meta.binary_row import deserialize_row, serialize_row
 from engine.meta.bucket import hash_codes
 from engine.meta.index_files import IndexFileMeta, IndexStore, hash_entries
 from engine.meta.snapshot import Snapshot
+from engine.options import DYNAMIC_BUCKET_MAX_BUCKETS, DYNAMIC_BUCKET_TARGET_ROW_NUM
 from engine.store import FileStore
 from engine.write.routing import group_rows
 
@@ -64,11 +65,11 @@ def is_cross_partition(store: FileStore) -> bool:
 
 
 def _target_rows(store: FileStore) -> int:
-    return int(store.schema.options.get("dynamic-bucket.target-row-num", 2_000_000))
+    return int(store.options.get(DYNAMIC_BUCKET_TARGET_ROW_NUM))
 
 
 def _max_buckets(store: FileStore) -> int:
-    value = int(store.schema.options.get("dynamic-bucket.max-buckets", -1))
+    value = int(store.options.get(DYNAMIC_BUCKET_MAX_BUCKETS))
     return _MAX_BUCKETS if value <= 0 else min(value, _MAX_BUCKETS)
 
 

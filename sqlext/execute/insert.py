@@ -37,6 +37,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from engine import ROWKIND, CommitKind, Table, coerce_spec, is_count_layout
+from engine.errors import InvalidArgumentError
+from engine.options import parse_duration
 from sqlext.errors import SqlAnalysisError
 from sqlext.execute.common import computed_columns, done, paimon_to_spark_ddl, require_managed, rows
 from sqlext.execute.results import StatementResult, StreamingJob
@@ -58,26 +60,16 @@ _DEFAULT_VALUE = re.compile(r"^fields\.(.+)\.default-value$")
 
 
 # Flink-style durations ('1 s', '500ms', '2 min') as the interval text Spark's trigger accepts.
-_DURATION = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$", re.I)
-_DURATION_UNITS = {
-    "": "milliseconds", "ms": "milliseconds", "milli": "milliseconds", "millis": "milliseconds",
-    "millisecond": "milliseconds", "milliseconds": "milliseconds",
-    "s": "seconds", "sec": "seconds", "secs": "seconds", "second": "seconds", "seconds": "seconds",
-    "m": "minutes", "min": "minutes", "mins": "minutes", "minute": "minutes", "minutes": "minutes",
-    "h": "hours", "hour": "hours", "hours": "hours",
-}
-
-
 def spark_interval(text: str, stmt: Statement | None = None) -> str:
-    """A duration (``'1 s'``, ``'500 ms'``, ``'2 min'``; a bare number is milliseconds) as a Spark interval."""
-    m = _DURATION.match(text)
-    unit = _DURATION_UNITS.get(m.group(2).lower()) if m else None
-    if m is None or unit is None:
+    """A duration (``'1 s'``, ``'500 ms'``, ``'2 min'``; a bare number is milliseconds), read by the
+    engine's one duration parser, as a Spark interval."""
+    try:
+        return f"{parse_duration(text)} milliseconds"
+    except InvalidArgumentError:
         raise SqlAnalysisError(
             f"'execution.checkpointing.interval' = '{text}' is not a duration; use e.g. '1 s', '500 ms' or '2 min'",
             line=stmt.line if stmt else None, column=stmt.column if stmt else None, sqlstate="22023",
-        )
-    return f"{int(m.group(1))} {unit}"
+        ) from None
 
 
 def _quote(name: str) -> str:

@@ -40,6 +40,7 @@ from pyspark.sql.datasource import (
 from engine import ROWKIND, ChangeReader, FileStoreCommit, TableScan, change_splits, delete_uncommitted
 from engine.errors import InvalidArgumentError, NoSuchSnapshotError
 from engine.ops.retention_mark import check_visible
+from engine.options import SCAN_MODE
 from sqlext.source.datasource import DyntableCommitMessage, load_table, projection, write_task
 from sqlext.source.requests import ReadRequest, ReadVersion, WriteRequest
 from sqlext.source.spark_types import spark_arrow_schema, to_spark_batches
@@ -131,7 +132,8 @@ class DyntableStreamReader(DataSourceStreamReader):
         self.store = table.store
         self.columns = projection(request, table)
         self.consumer_id = request.passthrough.get("consumer-id")
-        mode = request.passthrough.get("scan.mode", "default").lower()
+        # The statement's scan.mode, else the table's (Paimon's order), parsed by the option registry.
+        mode = SCAN_MODE.parse(request.passthrough.get(SCAN_MODE.key) or table.options.get(SCAN_MODE.key, "default"))
         if mode not in START_MODES:
             raise InvalidArgumentError(f"scan.mode '{mode}' is not supported for streaming; use one of {START_MODES}")
         self.mode = mode

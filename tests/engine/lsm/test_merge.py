@@ -525,9 +525,13 @@ def test_from_options_reads_paimon_keys():
 @pytest.mark.parametrize(
     "options, message",
     [
-        ({"merge-engine": "last-row"}, "Unknown merge engine"),
+        ({"merge-engine": "last-row"}, "'merge-engine' = 'last-row' is invalid: expected one of deduplicate"),
         ({"merge-engine": "aggregation", "fields.x.aggregate-function": "collect"}, "Unsupported aggregate"),
-        ({"ignore-delete": "yes"}, "must be 'true' or 'false'"),
+        ({"ignore-delete": "yes"}, "'ignore-delete' = 'yes' is invalid: expected a boolean"),
+        ({"first-row.ignore-delete": "maybe"}, "'first-row.ignore-delete' = 'maybe'"),
+        ({"aggregation.remove-record-on-delete": "1"}, "'aggregation.remove-record-on-delete' = '1'"),
+        ({"merge-engine": "partial-update", "partial-update.remove-record-on-sequence-group": "g"},
+         "remove-record-on-sequence-group"),
         ({"merge-engine": "partial-update", "fields.g.sequence-group": "a,b"}, "sequence groups"),
         ({"merge-engine": "partial-update", "fields.a.aggregate-function": "sum"}, "sequence groups"),
         ({"merge-engine": "first-row", "sequence.field": "ts"}, "sequence.field"),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sqlext.execute.insert import fill_default_keywords
+from sqlext.errors import SqlAnalysisError
+from sqlext.execute.insert import fill_default_keywords, spark_interval
 
 COLUMNS = ["a", "b", "c"]
 DEFAULTS = {"b": "CAST('2' AS INT)", "c": "CAST('x' AS STRING)"}
@@ -31,3 +32,18 @@ def test_fill_default_keywords(query, expected):
 
 def test_unparenthesised_rows_are_one_column_each():
     assert fill_default_keywords("VALUES DEFAULT, 1", ["b"], DEFAULTS) == "VALUES CAST('2' AS INT), 1"
+
+
+@pytest.mark.parametrize(
+    ("text", "interval"),
+    [("200 ms", "200 milliseconds"), ("1 s", "1000 milliseconds"), ("2 min", "120000 milliseconds"),
+     ("100", "100 milliseconds"), ("PT1H", "3600000 milliseconds")],
+)
+def test_the_checkpoint_interval_is_read_by_the_engine_duration_parser(text, interval):
+    assert spark_interval(text) == interval
+
+
+def test_a_checkpoint_interval_that_is_no_duration_is_a_typed_error():
+    with pytest.raises(SqlAnalysisError, match="'soon' is not a duration") as info:
+        spark_interval("soon")
+    assert info.value.sqlstate == "22023"

@@ -52,3 +52,22 @@ def test_primary_key_changes_keep_their_order_and_kinds(warehouse, catalog):
     rows = batches[0].to_pydict()
     assert len(rows["id"]) == 1_000
     assert rows["v"][-100:] == [f"v{i}" for i in range(100)]
+
+
+def test_scan_mode_is_parsed_by_the_option_registry_and_the_table_sets_the_default(warehouse, catalog):
+    import pytest
+
+    from engine.errors import InvalidArgumentError
+
+    t = catalog.create_table("db.s", SCHEMA, options={"scan.mode": "latest"})
+    _commit(t, 0, 10)
+
+    def reader(**extra: str) -> DyntableStreamReader:
+        return DyntableStreamReader(ReadRequest.from_options({"warehouse": warehouse, "table": "db.s", **extra}))
+
+    assert reader().mode == "latest"  # the table's option
+    assert reader(**{"scan.mode": "FULL"}).mode == "full"  # the statement's wins; case-insensitive
+    with pytest.raises(InvalidArgumentError, match="'scan.mode' = 'sideways' is invalid: expected one of"):
+        reader(**{"scan.mode": "sideways"})
+    with pytest.raises(InvalidArgumentError, match="not supported for streaming"):
+        reader(**{"scan.mode": "compacted-full"})
