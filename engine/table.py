@@ -7,8 +7,9 @@ loaded with; ``refresh()`` loads the latest.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
@@ -21,6 +22,7 @@ from engine.io import FileIO
 from engine.meta.paths import TablePaths
 from engine.meta.refs import ConsumerStore, TagStore
 from engine.meta.snapshot import Snapshot, Tag
+from engine.options import CoreOptions, validate_options
 from engine.ops.tags import TagDeletion, TagOps, TimeRetained
 from engine.read.split_reader import SplitReader
 from engine.scan.planner import Plan, TableScan, resolve_time_travel, store_at
@@ -82,6 +84,11 @@ class Table:
         return dict(self.schema.options)
 
     @property
+    def core_options(self) -> CoreOptions:
+        """The options typed by the option registry (``core_options.write_only`` ...)."""
+        return self.store.options
+
+    @property
     def primary_keys(self) -> tuple[str, ...]:
         return self.schema.primary_keys
 
@@ -101,6 +108,18 @@ class Table:
     def consumers(self) -> ConsumerStore:
         return ConsumerStore(self.store.io, self.store.paths)
 
+    def with_options(self, options: Mapping[str, str]) -> Table:
+        """This table with ``options`` overriding its own for the operations of the returned
+        object only (Paimon's dynamic options); nothing is stored.
+
+        Raises:
+            InvalidArgumentError: an unknown option or a bad value.
+        """
+        validate_options(options)
+        stored = self.store.schema
+        schema = dataclasses.replace(stored, options={**stored.options, **options})
+        return Table(self.catalog, self.identifier, self.store.io, self.store.paths, schema)
+
     def refresh(self) -> Table:
         latest = self.store.schemas.latest()
         return Table(self.catalog, self.identifier, self.store.io, self.store.paths, latest or self.schema)
@@ -110,6 +129,20 @@ class Table:
 
     def latest_snapshot(self) -> Snapshot | None:
         return self.store.snapshots.latest()
+
+    def snapshot_id_range(self) -> tuple[int | None, int | None]:
+        """The earliest and latest existing snapshot ids (None, None for a table without any)."""
+        snapshots = self.store.snapshots
+        return snapshots.earliest_id(), snapshots.latest_id()
+
+    def snapshots_between(self, start_exclusive: int, end_inclusive: int) -> Iterator[Snapshot]:
+        """The snapshots with ``start < id <= end`` that still exist, ascending."""
+        return self.store.snapshots.iter_range(start_exclusive, end_inclusive)
+
+    def partition_dir(self, values: Sequence[object]) -> str:
+        """The directory (relative to :attr:`path`) of the partition with these values, in
+        partition-key order."""
+        return self.store.partition_dir(values)
 
     @property
     def has_primary_key(self) -> bool:

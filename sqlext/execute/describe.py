@@ -117,7 +117,7 @@ def show_partitions(s: SqlSession, n: ast.ShowPartitions, stmt: Statement) -> St
         )
     spec = checked_spec(table, n.partition, stmt) if n.partition else {}
     types = [table.schema.field(k).type for k in keys]
-    default = table.store.options.partition_default_name
+    default = table.core_options.partition_default_name
     texts = [
         partition_text(keys, [p[k] for k in keys], types, default)
         for p in live_partitions(table)
@@ -196,7 +196,7 @@ def _describe_frame_columns(s: SqlSession, n: ast.DescribeTable, stmt: Statement
 def table_details(table: Table) -> list[tuple[str, str]]:
     """The ``# Detailed Table Information`` key/value pairs of DESCRIBE TABLE EXTENDED."""
     schema = table.schema
-    opts = table.store.options
+    opts = table.core_options
     ident = table.identifier
     name = f"{CATALOG_NAME}.{ident.database}.{ident.table}"
     if ident.branch and ident.branch != "main":
@@ -251,9 +251,9 @@ def _partition_details(table: Table, spec: dict[str, Any], stmt: Statement) -> l
         )
     values = splits[0].partition_values
     types = [table.schema.field(k).type for k in keys]
-    opts = table.store.options
+    opts = table.core_options
     files = {f.file_name: f for sp in splits for f in sp.files}
-    directory = table.store.partition_dir(values)
+    directory = table.partition_dir(values)
     return [
         ("partition", partition_text(keys, values, types, opts.partition_default_name)),
         ("file.path", f"{table.path.rstrip('/')}/{directory}"),

@@ -242,13 +242,13 @@ def write_frame(
         return 0
     added = sum(
         fresh.rows_added(snap)
-        for snap in fresh.store.snapshots.iter_range(before.id if before else 0, after.id)
+        for snap in fresh.snapshots_between(before.id if before else 0, after.id)
         if snap.commit_user == commit_user and snap.commit_kind is not CommitKind.COMPACT
     )
     if request.write_only:
         # The data source left what follows a commit to this statement: the distributed
         # compaction (primary-key tables), then the engine's post-commit steps. None can fail the write.
-        if added and fresh.has_primary_key and not fresh.store.options.write_only:
+        if added and fresh.has_primary_key and not fresh.core_options.write_only:
             from sqlext.execute.compaction import compact_distributed
 
             try:

@@ -190,3 +190,21 @@ def test_bucketed_append_table_gets_an_atomic_bucket_key(catalog):
     t.write_arrow(pa.table({"id": list(range(20)), "tags": [["x"]] * 20, "dt": ["d"] * 20}, schema=schema))
     assert {s.bucket for s in t.plan().splits} <= {0, 1, 2, 3} and len(t.plan().splits) > 1
     assert sorted(t.to_arrow().column("id").to_pylist()) == list(range(20))
+
+
+def test_the_table_api_sqlext_reads_instead_of_the_store(catalog):
+    t = catalog.create_table("db.api", SCHEMA, partition_keys=["dt"], options={"snapshot.num-retained.max": "50"})
+    assert t.snapshot_id_range() == (None, None)
+    for i in range(3):
+        t.write_arrow(rows([i]))
+    assert t.snapshot_id_range() == (1, 3)
+    assert [s.id for s in t.snapshots_between(1, 3)] == [2, 3]
+    assert t.partition_dir(["2024-01-01"]) == "dt=2024-01-01"
+    assert t.core_options.snapshot_num_retained_max == 50
+    # Dynamic options: the returned object only; the stored schema is unchanged.
+    tuned = t.with_options({"snapshot.num-retained.max": "1", "snapshot.num-retained.min": "1"})
+    assert tuned.core_options.snapshot_num_retained_max == 1
+    assert t.refresh().core_options.snapshot_num_retained_max == 50
+    assert len(tuned.expire_snapshots().snapshots) == 2
+    with pytest.raises(InvalidArgumentError, match="snapshot.num-retained.max"):
+        t.with_options({"snapshot.num-retained.max": "many"})

@@ -72,8 +72,7 @@ def _reset_consumer(session: SqlSession, args: dict[str, Any]) -> pa.Table:
         existed = store.get(consumer_id) is not None
         store.delete(consumer_id)
         return pa.table({"result": [existed], "next_snapshot_id": pa.array([None], pa.int64())})
-    snapshots = table.store.snapshots
-    earliest, latest = snapshots.earliest_id(), snapshots.latest_id()
+    earliest, latest = table.snapshot_id_range()
     if earliest is None or latest is None or not earliest <= next_id <= latest + 1:
         window = "the table has no snapshots" if latest is None else f"valid: {earliest}..{latest + 1}"
         raise ProcedureArgumentError(

@@ -51,11 +51,7 @@ MARK_OUTPUT = pa.schema(
 def _with_options(table: Any, text: str | None) -> Any:
     """Paimon's ``options => 'k1=v1,k2=v2'``: table options for this run only (validated)."""
     if not text:
-        return table.store
-    import dataclasses
-
-    from engine.options import validate_options
-
+        return table
     pairs = {}
     for item in text.split(","):
         key, eq, value = item.partition("=")
@@ -63,21 +59,15 @@ def _with_options(table: Any, text: str | None) -> Any:
             raise ProcedureArgumentError(f"argument 'options' = {text!r}: write 'key=value,key2=value2'")
         pairs[key.strip()] = value.strip()
     try:
-        validate_options(pairs)
+        return table.with_options(pairs)
     except ValueError as e:
         raise ProcedureArgumentError(f"argument 'options': {e}") from None
-    schema = table.store.schema
-    return table.store.with_schema(dataclasses.replace(schema, options={**schema.options, **pairs}))
 
 
 def _expire_snapshots(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    from engine.ops.expire_snapshots import run_recorded
-
-    table = table_argument(session, args["table"])
-    store = _with_options(table, args["options"])
+    table = _with_options(table_argument(session, args["table"]), args["options"])
     try:
-        report = run_recorded(
-            store,
+        report = table.expire_snapshots(
             retain_max=args["retain_max"],
             retain_min=args["retain_min"],
             older_than=args["older_than"],
