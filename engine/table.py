@@ -22,8 +22,8 @@ from engine.io import FileIO
 from engine.meta.paths import TablePaths
 from engine.meta.refs import ConsumerStore, TagStore
 from engine.meta.snapshot import Snapshot, Tag
-from engine.options import CoreOptions, validate_options
 from engine.ops.tags import TagDeletion, TagOps, TimeRetained
+from engine.options import CoreOptions, validate_options
 from engine.read.split_reader import SplitReader
 from engine.scan.planner import Plan, TableScan, resolve_time_travel, store_at
 from engine.scan.predicate import Predicate

@@ -30,6 +30,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.errors import InvalidArgumentError
+from engine.lsm.aggregates import DEFAULT_FUNCTION, merge_aggregation, normalize_function
+from engine.lsm.merge_engines import (
+    KIND_COLUMN,
+    SEQUENCE_COLUMN,
+    SortedGroups,
+    is_retract,
+    merge_deduplicate,
+    merge_first_row,
+    merge_partial_update,
+    validity,
+)
 from engine.options import (
     AGGREGATION_REMOVE_ON_DELETE,
     FIELDS_DEFAULT_AGGREGATE_FUNCTION,
@@ -41,17 +52,6 @@ from engine.options import (
     PARTIAL_UPDATE_REMOVE_ON_SEQUENCE_GROUP,
     SEQUENCE_FIELD_SORT_ORDER,
     CoreOptions,
-)
-from engine.lsm.aggregates import DEFAULT_FUNCTION, merge_aggregation, normalize_function
-from engine.lsm.merge_engines import (
-    KIND_COLUMN,
-    SEQUENCE_COLUMN,
-    SortedGroups,
-    is_retract,
-    merge_deduplicate,
-    merge_first_row,
-    merge_partial_update,
-    validity,
 )
 
 COUNT_COLUMN = "_VALUE_COUNT"

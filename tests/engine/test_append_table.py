@@ -136,7 +136,7 @@ def test_every_atomic_type_round_trips(catalog):
         "s": ["héllo", None], "bin": [b"\x00\x01", b""], "d": [dt.date(2024, 2, 29), None],
         "t": [dt.time(12, 30, 1), None], "ts": [dt.datetime(2024, 1, 1, 10, 0, 0, 123456), None],
         "ts3": [dt.datetime(2024, 1, 1, 10, 0, 0, 123000), None],
-        "ltz": [dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc), None],
+        "ltz": [dt.datetime(2024, 1, 1, tzinfo=dt.UTC), None],
         "arr": [[1, 2], None], "m": [[("a", 1)], None], "st": [{"x": 1, "y": "z"}, None],
     }, schema=schema)
     t = catalog.create_table("db.types", schema)

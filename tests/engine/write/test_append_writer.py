@@ -65,10 +65,9 @@ def test_abort_deletes_the_open_files(catalog):
 
 def test_the_zstd_level_option_reaches_the_parquet_writer(tmp_path):
     import pyarrow as pa
-
-    from engine import open_catalog
     import pytest
 
+    from engine import open_catalog
     from engine.errors import InvalidArgumentError
 
     catalog = open_catalog(str(tmp_path))
