@@ -32,93 +32,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import InvalidArgumentError
+from engine.option_values import (  # re-exported: callers import the parsers from here
+    format_duration,
+    format_memory_size,
+    parse_bool,
+    parse_duration,
+    parse_memory_size,
+)
 
 INT_MAX = 2147483647
-_KB, _MB, _GB, _TB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
-
-
-# ---- value parsers ---------------------------------------------------------------------------
-
-_DURATION_UNITS: dict[str, float] = {}
-for _names, _ms in (
-    (("ns", "nano", "nanos", "nanosecond", "nanoseconds"), 1e-6),
-    (("us", "µs", "micro", "micros", "microsecond", "microseconds"), 1e-3),
-    (("ms", "milli", "millis", "millisecond", "milliseconds", ""), 1),
-    (("s", "sec", "secs", "second", "seconds"), 1000),
-    (("m", "min", "mins", "minute", "minutes"), 60_000),
-    (("h", "hour", "hours"), 3_600_000),
-    (("d", "day", "days"), 86_400_000),
-):
-    _DURATION_UNITS.update(dict.fromkeys(_names, _ms))
-_NUM_UNIT = re.compile(r"\s*(\d+)\s*([a-zµ]*)\s*", re.IGNORECASE)
-_ISO = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", re.IGNORECASE)
-_MEMORY_UNITS: dict[str, int] = {}
-for _names, _bytes in (
-    (("", "b", "bytes"), 1),
-    (("k", "kb", "kib", "kibibytes"), _KB),
-    (("m", "mb", "mib", "mebibytes"), _MB),
-    (("g", "gb", "gib", "gibibytes"), _GB),
-    (("t", "tb", "tib", "tebibytes"), _TB),
-):
-    _MEMORY_UNITS.update(dict.fromkeys(_names, _bytes))
-
-
-def parse_duration(text: str) -> int:
-    """Milliseconds of a duration: ``"1 h"``, ``"30min"``, ``"10 s"``, ``"100"`` (ms), ``"PT1H"``.
-
-    Raises:
-        InvalidArgumentError: not a non-negative duration.
-    """
-    s = text.strip()
-    iso = _ISO.fullmatch(s)
-    if iso and s.upper() not in ("P", "PT"):
-        d, h, m, sec = iso.groups()
-        return round(
-            int(d or 0) * 86_400_000 + int(h or 0) * 3_600_000 + int(m or 0) * 60_000 + float(sec or 0) * 1000
-        )
-    m2 = _NUM_UNIT.fullmatch(s)
-    if m2 is None or m2.group(2).lower() not in _DURATION_UNITS:
-        raise InvalidArgumentError(
-            f"{text!r} is not a duration; write a number and a unit, e.g. '1 h', '30 min', '10 s', '7 d'"
-        )
-    return int(int(m2.group(1)) * _DURATION_UNITS[m2.group(2).lower()])
-
-
-def parse_memory_size(text: str) -> int:
-    """Bytes of a memory size: ``"256 mb"``, ``"128MB"``, ``"1 gb"``, ``"1024"`` (bytes); binary units.
-
-    Raises:
-        InvalidArgumentError: not a memory size.
-    """
-    m = _NUM_UNIT.fullmatch(text)
-    if m is None or m.group(2).lower() not in _MEMORY_UNITS:
-        raise InvalidArgumentError(f"{text!r} is not a memory size; write e.g. '256 mb', '1 gb', '1024'")
-    return int(m.group(1)) * _MEMORY_UNITS[m.group(2).lower()]
-
-
-def parse_bool(text: str) -> bool:
-    """``true``/``false``, case-insensitive."""
-    low = text.strip().lower()
-    if low not in ("true", "false"):
-        raise InvalidArgumentError(f"{text!r} is not a boolean; write 'true' or 'false'")
-    return low == "true"
-
-
-def format_duration(ms: int) -> str:
-    """The shortest exact text for a duration in milliseconds (``3600000`` → ``"1 h"``)."""
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
-        if ms and ms % size == 0:
-            return f"{ms // size} {unit}"
-    return f"{ms} ms"
-
-
-def format_memory_size(n: int) -> str:
-    """The shortest exact text for a size in bytes (``268435456`` → ``"256 mb"``)."""
-    for unit, size in (("tb", _TB), ("gb", _GB), ("mb", _MB), ("kb", _KB)):
-        if n and n % size == 0:
-            return f"{n // size} {unit}"
-    return f"{n} b"
-
+_MB = 1 << 20
 
 # ---- declarations ----------------------------------------------------------------------------
 
