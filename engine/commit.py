@@ -626,15 +626,16 @@ class FileStoreCommit:
         store = self.store
         ms = store.manifests
         deadline = None if self.timeout_ms is None else time.monotonic() + self.timeout_ms / 1000
-        last_seen = store.snapshots.latest_id() or 0
+        latest = store.snapshots.latest()
+        last_seen = latest.id if latest else 0
         delta: tuple[list[ManifestEntry], list[ManifestFileMeta]] | None = None  # reused while entries are unchanged
         changelog_list: tuple[str, list[ManifestFileMeta], int] | None = None
         attempt = 0
         self._storage_failure: StorageError | None = None
         try:
             while True:
-                latest = store.snapshots.latest()
                 if attempt > 0:
+                    latest = store.snapshots.latest()
                     done = self._already_committed(last_seen, latest, identifier, kind)
                     if done is not None:
                         return done, None

@@ -34,9 +34,13 @@ UNSUPPORTED_ERRNOS = frozenset(
 def write_temp(final: str, data: bytes, fsync: bool) -> str:
     """Writes ``data`` to a fresh ``.<name>.<uuid>.tmp`` beside ``final``; returns its path."""
     directory, name = os.path.split(final)
-    os.makedirs(directory, exist_ok=True)
     tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    try:
+        fd = os.open(tmp, flags, 0o666)
+    except FileNotFoundError:  # the directory is new: create it only then (commits write here often)
+        os.makedirs(directory, exist_ok=True)
+        fd = os.open(tmp, flags, 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
