@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from engine.errors import InvalidArgumentError
 from engine.schema import TableSchema
-from engine.types import to_arrow_type
+from engine.types import TypeRoot, to_arrow_type
 
 
 def as_table(data: object) -> pa.Table:
@@ -62,6 +62,8 @@ def conform(data: object, schema: TableSchema, extra_columns: Sequence[tuple[str
             col = pa.chunked_array([pa.nulls(n, target)])
         else:
             raise InvalidArgumentError(f"column '{f.name}' is NOT NULL but the data has no such column")
+        if f.type.root is TypeRoot.TIME and (f.type.precision or 0) < 3:
+            _check_time_precision(col, f.name, f.type.precision or 0)
         if not f.type.nullable and col.null_count:
             raise InvalidArgumentError(f"column '{f.name}' is NOT NULL but {col.null_count} row(s) are NULL")
         arrays.append(col)
@@ -80,6 +82,17 @@ def _cast(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
         on_epoch_day = pc.binary_join_element_wise("1970-01-01T", col.cast(pa.string()), "")
         return on_epoch_day.cast(pa.timestamp("ns")).cast(pa.time64("ns")).cast(target, safe=True)
     return col.cast(target, safe=True)
+
+
+def _check_time_precision(col: pa.ChunkedArray, name: str, precision: int) -> None:
+    """TIME(0..2) is stored in milliseconds (Paimon's layout): refuse a finer fraction instead of
+    storing a value the column's type cannot hold."""
+    unit = 10 ** (3 - precision)
+    millis = col.cast(pa.int32())
+    if pc.any(pc.not_equal(pc.multiply(pc.divide(millis, unit), unit), millis)).as_py():
+        raise InvalidArgumentError(
+            f"column '{name}' is TIME({precision}) but a value has a finer fraction of a second"
+        )
 
 
 def coerce_value(schema: TableSchema, column: str, value: object) -> object:

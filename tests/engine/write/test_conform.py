@@ -36,6 +36,14 @@ def test_text_that_is_not_a_time_of_day_is_refused_naming_the_column(text):
         conform(pa.table({"id": pa.array([1], pa.int32()), "t0": [text]}), SCHEMA)
 
 
-def test_a_fraction_finer_than_the_column_is_refused_not_truncated():
+@pytest.mark.parametrize("value", ["12:00:00.0001", "12:00:00.5"])
+def test_a_fraction_finer_than_the_column_is_refused_not_truncated(value):
     with pytest.raises(InvalidArgumentError, match="column 't0'"):
-        conform(pa.table({"id": pa.array([1], pa.int32()), "t0": ["12:00:00.0001"]}), SCHEMA)
+        conform(pa.table({"id": pa.array([1], pa.int32()), "t0": [value]}), SCHEMA)
+
+
+def test_time_values_of_a_coarse_column_are_checked_whatever_their_source():
+    ok = conform(pa.table({"id": pa.array([1], pa.int32()), "t0": [dt.time(12, 0, 1)]}), SCHEMA)
+    assert ok.column("t0").to_pylist() == [dt.time(12, 0, 1)]
+    with pytest.raises(InvalidArgumentError, match=r"TIME\(0\)"):
+        conform(pa.table({"id": pa.array([1], pa.int32()), "t0": [dt.time(12, 0, 1, 250_000)]}), SCHEMA)
