@@ -1,6 +1,6 @@
-"""What Spark's Python data source API costs by itself: the ceilings over W2 and W9.
+"""What Spark's Python data source API costs by itself: the ceilings over W2, W3 and W9.
 
-Two trivial Python data sources, timed in the same run against the same baselines:
+Trivial Python data sources, timed in the same run against the same baselines:
 
 * ``bench_drain`` — a batch ``DataSourceArrowWriter`` whose tasks only drain the Arrow batches
   Spark hands them. W2's input (a cached DataFrame of 100 partitions) costs this much to reach
@@ -8,9 +8,11 @@ Two trivial Python data sources, timed in the same run against the same baseline
 * ``bench_files`` — a streaming source that delivers the given Parquet files, one file per task
   group, read with ``pyarrow.parquet`` and nothing else: the per-query Python runner Spark
   starts, plus the Arrow hand-off of every row. W9 cannot beat it.
+* ``bench_files`` read as a batch — the same files, one task per file, no merge: what W3's
+  merge-on-read scan through the Python source costs before it merges anything.
 
 ``baseline time / floor time`` is the best ratio any Python data source can reach on that
-workload; the suite prints it beside W2 and W9 (rows ``W2c`` and ``W9c``).
+workload; the suite prints it beside W2, W3 and W9 (rows ``W2c``, ``W3f`` and ``W9c``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import pyarrow.parquet as pq
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
+    DataSourceReader,
     DataSourceStreamReader,
     InputPartition,
     WriterCommitMessage,
@@ -85,8 +88,22 @@ class _FilesStream(DataSourceStreamReader):
         pass
 
 
+class _FilesBatch(DataSourceReader):
+    def __init__(self, paths: list[str], schema: pa.Schema) -> None:
+        self.paths = paths
+        self.schema = schema
+
+    def partitions(self) -> Sequence[InputPartition]:
+        return [_Files([p]) for p in self.paths]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        for path in partition.paths:  # type: ignore[attr-defined]
+            yield from pq.read_table(path).cast(self.schema).to_batches(max_chunksize=65_536)
+
+
 class FilesStreamSource(DataSource):
-    """``spark.readStream.format("bench_files").schema(s).option("paths", "a,b,...")``."""
+    """``spark.readStream.format("bench_files").schema(s).option("paths", "a,b,...")``, or
+    ``spark.read`` with the same options for a batch read (one task per file)."""
 
     @classmethod
     def name(cls) -> str:
@@ -95,10 +112,18 @@ class FilesStreamSource(DataSource):
     def schema(self) -> StructType:
         raise ValueError("bench_files needs an explicit schema")
 
+    def _paths(self) -> list[str]:
+        return [p for p in self.options["paths"].split(",") if p]
+
     def streamReader(self, schema: StructType) -> _FilesStream:  # noqa: N802
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        return _FilesStream([p for p in self.options["paths"].split(",") if p], to_arrow_schema(schema))
+        return _FilesStream(self._paths(), to_arrow_schema(schema))
+
+    def reader(self, schema: StructType) -> _FilesBatch:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        return _FilesBatch(self._paths(), to_arrow_schema(schema))
 
 
 def register(spark: Any) -> None:
