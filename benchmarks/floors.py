@@ -65,6 +65,12 @@ class _Files(InputPartition):
         self.paths = tuple(paths)
 
 
+def _read_files(paths: Sequence[str], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The files' rows as Spark's declared schema (the files carry Paimon field ids)."""
+    for path in paths:
+        yield from pq.read_table(path).cast(schema).to_batches(max_chunksize=65_536)
+
+
 class _FilesStream(DataSourceStreamReader):
     def __init__(self, paths: list[str], schema: pa.Schema) -> None:
         self.paths = paths
@@ -81,8 +87,7 @@ class _FilesStream(DataSourceStreamReader):
         return [_Files(todo[i : i + FILES_PER_TASK]) for i in range(0, len(todo), FILES_PER_TASK)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        for path in partition.paths:  # type: ignore[attr-defined]
-            yield from pq.read_table(path).cast(self.schema).to_batches(max_chunksize=65_536)
+        yield from _read_files(partition.paths, self.schema)  # type: ignore[attr-defined]
 
     def commit(self, end: dict) -> None:
         pass
@@ -97,8 +102,7 @@ class _FilesBatch(DataSourceReader):
         return [_Files([p]) for p in self.paths]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        for path in partition.paths:  # type: ignore[attr-defined]
-            yield from pq.read_table(path).cast(self.schema).to_batches(max_chunksize=65_536)
+        yield from _read_files(partition.paths, self.schema)  # type: ignore[attr-defined]
 
 
 class FilesStreamSource(DataSource):

@@ -458,29 +458,36 @@ def _stream_table(ctx: Context, commits: int) -> tuple[str, Table, pa.Table]:
     return warehouse, table.refresh(), rows
 
 
-def _stream_once(spark: Any, warehouse: str, table: Table, checkpoint: str) -> Outcome:
-    """Read every change from snapshot 1 with availableNow; count + hash-sum each micro-batch."""
+def _consume_once(stream: Any, checkpoint: str, columns: list[str] | None = None) -> Outcome:
+    """Run ``stream`` with availableNow into foreachBatch; count + hash-sum every micro-batch."""
     seen = {"rows": 0, "sum": 0}
 
     def consume(df: Any, _batch_id: int) -> None:
-        outcome = spark_checksum(df)
+        outcome = spark_checksum(df if columns is None else df.select(*columns))
         seen["rows"] += outcome.rows
         seen["sum"] += outcome.checksum
 
     query = (
-        spark.readStream.format("dyntable")
-        .option("warehouse", warehouse)
-        .option("table", table.name)
-        .option("scan.mode", "from-snapshot")
-        .option("scan.snapshot-id", "1")
-        .load()
-        .writeStream.foreachBatch(consume)
+        stream.writeStream.foreachBatch(consume)
         .option("checkpointLocation", checkpoint)
         .trigger(availableNow=True)
         .start()
     )
     query.awaitTermination()
     return Outcome(seen["rows"], seen["sum"])
+
+
+def _stream_once(spark: Any, warehouse: str, table: Table, checkpoint: str) -> Outcome:
+    """Read every change from snapshot 1 with availableNow; count + hash-sum each micro-batch."""
+    stream = (
+        spark.readStream.format("dyntable")
+        .option("warehouse", warehouse)
+        .option("table", table.name)
+        .option("scan.mode", "from-snapshot")
+        .option("scan.snapshot-id", "1")
+        .load()
+    )
+    return _consume_once(stream, checkpoint)
 
 
 def _drain(df: Any, rows: int) -> Outcome:
@@ -493,22 +500,8 @@ def _files_stream_once(
     spark: Any, schema: Any, files: list[str], checkpoint: str, columns: list[str] = T8_COLUMNS
 ) -> Outcome:
     """W9's stream read through the ``bench_files`` floor source (see ``benchmarks.floors``)."""
-    seen = {"rows": 0, "sum": 0}
-
-    def consume(df: Any, _batch_id: int) -> None:
-        outcome = spark_checksum(df.select(*columns))
-        seen["rows"] += outcome.rows
-        seen["sum"] += outcome.checksum
-
-    query = (
-        spark.readStream.format("bench_files").schema(schema).option("paths", ",".join(files)).load()
-        .writeStream.foreachBatch(consume)
-        .option("checkpointLocation", checkpoint)
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
-    return Outcome(seen["rows"], seen["sum"])
+    stream = spark.readStream.format("bench_files").schema(schema).option("paths", ",".join(files)).load()
+    return _consume_once(stream, checkpoint, columns)
 
 
 def _latency(spark: Any, warehouse: str, table: Table, checkpoint: str) -> tuple[list[float], int, int]:
