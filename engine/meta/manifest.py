@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 import fastavro
 
 from engine.errors import CorruptMetadataError, DyntableError, InvalidArgumentError
+from engine.meta.avro_container import RecordEncodings, write_container
 from engine.meta.avro_schemas import (
     FORMAT_IDENTIFIER,
     manifest_entry_schema,
@@ -231,19 +232,6 @@ def _avro_codec(codec: str) -> str:
     return name
 
 
-def _write(schema: Any, records: list[dict[str, Any]], codec: str, what: str) -> bytes:
-    avro_codec = _avro_codec(codec)
-    buf = io.BytesIO()
-    try:
-        # Tuple notation off: our tuples are arrays, never (branch-name, value) union picks.
-        fastavro.writer(buf, schema, records, codec=avro_codec, disable_tuple_notation=True)
-    except (TypeError, ValueError, OverflowError, AttributeError, KeyError) as e:
-        raise InvalidArgumentError(
-            f"cannot write {what} as Avro: {e!r}; check that every required field is set and integers fit"
-        ) from e
-    return buf.getvalue()
-
-
 # ---------------------------------------------------------------------------------------------
 # Manifest files
 
@@ -294,6 +282,12 @@ def _entry_record(e: ManifestEntry) -> dict[str, Any]:
     }
 
 
+# Base lists repeat the previous snapshot's manifests and merges repeat earlier entries: each is
+# encoded once. Bounds: a few MB of bytes (entries ~300 B, list records ~150 B).
+_ENTRY_ENCODINGS: RecordEncodings[ManifestEntry] = RecordEncodings(
+    _MANIFEST_ENTRY_SCHEMA, _entry_record, "manifest entries", limit=20_000
+)
+
 def write_manifest_entries(entries: Sequence[ManifestEntry], codec: str = "zstd") -> bytes:
     """Encode entries as a Paimon manifest file (Avro OCF, §6.3/§6.4).
 
@@ -308,8 +302,7 @@ def write_manifest_entries(entries: Sequence[ManifestEntry], codec: str = "zstd"
     Raises:
         InvalidArgumentError: Unknown codec, or an entry whose fields cannot be encoded.
     """
-    records = [_entry_record(e) for e in entries]
-    return _write(_MANIFEST_ENTRY_SCHEMA, records, codec, "manifest entries")
+    return write_container(_MANIFEST_ENTRY_SCHEMA, _ENTRY_ENCODINGS.encode_all(entries), _avro_codec(codec))
 
 
 def _millis(value: Any) -> int | None:
@@ -523,6 +516,10 @@ def _meta_record(m: ManifestFileMeta) -> dict[str, Any]:
     }
 
 
+_META_ENCODINGS: RecordEncodings[ManifestFileMeta] = RecordEncodings(
+    _MANIFEST_FILE_META_SCHEMA, _meta_record, "manifest list", limit=20_000
+)
+
 def write_manifest_list(metas: Sequence[ManifestFileMeta], codec: str = "zstd") -> bytes:
     """Encode a Paimon manifest list (Avro OCF, §6.2, all 13 fields).
 
@@ -536,8 +533,7 @@ def write_manifest_list(metas: Sequence[ManifestFileMeta], codec: str = "zstd") 
     Raises:
         InvalidArgumentError: Unknown codec, or a record whose fields cannot be encoded.
     """
-    records = [_meta_record(m) for m in metas]
-    return _write(_MANIFEST_FILE_META_SCHEMA, records, codec, "manifest list")
+    return write_container(_MANIFEST_FILE_META_SCHEMA, _META_ENCODINGS.encode_all(metas), _avro_codec(codec))
 
 
 def _meta_from_record(rec: dict[str, Any] | None) -> ManifestFileMeta:

@@ -21,6 +21,7 @@ Invariants:
 from __future__ import annotations
 
 import json
+from json.encoder import encode_basestring  # json.dumps of one str, ensure_ascii=False
 import uuid as _uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -60,6 +61,11 @@ class _RawNumber(str):
 
 
 def _json_value(value: Any, indent: str) -> str:
+    kind = type(value)
+    if kind is int:  # the common leaves first, without json.dumps' per-call encoder set-up
+        return str(value)
+    if kind is str:
+        return encode_basestring(value)
     if isinstance(value, _RawNumber):
         return str(value)
     if value is None or isinstance(value, (bool, int, str)):
@@ -69,8 +75,7 @@ def _json_value(value: Any, indent: str) -> str:
             return "{ }"
         inner = indent + "  "
         body = ",\n".join(
-            f"{inner}{json.dumps(str(k), ensure_ascii=False)} : {_json_value(v, inner)}"
-            for k, v in value.items()
+            f"{inner}{encode_basestring(str(k))} : {_json_value(v, inner)}" for k, v in value.items()
         )
         return "{\n" + body + "\n" + indent + "}"
     if isinstance(value, (list, tuple)):
