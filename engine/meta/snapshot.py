@@ -21,13 +21,13 @@ Invariants:
 from __future__ import annotations
 
 import json
-from json.encoder import encode_basestring  # json.dumps of one str, ensure_ascii=False
 import uuid as _uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 from enum import StrEnum
+from json.encoder import encode_basestring  # json.dumps of one str, ensure_ascii=False
 from typing import Any
 
 from engine.errors import CorruptMetadataError
