@@ -283,9 +283,11 @@ def _entry_record(e: ManifestEntry) -> dict[str, Any]:
 
 
 # Base lists repeat the previous snapshot's manifests and merges repeat earlier entries: each is
-# encoded once. Bounds: a few MB of bytes (entries ~300 B, list records ~150 B).
+# encoded once. The bounds keep the encodings and the records they are keyed by to ~10-20 MB:
+# a merge rewrites at most manifest.merge-min-count small manifests, and a base list holds every
+# manifest of the table (rarely more than a few thousand).
 _ENTRY_ENCODINGS: RecordEncodings[ManifestEntry] = RecordEncodings(
-    _MANIFEST_ENTRY_SCHEMA, _entry_record, "manifest entries", limit=20_000
+    _MANIFEST_ENTRY_SCHEMA, _entry_record, "manifest entries", limit=10_000
 )
 
 def write_manifest_entries(entries: Sequence[ManifestEntry], codec: str = "zstd") -> bytes:
