@@ -27,7 +27,7 @@ __all__ = ["RecordEncodings", "write_container"]
 Item = TypeVar("Item", bound=Hashable)
 
 # fastavro raises these when a record does not fit its schema (a missing field, a bad type).
-ENCODE_ERRORS = (TypeError, ValueError, OverflowError, AttributeError, KeyError)
+_ENCODE_ERRORS = (TypeError, ValueError, OverflowError, AttributeError, KeyError)
 
 
 class _Block:
@@ -100,7 +100,7 @@ class RecordEncodings(Generic[Item]):
         try:
             # Tuple notation off: our tuples are arrays, never (branch-name, value) union picks.
             fastavro.schemaless_writer(buf, self._schema, self._to_record(item), disable_tuple_notation=True)
-        except ENCODE_ERRORS as e:
+        except _ENCODE_ERRORS as e:
             raise InvalidArgumentError(
                 f"cannot write {self._what} as Avro: {e!r}; "
                 "check that every required field is set and integers fit"

@@ -290,6 +290,7 @@ _ENTRY_ENCODINGS: RecordEncodings[ManifestEntry] = RecordEncodings(
     _MANIFEST_ENTRY_SCHEMA, _entry_record, "manifest entries", limit=10_000
 )
 
+
 def write_manifest_entries(entries: Sequence[ManifestEntry], codec: str = "zstd") -> bytes:
     """Encode entries as a Paimon manifest file (Avro OCF, §6.3/§6.4).
 
@@ -521,6 +522,7 @@ def _meta_record(m: ManifestFileMeta) -> dict[str, Any]:
 _META_ENCODINGS: RecordEncodings[ManifestFileMeta] = RecordEncodings(
     _MANIFEST_FILE_META_SCHEMA, _meta_record, "manifest list", limit=20_000
 )
+
 
 def write_manifest_list(metas: Sequence[ManifestFileMeta], codec: str = "zstd") -> bytes:
     """Encode a Paimon manifest list (Avro OCF, §6.2, all 13 fields).
