@@ -215,7 +215,8 @@ PARTIAL_UPDATE_REMOVE_ON_DELETE = _declare("partial-update.remove-record-on-dele
     "partial-update: a DELETE row removes the whole record.")
 PARTIAL_UPDATE_REMOVE_ON_SEQUENCE_GROUP = _declare(
     "partial-update.remove-record-on-sequence-group", "list", None,
-    "partial-update: DELETE rows of these sequence groups remove the whole record.")
+    "partial-update: DELETE rows of these sequence groups remove the whole record "
+    "(not supported by dyntable: refused).")
 CHANGELOG_PRODUCER = _declare("changelog-producer", "enum", "none",
     "How changelog files are produced: none, input (write the input as changelog), full-compaction, "
     "lookup.", choices=("none", "input", "full-compaction", "lookup"))
@@ -406,7 +407,8 @@ FIELDS_AGGREGATE_FUNCTION = _declare("fields.*.aggregate-function", "enum", None
 FIELDS_IGNORE_RETRACT = _declare("fields.*.ignore-retract", bool, False,
     "aggregation / partial-update: ignore retractions of this column.")
 FIELDS_SEQUENCE_GROUP = _declare("fields.*.sequence-group", "list", None,
-    "partial-update: columns updated only when this sequence column (or comma list) advances.")
+    "partial-update: these columns change together, only from a row whose sequence column(s) "
+    "(the key's comma list) are not all null and not lower; a winning -U/-D clears them.")
 FIELDS_DEFAULT_VALUE = _declare("fields.*.default-value", str, None, "Value used when the column is null.")
 FIELDS_STATS_MODE = _declare("fields.*.stats-mode", str, None, "metadata.stats-mode for this column.",
     validator=_stats_mode_ok)

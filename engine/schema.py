@@ -575,6 +575,11 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
                 raise InvalidArgumentError(
                     f"sequence group of {list(seq)} names '{c}', which is not a column"
                 )
+    if s.primary_keys:
+        # The merge options fail at CREATE/ALTER, not at the first write into the table.
+        from engine.lsm.merge import MergeConfig
+
+        MergeConfig.from_options(s.options, s.primary_keys)
     ids = [f.id for f in _all_fields(s.fields)]
     if len(set(ids)) != len(ids) or max(ids) > s.highest_field_id:
         raise InvalidArgumentError(

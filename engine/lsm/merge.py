@@ -82,6 +82,9 @@ class MergeConfig:
         default_aggregate_function: function of non-key columns without their own
             (``fields.default-aggregate-function``; Paimon's default ``last_non_null_value``).
         sequence_descending: ``sequence.field.sort-order`` = descending.
+        sequence_groups: partial-update ``fields.<seq cols>.sequence-group`` = members, as
+            (sequence columns, member columns) pairs: each group's columns change together, only
+            by a row whose sequence columns are not all null and not lower than the group's.
     """
 
     engine: str = "deduplicate"
@@ -94,6 +97,7 @@ class MergeConfig:
     listagg_delimiter: Mapping[str, str] = field(default_factory=dict)
     default_aggregate_function: str = DEFAULT_FUNCTION
     sequence_descending: bool = False
+    sequence_groups: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -116,10 +120,34 @@ class MergeConfig:
             raise InvalidArgumentError(
                 "The first-row merge engine does not support 'sequence.field': remove the option."
             )
+        groups = tuple((tuple(seq), tuple(members)) for seq, members in self.sequence_groups)
+        object.__setattr__(self, "sequence_groups", groups)
+        owner: dict[str, str] = {}
+        for seq, members in groups:
+            key = f"fields.{','.join(seq)}.sequence-group"
+            for column in (*seq, *members):
+                if column in owner and owner[column] != key:
+                    raise InvalidArgumentError(
+                        f"Column '{column}' is defined repeatedly by multiple sequence groups: "
+                        f"'{owner[column]}' and '{key}'."
+                    )
+                owner[column] = key
         if self.engine == "partial-update" and self.field_aggregates:
+            column = next(iter(self.field_aggregates))
+            if column in owner:
+                raise InvalidArgumentError(
+                    f"Aggregate functions inside partial-update sequence groups are not supported by "
+                    f"dyntable: remove 'fields.{column}.aggregate-function'."
+                )
             raise InvalidArgumentError(
-                "Aggregate functions on a partial-update table need sequence groups, which dyntable "
-                "does not support: remove the 'fields.<f>.aggregate-function' options."
+                f"Must use sequence group for aggregation functions but not found for field {column}: "
+                f"put it in a 'fields.<seq>.sequence-group' (dyntable then refuses aggregation inside "
+                f"groups), or remove 'fields.{column}.aggregate-function'."
+            )
+        if groups and self.partial_update_remove_record_on_delete:
+            raise InvalidArgumentError(
+                "sequence-group and 'partial-update.remove-record-on-delete' have conflicting behavior "
+                "so should not be enabled at the same time."
             )
 
     @staticmethod
@@ -133,7 +161,7 @@ class MergeConfig:
 
         Raises:
             InvalidArgumentError: an unknown engine or function, a bad boolean, or an option
-                dyntable does not support (sequence groups, listagg distinct ...).
+                dyntable does not support (aggregation inside sequence groups, listagg distinct ...).
         """
         opts = CoreOptions(options)
         engine = opts.merge_engine
@@ -159,10 +187,6 @@ class MergeConfig:
                 ignore_retract[rest[: -len(".ignore-retract")]] = opts.get(FIELDS_IGNORE_RETRACT, key)
             elif rest.endswith(".list-agg-delimiter"):
                 delimiters[rest[: -len(".list-agg-delimiter")]] = value
-            elif rest.endswith(".sequence-group"):
-                raise InvalidArgumentError(
-                    f"'{key}': sequence groups are not supported by dyntable; remove the option."
-                )
             elif rest.endswith(".distinct") and opts.get(FIELDS_DISTINCT, key):
                 raise InvalidArgumentError(f"'{key}' = true is not supported by dyntable; remove it.")
         if opts.get(PARTIAL_UPDATE_REMOVE_ON_SEQUENCE_GROUP):
@@ -171,8 +195,8 @@ class MergeConfig:
             )
         if engine == "partial-update" and normalize_function(default_function) != DEFAULT_FUNCTION:
             raise InvalidArgumentError(
-                "'fields.default-aggregate-function' on a partial-update table needs sequence groups, "
-                "which dyntable does not support: remove the option."
+                "'fields.default-aggregate-function' on a partial-update table aggregates inside "
+                "sequence groups, which dyntable does not support: remove the option."
             )
         return MergeConfig(
             engine=engine,
@@ -185,6 +209,8 @@ class MergeConfig:
             listagg_delimiter=delimiters,
             default_aggregate_function=default_function,
             sequence_descending=opts.get(SEQUENCE_FIELD_SORT_ORDER) == "descending",
+            # As in Paimon, only partial-update reads sequence groups.
+            sequence_groups=tuple(opts.sequence_groups().items()) if engine == "partial-update" else (),
         )
 
 
@@ -410,6 +436,30 @@ def _sort_groups(
     return SortedGroups(perm, starts, n), seq
 
 
+def _sequence_group_winners(table: pa.Table, groups: SortedGroups, seq_columns: Sequence[str]) -> np.ndarray:
+    """Per key group, the sorted position of the row a sequence group takes its columns from, or -1.
+
+    Paimon compares each row's sequence columns with the group's current ones (ascending, nulls
+    first) and takes the row when not lower; rows whose sequence columns are all null are
+    skipped. Over a key's rows in merge order that is the last row holding the highest sequence.
+    """
+    columns = [table.column(c) for c in seq_columns]
+    present = np.zeros(table.num_rows, dtype=bool)
+    for column in columns:
+        present |= validity(column)
+    rows = np.flatnonzero(present[groups.perm])  # sorted positions of the candidate rows
+    winners = np.full(groups.num_groups, -1, dtype=np.int64)
+    if len(rows) == 0:
+        return winners
+    codes = [c[groups.perm[rows]] for c in key_sort_codes(columns)]
+    owner = groups.group_of_row[rows]
+    order = np.lexsort([rows, *reversed(codes), owner])  # by key group, sequence, position
+    owner, rows = owner[order], rows[order]
+    last = np.append(owner[1:] != owner[:-1], True)
+    winners[owner[last]] = rows[last]
+    return winners
+
+
 def sort_kv(table: pa.Table, key_columns: Sequence[str], config: MergeConfig) -> pa.Table:
     """Rows stably sorted by key, then sequence fields (if any), then ``_SEQUENCE_NUMBER``.
 
@@ -445,7 +495,10 @@ def merge(
             for first-row/partial-update, retraction of a non-retractable aggregate).
     """
     key_columns = list(key_columns)
-    _require_columns(table, [*key_columns, SEQUENCE_COLUMN, KIND_COLUMN, *config.sequence_fields])
+    group_sequences = [c for seq, _ in config.sequence_groups for c in seq]
+    _require_columns(
+        table, [*key_columns, SEQUENCE_COLUMN, KIND_COLUMN, *config.sequence_fields, *group_sequences]
+    )
     kinds = _kinds(table)
     if config.ignore_delete:
         retract = is_retract(kinds)
@@ -460,7 +513,11 @@ def merge(
     if config.engine == "first-row":
         return merge_first_row(table, groups, kinds, seq, config, drop_deletes)
     if config.engine == "partial-update":
-        return merge_partial_update(table, groups, kinds, seq, config, drop_deletes)
+        winners = [
+            (seq_columns, members, _sequence_group_winners(table, groups, seq_columns))
+            for seq_columns, members in config.sequence_groups
+        ]
+        return merge_partial_update(table, groups, kinds, seq, config, drop_deletes, winners)
     return merge_aggregation(table, groups, kinds, seq, config, key_columns, drop_deletes)
 
 

@@ -15,6 +15,12 @@ functions applied to every group in sequence order, computed column-wise with nu
   ``partial-update.remove-record-on-delete``: then a ``-D`` forgets everything before it (the
   merged row is ``-D`` if nothing was added after it) and ``-U`` rows are skipped. The merged kind
   is ``+I`` like Paimon's.
+* ``partial-update`` with sequence groups (``fields.<seq cols>.sequence-group`` = members): the
+  group's sequence columns and members come together from one row, the last among the rows with
+  the highest sequence (ascending, nulls first; rows whose sequence columns are all null leave the
+  group alone), as Paimon's row-by-row "not lower than the current" update gives. A winning
+  retraction clears the members and sets the sequence. Retractions are then accepted and touch
+  no column outside a group; a key with retractions only merges into a ``-D`` row.
 
 Invariants: the merged ``_SEQUENCE_NUMBER`` is the group's maximum, so a merged run keeps the
 sequence range of its inputs; no function here depends on the order of runs in the input beyond
@@ -23,6 +29,7 @@ the sort that produced the groups.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -172,17 +179,21 @@ def merge_partial_update(
     seq: np.ndarray,
     config: MergeConfig,
     drop_deletes: bool,
+    sequence_groups: Sequence[tuple[tuple[str, ...], tuple[str, ...], np.ndarray]] = (),
 ) -> pa.Table:
-    """Per column, the last non-null value of the group's add rows (see the module docstring)."""
+    """Per column, the last non-null value of the group's add rows; the columns of a sequence
+    group from that group's winning row (``sequence_groups``: sequence columns, members, winner
+    per key group as a sorted position or -1; see the module docstring)."""
     kinds, seq = kinds[groups.perm], seq[groups.perm]
     retract = is_retract(kinds)
     is_add = ~retract
     remove_on_delete = config.partial_update_remove_record_on_delete
-    if retract.any() and not remove_on_delete:
+    if retract.any() and not remove_on_delete and not sequence_groups:
         raise InvalidArgumentError(
             "The partial-update merge engine cannot accept DELETE/UPDATE_BEFORE (-D/-U) records by "
-            "default: set 'ignore-delete' = 'true' to ignore them, or "
-            "'partial-update.remove-record-on-delete' = 'true' to remove the whole row on -D."
+            "default: set 'ignore-delete' = 'true' to ignore them, "
+            "'partial-update.remove-record-on-delete' = 'true' to remove the whole row on -D, or "
+            "sequence groups ('fields.<seq>.sequence-group') to retract their columns."
         )
     if remove_on_delete:
         last_delete = groups.last_where(kinds == DELETE)
@@ -192,9 +203,21 @@ def merge_partial_update(
         eligible = is_add
     last_add = groups.last_where(eligible)
     added = last_add >= 0
-    deleted = ~added & (last_delete >= 0)
-    # Groups holding only skipped -U rows produce nothing, like Paimon's empty merge result.
+    if sequence_groups:
+        # Paimon's result of retractions only: a -D row (its key from the last of them).
+        deleted = ~added
+        last_delete = np.where(deleted, groups.lasts, -1)
+    else:
+        deleted = ~added & (last_delete >= 0)
+    # Without sequence groups, key groups holding only skipped -U rows produce nothing, like
+    # Paimon's empty merge result.
     keep = added if drop_deletes else (added | deleted)
+    group_of_column = {}
+    for seq_columns, members, winners in sequence_groups:
+        for name in seq_columns:
+            group_of_column[name] = (winners, False)
+        for name in members:
+            group_of_column[name] = (winners, True)
 
     perm = groups.perm
     columns = []
@@ -204,6 +227,13 @@ def merge_partial_update(
             columns.append(None)
             continue
         column = table.column(i)
+        if field.name in group_of_column:
+            winners, member = group_of_column[field.name]
+            missing = winners < 0
+            if member:  # a retraction that wins its group clears the members
+                missing |= retract[np.where(missing, 0, winners)]
+            columns.append(take_or_null(column, perm[np.where(missing, 0, winners)][keep], missing[keep]))
+            continue
         if column.null_count == 0:
             chosen = last_add
         else:

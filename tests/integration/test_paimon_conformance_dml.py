@@ -346,3 +346,30 @@ def test_drop_partition_missing_refuses_whole_statement(session):
     assert snapshots(session, "p") == before and contents(session, "p") == [(1, "a"), (2, "c")]
     run(session, "ALTER TABLE p DROP IF EXISTS PARTITION (dt = 'a'), PARTITION (dt = 'b')")
     assert contents(session, "p") == [(2, "c")]
+
+
+# -- partial-update sequence groups ---------------------------------------------------------------
+def test_partial_update_sequence_groups(session):
+    # Paimon's partial-update documentation, "Sequence Group": a group changes only when its
+    # sequence column is set and not lower; DELETE still removes the whole row.
+    run(
+        session,
+        "CREATE TABLE sg (k INT, a INT, b INT, g_1 INT, c INT, d INT, g_2 INT, PRIMARY KEY (k) NOT ENFORCED) "
+        "WITH ('merge-engine' = 'partial-update', 'fields.g_1.sequence-group' = 'a,b', "
+        "'fields.g_2.sequence-group' = 'c,d')",
+    )
+    run(session, "INSERT INTO sg VALUES (1, 1, 1, 1, 1, 1, 1), (2, 5, 5, 5, 5, 5, 5)")
+    run(session, "INSERT INTO sg VALUES (1, 2, 2, 2, 2, 2, CAST(NULL AS INT))")
+    assert contents(session, "sg") == [(1, 2, 2, 2, 1, 1, 1), (2, 5, 5, 5, 5, 5, 5)]
+    run(session, "INSERT INTO sg VALUES (1, 3, 3, 1, 3, 3, 3)")
+    assert contents(session, "sg") == [(1, 2, 2, 2, 3, 3, 3), (2, 5, 5, 5, 5, 5, 5)]
+    assert run(session, "UPDATE sg SET c = 9, g_2 = 4 WHERE k = 1") == [(1,)]
+    assert contents(session, "sg") == [(1, 2, 2, 2, 9, 3, 4), (2, 5, 5, 5, 5, 5, 5)]
+    assert run(session, "DELETE FROM sg WHERE k = 2") == [(1,)]
+    assert contents(session, "sg") == [(1, 2, 2, 2, 9, 3, 4)]
+    refused(
+        session,
+        "ALTER TABLE sg SET TBLPROPERTIES ('fields.a.aggregate-function' = 'sum')",
+        "22023",
+        "sequence groups",
+    )
