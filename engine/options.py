@@ -403,7 +403,8 @@ TAG_BATCH_CUSTOMIZED_NAME = _declare("tag.batch.customized-name", str, None,
 FIELDS_DEFAULT_AGGREGATE_FUNCTION = _declare("fields.default-aggregate-function", "enum", None,
     "aggregation: function of columns without their own.", choices=AGGREGATE_FUNCTIONS)
 FIELDS_AGGREGATE_FUNCTION = _declare("fields.*.aggregate-function", "enum", None,
-    "aggregation: the function merging this column.", choices=AGGREGATE_FUNCTIONS)
+    "aggregation: the function merging this column (partial-update: a sequence-group member, "
+    "with sum, product, min, max, bool_and or bool_or).", choices=AGGREGATE_FUNCTIONS)
 FIELDS_IGNORE_RETRACT = _declare("fields.*.ignore-retract", bool, False,
     "aggregation / partial-update: ignore retractions of this column.")
 FIELDS_SEQUENCE_GROUP = _declare("fields.*.sequence-group", "list", None,

@@ -72,6 +72,9 @@ SUPPORTED_FUNCTIONS = frozenset(
     }
 )
 RETRACTABLE_FUNCTIONS = frozenset({"sum", "product", "count", "last_value", "last_non_null_value"})
+#: Functions whose result does not depend on the order of their inputs (Paimon's ``agg`` and
+#: ``aggReversed`` agree): the ones a partial-update sequence group can aggregate.
+ORDER_FREE_FUNCTIONS = frozenset({"sum", "product", "min", "max", "bool_and", "bool_or"})
 _ALIASES = {"first_not_null_value": "first_non_null_value"}
 
 
@@ -190,6 +193,23 @@ def merge_aggregation(
             columns.append(result if result.type == field.type else result.cast(field.type))
     merged = pa.Table.from_arrays(columns, schema=table.schema)
     return merged if keep is None else merged.filter(pa.array(keep))
+
+
+def aggregate_column(
+    table: pa.Table,
+    name: str,
+    groups: SortedGroups,
+    function: str,
+    eligible: np.ndarray,
+    retract: np.ndarray,
+    delimiter: str = ",",
+) -> pa.Array:
+    """One aggregate per key group of column ``name`` over the ``eligible`` sorted rows, the
+    ``retract`` ones retracting (a partial-update sequence group's aggregated members)."""
+    data = _Field(name, table.column(name), groups, eligible, eligible & retract, delimiter)
+    result = _FUNCTIONS[function](data)
+    target = table.schema.field(name).type
+    return result if result.type == target else result.cast(target)
 
 
 def _hash_aggregate(

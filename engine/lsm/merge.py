@@ -30,7 +30,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.errors import InvalidArgumentError
-from engine.lsm.aggregates import DEFAULT_FUNCTION, merge_aggregation, normalize_function
+from engine.lsm.aggregates import (
+    DEFAULT_FUNCTION,
+    ORDER_FREE_FUNCTIONS,
+    RETRACTABLE_FUNCTIONS,
+    aggregate_column,
+    merge_aggregation,
+    normalize_function,
+)
 from engine.lsm.merge_engines import (
     KIND_COLUMN,
     SEQUENCE_COLUMN,
@@ -132,18 +139,25 @@ class MergeConfig:
                         f"'{owner[column]}' and '{key}'."
                     )
                 owner[column] = key
-        if self.engine == "partial-update" and self.field_aggregates:
-            column = next(iter(self.field_aggregates))
-            if column in owner:
+        sequences = {c for seq, _ in groups for c in seq}
+        for column, function in self.field_aggregates.items() if self.engine == "partial-update" else ():
+            if column not in owner:
                 raise InvalidArgumentError(
-                    f"Aggregate functions inside partial-update sequence groups are not supported by "
-                    f"dyntable: remove 'fields.{column}.aggregate-function'."
+                    f"Must use sequence group for aggregation functions but not found for field "
+                    f"{column}: put it in a 'fields.<seq>.sequence-group' or remove "
+                    f"'fields.{column}.aggregate-function'."
                 )
-            raise InvalidArgumentError(
-                f"Must use sequence group for aggregation functions but not found for field {column}: "
-                f"put it in a 'fields.<seq>.sequence-group' (dyntable then refuses aggregation inside "
-                f"groups), or remove 'fields.{column}.aggregate-function'."
-            )
+            if column in sequences:
+                raise InvalidArgumentError(
+                    f"Sequence column '{column}' cannot be aggregated: "
+                    f"remove 'fields.{column}.aggregate-function'."
+                )
+            if function not in ORDER_FREE_FUNCTIONS:
+                raise InvalidArgumentError(
+                    f"Aggregate function '{function}' inside a partial-update sequence group is not "
+                    f"supported by dyntable (only {', '.join(sorted(ORDER_FREE_FUNCTIONS))}): change "
+                    f"'fields.{column}.aggregate-function'."
+                )
         if groups and self.partial_update_remove_record_on_delete:
             raise InvalidArgumentError(
                 "sequence-group and 'partial-update.remove-record-on-delete' have conflicting behavior "
@@ -436,8 +450,11 @@ def _sort_groups(
     return SortedGroups(perm, starts, n), seq
 
 
-def _sequence_group_winners(table: pa.Table, groups: SortedGroups, seq_columns: Sequence[str]) -> np.ndarray:
-    """Per key group, the sorted position of the row a sequence group takes its columns from, or -1.
+def _sequence_group_winners(
+    table: pa.Table, groups: SortedGroups, seq_columns: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per key group, the sorted position of the row a sequence group takes its columns from
+    (or -1); and which sorted rows take part in the group at all (sequence not all null).
 
     Paimon compares each row's sequence columns with the group's current ones (ascending, nulls
     first) and takes the row when not lower; rows whose sequence columns are all null are
@@ -447,17 +464,47 @@ def _sequence_group_winners(table: pa.Table, groups: SortedGroups, seq_columns: 
     present = np.zeros(table.num_rows, dtype=bool)
     for column in columns:
         present |= validity(column)
-    rows = np.flatnonzero(present[groups.perm])  # sorted positions of the candidate rows
+    present = present[groups.perm]
+    rows = np.flatnonzero(present)  # sorted positions of the candidate rows
     winners = np.full(groups.num_groups, -1, dtype=np.int64)
     if len(rows) == 0:
-        return winners
+        return winners, present
     codes = [c[groups.perm[rows]] for c in key_sort_codes(columns)]
     owner = groups.group_of_row[rows]
     order = np.lexsort([rows, *reversed(codes), owner])  # by key group, sequence, position
     owner, rows = owner[order], rows[order]
     last = np.append(owner[1:] != owner[:-1], True)
     winners[owner[last]] = rows[last]
-    return winners
+    return winners, present
+
+
+def _aggregated_members(
+    table: pa.Table,
+    groups: SortedGroups,
+    kinds: np.ndarray,
+    config: MergeConfig,
+    winners: Sequence[tuple[Sequence[str], Sequence[str], np.ndarray, np.ndarray]],
+) -> dict[str, pa.Array]:
+    """Sequence-group members with an aggregate function: folded over every row of their group
+    (whatever its sequence: the functions allowed are order-free), retractions retracting."""
+    out: dict[str, pa.Array] = {}
+    retract = is_retract(kinds[groups.perm])
+    for _, members, _, present in winners:
+        for name in members:
+            function = config.field_aggregates.get(name)
+            if function is None or name not in table.column_names:
+                continue
+            ignore = bool(config.field_ignore_retract.get(name, False))
+            if not ignore and function not in RETRACTABLE_FUNCTIONS and (present & retract).any():
+                raise InvalidArgumentError(
+                    f"Aggregate function '{function}' of column '{name}' does not support retraction "
+                    f"(-U/-D records); set 'fields.{name}.ignore-retract' = 'true' to ignore them."
+                )
+            eligible = present & ~retract if ignore else present
+            out[name] = aggregate_column(
+                table, name, groups, function, eligible, retract, config.listagg_delimiter.get(name, ",")
+            )
+    return out
 
 
 def sort_kv(table: pa.Table, key_columns: Sequence[str], config: MergeConfig) -> pa.Table:
@@ -514,10 +561,13 @@ def merge(
         return merge_first_row(table, groups, kinds, seq, config, drop_deletes)
     if config.engine == "partial-update":
         winners = [
-            (seq_columns, members, _sequence_group_winners(table, groups, seq_columns))
+            (seq_columns, members, *_sequence_group_winners(table, groups, seq_columns))
             for seq_columns, members in config.sequence_groups
         ]
-        return merge_partial_update(table, groups, kinds, seq, config, drop_deletes, winners)
+        aggregated = _aggregated_members(table, groups, kinds, config, winners)
+        return merge_partial_update(
+            table, groups, kinds, seq, config, drop_deletes, [w[:3] for w in winners], aggregated
+        )
     return merge_aggregation(table, groups, kinds, seq, config, key_columns, drop_deletes)
 
 

@@ -20,7 +20,10 @@ functions applied to every group in sequence order, computed column-wise with nu
   the highest sequence (ascending, nulls first; rows whose sequence columns are all null leave the
   group alone), as Paimon's row-by-row "not lower than the current" update gives. A winning
   retraction clears the members and sets the sequence. Retractions are then accepted and touch
-  no column outside a group; a key with retractions only merges into a ``-D`` row.
+  no column outside a group; a key with retractions only merges into a ``-D`` row. A member with
+  an order-free aggregate function (sum, product, min, max, bool_and/or) folds every row of its
+  group instead, older ones too (Paimon's ``agg`` and ``aggReversed`` agree for them); the values
+  come in precomputed (``engine.lsm.merge`` owns the aggregate functions).
 
 Invariants: the merged ``_SEQUENCE_NUMBER`` is the group's maximum, so a merged run keeps the
 sequence range of its inputs; no function here depends on the order of runs in the input beyond
@@ -29,7 +32,7 @@ the sort that produced the groups.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -180,10 +183,12 @@ def merge_partial_update(
     config: MergeConfig,
     drop_deletes: bool,
     sequence_groups: Sequence[tuple[tuple[str, ...], tuple[str, ...], np.ndarray]] = (),
+    aggregated: Mapping[str, pa.Array] | None = None,
 ) -> pa.Table:
     """Per column, the last non-null value of the group's add rows; the columns of a sequence
     group from that group's winning row (``sequence_groups``: sequence columns, members, winner
-    per key group as a sorted position or -1; see the module docstring)."""
+    per key group as a sorted position or -1), or, for members with an aggregate function, their
+    ``aggregated`` value per key group (see the module docstring)."""
     kinds, seq = kinds[groups.perm], seq[groups.perm]
     retract = is_retract(kinds)
     is_add = ~retract
@@ -227,6 +232,9 @@ def merge_partial_update(
             columns.append(None)
             continue
         column = table.column(i)
+        if aggregated and field.name in aggregated:
+            columns.append(aggregated[field.name].filter(pa.array(keep)))
+            continue
         if field.name in group_of_column:
             winners, member = group_of_column[field.name]
             missing = winners < 0

@@ -369,7 +369,21 @@ def test_partial_update_sequence_groups(session):
     assert contents(session, "sg") == [(1, 2, 2, 2, 9, 3, 4)]
     refused(
         session,
-        "ALTER TABLE sg SET TBLPROPERTIES ('fields.a.aggregate-function' = 'sum')",
+        "ALTER TABLE sg SET TBLPROPERTIES ('fields.a.aggregate-function' = 'first_value')",
         "22023",
-        "sequence groups",
+        "first_value",
+        "sequence group",
     )
+
+
+def test_partial_update_sequence_group_with_a_sum(session):
+    # Paimon's documentation: an aggregate function inside a sequence group folds every row whose
+    # group sequence is set, older ones included.
+    run(
+        session,
+        "CREATE TABLE sgs (a INT, b INT, c INT, d INT, PRIMARY KEY (a) NOT ENFORCED) WITH ("
+        "'merge-engine' = 'partial-update', 'fields.c.sequence-group' = 'd', 'fields.d.aggregate-function' = 'sum')",
+    )
+    for values in ("(1, 1, 1, 1)", "(1, 2, NULL, 5)", "(1, NULL, 2, 1)", "(1, 3, 0, 10)"):
+        run(session, f"INSERT INTO sgs VALUES {values}")
+    assert contents(session, "sgs") == [(1, 3, 2, 12)]
