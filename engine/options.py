@@ -242,7 +242,8 @@ FILE_FORMAT = _declare("file.format", str, "parquet",
     validator=lambda v: None if v.strip().lower() == "parquet" else "dyntable writes only parquet data files")
 FILE_COMPRESSION = _declare("file.compression", "enum", "zstd", "Data file compression.",
     choices=("zstd", "snappy", "gzip", "brotli", "lz4", "none", "uncompressed"))
-FILE_COMPRESSION_ZSTD_LEVEL = _declare("file.compression.zstd-level", int, 1, "zstd level of data files (1-22; higher is smaller and slower).",
+FILE_COMPRESSION_ZSTD_LEVEL = _declare("file.compression.zstd-level", int, 1,
+    "zstd level of data files (1-22; higher is smaller and slower).",
     validator=lambda v: None if 1 <= v <= 22 else "must be a zstd level from 1 to 22")
 MANIFEST_FORMAT = _declare("manifest.format", str, "avro", "Manifest file format (always avro).")
 MANIFEST_COMPRESSION = _declare("manifest.compression", str, "zstd", "Manifest (Avro) compression codec.")

@@ -139,7 +139,7 @@ class MergeConfig:
                         f"'{owner[column]}' and '{key}'."
                     )
                 owner[column] = key
-        sequences = {c for seq, _ in groups for c in seq}
+        sequences = set(self.group_sequence_fields)
         for column, function in self.field_aggregates.items() if self.engine == "partial-update" else ():
             if column not in owner:
                 raise InvalidArgumentError(
@@ -163,6 +163,11 @@ class MergeConfig:
                 "sequence-group and 'partial-update.remove-record-on-delete' have conflicting behavior "
                 "so should not be enabled at the same time."
             )
+
+    @property
+    def group_sequence_fields(self) -> tuple[str, ...]:
+        """The sequence columns of every sequence group (merges and projected reads need them)."""
+        return tuple(c for seq, _ in self.sequence_groups for c in seq)
 
     @staticmethod
     def from_options(options: Mapping[str, str], key_columns: Sequence[str]) -> MergeConfig:
@@ -542,10 +547,8 @@ def merge(
             for first-row/partial-update, retraction of a non-retractable aggregate).
     """
     key_columns = list(key_columns)
-    group_sequences = [c for seq, _ in config.sequence_groups for c in seq]
-    _require_columns(
-        table, [*key_columns, SEQUENCE_COLUMN, KIND_COLUMN, *config.sequence_fields, *group_sequences]
-    )
+    ordering = [*config.sequence_fields, *config.group_sequence_fields]
+    _require_columns(table, [*key_columns, SEQUENCE_COLUMN, KIND_COLUMN, *ordering])
     kinds = _kinds(table)
     if config.ignore_delete:
         retract = is_retract(kinds)
@@ -566,7 +569,7 @@ def merge(
         ]
         aggregated = _aggregated_members(table, groups, kinds, config, winners)
         return merge_partial_update(
-            table, groups, kinds, seq, config, drop_deletes, [w[:3] for w in winners], aggregated
+            table, groups, kinds, seq, config, drop_deletes, winners, aggregated
         )
     return merge_aggregation(table, groups, kinds, seq, config, key_columns, drop_deletes)
 

@@ -182,13 +182,13 @@ def merge_partial_update(
     seq: np.ndarray,
     config: MergeConfig,
     drop_deletes: bool,
-    sequence_groups: Sequence[tuple[tuple[str, ...], tuple[str, ...], np.ndarray]] = (),
+    sequence_groups: Sequence[tuple[Sequence[str], Sequence[str], np.ndarray, np.ndarray]] = (),
     aggregated: Mapping[str, pa.Array] | None = None,
 ) -> pa.Table:
     """Per column, the last non-null value of the group's add rows; the columns of a sequence
     group from that group's winning row (``sequence_groups``: sequence columns, members, winner
-    per key group as a sorted position or -1), or, for members with an aggregate function, their
-    ``aggregated`` value per key group (see the module docstring)."""
+    per key group as a sorted position or -1, and the rows taking part), or, for members with an
+    aggregate function, their ``aggregated`` value per key group (see the module docstring)."""
     kinds, seq = kinds[groups.perm], seq[groups.perm]
     retract = is_retract(kinds)
     is_add = ~retract
@@ -218,7 +218,7 @@ def merge_partial_update(
     # Paimon's empty merge result.
     keep = added if drop_deletes else (added | deleted)
     group_of_column = {}
-    for seq_columns, members, winners in sequence_groups:
+    for seq_columns, members, winners, _ in sequence_groups:
         for name in seq_columns:
             group_of_column[name] = (winners, False)
         for name in members:

@@ -84,8 +84,9 @@ class SplitReader:
             self.merge_config = MergeConfig.from_options(schema.options, schema.primary_keys)
             self.skip_level0 = self.merge_config.engine == "first-row"
             extra = [COUNT_COLUMN] if self.count_layout else []
-            group_sequences = [c for seq, _ in self.merge_config.sequence_groups for c in seq]
-            for c in [*schema.primary_keys, *self.merge_config.sequence_fields, *group_sequences, *extra]:
+            config = self.merge_config
+            ordering = [*config.sequence_fields, *config.group_sequence_fields]
+            for c in [*schema.primary_keys, *ordering, *extra]:
                 if c not in needed:
                     needed.append(c)
         self.expanded = [c for c in needed if c != COUNT_COLUMN]
