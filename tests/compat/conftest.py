@@ -1,8 +1,13 @@
-"""Fixtures for the pypaimon compatibility tests.
+"""Fixtures for the compatibility tests: the pypaimon driver and the Java Paimon oracle.
 
-One job: provide a session-wide :class:`~tests.compat.harness.PyPaimon` (fixture ``pypaimon``),
-or skip the requesting test with the reason the pypaimon venv is unavailable. The driver
-process is shared by the whole session, so pypaimon is imported once.
+One job: provide session-wide handles on the two outside Paimon implementations.
+
+* ``pypaimon``: a running :class:`~tests.compat.harness.PyPaimon`, or the requesting test is
+  skipped with the reason the pypaimon venv is unavailable. The driver process is shared by the
+  whole session, so pypaimon is imported once.
+* ``paimon_java``: a running :class:`~tests.compat.java_oracle.JavaOracle` (one JVM for the
+  session). An unavailable Java oracle FAILS the requesting test with the reason: the oracle is
+  built by ``.ci/paimon-java.sh`` on demand, so a missing one is a broken setup, not a skip.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.compat.harness import PyPaimon, PyPaimonError, locate_venv
+from tests.compat.java_oracle import JavaOracle, JavaOracleError, JavaOracleUnavailable, locate_classpath
 
 
 @pytest.fixture(scope="session")
@@ -28,3 +34,25 @@ def pypaimon() -> Iterator[PyPaimon]:
         pytest.skip(f"pypaimon venv at {python} ({how}) is not usable: {exc}")
     yield handle
     handle.close()
+
+
+@pytest.fixture(scope="session")
+def paimon_java() -> Iterator[JavaOracle]:
+    """The Java Paimon oracle's JVM; fails (never skips) when it cannot be found, built or started."""
+    try:
+        classpath, how = locate_classpath()
+    except JavaOracleUnavailable as exc:
+        pytest.fail(f"Java Paimon oracle unavailable: {exc}", pytrace=False)
+    oracle = JavaOracle(classpath)
+    try:
+        version = oracle.version()
+    except JavaOracleError as exc:
+        oracle.close()
+        pytest.fail(f"Java Paimon oracle ({how}, class path {classpath}) does not start: {exc}",
+                    pytrace=False)
+    if version.get("paimon") != "0.9.0":
+        oracle.close()
+        pytest.fail(f"Java Paimon oracle ({how}) runs Paimon {version.get('paimon')}, expected 0.9.0",
+                    pytrace=False)
+    yield oracle
+    oracle.close()
