@@ -311,12 +311,27 @@ class JavaPaimon:
         """Reads every snapshot and tag: ``{"snapshot-3": {"rows": n}, "tag-t": {"error": ...}}``."""
         return self._call("verify", table, branch)
 
+    def files(self, table: str, branch: str | None = None, tag: str | None = None,
+              snapshot_id: int | None = None) -> list[dict[str, Any]]:
+        """The data files a batch scan reads: partition, bucket, file, level, row_count and
+        ``deletion_file`` (``{"path", "offset", "length"}`` of its deletion vector, or None)."""
+        return self._call("files", table, branch, tag=tag, snapshot_id=snapshot_id)
+
     def unreadable(self, table: str, branch: str | None = None) -> dict[str, str]:
         """The snapshots and tags :meth:`verify` could not read, with Paimon's root error."""
         return {ref: f"{r['error']}: {r['message']}" for ref, r in self.verify(table, branch).items()
                 if "error" in r}
 
     # ---- writes and maintenance --------------------------------------------------------------
+
+    def create_table(self, table: str, columns: Sequence[tuple[str, str]], *,
+                     partition_keys: Sequence[str] = (), primary_keys: Sequence[str] = (),
+                     options: Mapping[str, str] | None = None) -> None:
+        """Create database (if absent) and table with Paimon's catalog; ``columns`` are
+        ``(name, Paimon SQL type)`` pairs such as ``("id", "BIGINT NOT NULL")``."""
+        self.oracle.call("create_table", warehouse=self.warehouse, table=table,
+                         columns=[list(c) for c in columns], partition_keys=list(partition_keys),
+                         primary_keys=list(primary_keys), options=dict(options or {}))
 
     def write(self, table: str, rows: Iterable[Sequence[Any] | Mapping[str, Any]], *,
               row_kinds: Sequence[str] | None = None, branch: str | None = None,

@@ -42,6 +42,7 @@ import org.apache.paimon.catalog.CatalogFactory;
 import org.apache.paimon.catalog.Identifier;
 import org.apache.paimon.data.BinaryRow;
 import org.apache.paimon.data.InternalRow;
+import org.apache.paimon.disk.IOManager;
 import org.apache.paimon.io.DataFileMeta;
 import org.apache.paimon.operation.AppendOnlyFileStoreWrite;
 import org.apache.paimon.options.ExpireConfig;
@@ -56,10 +57,13 @@ import org.apache.paimon.table.sink.BatchTableWrite;
 import org.apache.paimon.table.sink.BatchWriteBuilder;
 import org.apache.paimon.table.sink.CommitMessage;
 import org.apache.paimon.table.sink.TableWriteImpl;
+import org.apache.paimon.schema.Schema;
 import org.apache.paimon.table.source.DataSplit;
+import org.apache.paimon.table.source.DeletionFile;
 import org.apache.paimon.table.source.ReadBuilder;
 import org.apache.paimon.table.source.Split;
 import org.apache.paimon.types.DataField;
+import org.apache.paimon.types.DataTypeJsonParser;
 import org.apache.paimon.types.RowType;
 import org.apache.paimon.utils.Pair;
 
@@ -149,6 +153,9 @@ public final class PaimonOracle {
             return out;
         }
         try (Catalog catalog = openCatalog(r.path("warehouse").asText())) {
+            if (op.equals("create_table")) {
+                return createTable(catalog, r);
+            }
             FileStoreTable table = loadTable(catalog, r);
             switch (op) {
                 case "read":
@@ -194,6 +201,8 @@ public final class PaimonOracle {
                     return table.branchManager().branches();
                 case "verify":
                     return verify(table);
+                case "files":
+                    return files(table, r);
                 default:
                     throw new IllegalArgumentException("unknown op " + op);
             }
@@ -222,6 +231,29 @@ public final class PaimonOracle {
         options.set("warehouse", warehouse);
         options.set("cache-enabled", "false");
         return CatalogFactory.createCatalog(CatalogContext.create(options));
+    }
+
+    /** Creates database and table: columns are [name, Paimon SQL type] pairs ("BIGINT NOT NULL"). */
+    private static Map<String, Object> createTable(Catalog catalog, JsonNode r) throws Exception {
+        Identifier id = Identifier.fromString(r.path("table").asText());
+        Schema.Builder schema = Schema.newBuilder();
+        for (JsonNode column : r.path("columns")) {
+            schema.column(column.get(0).asText(),
+                    DataTypeJsonParser.parseAtomicTypeSQLString(column.get(1).asText()));
+        }
+        schema.partitionKeys(strings(r.path("partition_keys")));
+        schema.primaryKey(strings(r.path("primary_keys")));
+        r.path("options").fields().forEachRemaining(e -> schema.option(e.getKey(),
+                e.getValue().asText()));
+        catalog.createDatabase(id.getDatabaseName(), true);
+        catalog.createTable(id, schema.build(), false);
+        return latest((FileStoreTable) catalog.getTable(id));
+    }
+
+    private static List<String> strings(JsonNode array) {
+        List<String> out = new ArrayList<>();
+        array.forEach(node -> out.add(node.asText()));
+        return out;
     }
 
     private static FileStoreTable loadTable(Catalog catalog, JsonNode r) throws Exception {
@@ -321,6 +353,42 @@ public final class PaimonOracle {
         return out;
     }
 
+    /**
+     * The data files a batch scan of the latest snapshot (or tag / snapshot id) reads, per split:
+     * partition, bucket, file, level, row count and the deletion vector file range, if any.
+     */
+    private static List<Map<String, Object>> files(FileStoreTable table, JsonNode r) {
+        Map<String, String> dynamic = new HashMap<>();
+        if (r.hasNonNull("tag")) {
+            dynamic.put("scan.tag-name", r.path("tag").asText());
+        }
+        if (r.hasNonNull("snapshot_id")) {
+            dynamic.put("scan.snapshot-id", r.path("snapshot_id").asText());
+        }
+        FileStoreTable scanned = dynamic.isEmpty() ? table : table.copy(dynamic);
+        RowType partitionType = scanned.schema().logicalPartitionType();
+        List<Map<String, Object>> out = new ArrayList<>();
+        for (Split split : scanned.newReadBuilder().newScan().plan().splits()) {
+            DataSplit data = (DataSplit) split;
+            List<DataFileMeta> dataFiles = data.dataFiles();
+            List<DeletionFile> deletions = data.deletionFiles().orElse(null);
+            for (int i = 0; i < dataFiles.size(); i++) {
+                DataFileMeta file = dataFiles.get(i);
+                Map<String, Object> one = new LinkedHashMap<>();
+                one.put("partition", RowCodec.toJson(data.partition(), partitionType));
+                one.put("bucket", data.bucket());
+                one.put("file", file.fileName());
+                one.put("level", file.level());
+                one.put("row_count", file.rowCount());
+                DeletionFile dv = deletions == null ? null : deletions.get(i);
+                one.put("deletion_file", dv == null ? null
+                        : Map.of("path", dv.path(), "offset", dv.offset(), "length", dv.length()));
+                out.add(one);
+            }
+        }
+        return out;
+    }
+
     // ---- writes ---------------------------------------------------------------------------------
 
     private static Map<String, Object> write(FileStoreTable table, JsonNode r) throws Exception {
@@ -331,7 +399,8 @@ public final class PaimonOracle {
         if (r.path("overwrite").asBoolean(false)) {
             builder = builder.withOverwrite();
         }
-        try (BatchTableWrite write = builder.newWrite();
+        try (IOManager io = ioManager();
+                BatchTableWrite write = (BatchTableWrite) builder.newWrite().withIOManager(io);
                 BatchTableCommit commit = builder.newCommit()) {
             for (int i = 0; i < rows.size(); i++) {
                 String kind = kinds.isArray() ? kinds.get(i).asText() : "+I";
@@ -348,7 +417,8 @@ public final class PaimonOracle {
      */
     private static Map<String, Object> compact(FileStoreTable table, boolean full) throws Exception {
         BatchWriteBuilder builder = table.newBatchWriteBuilder();
-        try (BatchTableWrite write = builder.newWrite();
+        try (IOManager io = ioManager();
+                BatchTableWrite write = (BatchTableWrite) builder.newWrite().withIOManager(io);
                 BatchTableCommit commit = builder.newCommit()) {
             List<CommitMessage> messages = new ArrayList<>();
             if (table.bucketMode() == BucketMode.BUCKET_UNAWARE) {
@@ -426,6 +496,11 @@ public final class PaimonOracle {
         out.put("expired", expired);
         out.put("snapshots", snapshots(table));
         return out;
+    }
+
+    /** Spill space for writes: lookups (changelog, deletion vectors) and sorting need one. */
+    private static IOManager ioManager() {
+        return IOManager.create(System.getProperty("java.io.tmpdir"));
     }
 
     private static Map<String, Object> latest(FileStoreTable table) {
