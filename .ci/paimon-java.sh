@@ -23,13 +23,18 @@ python="${PYTHON:-python3}"
 
 fail() { echo "paimon-java.sh: $*" >&2; exit 1; }
 
+if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/javac" ]; then
+    PATH="$JAVA_HOME/bin:$PATH"
+fi
 command -v java >/dev/null || fail "no 'java' on PATH (Java 11+ is needed; 17 is tested)"
 command -v javac >/dev/null || fail "no 'javac' on PATH (install a JDK, not only a JRE)"
 
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
-exec 9>"$dir/.lock"
-flock 9
+if command -v flock >/dev/null; then  # util-linux; without it, concurrent first runs may race
+    exec 9>"$dir/.lock"
+    flock 9
+fi
 
 # 1. Paimon's bundle, from the pypaimon sdist.
 jar="$dir/$BRIDGE_JAR"

@@ -98,7 +98,7 @@ def locate_classpath() -> tuple[str, str]:
                 f"${ENV_CLASSPATH} names missing files {missing}; rebuild it with "
                 f"`export {ENV_CLASSPATH}=\"$(bash .ci/paimon-java.sh | tail -n 1)\"`")
         return configured, f"from ${ENV_CLASSPATH}"
-    env = dict(os.environ, PYTHON=os.environ.get("PYTHON", sys.executable))
+    env = dict(os.environ, PYTHON=sys.executable)  # the tests' interpreter has pyspark (Hadoop jars)
     try:
         proc = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, env=env,
                               timeout=900, check=False)
@@ -176,15 +176,23 @@ def arrow_rows(table: pa.Table, columns: Sequence[str] | None = None) -> list[tu
 # ----------------------------------------------------------------------------------------------
 
 
+def _java_executable() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").is_file():
+        return str(Path(home) / "bin" / "java")
+    return "java"
+
+
 class JavaOracle:
     """One JVM running ``PaimonOracle --serve``; started on first use, stopped by :meth:`close`.
 
     Not thread-safe: one request is in flight at a time.
     """
 
-    def __init__(self, classpath: str, *, java: str = "java", timeout: float = _DEFAULT_TIMEOUT_S) -> None:
+    def __init__(self, classpath: str, *, java: str | None = None,
+                 timeout: float = _DEFAULT_TIMEOUT_S) -> None:
         self.classpath = classpath
-        self.java = java
+        self.java = java or _java_executable()
         self.timeout = timeout
         self._proc: subprocess.Popen[str] | None = None
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")  # noqa: SIM115

@@ -10,7 +10,16 @@ import decimal
 import pytest
 
 from engine import open_catalog
-from tests.compat.java_oracle import JavaOracle, JavaOracleError, JavaPaimon, arrow_rows, sort_rows
+from tests.compat.java_oracle import (
+    ENV_CLASSPATH,
+    JavaOracle,
+    JavaOracleError,
+    JavaOracleUnavailable,
+    JavaPaimon,
+    arrow_rows,
+    locate_classpath,
+    sort_rows,
+)
 
 pytestmark = pytest.mark.java
 
@@ -82,3 +91,10 @@ def test_java_writes_deletion_vector_tables(java: JavaPaimon):
     with_dv = [f for f in files if f["deletion_file"] is not None]
     assert with_dv and all(f["level"] > 0 for f in files)  # DV tables keep level 0 out of batch reads
     assert java.read("db.dv") == sorted([(i, "B" if i == 3 else f"a{i}") for i in range(10) if i != 5])
+
+
+def test_a_class_path_naming_missing_files_is_refused_with_what_to_do(monkeypatch, tmp_path):
+    monkeypatch.setenv(ENV_CLASSPATH, f"{tmp_path}/gone.jar:{tmp_path}")
+    with pytest.raises(JavaOracleUnavailable, match="paimon-java.sh") as refused:
+        locate_classpath()
+    assert "gone.jar" in str(refused.value)
