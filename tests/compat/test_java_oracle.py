@@ -98,3 +98,32 @@ def test_a_class_path_naming_missing_files_is_refused_with_what_to_do(monkeypatc
     with pytest.raises(JavaOracleUnavailable, match="paimon-java.sh") as refused:
         locate_classpath()
     assert "gone.jar" in str(refused.value)
+
+
+def test_batch_answers_each_request_in_order_and_a_failure_stops_nothing(java: JavaPaimon, paimon_java):
+    java.create_table("db.b", [("id", "BIGINT NOT NULL")], primary_keys=["id"], options={"bucket": "1"})
+    request = {"warehouse": java.warehouse, "table": "db.b"}
+    answers = paimon_java.batch([
+        {"op": "write", **request, "rows": [[1], [2]]},
+        {"op": "read", "warehouse": java.warehouse, "table": "db.missing"},
+        {"op": "write", **request, "rows": [[3]]},
+        {"op": "snapshots", **request},
+    ])
+    assert [a["ok"] for a in answers] == [True, False, True, True]
+    assert answers[1]["error"].endswith("TableNotExistException")
+    assert [s["id"] for s in answers[3]["result"]] == [1, 2]
+    assert java.read("db.b") == [(1,), (2,), (3,)]
+
+
+def test_expiration_by_age_keeps_younger_snapshots_and_retain_min(java: JavaPaimon):
+    # Paimon turns the cutoff into "now - cutoff" and back, so a cutoff within milliseconds of a
+    # snapshot is not exact: the checks use cutoffs a minute away from every snapshot.
+    java.create_table("db.age", [("id", "BIGINT NOT NULL")], primary_keys=["id"], options={"bucket": "1"})
+    for i in range(4):
+        java.write("db.age", [[i]])
+    before = java.snapshots("db.age")
+    assert java.expire_snapshots("db.age", older_than=before[0]["time_millis"] - 60_000)["expired"] == 0
+    assert java.snapshot_ids("db.age") == [1, 2, 3, 4]
+    result = java.expire_snapshots("db.age", older_than=before[-1]["time_millis"] + 60_000, retain_min=2)
+    assert result["expired"] == 2 and [s["id"] for s in result["snapshots"]] == [3, 4]
+    assert java.read("db.age") == [(0,), (1,), (2,), (3,)]
