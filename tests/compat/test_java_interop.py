@@ -184,3 +184,28 @@ def test_java_tags_and_expires_a_dyntable_table_and_dyntable_still_reads_it(java
     t.expire_snapshots(retain_max=1)
     assert java.unreadable("db.exp") == {}
     assert java.read("db.exp") == ours(catalog, "db.exp") == sorted([*latest, (5, "w5-5", "a")])
+
+
+def test_dyntable_follows_javas_own_rollback_branch_and_fast_forward(java: JavaPaimon, catalog):
+    t = catalog.create_table("db.jhist", KV, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(_kv([1, 2], "w1-"))
+    t.create_tag("base")
+    base = ours(catalog, "db.jhist")
+    t.write_arrow(_kv([2, 3], "w2-"))
+    t.write_arrow(_kv([4], "w3-"))
+    # Paimon's rollback deletes the later snapshots; dyntable reads and writes what is left.
+    java.rollback_to("db.jhist", "base")
+    assert java.snapshot_ids("db.jhist") == [1]
+    assert ours(catalog, "db.jhist") == base
+    t = t.refresh()
+    t.write_arrow(_kv([5], "ours-"))
+    # A branch Paimon creates from a tag: dyntable writes to it, Paimon fast-forwards main to it.
+    assert java.create_branch("db.jhist", "jdev", from_tag="base") == ["jdev"]
+    assert t.branches() == ["jdev"]
+    catalog.get_table("db.jhist$branch_jdev").write_arrow(_kv([1, 9], "dev-"))
+    branch_rows = ours(catalog, "db.jhist$branch_jdev")
+    assert branch_rows == [(1, "dev-1", "a"), (2, "w1-2", "a"), (9, "dev-9", "a")]
+    assert java.read("db.jhist", branch="jdev") == branch_rows
+    java.fast_forward("db.jhist", "jdev")
+    assert ours(catalog, "db.jhist") == java.read("db.jhist") == branch_rows
+    assert java.unreadable("db.jhist") == {}
