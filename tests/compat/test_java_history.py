@@ -3,8 +3,10 @@
 Each test builds a history with dyntable's engine, runs one history operation (rollback past a
 full compaction, rollback to a tag, fast-forward after main compacted, replace_main, a branch made
 from a snapshot id), then lets Paimon's own Java ``ExpireSnapshotsImpl`` expire main down to its
-newest snapshot, and finally reads main, the branch and the tags with Java Paimon, dyntable and
-pypaimon: all three must return the expected rows, and Java must read every snapshot and tag left.
+newest snapshot. Main, the branch and the tags are read with Java Paimon, dyntable and pypaimon
+before and after that expiration: all three must return the expected rows both times, and Java
+must read every snapshot and tag left. A failure lists each disagreement with its phase, so it
+tells a history that was wrong from the start from one Java's expiration broke.
 
 Why this is the test that matters: Paimon's history invariant is "a data file is added once and
 deleted once". Java's expiration deletes the files an expiring snapshot's delta DELETEs (unless a
@@ -70,6 +72,7 @@ def _pypaimon_rows(pypaimon: PyPaimon, warehouse: str, table: str, **options: st
 def _brief(error: str, message: str) -> str:
     """An engine's failure as a short comparable string: file paths cut to their names."""
     message = re.sub(r"(?:file:)?/[^\s'\",]*/([^/\s'\",]+)", r"\1", message)
+    message = message.split(", Possible causes")[0]  # Paimon's generic advice on FileNotFound
     return f"error {error.rsplit('.', 1)[-1]}: {message[:160]}"
 
 
@@ -98,6 +101,45 @@ def all_read(expected: list[tuple]) -> dict[str, object]:
     return {"java": expected, "dyntable": expected, "pypaimon": expected}
 
 
+def _ref(ref: str) -> dict[str, str | None]:
+    """``"main"``, ``"branch dev"`` or ``"tag t1"`` as read arguments."""
+    kind, _, name = ref.partition(" ")
+    return {"branch": name if kind == "branch" else None, "tag": name if kind == "tag" else None}
+
+
+def agree_through_java_expiration(java: JavaPaimon, pypaimon: PyPaimon, catalog,
+                                 expected: dict[str, list[tuple]], *,
+                                 expire: tuple[str | None, ...] = (None,),
+                                 check: tuple[str | None, ...] = (None,)) -> None:
+    """Asserts no engine disagrees with ``expected``, before and after Java's expiration.
+
+    Reads each ref (``"main"``, ``"branch dev"``, ``"tag t1"``) with Java, dyntable and pypaimon;
+    lets Paimon's ``ExpireSnapshotsImpl`` expire each branch in ``expire`` (None = main) down to
+    its newest snapshot; reads again; then asks Java to read every snapshot and tag left on each
+    branch in ``check``. The failure lists every disagreement, one per line, so it shows whether
+    the history was already wrong (``before``) or Java's expiration broke it (``after``).
+    """
+    problems: list[str] = []
+
+    def observe(phase: str) -> None:
+        for ref, rows in expected.items():
+            for engine, got in reads(java, pypaimon, catalog, **_ref(ref)).items():
+                if got != rows:
+                    problems.append(f"{phase}: {ref}: {engine} read {got}, expected {rows}")
+
+    observe("before Java's expiration")
+    for branch in expire:
+        left = [s["id"] for s in java.expire_snapshots(NAME, retain_max=1, branch=branch)["snapshots"]]
+        if len(left) != 1:
+            problems.append(f"Java's expiration of {branch or 'main'} left snapshots {left}")
+    observe("after Java's expiration")
+    for branch in check:
+        problems.extend(f"after Java's expiration: Java cannot read {branch or 'main'}'s {ref}: "
+                        f"{_brief(result['error'], result['message'])}"
+                        for ref, result in java.verify(NAME, branch=branch).items() if "error" in result)
+    assert not problems, "engines disagree:\n" + "\n".join(problems)
+
+
 def _compacted(t) -> None:
     t.compact(full=True)
     assert t.latest_snapshot().commit_kind == CommitKind.COMPACT  # the history really holds a compaction
@@ -116,13 +158,8 @@ def test_rollback_past_a_full_compaction_then_java_expires(java, pypaimon, catal
     t.write_arrow(_kv([5], "w4-"))
     head = _ours(catalog)
     result = t.rollback_to(2)
-    assert _ours(catalog) == target
-    java.expire_snapshots(NAME, retain_max=1)
-    assert java.snapshot_ids(NAME) == [result.current_snapshot_id]
-    assert reads(java, pypaimon, catalog) == all_read(target)
-    assert result.backup_tag in java.tags(NAME)
-    assert reads(java, pypaimon, catalog, tag=result.backup_tag) == all_read(head)
-    assert java.unreadable(NAME) == {}
+    agree_through_java_expiration(java, pypaimon, catalog, {
+        "main": target, f"tag {result.backup_tag}": head})
 
 
 def test_rollback_to_a_tag_then_java_expires(java, pypaimon, catalog):
@@ -136,17 +173,31 @@ def test_rollback_to_a_tag_then_java_expires(java, pypaimon, catalog):
     t.write_arrow(_kv([1], "w5-"))
     head = _ours(catalog)
     result = t.rollback_to("release")
-    java.expire_snapshots(NAME, retain_max=1)
-    assert java.snapshot_ids(NAME) == [result.current_snapshot_id]
-    assert reads(java, pypaimon, catalog) == all_read(tagged)
-    assert reads(java, pypaimon, catalog, tag="release") == all_read(tagged)
-    assert reads(java, pypaimon, catalog, tag=result.backup_tag) == all_read(head)
-    assert java.unreadable(NAME) == {}
+    agree_through_java_expiration(java, pypaimon, catalog, {
+        "main": tagged, "tag release": tagged, f"tag {result.backup_tag}": head})
     # dyntable writes on after Java's maintenance; Java expires again; all still agree.
     t.refresh().write_arrow(_kv([9], "after-"))
-    java.expire_snapshots(NAME, retain_max=1)
-    assert reads(java, pypaimon, catalog) == all_read(sorted([*tagged, (9, "after-9")]))
-    assert java.unreadable(NAME) == {}
+    agree_through_java_expiration(java, pypaimon, catalog, {
+        "main": sorted([*tagged, (9, "after-9")]), "tag release": tagged})
+
+
+def test_tags_and_backup_tags_survive_java_expiration(java, pypaimon, catalog):
+    t = _create(catalog)
+    expected = {}
+    for i in range(4):
+        t.write_arrow(_kv([i, 10 + i], f"w{i}-"))
+        if i % 2 == 0:
+            t.create_tag(f"t{i}")
+            expected[f"tag t{i}"] = _ours(catalog)
+    _compacted(t)
+    t.write_arrow(_kv([1], "w5-"))
+    head = _ours(catalog)
+    result = t.rollback_to("t2")
+    expected[f"tag {result.backup_tag}"] = head
+    expected["main"] = expected["tag t2"]
+    agree_through_java_expiration(java, pypaimon, catalog, expected)
+    tags = {"t0", "t2", result.backup_tag}
+    assert set(java.tags(NAME)) == tags == set(t.refresh().tags())
 
 
 # ---- branches ----------------------------------------------------------------------------------
@@ -162,19 +213,13 @@ def test_fast_forward_after_main_compacted_then_java_expires(java, pypaimon, cat
         t.create_branch("dev", from_tag="base")
     else:
         t.create_branch("dev", from_snapshot=2)
-    dev = catalog.get_table(f"{NAME}$branch_dev")
-    dev.write_arrow(_kv([3, 7], "dev-"))
+    catalog.get_table(f"{NAME}$branch_dev").write_arrow(_kv([3, 7], "dev-"))
     branch_rows = _ours(catalog, branch="dev")
     _compacted(t)  # main DELETEs the files the branch shares with it
     t.write_arrow(_kv([8], "main-"))
-    result = t.fast_forward("dev")
-    assert _ours(catalog) == branch_rows
-    java.expire_snapshots(NAME, retain_max=1)
-    assert java.snapshot_ids(NAME) == [result.current_snapshot_id]
-    assert reads(java, pypaimon, catalog) == all_read(branch_rows)
-    assert reads(java, pypaimon, catalog, branch="dev") == all_read(branch_rows)
-    assert java.unreadable(NAME) == {}
-    assert java.unreadable(NAME, branch="dev") == {}
+    t.fast_forward("dev")
+    agree_through_java_expiration(java, pypaimon, catalog, {"main": branch_rows, "branch dev": branch_rows},
+                                   check=(None, "dev"))
 
 
 def test_replace_main_then_java_expires(java, pypaimon, catalog):
@@ -182,6 +227,7 @@ def test_replace_main_then_java_expires(java, pypaimon, catalog):
     t.write_arrow(_kv([1, 2, 3], "w1-"))
     t.write_arrow(_kv([2], "w2-"))
     t.create_tag("base")
+    base = _ours(catalog)
     t.create_branch("dev", from_tag="base")
     catalog.get_table(f"{NAME}$branch_dev").write_arrow(_kv([1, 6], "dev-"))
     branch_rows = _ours(catalog, branch="dev")
@@ -190,13 +236,8 @@ def test_replace_main_then_java_expires(java, pypaimon, catalog):
     old_main = _ours(catalog)
     result = t.replace_main("dev")
     assert result.backup_tag is not None
-    java.expire_snapshots(NAME, retain_max=1)
-    assert java.snapshot_ids(NAME) == [result.current_snapshot_id]
-    assert reads(java, pypaimon, catalog) == all_read(branch_rows)
-    assert reads(java, pypaimon, catalog, tag=result.backup_tag) == all_read(old_main)
-    assert reads(java, pypaimon, catalog, tag="base") == all_read(arrow_rows(
-        pa.concat_tables([_kv([1, 3], "w1-"), _kv([2], "w2-")])))
-    assert java.unreadable(NAME) == {}
+    agree_through_java_expiration(java, pypaimon, catalog, {
+        "main": branch_rows, f"tag {result.backup_tag}": old_main, "tag base": base})
 
 
 def test_branch_from_a_snapshot_id_survives_java_expiring_main(java, pypaimon, catalog):
@@ -204,38 +245,14 @@ def test_branch_from_a_snapshot_id_survives_java_expiring_main(java, pypaimon, c
     t.write_arrow(_kv([1, 2, 3], "w1-"))
     t.write_arrow(_kv([2], "w2-"))
     t.create_branch("dev", from_snapshot=2)  # no tag of main holds snapshot 2
-    dev = catalog.get_table(f"{NAME}$branch_dev")
-    dev.write_arrow(_kv([4], "dev-"))
+    catalog.get_table(f"{NAME}$branch_dev").write_arrow(_kv([4], "dev-"))
     branch_rows = _ours(catalog, branch="dev")
     t.write_arrow(_kv([1], "w3-"))
     _compacted(t)  # main DELETEs snapshot 2's files
     t.write_arrow(_kv([5], "w5-"))
     main_rows = _ours(catalog)
-    java.expire_snapshots(NAME, retain_max=1)
-    assert reads(java, pypaimon, catalog, branch="dev") == all_read(branch_rows)
-    assert reads(java, pypaimon, catalog) == all_read(main_rows)
-    assert java.unreadable(NAME, branch="dev") == {}
+    agree_through_java_expiration(java, pypaimon, catalog, {"main": main_rows, "branch dev": branch_rows},
+                                   check=(None, "dev"))
     # the branch's own history expires too, and it still reads
-    java.expire_snapshots(NAME, retain_max=1, branch="dev")
-    assert reads(java, pypaimon, catalog, branch="dev") == all_read(branch_rows)
-
-
-def test_tags_and_backup_tags_survive_java_expiration(java, pypaimon, catalog):
-    t = _create(catalog)
-    expected_by_tag = {}
-    for i in range(4):
-        t.write_arrow(_kv([i, 10 + i], f"w{i}-"))
-        if i % 2 == 0:
-            t.create_tag(f"t{i}")
-            expected_by_tag[f"t{i}"] = _ours(catalog)
-    _compacted(t)
-    t.write_arrow(_kv([1], "w5-"))
-    head = _ours(catalog)
-    result = t.rollback_to("t2")
-    expected_by_tag[result.backup_tag] = head
-    java.expire_snapshots(NAME, retain_max=1)
-    assert set(java.tags(NAME)) == set(expected_by_tag) == set(t.refresh().tags())
-    for tag, expected in expected_by_tag.items():
-        assert reads(java, pypaimon, catalog, tag=tag) == all_read(expected), tag
-    assert reads(java, pypaimon, catalog) == all_read(expected_by_tag["t2"])
-    assert java.unreadable(NAME) == {}
+    agree_through_java_expiration(java, pypaimon, catalog, {"branch dev": branch_rows}, expire=("dev",),
+                                   check=("dev",))
