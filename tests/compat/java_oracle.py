@@ -195,7 +195,7 @@ class JavaOracle:
         self.java = java or _java_executable()
         self.timeout = timeout
         self._proc: subprocess.Popen[str] | None = None
-        self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")  # noqa: SIM115
+        self._stderr: Any = None  # the JVM's stderr (Paimon's logs), kept for error messages
 
     def __enter__(self) -> JavaOracle:
         return self
@@ -203,29 +203,44 @@ class JavaOracle:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def close(self) -> None:
-        """Stop the JVM (a later call starts a new one)."""
+    def close(self, *, kill: bool = False) -> None:
+        """Stop the JVM (a later call starts a new one); ``kill`` does not wait for it to finish."""
         if self._proc is not None:
             proc, self._proc = self._proc, None
             try:
-                if proc.stdin:
+                if kill:
+                    proc.kill()
+                elif proc.stdin:
                     proc.stdin.close()
                 proc.wait(timeout=10)
             except (subprocess.TimeoutExpired, OSError):
                 proc.kill()
                 proc.wait()
-            if proc.stdout:
-                proc.stdout.close()
+            for stream in (proc.stdin, proc.stdout):
+                if stream:
+                    try:
+                        stream.close()
+                    except OSError:
+                        pass
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
 
     def _server(self) -> subprocess.Popen[str]:
         if self._proc is None or self._proc.poll() is not None:
-            self._proc = subprocess.Popen(
-                [self.java, *JVM_FLAGS, "-cp", self.classpath, MAIN_CLASS, "--serve"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
-                encoding="utf-8", bufsize=1)
+            if self._stderr is None:
+                self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")  # noqa: SIM115
+            command = [self.java, *JVM_FLAGS, "-cp", self.classpath, MAIN_CLASS, "--serve"]
+            try:
+                self._proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                              stderr=self._stderr, text=True, encoding="utf-8", bufsize=1)
+            except OSError as exc:
+                raise JavaOracleError({"error": "JVMNotStarted", "message": f"{command[0]}: {exc}"}) from exc
         return self._proc
 
     def _stderr_tail(self) -> str:
+        if self._stderr is None:
+            return ""
         self._stderr.seek(0)
         lines = [ln for ln in self._stderr.read().splitlines() if not ln.startswith("SLF4J:")]
         return "\n".join(lines)[-4000:]
@@ -242,7 +257,7 @@ class JavaOracle:
         with selectors.DefaultSelector() as selector:
             selector.register(proc.stdout, selectors.EVENT_READ)
             if not selector.select(self.timeout):
-                self.close()
+                self.close(kill=True)
                 raise JavaOracleError({"error": "Timeout",
                                        "message": f"{request.get('op')} took over {self.timeout}s"})
         line = proc.stdout.readline()

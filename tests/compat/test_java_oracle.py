@@ -127,3 +127,11 @@ def test_expiration_by_age_keeps_younger_snapshots_and_retain_min(java: JavaPaim
     result = java.expire_snapshots("db.age", older_than=before[-1]["time_millis"] + 60_000, retain_min=2)
     assert result["expired"] == 2 and [s["id"] for s in result["snapshots"]] == [3, 4]
     assert java.read("db.age") == [(0,), (1,), (2,), (3,)]
+
+
+def test_a_jvm_that_cannot_start_or_dies_is_a_typed_error_with_its_reason(tmp_path):
+    with pytest.raises(JavaOracleError, match="JVMNotStarted"):
+        JavaOracle("x.jar", java=str(tmp_path / "no-java")).version()
+    with JavaOracle(str(tmp_path / "empty.jar")) as broken, pytest.raises(JavaOracleError) as died:
+        broken.version()
+    assert died.value.error_type == "DriverDied" and "PaimonOracle" in died.value.remote_message
