@@ -127,6 +127,8 @@ def _encode(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, dt.date):
         return value.isoformat()
+    if isinstance(value, dt.time):
+        return (value.hour * 3600 + value.minute * 60 + value.second) * 1000 + value.microsecond // 1000
     if isinstance(value, (bytes, bytearray)):
         return base64.b64encode(value).decode("ascii")
     return value
@@ -139,6 +141,8 @@ def _decoder(sql_type: str):
         return decimal.Decimal
     if base == "DATE":
         return dt.date.fromisoformat
+    if base == "TIME":
+        return lambda ms: (dt.datetime.min + dt.timedelta(milliseconds=ms)).time()
     if base == "TIMESTAMP WITH LOCAL TIME ZONE":
         return lambda v: dt.datetime.fromisoformat(v).replace(tzinfo=dt.UTC)
     if base == "TIMESTAMP":

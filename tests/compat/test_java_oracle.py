@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 
+import pyarrow as pa
 import pytest
 
 from engine import open_catalog
@@ -23,21 +24,27 @@ from tests.compat.java_oracle import (
 
 pytestmark = pytest.mark.java
 
+def _f32(x: float) -> float:
+    """``x`` as a FLOAT column holds it (rounded to float32), widened back to a Python float."""
+    return pa.array([x], pa.float32()).to_pylist()[0]
+
+
 COLUMNS = [
     ("k", "INT NOT NULL"), ("b", "BOOLEAN"), ("i8", "TINYINT"), ("i16", "SMALLINT"), ("i64", "BIGINT"),
     ("f32", "FLOAT"), ("f64", "DOUBLE"), ("d9", "DECIMAL(9, 2)"), ("d18", "DECIMAL(18, 4)"),
     ("d30", "DECIMAL(30, 4)"), ("s", "STRING"), ("bin", "BYTES"), ("d", "DATE"), ("ts", "TIMESTAMP(6)"),
-    ("ts3", "TIMESTAMP(3)"), ("ltz", "TIMESTAMP(6) WITH LOCAL TIME ZONE"),
+    ("ts3", "TIMESTAMP(3)"), ("ltz", "TIMESTAMP(6) WITH LOCAL TIME ZONE"), ("f32x", "FLOAT"), ("t", "TIME"),
 ]
 ROWS = [
     (1, True, 1, 2, 2**40, 1.5, 2.5, decimal.Decimal("1.25"), decimal.Decimal("12345678901234.5678"),
      decimal.Decimal("12345678901234567890.1234"), "x", b"\x00\xff", dt.date(2024, 1, 2),
      dt.datetime(2024, 1, 2, 3, 4, 5, 123456), dt.datetime(2024, 1, 2, 3, 4, 5, 123000),
-     dt.datetime(2024, 1, 2, tzinfo=dt.UTC)),
+     dt.datetime(2024, 1, 2, tzinfo=dt.UTC), _f32(0.1), dt.time(23, 59, 59, 999000)),
     (2, False, -1, None, None, None, 0.0, None, decimal.Decimal("0.0001"), None, "", None,
-     dt.date(1969, 12, 31), None, dt.datetime(2000, 1, 1), None),
+     dt.date(1969, 12, 31), None, dt.datetime(2000, 1, 1), None, None, dt.time(0, 0)),
     (3, None, None, 3, -5, -2.0, None, decimal.Decimal("-3.50"), None, decimal.Decimal("0.0001"), None, b"",
-     None, dt.datetime(1970, 1, 1), None, dt.datetime(2001, 1, 1, 0, 0, 0, 1, tzinfo=dt.UTC)),
+     None, dt.datetime(1970, 1, 1), None, dt.datetime(2001, 1, 1, 0, 0, 0, 1, tzinfo=dt.UTC), _f32(-3.3),
+     None),
 ]
 
 

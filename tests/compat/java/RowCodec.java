@@ -4,7 +4,7 @@
  * One job: map a value of a Paimon DataType to a JSON-friendly Java object (for results) and a
  * JSON value back to Paimon's internal representation (for writes). The encodings are the ones
  * tests/compat/java_oracle.py decodes:
- *   strings, booleans, integers, floats  -> themselves
+ *   strings, booleans, integers, floats  -> themselves (FLOAT widened exactly to double)
  *   DECIMAL                              -> plain string ("12.30")
  *   DATE                                 -> ISO date string ("2024-01-02")
  *   TIME                                 -> milliseconds of the day (int)
@@ -69,10 +69,11 @@ final class RowCodec {
             case SMALLINT:
             case INTEGER:
             case BIGINT:
-            case FLOAT:
             case DOUBLE:
             case TIME_WITHOUT_TIME_ZONE:
                 return value;
+            case FLOAT:  // widened exactly, as Python widens a float32
+                return ((Float) value).doubleValue();
             case DECIMAL:
                 return ((Decimal) value).toBigDecimal().toPlainString();
             case DATE:
