@@ -39,10 +39,15 @@ DICTIONARY_PAGE_LIMIT = 128 * 1024
 
 def parquet_writer(sink: pa.NativeFile, schema: pa.Schema, options: CoreOptions) -> pq.ParquetWriter:
     """The Parquet writer every data file is written with (the table's codec and zstd level,
-    statistics on, bounded dictionaries)."""
+    statistics on, bounded dictionaries).
+
+    Decimals of precision up to 18 are stored as INT32/INT64, as Paimon's own writer stores them:
+    Paimon 0.9's Java reader cannot read them as fixed-length binary (a dictionary-encoded
+    FIXED_LEN_BYTE_ARRAY column fails in its vectorised reader).
+    """
     return pq.ParquetWriter(
         sink, schema, compression=options.file_compression, compression_level=options.file_compression_level,
-        write_statistics=True, dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT,
+        write_statistics=True, dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT, store_decimal_as_integer=True,
     )
 
 
