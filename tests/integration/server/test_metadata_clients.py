@@ -37,6 +37,7 @@ def shop(plain_server):
         cursor = conn.cursor()
         for stmt in SETUP:
             cursor.execute(stmt)
+        cursor.close()
     finally:
         conn.close()
     return plain_server
@@ -47,7 +48,11 @@ def impyla(shop):
     from impala.dbapi import connect
 
     conn = connect(host="127.0.0.1", port=shop.port, auth_mechanism="PLAIN", user="alice", password=PASSWORD)
-    yield conn.cursor()
+    cursor = conn.cursor()
+    yield cursor
+    # Closed here: a cursor left to the garbage collector closes its session then, from wherever
+    # the collector runs (after the server stopped, it retries a connection and logs failures).
+    cursor.close()
     conn.close()
 
 
