@@ -52,6 +52,11 @@ def test_reflection_lists_schemas_tables_and_views(engine):
     assert sorted(insp.get_table_names()) == ["events", "orders"]  # the URL's database
     # PyHive's dialect answers views with SHOW TABLES (tables and views alike), as against Hive.
     assert sorted(insp.get_view_names("bi")) == ["events", "orders"]
+    # Superset's Hive/Spark engine spec lists with its own SHOW statements and takes column 0.
+    with engine.connect() as conn:
+        cursor = conn.connection.cursor()
+        cursor.execute("SHOW TABLES IN `bi`")
+        assert sorted(row[0] for row in cursor.fetchall()) == ["events", "orders"]
     assert insp.has_table("orders", schema="bi")
     assert not insp.has_table("nope", schema="bi")
     assert not insp.has_table("nope")
