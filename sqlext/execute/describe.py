@@ -2,7 +2,10 @@
 
 Everything here reads metadata only (schema, latest snapshot, planned files): no Spark job runs.
 Invariants:
-* DESCRIBE answers ``col_name, data_type, comment`` rows like Spark: the columns, then
+* DESCRIBE answers ``col_name, data_type, comment`` rows like Spark: the columns with the type
+  Spark reads them as, in Spark's lower-case text (``bigint``, ``decimal(10,2)``,
+  ``timestamp_ntz``, ``struct<a:int>``; nullability shows in SHOW CREATE TABLE), which is what
+  Hive clients parse (PyHive's SQLAlchemy dialect reflects column types from it), then
   ``# Partition Information``, then (EXTENDED) ``# Detailed Table Information`` key/value rows,
   or with a PARTITION ``# Detailed Partition Information``;
 * SHOW CREATE TABLE prints a Flink/dyntable-style statement that creates an equal schema when run
@@ -22,7 +25,13 @@ from engine import Table, coerce_spec, escape_path_name, partition_value_string
 from engine.options import format_duration
 from engine.types import DataType, type_to_sql
 from sqlext.errors import SqlAnalysisError
-from sqlext.execute.common import COMPUTED_PREFIX, WATERMARK_PREFIX, computed_columns, rows
+from sqlext.execute.common import (
+    COMPUTED_PREFIX,
+    WATERMARK_PREFIX,
+    computed_columns,
+    paimon_to_spark_ddl,
+    rows,
+)
 from sqlext.execute.procedures import live_partitions
 from sqlext.execute.results import StatementResult
 from sqlext.parse import ast
@@ -143,16 +152,18 @@ def describe_table(s: SqlSession, n: ast.DescribeTable, stmt: Statement) -> Stat
             pa.table(
                 {
                     "info_name": ["col_name", "data_type", "comment"],
-                    "info_value": pa.array([f.name, type_to_sql(f.type), f.description], pa.string()),
+                    "info_value": pa.array([f.name, paimon_to_spark_ddl(f.type), f.description], pa.string()),
                 }
             ),
         )
-    out: list[tuple[str, str, str | None]] = list(schema.describe())
+    out: list[tuple[str, str, str | None]] = [
+        (f.name, paimon_to_spark_ddl(f.type), f.description) for f in schema.fields
+    ]
     if table.partition_keys:
         out.append(("# Partition Information", "", ""))
         out.append(("# col_name", "data_type", "comment"))
         out.extend(
-            (f.name, type_to_sql(f.type), f.description)
+            (f.name, paimon_to_spark_ddl(f.type), f.description)
             for f in schema.fields
             if f.name in table.partition_keys
         )

@@ -170,6 +170,10 @@ class SaslServerTransport(TTransportBase, CReadableTransport):
         self.user = user
         return user
 
+    def refuse(self, message: str) -> None:
+        """Answer a SASL START with BAD and ``message`` (the client shows it in its error)."""
+        self._send(BAD, message.encode())
+
     def _receive(self) -> tuple[int, bytes]:
         header = self._trans.readAll(5)
         status, length = struct.unpack(">BI", header)

@@ -1,12 +1,21 @@
 """The JDBC metadata results BI tools ask for on connect (GetTables, GetColumns, …) as Arrow tables.
 
 Each function answers one HiveServer2 metadata call with the columns ``java.sql.DatabaseMetaData``
-defines for it (names, order, types), from the warehouse's catalog: managed tables are
-``TABLE``; each table's system tables (``t$snapshots``, ``t$files``, ``t$audit_log``, …) are
-``SYSTEM TABLE``. Name arguments are JDBC search patterns (``%`` any text, ``_`` one
-character, ``\\`` escapes; null matches everything), compared case-insensitively.
-Column types are the types Spark reads the table with (``sqlext.source.spark_types``), mapped to
-``java.sql.Types`` codes.
+defines for it (names, order, types), from the warehouse's catalog.
+
+* Managed tables are ``TABLE``, with their comment as ``REMARKS``. Each table's system tables
+  (``t$snapshots``, ``t$files``, ``t$audit_log``, …) are ``SYSTEM TABLE`` and are listed only
+  when asked for: when the table types name ``SYSTEM TABLE``, or when the table-name pattern has
+  a ``$`` (``orders$%``, ``orders$snapshots``). A GUI browsing a schema (DBeaver, DataGrip) so
+  sees each table once, and a query naming a system table still finds its columns.
+* Name arguments are search patterns as HiveServer2 reads them: JDBC's ``%`` (any text) and
+  ``_`` (one character) with ``\\`` escaping, and the Hive forms clients send for "any": ``*``
+  and ``.*`` (impyla's default). Null or empty matches everything; comparison ignores case.
+* Column types are the types Spark reads the table with (``sqlext.source.spark_types``), mapped to
+  ``java.sql.Types`` codes; column comments are ``REMARKS``.
+* Functions: Spark's (no schema) and dyntable's procedures (schema ``sys``); a schema pattern
+  that does not match everything selects by schema (``getFunctions(null, "sys", "%")`` lists
+  the procedures alone).
 """
 
 from __future__ import annotations
@@ -37,9 +46,17 @@ JDBC_TYPES: dict[int, int] = {
 _STR, _I32, _I16 = pa.string(), pa.int32(), pa.int16()
 
 
+_ANY = ("", "%", "*", ".*")
+
+
 def like(pattern: str | None) -> re.Pattern[str] | None:
-    """A JDBC search pattern as a regex (None or ``%`` match everything)."""
-    if pattern is None or pattern in ("", "%", "*"):
+    """A search pattern as a regex; None when it matches everything.
+
+    ``%`` and ``*`` are any text, ``_`` one character, ``.*`` any text (Hive reads patterns as
+    regular expressions once ``%`` and ``_`` are translated, and impyla sends ``.*``), ``\\``
+    escapes the next character; everything else, ``$`` included, stands for itself.
+    """
+    if pattern is None or pattern in _ANY:
         return None
     out, i = [], 0
     while i < len(pattern):
@@ -48,9 +65,18 @@ def like(pattern: str | None) -> re.Pattern[str] | None:
             out.append(re.escape(pattern[i + 1]))
             i += 2
             continue
-        out.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
+        if pattern.startswith(".*", i):
+            out.append(".*")
+            i += 2
+            continue
+        out.append(".*" if ch in "%*" else "." if ch == "_" else re.escape(ch))
         i += 1
     return re.compile("".join(out), re.IGNORECASE | re.DOTALL)
+
+
+def _names_system_tables(pattern: str | None) -> bool:
+    """Whether a table-name pattern asks for system tables (it has a ``$``)."""
+    return pattern is not None and "$" in pattern
 
 
 def _match(regex: re.Pattern[str] | None, name: str) -> bool:
@@ -82,10 +108,12 @@ def _system_names(table: str) -> list[str]:
     return [f"{table}${name}" for name in (*METADATA_TABLES, *DATA_TABLES)]
 
 
-def _tables_of(catalog: FileSystemCatalog, schema_pattern: str | None,
-               table_pattern: str | None) -> list[tuple[str, str, str]]:
-    """(database, name, type) of every managed and system table the patterns match."""
+def _tables_of(catalog: FileSystemCatalog, schema_pattern: str | None, table_pattern: str | None,
+               system: bool = False) -> list[tuple[str, str, str]]:
+    """(database, name, type) of every managed table the patterns match, and of their system
+    tables when ``system`` or the table pattern names them."""
     schema_regex, table_regex = like(schema_pattern), like(table_pattern)
+    system = system or _names_system_tables(table_pattern)
     found = []
     for db in catalog.list_databases():
         if not _match(schema_regex, db):
@@ -97,7 +125,8 @@ def _tables_of(catalog: FileSystemCatalog, schema_pattern: str | None,
         for name in names:
             if _match(table_regex, name):
                 found.append((db, name, TABLE))
-            found.extend((db, s, SYSTEM_TABLE) for s in _system_names(name) if _match(table_regex, s))
+            if system:
+                found.extend((db, s, SYSTEM_TABLE) for s in _system_names(name) if _match(table_regex, s))
     return found
 
 
@@ -108,28 +137,40 @@ TABLES_COLUMNS = [
 ]
 
 
+def _comment(catalog: FileSystemCatalog, db: str, name: str) -> str:
+    if "$" in name:
+        return ""
+    try:
+        return catalog.get_table(Identifier(db, name)).schema.comment or ""
+    except DyntableError:
+        return ""  # dropped while we listed
+
+
 def tables(catalog: FileSystemCatalog, schema_pattern: str | None, table_pattern: str | None,
            types: list[str] | None) -> pa.Table:
     wanted = {t.upper() for t in types} if types else None
+    system = wanted is not None and SYSTEM_TABLE in wanted
     rows = [
-        ("", db, name, kind, "", None, None, None, None, None)
-        for db, name, kind in _tables_of(catalog, schema_pattern, table_pattern)
+        ("", db, name, kind, _comment(catalog, db, name), None, None, None, None, None)
+        for db, name, kind in _tables_of(catalog, schema_pattern, table_pattern, system)
         if wanted is None or kind in wanted
     ]
     return _table(TABLES_COLUMNS, rows)
 
 
-def _columns_of(catalog: FileSystemCatalog, db: str, name: str) -> pa.Schema:
+def _columns_of(catalog: FileSystemCatalog, db: str, name: str) -> tuple[pa.Schema, dict[str, str]]:
+    """The columns of a table or system table as Spark reads them, and the column comments."""
     base, _, system = name.partition("$")
     table = catalog.get_table(Identifier(db, base))
     data = spark_arrow_schema(table.arrow_schema)
+    comments = {f.name: f.description for f in table.schema.fields if f.description}
     if not system:
-        return data
+        return data, comments
     if system.lower() == "audit_log":
-        return pa.schema([pa.field("rowkind", pa.string(), False), *data])
+        return pa.schema([pa.field("rowkind", pa.string(), False), *data]), comments
     if system.lower() == "ro":
-        return data
-    return spark_arrow_schema(system_table_schema(table, system))
+        return data, comments
+    return spark_arrow_schema(system_table_schema(table, system)), {}
 
 
 COLUMNS_COLUMNS = [
@@ -167,7 +208,7 @@ def columns(catalog: FileSystemCatalog, schema_pattern: str | None, table_patter
     rows = []
     for db, name, _kind in _tables_of(catalog, schema_pattern, table_pattern):
         try:
-            schema = _columns_of(catalog, db, name)
+            schema, comments = _columns_of(catalog, db, name)
         except DyntableError:
             continue  # dropped while we listed
         for position, field in enumerate(schema, 1):
@@ -176,13 +217,15 @@ def columns(catalog: FileSystemCatalog, schema_pattern: str | None, table_patter
             size, digits, radix = _size(field.type)
             rows.append((
                 "", db, name, field.name, JDBC_TYPES.get(hive_type(field.type), 1111), type_name(field.type),
-                size, None, digits, radix, 1 if field.nullable else 0, "", None, None, None, None,
+                size, None, digits, radix, 1 if field.nullable else 0, comments.get(field.name, ""),
+                None, None, None, None,
                 position, "YES" if field.nullable else "NO", None, None, None, None, "NO",
             ))
     return _table(COLUMNS_COLUMNS, rows)
 
 
 def primary_keys(catalog: FileSystemCatalog, schema: str | None, table: str | None) -> pa.Table:
+    """The primary-key columns; the sequence column is JDBC's ``KEY_SEQ`` (Hive misspells it ``KEQ_SEQ``)."""
     rows = []
     if table:
         db = schema or "default"
@@ -192,7 +235,7 @@ def primary_keys(catalog: FileSystemCatalog, schema: str | None, table: str | No
             keys = ()
         rows = [("", db, table, key, seq, f"pk_{table}") for seq, key in enumerate(keys, 1)]
     return _table([("TABLE_CAT", _STR), ("TABLE_SCHEM", _STR), ("TABLE_NAME", _STR), ("COLUMN_NAME", _STR),
-                   ("KEQ_SEQ", _I32), ("PK_NAME", _STR)], rows)
+                   ("KEY_SEQ", _I32), ("PK_NAME", _STR)], rows)
 
 
 _TYPE_INFO = [  # (name, hive type id, precision, literal quote, searchable, numeric)
@@ -237,19 +280,28 @@ FUNCTIONS_COLUMNS = [("FUNCTION_CAT", _STR), ("FUNCTION_SCHEM", _STR), ("FUNCTIO
 _FUNCTION_RESULT_UNKNOWN, _FUNCTION_RETURNS_TABLE = 0, 2
 
 
-def functions(spark: Any, function_pattern: str | None) -> pa.Table:
-    """Spark's built-in and registered functions, and dyntable's procedures (schema ``sys``, for CALL)."""
+def functions(spark: Any, schema_pattern: str | None, function_pattern: str | None) -> pa.Table:
+    """Spark's built-in and registered functions, and dyntable's procedures (schema ``sys``, for CALL).
+
+    Built-in functions have no schema: a schema pattern that does not match everything leaves
+    them out (Spark's Thrift server repeats them under every database instead).
+    """
     from sqlext.execute.procedures import REGISTRY
 
-    regex = like(function_pattern)
+    regex, schema_regex = like(function_pattern), like(schema_pattern)
     rows = []
     # SHOW FUNCTIONS lists names only; spark.catalog.listFunctions() describes every function
     # (hundreds of JVM lookups), far too slow for a call BI tools make on connect.
     names = spark.sql("SHOW FUNCTIONS").toArrow().column(0).to_pylist()
     for qualified in names:
-        schema, _, name = qualified.rpartition(".")
+        parts = qualified.split(".")  # name, or catalog.database.name for a registered function
+        schema, name = (parts[-2] if len(parts) > 1 else None), parts[-1]
+        if schema_regex is not None and (schema is None or not _match(schema_regex, schema)):
+            continue
         if _match(regex, name):
-            rows.append(("", schema or None, name, "", _FUNCTION_RESULT_UNKNOWN, qualified))
+            rows.append(("", schema, name, "", _FUNCTION_RESULT_UNKNOWN, qualified))
+    if not _match(schema_regex, "sys"):
+        return _table(FUNCTIONS_COLUMNS, rows)
     for name in REGISTRY.names():
         proc = REGISTRY.get(name)
         if proc is not None and _match(regex, proc.name):

@@ -81,6 +81,8 @@ def type_name(t: pa.DataType) -> str:
         return "STRUCT<" + ",".join(f"{f.name}:{type_name(f.type)}" for f in t) + ">"
     if pa.types.is_null(t):
         return "VOID"
+    if pa.types.is_timestamp(t) and t.tz is None:
+        return "TIMESTAMP_NTZ"  # Spark's name: TIMESTAMP is the zoned (local) kind
     return tt.TTypeId._VALUES_TO_NAMES[hive_type(t)].removesuffix("_TYPE")
 
 

@@ -11,6 +11,11 @@
 * Results are paged (``sqlext.server.results.Pager``): the worker starts the stream and fetches
   the first partition, so errors in running the query are the statement's errors; later
   partitions are pulled only as the client fetches.
+* Where HiveServer2 clients parse a statement's answer, it has HiveServer2's shape
+  (:func:`hive_shaped`, :func:`hive_wording`): ``SHOW TABLES``/``SHOW VIEWS`` answer the names
+  alone (Spark adds ``namespace`` and ``isTemporary`` around them, and PyHive's SQLAlchemy dialect,
+  which Superset uses, reads column 0), and a ``DESCRIBE`` of a missing table also says
+  ``Table not found <name>`` as Hive does (PyHive's ``has_table`` looks for those words).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from pyspark.errors import PySparkException
 from engine import DyntableError
 from sqlext.errors import INTERNAL_ERROR, SqlError, sqlstate_for
 from sqlext.output import format_error
-from sqlext.parse.splitter import Statement
+from sqlext.parse.splitter import Statement, skip_trivia
 from sqlext.server.results import Pager, arrow_schema_of, spark_batches, table_batches
 from sqlext.session import SqlSession, activate, spark_error
 
@@ -91,6 +96,38 @@ def _java_error(error: Py4JJavaError) -> SqlError:
     causes = re.findall(r"^Caused by: [\w.$]+: (.+)$", text, re.M)
     first = causes[-1] if causes else (str(error.java_exception.getMessage() or "") or "Spark job failed")
     return SqlError(first.strip(), sqlstate=INTERNAL_ERROR)
+
+
+_SHOW_NAMES = re.compile(r"SHOW\s+(TABLES|VIEWS)\b", re.IGNORECASE)
+_DESCRIBE = re.compile(
+    r"DESC(?:RIBE)?\s+(?:TABLE\s+)?(?:(?:EXTENDED|FORMATTED)\s+)?(?P<name>[^\s;(]+)\s*$", re.IGNORECASE
+)
+_NAMES_COLUMN = {"tables": "tableName", "views": "viewName"}
+
+
+def _text(statement: str) -> str:
+    """The statement without its leading comments and blanks."""
+    return statement[skip_trivia(statement, 0):]
+
+
+def hive_shaped(statement: str, df: Any) -> Any:
+    """``df`` as HiveServer2 answers ``statement``: SHOW TABLES/VIEWS keep only the name column."""
+    m = _SHOW_NAMES.match(_text(statement))
+    if m is None:
+        return df
+    column = _NAMES_COLUMN[m.group(1).lower()]
+    return df.select(column) if df.columns == ["namespace", column, "isTemporary"] else df
+
+
+def hive_wording(failure: Failure, statement: str | None) -> Failure:
+    """``failure`` with Hive's words for a DESCRIBE of a missing table added (what Hive clients look for)."""
+    if failure.sqlstate != "42P01" or statement is None:
+        return failure
+    m = _DESCRIBE.match(_text(statement).rstrip().rstrip(";"))
+    if m is None:
+        return failure
+    hive = f"SemanticException: Table not found {m.group('name')}"
+    return Failure(failure.sqlstate, f"{failure.message}\n({hive})")
 
 
 def new_handle() -> tuple[bytes, bytes]:
@@ -162,7 +199,7 @@ class Operation:
                 if self.state is not State.RUNNING:
                     return
             if last is not None and last.dataframe is not None:
-                df = last.dataframe
+                df = hive_shaped(last.statement.text, last.dataframe)
                 schema = arrow_schema_of(df)
                 pager = Pager(schema, spark_batches(df, schema, on_start=self._tag_jobs))
                 pager.prime()  # runs the first partition here: a failing query fails the statement
@@ -177,7 +214,7 @@ class Operation:
         except BaseException as e:  # noqa: BLE001 - reported to the client, never raised in the thread
             with self._lock:
                 if self.state is State.RUNNING:
-                    self.failure = Failure.of(e, self.statement)
+                    self.failure = hive_wording(Failure.of(e, self.statement), self.statement)
                     self.state = State.ERROR
         finally:
             self._untag_jobs()

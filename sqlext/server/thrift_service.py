@@ -9,6 +9,10 @@
   A client is served only after it authenticated. When a connection ends (the client closed it
   or vanished), every session it opened is closed and its running statements cancelled; a
   synchronous statement notices a vanished client while it runs (the socket is polled).
+* A client whose transport does not match ``--auth`` (impyla's default NOSASL against a SASL
+  server, or a SASL client against ``--auth NOSASL``) is told so in its own protocol — an
+  ``OpenSession`` error status, or a SASL ``BAD`` message — and the server logs the cause; the
+  first byte tells them apart (``0x80`` starts a binary Thrift call, ``0x01`` a SASL START).
 """
 
 from __future__ import annotations
@@ -24,11 +28,11 @@ from typing import Any
 from TCLIService import TCLIService
 from TCLIService import ttypes as tt
 from thrift.protocol.TBinaryProtocol import TBinaryProtocol
-from thrift.Thrift import TType
+from thrift.Thrift import TApplicationException, TType
 from thrift.transport import TSocket, TTransport
 
 from sqlext.server import metadata as meta
-from sqlext.server.auth import AuthenticationError, Authenticator, SaslServerTransport
+from sqlext.server.auth import START, AuthenticationError, Authenticator, SaslServerTransport
 from sqlext.server.results import empty_row_set, row_set, table_schema
 from sqlext.server.sessions import ClientSession, Failure, Operation, ServerState, State, UnknownHandleError
 
@@ -58,8 +62,11 @@ def _ok() -> tt.TStatus:
 
 def _error(failure: Failure) -> tt.TStatus:
     code = tt.TStatusCode.INVALID_HANDLE_STATUS if failure.sqlstate == "HY010" else tt.TStatusCode.ERROR_STATUS
+    # infoMessages in Hive's form, "*class:message:<frames>:<last own frame>" then one line per
+    # frame (none here: 0 and -1): Hive's JDBC driver parses it into the exception's cause and
+    # fails, hiding the message, on any other shape.
     return tt.TStatus(statusCode=code, sqlState=failure.sqlstate, errorCode=0, errorMessage=failure.message,
-                      infoMessages=[f"*{failure.sqlstate}:{failure.message}"])
+                      infoMessages=[f"*java.sql.SQLException:{failure.message}:0:-1"])
 
 
 def _version(name: str) -> str:
@@ -281,7 +288,8 @@ class Handler:
 
     def GetFunctions(self, req: tt.TGetFunctionsReq) -> tt.TGetFunctionsResp:
         return self._metadata(req, tt.TOperationType.GET_FUNCTIONS,
-                              lambda s: meta.functions(s.sql.spark, req.functionName), tt.TGetFunctionsResp)
+                              lambda s: meta.functions(s.sql.spark, req.schemaName, req.functionName),
+                              tt.TGetFunctionsResp)
 
     def GetPrimaryKeys(self, req: tt.TGetPrimaryKeysReq) -> tt.TGetPrimaryKeysResp:
         return self._metadata(
@@ -330,6 +338,58 @@ class _Protocol(TBinaryProtocol):
             self.readBinary()
             return
         super().skip(ttype, *args)
+
+
+_THRIFT_CALL = 0x80  # first byte of a binary-protocol message (strict version 0x8001)
+_DRAIN_TIMEOUT = 5.0  # seconds a refused client has to read our answer and hang up
+
+
+def _transport_mismatch(auth: str, first: int) -> str | None:
+    """What to tell a client whose first byte shows it speaks another transport than ``auth``."""
+    if auth == "NOSASL" and first == START:
+        return ("this server runs without SASL (--auth NOSASL) but the client started a SASL exchange: "
+                "connect with impyla auth_mechanism='NOSASL', PyHive auth='NOSASL', or a JDBC URL "
+                "ending in ;auth=noSasl")
+    if auth != "NOSASL" and first == _THRIFT_CALL:
+        pyhive = "CUSTOM" if auth == "PLAIN" else "NONE"
+        return (f"this server authenticates with SASL PLAIN (--auth {auth}) but the client connected "
+                "without SASL (NOSASL, impyla's default): connect with impyla auth_mechanism='PLAIN', "
+                f"PyHive auth='{pyhive}', or a JDBC URL without ;auth=noSasl, and a user name"
+                + (" and password" if auth == "PLAIN" else ""))
+    return None
+
+
+class _Refusal:
+    """Answers the first call of a client that skipped SASL: OpenSession gets an error status."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    def OpenSession(self, req: tt.TOpenSessionReq) -> tt.TOpenSessionResp:
+        return tt.TOpenSessionResp(status=_error(Failure("08004", self.message)),
+                                   serverProtocolVersion=MAX_PROTOCOL)
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        def refuse(*_args: Any) -> Any:
+            raise TApplicationException(TApplicationException.UNKNOWN, self.message)
+
+        return refuse
+
+
+def _refuse(client: socket.socket, raw: TSocket.TSocket, first: int, message: str) -> None:
+    """Tell a client that speaks the wrong transport why it is refused, in its own protocol."""
+    if first == START:
+        SaslServerTransport(raw, Authenticator(None)).refuse(message)
+    else:
+        transport = TTransport.TBufferedTransport(raw)
+        protocol = _Protocol(transport)
+        TCLIService.Processor(_Refusal(message)).process(protocol, protocol)
+    # Closing with unread bytes would reset the connection before the client reads the answer:
+    # stop sending, and let the client hang up first.
+    client.shutdown(socket.SHUT_WR)
+    client.settimeout(_DRAIN_TIMEOUT)
+    while client.recv(65536):
+        pass
 
 
 def _peer_alive(sock: socket.socket) -> bool:
@@ -392,15 +452,23 @@ class HiveServer:
         raw = TSocket.TSocket()
         raw.setHandle(client)
         try:
+            client.settimeout(self.auth_timeout)  # a client that never speaks does not keep its thread
+            first = client.recv(1, socket.MSG_PEEK)
+            if not first:
+                return
+            mismatch = _transport_mismatch(self.auth, first[0])
+            if mismatch is not None:
+                log.warning("connection %d refused: %s", number, mismatch)
+                _refuse(client, raw, first[0], mismatch)
+                return
             if self.auth == "NOSASL":
                 transport: TTransport.TTransportBase = TTransport.TBufferedTransport(raw)
                 user = None
             else:
                 sasl = SaslServerTransport(raw, self.authenticator)
-                client.settimeout(self.auth_timeout)  # a client that never logs in does not keep its thread
-                user = sasl.negotiate()
-                client.settimeout(None)
+                user = sasl.negotiate()  # still under the timeout: a client that never logs in is dropped
                 transport = sasl
+            client.settimeout(None)
             handler = Handler(self.state, number, user, alive=lambda: _peer_alive(client))
             processor = TCLIService.Processor(handler)
             # The pure-Python codec: PyHive's stubs predate the spec layout the C codec (fastbinary) expects.

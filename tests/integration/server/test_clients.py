@@ -63,7 +63,9 @@ def test_impyla_plain_checks_the_password(plain_server):
     conn = connect(host="127.0.0.1", port=plain_server.port, auth_mechanism="PLAIN", user="alice",
                    password=PASSWORD)
     try:
-        _run_dbapi(conn.cursor(), "impyla_t")
+        cursor = conn.cursor()
+        _run_dbapi(cursor, "impyla_t")
+        cursor.close()  # not left to the garbage collector: an impyla cursor closes its session then
     finally:
         conn.close()
 

@@ -9,6 +9,7 @@ import threading
 import pytest
 from TCLIService import ttypes as tt
 
+from engine.system_tables import DATA_TABLES, METADATA_TABLES
 from tests.integration.server.conftest import wait_for
 
 LONG_QUERY = "SELECT sum(id % 7) FROM range(0, 500000000000, 1, 1)"  # minutes of work on one core: always cancelled
@@ -254,8 +255,12 @@ def test_metadata_calls(none_server):
         assert "default" in schemas["TABLE_SCHEM"]
         tables = _result(conn, _ok(c.GetTables(tt.TGetTablesReq(
             sessionHandle=sh, schemaName="default", tableName="meta%"))).operationHandle)
-        kinds = dict(zip(tables["TABLE_NAME"], tables["TABLE_TYPE"], strict=True))
-        assert kinds["meta_t"] == "TABLE"
+        assert list(zip(tables["TABLE_NAME"], tables["TABLE_TYPE"], strict=True)) == [("meta_t", "TABLE")]
+        system = _result(conn, _ok(c.GetTables(tt.TGetTablesReq(
+            sessionHandle=sh, schemaName="default", tableName="meta%", tableTypes=["SYSTEM TABLE"]))
+        ).operationHandle)
+        kinds = dict(zip(system["TABLE_NAME"], system["TABLE_TYPE"], strict=True))
+        assert set(kinds) == {f"meta_t${n}" for n in (*METADATA_TABLES, *DATA_TABLES)}
         assert kinds["meta_t$snapshots"] == kinds["meta_t$audit_log"] == "SYSTEM TABLE"
         only = _result(conn, _ok(c.GetTables(tt.TGetTablesReq(
             sessionHandle=sh, schemaName="default", tableName="meta%", tableTypes=["TABLE"]))).operationHandle)
@@ -264,7 +269,8 @@ def test_metadata_calls(none_server):
             sessionHandle=sh, schemaName="default", tableName="meta_t"))).operationHandle)
         assert list(zip(cols["COLUMN_NAME"], cols["DATA_TYPE"], cols["TYPE_NAME"], cols["ORDINAL_POSITION"],
                         strict=True)) == [
-            ("id", -5, "BIGINT", 1), ("v", 12, "STRING", 2), ("d", 3, "DECIMAL(10,2)", 3), ("ts", 93, "TIMESTAMP", 4)]
+            ("id", -5, "BIGINT", 1), ("v", 12, "STRING", 2), ("d", 3, "DECIMAL(10,2)", 3),
+            ("ts", 93, "TIMESTAMP_NTZ", 4)]
         assert cols["IS_NULLABLE"][0] == "NO" and cols["DECIMAL_DIGITS"][2] == 2
         snap = _result(conn, _ok(c.GetColumns(tt.TGetColumnsReq(
             sessionHandle=sh, schemaName="default", tableName="meta\\_t$snapshots", columnName="snapshot_id"))
@@ -272,7 +278,7 @@ def test_metadata_calls(none_server):
         assert list(zip(snap["COLUMN_NAME"], snap["DATA_TYPE"], strict=True)) == [("snapshot_id", -5)]
         pks = _result(conn, _ok(c.GetPrimaryKeys(tt.TGetPrimaryKeysReq(
             sessionHandle=sh, schemaName="default", tableName="meta_t"))).operationHandle)
-        assert (pks["COLUMN_NAME"], pks["KEQ_SEQ"]) == (["id"], [1])
+        assert (pks["COLUMN_NAME"], pks["KEY_SEQ"]) == (["id"], [1])
         types = _result(conn, _ok(c.GetTypeInfo(tt.TGetTypeInfoReq(sessionHandle=sh))).operationHandle)
         assert dict(zip(types["TYPE_NAME"], types["DATA_TYPE"], strict=True))["BIGINT"] == -5
         table_types = _result(conn, _ok(c.GetTableTypes(tt.TGetTableTypesReq(sessionHandle=sh))).operationHandle)

@@ -68,3 +68,42 @@ def test_jdbc_search_patterns():
     assert like(None) is None and like("%") is None
     assert like("t%").fullmatch("T$snapshots") and not like("t_").fullmatch("t")
     assert like("a\\_b").fullmatch("a_b") and not like("a\\_b").fullmatch("axb")
+    # The Hive forms: '*' and '.*' (impyla's default) are "any", '$' and '.' stand for themselves.
+    assert like("*") is None and like(".*") is None and like("") is None
+    assert like("ord*").fullmatch("orders") and like("o.*s").fullmatch("orders")
+    assert like("orders$%").fullmatch("orders$files") and not like("orders$%").fullmatch("orders")
+    assert like("a.b").fullmatch("a.b") and not like("a.b").fullmatch("axb")
+
+
+def test_hive_shapes_of_show_tables_and_missing_table_errors():
+    from sqlext.server.sessions import Failure, hive_shaped, hive_wording
+
+    class Frame:
+        def __init__(self, columns):
+            self.columns = columns
+
+        def select(self, column):
+            return Frame([column])
+
+    spark_shape = ["namespace", "tableName", "isTemporary"]
+    assert hive_shaped("SHOW TABLES IN db", Frame(spark_shape)).columns == ["tableName"]
+    assert hive_shaped("/* c */ show views", Frame(["namespace", "viewName", "isTemporary"])).columns == [
+        "viewName"]
+    assert hive_shaped("SHOW TABLE EXTENDED LIKE 't'", Frame(spark_shape)).columns == spark_shape
+    assert hive_shaped("SELECT 1", Frame(spark_shape)).columns == spark_shape
+
+    missing = Failure("42P01", "table or view not found: db.nope")
+    hive = "(SemanticException: Table not found db.nope)"
+    assert hive_wording(missing, "DESCRIBE db.nope").message == f"table or view not found: db.nope\n{hive}"
+    assert hive_wording(missing, "desc table extended nope;").message.endswith("Table not found nope)")
+    assert hive_wording(missing, "SELECT * FROM nope") == missing
+    assert hive_wording(Failure("42601", "syntax"), "DESCRIBE nope").message == "syntax"
+
+
+def test_mismatched_transports_are_named():
+    from sqlext.server.thrift_service import _transport_mismatch
+
+    assert "auth_mechanism='PLAIN'" in _transport_mismatch("PLAIN", 0x80)
+    assert "PyHive auth='NONE'" in _transport_mismatch("NONE", 0x80)
+    assert "auth_mechanism='NOSASL'" in _transport_mismatch("NOSASL", 0x01)
+    assert _transport_mismatch("PLAIN", 0x01) is None and _transport_mismatch("NOSASL", 0x80) is None
