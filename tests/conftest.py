@@ -16,6 +16,10 @@ from typing import Any
 import pytest
 
 os.environ.setdefault("TZ", "UTC")
+# The suite is hundreds of short queries: its local JVMs (this process's shared session and every
+# dyntable-sql / notebook kernel it launches) cap the JIT at C1, which users get only on request
+# (sqlext/spark.py has the measurements).
+os.environ.setdefault("DYNTABLE_FAST_START", "1")
 
 
 @pytest.fixture
