@@ -34,7 +34,7 @@ from engine.meta.snapshot import (
 )
 from tests.compat.harness import locate_venv
 
-# paimon-format.md §3 hand-made example (HEAD Java shape), verbatim.
+# A snapshot in the shape Java Paimon writes today (docs/design/format-notes.md §3).
 SPEC_EXAMPLE = """{
   "version" : 3,
   "uuid" : "0b1c6e0e-6d0a-4a53-9a6f-3f3b3f4c9a10",
