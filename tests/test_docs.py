@@ -19,6 +19,8 @@ def test_no_pointer_outside_the_repository_and_no_dead_link(doc: Path) -> None:
     text = doc.read_text(encoding="utf-8")
     for outside in ("shared/design", "/work/", "../shared"):
         assert outside not in text, f"{doc.name} points outside the repository: {outside}"
+    # nothing is published on PyPI: installs are from the source tree or a wheel built from it
+    assert not re.search(r"pip install (-U )?[\"']?dyntable\b", text), f"{doc.name}: pip install dyntable"
     for target in LINK.findall(text):
         if "://" in target or target.startswith(("#", "mailto:")):
             continue
