@@ -8,8 +8,10 @@ the current directory. Python data source filter pushdown stays off (Spark's def
 The JVM's JIT: capping it at C1 (``-XX:TieredStopAtLevel=1``) makes the many short queries of a
 test suite or a small script cheaper (less compilation at start-up), but leaves long queries on
 code C1 compiled: ``SELECT sum(id % 7) FROM range(300000000)`` took 17-21 s with C1 against
-1.5-2.3 s with the full JIT on the 2-core machine this was measured on (start-up, 10-23 s,
-was within noise either way). A user's job must never pay that, so the full JIT is the default and
+1.5-2.3 s with the full JIT on the 2-core machine this was measured on. Short runs go the other
+way: a Spark test file of two tests (start-up dominated) took 91-112 s with C1 and 136-178 s with
+the full JIT while other jobs loaded the machine (alone, start-up took 10-23 s either way, within
+noise). A user's job must never pay 10x, so the full JIT is the default and
 the cap is an explicit choice: ``build_spark(fast_start=True)``, ``dyntable-sql --fast-start`` or
 the environment variable ``DYNTABLE_FAST_START=1`` (which the test suite sets).
 """
