@@ -1,4 +1,4 @@
-"""dyntable's benchmark suite: ratios against in-process baselines (see BENCHMARKS.md and README.md).
+"""dyntable's benchmark suite: ratios against in-process baselines (method: docs/benchmarks.md).
 
 This module holds the registry of workloads and :func:`run_suite`, which runs a selection,
 prints one line per result as it arrives and writes the JSON record. Invariants:

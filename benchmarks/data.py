@@ -1,4 +1,4 @@
-"""Synthetic, seeded benchmark data as Arrow tables: the T8, S20 and CDC shapes of BENCHMARKS.md.
+"""Synthetic, seeded benchmark data as Arrow tables: the T8, S20 and CDC shapes of docs/benchmarks.md.
 
 Invariants:
 * Deterministic: the same arguments always give the same table (numpy ``default_rng(seed)``).

@@ -1,6 +1,6 @@
 """Benchmark machinery: paired timing of two arms, ratios, result checks, printing and JSON.
 
-Invariants (BENCHMARKS.md):
+Invariants (docs/benchmarks.md):
 * A figure is always ``ratio = baseline_time / our_time`` (higher is better), both arms timed
   in this process, in this run, on the same rows. Each arm is warmed up once, then the arms
   alternate A B A B for ``pairs`` pairs; the best and median of the per-pair ratios are reported.
@@ -411,7 +411,7 @@ def compare(
         baseline: the baseline arm.
         pairs: timed pairs (at least :data:`MIN_PAIRS`).
         rows: rows processed per run, printed for context.
-        target: the target ratio from BENCHMARKS.md, printed for context.
+        target: the target ratio (docs/benchmarks.md), printed for context.
         check: raises :class:`CheckFailed` when the outcomes are wrong.
 
     Returns:

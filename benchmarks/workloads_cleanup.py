@@ -1,6 +1,6 @@
 """Cleanup workloads (no Spark): W8 orphan file cleanup against its I/O floor.
 
-W8 (BENCHMARKS.md): a table of live files plus 1% orphans, protected by 50 tags and branches;
+W8 (docs/benchmarks.md): a table of live files plus 1% orphans, protected by 50 tags and branches;
 ours is ``Table.remove_orphan_files`` (listing, reachability over every snapshot, tag and branch,
 deletion); the baseline is the floor any correct cleanup pays: list the table's files, decode
 each manifest the anchors reference once, and unlink exactly the orphans (known in advance).

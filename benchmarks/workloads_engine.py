@@ -2,7 +2,7 @@
 
 Each public ``run_*`` function takes a :class:`benchmarks.harness.Context` and returns its
 :class:`~benchmarks.harness.Result` lines. Setup (tables, prepared commit messages, files) is
-built outside the timed regions; only the operation named in BENCHMARKS.md is timed.
+built outside the timed regions; only the operation named in docs/benchmarks.md is timed.
 
 P1 runs pypaimon 2.1 in its own virtual environment (it pins other pyarrow/fsspec versions)
 through a small timing server written to the scratch directory: it times the write and the

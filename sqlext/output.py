@@ -9,8 +9,11 @@ Invariants:
   ``--max-rows`` rows it prints, to align them; binary and exotic types fall back to per-value
   Python because Arrow has no kernel for them;
 * ``tsv``, ``csv`` and ``json`` are exact: never truncated or abbreviated, one line per row;
-  ``table`` shows NULL as ``NULL``, escapes line breaks and cuts values longer than the cell width
-  with ``...``;
+* ``table`` shows NULL as ``NULL`` and, by default, every value whole, as spark-sql and psql do: a
+  value with line breaks (``SHOW CREATE TABLE``) spans several lines of its cell, each continued
+  line marked with ``+`` in the gutter as psql marks it. With a ``max_width`` (``--max-width N``,
+  ``%config SqlMagic.max_width = N``) each value is one line, its line breaks escaped, and values
+  longer than ``N`` characters end in ``...``;
 * nested values (arrays, maps, structs) print as JSON-like text in every format, as spark-sql
   does: ``[1,2]``, ``{"k":1}``, ``{"x":1,"y":"a"}``;
 * error text never holds a Python traceback unless asked for (``verbose``).
@@ -22,7 +25,6 @@ import base64
 import re
 import traceback
 import unicodedata
-from collections.abc import Iterable
 from typing import Literal, TextIO
 
 import pyarrow as pa
@@ -34,7 +36,7 @@ OutputFormat = Literal["table", "tsv", "csv", "json"]
 OUTPUT_FORMATS: tuple[str, ...] = ("table", "tsv", "csv", "json")
 
 NULL_TEXT = "NULL"
-MAX_CELL_WIDTH = 48
+WHOLE_VALUES = 0  # the default max_width: no value is cut
 ELLIPSIS = "..."  # ASCII, so that a terminal without UTF-8 still prints it
 STREAM_BATCH_ROWS = 65536
 
@@ -229,35 +231,42 @@ def _is_numeric(t: pa.DataType) -> bool:
     return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t))
 
 
-def table_cells(array: pa.Array | pa.ChunkedArray, max_width: int = MAX_CELL_WIDTH) -> list[str]:
+def table_cells(array: pa.Array | pa.ChunkedArray, max_width: int = WHOLE_VALUES) -> list[str]:
     """The cells of one column as the ``table`` format shows them.
 
     Args:
         array: the column (only the rows to print).
-        max_width: longest cell in characters; longer values end in ``...``.
+        max_width: 0 (the default) shows every value whole, its line breaks kept for
+            :func:`render_table` to lay out on several lines; ``N > 0`` makes every cell one line
+            (line breaks escaped) of at most ``N`` characters, longer values ending in ``...``.
 
     Returns:
-        One string per row: NULL for nulls, line breaks and tabs escaped, long values cut.
+        One string per row: NULL for nulls, tabs and carriage returns escaped.
     """
     text = column_text(array, "display").fill_null(NULL_TEXT)
-    for raw, escaped in (("\r\n", "\\r\\n"), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t")):
+    text = pc.replace_substring(text, "\r\n", "\n")  # one line break, whatever wrote it
+    escapes = [("\r", "\\r"), ("\t", "\\t")]
+    if max_width > 0:
+        escapes.insert(0, ("\n", "\\n"))  # one line per value
+    for raw, escaped in escapes:
         text = pc.replace_substring(text, raw, escaped)
-    if max_width > len(ELLIPSIS) and len(text):
+    if max_width > 0 and len(text):
+        # Too narrow for the ellipsis: a plain cut (still within the width asked for).
+        mark = ELLIPSIS if max_width > len(ELLIPSIS) else ""
         long = pc.greater(pc.utf8_length(text), max_width)
-        cut = pc.binary_join_element_wise(
-            pc.utf8_slice_codeunits(text, 0, max_width - len(ELLIPSIS)), ELLIPSIS, ""
-        )
-        text = pc.if_else(long, cut, text)
+        head = pc.utf8_slice_codeunits(text, 0, max_width - len(mark))
+        text = pc.if_else(long, pc.binary_join_element_wise(head, mark, ""), text)
     cells: list[str] = text.to_pylist()
     return cells
 
 
-def render_table(table: pa.Table, max_width: int = MAX_CELL_WIDTH) -> str:
+def render_table(table: pa.Table, max_width: int = WHOLE_VALUES) -> str:
     """Render ``table`` as aligned columns with a header between ``+---+`` borders.
 
     Args:
         table: the rows to print (already limited to the rows wanted).
-        max_width: longest cell in characters.
+        max_width: 0 shows values whole (a multi-line value takes several lines, each but its
+            last marked ``+`` after the cell); ``N > 0`` cuts values to ``N`` characters on one line.
 
     Returns:
         The lines, each ending in a newline; empty when the table has no columns. Numbers are
@@ -265,21 +274,28 @@ def render_table(table: pa.Table, max_width: int = MAX_CELL_WIDTH) -> str:
     """
     if table.num_columns == 0:
         return ""
-    columns = [table_cells(col, max_width) for col in table.columns]
+    columns = [[cell.split("\n") for cell in table_cells(col, max_width)] for col in table.columns]
     names = [name.replace("\n", "\\n") for name in table.column_names]
     widths = [
-        max([_display_width(names[i])] + [_display_width(cell) for cell in cells])
+        max([_display_width(names[i])] + [_display_width(part) for cell in cells for part in cell])
         for i, cells in enumerate(columns)
     ]
     right = [_is_numeric(field.type) for field in table.schema]
     border = "+" + "+".join("-" * (w + 2) for w in widths) + "+\n"
 
-    def line(cells: Iterable[str], align: Iterable[bool]) -> str:
-        padded = (_pad(c, w, r) for c, w, r in zip(cells, widths, align, strict=True))
-        return "| " + " | ".join(padded) + " |\n"
+    def lines(cells: list[list[str]], align: list[bool]) -> str:
+        out = []
+        for i in range(max(len(cell) for cell in cells)):
+            parts = []
+            for cell, w, r in zip(cells, widths, align, strict=True):
+                part = cell[i] if i < len(cell) else ""
+                gutter = "+" if i < len(cell) - 1 else " "  # psql's mark: this value goes on
+                parts.append(" " + _pad(part, w, r) + gutter)
+            out.append("|" + "|".join(parts) + "|\n")
+        return "".join(out)
 
-    out = [border, line(names, [False] * len(names)), border]
-    out.extend(line(row, right) for row in zip(*columns, strict=True))
+    out = [border, lines([[n] for n in names], [False] * len(names)), border]
+    out.extend(lines(list(row), right) for row in zip(*columns, strict=True))
     out.append(border)
     return "".join(out)
 

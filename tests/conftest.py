@@ -15,7 +15,13 @@ from typing import Any
 
 import pytest
 
+from tests.skip_guard import pytest_addoption, pytest_configure  # noqa: F401 (hooks: --allowed-skips)
+
 os.environ.setdefault("TZ", "UTC")
+# The suite is hundreds of short queries: its local JVMs (this process's shared session and every
+# dyntable-sql / notebook kernel it launches) cap the JIT at C1, which users get only on request
+# (sqlext/spark.py has the measurements).
+os.environ.setdefault("DYNTABLE_FAST_START", "1")
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 One job: hold the exact record layouts (field names, order and Avro types) of a manifest
 entry, a data file's metadata, its SimpleStats and a manifest-list entry, as Java Paimon writes
-them (``paimon-format.md`` §5–§6). ``engine.meta.manifest`` parses them once with fastavro.
+them (``docs/design/format-notes.md`` §5–§6). ``engine.meta.manifest`` parses them once with fastavro.
 
 Invariants (each is something Java's reader depends on, see §5):
 

@@ -5,7 +5,7 @@ One job: turn a tuple of Python values of atomic Paimon types into the exact byt
 ``BinaryRow.hashCode`` computes over those bytes. Partition values, primary keys and min/max
 statistics in manifests are stored this way; the hash decides ``bucket = |hash % N|``.
 
-Invariants (see ``paimon-format.md`` §7 and §9):
+Invariants (see ``docs/design/format-notes.md`` §7 and §9):
 
 * Layout = header/null-bitset of ``W`` bytes, one 8-byte little-endian slot per field, then a
   variable part of 8-byte aligned chunks whose offsets count from the first header byte.

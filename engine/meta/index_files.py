@@ -1,6 +1,6 @@
 """Paimon's table index files: the index manifest and the dynamic-bucket HASH index files.
 
-One job: read and write what a snapshot's ``indexManifest`` names (``paimon-format.md`` §6.6).
+One job: read and write what a snapshot's ``indexManifest`` names (``docs/design/format-notes.md`` §6.6).
 
 * The index manifest is an Avro file under ``manifest/`` listing the table's **complete** index
   state (never a delta): per entry the partition bytes, bucket, index type (``HASH``,

@@ -1,7 +1,7 @@
 """Manifest entries, manifest-list entries and their exact Paimon Avro serde; entry merging.
 
 One job: convert between Paimon's manifest / manifest-list Avro object-container files
-(``paimon-format.md`` §5–§6) and frozen records, and apply the ADD/DELETE merge rule (§6.5).
+(``docs/design/format-notes.md`` §5–§6) and frozen records, and apply the ADD/DELETE merge rule (§6.5).
 
 Invariants:
 

@@ -1,7 +1,7 @@
 """Snapshot, tag and consumer records with their exact Paimon JSON serde.
 
 One job: turn the small JSON metadata files of a Paimon table (``snapshot/snapshot-N``,
-``tag/tag-NAME``, ``consumer/consumer-ID``; ``paimon-format.md`` §3–§4) into frozen records and
+``tag/tag-NAME``, ``consumer/consumer-ID``; ``docs/design/format-notes.md`` §3–§4) into frozen records and
 back, byte-compatible with what Java Paimon (Jackson, default pretty printer) writes.
 
 Invariants:

@@ -1,6 +1,6 @@
 """Branches of a table: create, list, rename, delete and fast-forward main to a branch.
 
-One job: change ``branch/branch-<name>/`` directories (Paimon's layout, ``paimon-format.md``
+One job: change ``branch/branch-<name>/`` directories (Paimon's layout, ``docs/design/format-notes.md``
 §1.3) safely, and move main's head to a branch's content. A branch directory holds only metadata
 (schemas, snapshots, tags, consumers); data files and manifests are shared with main, so every
 operation on a branch (writes, compaction, schema changes, tags, time travel) is the ordinary

@@ -6,7 +6,7 @@ One job: when a table's changelog retention (``changelog.num-retained.min/max``,
 after the snapshot itself expired, as Paimon does; and expire those changelogs by their own
 options.
 
-How (``paimon-format.md`` §4.3): before a snapshot file is deleted, its JSON is published as
+How (``docs/design/format-notes.md`` §4.3): before a snapshot file is deleted, its JSON is published as
 ``<branch>/changelog/changelog-<id>`` (create-if-absent; the ``changelog/`` EARLIEST and LATEST
 hints follow). Reachability treats such a file as an anchor of its delta and changelog manifest
 lists, their manifests, the files the delta adds and the changelog files (not the base list).

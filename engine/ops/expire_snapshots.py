@@ -23,7 +23,7 @@ exact: a file ADDed then DELETEd inside the range is referenced by no survivor a
 DELETEd then ADDed again is live in the range's end and stays; the manifests of the range end
 are the end snapshot's own and stay.
 
-Order (crash safety, ``ARCHITECTURE.md`` §7): (1) read every anchor, the candidates and the
+Order (crash safety, ``docs/design/architecture.md`` §7): (1) read every anchor, the candidates and the
 keep set (the survivors' files) — an unreadable file raises ``UnsafeToDeleteError`` naming it,
 with nothing changed; (2) write the long-lived changelogs that outlive their snapshots
 (``engine.ops.expire_changelog``); (3) delete the snapshot files oldest first, then rewrite

@@ -16,7 +16,7 @@ What is listed (everything else under the table root is left alone, it is not ou
   (``aborted-jobs/``) and temporary files (e.g. of an interrupted retention-mark publish).
   Maintenance-log records and anything else there are dyntable's own records, never orphans.
 
-Safety (ARCHITECTURE.md §7): the cutoff defaults to now − 1 day; a cutoff closer to now than
+Safety (docs/design/architecture.md §7): the cutoff defaults to now − 1 day; a cutoff closer to now than
 :data:`MIN_AGE_MS` (a commit may hold its files unreferenced that long) is refused with
 :class:`OrphanCutoffTooRecentError` unless ``force``; a cutoff in the future is always refused.
 A file whose modification time is unknown is never deleted. Reachability fails closed: an

@@ -6,7 +6,7 @@ point, the files they reference. Everything that deletes files (deleting tags an
 snapshot expiration, orphan cleanup) subtracts such a set from its candidates, so this module is
 the one place that decides "in use".
 
-What an anchor references (``paimon-format.md`` §1, §3, §4):
+What an anchor references (``docs/design/format-notes.md`` §1, §3, §4):
 
 * snapshot / tag: its base, delta and changelog manifest lists; every manifest they name; the
   data files **live** in it (base + delta merged, §6.5) with their extra files (``.index``);

@@ -2,7 +2,7 @@
 
 One job: answer ``read_system_table(table, name)`` with the rows Java Paimon's system table of
 that name would show, in its exact column names, order, types and nullability
-(``paimon-format.md`` §12). The SQL layer only binds the result to a view.
+(``docs/design/format-notes.md`` §12). The SQL layer only binds the result to a view.
 
 Public API::
 

@@ -1,4 +1,4 @@
-"""The row type of every metadata system table, as Paimon declares it (``paimon-format.md`` §12).
+"""The row type of every metadata system table, as Paimon declares it (``docs/design/format-notes.md`` §12).
 
 One job: name, order, type and nullability of each column, and turning column lists into an
 Arrow table of exactly that schema. Invariants: column names (including Java's camelCase

@@ -1,6 +1,6 @@
 """Writing Arrow data as Paimon data files (Parquet), rolled at ``target-file-size``.
 
-Two physical layouts (paimon-format §8.1): append files hold exactly the table columns;
+Two physical layouts (docs/design/format-notes.md §8.1): append files hold exactly the table columns;
 primary-key ("kv") files hold ``_KEY_<pk>`` columns, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``,
 then every table column, sorted by key with unique keys. Every Parquet field carries its
 Paimon field id. Each finished file is described by a :class:`DataFileMeta` with exact size,

@@ -53,8 +53,10 @@ class CliConfig:
     session_conf: dict[str, str] = field(default_factory=dict)
     output: str = "table"
     max_rows: int | None = None  # None: 1000 for table output, everything otherwise; 0: no limit
+    max_width: int = 0  # table output: 0 shows values whole, N cuts them to N characters
     silent: bool = False
     verbose: bool = False
+    fast_start: bool | None = None  # None: $DYNTABLE_FAST_START decides (sqlext.spark)
 
     @property
     def row_limit(self) -> int | None:
@@ -77,7 +79,7 @@ def default_session_factory(config: CliConfig) -> tuple[Any, Any]:
     # Every failure reaches the user as a typed error the CLI prints; Spark's own ERROR logs of a
     # failed task (a NULL primary key, say) would only repeat it with 100 lines of stack traces.
     conf.setdefault("dyntable.log-level", "ERROR" if config.verbose else "OFF")
-    spark = build_spark(config.master, conf)
+    spark = build_spark(config.master, conf, fast_start=config.fast_start)
     return SqlSession(spark, config.warehouse, config.database, config.session_conf), spark
 
 
@@ -132,6 +134,21 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"print at most N rows per result (default: {DEFAULT_TABLE_ROWS} for table output, "
         "all otherwise; 0: no limit)",
+    )
+    p.add_argument(
+        "--max-width",
+        type=_non_negative,
+        default=0,
+        metavar="N",
+        help="table output: cut values to N characters on one line (default: 0, values whole; "
+        "a multi-line value spans several lines)",
+    )
+    p.add_argument(
+        "--fast-start",
+        action="store_true",
+        default=None,
+        help="local Spark only: cap the JVM's JIT at C1, cheaper for short scripts but ~10x slower "
+        "for long queries (default: off, or $DYNTABLE_FAST_START)",
     )
     p.add_argument("--verbose", action="store_true", help="print Python tracebacks of errors")
     p.add_argument("--version", action="version", version=_version())
@@ -375,7 +392,7 @@ class Runner:
         timing = f" ({elapsed:.2f} s)"
         if table is not None:
             if self.config.output == "table":
-                self.out.write(render_table(table))
+                self.out.write(render_table(table, self.config.max_width))
             else:
                 write_stream(table, self.config.output, self.out)  # type: ignore[arg-type]
             self._flush_out()
@@ -484,8 +501,10 @@ def main(
         session_conf=session_conf,
         output=args.output,
         max_rows=args.max_rows,
+        max_width=args.max_width,
         silent=args.silent,
         verbose=args.verbose,
+        fast_start=args.fast_start,
     )
     owns_spark = session_factory is None
     spark = None

@@ -101,6 +101,9 @@ class SqlMagic(Magics):
         config=True
     )
     displaylimit = Int(20, min=0, help="most rows shown of a result (0: all of them)").tag(config=True)
+    max_width = Int(
+        0, min=0, help="cut shown values to this many characters on one line (0: values whole)"
+    ).tag(config=True)
     autopandas = Bool(False, help="return pandas DataFrames (the whole result) instead of Spark's").tag(
         config=True
     )
@@ -231,7 +234,7 @@ class SqlMagic(Magics):
                 value = run(frame.toPandas)
             else:
                 table, truncated = run(lambda: fetch(frame, self.displaylimit or None))
-                self._remember(frame, Shown(table, truncated, time.monotonic() - start))
+                self._remember(frame, Shown(table, truncated, time.monotonic() - start, self.max_width))
                 value = frame
         except Exception as e:
             if not self.short_errors:

@@ -1,7 +1,8 @@
 """What the ``%sql`` magic shows: result tables (HTML and text), progress bars and error text.
 
 Cell text comes from ``sqlext.output`` (the same NULL, escaping, nested-value and cutting rules
-as ``dyntable-sql``); this module only wraps it in HTML (escaped) or in the CLI's text table.
+as ``dyntable-sql``: values whole unless ``SqlMagic.max_width`` says otherwise); this module only
+wraps it in HTML (escaped) or in the CLI's text table.
 Errors read exactly as ``dyntable-sql`` prints them: ``Error [SQLSTATE] message`` and the caret.
 """
 
@@ -26,6 +27,7 @@ class Shown:
     table: pa.Table
     truncated: bool  # there are more rows than shown
     elapsed: float | None = None  # seconds the cell's statements took
+    max_width: int = 0  # 0: values whole; N: cut to N characters (SqlMagic.max_width)
 
     @property
     def note(self) -> str:
@@ -35,20 +37,17 @@ class Shown:
 
     def text(self) -> str:
         """The ``dyntable-sql`` table, then the row count."""
-        return render_table(self.table) + self.note
+        return render_table(self.table, self.max_width) + self.note
 
     def html(self) -> str:
         """An HTML table: escaped cells, numbers right-aligned, column types as header tooltips."""
         t = self.table
         head = "".join(f'<th title="{html.escape(str(f.type))}">{html.escape(f.name)}</th>' for f in t.schema)
-        columns = [table_cells(col) for col in t.columns]
+        columns = [table_cells(col, self.max_width) for col in t.columns]
         right = [_numeric(f.type) for f in t.schema]
         body = []
         for row in zip(*columns, strict=True):
-            cells = (
-                f'<td style="text-align:right">{html.escape(c)}</td>' if r else f"<td>{html.escape(c)}</td>"
-                for c, r in zip(row, right, strict=True)
-            )
+            cells = (_html_cell(c, r) for c, r in zip(row, right, strict=True))
             body.append("<tr>" + "".join(cells) + "</tr>")
         table = (
             f'<table class="dyntable-result"><thead><tr>{head}</tr></thead>'
@@ -57,6 +56,14 @@ class Shown:
             else ""
         )
         return f"<div>{table}<small>{html.escape(self.note)}</small></div>"
+
+
+def _html_cell(text: str, numeric: bool) -> str:
+    if numeric:
+        return f'<td style="text-align:right">{html.escape(text)}</td>'
+    if "\n" in text:  # a multi-line value (SHOW CREATE TABLE) keeps its lines, left-aligned
+        return f'<td style="text-align:left;white-space:pre">{html.escape(text)}</td>'
+    return f"<td>{html.escape(text)}</td>"
 
 
 def _numeric(t: pa.DataType) -> bool:

@@ -46,7 +46,8 @@ LIST_STR = pa.list_(pa.field("element", pa.string()))
 I64, I32, STR, BOOL = pa.int64(), pa.int32(), pa.string(), pa.bool_()
 N, NN = True, False  # nullable, NOT NULL
 
-# §12 of paimon-format.md: (name, arrow type, nullable) per column, in order.
+# Paimon's system table row types (docs/design/format-notes.md §12): (name, arrow type, nullable)
+# per column, in order.
 EXPECTED = {
     "snapshots": [
         ("snapshot_id", I64, NN), ("schema_id", I64, NN), ("commit_user", STR, NN),

@@ -6,7 +6,8 @@ A: ``-i`` init script (silent), ``-f`` script whose third statement fails, ``--d
    never run;
 B: ``-e`` with two queries, ``--output json`` (no writes: a light launch);
 C: the ``dyntable-sql`` entry point (or ``python -m sqlext.cli`` where it is not installed),
-   aligned-table output and a parse error in ``-e``;
+   aligned-table output with values whole (a multi-line ``SHOW CREATE TABLE``, a long comment)
+   and a parse error in ``-e``;
 D: a NULL primary key: one clear error, no Spark log noise; no launch leaves ``./spark-warehouse``.
 Outcomes on storage are checked with the engine (no JVM in this process).
 """
@@ -25,6 +26,7 @@ import pytest
 from engine import open_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
+LONG_COMMENT = "a comment longer than the forty-eight characters the table output used to keep"
 TIMEOUT = 240  # seconds per launch; three JVMs share the cores while they start
 
 
@@ -110,6 +112,7 @@ def launches(tmp_path_factory):
                 "--warehouse",
                 str(base / "wc"),
                 "-e",
+                f"CREATE TABLE w (id BIGINT, note STRING COMMENT '{LONG_COMMENT}'); SHOW CREATE TABLE w; "
                 "SELECT 1 AS n, 'long text' AS s UNION ALL SELECT 22, 'x'; CREATE TABLE (id INT)",
             ],
             base,
@@ -167,7 +170,14 @@ def test_execute_json_output(launches):
 def test_entry_point_aligned_table_and_parse_error(launches):
     code, out, err, _warehouse = launches["C"]
     assert code == 1, err
-    assert out.splitlines() == [
+    lines = out.splitlines()
+    create, select = lines[:-6], lines[-6:]
+    # SHOW CREATE TABLE: one line of output per line of the statement, the comment whole, aligned
+    assert create[1].startswith("| createtab_stmt"), out
+    assert any(LONG_COMMENT in line for line in create), out
+    assert sum(line.endswith("+|") for line in create) >= 2, out
+    assert len({len(line) for line in create}) == 1, out
+    assert select == [
         "+----+-----------+",
         "| n  | s         |",
         "+----+-----------+",

@@ -139,6 +139,40 @@ def test_long_values_are_cut_and_breaks_escaped() -> None:
     assert all(len(c) <= 10 for c in cells)
 
 
+def test_values_are_whole_by_default() -> None:
+    path = "warehouse/db.db/t/dt=2024-01-01/bucket-0/data-" + "0123456789abcdef" * 4 + "-0.parquet"
+    out = render_table(pa.table({"file_path": [path, path.replace("-0.parquet", "-1.parquet")]}))
+    assert path in out and path.replace("-0.parquet", "-1.parquet") in out
+    assert "..." not in out
+    assert len({len(line) for line in out.splitlines()}) == 1  # still aligned
+
+
+def test_multi_line_values_keep_their_lines() -> None:
+    create = "CREATE TABLE t (\r\n  id BIGINT NOT NULL,\n  v STRING)\nUSING dyntable"
+    out = render_table(pa.table({"createtab_stmt": [create], "n": [1]}))
+    assert out == (
+        "+-----------------------+---+\n"
+        "| createtab_stmt        | n |\n"
+        "+-----------------------+---+\n"
+        "| CREATE TABLE t (     +| 1 |\n"
+        "|   id BIGINT NOT NULL,+|   |\n"
+        "|   v STRING)          +|   |\n"
+        "| USING dyntable        |   |\n"
+        "+-----------------------+---+\n"
+    )
+    # tabs and stray carriage returns would break the alignment: escaped
+    assert table_cells(pa.array(["a\tb\rc"])) == ["a\\tb\\rc"]
+
+
+def test_max_width_cuts_to_one_line() -> None:
+    create = "CREATE TABLE t (\n  id BIGINT)"
+    out = render_table(pa.table({"s": [create, "short"]}), max_width=12)
+    assert out.splitlines()[3] == "| CREATE TA... |"
+    assert out.splitlines()[4] == "| short        |"
+    assert table_cells(pa.array(["abcdef"]), max_width=2) == ["ab"]  # no room for the ellipsis
+    assert table_cells(pa.array(["abcdef"]), max_width=4) == ["a..."]
+
+
 def test_wide_characters_align() -> None:
     out = render_table(pa.table({"k": ["日本", "ab"]}))
     lines = out.splitlines()

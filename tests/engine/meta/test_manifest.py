@@ -32,7 +32,8 @@ from engine.meta.manifest import (
     write_manifest_list,
 )
 
-# ---- the tables of paimon-format.md §6, written out independently of engine/meta/avro_schemas.py
+# ---- Paimon's manifest records (docs/design/format-notes.md §6), written out independently of
+#      engine/meta/avro_schemas.py
 
 NULLABLE_LONG_ARRAY = ["null", {"type": "array", "items": ["null", "long"]}]
 STRING_ARRAY = {"type": "array", "items": "string"}

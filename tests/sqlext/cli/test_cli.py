@@ -354,6 +354,18 @@ def test_max_rows_option() -> None:
     assert err.startswith("3 rows (")
 
 
+def test_values_are_whole_unless_max_width(capsys) -> None:
+    long = "x" * 30 + "-tail-that-tells-files-apart-" + "y" * 30
+    code, out, _, _ = run(["-e", f"echo {long}"])
+    assert code == 0 and long in out
+    _, out, _, _ = run(["--max-width", "20", "-e", f"echo {long}"])
+    assert out.splitlines()[3] == "| " + long[:17] + "... |"
+    _, out, _, _ = run(["--max-width", "0", "-e", "echo first\nsecond"])
+    assert out.splitlines()[3:5] == ["| first +|", "| second |"]
+    code, _, _, _ = run(["--max-width", "-3", "-e", "create"])
+    assert code == 2 and "argument --max-width" in capsys.readouterr().err
+
+
 def test_silent() -> None:
     code, out, err, _ = run(["--silent", "-e", "create; rows 2"])
     assert code == 0 and err == ""

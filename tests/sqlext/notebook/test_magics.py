@@ -101,6 +101,7 @@ def magic(shell):
         "warehouse",
         "database",
         "displaylimit",
+        "max_width",
         "autopandas",
         "short_errors",
         "feedback",
@@ -148,6 +149,18 @@ def test_display_limit_fetches_one_row_past_it(shell, magic):
     html = shell.display_formatter.format(result.result)[0]["text/html"]
     assert html.count("<tr>") == 3
     assert "showing first 2 rows, more available" in html
+
+
+def test_values_are_whole_unless_max_width_is_set(shell, magic):
+    result, _ = run(shell, "%sql SELECT 3")
+    html = shell.display_formatter.format(result.result)[0]["text/html"]
+    assert "&lt;b&gt;2&lt;/b&gt;" in html
+    shell.run_line_magic("config", "SqlMagic.max_width = 4")
+    assert magic.max_width == 4
+    result, _ = run(shell, "%sql SELECT 3")
+    data = shell.display_formatter.format(result.result)[0]
+    assert "<td>&lt;...</td>" in data["text/html"] and "<b>2" not in data["text/html"]
+    assert "| <... |" in data["text/plain"]
 
 
 def test_line_magic_assignment_and_capture(shell, magic):

@@ -46,9 +46,15 @@ def test_html_escapes_and_aligns():
     html = Shown(table, truncated=True, elapsed=0.5).html()
     assert '<th title="int64">n&lt;</th>' in html
     assert "<td>&lt;script&gt;</td>" in html and "<script>" not in html
-    assert '<td style="text-align:right">NULL</td>' in html and "<td>a\\nb</td>" in html
+    assert '<td style="text-align:right">NULL</td>' in html and "white-space:pre\">a\nb</td>" in html
     assert "<td>[1,2]</td>" in html  # nested values as dyntable-sql prints them
     assert "showing first 2 rows, more available (0.50 s)" in html
+
+
+def test_max_width_cuts_cells_in_html_and_text():
+    shown = Shown(pa.table({"s": ["abcdefgh\nij"]}), truncated=False, max_width=6)
+    assert "<td>abc...</td>" in shown.html()
+    assert "| abc... |" in shown.text()
 
 
 def test_text_is_the_cli_table():
