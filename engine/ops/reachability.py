@@ -655,11 +655,18 @@ def reachable_files(
             :class:`ReachabilityCollector`).
 
     Raises:
+        HistoryGapError: A branch's snapshot history has a hole, or LATEST names a missing snapshot.
+        ConcurrentChangeError: Concurrent removals disturbed every one of the bounded attempts.
         UnsafeToDeleteError: Some snapshot, tag, branch directory or manifest cannot be read.
     """
     skip = set(exclude)
-    anchors = [a for a in all_anchors(io, root) if a not in skip]
-    return (collector or ReachabilityCollector(io, root, lean=lean)).collect(anchors, explain=explain)
+    collector = collector or ReachabilityCollector(io, root, lean=lean)
+
+    def run() -> Reachable:
+        anchors = [a for a in all_anchors(io, root) if a not in skip]
+        return collector.collect(anchors, explain=explain)
+
+    return retry_concurrent(run)
 
 
 # ---------------------------------------------------------------------------------------------
