@@ -162,7 +162,8 @@ class TagStore:
 def _latest_listed(io: FileIO, paths: TablePaths) -> int | None:
     from engine.meta.paths import parse_versioned_id
 
-    ids = [parse_versioned_id(s.path.rsplit("/", 1)[-1], "snapshot-") for s in io.list_dir(paths.snapshot_dir)]
+    names = [s.path.rsplit("/", 1)[-1] for s in io.list_dir(paths.snapshot_dir)]
+    ids = [parse_versioned_id(name, "snapshot-") for name in names]
     found = [i for i in ids if i is not None]
     return max(found) if found else None
 
@@ -204,8 +205,8 @@ class ConsumerStore:
     def record(self, consumer_id: str, next_snapshot: int) -> None:
         """Move a consumer's position (it only ever protects ``next_snapshot`` and later)."""
         validate_ref_name("consumer", consumer_id)
-        publish_ref(self.io, self.paths.consumer_file(consumer_id), Consumer(next_snapshot).to_json().encode(),
-                    replace=True)
+        data = Consumer(next_snapshot).to_json().encode()
+        publish_ref(self.io, self.paths.consumer_file(consumer_id), data, replace=True)
 
     def start(self, consumer_id: str, next_snapshot: int) -> Consumer:
         """Record a new consumer at ``next_snapshot`` when its stream starts; an existing consumer

@@ -25,12 +25,20 @@ are the end snapshot's own and stay.
 
 Order (crash safety, ``ARCHITECTURE.md`` §7): (1) read every anchor, the candidates and the
 keep set (the survivors' files) — an unreadable file raises ``UnsafeToDeleteError`` naming it,
-with nothing changed; (2) write the long-lived changelogs that outlive their snapshots
-(``engine.ops.expire_changelog``); (3) delete the snapshot files oldest first, then rewrite
-EARLIEST; (4) list the anchors again and add the files of any created meanwhile (a tag, a
-branch, a commit) to the keep set; (5) delete the unreferenced candidates in parallel
-(``delete-file.thread-num``), data first and metadata last; (6) remove partition and bucket
-directories left empty. A crash at any step leaves every remaining snapshot, tag and branch
+with nothing changed; a file removed meanwhile by a concurrent, legitimate operation re-runs this
+step (``reachability.retry_concurrent``, bounded); (2) write the long-lived changelogs that
+outlive their snapshots (``engine.ops.expire_changelog``); (3) delete the snapshot files oldest
+first; (4) read the consumers again and re-create the snapshot files a consumer recorded
+meanwhile needs, then rewrite EARLIEST; (5) list the anchors again and add the files of any
+created or re-pointed meanwhile (a tag created or replaced, a branch, a commit: compared by the
+snapshot they name, ``reachability.anchor_identity``) to the keep set; (6) delete the unreferenced
+candidates in parallel (``delete-file.thread-num``), data first and metadata last; (7) remove
+partition and bucket directories left empty.
+
+Fences with reference writers (``engine.meta.refs.publish_ref``): a tag or consumer is written
+first and then checks that its snapshot file still exists; this run deletes snapshot files (3)
+before it re-reads references (4, 5) and deletes data files (6). So either the writer's check
+fails (and it removes its own reference) or this run sees the reference and keeps its files. A crash at any step leaves every remaining snapshot, tag and branch
 readable; its leftovers are only orphans. The document deletes data before snapshot files;
 doing it after means a crash never leaves a snapshot naming deleted files.
 
@@ -451,7 +459,9 @@ def expire_snapshots(
     candidates, keep = p.candidates, p.keep
     if dry_run:
         doomed = unreferenced(candidates, keep)
-        kept = [Kept("snapshot", str(v.snapshot_id), "; ".join(v.reasons)) for v in p.verdicts if not v.expires]
+        kept = [
+            Kept("snapshot", str(v.snapshot_id), "; ".join(v.reasons)) for v in p.verdicts if not v.expires
+        ]
         assert keep.reasons is not None
         kept += [
             Kept(ref.kind.value, path, describe_anchors(keep.reasons.get(path, ())))
@@ -484,7 +494,9 @@ def expire_snapshots(
     expired = sorted(int(a.name) for a in going if int(a.name) not in restored)
     survivors = [int(a.name) for a in p.mine if int(a.name) not in expiring or int(a.name) in restored]
     _write_earliest(store, min(survivors))
-    keep = retry_concurrent(lambda: keep_with_new_anchors(collector, keep, p.keep_anchors, all_anchors(io, root)))
+    keep = retry_concurrent(
+        lambda: keep_with_new_anchors(collector, keep, p.keep_anchors, all_anchors(io, root))
+    )
     # (5) Files no anchor needs, data first.
     doomed = unreferenced(candidates, keep)
     files = parallel_delete(io, doomed, thread_count(store))
@@ -517,7 +529,12 @@ class _Plan:
 
 
 def _plan(
-    store: FileStore, collector: ReachabilityCollector, policy: ExpirePolicy, now: int, decoupled: bool, dry_run: bool
+    store: FileStore,
+    collector: ReachabilityCollector,
+    policy: ExpirePolicy,
+    now: int,
+    decoupled: bool,
+    dry_run: bool,
 ) -> _Plan | None:
     """Which snapshots expire, their files and the survivors' files (None: nothing expires)."""
     io, root, branch = store.io, store.paths.root, store.branch

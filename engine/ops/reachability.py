@@ -20,7 +20,13 @@ What an anchor references (``paimon-format.md`` §1, §3, §4):
 Fail closed: an anchor or manifest that cannot be read (corrupt, missing, a failed listing)
 raises :class:`UnsafeToDeleteError` naming the file, and callers delete no data file. A snapshot
 or tag that vanishes between the listing and the read was removed concurrently (expired or
-deleted) and simply is no anchor any more.
+deleted) and simply is no anchor any more. A branch's snapshot history must be whole: an id
+missing between two present ones, or LATEST above every present snapshot, raises
+:class:`HistoryGapError` once re-listing does not explain it. A manifest or list missing while
+the anchor naming it is gone too (or a branch deleted while read) is a concurrent removal, not
+damage: :class:`ConcurrentChangeError`, which :func:`retry_concurrent` re-runs (bounded).
+:func:`keep_with_new_anchors` is the second look every deletion takes after removing its
+anchors: anchors are compared by :func:`anchor_identity` (name *and* the snapshot they name).
 
 Cost: every snapshot/tag JSON and manifest list is read once, every distinct manifest decoded
 once (the manifest cache is shared with planning). Live sets are not rebuilt per anchor: anchors
@@ -246,7 +252,8 @@ def _check_branch_alive(io: FileIO, paths: TablePaths) -> None:
         return
     if not io.exists(paths.schema_dir) and not io.exists(paths.branch_root):
         raise ConcurrentChangeError(
-            f"branch {paths.branch} was deleted while maintenance read it; nothing was deleted", paths.branch_root)
+            f"branch {paths.branch} was deleted while maintenance read it; nothing was deleted",
+            paths.branch_root)
 
 
 def _snapshot_anchors(io: FileIO, paths: TablePaths) -> list[Anchor]:
@@ -272,7 +279,8 @@ def _snapshot_anchors(io: FileIO, paths: TablePaths) -> list[Anchor]:
             problem = f"snapshot {_ids(holes)} is missing between snapshots {ids[0]} and {ids[-1]}"
             continue
         latest = _hint(io, paths.latest_hint)
-        if latest is not None and (not ids or latest > ids[-1]) and not io.exists(paths.snapshot_file(latest)):
+        ahead = latest is not None and (not ids or latest > ids[-1])
+        if ahead and not io.exists(paths.snapshot_file(latest)):  # type: ignore[arg-type]
             newest = f"the newest present is {ids[-1]}" if ids else "no snapshot is present"
             problem = f"LATEST names snapshot {latest}, which is missing, and {newest}"
             continue
@@ -332,7 +340,8 @@ def anchor_exists(io: FileIO, root: str, anchor: Anchor) -> bool:
 
 def snapshot_metadata(s: Snapshot) -> tuple[object, ...]:
     """What makes two snapshots reference the same files: their manifest lists, index and statistics."""
-    return (s.base_manifest_list, s.delta_manifest_list, s.changelog_manifest_list, s.index_manifest, s.statistics)
+    return (s.base_manifest_list, s.delta_manifest_list, s.changelog_manifest_list, s.index_manifest,
+            s.statistics)
 
 
 def anchor_identity(a: Anchor) -> tuple[object, ...]:

@@ -11,7 +11,11 @@ import os
 
 import pytest
 
-from engine.errors import CorruptMetadataError, SnapshotExpiredConcurrentlyError, SnapshotExpiredDuringReadError
+from engine.errors import (
+    CorruptMetadataError,
+    SnapshotExpiredConcurrentlyError,
+    SnapshotExpiredDuringReadError,
+)
 from engine.io.faults import FailingFileIO
 from engine.meta import manifest_store
 from engine.meta.snapshot import Consumer
@@ -25,7 +29,7 @@ from engine.ops.reachability import (
 )
 from engine.scan.planner import TableScan
 from engine.table import Table
-from tests.engine.ops.conftest import content, rows
+from tests.engine.ops.conftest import SCHEMA, content, rows
 
 FUTURE = 2**62
 
@@ -47,19 +51,13 @@ def referenced_files_exist(table: Table) -> None:
 @pytest.fixture
 def history(catalog):
     """Snapshots 1-2 write rows whose files only they reference (3 overwrites them); 4 and 5 append."""
-    t = catalog.create_table("db.h", pa_schema(), partition_keys=["p"])
+    t = catalog.create_table("db.h", SCHEMA, partition_keys=["p"])
     t.write_arrow(rows([1, 2]))
     t.write_arrow(rows([3]))
     t.write_arrow(rows([10]), overwrite=True)
     t.write_arrow(rows([11]))
     t.write_arrow(rows([12]))
     return t
-
-
-def pa_schema():
-    from tests.engine.ops.conftest import SCHEMA
-
-    return SCHEMA
 
 
 # ---- race 3: a tag replaced while expire_snapshots runs ------------------------------------------
@@ -266,7 +264,8 @@ def test_a_missing_file_of_a_live_snapshot_is_still_damage(history):
         for f in split.files:
             from engine.read.split_reader import data_file_path, split_partition_dir
 
-            os.remove(data_file_path(history.store, split_partition_dir(history.store, split), split.bucket, f))
+            part_dir = split_partition_dir(history.store, split)
+            os.remove(data_file_path(history.store, part_dir, split.bucket, f))
     from engine.read.split_reader import SplitReader
 
     with pytest.raises(CorruptMetadataError, match="listed by the snapshot but missing"):
