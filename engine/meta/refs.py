@@ -96,8 +96,8 @@ def snapshot_still_exists(io: FileIO, paths: TablePaths, snapshot_id: int, what:
     def check() -> None:
         if not io.exists(paths.snapshot_file(snapshot_id)):
             raise SnapshotExpiredConcurrentlyError(
-                f"snapshot {snapshot_id} was expired while {what} was being created, so {what} was not "
-                "created; name a newer snapshot"
+                f"snapshot {snapshot_id} no longer exists (it was expired, possibly while {what} was being "
+                f"created), so {what} was not created; name a newer snapshot"
             )
 
     return check
