@@ -38,9 +38,11 @@ partition and bucket directories left empty.
 Fences with reference writers (``engine.meta.refs.publish_ref``): a tag or consumer is written
 first and then checks that its snapshot file still exists; this run deletes snapshot files (3)
 before it re-reads references (4, 5) and deletes data files (6). So either the writer's check
-fails (and it removes its own reference) or this run sees the reference and keeps its files. A crash at any step leaves every remaining snapshot, tag and branch
-readable; its leftovers are only orphans. The document deletes data before snapshot files;
-doing it after means a crash never leaves a snapshot naming deleted files.
+fails (and it removes its own reference) or this run sees the reference and keeps its files.
+
+A crash at any step leaves every remaining snapshot, tag and branch readable; its leftovers are
+only orphans. The document deletes data before snapshot files; doing it after means a crash
+never leaves a snapshot naming deleted files.
 
 Empty directories: removed with a non-recursive delete (never a file), unless the table sets
 ``snapshot.clean-empty-directories = false`` explicitly. On local disk a writer

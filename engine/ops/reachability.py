@@ -475,7 +475,8 @@ class ReachabilityCollector:
             missing = False
         if missing and not anchor_exists(self.io, self.root, anchor):
             return ConcurrentChangeError(
-                f"{anchor} was removed by another operation while its file {path} was read; nothing was deleted",
+                f"{anchor} was removed by another operation while its file {path} was read; "
+                "nothing was deleted",
                 path)
         return _unsafe(path, e)
 
@@ -581,7 +582,8 @@ class ReachabilityCollector:
                 if data_seq[: len(folded)] != folded:
                     folded, state, pending = [], {}, set()
                 for mname in data_seq[len(folded) :]:
-                    self._fold(self._read_entries(ms, mname, anchor), state, pending, ms.paths.manifest_file(mname))
+                    entries = self._read_entries(ms, mname, anchor)
+                    self._fold(entries, state, pending, ms.paths.manifest_file(mname))
                 folded = data_seq
                 if not explain:
                     # After a restart (a manifest merge) the fold re-adds files already recorded.

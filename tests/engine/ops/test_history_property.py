@@ -543,7 +543,7 @@ def run_two_actors(steps) -> None:
             t = t.refresh()
             b_table = t.refresh()
             io = FailingFileIO(t.store.io, "any", call, action="hook",
-                               hook=lambda _m, _p, b=b_table, s=step_b: _ref_step(b.refresh(), s, cutoff))
+                               hook=lambda _m, _p, b=b_table, s=step_b, c=cutoff: _ref_step(b.refresh(), s, c))
             a = Table(t.catalog, t.identifier, io, t.store.paths, t.store.schema)
             if step_a[0] in ("write", "overwrite"):
                 data = rows(step_a[1])
