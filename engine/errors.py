@@ -33,6 +33,12 @@ class NoSuchSnapshotError(NotFoundError):
     """The snapshot does not exist (never written, or expired)."""
 
 
+class SnapshotExpiredConcurrentlyError(NoSuchSnapshotError):
+    """The snapshot a new reference (tag, consumer, branch) was to name was expired by another
+    process while the reference was being created; the reference was removed again (nothing
+    was left behind). Name a newer snapshot."""
+
+
 class BehindRetentionMarkError(NoSuchSnapshotError):
     """Time travel to a snapshot (or tag, or time) older than the table's retention mark: that
     history is no longer visible. Read a newer snapshot, or lower nothing — the mark only moves up."""
@@ -99,6 +105,17 @@ class CommitStateUnknownError(DyntableError):
 
 class CorruptMetadataError(DyntableError):
     """A metadata file (snapshot, schema, manifest) is unreadable or inconsistent."""
+
+
+class SnapshotExpiredDuringReadError(DyntableError):
+    """The snapshot (or tag) being read was expired or deleted by another process during the
+    read, so files it named are gone. Nothing is damaged: run the read again (it then reads the
+    current snapshot), or keep the snapshot with a tag or a consumer-id while reading it.
+
+    SQLSTATE 72000 (PostgreSQL's ``snapshot_too_old``); retryable."""
+
+    retryable = True
+    sqlstate: ClassVar[str] = "72000"
 
 
 class CorruptDataError(CorruptMetadataError):

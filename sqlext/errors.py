@@ -196,6 +196,9 @@ def sqlstate_for(error: BaseException) -> str:
     """
     if isinstance(error, SqlError):
         return error.sqlstate
+    own = getattr(type(error), "sqlstate", None)  # an engine error kind with its own SQLSTATE (72000)
+    if isinstance(own, str):
+        return own
     if isinstance(error, RecursionError):
         return STATEMENT_TOO_COMPLEX
     if isinstance(error, NoSuchColumnError):

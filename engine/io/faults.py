@@ -57,7 +57,7 @@ FAULT_OPERATIONS["any"] = frozenset().union(*FAULT_OPERATIONS.values())
 # Environment variable read by :func:`fault_from_env`, e.g. "operation=any,call=17,action=kill".
 FAULT_ENV = "DYNTABLE_FAULT_INJECT"
 
-_ACTIONS = frozenset({"raise", "kill"})
+_ACTIONS = frozenset({"raise", "kill", "hook"})
 
 
 class FailingFileIO(FileIO):
@@ -74,6 +74,7 @@ class FailingFileIO(FileIO):
         path_contains: str | None = None,
         action: str = "raise",
         torn: bool = False,
+        hook: Callable[[str, str], None] | None = None,
     ) -> None:
         """Creates the wrapper.
 
@@ -86,8 +87,11 @@ class FailingFileIO(FileIO):
             after: if True, run the real operation first and then fail (the effect happened
                 but the caller sees an error); if False, fail before doing anything.
             path_contains: only calls whose path contains this substring are counted.
-            action: ``raise`` a StorageError, or ``kill`` the process with SIGKILL (a real
-                crash: no ``finally`` block, no cleanup runs).
+            action: ``raise`` a StorageError, ``kill`` the process with SIGKILL (a real
+                crash: no ``finally`` block, no cleanup runs), or ``hook``: call
+                ``hook(method, path)`` at that point and then let the call go on — a
+                deterministic interleaving (another process's operation runs exactly between
+                two storage calls of this one).
             torn: a failing ``write_new`` or stream write (before-mode) first writes half of
                 its bytes, like a crash in the middle of a write.
 
@@ -102,6 +106,8 @@ class FailingFileIO(FileIO):
             raise InvalidArgumentError(f"Unknown fault action {action!r}; use one of {sorted(_ACTIONS)}.")
         if fail_on_call < 1 or times == 0 or times < -1:
             raise InvalidArgumentError("fail_on_call must be >= 1 and times must be >= 1 or -1.")
+        if (action == "hook") != (hook is not None):
+            raise InvalidArgumentError("give a hook exactly when action is 'hook'.")
         super().__init__(inner.protocol, inner.storage_options)
         self.inner = inner
         self.operation = operation
@@ -111,6 +117,7 @@ class FailingFileIO(FileIO):
         self.path_contains = path_contains
         self.action = action
         self.torn = torn
+        self.hook = hook
         self.calls = 0
         self.failures = 0
         self._lock = threading.Lock()
@@ -153,6 +160,9 @@ class FailingFileIO(FileIO):
             return fail
 
     def _fire(self, when: str, method: str, path: str) -> None:
+        if self.hook is not None:
+            self.hook(method, path)  # an interleaving, not a failure: the call goes on
+            return
         if self.action == "kill":
             # A real kill -9: no exception handler, finally block or atexit hook gets to run.
             os.kill(os.getpid(), signal.SIGKILL)
@@ -173,7 +183,7 @@ class FailingFileIO(FileIO):
             if fail and self.action == "kill":  # the call failed by itself; the crash still comes
                 self._fire("after", method, path)
             raise
-        if fail:
+        if fail and self.after:  # before-mode fired already (a hook returns and lets the call go on)
             self._fire("after", method, path)
         return result
 

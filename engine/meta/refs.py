@@ -1,13 +1,24 @@
-"""Named references of one branch: tags (``tag/tag-<name>``) and consumers (``consumer/consumer-<id>``).
+"""Named references of one branch: tags (``tag/tag-<name>``) and consumers (``consumer/consumer-<id>``),
+and :func:`publish_ref`, the one way a reference file is written.
 
 A tag file is the tagged snapshot's JSON (plus optional creation time and retention), so a
 tag keeps its snapshot readable after the snapshot file itself expired. A consumer file records
 the next snapshot a streaming reader will read, so expiration keeps what it still needs.
+
+Publishing a reference (tags, consumers, the retention mark, the EARLIEST hint) is one protocol,
+:func:`publish_ref`: create-if-absent (or an atomic replace), then verify what the reference
+names still holds (e.g. the tagged snapshot still exists), and on failure undo only what this
+attempt wrote. Together with expiration re-reading every reference *after* it deleted snapshot
+files and *before* it deletes data files, this makes creation and expiration see each other
+(write-then-read on both sides): either the creator's check sees the snapshot gone and removes
+its reference, or the expiration sees the reference and keeps its files.
 """
 
 from __future__ import annotations
 
-from engine.errors import CorruptMetadataError, NoSuchTagError
+from collections.abc import Callable
+
+from engine.errors import CorruptMetadataError, NoSuchTagError, SnapshotExpiredConcurrentlyError
 from engine.identifier import validate_name
 from engine.io import FileIO
 from engine.meta.paths import TablePaths
@@ -16,6 +27,80 @@ from engine.meta.snapshot import Consumer, Tag
 
 def validate_ref_name(kind: str, name: str, *, new: bool = False) -> None:
     validate_name(kind, name, new=new)
+
+
+def publish_ref(
+    io: FileIO, path: str, data: bytes, *, replace: bool = False, verify: Callable[[], None] | None = None
+) -> bool:
+    """Write one reference file: create-if-absent (or replace) → verify → undo only our own write.
+
+    Args:
+        io: The table's FileIO.
+        path: The reference file.
+        data: Its new content.
+        replace: Overwrite an existing file atomically (the previous content is kept for the
+            undo) instead of creating it only if absent.
+        verify: Called after the write; raising means the reference must not stay. The file is
+            then put back as it was — deleted if this call created it, the previous content if it
+            replaced one — but only while it still holds ``data`` (a later writer's content is
+            never undone), and the error propagates.
+
+    Returns:
+        False if ``replace`` is off and the file existed already (nothing was written), else True.
+    """
+    previous: bytes | None = None
+    if replace:
+        try:
+            previous = io.read_bytes(path)
+        except FileNotFoundError:
+            previous = None
+        io.write_bytes(path, data)
+    elif not io.try_create(path, data):
+        return False
+    if verify is not None:
+        try:
+            verify()
+        except BaseException:
+            _undo(io, path, data, previous)
+            raise
+    return True
+
+
+def _undo(io: FileIO, path: str, ours: bytes, previous: bytes | None) -> None:
+    """Put ``path`` back as it was before this attempt, if it still holds what the attempt wrote.
+
+    Object stores and local disks have no conditional delete: a writer that replaces the file
+    between the read and the delete below loses its write. Only a replace of the very reference
+    being undone can fall into that window (the creator still holds the call).
+    """
+    try:
+        current = io.read_bytes(path)
+    except FileNotFoundError:
+        return
+    if current != ours:
+        return  # someone wrote after us: theirs now, not ours to undo
+    if previous is None:
+        io.delete(path)
+    else:
+        io.write_bytes(path, previous)
+
+
+def snapshot_still_exists(io: FileIO, paths: TablePaths, snapshot_id: int, what: str) -> Callable[[], None]:
+    """A ``verify`` for :func:`publish_ref`: the snapshot file must still exist.
+
+    Expiration deletes every snapshot file of its range before it deletes any data file and re-reads
+    every reference in between, so a snapshot file that exists after the reference was written
+    means any expiration of it will see the reference.
+    """
+
+    def check() -> None:
+        if not io.exists(paths.snapshot_file(snapshot_id)):
+            raise SnapshotExpiredConcurrentlyError(
+                f"snapshot {snapshot_id} no longer exists (it was expired, possibly while {what} was being "
+                f"created), so {what} was not created; name a newer snapshot"
+            )
+
+    return check
 
 
 class TagStore:
@@ -68,10 +153,19 @@ class TagStore:
 
     def write(self, name: str, tag: Tag) -> None:
         validate_ref_name("tag", name, new=True)
-        self.io.write_text(self.paths.tag_file(name), tag.to_json())
+        publish_ref(self.io, self.paths.tag_file(name), tag.to_json().encode(), replace=True)
 
     def delete(self, name: str) -> None:
         self.io.delete(self.paths.tag_file(name))
+
+
+def _latest_listed(io: FileIO, paths: TablePaths) -> int | None:
+    from engine.meta.paths import parse_versioned_id
+
+    names = [s.path.rsplit("/", 1)[-1] for s in io.list_dir(paths.snapshot_dir)]
+    ids = [parse_versioned_id(name, "snapshot-") for name in names]
+    found = [i for i in ids if i is not None]
+    return max(found) if found else None
 
 
 class ConsumerStore:
@@ -109,8 +203,38 @@ class ConsumerStore:
         return out
 
     def record(self, consumer_id: str, next_snapshot: int) -> None:
+        """Move a consumer's position (it only ever protects ``next_snapshot`` and later)."""
         validate_ref_name("consumer", consumer_id)
-        self.io.write_text(self.paths.consumer_file(consumer_id), Consumer(next_snapshot).to_json())
+        data = Consumer(next_snapshot).to_json().encode()
+        publish_ref(self.io, self.paths.consumer_file(consumer_id), data, replace=True)
+
+    def start(self, consumer_id: str, next_snapshot: int) -> Consumer:
+        """Record a new consumer at ``next_snapshot`` when its stream starts; an existing consumer
+        (another stream with this id got there first) is returned unchanged.
+
+        After the file is created, ``next_snapshot`` must still exist (unless it is not committed
+        yet): else an expiration removed it meanwhile, the consumer file is removed again and
+        :class:`SnapshotExpiredConcurrentlyError` tells the caller to start again. Once this
+        returns, expiration keeps ``next_snapshot`` and every later snapshot (it re-reads the
+        consumers after deleting snapshot files and restores any a consumer needs).
+        """
+        validate_ref_name("consumer", consumer_id)
+        path = self.paths.consumer_file(consumer_id)
+        consumer = Consumer(next_snapshot)
+        check = snapshot_still_exists(self.io, self.paths, next_snapshot, f"consumer '{consumer_id}'")
+
+        def verify() -> None:
+            latest = _latest_listed(self.io, self.paths)
+            if latest is not None and next_snapshot <= latest:
+                check()
+
+        if publish_ref(self.io, path, consumer.to_json().encode(), verify=verify):
+            return consumer
+        existing = self.get(consumer_id)
+        if existing is None:  # removed between our attempt and the read: its owner gave up
+            raise SnapshotExpiredConcurrentlyError(
+                f"consumer '{consumer_id}' was removed while this stream started; start the stream again")
+        return existing
 
     def delete(self, consumer_id: str) -> None:
         self.io.delete(self.paths.consumer_file(consumer_id))

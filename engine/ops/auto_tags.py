@@ -50,8 +50,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
-from engine.errors import InvalidArgumentError, NoSuchSnapshotError
+from engine.errors import InvalidArgumentError, NoSuchSnapshotError, SnapshotExpiredConcurrentlyError
 from engine.identifier import validate_name
+from engine.meta.refs import publish_ref, snapshot_still_exists
 from engine.meta.snapshot import Snapshot, Tag
 from engine.ops.retention_mark import store_mark
 from engine.ops.tags import TagOps
@@ -308,7 +309,13 @@ class AutoTagger:
                 create_time=now.replace(microsecond=now.microsecond // 1000 * 1000),
                 time_retained_ms=self.time_retained,
             )
-        return self.store.io.try_create(self.store.paths.tag_file(name), tag.to_json().encode())
+        io, paths = self.store.io, self.store.paths
+        try:
+            return publish_ref(io, paths.tag_file(name), tag.to_json().encode(),
+                               verify=snapshot_still_exists(io, paths, snapshot.id, f"tag '{name}'"))
+        except SnapshotExpiredConcurrentlyError as e:
+            log.warning("automatic tag not created: %s", e)  # the snapshot is gone; nothing to tag
+            return False
 
     def _trim(self, oldest_first: Sequence[str]) -> None:
         if self.retained_max is None or len(oldest_first) <= self.retained_max:

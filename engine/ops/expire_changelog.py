@@ -26,13 +26,17 @@ from dataclasses import dataclass
 from engine.errors import DyntableError
 from engine.io import FileIO
 from engine.meta.paths import join, parse_versioned_id
+from engine.meta.refs import publish_ref
 from engine.meta.snapshot import Snapshot
 from engine.ops.reachability import (
+    Anchor,
     DeletionReport,
     FileKindRef,
     ReachabilityCollector,
+    Reachable,
     UnsafeToDeleteError,
     all_anchors,
+    retry_concurrent,
     unreferenced,
 )
 from engine.options import (
@@ -81,7 +85,7 @@ def write_changelogs(store: FileStore, snapshots: Sequence[Snapshot]) -> None:
 
 def _hint(io: FileIO, path: str, value: int) -> None:
     try:  # hints are advisory, as the snapshot hints are
-        io.write_text(path, str(value))
+        publish_ref(io, path, str(value).encode(), replace=True)
     except OSError:
         pass
 
@@ -113,35 +117,39 @@ def expire_changelogs(
         return ChangelogExpiry((), DeletionReport((), dry_run))
     now = int(time.time() * 1000) if now_ms is None else now_ms
     io, root, branch, o = store.io, store.paths.root, store.branch, store.options
-    anchors = all_anchors(io, root)
-    snapshot_ids = sorted(int(a.name) for a in anchors if a.kind == "snapshot" and a.branch == branch)
-    latest = snapshot_ids[-1] if snapshot_ids else ids[-1]
-    earliest_snapshot = snapshot_ids[0] if snapshot_ids else latest + 1
-    retain_min, retain_max = o.changelog_num_retained_min, o.changelog_num_retained_max
-    older_than = now - o.changelog_time_retained
-    end = min(latest - retain_min + 1, earliest_snapshot, ids[0] + int(o.get(SNAPSHOT_EXPIRE_LIMIT)))
-    for nxt in live_consumers(store, now).values():
-        end = min(end, nxt)
-    mine = {int(a.name): a for a in anchors if a.kind == "changelog" and a.branch == branch}
-    keep_from_max = latest - retain_max + 1
-    for cid in ids:
-        a = mine.get(cid)
-        if keep_from_max <= cid < end and a is not None and a.snapshot.time_millis >= older_than:
-            end = cid
-            break
-    going = [mine[c] for c in ids if c < end and c in mine]
+    collector = ReachabilityCollector(io, root)
+
+    def plan() -> tuple[list[Anchor], list[Anchor], Reachable]:
+        anchors = all_anchors(io, root)
+        snapshot_ids = sorted(int(a.name) for a in anchors if a.kind == "snapshot" and a.branch == branch)
+        latest = snapshot_ids[-1] if snapshot_ids else ids[-1]
+        earliest_snapshot = snapshot_ids[0] if snapshot_ids else latest + 1
+        retain_min, retain_max = o.changelog_num_retained_min, o.changelog_num_retained_max
+        older_than = now - o.changelog_time_retained
+        end = min(latest - retain_min + 1, earliest_snapshot, ids[0] + int(o.get(SNAPSHOT_EXPIRE_LIMIT)))
+        for nxt in live_consumers(store, now).values():
+            end = min(end, nxt)
+        mine = {int(a.name): a for a in anchors if a.kind == "changelog" and a.branch == branch}
+        keep_from_max = latest - retain_max + 1
+        for cid in ids:
+            a = mine.get(cid)
+            if keep_from_max <= cid < end and a is not None and a.snapshot.time_millis >= older_than:
+                end = cid
+                break
+        going = [mine[c] for c in ids if c < end and c in mine]
+        return anchors, going, collector.collect(going)
+
+    anchors, going, candidates = retry_concurrent(plan)
     if not going:
         return ChangelogExpiry((), DeletionReport((), dry_run))
-    collector = ReachabilityCollector(io, root)
-    candidates = collector.collect(going)
     if dry_run:
-        keep = collector.collect([a for a in anchors if a not in set(going)])
+        keep = retry_concurrent(lambda: collector.collect([a for a in anchors if a not in set(going)]))
         files = parallel_delete(io, unreferenced(candidates, keep), thread_count(store), dry_run=True)
         return ChangelogExpiry(tuple(int(a.name) for a in going), files)
     for a in sorted(going, key=lambda a: int(a.name)):
         io.delete(join(changelog_dir(store), f"changelog-{a.name}"))
     _hint(io, join(changelog_dir(store), "EARLIEST"), int(going[-1].name) + 1)
-    keep = collector.collect(all_anchors(io, root))
+    keep = retry_concurrent(lambda: collector.collect(all_anchors(io, root)))
     files = parallel_delete(io, unreferenced(candidates, keep), thread_count(store))
     dirs = (
         remove_empty_dirs(io, root, files.paths(FileKindRef.DATA) + files.paths(FileKindRef.CHANGELOG))

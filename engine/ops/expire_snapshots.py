@@ -25,14 +25,24 @@ are the end snapshot's own and stay.
 
 Order (crash safety, ``docs/design/architecture.md`` §7): (1) read every anchor, the candidates and the
 keep set (the survivors' files) — an unreadable file raises ``UnsafeToDeleteError`` naming it,
-with nothing changed; (2) write the long-lived changelogs that outlive their snapshots
-(``engine.ops.expire_changelog``); (3) delete the snapshot files oldest first, then rewrite
-EARLIEST; (4) list the anchors again and add the files of any created meanwhile (a tag, a
-branch, a commit) to the keep set; (5) delete the unreferenced candidates in parallel
-(``delete-file.thread-num``), data first and metadata last; (6) remove partition and bucket
-directories left empty. A crash at any step leaves every remaining snapshot, tag and branch
-readable; its leftovers are only orphans. The document deletes data before snapshot files;
-doing it after means a crash never leaves a snapshot naming deleted files.
+with nothing changed; a file removed meanwhile by a concurrent, legitimate operation re-runs this
+step (``reachability.retry_concurrent``, bounded); (2) write the long-lived changelogs that
+outlive their snapshots (``engine.ops.expire_changelog``); (3) delete the snapshot files oldest
+first; (4) read the consumers again and re-create the snapshot files a consumer recorded
+meanwhile needs, then rewrite EARLIEST; (5) list the anchors again and add the files of any
+created or re-pointed meanwhile (a tag created or replaced, a branch, a commit: compared by the
+snapshot they name, ``reachability.anchor_identity``) to the keep set; (6) delete the unreferenced
+candidates in parallel (``delete-file.thread-num``), data first and metadata last; (7) remove
+partition and bucket directories left empty.
+
+Fences with reference writers (``engine.meta.refs.publish_ref``): a tag or consumer is written
+first and then checks that its snapshot file still exists; this run deletes snapshot files (3)
+before it re-reads references (4, 5) and deletes data files (6). So either the writer's check
+fails (and it removes its own reference) or this run sees the reference and keeps its files.
+
+A crash at any step leaves every remaining snapshot, tag and branch readable; its leftovers are
+only orphans. The document deletes data before snapshot files; doing it after means a crash
+never leaves a snapshot naming deleted files.
 
 Empty directories: removed with a non-recursive delete (never a file), unless the table sets
 ``snapshot.clean-empty-directories = false`` explicitly. On local disk a writer
@@ -53,6 +63,7 @@ from dataclasses import dataclass
 from engine.errors import DyntableError, InvalidArgumentError
 from engine.identifier import MAIN_BRANCH
 from engine.io import FileIO
+from engine.meta.refs import publish_ref
 from engine.meta.snapshot import Snapshot
 from engine.ops.reachability import (
     Anchor,
@@ -60,9 +71,12 @@ from engine.ops.reachability import (
     FileKindRef,
     FileRef,
     ReachabilityCollector,
+    Reachable,
     UnsafeToDeleteError,
     all_anchors,
     delete_files,
+    keep_with_new_anchors,
+    retry_concurrent,
     unreferenced,
 )
 from engine.ops.retention_mark import RetentionMark, mark_dir, mark_root, read_mark
@@ -434,33 +448,27 @@ def expire_snapshots(
         max_deletes=max_deletes,
         now_ms=now,
     )
-    io, root, branch = store.io, store.paths.root, store.branch
-    anchors = all_anchors(io, root)  # fail closed: every anchor of every branch must be readable
-    mine = [a for a in anchors if a.kind == "snapshot" and a.branch == branch]
-    consumers = live_consumers(store, now)
-    mark = _mark(store)
-    verdicts = judge_snapshots([a.snapshot for a in mine], policy, consumers, mark)
-    expiring = {v.snapshot_id for v in verdicts if v.expires}
-    going = [a for a in mine if int(a.name) in expiring]
+    io, root = store.io, store.paths.root
     collector = ReachabilityCollector(io, root)
-    candidates = collector.collect(going)
     decoupled = expire_changelog.decoupled(store)
-    new_changelogs = [Anchor("changelog", branch, a.name, a.snapshot) for a in going] if decoupled else []
-    if not going and not dry_run:
+    # (1) Everything read before anything changes; re-read from the start (bounded) when a
+    # concurrent expiration or deletion removed a file while it was read.
+    p = retry_concurrent(lambda: _plan(store, collector, policy, now, decoupled, dry_run))
+    if p is None:
         changelogs = expire_changelog.expire_changelogs(store, now_ms=now)
         return ExpireReport((), changelogs.files, (), changelogs.changelogs, changelogs.directories)
-    # Fail closed before anything changes: every survivor's manifests must be readable.
-    leaving = set(going)
-    keep_anchors = [a for a in anchors if a not in leaving] + new_changelogs
-    keep = collector.collect(keep_anchors, explain=dry_run)
+    going, expiring, new_changelogs = p.going, p.expiring, p.new_changelogs
+    candidates, keep = p.candidates, p.keep
     if dry_run:
         doomed = unreferenced(candidates, keep)
-        kept = [Kept("snapshot", str(v.snapshot_id), "; ".join(v.reasons)) for v in verdicts if not v.expires]
+        kept = [
+            Kept("snapshot", str(v.snapshot_id), "; ".join(v.reasons)) for v in p.verdicts if not v.expires
+        ]
         assert keep.reasons is not None
         kept += [
-            Kept(ref.kind.value, p, describe_anchors(keep.reasons.get(p, ())))
-            for p, ref in sorted(candidates.files.items())
-            if p in keep.files
+            Kept(ref.kind.value, path, describe_anchors(keep.reasons.get(path, ())))
+            for path, ref in sorted(candidates.files.items())
+            if path in keep.files
         ]
         files = parallel_delete(io, doomed, thread_count(store), dry_run=True)
         changelog_dry = expire_changelog.expire_changelogs(store, now_ms=now, dry_run=True)
@@ -474,17 +482,24 @@ def expire_snapshots(
         )
     if new_changelogs:
         expire_changelog.write_changelogs(store, [a.snapshot for a in going])
+    # (3) The snapshot files go, oldest first (the rest stays continuous).
     snapshots = store.snapshots
-    for a in sorted(going, key=lambda a: a.snapshot.id):  # oldest first: the rest stays continuous
+    for a in sorted(going, key=lambda a: a.snapshot.id):
         io.delete(store.paths.snapshot_file(a.snapshot.id))
         snapshots.forget(a.snapshot.id)
-    snapshots.write_earliest_hint(min(int(a.name) for a in mine if int(a.name) not in expiring))
-    # Again, from what exists now: an anchor created meanwhile (a tag, a branch, a commit) counts
-    # too. Anchors removed meanwhile only make the keep set larger than needed, which is safe.
-    known = set(keep_anchors)
-    fresh = [a for a in all_anchors(io, root) if a not in known]
-    if fresh:
-        keep.files.update(collector.collect(fresh).files)
+    # (4) Read the references again, now that the snapshots are gone: a consumer recorded
+    # meanwhile gets the snapshots it needs back (this run deleted them; their files are all still
+    # here), and an anchor created or re-pointed meanwhile (a tag, a branch, a commit) keeps its
+    # files. Creators check their snapshot after publishing (engine.meta.refs.publish_ref), so one
+    # of the two sides always sees the other.
+    restored = _restore_for_consumers(store, going, now)
+    expired = sorted(int(a.name) for a in going if int(a.name) not in restored)
+    survivors = [int(a.name) for a in p.mine if int(a.name) not in expiring or int(a.name) in restored]
+    _write_earliest(store, min(survivors))
+    keep = retry_concurrent(
+        lambda: keep_with_new_anchors(collector, keep, p.keep_anchors, all_anchors(io, root))
+    )
+    # (5) Files no anchor needs, data first.
     doomed = unreferenced(candidates, keep)
     files = parallel_delete(io, doomed, thread_count(store))
     dirs = (
@@ -495,12 +510,81 @@ def expire_snapshots(
     changelogs = expire_changelog.expire_changelogs(store, now_ms=now)
     merged = DeletionReport(files.files + changelogs.files.files)
     return ExpireReport(
-        tuple(sorted(expiring)),
+        tuple(expired),
         merged,
         tuple(int(a.name) for a in new_changelogs),
         changelogs.changelogs,
         tuple(dirs) + changelogs.directories,
     )
+
+
+@dataclass
+class _Plan:
+    mine: list[Anchor]
+    verdicts: list[SnapshotVerdict]
+    expiring: set[int]
+    going: list[Anchor]
+    new_changelogs: list[Anchor]
+    keep_anchors: list[Anchor]
+    candidates: Reachable
+    keep: Reachable
+
+
+def _plan(
+    store: FileStore,
+    collector: ReachabilityCollector,
+    policy: ExpirePolicy,
+    now: int,
+    decoupled: bool,
+    dry_run: bool,
+) -> _Plan | None:
+    """Which snapshots expire, their files and the survivors' files (None: nothing expires)."""
+    io, root, branch = store.io, store.paths.root, store.branch
+    anchors = all_anchors(io, root)  # fail closed: every anchor of every branch must be readable
+    mine = [a for a in anchors if a.kind == "snapshot" and a.branch == branch]
+    consumers = live_consumers(store, now)
+    mark = _mark(store)
+    verdicts = judge_snapshots([a.snapshot for a in mine], policy, consumers, mark)
+    expiring = {v.snapshot_id for v in verdicts if v.expires}
+    going = [a for a in mine if int(a.name) in expiring]
+    candidates = collector.collect(going)
+    new_changelogs = [Anchor("changelog", branch, a.name, a.snapshot) for a in going] if decoupled else []
+    if not going and not dry_run:
+        return None
+    # Fail closed before anything changes: every survivor's manifests must be readable.
+    leaving = set(going)
+    keep_anchors = [a for a in anchors if a not in leaving] + new_changelogs
+    keep = collector.collect(keep_anchors, explain=dry_run)
+    return _Plan(mine, verdicts, expiring, going, new_changelogs, keep_anchors, candidates, keep)
+
+
+def _restore_for_consumers(store: FileStore, going: Sequence[Anchor], now: int) -> set[int]:
+    """Re-create the snapshot files this run deleted that a consumer recorded meanwhile needs
+    (newest first, so the history stays continuous); their ids."""
+    if not going:
+        return set()
+    needed = min(live_consumers(store, now).values(), default=None)
+    if needed is None:
+        return set()
+    restored: set[int] = set()
+    for a in sorted(going, key=lambda a: -a.snapshot.id):
+        if a.snapshot.id < needed:
+            break
+        store.io.try_create(store.paths.snapshot_file(a.snapshot.id), a.snapshot.to_json().encode())
+        restored.add(a.snapshot.id)
+    if restored:
+        _logger.info("snapshots %s of %s kept: a consumer started reading them while they expired",
+                     sorted(restored), store.paths.root)
+    return restored
+
+
+def _write_earliest(store: FileStore, snapshot_id: int) -> None:
+    """The EARLIEST hint, through the one reference writer; advisory (readers verify it), so a
+    failed write only costs a listing later."""
+    try:
+        publish_ref(store.io, store.paths.earliest_hint, str(snapshot_id).encode(), replace=True)
+    except OSError:
+        _logger.warning("could not write the EARLIEST hint of %s", store.paths.root, exc_info=True)
 
 
 def _mark(store: FileStore) -> RetentionMark | None:

@@ -21,8 +21,11 @@ Safety (docs/design/architecture.md §7): the cutoff defaults to now − 1 day; 
 :class:`OrphanCutoffTooRecentError` unless ``force``; a cutoff in the future is always refused.
 A file whose modification time is unknown is never deleted. Reachability fails closed: an
 unreadable snapshot, tag, branch or manifest raises ``UnsafeToDeleteError`` naming the file and
-nothing is deleted. Listing happens before reachability, so a commit that lands in between is
-seen; its new files are younger than the cutoff anyway.
+nothing is deleted. A branch whose snapshot history has a gap, or whose LATEST names a
+missing snapshot, raises ``HistoryGapError`` (the files only that snapshot used would look
+orphaned); a file removed meanwhile by a concurrent expiration or deletion re-runs the
+reachability (bounded), see ``engine.ops.reachability``. Listing happens before reachability, so
+a commit that lands in between is seen; its new files are younger than the cutoff anyway.
 
 Partition and bucket directories left empty (by this run or earlier deletions) are removed; a
 writer that creates a file in such a directory at that very moment can lose the race (the same

@@ -20,7 +20,13 @@ What an anchor references (``docs/design/format-notes.md`` §1, §3, §4):
 Fail closed: an anchor or manifest that cannot be read (corrupt, missing, a failed listing)
 raises :class:`UnsafeToDeleteError` naming the file, and callers delete no data file. A snapshot
 or tag that vanishes between the listing and the read was removed concurrently (expired or
-deleted) and simply is no anchor any more.
+deleted) and simply is no anchor any more. A branch's snapshot history must be whole: an id
+missing between two present ones, or LATEST above every present snapshot, raises
+:class:`HistoryGapError` once re-listing does not explain it. A manifest or list missing while
+the anchor naming it is gone too (or a branch deleted while read) is a concurrent removal, not
+damage: :class:`ConcurrentChangeError`, which :func:`retry_concurrent` re-runs (bounded).
+:func:`keep_with_new_anchors` is the second look every deletion takes after removing its
+anchors: anchors are compared by :func:`anchor_identity` (name *and* the snapshot they name).
 
 Cost: every snapshot/tag JSON and manifest list is read once, every distinct manifest decoded
 once (the manifest cache is shared with planning). Live sets are not rebuilt per anchor: anchors
@@ -39,10 +45,11 @@ those lean decodes for the other branches.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TypeVar
 
 from engine.errors import CorruptMetadataError, DyntableError, NoSuchSnapshotError, NoSuchTagError
 from engine.identifier import MAIN_BRANCH, validate_name
@@ -56,6 +63,8 @@ from engine.meta.snapshot import Snapshot
 from engine.meta.snapshot_store import SnapshotStore
 from engine.store import FileStore
 
+T = TypeVar("T")
+
 
 class UnsafeToDeleteError(CorruptMetadataError):
     """A file that could protect data cannot be read, so nothing may be deleted.
@@ -67,6 +76,38 @@ class UnsafeToDeleteError(CorruptMetadataError):
     def __init__(self, message: str, path: str) -> None:
         super().__init__(message)
         self.path = path
+
+
+class ConcurrentChangeError(UnsafeToDeleteError):
+    """A file the computation needed was removed by a concurrent, legitimate operation (an
+    expiration, a tag or branch deletion) while it was being read: not damage. The operation is
+    re-run from the start by :func:`retry_concurrent` (bounded); if the table keeps changing, this
+    error ends it with nothing deleted."""
+
+    retryable = True
+
+
+class HistoryGapError(UnsafeToDeleteError):
+    """A branch's snapshot history has a hole (a missing snapshot id between two present ones) or a
+    LATEST hint naming a snapshot above every present one, and re-reading did not explain it as a
+    concurrent commit or expiration. Files only that snapshot referenced would look unreferenced,
+    so nothing is deleted: restore the snapshot file (or repair LATEST) and run again."""
+
+
+#: How many times a maintenance computation is re-run when concurrent removals disturbed it.
+CONCURRENT_ATTEMPTS = 3
+
+
+def retry_concurrent(run: Callable[[], T], attempts: int = CONCURRENT_ATTEMPTS) -> T:
+    """``run()``, re-run up to ``attempts`` times in all while it raises :class:`ConcurrentChangeError`
+    (``run`` must change nothing before it can raise that); the last error propagates."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return run()
+        except ConcurrentChangeError:
+            if attempt == attempts:
+                raise
+    raise AssertionError("unreachable")
 
 
 class FileKindRef(StrEnum):
@@ -165,21 +206,13 @@ def branch_names(io: FileIO, root: str) -> list[str]:
 
 
 def branch_anchors(io: FileIO, paths: TablePaths) -> list[Anchor]:
-    """The snapshots, tags and long-lived changelogs of one branch, in snapshot-id order."""
+    """The snapshots, tags and long-lived changelogs of one branch, in snapshot-id order.
+
+    The snapshot history must be whole (see :func:`_snapshot_anchors`); a branch deleted while it
+    is read raises :class:`ConcurrentChangeError`.
+    """
     branch = paths.branch
-    snapshots = SnapshotStore(io, paths)
-    anchors: list[Anchor] = []
-    try:
-        ids = snapshots.list_ids()
-    except (DyntableError, OSError) as e:
-        raise _unsafe(paths.snapshot_dir, e) from e
-    for sid in ids:
-        try:
-            anchors.append(Anchor("snapshot", branch, str(sid), snapshots.get(sid)))
-        except NoSuchSnapshotError:
-            continue  # expired since the listing: no longer an anchor
-        except (DyntableError, OSError) as e:
-            raise _unsafe(paths.snapshot_file(sid), e) from e
+    anchors = _snapshot_anchors(io, paths)
     tags = TagStore(io, paths)
     try:
         names = tags.names()
@@ -208,8 +241,132 @@ def branch_anchors(io: FileIO, paths: TablePaths) -> list[Anchor]:
             continue
         except (DyntableError, OSError) as e:
             raise _unsafe(status.path, e) from e
+    _check_branch_alive(io, paths)
     anchors.sort(key=lambda a: (a.snapshot.id, a.kind != "snapshot"))
     return anchors
+
+
+def _check_branch_alive(io: FileIO, paths: TablePaths) -> None:
+    """A branch whose directory went while it was read was deleted concurrently: not damage."""
+    if paths.branch == MAIN_BRANCH:
+        return
+    if not io.exists(paths.schema_dir) and not io.exists(paths.branch_root):
+        raise ConcurrentChangeError(
+            f"branch {paths.branch} was deleted while maintenance read it; nothing was deleted",
+            paths.branch_root)
+
+
+def _snapshot_anchors(io: FileIO, paths: TablePaths) -> list[Anchor]:
+    """The branch's snapshots, after checking the history is whole.
+
+    A listing must be continuous (``first..last`` with no id missing) and LATEST must not name a
+    snapshot above the newest listed one; a snapshot listed but gone when read must be one of the
+    oldest (an expiration deletes oldest first) or one of the newest (a rollback deletes newest
+    first, after lowering LATEST). Anything else is re-read (a listing of object storage is not a
+    point in time, and a commit or expiration may have run in between) and, if it persists,
+    refused with :class:`HistoryGapError`: without that snapshot its files would look unreferenced.
+    """
+    snapshots = SnapshotStore(io, paths)
+    problem = ""
+    for _ in range(CONCURRENT_ATTEMPTS):
+        try:
+            ids = snapshots.list_ids()
+        except (DyntableError, OSError) as e:
+            raise _unsafe(paths.snapshot_dir, e) from e
+        if ids and ids[-1] - ids[0] + 1 != len(ids):
+            present = set(ids)
+            holes = [i for i in range(ids[0], ids[-1] + 1) if i not in present]
+            problem = f"snapshot {_ids(holes)} is missing between snapshots {ids[0]} and {ids[-1]}"
+            continue
+        latest = _hint(io, paths.latest_hint)
+        ahead = latest is not None and (not ids or latest > ids[-1])
+        if ahead and not io.exists(paths.snapshot_file(latest)):  # type: ignore[arg-type]
+            newest = f"the newest present is {ids[-1]}" if ids else "no snapshot is present"
+            problem = f"LATEST names snapshot {latest}, which is missing, and {newest}"
+            continue
+        anchors: list[Anchor] = []
+        gone: list[int] = []
+        for sid in ids:
+            try:
+                anchors.append(Anchor("snapshot", paths.branch, str(sid), snapshots.get(sid)))
+            except NoSuchSnapshotError:
+                gone.append(sid)  # expired (or rolled back) since the listing, if at either end
+            except (DyntableError, OSError) as e:
+                raise _unsafe(paths.snapshot_file(sid), e) from e
+        read = [int(a.name) for a in anchors]
+        if gone and read and any(read[0] < g < read[-1] for g in gone):
+            problem = f"snapshot {_ids(gone)} vanished while snapshots around it remained"
+            continue
+        return anchors
+    _check_branch_alive(io, paths)
+    raise HistoryGapError(
+        f"the snapshot history of {paths.branch_root} is not whole: {problem}. Files only that snapshot "
+        "referenced would look unreferenced, so nothing was deleted; restore the snapshot file (or "
+        "repair LATEST) and run again", paths.snapshot_dir)
+
+
+def _hint(io: FileIO, path: str) -> int | None:
+    try:
+        raw = io.read_bytes(path).strip()
+    except FileNotFoundError:
+        return None
+    except (DyntableError, OSError) as e:
+        raise _unsafe(path, e) from e
+    return int(raw) if raw.isdigit() else None
+
+
+def _ids(ids: Sequence[int]) -> str:
+    return ", ".join(str(i) for i in ids[:5]) + (", …" if len(ids) > 5 else "")
+
+
+def anchor_exists(io: FileIO, root: str, anchor: Anchor) -> bool:
+    """``anchor`` still exists with the same metadata (a reused snapshot id or a replaced tag is
+    another anchor). An unreadable anchor counts as existing: only a clear absence is a removal."""
+    paths = TablePaths(root, anchor.branch)
+    if anchor.kind == "snapshot":
+        path = paths.snapshot_file(int(anchor.name))
+    elif anchor.kind == "tag":
+        path = paths.tag_file(anchor.name)
+    else:
+        path = join(paths.branch_root, "changelog", f"changelog-{anchor.name}")
+    try:
+        current = Snapshot.from_json(io.read_bytes(path))
+    except FileNotFoundError:
+        return False
+    except (DyntableError, OSError):
+        return True
+    return snapshot_metadata(current) == snapshot_metadata(anchor.snapshot)
+
+
+def snapshot_metadata(s: Snapshot) -> tuple[object, ...]:
+    """What makes two snapshots reference the same files: their manifest lists, index and statistics."""
+    return (s.base_manifest_list, s.delta_manifest_list, s.changelog_manifest_list, s.index_manifest,
+            s.statistics)
+
+
+def anchor_identity(a: Anchor) -> tuple[object, ...]:
+    """An anchor by name *and* by the snapshot it names: a tag replaced to name another snapshot, or a
+    snapshot id reused after a rollback, is a different anchor."""
+    return (a.kind, a.branch, a.name, *snapshot_metadata(a.snapshot))
+
+
+def keep_with_new_anchors(collector: ReachabilityCollector, keep: Reachable, counted: Sequence[Anchor],
+                          now: Sequence[Anchor]) -> Reachable:
+    """``keep`` (the files of ``counted``) plus the files of every anchor in ``now`` made meanwhile.
+
+    Called after the deleted anchors are gone (snapshot files expired, tag files deleted), so that
+    an anchor created or re-pointed since the keep set was computed (a commit, a tag created or
+    replaced, a branch) is honoured. Anchors are matched by :func:`anchor_identity`; one that has
+    disappeared keeps its files in ``keep`` (a superset: at worst garbage for orphan cleanup).
+    Only new anchors are collected, so the second pass costs their live files, not the whole
+    history again.
+    """
+    known = {anchor_identity(a) for a in counted}
+    fresh = [a for a in now if anchor_identity(a) not in known]
+    if fresh:
+        for path, ref in collector.collect(fresh).files.items():
+            keep.files.setdefault(path, ref)
+    return keep
 
 
 def all_anchors(io: FileIO, root: str) -> list[Anchor]:
@@ -285,23 +442,43 @@ class ReachabilityCollector:
     def _resolver(self, branch: str) -> _BranchResolver:
         r = self._resolvers.get(branch)
         if r is None:
-            r = self._resolvers[branch] = _BranchResolver(self.io, self.root, branch)
+            try:
+                r = _BranchResolver(self.io, self.root, branch)
+            except UnsafeToDeleteError:
+                _check_branch_alive(self.io, TablePaths(self.root, branch))
+                raise
+            self._resolvers[branch] = r
         return r
 
-    def _read_list(self, ms, name: str) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
+    def _read_list(self, ms, name: str, anchor: Anchor) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
         """The ``(manifest name, byte size)`` pairs of a manifest list."""
         try:
             if not self.lean:
                 return [(m.file_name, m.file_size) for m in ms.read_list(name)]
             return self._lean(self._lean_lists, name, ms.read_list_refs)
         except (DyntableError, OSError) as e:
-            raise _unsafe(ms.paths.manifest_file(name), e) from e
+            raise self._unreadable(ms.paths.manifest_file(name), e, anchor) from e
 
-    def _read_entries(self, ms, name: str) -> list[ManifestEntry]:  # type: ignore[no-untyped-def]
+    def _read_entries(self, ms, name: str, anchor: Anchor) -> list[ManifestEntry]:  # type: ignore[no-untyped-def]
         try:
             return self._lean(self._lean_refs, name, ms.read_refs) if self.lean else ms.read_entries(name)
         except (DyntableError, OSError) as e:
-            raise _unsafe(ms.paths.manifest_file(name), e) from e
+            raise self._unreadable(ms.paths.manifest_file(name), e, anchor) from e
+
+    def _unreadable(self, path: str, e: BaseException, anchor: Anchor) -> UnsafeToDeleteError:
+        """A metadata file of ``anchor`` could not be read: if it is missing *and* the anchor is gone
+        too (expired, deleted, its branch deleted), a concurrent operation removed both — retry;
+        otherwise the table is damaged — fail closed."""
+        try:
+            missing = not self.io.exists(path)
+        except (DyntableError, OSError):
+            missing = False
+        if missing and not anchor_exists(self.io, self.root, anchor):
+            return ConcurrentChangeError(
+                f"{anchor} was removed by another operation while its file {path} was read; "
+                "nothing was deleted",
+                path)
+        return _unsafe(path, e)
 
     def _lean(self, memo: dict, name: str, decode) -> list:  # type: ignore[no-untyped-def,type-arg]
         """``decode(name)``, kept for later branches while the budget lasts (full decodes live in
@@ -314,13 +491,13 @@ class ReachabilityCollector:
                 memo[name] = found
         return found
 
-    def _index_entries(self, r: _BranchResolver, name: str) -> list[IndexManifestEntry]:
+    def _index_entries(self, r: _BranchResolver, name: str, anchor: Anchor) -> list[IndexManifestEntry]:
         cached = self._index_manifests.get(name)
         if cached is None:
             try:
                 cached = r.index.read_manifest(name)
             except (DyntableError, OSError) as e:
-                raise _unsafe(r.paths.manifest_file(name), e) from e
+                raise self._unreadable(r.paths.manifest_file(name), e, anchor) from e
             self._index_manifests[name] = cached
         return cached
 
@@ -377,7 +554,7 @@ class ReachabilityCollector:
                     # Lists are immutable: one seen before (a tag of a kept snapshot) adds no file.
                     data_seq.extend(known if is_data else ())
                     continue
-                metas = self._read_list(ms, name)
+                metas = self._read_list(ms, name, anchor)
                 seen_lists[(name, is_data)] = [m for m, _ in metas]
                 path = ms.paths.manifest_file(name)
                 out._add(path, FileKindRef.MANIFEST_LIST, size)
@@ -392,20 +569,21 @@ class ReachabilityCollector:
                         self._reason(out, mpath, anchor)
                     if not is_data and (mname not in seen_manifests or explain):
                         seen_manifests.add(mname)
-                        for e in self._read_entries(ms, mname):
+                        for e in self._read_entries(ms, mname, anchor):
                             if e.kind is FileKind.ADD:
                                 self._add_file(r, e, FileKindRef.CHANGELOG, out, anchor)
             if anchor.kind == "changelog":
                 # Only the delta's additions: without the base there is no live set to merge into.
                 for mname in data_seq:
-                    for e in self._read_entries(ms, mname):
+                    for e in self._read_entries(ms, mname, anchor):
                         if e.kind is FileKind.ADD:
                             self._add_file(r, e, FileKindRef.DATA, out, anchor)
             else:
                 if data_seq[: len(folded)] != folded:
                     folded, state, pending = [], {}, set()
                 for mname in data_seq[len(folded) :]:
-                    self._fold(self._read_entries(ms, mname), state, pending, ms.paths.manifest_file(mname))
+                    entries = self._read_entries(ms, mname, anchor)
+                    self._fold(entries, state, pending, ms.paths.manifest_file(mname))
                 folded = data_seq
                 if not explain:
                     # After a restart (a manifest merge) the fold re-adds files already recorded.
@@ -422,7 +600,7 @@ class ReachabilityCollector:
                 ipath = ms.paths.manifest_file(snap.index_manifest)
                 out._add(ipath, FileKindRef.INDEX_MANIFEST, None)
                 self._reason(out, ipath, anchor)
-                for ie in self._index_entries(r, snap.index_manifest):
+                for ie in self._index_entries(r, snap.index_manifest, anchor):
                     fpath = r.index.file_path(ie.file)
                     out._add(fpath, FileKindRef.INDEX, ie.file.file_size)
                     self._reason(out, fpath, anchor)
@@ -488,11 +666,18 @@ def reachable_files(
             :class:`ReachabilityCollector`).
 
     Raises:
+        HistoryGapError: A branch's snapshot history has a hole, or LATEST names a missing snapshot.
+        ConcurrentChangeError: Concurrent removals disturbed every one of the bounded attempts.
         UnsafeToDeleteError: Some snapshot, tag, branch directory or manifest cannot be read.
     """
     skip = set(exclude)
-    anchors = [a for a in all_anchors(io, root) if a not in skip]
-    return (collector or ReachabilityCollector(io, root, lean=lean)).collect(anchors, explain=explain)
+    collector = collector or ReachabilityCollector(io, root, lean=lean)
+
+    def run() -> Reachable:
+        anchors = [a for a in all_anchors(io, root) if a not in skip]
+        return collector.collect(anchors, explain=explain)
+
+    return retry_concurrent(run)
 
 
 # ---------------------------------------------------------------------------------------------

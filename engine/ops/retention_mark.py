@@ -50,6 +50,7 @@ from engine.errors import BehindRetentionMarkError, CorruptMetadataError, Invali
 from engine.identifier import MAIN_BRANCH
 from engine.io import FileIO
 from engine.meta.paths import join, parse_versioned_id
+from engine.meta.refs import publish_ref
 from engine.meta.snapshot import Snapshot
 from engine.options import RETENTION_TIME, TABLE_RETENTION_TIME
 from engine.store import FileStore
@@ -189,7 +190,7 @@ def advance(store: FileStore, retention_ms: int | None = None, *, now_ms: int | 
             return MarkResult(current, False, target)
         version = 1 if current is None else current.version + 1
         mark = RetentionMark(version, target.id, target.time_millis, now, retention_ms)
-        if io.try_create(join(mark_dir(root), f"mark-{version}"), mark.to_json()):
+        if publish_ref(io, join(mark_dir(root), f"mark-{version}"), mark.to_json()):
             _prune(io, root, version)
             return MarkResult(mark, True, target)
         # Another marker published this version first: re-read, and publish only if still newer.

@@ -9,7 +9,11 @@ Rules (Paimon's, made safe):
   with a retention (an explicit one, or ``tag.default-time-retained``), as Java does, so readers
   older than Paimon 0.8 can still read it. Creating publishes with create-if-absent (two creators
   of one name: one wins, the other gets TagAlreadyExistsError); replacing overwrites atomically;
-  renaming is a no-replace move.
+  renaming is a no-replace move. Creating and replacing go through
+  :func:`engine.meta.refs.publish_ref`: after the tag file is written, its snapshot must still
+  exist (its snapshot file, or another tag holding it), else the tag file is put back as it was
+  and SnapshotExpiredConcurrentlyError is raised. Expiration and tag deletion re-read every
+  anchor after removing theirs and before deleting files, so a tag never dangles.
 * Every operation validates names and existence first and changes nothing when it refuses
   (InvalidNameError, NoSuchTagError, TagAlreadyExistsError, NoSuchSnapshotError).
 * Deleting a tag whose snapshot still exists (the same snapshot file, same manifest lists) frees
@@ -42,10 +46,11 @@ from engine.errors import (
     InvalidArgumentError,
     NoSuchSnapshotError,
     NoSuchTagError,
+    SnapshotExpiredConcurrentlyError,
     TagAlreadyExistsError,
 )
 from engine.identifier import validate_name
-from engine.meta.refs import TagStore
+from engine.meta.refs import TagStore, publish_ref
 from engine.meta.snapshot import Snapshot, Tag
 from engine.ops.reachability import (
     Anchor,
@@ -54,6 +59,9 @@ from engine.ops.reachability import (
     Reachable,
     all_anchors,
     delete_files,
+    keep_with_new_anchors,
+    retry_concurrent,
+    snapshot_metadata,
     unreferenced,
 )
 from engine.ops.retention_mark import check_visible
@@ -131,9 +139,32 @@ class TagOps:
         self._publish(name, tag)
         return tag
 
-    def _publish(self, name: str, tag: Tag) -> None:
-        if not self.store.io.try_create(self.store.paths.tag_file(name), tag.to_json().encode()):
+    def _publish(self, name: str, tag: Tag, *, replace: bool = False) -> None:
+        """Create (or replace) the tag file, then check its snapshot is still there (see
+        :func:`engine.meta.refs.publish_ref`); if an expiration took it meanwhile, the tag file is
+        put back as it was and :class:`SnapshotExpiredConcurrentlyError` is raised."""
+        io, paths = self.store.io, self.store.paths
+        if not publish_ref(io, paths.tag_file(name), tag.to_json().encode(), replace=replace,
+                           verify=lambda: self._still_there(name, tag.snapshot)):
             raise TagAlreadyExistsError(f"tag '{name}' was created concurrently; nothing was changed")
+
+    def _still_there(self, name: str, snapshot: Snapshot) -> None:
+        """The tagged snapshot exists now: its snapshot file with the same metadata, or another tag
+        holding it (a snapshot file may have expired long ago while a tag kept it)."""
+        io, paths = self.store.io, self.store.paths
+        try:
+            current = Snapshot.from_json(io.read_bytes(paths.snapshot_file(snapshot.id)))
+            if snapshot_metadata(current) == snapshot_metadata(snapshot):
+                return
+        except FileNotFoundError:
+            pass
+        for other, tag in self.tags.all().items():
+            if other != name and snapshot_metadata(tag.snapshot) == snapshot_metadata(snapshot):
+                return
+        raise SnapshotExpiredConcurrentlyError(
+            f"snapshot {snapshot.id} was expired while tag '{name}' was being written, so the tag was "
+            "left as it was; tag a newer snapshot"
+        )
 
     def create_from_timestamp(self, name: str, timestamp_millis: int, time_retained: TimeRetained = None) -> Tag:
         """Tag the first snapshot committed at or after ``timestamp_millis`` (Paimon's rule).
@@ -176,7 +207,7 @@ class TagOps:
         if not self.tags.exists(name):
             raise NoSuchTagError(f"tag '{name}' does not exist; create it with create_tag")
         tag = self._tag(self._snapshot(snapshot_id), time_retained)
-        self.store.io.write_text(self.store.paths.tag_file(name), tag.to_json())
+        self._publish(name, tag, replace=True)
         return tag
 
     def rename(self, old: str, new: str) -> None:
@@ -212,16 +243,21 @@ class TagOps:
             return TagDeletion(tuple(wanted), DeletionReport((), dry_run))
         io, root, branch = self.store.io, self.store.paths.root, self.store.branch
         collector = ReachabilityCollector(io, root)
-        before = all_anchors(io, root)  # fail closed: nothing is changed if any anchor is unreadable
         doomed = {Anchor("tag", branch, n, None) for n in wanted}  # type: ignore[arg-type]
-        going = [a for a in before if a in doomed]
-        candidates = collector.collect(going)
-        keep = collector.collect([a for a in before if a not in doomed])
+
+        def plan() -> tuple[list[Anchor], Reachable, Reachable]:
+            before = all_anchors(io, root)  # fail closed: nothing is changed if any anchor is unreadable
+            going = [a for a in before if a in doomed]
+            return before, collector.collect(going), collector.collect([a for a in before if a not in doomed])
+
+        before, candidates, keep = retry_concurrent(plan)
         if dry_run:
             return TagDeletion(tuple(wanted), delete_files(io, unreferenced(candidates, keep), dry_run=True))
         for name in wanted:
             self.store.io.delete(self.store.paths.tag_file(name))
-        keep = keep_with_new_anchors(collector, keep, [a for a in before if a not in doomed], all_anchors(io, root))
+        counted = [a for a in before if a not in doomed]
+        keep = retry_concurrent(
+            lambda: keep_with_new_anchors(collector, keep, counted, all_anchors(io, root)))
         return TagDeletion(tuple(wanted), delete_files(io, unreferenced(candidates, keep)))
 
     def _kept_by_its_snapshot(self, name: str) -> bool:
@@ -232,7 +268,7 @@ class TagOps:
             current = Snapshot.from_json(self.store.io.read_bytes(self.store.paths.snapshot_file(tagged.id)))
         except (DyntableError, OSError):
             return False  # missing or unreadable: the full computation decides (and fails closed)
-        return _metadata(current) == _metadata(tagged)
+        return snapshot_metadata(current) == snapshot_metadata(tagged)
 
     def expired(self, older_than: dt.datetime | int | None = None, now: dt.datetime | None = None) -> list[str]:
         """Names of tags whose retention has passed, or created before ``older_than`` (Paimon's rules).
@@ -277,32 +313,6 @@ class TagOps:
         return self.delete(names, dry_run=dry_run)
 
 
-def keep_with_new_anchors(collector: ReachabilityCollector, keep: Reachable, counted: Sequence[Anchor],
-                          now: Sequence[Anchor]) -> Reachable:
-    """``keep`` (the files of ``counted``) plus the files of every anchor in ``now`` made meanwhile.
-
-    Called after the deleted anchors are gone, so that an anchor created since the keep set was
-    computed (a commit, a tag, a branch) is honoured. An anchor counted already is matched by
-    name *and* metadata (a reused snapshot id is a new anchor); one that has disappeared keeps
-    its files in ``keep`` (a superset: at worst garbage for orphan cleanup). Only new anchors are
-    collected, so the second pass costs their live files, not the whole history again.
-    """
-    known = {_identity(a) for a in counted}
-    fresh = [a for a in now if _identity(a) not in known]
-    if fresh:
-        for path, ref in collector.collect(fresh).files.items():
-            keep.files.setdefault(path, ref)
-    return keep
-
-
-def _identity(a: Anchor) -> tuple[object, ...]:
-    return (a.kind, a.branch, a.name, *_metadata(a.snapshot))
-
-
-def _metadata(s: Snapshot) -> tuple[object, ...]:
-    return (s.base_manifest_list, s.delta_manifest_list, s.changelog_manifest_list, s.index_manifest, s.statistics)
-
-
 def _names(names: str | Iterable[str]) -> list[str]:
     if isinstance(names, str):
         out = [n.strip() for n in names.split(",")]
@@ -314,4 +324,4 @@ def _names(names: str | Iterable[str]) -> list[str]:
     return list(seen)
 
 
-__all__: Sequence[str] = ("TagDeletion", "TagOps", "retention_millis")
+__all__: Sequence[str] = ("TagDeletion", "TagOps", "keep_with_new_anchors", "retention_millis")

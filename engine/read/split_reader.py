@@ -17,12 +17,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.count_layout import expand, is_count_layout, logical_schema
+from engine.errors import CorruptMetadataError
 from engine.lsm.changelog import kinds_to_rowkind
 from engine.lsm.deletion_vectors import refuse_deletion_vectors
 from engine.lsm.intervals import partition_by_key_intervals
 from engine.lsm.key_order import key_range_decoder
 from engine.lsm.merge import COUNT_COLUMN, MergeConfig, merge
 from engine.meta.manifest import DataFileMeta
+from engine.read.expiry import explain_missing
 from engine.read.file_reader import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
 from engine.scan.planner import DataSplit
 from engine.scan.predicate import Predicate, filter_table
@@ -97,7 +99,18 @@ class SplitReader:
         self.output_schema = pa.schema(out)
 
     def read(self, split: DataSplit) -> Iterator[pa.Table]:
-        """Yield the split's rows as Arrow tables (one per file or merged section)."""
+        """Yield the split's rows as Arrow tables (one per file or merged section).
+
+        Raises:
+            SnapshotExpiredDuringReadError: the split's snapshot was expired meanwhile and a file
+                it named is gone (``engine.read.expiry``).
+        """
+        try:
+            yield from self._read(split)
+        except CorruptMetadataError as e:
+            raise explain_missing(self.store, split.snapshot_id, e) from e
+
+    def _read(self, split: DataSplit) -> Iterator[pa.Table]:
         part_dir = split_partition_dir(self.store, split)
         if not self.store.has_primary_key:
             for f in split.files:

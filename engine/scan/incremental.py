@@ -32,12 +32,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.count_layout import expand_changes, is_count_layout, logical_schema
-from engine.errors import InvalidArgumentError, NoSuchSnapshotError, NoSuchTagError
+from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchSnapshotError, NoSuchTagError
 from engine.lsm.changelog import kinds_to_rowkind
 from engine.lsm.merge import COUNT_COLUMN
 from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import DataFileMeta, FileKind
 from engine.meta.snapshot import CommitKind, Snapshot
+from engine.read.expiry import explain_missing
 from engine.read.file_reader import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
 from engine.read.split_reader import data_file_path
 from engine.scan.predicate import Predicate, filter_table
@@ -130,6 +131,13 @@ class ChangeReader:
         )
 
     def read(self, split: ChangeSplit) -> Iterator[pa.Table]:
+        """The split's changes; SnapshotExpiredDuringReadError if its snapshot expired meanwhile."""
+        try:
+            yield from self._read(split)
+        except CorruptMetadataError as e:
+            raise explain_missing(self.store, split.snapshot_id, e) from e
+
+    def _read(self, split: ChangeSplit) -> Iterator[pa.Table]:
         store = self.store
         part_dir = store.partition_dir(split.partition_values)
         for f in split.files:

@@ -20,11 +20,12 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from engine.errors import InvalidArgumentError, NoSuchColumnError, NoSuchSnapshotError
+from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchColumnError, NoSuchSnapshotError
 from engine.lsm.key_order import orderable_key
 from engine.meta.binary_row import bucket_of, deserialize_row
 from engine.meta.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta, SimpleStats, live_files
 from engine.meta.snapshot import Snapshot
+from engine.read.expiry import explain_missing
 from engine.scan.file_stats import decode_stats, key_stats_by_name, value_stats_by_name
 from engine.scan.predicate import ColumnStats, Predicate, equality_values, split_by_columns
 from engine.store import FileStore
@@ -125,7 +126,10 @@ class TableScan:
         snapshot = self.resolve_snapshot()
         if snapshot is None:
             return Plan(None, ())
-        entries = self.read_entries(snapshot)
+        try:
+            entries = self.read_entries(snapshot)
+        except CorruptMetadataError as e:
+            raise explain_missing(self.store, snapshot.id, e) from e
         return Plan(snapshot, tuple(self.make_splits(snapshot.id, entries)))
 
     def read_entries(self, snapshot: Snapshot, manifests: list[ManifestFileMeta] | None = None) -> list[ManifestEntry]:

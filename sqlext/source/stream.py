@@ -12,8 +12,11 @@ the stream starts (BehindRetentionMarkError); a stream resuming from its checkpo
 position is not checked again.
 With ``read.changelog = true`` rows carry a ``rowkind`` column (+I, -U, +U, -D); without it a
 stream delivers the after-images only (+I, +U), as Paimon's Spark source does, because a Spark
-row cannot retract. With ``consumer-id`` the reader records, at
-each committed micro-batch, the next snapshot it needs, and snapshot expiration keeps it.
+row cannot retract. With ``consumer-id`` the reader records the first snapshot it needs when the
+stream starts (``ConsumerStore.start``: recorded, then checked to still exist) and, at each
+committed micro-batch, the next one; snapshot expiration keeps it and every later snapshot. A
+stream whose start snapshot expires while it starts fails with SnapshotExpiredConcurrentlyError
+(start it again); a consumer that exists already is resumed from its position.
 
 Writing: one commit per micro-batch with the batch id as commit identifier and a commit user
 stable across restarts (option ``commit-user``, else derived from ``checkpointLocation``), so a
@@ -50,6 +53,14 @@ START_MODES = ("default", "latest-full", "full", "latest", "from-snapshot", "fro
 
 
 TAG_START_MODES = ("default", "from-snapshot", "from-snapshot-full")
+
+
+def _first_needed(offset: dict) -> int:
+    """The oldest snapshot a stream starting at ``offset`` reads: the full snapshot it delivers
+    first (unless a tag holds that content), else the first one after its position."""
+    if offset.get("full") and not offset.get("tag"):
+        return int(offset["full"])
+    return int(offset["snapshot"]) + 1
 
 
 def _check_tag_start(travel: ReadVersion | None, mode: str, table: Any) -> None:
@@ -145,11 +156,22 @@ class DyntableStreamReader(DataSourceStreamReader):
         self.arrow_schema = spark_arrow_schema(pa.schema(fields))
 
     def initialOffset(self) -> dict:  # noqa: N802 - Spark's name
+        if not self.consumer_id:
+            return self._start_offset()
+        consumers = load_table(self.request).consumers
+        consumer = consumers.get(self.consumer_id)
+        if consumer is None:
+            # Recorded now, when the stream starts, not at its first committed micro-batch: from
+            # here on expiration keeps what the stream will read (it re-reads consumers before it
+            # deletes any file, and the start checks its snapshot survived the recording).
+            offset = self._start_offset()
+            consumer = consumers.start(self.consumer_id, _first_needed(offset))
+            if consumer.next_snapshot == _first_needed(offset):
+                return offset
+        return {"snapshot": consumer.next_snapshot - 1}
+
+    def _start_offset(self) -> dict:
         snapshots = self.store.snapshots
-        if self.consumer_id:
-            consumer = load_table(self.request).consumers.get(self.consumer_id)
-            if consumer is not None:
-                return {"snapshot": consumer.next_snapshot - 1}
         latest = snapshots.latest_id() or 0
         mode, travel = self.mode, self.request.travel or ReadVersion()
         tag = travel.tag

@@ -65,3 +65,9 @@ def test_a_table_feature_dyntable_does_not_support_is_0A000():
     from engine.errors import UnsupportedTableError
 
     assert sqlstate_for(UnsupportedTableError("deletion vectors")) == "0A000"
+
+
+def test_a_snapshot_expired_during_a_read_is_72000_snapshot_too_old():
+    from engine.errors import SnapshotExpiredDuringReadError
+
+    assert sqlstate_for(SnapshotExpiredDuringReadError("snapshot 3 expired")) == "72000"

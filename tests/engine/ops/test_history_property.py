@@ -464,3 +464,124 @@ def test_random_cleanup_histories(primary_key, ops):
 @given(ops=st.lists(cleanup_op, min_size=1, max_size=30))
 def test_random_cleanup_histories_long(primary_key, ops):
     run_cleanup_history(primary_key, ops)
+
+
+# =============================================================================================
+# Two actors (issue 20): one actor's operation runs with the other's interleaved at its N-th
+# storage call (``FailingFileIO(action="hook")``: a deterministic interleaving, chosen by
+# hypothesis). Actor A writes, overwrites, tags, expires or cleans orphans; actor B tags
+# (create or replace), deletes tags, expires or cleans orphans. Refusals caused by the other actor
+# (a snapshot expired meanwhile, a tag created or deleted meanwhile, a table that kept changing)
+# are legitimate outcomes. After every step: every file a snapshot, tag or branch references
+# exists, every tag reads exactly the rows of the snapshot it names, every snapshot and the head
+# read their rows. Orphan cleanup runs with a cutoff just before the step (files of a commit in
+# flight are younger), so a failure can only come from references racing maintenance.
+# =============================================================================================
+
+from engine.errors import (  # noqa: E402
+    NoSuchSnapshotError,
+    NoSuchTagError,
+    TagAlreadyExistsError,
+)
+from engine.ops.expire_snapshots import expire_snapshots  # noqa: E402
+from engine.ops.orphan_files import remove_orphan_files  # noqa: E402
+from engine.ops.reachability import ConcurrentChangeError  # noqa: E402
+
+TWO_TAGS = ("u0", "u1")
+ref_op = st.one_of(
+    st.tuples(st.just("tag"), st.sampled_from(TWO_TAGS), st.integers(0, 3)),
+    st.tuples(st.just("tag"), st.sampled_from(TWO_TAGS), st.just(0)),  # the oldest: the one expiring
+    st.tuples(st.just("delete_tag"), st.sampled_from(TWO_TAGS)),
+    st.tuples(st.just("expire"), st.integers(1, 3)),
+    st.tuples(st.just("orphans")),
+)
+writer_op = st.one_of(
+    st.tuples(st.just("write"), st.lists(st.integers(0, 9), min_size=1, max_size=3)),
+    st.tuples(st.just("overwrite"), st.lists(st.integers(0, 9), min_size=1, max_size=3)),
+    ref_op,
+    ref_op,
+)
+# Reference operations make few storage calls: small call numbers are drawn more often.
+two_actor_step = st.tuples(writer_op, ref_op, st.one_of(st.integers(1, 8), st.integers(1, 60)))
+LEGITIMATE = (NoSuchSnapshotError, NoSuchTagError, TagAlreadyExistsError, ConcurrentChangeError)
+
+
+def _ref_step(t, step, cutoff_ms: int) -> None:
+    kind = step[0]
+    try:
+        if kind == "tag":
+            ids = t.store.snapshots.list_ids()
+            if not ids:
+                return
+            sid = ids[step[2] % len(ids)]
+            if step[1] in t.tags():
+                t.replace_tag(step[1], sid)
+            else:
+                t.create_tag(step[1], sid)
+        elif kind == "delete_tag":
+            t.delete_tag(step[1])
+        elif kind == "expire":
+            expire_snapshots(t.store, retain_max=step[1], older_than=2**62)
+        elif kind == "orphans":
+            remove_orphan_files(t.store.io, t.path, older_than=cutoff_ms, force=True)
+    except LEGITIMATE:
+        pass  # SnapshotExpiredConcurrentlyError is a NoSuchSnapshotError: the tag was removed again
+
+
+def run_two_actors(steps) -> None:
+    warehouse = tempfile.mkdtemp(prefix="dyntable-two-")
+    try:
+        catalog = open_catalog(warehouse)
+        catalog.create_database("db")
+        t = catalog.create_table("db.two", SCHEMA, partition_keys=["p"])
+        snapshot_rows: dict[int, list[tuple]] = {}
+        head: list[tuple] = []
+        for step_a, step_b, call in steps:
+            time.sleep(0.002)  # the cutoff lies strictly before every file this step writes
+            cutoff = int(time.time() * 1000) - 1
+            time.sleep(0.002)
+            t = t.refresh()
+            b_table = t.refresh()
+            io = FailingFileIO(t.store.io, "any", call, action="hook",
+                               hook=lambda _m, _p, b=b_table, s=step_b, c=cutoff: _ref_step(b.refresh(), s, c))
+            a = Table(t.catalog, t.identifier, io, t.store.paths, t.store.schema)
+            if step_a[0] in ("write", "overwrite"):
+                data = rows(step_a[1])
+                result = a.write_arrow(data, overwrite=step_a[0] == "overwrite")
+                new = sorted(zip(*(data.column(n).to_pylist() for n in data.column_names), strict=True))
+                head = sorted(new if step_a[0] == "overwrite" else head + new)
+                for sid in result.snapshot_ids:
+                    snapshot_rows[sid] = head
+            else:
+                _ref_step(a, step_a, cutoff)
+            if io.failures == 0:  # A finished before its N-th call: B runs after it
+                _ref_step(t.refresh(), step_b, cutoff)
+            _check_two_actors(t.refresh(), snapshot_rows, head)
+    finally:
+        shutil.rmtree(warehouse, ignore_errors=True)
+
+
+def _check_two_actors(t, snapshot_rows, head) -> None:
+    for path in reachable_files(t.store.io, t.path).paths():
+        assert os.path.exists(path), path
+    for name, tag in t.tags().items():
+        assert content(t, tag=name) == snapshot_rows[tag.snapshot.id], name
+    for sid in t.store.snapshots.list_ids():
+        assert content(t, snapshot_id=sid) == snapshot_rows[sid], sid
+    if t.latest_snapshot() is not None:
+        assert content(t) == head
+
+
+@settings(max_examples=25, **SETTINGS)
+@given(steps=st.lists(two_actor_step, min_size=2, max_size=8).map(
+    lambda s: [(("write", [1, 2]), ("tag", "u0", 0), 99), (("overwrite", [3]), ("tag", "u1", 0), 99)] + s))
+def test_two_actors_interleaved(steps):
+    run_two_actors(steps)
+
+
+@pytest.mark.slow
+@settings(max_examples=300, **SETTINGS)
+@given(steps=st.lists(two_actor_step, min_size=2, max_size=20).map(
+    lambda s: [(("write", [1, 2]), ("tag", "u0", 0), 99), (("overwrite", [3]), ("tag", "u1", 0), 99)] + s))
+def test_two_actors_interleaved_long(steps):
+    run_two_actors(steps)
