@@ -7,6 +7,8 @@ One job: read and write what a snapshot's ``indexManifest`` names (``docs/design
   ``DELETION_VECTORS`` or a global-index type), file name, size and row count. Entries of types
   dyntable does not maintain (deletion vectors, global indexes) are carried through untouched:
   their nested records are kept as decoded and written back as they were.
+* ``DELETION_VECTORS`` entries carry per-data-file ranges (``dv_ranges``, the Avro records as
+  decoded); ``engine.meta.deletion_vectors`` reads them and the DV index files they describe.
 * A HASH index file (``index/index-<uuid>-<n>``) belongs to one (partition, bucket) of a
   dynamic-bucket table and holds the 32-bit hashes of every key ever written to that bucket, as
   big-endian int32s, in any order. A writer that adds keys to a bucket writes a complete new file
@@ -137,7 +139,9 @@ def _entry(rec: dict[str, Any] | None) -> IndexManifestEntry:
         raise CorruptMetadataError("index manifest holds a null record")
     meta = IndexFileMeta(
         rec["_INDEX_TYPE"], rec["_FILE_NAME"], rec["_FILE_SIZE"], rec["_ROW_COUNT"],
-        rec.get("_DELETIONS_VECTORS_RANGES"), rec.get("_EXTERNAL_PATH"), rec.get("_GLOBAL_INDEX"),
+        # Paimon 0.9 wrote the ranges as ``_DELETION_VECTORS_RANGES`` (no cardinality); 1.0 renamed it.
+        rec.get("_DELETIONS_VECTORS_RANGES", rec.get("_DELETION_VECTORS_RANGES")),
+        rec.get("_EXTERNAL_PATH"), rec.get("_GLOBAL_INDEX"),
     )
     return IndexManifestEntry(FileKind(rec["_KIND"]), rec["_PARTITION"], rec["_BUCKET"], meta)
 
@@ -186,6 +190,10 @@ class IndexStore:
         self.codec = codec
         self._token = str(uuid.uuid4())
         self._counter = 0
+
+    def new_index_file_name(self) -> str:
+        """A fresh ``index-<uuid>-<n>`` name under ``index/`` (HASH and deletion-vector files)."""
+        return self._next_name("index")
 
     def _next_name(self, prefix: str) -> str:
         name = f"{prefix}-{self._token}-{self._counter}"
