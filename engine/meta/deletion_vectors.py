@@ -72,7 +72,9 @@ class DeletionVector:
     # ---- construction --------------------------------------------------------------------------
 
     @classmethod
-    def from_positions(cls, positions: Iterable[int] | np.ndarray, *, bitmap64: bool = False) -> DeletionVector:
+    def from_positions(
+        cls, positions: Iterable[int] | np.ndarray, *, bitmap64: bool = False
+    ) -> DeletionVector:
         """A DV marking ``positions`` (any integer array; duplicates allowed) deleted.
 
         Raises:
@@ -92,7 +94,8 @@ class DeletionVector:
             kind = "64-bit" if bitmap64 else "32-bit"
             hint = "" if bitmap64 else " (set 'deletion-vectors.bitmap64' = 'true' for larger files)"
             raise InvalidArgumentError(
-                f"row position {bad} cannot be held by a {kind} deletion vector: positions run from 0 to {limit}{hint}"
+                f"row position {bad} cannot be held by a {kind} deletion vector: "
+                f"positions run from 0 to {limit}{hint}"
             )
         if bitmap64:
             buf = array.array("Q")
@@ -202,7 +205,9 @@ class DeletionVector:
         return b"".join(parts)
 
     @classmethod
-    def deserialize(cls, data: bytes | memoryview, length: int | None = None, *, what: str = "deletion vector") -> DeletionVector:
+    def deserialize(
+        cls, data: bytes | memoryview, length: int | None = None, *, what: str = "deletion vector"
+    ) -> DeletionVector:
         """Read one record (as :meth:`serialize` writes it) from the start of ``data``.
 
         Args:
@@ -223,12 +228,14 @@ class DeletionVector:
             bitmap64, expected = True, None if length is None else length - 8
         else:
             raise CorruptMetadataError(
-                f"{what} has magic number {magic}, neither a 32-bit ({MAGIC_32}) nor a 64-bit ({MAGIC_64}) deletion vector"
+                f"{what} has magic number {magic}, neither a 32-bit ({MAGIC_32}) "
+                f"nor a 64-bit ({MAGIC_64}) deletion vector"
             )
         if expected is not None and size != expected:
             raise CorruptMetadataError(f"{what} holds {size} bytes but its index entry says {expected}")
         if size < 4 or len(view) < size + 8:
-            raise CorruptMetadataError(f"{what} is truncated: {size} body bytes announced, {len(view) - 8} present")
+            raise CorruptMetadataError(
+                f"{what} is truncated: {size} body bytes announced, {len(view) - 8} present")
         body = view[4:4 + size]
         if _INT.unpack_from(view, 4 + size)[0] != _crc(body):
             raise CorruptMetadataError(f"{what} fails its CRC32 checksum: the index file is corrupt")
@@ -269,7 +276,8 @@ def _read_body64(body: memoryview) -> BitMap64:
             result |= BitMap64(buf)
         last = key
     if offset != len(body):
-        raise CorruptMetadataError(f"64-bit deletion vector has {len(body) - offset} stray bytes after its bitmaps")
+        raise CorruptMetadataError(
+            f"64-bit deletion vector has {len(body) - offset} stray bytes after its bitmaps")
     return result
 
 
@@ -293,7 +301,8 @@ class DeletionVectorMeta:
 def dv_metas(meta: IndexFileMeta) -> list[DeletionVectorMeta]:
     """The per-data-file ranges of a ``DELETION_VECTORS`` index file, in file order."""
     if meta.index_type != DELETION_VECTORS_INDEX:
-        raise InvalidArgumentError(f"index file {meta.file_name} is a {meta.index_type} index, not deletion vectors")
+        raise InvalidArgumentError(
+            f"index file {meta.file_name} is a {meta.index_type} index, not deletion vectors")
     out = []
     for rec in meta.dv_ranges or ():
         if rec is None:
@@ -323,7 +332,9 @@ def write_index_file(dvs: Mapping[str, DeletionVector]) -> tuple[bytes, list[Del
     return b"".join(parts), metas
 
 
-def read_index_file(data: bytes, metas: Sequence[DeletionVectorMeta], what: str = "deletion-vector index file") -> dict[str, DeletionVector]:
+def read_index_file(
+    data: bytes, metas: Sequence[DeletionVectorMeta], what: str = "deletion-vector index file"
+) -> dict[str, DeletionVector]:
     """Every DV of an index file, by data-file name (``metas`` from :func:`dv_metas`).
 
     Raises:
@@ -336,11 +347,13 @@ def read_index_file(data: bytes, metas: Sequence[DeletionVectorMeta], what: str 
     out = {}
     for m in metas:
         if m.offset < 1 or m.offset >= len(data):
-            raise CorruptMetadataError(f"{what}: the range of {m.data_file} starts at {m.offset}, outside its {len(data)} bytes")
+            raise CorruptMetadataError(
+                f"{what}: the range of {m.data_file} starts at {m.offset}, outside its {len(data)} bytes")
         dv = DeletionVector.deserialize(view[m.offset:], m.length, what=f"{what} (DV of {m.data_file})")
         if m.cardinality is not None and dv.cardinality != m.cardinality:
             raise CorruptMetadataError(
-                f"{what}: the DV of {m.data_file} marks {dv.cardinality} rows but its index entry says {m.cardinality}"
+                f"{what}: the DV of {m.data_file} marks {dv.cardinality} rows "
+                f"but its index entry says {m.cardinality}"
             )
         out[m.data_file] = dv
     return out
@@ -364,5 +377,6 @@ def read_deletion_vectors(store: IndexStore, meta: IndexFileMeta) -> dict[str, D
     try:
         data = store.io.read_bytes(path)
     except FileNotFoundError:
-        raise CorruptMetadataError(f"deletion-vector index file {path} is listed in the index manifest but missing") from None
+        raise CorruptMetadataError(
+            f"deletion-vector index file {path} is listed in the index manifest but missing") from None
     return read_index_file(data, dv_metas(meta), what=f"deletion-vector index file {path}")
