@@ -63,11 +63,13 @@ def _crc(data: bytes | memoryview) -> int:
 class DeletionVector:
     """The deleted row positions of one data file (immutable; operations return new values)."""
 
-    __slots__ = ("_bitmap", "bitmap64")
+    __slots__ = ("_bitmap", "_positions", "bitmap64")
 
     def __init__(self, bitmap: BitMap | BitMap64, bitmap64: bool) -> None:
         self._bitmap = bitmap
         self.bitmap64 = bitmap64
+        # Sorted int64 positions, built on first use: a reader masks many batches of one file.
+        self._positions: np.ndarray | None = None
 
     # ---- construction --------------------------------------------------------------------------
 
@@ -123,10 +125,13 @@ class DeletionVector:
         return len(self._bitmap) == 0
 
     def positions(self) -> np.ndarray:
-        """The deleted positions, ascending, as int64."""
-        if self.bitmap64:
-            return np.frombuffer(self._bitmap.to_array(), dtype=np.uint64).astype(np.int64)
-        return np.frombuffer(self._bitmap.to_array(), dtype=np.uint32).astype(np.int64)
+        """The deleted positions, ascending, as a read-only int64 array."""
+        if self._positions is None:
+            dtype = np.uint64 if self.bitmap64 else np.uint32
+            positions = np.frombuffer(self._bitmap.to_array(), dtype=dtype).astype(np.int64)
+            positions.flags.writeable = False
+            self._positions = positions
+        return self._positions
 
     def is_deleted(self, positions: np.ndarray) -> np.ndarray:
         """Boolean mask: which of ``positions`` (an integer array, any order) are deleted."""

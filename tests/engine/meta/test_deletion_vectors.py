@@ -3,9 +3,11 @@ Paimon (two index files written by Java Paimon 0.9 are embedded below)."""
 
 from __future__ import annotations
 
+import io
 import struct
 import zlib
 
+import fastavro
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -175,3 +177,34 @@ def test_behaves_like_a_set_of_positions(bitmap64, data):
     assert back == dva and back.serialize() == record
     if not bitmap64:  # the 32-bit value converts to 64-bit without losing a position
         assert dva.to_bitmap64().positions().tolist() == sorted(a)
+
+
+def test_paimon_09_index_manifests_keep_their_ranges():
+    # Paimon 0.9's record: the ranges field is spelled _DELETION_VECTORS_RANGES and has no cardinality.
+    ranges = {"type": "record", "name": "r", "fields": [
+        {"name": "f0", "type": "string"}, {"name": "f1", "type": "int"}, {"name": "f2", "type": "int"}]}
+    schema = {"type": "record", "name": "org.apache.paimon.avro.generated.record", "fields": [
+        {"name": "_VERSION", "type": "int"}, {"name": "_KIND", "type": "int"},
+        {"name": "_PARTITION", "type": "bytes"}, {"name": "_BUCKET", "type": "int"},
+        {"name": "_INDEX_TYPE", "type": "string"}, {"name": "_FILE_NAME", "type": "string"},
+        {"name": "_FILE_SIZE", "type": "long"}, {"name": "_ROW_COUNT", "type": "long"},
+        {"name": "_DELETION_VECTORS_RANGES", "type": ["null", {"type": "array", "items": ["null", ranges]}],
+         "default": None}]}
+    record = {"_VERSION": 2, "_KIND": 0, "_PARTITION": b"", "_BUCKET": 0, "_INDEX_TYPE": "DELETION_VECTORS",
+              "_FILE_NAME": "index-x-0", "_FILE_SIZE": len(JAVA_ARRAY), "_ROW_COUNT": 1,
+              "_DELETION_VECTORS_RANGES": [{"f0": "data-0.parquet", "f1": 1, "f2": 36}]}
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(schema), [record])
+    (entry,) = read_index_manifest(buf.getvalue())
+    assert dv_metas(entry.file) == [DeletionVectorMeta("data-0.parquet", 1, 36, None)]
+    assert read_index_file(JAVA_ARRAY, dv_metas(entry.file))["data-0.parquet"].cardinality == 8
+    # Written back in the current layout, the ranges survive (with no cardinality).
+    (again,) = read_index_manifest(write_index_manifest([entry]))
+    assert dv_metas(again.file) == dv_metas(entry.file)
+
+
+def test_positions_are_cached_and_read_only():
+    dv = DeletionVector.from_positions([3, 1, 2])
+    assert dv.positions() is dv.positions()
+    with pytest.raises(ValueError):
+        dv.positions()[0] = 9
