@@ -373,6 +373,10 @@ PARTITION_EXPIRATION_STRATEGY = _declare("partition.expiration-strategy", "enum"
     "How a partition's time is found.", choices=("values-time", "update-time"))
 PARTITION_EXPIRATION_MAX_NUM = _declare("partition.expiration-max-num", int, 100,
     "Maximum partitions expired in one run.", validator=_at_least(1))
+PARTITION_EXPIRATION_BATCH_SIZE = _declare("partition.expiration-batch-size", int, None,
+    "Paimon drops expired partitions in commits of this many; dyntable drops one run's partitions in "
+    "one commit (the same partitions go, atomically), so any positive value is accepted.",
+    validator=_at_least(1))
 PARTITION_TIMESTAMP_FORMATTER = _declare("partition.timestamp-formatter", str, None,
     "Java-style pattern parsing a partition value into a time, e.g. 'yyyyMMdd'.")
 PARTITION_TIMESTAMP_PATTERN = _declare("partition.timestamp-pattern", str, None,
