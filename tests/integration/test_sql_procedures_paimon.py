@@ -107,3 +107,25 @@ def test_expire_partitions_takes_options(session):
     assert rows == [("pt=2024-06-01",), ("pt=2024-06-02",)]
     assert sorted(run(session, "SELECT * FROM T")) == [("Never-expire", "9999-09-09"), ("c", "2024-06-03")]
     fails(session, "CALL sys.expire_partitions(table => 'T', options => 'nonsense')", "key=value")
+
+
+# -- table properties -------------------------------------------------------------------------------
+
+
+def test_arbitrary_table_properties_are_stored_as_paimon_stores_them(session, caplog):
+    """DDLWithHiveCatalogTestBase / PaimonViewTestBase: TBLPROPERTIES ('k1' = 'v1') is a plain property."""
+    session.sql("CREATE TABLE T (id INT, v STRING) TBLPROPERTIES ('primary-key' = 'id', 'k1' = 'v1')")
+    assert table(session, "T").options["k1"] == "v1"
+    session.sql("ALTER TABLE T SET TBLPROPERTIES ('xyc' = 'abc')")
+    assert table(session, "T").options["xyc"] == "abc"
+    props = dict(run(session, "SHOW TBLPROPERTIES T"))
+    assert props["k1"] == "v1" and props["xyc"] == "abc"
+    session.sql("ALTER TABLE T UNSET TBLPROPERTIES ('xyc')")
+    assert "xyc" not in table(session, "T").options
+    # A near-miss of a known option is stored as well, with a warning naming the option it resembles.
+    with caplog.at_level("WARNING", logger="engine.options"):
+        session.sql("ALTER TABLE T SET TBLPROPERTIES ('snapshot.num-retained.mx' = '5')")
+    assert "snapshot.num-retained.max" in caplog.text
+    # An option dyntable cannot honour is refused, and nothing changes.
+    fails(session, "ALTER TABLE T SET TBLPROPERTIES ('data-file.path-directory' = 'data')", "not supported")
+    assert "data-file.path-directory" not in table(session, "T").options
