@@ -129,3 +129,187 @@ def test_arbitrary_table_properties_are_stored_as_paimon_stores_them(session, ca
     # An option dyntable cannot honour is refused, and nothing changes.
     fails(session, "ALTER TABLE T SET TBLPROPERTIES ('data-file.path-directory' = 'data')", "not supported")
     assert "data-file.path-directory" not in table(session, "T").options
+
+
+# -- Paimon's further maintenance procedures --------------------------------------------------------
+
+
+def test_clear_consumers(session):
+    """ClearConsumersProcedure: regular expressions over consumer ids, excluding wins."""
+    session.sql("CREATE TABLE T (id INT)")
+    session.sql("INSERT INTO T VALUES (1)")
+    t = table(session, "T")
+    for cid in ("myid1", "myid2", "other"):
+        t.consumers.record(cid, 1)
+    assert run(session, "CALL sys.clear_consumers(table => 'T', including_consumers => 'myid.*', "
+                        "excluding_consumers => 'myid2')") == [(True,)]
+    assert t.consumers.ids() == ["myid2", "other"]
+    assert run(session, "CALL sys.clear_consumers('T')") == [(True,)]
+    assert t.consumers.ids() == []
+
+
+def test_compact_manifest(session):
+    """CompactManifestProcedureTest: after compact_manifest no manifest holds deleted files."""
+    session.sql("CREATE TABLE T (id INT, value STRING, dt STRING, hh INT) PARTITIONED BY (dt, hh) "
+                "TBLPROPERTIES ('write-only' = 'true')")
+    session.sql("INSERT INTO T VALUES (5, '5', '2024-01-02', 0), (6, '6', '2024-01-02', 1)")
+    for _ in range(3):
+        session.sql("INSERT OVERWRITE T VALUES (5, '5', '2024-01-02', 0), (6, '6', '2024-01-02', 1)")
+    [(deleted,)] = run(session, "SELECT sum(num_deleted_files) FROM `T$manifests`")
+    assert deleted == 6
+    assert run(session, "CALL sys.compact_manifest(table => 'T', dry_run => true)") == [(True,)]
+    assert run(session, "SELECT sum(num_deleted_files) FROM `T$manifests`") == [(6,)]
+    assert run(session, "CALL sys.compact_manifest(table => 'T')") == [(True,)]
+    assert run(session, "SELECT sum(num_deleted_files) FROM `T$manifests`") == [(0,)]
+    assert sorted(run(session, "SELECT id FROM T")) == [(5,), (6,)]
+    fails(session, "CALL sys.compact_manifest(table => 'T', manifest_sort_enabled => true)", "not supported")
+
+
+def test_purge_files(session):
+    """PurgeFilesProcedureTest: the table is empty, one snapshot is left, and it takes writes again."""
+    session.sql("CREATE TABLE T (id STRING, name STRING)")
+    session.sql("INSERT INTO T VALUES ('1', 'aa')")
+    run(session, "CALL sys.create_tag(table => 'T', tag => 'keep')")
+    rows = run(session, "CALL sys.purge_files(table => 'T', dry_run => true)")
+    assert ("would delete 1 tag(s): keep",) in rows and run(session, "SELECT * FROM T") == [("1", "aa")]
+    assert run(session, "CALL sys.purge_files(table => 'T')") == [("Success",)]
+    assert run(session, "SELECT * FROM T") == []
+    assert len(run(session, "SELECT snapshot_id FROM `T$snapshots`")) == 1
+    session.sql("INSERT INTO T VALUES ('2', 'aa')")
+    assert run(session, "SELECT * FROM T") == [("2", "aa")]
+
+
+def test_remove_unexisting_files(session):
+    """RemoveUnexistingFilesProcedureTest: nothing on an empty table; a lost file is listed, then dropped."""
+    import os
+
+    from engine.ops.missing_files import _path
+
+    session.sql("CREATE TABLE t_empty (id INT)")
+    assert run(session, "CALL sys.remove_unexisting_files(table => 't_empty', dry_run => true)") == []
+    assert run(session, "CALL sys.remove_unexisting_files(table => 't_empty')") == []
+    session.sql("CREATE TABLE T (id INT, pt INT) PARTITIONED BY (pt)")
+    for i in range(4):
+        session.sql(f"INSERT INTO T VALUES ({i}, {i % 2})")
+    t = table(session, "T")
+    lost = next(e for e in t.store.live_entries(t.latest_snapshot()) if e.file.row_count == 1)
+    path = _path(t.store, lost, {})
+    os.remove(path)
+    [(listed,)] = run(session, "CALL sys.remove_unexisting_files(table => 'T', dry_run => true)")
+    assert listed == path and "pt=" in listed
+    assert run(session, "CALL sys.remove_unexisting_files(table => 'T')") == [(path,)]
+    assert len(run(session, "SELECT * FROM T")) == 3
+
+
+def test_rollback_to_watermark(session):
+    """RollbackToWatermarkProcedure: the newest snapshot whose watermark is at or below the argument."""
+    session.sql("CREATE TABLE T (a INT)")
+    t = table(session, "T")
+    import pyarrow as pa
+
+    for i, wm in ((1, 1000), (2, 2000), (3, 3000)):
+        writer = t.new_writer()
+        writer.write(pa.table({"a": pa.array([i], pa.int32())}))
+        t.new_commit().commit(writer.prepare_commit(), watermark=wm)
+    assert run(session, "CALL sys.rollback_to_watermark(table => 'T', watermark => 2001)") == [(3, 4)]
+    assert sorted(run(session, "SELECT a FROM T")) == [(1,), (2,)]
+    fails(session, "CALL sys.rollback_to_watermark(table => 'T', watermark => 999)", "watermark")
+
+
+def test_mark_partition_done(session):
+    """MarkPartitionDoneProcedureTest: a _SUCCESS file in each marked partition."""
+    import os
+
+    session.sql("CREATE TABLE T (id STRING, name STRING, day STRING) PARTITIONED BY (day) "
+                "TBLPROPERTIES ('primary-key' = 'day,id', 'partition.mark-done-action' = 'success-file')")
+    session.sql("INSERT INTO T VALUES ('1', 'a', '2024-07-13')")
+    session.sql("INSERT INTO T VALUES ('2', 'b', '2024-07-14')")
+    assert run(session, "CALL sys.mark_partition_done(table => 'T', "
+                        "partitions => 'day=2024-07-13;day=2024-07-14')") == [(True,)]
+    root = table(session, "T").path
+    for day in ("2024-07-13", "2024-07-14"):
+        assert os.path.exists(os.path.join(root, f"day={day}", "_SUCCESS"))
+    fails(session, "ALTER TABLE T SET TBLPROPERTIES ('partition.mark-done-action' = 'success-file,custom')",
+          "custom")
+
+
+def test_trigger_tag_automatic_creation(session):
+    """TriggerTagAutomaticCreationProcedureTest: a daily process-time tag for yesterday, made on demand."""
+    import datetime as dt
+
+    session.sql("CREATE TABLE T (id INT, name STRING) TBLPROPERTIES ('primary-key' = 'id')")
+    session.sql("INSERT INTO T VALUES (1, 'a')")
+    assert run(session, "SHOW TAGS T") == []
+    session.sql("ALTER TABLE T SET TBLPROPERTIES ('tag.automatic-creation' = 'process-time', "
+                "'tag.creation-period' = 'daily', 'tag.creation-delay' = '10 m', "
+                "'tag.num-retained-max' = '90')")
+    assert run(session, "CALL sys.trigger_tag_automatic_creation(table => 'T')") == [(True,)]
+    yesterday = (dt.date.today() - dt.timedelta(days=1)).isoformat()
+    assert run(session, "SHOW TAGS T") == [(yesterday,)]
+
+
+def test_compact_database(session):
+    """CompactDatabaseProcedureTest: every matching table gets a COMPACT snapshot; the answer counts them."""
+    for db in ("test_db1", "test_db2"):
+        session.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
+    for name in ("test_db1.T1", "test_db1.T2", "test_db2.T3"):
+        session.sql(f"CREATE TABLE {name} (id INT, v STRING) TBLPROPERTIES ('primary-key' = 'id', "
+                    "'write-only' = 'true')")
+        session.sql(f"INSERT INTO {name} VALUES (1, 'a'), (2, 'b')")
+        session.sql(f"INSERT INTO {name} VALUES (3, 'c'), (4, 'd')")
+    [(text,)] = run(session, "CALL sys.compact_database(including_databases => 'test_db1', "
+                             "excluding_tables => '.*T2')")
+    assert text == "Compact database finished. Success: 1, Failed: 0"
+    kinds = {n: table(session, n).latest_snapshot().commit_kind.value for n in ("test_db1.T1", "test_db1.T2",
+                                                                                "test_db2.T3")}
+    assert kinds == {"test_db1.T1": "COMPACT", "test_db1.T2": "APPEND", "test_db2.T3": "APPEND"}
+    [(text,)] = run(session, "CALL sys.compact_database()")
+    assert "Success: " in text and "Failed: 0" in text
+    assert table(session, "test_db2.T3").latest_snapshot().commit_kind.value == "COMPACT"
+
+
+# -- tables: rescale, copy, migrate -----------------------------------------------------------------
+
+
+def test_rescale(session):
+    """RescaleProcedureTest: rows survive a bucket increase and decrease (Paimon sets 'bucket' first;
+    dyntable's rescale changes it itself, as ALTER TABLE ... CLUSTERED INTO does)."""
+    session.sql("CREATE TABLE T (id INT, v STRING) TBLPROPERTIES ('primary-key' = 'id', 'bucket' = '2')")
+    session.sql("INSERT INTO T VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd'), (5, 'e')")
+    expected = run(session, "SELECT * FROM T ORDER BY id")
+    assert run(session, "CALL sys.rescale(table => 'T', bucket_num => 4)") == [(True,)]
+    assert table(session, "T").options["bucket"] == "4"
+    assert {s.bucket for s in table(session, "T").new_scan().plan().splits} <= {0, 1, 2, 3}
+    assert run(session, "SELECT * FROM T ORDER BY id") == expected
+    assert run(session, "CALL sys.rescale(table => 'T')") == [(True,)]  # the current bucket count
+    assert run(session, "CALL sys.rescale(table => 'T', bucket_num => 2)") == [(True,)]
+    assert {s.bucket for s in table(session, "T").new_scan().plan().splits} <= {0, 1}
+    assert run(session, "SELECT * FROM T ORDER BY id") == expected
+    fails(session, "CALL sys.rescale(table => 'T', bucket_num => 4, partitions => 'pt=p1')", "bucket count")
+
+
+def test_copy(session):
+    """CopyFilesProcedureTest: the target equals the source, also after a second copy."""
+    session.sql("CREATE TABLE tbl (k INT, v STRING, dt STRING, hh INT) PARTITIONED BY (dt, hh)")
+    session.sql("INSERT INTO tbl VALUES (1, 'a', '2025-08-17', 5), (2, 'b', '2025-10-06', 0)")
+    for _ in range(2):
+        assert run(session, "CALL sys.copy(source_table => 'tbl', target_table => 'target_tbl')") == [(True,)]
+        assert sorted(run(session, "SELECT * FROM target_tbl")) == sorted(run(session, "SELECT * FROM tbl"))
+    assert table(session, "target_tbl").partition_keys == ("dt", "hh")
+    session.sql("INSERT INTO tbl VALUES (3, 'c', '2025-08-17', 5)")
+    run(session, "CALL sys.copy(source_table => 'tbl', target_table => 'target_tbl', "
+                 "where => \"dt = '2025-08-17'\")")
+    assert sorted(run(session, "SELECT k FROM target_tbl")) == [(1,), (2,), (3,)]
+
+
+def test_procedures_of_missing_features_are_refused_with_the_feature(session):
+    for call, feature in (
+        ("create_function(name => 'f', inputParams => '[]')", "catalog functions"),
+        ("alter_view_dialect(view => 'v', action => 'add')", "views"),
+        ("create_global_index(table => 'T', index_column => 'a', index_type => 'btree')", "global indexes"),
+        ("compact_chain_table(table => 'T')", "chain tables"),
+        ("reassign_row_id(table => 'T')", "row ids"),
+        ("repair('db')", "metastore"),
+    ):
+        e = fails(session, f"CALL sys.{call}", feature)
+        assert e.sqlstate == "0A000", (call, e.sqlstate)

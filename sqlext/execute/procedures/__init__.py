@@ -2,11 +2,12 @@
 
 ``core`` (compact, reset_consumer, list_procedures), ``tags`` (tags and rollback), ``branches``
 ``expire`` (snapshot expiration, the retention mark), ``cleanup`` (orphan files, partition
-expiration) and ``maintenance`` (Paimon's further maintenance procedures) each register their procedures here, so importing this package is enough to resolve
-every ``CALL``.
+expiration), ``maintenance`` (Paimon's further maintenance procedures) and ``tables`` (rescale,
+copy, migrate_table, and Paimon's procedures dyntable refuses) each register their procedures
+here, so importing this package is enough to resolve every ``CALL``.
 """
 
-from sqlext.execute.procedures import branches, cleanup, core, expire, maintenance, tags
+from sqlext.execute.procedures import branches, cleanup, core, expire, maintenance, tables, tags
 from sqlext.execute.procedures.registry import (
     REGISTRY,
     Param,
@@ -29,6 +30,7 @@ branches.register_branch_procedures()
 expire.register_expire_procedures()
 cleanup.register_cleanup_procedures()
 maintenance.register_maintenance_procedures()
+tables.register_table_procedures()
 
 __all__ = [
     "REGISTRY",
