@@ -52,7 +52,9 @@ def test_expire_tags_with_nothing_to_expire_answers_one_row(session):
     run(session, "CALL sys.create_tag(table => 'T', tag => 'tag-2', snapshot => 2, time_retained => '1h')")
     assert run(session, "CALL sys.expire_tags(table => 'T')") == [("No expired tags.",)]
     assert run(session, "CALL sys.expire_tags(table => 'T', older_than => '2999-01-01 00:00:00')") == [
-        ("tag-1",), ("tag-2",)]
+        ("tag-1",),
+        ("tag-2",),
+    ]
 
 
 def test_all_digit_tags_are_created_read_and_rolled_back_to(session):
@@ -71,8 +73,11 @@ def test_all_digit_tags_are_created_read_and_rolled_back_to(session):
     # version '3' is no tag: it is snapshot 3.
     run(session, "CALL sys.rollback(table => 'T', version => '3')")
     assert run(session, query) == [(1, "a"), (2, "b"), (3, "c")]
-    for bad in ("version => '20250122', tag => '20250122'", "version => '20250122', snapshot => 1",
-                "tag => '20250122', snapshot => 1"):
+    for bad in (
+        "version => '20250122', tag => '20250122'",
+        "version => '20250122', snapshot => 1",
+        "tag => '20250122', snapshot => 1",
+    ):
         fails(session, f"CALL sys.rollback(table => 'T', {bad})", "exactly one")
     run(session, "CALL sys.rollback(table => 'T', snapshot => 2)")
     assert run(session, query) == [(1, "a"), (2, "b")]
@@ -101,9 +106,12 @@ def test_expire_partitions_takes_options(session):
     rows = (("a", "2024-06-01"), ("b", "2024-06-02"), ("c", "2024-06-03"), ("Never-expire", "9999-09-09"))
     for k, pt in rows:
         session.sql(f"INSERT INTO T VALUES ('{k}', '{pt}')")
-    rows = run(session, "CALL sys.expire_partitions(table => 'T', options => 'partition.expiration-time = 1d,"
-                        " partition.expiration-max-num = 2, partition.expiration-batch-size = 2,"
-                        " partition.timestamp-formatter = yyyy-MM-dd')")
+    rows = run(
+        session,
+        "CALL sys.expire_partitions(table => 'T', options => 'partition.expiration-time = 1d,"
+        " partition.expiration-max-num = 2, partition.expiration-batch-size = 2,"
+        " partition.timestamp-formatter = yyyy-MM-dd')",
+    )
     assert rows == [("pt=2024-06-01",), ("pt=2024-06-02",)]
     assert sorted(run(session, "SELECT * FROM T")) == [("Never-expire", "9999-09-09"), ("c", "2024-06-03")]
     fails(session, "CALL sys.expire_partitions(table => 'T', options => 'nonsense')", "key=value")
@@ -141,8 +149,11 @@ def test_clear_consumers(session):
     t = table(session, "T")
     for cid in ("myid1", "myid2", "other"):
         t.consumers.record(cid, 1)
-    assert run(session, "CALL sys.clear_consumers(table => 'T', including_consumers => 'myid.*', "
-                        "excluding_consumers => 'myid2')") == [(True,)]
+    assert run(
+        session,
+        "CALL sys.clear_consumers(table => 'T', including_consumers => 'myid.*', "
+        "excluding_consumers => 'myid2')",
+    ) == [(True,)]
     assert t.consumers.ids() == ["myid2", "other"]
     assert run(session, "CALL sys.clear_consumers('T')") == [(True,)]
     assert t.consumers.ids() == []
@@ -150,8 +161,10 @@ def test_clear_consumers(session):
 
 def test_compact_manifest(session):
     """CompactManifestProcedureTest: after compact_manifest no manifest holds deleted files."""
-    session.sql("CREATE TABLE T (id INT, value STRING, dt STRING, hh INT) PARTITIONED BY (dt, hh) "
-                "TBLPROPERTIES ('write-only' = 'true')")
+    session.sql(
+        "CREATE TABLE T (id INT, value STRING, dt STRING, hh INT) PARTITIONED BY (dt, hh) "
+        "TBLPROPERTIES ('write-only' = 'true')"
+    )
     session.sql("INSERT INTO T VALUES (5, '5', '2024-01-02', 0), (6, '6', '2024-01-02', 1)")
     for _ in range(3):
         session.sql("INSERT OVERWRITE T VALUES (5, '5', '2024-01-02', 0), (6, '6', '2024-01-02', 1)")
@@ -220,17 +233,23 @@ def test_mark_partition_done(session):
     """MarkPartitionDoneProcedureTest: a _SUCCESS file in each marked partition."""
     import os
 
-    session.sql("CREATE TABLE T (id STRING, name STRING, day STRING) PARTITIONED BY (day) "
-                "TBLPROPERTIES ('primary-key' = 'day,id', 'partition.mark-done-action' = 'success-file')")
+    session.sql(
+        "CREATE TABLE T (id STRING, name STRING, day STRING) PARTITIONED BY (day) "
+        "TBLPROPERTIES ('primary-key' = 'day,id', 'partition.mark-done-action' = 'success-file')"
+    )
     session.sql("INSERT INTO T VALUES ('1', 'a', '2024-07-13')")
     session.sql("INSERT INTO T VALUES ('2', 'b', '2024-07-14')")
-    assert run(session, "CALL sys.mark_partition_done(table => 'T', "
-                        "partitions => 'day=2024-07-13;day=2024-07-14')") == [(True,)]
+    assert run(
+        session, "CALL sys.mark_partition_done(table => 'T', partitions => 'day=2024-07-13;day=2024-07-14')"
+    ) == [(True,)]
     root = table(session, "T").path
     for day in ("2024-07-13", "2024-07-14"):
         assert os.path.exists(os.path.join(root, f"day={day}", "_SUCCESS"))
-    fails(session, "ALTER TABLE T SET TBLPROPERTIES ('partition.mark-done-action' = 'success-file,custom')",
-          "custom")
+    fails(
+        session,
+        "ALTER TABLE T SET TBLPROPERTIES ('partition.mark-done-action' = 'success-file,custom')",
+        "custom",
+    )
 
 
 def test_trigger_tag_automatic_creation(session):
@@ -240,9 +259,11 @@ def test_trigger_tag_automatic_creation(session):
     session.sql("CREATE TABLE T (id INT, name STRING) TBLPROPERTIES ('primary-key' = 'id')")
     session.sql("INSERT INTO T VALUES (1, 'a')")
     assert run(session, "SHOW TAGS T") == []
-    session.sql("ALTER TABLE T SET TBLPROPERTIES ('tag.automatic-creation' = 'process-time', "
-                "'tag.creation-period' = 'daily', 'tag.creation-delay' = '10 m', "
-                "'tag.num-retained-max' = '90')")
+    session.sql(
+        "ALTER TABLE T SET TBLPROPERTIES ('tag.automatic-creation' = 'process-time', "
+        "'tag.creation-period' = 'daily', 'tag.creation-delay' = '10 m', "
+        "'tag.num-retained-max' = '90')"
+    )
     assert run(session, "CALL sys.trigger_tag_automatic_creation(table => 'T')") == [(True,)]
     yesterday = (dt.date.today() - dt.timedelta(days=1)).isoformat()
     assert run(session, "SHOW TAGS T") == [(yesterday,)]
@@ -253,15 +274,20 @@ def test_compact_database(session):
     for db in ("test_db1", "test_db2"):
         session.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
     for name in ("test_db1.T1", "test_db1.T2", "test_db2.T3"):
-        session.sql(f"CREATE TABLE {name} (id INT, v STRING) TBLPROPERTIES ('primary-key' = 'id', "
-                    "'write-only' = 'true')")
+        session.sql(
+            f"CREATE TABLE {name} (id INT, v STRING) TBLPROPERTIES ('primary-key' = 'id', "
+            "'write-only' = 'true')"
+        )
         session.sql(f"INSERT INTO {name} VALUES (1, 'a'), (2, 'b')")
         session.sql(f"INSERT INTO {name} VALUES (3, 'c'), (4, 'd')")
-    [(text,)] = run(session, "CALL sys.compact_database(including_databases => 'test_db1', "
-                             "excluding_tables => '.*T2')")
+    [(text,)] = run(
+        session, "CALL sys.compact_database(including_databases => 'test_db1', excluding_tables => '.*T2')"
+    )
     assert text == "Compact database finished. Success: 1, Failed: 0"
-    kinds = {n: table(session, n).latest_snapshot().commit_kind.value for n in ("test_db1.T1", "test_db1.T2",
-                                                                                "test_db2.T3")}
+    kinds = {
+        n: table(session, n).latest_snapshot().commit_kind.value
+        for n in ("test_db1.T1", "test_db1.T2", "test_db2.T3")
+    }
     assert kinds == {"test_db1.T1": "COMPACT", "test_db1.T2": "APPEND", "test_db2.T3": "APPEND"}
     [(text,)] = run(session, "CALL sys.compact_database()")
     assert "Success: " in text and "Failed: 0" in text
@@ -297,8 +323,10 @@ def test_copy(session):
         assert sorted(run(session, "SELECT * FROM target_tbl")) == sorted(run(session, "SELECT * FROM tbl"))
     assert table(session, "target_tbl").partition_keys == ("dt", "hh")
     session.sql("INSERT INTO tbl VALUES (3, 'c', '2025-08-17', 5)")
-    run(session, "CALL sys.copy(source_table => 'tbl', target_table => 'target_tbl', "
-                 "where => \"dt = '2025-08-17'\")")
+    run(
+        session,
+        "CALL sys.copy(source_table => 'tbl', target_table => 'target_tbl', where => \"dt = '2025-08-17'\")",
+    )
     assert sorted(run(session, "SELECT k FROM target_tbl")) == [(1,), (2,), (3,)]
 
 
@@ -313,3 +341,64 @@ def test_procedures_of_missing_features_are_refused_with_the_feature(session):
     ):
         e = fails(session, f"CALL sys.{call}", feature)
         assert e.sqlstate == "0A000", (call, e.sqlstate)
+
+
+def _spark_parquet_table(session, name):
+    import shutil
+    from urllib.parse import urlparse
+
+    spark = session.spark
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    # The Spark warehouse is shared by the test session: clear what an earlier failed run left.
+    shutil.rmtree(urlparse(spark.conf.get("spark.sql.warehouse.dir")).path + f"/{name}", ignore_errors=True)
+    spark.sql(f"CREATE TABLE {name} (id INT, v STRING, dt STRING) USING parquet PARTITIONED BY (dt)")
+    spark.sql(
+        f"INSERT INTO {name} VALUES (1, 'a', '2024-01-01'), (2, 'b', '2024-01-02'), (3, 'c', '2024-01-02')"
+    )
+
+
+def _spark_has(session, name):
+    return any(t.name == name for t in session.spark.catalog.listTables("default"))
+
+
+def test_migrate_table_in_place_and_into_a_target(session):
+    """MigrateTableProcedureTest: a Parquet table becomes a dyntable table with the same rows."""
+    _spark_parquet_table(session, "mig_src")
+    expected = sorted(tuple(r) for r in session.spark.sql("SELECT * FROM mig_src").collect())
+    assert run(session, "CALL sys.migrate_table(source_type => 'parquet', table => 'default.mig_src')") == [
+        (True,)
+    ]
+    assert not _spark_has(session, "mig_src")
+    assert table(session, "mig_src").partition_keys == ("dt",)
+    assert sorted(run(session, "SELECT id, v, dt FROM mig_src")) == expected
+    _spark_parquet_table(session, "mig_keep")
+    assert run(
+        session,
+        "CALL sys.migrate_table('hive', 'default.mig_keep', 'file.compression=snappy', false, "
+        "'default.mig_new')",
+    ) == [(True,)]
+    assert _spark_has(session, "mig_keep")  # delete_origin => false keeps the origin
+    assert table(session, "mig_new").options["file.compression"] == "snappy"
+    assert sorted(run(session, "SELECT id, v, dt FROM mig_new")) == expected
+    fails(session, "CALL sys.migrate_table(source_type => 'parquet', table => 'default.mig_new')", "already")
+    fails(
+        session, "CALL sys.migrate_table(source_type => 'orc', table => 'default.mig_keep')", "not supported"
+    )
+    session.spark.sql("DROP TABLE IF EXISTS mig_keep")
+
+
+def test_migrate_table_that_fails_loses_nothing(session, monkeypatch):
+    import sqlext.execute.insert as insert
+
+    _spark_parquet_table(session, "mig_fail")
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(insert, "write_frame", broken)
+    with pytest.raises(OSError, match="disk full"):
+        list(session.execute("CALL sys.migrate_table(source_type => 'parquet', table => 'default.mig_fail')"))
+    assert _spark_has(session, "mig_fail")  # the origin is untouched
+    assert session.spark.sql("SELECT count(*) FROM mig_fail").collect()[0][0] == 3
+    assert "mig_fail__migrating" not in session.catalog.list_tables("default")  # the half-made table went
+    session.spark.sql("DROP TABLE IF EXISTS mig_fail")
