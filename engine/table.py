@@ -502,6 +502,12 @@ class Table:
 
         return rollback_to_watermark(self.store, watermark)
 
+    def repair_earliest_snapshot(self, snapshot_id: int) -> int:
+        """Point the EARLIEST hint past a gap in the history; returns the previous earliest id."""
+        from engine.ops.earliest_repair import repair_earliest_snapshot
+
+        return repair_earliest_snapshot(self.store, snapshot_id)
+
     # -- branches (engine.ops.branches) -----------------------------------------------------------
     def create_branch(self, name: str, from_tag: str | None = None, from_snapshot: int | None = None) -> None:
         """Create a branch: empty (this branch's schemas), from one of this branch's tags, or a snapshot id."""

@@ -402,3 +402,18 @@ def test_migrate_table_that_fails_loses_nothing(session, monkeypatch):
     assert session.spark.sql("SELECT count(*) FROM mig_fail").collect()[0][0] == 3
     assert "mig_fail__migrating" not in session.catalog.list_tables("default")  # the half-made table went
     session.spark.sql("DROP TABLE IF EXISTS mig_fail")
+
+
+def test_repair_earliest_snapshot(session):
+    """RepairEarliestSnapshotProcedureTest: snapshots 1 and 5 only; 5 becomes the earliest."""
+    session.sql("CREATE TABLE T (k INT)")
+    for i in range(5):
+        session.sql(f"INSERT INTO T VALUES ({i})")
+    t = table(session, "T")
+    import os
+
+    for sid in (2, 3, 4):
+        os.remove(t.store.paths.snapshot_file(sid))
+    assert run(session, "CALL sys.repair_earliest_snapshot(table => 'T', snapshot_id => 5)") == [(1, 5)]
+    assert table(session, "T").snapshot_id_range() == (5, 5)
+    assert run(session, "SELECT k FROM T ORDER BY k") == [(0,), (1,), (2,), (3,), (4,)]

@@ -189,6 +189,23 @@ def _options(text: str | None) -> dict[str, str]:
     return out
 
 
+def _repair_earliest_snapshot(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    table = table_argument(session, args["table"])
+    previous = table.repair_earliest_snapshot(args["snapshot_id"])
+    return pa.table(
+        {"previous_earliest_snapshot_id": [previous], "current_earliest_snapshot_id": [args["snapshot_id"]]},
+        schema=_EARLIEST,
+    )
+
+
+_EARLIEST = pa.schema(
+    [
+        pa.field("previous_earliest_snapshot_id", pa.int64(), nullable=False),
+        pa.field("current_earliest_snapshot_id", pa.int64(), nullable=False),
+    ]
+)
+
+
 def _repair(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     raise UnsupportedStatementError(
         "repair synchronizes a metastore (Hive) with the tables on the file system; dyntable's catalog is "
@@ -210,8 +227,6 @@ UNSUPPORTED = {
     "rewrite_file_index": "data-file indexes (file-index.*)",
     "merge_branch": "merging a branch into main (use fast_forward or replace_main)",
     "migrate_database": "migrating a whole database (call migrate_table per table)",
-    "repair_earliest_snapshot": "repairing the EARLIEST snapshot hint (dyntable re-derives it from the "
-    "snapshot files)",
 }
 
 
@@ -259,6 +274,13 @@ def register_table_procedures() -> None:
             _migrate_table,
             "Migrate a Spark Parquet table into a dyntable table (in place, or into target_table); the "
             "origin is dropped only after the new table is committed.",
+        ),
+        Procedure(
+            "repair_earliest_snapshot",
+            (Param("table", S, True), Param("snapshot_id", ParamType.LONG, True)),
+            _EARLIEST,
+            _repair_earliest_snapshot,
+            "Make snapshot_id, the first snapshot after a gap in the history, the earliest one readers see.",
         ),
         Procedure(
             "repair",

@@ -178,3 +178,27 @@ def test_rollback_to_watermark_picks_the_newest_snapshot_at_or_below_it(catalog)
     assert [r[0] for r in content(t)] == [1, 2, 3]
     t.rollback_to_watermark(1000)  # an exact match
     assert [r[0] for r in content(t)] == [1]
+
+
+# -- repair_earliest_snapshot -------------------------------------------------------------------------
+
+
+def test_repair_earliest_snapshot_after_a_gap(catalog):
+    from tests.engine.ops.conftest import SCHEMA
+
+    t = catalog.create_table("db.gap", SCHEMA)
+    for i in range(1, 7):
+        t.write_arrow(rows([i]))
+    os.remove(t.store.paths.snapshot_file(3))  # lost: 1, 2 | 4, 5, 6
+    t = catalog.get_table("db.gap")  # a fresh process's view (no cached snapshot 3)
+    with pytest.raises(InvalidArgumentError, match="gap"):
+        t.repair_earliest_snapshot(5)
+    with pytest.raises(InvalidArgumentError, match="does not exist"):
+        t.repair_earliest_snapshot(2)
+    with pytest.raises(InvalidArgumentError, match="later than the latest"):
+        t.repair_earliest_snapshot(7)
+    assert t.repair_earliest_snapshot(4) == 1
+    assert t.snapshot_id_range() == (4, 6)
+    with pytest.raises(InvalidArgumentError, match="earlier than the current earliest"):
+        t.repair_earliest_snapshot(1)
+    assert "repair_earliest_snapshot" in procedures(t)
