@@ -417,3 +417,17 @@ def test_repair_earliest_snapshot(session):
     assert run(session, "CALL sys.repair_earliest_snapshot(table => 'T', snapshot_id => 5)") == [(1, 5)]
     assert table(session, "T").snapshot_id_range() == (5, 5)
     assert run(session, "SELECT k FROM T ORDER BY k") == [(0,), (1,), (2,), (3,), (4,)]
+
+
+def test_migrate_database(session):
+    """MigrateDatabaseProcedureTest: every Parquet table of the database, counted in the answer."""
+    session.spark.sql("CREATE DATABASE IF NOT EXISTS mig_db")
+    session.sql("CREATE DATABASE IF NOT EXISTS mig_db")
+    for name in ("mig_db.a", "mig_db.b"):
+        _spark_parquet_table(session, name)
+    assert run(session, "CALL sys.migrate_database(source_type => 'hive', database => 'mig_db', "
+                        "options => 'file.compression=snappy')") == [
+        ("migrate database is finished, success cnt: 2 , failed cnt: 0",)]
+    for name in ("mig_db.a", "mig_db.b"):
+        assert len(run(session, f"SELECT * FROM {name}")) == 3
+        assert table(session, name).options["file.compression"] == "snappy"

@@ -170,6 +170,39 @@ def _migrate_table(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     return _true()
 
 
+def _migrate_database(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    """Every Spark (non-temporary) table of a database, migrated in place one by one; a failing table is
+    counted and left as it was (each migration is all or nothing), as Paimon counts them."""
+    from sqlext.parse.names import TableName
+
+    database = args["database"]
+    if not session.spark.catalog.databaseExists(database):
+        raise SqlAnalysisError(
+            f"migrate_database: Spark database '{database}' does not exist", sqlstate="3F000"
+        )
+    ok = failed = 0
+    for t in session.spark.catalog.listTables(database):
+        if t.isTemporary or session.is_managed(TableName.parse(f"{database}.{t.name}")):
+            continue
+        one = {
+            "source_type": args["source_type"],
+            "table": f"{database}.{t.name}",
+            "options": args["options"],
+            "delete_origin": True,
+            "target_table": None,
+            "options_map": args["options_map"],
+            "parallelism": args["parallelism"],
+        }
+        try:
+            _migrate_table(session, one)
+            ok += 1
+        except Exception as e:  # noqa: BLE001 - Paimon counts a failing table and goes on
+            log.error("migrate_database: migrating %s.%s failed: %s", database, t.name, e)
+            failed += 1
+    text = f"migrate database is finished, success cnt: {ok} , failed cnt: {failed}"
+    return pa.table({"result": [text]}, schema=pa.schema([pa.field("result", pa.string())]))
+
+
 def _schema(frame: Any) -> pa.Schema:
     """The Arrow schema of a Spark DataFrame (dyntable maps it to table columns)."""
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -226,7 +259,6 @@ UNSUPPORTED = {
     "materialize_deletion_vectors": "deletion vectors",
     "rewrite_file_index": "data-file indexes (file-index.*)",
     "merge_branch": "merging a branch into main (use fast_forward or replace_main)",
-    "migrate_database": "migrating a whole database (call migrate_table per table)",
 }
 
 
@@ -274,6 +306,19 @@ def register_table_procedures() -> None:
             _migrate_table,
             "Migrate a Spark Parquet table into a dyntable table (in place, or into target_table); the "
             "origin is dropped only after the new table is committed.",
+        ),
+        Procedure(
+            "migrate_database",
+            (
+                Param("source_type", S, True),
+                Param("database", S, True),
+                Param("options", S),
+                Param("options_map", S),
+                Param("parallelism", N),
+            ),
+            pa.schema([pa.field("result", pa.string())]),
+            _migrate_database,
+            "Migrate every Spark Parquet table of a database in place (each all or nothing).",
         ),
         Procedure(
             "repair_earliest_snapshot",
