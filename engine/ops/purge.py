@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from engine.ops.maintenance_log import recorded_run
 from engine.options import INT_MAX
 
 if TYPE_CHECKING:
@@ -62,23 +63,35 @@ def purge_files(table: Table, *, dry_run: bool = False) -> PurgeReport:
     snapshots = len(table.snapshots())
     if dry_run:
         return PurgeReport(branches, tags, consumers, live, snapshots, 0, True)
-    for branch in branches:
-        table.delete_branch(branch)
-    if tags:
-        table.delete_tags(list(tags))
-    clear_consumers(table.store)
-    if live:
-        table.truncate()
-    now = int(time.time() * 1000)
-    everything_but_latest = table.refresh().with_options(
-        {
-            "snapshot.num-retained.min": "1",
-            "snapshot.num-retained.max": "1",
-            "snapshot.expire.limit": str(INT_MAX),
-            "changelog.num-retained.min": "1",
-            "changelog.num-retained.max": "1",
+    with recorded_run(table.store.io, table.path, "purge_files", branch=table.branch) as rec:
+        for branch in branches:
+            table.delete_branch(branch)
+        if tags:
+            table.delete_tags(list(tags))
+        clear_consumers(table.store)
+        if live:
+            table.truncate()
+        now = int(time.time() * 1000)
+        everything_but_latest = table.refresh().with_options(
+            {
+                "snapshot.num-retained.min": "1",
+                "snapshot.num-retained.max": "1",
+                "snapshot.expire.limit": str(INT_MAX),
+                "changelog.num-retained.min": "1",
+                "changelog.num-retained.max": "1",
+            }
+        )
+        everything_but_latest.expire_snapshots(
+            retain_max=1, retain_min=1, older_than=now, max_deletes=INT_MAX
+        )
+        orphans = table.remove_orphan_files(older_than=now, force=True)
+        rec.deleted_files = orphans.count
+        rec.deleted_bytes = orphans.bytes
+        rec.details = {
+            "branches": list(branches),
+            "tags": list(tags),
+            "consumers": list(consumers),
+            "live_files": live,
+            "snapshots": snapshots,
         }
-    )
-    everything_but_latest.expire_snapshots(retain_max=1, retain_min=1, older_than=now, max_deletes=INT_MAX)
-    orphans = table.remove_orphan_files(older_than=now, force=True)
     return PurgeReport(branches, tags, consumers, live, snapshots, orphans.count, False)

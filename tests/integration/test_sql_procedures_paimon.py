@@ -312,6 +312,9 @@ def test_rescale(session):
     assert {s.bucket for s in table(session, "T").new_scan().plan().splits} <= {0, 1}
     assert run(session, "SELECT * FROM T ORDER BY id") == expected
     fails(session, "CALL sys.rescale(table => 'T', bucket_num => 4, partitions => 'pt=p1')", "bucket count")
+    assert run(session, "SELECT count(*) FROM T$maintenance_log WHERE procedure = 'rescale' AND error IS NULL") == [
+        (3,)
+    ]
 
 
 def test_copy(session):

@@ -125,6 +125,7 @@ def test_purge_files_empties_the_table_and_its_history(append_table):
     assert data == []  # every data file went
     t.write_arrow(rows([7]))  # the table is usable afterwards
     assert [r[0] for r in content(t)] == [7]
+    assert "purge_files" in procedures(t) and "remove_orphan_files" in procedures(t)
 
 
 # -- mark_partition_done ---------------------------------------------------------------------------
