@@ -312,9 +312,9 @@ def test_rescale(session):
     assert {s.bucket for s in table(session, "T").new_scan().plan().splits} <= {0, 1}
     assert run(session, "SELECT * FROM T ORDER BY id") == expected
     fails(session, "CALL sys.rescale(table => 'T', bucket_num => 4, partitions => 'pt=p1')", "bucket count")
-    assert run(session, "SELECT count(*) FROM T$maintenance_log WHERE procedure = 'rescale' AND error IS NULL") == [
-        (3,)
-    ]
+    assert run(
+        session, "SELECT count(*) FROM T$maintenance_log WHERE procedure = 'rescale' AND error IS NULL"
+    ) == [(3,)]
 
 
 def test_copy(session):
@@ -428,9 +428,11 @@ def test_migrate_database(session):
     session.sql("CREATE DATABASE IF NOT EXISTS mig_db")
     for name in ("mig_db.a", "mig_db.b"):
         _spark_parquet_table(session, name)
-    assert run(session, "CALL sys.migrate_database(source_type => 'hive', database => 'mig_db', "
-                        "options => 'file.compression=snappy')") == [
-        ("migrate database is finished, success cnt: 2 , failed cnt: 0",)]
+    assert run(
+        session,
+        "CALL sys.migrate_database(source_type => 'hive', database => 'mig_db', "
+        "options => 'file.compression=snappy')",
+    ) == [("migrate database is finished, success cnt: 2 , failed cnt: 0",)]
     for name in ("mig_db.a", "mig_db.b"):
         assert len(run(session, f"SELECT * FROM {name}")) == 3
         assert table(session, name).options["file.compression"] == "snappy"
