@@ -34,8 +34,8 @@ MAX_COMPONENT_BYTES = 255
 _FORBIDDEN = re.compile(r"[\x00-\x1f\x7f-\x9f/\\]")
 # '$' separates a table from its branch and system table, so neither part may contain it.
 _NO_DOLLAR = frozenset({"table", "branch"})
-# Paimon refuses all-digit branch and tag names (a number reads as a snapshot id in time
-# travel); an all-digit tag is only refused when created, so looking one up stays harmless.
+# Paimon refuses all-digit branch names but accepts all-digit tags ('20250122'): a digit string in
+# time travel or rollback names the tag when one exists, else the snapshot with that id.
 _NOT_NUMERIC = frozenset({"branch"})
 
 
@@ -51,7 +51,7 @@ def validate_name(kind: str, name: object, *, new: bool = False) -> str:
     This is the single gate for every name that ends up in a path (``engine.meta.paths`` and the
     catalog call it before composing one): a refused name raises :class:`InvalidNameError` before
     anything on storage is read or written. ``new`` adds the rules for creating the name (no
-    branch called ``main``, no all-digit tag). Returns the name unchanged.
+    branch called ``main``). Returns the name unchanged.
     """
     if kind not in _COMPONENT:
         raise ValueError(f"unknown name kind {kind!r}")
@@ -74,7 +74,7 @@ def validate_name(kind: str, name: object, *, new: bool = False) -> str:
         raise InvalidNameError(
             f"{kind} name {shown} must not contain '$' (it separates a table from its branch and system table)"
         )
-    if (kind in _NOT_NUMERIC or (new and kind == "tag")) and name.isdigit():
+    if kind in _NOT_NUMERIC and name.isdigit():
         raise InvalidNameError(f"{kind} name {shown} must not be all digits (that reads as a snapshot id)")
     if new and kind == "branch" and name == MAIN_BRANCH:
         raise InvalidNameError(f"'{MAIN_BRANCH}' is the default branch and cannot be created or deleted")

@@ -16,16 +16,24 @@ written here reads the same in Java Paimon / pypaimon. Deliberate differences:
 Invariants: option values are always strings in storage; :meth:`CoreOptions.get` parses on
 read (durations → milliseconds, memory sizes → bytes, lists → tuples).
 
-Unknown keys, when a user sets them (CREATE / ALTER), are refused unless they belong to Paimon:
-a key within edit distance 2 of a known one gets a "did you mean"; any other key is kept only if
-it is one of Paimon's own option keys that dyntable does not declare, or lies under a family of
-keys Paimon or dyntable passes through (``lookup.*``, ``sink.*``, ``parquet.*``, ``dyntable.*``,
-...). So ``'bukcet'`` and ``'foo'`` fail at CREATE instead of silently doing nothing; options a
-table already has (written by another engine) are never re-validated on read.
+Keys a user sets (CREATE / ALTER / dynamic options), as Paimon treats table properties:
+
+* a declared key must parse and pass its checks; a declared option dyntable cannot honour refuses
+  the values that would need it (``deletion-vectors.enabled=true``, ``scan.fallback-branch``, ...);
+* a Paimon option that would change where files live or what a read or write returns, and that
+  dyntable does not implement, is refused with the reason (:data:`UNSUPPORTED_PAIMON_OPTIONS`:
+  ``data-file.path-directory``, ``end-input.check-partition-expire``, ``record-level.expire-time``);
+* any other key is stored as given (Paimon keeps arbitrary properties such as ``'k1'='v1'``, and
+  tables shared with Java jobs carry them); when it is a near-miss of a known key (difflib) a
+  warning names the key it probably means, so ``'bukcet'`` does not pass unnoticed.
+
+Options a table already has (written by another engine) are never re-validated on read.
 """
 
 from __future__ import annotations
 
+import difflib
+import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -39,6 +47,8 @@ from engine.option_values import (  # re-exported: callers import the parsers fr
     parse_duration,
     parse_memory_size,
 )
+
+log = logging.getLogger(__name__)
 
 INT_MAX = 2147483647
 _MB = 1 << 20
@@ -165,6 +175,24 @@ def _bucket_ok(v: int) -> str | None:
     return "must be a positive number of buckets, -1 (dynamic/unaware) or -2 (postpone)"
 
 
+def _refuse_true(what: str) -> Callable[[Any], str | None]:
+    return lambda v: f"{what} is not supported by dyntable; leave it 'false'" if v else None
+
+
+def _refuse_any(what: str) -> Callable[[Any], str | None]:
+    return lambda v: f"{what} is not supported by dyntable; remove the option"
+
+
+def _mark_done_ok(actions: tuple[str, ...]) -> str | None:
+    for action in actions:
+        if action == "done-partition":
+            return ("done-partition adds partitions to a metastore (metastore.partitioned-table); dyntable's "
+                    "file-system catalog has none, as Paimon's has not; use success-file")
+        if action != "success-file":
+            return f"action '{action}' is not supported by dyntable; use success-file"
+    return None
+
+
 def _stats_mode_ok(v: str) -> str | None:
     ok = re.fullmatch(r"none|counts|full|truncate\(\d+\)", v.strip().lower())
     return None if ok else "expected none, counts, full or truncate(N)"
@@ -185,8 +213,10 @@ BUCKET = _declare("bucket", int, 1,
 BUCKET_KEY = _declare("bucket-key", "list", None,
     "Columns hashed to pick a bucket; default: the primary key minus partition keys, else the whole row.",
     immutable=True)
-BUCKET_FUNCTION_TYPE = _declare("bucket-function.type", "enum", "default", "Bucket function.",
-    immutable=True, choices=("default", "mod", "hive"))
+BUCKET_FUNCTION_TYPE = _declare("bucket-function.type", "enum", "default",
+    "Bucket function. dyntable hashes keys as Paimon's default function does; 'mod' and 'hive' are refused.",
+    immutable=True, choices=("default", "mod", "hive"),
+    validator=lambda v: None if v == "default" else f"bucket function '{v}' is not supported by dyntable")
 PRIMARY_KEY = _declare("primary-key", "list", None,
     "Primary key columns given as an option instead of in the DDL (moved into the schema on create).",
     immutable=True)
@@ -227,13 +257,15 @@ SEQUENCE_FIELD_SORT_ORDER = _declare("sequence.field.sort-order", "enum", "ascen
 CHANGE_TRACKING = _declare("change-tracking", bool, True,
     "Whether writes produce changes for streaming readers (the managed-table design's option); per "
     "statement as a hint: INSERT INTO t /*+ OPTIONS('change-tracking'='false') */ ...")
-ROW_TRACKING_ENABLED = _declare("row-tracking.enabled", bool, False, "Paimon row tracking (_ROW_ID).",
-    immutable=True)
+ROW_TRACKING_ENABLED = _declare("row-tracking.enabled", bool, False,
+    "Paimon row tracking (_ROW_ID). Not supported by dyntable: only 'false' is accepted.",
+    immutable=True, validator=_refuse_true("row tracking (row ids)"))
 DELETION_VECTORS_ENABLED = _declare("deletion-vectors.enabled", bool, False,
     "Deletion vectors. Not supported by dyntable: only 'false' is accepted.",
     validator=lambda v: "deletion vectors are not supported by dyntable; leave it 'false'" if v else None)
 DATA_FILE_THIN_MODE = _declare("data-file.thin-mode", bool, False,
-    "Omit the _KEY_ columns from primary-key data files (dyntable always writes them).")
+    "Omit the _KEY_ columns from primary-key data files. dyntable always writes them: only 'false' is "
+    "accepted.", validator=_refuse_true("thin mode (data files without _KEY_ columns)"))
 
 # -- files
 FILE_FORMAT = _declare("file.format", str, "parquet",
@@ -245,7 +277,8 @@ FILE_COMPRESSION = _declare("file.compression", "enum", "zstd", "Data file compr
 FILE_COMPRESSION_ZSTD_LEVEL = _declare("file.compression.zstd-level", int, 1,
     "zstd level of data files (1-22; higher is smaller and slower).",
     validator=lambda v: None if 1 <= v <= 22 else "must be a zstd level from 1 to 22")
-MANIFEST_FORMAT = _declare("manifest.format", str, "avro", "Manifest file format (always avro).")
+MANIFEST_FORMAT = _declare("manifest.format", str, "avro", "Manifest file format (always avro).",
+    validator=lambda v: None if v.strip().lower() == "avro" else "dyntable writes only avro manifests")
 MANIFEST_COMPRESSION = _declare("manifest.compression", str, "zstd", "Manifest (Avro) compression codec.")
 MANIFEST_TARGET_FILE_SIZE = _declare("manifest.target-file-size", "memory_size", 8 * _MB,
     "Target size of a manifest file.")
@@ -261,7 +294,9 @@ CHANGELOG_FILE_PREFIX = _declare("changelog-file.prefix", str, "changelog-",
 METADATA_STATS_MODE = _declare("metadata.stats-mode", str, "truncate(16)",
     "Column statistics kept in manifests: none, counts, full or truncate(N).", validator=_stats_mode_ok)
 METADATA_STATS_DENSE_STORE = _declare("metadata.stats-dense-store", bool, True,
-    "Store stats only for the columns that have them (_VALUE_STATS_COLS).")
+    "Store stats only for the columns that have them (_VALUE_STATS_COLS). dyntable writes stats of every "
+    "column (_VALUE_STATS_COLS null), a layout every Paimon reader reads the same way; the value only "
+    "changes manifest size.")
 
 # -- compaction
 NUM_SORTED_RUN_COMPACTION_TRIGGER = _declare("num-sorted-run.compaction-trigger", int, 5,
@@ -277,7 +312,8 @@ COMPACTION_SIZE_RATIO = _declare("compaction.size-ratio", int, 1,
 COMPACTION_MIN_FILE_NUM = _declare("compaction.min.file-num", int, 5,
     "Append tables: minimum files to compact.", validator=_at_least(1))
 FULL_COMPACTION_DELTA_COMMITS = _declare("full-compaction.delta-commits", int, None,
-    "Run a full compaction every this many commits.", validator=_at_least(1))
+    "Run a full compaction every this many commits. Not supported by dyntable (run CALL sys.compact): "
+    "refused.", validator=_refuse_any("full-compaction.delta-commits (use CALL sys.compact)"))
 WRITE_ONLY = _declare("write-only", bool, False, "Writers never compact (a separate job does).")
 
 # -- snapshots, commits, retention
@@ -346,17 +382,22 @@ SCAN_VERSION = _declare("scan.version", str, None, "A snapshot id or tag name to
 READ_NATIVE_SCAN = _declare("read.native-scan.enabled", bool, True,
     "dyntable (Spark): batch reads return splits that need no merge through Spark's own Parquet reader.")
 SCAN_FALLBACK_BRANCH = _declare("scan.fallback-branch", str, None,
-    "Batch reads take partitions missing in this branch from the fallback branch.")
+    "Batch reads take partitions missing in this branch from the fallback branch. Not supported by "
+    "dyntable: refused.", validator=_refuse_any("a fallback branch for reads (scan.fallback-branch)"))
 INCREMENTAL_BETWEEN = _declare("incremental-between", str, None,
     "Incremental read between two snapshots or tags: 'start,end'.")
 INCREMENTAL_BETWEEN_TIMESTAMP = _declare("incremental-between-timestamp", str, None,
-    "Incremental read between two epoch-millisecond times: 'start,end'.")
+    "Incremental read between two epoch-millisecond times: 'start,end'. Not supported by dyntable as a "
+    "table option (use incremental-between with snapshot ids or tags): refused.",
+    validator=_refuse_any("incremental-between-timestamp (use incremental-between)"))
 BRANCH = _declare("branch", str, "main", "Branch to read and write.")
 CONSUMER_ID = _declare("consumer-id", str, None, "Record streaming-read progress under this consumer id.")
 CONSUMER_EXPIRATION_TIME = _declare("consumer.expiration-time", "duration", None,
     "Consumers idle for longer than this stop protecting snapshots.")
 CONSUMER_IGNORE_PROGRESS = _declare("consumer.ignore-progress", bool, False,
-    "Start from scan.mode even if the consumer has recorded progress.")
+    "Start from scan.mode even if the consumer has recorded progress. Not supported by dyntable (reset the "
+    "consumer with CALL sys.reset_consumer): only 'false' is accepted.",
+    validator=_refuse_true("consumer.ignore-progress (use CALL sys.reset_consumer)"))
 
 # -- partitions
 PARTITION_DEFAULT_NAME = _declare("partition.default-name", str, "__DEFAULT_PARTITION__",
@@ -373,6 +414,15 @@ PARTITION_EXPIRATION_STRATEGY = _declare("partition.expiration-strategy", "enum"
     "How a partition's time is found.", choices=("values-time", "update-time"))
 PARTITION_EXPIRATION_MAX_NUM = _declare("partition.expiration-max-num", int, 100,
     "Maximum partitions expired in one run.", validator=_at_least(1))
+PARTITION_MARK_DONE_ACTION = _declare("partition.mark-done-action", "list", ("success-file",),
+    "What CALL sys.mark_partition_done does to a partition: success-file writes <partition>/_SUCCESS "
+    "(JSON creationTime/modificationTime, as Paimon). done-partition registers '<value>.done' in a "
+    "metastore, which a file-system catalog lacks (Paimon refuses it there too); mark-event, "
+    "http-report and custom are refused as well.", validator=lambda v: _mark_done_ok(v))
+PARTITION_EXPIRATION_BATCH_SIZE = _declare("partition.expiration-batch-size", int, None,
+    "Paimon drops expired partitions in commits of this many; dyntable drops one run's partitions in "
+    "one commit (the same partitions go, atomically), so any positive value is accepted.",
+    validator=_at_least(1))
 PARTITION_TIMESTAMP_FORMATTER = _declare("partition.timestamp-formatter", str, None,
     "Java-style pattern parsing a partition value into a time, e.g. 'yyyyMMdd'.")
 PARTITION_TIMESTAMP_PATTERN = _declare("partition.timestamp-pattern", str, None,
@@ -416,12 +466,18 @@ FIELDS_STATS_MODE = _declare("fields.*.stats-mode", str, None, "metadata.stats-m
     validator=_stats_mode_ok)
 FIELDS_LIST_AGG_DELIMITER = _declare("fields.*.list-agg-delimiter", str, ",", "listagg: delimiter.")
 FIELDS_DISTINCT = _declare("fields.*.distinct", bool, False, "listagg / collect: drop duplicates.")
-FIELDS_NESTED_KEY = _declare("fields.*.nested-key", "list", None, "nested_update: key of the nested rows.")
+FIELDS_NESTED_KEY = _declare("fields.*.nested-key", "list", None,
+    "nested_update: key of the nested rows. nested_update is not supported by dyntable: refused.",
+    validator=_refuse_any("the nested_update aggregate (fields.<f>.nested-key)"))
 FILE_INDEX_PATTERN = _declare("file-index.*", str, None,
-    "File index settings, e.g. file-index.bloom-filter.columns (stored; dyntable writes no index).")
+    "Data-file index settings, e.g. file-index.bloom-filter.columns. dyntable writes no data-file "
+    "indexes: refused.", validator=_refuse_any("data-file indexes (file-index.*)"))
 
 # -- the managed-table design's log options (stored and shown; no log system here)
-LOG_SYSTEM = _declare("log.system", str, "none", "Log system of the managed-table design (none here).")
+LOG_SYSTEM = _declare("log.system", str, "none",
+    "Log system of the managed-table design. There is none here: only 'none' is accepted, and the other "
+    "log.* keys (stored and shown) take effect with a log system only, as in Paimon.",
+    validator=lambda v: None if v.strip().lower() == "none" else "dyntable has no log system; use 'none'")
 LOG_CONSISTENCY = _declare("log.consistency", "enum", "transactional", "Log consistency mode.",
     choices=("transactional", "eventual"))
 LOG_CHANGELOG_MODE = _declare("log.changelog-mode", "enum", "auto", "Log changelog mode.",
@@ -461,36 +517,14 @@ def find_option(key: str) -> ConfigOption | None:
     return None
 
 
-def _distance(a: str, b: str) -> int:
-    """Levenshtein distance (keys are short; this runs per option, never per row)."""
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-        prev = cur
-    return prev[-1]
-
-
-def _typo_of(key: str) -> str | None:
-    """The known key (or field-option form) that ``key`` most likely misspells, if any."""
-    best = min(_BY_KEY, key=lambda k: _distance(key, k))
-    if _distance(key, best) <= 2:
-        return best
-    head, _, suffix = key.rpartition(".")
-    if key.startswith("fields.") and head != "fields":
-        near = min(_FIELD_SUFFIXES, key=lambda s: _distance(suffix, s))
-        return f"{head}.{near}" if _distance(suffix, near) <= 2 else None
-    return None
-
-
-# Paimon option keys without a '.' that dyntable does not declare (stored, never interpreted).
+# Paimon option keys without a '.' that dyntable does not declare (stored, never interpreted): known
+# keys for the near-miss warning.
 _PAIMON_FLAT_KEYS = frozenset({
     "add-column-before-partition", "async-file-write", "auto-create", "blob-as-descriptor",
     "blob-descriptor-field", "blob-field", "blob-view-field", "blob-write-null-on-fetch-failure",
     "blob-write-null-on-missing-file", "bucket-append-ordered", "cache-page-size",
     "disable-explicit-type-casting", "dynamic-partition-overwrite", "file-reader-async-threshold",
-    "force-lookup", "ignore-update-before", "incremental-between-scan-mode",
+    "force-lookup", "incremental-between-scan-mode",
     "incremental-between-tag-to-snapshot", "incremental-to-auto-tag", "index-file-in-data-file-dir",
     "local-merge-buffer-size", "lookup-compact", "lookup-wait", "overwrite-upgrade", "page-size",
     "pk-clustering-override", "sort-engine", "sort-spill-buffer-size", "sort-spill-threshold",
@@ -498,40 +532,57 @@ _PAIMON_FLAT_KEYS = frozenset({
     "target-file-row-num", "vector-field", "write-buffer-for-append", "write-buffer-spillable",
     "write-max-writers-to-spill",
 })  # fmt: skip
-# First segments of dotted keys that Paimon (core, Flink/Spark connectors, file formats) or
-# dyntable (``dyntable.*``: computed columns, watermarks, user properties) passes through.
-_PASS_THROUGH_FAMILIES = frozenset({
-    "aggregation", "alter-column-null-to-not-null", "avro", "blob", "blob-compaction",
-    "blob-descriptor", "blob-view", "chain-table", "clustering", "continuous",
-    "cross-partition-upsert", "data-evolution", "delete", "deletion-vector", "dyntable",
-    "end-input", "file-operation", "format-table", "full-text-index", "global-index", "local-kv-db",
-    "local-sort", "lookup", "lookup-compact", "manifest-sort", "metastore", "orc", "parquet",
-    "pk-bitmap", "pk-btree", "pk-full-text", "pk-multivalue", "pk-vector", "postpone", "query-auth",
-    "read", "record-level", "rowkind", "scalar-index", "sink", "sort-compaction", "source",
-    "spill-compression", "streaming", "table-read", "variant", "vector", "vector-index",
-    "vector-search", "visibility-callback", "write", "write-buffer-spill", "zorder",
-}) | {o.key.split(".", 1)[0] for o in ALL_OPTIONS if "." in o.key}  # fmt: skip
+# Paimon options dyntable does not implement whose effect a reader or writer would miss: refused
+# (a value set by another engine on a shared table is kept and never re-validated on read).
+UNSUPPORTED_PAIMON_OPTIONS: dict[str, str] = {
+    "data-file.path-directory": "dyntable writes data files under the partition/bucket directories only",
+    "data-file.external-paths": "dyntable writes data files inside the table directory only",
+    "data-file.external-paths.strategy": "dyntable writes data files inside the table directory only",
+    "data-file.external-paths.specific-fs": "dyntable writes data files inside the table directory only",
+    "end-input.check-partition-expire": "dyntable checks partition expiration after commits by "
+    "partition.expiration-check-interval, or on CALL sys.expire_partitions",
+    "record-level.expire-time": "dyntable does not expire single records",
+    "record-level.time-field": "dyntable does not expire single records",
+    "ignore-update-before": "dyntable does not drop UPDATE_BEFORE rows on write (use ignore-delete)",
+    "data-evolution.enabled": "data evolution (row-id based column updates) is not supported",
+    "chain-table.enabled": "chain tables are not supported",
+    "cross-partition-upsert.index-ttl": "cross-partition upsert tables are not supported",
+    "cross-partition-upsert.bootstrap-parallelism": "cross-partition upsert tables are not supported",
+}
 
 
-def _passes_through(key: str) -> bool:
-    if key in _PAIMON_FLAT_KEYS:
-        return True
-    family, dot, rest = key.partition(".")
-    return bool(dot and rest) and family in _PASS_THROUGH_FAMILIES
+def _known_keys() -> list[str]:
+    return [*_BY_KEY, *_PAIMON_FLAT_KEYS, *UNSUPPORTED_PAIMON_OPTIONS]
 
 
-def validate_options(options: Mapping[str, str]) -> None:
-    """Check keys and values of table options as a user sets them (CREATE / ALTER).
+def near_miss(key: str) -> str | None:
+    """The known option key ``key`` most likely misspells (difflib ratio >= 0.8), else None."""
+    if key.startswith("fields.") and key.count(".") >= 2:
+        head, _, suffix = key.rpartition(".")
+        if suffix in _FIELD_SUFFIXES:
+            return None
+        close = difflib.get_close_matches(suffix, _FIELD_SUFFIXES, n=1, cutoff=0.8)
+        return f"{head}.{close[0]}" if close else None
+    close = difflib.get_close_matches(key, _known_keys(), n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
+def validate_options(options: Mapping[str, str]) -> list[str]:
+    """Check keys and values of table options as a user sets them (CREATE / ALTER / dynamic).
 
     Known keys (and pattern keys such as ``fields.price.aggregate-function``) must parse and
-    pass their checks. An unknown key that is within edit distance 2 of a known one is refused
-    with a suggestion; other unknown keys are kept only when they are Paimon's (see the module
-    docstring), and refused otherwise.
+    pass their checks; the Paimon options dyntable cannot honour are refused (see the module
+    docstring). Any other key is accepted and stored, as Paimon does; a near-miss of a known key
+    is logged as a warning.
+
+    Returns:
+        The warnings (one per near-miss key), also logged to this module's logger.
 
     Raises:
-        InvalidArgumentError: a value does not parse or is out of range, a key looks like a typo
-            or is unknown, or a key/value is not a string.
+        InvalidArgumentError: a value does not parse or is out of range, an option is not
+            supported by dyntable, or a key/value is not a string.
     """
+    warnings: list[str] = []
     for key, value in options.items():
         if not isinstance(key, str) or not isinstance(value, str):
             raise InvalidArgumentError(f"option {key!r} = {value!r}: keys and values must be strings")
@@ -539,14 +590,18 @@ def validate_options(options: Mapping[str, str]) -> None:
         if option is not None:
             option.parse(value, key)
             continue
-        guess = _typo_of(key)
-        if guess is not None:
-            raise InvalidArgumentError(f"unknown option '{key}'; did you mean '{guess}'?")
-        if not _passes_through(key):
+        reason = UNSUPPORTED_PAIMON_OPTIONS.get(key)
+        if reason is not None:
             raise InvalidArgumentError(
-                f"unknown option '{key}': neither dyntable nor Paimon has it (custom table properties go "
-                "under 'dyntable.', e.g. 'dyntable.owner')"
+                f"option '{key}' is not supported by dyntable: {reason}; remove it from the table options"
             )
+        guess = near_miss(key)
+        if guess is not None:
+            text = (f"option '{key}' is not an option dyntable or Paimon knows; it is stored as a plain "
+                    f"table property. Did you mean '{guess}'?")
+            log.warning("%s", text)
+            warnings.append(text)
+    return warnings
 
 
 def check_alterable(key: str) -> None:

@@ -33,6 +33,10 @@ from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 if TYPE_CHECKING:
     from engine.catalog import FileSystemCatalog
     from engine.ops.branches import FastForwardResult
+    from engine.ops.compact_manifest import ManifestCompaction
+    from engine.ops.consumers import ClearedConsumers
+    from engine.ops.missing_files import MissingFiles
+    from engine.ops.purge import PurgeReport
     from engine.ops.expire_partitions import PartitionExpiration
     from engine.ops.expire_snapshots import ExpireReport
     from engine.ops.orphan_files import OrphanFilesResult
@@ -459,6 +463,50 @@ class Table:
             self.store, expiration_time=expiration_time, timestamp_formatter=timestamp_formatter,
             timestamp_pattern=timestamp_pattern, max_expires=max_expires, dry_run=dry_run,
             expire_strategy=expire_strategy)
+
+    # -- Paimon's further maintenance procedures (engine.ops.*) ----------------------------------
+    def clear_consumers(self, including: str | None = None, excluding: str | None = None, *,
+                        dry_run: bool = False) -> ClearedConsumers:
+        """Delete the consumers whose id fully matches ``including`` (all) and not ``excluding``."""
+        from engine.ops.consumers import clear_consumers
+
+        return clear_consumers(self.store, including, excluding, dry_run=dry_run)
+
+    def remove_missing_files(self, *, dry_run: bool = False, parallelism: int | None = None) -> MissingFiles:
+        """Drop the live files whose file no longer exists, in one snapshot (engine.ops.missing_files)."""
+        from engine.ops.missing_files import remove_missing_files
+
+        return remove_missing_files(self.store, dry_run=dry_run, parallelism=parallelism)
+
+    def compact_manifests(self, *, dry_run: bool = False) -> ManifestCompaction:
+        """Merge the data manifests into few live-only ones, as a new COMPACT snapshot."""
+        from engine.ops.compact_manifest import compact_manifests
+
+        return compact_manifests(self.store, dry_run=dry_run)
+
+    def purge_files(self, *, dry_run: bool = False) -> PurgeReport:
+        """Drop branches, tags, consumers, data and history; the schema stays (engine.ops.purge)."""
+        from engine.ops.purge import purge_files
+
+        return purge_files(self, dry_run=dry_run)
+
+    def mark_partitions_done(self, partitions: Sequence[Mapping[str, object]]) -> list[str]:
+        """Run ``partition.mark-done-action`` on each partition (engine.ops.partition_done)."""
+        from engine.ops.partition_done import mark_partitions_done
+
+        return mark_partitions_done(self.store, partitions)
+
+    def rollback_to_watermark(self, watermark: int) -> RollbackResult:
+        """Roll back to the newest snapshot whose watermark is at or below ``watermark``."""
+        from engine.ops.watermark_rollback import rollback_to_watermark
+
+        return rollback_to_watermark(self.store, watermark)
+
+    def repair_earliest_snapshot(self, snapshot_id: int) -> int:
+        """Point the EARLIEST hint past a gap in the history; returns the previous earliest id."""
+        from engine.ops.earliest_repair import repair_earliest_snapshot
+
+        return repair_earliest_snapshot(self.store, snapshot_id)
 
     # -- branches (engine.ops.branches) -----------------------------------------------------------
     def create_branch(self, name: str, from_tag: str | None = None, from_snapshot: int | None = None) -> None:

@@ -42,6 +42,7 @@ from sqlext.parse.splitter import Statement
 from sqlext.source.requests import ReadRequest, ReadVersion
 
 if TYPE_CHECKING:
+    from sqlext.parse.names import TableName
     from sqlext.session import SqlSession
 
 MANAGED_FORMATS = ("dyntable", "paimon")
@@ -320,11 +321,18 @@ def rescale(s: SqlSession, n: ast.RescaleBuckets, stmt: Statement) -> StatementR
             "rescaling a single partition is not supported: dyntable keeps one bucket count per table "
             "(rescale the whole table)", line=stmt.line, column=stmt.column,
         )
-    from sqlext.execute.insert import write_frame
-
-    table = s.table(n.table)
     if n.buckets < 1:
         raise SqlAnalysisError("the bucket count must be at least 1", line=stmt.line, column=stmt.column, sqlstate="22023")
+    rescale_table(s, n.table, n.buckets)
+    return done(stmt, f"Table rewritten into {n.buckets} bucket(s)")
+
+
+def rescale_table(s: SqlSession, name: TableName, buckets: int) -> None:
+    """Rewrite a managed table into ``buckets`` buckets (also CALL sys.rescale); on failure the old
+    layout and files stay."""
+    from sqlext.execute.insert import write_frame
+
+    table = s.table(name)
     # Read everything (pinned to the current snapshot), switch the layout, rewrite in one overwrite.
     latest = table.latest_snapshot()
     pinned = ReadRequest(s.target(table.name), travel=ReadVersion(snapshot_id=latest.id) if latest else None)
@@ -337,11 +345,10 @@ def rescale(s: SqlSession, n: ast.RescaleBuckets, stmt: Statement) -> StatementR
         )
 
     old_buckets = table.options.get("bucket")
-    set_buckets(str(n.buckets))
+    set_buckets(str(buckets))
     try:
-        table = s.table(n.table)
+        table = s.table(name)
         write_frame(s, table, frame, list(table.schema.field_names), overwrite=True)
     except BaseException:
         set_buckets(old_buckets)  # the rewrite failed: the old files keep their old layout
         raise
-    return done(stmt, f"Table rewritten into {n.buckets} bucket(s)")

@@ -245,7 +245,9 @@ def test_reading_stored_values_skips_policy_checks() -> None:
         {"fields.p.ignore-retract": "TRUE"},
         {"log.kafka.topic": "t"},
         {"log.consistency": "eventual"},
-        {"file-index.bloom-filter.columns": "a"},
+        {"k1": "v1"},  # any other key is a plain table property, as in Paimon
+        {"my.tag": "x", "foo": "1"},
+        {"buckets": "2"},  # a near-miss is stored too, with a warning (test_near_miss_keys_warn)
         {"metadata.stats-mode": "full"},
         {"fields.c.stats-mode": "truncate(32)"},
         {"snapshot.time-retained": "PT2H"},
@@ -263,9 +265,21 @@ def test_valid_options(ok: dict[str, str]) -> None:
 @pytest.mark.parametrize(
     ("bad", "words"),
     [
-        ({"buckets": "2"}, ["unknown option 'buckets'", "did you mean 'bucket'?"]),
-        ({"merge-engin": "deduplicate"}, ["did you mean 'merge-engine'"]),
-        ({"fields.p.agregate-function": "sum"}, ["did you mean 'fields.p.aggregate-function'"]),
+        ({"data-file.path-directory": "d"}, ["not supported", "data-file.path-directory"]),
+        ({"end-input.check-partition-expire": "true"}, ["not supported"]),
+        ({"record-level.expire-time": "1 d"}, ["not supported"]),
+        ({"scan.fallback-branch": "b"}, ["not supported"]),
+        ({"file-index.bloom-filter.columns": "a"}, ["not supported"]),
+        ({"full-compaction.delta-commits": "3"}, ["not supported"]),
+        ({"consumer.ignore-progress": "true"}, ["not supported"]),
+        ({"incremental-between-timestamp": "1,2"}, ["not supported"]),
+        ({"row-tracking.enabled": "true"}, ["not supported"]),
+        ({"data-file.thin-mode": "true"}, ["not supported"]),
+        ({"bucket-function.type": "mod"}, ["not supported"]),
+        ({"manifest.format": "orc"}, ["avro"]),
+        ({"log.system": "kafka"}, ["log system"]),
+        ({"partition.mark-done-action": "success-file,mark-event"}, ["mark-event"]),
+        ({"partition.mark-done-action": "done-partition"}, ["metastore"]),
         ({"bucket": "0"}, ["'bucket'", "'0'"]),
         ({"bucket": "two"}, ["'bucket'", "'two'", "integer"]),
         ({"merge-engine": "last-row"}, ["'merge-engine'", "'last-row'", "deduplicate"]),
@@ -285,6 +299,26 @@ def test_invalid_options(bad: dict, words: list[str]) -> None:
         validate_options(bad)
     for w in words:
         assert w in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("key", "guess"),
+    [
+        ("buckets", "bucket"),
+        ("merge-engin", "merge-engine"),
+        ("snapshot.num-retained.mx", "snapshot.num-retained.max"),
+        ("fields.p.agregate-function", "fields.p.aggregate-function"),
+    ],
+)
+def test_near_miss_keys_are_stored_with_a_warning(key: str, guess: str, caplog) -> None:
+    with caplog.at_level("WARNING", logger="engine.options"):
+        warnings = validate_options({key: "x"})
+    assert len(warnings) == 1 and f"Did you mean '{guess}'?" in warnings[0]
+    assert f"'{key}'" in caplog.text
+
+
+def test_unrelated_keys_are_stored_without_a_warning() -> None:
+    assert validate_options({"k1": "v1", "owner": "team-a", "dyntable.note": "x"}) == []
 
 
 def test_check_alterable() -> None:

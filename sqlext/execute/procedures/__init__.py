@@ -1,12 +1,13 @@
 """CALL procedures: the registry (``registry``) and the procedures it serves, registered on import.
 
 ``core`` (compact, reset_consumer, list_procedures), ``tags`` (tags and rollback), ``branches``
-``expire`` (snapshot expiration, the retention mark) and ``cleanup`` (orphan files, partition
-expiration) each register their procedures here, so importing this package is enough to resolve
-every ``CALL``.
+``expire`` (snapshot expiration, the retention mark), ``cleanup`` (orphan files, partition
+expiration), ``maintenance`` (Paimon's further maintenance procedures) and ``tables`` (rescale,
+copy, migrate_table, and Paimon's procedures dyntable refuses) each register their procedures
+here, so importing this package is enough to resolve every ``CALL``.
 """
 
-from sqlext.execute.procedures import branches, cleanup, core, expire, tags
+from sqlext.execute.procedures import branches, cleanup, core, expire, maintenance, tables, tags
 from sqlext.execute.procedures.registry import (
     REGISTRY,
     Param,
@@ -28,6 +29,8 @@ tags.register_tag_procedures()
 branches.register_branch_procedures()
 expire.register_expire_procedures()
 cleanup.register_cleanup_procedures()
+maintenance.register_maintenance_procedures()
+tables.register_table_procedures()
 
 __all__ = [
     "REGISTRY",

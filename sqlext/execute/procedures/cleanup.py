@@ -12,7 +12,8 @@ less than an hour ago is ``OrphanCutoffTooRecentError``); argument problems are 
   Paimon scripts (``local`` / ``distributed``); both run in this process with ``parallelism``
   threads, because listing and deleting are I/O bound.
 * ``expire_partitions(table, expiration_time, timestamp_formatter, timestamp_pattern,
-  expire_strategy, max_expires, dry_run)``: one ``expired_partitions`` row per partition
+  expire_strategy, max_expires, options, dry_run)`` (``options``: ``'k1=v1,k2=v2'`` table options
+  for this run only, e.g. ``partition.expiration-max-num``): one ``expired_partitions`` row per partition
   (``k1=v1, k2=v2``), or the single row ``No expired partitions.``, as Paimon prints.
 """
 
@@ -82,7 +83,10 @@ def _remove_orphan_files(session: SqlSession, args: dict[str, Any]) -> pa.Table:
 
 
 def _expire_partitions(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    result = table_argument(session, args["table"]).expire_partitions(
+    from sqlext.execute.procedures.expire import with_options
+
+    table = with_options(table_argument(session, args["table"]), args["options"])
+    result = table.expire_partitions(
         args["expiration_time"],
         args["timestamp_formatter"],
         args["timestamp_pattern"],
@@ -125,11 +129,13 @@ def register_cleanup_procedures() -> None:
                 Param("timestamp_pattern", S),
                 Param("expire_strategy", S),
                 Param("max_expires", N),
+                Param("options", S),
                 Param("dry_run", B, default=False),
             ),
             _EXPIRED,
             _expire_partitions,
-            "Drop partitions older than expiration_time (default: the table's partition.expiration-time); "
+            "Drop partitions older than expiration_time (default: the table's partition.expiration-time; "
+            "options 'k=v,...' for this run); "
             "their files go when the snapshots referencing them expire.",
         ),
         replace=True,

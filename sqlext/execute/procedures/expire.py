@@ -48,7 +48,7 @@ MARK_OUTPUT = pa.schema(
 )
 
 
-def _with_options(table: Any, text: str | None) -> Any:
+def with_options(table: Any, text: str | None) -> Any:
     """Paimon's ``options => 'k1=v1,k2=v2'``: table options for this run only (validated)."""
     if not text:
         return table
@@ -65,7 +65,7 @@ def _with_options(table: Any, text: str | None) -> Any:
 
 
 def _expire_snapshots(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    table = _with_options(table_argument(session, args["table"]), args["options"])
+    table = with_options(table_argument(session, args["table"]), args["options"])
     try:
         report = table.expire_snapshots(
             retain_max=args["retain_max"],
@@ -145,4 +145,4 @@ def register_expire_procedures() -> None:
     )
 
 
-__all__ = ["EXPIRE_OUTPUT", "MARK_OUTPUT", "register_expire_procedures"]
+__all__ = ["EXPIRE_OUTPUT", "MARK_OUTPUT", "register_expire_procedures", "with_options"]

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from engine.errors import InvalidArgumentError
-from sqlext.errors import ProcedureArgumentError, SqlAnalysisError
+from sqlext.errors import ProcedureArgumentError, SqlAnalysisError, UnsupportedStatementError
 from sqlext.parse.ast import CallArgument
 
 if TYPE_CHECKING:
@@ -87,6 +87,9 @@ class Procedure:
     output: pa.Schema
     function: ProcedureFunction
     description: str = ""
+    #: set for Paimon procedures of features dyntable lacks: binding any call raises this message
+    #: as an UnsupportedStatementError (0A000), whatever the arguments.
+    unsupported: str | None = None
     _index: dict[str, Param] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -206,6 +209,8 @@ def bind_arguments(procedure: Procedure, args: Sequence[CallArgument]) -> dict[s
             an unknown or duplicated name, a missing/NULL required argument, or a value that
             does not convert to the parameter's type.
     """
+    if procedure.unsupported is not None:
+        raise UnsupportedStatementError(procedure.unsupported)
     given: dict[str, Any] = {}
     named_seen = False
     for i, arg in enumerate(args):

@@ -9,16 +9,21 @@ existing tag, missing snapshot) pass through typed; argument problems are 22023.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from engine.errors import NoSuchTagError
+from engine.identifier import validate_name
 from sqlext.errors import ProcedureArgumentError
 from sqlext.execute.procedures.registry import Param, ParamType, Procedure, register, table_argument
 
 if TYPE_CHECKING:
     from sqlext.session import SqlSession
 
+log = logging.getLogger(__name__)
+NO_EXPIRED_TAGS = "No expired tags."
 _RESULT = pa.schema([("result", pa.bool_())])
 _ROLLBACK = pa.schema([pa.field("previous_snapshot_id", pa.int64()),
                        pa.field("current_snapshot_id", pa.int64(), nullable=False)])
@@ -44,8 +49,17 @@ def _rename_tag(session: SqlSession, args: dict[str, Any]) -> pa.Table:
 
 
 def _delete_tag(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    # Paimon accepts a comma-separated list of tags here.
-    table_argument(session, args["table"]).delete_tags(args["tag"])
+    # Paimon accepts a comma-separated list of tags here, and skips (with a warning) the tags that
+    # do not exist: deleting a missing tag answers true.
+    table = table_argument(session, args["table"])
+    names = list(dict.fromkeys(n.strip() for n in args["tag"].split(",")))
+    if not all(names):
+        raise ProcedureArgumentError(f"argument 'tag' = {args['tag']!r}: a tag name must not be blank")
+    existing = [n for n in names if table.tags.exists(validate_name("tag", n))]
+    for missing in (n for n in names if n not in existing):
+        log.warning("delete_tag: tag '%s' of %s does not exist; nothing to delete", missing, table.name)
+    if existing:
+        table.delete_tags(existing)
     return _ok()
 
 
@@ -74,8 +88,9 @@ def _expire_tags(session: SqlSession, args: dict[str, Any]) -> pa.Table:
             ) from None
         if cutoff.tzinfo is not None:
             cutoff = cutoff.astimezone().replace(tzinfo=None)
-    expired = table_argument(session, args["table"]).expire_tags(cutoff).tags
-    return pa.table({"expired_tags": pa.array(list(expired), pa.string())},
+    # Paimon answers one row 'No expired tags.' when nothing expires.
+    expired = list(table_argument(session, args["table"]).expire_tags(cutoff).tags) or [NO_EXPIRED_TAGS]
+    return pa.table({"expired_tags": pa.array(expired, pa.string())},
                     schema=pa.schema([pa.field("expired_tags", pa.string(), nullable=False)]))
 
 
@@ -84,9 +99,11 @@ def _rollback(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     if len(given) != 1:
         raise ProcedureArgumentError("rollback takes exactly one of 'version', 'snapshot' and 'tag'")
     key, value = given[0]
-    if key == "tag" and isinstance(value, str) and value.isdigit():
-        raise ProcedureArgumentError(f"argument 'tag' = {value!r}: a tag name cannot be all digits")
-    result = table_argument(session, args["table"]).rollback_to(value)
+    table = table_argument(session, args["table"])
+    if key == "tag" and not table.tags.exists(validate_name("tag", value)):
+        # A tag argument names a tag only (an all-digit one included), never a snapshot id.
+        raise NoSuchTagError(f"tag '{value}' does not exist in table '{table.name}'; nothing was rolled back")
+    result = table.rollback_to(value)
     return _rollback_row(result)
 
 

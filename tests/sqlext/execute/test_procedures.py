@@ -302,3 +302,35 @@ def test_call_executor_locates_errors_and_returns_the_result_table():
         assert info.value.sqlstate == "42883" and "fake_echo" in str(info.value) and info.value.line == 3
     finally:
         P.REGISTRY.unregister("fake_echo")
+
+
+# Every procedure of Paimon's Spark registry (SparkProcedures) resolves: served, or refused by name.
+PAIMON_SPARK_PROCEDURES = (
+    "rollback", "rollback_to_timestamp", "rollback_to_watermark", "purge_files", "create_tag", "replace_tag",
+    "rename_tag", "create_tag_from_timestamp", "delete_tag", "expire_tags", "create_branch",
+    "create_global_index", "drop_global_index", "delete_branch", "rename_branch", "compact",
+    "materialize_deletion_vectors", "compact_database", "compact_chain_table", "rescale",
+    "migrate_database", "migrate_table", "remove_orphan_files", "remove_unexisting_files", "expire_snapshots",
+    "expire_partitions",
+    "repair", "repair_earliest_snapshot", "fast_forward", "merge_branch", "reset_consumer",
+    "mark_partition_done", "compact_manifest", "clear_consumers", "alter_view_dialect", "create_function",
+    "alter_function", "drop_function", "trigger_tag_automatic_creation", "rewrite_file_index", "copy",
+    "reassign_row_id",
+)  # fmt: skip
+
+
+def test_every_paimon_spark_procedure_resolves():
+    assert len(PAIMON_SPARK_PROCEDURES) == 42
+    for name in PAIMON_SPARK_PROCEDURES:
+        assert P.resolve(name, ("sys",)).name == name
+
+
+@pytest.mark.parametrize("name", ["create_function", "reassign_row_id", "merge_branch", "rewrite_file_index"])
+def test_procedures_of_missing_features_refuse_any_arguments_naming_the_feature(name):
+    from sqlext.errors import UnsupportedStatementError
+
+    proc = P.resolve(name, ("sys",))
+    for call_args in (args(), args("db.t"), args(table="db.t", anything=1)):
+        with pytest.raises(UnsupportedStatementError, match=f"sys.{name} is not supported by dyntable") as e:
+            bind_arguments(proc, call_args)
+        assert e.value.sqlstate == "0A000"

@@ -1,0 +1,355 @@
+"""CALL procedures that rewrite or move whole tables, and Paimon's procedures dyntable refuses.
+
+One job: bind ``rescale`` (rewrite into another bucket count), ``copy`` (a table's rows, read at
+one snapshot, into another table, created like the source when missing) and ``migrate_table``
+(a Spark Parquet table into a dyntable table) to the SQL layer's rewrite paths, and register
+Paimon's procedures for features dyntable does not have so that a call names the feature in a
+typed ``UnsupportedStatementError`` (0A000) instead of "procedure not found".
+
+* ``rescale(table, bucket_num, partitions, where)``: one overwrite commit of every row in the new
+  layout (``ALTER TABLE ... CLUSTERED INTO n BUCKETS``); on failure the old layout and files stay.
+  dyntable keeps one bucket count per table, so ``partitions`` / ``where`` are refused.
+* ``copy(source_table, target_table, where)``: consistent at the source's latest snapshot; the
+  target is overwritten (only the partitions ``where`` selects, when given), so copying twice
+  leaves the target equal to the source, as in Paimon's test.
+* ``migrate_table(source_type, table, options, delete_origin, target_table, options_map,
+  parallelism)``: the rows are written into a new dyntable table first; only after that commit
+  is the origin dropped (``delete_origin``, default true) and, for an in-place migration, the new
+  table renamed to the origin's name. A failure before leaves the origin untouched and drops the
+  half-made table: nothing is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from sqlext.errors import ProcedureArgumentError, SqlAnalysisError, UnsupportedStatementError
+from sqlext.execute.procedures.registry import Param, ParamType, Procedure, register, table_argument
+
+if TYPE_CHECKING:
+    from sqlext.session import SqlSession
+
+log = logging.getLogger(__name__)
+
+_BOOL = pa.schema([pa.field("result", pa.bool_())])
+
+
+def _true() -> pa.Table:
+    return pa.table({"result": [True]}, schema=_BOOL)
+
+
+def _rescale(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    from sqlext.execute.ddl import rescale_table
+    from sqlext.parse.names import TableName
+
+    table = table_argument(session, args["table"])
+    if args["partitions"] or args["where"]:
+        raise UnsupportedStatementError(
+            "rescale of some partitions is not supported: dyntable keeps one bucket count per table; "
+            "omit 'partitions' and 'where' to rescale the whole table"
+        )
+    buckets = args["bucket_num"]
+    if buckets is None:
+        buckets = table.core_options.bucket
+        if buckets < 1:
+            raise ProcedureArgumentError(
+                f"rescale: table '{table.name}' has bucket = {buckets}; give bucket_num (at least 1)"
+            )
+    if buckets < 1:
+        raise ProcedureArgumentError(f"argument 'bucket_num' = {buckets}: must be at least 1")
+    if table.core_options.bucket < 1:
+        raise UnsupportedStatementError(
+            f"rescale: table '{table.name}' has bucket = {table.core_options.bucket} (dynamic or unaware "
+            "buckets); dyntable rescales fixed-bucket tables only"
+        )
+    from engine.ops.maintenance_log import recorded_run
+
+    before = table.core_options.bucket
+    with recorded_run(table.store.io, table.path, "rescale", branch=table.branch) as rec:
+        rescale_table(session, TableName.parse(args["table"]), buckets)
+        rec.details = {"buckets_before": before, "buckets_after": buckets}
+    return _true()
+
+
+def _copy(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    from sqlext.execute.insert import write_frame
+    from sqlext.parse.names import TableName
+    from sqlext.source.requests import ReadRequest, ReadVersion
+
+    source = table_argument(session, args["source_table"], "source_table")
+    target_name = TableName.parse(args["target_table"])
+    if session.is_managed(target_name):
+        target = session.table(target_name)
+        theirs = [(f.name, str(f.type)) for f in target.schema.fields]
+        ours = [(f.name, str(f.type)) for f in source.schema.fields]
+        if theirs != ours or target.partition_keys != source.partition_keys:
+            raise ProcedureArgumentError(
+                f"copy: target table '{target.name}' exists with other columns or partitioning than "
+                f"'{source.name}'; drop it or name a new table"
+            )
+    else:
+        ident = session.identifier(target_name)
+        options = {k: v for k, v in source.options.items() if k != "path"}
+        target = session.catalog.create_table(
+            ident,
+            list(source.schema.fields),
+            source.partition_keys,
+            source.primary_keys,
+            options,
+            source.schema.comment,
+        )
+    latest = source.latest_snapshot()
+    if latest is None:
+        return _true()
+    pinned = ReadRequest(session.target(source.name), travel=ReadVersion(snapshot_id=latest.id))
+    frame = session.read(pinned)
+    overwrite: Any = True
+    if args["where"]:
+        if not source.partition_keys:
+            raise ProcedureArgumentError("copy: argument 'where' needs a partitioned source table")
+        frame = frame.where(args["where"])
+        overwrite = "dynamic"  # replace only the partitions copied
+    write_frame(session, target, frame, list(target.schema.field_names), overwrite=overwrite)
+    return _true()
+
+
+_MIGRATE_SOURCES = ("hive", "parquet", "spark")
+
+
+def _migrate_table(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    from sqlext.execute.insert import write_frame
+    from sqlext.parse.names import TableName
+
+    kind = args["source_type"].strip().lower()
+    if kind not in _MIGRATE_SOURCES:
+        raise UnsupportedStatementError(
+            f"migrate_table: source_type '{args['source_type']}' is not supported; dyntable migrates Spark "
+            "catalog tables stored as Parquet (source_type 'hive' or 'parquet')"
+        )
+    origin = TableName.parse(args["table"])
+    if session.is_managed(origin):
+        raise ProcedureArgumentError(f"migrate_table: '{args['table']}' is already a dyntable table")
+    spark_name = ".".join(p for p in (origin.database, origin.table) if p)
+    try:
+        described = session.spark.sql(f"DESCRIBE TABLE EXTENDED {spark_name}").collect()
+    except Exception as e:  # noqa: BLE001 - Spark's AnalysisException: no such table
+        raise SqlAnalysisError(
+            f"migrate_table: Spark table '{spark_name}' does not exist: {e}".splitlines()[0], sqlstate="42P01"
+        ) from None
+    provider = next((str(r[1]).strip().lower() for r in described if str(r[0]).strip() == "Provider"), "")
+    serde = next((str(r[1]).lower() for r in described if str(r[0]).strip() == "Serde Library"), "")
+    if provider not in ("parquet", "hive") or (provider == "hive" and "parquet" not in serde):
+        raise UnsupportedStatementError(
+            f"migrate_table: '{spark_name}' is stored as {provider or 'unknown'}; dyntable migrates Parquet "
+            "tables only"
+        )
+    partition_cols = [c.name for c in session.spark.catalog.listColumns(spark_name) if c.isPartition]
+    options = _options(args["options"])
+    options.update(_options(args["options_map"]))  # Paimon's map(...) argument, written 'k=v,...' here
+    in_place = not args["target_table"]
+    delete_origin = True if args["delete_origin"] is None else bool(args["delete_origin"])
+    if in_place and not delete_origin:
+        raise ProcedureArgumentError(
+            "migrate_table: an in-place migration replaces the origin; give target_table to keep it"
+        )
+    target = TableName.parse(args["target_table"]) if not in_place else None
+    staging_ident = session.identifier(target if target is not None else origin)
+    if in_place:
+        staging_ident = type(staging_ident)(staging_ident.database, f"{staging_ident.table}__migrating")
+    elif session.is_managed(target):  # type: ignore[arg-type]
+        raise ProcedureArgumentError(f"migrate_table: target table '{args['target_table']}' already exists")
+    frame = session.spark.table(spark_name)
+    staged = session.catalog.create_table(staging_ident, _schema(frame), partition_cols, (), options)
+    try:
+        write_frame(session, staged, frame, list(staged.schema.field_names), overwrite=False)
+    except BaseException:
+        session.catalog.drop_table(staging_ident, ignore_if_not_exists=True)
+        raise  # the origin is untouched
+    if delete_origin:
+        session.spark.sql(f"DROP TABLE {spark_name}")
+    if in_place:
+        session.catalog.rename_table(staging_ident, session.identifier(origin))
+    return _true()
+
+
+def _migrate_database(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    """Every Spark (non-temporary) table of a database, migrated in place one by one; a failing table is
+    counted and left as it was (each migration is all or nothing), as Paimon counts them."""
+    from sqlext.parse.names import TableName
+
+    database = args["database"]
+    if not session.spark.catalog.databaseExists(database):
+        raise SqlAnalysisError(
+            f"migrate_database: Spark database '{database}' does not exist", sqlstate="3F000"
+        )
+    ok = failed = 0
+    for t in session.spark.catalog.listTables(database):
+        if t.isTemporary or session.is_managed(TableName.parse(f"{database}.{t.name}")):
+            continue
+        one = {
+            "source_type": args["source_type"],
+            "table": f"{database}.{t.name}",
+            "options": args["options"],
+            "delete_origin": True,
+            "target_table": None,
+            "options_map": args["options_map"],
+            "parallelism": args["parallelism"],
+        }
+        try:
+            _migrate_table(session, one)
+            ok += 1
+        except Exception as e:  # noqa: BLE001 - Paimon counts a failing table and goes on
+            log.error("migrate_database: migrating %s.%s failed: %s", database, t.name, e)
+            failed += 1
+    text = f"migrate database is finished, success cnt: {ok} , failed cnt: {failed}"
+    return pa.table({"result": [text]}, schema=pa.schema([pa.field("result", pa.string())]))
+
+
+def _schema(frame: Any) -> pa.Schema:
+    """The Arrow schema of a Spark DataFrame (dyntable maps it to table columns)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(frame.schema)
+
+
+def _options(text: str | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in (text or "").split(","):
+        if not item.strip():
+            continue
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ProcedureArgumentError(f"argument 'options' = {text!r}: write 'key=value,key2=value2'")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _repair_earliest_snapshot(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    table = table_argument(session, args["table"])
+    previous = table.repair_earliest_snapshot(args["snapshot_id"])
+    return pa.table(
+        {"previous_earliest_snapshot_id": [previous], "current_earliest_snapshot_id": [args["snapshot_id"]]},
+        schema=_EARLIEST,
+    )
+
+
+_EARLIEST = pa.schema(
+    [
+        pa.field("previous_earliest_snapshot_id", pa.int64(), nullable=False),
+        pa.field("current_earliest_snapshot_id", pa.int64(), nullable=False),
+    ]
+)
+
+
+def _repair(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    raise UnsupportedStatementError(
+        "repair synchronizes a metastore (Hive) with the tables on the file system; dyntable's catalog is "
+        "the file system itself, so there is nothing to repair (Paimon's file-system catalog refuses it too)"
+    )
+
+
+#: Paimon procedures for features dyntable does not have: name → the feature, for the message.
+UNSUPPORTED = {
+    "create_function": "catalog functions (Paimon's REST catalog functions)",
+    "alter_function": "catalog functions (Paimon's REST catalog functions)",
+    "drop_function": "catalog functions (Paimon's REST catalog functions)",
+    "alter_view_dialect": "Paimon views with per-engine SQL dialects",
+    "create_global_index": "global indexes",
+    "drop_global_index": "global indexes",
+    "compact_chain_table": "chain tables",
+    "reassign_row_id": "row ids (row tracking)",
+    "materialize_deletion_vectors": "deletion vectors",
+    "rewrite_file_index": "data-file indexes (file-index.*)",
+    "merge_branch": "merging a branch into main (use fast_forward or replace_main)",
+}
+
+
+def unsupported_message(name: str) -> str:
+    return (
+        f"CALL sys.{name} is not supported by dyntable: it needs {UNSUPPORTED[name]}, "
+        "which dyntable does not have"
+    )
+
+
+def _unsupported(session: SqlSession, args: dict[str, Any]) -> pa.Table:  # pragma: no cover - see bind
+    raise AssertionError("an unsupported procedure is refused when its arguments are bound")
+
+
+def register_table_procedures() -> None:
+    S, N, B = ParamType.STRING, ParamType.INT, ParamType.BOOLEAN  # noqa: N806
+    for proc in (
+        Procedure(
+            "rescale",
+            (Param("table", S, True), Param("bucket_num", N), Param("partitions", S), Param("where", S)),
+            _BOOL,
+            _rescale,
+            "Rewrite the table into bucket_num buckets in one overwrite commit.",
+        ),
+        Procedure(
+            "copy",
+            (Param("source_table", S, True), Param("target_table", S, True), Param("where", S)),
+            _BOOL,
+            _copy,
+            "Copy a table's rows at its latest snapshot into target_table (created like the source "
+            "when missing; its copied partitions are overwritten).",
+        ),
+        Procedure(
+            "migrate_table",
+            (
+                Param("source_type", S, True),
+                Param("table", S, True),
+                Param("options", S),
+                Param("delete_origin", B),
+                Param("target_table", S),
+                Param("options_map", S),
+                Param("parallelism", N),
+            ),
+            _BOOL,
+            _migrate_table,
+            "Migrate a Spark Parquet table into a dyntable table (in place, or into target_table); the "
+            "origin is dropped only after the new table is committed.",
+        ),
+        Procedure(
+            "migrate_database",
+            (
+                Param("source_type", S, True),
+                Param("database", S, True),
+                Param("options", S),
+                Param("options_map", S),
+                Param("parallelism", N),
+            ),
+            pa.schema([pa.field("result", pa.string())]),
+            _migrate_database,
+            "Migrate every Spark Parquet table of a database in place (each all or nothing).",
+        ),
+        Procedure(
+            "repair_earliest_snapshot",
+            (Param("table", S, True), Param("snapshot_id", ParamType.LONG, True)),
+            _EARLIEST,
+            _repair_earliest_snapshot,
+            "Make snapshot_id, the first snapshot after a gap in the history, the earliest one readers see.",
+        ),
+        Procedure(
+            "repair",
+            (Param("database_or_table", S),),
+            _BOOL,
+            _repair,
+            "Paimon's metastore repair: not needed by dyntable's file-system catalog (refused).",
+        ),
+    ):
+        register(proc, replace=True)
+    for name, feature in UNSUPPORTED.items():
+        register(
+            Procedure(
+                name,
+                (),
+                _BOOL,
+                _unsupported,
+                f"Not supported by dyntable: needs {feature}.",
+                unsupported=unsupported_message(name),
+            ),
+            replace=True,
+        )
