@@ -38,9 +38,11 @@ from sqlext.bind.pruning import extract as extract_pruning
 from sqlext.bind.rewrite import VIEW_PREFIX, Binding, BoundQuery, TimeTravel, bind
 from sqlext.errors import SqlAnalysisError, SqlError, SqlParseError, StatementTooComplexError, sqlstate_for
 from sqlext.execute.results import StatementResult, StreamingJob
+from sqlext.execute.views import CachedQuery, load_view, quote_name
 from sqlext.parse.names import TableName
 from sqlext.parse.parser import parse_statement
 from sqlext.parse.splitter import Statement, classify, split_statements
+from sqlext.parse.views import ViewDefinition
 from sqlext.source.datasource import resolve, travelled
 from sqlext.source.datasource import time_travel as resolve_version
 from sqlext.source.native import load as native_load
@@ -59,6 +61,20 @@ class _Catalog:
     def __init__(self, session: SqlSession) -> None:
         self.session = session
         self._managed: dict[tuple[str, str], bool] = {}
+        self._views: dict[tuple[str, str], ViewDefinition | None] = {}
+
+    def view(self, database: str, name: str, *, temporary: bool) -> ViewDefinition | None:
+        s = self.session
+        key = name.lower()
+        if temporary:
+            if key in s.cached and key not in s.building:
+                s.refresh_cache(key)  # a cached table is Spark's temporary view: Spark resolves it
+                return None
+            return s.temp_views.get(key)
+        memo = (database.lower(), key)
+        if memo not in self._views:
+            self._views[memo] = load_view(s, database, name)
+        return self._views[memo]
 
     def is_managed(self, database: str, table: str) -> bool:
         key = (database.lower(), table.lower())
@@ -101,6 +117,10 @@ class SqlSession:
         self.options: dict[str, str] = {}
         self.jobs: dict[str, StreamingJob] = {}
         self.last_bindings: tuple[Binding, ...] = ()
+        self.last_bound: BoundQuery | None = None
+        self.temp_views: dict[str, ViewDefinition] = {}  # CREATE TEMPORARY VIEW over managed tables
+        self.cached: dict[str, CachedQuery] = {}  # CACHE TABLE over managed tables
+        self.building: set[str] = set()  # cached tables being (re)built: their name is not the cache
         self._counter = self._numbers()
         self._issued: list[int] = []  # numbers handed out since the last statement ended
         self._views: list[str] = []  # views registered since the last statement ended
@@ -212,12 +232,19 @@ class SqlSession:
         return list(base.schema.field_names)
 
     # -- binding Spark SQL to managed tables ------------------------------------------------------
-    def bind(self, sql: str, stmt: Statement | None = None, *, streaming: bool = False) -> str:
-        """Bind managed tables in a Spark statement to fresh views; returns the SQL to run."""
+    def bind(
+        self, sql: str, stmt: Statement | None = None, *, streaming: bool = False, database: str | None = None
+    ) -> str:
+        """Bind managed tables in a Spark statement to fresh views; returns the SQL to run.
+
+        Views over managed tables are expanded into their queries (``sqlext.bind.rewrite``);
+        ``database`` resolves unqualified names (default: the current database).
+        """
         bound: BoundQuery = bind(
-            sql, _Catalog(self), self.current_database, counter=self._counter,
+            sql, _Catalog(self), database or self.current_database, counter=self._counter,
             line=stmt.line if stmt else 1, column=stmt.column if stmt else 1,
         )
+        self.last_bound = bound
         self.last_bindings = bound.bindings  # what the statement reads (executors inspect it)
         filters = {}
         if not streaming:
@@ -260,9 +287,11 @@ class SqlSession:
     def spark_sql(self, text: str, stmt: Statement | None = None) -> DataFrame:
         return self.frame(text, stmt)
 
-    def frame(self, sql: str, stmt: Statement | None = None, *, streaming: bool = False) -> DataFrame:
+    def frame(
+        self, sql: str, stmt: Statement | None = None, *, streaming: bool = False, database: str | None = None
+    ) -> DataFrame:
         """A DataFrame for a query fragment (binding managed tables)."""
-        bound = self.bind(sql, stmt, streaming=streaming)
+        bound = self.bind(sql, stmt, streaming=streaming, database=database)
         try:
             return self.spark.sql(bound)
         except PySparkException as e:
@@ -270,6 +299,72 @@ class SqlSession:
                 raise  # SQL an executor generated: run_statement reports it at the statement
             # Spark's position is in the bound text: map it back to the user's text
             raise spark_error(e, stmt, source=sql, bound=bound) from e
+
+    # -- cached tables ---------------------------------------------------------------------------
+    def build_cache(self, entry: CachedQuery, *, lazy: bool | None = None) -> None:
+        """(Re)build a cached table: its query bound afresh, registered and cached in Spark."""
+        key = entry.name.lower()
+        self.building.add(key)
+        try:
+            frame = self.frame(entry.sql, database=entry.current_database)
+            bound = self.last_bound
+            assert bound is not None
+            tables = {}
+            for b in bound.bindings:
+                if b.time_travel is None:
+                    ident = self.identifier(replace(b.table, database=b.table.database or entry.current_database))
+                    tables[ident.full_name] = Identifier(ident.database, ident.table, ident.branch)
+            entry.tables = tuple(tables.values())
+            entry.views = tuple({(v.database, v.name.lower()) for v in bound.views})
+            entry.nested = tuple(
+                {t[0].lower() for t in bound.other_tables if len(t) == 1 and t[0].lower() in self.cached}
+            )
+            entry.versions = self._cache_versions(entry)
+            frame.createOrReplaceTempView(entry.name)
+            options = "".join(f" OPTIONS ('{k}' '{v}')" for k, v in entry.options.items())
+            eager = not (entry.lazy if lazy is None else lazy)
+            self.spark.sql(f"CACHE {'' if eager else 'LAZY '}TABLE {quote_name(entry.name)}{options}")
+        finally:
+            self.building.discard(key)
+        self.cached[key] = entry
+
+    def _cache_versions(self, entry: CachedQuery) -> tuple[Any, ...]:
+        versions: list[Any] = []
+        for ident in entry.tables:
+            try:
+                table = self.catalog.get_table(ident)
+                snapshot = table.latest_snapshot()
+                versions.append((ident.full_name, snapshot.id if snapshot else None, table.schema.id))
+            except DyntableError:
+                versions.append((ident.full_name, None, None))  # dropped: the rebuild reports it
+        for database, name in entry.views:
+            view = self.temp_views.get(name) if database is None else load_view(self, database, name)
+            versions.append((database, name, view))
+        for key in entry.nested:
+            self.refresh_cache(key)
+            nested = self.cached.get(key)
+            versions.append((key, nested.versions if nested else None))
+        return tuple(versions)
+
+    def refresh_cache(self, key: str) -> None:
+        """Rebuild a cached table (lazily, as Spark re-caches) if a table or view under it changed."""
+        entry = self.cached.get(key)
+        if entry is None or key in self.building:
+            return
+        if self._cache_versions(entry) != entry.versions:
+            self.uncache(key)
+            self.build_cache(entry, lazy=True)
+
+    def uncache(self, key: str) -> None:
+        """Forget a cached table: release Spark's cache and its temporary view."""
+        entry = self.cached.pop(key, None)
+        if entry is None:
+            return
+        try:
+            self.spark.catalog.uncacheTable(quote_name(entry.name))
+        except Exception:  # noqa: BLE001 - already released (CLEAR CACHE)
+            pass
+        self.spark.catalog.dropTempView(entry.name)
 
     # -- session options ------------------------------------------------------------------------
     def set_option(self, key: str, value: str) -> None:

@@ -46,6 +46,9 @@ SYSTEM_TABLES = {
 }
 
 
+VIEWS: dict = {}  # (database or None, name) -> ViewDefinition; filled by the view tests
+
+
 class FakeCatalog:
     """The session's view of managed tables: a fixed set of tables and system tables."""
 
@@ -69,6 +72,9 @@ class FakeCatalog:
                 )
             return SYSTEM_TABLES[name.system_table.lower()]
         return TABLES[(name.database.lower(), name.table.lower())]
+
+    def view(self, database: str, name: str, *, temporary: bool):
+        return VIEWS.get((None if temporary else database.lower(), name.lower()))
 
 
 def describe(binding: Binding) -> str:
