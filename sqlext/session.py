@@ -63,13 +63,18 @@ class _Catalog:
         self._managed: dict[tuple[str, str], bool] = {}
         self._views: dict[tuple[str, str], ViewDefinition | None] = {}
 
+    def shadows(self, name: str) -> bool:
+        s = self.session
+        key = name.lower()
+        if key in s.cached and key not in s.building:
+            s.refresh_cache(key)  # a cached table is Spark's temporary view: Spark resolves it
+            return True
+        return False
+
     def view(self, database: str, name: str, *, temporary: bool) -> ViewDefinition | None:
         s = self.session
         key = name.lower()
         if temporary:
-            if key in s.cached and key not in s.building:
-                s.refresh_cache(key)  # a cached table is Spark's temporary view: Spark resolves it
-                return None
             return s.temp_views.get(key)
         memo = (database.lower(), key)
         if memo not in self._views:
@@ -199,9 +204,16 @@ class SqlSession:
         names = self._views + [f"{VIEW_PREFIX}dml_{n}" for n in self._issued]
         self._views.clear()
         self._issued.clear()
+        try:
+            # The session catalog's drop, not ``spark.catalog.dropTempView``: that one also
+            # uncaches every cached plan equal to the view's (a user's ``df.cache()`` of a
+            # ``SELECT * FROM t``, a CACHE TABLE), which must outlive the name.
+            catalog = self.spark._jsparkSession.sessionState().catalog()  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - a stopped session has nothing left to release
+            return
         for name in names:
             try:
-                self.spark.catalog.dropTempView(name)
+                catalog.dropTempView(name)
             except Exception:  # noqa: BLE001 - a stopped session has nothing left to release
                 pass
 

@@ -122,6 +122,10 @@ class Catalog(Protocol):
         """The dyntable view ``name``: a temporary one (``temporary``) or one stored in ``database``."""
         ...
 
+    def shadows(self, name: str) -> bool:
+        """Whether the unqualified ``name`` is a temporary view of Spark's that hides any table."""
+        ...
+
 
 def bind(
     sql: str,
@@ -379,12 +383,16 @@ class _Binder:
         # Spark's order: an unqualified name is a temporary view first, then a table, then a view.
         view = None
         if len(names) == 1 and "$" not in obj:
+            if self.catalog.shadows(obj):  # a cached table: Spark's temporary view, Spark resolves it
+                self.other_tables.append(tuple(names))
+                return Source(keys, None, alias_columns)
             view = self.catalog.view(database, obj, temporary=True)
-        if view is None and not self.catalog.is_managed(database, base) and "$" not in obj:
+        managed = view is None and self.catalog.is_managed(database, base)
+        if view is None and not managed and "$" not in obj:
             view = self.catalog.view(database, obj, temporary=False)
         if view is not None:
             return self.view_source(node, view, idents, keys, alias, alias_columns)
-        if not self.catalog.is_managed(database, base):
+        if not managed:
             self.other_tables.append(tuple(names))
             if "$" in obj:
                 raise self.error(

@@ -127,6 +127,15 @@ def view_of(s: SqlSession, name: TableName) -> ViewDefinition | None:
     return load_view(s, database, name.table)
 
 
+def reads_dyntable(s: SqlSession) -> bool:
+    """Whether the statement just bound reads a managed table, a dyntable view or a cached table."""
+    bound = s.last_bound
+    if bound is None:
+        return False
+    cached = any(len(t) == 1 and t[0].lower() in s.cached for t in bound.other_tables)
+    return bool(bound.bindings or bound.views or cached)
+
+
 def _like(names: Iterable[str], pattern: str | None) -> set[str]:
     names = list(names)
     if not pattern:
@@ -149,7 +158,7 @@ def create_view(s: SqlSession, n: ast.CreateView, stmt: Statement) -> StatementR
     query = _fragment_statement(n.query, stmt)
     frame = s.frame(query.text, query)
     bound = s.last_bound
-    if bound is None or (not bound.bindings and not bound.views):
+    if bound is None or not reads_dyntable(s):
         return _to_spark(s, n, stmt)  # a view over Spark's own tables only
     if n.global_temporary:
         raise _error(
@@ -239,7 +248,7 @@ def _create_permanent(
     if not s.catalog.database_exists(view.database):
         raise _error(f"database '{view.database}' does not exist", n.name, stmt, "3F000")
     temporary = [v.label for v in bound.views if v.temporary]
-    spark_temp = {t.lower() for t in spark_temp_views(s)}
+    spark_temp = {t.lower() for t in spark_temp_views(s)} | set(s.cached)
     temporary += [".".join(t) for t in bound.other_tables if len(t) == 1 and t[0].lower() in spark_temp]
     if temporary:
         raise _error(
@@ -421,8 +430,7 @@ def cache_table(s: SqlSession, n: ast.CacheTable, stmt: Statement) -> StatementR
         sql = n.query.text
         query = _fragment_statement(n.query, stmt)
         s.frame(query.text, query)  # binds (and checks) the query
-        bound = s.last_bound
-        if bound is None or (not bound.bindings and not bound.views):
+        if not reads_dyntable(s):
             return StatementResult(stmt, s.spark.sql(stmt.text), None)  # over Spark's tables only
     key = name.table.lower()
     if key in s.temp_views:

@@ -256,11 +256,16 @@ class DdlBuilder(BuilderBase):
     def global_temporary(self) -> str:
         return "global"
 
-    def view_column(self, name: Token, comment: Token | None) -> ast.ViewColumn:
-        return ast.ViewColumn(str(name), None if comment is None else str(comment))
+    def view_column(self, name: Token, comment: Token | None) -> tuple[ast.ViewColumn, Token]:
+        return ast.ViewColumn(str(name), None if comment is None else str(comment)), name
 
-    def view_columns(self, *columns: ast.ViewColumn) -> tuple[ast.ViewColumn, ...]:
-        return columns
+    def view_columns(self, *columns: tuple[ast.ViewColumn, Token]) -> tuple[ast.ViewColumn, ...]:
+        seen: set[str] = set()
+        for column, at in columns:
+            if column.name.lower() in seen:
+                raise self._fail(f"column {column.name!r} is listed twice", at)
+            seen.add(column.name.lower())
+        return tuple(column for column, _ in columns)
 
     def create_view(
         self,
@@ -275,11 +280,6 @@ class DdlBuilder(BuilderBase):
         c = self._once([r for r in rest[:-1] if r is not None], frozenset({"comment"}))
         if replace and if_not_exists:
             raise self._fail("CREATE OR REPLACE VIEW cannot have IF NOT EXISTS: keep one of them", query)
-        seen: set[str] = set()
-        for column in columns or ():
-            if column.name.lower() in seen:
-                raise self._fail(f"column {column.name!r} is listed twice", query)
-            seen.add(column.name.lower())
         return ast.CreateView(
             name,
             self._fragment(query),

@@ -73,6 +73,9 @@ class FakeCatalog:
             return SYSTEM_TABLES[name.system_table.lower()]
         return TABLES[(name.database.lower(), name.table.lower())]
 
+    def shadows(self, name: str) -> bool:
+        return False
+
     def view(self, database: str, name: str, *, temporary: bool):
         return VIEWS.get((None if temporary else database.lower(), name.lower()))
 
