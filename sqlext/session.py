@@ -165,10 +165,11 @@ class SqlSession:
                         )
                     return handler(self, node, stmt)
                 return StatementResult(stmt, self.spark_sql(stmt.text, stmt))
-            except SqlError:
-                raise
+            except SqlError as e:
+                raise located(e, stmt) from None
             except DyntableError as e:
-                raise SqlAnalysisError(str(e), line=stmt.line, column=stmt.column, sqlstate=sqlstate_for(e)) from e
+                error = SqlAnalysisError(str(e), line=stmt.line, column=stmt.column, sqlstate=sqlstate_for(e))
+                raise located(error, stmt) from e
             except RecursionError:
                 # A recursive parser (sqlglot) gave up on deep nesting the splitter still allowed.
                 raise StatementTooComplexError(
@@ -176,11 +177,11 @@ class SqlSession:
                     line=stmt.line, column=stmt.column,
                 ) from None
             except PySparkException as e:
-                raise spark_error(e, stmt) from e
+                raise located(spark_error(e, stmt), stmt, _spark_names(e)) from e
             except Py4JJavaError as e:
                 message = str(e.java_exception.getMessage() or e.java_exception)
-                raise SqlAnalysisError(message.splitlines()[0], line=stmt.line, column=stmt.column,
-                                       sqlstate="XX000") from e
+                error = SqlAnalysisError(message.splitlines()[0], line=stmt.line, column=stmt.column, sqlstate="XX000")
+                raise located(error, stmt) from e
             finally:
                 self._drop_statement_views()
 
@@ -238,7 +239,18 @@ class SqlSession:
             try:
                 base = travelled(base, resolve_version(read_version(time_travel), base))
             except ValueError as e:  # a timestamp that does not parse
-                raise InvalidArgumentError(f"invalid time-travel target: {e}") from e
+                raise InvalidArgumentError(
+                    f"invalid time-travel target {_typed(time_travel)}: use 'yyyy-MM-dd HH:mm:ss' or"
+                    " seconds since the epoch"
+                ) from None
+            except DyntableError as e:
+                if time_travel.timestamp is None and time_travel.timestamp_millis is None:
+                    raise
+                raise type(e)(
+                    f"{ident.base().full_name} has no snapshot committed at or before TIMESTAMP AS OF"
+                    f" {_typed(time_travel)} (the table is younger, or older snapshots expired): pick a later"
+                    " time, or read VERSION AS OF a snapshot id (see the table's $snapshots)"
+                ) from None
         if ident.system_table:
             return system_table_columns(base, ident.system_table)
         return list(base.schema.field_names)
@@ -303,14 +315,43 @@ class SqlSession:
         self, sql: str, stmt: Statement | None = None, *, streaming: bool = False, database: str | None = None
     ) -> DataFrame:
         """A DataFrame for a query fragment (binding managed tables)."""
-        bound = self.bind(sql, stmt, streaming=streaming, database=database)
+        try:
+            bound = self.bind(sql, stmt, streaming=streaming, database=database)
+        except SqlParseError:
+            # The binder could not read it: Spark's own parser says what is wrong, in the user's text.
+            if stmt is not None:
+                self._raise_spark_syntax_error(sql, stmt)
+            raise
         try:
             return self.spark.sql(bound)
         except PySparkException as e:
             if stmt is None or stmt.text != sql:
                 raise  # SQL an executor generated: run_statement reports it at the statement
+            if _is_syntax_error(e) and bound != sql:
+                self._raise_spark_syntax_error(sql, stmt)
             # Spark's position is in the bound text: map it back to the user's text
             raise spark_error(e, stmt, source=sql, bound=bound) from e
+
+    def _raise_spark_syntax_error(self, sql: str, stmt: Statement) -> None:
+        """Raise Spark's syntax error for the user's own text, if Spark's parser refuses it."""
+        from pyspark.errors.exceptions.captured import convert_exception
+
+        state = self.spark._jsparkSession.sessionState()  # type: ignore[attr-defined]
+        jvm = self.spark.sparkContext._jvm  # type: ignore[attr-defined]
+        try:
+            plan = state.sqlParser().parsePlan(sql)
+            # Some syntax errors are the analyzer's (a trailing comma before FROM): analyze the
+            # user's text too; any other error of it (its managed names are unknown to Spark) is moot.
+            tracker = jvm.org.apache.spark.sql.catalyst.QueryPlanningTracker(jvm.scala.Option.empty())
+            state.analyzer().executeAndCheck(plan, tracker)
+        except Py4JJavaError as e:
+            error: Any = convert_exception(e.java_exception)
+        except PySparkException as e:
+            error = e
+        else:
+            return
+        if isinstance(error, PySparkException) and _is_syntax_error(error):
+            raise spark_error(error, stmt, source=sql, bound=sql) from None
 
     # -- cached tables ---------------------------------------------------------------------------
     def build_cache(self, entry: CachedQuery, *, lazy: bool | None = None) -> None:
@@ -478,6 +519,86 @@ def _quiet_pyspark_error_logs() -> None:
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
 
+def _typed(tt: TimeTravel) -> str:
+    """A timestamp time-travel target as the user typed it (a number: seconds since the epoch)."""
+    if tt.timestamp is not None:
+        return "'" + tt.timestamp + "'"
+    from decimal import Decimal
+
+    return format(Decimal(tt.timestamp_millis or 0) / 1000, "f").rstrip("0").rstrip(".") or "0"
+
+
+def _is_syntax_error(e: PySparkException) -> bool:
+    try:
+        state = e.getSqlState() or ""
+    except Exception:  # noqa: BLE001
+        state = ""
+    return state.startswith("42601") or "PARSE_SYNTAX_ERROR" in str(e)
+
+
+def _spark_names(e: PySparkException) -> list[str]:
+    """The object names a Spark error is about (an unresolved column, table or function)."""
+    try:
+        params = e.getMessageParameters() or {}
+    except Exception:  # noqa: BLE001
+        return []
+    names = []
+    for key in ("objectName", "relationName", "routineName", "colName", "columnName", "fieldName"):
+        if key in params:
+            names.append(params[key])
+    return names
+
+
+_QUOTED_NAME = re.compile(r"`((?:[^`]|``)+)`|'([^'\s][^']*)'")
+
+
+def _name_candidates(names: list[str]) -> list[str]:
+    """Names to look for in the statement: each as written, then its last dotted part."""
+    out: list[str] = []
+    for name in names:
+        parts = [a or b for a, b in _QUOTED_NAME.findall(name)] or [name]
+        parts = [p.replace("``", "`") for p in parts]
+        for candidate in (".".join(parts), parts[-1], *(p.split(".")[-1] for p in parts)):
+            if candidate and candidate not in out:
+                out.append(candidate)
+    return out
+
+
+def located(error: SqlError, stmt: Statement, names: list[str] | None = None) -> SqlError:
+    """``error`` pointing into the user's statement, with the statement's whole line as snippet.
+
+    An error that only knows its statement (an engine error in DDL or CALL, Spark's error in SQL
+    an executor generated) points at the first name it quotes that the statement contains.
+    Spark's position in generated SQL (``line 1 pos 75``) is dropped: it is not the user's.
+    """
+    message = _SPARK_POSITION_TAIL.sub("", error.message).rstrip(" ;")
+    message = re.sub(r"(SQLSTATE: \w{5}); line \d+ pos \d+;?", r"\1", message)
+    offset: int | None = None
+    if error.snippet is None and (error.line is None or (error.line, error.column) == (stmt.line, stmt.column)):
+        quoted = [a or b for a, b in _QUOTED_NAME.findall(message)]
+        for candidate in _name_candidates(list(names or []) + quoted):
+            m = re.search(r"(?<![\w$])" + re.escape(candidate) + r"(?![\w])", stmt.text, re.I)
+            if m is not None:
+                offset = m.start()
+                break
+        if offset is None:
+            offset = 0
+    elif error.line is not None and error.column is not None and (error.snippet is None or error.snippet_column != 1):
+        lines = stmt.text.split("\n")
+        row = error.line - stmt.line
+        if 0 <= row < len(lines):
+            offset = sum(len(x) + 1 for x in lines[:row]) + error.column - (stmt.column if row == 0 else 1)
+            if not 0 <= offset <= len(stmt.text):
+                offset = None
+    if offset is None:
+        if message != error.message:
+            error.message = message
+            error.args = (message,)
+        return error
+    fixed = type(error).at(message, stmt.text, offset, line=stmt.line, column=stmt.column, sqlstate=error.sqlstate)
+    return fixed
+
+
 def read_version(tt: TimeTravel) -> ReadVersion:
     """The read version of a time-travel clause (a quoted ``VERSION AS OF`` is a tag, else an id)."""
     if tt.snapshot_id is not None:
@@ -517,7 +638,13 @@ def worker_error(text: str) -> tuple[str, str] | None:
 
 
 def _spark_offset(e: PySparkException, bound: str) -> int | None:
-    """Where in the SQL text Spark ran its error points (query context, else "line L pos P")."""
+    """Where in the SQL text Spark ran its error points ("line L pos P" of a syntax error, else the query context)."""
+    m = _SPARK_POSITION.search(str(e))
+    if m is not None and _is_syntax_error(e):
+        lines = bound.split("\n")
+        row = int(m.group(1)) - 1
+        if 0 <= row < len(lines):
+            return sum(len(line) + 1 for line in lines[:row]) + min(int(m.group(2)), len(lines[row]))
     try:
         contexts = e.getQueryContext()
         if contexts and contexts[0].contextType().name == "SQL" and contexts[0].startIndex() >= 0:

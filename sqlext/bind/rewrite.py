@@ -34,6 +34,7 @@ Invariants:
 from __future__ import annotations
 
 import itertools
+import logging
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -66,6 +67,10 @@ from sqlext.errors import (
 from sqlext.parse.names import TableName
 from sqlext.parse.splitter import comment_end, skip_trivia
 from sqlext.parse.views import ViewDefinition
+
+# sqlglot logs a warning for each statement it keeps as a raw Command (CREATE TABEL ...): the
+# binder passes such statements to Spark, which reports the real error, so the line is noise.
+logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 MANAGED_CATALOG = "dyntable"
 VIEW_PREFIX = "__dyntable_"

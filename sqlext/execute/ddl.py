@@ -57,7 +57,7 @@ def create_database(s: SqlSession, n: ast.CreateDatabase, stmt: Statement) -> St
         raise SqlAnalysisError(
             f"database '{n.name}' already exists: use CREATE DATABASE IF NOT EXISTS {n.name}, or pick"
             " another name",
-            line=stmt.line, column=stmt.column, sqlstate="42P06",
+            line=stmt.line, column=stmt.column, sqlstate="42710",
         )
     s.catalog.create_database(n.name, ignore_if_exists=n.if_not_exists)
     return done(stmt, f"Database {n.name} created")

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 VIEWS_DIR = ".views"
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _INTERNAL_PREFIX = "__dyntable_"
-ALREADY_EXISTS = "42P07"
+ALREADY_EXISTS = "42710"  # the error tree's code for an existing object (as CREATE TABLE)
 UNDEFINED = "42P01"
 WRONG_OBJECT = "42809"
 

@@ -56,6 +56,6 @@ def test_create_database_that_exists(session):
     session.sql("CREATE DATABASE shop")
     with pytest.raises(SqlAnalysisError) as e:
         session.sql("CREATE DATABASE shop")
-    assert e.value.sqlstate == "42P06" and "already exists" in e.value.message
+    assert e.value.sqlstate == "42710" and "already exists" in e.value.message
     (result,) = session.execute("CREATE DATABASE IF NOT EXISTS shop")
     assert result.message == "Database shop already exists; nothing created"

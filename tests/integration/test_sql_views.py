@@ -121,7 +121,7 @@ def test_create_view_errors_name_the_problem(orders):
     s.sql("CREATE VIEW a AS SELECT id FROM orders")
     with pytest.raises(SqlAnalysisError) as e:
         s.sql("CREATE VIEW a AS SELECT id FROM orders")
-    assert e.value.sqlstate == "42P07"
+    assert e.value.sqlstate == "42710"
     (result,) = s.execute("CREATE VIEW IF NOT EXISTS a AS SELECT 1 AS x FROM orders")
     assert "already exists" in result.message
     s.sql("CREATE VIEW b AS SELECT id FROM a")
