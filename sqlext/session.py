@@ -180,7 +180,9 @@ class SqlSession:
                 raise located(spark_error(e, stmt), stmt, _spark_names(e)) from e
             except Py4JJavaError as e:
                 message = str(e.java_exception.getMessage() or e.java_exception)
-                error = SqlAnalysisError(message.splitlines()[0], line=stmt.line, column=stmt.column, sqlstate="XX000")
+                error = SqlAnalysisError(
+                    message.splitlines()[0], line=stmt.line, column=stmt.column, sqlstate="XX000"
+                )
                 raise located(error, stmt) from e
             finally:
                 self._drop_statement_views()
@@ -238,7 +240,7 @@ class SqlSession:
         if time_travel is not None and (not ident.system_table or ident.system_table.lower() in DATA_TABLES):
             try:
                 base = travelled(base, resolve_version(read_version(time_travel), base))
-            except ValueError as e:  # a timestamp that does not parse
+            except ValueError:  # a timestamp that does not parse
                 raise InvalidArgumentError(
                     f"invalid time-travel target {_typed(time_travel)}: use 'yyyy-MM-dd HH:mm:ss' or"
                     " seconds since the epoch"
@@ -365,7 +367,8 @@ class SqlSession:
             tables = {}
             for b in bound.bindings:
                 if b.time_travel is None:
-                    ident = self.identifier(replace(b.table, database=b.table.database or entry.current_database))
+                    name = replace(b.table, database=b.table.database or entry.current_database)
+                    ident = self.identifier(name)
                     tables[ident.full_name] = Identifier(ident.database, ident.table, ident.branch)
             entry.tables = tuple(tables.values())
             entry.views = tuple({(v.database, v.name.lower()) for v in bound.views})
@@ -574,7 +577,8 @@ def located(error: SqlError, stmt: Statement, names: list[str] | None = None) ->
     message = _SPARK_POSITION_TAIL.sub("", error.message).rstrip(" ;")
     message = re.sub(r"(SQLSTATE: \w{5}); line \d+ pos \d+;?", r"\1", message)
     offset: int | None = None
-    if error.snippet is None and (error.line is None or (error.line, error.column) == (stmt.line, stmt.column)):
+    unlocated = error.line is None or (error.line, error.column) == (stmt.line, stmt.column)
+    if error.snippet is None and unlocated:
         quoted = [a or b for a, b in _QUOTED_NAME.findall(message)]
         for candidate in _name_candidates(list(names or []) + quoted):
             m = re.search(r"(?<![\w$])" + re.escape(candidate) + r"(?![\w])", stmt.text, re.I)
@@ -583,7 +587,9 @@ def located(error: SqlError, stmt: Statement, names: list[str] | None = None) ->
                 break
         if offset is None:
             offset = 0
-    elif error.line is not None and error.column is not None and (error.snippet is None or error.snippet_column != 1):
+    elif error.line is not None and error.column is not None and (
+        error.snippet is None or error.snippet_column != 1
+    ):
         lines = stmt.text.split("\n")
         row = error.line - stmt.line
         if 0 <= row < len(lines):
@@ -595,8 +601,7 @@ def located(error: SqlError, stmt: Statement, names: list[str] | None = None) ->
             error.message = message
             error.args = (message,)
         return error
-    fixed = type(error).at(message, stmt.text, offset, line=stmt.line, column=stmt.column, sqlstate=error.sqlstate)
-    return fixed
+    return type(error).at(message, stmt.text, offset, line=stmt.line, column=stmt.column, sqlstate=error.sqlstate)
 
 
 def read_version(tt: TimeTravel) -> ReadVersion:
@@ -638,7 +643,11 @@ def worker_error(text: str) -> tuple[str, str] | None:
 
 
 def _spark_offset(e: PySparkException, bound: str) -> int | None:
-    """Where in the SQL text Spark ran its error points ("line L pos P" of a syntax error, else the query context)."""
+    """Where in the SQL text Spark ran its error points.
+
+    A syntax error's "line L pos P" (its query context points at the statement's start), else
+    the query context, else "line L pos P".
+    """
     m = _SPARK_POSITION.search(str(e))
     if m is not None and _is_syntax_error(e):
         lines = bound.split("\n")

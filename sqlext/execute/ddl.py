@@ -105,7 +105,8 @@ def create_table(s: SqlSession, n: ast.CreateTable, stmt: Statement) -> Statemen
                                sqlstate="42710")
     if view_of(s, replace(n.name, database=ident.database)) is not None:
         raise SqlAnalysisError(
-            f"'{ident.full_name}' is a view: a table cannot have its name (DROP VIEW first, or pick another name)",
+            f"'{ident.full_name}' is a view: a table cannot have its name (DROP VIEW first, or pick"
+            " another name)",
             line=stmt.line, column=stmt.column, sqlstate="42710",
         )
     options = {**s.table_defaults(), **{k: str(v) for k, v in n.options.items()}}

@@ -223,7 +223,9 @@ def _to_spark(s: SqlSession, n: ast.CreateView, stmt: Statement) -> StatementRes
     return StatementResult(stmt, s.spark.sql(stmt.text), None)
 
 
-def _create_temporary(s: SqlSession, n: ast.CreateView, view: ViewDefinition, stmt: Statement) -> StatementResult:
+def _create_temporary(
+    s: SqlSession, n: ast.CreateView, view: ViewDefinition, stmt: Statement
+) -> StatementResult:
     key = view.name.lower()
     exists = key in s.temp_views or key in s.cached or _spark_has_temp_view(s, view.name)
     if exists and not n.replace:
@@ -293,7 +295,8 @@ def drop_view(s: SqlSession, n: ast.DropView, stmt: Statement) -> StatementResul
     if s.is_managed(name) and name.system_table is None:
         raise _error(f"{s.identifier(name).full_name} is a table, not a view: use DROP TABLE",
                      name, stmt, WRONG_OBJECT)
-    if name.catalog is not None or (name.database is not None and not s.catalog.database_exists(name.database)):
+    spark_catalog = name.database is not None and not s.catalog.database_exists(name.database)
+    if name.catalog is not None or spark_catalog:
         return StatementResult(stmt, s.spark.sql(stmt.text), None)  # Spark's catalogs (global_temp...)
     if n.if_exists:
         return done(stmt, f"View {name} does not exist; nothing dropped")
@@ -321,7 +324,9 @@ def view_listing(s: SqlSession, database: str, like: str | None) -> list[tuple[s
     permanent = [v.name for v in list_views(s, database)]
     temporary = temporary_names(s)
     keep_p, keep_t = _like(permanent, like), _like(temporary, like)
-    return [(database, v, False) for v in permanent if v in keep_p] + [("", v, True) for v in temporary if v in keep_t]
+    return [(database, v, False) for v in permanent if v in keep_p] + [
+        ("", v, True) for v in temporary if v in keep_t
+    ]
 
 
 def show_views(s: SqlSession, n: ast.ShowViews, stmt: Statement) -> StatementResult:
@@ -332,7 +337,9 @@ def show_views(s: SqlSession, n: ast.ShowViews, stmt: Statement) -> StatementRes
 
 
 # -- DESCRIBE / SHOW CREATE TABLE of a view ------------------------------------------------------------
-def describe_view(s: SqlSession, view: ViewDefinition, n: ast.DescribeTable, stmt: Statement) -> StatementResult:
+def describe_view(
+    s: SqlSession, view: ViewDefinition, n: ast.DescribeTable, stmt: Statement
+) -> StatementResult:
     frame = s.frame(f"SELECT * FROM {_reference(view)}", None)
     comments = dict(zip(view.columns, view.column_comments, strict=False))
     fields = [f for f in frame.schema.fields if n.column is None or f.name.lower() == n.column.lower()]
@@ -347,7 +354,7 @@ def describe_view(s: SqlSession, view: ViewDefinition, n: ast.DescribeTable, stm
             ("Catalog", "dyntable"),
             ("Database", view.database or ""),
             ("Table", view.name),
-            ("Created Time", time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime(view.created_millis / 1000))),
+            ("Created Time", _created(view)),
             ("Type", "TEMPORARY VIEW" if view.temporary else "VIEW"),
             ("Comment", view.comment or ""),
             ("View Text", view.sql),
@@ -355,7 +362,8 @@ def describe_view(s: SqlSession, view: ViewDefinition, n: ast.DescribeTable, stm
             ("View Query Output Columns", "[" + ", ".join(view.query_columns) + "]"),
         ]
         if view.properties:
-            details.append(("Table Properties", "[" + ", ".join(f"{k}={v}" for k, v in sorted(view.properties.items())) + "]"))
+            pairs = ", ".join(f"{k}={v}" for k, v in sorted(view.properties.items()))
+            details.append(("Table Properties", f"[{pairs}]"))
         out += [(k, v, "") for k, v in details if v or k in ("Database",)]
     return rows(s, stmt, pa.table({
         "col_name": pa.array([r[0] for r in out], pa.string()),
@@ -375,10 +383,16 @@ def show_create_view(s: SqlSession, view: ViewDefinition, stmt: Statement) -> St
     if view.comment:
         text += f"COMMENT {_sql_string(view.comment)}\n"
     if view.properties:
-        props = ",\n  ".join(f"{_sql_string(k)} = {_sql_string(v)}" for k, v in sorted(view.properties.items()))
+        props = ",\n  ".join(
+            f"{_sql_string(k)} = {_sql_string(v)}" for k, v in sorted(view.properties.items())
+        )
         text += f"TBLPROPERTIES (\n  {props})\n"
     text += f"AS {view.sql}\n"
     return rows(s, stmt, pa.table({"createtab_stmt": pa.array([text], pa.string())}))
+
+
+def _created(view: ViewDefinition) -> str:
+    return time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime(view.created_millis // 1000))
 
 
 def _sql_string(text: str) -> str:
@@ -419,7 +433,8 @@ def cache_table(s: SqlSession, n: ast.CacheTable, stmt: Statement) -> StatementR
         if name.database is not None or name.catalog is not None:
             raise _error(
                 f"CACHE TABLE of a dyntable table or view takes the name as the session reads it:"
-                f" USE {name.database} first, or cache a query: CACHE TABLE {name.table} AS SELECT * FROM {name}",
+                f" USE {name.database} first, or cache a query:"
+                f" CACHE TABLE {name.table} AS SELECT * FROM {name}",
                 name, stmt, "0A000",
             )
         sql = f"SELECT * FROM {name}"
@@ -434,7 +449,9 @@ def cache_table(s: SqlSession, n: ast.CacheTable, stmt: Statement) -> StatementR
             return StatementResult(stmt, s.spark.sql(stmt.text), None)  # over Spark's tables only
     key = name.table.lower()
     if key in s.temp_views:
-        raise _error(f"temporary view {name.table} already exists: DROP VIEW it first", name, stmt, ALREADY_EXISTS)
+        raise _error(
+            f"temporary view {name.table} already exists: DROP VIEW it first", name, stmt, ALREADY_EXISTS
+        )
     entry = CachedQuery(name.table, sql, s.current_database, n.lazy, dict(n.options))
     s.uncache(key)
     s.build_cache(entry)

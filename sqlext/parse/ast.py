@@ -546,7 +546,10 @@ class ViewColumn:
 
 @dataclass(frozen=True, slots=True)
 class CreateView:
-    """CREATE [OR REPLACE] [[GLOBAL] TEMPORARY] VIEW [IF NOT EXISTS] v [(cols)] [COMMENT] [TBLPROPERTIES] AS q."""
+    """CREATE [OR REPLACE] [[GLOBAL] TEMP] VIEW [IF NOT EXISTS] v [(cols)] [COMMENT] [TBLPROPERTIES] AS q.
+
+    The column list is ``(a [COMMENT '...'], ...)``.
+    """
 
     name: TableName
     query: SqlFragment

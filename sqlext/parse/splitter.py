@@ -194,8 +194,8 @@ _OURS_AFTER = {
     "CREATE": frozenset({"TABLE", "DATABASE", "SCHEMA"}),
     "DROP": frozenset({"TABLE", "DATABASE", "SCHEMA", "VIEW"}),
     "ALTER": frozenset({"TABLE"}),
-    "SHOW": frozenset({"TABLES", "VIEWS", "DATABASES", "SCHEMAS", "PARTITIONS", "JOBS", "TAGS", "BRANCHES", "CREATE",
-                       "TBLPROPERTIES"}),
+    "SHOW": frozenset({"TABLES", "VIEWS", "DATABASES", "SCHEMAS", "PARTITIONS", "JOBS", "TAGS", "BRANCHES",
+                       "CREATE", "TBLPROPERTIES"}),
     "STOP": frozenset({"JOB"}),
 }
 # CREATE [OR REPLACE] [[GLOBAL] TEMP[ORARY]] VIEW: views may read managed tables.
