@@ -332,7 +332,8 @@ class SqlSession:
             if _is_syntax_error(e) and bound != sql:
                 self._raise_spark_syntax_error(sql, stmt)
             # Spark's position is in the bound text: map it back to the user's text
-            raise spark_error(e, stmt, source=sql, bound=bound) from e
+            error = spark_error(e, stmt, source=sql, bound=bound)
+            raise _in_view(error, self.last_bound) from e
 
     def _raise_spark_syntax_error(self, sql: str, stmt: Statement) -> None:
         """Raise Spark's syntax error for the user's own text, if Spark's parser refuses it."""
@@ -520,6 +521,20 @@ def _quiet_pyspark_error_logs() -> None:
 
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def _in_view(error: SqlError, bound: BoundQuery | None) -> SqlError:
+    """Say so when Spark's error lies inside a view's query (it points at the view's name)."""
+    if bound is None or not bound.views or error.snippet is None or error.column is None:
+        return error
+    at = error.snippet[error.column - error.snippet_column :]
+    for view in bound.views:
+        for name in (view.label, view.name):
+            if re.match(re.escape(name) + r"(?![\w$])", at, re.I):
+                error.message = f"view {view.label} cannot be read: {error.message}"
+                error.args = (error.message,)
+                return error
+    return error
 
 
 def _typed(tt: TimeTravel) -> str:

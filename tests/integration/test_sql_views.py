@@ -147,6 +147,7 @@ def test_view_over_a_dropped_table_fails_at_the_view(orders):
     with pytest.raises(SqlAnalysisError) as e:
         s.sql("SELECT * FROM gone")
     assert (e.value.line, e.value.column) == (1, 15)
+    assert e.value.message.startswith("view default.gone cannot be read: [TABLE_OR_VIEW_NOT_FOUND]")
 
 
 def test_cache_table_is_rebuilt_after_a_commit(orders):
