@@ -616,7 +616,9 @@ def located(error: SqlError, stmt: Statement, names: list[str] | None = None) ->
             error.message = message
             error.args = (message,)
         return error
-    return type(error).at(message, stmt.text, offset, line=stmt.line, column=stmt.column, sqlstate=error.sqlstate)
+    return type(error).at(
+        message, stmt.text, offset, line=stmt.line, column=stmt.column, sqlstate=error.sqlstate
+    )
 
 
 def read_version(tt: TimeTravel) -> ReadVersion:
