@@ -9,6 +9,9 @@ Managed tables live in the warehouse, not in Spark's catalog: every reference to
 Spark statement is bound to a fresh temporary view over the ``dyntable`` data source carrying
 the projection, time travel and options of that reference (Spark pushes no column pruning into
 Python sources, and a view is never reused, so a stale pushed filter can never leak).
+A user's view over managed tables is kept as query text (``temp_views`` here, permanent ones
+in the warehouse) and expanded into every statement that reads it; a cached table is a Spark
+temporary view rebuilt when a table under it changed (``sqlext.execute.views``).
 
 Session options: ``SET 'table-storage.<key>' = '<v>'`` become defaults of new tables (without the
 prefix); ``SET 'execution.runtime-mode' = 'streaming'`` turns ``INSERT INTO … SELECT … FROM

@@ -17,6 +17,11 @@ sqlglot cannot read Spark/Paimon syntax:
   one identifier;
 * ``FOR SYSTEM_VERSION AS OF`` becomes ``FOR VERSION        AS OF``.
 
+A reference to a dyntable view (``Catalog.view``: a temporary view first for an unqualified
+name, as in Spark, then a table, then a view stored in the database) is replaced by
+``(SELECT <its columns> FROM (<its query, bound the same way>) AS __dyntable_view) AS <name>``;
+the bindings of that query join the statement's, so a view reads its tables afresh each time.
+
 Invariants:
 * a name is managed only if it is not a visible CTE name, its catalog part is absent or
   ``dyntable``, and ``catalog.is_managed(database, table)`` says so; anything else is Spark's;
