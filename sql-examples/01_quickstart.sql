@@ -2,7 +2,9 @@
 -- Run it with:  dyntable-sql -f sql-examples/01_quickstart.sql
 -- Tables are created in the warehouse (default ./warehouse) in the Apache Paimon format.
 
-CREATE DATABASE IF NOT EXISTS quickstart;
+-- Each run starts from a clean database, so the example can be run again and again.
+DROP DATABASE IF EXISTS quickstart CASCADE;
+CREATE DATABASE quickstart;
 USE quickstart;
 
 -- Source tables: orders (append-only, partitioned by day) and a category dimension keyed by auction.

@@ -1,6 +1,8 @@
 -- Primary-key tables: upserts and deletes on an LSM tree, with each merge engine.
 
-CREATE DATABASE IF NOT EXISTS pk_demo;
+-- Each run starts from a clean database, so the example can be run again and again.
+DROP DATABASE IF EXISTS pk_demo CASCADE;
+CREATE DATABASE pk_demo;
 USE pk_demo;
 
 -- deduplicate (the default): the latest write of a key wins; DELETE removes keys.

@@ -1,6 +1,8 @@
 -- Partitions, INSERT OVERWRITE (static and dynamic) and DROP PARTITION.
 
-CREATE DATABASE IF NOT EXISTS part_demo;
+-- Each run starts from a clean database, so the example can be run again and again.
+DROP DATABASE IF EXISTS part_demo CASCADE;
+CREATE DATABASE part_demo;
 USE part_demo;
 
 CREATE TABLE events (id BIGINT, kind STRING, dt STRING) PARTITIONED BY (dt);

@@ -1,6 +1,8 @@
 -- Every commit is a snapshot; read any of them again.
 
-CREATE DATABASE IF NOT EXISTS tt_demo;
+-- Each run starts from a clean database, so the example can be run again and again.
+DROP DATABASE IF EXISTS tt_demo CASCADE;
+CREATE DATABASE tt_demo;
 USE tt_demo;
 
 CREATE TABLE prices (item STRING, price DOUBLE, PRIMARY KEY (item) NOT ENFORCED);

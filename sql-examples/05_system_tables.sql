@@ -1,6 +1,8 @@
 -- System tables expose a table's metadata: snapshots, schemas, options, files, partitions, ...
 
-CREATE DATABASE IF NOT EXISTS sys_demo;
+-- Each run starts from a clean database, so the example can be run again and again.
+DROP DATABASE IF EXISTS sys_demo CASCADE;
+CREATE DATABASE sys_demo;
 USE sys_demo;
 
 CREATE TABLE metrics (host STRING, ts BIGINT, value DOUBLE, dt STRING, PRIMARY KEY (dt, host, ts) NOT ENFORCED)

@@ -1,7 +1,9 @@
 -- One table, two faces: a changelog you stream from. A continuous INSERT ... SELECT reads the
 -- source's changes (inserts, updates, deletes) and keeps a downstream table in sync.
 
-CREATE DATABASE IF NOT EXISTS stream_demo;
+-- Each run starts from a clean database, so the example can be run again and again.
+DROP DATABASE IF EXISTS stream_demo CASCADE;
+CREATE DATABASE stream_demo;
 USE stream_demo;
 
 CREATE TABLE accounts (id BIGINT, owner STRING, balance BIGINT, PRIMARY KEY (id) NOT ENFORCED)

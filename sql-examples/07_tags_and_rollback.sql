@@ -1,6 +1,8 @@
 -- Tags name a snapshot and keep it readable for as long as the tag lives; rollback restores one.
 
-CREATE DATABASE IF NOT EXISTS tag_demo;
+-- Each run starts from a clean database, so the example can be run again and again.
+DROP DATABASE IF EXISTS tag_demo CASCADE;
+CREATE DATABASE tag_demo;
 USE tag_demo;
 
 CREATE TABLE stock (item STRING, qty INT, PRIMARY KEY (item) NOT ENFORCED);

@@ -1,6 +1,8 @@
 -- A branch is a table's second line of history: try changes there, then fast-forward main.
 
-CREATE DATABASE IF NOT EXISTS branch_demo;
+-- Each run starts from a clean database, so the example can be run again and again.
+DROP DATABASE IF EXISTS branch_demo CASCADE;
+CREATE DATABASE branch_demo;
 USE branch_demo;
 
 CREATE TABLE prices (item STRING, price DOUBLE, PRIMARY KEY (item) NOT ENFORCED);

@@ -1,6 +1,8 @@
 -- Snapshot expiration, the retention mark, and the table that explains what is kept.
 
-CREATE DATABASE IF NOT EXISTS retention_demo;
+-- Each run starts from a clean database, so the example can be run again and again.
+DROP DATABASE IF EXISTS retention_demo CASCADE;
+CREATE DATABASE retention_demo;
 USE retention_demo;
 
 -- retention.time: how much history time travel must keep showing (here none beyond the latest).

@@ -1,7 +1,9 @@
 -- Cleanup that cannot lose data: partitions expire by their date, orphan files of failed jobs go,
 -- and every run is written to the table's maintenance log.
 
-CREATE DATABASE IF NOT EXISTS cleanup_demo;
+-- Each run starts from a clean database, so the example can be run again and again.
+DROP DATABASE IF EXISTS cleanup_demo CASCADE;
+CREATE DATABASE cleanup_demo;
 USE cleanup_demo;
 
 -- Partitions older than 30 days expire; the check runs after commits, at most once an hour.

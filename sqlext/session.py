@@ -9,6 +9,9 @@ Managed tables live in the warehouse, not in Spark's catalog: every reference to
 Spark statement is bound to a fresh temporary view over the ``dyntable`` data source carrying
 the projection, time travel and options of that reference (Spark pushes no column pruning into
 Python sources, and a view is never reused, so a stale pushed filter can never leak).
+A user's view over managed tables is kept as query text (``temp_views`` here, permanent ones
+in the warehouse) and expanded into every statement that reads it; a cached table is a Spark
+temporary view rebuilt when a table under it changed (``sqlext.execute.views``).
 
 Session options: ``SET 'table-storage.<key>' = '<v>'`` become defaults of new tables (without the
 prefix); ``SET 'execution.runtime-mode' = 'streaming'`` turns ``INSERT INTO … SELECT … FROM
@@ -38,9 +41,11 @@ from sqlext.bind.pruning import extract as extract_pruning
 from sqlext.bind.rewrite import VIEW_PREFIX, Binding, BoundQuery, TimeTravel, bind
 from sqlext.errors import SqlAnalysisError, SqlError, SqlParseError, StatementTooComplexError, sqlstate_for
 from sqlext.execute.results import StatementResult, StreamingJob
+from sqlext.execute.views import CachedQuery, load_view, quote_name
 from sqlext.parse.names import TableName
 from sqlext.parse.parser import parse_statement
 from sqlext.parse.splitter import Statement, classify, split_statements
+from sqlext.parse.views import ViewDefinition
 from sqlext.source.datasource import resolve, travelled
 from sqlext.source.datasource import time_travel as resolve_version
 from sqlext.source.native import load as native_load
@@ -59,6 +64,25 @@ class _Catalog:
     def __init__(self, session: SqlSession) -> None:
         self.session = session
         self._managed: dict[tuple[str, str], bool] = {}
+        self._views: dict[tuple[str, str], ViewDefinition | None] = {}
+
+    def shadows(self, name: str) -> bool:
+        s = self.session
+        key = name.lower()
+        if key in s.cached and key not in s.building:
+            s.refresh_cache(key)  # a cached table is Spark's temporary view: Spark resolves it
+            return True
+        return False
+
+    def view(self, database: str, name: str, *, temporary: bool) -> ViewDefinition | None:
+        s = self.session
+        key = name.lower()
+        if temporary:
+            return s.temp_views.get(key)
+        memo = (database.lower(), key)
+        if memo not in self._views:
+            self._views[memo] = load_view(s, database, name)
+        return self._views[memo]
 
     def is_managed(self, database: str, table: str) -> bool:
         key = (database.lower(), table.lower())
@@ -101,6 +125,10 @@ class SqlSession:
         self.options: dict[str, str] = {}
         self.jobs: dict[str, StreamingJob] = {}
         self.last_bindings: tuple[Binding, ...] = ()
+        self.last_bound: BoundQuery | None = None
+        self.temp_views: dict[str, ViewDefinition] = {}  # CREATE TEMPORARY VIEW over managed tables
+        self.cached: dict[str, CachedQuery] = {}  # CACHE TABLE over managed tables
+        self.building: set[str] = set()  # cached tables being (re)built: their name is not the cache
         self._counter = self._numbers()
         self._issued: list[int] = []  # numbers handed out since the last statement ended
         self._views: list[str] = []  # views registered since the last statement ended
@@ -140,10 +168,11 @@ class SqlSession:
                         )
                     return handler(self, node, stmt)
                 return StatementResult(stmt, self.spark_sql(stmt.text, stmt))
-            except SqlError:
-                raise
+            except SqlError as e:
+                raise located(e, stmt) from None
             except DyntableError as e:
-                raise SqlAnalysisError(str(e), line=stmt.line, column=stmt.column, sqlstate=sqlstate_for(e)) from e
+                error = SqlAnalysisError(str(e), line=stmt.line, column=stmt.column, sqlstate=sqlstate_for(e))
+                raise located(error, stmt) from e
             except RecursionError:
                 # A recursive parser (sqlglot) gave up on deep nesting the splitter still allowed.
                 raise StatementTooComplexError(
@@ -151,11 +180,13 @@ class SqlSession:
                     line=stmt.line, column=stmt.column,
                 ) from None
             except PySparkException as e:
-                raise spark_error(e, stmt) from e
+                raise located(spark_error(e, stmt), stmt, _spark_names(e)) from e
             except Py4JJavaError as e:
                 message = str(e.java_exception.getMessage() or e.java_exception)
-                raise SqlAnalysisError(message.splitlines()[0], line=stmt.line, column=stmt.column,
-                                       sqlstate="XX000") from e
+                error = SqlAnalysisError(
+                    message.splitlines()[0], line=stmt.line, column=stmt.column, sqlstate="XX000"
+                )
+                raise located(error, stmt) from e
             finally:
                 self._drop_statement_views()
 
@@ -179,9 +210,16 @@ class SqlSession:
         names = self._views + [f"{VIEW_PREFIX}dml_{n}" for n in self._issued]
         self._views.clear()
         self._issued.clear()
+        try:
+            # The session catalog's drop, not ``spark.catalog.dropTempView``: that one also
+            # uncaches every cached plan equal to the view's (a user's ``df.cache()`` of a
+            # ``SELECT * FROM t``, a CACHE TABLE), which must outlive the name.
+            catalog = self.spark._jsparkSession.sessionState().catalog()  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - a stopped session has nothing left to release
+            return
         for name in names:
             try:
-                self.spark.catalog.dropTempView(name)
+                catalog.dropTempView(name)
             except Exception:  # noqa: BLE001 - a stopped session has nothing left to release
                 pass
 
@@ -205,19 +243,37 @@ class SqlSession:
         if time_travel is not None and (not ident.system_table or ident.system_table.lower() in DATA_TABLES):
             try:
                 base = travelled(base, resolve_version(read_version(time_travel), base))
-            except ValueError as e:  # a timestamp that does not parse
-                raise InvalidArgumentError(f"invalid time-travel target: {e}") from e
+            except ValueError:  # a timestamp that does not parse
+                raise InvalidArgumentError(
+                    f"invalid time-travel target {_typed(time_travel)}: use 'yyyy-MM-dd HH:mm:ss' or"
+                    " seconds since the epoch"
+                ) from None
+            except DyntableError as e:
+                if time_travel.timestamp is None and time_travel.timestamp_millis is None:
+                    raise
+                raise type(e)(
+                    f"{ident.base().full_name} has no snapshot committed at or before TIMESTAMP AS OF"
+                    f" {_typed(time_travel)} (the table is younger, or older snapshots expired): pick a later"
+                    " time, or read VERSION AS OF a snapshot id (see the table's $snapshots)"
+                ) from None
         if ident.system_table:
             return system_table_columns(base, ident.system_table)
         return list(base.schema.field_names)
 
     # -- binding Spark SQL to managed tables ------------------------------------------------------
-    def bind(self, sql: str, stmt: Statement | None = None, *, streaming: bool = False) -> str:
-        """Bind managed tables in a Spark statement to fresh views; returns the SQL to run."""
+    def bind(
+        self, sql: str, stmt: Statement | None = None, *, streaming: bool = False, database: str | None = None
+    ) -> str:
+        """Bind managed tables in a Spark statement to fresh views; returns the SQL to run.
+
+        Views over managed tables are expanded into their queries (``sqlext.bind.rewrite``);
+        ``database`` resolves unqualified names (default: the current database).
+        """
         bound: BoundQuery = bind(
-            sql, _Catalog(self), self.current_database, counter=self._counter,
+            sql, _Catalog(self), database or self.current_database, counter=self._counter,
             line=stmt.line if stmt else 1, column=stmt.column if stmt else 1,
         )
+        self.last_bound = bound
         self.last_bindings = bound.bindings  # what the statement reads (executors inspect it)
         filters = {}
         if not streaming:
@@ -260,16 +316,115 @@ class SqlSession:
     def spark_sql(self, text: str, stmt: Statement | None = None) -> DataFrame:
         return self.frame(text, stmt)
 
-    def frame(self, sql: str, stmt: Statement | None = None, *, streaming: bool = False) -> DataFrame:
+    def frame(
+        self, sql: str, stmt: Statement | None = None, *, streaming: bool = False, database: str | None = None
+    ) -> DataFrame:
         """A DataFrame for a query fragment (binding managed tables)."""
-        bound = self.bind(sql, stmt, streaming=streaming)
+        try:
+            bound = self.bind(sql, stmt, streaming=streaming, database=database)
+        except SqlParseError:
+            # The binder could not read it: Spark's own parser says what is wrong, in the user's text.
+            if stmt is not None:
+                self._raise_spark_syntax_error(sql, stmt)
+            raise
         try:
             return self.spark.sql(bound)
         except PySparkException as e:
             if stmt is None or stmt.text != sql:
                 raise  # SQL an executor generated: run_statement reports it at the statement
+            if _is_syntax_error(e) and bound != sql:
+                self._raise_spark_syntax_error(sql, stmt)
             # Spark's position is in the bound text: map it back to the user's text
-            raise spark_error(e, stmt, source=sql, bound=bound) from e
+            error = spark_error(e, stmt, source=sql, bound=bound)
+            raise _in_view(error, self.last_bound) from e
+
+    def _raise_spark_syntax_error(self, sql: str, stmt: Statement) -> None:
+        """Raise Spark's syntax error for the user's own text, if Spark's parser refuses it."""
+        from pyspark.errors.exceptions.captured import convert_exception
+
+        state = self.spark._jsparkSession.sessionState()  # type: ignore[attr-defined]
+        jvm = self.spark.sparkContext._jvm  # type: ignore[attr-defined]
+        try:
+            plan = state.sqlParser().parsePlan(sql)
+            # Some syntax errors are the analyzer's (a trailing comma before FROM): analyze the
+            # user's text too; any other error of it (its managed names are unknown to Spark) is moot.
+            tracker = jvm.org.apache.spark.sql.catalyst.QueryPlanningTracker(jvm.scala.Option.empty())
+            state.analyzer().executeAndCheck(plan, tracker)
+        except Py4JJavaError as e:
+            error: Any = convert_exception(e.java_exception)
+        except PySparkException as e:
+            error = e
+        else:
+            return
+        if isinstance(error, PySparkException) and _is_syntax_error(error):
+            raise spark_error(error, stmt, source=sql, bound=sql) from None
+
+    # -- cached tables ---------------------------------------------------------------------------
+    def build_cache(self, entry: CachedQuery, *, lazy: bool | None = None) -> None:
+        """(Re)build a cached table: its query bound afresh, registered and cached in Spark."""
+        key = entry.name.lower()
+        self.building.add(key)
+        try:
+            frame = self.frame(entry.sql, database=entry.current_database)
+            bound = self.last_bound
+            assert bound is not None
+            tables = {}
+            for b in bound.bindings:
+                if b.time_travel is None:
+                    name = replace(b.table, database=b.table.database or entry.current_database)
+                    ident = self.identifier(name)
+                    tables[ident.full_name] = Identifier(ident.database, ident.table, ident.branch)
+            entry.tables = tuple(tables.values())
+            entry.views = tuple({(v.database, v.name.lower()) for v in bound.views})
+            entry.nested = tuple(
+                {t[0].lower() for t in bound.other_tables if len(t) == 1 and t[0].lower() in self.cached}
+            )
+            entry.versions = self._cache_versions(entry)
+            frame.createOrReplaceTempView(entry.name)
+            options = "".join(f" OPTIONS ('{k}' '{v}')" for k, v in entry.options.items())
+            eager = not (entry.lazy if lazy is None else lazy)
+            self.spark.sql(f"CACHE {'' if eager else 'LAZY '}TABLE {quote_name(entry.name)}{options}")
+        finally:
+            self.building.discard(key)
+        self.cached[key] = entry
+
+    def _cache_versions(self, entry: CachedQuery) -> tuple[Any, ...]:
+        versions: list[Any] = []
+        for ident in entry.tables:
+            try:
+                table = self.catalog.get_table(ident)
+                snapshot = table.latest_snapshot()
+                versions.append((ident.full_name, snapshot.id if snapshot else None, table.schema.id))
+            except DyntableError:
+                versions.append((ident.full_name, None, None))  # dropped: the rebuild reports it
+        for database, name in entry.views:
+            view = self.temp_views.get(name) if database is None else load_view(self, database, name)
+            versions.append((database, name, view))
+        for key in entry.nested:
+            self.refresh_cache(key)
+            nested = self.cached.get(key)
+            versions.append((key, nested.versions if nested else None))
+        return tuple(versions)
+
+    def refresh_cache(self, key: str) -> None:
+        """Rebuild a cached table (lazily, as Spark re-caches) if a table or view under it changed."""
+        entry = self.cached.get(key)
+        if entry is None or key in self.building:
+            return
+        if self._cache_versions(entry) != entry.versions:
+            self.uncache(key)
+            self.build_cache(entry, lazy=True)
+
+    def uncache(self, key: str) -> None:
+        """Forget a cached table: release Spark's cache and its temporary view."""
+        entry = self.cached.pop(key, None)
+        if entry is None:
+            return
+        try:
+            self.spark.catalog.uncacheTable(quote_name(entry.name))
+        except Exception:  # noqa: BLE001 - already released (CLEAR CACHE)
+            pass
+        self.spark.catalog.dropTempView(entry.name)
 
     # -- session options ------------------------------------------------------------------------
     def set_option(self, key: str, value: str) -> None:
@@ -371,6 +526,104 @@ def _quiet_pyspark_error_logs() -> None:
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
 
+def _in_view(error: SqlError, bound: BoundQuery | None) -> SqlError:
+    """Say so when Spark's error lies inside a view's query (it points at the view's name)."""
+    if bound is None or not bound.views or error.snippet is None or error.column is None:
+        return error
+    at = error.snippet[error.column - error.snippet_column :]
+    for view in bound.views:
+        for name in (view.label, view.name):
+            if re.match(re.escape(name) + r"(?![\w$])", at, re.I):
+                error.message = f"view {view.label} cannot be read: {error.message}"
+                error.args = (error.message,)
+                return error
+    return error
+
+
+def _typed(tt: TimeTravel) -> str:
+    """A timestamp time-travel target as the user typed it (a number: seconds since the epoch)."""
+    if tt.timestamp is not None:
+        return "'" + tt.timestamp + "'"
+    from decimal import Decimal
+
+    return format(Decimal(tt.timestamp_millis or 0) / 1000, "f").rstrip("0").rstrip(".") or "0"
+
+
+def _is_syntax_error(e: PySparkException) -> bool:
+    try:
+        state = e.getSqlState() or ""
+    except Exception:  # noqa: BLE001
+        state = ""
+    return state.startswith("42601") or "PARSE_SYNTAX_ERROR" in str(e)
+
+
+def _spark_names(e: PySparkException) -> list[str]:
+    """The object names a Spark error is about (an unresolved column, table or function)."""
+    try:
+        params = e.getMessageParameters() or {}
+    except Exception:  # noqa: BLE001
+        return []
+    names = []
+    for key in ("objectName", "relationName", "routineName", "colName", "columnName", "fieldName"):
+        if key in params:
+            names.append(params[key])
+    return names
+
+
+_QUOTED_NAME = re.compile(r"`((?:[^`]|``)+)`|'([^'\s][^']*)'")
+
+
+def _name_candidates(names: list[str]) -> list[str]:
+    """Names to look for in the statement: each as written, then its last dotted part."""
+    out: list[str] = []
+    for name in names:
+        parts = [a or b for a, b in _QUOTED_NAME.findall(name)] or [name]
+        parts = [p.replace("``", "`") for p in parts]
+        for candidate in (".".join(parts), parts[-1], *(p.split(".")[-1] for p in parts)):
+            if candidate and candidate not in out:
+                out.append(candidate)
+    return out
+
+
+def located(error: SqlError, stmt: Statement, names: list[str] | None = None) -> SqlError:
+    """``error`` pointing into the user's statement, with the statement's whole line as snippet.
+
+    An error that only knows its statement (an engine error in DDL or CALL, Spark's error in SQL
+    an executor generated) points at the first name it quotes that the statement contains.
+    Spark's position in generated SQL (``line 1 pos 75``) is dropped: it is not the user's.
+    """
+    message = _SPARK_POSITION_TAIL.sub("", error.message).rstrip(" ;")
+    message = re.sub(r"(SQLSTATE: \w{5}); line \d+ pos \d+;?", r"\1", message)
+    offset: int | None = None
+    unlocated = error.line is None or (error.line, error.column) == (stmt.line, stmt.column)
+    if error.snippet is None and unlocated:
+        quoted = [a or b for a, b in _QUOTED_NAME.findall(message)]
+        for candidate in _name_candidates(list(names or []) + quoted):
+            m = re.search(r"(?<![\w$])" + re.escape(candidate) + r"(?![\w])", stmt.text, re.I)
+            if m is not None:
+                offset = m.start()
+                break
+        if offset is None:
+            offset = 0
+    elif error.line is not None and error.column is not None and (
+        error.snippet is None or error.snippet_column != 1
+    ):
+        lines = stmt.text.split("\n")
+        row = error.line - stmt.line
+        if 0 <= row < len(lines):
+            offset = sum(len(x) + 1 for x in lines[:row]) + error.column - (stmt.column if row == 0 else 1)
+            if not 0 <= offset <= len(stmt.text):
+                offset = None
+    if offset is None:
+        if message != error.message:
+            error.message = message
+            error.args = (message,)
+        return error
+    return type(error).at(
+        message, stmt.text, offset, line=stmt.line, column=stmt.column, sqlstate=error.sqlstate
+    )
+
+
 def read_version(tt: TimeTravel) -> ReadVersion:
     """The read version of a time-travel clause (a quoted ``VERSION AS OF`` is a tag, else an id)."""
     if tt.snapshot_id is not None:
@@ -410,7 +663,17 @@ def worker_error(text: str) -> tuple[str, str] | None:
 
 
 def _spark_offset(e: PySparkException, bound: str) -> int | None:
-    """Where in the SQL text Spark ran its error points (query context, else "line L pos P")."""
+    """Where in the SQL text Spark ran its error points.
+
+    A syntax error's "line L pos P" (its query context points at the statement's start), else
+    the query context, else "line L pos P".
+    """
+    m = _SPARK_POSITION.search(str(e))
+    if m is not None and _is_syntax_error(e):
+        lines = bound.split("\n")
+        row = int(m.group(1)) - 1
+        if 0 <= row < len(lines):
+            return sum(len(line) + 1 for line in lines[:row]) + min(int(m.group(2)), len(lines[row]))
     try:
         contexts = e.getQueryContext()
         if contexts and contexts[0].contextType().name == "SQL" and contexts[0].startIndex() >= 0:

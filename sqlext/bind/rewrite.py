@@ -17,6 +17,11 @@ sqlglot cannot read Spark/Paimon syntax:
   one identifier;
 * ``FOR SYSTEM_VERSION AS OF`` becomes ``FOR VERSION        AS OF``.
 
+A reference to a dyntable view (``Catalog.view``: a temporary view first for an unqualified
+name, as in Spark, then a table, then a view stored in the database) is replaced by
+``(SELECT <its columns> FROM (<its query, bound the same way>) AS __dyntable_view) AS <name>``;
+the bindings of that query join the statement's, so a view reads its tables afresh each time.
+
 Invariants:
 * a name is managed only if it is not a visible CTE name, its catalog part is absent or
   ``dyntable``, and ``catalog.is_managed(database, table)`` says so; anything else is Spark's;
@@ -34,6 +39,7 @@ Invariants:
 from __future__ import annotations
 
 import itertools
+import logging
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -65,9 +71,15 @@ from sqlext.errors import (
 )
 from sqlext.parse.names import TableName
 from sqlext.parse.splitter import comment_end, skip_trivia
+from sqlext.parse.views import ViewDefinition
+
+# sqlglot logs a warning for each statement it keeps as a raw Command (CREATE TABEL ...): the
+# binder passes such statements to Spark, which reports the real error, so the line is noise.
+logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 MANAGED_CATALOG = "dyntable"
 VIEW_PREFIX = "__dyntable_"
+MAX_VIEW_DEPTH = 32  # views over views nest at most this deep (a cycle would never end)
 
 # Stands for an unquoted '$' inside a name while sqlglot reads the text: sqlglot's tokenizer keeps
 # it inside a word (a '$' would split the word), and it is not a character Spark SQL uses.
@@ -97,6 +109,8 @@ class BoundQuery:
 
     sql: str
     bindings: tuple[Binding, ...]
+    views: tuple[ViewDefinition, ...] = ()  # dyntable views expanded into ``sql`` (nested ones too)
+    other_tables: tuple[tuple[str, ...], ...] = ()  # names left to Spark (its tables and views)
 
 
 class Catalog(Protocol):
@@ -112,6 +126,14 @@ class Catalog(Protocol):
         With ``time_travel``, those of the schema the chosen snapshot was written with (Paimon
         reads an old snapshot in its own schema).
         """
+        ...
+
+    def view(self, database: str, name: str, *, temporary: bool) -> ViewDefinition | None:
+        """The dyntable view ``name``: a temporary one (``temporary``) or one stored in ``database``."""
+        ...
+
+    def shadows(self, name: str) -> bool:
+        """Whether the unqualified ``name`` is a temporary view of Spark's that hides any table."""
         ...
 
 
@@ -151,6 +173,16 @@ def bind(
     return binder.run(counter if counter is not None else itertools.count(1))
 
 
+@dataclass
+class _ViewReference:
+    """A reference to a dyntable view: the name's span, replaced by the view's bound query."""
+
+    view: ViewDefinition
+    start: int
+    end: int
+    alias_text: str | None  # `` AS <name>`` to add (None: the reference has its own alias)
+
+
 def spark_identifier(name: str) -> str:
     """``name`` as a Spark identifier: bare when plain (and not a keyword), else back-quoted."""
     if _PLAIN_IDENTIFIER.fullmatch(name):
@@ -166,8 +198,19 @@ def spark_identifier(name: str) -> str:
 class _Binder:
     """One run of :func:`bind` over one statement."""
 
-    def __init__(self, sql: str, catalog: Catalog, current_database: str, line: int, column: int) -> None:
+    def __init__(
+        self,
+        sql: str,
+        catalog: Catalog,
+        current_database: str,
+        line: int,
+        column: int,
+        expanding: tuple[str, ...] = (),
+    ) -> None:
         self.sql = sql
+        self.expanding = expanding  # labels of the views whose queries enclose this one
+        self.view_refs: list[_ViewReference] = []
+        self.other_tables: list[tuple[str, ...]] = []
         self.catalog = catalog
         self.current = current_database
         self.line = line
@@ -341,12 +384,26 @@ class _Binder:
         else:
             keys = frozenset(tuple(lowered[i:]) for i in range(len(lowered)))
         if len(names) == 3 and lowered[0] != MANAGED_CATALOG:
+            self.other_tables.append(tuple(names))
             return Source(keys, None, alias_columns)  # another Spark catalog
         start, end = ident_span(idents[0])[0], ident_span(idents[-1])[1]
         database = names[-2] if len(names) >= 2 else self.current
         obj = names[-1]
         base = obj.split("$")[0]
-        if not self.catalog.is_managed(database, base):
+        # Spark's order: an unqualified name is a temporary view first, then a table, then a view.
+        view = None
+        if len(names) == 1 and "$" not in obj:
+            if self.catalog.shadows(obj):  # a cached table: Spark's temporary view, Spark resolves it
+                self.other_tables.append(tuple(names))
+                return Source(keys, None, alias_columns)
+            view = self.catalog.view(database, obj, temporary=True)
+        managed = view is None and self.catalog.is_managed(database, base)
+        if view is None and not managed and "$" not in obj:
+            view = self.catalog.view(database, obj, temporary=False)
+        if view is not None:
+            return self.view_source(node, view, idents, keys, alias, alias_columns)
+        if not managed:
+            self.other_tables.append(tuple(names))
             if "$" in obj:
                 raise self.error(
                     SqlAnalysisError,
@@ -382,6 +439,72 @@ class _Binder:
         if alias_columns is not None or node.args.get("pivots"):
             ref.need_all()  # positional column renames and PIVOT read columns not named in the text
         return Source(keys, ref, alias_columns)
+
+    def view_source(
+        self,
+        node: exp.Table,
+        view: ViewDefinition,
+        idents: list[exp.Identifier],
+        keys: frozenset[tuple[str, ...]],
+        alias: str | None,
+        alias_columns: frozenset[str] | None,
+    ) -> Source:
+        """A reference to a dyntable view: to be replaced by the view's query (see :meth:`expand`)."""
+        start, end = ident_span(idents[0])[0], ident_span(idents[-1])[1]
+        if node.args.get("version") is not None:
+            raise self.error(
+                SqlAnalysisError,
+                f"{view.label} is a view, which cannot be read AS OF a version: time-travel the tables"
+                " in its query (or query them directly)",
+                start,
+                "42809",
+            )
+        hint_start = skip_trivia(self.sql, end, keep_hints=True)
+        if self.sql.startswith("/*+", hint_start) and _OPTIONS_HINT.fullmatch(
+            self.sql[hint_start + 3 : max(hint_start + 3, comment_end(self.sql, hint_start) - 2)]
+        ):
+            raise self.error(
+                SqlAnalysisError,
+                f"{view.label} is a view: an OPTIONS hint applies to a table, put it on the tables in"
+                " the view's query",
+                hint_start,
+                "42809",
+            )
+        if view.database is not None:
+            keys = keys | {(view.database.lower(), view.name.lower())}
+        alias_text = None if alias is not None or self.table_statement else self.alias_text(idents[-1])
+        self.view_refs.append(_ViewReference(view, start, end, alias_text))
+        return Source(keys, None, alias_columns)
+
+    def expand(self, ref: _ViewReference, counter: Iterator[int]) -> tuple[str, BoundQuery]:
+        """The text replacing a view reference: its query bound afresh, its columns pinned."""
+        view = ref.view
+        if view.label.lower() in self.expanding or len(self.expanding) >= MAX_VIEW_DEPTH:
+            chain = " -> ".join([*self.expanding, view.label.lower()])
+            raise self.error(
+                SqlAnalysisError, f"view {view.label} refers to itself ({chain}): redefine one of them",
+                ref.start, "42P17",
+            )
+        inner = _Binder(
+            view.sql, self.catalog, view.current_database, self.line, self.column,
+            (*self.expanding, view.label.lower()),
+        )
+        try:
+            bound = inner.run(counter)
+        except SqlError as e:
+            raise self.error(
+                type(e), f"view {view.label} cannot be read: {e.message}", ref.start, e.sqlstate
+            ) from None
+        except DyntableError as e:
+            raise self.error(
+                SqlAnalysisError, f"view {view.label} cannot be read: {e}", ref.start, sqlstate_for(e)
+            ) from None
+        select = ", ".join(
+            spark_identifier(q) if q == c else f"{spark_identifier(q)} AS {spark_identifier(c)}"
+            for q, c in zip(view.query_columns, view.columns, strict=True)
+        )
+        text = f"(SELECT {select} FROM (\n{bound.sql}\n) AS {VIEW_PREFIX}view)"
+        return text, bound
 
     def located(self, name: TableName, start: int) -> TableName:
         """``name`` without its catalog, located at ``start`` (script line and column)."""
@@ -609,6 +732,17 @@ class _Binder:
                 alias = ""
             edits.append((ref.start, ref.end, view + alias))
             edits.extend((s, e, "") for s, e in ref.removals)
+        inner: list[BoundQuery] = []
+        for vref in self.view_refs:
+            text, bound = self.expand(vref, counter)
+            inner.append(bound)
+            if self.table_statement:  # `TABLE v` -> `SELECT * FROM (...) AS v`
+                keyword = self.tokens[0].start
+                edits.append((keyword, keyword + len("TABLE"), "SELECT * FROM"))
+            alias = f" AS {vref.alias_text}" if vref.alias_text is not None else ""
+            if self.table_statement:
+                alias = f" AS {spark_identifier(vref.view.name)}"
+            edits.append((vref.start, vref.end, text + alias))
         seen: set[tuple[int, int]] = set()
         for start, end, ref in qualifier_edits:
             qualifier = view_of[id(ref)] if ref.qualify_by_view else ref.alias_text
@@ -623,7 +757,13 @@ class _Binder:
                 raise AssertionError(f"overlapping rewrite spans at {start}")
             out = out[:start] + text + out[end:]
             last = start
-        return BoundQuery(out, tuple(bindings))
+        expanded = [r.view for r in self.view_refs]
+        others = list(self.other_tables)
+        for bound in inner:
+            bindings.extend(bound.bindings)
+            expanded.extend(bound.views)
+            others.extend(bound.other_tables)
+        return BoundQuery(out, tuple(bindings), tuple(expanded), tuple(others))
 
 
 def _directory_query_start(sql: str) -> int:

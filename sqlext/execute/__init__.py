@@ -4,8 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlext.execute import call, ddl, describe, dml, insert, refs, session_stmts
+from sqlext.execute import call, ddl, describe, dml, insert, refs, session_stmts, views
 from sqlext.parse import ast
+from sqlext.parse.splitter import Statement
+
+
+def _describe(s: Any, n: ast.DescribeTable, stmt: Statement) -> Any:
+    """DESCRIBE of a dyntable view (describe.py knows tables); anything else as before."""
+    view = views.view_of(s, n.table) if n.partition is None else None
+    if view is not None:
+        return views.describe_view(s, view, n, stmt)
+    return describe.describe_table(s, n, stmt)
+
+
+def _show_create(s: Any, n: ast.ShowCreateTable, stmt: Statement) -> Any:
+    view = views.view_of(s, n.table)
+    if view is not None:
+        return views.show_create_view(s, view, stmt)
+    return describe.show_create_table(s, n, stmt)
+
 
 HANDLERS: dict[type, Any] = {
     ast.CreateDatabase: ddl.create_database,
@@ -34,6 +51,9 @@ HANDLERS: dict[type, Any] = {
     ast.StopJob: session_stmts.stop_job,
     **dml.HANDLERS,
     **describe.HANDLERS,
+    ast.DescribeTable: _describe,
+    ast.ShowCreateTable: _show_create,
+    **views.HANDLERS,
     **call.HANDLERS,
     **refs.HANDLERS,
 }

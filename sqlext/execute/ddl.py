@@ -10,6 +10,7 @@ kept as ``dyntable.watermark.<column>`` (metadata for SHOW CREATE TABLE and stre
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from engine import coerce_spec
@@ -37,6 +38,7 @@ from sqlext.execute.common import (
     struct_fields,
 )
 from sqlext.execute.results import StatementResult
+from sqlext.execute.views import list_views, view_of
 from sqlext.parse import ast
 from sqlext.parse.splitter import Statement
 from sqlext.source.requests import ReadRequest, ReadVersion
@@ -50,6 +52,14 @@ MANAGED_FORMATS = ("dyntable", "paimon")
 
 # -- databases ----------------------------------------------------------------------------------
 def create_database(s: SqlSession, n: ast.CreateDatabase, stmt: Statement) -> StatementResult:
+    if s.catalog.database_exists(n.name):
+        if n.if_not_exists:
+            return done(stmt, f"Database {n.name} already exists; nothing created")
+        raise SqlAnalysisError(
+            f"database '{n.name}' already exists: use CREATE DATABASE IF NOT EXISTS {n.name}, or pick"
+            " another name",
+            line=stmt.line, column=stmt.column, sqlstate="42710",
+        )
     s.catalog.create_database(n.name, ignore_if_exists=n.if_not_exists)
     return done(stmt, f"Database {n.name} created")
 
@@ -57,6 +67,12 @@ def create_database(s: SqlSession, n: ast.CreateDatabase, stmt: Statement) -> St
 def drop_database(s: SqlSession, n: ast.DropDatabase, stmt: Statement) -> StatementResult:
     if n.if_exists and not s.catalog.database_exists(n.name):
         return done(stmt, f"Database {n.name} does not exist; nothing dropped")
+    if not n.cascade and s.catalog.database_exists(n.name) and list_views(s, n.name):
+        names = ", ".join(v.name for v in list_views(s, n.name))
+        raise SqlAnalysisError(
+            f"database '{n.name}' is not empty: it has views ({names}); drop them first or use CASCADE",
+            line=stmt.line, column=stmt.column, sqlstate="2BP01",
+        )
     if n.name == s.current_database:
         s.current_database = "default"
     s.catalog.drop_database(n.name, ignore_if_not_exists=n.if_exists, cascade=n.cascade)
@@ -88,6 +104,12 @@ def create_table(s: SqlSession, n: ast.CreateTable, stmt: Statement) -> Statemen
             return done(stmt, f"Table {ident.full_name} already exists")
         raise SqlAnalysisError(f"table '{ident.full_name}' already exists", line=stmt.line, column=stmt.column,
                                sqlstate="42710")
+    if view_of(s, replace(n.name, database=ident.database)) is not None:
+        raise SqlAnalysisError(
+            f"'{ident.full_name}' is a view: a table cannot have its name (DROP VIEW first, or pick"
+            " another name)",
+            line=stmt.line, column=stmt.column, sqlstate="42710",
+        )
     options = {**s.table_defaults(), **{k: str(v) for k, v in n.options.items()}}
     comment = options.pop(COMMENT_PROPERTY, None)  # TBLPROPERTIES ('comment' = ...), as Paimon's SparkCatalog
     comment = n.comment if n.comment is not None else comment
@@ -156,6 +178,11 @@ def create_table_like(s: SqlSession, n: ast.CreateTableLike, stmt: Statement) ->
 
 
 def drop_table(s: SqlSession, n: ast.DropTable, stmt: Statement) -> StatementResult:
+    if not s.is_managed(n.name) and view_of(s, n.name) is not None:
+        raise SqlAnalysisError(
+            f"{n.name} is a view, not a table: use DROP VIEW", line=stmt.line, column=stmt.column,
+            sqlstate="42809",
+        )
     if not s.is_managed(n.name):
         if n.name.database is None and not _spark_has(s, n.name.table):
             if n.if_exists:

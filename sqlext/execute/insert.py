@@ -358,6 +358,25 @@ def _dynamic_overwrite(s: SqlSession, table: Table, hints: dict[str, str], stmt:
     return False
 
 
+def _forget_stale_checkpoint(s: SqlSession, checkpoint: str, tables: list[Table]) -> None:
+    """Delete a pipeline's checkpoint that predates one of its tables.
+
+    The checkpoint is keyed by the statement's text, so after a table is dropped and created again
+    (a re-run script) it would resume at the old table's snapshot ids and skip the new table's
+    rows. Spark writes the checkpoint's ``metadata`` file once, when the pipeline first starts.
+    """
+    started = [
+        e.modification_time_ms for e in s.catalog.io.list_dir(checkpoint)
+        if e.path.rstrip("/").rsplit("/", 1)[-1] == "metadata" and e.modification_time_ms is not None
+    ]
+    if not started:
+        return
+    schemas = [t.schemas for t in tables]
+    created = max(store.get(min(store.list_ids())).time_millis for store in schemas)
+    if created > started[0]:
+        s.catalog.io.delete_dir(checkpoint, recursive=True)
+
+
 def _start_stream(
     s: SqlSession, table: Table, sub: Statement, columns: list[str], static: dict[str, Any], hints: dict[str, str],
     stmt: Statement,
@@ -392,6 +411,7 @@ def _start_stream(
     # again resumes exactly where the previous run stopped (no change is read twice or skipped).
     pipeline = hashlib.sha1(f"{s.current_database}\n{' '.join(stmt.text.split())}".encode()).hexdigest()[:16]
     checkpoint = f"{s.warehouse}/.streaming/{pipeline}"
+    _forget_stale_checkpoint(s, checkpoint, [table, *(s.table(b.table) for b in s.last_bindings)])
     request = replace(write_request(s, table, hints), write_only=False, commit_user=f"stream-{pipeline}")
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:

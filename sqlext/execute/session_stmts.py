@@ -9,6 +9,7 @@ import pyarrow as pa
 from sqlext.errors import SqlAnalysisError
 from sqlext.execute.common import done, rows
 from sqlext.execute.results import StatementResult
+from sqlext.execute.views import view_listing
 from sqlext.parse import ast
 from sqlext.parse.splitter import Statement
 
@@ -49,6 +50,7 @@ def show_databases(s: SqlSession, n: ast.ShowDatabases, stmt: Statement) -> Stat
 
 
 def show_tables(s: SqlSession, n: ast.ShowTables, stmt: Statement) -> StatementResult:
+    """Tables and views of a database, then the session's temporary views (as Spark lists them)."""
     db = n.database or s.current_database
     names = s.catalog.list_tables(db)
     if n.like:
@@ -56,10 +58,12 @@ def show_tables(s: SqlSession, n: ast.ShowTables, stmt: Statement) -> StatementR
 
         pattern = n.like.replace("%", "*").replace("_", "?")
         names = [t for t in names if fnmatch.fnmatch(t, pattern)]
+    entries = [(db, t, False) for t in names] + view_listing(s, db, n.like)
+    entries.sort(key=lambda e: (e[2], e[1].lower()))
     return rows(s, stmt, pa.table({
-        "namespace": pa.array([db] * len(names), pa.string()),
-        "tableName": pa.array(names, pa.string()),
-        "isTemporary": pa.array([False] * len(names), pa.bool_()),
+        "namespace": pa.array([e[0] for e in entries], pa.string()),
+        "tableName": pa.array([e[1] for e in entries], pa.string()),
+        "isTemporary": pa.array([e[2] for e in entries], pa.bool_()),
     }))
 
 

@@ -535,8 +535,75 @@ class Call:
     args: tuple[CallArgument, ...] = ()
 
 
+# -- views and cached tables ---------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ViewColumn:
+    """One entry of a view's column list: ``name [COMMENT '...']``."""
+
+    name: str
+    comment: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CreateView:
+    """CREATE [OR REPLACE] [[GLOBAL] TEMP] VIEW [IF NOT EXISTS] v [(cols)] [COMMENT] [TBLPROPERTIES] AS q.
+
+    The column list is ``(a [COMMENT '...'], ...)``.
+    """
+
+    name: TableName
+    query: SqlFragment
+    temporary: bool = False
+    global_temporary: bool = False
+    replace: bool = False
+    if_not_exists: bool = False
+    columns: tuple[ViewColumn, ...] = ()
+    comment: str | None = None
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class DropView:
+    """DROP VIEW [IF EXISTS] v."""
+
+    name: TableName
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ShowViews:
+    """SHOW VIEWS [IN|FROM [catalog.]db] [LIKE 'pattern']."""
+
+    database: str | None = None
+    catalog: str | None = None
+    like: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CacheTable:
+    """CACHE [LAZY] TABLE t [OPTIONS ('storageLevel' 'LEVEL')] [[AS] query]."""
+
+    name: TableName
+    query: SqlFragment | None = None
+    lazy: bool = False
+    options: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class UncacheTable:
+    """UNCACHE TABLE [IF EXISTS] t."""
+
+    name: TableName
+    if_exists: bool = False
+
+
 Node: TypeAlias = (
     CreateDatabase
+    | CreateView
+    | DropView
+    | ShowViews
+    | CacheTable
+    | UncacheTable
     | DropDatabase
     | UseDatabase
     | ShowDatabases
@@ -616,3 +683,4 @@ def dump(value: object) -> str:
                 return f"timedelta({unit}={seconds // size})"
         return f"timedelta(seconds={seconds})"
     return repr(value)
+

@@ -187,15 +187,21 @@ def split_statements(script: str) -> list[Statement]:
 
 
 # First keywords of the statements dyntable parses itself; any other start goes to Spark.
-_OURS_ALWAYS = frozenset({"USE", "INSERT", "DELETE", "UPDATE", "MERGE", "TRUNCATE", "SET", "RESET", "CALL"})
+_OURS_ALWAYS = frozenset(
+    {"USE", "INSERT", "DELETE", "UPDATE", "MERGE", "TRUNCATE", "SET", "RESET", "CALL", "CACHE", "UNCACHE"}
+)
 _OURS_AFTER = {
     "CREATE": frozenset({"TABLE", "DATABASE", "SCHEMA"}),
-    "DROP": frozenset({"TABLE", "DATABASE", "SCHEMA"}),
+    "DROP": frozenset({"TABLE", "DATABASE", "SCHEMA", "VIEW"}),
     "ALTER": frozenset({"TABLE"}),
-    "SHOW": frozenset({"TABLES", "DATABASES", "SCHEMAS", "PARTITIONS", "JOBS", "TAGS", "BRANCHES", "CREATE",
-                       "TBLPROPERTIES"}),
+    "SHOW": frozenset({"TABLES", "VIEWS", "DATABASES", "SCHEMAS", "PARTITIONS", "JOBS", "TAGS", "BRANCHES",
+                       "CREATE", "TBLPROPERTIES"}),
     "STOP": frozenset({"JOB"}),
 }
+# CREATE [OR REPLACE] [[GLOBAL] TEMP[ORARY]] VIEW: views may read managed tables.
+_VIEW_CREATE = re.compile(r"(?:OR REPLACE )?(?:(?:GLOBAL )?TEMP(?:ORARY)? )?VIEW\b")
+# CREATE TEMPORARY VIEW v USING <source> OPTIONS (...): a view over a Spark data source, Spark's.
+_VIEW_USING = re.compile(r"\bVIEW\s+(?:IF\s+NOT\s+EXISTS\s+)?[\w.`]+\s+(?:\([^)]*\)\s*)?USING\b", re.I)
 # DESCRIBE is ours unless it describes something only Spark knows.
 _SPARK_DESCRIBE = frozenset(
     {"FUNCTION", "QUERY", "SELECT", "WITH", "VALUES", "FROM", "CATALOG", "MAP", "REDUCE"}
@@ -223,15 +229,18 @@ def classify(text: str) -> Literal["dyntable", "spark"]:
         text: one statement.
 
     Returns:
-        ``"dyntable"`` for CREATE/DROP/ALTER TABLE, CREATE/DROP DATABASE|SCHEMA, USE, SHOW TABLES/
-        DATABASES/CREATE TABLE/PARTITIONS/JOBS/TAGS/BRANCHES, DESCRIBE, INSERT, DELETE, UPDATE, MERGE,
-        TRUNCATE, SET, RESET, CALL and STOP JOB; ``"spark"`` for everything else (SELECT, WITH,
-        VALUES, EXPLAIN, views, functions, CACHE, INSERT OVERWRITE DIRECTORY, ...).
+        ``"dyntable"`` for CREATE/DROP/ALTER TABLE, CREATE/DROP DATABASE|SCHEMA, CREATE/DROP VIEW,
+        USE, SHOW TABLES/VIEWS/DATABASES/CREATE TABLE/PARTITIONS/JOBS/TAGS/BRANCHES, DESCRIBE,
+        INSERT, DELETE, UPDATE, MERGE, TRUNCATE, SET, RESET, CALL, CACHE/UNCACHE TABLE and STOP JOB;
+        ``"spark"`` for everything else (SELECT, WITH, VALUES, EXPLAIN, functions, ALTER VIEW,
+        INSERT OVERWRITE DIRECTORY, ...).
     """
-    words = leading_words(text, 3)
+    words = leading_words(text, 6)
     if not words:
         return "spark"
     first, rest = words[0], words[1:]
+    if first == "CREATE" and _VIEW_CREATE.match(" ".join(rest)):
+        return "spark" if _VIEW_USING.search(text) else "dyntable"
     if first in _OURS_ALWAYS:
         if first == "INSERT" and rest[:1] == ["OVERWRITE"] and rest[1:2] in (["DIRECTORY"], ["LOCAL"]):
             return "spark"

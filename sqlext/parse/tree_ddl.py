@@ -246,6 +246,81 @@ class DdlBuilder(BuilderBase):
     def drop_table(self, if_exists: bool | None, name: ast.TableName, purge: bool | None) -> ast.Node:
         return ast.DropTable(name, bool(if_exists), bool(purge))
 
+    # ------------------------------------------------------------ views and cached tables
+    def or_replace(self) -> bool:
+        return True
+
+    def temporary(self) -> str:
+        return "temporary"
+
+    def global_temporary(self) -> str:
+        return "global"
+
+    def view_column(self, name: Token, comment: Token | None) -> tuple[ast.ViewColumn, Token]:
+        return ast.ViewColumn(str(name), None if comment is None else str(comment)), name
+
+    def view_columns(self, *columns: tuple[ast.ViewColumn, Token]) -> tuple[ast.ViewColumn, ...]:
+        seen: set[str] = set()
+        for column, at in columns:
+            if column.name.lower() in seen:
+                raise self._fail(f"column {column.name!r} is listed twice", at)
+            seen.add(column.name.lower())
+        return tuple(column for column, _ in columns)
+
+    def create_view(
+        self,
+        replace: bool | None,
+        scope: str | None,
+        if_not_exists: bool | None,
+        name: ast.TableName,
+        columns: tuple[ast.ViewColumn, ...] | None,
+        *rest: Any,
+    ) -> ast.Node:
+        query = rest[-1]
+        c = self._once([r for r in rest[:-1] if r is not None], frozenset({"comment"}))
+        if replace and if_not_exists:
+            raise self._fail("CREATE OR REPLACE VIEW cannot have IF NOT EXISTS: keep one of them", query)
+        return ast.CreateView(
+            name,
+            self._fragment(query),
+            temporary=scope is not None,
+            global_temporary=scope == "global",
+            replace=bool(replace),
+            if_not_exists=bool(if_not_exists),
+            columns=tuple(columns or ()),
+            comment=c.get("comment"),
+            properties=c["options"],
+        )
+
+    def drop_view(self, if_exists: bool | None, name: ast.TableName) -> ast.Node:
+        return ast.DropView(name, bool(if_exists))
+
+    def show_views(self, parts: list[Token] | None, like: str | None) -> ast.Node:
+        if parts is None:
+            return ast.ShowViews(None, None, like)
+        return ast.ShowViews(*self._database(parts), like=like)
+
+    def lazy(self) -> bool:
+        return True
+
+    def cache_options(self, pairs: list[tuple[Token, str]]) -> dict[str, str]:
+        return {str(k): v for k, v in pairs}
+
+    def cache_query(self, query: Token) -> ast.SqlFragment:
+        return self._fragment(query)
+
+    def cache_table(
+        self,
+        lazy: bool | None,
+        name: ast.TableName,
+        options: dict[str, str] | None,
+        query: ast.SqlFragment | None,
+    ) -> ast.Node:
+        return ast.CacheTable(name, query, bool(lazy), options or {})
+
+    def uncache_table(self, if_exists: bool | None, name: ast.TableName) -> ast.Node:
+        return ast.UncacheTable(name, bool(if_exists))
+
     # ------------------------------------------------------------ ALTER TABLE
     def alter_compact(self, table: ast.TableName, partition: ast.PartitionSpec | None) -> ast.Node:
         return ast.CompactTable(table, partition)

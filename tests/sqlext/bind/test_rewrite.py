@@ -46,6 +46,9 @@ SYSTEM_TABLES = {
 }
 
 
+VIEWS: dict = {}  # (database or None, name) -> ViewDefinition; filled by the view tests
+
+
 class FakeCatalog:
     """The session's view of managed tables: a fixed set of tables and system tables."""
 
@@ -69,6 +72,12 @@ class FakeCatalog:
                 )
             return SYSTEM_TABLES[name.system_table.lower()]
         return TABLES[(name.database.lower(), name.table.lower())]
+
+    def shadows(self, name: str) -> bool:
+        return False
+
+    def view(self, database: str, name: str, *, temporary: bool):
+        return VIEWS.get((None if temporary else database.lower(), name.lower()))
 
 
 def describe(binding: Binding) -> str:
@@ -464,3 +473,62 @@ def test_random_queries_leave_no_managed_name_unbound(case: tuple[str, list[str]
         db = table.db or "db"
         managed = (db.lower(), table.name.lower()) in TABLES and table.catalog.lower() in ("", "dyntable")
         assert not managed or (not table.db and table.name.lower() in cte_names), (sql, out)
+
+
+# ---------------------------------------------------------------- views (docs/sql-views.md)
+
+
+def _view(name, sql, columns, database="db", query_columns=None):
+    from sqlext.parse.views import ViewDefinition
+
+    return ViewDefinition(name, database, sql, "db", tuple(columns), tuple(query_columns or columns))
+
+
+@pytest.fixture
+def views():
+    VIEWS.clear()
+    VIEWS[("db", "pv")] = _view(
+        "pv", "SELECT id, name FROM t WHERE id > 1", ["ident", "nm"], query_columns=["id", "name"]
+    )
+    VIEWS[(None, "tv")] = _view("tv", "SELECT count(*) AS n FROM pv", ["n"], database=None)
+    yield VIEWS
+    VIEWS.clear()
+
+
+def test_a_view_is_expanded_into_its_bound_query(views) -> None:
+    bound = bind("SELECT ident FROM pv WHERE nm = 'a'", FakeCatalog(), "db")
+    assert bound.sql == (
+        "SELECT ident FROM (SELECT id AS ident, name AS nm FROM (\n"
+        "SELECT id, name FROM __dyntable_1_t AS t WHERE id > 1\n) AS __dyntable_view) AS pv WHERE nm = 'a'"
+    )
+    assert [describe(b) for b in bound.bindings] == ["__dyntable_1_t = db.t [id, name]"]
+    assert [v.label for v in bound.views] == ["db.pv"]
+
+
+def test_views_over_views_and_the_table_statement(views) -> None:
+    bound = bind("TABLE tv", FakeCatalog(), "db")
+    assert bound.sql.startswith(
+        "SELECT * FROM (SELECT n FROM (\nSELECT count(*) AS n FROM (SELECT id AS ident"
+    )
+    assert bound.sql.endswith(") AS tv")
+    assert [v.label for v in bound.views] == ["tv", "db.pv"]
+    assert [b.table.table for b in bound.bindings] == ["t"]
+    # a temporary view shadows a table of the same name; a qualified name never names one
+    views[(None, "t")] = _view("t", "SELECT 1 AS one FROM u", ["one"], database=None)
+    assert "__dyntable_1_u" in bind("SELECT * FROM t", FakeCatalog(), "db").sql
+    assert "__dyntable_1_t" in bind("SELECT * FROM db.t", FakeCatalog(), "db").sql
+
+
+def test_views_refuse_time_travel_hints_and_cycles(views) -> None:
+    with pytest.raises(SqlAnalysisError) as e:
+        bind("SELECT * FROM pv VERSION AS OF 1", FakeCatalog(), "db")
+    assert (e.value.sqlstate, e.value.column) == ("42809", 15)
+    with pytest.raises(SqlAnalysisError) as e:
+        bind("SELECT * FROM pv /*+ OPTIONS('a' = 'b') */", FakeCatalog(), "db")
+    assert e.value.sqlstate == "42809"
+    views[("db", "loop")] = _view("loop", "SELECT x FROM loop2", ["x"])
+    views[("db", "loop2")] = _view("loop2", "SELECT x FROM loop", ["x"])
+    with pytest.raises(SqlAnalysisError) as e:
+        bind("SELECT * FROM loop", FakeCatalog(), "db")
+    assert e.value.sqlstate == "42P17" and (e.value.line, e.value.column) == (1, 15)
+    assert "db.loop -> db.loop2 -> db.loop" in e.value.message

@@ -166,9 +166,9 @@ def test_parse_statement_accepts_a_trailing_semicolon() -> None:
 
 
 def test_parse_script_passes_spark_statements_through() -> None:
-    result = parse_script("select 1; CREATE TEMPORARY VIEW v AS SELECT 2; use db; explain select 3")
+    result = parse_script("select 1; CREATE FUNCTION f AS 'x'; use db; explain select 3")
     assert [node for _, node in result] == [None, None, ast.UseDatabase("db"), None]
-    assert [s.text for s, _ in result][1] == "CREATE TEMPORARY VIEW v AS SELECT 2"
+    assert [s.text for s, _ in result][1] == "CREATE FUNCTION f AS 'x'"
 
 
 def test_long_lines_are_cut_around_the_caret() -> None:
