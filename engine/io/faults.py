@@ -46,6 +46,7 @@ FAULT_OPERATIONS: dict[str, frozenset[str]] = {
     "write": frozenset({"write_bytes", "write_text", "write_new", "open_output", "stream_write"}),
     "try_create": frozenset({"try_create"}),
     "rename": frozenset({"rename"}),
+    "link": frozenset({"link_or_copy"}),
     "delete": frozenset({"delete", "delete_dir"}),
     "read": frozenset({"read_bytes", "read_text", "open_input", "stream_read"}),
     "stat": frozenset({"exists", "file_size"}),
@@ -57,7 +58,7 @@ FAULT_OPERATIONS["any"] = frozenset().union(*FAULT_OPERATIONS.values())
 # Environment variable read by :func:`fault_from_env`, e.g. "operation=any,call=17,action=kill".
 FAULT_ENV = "DYNTABLE_FAULT_INJECT"
 
-_ACTIONS = frozenset({"raise", "kill"})
+_ACTIONS = frozenset({"raise", "kill", "hook"})
 
 
 class FailingFileIO(FileIO):
@@ -74,6 +75,7 @@ class FailingFileIO(FileIO):
         path_contains: str | None = None,
         action: str = "raise",
         torn: bool = False,
+        hook: Callable[[str, str], None] | None = None,
     ) -> None:
         """Creates the wrapper.
 
@@ -86,8 +88,10 @@ class FailingFileIO(FileIO):
             after: if True, run the real operation first and then fail (the effect happened
                 but the caller sees an error); if False, fail before doing anything.
             path_contains: only calls whose path contains this substring are counted.
-            action: ``raise`` a StorageError, or ``kill`` the process with SIGKILL (a real
-                crash: no ``finally`` block, no cleanup runs).
+            action: ``raise`` a StorageError, ``kill`` the process with SIGKILL (a real
+                crash: no ``finally`` block, no cleanup runs), or ``hook``: call
+                ``hook(method, path)`` and go on (a deterministic interleaving: the hook plays
+                another process's step exactly there, through another FileIO).
             torn: a failing ``write_new`` or stream write (before-mode) first writes half of
                 its bytes, like a crash in the middle of a write.
 
@@ -100,6 +104,8 @@ class FailingFileIO(FileIO):
             )
         if action not in _ACTIONS:
             raise InvalidArgumentError(f"Unknown fault action {action!r}; use one of {sorted(_ACTIONS)}.")
+        if (action == "hook") != (hook is not None):
+            raise InvalidArgumentError("action='hook' needs a hook callable, and a hook needs action='hook'.")
         if fail_on_call < 1 or times == 0 or times < -1:
             raise InvalidArgumentError("fail_on_call must be >= 1 and times must be >= 1 or -1.")
         super().__init__(inner.protocol, inner.storage_options)
@@ -111,6 +117,7 @@ class FailingFileIO(FileIO):
         self.path_contains = path_contains
         self.action = action
         self.torn = torn
+        self.hook = hook
         self.calls = 0
         self.failures = 0
         self._lock = threading.Lock()
@@ -153,6 +160,9 @@ class FailingFileIO(FileIO):
             return fail
 
     def _fire(self, when: str, method: str, path: str) -> None:
+        if self.hook is not None:
+            self.hook(method, path)
+            return
         if self.action == "kill":
             # A real kill -9: no exception handler, finally block or atexit hook gets to run.
             os.kill(os.getpid(), signal.SIGKILL)
@@ -163,6 +173,7 @@ class FailingFileIO(FileIO):
         fail = self._should_fail(method, path)
         if fail and not self.after:
             self._fire("before", method, path)
+            fail = False  # only a hook returns: it played its step, the call goes on
         return self._guard_done(fail, method, path, action)
 
     def _guard_done(self, fail: bool, method: str, path: str, action: Callable[[], Any]) -> Any:
@@ -225,6 +236,7 @@ class FailingFileIO(FileIO):
             if self.torn:
                 self.inner.write_new(path, bytes(data[: len(data) // 2]))
             self._fire("before", "write_new", path)
+            fail = False
         self._guard_done(fail, "write_new", path, lambda: self.inner.write_new(path, data))
 
     def write_text(self, path: str, text: str, overwrite: bool = True) -> None:
@@ -250,6 +262,9 @@ class FailingFileIO(FileIO):
 
     def rename(self, src: str, dst: str) -> bool:
         return bool(self._call("rename", f"{src} -> {dst}", src, dst))
+
+    def link_or_copy(self, src: str, dst: str) -> None:
+        self._call("link_or_copy", f"{src} -> {dst}", src, dst)
 
     def mkdirs(self, path: str) -> None:
         self._call("mkdirs", path, path)
@@ -321,6 +336,7 @@ class _FaultingOutput(io.RawIOBase):
                 self._raw.write(data[: len(data) // 2])
             self._raw.flush()  # what was written before the fault really reaches the file
             owner._fire("before", "stream_write", self._path)
+            fail = False
 
         def write() -> None:
             self._raw.write(data)

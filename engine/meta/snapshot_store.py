@@ -102,6 +102,11 @@ class SnapshotStore:
         self._cache[snapshot_id] = snapshot
         return snapshot
 
+    def read_fresh(self, snapshot_id: int) -> Snapshot:
+        """Like :meth:`get`, but from storage even if cached (to confirm what a publish left)."""
+        self._cache.pop(snapshot_id, None)
+        return self.get(snapshot_id)
+
     def latest(self) -> Snapshot | None:
         sid = self.latest_id()
         return None if sid is None else self.get(sid)
@@ -149,7 +154,11 @@ class SnapshotStore:
 
     # -- publishing ---------------------------------------------------------------------------
     def try_publish(self, snapshot: Snapshot) -> bool:
-        """Atomically create ``snapshot-<id>``; False if another writer created it first."""
+        """Atomically create ``snapshot-<id>``; False if another writer created it first.
+
+        The raw step of :func:`engine.meta.publish.publish_snapshot`, which every publisher calls
+        (it adds the read-back of failed creates, the branch check and the LATEST hint).
+        """
         created = self.io.try_create(self.paths.snapshot_file(snapshot.id), snapshot.to_json().encode())
         if created:
             self._cache[snapshot.id] = snapshot

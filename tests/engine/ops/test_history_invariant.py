@@ -1,0 +1,208 @@
+"""Paimon's history invariant after rollback, fast-forward and replace_main (engine.ops.republish).
+
+In one branch's history a data file is ADDed once and DELETEd once. The checks here replay what
+Java Paimon does with a history, without a JVM:
+
+* :func:`java_live` is ``AbstractFileStoreScan.readAndMergeFileEntries``: an ADD whose identifier
+  any scanned manifest DELETEs is dropped, whatever the order;
+* :func:`java_expire_all_but_head` is ``expire_snapshots`` down to the head: every path named by a
+  net DELETE of an expired snapshot's delta (a DELETE not re-ADDed in the same delta: an upgrade)
+  is deleted from disk, then the head must still read.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from engine.errors import CommitConflictError, NoSuchBranchError, NoSuchSnapshotError
+from engine.io.faults import FailingFileIO
+from engine.meta.binary_row import deserialize_row
+from engine.meta.manifest import FileKind
+from engine.ops import rollback as rollback_mod
+from engine.ops.branches import BranchOps
+from engine.ops.reachability import reachable_files
+from engine.ops.replace_main import replace_main
+from engine.store import FileStore
+from tests.engine.ops.conftest import content, data_and_manifest_files, rows
+
+
+def _path(store, e) -> str:
+    part = store.partition_dir(deserialize_row(e.partition, store.partition_types))
+    return e.file.external_path or store.paths.data_file(part, e.bucket, e.file.file_name)
+
+
+def java_live(store, snapshot) -> set[tuple]:
+    ms = store.manifests
+    entries = [e for m in ms.data_manifests(snapshot) for e in ms.read_entries(m.file_name)]
+    deleted = {e.identifier for e in entries if e.kind is FileKind.DELETE}
+    return {e.identifier for e in entries if e.kind is FileKind.ADD and e.identifier not in deleted}
+
+
+def assert_added_once(store) -> None:
+    """No path of the branch's history is ADDed again after a delta DELETEd it (upgrades aside)."""
+    gone: set[str] = set()
+    first = store.snapshots.earliest()
+    for m in store.manifests.read_list(first.base_manifest_list):
+        for e in store.manifests.read_entries(m.file_name):
+            if e.kind is FileKind.DELETE:
+                gone.add(_path(store, e))
+    for snap in store.snapshots.all():
+        entries = [e for m in store.manifests.read_list(snap.delta_manifest_list)
+                   for e in store.manifests.read_entries(m.file_name)]
+        added = {_path(store, e) for e in entries if e.kind is FileKind.ADD}
+        assert not (added & gone), f"snapshot {snap.id} ADDs again {sorted(added & gone)[:3]}"
+        gone |= {_path(store, e) for e in entries if e.kind is FileKind.DELETE} - added
+
+
+def java_expire_all_but_head(store) -> None:
+    """Java's expiration keeps the files of the branch's tags (its data-file skipper) and nothing else."""
+    from engine.meta.refs import TagStore
+
+    head = store.snapshots.latest()
+    tagged = {_path(store, e) for tag in TagStore(store.io, store.paths).all().values()
+              for e in store.live_entries(tag.snapshot)}
+    for snap in store.snapshots.all():
+        if snap.id == store.snapshots.earliest_id():
+            continue  # Java deletes what the deltas after the earliest retained one DELETE
+        entries = [e for m in store.manifests.read_list(snap.delta_manifest_list)
+                   for e in store.manifests.read_entries(m.file_name)]
+        added = {_path(store, e) for e in entries if e.kind is FileKind.ADD}
+        for e in entries:
+            path = _path(store, e)
+            gone = e.kind is FileKind.DELETE and path not in added and path not in tagged
+            if gone and os.path.exists(path):
+                os.remove(path)
+    for sid in store.snapshots.list_ids():
+        if sid != head.id:
+            os.remove(store.paths.snapshot_file(sid))
+            store.snapshots.forget(sid)
+
+
+def check_history(table) -> None:
+    store = table.store
+    head = store.snapshots.latest()
+    assert java_live(store, head) == {e.identifier for e in store.live_entries(head)}
+    assert_added_once(store)
+    rows_before = content(table)
+    java_expire_all_but_head(store)
+    assert content(table.refresh()) == rows_before
+
+
+@pytest.mark.parametrize("fixture", ["append_table", "pk_table"])
+def test_rollback_past_a_full_compaction_keeps_the_invariant_and_survives_java_expiration(request, fixture):
+    t = request.getfixturevalue(fixture)
+    at1 = content(t, snapshot_id=1)
+    t.compact(full=True)
+    t.write_arrow(rows([40]))
+    t.rollback_to(1)
+    assert content(t) == at1
+    new = t.latest_snapshot()
+    restored = {e.file.file_name for e in t.store.live_entries(new)}
+    original = {e.file.file_name for e in t.store.live_entries(t.store.snapshots.get(1))}
+    assert not restored & original  # every file that came back has a new name
+    check_history(t)
+
+
+def test_rolling_back_twice_and_forward_again_keeps_the_invariant(pk_table):
+    t = pk_table
+    t.compact(full=True)
+    t.rollback_to(1)
+    t.write_arrow(rows([7], "c"))
+    t.rollback_to(2)
+    t.rollback_to(3)  # the compacted state, once more
+    assert content(t) == content(t, snapshot_id=3)
+    check_history(t)
+
+
+def test_fast_forward_to_a_branch_holding_files_main_compacted_away(catalog, pk_table):
+    t = pk_table
+    t.create_branch("dev", from_snapshot=2)
+    dev = catalog.get_table("db.pk$branch_dev")
+    dev.write_arrow(rows([9], "d"))
+    t.compact(full=True)  # main DELETEs the files dev still has
+    t.fast_forward("dev")
+    assert content(t) == content(dev)
+    check_history(t)
+    assert content(dev.refresh()) == content(t)  # the branch still reads its own files
+
+
+def test_replace_main_with_a_branch_holding_files_main_compacted_away(catalog, pk_table):
+    t = pk_table
+    t.create_tag("base", 2)
+    t.create_branch("dev", from_tag="base")
+    dev = catalog.get_table("db.pk$branch_dev")
+    dev.write_arrow(rows([9], "d"))
+    t.compact(full=True)
+    t.write_arrow(rows([11], "m"))
+    replace_main(t.store, "dev")
+    t = t.refresh()
+    assert content(t) == content(dev)
+    check_history(t)
+
+
+def test_a_rollback_whose_target_lost_a_file_changes_nothing(pk_table):
+    t = pk_table
+    t.create_tag("t1", 1)
+    t.compact(full=True)
+    victim = _path(t.store, t.store.live_entries(t.store.snapshots.get(1))[0])
+    os.remove(victim)  # e.g. orphan cleanup with force, or another engine's expiration
+    before = data_and_manifest_files(t.path)
+    head = t.latest_snapshot().id
+    with pytest.raises(NoSuchSnapshotError, match="is missing"):
+        t.rollback_to("t1")
+    assert t.latest_snapshot().id == head and "rollback-backup-3" not in t.tags()
+    assert data_and_manifest_files(t.path) == before  # links and manifests made so far were removed
+
+
+def test_the_links_of_a_lost_rollback_are_removed(append_table):
+    t = append_table
+    t.compact(full=True)
+    head = t.latest_snapshot().id
+    racing = FailingFileIO(t.store.io, "try_create", path_contains=f"snapshot/snapshot-{head + 1}",
+                           action="hook", hook=lambda method, path: t.write_arrow(rows([77])))
+    with pytest.raises(CommitConflictError):
+        rollback_mod.rollback_to(FileStore(racing, t.store.paths, t.store.schema), 1)
+    t = t.refresh()
+    assert data_and_manifest_files(t.path) == reachable_files(t.store.io, t.path).paths()
+
+
+def test_two_rollbacks_of_one_head_the_loser_keeps_the_winners_backup_tag(append_table):
+    """Race 5: the loser created the backup tag, the winner found it and reported it."""
+    t = append_table
+    head = t.latest_snapshot().id
+    tag = f"rollback-backup-{head}"
+    results = []
+
+    def winner_runs_now(method, path):  # the loser created the tag and is about to publish
+        results.append(t.rollback_to(2))
+
+    loser = FailingFileIO(t.store.io, "try_create", path_contains=f"snapshot/snapshot-{head + 1}",
+                          action="hook", hook=winner_runs_now)
+    with pytest.raises(CommitConflictError):
+        rollback_mod.rollback_to(FileStore(loser, t.store.paths, t.store.schema), 1)
+    assert results[0].backup_tag == tag
+    assert tag in t.tags.names() and t.tags.get(tag).snapshot.id == head
+
+
+def test_fast_forward_racing_delete_branch_fails_and_leaves_main_as_it_was(catalog, pk_table):
+    """Race 2: the branch is deleted (files and all) while the fast-forward links its files."""
+    t = pk_table
+    t.create_branch("dev", from_snapshot=2)
+    dev = catalog.get_table("db.pk$branch_dev")
+    dev.write_arrow(rows([9], "d"))
+    dev.write_arrow(rows([10], "d"))
+    head, rows_before = t.latest_snapshot().id, content(t)
+    deleted = []
+
+    def delete_branch_now(method, path):
+        if not deleted:
+            deleted.append(BranchOps(t.store).delete("dev"))
+
+    racing = FailingFileIO(t.store.io, "link", action="hook", hook=delete_branch_now)
+    with pytest.raises(NoSuchBranchError):
+        BranchOps(FileStore(racing, t.store.paths, t.store.schema)).fast_forward("dev")
+    t = t.refresh()
+    assert deleted and t.latest_snapshot().id == head and content(t) == rows_before
+    assert data_and_manifest_files(t.path) == reachable_files(t.store.io, t.path).paths()
