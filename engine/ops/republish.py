@@ -51,7 +51,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 
 from engine.commit import WRITER_VERSION
 from engine.errors import (
@@ -61,6 +62,7 @@ from engine.errors import (
     NoSuchSnapshotError,
     TagAlreadyExistsError,
 )
+from engine.io import FileIO
 from engine.lsm.deletion_vectors import refuse_deletion_vectors
 from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import DataFileMeta, FileKind, ManifestEntry
@@ -229,50 +231,76 @@ def reidentify(
 ) -> list[ManifestEntry]:
     """``entries`` (ADDs) with each file linked under a new name; every link is recorded in ``attempt``.
 
+    New names are ``<prefix><one uuid per call>-<n><extension>`` (Paimon's own shape: one token
+    per writer, a counter per file). Links are made in chunks on a few threads: a hard link is a
+    cheap system call, a server-side copy on an object store is a round trip.
+
     Raises:
         whatever ``missing`` builds (NoSuchSnapshotError by default) when a source file is gone.
     """
-    io = store.io
+    token = str(uuid.uuid4())
     part_dirs: dict[bytes, str] = {}
+    pairs: list[tuple[str, str]] = []
     out = []
-    for e in entries:
+    for n, e in enumerate(entries):
         f = e.file
-        part_dir = part_dirs.get(e.partition)
-        if part_dir is None:
-            values = deserialize_row(e.partition, store.partition_types)
-            part_dir = part_dirs[e.partition] = store.partition_dir(values)
-        new_name = _new_name(f.file_name)
+        new_name = _new_name(f.file_name, token, n)
         if f.external_path:
             directory = f.external_path.rsplit("/", 1)[0]
-            src, dst = f.external_path, f"{directory}/{new_name}"
+            src = f.external_path
         else:
+            part_dir = part_dirs.get(e.partition)
+            if part_dir is None:
+                values = deserialize_row(e.partition, store.partition_types)
+                part_dir = part_dirs[e.partition] = store.partition_dir(values)
             directory = store.paths.bucket_dir(part_dir, e.bucket)
-            src, dst = store.paths.data_file(part_dir, e.bucket, f.file_name), f"{directory}/{new_name}"
-        pairs = [(src, dst)]
+            src = f"{directory}/{f.file_name}"
+        dst = f"{directory}/{new_name}"
+        pairs.append((src, dst))
         extras = tuple(_extra_name(x, f.file_name, new_name) for x in f.extra_files)
         pairs += [(f"{directory}/{old}", f"{directory}/{new}")
                   for old, new in zip(f.extra_files, extras, strict=True)]
-        for s, d in pairs:
-            try:
-                io.link_or_copy(s, d)
-            except FileNotFoundError:
-                raise (missing(s) if missing is not None else NoSuchSnapshotError(
-                    f"{s} is missing: the snapshot being restored lost its files (expired, or deleted by "
-                    "orphan cleanup); nothing was changed")) from None
-            except BaseException:
-                attempt.record(d)  # may exist partly
-                raise
-            attempt.record(d)
         out.append(ManifestEntry(e.kind, e.partition, e.bucket, e.total_buckets, _renamed(
             f, new_name, extras, dst if f.external_path else None)))
+    for _, dst in pairs:
+        attempt.record(dst)  # before linking: an interrupted attempt's undo finds every link made
+    _link_all(store.io, pairs, missing)
     return out
 
 
-def _new_name(old: str) -> str:
-    """A fresh name of the same kind: ``data-<uuid>-0.parquet`` for ``data-<uuid>-<n>.parquet``."""
+def _link_all(io: FileIO, pairs: list[tuple[str, str]],
+              missing: Callable[[str], DyntableError] | None) -> None:
+    def chunk(items: list[tuple[str, str]]) -> None:
+        for src, dst in items:
+            try:
+                io.link_or_copy(src, dst)
+            except FileNotFoundError:
+                raise (missing(src) if missing is not None else NoSuchSnapshotError(
+                    f"{src} is missing: the snapshot being restored lost its files (expired, or deleted by "
+                    "orphan cleanup); nothing was changed")) from None
+
+    workers = 1 if len(pairs) < 64 else (4 if io.is_local else 16)
+    if workers == 1:
+        chunk(pairs)
+        return
+    size = max(1, -(-len(pairs) // (workers * 4)))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dyntable-link") as pool:
+        futures = [pool.submit(chunk, pairs[i:i + size]) for i in range(0, len(pairs), size)]
+        errors = []
+        for fut in futures:
+            try:
+                fut.result()
+            except BaseException as e:  # noqa: BLE001 - re-raised below, after every chunk settled
+                errors.append(e)
+    if errors:
+        raise next((e for e in errors if isinstance(e, DyntableError)), errors[0])
+
+
+def _new_name(old: str, token: str, n: int) -> str:
+    """A fresh name of the same kind: ``data-<token>-<n>.parquet`` for ``data-<uuid>-<k>.parquet``."""
     prefix = old.split("-", 1)[0] + "-" if "-" in old else "data-"
     dot = old.find(".")
-    return f"{prefix}{uuid.uuid4()}-0{old[dot:] if dot >= 0 else ''}"
+    return f"{prefix}{token}-{n}{old[dot:] if dot >= 0 else ''}"
 
 
 def _extra_name(extra: str, old: str, new: str) -> str:
@@ -281,8 +309,6 @@ def _extra_name(extra: str, old: str, new: str) -> str:
 
 
 def _renamed(f: DataFileMeta, name: str, extras: tuple[str, ...], external: str | None) -> DataFileMeta:
-    from dataclasses import replace
-
     return replace(f, file_name=name, extra_files=extras, external_path=external)
 
 
