@@ -127,7 +127,11 @@ class SnapshotStore:
         return [self.get(sid) for sid in self.list_ids()]
 
     def at_or_before(self, time_millis: int) -> Snapshot | None:
-        """The newest snapshot committed at or before ``time_millis`` (binary search; ids are time-ordered)."""
+        """The newest snapshot committed at or before ``time_millis`` (binary search).
+
+        Ids are time-ordered: every publisher sets ``max(now, previous + 1)``
+        (``engine.meta.publish.next_time_millis``).
+        """
         earliest, latest = self.earliest_id(), self.latest_id()
         if earliest is None or latest is None:
             return None

@@ -21,6 +21,11 @@ Rules (Paimon's content, made safe):
   A tag or snapshot below the source branch's retention mark is refused
   (BehindRetentionMarkError): the branch would make hidden history readable again. A new branch
   starts without a mark of its own (``engine.ops.retention_mark``: each branch has its own).
+  A branch from a tag or snapshot pins its base with a tag ``branch-base-<name>`` on the source
+  branch (created first; checked against a concurrent expiration of the base; renamed and
+  deleted with the branch): Java's ``expire_snapshots`` protects only the expired branch's own
+  tags, and Java's ``delete_tag`` ignores branches, so without the pin a Java job maintaining
+  main would delete files the branch reads.
 * Deleting: like deleting tags (``engine.ops.tags``). The keep set is computed first over every
   anchor of every branch (an unreadable one refuses with UnsafeToDeleteError, nothing changed);
   the branch directory is renamed to ``branch/.trash-branch-<name>-<uuid>`` (it disappears in
@@ -35,7 +40,8 @@ Rules (Paimon's content, made safe):
   Here main's history is kept and the branch head's content is published as **one new main
   snapshot** ``head + 1`` with create-if-absent, exactly like a commit (``engine.ops.rollback``
   does the same for a rollback): DELETE entries for main's live files the branch head lacks,
-  ADD entries for the branch head's live files main lacks, the branch head's index manifest,
+  ADD entries for the branch head's live files main lacks (under new file names: Paimon's
+  add-once/delete-once rule, ``engine.ops.republish``), the branch head's index manifest,
   commit kind OVERWRITE, properties ``dyntable.fast-forward.branch`` / ``...snapshot``. First the
   branch's schemas newer than main's latest are copied into main (create-if-absent, identical
   content), so the new snapshot's schema exists before it is published. A reader of main sees
@@ -45,7 +51,10 @@ Rules (Paimon's content, made safe):
   be a prefix of the branch's: if main changed its schema after the branch was made, the
   fast-forward refuses (CommitConflictError) because main's old snapshots still need main's
   schema of that id. Branch tags stay on the branch (their snapshot ids are the branch's).
-  pypaimon and Java see an ordinary OVERWRITE snapshot and read it like any other.
+  pypaimon and Java see an ordinary OVERWRITE snapshot and read it like any other. A branch
+  deleted while its files are linked into main makes the fast-forward fail with
+  NoSuchBranchError, main unchanged (a link of a deleted file fails; the links made are
+  removed).
 """
 
 from __future__ import annotations

@@ -8,14 +8,18 @@ crash leaves it so. Here the rollback is **one new snapshot** ``head + 1`` publi
 create-if-absent, exactly like a commit:
 
 * base manifest list = the head's data manifests; delta = DELETE entries for the head's live
-  files the target lacks and ADD entries for the target's live files the head lacks (commit kind
-  OVERWRITE, so streaming readers that skip overwrites are not fed the restored rows again);
+  files the target lacks and ADD entries for the target's live files the head lacks, each under
+  a new file name (a hard link: Paimon's history adds a file once and deletes it once, see
+  ``engine.ops.republish``; a target whose files are gone is refused before anything is
+  published) (commit kind OVERWRITE, so streaming readers that skip overwrites are not fed the
+  restored rows again);
   index manifest = the target's (dynamic-bucket key maps must match the restored data);
   properties ``dyntable.rollback.from`` / ``dyntable.rollback.to`` record what happened.
 * Readers see the old head or the new one, never a mix; history stays linear, so time travel to
   the replaced snapshots keeps working while they are retained, and the replaced head is kept
   by a backup tag ``rollback-backup-<head id>`` (created first, removed again if the rollback
-  does not happen) so it stays readable after snapshot expiration. Delete the tag to let
+  does not happen and no concurrent rollback of the same head reported it) so it stays
+  readable after snapshot expiration. Delete the tag to let
   expiration and orphan cleanup reclaim its files.
 * Nothing is deleted: files only the replaced snapshots used become garbage for expiration and
   orphan cleanup.

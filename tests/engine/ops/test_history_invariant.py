@@ -186,8 +186,9 @@ def test_two_rollbacks_of_one_head_the_loser_keeps_the_winners_backup_tag(append
     assert tag in t.tags.names() and t.tags.get(tag).snapshot.id == head
 
 
-def test_fast_forward_racing_delete_branch_fails_and_leaves_main_as_it_was(catalog, pk_table):
-    """Race 2: the branch is deleted (files and all) while the fast-forward links its files."""
+@pytest.mark.parametrize("operation", ["fast_forward", "replace_main"])
+def test_moving_main_to_a_branch_racing_delete_branch_fails_and_leaves_main_as_it_was(catalog, pk_table, operation):
+    """Race 2: the branch is deleted (files and all) while main's new snapshot links its files."""
     t = pk_table
     t.create_branch("dev", from_snapshot=2)
     dev = catalog.get_table("db.pk$branch_dev")
@@ -201,8 +202,13 @@ def test_fast_forward_racing_delete_branch_fails_and_leaves_main_as_it_was(catal
             deleted.append(BranchOps(t.store).delete("dev"))
 
     racing = FailingFileIO(t.store.io, "link", action="hook", hook=delete_branch_now)
+    store = FileStore(racing, t.store.paths, t.store.schema)
     with pytest.raises(NoSuchBranchError):
-        BranchOps(FileStore(racing, t.store.paths, t.store.schema)).fast_forward("dev")
+        if operation == "fast_forward":
+            BranchOps(store).fast_forward("dev")
+        else:
+            replace_main(store, "dev")
     t = t.refresh()
     assert deleted and t.latest_snapshot().id == head and content(t) == rows_before
+    assert not [n for n in t.tags.names() if n.startswith("replace-main-backup-")]  # the backup went too
     assert data_and_manifest_files(t.path) == reachable_files(t.store.io, t.path).paths()
