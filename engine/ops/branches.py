@@ -33,8 +33,9 @@ Rules (Paimon's content, made safe):
   set (``engine.ops.tags.keep_with_new_anchors``), and only the branch's files outside it are
   deleted. Leftover trash directories (a
   crash) are removed by the next branch deletion.
-* Renaming: a no-replace rename of the directory. Table objects opened on the old name must be
-  reopened (a commit through one would recreate a schema-less ``branch-<old>``).
+* Renaming: a no-replace rename of the directory (the base tag follows it). Table objects opened
+  on the old name must be reopened: a commit through one fails with NoSuchBranchError and
+  removes what it created (``engine.meta.publish`` checks the branch after publishing).
 * Fast-forward (merge a branch into main): Paimon deletes main's snapshots, schemas and tags from
   the branch point on and copies the branch's in, several steps a reader can see half done.
   Here main's history is kept and the branch head's content is published as **one new main
