@@ -15,7 +15,10 @@ The protocol, for any versioned metadata file:
 4. **verify** what was published: a snapshot of a branch that was deleted meanwhile recreated
    the branch's directory (a store creates parents on write), so the branch's schema is looked
    up after the publish and, if it is gone, the snapshot, the hint and the directories this
-   attempt created are removed and :class:`~engine.errors.NoSuchBranchError` is raised;
+   attempt created are removed and :class:`~engine.errors.NoSuchBranchError` is raised (every
+   write happens before this check, so a deletion after it finds the snapshot inside the
+   branch and removes it with the branch; a branch deleted *and recreated* under the same name
+   meanwhile is not told apart from the old one);
 5. **undo** only what this attempt created (:meth:`Attempt.undo`) when it did not publish —
    never a file another attempt or another process made (a backup tag that existed already, a
    file a concurrent winner references).

@@ -212,3 +212,48 @@ def test_moving_main_to_a_branch_racing_delete_branch_fails_and_leaves_main_as_i
     assert deleted and t.latest_snapshot().id == head and content(t) == rows_before
     assert not [n for n in t.tags.names() if n.startswith("replace-main-backup-")]  # the backup went too
     assert data_and_manifest_files(t.path) == reachable_files(t.store.io, t.path).paths()
+
+
+@pytest.mark.parametrize("after", [False, True])
+def test_a_rollback_crashing_at_every_file_operation_leaves_the_old_or_the_new_head(tmp_path, after):
+    import shutil
+
+    from engine import open_catalog
+    from engine.errors import CommitStateUnknownError, StorageError
+    from tests.engine.ops.conftest import SCHEMA
+    from tests.engine.ops.test_branches import all_referenced_exist
+
+    template = str(tmp_path / "template")
+    cat = open_catalog(template)
+    cat.create_database("db")
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "2"})
+    t.write_arrow(rows(range(6), "a"))
+    t.write_arrow(rows([1, 2], "b"))
+    t.compact(full=True)
+    old_head, old_rows, new_rows = t.latest_snapshot().id, content(t), content(t, snapshot_id=1)
+    outcomes = set()
+    n = 1
+    while True:  # call n fails, and every call after it (a crash), until a rollback runs past its last call
+        wh = str(tmp_path / f"w{n}")
+        shutil.copytree(template, wh)
+        t = open_catalog(wh).get_table("db.t")
+        io = FailingFileIO(t.store.io, "any", n, times=-1, after=after)  # a crash: nothing runs after it
+        try:
+            rollback_mod.rollback_to(FileStore(io, t.store.paths, t.store.schema), 1)
+            finished = True
+        except (StorageError, CommitStateUnknownError):
+            finished = False
+        t = open_catalog(wh).get_table("db.t")
+        head = t.latest_snapshot().id
+        assert (head, content(t)) in ((old_head, old_rows), (old_head + 1, new_rows)), f"crash at call {n}"
+        outcomes.add(head == old_head + 1)
+        assert all_referenced_exist(t)
+        t.rollback_to(1)  # running it again finishes the job (or finds it done)
+        t = t.refresh()
+        assert content(t) == new_rows
+        check_history(t)
+        shutil.rmtree(wh)
+        if finished and io.failures == 0:
+            break
+        n += 1
+    assert n > 10 and outcomes == {False, True}
