@@ -257,3 +257,67 @@ def test_a_rollback_crashing_at_every_file_operation_leaves_the_old_or_the_new_h
             break
         n += 1
     assert n > 10 and outcomes == {False, True}
+
+
+def _writer_process(root: str, n: int, queue) -> None:
+    from engine import open_catalog
+
+    t = open_catalog(root).get_table("db.t")
+    done = 0
+    for i in range(n):
+        try:
+            t.write_arrow(rows([100 + i], "w"))
+            done += 1
+        except CommitConflictError:
+            pass
+        if i % 5 == 4:
+            try:
+                t.compact(full=True)
+            except CommitConflictError:
+                pass
+    queue.put(done)
+
+
+def _rollback_process(root: str, n: int, queue) -> None:
+    from engine import open_catalog
+
+    t = open_catalog(root).get_table("db.t")
+    backups = []
+    for _ in range(n):
+        try:
+            result = t.refresh().rollback_to(1)
+        except CommitConflictError:
+            continue
+        if result.backup_tag is not None:
+            backups.append(result.backup_tag)
+    queue.put(backups)
+
+
+def test_writers_compactions_and_rollbacks_in_two_processes_keep_the_history_sound(tmp_path):
+    import multiprocessing
+
+    from engine import open_catalog
+    from tests.engine.ops.conftest import SCHEMA
+
+    root = str(tmp_path / "wh")
+    cat = open_catalog(root)
+    cat.create_database("db")
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(rows(range(4), "a"))
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_writer_process, args=(root, 20, queue)),
+             ctx.Process(target=_rollback_process, args=(root, 8, queue))]
+    for p in procs:
+        p.start()
+    results = [queue.get(timeout=300) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    backups = next(r for r in results if isinstance(r, list))
+    t = t.refresh()
+    for tag in backups:  # every backup a rollback reported exists (race 5)
+        assert tag in t.tags.names()
+    times = [s.time_millis for s in t.snapshots()]
+    assert times == sorted(times) and len(set(times)) == len(times)
+    assert all(os.path.exists(p) for p in reachable_files(t.store.io, t.path).paths())
+    check_history(t)
