@@ -321,3 +321,23 @@ def test_writers_compactions_and_rollbacks_in_two_processes_keep_the_history_sou
     assert times == sorted(times) and len(set(times)) == len(times)
     assert all(os.path.exists(p) for p in reachable_files(t.store.io, t.path).paths())
     check_history(t)
+
+
+@pytest.mark.s3
+def test_a_rollback_on_s3_copies_the_files_that_come_back(s3_root, s3_endpoint):
+    from engine import open_catalog
+    from tests.engine.ops.conftest import SCHEMA
+
+    cat = open_catalog(s3_root, **s3_endpoint)
+    cat.create_database("db")
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(rows(range(4), "a"))
+    t.write_arrow(rows([1], "b"))
+    at1 = content(t, snapshot_id=1)
+    t.compact(full=True)
+    t.rollback_to(1)
+    assert content(t) == at1
+    assert_added_once(t.store)
+    for e in t.store.live_entries(t.store.snapshots.get(1)):  # Java's expiration removes the originals
+        t.store.io.delete(_path(t.store, e))
+    assert content(open_catalog(s3_root, **s3_endpoint).get_table("db.t")) == at1
