@@ -744,7 +744,7 @@ class FileStoreCommit:
             commit_user=self.commit_user,
             commit_identifier=identifier,
             commit_kind=kind,
-            time_millis=next_time_millis(latest),
+            time_millis=next_time_millis(latest, int(time.time() * 1000)),  # this module's clock (tests fake it)
             total_record_count=(latest.total_record_count if latest else 0) + added - removed,
             delta_record_count=added - removed,
             changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
