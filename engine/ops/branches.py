@@ -343,7 +343,7 @@ def source_live(ops: BranchOps, name: str, branch: FileStore, target: Snapshot) 
     try:
         return branch.live_entries(target)
     except (CorruptMetadataError, FileNotFoundError) as e:
-        if not ops.io.exists(ops._dir(name)):
+        if not ops.exists(name):
             raise NoSuchBranchError(
                 f"branch '{name}' of {ops.root} was deleted while main was being moved to it; "
                 "nothing was changed") from None
@@ -352,7 +352,7 @@ def source_live(ops: BranchOps, name: str, branch: FileStore, target: Snapshot) 
 
 def vanished(ops: BranchOps, name: str, path: str) -> DyntableError:
     """The error for a file of branch ``name``'s head that is gone (the branch was deleted meanwhile)."""
-    if not ops.io.exists(ops._dir(name)):
+    if not ops.exists(name):
         return NoSuchBranchError(
             f"branch '{name}' of {ops.root} was deleted while main was being moved to it; nothing was changed"
         )
