@@ -30,7 +30,9 @@ such as data-file indexes, are linked under matching new names). The rule is "ev
   expiration (Java's deletes by DELETE entry, without looking at other branches) delete a file
   the other still reads. A new name gives each history its own file.
 
-Files the head keeps are not touched; index files (the dynamic-bucket HASH index, deletion
+Files the head keeps are not touched, nor are head files that are copies of a file coming back
+(a second fast-forward to the same branch links only what is new; see ``_keep_earlier_links``);
+index files (the dynamic-bucket HASH index, deletion
 vectors) need no new identity: Java expires them by set difference over the index manifests of
 the retained snapshots and tags (``FileDeletionBase.cleanUnusedManifests``), never by delta,
 and the new snapshot names the target's index manifest. A table with deletion vectors is
@@ -182,9 +184,10 @@ def content_snapshot(
     ms = store.manifests
     head_live = {e.identifier: e for e in store.live_entries(head)}
     wanted = {e.identifier: e for e in target_live}
-    deletes = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
-               for key, e in head_live.items() if key not in wanted]
+    gone = {key: e for key, e in head_live.items() if key not in wanted}
     adds = [e for key, e in wanted.items() if key not in head_live]
+    adds = _keep_earlier_links(gone, adds)
+    deletes = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file) for e in gone.values()]
     if head is not None and not deletes and not adds and head.index_manifest == target.index_manifest:
         return None
     if adds:
@@ -231,9 +234,10 @@ def reidentify(
 ) -> list[ManifestEntry]:
     """``entries`` (ADDs) with each file linked under a new name; every link is recorded in ``attempt``.
 
-    New names are ``<prefix><one uuid per call>-<n><extension>`` (Paimon's own shape: one token
-    per writer, a counter per file). Links are made in chunks on a few threads: a hard link is a
-    cheap system call, a server-side copy on an object store is a round trip.
+    New names are ``<original stem>-link-<one token per call><n><extension>`` (a token per call
+    and a counter per file, as Paimon names a writer's files). Links are made in chunks on a few
+    threads: a hard link is a cheap system call, a server-side copy on an object store is a
+    round trip.
 
     Raises:
         whatever ``missing`` builds (NoSuchSnapshotError by default) when a source file is gone.
@@ -296,11 +300,56 @@ def _link_all(io: FileIO, pairs: list[tuple[str, str]],
         raise next((e for e in errors if isinstance(e, DyntableError)), errors[0])
 
 
+_LINK = "-link-"
+
+
 def _new_name(old: str, token: str, n: int) -> str:
-    """A fresh name of the same kind: ``data-<token>-<n>.parquet`` for ``data-<uuid>-<k>.parquet``."""
-    prefix = old.split("-", 1)[0] + "-" if "-" in old else "data-"
+    """A fresh name that says which file it is a copy of: ``data-<uuid>-<k>-link-<token><n>.parquet``.
+
+    The part before ``-link-`` is the original file's name (without extension), kept through
+    copies of copies, so a later republish recognises a copy the head already has (see
+    :func:`_keep_earlier_links`).
+    """
     dot = old.find(".")
-    return f"{prefix}{token}-{n}{old[dot:] if dot >= 0 else ''}"
+    stem, ext = (old[:dot], old[dot:]) if dot >= 0 else (old, "")
+    return f"{stem.split(_LINK, 1)[0]}{_LINK}{token.replace('-', '')}{n}{ext}"
+
+
+def _origin(name: str) -> str:
+    dot = name.find(".")
+    stem, ext = (name[:dot], name[dot:]) if dot >= 0 else (name, "")
+    return stem.split(_LINK, 1)[0] + ext
+
+
+def _keep_earlier_links(gone: dict[tuple[object, ...], ManifestEntry],
+                        adds: list[ManifestEntry]) -> list[ManifestEntry]:
+    """The ADDs still needed once head files that are copies of the same file stay live instead.
+
+    A head file leaving (in ``gone``) and a file coming back that are copies of one original
+    (same name before ``-link-``), in the same partition, bucket and level, with identical
+    metadata but for the name, hold the same rows: the head's copy is kept (removed from
+    ``gone``) and nothing is added for it. So a second fast-forward to a branch, or a rollback
+    to content the head already holds under new names, links only what is really new.
+    """
+    if not gone or not adds:
+        return adds
+    by_origin: dict[tuple[object, ...], list[tuple[object, ...]]] = {}
+    for key, e in gone.items():
+        by_origin.setdefault((e.partition, e.bucket, e.file.level, _origin(e.file.file_name)), []).append(key)
+    out = []
+    for e in adds:
+        candidates = by_origin.get((e.partition, e.bucket, e.file.level, _origin(e.file.file_name)), [])
+        match = next((k for k in candidates if _same_but_name(gone[k].file, e.file)), None)
+        if match is None:
+            out.append(e)
+            continue
+        candidates.remove(match)
+        del gone[match]
+    return out
+
+
+def _same_but_name(a: DataFileMeta, b: DataFileMeta) -> bool:
+    return replace(a, file_name=b.file_name, extra_files=b.extra_files, external_path=b.external_path) == b
 
 
 def _extra_name(extra: str, old: str, new: str) -> str:

@@ -341,3 +341,38 @@ def test_a_rollback_on_s3_copies_the_files_that_come_back(s3_root, s3_endpoint):
     for e in t.store.live_entries(t.store.snapshots.get(1)):  # Java's expiration removes the originals
         t.store.io.delete(_path(t.store, e))
     assert content(open_catalog(s3_root, **s3_endpoint).get_table("db.t")) == at1
+
+
+def _delta_adds(store, snapshot) -> list:
+    return [e for m in store.manifests.read_list(snapshot.delta_manifest_list)
+            for e in store.manifests.read_entries(m.file_name) if e.kind is FileKind.ADD]
+
+
+def test_a_second_fast_forward_links_only_what_is_new_on_the_branch(catalog, pk_table):
+    t = pk_table
+    t.create_branch("dev", from_snapshot=2)
+    dev = catalog.get_table("db.pk$branch_dev")
+    dev.write_arrow(rows([9], "d"))
+    t.compact(full=True)
+    t.fast_forward("dev")
+    dev.write_arrow(rows([10], "d"))
+    t = t.refresh()
+    t.fast_forward("dev")
+    new = t.refresh().latest_snapshot()
+    added = _delta_adds(t.store, new)
+    assert len(added) == 1 and all("-link-" in e.file.file_name for e in added)  # dev's one new file
+    assert content(t.refresh()) == content(dev.refresh())
+    check_history(t.refresh())
+
+
+def test_rolling_back_to_content_the_head_holds_under_new_names_links_nothing(pk_table):
+    t = pk_table
+    t.compact(full=True)
+    t.rollback_to(1)  # snapshot 4: snapshot 1's files under new names
+    t.write_arrow(rows([7], "c"))
+    t.rollback_to(1)  # only the write is undone: the copies of snapshot 1's files stay
+    t = t.refresh()
+    head = t.latest_snapshot()
+    assert _delta_adds(t.store, head) == []
+    assert content(t) == content(t, snapshot_id=1)
+    check_history(t)
