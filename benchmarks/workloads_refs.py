@@ -31,6 +31,10 @@ def _metadata_commit(table: Table, template: CommitMessage, count: int) -> None:
     """One commit adding ``count`` metadata-only files (copies of the template's file under new names)."""
     f = template.new_files[0]
     files = tuple(dataclasses.replace(f, file_name=f"data-{uuid.uuid4()}-0.parquet") for _ in range(count))
+    # A commit checks that the files it adds exist: each copy is a hard link of the real file.
+    bucket_dir = table.store.paths.bucket_dir("", template.bucket)  # unpartitioned table
+    for copy in files:
+        table.store.io.link_or_copy(f"{bucket_dir}/{f.file_name}", f"{bucket_dir}/{copy.file_name}")
     table.new_commit().commit([dataclasses.replace(template, new_files=files)])
 
 

@@ -1,4 +1,9 @@
-"""The one commit pipeline: every snapshot of every table is published here.
+"""The one commit pipeline: writes, compaction and overwrites become snapshots here.
+
+Every snapshot of every table is published by one primitive, :func:`engine.meta.publish
+.publish_snapshot` (create-if-absent, read-back of a failed create, the deleted-branch check,
+the LATEST hint): this module prepares the snapshots of commits, ``engine.ops.republish`` those
+of rollback, fast-forward and replace_main; no other module creates a snapshot file.
 
 ```
  commit messages (new files, changelog files, compaction before/after)
@@ -13,12 +18,15 @@
  │   (partition, bucket, level, file); an overwrite refuses if a non-compaction   │
  │   commit changed its partitions since it started                               │
  │ delta manifest(s), base manifest list (merged when there are many),            │
- │   changelog manifest list                                                       │
+ │   changelog manifest list; time = max(now, latest.time + 1 ms)                  │
+ │ first attempt: every added file still exists ─── no ──► CommitConflictError    │
  │ create snapshot-(latest+1) IF ABSENT ──── lost the race ──► back off, again    │
+ │ (publish_snapshot: LATEST hint; a branch deleted meanwhile ──► NoSuchBranchError│
+ │  after removing the snapshot and the directories the create recreated)         │
  └────────────────────────────────────────────────────────────────────────────────┘
         │ won                                       │ failed for good
         ▼                                           ▼
- LATEST hint (best effort)            delete everything this commit wrote (data files,
+      done                            delete everything this commit wrote (data files,
                                       manifests, lists), then raise
 ```
 
@@ -59,6 +67,7 @@ from engine.errors import (
 from engine.meta.binary_row import deserialize_row
 from engine.meta.index_files import IndexFileMeta, IndexManifestEntry, IndexStore, next_index_manifest
 from engine.meta.manifest import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta, live_files
+from engine.meta.publish import next_time_millis, publish_snapshot
 from engine.meta.snapshot import CommitKind, Snapshot, new_snapshot_uuid
 from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 
@@ -669,13 +678,17 @@ class FileStoreCommit:
                     snapshot = self._snapshot(latest, kind, identifier, schema_id, entries, changelog, watermark,
                                               properties, (base_name, base_size), (delta_name, delta_size),
                                               changelog_list[:2] if changelog_list else None, index_name)
-                    published = self._try_publish(snapshot)
+                    if attempt == 0:
+                        self._check_new_files_exist(entries, changelog)
+                    published = publish_snapshot(store.snapshots, snapshot,
+                                                 on_storage_error=self._note_storage_failure)
+                except CommitStateUnknownError:
+                    raise  # the snapshot may exist and name this attempt's files: delete nothing
                 except BaseException:
                     for name in attempt_files:
                         ms.delete(name)
                     raise
                 if published:
-                    store.snapshots.write_latest_hint(snapshot.id)
                     delta = None  # referenced now: keep
                     changelog_list = None
                     return snapshot.id, entries
@@ -731,7 +744,7 @@ class FileStoreCommit:
             commit_user=self.commit_user,
             commit_identifier=identifier,
             commit_kind=kind,
-            time_millis=int(time.time() * 1000),
+            time_millis=next_time_millis(latest, int(time.time() * 1000)),  # this module's clock (tests fake it)
             total_record_count=(latest.total_record_count if latest else 0) + added - removed,
             delta_record_count=added - removed,
             changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
@@ -741,29 +754,34 @@ class FileStoreCommit:
             uuid=new_snapshot_uuid(),
         )
 
-    def _try_publish(self, snapshot: Snapshot) -> bool:
-        """Create the snapshot file if absent; an I/O error is resolved by reading the file back.
+    def _note_storage_failure(self, error: StorageError) -> None:
+        self._storage_failure = error
 
-        Returns False when another writer took the id, or when the create failed and the file is
-        absent (nothing was published: the caller retries on the new latest).
+    def _check_new_files_exist(self, entries: Sequence[ManifestEntry], changelog: Sequence[ManifestEntry]) -> None:
+        """Every file this snapshot ADDs must exist: orphan cleanup (``force``, or a cutoff newer than
+        this write) may have deleted files a slow commit wrote, and a snapshot naming them is broken.
+
+        One existence check per added file, once per commit (not per retry): a stat on local disk.
         """
-        try:
-            return self.store.snapshots.try_publish(snapshot)
-        except StorageError as e:
-            self._storage_failure = e
-            try:
-                existing = self.store.snapshots.get(snapshot.id)
-            except NoSuchSnapshotError:
-                return False
-            except Exception as unknown:
-                raise CommitStateUnknownError(
-                    f"could not confirm whether snapshot {snapshot.id} of {self.store.paths.root} was published "
-                    f"({e}; reading it back failed: {unknown}); check the table before retrying"
-                ) from e
-            self.store.snapshots.forget(snapshot.id)
-            return (existing.commit_user == self.commit_user
-                    and existing.commit_identifier == snapshot.commit_identifier
-                    and existing.delta_manifest_list == snapshot.delta_manifest_list)
+        store = self.store
+        part_dirs: dict[bytes, str] = {}
+        for e in (*entries, *changelog):
+            if e.kind is not FileKind.ADD:
+                continue
+            f = e.file
+            if f.external_path:
+                path = f.external_path
+            else:
+                part_dir = part_dirs.get(e.partition)
+                if part_dir is None:
+                    part_dir = part_dirs[e.partition] = store.partition_dir(
+                        deserialize_row(e.partition, store.partition_types))
+                path = store.paths.data_file(part_dir, e.bucket, f.file_name)
+            if not store.io.exists(path):
+                raise CommitConflictError(
+                    f"data file {path}, written for this commit, is gone (deleted by orphan cleanup or by hand "
+                    "while the write ran); nothing was committed — run the write again"
+                )
 
 
 def _same_value(stored: object, wanted: object) -> bool:

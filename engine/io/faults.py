@@ -46,6 +46,7 @@ FAULT_OPERATIONS: dict[str, frozenset[str]] = {
     "write": frozenset({"write_bytes", "write_text", "write_new", "open_output", "stream_write"}),
     "try_create": frozenset({"try_create"}),
     "rename": frozenset({"rename"}),
+    "link": frozenset({"link_or_copy"}),
     "delete": frozenset({"delete", "delete_dir"}),
     "read": frozenset({"read_bytes", "read_text", "open_input", "stream_read"}),
     "stat": frozenset({"exists", "file_size"}),
@@ -89,9 +90,8 @@ class FailingFileIO(FileIO):
             path_contains: only calls whose path contains this substring are counted.
             action: ``raise`` a StorageError, ``kill`` the process with SIGKILL (a real
                 crash: no ``finally`` block, no cleanup runs), or ``hook``: call
-                ``hook(method, path)`` at that point and then let the call go on — a
-                deterministic interleaving (another process's operation runs exactly between
-                two storage calls of this one).
+                ``hook(method, path)`` and go on (a deterministic interleaving: the hook plays
+                another process's step exactly there, through another FileIO).
             torn: a failing ``write_new`` or stream write (before-mode) first writes half of
                 its bytes, like a crash in the middle of a write.
 
@@ -104,10 +104,10 @@ class FailingFileIO(FileIO):
             )
         if action not in _ACTIONS:
             raise InvalidArgumentError(f"Unknown fault action {action!r}; use one of {sorted(_ACTIONS)}.")
+        if (action == "hook") != (hook is not None):
+            raise InvalidArgumentError("action='hook' needs a hook callable, and a hook needs action='hook'.")
         if fail_on_call < 1 or times == 0 or times < -1:
             raise InvalidArgumentError("fail_on_call must be >= 1 and times must be >= 1 or -1.")
-        if (action == "hook") != (hook is not None):
-            raise InvalidArgumentError("give a hook exactly when action is 'hook'.")
         super().__init__(inner.protocol, inner.storage_options)
         self.inner = inner
         self.operation = operation
@@ -161,7 +161,7 @@ class FailingFileIO(FileIO):
 
     def _fire(self, when: str, method: str, path: str) -> None:
         if self.hook is not None:
-            self.hook(method, path)  # an interleaving, not a failure: the call goes on
+            self.hook(method, path)
             return
         if self.action == "kill":
             # A real kill -9: no exception handler, finally block or atexit hook gets to run.
@@ -173,6 +173,7 @@ class FailingFileIO(FileIO):
         fail = self._should_fail(method, path)
         if fail and not self.after:
             self._fire("before", method, path)
+            fail = False  # only a hook returns: it played its step, the call goes on
         return self._guard_done(fail, method, path, action)
 
     def _guard_done(self, fail: bool, method: str, path: str, action: Callable[[], Any]) -> Any:
@@ -183,7 +184,7 @@ class FailingFileIO(FileIO):
             if fail and self.action == "kill":  # the call failed by itself; the crash still comes
                 self._fire("after", method, path)
             raise
-        if fail and self.after:  # before-mode fired already (a hook returns and lets the call go on)
+        if fail:
             self._fire("after", method, path)
         return result
 
@@ -235,6 +236,7 @@ class FailingFileIO(FileIO):
             if self.torn:
                 self.inner.write_new(path, bytes(data[: len(data) // 2]))
             self._fire("before", "write_new", path)
+            fail = False
         self._guard_done(fail, "write_new", path, lambda: self.inner.write_new(path, data))
 
     def write_text(self, path: str, text: str, overwrite: bool = True) -> None:
@@ -260,6 +262,9 @@ class FailingFileIO(FileIO):
 
     def rename(self, src: str, dst: str) -> bool:
         return bool(self._call("rename", f"{src} -> {dst}", src, dst))
+
+    def link_or_copy(self, src: str, dst: str) -> None:
+        self._call("link_or_copy", f"{src} -> {dst}", src, dst)
 
     def mkdirs(self, path: str) -> None:
         self._call("mkdirs", path, path)
@@ -331,6 +336,7 @@ class _FaultingOutput(io.RawIOBase):
                 self._raw.write(data[: len(data) // 2])
             self._raw.flush()  # what was written before the fault really reaches the file
             owner._fire("before", "stream_write", self._path)
+            fail = False
 
         def write() -> None:
             self._raw.write(data)

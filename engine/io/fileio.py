@@ -548,6 +548,45 @@ class FileIO:
             self.fs.mv(ps, pd, recursive=True)
             return True
 
+    def link_or_copy(self, src: str, dst: str) -> None:
+        """Makes ``dst`` a new file with the content of ``src``, as cheaply as the store allows.
+
+        Used to give an existing, immutable data file a second name (a new identity in Paimon's
+        history, see :mod:`engine.meta.reidentify`). Local disk: a hard link (no bytes copied;
+        a copy where the file system has no hard links). Object stores: the file system's copy,
+        which on S3 is a server-side copy. ``memory://``: a copy.
+
+        Raises:
+            FileNotFoundError: ``src`` does not exist.
+            StorageError: ``dst`` exists already (nothing changed), or any other failure
+                (``dst`` may then exist partly; callers delete it).
+        """
+        ps, pd = self.fs_path(src), self.fs_path(dst)
+        with _errors("link", f"{src} -> {dst}"):
+            if self._local:
+                try:
+                    os.link(ps, pd)
+                except FileNotFoundError:
+                    if not os.path.exists(ps):
+                        raise
+                    os.makedirs(os.path.dirname(pd), exist_ok=True)
+                    os.link(ps, pd)
+                except OSError as e:
+                    if e.errno not in (errno.EXDEV, errno.EPERM, errno.ENOTSUP, errno.EMLINK, errno.ENOSYS):
+                        raise
+                    tmp = f"{pd}.{os.getpid()}.copy.tmp"
+                    shutil.copyfile(ps, tmp)
+                    try:
+                        os.link(tmp, pd)  # no-replace, like the link it stands in for
+                    finally:
+                        unlink_quietly(tmp)
+                return
+            if not self.fs.exists(ps):
+                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), src)
+            if self.fs.exists(pd):
+                raise OSError(errno.EEXIST, os.strerror(errno.EEXIST), dst)
+            self.fs.copy(ps, pd)
+
     def mkdirs(self, path: str) -> None:
         """Creates a directory and its parents (a no-op on stores without directories)."""
         p = self.fs_path(path)

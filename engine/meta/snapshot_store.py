@@ -102,6 +102,11 @@ class SnapshotStore:
         self._cache[snapshot_id] = snapshot
         return snapshot
 
+    def read_fresh(self, snapshot_id: int) -> Snapshot:
+        """Like :meth:`get`, but from storage even if cached (to confirm what a publish left)."""
+        self._cache.pop(snapshot_id, None)
+        return self.get(snapshot_id)
+
     def latest(self) -> Snapshot | None:
         sid = self.latest_id()
         return None if sid is None else self.get(sid)
@@ -122,7 +127,11 @@ class SnapshotStore:
         return [self.get(sid) for sid in self.list_ids()]
 
     def at_or_before(self, time_millis: int) -> Snapshot | None:
-        """The newest snapshot committed at or before ``time_millis`` (binary search; ids are time-ordered)."""
+        """The newest snapshot committed at or before ``time_millis`` (binary search).
+
+        Ids are time-ordered: every publisher sets ``max(now, previous + 1)``
+        (``engine.meta.publish.next_time_millis``).
+        """
         earliest, latest = self.earliest_id(), self.latest_id()
         if earliest is None or latest is None:
             return None
@@ -149,7 +158,11 @@ class SnapshotStore:
 
     # -- publishing ---------------------------------------------------------------------------
     def try_publish(self, snapshot: Snapshot) -> bool:
-        """Atomically create ``snapshot-<id>``; False if another writer created it first."""
+        """Atomically create ``snapshot-<id>``; False if another writer created it first.
+
+        The raw step of :func:`engine.meta.publish.publish_snapshot`, which every publisher calls
+        (it adds the read-back of failed creates, the branch check and the LATEST hint).
+        """
         created = self.io.try_create(self.paths.snapshot_file(snapshot.id), snapshot.to_json().encode())
         if created:
             self._cache[snapshot.id] = snapshot

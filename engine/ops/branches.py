@@ -21,6 +21,11 @@ Rules (Paimon's content, made safe):
   A tag or snapshot below the source branch's retention mark is refused
   (BehindRetentionMarkError): the branch would make hidden history readable again. A new branch
   starts without a mark of its own (``engine.ops.retention_mark``: each branch has its own).
+  A branch from a tag or snapshot pins its base with a tag ``branch-base-<name>`` on the source
+  branch (created first; checked against a concurrent expiration of the base; renamed and
+  deleted with the branch): Java's ``expire_snapshots`` protects only the expired branch's own
+  tags, and Java's ``delete_tag`` ignores branches, so without the pin a Java job maintaining
+  main would delete files the branch reads.
 * Deleting: like deleting tags (``engine.ops.tags``). The keep set is computed first over every
   anchor of every branch (an unreadable one refuses with UnsafeToDeleteError, nothing changed);
   the branch directory is renamed to ``branch/.trash-branch-<name>-<uuid>`` (it disappears in
@@ -28,14 +33,16 @@ Rules (Paimon's content, made safe):
   set (``engine.ops.tags.keep_with_new_anchors``), and only the branch's files outside it are
   deleted. Leftover trash directories (a
   crash) are removed by the next branch deletion.
-* Renaming: a no-replace rename of the directory. Table objects opened on the old name must be
-  reopened (a commit through one would recreate a schema-less ``branch-<old>``).
+* Renaming: a no-replace rename of the directory (the base tag follows it). Table objects opened
+  on the old name must be reopened: a commit through one fails with NoSuchBranchError and
+  removes what it created (``engine.meta.publish`` checks the branch after publishing).
 * Fast-forward (merge a branch into main): Paimon deletes main's snapshots, schemas and tags from
   the branch point on and copies the branch's in, several steps a reader can see half done.
   Here main's history is kept and the branch head's content is published as **one new main
   snapshot** ``head + 1`` with create-if-absent, exactly like a commit (``engine.ops.rollback``
   does the same for a rollback): DELETE entries for main's live files the branch head lacks,
-  ADD entries for the branch head's live files main lacks, the branch head's index manifest,
+  ADD entries for the branch head's live files main lacks (under new file names: Paimon's
+  add-once/delete-once rule, ``engine.ops.republish``), the branch head's index manifest,
   commit kind OVERWRITE, properties ``dyntable.fast-forward.branch`` / ``...snapshot``. First the
   branch's schemas newer than main's latest are copied into main (create-if-absent, identical
   content), so the new snapshot's schema exists before it is published. A reader of main sees
@@ -45,31 +52,36 @@ Rules (Paimon's content, made safe):
   be a prefix of the branch's: if main changed its schema after the branch was made, the
   fast-forward refuses (CommitConflictError) because main's old snapshots still need main's
   schema of that id. Branch tags stay on the branch (their snapshot ids are the branch's).
-  pypaimon and Java see an ordinary OVERWRITE snapshot and read it like any other.
+  pypaimon and Java see an ordinary OVERWRITE snapshot and read it like any other. A branch
+  deleted while its files are linked into main makes the fast-forward fail with
+  NoSuchBranchError, main unchanged (a link of a deleted file fails; the links made are
+  removed).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.errors import (
     BranchAlreadyExistsError,
     CommitConflictError,
-    CommitStateUnknownError,
+    CorruptMetadataError,
+    DyntableError,
     InvalidArgumentError,
     NoSuchBranchError,
     NoSuchSnapshotError,
     NoSuchTagError,
+    TagAlreadyExistsError,
 )
 from engine.identifier import MAIN_BRANCH, validate_name
+from engine.meta.manifest import ManifestEntry
 from engine.meta.paths import TablePaths, join
 from engine.meta.refs import TagStore
 from engine.meta.schema_store import SchemaStore
-from engine.meta.snapshot import Snapshot
+from engine.meta.snapshot import Snapshot, Tag
 from engine.ops.reachability import ReachabilityCollector, all_anchors, delete_files, unreferenced
-from engine.ops.republish import content_snapshot
+from engine.ops.republish import republish
 from engine.ops.retention_mark import check_visible
 from engine.ops.tags import TagDeletion, keep_with_new_anchors
 from engine.schema import TableSchema
@@ -80,6 +92,12 @@ STAGING_PREFIX = ".tmp-branch-"
 TRASH_PREFIX = ".trash-branch-"
 FF_BRANCH = "dyntable.fast-forward.branch"
 FF_SNAPSHOT = "dyntable.fast-forward.snapshot"
+BASE_TAG_PREFIX = "branch-base-"
+
+
+def base_tag_name(branch: str) -> str:
+    """The tag that pins a branch's base snapshot on the branch it was created from."""
+    return f"{BASE_TAG_PREFIX}{branch}"
 
 #: Result of deleting a branch: ``tags`` holds the branch name, ``files`` what was deleted.
 BranchDeletion = TagDeletion
@@ -122,7 +140,7 @@ class BranchOps:
                 out.append(base[len(BRANCH_PREFIX):])
         return sorted(out)
 
-    def _existing(self, name: str) -> None:
+    def require_existing(self, name: str) -> None:
         validate_name("branch", name, new=True)  # refuses 'main' too: it cannot be renamed or deleted
         if not self.io.exists(self._dir(name)):
             raise NoSuchBranchError(f"branch '{name}' of {self.root} does not exist; SHOW BRANCHES lists them")
@@ -161,6 +179,19 @@ class BranchOps:
         for sid in schemas.list_ids():
             if max_schema is None or sid <= max_schema:
                 files.append((f"schema/schema-{sid}", self.io.read_bytes(src.schema_file(sid))))
+        pinned = False
+        if max_schema is not None:  # from a tag or a snapshot: pin the base where Java's expiration sees it
+            pinned = self._pin_base(name, snapshot)
+            # Written, then read: an expiration or tag deletion that removed the base meanwhile is seen here.
+            base_there = (self.io.exists(src.snapshot_file(snapshot.id)) if from_tag is None
+                          else self.io.exists(src.tag_file(from_tag)))
+            if not base_there:
+                if pinned:
+                    self.io.delete(src.tag_file(base_tag_name(name)))
+                base = f"tag '{from_tag}'" if from_tag is not None else f"snapshot {from_snapshot}"
+                raise NoSuchSnapshotError(
+                    f"the base of branch '{name}' ({base}) was expired or deleted while the branch was created; "
+                    "nothing was created")
         staging = join(self.root, "branch", f"{STAGING_PREFIX}{name}-{uuid.uuid4()}")
         try:
             for rel, data in files:
@@ -168,10 +199,36 @@ class BranchOps:
             moved = self.io.rename(staging, self._dir(name))
         except BaseException:
             self._remove_quietly(staging)
+            if pinned:
+                self.io.delete(src.tag_file(base_tag_name(name)))
             raise
         if not moved:
             self._remove_quietly(staging)
+            if pinned:
+                self.io.delete(src.tag_file(base_tag_name(name)))
             raise BranchAlreadyExistsError(f"branch '{name}' was created concurrently; nothing was changed")
+
+    def _pin_base(self, name: str, snapshot: Snapshot) -> bool:
+        """Tag ``snapshot`` ``branch-base-<name>`` on the source branch; True if this call created the tag.
+
+        Raises:
+            TagAlreadyExistsError: a tag of that name tags another snapshot (nothing was changed).
+        """
+        tag = base_tag_name(name)
+        path = self.store.paths.tag_file(tag)
+        if self.io.try_create(path, Tag(snapshot).to_json().encode()):
+            return True
+        if TagStore(self.io, self.store.paths).get(tag).snapshot.id != snapshot.id:
+            raise TagAlreadyExistsError(
+                f"tag '{tag}' of {self.root} exists and tags another snapshot; it would pin the base of the "
+                f"new branch '{name}' — delete or rename that tag, or pick another branch name; nothing was "
+                "created")
+        return False  # left by a crashed creation or deletion of a branch of this name: same base, reused
+
+    def _base_tags(self, name: str) -> list[TablePaths]:
+        """The branches holding branch ``name``'s base tag (normally one: the branch it was made from)."""
+        holders = [TablePaths(self.root, b) for b in [MAIN_BRANCH, *self.names()] if b != name]
+        return [p for p in holders if self.io.exists(p.tag_file(base_tag_name(name)))]
 
     def _remove_quietly(self, path: str) -> None:
         try:
@@ -181,25 +238,44 @@ class BranchOps:
 
     # -- renaming and deleting --------------------------------------------------------------------
     def rename(self, old: str, new: str) -> None:
-        self._existing(old)
+        self.require_existing(old)
         validate_name("branch", new, new=True)
         if self.io.exists(self._dir(new)):
             raise BranchAlreadyExistsError(f"branch '{new}' already exists; nothing was renamed")
+        # The base tag follows the branch: the new name's tag first (so the base is never unpinned).
+        moved_tags: list[TablePaths] = []
+        for holder in self._base_tags(old):
+            data = self.io.read_bytes(holder.tag_file(base_tag_name(old)))
+            if not self.io.try_create(holder.tag_file(base_tag_name(new)), data):
+                for done in moved_tags:
+                    self.io.delete(done.tag_file(base_tag_name(new)))
+                raise TagAlreadyExistsError(
+                    f"tag '{base_tag_name(new)}' exists already; it would pin the base of branch '{new}' — "
+                    "delete it, then rename again; nothing was renamed")
+            moved_tags.append(holder)
         try:
             moved = self.io.rename(self._dir(old), self._dir(new))
         except FileNotFoundError:
-            raise NoSuchBranchError(f"branch '{old}' was deleted concurrently; nothing was renamed") from None
+            moved = None
         if not moved:
+            for done in moved_tags:
+                self.io.delete(done.tag_file(base_tag_name(new)))
+            if moved is None:
+                raise NoSuchBranchError(f"branch '{old}' was deleted concurrently; nothing was renamed")
             raise BranchAlreadyExistsError(f"branch '{new}' was created concurrently; nothing was renamed")
+        for holder in moved_tags:
+            self.io.delete(holder.tag_file(base_tag_name(old)))
 
     def delete(self, name: str, *, dry_run: bool = False) -> BranchDeletion:
         """Delete a branch and exactly the files no anchor of another branch references."""
-        self._existing(name)
+        self.require_existing(name)
         self._sweep_trash()
         collector = ReachabilityCollector(self.io, self.root)
         before = all_anchors(self.io, self.root)  # fail closed: nothing changes if any anchor is unreadable
+        pin = base_tag_name(name)
         candidates = collector.collect([a for a in before if a.branch == name])
-        keep = collector.collect([a for a in before if a.branch != name])
+        others = [a for a in before if a.branch != name and not (a.kind == "tag" and a.name == pin)]
+        keep = collector.collect(others)
         if dry_run:
             return BranchDeletion((name,), delete_files(self.io, unreferenced(candidates, keep), dry_run=True))
         trash = join(self.root, "branch", f"{TRASH_PREFIX}{name}-{uuid.uuid4()}")
@@ -209,10 +285,11 @@ class BranchOps:
             moved = False
         if not moved:
             raise NoSuchBranchError(f"branch '{name}' was deleted or renamed concurrently; nothing was deleted")
+        for holder in self._base_tags(name):  # the branch is gone: its base needs no pin any more
+            self.io.delete(holder.tag_file(pin))
         self.io.delete_dir(trash, recursive=True)
         # Plus what was made meanwhile (a commit, a tag): honoured, at the cost of its files only.
-        keep = keep_with_new_anchors(collector, keep, [a for a in before if a.branch != name],
-                                     all_anchors(self.io, self.root))
+        keep = keep_with_new_anchors(collector, keep, others, all_anchors(self.io, self.root))
         return BranchDeletion((name,), delete_files(self.io, unreferenced(candidates, keep)))
 
     def _sweep_trash(self) -> None:
@@ -223,17 +300,17 @@ class BranchOps:
     # -- fast-forward -----------------------------------------------------------------------------
     def fast_forward(self, name: str) -> FastForwardResult:
         """Make main's content the branch head's, as one new main snapshot (see the module docstring)."""
-        self._existing(name)
+        self.require_existing(name)
         io = self.io
         branch_paths, main_paths = TablePaths(self.root, name), TablePaths(self.root, MAIN_BRANCH)
         branch_schemas, main_schemas = SchemaStore(io, branch_paths), SchemaStore(io, main_paths)
-        branch_store = FileStore(io, branch_paths, _latest(branch_schemas, branch_paths))
+        branch_store = FileStore(io, branch_paths, latest_schema(branch_schemas, branch_paths))
         target = branch_store.snapshots.latest()
         if target is None:
             raise NoSuchSnapshotError(f"branch '{name}' has no snapshot: there is nothing to fast-forward main to")
         main_ids, branch_ids = main_schemas.list_ids(), branch_schemas.list_ids()
         for sid in main_ids:
-            if sid not in branch_ids or not _same_schema(main_schemas.get(sid), branch_schemas.get(sid)):
+            if sid not in branch_ids or not same_schema(main_schemas.get(sid), branch_schemas.get(sid)):
                 raise CommitConflictError(
                     f"main's schema {sid} is not the branch '{name}' schema {sid}: main's schema changed after the "
                     "branch was created, and main's snapshots still need it; nothing was changed")
@@ -241,62 +318,64 @@ class BranchOps:
         for sid in branch_ids:
             if sid > newest_main:
                 data = io.read_bytes(branch_paths.schema_file(sid))
-                if not io.try_create(main_paths.schema_file(sid), data) and not _same_schema(
+                if not io.try_create(main_paths.schema_file(sid), data) and not same_schema(
                         main_schemas.get(sid), branch_schemas.get(sid)):
                     raise CommitConflictError(
                         f"main's schema {sid} was created concurrently and differs from branch '{name}'; "
                         "the fast-forward stopped before changing main's snapshots")
-        main = FileStore(io, main_paths, _latest(SchemaStore(io, main_paths), main_paths))
+        main = FileStore(io, main_paths, latest_schema(SchemaStore(io, main_paths), main_paths))
         head = main.snapshots.latest()
-        written: list[str] = []
-        try:
-            snapshot = _merge_snapshot(main, branch_store, head, target, written, name)
-        except BaseException:
-            _undo(main, written)
-            raise
-        if snapshot is None:  # main already has the branch head's content (e.g. a repeated call)
+        if head is not None and _republished(head, {FF_BRANCH: name, FF_SNAPSHOT: str(target.id)}):
+            return FastForwardResult(head.id, head.id, target.id)  # a repeated call: main has it already
+        schema_id = max(target.schema_id, main.schema.id, head.schema_id if head else 0)
+        done = republish(
+            main, head, target, source_live(self, name, branch_store, target), schema_id,
+            {FF_BRANCH: name, FF_SNAPSHOT: str(target.id)},
+            action=f"fast-forward main to branch '{name}'", missing=lambda path: vanished(self, name, path))
+        if done.snapshot is None:  # main already has the branch head's content (e.g. a repeated call)
             assert head is not None
             return FastForwardResult(head.id, head.id, target.id)
-        try:
-            published = main.snapshots.try_publish(snapshot)
-        except Exception as e:
-            # The snapshot may have been created: deleting its manifests could break main.
-            raise CommitStateUnknownError(
-                f"publishing snapshot {snapshot.id} of main of {self.root} failed ({e}); it may or may not exist. "
-                f"Main reads either its old head or branch '{name}' head; run fast_forward again to be sure"
-            ) from e
-        if not published:
-            _undo(main, written)
-            raise CommitConflictError(
-                f"another commit to main of {self.root} landed during the fast-forward to branch '{name}'; "
-                "nothing was changed — retry")
-        main.snapshots.write_latest_hint(snapshot.id)
-        return FastForwardResult(head.id if head else None, snapshot.id, target.id)
+        return FastForwardResult(head.id if head else None, done.snapshot.id, target.id)
 
 
-def _latest(schemas: SchemaStore, paths: TablePaths) -> TableSchema:
+def source_live(ops: BranchOps, name: str, branch: FileStore, target: Snapshot) -> list[ManifestEntry]:
+    """The live files of branch ``name``'s head; a branch deleted meanwhile is NoSuchBranchError."""
+    try:
+        return branch.live_entries(target)
+    except (CorruptMetadataError, FileNotFoundError) as e:
+        if not ops.exists(name):
+            raise NoSuchBranchError(
+                f"branch '{name}' of {ops.root} was deleted while main was being moved to it; "
+                "nothing was changed") from None
+        raise e
+
+
+def vanished(ops: BranchOps, name: str, path: str) -> DyntableError:
+    """The error for a file of branch ``name``'s head that is gone (the branch was deleted meanwhile)."""
+    if not ops.exists(name):
+        return NoSuchBranchError(
+            f"branch '{name}' of {ops.root} was deleted while main was being moved to it; nothing was changed"
+        )
+    return CorruptMetadataError(
+        f"{path}, a live file of branch '{name}', is missing (deleted outside dyntable?); nothing was changed"
+    )
+
+
+def _republished(head: Snapshot, marks: dict[str, str]) -> bool:
+    """Main's head is itself the republish these properties describe (its files carry new names)."""
+    props = head.properties or {}
+    return all(props.get(k) == v for k, v in marks.items())
+
+
+def latest_schema(schemas: SchemaStore, paths: TablePaths) -> TableSchema:
     latest = schemas.latest()
     if latest is None:
         raise NoSuchBranchError(f"branch '{paths.branch}' of {paths.root} has no schema")
     return latest
 
 
-def _same_schema(a: TableSchema, b: TableSchema) -> bool:
+def same_schema(a: TableSchema, b: TableSchema) -> bool:
     return a.to_json() == b.to_json()
 
 
-def _undo(store: FileStore, written: Sequence[str]) -> None:
-    for name in written:
-        try:
-            store.manifests.delete(name)
-        except OSError:
-            pass  # unreferenced: orphan cleanup collects it
-
-
-def _merge_snapshot(main: FileStore, branch: FileStore, head: Snapshot | None, target: Snapshot,
-                    written: list[str], name: str) -> Snapshot | None:
-    """Main's next snapshot with the branch head's content (None when main's head has it already)."""
-    schema_id = max(target.schema_id, main.schema.id, head.schema_id if head else 0)
-    return content_snapshot(main, head, target, branch.live_entries(target), schema_id,
-                            {FF_BRANCH: name, FF_SNAPSHOT: str(target.id)}, written)
-__all__ = ["BranchDeletion", "BranchOps", "FastForwardResult"]
+__all__ = ["BASE_TAG_PREFIX", "BranchDeletion", "BranchOps", "FastForwardResult", "base_tag_name"]

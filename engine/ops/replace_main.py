@@ -44,20 +44,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from engine.errors import (
-    CommitConflictError,
-    CommitStateUnknownError,
-    NoSuchSnapshotError,
-    TagAlreadyExistsError,
-)
+from engine.errors import CommitConflictError, NoSuchSnapshotError
 from engine.identifier import MAIN_BRANCH
 from engine.meta.manifest import ManifestEntry
 from engine.meta.paths import TablePaths
-from engine.meta.refs import TagStore
 from engine.meta.schema_store import SchemaStore
-from engine.meta.snapshot import Snapshot, Tag
-from engine.ops.branches import BranchOps, _latest, _same_schema, _undo
-from engine.ops.republish import content_snapshot
+from engine.meta.snapshot import Snapshot
+from engine.ops.branches import BranchOps, latest_schema, same_schema, source_live, vanished
+from engine.ops.republish import republish
 from engine.schema import TableSchema
 from engine.store import FileStore
 from engine.types import DataField, DataType
@@ -88,70 +82,32 @@ def backup_tag_name(head_id: int) -> str:
 def replace_main(store: FileStore, branch: str, *, keep_backup: bool = True) -> ReplaceMainResult:
     """Make main's content and schema branch ``branch``'s head, as one new main snapshot."""
     ops = BranchOps(store)
-    ops._existing(branch)  # InvalidNameError / NoSuchBranchError before anything is read or written
+    ops.require_existing(branch)  # InvalidNameError / NoSuchBranchError before anything is read or written
     io, root = store.io, store.paths.root
     branch_paths, main_paths = TablePaths(root, branch), TablePaths(root, MAIN_BRANCH)
     branch_schemas, main_schemas = SchemaStore(io, branch_paths), SchemaStore(io, main_paths)
-    branch_store = FileStore(io, branch_paths, _latest(branch_schemas, branch_paths))
+    branch_store = FileStore(io, branch_paths, latest_schema(branch_schemas, branch_paths))
     target = branch_store.snapshots.latest()
     if target is None:
         raise NoSuchSnapshotError(f"branch '{branch}' has no snapshot: there is nothing to replace main with")
-    main = FileStore(io, main_paths, _latest(main_schemas, main_paths))
+    main = FileStore(io, main_paths, latest_schema(main_schemas, main_paths))
     head = main.snapshots.latest()
     plan = _SchemaPlan(main_schemas, branch_schemas)
-    target_live = [_remap(e, plan.mapping) for e in branch_store.live_entries(target)]
+    target_live = [_remap(e, plan.mapping) for e in source_live(ops, branch, branch_store, target)]
 
     if head is not None and _already_replaced(main, head, branch, target, target_live, plan):
         return ReplaceMainResult(head.id, head.id, target.id, None, head.schema_id)  # e.g. a repeated call
-    backup = backup_tag_name(head.id) if keep_backup and head is not None else None
-    created_backup = backup is not None and _create_backup(io, main_paths, backup, head)  # type: ignore[arg-type]
-    written: list[str] = []
-    try:
-        plan.write(io, main_paths, branch)
-        snapshot = content_snapshot(main, head, target, target_live, plan.current_id,
-                                    {RM_BRANCH: branch, RM_SNAPSHOT: str(target.id)}, written)
-    except BaseException:
-        _undo(main, written)
-        if created_backup:
-            io.delete(main_paths.tag_file(backup))  # type: ignore[arg-type]
-        raise
-    if snapshot is None:  # main's head has the branch head's files: only the schema moved (copied above)
+    plan.write(io, main_paths, branch)
+    done = republish(
+        main, head, target, target_live, plan.current_id, {RM_BRANCH: branch, RM_SNAPSHOT: str(target.id)},
+        action=f"replace main with branch '{branch}'",
+        backup_tag=backup_tag_name(head.id) if keep_backup and head is not None else None,
+        missing=lambda path: vanished(ops, branch, path))
+    if done.snapshot is None:  # main's head has the branch head's files: only the schema moved (copied above)
         assert head is not None
-        if created_backup:
-            io.delete(main_paths.tag_file(backup))  # type: ignore[arg-type]
         return ReplaceMainResult(head.id, head.id, target.id, None, plan.current_id)
-    try:
-        published = main.snapshots.try_publish(snapshot)
-    except Exception as e:
-        # The snapshot may exist and reference what was written: delete nothing.
-        raise CommitStateUnknownError(
-            f"publishing snapshot {snapshot.id} of main of {root} failed ({e}); it may or may not exist. "
-            f"Main reads either its old head or branch '{branch}' head; run replace_main again to be sure"
-        ) from e
-    if not published:
-        _undo(main, written)
-        if created_backup:
-            io.delete(main_paths.tag_file(backup))  # type: ignore[arg-type]
-        raise CommitConflictError(
-            f"another commit to main of {root} landed while replacing main with branch '{branch}'; "
-            "main's snapshots were not changed — look at the new head and retry")
-    main.snapshots.write_latest_hint(snapshot.id)
-    return ReplaceMainResult(head.id if head else None, snapshot.id, target.id, backup, plan.current_id)
-
-
-def _create_backup(io, paths: TablePaths, name: str, head: Snapshot) -> bool:  # type: ignore[no-untyped-def]
-    """Tag main's head ``name``; True if this call created it, False if it was there already.
-
-    Raises:
-        TagAlreadyExistsError: a tag of that name tags another snapshot (nothing was changed).
-    """
-    if io.try_create(paths.tag_file(name), Tag(head).to_json().encode()):
-        return True
-    if TagStore(io, paths).get(name).snapshot.id != head.id:
-        raise TagAlreadyExistsError(
-            f"tag '{name}' exists and does not tag main's head {head.id}; rename or delete it, or "
-            "replace main with keep_backup => false; nothing was changed")
-    return False  # a retry after a crash: the backup of this very head is there
+    return ReplaceMainResult(head.id if head else None, done.snapshot.id, target.id, done.backup_tag,
+                             plan.current_id)
 
 
 class _SchemaPlan:
@@ -161,7 +117,7 @@ class _SchemaPlan:
         main_ids, branch_ids = main.list_ids(), branch.list_ids()
         prefix = -1  # the newest schema id main and the branch share (same id, same content)
         for sid in branch_ids:
-            if sid in main_ids and _same_schema(main.get(sid), branch.get(sid)):
+            if sid in main_ids and same_schema(main.get(sid), branch.get(sid)):
                 prefix = sid
             else:
                 break
@@ -192,7 +148,7 @@ class _SchemaPlan:
         schemas = SchemaStore(io, paths)
         for schema in self.copies:
             created = io.try_create(paths.schema_file(schema.id), schema.to_json().encode())
-            if not created and not _same_schema(schemas.get(schema.id), schema):
+            if not created and not same_schema(schemas.get(schema.id), schema):
                 raise CommitConflictError(
                     f"main's schema {schema.id} was created concurrently (a schema change); "
                     f"replacing main with branch '{branch}' stopped before changing main's snapshots — retry")

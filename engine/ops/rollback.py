@@ -8,14 +8,18 @@ crash leaves it so. Here the rollback is **one new snapshot** ``head + 1`` publi
 create-if-absent, exactly like a commit:
 
 * base manifest list = the head's data manifests; delta = DELETE entries for the head's live
-  files the target lacks and ADD entries for the target's live files the head lacks (commit kind
-  OVERWRITE, so streaming readers that skip overwrites are not fed the restored rows again);
+  files the target lacks and ADD entries for the target's live files the head lacks, each under
+  a new file name (a hard link: Paimon's history adds a file once and deletes it once, see
+  ``engine.ops.republish``; a target whose files are gone is refused before anything is
+  published) (commit kind OVERWRITE, so streaming readers that skip overwrites are not fed the
+  restored rows again);
   index manifest = the target's (dynamic-bucket key maps must match the restored data);
   properties ``dyntable.rollback.from`` / ``dyntable.rollback.to`` record what happened.
 * Readers see the old head or the new one, never a mix; history stays linear, so time travel to
   the replaced snapshots keeps working while they are retained, and the replaced head is kept
   by a backup tag ``rollback-backup-<head id>`` (created first, removed again if the rollback
-  does not happen) so it stays readable after snapshot expiration. Delete the tag to let
+  does not happen and no concurrent rollback of the same head reported it) so it stays
+  readable after snapshot expiration. Delete the tag to let
   expiration and orphan cleanup reclaim its files.
 * Nothing is deleted: files only the replaced snapshots used become garbage for expiration and
   orphan cleanup.
@@ -31,17 +35,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.errors import (
-    CommitConflictError,
-    CommitStateUnknownError,
-    InvalidArgumentError,
-    NoSuchSnapshotError,
-    TagAlreadyExistsError,
-)
+from engine.errors import InvalidArgumentError, NoSuchSnapshotError
 from engine.identifier import validate_name
 from engine.meta.refs import TagStore
-from engine.meta.snapshot import Snapshot, Tag
-from engine.ops.republish import content_snapshot
+from engine.meta.snapshot import Snapshot
+from engine.ops.republish import republish
 from engine.ops.retention_mark import check_visible
 from engine.store import FileStore
 
@@ -100,44 +98,22 @@ def rollback_to(store: FileStore, version: int | str, *, backup: bool = True) ->
     head = store.snapshots.latest()
     if head is None:
         raise NoSuchSnapshotError(f"{store.paths.root} has no snapshot to roll back")
-    if _same_content(head, target):
+    if _same_content(head, target) or (head.properties or {}).get(ROLLBACK_TO) == str(target.id):
+        return RollbackResult(head.id, head.id, None)  # the head is the target, or a rollback to it
+    latest_schema = store.schemas.latest()
+    schema_id = max(head.schema_id, latest_schema.id if latest_schema else 0)
+    done = republish(
+        store, head, target, store.live_entries(target), schema_id,
+        {ROLLBACK_FROM: str(head.id), ROLLBACK_TO: str(target.id)},
+        action=f"roll back to {what}",
+        backup_tag=backup_tag_name(head.id) if backup else None,
+        missing=lambda path: NoSuchSnapshotError(
+            f"cannot roll back to {what}: its file {path} is missing (expired, or deleted by orphan "
+            "cleanup); nothing was changed"),
+    )
+    if done.snapshot is None:  # the head already holds the target's files
         return RollbackResult(head.id, head.id, None)
-    tags = TagStore(store.io, store.paths)
-    backup_name = backup_tag_name(head.id) if backup else None
-    created_backup = False
-    if backup_name is not None:
-        if tags.exists(backup_name):
-            if tags.get(backup_name).snapshot.id != head.id:
-                raise TagAlreadyExistsError(
-                    f"tag '{backup_name}' exists and does not tag snapshot {head.id}; rename or delete it, then retry"
-                )
-        else:
-            created_backup = store.io.try_create(store.paths.tag_file(backup_name), Tag(head).to_json().encode())
-    written: list[str] = []
-    try:
-        snapshot = _rollback_snapshot(store, head, target, written)
-    except BaseException:
-        _undo(store, written, backup_name if created_backup else None)
-        raise
-    if snapshot is None:  # the head already holds the target's files
-        _undo(store, written, backup_name if created_backup else None)
-        return RollbackResult(head.id, head.id, None)
-    try:
-        published = store.snapshots.try_publish(snapshot)
-    except Exception as e:
-        # The snapshot may exist and reference what was written: delete nothing.
-        raise CommitStateUnknownError(
-            f"publishing rollback snapshot {snapshot.id} of {store.paths.root} failed ({e}); it may or may not "
-            "exist — look at the table before retrying"
-        ) from e
-    if not published:
-        _undo(store, written, backup_name if created_backup else None)
-        raise CommitConflictError(
-            f"another commit to {store.paths.root} landed while rolling back to {what} (after snapshot {head.id}); "
-            "nothing was changed — look at the new head and retry"
-        )
-    store.snapshots.write_latest_hint(snapshot.id)
-    return RollbackResult(head.id, snapshot.id, backup_name)
+    return RollbackResult(head.id, done.snapshot.id, done.backup_tag)
 
 
 def rollback_to_timestamp(store: FileStore, timestamp_millis: int, *, backup: bool = True) -> RollbackResult:
@@ -154,20 +130,6 @@ def rollback_to_timestamp(store: FileStore, timestamp_millis: int, *, backup: bo
 def _same_content(a: Snapshot, b: Snapshot) -> bool:
     return (a.base_manifest_list, a.delta_manifest_list, a.index_manifest) == (
         b.base_manifest_list, b.delta_manifest_list, b.index_manifest)
-
-
-def _undo(store: FileStore, written: list[str], backup_name: str | None) -> None:
-    for name in written:
-        store.manifests.delete(name)
-    if backup_name is not None:
-        store.io.delete(store.paths.tag_file(backup_name))
-
-
-def _rollback_snapshot(store: FileStore, head: Snapshot, target: Snapshot, written: list[str]) -> Snapshot | None:
-    latest_schema = store.schemas.latest()
-    schema_id = max(head.schema_id, latest_schema.id if latest_schema else 0)
-    return content_snapshot(store, head, target, store.live_entries(target), schema_id,
-                            {ROLLBACK_FROM: str(head.id), ROLLBACK_TO: str(target.id)}, written)
 
 
 __all__ = ["BACKUP_TAG_PREFIX", "RollbackResult", "backup_tag_name", "resolve_target", "rollback_to",

@@ -178,6 +178,21 @@ class FileIOContract:
         with pytest.raises(FileNotFoundError):
             fileio.rename(join(root, "missing"), join(root, "x"))
 
+    def test_link_or_copy_gives_a_file_a_second_name(self, fileio: FileIO, root: str) -> None:
+        src, dst = join(root, "bucket-0", "data-a-0.parquet"), join(root, "bucket-0", "data-b-0.parquet")
+        fileio.write_bytes(src, b"rows")
+        fileio.link_or_copy(src, dst)
+        assert fileio.read_bytes(dst) == b"rows" and fileio.read_bytes(src) == b"rows"
+        fileio.delete(src)  # the second name lives on its own (what Java's expiration relies on)
+        assert fileio.read_bytes(dst) == b"rows"
+        with pytest.raises(FileNotFoundError):
+            fileio.link_or_copy(src, join(root, "bucket-0", "data-c-0.parquet"))
+        other = join(root, "bucket-0", "data-d-0.parquet")
+        fileio.write_bytes(other, b"other")
+        with pytest.raises(StorageError):
+            fileio.link_or_copy(other, dst)  # never replaces an existing file
+        assert fileio.read_bytes(dst) == b"rows"
+
     def test_mkdirs(self, fileio: FileIO, root: str) -> None:
         d = join(root, "x", "y")
         fileio.mkdirs(d)

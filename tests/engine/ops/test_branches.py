@@ -20,6 +20,7 @@ from engine.errors import (
     NoSuchSnapshotError,
     NoSuchTagError,
     StorageError,
+    TagAlreadyExistsError,
 )
 from engine.io.faults import FailingFileIO
 from engine.meta.snapshot import CommitKind
@@ -169,7 +170,7 @@ def test_schema_change_compaction_tags_and_time_travel_on_a_branch(catalog, pk_t
     t = t.refresh()
     assert [f.name for f in t.schema.fields] == ["id", "v", "p"]
     assert content(t) == main_rows and [s.id for s in t.snapshots()] == main_snaps
-    assert t.tags.names() == []
+    assert t.tags.names() == ["branch-base-dev"]  # the pin of dev's base, for Java's expiration of main
     assert all_referenced_exist(t)
 
 
@@ -275,23 +276,21 @@ def test_fast_forward_refuses_when_main_changed_its_schema(catalog, append_table
         t.fast_forward(empty)
 
 
-def test_fast_forward_loses_a_race_against_a_main_commit_and_changes_nothing(catalog, append_table, monkeypatch):
+def test_fast_forward_loses_a_race_against_a_main_commit_and_changes_nothing(catalog, append_table):
     t = append_table
     t.create_branch("dev", from_snapshot=2)
     catalog.get_table("db.app$branch_dev").write_arrow(rows([9]))
-    from engine.ops import branches
+    from engine.io.faults import FailingFileIO
+    from engine.ops.branches import BranchOps
+    from engine.store import FileStore
 
-    real = branches._merge_snapshot
-
-    def racing(main, *args):
-        snap = real(main, *args)
-        t.write_arrow(rows([77]))  # lands first, with the id the fast-forward wanted
-        return snap
-
-    monkeypatch.setattr(branches, "_merge_snapshot", racing)
+    wanted = f"{t.store.paths.snapshot_dir}/snapshot-{t.latest_snapshot().id + 1}"
+    racing = FailingFileIO(t.store.io, "try_create", path_contains=wanted, action="hook",
+                           hook=lambda method, path: t.write_arrow(rows([77])))  # lands first, same id
     files = data_and_manifest_files(t.path)
     with pytest.raises(CommitConflictError):
-        t.fast_forward("dev")
+        BranchOps(FileStore(racing, t.store.paths, t.store.schema)).fast_forward("dev")
+    t = t.refresh()
     assert (77, "x77", "a") in content(t) and t.latest_snapshot().commit_kind is not CommitKind.OVERWRITE
     referenced = reachable_files(t.store.io, t.path)
     new_files = data_and_manifest_files(t.path) - files
@@ -408,3 +407,34 @@ def test_fast_forward_into_a_main_without_snapshots_and_branches_of_branches(cat
     assert content(t) == content(dev) and t.latest_snapshot().total_record_count == 2
     t.delete_branch("dev")  # main and 'sub' still hold every file
     assert content(t) == content(sub) == [(1, "x1", "a"), (2, "x2", "a")] and all_referenced_exist(t)
+
+
+def test_a_branch_from_a_snapshot_or_tag_pins_its_base_until_it_is_deleted(catalog, pk_table):
+    """Java's expire_snapshots protects only the expired branch's tags: the base gets a tag on main."""
+    from engine.ops.branches import base_tag_name
+
+    t = pk_table
+    t.create_tag("t1", 1)
+    t.create_branch("dev", from_snapshot=2)
+    t.create_branch("qa", from_tag="t1")
+    t.create_branch("empty")
+    assert t.tags.get(base_tag_name("dev")).snapshot.id == 2 and t.tags.get(base_tag_name("qa")).snapshot.id == 1
+    assert base_tag_name("empty") not in t.tags.names()  # nothing inherited, nothing to pin
+    t.rename_branch("dev", "dev2")
+    assert base_tag_name("dev") not in t.tags.names() and t.tags.get(base_tag_name("dev2")).snapshot.id == 2
+    before = data_and_manifest_files(t.path)
+    t.delete_branch("dev2")
+    t.delete_branch("qa")
+    assert sorted(t.refresh().tags.names()) == ["t1"]
+    assert data_and_manifest_files(t.path) <= before and all_referenced_exist(t.refresh())
+
+
+def test_a_branch_is_refused_when_its_base_tag_name_tags_another_snapshot(pk_table):
+    t = pk_table
+    t.create_tag("branch-base-dev", 1)
+    before = tree(t.path)
+    with pytest.raises(TagAlreadyExistsError, match="branch-base-dev"):
+        t.create_branch("dev", from_snapshot=2)
+    assert tree(t.path) == before
+    t.create_branch("dev", from_snapshot=1)  # the same base: the tag is reused
+    assert "dev" in t.branches()

@@ -33,6 +33,7 @@ from engine.ops.reachability import (
 from engine.ops.retention_mark import advance, read_mark
 from engine.scan.planner import TableScan, store_at
 from tests.engine.ops.conftest import SCHEMA, content, data_and_manifest_files, expire_snapshot_file, rows
+from tests.engine.ops.test_history_invariant import assert_added_once, java_live
 
 TAGS = ("t0", "t1", "t2")
 
@@ -103,9 +104,11 @@ class BranchModel:
             elif source == "head" and head is not None:
                 t.create_branch(name, from_snapshot=head.id)
                 self.rows[name], self.tags[name] = snapshot_rows[head.id], {}
+                tag_rows[f"branch-base-{name}"] = snapshot_rows[head.id]  # the pin of the branch's base
             elif source in tag_rows:
                 t.create_branch(name, from_tag=source)
                 self.rows[name], self.tags[name] = tag_rows[source], {source: tag_rows[source]}
+                tag_rows[f"branch-base-{name}"] = tag_rows[source]
         elif kind == "write_branch" and name in self.rows:
             self.writes += 1
             data = rows(sorted(set(step[2])), f"b{self.writes}-", "a")
@@ -119,6 +122,7 @@ class BranchModel:
         elif kind == "delete_branch" and name in self.rows:
             t.delete_branch(name)
             del self.rows[name], self.tags[name]
+            tag_rows.pop(f"branch-base-{name}", None)
         elif kind in ("fast_forward", "replace_main") and name in self.rows:
             if self.table(name).latest_snapshot() is None:
                 return None
@@ -141,10 +145,11 @@ class BranchModel:
             for tag, tagged in self.tags[name].items():
                 assert content(b, tag=tag) == tagged, (name, tag)
 
-    def tear_down(self, t) -> None:
+    def tear_down(self, t, tag_rows: dict[str, list[tuple]]) -> None:
         for name in sorted(self.rows):
             t.delete_branch(name)
             del self.rows[name], self.tags[name]
+            tag_rows.pop(f"branch-base-{name}", None)
             self.check(t)
 
 
@@ -177,6 +182,10 @@ def snapshot_content(t, snap) -> list[tuple]:
 
 def check(t, tag_rows, snapshot_rows) -> None:
     assert set(t.tags()) == set(tag_rows)
+    if t.latest_snapshot() is not None:  # Paimon's invariant: Java reads and expires this history alike
+        assert_added_once(t.store)
+        head = t.latest_snapshot()
+        assert java_live(t.store, head) == {e.identifier for e in t.store.live_entries(head)}
     mark = read_mark(t.store.io, t.path)
     tags = t.tags()
     for name, expected in tag_rows.items():
@@ -297,7 +306,7 @@ def run_history(primary_key: bool, ops) -> None:
             check(t, tag_rows, snapshot_rows)
             branches.check(t)
 
-        branches.tear_down(t)  # exact cleanup: what the branches alone held goes
+        branches.tear_down(t, tag_rows)  # exact cleanup: what the branches alone held goes
         check(t, tag_rows, snapshot_rows)
         # Tear down: every snapshot but the head (tags now hold their files alone), then every tag
         # one by one. What remains is exactly the head's.

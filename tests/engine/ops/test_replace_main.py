@@ -20,7 +20,6 @@ from engine.errors import (
 )
 from engine.io.faults import FailingFileIO
 from engine.meta.snapshot import CommitKind
-from engine.ops import replace_main as rm
 from engine.ops.reachability import reachable_files
 from engine.ops.replace_main import RM_BRANCH, replace_main
 from engine.scan.incremental import ChangeReader, incremental_splits
@@ -83,7 +82,7 @@ def test_replace_main_same_schemas_without_backup(catalog):
     t, dev = diverged(catalog, schemas=False)
     head = t.latest_snapshot()
     result = t.replace_main("dev", keep_backup=False)
-    assert result.backup_tag is None and t.tags.names() == ["t1"]
+    assert result.backup_tag is None and t.tags.names() == ["branch-base-dev", "t1"]
     assert content(t) == content(dev) and t.refresh().schema.id == head.schema_id  # no schema copied
     assert result.current_snapshot_id == head.id + 1
 
@@ -124,20 +123,16 @@ def test_refusals_change_nothing(catalog):
     assert t.replace_main("dev", keep_backup=False).current_snapshot_id == t.latest_snapshot().id
 
 
-def test_replace_main_loses_a_race_and_changes_no_snapshot(catalog, monkeypatch):
+def test_replace_main_loses_a_race_and_changes_no_snapshot(catalog):
     t, _ = diverged(catalog, schemas=False)
-    real = rm.content_snapshot
-
-    def racing(main, *args):
-        snap = real(main, *args)
-        t.write_arrow(rows([77]))  # lands first, with the id the replacement wanted
-        return snap
-
-    monkeypatch.setattr(rm, "content_snapshot", racing)
+    wanted = f"{t.store.paths.snapshot_dir}/snapshot-{t.latest_snapshot().id + 1}"
+    racing = FailingFileIO(t.store.io, "try_create", path_contains=wanted, action="hook",
+                           hook=lambda method, path: t.write_arrow(rows([77])))  # lands first, same id
     files = data_and_manifest_files(t.path)
     with pytest.raises(CommitConflictError):
-        t.replace_main("dev")
-    assert (77, "x77", "a") in content(t) and t.tags.names() == ["t1"]  # no backup tag left
+        replace_main(FileStore(racing, t.store.paths, t.store.schema), "dev")
+    t = t.refresh()
+    assert (77, "x77", "a") in content(t) and t.tags.names() == ["branch-base-dev", "t1"]  # no backup tag left
     new_files = data_and_manifest_files(t.path) - files
     referenced = reachable_files(t.store.io, t.path)
     assert new_files and all(p in referenced for p in new_files)  # the replacement's manifests were removed
@@ -173,7 +168,7 @@ def test_replace_main_crashing_at_every_file_operation(tmp_path, after):
         assert (head == old_head and content(t, snapshot_id=head) == old_rows) or (
             head == old_head + 1 and content(t) == new_rows), f"crash at call {n}"
         assert not finished or head == old_head + 1
-        assert set(t.tags.names()) <= {"t1", f"replace-main-backup-{old_head}"}
+        assert set(t.tags.names()) <= {"t1", "branch-base-dev", f"replace-main-backup-{old_head}"}
         outcomes.add(head == old_head + 1)
         assert all_referenced_exist(t)
         t.replace_main("dev")  # running it again finishes the job

@@ -8,9 +8,11 @@ import pyarrow as pa
 import pytest
 
 from engine.errors import CommitConflictError, InvalidArgumentError, NoSuchSnapshotError, NoSuchTagError
+from engine.io.faults import FailingFileIO
 from engine.meta.snapshot import CommitKind
 from engine.ops import rollback as rollback_mod
 from engine.ops.reachability import reachable_files
+from engine.store import FileStore
 from tests.engine.ops.conftest import content, data_and_manifest_files, expire_snapshot_file, rows
 
 
@@ -92,18 +94,14 @@ def test_rollback_to_the_head_is_a_no_op(append_table):
     assert state(t) == before
 
 
-def test_a_commit_racing_the_rollback_wins_and_the_rollback_changes_nothing(append_table, monkeypatch):
+def test_a_commit_racing_the_rollback_wins_and_the_rollback_changes_nothing(append_table):
     t = append_table
-    real = rollback_mod._rollback_snapshot
-
-    def with_a_racing_commit(store, head, target, written):
-        snapshot = real(store, head, target, written)
-        t.write_arrow(rows([77]))  # lands as head + 1 before the rollback publishes
-        return snapshot
-
-    monkeypatch.setattr(rollback_mod, "_rollback_snapshot", with_a_racing_commit)
+    # Another writer's commit lands exactly when the rollback creates its snapshot (id 4).
+    racing = FailingFileIO(t.store.io, "try_create", path_contains="snapshot/snapshot-4", action="hook",
+                           hook=lambda method, path: t.write_arrow(rows([77])))
     with pytest.raises(CommitConflictError):
-        t.rollback_to(1)
+        rollback_mod.rollback_to(FileStore(racing, t.store.paths, t.store.schema), 1)
+    t = t.refresh()
     assert "rollback-backup-3" not in t.tags()
     assert t.latest_snapshot().id == 4 and (77, "x77", "a") in content(t)
     # No metadata file of the failed attempt is left behind.
@@ -133,23 +131,14 @@ def test_rollback_over_a_schema_change_keeps_the_new_schema(catalog, append_tabl
     assert data.column_names == ["id", "v", "p", "extra"] and data.column("extra").to_pylist() == [None, None]
 
 
-def test_a_publish_whose_answer_is_lost_deletes_nothing(pk_table, monkeypatch):
-    """The rollback snapshot lands but the store's answer is lost: its manifests and backup tag must stay."""
-    from engine.errors import CommitStateUnknownError, StorageError
-
+def test_a_publish_whose_answer_is_lost_is_resolved_by_reading_it_back(pk_table):
+    """The rollback snapshot lands but the store's answer is lost: the publish reads the file back,
+    finds its own snapshot, and reports success; its manifests, links and backup tag stay."""
     t = pk_table
     head = t.latest_snapshot()
-    snapshots = type(t.store.snapshots)
-    original = snapshots.try_publish
-
-    def lands_then_fails(self, snapshot):
-        original(self, snapshot)
-        raise StorageError("connection reset")
-
-    monkeypatch.setattr(snapshots, "try_publish", lands_then_fails)
-    with pytest.raises(CommitStateUnknownError):
-        t.rollback_to(1)
-    monkeypatch.undo()
+    lost = FailingFileIO(t.store.io, "try_create", path_contains=f"snapshot/snapshot-{head.id + 1}", after=True)
+    result = rollback_mod.rollback_to(FileStore(lost, t.store.paths, t.store.schema), 1)
+    assert lost.failures == 1 and result.current_snapshot_id == head.id + 1
     fresh = t.refresh()
     assert fresh.latest_snapshot().id == head.id + 1
     assert content(fresh) == content(fresh, snapshot_id=1)  # the new head reads: nothing it needs was deleted
