@@ -24,6 +24,15 @@ from engine.io import FileIO
 from engine.meta.paths import TablePaths
 from engine.meta.snapshot import Consumer, Tag
 
+# A branch made from a tag or snapshot pins its base with this tag on the branch it came from:
+# Java Paimon's expiration protects only tags, so without it Java would delete the branch's files.
+BASE_TAG_PREFIX = "branch-base-"
+
+
+def base_tag_name(branch: str) -> str:
+    """The tag that pins a branch's base snapshot on the branch it was created from."""
+    return f"{BASE_TAG_PREFIX}{branch}"
+
 
 def validate_ref_name(kind: str, name: str, *, new: bool = False) -> None:
     validate_name(kind, name, new=new)

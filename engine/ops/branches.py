@@ -77,7 +77,7 @@ from engine.errors import (
 from engine.identifier import MAIN_BRANCH, validate_name
 from engine.meta.manifest import ManifestEntry
 from engine.meta.paths import TablePaths, join
-from engine.meta.refs import TagStore
+from engine.meta.refs import BASE_TAG_PREFIX, TagStore, base_tag_name
 from engine.meta.schema_store import SchemaStore
 from engine.meta.snapshot import Snapshot, Tag
 from engine.ops.reachability import ReachabilityCollector, all_anchors, delete_files, unreferenced
@@ -92,12 +92,6 @@ STAGING_PREFIX = ".tmp-branch-"
 TRASH_PREFIX = ".trash-branch-"
 FF_BRANCH = "dyntable.fast-forward.branch"
 FF_SNAPSHOT = "dyntable.fast-forward.snapshot"
-BASE_TAG_PREFIX = "branch-base-"
-
-
-def base_tag_name(branch: str) -> str:
-    """The tag that pins a branch's base snapshot on the branch it was created from."""
-    return f"{BASE_TAG_PREFIX}{branch}"
 
 #: Result of deleting a branch: ``tags`` holds the branch name, ``files`` what was deleted.
 BranchDeletion = TagDeletion

@@ -49,8 +49,9 @@ from engine.errors import (
     SnapshotExpiredConcurrentlyError,
     TagAlreadyExistsError,
 )
-from engine.identifier import validate_name
-from engine.meta.refs import TagStore, publish_ref
+from engine.identifier import MAIN_BRANCH, validate_name
+from engine.meta.paths import TablePaths
+from engine.meta.refs import BASE_TAG_PREFIX, TagStore, publish_ref
 from engine.meta.snapshot import Snapshot, Tag
 from engine.ops.reachability import (
     Anchor,
@@ -236,6 +237,13 @@ class TagOps:
         missing = [n for n in wanted if not self.tags.exists(n)]
         if missing:
             raise NoSuchTagError(f"tag(s) {', '.join(repr(n) for n in missing)} do not exist; nothing was deleted")
+        pinned = [n for n in wanted if self._pins_a_live_branch(n)]
+        if pinned:
+            raise InvalidArgumentError(
+                f"tag(s) {', '.join(repr(n) for n in pinned)} pin the base of a branch that still exists (Java "
+                "Paimon's expiration would delete the branch's files without it); delete the branch first, "
+                "which removes its base tag; nothing was deleted"
+            )
         if all(self._kept_by_its_snapshot(n) for n in wanted):
             if not dry_run:
                 for name in wanted:
@@ -259,6 +267,12 @@ class TagOps:
         keep = retry_concurrent(
             lambda: keep_with_new_anchors(collector, keep, counted, all_anchors(io, root)))
         return TagDeletion(tuple(wanted), delete_files(io, unreferenced(candidates, keep)))
+
+    def _pins_a_live_branch(self, name: str) -> bool:
+        if not name.startswith(BASE_TAG_PREFIX) or name == BASE_TAG_PREFIX:
+            return False
+        branch = name[len(BASE_TAG_PREFIX):]
+        return branch != MAIN_BRANCH and self.store.io.exists(TablePaths(self.store.paths.root, branch).branch_root)
 
     def _kept_by_its_snapshot(self, name: str) -> bool:
         """The tagged snapshot still exists with the tag's metadata (read afresh: ids can be reused

@@ -429,6 +429,17 @@ def test_a_branch_from_a_snapshot_or_tag_pins_its_base_until_it_is_deleted(catal
     assert data_and_manifest_files(t.path) <= before and all_referenced_exist(t.refresh())
 
 
+def test_a_base_tag_cannot_be_deleted_while_its_branch_exists(pk_table):
+    t = pk_table
+    t.create_branch("dev", from_snapshot=2)
+    before = tree(t.path)
+    with pytest.raises(InvalidArgumentError, match="branch-base-dev.*delete the branch first"):
+        t.delete_tag("branch-base-dev")
+    assert tree(t.path) == before
+    t.delete_branch("dev")  # takes its pin with it
+    assert "branch-base-dev" not in t.refresh().tags.names()
+
+
 def test_a_branch_is_refused_when_its_base_tag_name_tags_another_snapshot(pk_table):
     t = pk_table
     t.create_tag("branch-base-dev", 1)
