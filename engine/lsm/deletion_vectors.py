@@ -1,12 +1,14 @@
-"""The guard for tables with Paimon deletion vectors, which dyntable does not implement.
+"""Which tables use Paimon deletion vectors, and the guard for what dyntable does not do on them.
 
 With ``deletion-vectors.enabled = true`` (a table made by Java Paimon; dyntable refuses the
-option at CREATE/ALTER) Paimon marks superseded and deleted rows of compacted files in
-``DELETION_VECTORS`` index files, lets compactions drop deletes early, and its batch reads skip
-level 0 and read every other file raw minus its deletion vector. dyntable neither reads nor
-maintains those index files: a read here would return rows Paimon has deleted, and a write or a
-compaction would leave files whose deletion vectors no longer match (duplicates for Paimon). So
-every read, write and compaction of such a table is refused with :class:`UnsupportedTableError`.
+option at CREATE/ALTER) Paimon marks superseded and deleted rows of data files in
+``DELETION_VECTORS`` index files. dyntable *reads* such tables as Paimon's batch readers do
+(``engine.read.split_reader``: primary-key tables skip level 0 and read every other file without
+merging, minus its DV; append tables read every file minus its DV). It does not *maintain* DVs:
+a write or a compaction here would leave files whose DVs no longer match (deleted rows coming
+back, or duplicates for Paimon), so those are refused with :class:`UnsupportedTableError`.
+Streaming and incremental reads, which would have to turn DV changes into row changes, are
+refused the same way.
 """
 
 from __future__ import annotations
@@ -17,21 +19,40 @@ from engine.store import FileStore
 OPTION = "deletion-vectors.enabled"
 
 
+def uses_deletion_vectors(store: FileStore) -> bool:
+    """Whether the table has ``deletion-vectors.enabled = true``."""
+    return str(store.schema.options.get(OPTION, "false")).strip().lower() == "true"
+
+
 def refuse_deletion_vectors(store: FileStore, action: str) -> None:
     """Raise if the table has deletion vectors enabled.
 
     Args:
         store: the table.
-        action: what was attempted ("read", "write", "compact"), for the message.
+        action: what was attempted ("write or compact", "compact", ...), for the message.
 
     Raises:
         UnsupportedTableError: ``deletion-vectors.enabled`` is true.
     """
-    value = str(store.schema.options.get(OPTION, "false")).strip().lower()
-    if value == "true":
+    if uses_deletion_vectors(store):
         raise UnsupportedTableError(
-            f"cannot {action} table {store.paths.root}: it has '{OPTION}' = 'true', and dyntable does not "
-            "read or maintain Paimon's deletion vectors (it would return deleted rows, or leave them "
-            "stale for Paimon). Read and write this table with Apache Paimon, or recreate it without "
-            "deletion vectors."
+            f"cannot {action} table {store.paths.root}: it has '{OPTION}' = 'true', and dyntable "
+            "reads such tables but does not write Paimon's deletion vectors (a write or compaction "
+            "here would bring deleted rows back, or leave stale deletion vectors for Paimon). Write "
+            "to this table with Apache Paimon, or copy it into a table without deletion vectors."
+        )
+
+
+def refuse_change_reads(store: FileStore) -> None:
+    """Raise for a streaming or incremental read of a table with deletion vectors.
+
+    Raises:
+        UnsupportedTableError: ``deletion-vectors.enabled`` is true.
+    """
+    if uses_deletion_vectors(store):
+        raise UnsupportedTableError(
+            f"cannot stream or read incremental changes of table {store.paths.root}: it has '{OPTION}' = "
+            "'true', and dyntable reads such tables only as batch snapshots (a change read would have "
+            "to turn deletion vectors into row changes, which it does not). Read a snapshot instead, "
+            "e.g. with time travel, or stream it with Apache Paimon."
         )

@@ -40,7 +40,13 @@ import numpy as np
 from pyroaring import BitMap, BitMap64
 
 from engine.errors import CorruptMetadataError, InvalidArgumentError
-from engine.meta.index_files import DELETION_VECTORS_INDEX, INDEX_DIR, IndexFileMeta, IndexStore
+from engine.meta.index_files import (
+    DELETION_VECTORS_INDEX,
+    INDEX_DIR,
+    IndexFileMeta,
+    IndexManifestEntry,
+    IndexStore,
+)
 from engine.meta.paths import join
 
 MAGIC_32 = 1581511376
@@ -385,3 +391,44 @@ def read_deletion_vectors(store: IndexStore, meta: IndexFileMeta) -> dict[str, D
         raise CorruptMetadataError(
             f"deletion-vector index file {path} is listed in the index manifest but missing") from None
     return read_index_file(data, dv_metas(meta), what=f"deletion-vector index file {path}")
+
+
+@dataclass(frozen=True, slots=True)
+class DeletionFile:
+    """Where one data file's DV lives, as a read split carries it (Java ``DeletionFile``).
+
+    ``path`` is the index file (resolved against the table, or its external path); ``offset``
+    and ``length`` are the range from the index manifest.
+    """
+
+    data_file: str
+    path: str
+    offset: int
+    length: int
+    cardinality: int | None
+
+
+def deletion_files(
+    store: IndexStore, entries: Iterable[IndexManifestEntry]
+) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
+    """Every data file's DV location named by an index manifest, by (partition, bucket), then by
+    data-file name. Entries of other index types are skipped."""
+    out: dict[tuple[bytes, int], dict[str, DeletionFile]] = {}
+    for e in entries:
+        if e.file.index_type != DELETION_VECTORS_INDEX:
+            continue
+        path = store.file_path(e.file)
+        slot = out.setdefault((e.partition, e.bucket), {})
+        for m in dv_metas(e.file):
+            slot[m.data_file] = DeletionFile(m.data_file, path, m.offset, m.length, m.cardinality)
+    return out
+
+
+def read_deletion_file(data: bytes, file: DeletionFile) -> DeletionVector:
+    """The DV at ``file``'s range of the index file whose bytes are ``data``.
+
+    Raises:
+        CorruptMetadataError: wrong version byte, a range outside the file, or a bad record.
+    """
+    meta = DeletionVectorMeta(file.data_file, file.offset, file.length, file.cardinality)
+    return read_index_file(data, [meta], what=f"deletion-vector index file {file.path}")[file.data_file]

@@ -1,5 +1,9 @@
 """Split → Arrow data. Append splits concatenate; primary-key splits merge.
 
+Tables with deletion vectors are read as Paimon's batch readers read them, without merging:
+every file (for a primary-key table every file above level 0) is read raw, and the rows its
+deletion vector marks are dropped by a vectorised mask (``engine.read.deletion_vectors``).
+
 For a primary-key split the files are cut into key-interval sections (files that overlap by
 key, transitively). A section holding one sorted run is read straight ("raw convertible"),
 dropping retraction rows; a section with several runs is concatenated and merged with the
@@ -19,11 +23,12 @@ import pyarrow.compute as pc
 from engine.count_layout import expand, is_count_layout, logical_schema
 from engine.errors import CorruptMetadataError
 from engine.lsm.changelog import kinds_to_rowkind
-from engine.lsm.deletion_vectors import refuse_deletion_vectors
+from engine.lsm.deletion_vectors import uses_deletion_vectors
 from engine.lsm.intervals import partition_by_key_intervals
 from engine.lsm.key_order import key_range_decoder
 from engine.lsm.merge import COUNT_COLUMN, MergeConfig, merge
 from engine.meta.manifest import DataFileMeta
+from engine.read.deletion_vectors import DeletionVectorLoader, apply_deletion_vector
 from engine.read.expiry import explain_missing
 from engine.read.file_reader import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
 from engine.scan.planner import DataSplit
@@ -61,8 +66,9 @@ class SplitReader:
         *,
         row_kind: bool = False,
     ) -> None:
-        refuse_deletion_vectors(store, "read")
         self.store = store
+        # Deletion-vector tables: read raw minus each file's DV (see the module docstring).
+        self.deletion_vectors = DeletionVectorLoader(store.io) if uses_deletion_vectors(store) else None
         # Prepend the merged rows' kinds as ``rowkind`` ($audit_log). Such a read keeps the keys
         # whose latest change is a retraction (-D / -U), as Paimon's audit log does (it reads
         # with deletes kept), so a DELETE shows until a full compaction drops the row.
@@ -84,7 +90,8 @@ class SplitReader:
         self.skip_level0 = False
         if store.has_primary_key:
             self.merge_config = MergeConfig.from_options(schema.options, schema.primary_keys)
-            self.skip_level0 = self.merge_config.engine == "first-row"
+            # (Deletion-vector tables likewise: Paimon's batch reads skip their level 0.)
+            self.skip_level0 = self.merge_config.engine == "first-row" or self.deletion_vectors is not None
             extra = [COUNT_COLUMN] if self.count_layout else []
             config = self.merge_config
             ordering = [*config.sequence_fields, *config.group_sequence_fields]
@@ -114,22 +121,25 @@ class SplitReader:
         part_dir = split_partition_dir(self.store, split)
         if not self.store.has_primary_key:
             for f in split.files:
-                yield self._finish(read_data_file(self.store, data_file_path(self.store, part_dir, split.bucket, f), f, self.read_fields))
+                path = data_file_path(self.store, part_dir, split.bucket, f)
+                table = read_data_file(self.store, path, f, self.read_fields)
+                yield self._finish(self._apply_dv(table, split, f))
             return
         files = split.files
         if self.skip_level0:
             files = tuple(f for f in files if f.level > 0)
-        if split.raw_convertible:  # (still true of a subset of the files)
+        # (raw_convertible is still true of a subset of the files; DV tables are never merged)
+        if split.raw_convertible or self.deletion_vectors is not None:
             for f in files:
-                yield self._finish(self._read_kv(part_dir, split.bucket, f, raw=True))
+                yield self._finish(self._read_kv(part_dir, split, f, raw=True))
             return
         key_range = key_range_decoder([self.store.schema.field(k).type for k in self.store.schema.trimmed_primary_keys])
         for section in partition_by_key_intervals(files, key_range):
             if len(section) == 1:
                 for f in section[0].files:
-                    yield self._finish(self._read_kv(part_dir, split.bucket, f, raw=True))
+                    yield self._finish(self._read_kv(part_dir, split, f, raw=True))
                 continue
-            parts = [self._read_kv(part_dir, split.bucket, f, raw=False) for run in section for f in run.files]
+            parts = [self._read_kv(part_dir, split, f, raw=False) for run in section for f in run.files]
             merged = merge(pa.concat_tables(parts), self.store.schema.primary_keys, self.merge_config,
                            drop_deletes=not self.keep_deletes)
             yield self._finish(merged)
@@ -140,14 +150,23 @@ class SplitReader:
             return self.output_schema.empty_table()
         return pa.concat_tables(tables)
 
-    def _read_kv(self, part_dir: str, bucket: int, f: DataFileMeta, raw: bool) -> pa.Table:
-        path = data_file_path(self.store, part_dir, bucket, f)
+    def _apply_dv(self, table: pa.Table, split: DataSplit, f: DataFileMeta) -> pa.Table:
+        """The rows of ``f`` (all of them, in file order) minus those its deletion vector marks."""
+        if self.deletion_vectors is None:
+            return table
+        where = split.deletion_file(f.file_name)
+        if where is None:
+            return table
+        return apply_deletion_vector(table, self.deletion_vectors.load(where), f.file_name)
+
+    def _read_kv(self, part_dir: str, split: DataSplit, f: DataFileMeta, raw: bool) -> pa.Table:
+        path = data_file_path(self.store, part_dir, split.bucket, f)
         if not raw:
             return read_data_file(self.store, path, f, self.read_fields, (SEQUENCE_NUMBER, VALUE_KIND))
         # The kinds are always read and filtered: a file's deleteRowCount is not proof that it
         # holds no retractions (pypaimon writes 0 for files holding -D rows), and one int8 column
-        # costs little next to the values.
-        table = read_data_file(self.store, path, f, self.read_fields, (VALUE_KIND,))
+        # costs little next to the values. The DV goes first: its positions number the file's rows.
+        table = self._apply_dv(read_data_file(self.store, path, f, self.read_fields, (VALUE_KIND,)), split, f)
         if not self.keep_deletes:
             table = table.filter(pc.is_in(table.column(VALUE_KIND), value_set=_add_kinds()))
         return table

@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 from engine.count_layout import expand_changes, is_count_layout, logical_schema
 from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchSnapshotError, NoSuchTagError
 from engine.lsm.changelog import kinds_to_rowkind
+from engine.lsm.deletion_vectors import refuse_change_reads
 from engine.lsm.merge import COUNT_COLUMN
 from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import DataFileMeta, FileKind
@@ -74,7 +75,12 @@ def produces_changes(store: FileStore, snapshot: Snapshot) -> bool:
 
 
 def change_splits(store: FileStore, snapshot: Snapshot) -> list[ChangeSplit]:
-    """The splits holding the changes of one snapshot (empty if it produces none)."""
+    """The splits holding the changes of one snapshot (empty if it produces none).
+
+    Raises:
+        UnsupportedTableError: the table has deletion vectors (change reads are not built for them).
+    """
+    refuse_change_reads(store)
     if not produces_changes(store, snapshot):
         return []
     ms = store.manifests
@@ -114,6 +120,7 @@ class ChangeReader:
     def __init__(
         self, store: FileStore, columns: Sequence[str] | None = None, filter: Predicate | None = None
     ) -> None:
+        refuse_change_reads(store)
         self.store = store
         self.count_layout = is_count_layout(store.schema)
         visible = logical_schema(store.schema).field_names if self.count_layout else store.schema.field_names
@@ -243,6 +250,7 @@ def resolve_between(store: FileStore, between: str, scan_mode: str = "auto") -> 
 
 def range_splits(store: FileStore, rng: IncrementalRange) -> list[ChangeSplit]:
     """Change splits of an incremental range read as changes (modes delta / changelog / auto)."""
+    refuse_change_reads(store)
     if rng.mode == "delta" and store.has_primary_key:
         return [
             s

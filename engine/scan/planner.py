@@ -21,8 +21,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchColumnError, NoSuchSnapshotError
+from engine.lsm.deletion_vectors import uses_deletion_vectors
 from engine.lsm.key_order import orderable_key
 from engine.meta.binary_row import bucket_of, deserialize_row
+from engine.meta.deletion_vectors import DeletionFile, deletion_files
+from engine.meta.index_files import IndexStore
 from engine.meta.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta, SimpleStats, live_files
 from engine.meta.snapshot import Snapshot
 from engine.read.expiry import explain_missing
@@ -45,6 +48,15 @@ class DataSplit:
     total_buckets: int
     files: tuple[DataFileMeta, ...]
     raw_convertible: bool
+    # Deletion-vector tables: the DVs of this split's files (files without one are absent).
+    deletion_files: tuple[DeletionFile, ...] = ()
+
+    def deletion_file(self, name: str) -> DeletionFile | None:
+        """The DV location of data file ``name``, or None when it has no DV."""
+        for d in self.deletion_files:
+            if d.data_file == name:
+                return d
+        return None
 
     @property
     def row_count(self) -> int:
@@ -130,7 +142,13 @@ class TableScan:
             entries = self.read_entries(snapshot)
         except CorruptMetadataError as e:
             raise explain_missing(self.store, snapshot.id, e) from e
-        return Plan(snapshot, tuple(self.make_splits(snapshot.id, entries)))
+        splits = self.make_splits(snapshot.id, entries)
+        if uses_deletion_vectors(self.store):
+            try:
+                splits = attach_deletion_files(self.store, snapshot, splits)
+            except CorruptMetadataError as e:
+                raise explain_missing(self.store, snapshot.id, e) from e
+        return Plan(snapshot, tuple(splits))
 
     def read_entries(self, snapshot: Snapshot, manifests: list[ManifestFileMeta] | None = None) -> list[ManifestEntry]:
         """Live ADD entries of the snapshot that survive partition/bucket/statistics pruning."""
@@ -213,6 +231,20 @@ class TableScan:
             for chunk in _pack_by_size(files):
                 splits.append(DataSplit(snapshot_id, partition, values, bucket, total_buckets, tuple(chunk), True))
         return splits
+
+
+def attach_deletion_files(store: FileStore, snapshot: Snapshot, splits: Sequence[DataSplit]) -> list[DataSplit]:
+    """``splits`` with the DVs of their files, from ``snapshot``'s index manifest (so time travel
+    reads a snapshot with the DVs it had). Primary-key splits of a DV table are marked raw
+    convertible: Paimon's batch reads of them skip level 0 and never merge."""
+    index = IndexStore(store.io, store.paths)
+    by_slot = deletion_files(index, index.read_manifest(snapshot.index_manifest))
+    out = []
+    for s in splits:
+        dvs = by_slot.get((s.partition, s.bucket), {})
+        found = tuple(dvs[f.file_name] for f in s.files if f.file_name in dvs)
+        out.append(replace(s, deletion_files=found, raw_convertible=True))
+    return out
 
 
 def _pack_by_size(files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:

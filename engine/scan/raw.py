@@ -10,8 +10,13 @@ dropping retraction rows (``-U``/``-D``) file by file:
 * ``$ro`` splits (top-level files only, unmerged by definition).
 
 It is not raw readable when the bucket holds overlapping runs, when the table uses the
-count layout (rows are counts to expand), deletion vectors (refused anyway), or a file is not
-Parquet or names its columns with ``write_cols`` (data evolution).
+count layout (rows are counts to expand), or a file is not Parquet or names its columns with
+``write_cols`` (data evolution).
+
+Deletion-vector tables: a split is raw readable when none of its files (above level 0, for a
+primary-key table: Paimon's batch reads skip level 0 of DV tables and never merge) has a deletion
+vector; a split with any DV goes to the Python reader, which applies them as row masks. A plain
+Parquet reader must never read a file that has a DV.
 
 Retractions: Paimon counts them in ``deleteRowCount``, but a 0 is no proof (pypaimon writes 0
 for files holding ``-D`` rows). A file is trusted to hold none only when it sits on the top
@@ -35,7 +40,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from engine.count_layout import is_count_layout
-from engine.lsm.deletion_vectors import OPTION as DELETION_VECTORS
+from engine.lsm.deletion_vectors import uses_deletion_vectors
 from engine.lsm.merge import MergeConfig
 from engine.meta.manifest import DataFileMeta
 from engine.scan.planner import DataSplit
@@ -65,10 +70,6 @@ class RawGroup:
     row_count: int
 
 
-def _deletion_vectors(store: FileStore) -> bool:
-    return str(store.schema.options.get(DELETION_VECTORS, "false")).strip().lower() == "true"
-
-
 def _first_row(store: FileStore) -> bool:
     if not store.has_primary_key:
         return False
@@ -77,7 +78,7 @@ def _first_row(store: FileStore) -> bool:
 
 def table_reads_raw(store: FileStore) -> bool:
     """Whether any split of the table can be raw readable (the table-wide conditions)."""
-    return not _deletion_vectors(store) and not is_count_layout(store.schema)
+    return not is_count_layout(store.schema)
 
 
 def raw_files(
@@ -100,11 +101,14 @@ def raw_files(
     if not table_reads_raw(store):
         return None
     pk = store.has_primary_key
-    if pk and not (split.raw_convertible or read_optimized):
+    dv = uses_deletion_vectors(store)
+    if pk and not (split.raw_convertible or read_optimized or dv):
         return None
     files: Sequence[DataFileMeta] = split.files
-    if pk and _first_row(store):
+    if pk and (dv or _first_row(store)):
         files = [f for f in files if f.level > 0]
+    if dv and any(split.deletion_file(f.file_name) is not None for f in files):
+        return None  # the Python reader applies the DVs
     if any(not _is_plain_parquet(f) for f in files):
         return None
     top = store.options.num_levels - 1
