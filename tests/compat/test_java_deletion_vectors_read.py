@@ -38,16 +38,21 @@ def java(paimon_java: JavaOracle, tmp_path) -> JavaPaimon:
     return JavaPaimon(str(tmp_path / "wh"), paimon_java)
 
 
+def _delete(java: JavaPaimon, table: str, ids: range) -> None:
+    java.write(table, [[i, None, None] for i in ids], row_kinds=["-D"] * len(ids))
+
+
 def _build_pk_table(java: JavaPaimon) -> None:
     """db.t: two buckets, DVs on files of more than one level, several snapshots to travel to."""
     java.create_table("db.t", COLUMNS, primary_keys=["id"], options={**DV, "bucket": "2"})
     java.write("db.t", [[i, f"a{i}", i % 50] for i in range(2000)])
     java.write("db.t", [[i, f"b{i}", 1000 + i] for i in range(0, 2000, 3)])
-    java.write("db.t", [[i, None, None] for i in range(1, 2000, 7)], row_kinds=["-D"] * len(range(1, 2000, 7)))
+    _delete(java, "db.t", range(1, 2000, 7))
     java.compact("db.t", full=True)
     java.write("db.t", [[i, f"c{i}", 7] for i in range(0, 2000, 11)])
-    java.write("db.t", [[i, f"d{i}", 8] for i in range(5, 2000, 13)] + [[i, f"new{i}", 9] for i in range(2000, 2100)])
-    java.write("db.t", [[i, None, None] for i in range(0, 2000, 17)], row_kinds=["-D"] * len(range(0, 2000, 17)))
+    java.write("db.t", [[i, f"d{i}", 8] for i in range(5, 2000, 13)]
+               + [[i, f"new{i}", 9] for i in range(2000, 2100)])
+    _delete(java, "db.t", range(0, 2000, 17))
 
 
 def _filtered(rows: list[tuple], columns: list[int], keep) -> list[tuple]:
@@ -79,7 +84,8 @@ def test_writes_and_change_reads_of_a_dv_table_stay_refused(java: JavaPaimon):
     java.write("db.w", [[1, "b", 1]])
     table = open_catalog(java.warehouse).get_table("db.w")
     with pytest.raises(UnsupportedTableError, match="does not write Paimon's deletion vectors"):
-        table.write_arrow(pa.table({"id": pa.array([2], pa.int64()), "v": ["b"], "n": pa.array([2], pa.int32())}))
+        row = {"id": pa.array([2], pa.int64()), "v": ["b"], "n": pa.array([2], pa.int32())}
+        table.write_arrow(pa.table(row))
     with pytest.raises(UnsupportedTableError, match="deletion vectors"):
         table.compact(full=True)
     from engine import change_splits

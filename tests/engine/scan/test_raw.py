@@ -87,15 +87,34 @@ def test_first_row_reads_only_levels_above_zero(catalog):
     assert all(f == () for f in files)  # level-0 only: nothing visible yet, nothing to merge
 
 
-def test_count_layout_and_deletion_vector_tables_never_read_raw(catalog):
-    t = _pk(catalog, "db.dv")
+def test_count_layout_tables_never_read_raw(catalog):
+    t = _pk(catalog, "db.cl")
     t.write_arrow(_rows([1]))
-    for key in ("deletion-vectors.enabled", "retractions.enabled"):
-        schema = replace(t.store.schema, options={**t.store.schema.options, key: "true"})
-        store = t.store.with_schema(schema)
-        assert not table_reads_raw(store)
-        assert all(needs_merge(store, s) for s in t.plan().splits)
+    schema = replace(t.store.schema, options={**t.store.schema.options, "retractions.enabled": "true"})
+    store = t.store.with_schema(schema)
+    assert not table_reads_raw(store)
+    assert all(needs_merge(store, s) for s in t.plan().splits)
     assert table_reads_raw(t.store)
+
+
+def test_deletion_vector_splits_read_raw_only_when_no_file_has_a_dv(catalog):
+    from engine.meta.deletion_vectors import DeletionFile
+
+    t = _pk(catalog, "db.dv", bucket="1")
+    t.write_arrow(_rows([1, 2]))
+    t.write_arrow(_rows([2, 3], "y"))  # overlapping runs: a non-DV table would merge
+    t.compact(full=True)
+    t.write_arrow(_rows([9], "z"))  # a newer file, on whatever level the write leaves it
+    schema = replace(t.store.schema, options={**t.store.schema.options, "deletion-vectors.enabled": "true"})
+    store = t.store.with_schema(schema)
+    assert table_reads_raw(store)
+    (split,) = t.refresh().plan().splits
+    files = raw_files(store, split)
+    assert files is not None  # no DVs: levels above 0 are read as they are, level 0 skipped
+    assert len(files) == sum(1 for f in split.files if f.level > 0)
+    top = next(f for f in split.files if f.level > 0)
+    with_dv = replace(split, deletion_files=(DeletionFile(top.file_name, "index-x", 1, 10, 1),))
+    assert raw_files(store, with_dv) is None and needs_merge(store, with_dv)
 
 
 def test_groups_follow_schema_versions(catalog):
