@@ -239,9 +239,17 @@ def attach_deletion_files(store: FileStore, snapshot: Snapshot, splits: Sequence
     convertible: Paimon's batch reads of them skip level 0 and never merge."""
     index = IndexStore(store.io, store.paths)
     by_slot = deletion_files(index, index.read_manifest(snapshot.index_manifest))
+    # Append tables: look a file's DV up in its whole partition (data-file names are unique), so
+    # a bucket-unaware table's DVs are found whatever bucket their index entries name.
+    by_partition: dict[bytes, dict[str, DeletionFile]] = {}
+    for (partition, _), dvs in by_slot.items():
+        by_partition.setdefault(partition, {}).update(dvs)
     out = []
     for s in splits:
-        dvs = by_slot.get((s.partition, s.bucket), {})
+        if store.has_primary_key:
+            dvs = by_slot.get((s.partition, s.bucket), {})
+        else:
+            dvs = by_partition.get(s.partition, {})
         found = tuple(dvs[f.file_name] for f in s.files if f.file_name in dvs)
         out.append(replace(s, deletion_files=found, raw_convertible=True))
     return out

@@ -109,6 +109,7 @@ def spark():
 
 @pytest.mark.spark
 def test_spark_sql_select_of_a_java_dv_table_matches_java(java: JavaPaimon, spark):
+    from sqlext.errors import SqlError
     from sqlext.session import SqlSession
     from sqlext.source.native import ENABLED
 
@@ -138,6 +139,14 @@ def test_spark_sql_select_of_a_java_dv_table_matches_java(java: JavaPaimon, spar
         assert "FileScan parquet" not in plan
         assert "FileScan parquet" in session.sql(
             "SELECT * FROM db.clean")._jdf.queryExecution().executedPlan().toString()
+        before = java.read("db.t")
+        for sql in ("INSERT INTO db.t VALUES (1, 'x', 1)", "DELETE FROM db.t WHERE id = 3",
+                    "UPDATE db.t SET v = 'u' WHERE id = 3", "CALL sys.compact(table => 'db.t')"):
+            with pytest.raises(SqlError) as info:
+                list(session.execute(sql))
+            assert info.value.sqlstate == "0A000", (sql, str(info.value))
+            assert "does not write Paimon's deletion vectors" in str(info.value), sql
+        assert java.read("db.t") == before
     finally:
         spark.conf.unset(ENABLED)
         session.stop_jobs()
