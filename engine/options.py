@@ -261,7 +261,8 @@ ROW_TRACKING_ENABLED = _declare("row-tracking.enabled", bool, False,
     "Paimon row tracking (_ROW_ID). Not supported by dyntable: only 'false' is accepted.",
     immutable=True, validator=_refuse_true("row tracking (row ids)"))
 DELETION_VECTORS_ENABLED = _declare("deletion-vectors.enabled", bool, False,
-    "Deletion vectors. Not supported by dyntable: only 'false' is accepted.",
+    "Deletion vectors. dyntable reads tables that have them but does not create or write them: only "
+    "'false' is accepted.", immutable=True,
     validator=lambda v: "deletion vectors are not supported by dyntable; leave it 'false'" if v else None)
 DATA_FILE_THIN_MODE = _declare("data-file.thin-mode", bool, False,
     "Omit the _KEY_ columns from primary-key data files. dyntable always writes them: only 'false' is "

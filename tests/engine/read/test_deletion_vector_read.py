@@ -107,3 +107,18 @@ def test_level0_of_a_primary_key_dv_table_is_not_read(catalog):
     t = _as_java_would(catalog, "db.l0")
     assert [f.level for s in t.plan().splits for f in s.files] == [0]
     assert t.to_arrow().num_rows == 0  # as Java's batch read of a DV table: level 0 is not visible yet
+
+
+def test_deletion_vectors_cannot_be_turned_off_but_columns_can_be_added(catalog):
+    from engine.errors import InvalidArgumentError
+    from engine.schema_changes import AddColumn, RemoveOption, SetOption
+
+    t = catalog.create_table("db.off", SCHEMA)
+    t.write_arrow(pa.table({"k": [1, 2], "v": list("ab"), "n": [1, 2]}, schema=SCHEMA))
+    t = _as_java_would(catalog, "db.off", {0: [0]})
+    for change in (SetOption("deletion-vectors.enabled", "false"), RemoveOption("deletion-vectors.enabled")):
+        # Without the option every reader would ignore the DVs: deleted rows would come back.
+        with pytest.raises(InvalidArgumentError, match="'deletion-vectors.enabled' cannot be changed"):
+            catalog.alter_table("db.off", [change])
+    t = catalog.alter_table("db.off", [AddColumn("extra", "INT")])  # schema only: no data rewritten
+    assert t.to_arrow().to_pylist() == [{"k": 2, "v": "b", "n": 2, "extra": None}]
