@@ -142,6 +142,9 @@ class DyntableStreamReader(DataSourceStreamReader):
         table = load_table(request)
         self.store = table.store
         self.columns = projection(request, table)
+        # Built here only to refuse, before any batch runs, tables whose changes cannot be read
+        # (deletion-vector tables raise UnsupportedTableError).
+        ChangeReader(self.store, self.columns)
         self.consumer_id = request.passthrough.get("consumer-id")
         # The statement's scan.mode, else the table's (Paimon's order), parsed by the option registry.
         mode = SCAN_MODE.parse(request.passthrough.get(SCAN_MODE.key) or table.options.get(SCAN_MODE.key, "default"))

@@ -147,6 +147,16 @@ def test_spark_sql_select_of_a_java_dv_table_matches_java(java: JavaPaimon, spar
             assert info.value.sqlstate == "0A000", (sql, str(info.value))
             assert "does not write Paimon's deletion vectors" in str(info.value), sql
         assert java.read("db.t") == before
+        # A streaming read is refused before any batch runs.
+        query = (spark.readStream.format("dyntable").option("warehouse", java.warehouse)
+                 .option("table", "db.t").load().writeStream.format("noop").start())
+        try:
+            query.awaitTermination(120)
+            pytest.fail("a streaming read of a DV table ran")
+        except Exception as e:  # noqa: BLE001 - Spark wraps the Python error in its own exception
+            assert "stream or read incremental changes" in str(e), str(e)[:2000]
+        finally:
+            query.stop()
     finally:
         spark.conf.unset(ENABLED)
         session.stop_jobs()
