@@ -24,6 +24,22 @@ os.environ.setdefault("TZ", "UTC")
 os.environ.setdefault("DYNTABLE_FAST_START", "1")
 
 
+# The master every Spark test shares; test_local_cluster.py re-runs the data-source suite with
+# ``local-cluster[2,1,1024]`` (separate executor JVMs and Python workers, as on a cluster).
+MASTER_ENV = "DYNTABLE_TEST_MASTER"
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One SparkSession for every Spark test of the run (start-up costs 8-16 s), started when first asked for."""
+    from sqlext.spark import build_spark
+
+    master = os.environ.get(MASTER_ENV, "local[2]")
+    session = build_spark(master, {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
+    yield session
+    session.stop()
+
+
 @pytest.fixture
 def warehouse(tmp_path):
     return str(tmp_path / "warehouse")

@@ -98,15 +98,6 @@ def test_writes_and_change_reads_of_a_dv_table_stay_refused(java: JavaPaimon):
 # ---- Spark SQL ---------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from sqlext.spark import build_spark
-
-    session = build_spark("local[2]", {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
-    yield session
-    session.stop()
-
-
 @pytest.mark.spark
 def test_spark_sql_select_of_a_java_dv_table_matches_java(java: JavaPaimon, spark):
     from sqlext.errors import SqlError

@@ -1,30 +1,17 @@
-"""One SparkSession for every Spark test (start-up costs 8-16 s), and a fresh SqlSession per test."""
+"""Integration tests are Spark tests; each gets a fresh warehouse and SqlSession over the one
+SparkSession of the whole run (the ``spark`` fixture of tests/conftest.py)."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-# The master every Spark test shares; test_local_cluster.py re-runs the data-source suite with
-# ``local-cluster[2,1,1024]`` (separate executor JVMs and Python workers, as on a cluster).
-MASTER_ENV = "DYNTABLE_TEST_MASTER"
+from tests.conftest import MASTER_ENV  # noqa: F401  (test_local_cluster.py imports it from here)
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
         if "tests/integration/" in str(item.fspath).replace("\\", "/"):
             item.add_marker(pytest.mark.spark)
-
-
-@pytest.fixture(scope="session")
-def spark():
-    from sqlext.spark import build_spark
-
-    master = os.environ.get(MASTER_ENV, "local[2]")
-    session = build_spark(master, {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
-    yield session
-    session.stop()
 
 
 @pytest.fixture
