@@ -96,6 +96,12 @@ class _Catalog:
     def columns(self, name: TableName, time_travel: TimeTravel | None = None) -> list[str]:
         return list(self.session.columns_of(name, time_travel))
 
+    def has_tag(self, name: TableName, tag: str) -> bool:
+        ident = self.session.identifier(name)  # a branch has its own tags
+        return self.session.catalog.get_table(Identifier(ident.database, ident.table, ident.branch)).tags.exists(
+            tag
+        )
+
 
 class SqlSession:
     """Runs dyntable SQL (and any Spark SQL) against a warehouse of managed tables."""

@@ -97,6 +97,18 @@ def test_tag_named_1_wins_over_snapshot_1_for_a_quoted_version(session):
     assert sorted(run(session, "SELECT a FROM T VERSION AS OF '2'")) == [(1,), (2,)]
 
 
+def test_tag_named_1_wins_over_snapshot_1_for_an_unquoted_version(session):
+    """Paimon resolves VERSION AS OF 1 as it does '1': the tag named 1 first, then snapshot 1."""
+    session.sql("CREATE TABLE T (a INT)")
+    for i in range(1, 4):
+        session.sql(f"INSERT INTO T VALUES ({i})")
+    assert sorted(run(session, "SELECT a FROM T VERSION AS OF 1")) == [(1,)]
+    run(session, "CALL sys.create_tag(table => 'T', tag => '1', snapshot => 3)")
+    assert sorted(run(session, "SELECT a FROM T VERSION AS OF 1")) == [(1,), (2,), (3,)]
+    assert sorted(run(session, "SELECT a FROM T FOR SYSTEM_VERSION AS OF 1")) == [(1,), (2,), (3,)]
+    assert sorted(run(session, "SELECT a FROM T VERSION AS OF 2")) == [(1,), (2,)]
+
+
 # -- partitions -------------------------------------------------------------------------------------
 
 
