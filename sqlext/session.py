@@ -98,9 +98,8 @@ class _Catalog:
 
     def has_tag(self, name: TableName, tag: str) -> bool:
         ident = self.session.identifier(name)  # a branch has its own tags
-        return self.session.catalog.get_table(Identifier(ident.database, ident.table, ident.branch)).tags.exists(
-            tag
-        )
+        table = self.session.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
+        return table.tags.exists(tag)
 
 
 class SqlSession:
