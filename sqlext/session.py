@@ -15,7 +15,9 @@ temporary view rebuilt when a table under it changed (``sqlext.execute.views``).
 
 Session options: ``SET 'table-storage.<key>' = '<v>'`` become defaults of new tables (without the
 prefix); ``SET 'execution.runtime-mode' = 'streaming'`` turns ``INSERT INTO … SELECT … FROM
-<managed table>`` into a continuous job; any other ``SET k = v`` is passed to Spark.
+<managed table>`` into a continuous job; ``SET spark.paimon.<option> = v`` (and
+``spark.paimon.<catalog>.<db>.<table>.<option>``) are Paimon's dynamic table options, applied to
+every later read and write (``sqlext.source.dynamic``); any other ``SET k = v`` is passed to Spark.
 Every failure surfaces as a typed :class:`sqlext.errors.SqlError` with SQLSTATE and position.
 """
 
@@ -48,6 +50,8 @@ from sqlext.parse.splitter import Statement, classify, split_statements
 from sqlext.parse.views import ViewDefinition
 from sqlext.source.datasource import resolve, travelled
 from sqlext.source.datasource import time_travel as resolve_version
+from sqlext.source.dynamic import PREFIX as DYNAMIC_PREFIX
+from sqlext.source.dynamic import check_session_key, session_overrides
 from sqlext.source.native import load as native_load
 from sqlext.source.requests import ReadRequest, ReadVersion, TableTarget
 from sqlext.spark import register
@@ -304,7 +308,11 @@ class SqlSession:
         ident = self.identifier(b.table)
         # Hints (``/*+ OPTIONS(...) */``) are data-source options as written: the typed request
         # parses them like any other option map, so a hint can set time travel or a projection.
-        hinted = ReadRequest.from_options({**self.target(ident.full_name).to_options(), **b.options})
+        hinted = ReadRequest.from_options({
+            **self.target(ident.full_name).to_options(),
+            **session_overrides(self.options, ident.database, ident.table),  # SET spark.paimon.*
+            **b.options,
+        })
         request = replace(
             hinted,
             columns=tuple(b.columns) if b.columns is not None else hinted.columns,
@@ -439,6 +447,9 @@ class SqlSession:
                 raise SqlAnalysisError(f"'{RUNTIME_MODE}' must be 'batch' or 'streaming', not '{value}'",
                                        sqlstate="22023")
             self.options[key] = value.lower()
+        elif key.startswith(DYNAMIC_PREFIX):
+            check_session_key(key, value)  # Paimon's dynamic options: applied to later reads/writes
+            self.options[key] = value
         elif key.startswith(STORAGE_PREFIX):
             from engine.options import validate_options
 
