@@ -11,7 +11,7 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self
 
 from engine.errors import (
     AlreadyExistsError,
@@ -180,6 +180,14 @@ class ProcedureArgumentError(SqlError):
     """A CALL has a missing, extra, duplicated or mistyped argument: fix the argument list."""
 
     default_sqlstate = INVALID_PARAMETER_VALUE
+
+
+class ProcedureTargetError(SqlAnalysisError):
+    """A CALL argument names something its table does not have (a snapshot): ``argument`` is which."""
+
+    def __init__(self, message: str, *, argument: str = "", **position: Any) -> None:
+        super().__init__(message, **position)
+        self.argument = argument
 
 
 def sqlstate_for(error: BaseException) -> str:

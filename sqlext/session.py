@@ -15,7 +15,9 @@ temporary view rebuilt when a table under it changed (``sqlext.execute.views``).
 
 Session options: ``SET 'table-storage.<key>' = '<v>'`` become defaults of new tables (without the
 prefix); ``SET 'execution.runtime-mode' = 'streaming'`` turns ``INSERT INTO … SELECT … FROM
-<managed table>`` into a continuous job; any other ``SET k = v`` is passed to Spark.
+<managed table>`` into a continuous job; ``SET spark.paimon.<option> = v`` (and
+``spark.paimon.<catalog>.<db>.<table>.<option>``) are Paimon's dynamic table options, applied to
+every later read and write (``sqlext.source.dynamic``); any other ``SET k = v`` is passed to Spark.
 Every failure surfaces as a typed :class:`sqlext.errors.SqlError` with SQLSTATE and position.
 """
 
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -46,8 +47,11 @@ from sqlext.parse.names import TableName
 from sqlext.parse.parser import parse_statement
 from sqlext.parse.splitter import Statement, classify, split_statements
 from sqlext.parse.views import ViewDefinition
+from sqlext.positions import in_view, is_syntax_error, located, spark_error, spark_names
 from sqlext.source.datasource import resolve, travelled
 from sqlext.source.datasource import time_travel as resolve_version
+from sqlext.source.dynamic import PREFIX as DYNAMIC_PREFIX
+from sqlext.source.dynamic import check_session_key, session_overrides
 from sqlext.source.native import load as native_load
 from sqlext.source.requests import ReadRequest, ReadVersion, TableTarget
 from sqlext.spark import register
@@ -95,6 +99,11 @@ class _Catalog:
 
     def columns(self, name: TableName, time_travel: TimeTravel | None = None) -> list[str]:
         return list(self.session.columns_of(name, time_travel))
+
+    def has_tag(self, name: TableName, tag: str) -> bool:
+        ident = self.session.identifier(name)  # a branch has its own tags
+        table = self.session.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
+        return table.tags.exists(tag)
 
 
 class SqlSession:
@@ -180,7 +189,7 @@ class SqlSession:
                     line=stmt.line, column=stmt.column,
                 ) from None
             except PySparkException as e:
-                raise located(spark_error(e, stmt), stmt, _spark_names(e)) from e
+                raise located(spark_error(e, stmt), stmt, spark_names(e)) from e
             except Py4JJavaError as e:
                 message = str(e.java_exception.getMessage() or e.java_exception)
                 error = SqlAnalysisError(
@@ -299,7 +308,11 @@ class SqlSession:
         ident = self.identifier(b.table)
         # Hints (``/*+ OPTIONS(...) */``) are data-source options as written: the typed request
         # parses them like any other option map, so a hint can set time travel or a projection.
-        hinted = ReadRequest.from_options({**self.target(ident.full_name).to_options(), **b.options})
+        hinted = ReadRequest.from_options({
+            **self.target(ident.full_name).to_options(),
+            **session_overrides(self.options, ident.database, ident.table),  # SET spark.paimon.*
+            **b.options,
+        })
         request = replace(
             hinted,
             columns=tuple(b.columns) if b.columns is not None else hinted.columns,
@@ -332,11 +345,11 @@ class SqlSession:
         except PySparkException as e:
             if stmt is None or stmt.text != sql:
                 raise  # SQL an executor generated: run_statement reports it at the statement
-            if _is_syntax_error(e) and bound != sql:
+            if is_syntax_error(e) and bound != sql:
                 self._raise_spark_syntax_error(sql, stmt)
             # Spark's position is in the bound text: map it back to the user's text
             error = spark_error(e, stmt, source=sql, bound=bound)
-            raise _in_view(error, self.last_bound) from e
+            raise in_view(error, self.last_bound) from e
 
     def _raise_spark_syntax_error(self, sql: str, stmt: Statement) -> None:
         """Raise Spark's syntax error for the user's own text, if Spark's parser refuses it."""
@@ -356,7 +369,7 @@ class SqlSession:
             error = e
         else:
             return
-        if isinstance(error, PySparkException) and _is_syntax_error(error):
+        if isinstance(error, PySparkException) and is_syntax_error(error):
             raise spark_error(error, stmt, source=sql, bound=sql) from None
 
     # -- cached tables ---------------------------------------------------------------------------
@@ -434,6 +447,9 @@ class SqlSession:
                 raise SqlAnalysisError(f"'{RUNTIME_MODE}' must be 'batch' or 'streaming', not '{value}'",
                                        sqlstate="22023")
             self.options[key] = value.lower()
+        elif key.startswith(DYNAMIC_PREFIX):
+            check_session_key(key, value)  # Paimon's dynamic options: applied to later reads/writes
+            self.options[key] = value
         elif key.startswith(STORAGE_PREFIX):
             from engine.options import validate_options
 
@@ -502,16 +518,6 @@ def activate(spark: SparkSession) -> None:
     jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)  # type: ignore[attr-defined]
 
 
-# "module.ErrorClass: message" lines of the Python tracebacks Spark wraps in its own error: a
-# dyntable error raised in a task, or the Spark error a foreachBatch function (a streaming INSERT) hit.
-_WORKER_ERROR = re.compile(r"^(?:engine\.errors\.|sqlext\.errors\.)?(\w+(?:Error|Exception)): (.+)$", re.M)
-_SPARK_POSITION = re.compile(r"line (\d+),? pos (\d+)")
-_SPARK_POSITION_TAIL = re.compile(r"(?:; line \d+ pos \d+;?|\s*\(line \d+, pos \d+\))\s*$")
-_NESTED_SPARK_ERROR = re.compile(
-    r"^pyspark\.errors\.exceptions\.\w+\.\w+: (\[[\w.]+\] .+?)(?: SQLSTATE: (\w{5}))?\s*$", re.M
-)
-
-
 def _quiet_pyspark_error_logs() -> None:
     """Stop pyspark logging every captured SQL error to stderr as JSON.
 
@@ -526,20 +532,6 @@ def _quiet_pyspark_error_logs() -> None:
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def _in_view(error: SqlError, bound: BoundQuery | None) -> SqlError:
-    """Say so when Spark's error lies inside a view's query (it points at the view's name)."""
-    if bound is None or not bound.views or error.snippet is None or error.column is None:
-        return error
-    at = error.snippet[error.column - error.snippet_column :]
-    for view in bound.views:
-        for name in (view.label, view.name):
-            if re.match(re.escape(name) + r"(?![\w$])", at, re.I):
-                error.message = f"view {view.label} cannot be read: {error.message}"
-                error.args = (error.message,)
-                return error
-    return error
-
-
 def _typed(tt: TimeTravel) -> str:
     """A timestamp time-travel target as the user typed it (a number: seconds since the epoch)."""
     if tt.timestamp is not None:
@@ -547,81 +539,6 @@ def _typed(tt: TimeTravel) -> str:
     from decimal import Decimal
 
     return format(Decimal(tt.timestamp_millis or 0) / 1000, "f").rstrip("0").rstrip(".") or "0"
-
-
-def _is_syntax_error(e: PySparkException) -> bool:
-    try:
-        state = e.getSqlState() or ""
-    except Exception:  # noqa: BLE001
-        state = ""
-    return state.startswith("42601") or "PARSE_SYNTAX_ERROR" in str(e)
-
-
-def _spark_names(e: PySparkException) -> list[str]:
-    """The object names a Spark error is about (an unresolved column, table or function)."""
-    try:
-        params = e.getMessageParameters() or {}
-    except Exception:  # noqa: BLE001
-        return []
-    names = []
-    for key in ("objectName", "relationName", "routineName", "colName", "columnName", "fieldName"):
-        if key in params:
-            names.append(params[key])
-    return names
-
-
-_QUOTED_NAME = re.compile(r"`((?:[^`]|``)+)`|'([^'\s][^']*)'")
-
-
-def _name_candidates(names: list[str]) -> list[str]:
-    """Names to look for in the statement: each as written, then its last dotted part."""
-    out: list[str] = []
-    for name in names:
-        parts = [a or b for a, b in _QUOTED_NAME.findall(name)] or [name]
-        parts = [p.replace("``", "`") for p in parts]
-        for candidate in (".".join(parts), parts[-1], *(p.split(".")[-1] for p in parts)):
-            if candidate and candidate not in out:
-                out.append(candidate)
-    return out
-
-
-def located(error: SqlError, stmt: Statement, names: list[str] | None = None) -> SqlError:
-    """``error`` pointing into the user's statement, with the statement's whole line as snippet.
-
-    An error that only knows its statement (an engine error in DDL or CALL, Spark's error in SQL
-    an executor generated) points at the first name it quotes that the statement contains.
-    Spark's position in generated SQL (``line 1 pos 75``) is dropped: it is not the user's.
-    """
-    message = _SPARK_POSITION_TAIL.sub("", error.message).rstrip(" ;")
-    message = re.sub(r"(SQLSTATE: \w{5}); line \d+ pos \d+;?", r"\1", message)
-    offset: int | None = None
-    unlocated = error.line is None or (error.line, error.column) == (stmt.line, stmt.column)
-    if error.snippet is None and unlocated:
-        quoted = [a or b for a, b in _QUOTED_NAME.findall(message)]
-        for candidate in _name_candidates(list(names or []) + quoted):
-            m = re.search(r"(?<![\w$])" + re.escape(candidate) + r"(?![\w])", stmt.text, re.I)
-            if m is not None:
-                offset = m.start()
-                break
-        if offset is None:
-            offset = 0
-    elif error.line is not None and error.column is not None and (
-        error.snippet is None or error.snippet_column != 1
-    ):
-        lines = stmt.text.split("\n")
-        row = error.line - stmt.line
-        if 0 <= row < len(lines):
-            offset = sum(len(x) + 1 for x in lines[:row]) + error.column - (stmt.column if row == 0 else 1)
-            if not 0 <= offset <= len(stmt.text):
-                offset = None
-    if offset is None:
-        if message != error.message:
-            error.message = message
-            error.args = (message,)
-        return error
-    return type(error).at(
-        message, stmt.text, offset, line=stmt.line, column=stmt.column, sqlstate=error.sqlstate
-    )
 
 
 def read_version(tt: TimeTravel) -> ReadVersion:
@@ -644,87 +561,6 @@ def _check_time_travel(request: ReadRequest) -> None:
         resolve_version(request.travel, table)
     except ValueError as e:  # a timestamp that does not parse
         raise InvalidArgumentError(f"invalid time-travel target: {e}") from e
-
-
-def worker_error(text: str) -> tuple[str, str] | None:
-    """(SQLSTATE, message) of the dyntable error a Python worker raised inside a Spark job, if any."""
-    import engine.errors as engine_errors
-
-    found = None
-    for m in _WORKER_ERROR.finditer(text):
-        cls = getattr(engine_errors, m.group(1), None)
-        if isinstance(cls, type) and issubclass(cls, DyntableError):
-            found = (sqlstate_for(cls.__new__(cls)), m.group(2).strip())
-    if found is None:
-        nested = list(_NESTED_SPARK_ERROR.finditer(text))
-        if nested:
-            found = (nested[-1].group(2) or "XX000", nested[-1].group(1).strip())
-    return found
-
-
-def _spark_offset(e: PySparkException, bound: str) -> int | None:
-    """Where in the SQL text Spark ran its error points.
-
-    A syntax error's "line L pos P" (its query context points at the statement's start), else
-    the query context, else "line L pos P".
-    """
-    m = _SPARK_POSITION.search(str(e))
-    if m is not None and _is_syntax_error(e):
-        lines = bound.split("\n")
-        row = int(m.group(1)) - 1
-        if 0 <= row < len(lines):
-            return sum(len(line) + 1 for line in lines[:row]) + min(int(m.group(2)), len(lines[row]))
-    try:
-        contexts = e.getQueryContext()
-        if contexts and contexts[0].contextType().name == "SQL" and contexts[0].startIndex() >= 0:
-            return int(contexts[0].startIndex())
-    except Exception:  # noqa: BLE001 - an error without a usable context
-        pass
-    m = _SPARK_POSITION.search(str(e))
-    if m is None:
-        return None
-    lines = bound.split("\n")
-    row = int(m.group(1)) - 1
-    if not 0 <= row < len(lines):
-        return None
-    return sum(len(line) + 1 for line in lines[:row]) + min(int(m.group(2)), len(lines[row]))
-
-
-def _source_offset(source: str, bound: str, offset: int) -> int:
-    """The offset in ``source`` of ``bound[offset]`` (the binder only replaced table references)."""
-    import difflib
-
-    for tag, s1, _s2, b1, b2 in difflib.SequenceMatcher(None, source, bound, autojunk=False).get_opcodes():
-        if b1 <= offset < b2 or (offset == b2 == len(bound)):
-            return s1 + (offset - b1 if tag == "equal" else 0)
-    return len(source)
-
-
-def spark_error(
-    e: PySparkException, stmt: Statement, *, source: str | None = None, bound: str | None = None
-) -> SqlError:
-    """Turn a Spark analysis/parse error into dyntable's typed SQL error.
-
-    With the statement's ``source`` text and the ``bound`` text Spark ran, the error points at
-    the offending token of the user's statement (script-relative line and column, with caret).
-    """
-    state = None
-    try:
-        state = e.getSqlState()
-    except Exception:  # noqa: BLE001
-        pass
-    worker = worker_error(str(e))
-    if worker is not None:  # dyntable's own error raised in a task: report it, not Spark's wrapper
-        return SqlAnalysisError(worker[1], line=stmt.line, column=stmt.column, sqlstate=worker[0])
-    message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    cls = SqlParseError if (state or "").startswith("42601") or "PARSE_SYNTAX_ERROR" in str(e) else SqlAnalysisError
-    offset = _spark_offset(e, bound) if source is not None and bound is not None else None
-    if offset is None:
-        return cls(message, line=stmt.line, column=stmt.column, sqlstate=state or "42000")
-    # Spark's own position is relative to the bound text: drop it, the error carries the real one.
-    message = _SPARK_POSITION_TAIL.sub("", message).rstrip(" ;")
-    at = _source_offset(source, bound, offset)  # type: ignore[arg-type]
-    return cls.at(message, source, at, line=stmt.line, column=stmt.column, sqlstate=state or "42000")
 
 
 __all__ = ["SqlSession", "StatementResult"]

@@ -134,7 +134,11 @@ def cutoff_millis(older_than: object = None, *, force: bool = False, now_ms: int
 
 
 def _fmt(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
+    """``ms`` as local time; outside what a datetime holds (year 1..9999), the raw epoch millis."""
+    try:
+        return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
+    except (ValueError, OverflowError, OSError):
+        return f"{ms} (epoch millis)"
 
 
 def _name(path: str) -> str:

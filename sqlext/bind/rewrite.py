@@ -128,6 +128,10 @@ class Catalog(Protocol):
         """
         ...
 
+    def has_tag(self, name: TableName, tag: str) -> bool:
+        """Whether the table ``name`` has a tag called ``tag`` (``VERSION AS OF 1`` reads tag ``1`` first)."""
+        ...
+
     def view(self, database: str, name: str, *, temporary: bool) -> ViewDefinition | None:
         """The dyntable view ``name``: a temporary one (``temporary``) or one stored in ``database``."""
         ...
@@ -422,7 +426,7 @@ class _Binder:
         except InvalidArgumentError as e:
             raise self.error(SqlParseError, str(e), start, SYNTAX_ERROR) from None
         name = self.located(name, start)
-        end_of_reference, options, travel = self.suffixes(node, end)
+        end_of_reference, options, travel = self.suffixes(node, end, name)
         columns = self.table_columns(name, start, travel)  # a snapshot's own schema (Paimon)
         ref = Reference(
             table=name,
@@ -541,7 +545,7 @@ class _Binder:
         return spark_identifier(ident_name(ident))
 
     def suffixes(
-        self, node: exp.Table, pos: int
+        self, node: exp.Table, pos: int, name: TableName
     ) -> tuple[list[tuple[int, int]], dict[str, str], TimeTravel | None]:
         """The OPTIONS hint and time-travel clause after a managed name: what to cut, and their values."""
         removals: list[tuple[int, int]] = []
@@ -561,7 +565,7 @@ class _Binder:
                 pos = hint_end
                 continue
             if version is not None and travel is None:
-                travel, clause_start, clause_end = self.time_travel(version, pos)
+                travel, clause_start, clause_end = self.time_travel(version, pos, name)
                 removals.append((self.gap_start(pos, clause_start), clause_end))
                 pos = clause_end
                 continue
@@ -579,7 +583,9 @@ class _Binder:
                 return i
         return len(self.tokens)
 
-    def time_travel(self, version: exp.Expression, pos: int) -> tuple[TimeTravel, int, int]:
+    def time_travel(
+        self, version: exp.Expression, pos: int, name: TableName
+    ) -> tuple[TimeTravel, int, int]:
         i = self.token_at(pos)
         toks = self.tokens
         start = toks[i].start if i < len(toks) else pos
@@ -633,6 +639,8 @@ class _Binder:
                 f"VERSION AS OF {value.this} is not a snapshot id: use a whole number or a tag name",
                 tok.start,
             )
+        if self.catalog.has_tag(name, value.this):  # Paimon: a tag named like the number wins
+            return TimeTravel(tag=value.this), start, end
         return TimeTravel(snapshot_id=int(value.this)), start, end
 
     def hint_options(self, body: str, hint_start: int) -> dict[str, str]:

@@ -45,6 +45,7 @@ from sqlext.execute.results import StatementResult, StreamingJob
 from sqlext.parse import ast
 from sqlext.parse.splitter import Statement
 from sqlext.source.datasource import cluster_for_writers
+from sqlext.source.dynamic import session_overrides, table_overrides
 from sqlext.source.requests import Overwrite, WriteRequest
 
 log = logging.getLogger(__name__)
@@ -202,7 +203,12 @@ def shape_frame(
 def write_request(s: SqlSession, table: Table, hints: dict[str, str] | None = None, **fields: Any) -> WriteRequest:
     """The data-source write of a statement: ``hints`` (``/*+ OPTIONS(...) */``) parsed like any
     option map, then the statement's own ``fields`` (overwrite intent, commit identity, ...)."""
-    options = {**s.target(table.name).to_options(), **{k: str(v) for k, v in (hints or {}).items()}}
+    ident = table.identifier
+    options = {
+        **s.target(table.name).to_options(),
+        **session_overrides(s.options, ident.database, ident.table),  # SET spark.paimon.* (Paimon)
+        **{k: str(v) for k, v in (hints or {}).items()},
+    }
     request = WriteRequest.from_options(options, overwrite=False)
     # compaction runs once, distributed, after the commit
     return replace(request, write_only=request.write_only or table.has_primary_key, **fields)
@@ -237,6 +243,8 @@ def write_frame(
     frame = cluster_for_writers(frame, table)
     frame.write.format("dyntable").options(**request.to_options()).mode(request.overwrite.spark_mode).save()
     fresh = table.refresh()
+    overrides = table_overrides(request.passthrough)
+    fresh = fresh.with_options(overrides) if overrides else fresh  # e.g. tag.batch.customized-name
     after = fresh.latest_snapshot()
     if after is None or (before is not None and after.id == before.id):
         return 0

@@ -3,7 +3,9 @@
 Each function answers one HiveServer2 metadata call with the columns ``java.sql.DatabaseMetaData``
 defines for it (names, order, types), from the warehouse's catalog.
 
-* Managed tables are ``TABLE``, with their comment as ``REMARKS``. Each table's system tables
+* Managed tables are ``TABLE``, with their comment as ``REMARKS``; dyntable views are ``VIEW``
+  (a database's permanent views in it, the session's temporary views with an empty schema, as
+  Spark's Thrift server lists its temporary views). Each table's system tables
   (``t$snapshots``, ``t$files``, ``t$audit_log``, …) are ``SYSTEM TABLE`` and are listed only
   when asked for: when the table types name ``SYSTEM TABLE``, or when the table-name pattern has
   a ``$`` (``orders$%``, ``orders$snapshots``). A GUI browsing a schema (DBeaver, DataGrip) so
@@ -22,15 +24,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from TCLIService import ttypes as tt
 
 from engine import DyntableError, FileSystemCatalog, Identifier
 from engine.system_tables import DATA_TABLES, METADATA_TABLES, system_table_schema
+from sqlext.execute.views import list_views, temporary_names
 from sqlext.server.results import hive_type, type_name
 from sqlext.source.spark_types import spark_arrow_schema
+
+if TYPE_CHECKING:
+    from sqlext.session import SqlSession
 
 TABLE, SYSTEM_TABLE, VIEW = "TABLE", "SYSTEM TABLE", "VIEW"
 TABLE_TYPES = (TABLE, SYSTEM_TABLE, VIEW)
@@ -146,8 +152,29 @@ def _comment(catalog: FileSystemCatalog, db: str, name: str) -> str:
         return ""  # dropped while we listed
 
 
+def _views_of(session: SqlSession, schema_pattern: str | None,
+              table_pattern: str | None) -> list[tuple[str, str, str]]:
+    """(schema, name, comment) of the dyntable views the patterns match: every matching database's
+    permanent views, then the session's temporary ones (schema "", whatever the schema pattern)."""
+    schema_regex, table_regex = like(schema_pattern), like(table_pattern)
+    found = []
+    for db in session.catalog.list_databases():
+        if _match(schema_regex, db):
+            try:
+                views = list_views(session, db)
+            except (DyntableError, FileNotFoundError):
+                continue  # dropped while we listed
+            found.extend((db, v.name, v.comment or "") for v in views if _match(table_regex, v.name))
+    for name in temporary_names(session):
+        if _match(table_regex, name):
+            view = session.temp_views.get(name.lower())
+            found.append(("", name, (view.comment if view is not None else None) or ""))
+    return found
+
+
 def tables(catalog: FileSystemCatalog, schema_pattern: str | None, table_pattern: str | None,
-           types: list[str] | None) -> pa.Table:
+           types: list[str] | None, session: SqlSession | None = None) -> pa.Table:
+    """GetTables; with ``session``, its dyntable views (permanent and temporary) as ``VIEW`` too."""
     wanted = {t.upper() for t in types} if types else None
     system = wanted is not None and SYSTEM_TABLE in wanted
     rows = [
@@ -155,6 +182,11 @@ def tables(catalog: FileSystemCatalog, schema_pattern: str | None, table_pattern
         for db, name, kind in _tables_of(catalog, schema_pattern, table_pattern, system)
         if wanted is None or kind in wanted
     ]
+    if session is not None and (wanted is None or VIEW in wanted):
+        rows.extend(
+            ("", db, name, VIEW, comment, None, None, None, None, None)
+            for db, name, comment in _views_of(session, schema_pattern, table_pattern)
+        )
     return _table(TABLES_COLUMNS, rows)
 
 

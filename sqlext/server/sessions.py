@@ -36,8 +36,9 @@ from engine import DyntableError
 from sqlext.errors import INTERNAL_ERROR, SqlError, sqlstate_for
 from sqlext.output import format_error
 from sqlext.parse.splitter import Statement, skip_trivia
+from sqlext.positions import spark_error
 from sqlext.server.results import Pager, arrow_schema_of, spark_batches, table_batches
-from sqlext.session import SqlSession, activate, spark_error
+from sqlext.session import SqlSession, activate
 
 
 class State(enum.Enum):
@@ -87,7 +88,7 @@ class Failure:
 
 def _java_error(error: Py4JJavaError) -> SqlError:
     """The root cause of a failed Spark job: dyntable's own error from a task, else Spark's innermost message."""
-    from sqlext.session import worker_error
+    from sqlext.positions import worker_error
 
     text = str(error)
     worker = worker_error(text)

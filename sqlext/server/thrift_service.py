@@ -273,7 +273,8 @@ class Handler:
     def GetTables(self, req: tt.TGetTablesReq) -> tt.TGetTablesResp:
         return self._metadata(
             req, tt.TOperationType.GET_TABLES,
-            lambda s: meta.tables(s.sql.catalog, req.schemaName, req.tableName, req.tableTypes), tt.TGetTablesResp,
+            lambda s: meta.tables(s.sql.catalog, req.schemaName, req.tableName, req.tableTypes, s.sql),
+            tt.TGetTablesResp,
         )
 
     def GetTableTypes(self, req: tt.TGetTableTypesReq) -> tt.TGetTableTypesResp:

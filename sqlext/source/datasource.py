@@ -60,6 +60,7 @@ from engine import (
 )
 from engine.errors import CommitStateUnknownError, DyntableError, InvalidArgumentError
 from engine.scan import predicate as P
+from sqlext.source.dynamic import table_overrides
 from sqlext.source.requests import ReadRequest, ReadVersion, WriteRequest
 from sqlext.source.spark_types import spark_arrow_schema, to_spark_batches
 
@@ -70,8 +71,11 @@ COMMIT_CLOCK_SLACK_MS = 10 * 60 * 1000  # how far before the job's start a commi
 
 
 def resolve(request: ReadRequest | WriteRequest) -> tuple[Table, str | None]:
-    """The table (branch applied) and the system table name, if the request names one."""
-    return request.target.open(), request.target.system_table
+    """The table (branch and the request's dynamic table options applied) and the system table
+    name, if the request names one."""
+    table = request.target.open()
+    overrides = table_overrides(request.passthrough)
+    return (table.with_options(overrides) if overrides else table), request.target.system_table
 
 
 def load_table(request: ReadRequest | WriteRequest) -> Table:

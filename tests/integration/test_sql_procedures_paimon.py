@@ -97,6 +97,18 @@ def test_tag_named_1_wins_over_snapshot_1_for_a_quoted_version(session):
     assert sorted(run(session, "SELECT a FROM T VERSION AS OF '2'")) == [(1,), (2,)]
 
 
+def test_tag_named_1_wins_over_snapshot_1_for_an_unquoted_version(session):
+    """Paimon resolves VERSION AS OF 1 as it does '1': the tag named 1 first, then snapshot 1."""
+    session.sql("CREATE TABLE T (a INT)")
+    for i in range(1, 4):
+        session.sql(f"INSERT INTO T VALUES ({i})")
+    assert sorted(run(session, "SELECT a FROM T VERSION AS OF 1")) == [(1,)]
+    run(session, "CALL sys.create_tag(table => 'T', tag => '1', snapshot => 3)")
+    assert sorted(run(session, "SELECT a FROM T VERSION AS OF 1")) == [(1,), (2,), (3,)]
+    assert sorted(run(session, "SELECT a FROM T FOR SYSTEM_VERSION AS OF 1")) == [(1,), (2,), (3,)]
+    assert sorted(run(session, "SELECT a FROM T VERSION AS OF 2")) == [(1,), (2,)]
+
+
 # -- partitions -------------------------------------------------------------------------------------
 
 
@@ -436,3 +448,25 @@ def test_migrate_database(session):
     for name in ("mig_db.a", "mig_db.b"):
         assert len(run(session, f"SELECT * FROM {name}")) == 3
         assert table(session, name).options["file.compression"] == "snappy"
+
+
+def test_a_missing_snapshot_in_a_tag_or_rollback_call_points_at_its_argument(session, warehouse):
+    """The caret is under the offending argument; the message names the table, not its files."""
+    session.sql("CREATE TABLE t (a INT)")
+    session.sql("INSERT INTO t VALUES (1)")
+    run(session, "CALL sys.create_tag('t', 'y')")
+    for sql, argument in (
+        ("CALL sys.create_tag(table => 't', tag => 'x', snapshot => 99)", "99"),
+        ("CALL sys.replace_tag('t', 'y', 99)", "99"),
+        ("CALL sys.rollback(table => 't', snapshot => 99)", "99"),
+        ("CALL sys.rollback(table => 't',\n  version => '99')", "'99'"),
+    ):
+        error = fails(session, sql, "table 'default.t'", "99")
+        assert warehouse not in str(error) and "/snapshot" not in str(error), str(error)
+        lines = sql.split("\n")
+        assert error.snippet == lines[error.line - 1]
+        assert error.snippet[error.column - 1 :].startswith(argument), str(error)
+    session.sql("CREATE TABLE e (a INT)")
+    error = fails(session, "CALL sys.create_tag(table => 'e', tag => 'x')", "table 'default.e' has no snap")
+    assert warehouse not in str(error) and error.snippet[error.column - 1 :].startswith("'e'")
+    assert run(session, "SELECT tag_name, snapshot_id FROM `t$tags`") == [("y", 1)]

@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
-from engine.errors import NoSuchTagError
+from engine.errors import NoSuchSnapshotError, NoSuchTagError
 from engine.identifier import validate_name
-from sqlext.errors import ProcedureArgumentError
+from sqlext.errors import ProcedureArgumentError, ProcedureTargetError, sqlstate_for
 from sqlext.execute.procedures.registry import Param, ParamType, Procedure, register, table_argument
 
 if TYPE_CHECKING:
+    from engine import Table
     from sqlext.session import SqlSession
+
+R = TypeVar("R")
 
 log = logging.getLogger(__name__)
 NO_EXPIRED_TAGS = "No expired tags."
@@ -33,13 +37,31 @@ def _ok() -> pa.Table:
     return pa.table({"result": [True]}, schema=_RESULT)
 
 
+def _on_snapshot(table: Table, argument: str, op: Callable[[], R]) -> R:
+    """Run ``op``; a missing snapshot is reported at ``argument``, naming the table, not its path."""
+    try:
+        return op()
+    except NoSuchSnapshotError as e:
+        if type(e) is not NoSuchSnapshotError:
+            raise  # expired concurrently / behind the retention mark: their own advice stands
+        paths = table.store.paths
+        message = str(e)
+        for path in (paths.snapshot_dir, paths.branch_root, paths.root):
+            message = message.replace(path, f"table '{table.name}'")
+        raise ProcedureTargetError(message, argument=argument, sqlstate=sqlstate_for(e)) from None
+
+
 def _create_tag(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    table_argument(session, args["table"]).create_tag(args["tag"], args["snapshot"], args["time_retained"])
+    table = table_argument(session, args["table"])
+    _on_snapshot(table, "table" if args["snapshot"] is None else "snapshot",
+                 lambda: table.create_tag(args["tag"], args["snapshot"], args["time_retained"]))
     return _ok()
 
 
 def _replace_tag(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    table_argument(session, args["table"]).replace_tag(args["tag"], args["snapshot"], args["time_retained"])
+    table = table_argument(session, args["table"])
+    _on_snapshot(table, "table" if args["snapshot"] is None else "snapshot",
+                 lambda: table.replace_tag(args["tag"], args["snapshot"], args["time_retained"]))
     return _ok()
 
 
@@ -64,8 +86,9 @@ def _delete_tag(session: SqlSession, args: dict[str, Any]) -> pa.Table:
 
 
 def _create_tag_from_timestamp(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    tag = table_argument(session, args["table"]).create_tag_from_timestamp(
-        args["tag"], args["timestamp"], args["time_retained"])
+    table = table_argument(session, args["table"])
+    tag = _on_snapshot(table, "timestamp", lambda: table.create_tag_from_timestamp(
+        args["tag"], args["timestamp"], args["time_retained"]))
     snap = tag.snapshot
     return pa.table({
         "tagName": [args["tag"]],
@@ -103,7 +126,7 @@ def _rollback(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     if key == "tag" and not table.tags.exists(validate_name("tag", value)):
         # A tag argument names a tag only (an all-digit one included), never a snapshot id.
         raise NoSuchTagError(f"tag '{value}' does not exist in table '{table.name}'; nothing was rolled back")
-    result = table.rollback_to(value)
+    result = _on_snapshot(table, key, lambda: table.rollback_to(value))
     return _rollback_row(result)
 
 
@@ -113,7 +136,8 @@ def _rollback_row(result: Any) -> pa.Table:
 
 
 def _rollback_to_timestamp(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    return _rollback_row(table_argument(session, args["table"]).rollback_to_timestamp(args["timestamp"]))
+    table = table_argument(session, args["table"])
+    return _rollback_row(_on_snapshot(table, "timestamp", lambda: table.rollback_to_timestamp(args["timestamp"])))
 
 
 def register_tag_procedures() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import shutil
 import time
@@ -362,3 +363,13 @@ def test_changelog_and_index_files_are_referenced(catalog, options):
     age(t.path)
     assert t.remove_orphan_files().count == 0
     assert files <= all_files(t.path) and content(t) == before
+
+
+@pytest.mark.parametrize("older_than", [2**62, 10**17, dt.timedelta(days=-(10**8))])
+def test_a_far_future_cutoff_is_refused_like_any_future_one(append_table, older_than):
+    """Beyond year 9999 no date can be shown: the refusal names the epoch millis instead of crashing."""
+    t = append_table
+    orphan = plant(os.path.join(t.path, "manifest", "manifest-far-0"))
+    with pytest.raises(OrphanCutoffTooRecentError, match="is in the future"):
+        t.remove_orphan_files(older_than=older_than, force=True)
+    assert os.path.exists(orphan)

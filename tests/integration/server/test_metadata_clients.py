@@ -23,6 +23,7 @@ SETUP = [
     "placed TIMESTAMP, PRIMARY KEY (id) NOT ENFORCED) COMMENT 'one row per order'",
     "CREATE TABLE shop.items (sku STRING, qty INT)",
     "INSERT INTO shop.orders VALUES (1, 9.5, TIMESTAMP_NTZ'2024-01-01 10:00:00')",
+    "CREATE VIEW shop.big_orders COMMENT 'orders over 5' AS SELECT id FROM shop.orders WHERE amount > 5",
 ]
 SYSTEM_TABLES = sorted(f"orders${n}" for n in (*METADATA_TABLES, *DATA_TABLES))
 
@@ -59,11 +60,14 @@ def impyla(shop):
 def test_impyla_metadata_calls(impyla):
     impyla.get_databases()
     assert {"default", "shop"} <= {row[0] for row in impyla.fetchall()}
-    impyla.get_tables("shop")
+    impyla.execute("CREATE TEMPORARY VIEW recent AS SELECT id FROM shop.orders")
+    impyla.get_tables("shop")  # the session's temporary views come with no schema, as Spark lists them
     assert sorted((row[1], row[2], row[3], row[4]) for row in impyla.fetchall()) == [
+        ("", "recent", "VIEW", ""), ("shop", "big_orders", "VIEW", "orders over 5"),
         ("shop", "items", "TABLE", ""), ("shop", "orders", "TABLE", "one row per order")]
     impyla.get_tables()  # every database ('.*')
-    assert {("shop", "orders"), ("shop", "items")} <= {(row[1], row[2]) for row in impyla.fetchall()}
+    assert {("shop", "orders"), ("shop", "items"), ("shop", "big_orders"), ("", "recent")} <= {
+        (row[1], row[2]) for row in impyla.fetchall()}
     assert impyla.get_table_schema("orders", "shop") == [
         ("id", "BIGINT"), ("amount", "DECIMAL(10,2)"), ("placed", "TIMESTAMP_NTZ")]
     assert impyla.get_table_schema("items") == [("sku", "STRING"), ("qty", "INT")]  # database '.*'
@@ -143,9 +147,13 @@ def test_jdbc_browsing_as_dbeaver_does(shop, browse_program):
     assert got["product"] == [["Spark SQL"]]
     assert {"default", "shop"} <= {row[0] for row in got["schemas"]}
     # Each table once, with its comment; system tables only where asked for.
+    # Views too: the schema's permanent ones and the session's temporary ones (no schema, as Spark).
     assert sorted(got["tables"]) == [
+        ["", "recent", "VIEW", ""], ["shop", "big_orders", "VIEW", "orders over 5"],
         ["shop", "items", "TABLE", ""], ["shop", "orders", "TABLE", "one row per order"]]
-    assert sorted(got["tables-typed"]) == [["items", "TABLE"], ["orders", "TABLE"]]
+    assert sorted(got["tables-typed"]) == [
+        ["big_orders", "VIEW"], ["items", "TABLE"], ["orders", "TABLE"], ["recent", "VIEW"]]
+    assert sorted(got["views-only"]) == [["big_orders"], ["recent"]]
     items_system = [name.replace("orders", "items", 1) for name in SYSTEM_TABLES]
     assert sorted(row[0] for row in got["system"]) == sorted(SYSTEM_TABLES + items_system)
     assert sorted(got["system-named"]) == [[name, "SYSTEM TABLE"] for name in SYSTEM_TABLES]

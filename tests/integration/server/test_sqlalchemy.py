@@ -36,6 +36,7 @@ def engine(plain_server):
             "(3, NULL, 'c', 3, 3, NULL, NULL, NULL, NULL, NULL, NULL)",
             "CREATE TABLE bi.events (id INT, v STRING, dt STRING) PARTITIONED BY (dt)",
             "INSERT INTO bi.events VALUES (1, 'x', '2024-01-01')",
+            "CREATE VIEW bi.big_orders AS SELECT id, amount FROM bi.orders WHERE amount > 10",
         ):
             cur.execute(stmt)
     finally:
@@ -48,15 +49,19 @@ def engine(plain_server):
 def test_reflection_lists_schemas_tables_and_views(engine):
     insp = sqlalchemy.inspect(engine)
     assert {"default", "bi"} <= set(insp.get_schema_names())
-    assert sorted(insp.get_table_names("bi")) == ["events", "orders"]
-    assert sorted(insp.get_table_names()) == ["events", "orders"]  # the URL's database
-    # PyHive's dialect answers views with SHOW TABLES (tables and views alike), as against Hive.
-    assert sorted(insp.get_view_names("bi")) == ["events", "orders"]
-    # Superset's Hive/Spark engine spec lists with its own SHOW statements and takes column 0.
+    # SHOW TABLES lists views too, as Spark's and Hive's do; PyHive's dialect answers both with it.
+    everything = ["big_orders", "events", "orders"]
+    assert sorted(insp.get_table_names("bi")) == everything
+    assert sorted(insp.get_table_names()) == everything  # the URL's database
+    assert sorted(insp.get_view_names("bi")) == everything
+    # Superset's Hive/Spark engine spec lists with its own SHOW statements and takes column 0:
+    # its tables are SHOW TABLES less SHOW VIEWS.
     with engine.connect() as conn:
         cursor = conn.connection.cursor()
         cursor.execute("SHOW TABLES IN `bi`")
-        assert sorted(row[0] for row in cursor.fetchall()) == ["events", "orders"]
+        assert sorted(row[0] for row in cursor.fetchall()) == everything
+        cursor.execute("SHOW VIEWS IN `bi`")
+        assert [row[0] for row in cursor.fetchall()] == ["big_orders"]
     assert insp.has_table("orders", schema="bi")
     assert not insp.has_table("nope", schema="bi")
     assert not insp.has_table("nope")

@@ -76,6 +76,9 @@ class FakeCatalog:
     def shadows(self, name: str) -> bool:
         return False
 
+    def has_tag(self, name: TableName, tag: str) -> bool:
+        return False
+
     def view(self, database: str, name: str, *, temporary: bool):
         return VIEWS.get((None if temporary else database.lower(), name.lower()))
 

@@ -7,6 +7,7 @@ import java.sql.SQLException;
 /**
  * What a JDBC GUI (DBeaver, DataGrip) asks when it browses a schema, printed one result row per
  * line as tab-separated fields after a tag naming the call: the dyntable-server tests check it.
+ * It first creates the temporary view {@code recent} over the table, to see it listed.
  * Arguments: JDBC URL, user, password, schema, table.
  */
 public final class Browse {
@@ -37,6 +38,9 @@ public final class Browse {
         Class.forName("org.apache.hive.jdbc.HiveDriver");
         String schema = args[3], table = args[4];
         try (Connection conn = DriverManager.getConnection(args[0], args[1], args[2])) {
+            try (java.sql.Statement st = conn.createStatement()) {
+                st.execute("CREATE TEMPORARY VIEW recent AS SELECT * FROM " + schema + "." + table);
+            }
             DatabaseMetaData md = conn.getMetaData();
             System.out.println("product\t" + md.getDatabaseProductName());
             print("schemas", md.getSchemas(), "TABLE_SCHEM");
@@ -44,6 +48,7 @@ public final class Browse {
                   "REMARKS");
             print("tables-typed", md.getTables(null, schema, "%", new String[] {"TABLE", "VIEW"}),
                   "TABLE_NAME", "TABLE_TYPE");
+            print("views-only", md.getTables(null, schema, "%", new String[] {"VIEW"}), "TABLE_NAME");
             print("system", md.getTables(null, schema, "%", new String[] {"SYSTEM TABLE"}), "TABLE_NAME");
             print("system-named", md.getTables(null, schema, table + "$%", null), "TABLE_NAME", "TABLE_TYPE");
             print("columns", md.getColumns(null, schema, table, "%"), "COLUMN_NAME", "TYPE_NAME", "DATA_TYPE",
