@@ -11,6 +11,7 @@ options are passed to fsspec as storage options (e.g. ``client_kwargs`` for S3).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -48,7 +49,7 @@ def _default_options(options: Mapping[str, object]) -> dict[str, str]:
 class FileSystemCatalog:
     """Databases and tables under one warehouse path (local, s3://, memory://, any fsspec URL)."""
 
-    def __init__(self, warehouse: str, **options: object) -> None:
+    def __init__(self, warehouse: str, **options: Any) -> None:
         if not warehouse:
             raise InvalidArgumentError("a warehouse path is required")
         storage = {k: v for k, v in options.items() if not k.startswith(TABLE_DEFAULT_PREFIX)}

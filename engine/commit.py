@@ -55,6 +55,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from engine.errors import (
     CommitConflictError,
@@ -206,7 +207,7 @@ class _SequenceRebase:
         from engine.lsm.key_order import key_range_decoder
 
         key_range = key_range_decoder([self.store.schema.field(k).type for k in self.store.schema.trimmed_primary_keys])
-        ours: dict[tuple[bytes, int], tuple[int, list[tuple[object, object]]]] = {}
+        ours: dict[tuple[bytes, int], tuple[int, list[tuple[tuple[Any, ...], tuple[Any, ...]]]]] = {}
         for m in self.messages:
             low, ranges = ours.get((m.partition, m.bucket), (m.new_files[0].min_sequence_number, []))
             low = min(low, *(f.min_sequence_number for f in m.new_files))
@@ -353,6 +354,7 @@ class FileStoreCommit:
             return CommitResult(())
         messages = [m for m in messages if not m.is_empty]
         adds = _entries(FileKind.ADD, messages, lambda m: m.new_files)
+        select: Callable[[bytes], bool]
         if spec.dynamic:
             targets = {m.partition for m in messages if m.new_files}
             if not targets:
@@ -638,7 +640,7 @@ class FileStoreCommit:
         latest = store.snapshots.latest()
         last_seen = latest.id if latest else 0
         delta: tuple[list[ManifestEntry], list[ManifestFileMeta]] | None = None  # reused while entries are unchanged
-        changelog_list: tuple[str, list[ManifestFileMeta], int] | None = None
+        changelog_list: tuple[str, int, list[ManifestFileMeta]] | None = None
         attempt = 0
         self._storage_failure: StorageError | None = None
         try:
@@ -659,7 +661,7 @@ class FileStoreCommit:
                     delta = (entries, ms.write_entries_rolling(entries, schema_id, store.partition_types))
                 if changelog and changelog_list is None:
                     cl_metas = ms.write_entries_rolling(changelog, schema_id, store.partition_types)
-                    changelog_list = (*ms.write_list(cl_metas), cl_metas)  # type: ignore[assignment]
+                    changelog_list = (*ms.write_list(cl_metas), cl_metas)
                 attempt_files: list[str] = []
                 try:
                     base_metas, merged_names = self._base_manifests(latest, schema_id)

@@ -101,7 +101,7 @@ class Table:
         return self.schema.partition_keys
 
     @property
-    def schemas(self):  # type: ignore[no-untyped-def]
+    def schemas(self):
         return self.store.schemas
 
     @property
@@ -209,7 +209,7 @@ class Table:
         return pa.concat_tables(parts)
 
     # -- writing --------------------------------------------------------------------------------
-    def new_writer(self):  # type: ignore[no-untyped-def]
+    def new_writer(self):
         """A writer for this table's layout (append, primary key, or count layout)."""
         from engine.write.factory import new_writer
 

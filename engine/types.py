@@ -312,7 +312,7 @@ class _IdCounter:
 
 def _max_json_id(v: Any) -> int:
     if isinstance(v, dict):
-        own = v.get("id") if isinstance(v.get("id"), int) else -1
+        own: int = v["id"] if isinstance(v.get("id"), int) else -1
         return max([own, *(_max_json_id(x) for x in v.values())])
     if isinstance(v, list):
         return max((_max_json_id(x) for x in v), default=-1)

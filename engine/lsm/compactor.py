@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -26,7 +27,7 @@ from engine.lsm.changelog import diff_changelog, rowkind_to_kinds
 from engine.lsm.compact_strategy import CompactUnit, UniversalCompaction, can_drop_deletes
 from engine.lsm.deletion_vectors import refuse_deletion_vectors
 from engine.lsm.key_order import key_range_decoder, orderable_key
-from engine.lsm.levels import Levels
+from engine.lsm.levels import FileMeta, Levels
 from engine.lsm.merge import COUNT_COLUMN, MergeConfig, keys_present_in, merge
 from engine.meta.manifest import DataFileMeta, FileSource
 from engine.meta.paths import FileNamer
@@ -50,7 +51,7 @@ class CompactionResult:
     changelog: tuple[DataFileMeta, ...] = ()
 
 
-def key_range_fn(store: FileStore):  # type: ignore[no-untyped-def]
+def key_range_fn(store: FileStore):
     """``file -> (min_key, max_key)`` comparable in Paimon's key order (floats as Double.compare)."""
     return key_range_decoder([store.schema.field(k).type for k in store.schema.trimmed_primary_keys])
 
@@ -121,6 +122,13 @@ def holds_retractions(store: FileStore, partition_dir: str, bucket: int, f: Data
     return bool(pc.any(pc.is_in(kinds, value_set=_retract_kinds())).as_py())
 
 
+def _data_files(files: Sequence[FileMeta]) -> list[DataFileMeta]:
+    """``files`` as the DataFileMetas they are: Levels and CompactUnit are generic over any
+    file meta (the level logic is tested with light fakes), and the engine fills them with
+    DataFileMeta from the scan."""
+    return cast(list[DataFileMeta], list(files))
+
+
 def _first_rows_above(store: FileStore, levels: Levels, unit: CompactUnit) -> list[DataFileMeta]:
     """For ``first-row`` tables: the files above the unit's output level, outside the unit.
 
@@ -131,7 +139,7 @@ def _first_rows_above(store: FileStore, levels: Levels, unit: CompactUnit) -> li
     if not is_first_row(store) or unit.output_level >= levels.max_level:
         return []
     inside = {f.file_name for f in unit.files}
-    return [f for f in levels.all_files() if f.level > unit.output_level and f.file_name not in inside]
+    return [f for f in _data_files(levels.all_files()) if f.level > unit.output_level and f.file_name not in inside]
 
 
 def _drop_keys_kept_above(
@@ -176,7 +184,7 @@ def run_compaction(
     refuse_deletion_vectors(store, "compact")
     namer = namer or FileNamer()
     drop_deletes = can_drop_deletes(unit, levels)
-    files = list(unit.files)
+    files = _data_files(unit.files)
     older = _first_rows_above(store, levels, unit)
     if len(files) == 1 and files[0].level != unit.output_level and not unit.file_rewrite and not older:
         f = files[0]
@@ -193,7 +201,7 @@ def run_compaction(
     after = tuple(writer.write_kv(merged)) if merged.num_rows else ()
     changelog: tuple[DataFileMeta, ...] = ()
     if store.options.changelog_producer == "full-compaction" and unit.output_level == levels.max_level:
-        old_top = [f for f in levels.all_files() if f.level == levels.max_level]
+        old_top = [f for f in _data_files(levels.all_files()) if f.level == levels.max_level]
         before = merge(read_kv(store, partition_dir, bucket, old_top), schema.primary_keys, config, drop_deletes=True)
         new_state = merged if drop_deletes else merge(merged, schema.primary_keys, config, drop_deletes=True)
         changelog = write_changelog(store, partition_dir, bucket, before, new_state, namer)

@@ -19,6 +19,7 @@ import datetime as dt
 import decimal
 import uuid
 from collections.abc import Sequence
+from typing import cast
 
 from engine.errors import InvalidArgumentError
 from engine.identifier import MAIN_BRANCH, validate_name
@@ -97,9 +98,9 @@ def partition_value_string(value: object, dtype: DataType, default_name: str, le
         millis = ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
         text = str(millis) if legacy else value.isoformat()
     elif root is TypeRoot.DECIMAL:
-        text = format(decimal.Decimal(value), "f")
+        text = format(decimal.Decimal(cast(decimal.Decimal, value)), "f")
     elif root in (TypeRoot.FLOAT, TypeRoot.DOUBLE):
-        text = repr(float(value))
+        text = repr(float(cast(float, value)))
     elif isinstance(value, bytes):
         text = value.hex()
     else:

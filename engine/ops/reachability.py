@@ -450,7 +450,7 @@ class ReachabilityCollector:
             self._resolvers[branch] = r
         return r
 
-    def _read_list(self, ms, name: str, anchor: Anchor) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
+    def _read_list(self, ms, name: str, anchor: Anchor) -> list[tuple[str, int]]:
         """The ``(manifest name, byte size)`` pairs of a manifest list."""
         try:
             if not self.lean:
@@ -459,7 +459,7 @@ class ReachabilityCollector:
         except (DyntableError, OSError) as e:
             raise self._unreadable(ms.paths.manifest_file(name), e, anchor) from e
 
-    def _read_entries(self, ms, name: str, anchor: Anchor) -> list[ManifestEntry]:  # type: ignore[no-untyped-def]
+    def _read_entries(self, ms, name: str, anchor: Anchor) -> list[ManifestEntry]:
         try:
             return self._lean(self._lean_refs, name, ms.read_refs) if self.lean else ms.read_entries(name)
         except (DyntableError, OSError) as e:
@@ -480,7 +480,7 @@ class ReachabilityCollector:
                 path)
         return _unsafe(path, e)
 
-    def _lean(self, memo: dict, name: str, decode) -> list:  # type: ignore[no-untyped-def,type-arg]
+    def _lean(self, memo: dict, name: str, decode) -> list:
         """``decode(name)``, kept for later branches while the budget lasts (full decodes live in
         the store's manifest cache instead)."""
         found = memo.get(name)
@@ -610,7 +610,7 @@ class ReachabilityCollector:
                 self._reason(out, spath, anchor)
 
     @staticmethod
-    def _fold(entries: Iterable[ManifestEntry], state: dict, pending: set, path: str) -> None:  # type: ignore[type-arg]
+    def _fold(entries: Iterable[ManifestEntry], state: dict, pending: set, path: str) -> None:
         for e in entries:
             key = e.identifier
             if e.kind is FileKind.ADD:

@@ -28,7 +28,7 @@ def as_table(data: object) -> pa.Table:
     if isinstance(data, list) and all(isinstance(b, pa.RecordBatch) for b in data):
         return pa.Table.from_batches(data) if data else pa.table({})
     try:
-        return pa.table(data)  # type: ignore[arg-type]
+        return pa.table(data)
     except Exception as e:  # noqa: BLE001
         raise InvalidArgumentError(f"cannot write data of type {type(data).__name__}: expected Arrow data") from e
 

@@ -158,7 +158,7 @@ class DataFileWriter:
         return metas
 
     # -- rolling --------------------------------------------------------------------------------
-    def _roll(self, table: pa.Table, schema: pa.Schema):  # type: ignore[no-untyped-def]
+    def _roll(self, table: pa.Table, schema: pa.Schema):
         """Write ``table`` into files of about ``target_size``; yields (rows, file name, size) per file."""
         table = table.cast(schema)
         fs = self.store.io.arrow_fs()
