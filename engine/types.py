@@ -255,7 +255,8 @@ def type_to_json(t: DataType) -> str | dict[str, Any]:
 
 
 def field_to_json(f: DataField) -> dict[str, Any]:
-    """Encode a DataField as Paimon does: ``id, name, type``, ``description`` and ``defaultValue`` when set."""
+    """Encode a DataField as Paimon does: ``id, name, type``, ``description`` and ``defaultValue`` when
+    set."""
     out: dict[str, Any] = {"id": f.id, "name": f.name, "type": type_to_json(f.type)}
     if f.description is not None:
         out["description"] = f.description

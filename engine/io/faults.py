@@ -277,7 +277,9 @@ class FailingFileIO(FileIO):
     @staticmethod
     def for_path(path: str, *, conditional_put: bool | None = None, **storage_options: Any) -> FileIO:
         """Refused: a FailingFileIO is built around an existing FileIO, never from a path."""
-        raise InvalidArgumentError("build a FailingFileIO with FailingFileIO(FileIO.for_path(path), operation, ...)")
+        raise InvalidArgumentError(
+            "build a FailingFileIO with FailingFileIO(FileIO.for_path(path), operation, ...)"
+        )
 
 
 def fault_from_env(inner: FileIO, env: Mapping[str, str] | None = None) -> FileIO:
@@ -380,7 +382,11 @@ class _FaultingInput(io.RawIOBase):
         return True
 
     def read(self, size: int | None = -1) -> bytes:
-        return bytes(self._owner._guard("stream_read", self._path, lambda: self._raw.read(-1 if size is None else size)))
+        return bytes(
+            self._owner._guard(
+                "stream_read", self._path, lambda: self._raw.read(-1 if size is None else size)
+            )
+        )
 
     def readinto(self, buffer: Any) -> int:
         data = self.read(len(buffer))

@@ -210,7 +210,8 @@ class MergeConfig:
                 raise InvalidArgumentError(f"'{key}' = true is not supported by dyntable; remove it.")
         if opts.get(PARTIAL_UPDATE_REMOVE_ON_SEQUENCE_GROUP):
             raise InvalidArgumentError(
-                f"'{PARTIAL_UPDATE_REMOVE_ON_SEQUENCE_GROUP.key}' is not supported by dyntable; remove the option."
+                f"'{PARTIAL_UPDATE_REMOVE_ON_SEQUENCE_GROUP.key}' is not supported by dyntable; remove the "
+                "option."
             )
         if engine == "partial-update" and normalize_function(default_function) != DEFAULT_FUNCTION:
             raise InvalidArgumentError(

@@ -29,7 +29,8 @@ DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
 
 # Characters Hive/Paimon escape as %XX in partition path components.
 _ESCAPED = frozenset(
-    [chr(c) for c in range(0x01, 0x20)] + ['"', "#", "%", "'", "*", "/", ":", "=", "?", "\\", "\x7f", "{", "}", "[", "]", "^"]
+    [chr(c) for c in range(0x01, 0x20)]
+    + ['"', "#", "%", "'", "*", "/", ":", "=", "?", "\\", "\x7f", "{", "}", "[", "]", "^"]
 )
 
 
@@ -173,7 +174,9 @@ class TablePaths:
             validate_name("branch", branch)
         self.root = root.rstrip("/")
         self.branch = branch
-        self.branch_root = self.root if branch == MAIN_BRANCH else join(self.root, "branch", f"branch-{branch}")
+        self.branch_root = (
+            self.root if branch == MAIN_BRANCH else join(self.root, "branch", f"branch-{branch}")
+        )
 
     def for_branch(self, branch: str) -> TablePaths:
         return TablePaths(self.root, branch)

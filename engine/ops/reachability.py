@@ -175,7 +175,8 @@ class Reachable:
 
 def _unsafe(path: str, e: BaseException) -> UnsafeToDeleteError:
     return UnsafeToDeleteError(
-        f"cannot read {path} ({e}); it may protect files, so nothing was deleted — repair or restore it and retry",
+        f"cannot read {path} ({e}); it may protect files, so nothing was deleted — repair or restore it and "
+        "retry",
         path,
     )
 
@@ -236,7 +237,9 @@ def branch_anchors(io: FileIO, paths: TablePaths) -> list[Anchor]:
         if cid is None:
             continue
         try:
-            anchors.append(Anchor("changelog", branch, str(cid), Snapshot.from_json(io.read_bytes(status.path))))
+            anchors.append(
+                Anchor("changelog", branch, str(cid), Snapshot.from_json(io.read_bytes(status.path)))
+            )
         except FileNotFoundError:
             continue
         except (DyntableError, OSError) as e:
@@ -616,8 +619,11 @@ class ReachabilityCollector:
             if e.kind is FileKind.ADD:
                 if key in state:
                     raise UnsafeToDeleteError(
-                        f"{path} adds {e.file.file_name} (bucket {e.bucket}, level {e.file.level}) which is already "
-                        "live: the manifests are inconsistent, so nothing was deleted", path)
+                        f"{path} adds {e.file.file_name} (bucket {e.bucket}, level {e.file.level}) which is "
+                        "already "
+                        "live: the manifests are inconsistent, so nothing was deleted",
+                        path,
+                    )
                 state[key] = e
                 pending.add(key)
             else:
@@ -625,7 +631,9 @@ class ReachabilityCollector:
                 state.pop(key, None)
                 pending.discard(key)
 
-    def _add_file(self, r: _BranchResolver, e: ManifestEntry, kind: FileKindRef, out: Reachable, anchor: Anchor) -> None:
+    def _add_file(
+        self, r: _BranchResolver, e: ManifestEntry, kind: FileKindRef, out: Reachable, anchor: Anchor
+    ) -> None:
         path = self._data_path(r, e)
         out._add(path, kind, e.file.file_size)
         bucket_dir = None

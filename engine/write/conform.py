@@ -30,10 +30,14 @@ def as_table(data: object) -> pa.Table:
     try:
         return pa.table(data)
     except Exception as e:  # noqa: BLE001
-        raise InvalidArgumentError(f"cannot write data of type {type(data).__name__}: expected Arrow data") from e
+        raise InvalidArgumentError(
+            f"cannot write data of type {type(data).__name__}: expected Arrow data"
+        ) from e
 
 
-def conform(data: object, schema: TableSchema, extra_columns: Sequence[tuple[str, pa.DataType]] = ()) -> pa.Table:
+def conform(
+    data: object, schema: TableSchema, extra_columns: Sequence[tuple[str, pa.DataType]] = ()
+) -> pa.Table:
     """Return ``data`` as a table with exactly the schema's columns (plus ``extra_columns``)."""
     table = as_table(data)
     names = list(table.column_names)
@@ -103,7 +107,9 @@ def coerce_value(schema: TableSchema, column: str, value: object) -> object:
     try:
         return pa.array([value]).cast(target)[0].as_py()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
-        raise InvalidArgumentError(f"value {value!r} does not fit column '{column}' of type {target}: {e}") from None
+        raise InvalidArgumentError(
+            f"value {value!r} does not fit column '{column}' of type {target}: {e}"
+        ) from None
 
 
 def coerce_spec(schema: TableSchema, spec: Mapping[str, object]) -> dict[str, object]:

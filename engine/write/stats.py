@@ -43,7 +43,9 @@ def _truncate_max(value: str | bytes, n: int) -> str | bytes | None:
     return None
 
 
-def column_stats(column: pa.ChunkedArray | pa.Array, field: DataField, mode: str) -> tuple[object, object, int]:
+def column_stats(
+    column: pa.ChunkedArray | pa.Array, field: DataField, mode: str
+) -> tuple[object, object, int]:
     """(min, max, null_count) of one column as Python values (None when unknown)."""
     nulls = column.null_count
     kind, length = parse_stats_mode(mode)
