@@ -208,11 +208,7 @@ def test_tables_with_deletion_vectors_are_refused(catalog, primary_key):
     t.write_arrow(pa.table({"k": [3], "v": ["c"]}))
     t = _enable_deletion_vectors_as_java_would(catalog, "db.dv")
     before = t.latest_snapshot().id
-    for attempt in (
-        lambda: t.write_arrow(pa.table({"k": [1], "v": ["x"]})),
-        lambda: t.compact(full=True),
-        t.to_arrow,
-    ):
+    for attempt in (lambda: t.write_arrow(pa.table({"k": [1], "v": ["x"]})), lambda: t.compact(full=True), t.to_arrow):
         with pytest.raises(UnsupportedTableError, match="deletion-vectors.enabled"):
             attempt()
     assert t.latest_snapshot().id == before  # nothing was committed
