@@ -11,6 +11,7 @@ options are passed to fsspec as storage options (e.g. ``client_kwargs`` for S3).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -42,13 +43,17 @@ def open_catalog(warehouse: str, **options: object) -> FileSystemCatalog:
 
 
 def _default_options(options: Mapping[str, object]) -> dict[str, str]:
-    return {k[len(TABLE_DEFAULT_PREFIX):]: str(v) for k, v in options.items() if k.startswith(TABLE_DEFAULT_PREFIX)}
+    return {
+        k[len(TABLE_DEFAULT_PREFIX) :]: str(v)
+        for k, v in options.items()
+        if k.startswith(TABLE_DEFAULT_PREFIX)
+    }
 
 
 class FileSystemCatalog:
     """Databases and tables under one warehouse path (local, s3://, memory://, any fsspec URL)."""
 
-    def __init__(self, warehouse: str, **options: object) -> None:
+    def __init__(self, warehouse: str, **options: Any) -> None:
         if not warehouse:
             raise InvalidArgumentError("a warehouse path is required")
         storage = {k: v for k, v in options.items() if not k.startswith(TABLE_DEFAULT_PREFIX)}
@@ -89,7 +94,8 @@ class FileSystemCatalog:
         tables = self.list_tables(name)
         if tables and not cascade:
             raise InvalidArgumentError(
-                f"database '{name}' is not empty ({len(tables)} table(s)); drop its tables first or use CASCADE"
+                f"database '{name}' is not empty ({len(tables)} table(s)); drop its tables first or use "
+                "CASCADE"
             )
         self.io.delete_dir(path, recursive=True)
 
@@ -98,7 +104,9 @@ class FileSystemCatalog:
             if name == DEFAULT_DATABASE:
                 self.io.mark_directory(self.database_path(name))
                 return
-            raise NoSuchDatabaseError(f"database '{name}' does not exist; create it with CREATE DATABASE {name}")
+            raise NoSuchDatabaseError(
+                f"database '{name}' does not exist; create it with CREATE DATABASE {name}"
+            )
 
     # -- tables ---------------------------------------------------------------------------------
     def _identifier(self, identifier: str | Identifier) -> Identifier:
@@ -159,7 +167,9 @@ class FileSystemCatalog:
             # Bucketed append tables hash a bucket key (Java Paimon requires one): the atomic columns.
             atomic = [f.name for f in table_schema.fields if not f.type.is_nested]
             if not atomic:
-                raise InvalidArgumentError("a bucketed table needs at least one column of an atomic type to hash")
+                raise InvalidArgumentError(
+                    "a bucketed table needs at least one column of an atomic type to hash"
+                )
             opts["bucket-key"] = ",".join(atomic)
             table_schema = TableSchema.create(schema, partition_keys, primary_keys, opts, comment)
         if is_count_layout(table_schema):
@@ -168,7 +178,9 @@ class FileSystemCatalog:
                     "'retractions.enabled' is for tables without a primary key (primary-key tables accept "
                     "retractions already)"
                 )
-            fields, keys, opts = physical_create_args(list(table_schema.fields), table_schema.partition_keys, opts)
+            fields, keys, opts = physical_create_args(
+                list(table_schema.fields), table_schema.partition_keys, opts
+            )
             table_schema = TableSchema.create(fields, table_schema.partition_keys, keys, opts, comment)
         if table_schema.primary_keys and int(opts["bucket"]) < 1 and int(opts["bucket"]) != -1:
             raise InvalidArgumentError(
@@ -203,9 +215,13 @@ class FileSystemCatalog:
             if ident.branch and self.table_exists(ident.base()):
                 from engine.errors import NoSuchBranchError
 
-                raise NoSuchBranchError(f"branch '{ident.branch}' of table '{ident.base().full_name}' does not exist")
+                raise NoSuchBranchError(
+                    f"branch '{ident.branch}' of table '{ident.base().full_name}' does not exist"
+                )
             if not self.database_exists(ident.database):
-                raise NoSuchTableError(f"table '{ident.full_name}' does not exist (no database '{ident.database}')")
+                raise NoSuchTableError(
+                    f"table '{ident.full_name}' does not exist (no database '{ident.database}')"
+                )
             raise NoSuchTableError(f"table '{ident.full_name}' does not exist")
         return Table(self, ident, self.io, paths, schema)
 

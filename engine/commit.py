@@ -55,6 +55,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from engine.errors import (
     CommitConflictError,
@@ -100,12 +101,18 @@ class CommitMessage:
     @property
     def is_empty(self) -> bool:
         return not (
-            self.new_files or self.changelog_files or self.compact_before or self.compact_after or self.compact_changelog
+            self.new_files
+            or self.changelog_files
+            or self.compact_before
+            or self.compact_after
+            or self.compact_changelog
             or self.new_index_files
         )
 
 
-def _delete_data_files(store: FileStore, partition: bytes, bucket: int, files: Sequence[DataFileMeta]) -> None:
+def _delete_data_files(
+    store: FileStore, partition: bytes, bucket: int, files: Sequence[DataFileMeta]
+) -> None:
     if not files:
         return
     part_dir = store.partition_dir(deserialize_row(partition, store.partition_types))
@@ -126,7 +133,9 @@ def delete_uncommitted(store: FileStore, messages: Sequence[CommitMessage]) -> N
     file is live and is kept.
     """
     for m in messages:
-        _delete_data_files(store, m.partition, m.bucket, [*m.new_files, *m.changelog_files, *_compaction_outputs(m)])
+        _delete_data_files(
+            store, m.partition, m.bucket, [*m.new_files, *m.changelog_files, *_compaction_outputs(m)]
+        )
         if m.new_index_files:
             index = IndexStore(store.io, store.paths)
             for f in m.new_index_files:
@@ -145,7 +154,8 @@ class OverwriteSpec:
 
     static: Mapping[str, object] = field(default_factory=dict)
     dynamic: bool = False
-    partitions: tuple[Mapping[str, object], ...] | None = None  # exactly these partitions (row-level rewrites)
+    # exactly these partitions (row-level rewrites)
+    partitions: tuple[Mapping[str, object], ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,13 +171,19 @@ class CommitResult:
 
 
 def _index_adds(messages: Sequence[CommitMessage]) -> list[IndexManifestEntry]:
-    return [IndexManifestEntry(FileKind.ADD, m.partition, m.bucket, f) for m in messages for f in m.new_index_files]
+    return [
+        IndexManifestEntry(FileKind.ADD, m.partition, m.bucket, f)
+        for m in messages
+        for f in m.new_index_files
+    ]
 
 
 IndexChanges = Callable[[], tuple[list[IndexManifestEntry], Callable[[bytes], bool] | None]]
 
 
-def _entries(kind: FileKind, messages: Sequence[CommitMessage], pick: Callable[[CommitMessage], Sequence[DataFileMeta]]) -> list[ManifestEntry]:
+def _entries(
+    kind: FileKind, messages: Sequence[CommitMessage], pick: Callable[[CommitMessage], Sequence[DataFileMeta]]
+) -> list[ManifestEntry]:
     return [
         ManifestEntry(kind, m.partition, m.bucket, m.total_buckets, f) for m in messages for f in pick(m)
     ]
@@ -191,7 +207,11 @@ class _SequenceRebase:
         for m in self.messages:
             shift = shifts.get((m.partition, m.bucket), 0)
             for f in m.new_files:
-                entries.append(ManifestEntry(FileKind.ADD, m.partition, m.bucket, m.total_buckets, self._shifted(m, f, shift)))
+                entries.append(
+                    ManifestEntry(
+                        FileKind.ADD, m.partition, m.bucket, m.total_buckets, self._shifted(m, f, shift)
+                    )
+                )
         return entries
 
     def _shifts(self, latest: Snapshot | None) -> dict[tuple[bytes, int], int]:
@@ -205,8 +225,10 @@ class _SequenceRebase:
             return {}  # nobody committed since the writers started: their numbers are already the newest
         from engine.lsm.key_order import key_range_decoder
 
-        key_range = key_range_decoder([self.store.schema.field(k).type for k in self.store.schema.trimmed_primary_keys])
-        ours: dict[tuple[bytes, int], tuple[int, list[tuple[object, object]]]] = {}
+        key_range = key_range_decoder(
+            [self.store.schema.field(k).type for k in self.store.schema.trimmed_primary_keys]
+        )
+        ours: dict[tuple[bytes, int], tuple[int, list[tuple[tuple[Any, ...], tuple[Any, ...]]]]] = {}
         for m in self.messages:
             low, ranges = ours.get((m.partition, m.bucket), (m.new_files[0].min_sequence_number, []))
             low = min(low, *(f.min_sequence_number for f in m.new_files))
@@ -247,7 +269,11 @@ class _SequenceRebase:
             return
         else:
             used = {e.file.file_name for e in published}
-            stale = [(original, meta) for (original, _), meta in self._rewritten.items() if meta.file_name not in used]
+            stale = [
+                (original, meta)
+                for (original, _), meta in self._rewritten.items()
+                if meta.file_name not in used
+            ]
             stale += [(f.file_name, f) for m in self.messages for f in m.new_files if f.file_name not in used]
         where = {f.file_name: (m.partition, m.bucket) for m in self.messages for f in m.new_files}
         for original, meta in stale:
@@ -300,8 +326,15 @@ class FileStoreCommit:
             plain_adds = _entries(FileKind.ADD, messages, lambda m: m.new_files)
             entries_for = rebase.entries_for if rebase is not None else (lambda _latest: plain_adds)
             try:
-                sid, published = self._publish(kind, identifier, entries_for, changelog, watermark, props or None,
-                                               index_changes=lambda: (index_adds, None))
+                sid, published = self._publish(
+                    kind,
+                    identifier,
+                    entries_for,
+                    changelog,
+                    watermark,
+                    props or None,
+                    index_changes=lambda: (index_adds, None),
+                )
             except CommitStateUnknownError:
                 raise
             except BaseException:
@@ -319,7 +352,12 @@ class FileStoreCommit:
             compact_changelog = _entries(FileKind.ADD, messages, lambda m: m.compact_changelog)
             try:
                 sid, _ = self._publish(
-                    CommitKind.COMPACT, identifier, lambda _l: compact, compact_changelog, watermark, properties
+                    CommitKind.COMPACT,
+                    identifier,
+                    lambda _l: compact,
+                    compact_changelog,
+                    watermark,
+                    properties,
                 )
             except CommitStateUnknownError:
                 raise
@@ -329,7 +367,12 @@ class FileStoreCommit:
                 if not ids:
                     raise
                 # The write itself is committed: its outcome is the APPEND's. Compaction runs again later.
-                log.warning("compaction after commit %s of %s was not committed: %s", ids[-1], self.store.paths.root, e)
+                log.warning(
+                    "compaction after commit %s of %s was not committed: %s",
+                    ids[-1],
+                    self.store.paths.root,
+                    e,
+                )
                 return CommitResult(tuple(ids))
             ids.append(sid)
         return CommitResult(tuple(ids))
@@ -353,6 +396,7 @@ class FileStoreCommit:
             return CommitResult(())
         messages = [m for m in messages if not m.is_empty]
         adds = _entries(FileKind.ADD, messages, lambda m: m.new_files)
+        select: Callable[[bytes], bool]
         if spec.dynamic:
             targets = {m.partition for m in messages if m.new_files}
             if not targets:
@@ -370,7 +414,9 @@ class FileStoreCommit:
         else:
             select = self._static_partition_matcher(spec.static)
         try:
-            return self._replace(select, adds, identifier, properties, base_snapshot_id, _index_adds(messages))
+            return self._replace(
+                select, adds, identifier, properties, base_snapshot_id, _index_adds(messages)
+            )
         except CommitStateUnknownError:
             raise
         except BaseException:
@@ -393,20 +439,28 @@ class FileStoreCommit:
 
         def all_present(live: Sequence[ManifestEntry]) -> None:
             present = {e.partition for e in live}
-            missing = [spec for spec, m in zip(partitions, matchers, strict=True) if not any(m(p) for p in present)]
+            missing = [
+                spec for spec, m in zip(partitions, matchers, strict=True) if not any(m(p) for p in present)
+            ]
             if missing:
                 raise NoSuchPartitionError(
-                    f"partition(s) {', '.join(str(dict(m)) for m in missing)} not found in {self.store.paths.root}; "
+                    f"partition(s) {', '.join(str(dict(m)) for m in missing)} not found in "
+                    f"{self.store.paths.root}; "
                     "nothing was dropped"
                 )
 
-        return self._replace(lambda part: any(m(part) for m in matchers), [], identifier, None, check_live=all_present)
+        return self._replace(
+            lambda part: any(m(part) for m in matchers), [], identifier, None, check_live=all_present
+        )
 
     def truncate(self, identifier: int = BATCH_COMMIT_IDENTIFIER) -> CommitResult:
         return self._replace(lambda _p: True, [], identifier, None)
 
-    def delete_files(self, messages: Sequence[CommitMessage], identifier: int = BATCH_COMMIT_IDENTIFIER) -> CommitResult:
-        """Replace specific files: ``compact_before`` are deleted, ``new_files`` added (row-level DELETE/UPDATE)."""
+    def delete_files(
+        self, messages: Sequence[CommitMessage], identifier: int = BATCH_COMMIT_IDENTIFIER
+    ) -> CommitResult:
+        """Replace specific files: ``compact_before`` are deleted, ``new_files`` added (row-level
+        DELETE/UPDATE)."""
         entries = _entries(FileKind.DELETE, messages, lambda m: m.compact_before) + _entries(
             FileKind.ADD, messages, lambda m: m.new_files
         )
@@ -437,7 +491,9 @@ class FileStoreCommit:
         snap = self.find_own_snapshot()
         return None if snap is None else snap.commit_identifier
 
-    def find_own_snapshot(self, identifier: int | None = None, not_before_millis: int | None = None) -> Snapshot | None:
+    def find_own_snapshot(
+        self, identifier: int | None = None, not_before_millis: int | None = None
+    ) -> Snapshot | None:
         """This commit user's newest snapshot (with ``identifier``, if given), searching back from the latest.
 
         ``not_before_millis`` stops the search at snapshots committed before that time, so a
@@ -454,7 +510,9 @@ class FileStoreCommit:
                 continue
             if not_before_millis is not None and snap.time_millis < not_before_millis:
                 return None
-            if snap.commit_user == self.commit_user and (identifier is None or snap.commit_identifier == identifier):
+            if snap.commit_user == self.commit_user and (
+                identifier is None or snap.commit_identifier == identifier
+            ):
                 return snap
         return None
 
@@ -464,7 +522,8 @@ class FileStoreCommit:
         unknown = [k for k in spec if k not in keys]
         if unknown:
             raise InvalidArgumentError(
-                f"{unknown} {'is not a partition column' if len(unknown) == 1 else 'are not partition columns'}; "
+                f"{unknown} "
+                f"{'is not a partition column' if len(unknown) == 1 else 'are not partition columns'}; "
                 f"partition columns: {list(keys)}"
             )
         if not spec:
@@ -506,7 +565,9 @@ class FileStoreCommit:
             live = self.store.live_entries(latest, select)
             if check_live is not None:
                 check_live(live)
-            deletes = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file) for e in live]
+            deletes = [
+                ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file) for e in live
+            ]
             return deletes + adds
 
         # Index files of the replaced partitions go with their data (Java: OverwriteChangesProvider).
@@ -514,7 +575,9 @@ class FileStoreCommit:
                                index_changes=lambda: (list(index_adds), select))
         return CommitResult((sid,))
 
-    def _check_unchanged(self, start: Snapshot | None, latest: Snapshot | None, select: Callable[[bytes], bool]) -> None:
+    def _check_unchanged(
+        self, start: Snapshot | None, latest: Snapshot | None, select: Callable[[bytes], bool]
+    ) -> None:
         """Refuse if a commit other than a compaction touched the selected partitions after ``start``."""
         first = start.id if start else 0
         if latest is None or latest.id == first:
@@ -525,7 +588,8 @@ class FileStoreCommit:
                 snap = snapshots.get(sid)
             except NoSuchSnapshotError:
                 raise CommitConflictError(
-                    f"snapshot {sid}, committed while this overwrite ran, has expired, so it cannot be checked "
+                    f"snapshot {sid}, committed while this overwrite ran, has expired, so it cannot be "
+                    "checked "
                     "for changes to the overwritten partitions; no data was written — run the statement again"
                 ) from None
             if snap.commit_kind is CommitKind.COMPACT:
@@ -533,19 +597,22 @@ class FileStoreCommit:
             for meta in self.store.manifests.read_list(snap.delta_manifest_list):
                 if any(select(e.partition) for e in self.store.manifests.read_entries(meta.file_name)):
                     raise CommitConflictError(
-                        f"another commit (snapshot {sid}, {snap.commit_kind.name}) changed the partitions being "
+                        f"another commit (snapshot {sid}, {snap.commit_kind.name}) changed the partitions "
+                        "being "
                         "overwritten while this statement ran; no data was written — run the statement again"
                     )
 
     def _validate(self, latest: Snapshot | None, entries: list[ManifestEntry]) -> None:
-        """The delta must apply to ``latest``: every DELETE names a live file by full identity, no ADD is live,
-        and no file is added twice (the snapshot would be unreadable: §6.5 refuses a double ADD)."""
+        """The delta must apply to ``latest``: every DELETE names a live file by full identity, no ADD
+        is live, and no file is added twice (the snapshot would be unreadable: §6.5 refuses a double
+        ADD)."""
         added: set[tuple[object, ...]] = set()
         for e in entries:
             if e.kind is FileKind.ADD:
                 if e.identifier in added:
                     raise InvalidArgumentError(
-                        f"this commit adds {e.file.file_name} (bucket {e.bucket}, level {e.file.level}) twice: two "
+                        f"this commit adds {e.file.file_name} (bucket {e.bucket}, level {e.file.level}) "
+                        "twice: two "
                         "writers produced files under the same name or a commit message was passed twice; "
                         "nothing was committed"
                     )
@@ -559,8 +626,10 @@ class FileStoreCommit:
         if missing:
             f = missing[0]
             raise CommitConflictError(
-                f"file deletion conflict: {len(missing)} file(s) this commit replaces are no longer live as it saw "
-                f"them (e.g. {f.file.file_name} at level {f.file.level}, bucket {f.bucket}): another commit removed "
+                f"file deletion conflict: {len(missing)} file(s) this commit replaces are no longer live as "
+                "it saw "
+                f"them (e.g. {f.file.file_name} at level {f.file.level}, bucket {f.bucket}): another commit "
+                "removed "
                 "or moved them; nothing was committed — refresh and retry"
             )
         readded = [e for e in entries if e.kind is FileKind.ADD and e.identifier in live]
@@ -570,15 +639,23 @@ class FileStoreCommit:
                 "nothing was committed"
             )
 
-    def _already_committed(self, after_id: int, latest: Snapshot | None, identifier: int, kind: CommitKind) -> int | None:
+    def _already_committed(
+        self, after_id: int, latest: Snapshot | None, identifier: int, kind: CommitKind
+    ) -> int | None:
         if latest is None:
             return None
         for snap in self.store.snapshots.iter_range(after_id, latest.id):
-            if snap.commit_user == self.commit_user and snap.commit_identifier == identifier and snap.commit_kind is kind:
+            if (
+                snap.commit_user == self.commit_user
+                and snap.commit_identifier == identifier
+                and snap.commit_kind is kind
+            ):
                 return snap.id
         return None
 
-    def _base_manifests(self, latest: Snapshot | None, schema_id: int) -> tuple[list[ManifestFileMeta], list[str]]:
+    def _base_manifests(
+        self, latest: Snapshot | None, schema_id: int
+    ) -> tuple[list[ManifestFileMeta], list[str]]:
         """The new snapshot's base manifests, and the names of those written for it (merges)."""
         if latest is None:
             return [], []
@@ -627,7 +704,8 @@ class FileStoreCommit:
         properties: Mapping[str, str] | None,
         index_changes: IndexChanges | None = None,
     ) -> tuple[int, list[ManifestEntry] | None]:
-        """Publish one snapshot; returns its id and its delta entries (None on a retried, already published commit).
+        """Publish one snapshot; returns its id and its delta entries (None on a retried, already
+        published commit).
 
         Every metadata file written for an attempt that does not become the snapshot is deleted;
         on CommitStateUnknownError nothing is deleted.
@@ -637,8 +715,9 @@ class FileStoreCommit:
         deadline = None if self.timeout_ms is None else time.monotonic() + self.timeout_ms / 1000
         latest = store.snapshots.latest()
         last_seen = latest.id if latest else 0
-        delta: tuple[list[ManifestEntry], list[ManifestFileMeta]] | None = None  # reused while entries are unchanged
-        changelog_list: tuple[str, list[ManifestFileMeta], int] | None = None
+        # reused while entries are unchanged
+        delta: tuple[list[ManifestEntry], list[ManifestFileMeta]] | None = None
+        changelog_list: tuple[str, int, list[ManifestFileMeta]] | None = None
         attempt = 0
         self._storage_failure: StorageError | None = None
         try:
@@ -659,7 +738,7 @@ class FileStoreCommit:
                     delta = (entries, ms.write_entries_rolling(entries, schema_id, store.partition_types))
                 if changelog and changelog_list is None:
                     cl_metas = ms.write_entries_rolling(changelog, schema_id, store.partition_types)
-                    changelog_list = (*ms.write_list(cl_metas), cl_metas)  # type: ignore[assignment]
+                    changelog_list = (*ms.write_list(cl_metas), cl_metas)
                 attempt_files: list[str] = []
                 try:
                     base_metas, merged_names = self._base_manifests(latest, schema_id)
@@ -672,12 +751,27 @@ class FileStoreCommit:
                     if index_changes is not None:
                         adds, drop = index_changes()
                         index_name, written = next_index_manifest(
-                            IndexStore(store.io, store.paths, store.options.manifest_compression), index_name, adds, drop)
+                            IndexStore(store.io, store.paths, store.options.manifest_compression),
+                            index_name,
+                            adds,
+                            drop,
+                        )
                         if written is not None:
                             attempt_files.append(written)
-                    snapshot = self._snapshot(latest, kind, identifier, schema_id, entries, changelog, watermark,
-                                              properties, (base_name, base_size), (delta_name, delta_size),
-                                              changelog_list[:2] if changelog_list else None, index_name)
+                    snapshot = self._snapshot(
+                        latest,
+                        kind,
+                        identifier,
+                        schema_id,
+                        entries,
+                        changelog,
+                        watermark,
+                        properties,
+                        (base_name, base_size),
+                        (delta_name, delta_size),
+                        changelog_list[:2] if changelog_list else None,
+                        index_name,
+                    )
                     if attempt == 0:
                         self._check_new_files_exist(entries, changelog)
                     published = publish_snapshot(store.snapshots, snapshot,
@@ -704,7 +798,8 @@ class FileStoreCommit:
                             f"({self._storage_failure}); nothing was committed — retry the operation"
                         ) from self._storage_failure
                     raise CommitConflictError(
-                        f"gave up committing to {store.paths.root} after {attempt} attempts: other writers kept "
+                        f"gave up committing to {store.paths.root} after {attempt} attempts: other writers "
+                        "kept "
                         "winning; nothing was committed — retry the operation"
                     )
                 wait = min(self.max_wait_ms, self.min_wait_ms * (2 ** min(attempt, 10)))
@@ -744,7 +839,9 @@ class FileStoreCommit:
             commit_user=self.commit_user,
             commit_identifier=identifier,
             commit_kind=kind,
-            time_millis=next_time_millis(latest, int(time.time() * 1000)),  # this module's clock (tests fake it)
+            time_millis=next_time_millis(
+                latest, int(time.time() * 1000)
+            ),  # this module's clock (tests fake it)
             total_record_count=(latest.total_record_count if latest else 0) + added - removed,
             delta_record_count=added - removed,
             changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
@@ -757,7 +854,9 @@ class FileStoreCommit:
     def _note_storage_failure(self, error: StorageError) -> None:
         self._storage_failure = error
 
-    def _check_new_files_exist(self, entries: Sequence[ManifestEntry], changelog: Sequence[ManifestEntry]) -> None:
+    def _check_new_files_exist(
+        self, entries: Sequence[ManifestEntry], changelog: Sequence[ManifestEntry]
+    ) -> None:
         """Every file this snapshot ADDs must exist: orphan cleanup (``force``, or a cutoff newer than
         this write) may have deleted files a slow commit wrote, and a snapshot naming them is broken.
 
@@ -779,7 +878,8 @@ class FileStoreCommit:
                 path = store.paths.data_file(part_dir, e.bucket, f.file_name)
             if not store.io.exists(path):
                 raise CommitConflictError(
-                    f"data file {path}, written for this commit, is gone (deleted by orphan cleanup or by hand "
+                    f"data file {path}, written for this commit, is gone (deleted by orphan cleanup or by "
+                    "hand "
                     "while the write ran); nothing was committed — run the write again"
                 )
 

@@ -67,12 +67,15 @@ def validate_name(kind: str, name: object, *, new: bool = False) -> str:
             "are not allowed in names"
         )
     if name.startswith("."):
-        raise InvalidNameError(f"{kind} name {shown} must not start with '.' (it would be a hidden directory)")
+        raise InvalidNameError(
+            f"{kind} name {shown} must not start with '.' (it would be a hidden directory)"
+        )
     if ".." in name:
         raise InvalidNameError(f"{kind} name {shown} must not contain '..'")
     if kind in _NO_DOLLAR and "$" in name:
         raise InvalidNameError(
-            f"{kind} name {shown} must not contain '$' (it separates a table from its branch and system table)"
+            f"{kind} name {shown} must not contain '$' (it separates a table from its branch and system "
+            "table)"
         )
     if kind in _NOT_NUMERIC and name.isdigit():
         raise InvalidNameError(f"{kind} name {shown} must not be all digits (that reads as a snapshot id)")

@@ -15,6 +15,7 @@ _KB, _MB, _GB, _TB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
 
 
 _DURATION_UNITS: dict[str, float] = {}
+_names: tuple[str, ...]
 for _names, _ms in (
     (("ns", "nano", "nanos", "nanosecond", "nanoseconds"), 1e-6),
     (("us", "µs", "micro", "micros", "microsecond", "microseconds"), 1e-3),

@@ -20,7 +20,8 @@ def options_reference_markdown() -> str:
 
 if __name__ == "__main__":
     print(
-        "# Table options\n\nGenerated from `engine/options.py` (`python -m engine.options_doc > docs/options.md`); "
+        "# Table options\n\nGenerated from `engine/options.py` (`python -m engine.options_doc > "
+        "docs/options.md`); "
         "a test keeps it in sync.\n\n" + options_reference_markdown(),
         end="",
     )

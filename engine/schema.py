@@ -412,7 +412,9 @@ class _Evolution:
             pos = change.position
             if isinstance(pos, tuple) and len(pos) == 2:
                 if _index_of(self.fields, pos[1]) == i:  # (an unknown reference raises here)
-                    raise InvalidArgumentError(f"cannot move column '{self.fields[i].name}' relative to itself")
+                    raise InvalidArgumentError(
+                        f"cannot move column '{self.fields[i].name}' relative to itself"
+                    )
             self._insert_at(self.fields.pop(i), pos)
         elif isinstance(change, UpdateColumnType):
             i = _index_of(self.fields, change.name)
@@ -423,7 +425,8 @@ class _Evolution:
                 new = new.copy(f.type.nullable)
             if not castable(f.type, new):
                 raise InvalidArgumentError(
-                    f"cannot change column '{f.name}' from {type_to_sql(f.type)} to {type_to_sql(new)}: allowed "
+                    f"cannot change column '{f.name}' from {type_to_sql(f.type)} to {type_to_sql(new)}: "
+                    "allowed "
                     "are widenings (e.g. INT -> BIGINT, FLOAT -> DOUBLE, larger DECIMAL or VARCHAR, any "
                     "non-binary type -> STRING) and numbers to FLOAT/DOUBLE (e.g. BIGINT -> DOUBLE); "
                     "narrowing casts Paimon allows explicitly (e.g. BIGINT -> INT, STRING -> INT) are refused"

@@ -35,11 +35,11 @@ if TYPE_CHECKING:
     from engine.ops.branches import FastForwardResult
     from engine.ops.compact_manifest import ManifestCompaction
     from engine.ops.consumers import ClearedConsumers
-    from engine.ops.missing_files import MissingFiles
-    from engine.ops.purge import PurgeReport
     from engine.ops.expire_partitions import PartitionExpiration
     from engine.ops.expire_snapshots import ExpireReport
+    from engine.ops.missing_files import MissingFiles
     from engine.ops.orphan_files import OrphanFilesResult
+    from engine.ops.purge import PurgeReport
     from engine.ops.replace_main import ReplaceMainResult
     from engine.ops.retention_mark import MarkResult, RetentionMark
     from engine.ops.rollback import RollbackResult
@@ -53,7 +53,12 @@ class Table:
     """A table branch as of one schema version."""
 
     def __init__(
-        self, catalog: FileSystemCatalog | None, identifier: Identifier, io: FileIO, paths: TablePaths, schema: TableSchema
+        self,
+        catalog: FileSystemCatalog | None,
+        identifier: Identifier,
+        io: FileIO,
+        paths: TablePaths,
+        schema: TableSchema,
     ) -> None:
         self.catalog = catalog
         self.identifier = identifier
@@ -101,7 +106,7 @@ class Table:
         return self.schema.partition_keys
 
     @property
-    def schemas(self):  # type: ignore[no-untyped-def]
+    def schemas(self):
         return self.store.schemas
 
     @property
@@ -200,7 +205,13 @@ class Table:
 
         A time-travel read has the columns of the schema the snapshot was written with.
         """
-        plan = self.plan(snapshot_id=snapshot_id, tag=tag, timestamp_millis=timestamp_millis, columns=columns, filter=filter)
+        plan = self.plan(
+            snapshot_id=snapshot_id,
+            tag=tag,
+            timestamp_millis=timestamp_millis,
+            columns=columns,
+            filter=filter,
+        )
         travels = snapshot_id is not None or tag is not None or timestamp_millis is not None
         reader = SplitReader(store_at(self.store, plan.snapshot if travels else None), columns, filter)
         parts = [t for split in plan.splits for t in reader.read(split)]
@@ -209,7 +220,7 @@ class Table:
         return pa.concat_tables(parts)
 
     # -- writing --------------------------------------------------------------------------------
-    def new_writer(self):  # type: ignore[no-untyped-def]
+    def new_writer(self):
         """A writer for this table's layout (append, primary key, or count layout)."""
         from engine.write.factory import new_writer
 
@@ -247,7 +258,9 @@ class Table:
         elif isinstance(overwrite, Sequence) and not isinstance(overwrite, str):
             spec = OverwriteSpec(partitions=tuple(dict(p) for p in overwrite))
         else:
-            raise InvalidArgumentError(f"overwrite must be False, True, 'dynamic' or a partition spec, not {overwrite!r}")
+            raise InvalidArgumentError(
+                f"overwrite must be False, True, 'dynamic' or a partition spec, not {overwrite!r}"
+            )
         return committer.overwrite(messages, spec, identifier, base_snapshot_id=base_snapshot_id)
 
     def write_arrow(
@@ -281,7 +294,9 @@ class Table:
             result += self.after_commit({(m.partition, m.bucket) for m in messages})
         return result
 
-    def after_commit(self, buckets: set[tuple[bytes, int]] | None = None, *, compact: bool = True) -> CommitResult:
+    def after_commit(
+        self, buckets: set[tuple[bytes, int]] | None = None, *, compact: bool = True
+    ) -> CommitResult:
         """What follows a committed write: automatic compaction, automatic tags, partition
         expiration when its check interval passed, then snapshot expiration
         (engine.ops.expire_snapshots); never raises.
@@ -319,7 +334,9 @@ class Table:
         try:
             return self.refresh().compact(full=False, buckets=buckets)
         except Exception as e:  # noqa: BLE001 - the write is committed; its outcome must not change
-            log.warning("automatic compaction of %s failed and will be retried after a later write: %s", self.name, e)
+            log.warning(
+                "automatic compaction of %s failed and will be retried after a later write: %s", self.name, e
+            )
             return CommitResult(())
 
     def compact(
@@ -340,7 +357,9 @@ class Table:
 
         return compact(self, full=full, partitions=partitions, buckets=buckets, max_attempts=max_attempts)
 
-    def drop_partitions(self, partitions: Sequence[Mapping[str, object]], *, if_exists: bool = True) -> CommitResult:
+    def drop_partitions(
+        self, partitions: Sequence[Mapping[str, object]], *, if_exists: bool = True
+    ) -> CommitResult:
         """Drop partitions in one commit; ``if_exists=False`` refuses (dropping nothing) if any is missing."""
         if not self.partition_keys:
             raise InvalidArgumentError(f"table '{self.name}' is not partitioned")
@@ -357,22 +376,30 @@ class Table:
         return self.catalog.get_table(ident)
 
     # -- tags and rollback (engine.ops) -----------------------------------------------------------
-    def create_tag(self, name: str, snapshot_id: int | None = None, time_retained: TimeRetained = None) -> Tag:
-        """Tag a snapshot (default: the latest); TagAlreadyExistsError / NoSuchSnapshotError change nothing."""
+    def create_tag(
+        self, name: str, snapshot_id: int | None = None, time_retained: TimeRetained = None
+    ) -> Tag:
+        """Tag a snapshot (default: the latest); TagAlreadyExistsError / NoSuchSnapshotError change
+        nothing."""
         return TagOps(self.store).create(name, snapshot_id, time_retained)
 
-    def create_tag_from_timestamp(self, name: str, timestamp_millis: int, time_retained: TimeRetained = None) -> Tag:
+    def create_tag_from_timestamp(
+        self, name: str, timestamp_millis: int, time_retained: TimeRetained = None
+    ) -> Tag:
         """Tag the first snapshot (or tagged snapshot) committed at or after ``timestamp_millis``."""
         return TagOps(self.store).create_from_timestamp(name, timestamp_millis, time_retained)
 
-    def replace_tag(self, name: str, snapshot_id: int | None = None, time_retained: TimeRetained = None) -> Tag:
+    def replace_tag(
+        self, name: str, snapshot_id: int | None = None, time_retained: TimeRetained = None
+    ) -> Tag:
         return TagOps(self.store).replace(name, snapshot_id, time_retained)
 
     def rename_tag(self, old: str, new: str) -> None:
         TagOps(self.store).rename(old, new)
 
     def delete_tags(self, names: str | Sequence[str], *, dry_run: bool = False) -> TagDeletion:
-        """Delete tags and the files no other snapshot, tag or branch references (``dry_run``: only report)."""
+        """Delete tags and the files no other snapshot, tag or branch references (``dry_run``: only
+        report)."""
         return TagOps(self.store).delete(names, dry_run=dry_run)
 
     def delete_tag(self, name: str, *, dry_run: bool = False) -> TagDeletion:
@@ -510,7 +537,8 @@ class Table:
 
     # -- branches (engine.ops.branches) -----------------------------------------------------------
     def create_branch(self, name: str, from_tag: str | None = None, from_snapshot: int | None = None) -> None:
-        """Create a branch: empty (this branch's schemas), from one of this branch's tags, or a snapshot id."""
+        """Create a branch: empty (this branch's schemas), from one of this branch's tags, or a snapshot
+        id."""
         from engine.ops.branches import BranchOps
 
         BranchOps(self.store).create(name, from_tag, from_snapshot)

@@ -255,7 +255,8 @@ def type_to_json(t: DataType) -> str | dict[str, Any]:
 
 
 def field_to_json(f: DataField) -> dict[str, Any]:
-    """Encode a DataField as Paimon does: ``id, name, type``, ``description`` and ``defaultValue`` when set."""
+    """Encode a DataField as Paimon does: ``id, name, type``, ``description`` and ``defaultValue`` when
+    set."""
     out: dict[str, Any] = {"id": f.id, "name": f.name, "type": type_to_json(f.type)}
     if f.description is not None:
         out["description"] = f.description
@@ -312,7 +313,7 @@ class _IdCounter:
 
 def _max_json_id(v: Any) -> int:
     if isinstance(v, dict):
-        own = v.get("id") if isinstance(v.get("id"), int) else -1
+        own: int = v["id"] if isinstance(v.get("id"), int) else -1
         return max([own, *(_max_json_id(x) for x in v.values())])
     if isinstance(v, list):
         return max((_max_json_id(x) for x in v), default=-1)

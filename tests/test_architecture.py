@@ -1,9 +1,17 @@
-"""The layering rule, enforced: engine/ never imports Spark, SQL libraries or sqlext."""
+"""The layering rules, enforced: engine/ never imports Spark, SQL libraries or sqlext, and each
+import contract in pyproject.toml ([tool.importlinter]) is shown to fail on a deliberate violation."""
 
 from __future__ import annotations
 
 import ast
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN = ("pyspark", "lark", "sqlglot", "sqlext")
@@ -47,7 +55,8 @@ def _runtime_imports(path: Path) -> set[str]:
     skipped = {
         id(n)
         for node in ast.walk(tree)
-        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING"
+        if isinstance(node, ast.If)
+        and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING"
         for n in ast.walk(node)
     }
     names: set[str] = set()
@@ -70,7 +79,9 @@ def test_sqlext_has_no_import_cycles():
         name = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
         modules[name] = path
     graph = {
-        name: {m for m in _runtime_imports(path) if m in modules and m != name and not name.startswith(m + ".")}
+        name: {
+            m for m in _runtime_imports(path) if m in modules and m != name and not name.startswith(m + ".")
+        }
         for name, path in modules.items()
     }
     # Tarjan-free check: repeatedly drop modules that import nothing left; what remains is cyclic.
@@ -90,3 +101,69 @@ def test_spark_auto_registration_hook_names_the_dyntable_format():
     from pyspark_dyntable import DefaultSource
 
     assert DefaultSource.name() == "dyntable"
+
+
+# One deliberate violation per contract: (the contract's name starts with, module written into a copy
+# of the tree, its source). Each breaks exactly its own contract.
+VIOLATIONS = [
+    ("engine is pure storage", "engine/_probe.py", "import sqlglot\n"),
+    ("sqlext uses the engine's public API only", "sqlext/_probe.py", "import engine.meta.paths\n"),
+    ("sqlext follows a statement's flow", "sqlext/parse/_probe.py", "import sqlext.session\n"),
+    ("engine is layered", "engine/io/_probe.py", "import engine.meta.paths\n"),
+]
+
+
+def _contract_names() -> list[str]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return [c["name"] for c in config["tool"]["importlinter"]["contracts"]]
+
+
+@pytest.fixture
+def tree_copy(tmp_path: Path) -> Path:
+    """engine/, sqlext/ and pyproject.toml copied to a directory of their own (sources only)."""
+    for package in ("engine", "sqlext"):
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+def _lint_imports(directory: Path) -> tuple[int, str]:
+    """Runs lint-imports on ``directory``; returns its exit code and its output on one line."""
+    env = {**os.environ, "PYTHONPATH": str(directory)}
+    proc = subprocess.run(
+        [sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()",
+         "--no-cache"],
+        cwd=directory,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return proc.returncode, " ".join((proc.stdout + proc.stderr).split())  # unwrap long contract names
+
+
+def test_every_import_contract_has_a_violation_test():
+    names = _contract_names()
+    for prefix, _, _ in VIOLATIONS:
+        assert sum(n.startswith(prefix) for n in names) == 1, f"no single contract named {prefix!r}..."
+    assert len(names) == len(VIOLATIONS), "a contract without a deliberate violation below"
+
+
+def test_the_copied_tree_keeps_every_contract(tree_copy: Path):
+    code, out = _lint_imports(tree_copy)
+    assert code == 0, out
+    assert f"Contracts: {len(VIOLATIONS)} kept, 0 broken." in out
+
+
+@pytest.mark.parametrize(("prefix", "module", "source"), VIOLATIONS, ids=[v[1] for v in VIOLATIONS])
+def test_each_contract_fails_on_a_deliberate_violation(
+    tree_copy: Path, prefix: str, module: str, source: str
+):
+    (tree_copy / module).write_text(source, encoding="utf-8")
+    code, out = _lint_imports(tree_copy)
+    assert code != 0, out
+    assert f"Contracts: {len(VIOLATIONS) - 1} kept, 1 broken." in out, out
+    name = next(n for n in _contract_names() if n.startswith(prefix))
+    assert f"{name} BROKEN" in out, out
+    assert module.removesuffix(".py").replace("/", ".") in out, out  # the report names the offender
+

@@ -22,12 +22,13 @@ would on local disk.
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import signal
 import threading
 from collections.abc import Callable, Mapping
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -122,7 +123,7 @@ class FailingFileIO(FileIO):
         self.failures = 0
         self._lock = threading.Lock()
 
-    def __getstate__(self) -> dict[str, Any]:  # type: ignore[override]
+    def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state.pop("_lock")
         state["_fs"] = None
@@ -225,7 +226,8 @@ class FailingFileIO(FileIO):
         return int(self._call("file_size", path, path))
 
     def open_input(self, path: str) -> IO[bytes]:
-        return _FaultingInput(self, path, self._call("open_input", path, path))
+        # A RawIOBase is a binary file object at runtime; typing.IO is a nominal type it does not name.
+        return cast(IO[bytes], _FaultingInput(self, path, self._call("open_input", path, path)))
 
     def write_bytes(self, path: str, data: bytes, overwrite: bool = True) -> None:
         self._call("write_bytes", path, path, data, overwrite=overwrite)
@@ -246,7 +248,7 @@ class FailingFileIO(FileIO):
         return bool(self._call("try_create", path, path, data))
 
     def open_output(self, path: str) -> IO[bytes]:
-        return _FaultingOutput(self, path, self._call("open_output", path, path))
+        return cast(IO[bytes], _FaultingOutput(self, path, self._call("open_output", path, path)))
 
     def list_dir(self, path: str) -> list[FileStatus]:
         return list(self._call("list_dir", path, path))
@@ -275,7 +277,9 @@ class FailingFileIO(FileIO):
     @staticmethod
     def for_path(path: str, *, conditional_put: bool | None = None, **storage_options: Any) -> FileIO:
         """Refused: a FailingFileIO is built around an existing FileIO, never from a path."""
-        raise InvalidArgumentError("build a FailingFileIO with FailingFileIO(FileIO.for_path(path), operation, ...)")
+        raise InvalidArgumentError(
+            "build a FailingFileIO with FailingFileIO(FileIO.for_path(path), operation, ...)"
+        )
 
 
 def fault_from_env(inner: FileIO, env: Mapping[str, str] | None = None) -> FileIO:
@@ -327,7 +331,7 @@ class _FaultingOutput(io.RawIOBase):
     def writable(self) -> bool:
         return True
 
-    def write(self, b: Any) -> int:  # type: ignore[override]
+    def write(self, b: Any) -> int:
         data = bytes(b)
         owner = self._owner
         fail = owner._should_fail("stream_write", self._path)
@@ -378,7 +382,11 @@ class _FaultingInput(io.RawIOBase):
         return True
 
     def read(self, size: int | None = -1) -> bytes:
-        return bytes(self._owner._guard("stream_read", self._path, lambda: self._raw.read(size)))
+        return bytes(
+            self._owner._guard(
+                "stream_read", self._path, lambda: self._raw.read(-1 if size is None else size)
+            )
+        )
 
     def readinto(self, buffer: Any) -> int:
         data = self.read(len(buffer))
@@ -399,7 +407,7 @@ class _FaultingInput(io.RawIOBase):
                 self._raw.close()
 
 
-class _FaultingArrowHandler(pafs.FileSystemHandler):  # type: ignore[misc]
+class _FaultingArrowHandler(pafs.FileSystemHandler):
     """pyarrow file-system handler routing every call through a FailingFileIO's counter.
 
     Byte streams come from the wrapper's own ``open_input`` / ``open_output`` (so each chunk is
@@ -433,7 +441,7 @@ class _FaultingArrowHandler(pafs.FileSystemHandler):  # type: ignore[misc]
         return path
 
     def get_file_info(self, paths: list[str]) -> list[Any]:
-        return [self._counted("exists", p, lambda p=p: self._native.get_file_info(p)) for p in paths]
+        return [self._counted("exists", p, functools.partial(self._native.get_file_info, p)) for p in paths]
 
     def get_file_info_selector(self, selector: Any) -> list[Any]:
         return self._counted("list_dir", selector.base_dir, lambda: self._native.get_file_info(selector))

@@ -85,10 +85,10 @@ def diff_changelog(
         InvalidArgumentError: missing columns, incompatible types, or a duplicate key on one side.
     """
     key_columns, value_columns = list(key_columns), list(value_columns)
-    for side, table in (("before", before), ("after", after)):
+    for label, table in (("before", before), ("after", after)):
         missing = [c for c in [*key_columns, *value_columns] if c not in table.column_names]
         if missing:
-            raise InvalidArgumentError(f"The {side} state lacks column(s) {', '.join(missing)}.")
+            raise InvalidArgumentError(f"The {label} state lacks column(s) {', '.join(missing)}.")
     old = _aligned(before, after, [*dict.fromkeys([*key_columns, *value_columns])])
     new = after.select(old.column_names)
     nb, na = old.num_rows, new.num_rows

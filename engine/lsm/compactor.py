@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -26,7 +27,7 @@ from engine.lsm.changelog import diff_changelog, rowkind_to_kinds
 from engine.lsm.compact_strategy import CompactUnit, UniversalCompaction, can_drop_deletes
 from engine.lsm.deletion_vectors import refuse_deletion_vectors
 from engine.lsm.key_order import key_range_decoder, orderable_key
-from engine.lsm.levels import Levels
+from engine.lsm.levels import FileMeta, Levels
 from engine.lsm.merge import COUNT_COLUMN, MergeConfig, keys_present_in, merge
 from engine.meta.manifest import DataFileMeta, FileSource
 from engine.meta.paths import FileNamer
@@ -50,7 +51,7 @@ class CompactionResult:
     changelog: tuple[DataFileMeta, ...] = ()
 
 
-def key_range_fn(store: FileStore):  # type: ignore[no-untyped-def]
+def key_range_fn(store: FileStore):
     """``file -> (min_key, max_key)`` comparable in Paimon's key order (floats as Double.compare)."""
     return key_range_decoder([store.schema.field(k).type for k in store.schema.trimmed_primary_keys])
 
@@ -81,7 +82,9 @@ def forces_up_level0(store: FileStore) -> bool:
     return is_first_row(store)
 
 
-def pick(store: FileStore, files: Sequence[DataFileMeta], full: bool = False) -> tuple[Levels, CompactUnit | None]:
+def pick(
+    store: FileStore, files: Sequence[DataFileMeta], full: bool = False
+) -> tuple[Levels, CompactUnit | None]:
     levels = levels_of(store, files)
     s = strategy(store)
     runs = levels.level_sorted_runs()
@@ -102,12 +105,20 @@ def pick(store: FileStore, files: Sequence[DataFileMeta], full: bool = False) ->
 def read_kv(store: FileStore, partition_dir: str, bucket: int, files: Sequence[DataFileMeta]) -> pa.Table:
     fields = list(store.schema.fields)
     parts = [
-        read_data_file(store, store.paths.data_file(partition_dir, bucket, f.file_name), f, fields, (SEQUENCE_NUMBER, VALUE_KIND))
+        read_data_file(
+            store,
+            store.paths.data_file(partition_dir, bucket, f.file_name),
+            f,
+            fields,
+            (SEQUENCE_NUMBER, VALUE_KIND),
+        )
         for f in files
     ]
     if not parts:
         arrow_fields = [to_arrow_field(f) for f in fields]
-        return pa.schema(arrow_fields + [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())]).empty_table()
+        return pa.schema(
+            arrow_fields + [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())]
+        ).empty_table()
     return pa.concat_tables(parts)
 
 
@@ -121,6 +132,13 @@ def holds_retractions(store: FileStore, partition_dir: str, bucket: int, f: Data
     return bool(pc.any(pc.is_in(kinds, value_set=_retract_kinds())).as_py())
 
 
+def _data_files(files: Sequence[FileMeta]) -> list[DataFileMeta]:
+    """``files`` as the DataFileMetas they are: Levels and CompactUnit are generic over any
+    file meta (the level logic is tested with light fakes), and the engine fills them with
+    DataFileMeta from the scan."""
+    return cast(list[DataFileMeta], list(files))
+
+
 def _first_rows_above(store: FileStore, levels: Levels, unit: CompactUnit) -> list[DataFileMeta]:
     """For ``first-row`` tables: the files above the unit's output level, outside the unit.
 
@@ -131,7 +149,11 @@ def _first_rows_above(store: FileStore, levels: Levels, unit: CompactUnit) -> li
     if not is_first_row(store) or unit.output_level >= levels.max_level:
         return []
     inside = {f.file_name for f in unit.files}
-    return [f for f in levels.all_files() if f.level > unit.output_level and f.file_name not in inside]
+    return [
+        f
+        for f in _data_files(levels.all_files())
+        if f.level > unit.output_level and f.file_name not in inside
+    ]
 
 
 def _drop_keys_kept_above(
@@ -151,7 +173,10 @@ def _drop_keys_kept_above(
         return merged
     key_fields = [schema.field(k) for k in keys]
     seen = pa.concat_tables(
-        [read_data_file(store, store.paths.data_file(partition_dir, bucket, f.file_name), f, key_fields) for f in candidates]
+        [
+            read_data_file(store, store.paths.data_file(partition_dir, bucket, f.file_name), f, key_fields)
+            for f in candidates
+        ]
     )
     present = keys_present_in(merged, seen, keys)
     return merged.filter(pa.array(~present)) if present.any() else merged
@@ -176,7 +201,7 @@ def run_compaction(
     refuse_deletion_vectors(store, "compact")
     namer = namer or FileNamer()
     drop_deletes = can_drop_deletes(unit, levels)
-    files = list(unit.files)
+    files = _data_files(unit.files)
     older = _first_rows_above(store, levels, unit)
     if len(files) == 1 and files[0].level != unit.output_level and not unit.file_rewrite and not older:
         f = files[0]
@@ -184,17 +209,23 @@ def run_compaction(
             return CompactionResult((f,), (f.upgrade(unit.output_level),))
     schema = store.schema
     config = MergeConfig.from_options(schema.options, schema.primary_keys)
-    merged = merge(read_kv(store, partition_dir, bucket, files), schema.primary_keys, config, drop_deletes=drop_deletes)
+    merged = merge(
+        read_kv(store, partition_dir, bucket, files), schema.primary_keys, config, drop_deletes=drop_deletes
+    )
     if older:
         merged = _drop_keys_kept_above(store, partition_dir, bucket, merged, older)
     if drop_deletes and is_count_layout(schema):  # nothing older remains: a zero count is no row at all
         merged = merged.filter(pc.not_equal(merged.column(COUNT_COLUMN), 0))
-    writer = DataFileWriter(store, partition_dir, bucket, namer=namer, file_source=FileSource.COMPACT, level=unit.output_level)
+    writer = DataFileWriter(
+        store, partition_dir, bucket, namer=namer, file_source=FileSource.COMPACT, level=unit.output_level
+    )
     after = tuple(writer.write_kv(merged)) if merged.num_rows else ()
     changelog: tuple[DataFileMeta, ...] = ()
     if store.options.changelog_producer == "full-compaction" and unit.output_level == levels.max_level:
-        old_top = [f for f in levels.all_files() if f.level == levels.max_level]
-        before = merge(read_kv(store, partition_dir, bucket, old_top), schema.primary_keys, config, drop_deletes=True)
+        old_top = [f for f in _data_files(levels.all_files()) if f.level == levels.max_level]
+        before = merge(
+            read_kv(store, partition_dir, bucket, old_top), schema.primary_keys, config, drop_deletes=True
+        )
         new_state = merged if drop_deletes else merge(merged, schema.primary_keys, config, drop_deletes=True)
         changelog = write_changelog(store, partition_dir, bucket, before, new_state, namer)
     return CompactionResult(tuple(files), after, changelog)
@@ -206,7 +237,9 @@ def write_changelog(
     """Write the exact -U/+U/+I/-D difference between two merged states as changelog files."""
     schema = store.schema
     value_columns = list(schema.field_names)
-    diff = diff_changelog(before.select(value_columns), after.select(value_columns), list(schema.primary_keys), value_columns)
+    diff = diff_changelog(
+        before.select(value_columns), after.select(value_columns), list(schema.primary_keys), value_columns
+    )
     if diff.num_rows == 0:
         return ()
     seq_base = int(pc.max(after.column(SEQUENCE_NUMBER)).as_py() or 0) if after.num_rows else 0
@@ -217,6 +250,11 @@ def write_changelog(
         .append_column(VALUE_KIND, kinds)
     )
     writer = DataFileWriter(
-        store, partition_dir, bucket, namer=namer, file_source=FileSource.COMPACT, prefix=store.options.changelog_file_prefix
+        store,
+        partition_dir,
+        bucket,
+        namer=namer,
+        file_source=FileSource.COMPACT,
+        prefix=store.options.changelog_file_prefix,
     )
     return tuple(writer.write_kv(table))

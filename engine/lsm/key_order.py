@@ -45,6 +45,8 @@ def key_range_decoder(key_types: Sequence[Any]) -> Callable[[Any], tuple[tuple[A
     types = list(key_types)
 
     def key_range(f: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        return orderable_key(deserialize_row(f.min_key, types)), orderable_key(deserialize_row(f.max_key, types))
+        return orderable_key(deserialize_row(f.min_key, types)), orderable_key(
+            deserialize_row(f.max_key, types)
+        )
 
     return key_range

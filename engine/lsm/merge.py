@@ -210,7 +210,8 @@ class MergeConfig:
                 raise InvalidArgumentError(f"'{key}' = true is not supported by dyntable; remove it.")
         if opts.get(PARTIAL_UPDATE_REMOVE_ON_SEQUENCE_GROUP):
             raise InvalidArgumentError(
-                f"'{PARTIAL_UPDATE_REMOVE_ON_SEQUENCE_GROUP.key}' is not supported by dyntable; remove the option."
+                f"'{PARTIAL_UPDATE_REMOVE_ON_SEQUENCE_GROUP.key}' is not supported by dyntable; remove the "
+                "option."
             )
         if engine == "partial-update" and normalize_function(default_function) != DEFAULT_FUNCTION:
             raise InvalidArgumentError(
@@ -333,7 +334,7 @@ def _bytes_codes(arr: pa.Array) -> list[np.ndarray]:
             column = data[np.minimum(starts + j, last)] if len(data) else np.zeros(n, np.uint8)
             matrix[:, j] = np.where(lengths > j, column, 0)
     words = np.ascontiguousarray(matrix).view(">u8")
-    codes = [words[:, j].astype(np.uint64) for j in range(words.shape[1])]
+    codes: list[np.ndarray] = [words[:, j].astype(np.uint64) for j in range(words.shape[1])]
     # Zero padding is ambiguous only if the values themselves contain zero bytes ("a" vs "a\0");
     # otherwise the words alone order and identify the values and the length is not needed.
     if not uniform and (data[int(offsets[0]) : int(offsets[-1])] == 0).any():

@@ -225,7 +225,7 @@ def merge_partial_update(
             group_of_column[name] = (winners, True)
 
     perm = groups.perm
-    columns = []
+    columns: list[pa.Array] = []
     schema = table.schema
     for i, field in enumerate(schema):
         if field.name in SYSTEM_COLUMNS:

@@ -84,7 +84,11 @@ def _schema() -> dict[str, Any]:
             {"name": "_ROW_RANGE_START", "type": "long"},
             {"name": "_ROW_RANGE_END", "type": "long"},
             {"name": "_INDEX_FIELD_ID", "type": "int"},
-            {"name": "_EXTRA_FIELD_IDS", "type": ["null", {"type": "array", "items": "int"}], "default": None},
+            {
+                "name": "_EXTRA_FIELD_IDS",
+                "type": ["null", {"type": "array", "items": "int"}],
+                "default": None,
+            },
             {"name": "_INDEX_META", "type": ["null", "bytes"], "default": None},
             {"name": "_SOURCE_META", "type": ["null", "bytes"], "default": None},
         ],
@@ -150,7 +154,9 @@ def read_index_manifest(data: bytes) -> list[IndexManifestEntry]:
     return _decode(data, "index manifest", _entry)
 
 
-def combine(previous: Iterable[IndexManifestEntry], changes: Iterable[IndexManifestEntry]) -> list[IndexManifestEntry]:
+def combine(
+    previous: Iterable[IndexManifestEntry], changes: Iterable[IndexManifestEntry]
+) -> list[IndexManifestEntry]:
     """The new full index state: HASH and deletion-vector files replace the file of their
     (partition, bucket, type); other types are added and deleted by file name. Deletes apply
     before adds, so a change set may delete a slot and add its replacement."""
@@ -177,7 +183,9 @@ def encode_hashes(hashes: np.ndarray) -> bytes:
 
 def decode_hashes(data: bytes, what: str) -> np.ndarray:
     if len(data) % 4:
-        raise CorruptMetadataError(f"HASH index {what} is {len(data)} bytes, not a multiple of 4: it is truncated")
+        raise CorruptMetadataError(
+            f"HASH index {what} is {len(data)} bytes, not a multiple of 4: it is truncated"
+        )
     return np.frombuffer(data, dtype=">i4").astype(np.int32)
 
 
@@ -207,7 +215,9 @@ class IndexStore:
         try:
             data = self.io.read_bytes(path)
         except FileNotFoundError:
-            raise CorruptMetadataError(f"index manifest {path} is referenced by a snapshot but missing") from None
+            raise CorruptMetadataError(
+                f"index manifest {path} is referenced by a snapshot but missing"
+            ) from None
         return read_index_manifest(data)
 
     def write_manifest(self, entries: Sequence[IndexManifestEntry]) -> str:
@@ -226,7 +236,9 @@ class IndexStore:
         try:
             data = self.io.read_bytes(path)
         except FileNotFoundError:
-            raise CorruptMetadataError(f"HASH index file {path} is listed in the index manifest but missing") from None
+            raise CorruptMetadataError(
+                f"HASH index file {path} is listed in the index manifest but missing"
+            ) from None
         return decode_hashes(data, path)
 
     def write_hashes(self, hashes: np.ndarray) -> IndexFileMeta:
@@ -242,7 +254,11 @@ class IndexStore:
 def hash_entries(
     entries: Iterable[IndexManifestEntry], partition_filter: Callable[[bytes], bool] | None = None
 ) -> list[IndexManifestEntry]:
-    return [e for e in entries if e.file.index_type == HASH_INDEX and (partition_filter is None or partition_filter(e.partition))]
+    return [
+        e
+        for e in entries
+        if e.file.index_type == HASH_INDEX and (partition_filter is None or partition_filter(e.partition))
+    ]
 
 
 def next_index_manifest(
@@ -260,7 +276,8 @@ def next_index_manifest(
     slots = [e.slot for e in adds]
     if len(set(slots)) != len(slots):
         raise InvalidArgumentError(
-            "two writers produced a HASH index for the same (partition, bucket) in one commit; a dynamic-bucket "
+            "two writers produced a HASH index for the same (partition, bucket) in one commit; a "
+            "dynamic-bucket "
             "table takes one writer per partition (or, with cross-partition upsert, per key)"
         )
     if not adds and drop_partition is None:

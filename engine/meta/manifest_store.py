@@ -85,7 +85,9 @@ def partition_stats(partitions: Sequence[bytes], partition_types: Sequence[DataT
                 mins[i] = v
             if maxs[i] is None or v > maxs[i]:  # type: ignore[operator]
                 maxs[i] = v
-    return SimpleStats(serialize_row(mins, partition_types), serialize_row(maxs, partition_types), tuple(nulls))
+    return SimpleStats(
+        serialize_row(mins, partition_types), serialize_row(maxs, partition_types), tuple(nulls)
+    )
 
 
 def _named(path: str, decode: Callable[[bytes], _T], data: bytes) -> _T:

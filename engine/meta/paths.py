@@ -19,6 +19,7 @@ import datetime as dt
 import decimal
 import uuid
 from collections.abc import Sequence
+from typing import cast
 
 from engine.errors import InvalidArgumentError
 from engine.identifier import MAIN_BRANCH, validate_name
@@ -28,7 +29,8 @@ DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
 
 # Characters Hive/Paimon escape as %XX in partition path components.
 _ESCAPED = frozenset(
-    [chr(c) for c in range(0x01, 0x20)] + ['"', "#", "%", "'", "*", "/", ":", "=", "?", "\\", "\x7f", "{", "}", "[", "]", "^"]
+    [chr(c) for c in range(0x01, 0x20)]
+    + ['"', "#", "%", "'", "*", "/", ":", "=", "?", "\\", "\x7f", "{", "}", "[", "]", "^"]
 )
 
 
@@ -97,9 +99,9 @@ def partition_value_string(value: object, dtype: DataType, default_name: str, le
         millis = ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
         text = str(millis) if legacy else value.isoformat()
     elif root is TypeRoot.DECIMAL:
-        text = format(decimal.Decimal(value), "f")
+        text = format(decimal.Decimal(cast(decimal.Decimal, value)), "f")
     elif root in (TypeRoot.FLOAT, TypeRoot.DOUBLE):
-        text = repr(float(value))
+        text = repr(float(cast(float, value)))
     elif isinstance(value, bytes):
         text = value.hex()
     else:
@@ -172,7 +174,9 @@ class TablePaths:
             validate_name("branch", branch)
         self.root = root.rstrip("/")
         self.branch = branch
-        self.branch_root = self.root if branch == MAIN_BRANCH else join(self.root, "branch", f"branch-{branch}")
+        self.branch_root = (
+            self.root if branch == MAIN_BRANCH else join(self.root, "branch", f"branch-{branch}")
+        )
 
     def for_branch(self, branch: str) -> TablePaths:
         return TablePaths(self.root, branch)

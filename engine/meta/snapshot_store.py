@@ -64,8 +64,10 @@ class SnapshotStore:
         if hint is not None and (not ids or ids[-1] < hint):
             newest = f"the newest present is snapshot {ids[-1]}" if ids else "no snapshot file is present"
             raise CorruptMetadataError(
-                f"{self.paths.latest_hint} names snapshot {hint}, but {self.paths.snapshot_file(hint)} is missing "
-                f"and {newest}: snapshot files were deleted outside dyntable; restore them (or, accepting the "
+                f"{self.paths.latest_hint} names snapshot {hint}, but {self.paths.snapshot_file(hint)} is "
+                "missing "
+                f"and {newest}: snapshot files were deleted outside dyntable; restore them (or, accepting "
+                "the "
                 f"loss, set LATEST to the newest present snapshot) before using the table"
             )
         return ids[-1] if ids else None
@@ -89,7 +91,8 @@ class SnapshotStore:
             text = self.io.read_bytes(path)
         except FileNotFoundError:
             raise NoSuchSnapshotError(
-                f"snapshot {snapshot_id} does not exist in {self.paths.snapshot_dir} (never written, or expired)"
+                f"snapshot {snapshot_id} does not exist in {self.paths.snapshot_dir} (never written, or "
+                "expired)"
             ) from None
         try:
             snapshot = Snapshot.from_json(text)

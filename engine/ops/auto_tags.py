@@ -129,7 +129,9 @@ class Period:
         if m is None:
             return None
         try:
-            return dt.datetime(*(int(g) for g in m.groups()))
+            # 3 to 5 groups (year, month, day[, hour[, minute]]); the missing ones are 0.
+            year, month, day, hour, minute = [*(int(g) for g in m.groups()), 0, 0][:5]
+            return dt.datetime(year, month, day, hour, minute)
         except ValueError:  # month 13, hour 25, year 0 ...
             return None
 
@@ -202,7 +204,9 @@ class AutoTagger:
         if auto:
             last_name, last_tag = auto[-1]
             start = last_tag.snapshot.id + 1
-            next_tag: dt.datetime | None = period.parse(last_name) + period.length  # type: ignore[operator]
+            last_start = period.parse(last_name)
+            assert last_start is not None  # _auto_tags keeps only the names that parse
+            next_tag: dt.datetime | None = last_start + period.length
         else:
             start, next_tag = snapshots.earliest_id() or 1, None
         mark = store_mark(self.store)

@@ -137,7 +137,9 @@ class BranchOps:
     def require_existing(self, name: str) -> None:
         validate_name("branch", name, new=True)  # refuses 'main' too: it cannot be renamed or deleted
         if not self.io.exists(self._dir(name)):
-            raise NoSuchBranchError(f"branch '{name}' of {self.root} does not exist; SHOW BRANCHES lists them")
+            raise NoSuchBranchError(
+                f"branch '{name}' of {self.root} does not exist; SHOW BRANCHES lists them"
+            )
 
     # -- creating -------------------------------------------------------------------------------
     def create(self, name: str, from_tag: str | None = None, from_snapshot: int | None = None) -> None:
@@ -146,7 +148,9 @@ class BranchOps:
         if from_tag is not None and from_snapshot is not None:
             raise InvalidArgumentError("give a tag or a snapshot id to create a branch from, not both")
         if self.io.exists(self._dir(name)):
-            raise BranchAlreadyExistsError(f"branch '{name}' already exists; delete it first or pick another name")
+            raise BranchAlreadyExistsError(
+                f"branch '{name}' already exists; delete it first or pick another name"
+            )
         src = self.store.paths
         files: list[tuple[str, bytes]] = []  # (path relative to the branch directory, content)
         if from_tag is not None:
@@ -156,7 +160,9 @@ class BranchOps:
             try:
                 tag_bytes = self.io.read_bytes(src.tag_file(from_tag))
             except FileNotFoundError:
-                raise NoSuchTagError(f"tag '{from_tag}' was deleted concurrently; nothing was created") from None
+                raise NoSuchTagError(
+                    f"tag '{from_tag}' was deleted concurrently; nothing was created"
+                ) from None
             files.append((f"tag/tag-{from_tag}", tag_bytes))
             files.append((f"snapshot/snapshot-{snapshot.id}", snapshot.to_json().encode()))
             max_schema: int | None = snapshot.schema_id
@@ -184,8 +190,10 @@ class BranchOps:
                     self.io.delete(src.tag_file(base_tag_name(name)))
                 base = f"tag '{from_tag}'" if from_tag is not None else f"snapshot {from_snapshot}"
                 raise NoSuchSnapshotError(
-                    f"the base of branch '{name}' ({base}) was expired or deleted while the branch was created; "
-                    "nothing was created")
+                    f"the base of branch '{name}' ({base}) was expired or deleted while the branch was "
+                    "created; "
+                    "nothing was created"
+                )
         staging = join(self.root, "branch", f"{STAGING_PREFIX}{name}-{uuid.uuid4()}")
         try:
             for rel, data in files:
@@ -271,14 +279,18 @@ class BranchOps:
         others = [a for a in before if a.branch != name and not (a.kind == "tag" and a.name == pin)]
         keep = collector.collect(others)
         if dry_run:
-            return BranchDeletion((name,), delete_files(self.io, unreferenced(candidates, keep), dry_run=True))
+            return BranchDeletion(
+                (name,), delete_files(self.io, unreferenced(candidates, keep), dry_run=True)
+            )
         trash = join(self.root, "branch", f"{TRASH_PREFIX}{name}-{uuid.uuid4()}")
         try:
             moved = self.io.rename(self._dir(name), trash)
         except FileNotFoundError:
             moved = False
         if not moved:
-            raise NoSuchBranchError(f"branch '{name}' was deleted or renamed concurrently; nothing was deleted")
+            raise NoSuchBranchError(
+                f"branch '{name}' was deleted or renamed concurrently; nothing was deleted"
+            )
         for holder in self._base_tags(name):  # the branch is gone: its base needs no pin any more
             self.io.delete(holder.tag_file(pin))
         self.io.delete_dir(trash, recursive=True)
@@ -301,13 +313,17 @@ class BranchOps:
         branch_store = FileStore(io, branch_paths, latest_schema(branch_schemas, branch_paths))
         target = branch_store.snapshots.latest()
         if target is None:
-            raise NoSuchSnapshotError(f"branch '{name}' has no snapshot: there is nothing to fast-forward main to")
+            raise NoSuchSnapshotError(
+                f"branch '{name}' has no snapshot: there is nothing to fast-forward main to"
+            )
         main_ids, branch_ids = main_schemas.list_ids(), branch_schemas.list_ids()
         for sid in main_ids:
             if sid not in branch_ids or not same_schema(main_schemas.get(sid), branch_schemas.get(sid)):
                 raise CommitConflictError(
-                    f"main's schema {sid} is not the branch '{name}' schema {sid}: main's schema changed after the "
-                    "branch was created, and main's snapshots still need it; nothing was changed")
+                    f"main's schema {sid} is not the branch '{name}' schema {sid}: main's schema changed "
+                    "after the "
+                    "branch was created, and main's snapshots still need it; nothing was changed"
+                )
         newest_main = main_ids[-1] if main_ids else -1
         for sid in branch_ids:
             if sid > newest_main:

@@ -59,14 +59,18 @@ def _log_dir(table_root: str) -> str:
     return join(table_root.rstrip("/"), LOG_DIR)
 
 
-def write_record(io: FileIO, table_root: str, record: MaintenanceRecord, *, num_retained: int = DEFAULT_NUM_RETAINED) -> None:
+def write_record(
+    io: FileIO, table_root: str, record: MaintenanceRecord, *, num_retained: int = DEFAULT_NUM_RETAINED
+) -> None:
     """Store ``record`` and prune the oldest records beyond ``num_retained``; never raises."""
     try:
         if not record.run_id:
             record.run_id = uuid.uuid4().hex[:12]
         name = f"{record.started_at_ms:013d}-{record.run_id}.json"
         io.write_bytes(join(_log_dir(table_root), name), json.dumps(asdict(record), sort_keys=True).encode())
-        statuses = sorted((s for s in io.list_dir(_log_dir(table_root)) if not s.is_dir), key=lambda s: s.path)
+        statuses = sorted(
+            (s for s in io.list_dir(_log_dir(table_root)) if not s.is_dir), key=lambda s: s.path
+        )
         for stale in statuses[: max(0, len(statuses) - max(1, num_retained))]:
             io.delete(stale.path)
     except Exception:  # noqa: BLE001 - the run's work is done; losing its record must not fail it

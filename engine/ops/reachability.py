@@ -175,7 +175,8 @@ class Reachable:
 
 def _unsafe(path: str, e: BaseException) -> UnsafeToDeleteError:
     return UnsafeToDeleteError(
-        f"cannot read {path} ({e}); it may protect files, so nothing was deleted — repair or restore it and retry",
+        f"cannot read {path} ({e}); it may protect files, so nothing was deleted — repair or restore it and "
+        "retry",
         path,
     )
 
@@ -236,7 +237,9 @@ def branch_anchors(io: FileIO, paths: TablePaths) -> list[Anchor]:
         if cid is None:
             continue
         try:
-            anchors.append(Anchor("changelog", branch, str(cid), Snapshot.from_json(io.read_bytes(status.path))))
+            anchors.append(
+                Anchor("changelog", branch, str(cid), Snapshot.from_json(io.read_bytes(status.path)))
+            )
         except FileNotFoundError:
             continue
         except (DyntableError, OSError) as e:
@@ -450,7 +453,7 @@ class ReachabilityCollector:
             self._resolvers[branch] = r
         return r
 
-    def _read_list(self, ms, name: str, anchor: Anchor) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
+    def _read_list(self, ms, name: str, anchor: Anchor) -> list[tuple[str, int]]:
         """The ``(manifest name, byte size)`` pairs of a manifest list."""
         try:
             if not self.lean:
@@ -459,7 +462,7 @@ class ReachabilityCollector:
         except (DyntableError, OSError) as e:
             raise self._unreadable(ms.paths.manifest_file(name), e, anchor) from e
 
-    def _read_entries(self, ms, name: str, anchor: Anchor) -> list[ManifestEntry]:  # type: ignore[no-untyped-def]
+    def _read_entries(self, ms, name: str, anchor: Anchor) -> list[ManifestEntry]:
         try:
             return self._lean(self._lean_refs, name, ms.read_refs) if self.lean else ms.read_entries(name)
         except (DyntableError, OSError) as e:
@@ -480,7 +483,7 @@ class ReachabilityCollector:
                 path)
         return _unsafe(path, e)
 
-    def _lean(self, memo: dict, name: str, decode) -> list:  # type: ignore[no-untyped-def,type-arg]
+    def _lean(self, memo: dict, name: str, decode) -> list:
         """``decode(name)``, kept for later branches while the budget lasts (full decodes live in
         the store's manifest cache instead)."""
         found = memo.get(name)
@@ -610,14 +613,17 @@ class ReachabilityCollector:
                 self._reason(out, spath, anchor)
 
     @staticmethod
-    def _fold(entries: Iterable[ManifestEntry], state: dict, pending: set, path: str) -> None:  # type: ignore[type-arg]
+    def _fold(entries: Iterable[ManifestEntry], state: dict, pending: set, path: str) -> None:
         for e in entries:
             key = e.identifier
             if e.kind is FileKind.ADD:
                 if key in state:
                     raise UnsafeToDeleteError(
-                        f"{path} adds {e.file.file_name} (bucket {e.bucket}, level {e.file.level}) which is already "
-                        "live: the manifests are inconsistent, so nothing was deleted", path)
+                        f"{path} adds {e.file.file_name} (bucket {e.bucket}, level {e.file.level}) which is "
+                        "already "
+                        "live: the manifests are inconsistent, so nothing was deleted",
+                        path,
+                    )
                 state[key] = e
                 pending.add(key)
             else:
@@ -625,7 +631,9 @@ class ReachabilityCollector:
                 state.pop(key, None)
                 pending.discard(key)
 
-    def _add_file(self, r: _BranchResolver, e: ManifestEntry, kind: FileKindRef, out: Reachable, anchor: Anchor) -> None:
+    def _add_file(
+        self, r: _BranchResolver, e: ManifestEntry, kind: FileKindRef, out: Reachable, anchor: Anchor
+    ) -> None:
         path = self._data_path(r, e)
         out._add(path, kind, e.file.file_size)
         bucket_dir = None

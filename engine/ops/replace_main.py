@@ -144,7 +144,7 @@ class _SchemaPlan:
             next_id += 1
         self.current_id = self.copies[-1].id
 
-    def write(self, io, paths: TablePaths, branch: str) -> None:  # type: ignore[no-untyped-def]
+    def write(self, io, paths: TablePaths, branch: str) -> None:
         schemas = SchemaStore(io, paths)
         for schema in self.copies:
             created = io.try_create(paths.schema_file(schema.id), schema.to_json().encode())

@@ -187,7 +187,9 @@ def content_snapshot(
     gone = {key: e for key, e in head_live.items() if key not in wanted}
     adds = [e for key, e in wanted.items() if key not in head_live]
     adds = _keep_earlier_links(gone, adds)
-    deletes = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file) for e in gone.values()]
+    deletes = [
+        ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file) for e in gone.values()
+    ]
     if head is not None and not deletes and not adds and head.index_manifest == target.index_manifest:
         return None
     if adds:

@@ -27,9 +27,9 @@ Rules (Paimon's, made safe):
   the tag files are deleted, then the anchors that exist now are listed again and those created
   meanwhile (a commit, a tag, a branch; a reused snapshot id counts as new) have their files
   added to the keep set (so an anchor created meanwhile from a still-existing snapshot is
-  honoured), and only candidates outside it are deleted. A crash after the tag file went leaves only unreferenced files (orphan
-  cleanup collects them). Replacing a tag deletes no file: what the old tag alone kept is left to
-  orphan cleanup.
+  honoured), and only candidates outside it are deleted. A crash after the tag file went leaves
+  only unreferenced files (orphan cleanup collects them). Replacing a tag deletes no file: what the
+  old tag alone kept is left to orphan cleanup.
 * Known race (as in Paimon): a rollback or branch creation *from the very tag being deleted* that
   read the tag before its deletion and publishes after the keep set was computed may reference
   deleted files. Do not delete a tag while something is being created from it.
@@ -112,7 +112,9 @@ class TagOps:
         if snapshot_id is None:
             latest = snapshots.latest()
             if latest is None:
-                raise NoSuchSnapshotError(f"{self.store.paths.root} has no snapshot yet: there is nothing to tag")
+                raise NoSuchSnapshotError(
+                    f"{self.store.paths.root} has no snapshot yet: there is nothing to tag"
+                )
             return latest
         if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
             raise InvalidArgumentError(f"snapshot id must be an integer, not {snapshot_id!r}")
@@ -129,7 +131,9 @@ class TagOps:
             return Tag(snapshot)
         # Java's LocalDateTime.now(): the local wall clock, kept to the millisecond here.
         now = dt.datetime.now()
-        return Tag(snapshot, create_time=now.replace(microsecond=now.microsecond // 1000 * 1000), time_retained_ms=ms)
+        return Tag(
+            snapshot, create_time=now.replace(microsecond=now.microsecond // 1000 * 1000), time_retained_ms=ms
+        )
 
     def create(self, name: str, snapshot_id: int | None = None, time_retained: TimeRetained = None) -> Tag:
         """Tag a snapshot (default: the latest) under a new name."""
@@ -167,7 +171,9 @@ class TagOps:
             "left as it was; tag a newer snapshot"
         )
 
-    def create_from_timestamp(self, name: str, timestamp_millis: int, time_retained: TimeRetained = None) -> Tag:
+    def create_from_timestamp(
+        self, name: str, timestamp_millis: int, time_retained: TimeRetained = None
+    ) -> Tag:
         """Tag the first snapshot committed at or after ``timestamp_millis`` (Paimon's rule).
 
         Tags are considered too (their snapshot may have expired): the earliest of the two wins.
@@ -177,8 +183,10 @@ class TagOps:
             raise TagAlreadyExistsError(f"tag '{name}' already exists; delete it first or use replace_tag")
         found = self._first_at_or_after(timestamp_millis)
         if found is None:
-            raise NoSuchSnapshotError(f"no snapshot or tag of {self.store.paths.root} was committed at or after "
-                                      f"timestamp {timestamp_millis}")
+            raise NoSuchSnapshotError(
+                f"no snapshot or tag of {self.store.paths.root} was committed at or after "
+                f"timestamp {timestamp_millis}"
+            )
         check_visible(self.store, found, f"tag the first snapshot at or after timestamp {timestamp_millis}")
         tag = self._tag(found, time_retained)
         self._publish(name, tag)
@@ -236,11 +244,14 @@ class TagOps:
             validate_name("tag", name)
         missing = [n for n in wanted if not self.tags.exists(n)]
         if missing:
-            raise NoSuchTagError(f"tag(s) {', '.join(repr(n) for n in missing)} do not exist; nothing was deleted")
+            raise NoSuchTagError(
+                f"tag(s) {', '.join(repr(n) for n in missing)} do not exist; nothing was deleted"
+            )
         pinned = [n for n in wanted if self._pins_a_live_branch(n)]
         if pinned:
             raise InvalidArgumentError(
-                f"tag(s) {', '.join(repr(n) for n in pinned)} pin the base of a branch that still exists (Java "
+                f"tag(s) {', '.join(repr(n) for n in pinned)} pin the base of a branch that still exists "
+                "(Java "
                 "Paimon's expiration would delete the branch's files without it); delete the branch first, "
                 "which removes its base tag; nothing was deleted"
             )
@@ -272,7 +283,9 @@ class TagOps:
         if not name.startswith(BASE_TAG_PREFIX) or name == BASE_TAG_PREFIX:
             return False
         branch = name[len(BASE_TAG_PREFIX):]
-        return branch != MAIN_BRANCH and self.store.io.exists(TablePaths(self.store.paths.root, branch).branch_root)
+        return branch != MAIN_BRANCH and self.store.io.exists(
+            TablePaths(self.store.paths.root, branch).branch_root
+        )
 
     def _kept_by_its_snapshot(self, name: str) -> bool:
         """The tagged snapshot still exists with the tag's metadata (read afresh: ids can be reused
@@ -284,7 +297,9 @@ class TagOps:
             return False  # missing or unreadable: the full computation decides (and fails closed)
         return snapshot_metadata(current) == snapshot_metadata(tagged)
 
-    def expired(self, older_than: dt.datetime | int | None = None, now: dt.datetime | None = None) -> list[str]:
+    def expired(
+        self, older_than: dt.datetime | int | None = None, now: dt.datetime | None = None
+    ) -> list[str]:
         """Names of tags whose retention has passed, or created before ``older_than`` (Paimon's rules).
 
         A tag without a creation time or retention counts only for ``older_than``, by its file's

@@ -117,7 +117,12 @@ def read_system_table(table: Table, name: str, snapshot_id: int | None = None) -
 
 
 __all__ = [
-    "DATA_TABLES", "DYNTABLE_TABLES", "METADATA_TABLES", "read_optimized_splits", "read_system_table", "system_table_columns",
+    "DATA_TABLES",
+    "DYNTABLE_TABLES",
+    "METADATA_TABLES",
+    "read_optimized_splits",
+    "read_system_table",
+    "system_table_columns",
     "system_table_schema",
 ]
 

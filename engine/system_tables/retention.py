@@ -157,7 +157,7 @@ def read_retention(table: Table, now_ms: int | None = None) -> pa.Table:
 
 def _file_row(
     name: str, kind: FileKindRef, size: int | None, keepers: list[Anchor], verdicts: dict, branch: str
-):  # type: ignore[no-untyped-def,type-arg]
+):
     """A file is collectable once every anchor keeping it is: only snapshots of this branch can
     go by the options; a tag, branch or long-lived changelog holds it until removed."""
     reason = describe_anchors(keepers) or None

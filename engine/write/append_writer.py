@@ -31,7 +31,9 @@ Bucket = tuple[bytes, int]
 class AppendWriter:
     """Routes rows to per-bucket rolling files; ``prepare_commit`` finishes them and returns the messages."""
 
-    def __init__(self, store: FileStore, first_sequence: int | None = None, namer: FileNamer | None = None) -> None:
+    def __init__(
+        self, store: FileStore, first_sequence: int | None = None, namer: FileNamer | None = None
+    ) -> None:
         self.store = store
         self.namer = namer or FileNamer()
         self.buffer_limit = store.options.write_buffer_size
@@ -48,7 +50,10 @@ class AppendWriter:
     def _partition(self, values: tuple[object, ...]) -> tuple[bytes, str]:
         cached = self._partition_dirs.get(values)
         if cached is None:
-            cached = (serialize_row(list(values), self.store.partition_types), self.store.partition_dir(values))
+            cached = (
+                serialize_row(list(values), self.store.partition_types),
+                self.store.partition_dir(values),
+            )
             self._partition_dirs[values] = cached
         return cached
 
@@ -61,7 +66,9 @@ class AppendWriter:
         buckets = None
         if num_buckets > 0:
             keys = store.schema.logical_bucket_keys
-            buckets = bucket_ids([table.column(k) for k in keys], [store.schema.field(k).type for k in keys], num_buckets)
+            buckets = bucket_ids(
+                [table.column(k) for k in keys], [store.schema.field(k).type for k in keys], num_buckets
+            )
         for values, bucket, rows in group_rows(table, store.partition_keys, buckets):
             partition, part_dir = self._partition(values)
             key = (partition, bucket)
@@ -90,10 +97,18 @@ class AppendWriter:
         for (partition, bucket), rolling in self._files.items():
             metas: list[DataFileMeta] = []
             for meta, rows in rolling.close():
-                metas.append(replace(meta, min_sequence_number=self._sequence, max_sequence_number=self._sequence + rows - 1))
+                metas.append(
+                    replace(
+                        meta,
+                        min_sequence_number=self._sequence,
+                        max_sequence_number=self._sequence + rows - 1,
+                    )
+                )
                 self._sequence += rows
             if metas:
-                messages.append(CommitMessage(partition, bucket, total if total > 0 else -1, new_files=tuple(metas)))
+                messages.append(
+                    CommitMessage(partition, bucket, total if total > 0 else -1, new_files=tuple(metas))
+                )
         self._files = {}
         return messages
 

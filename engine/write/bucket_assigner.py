@@ -105,13 +105,18 @@ def _fill(counts: dict[int, int], n: int, target: int, max_buckets: int, hashes:
     return out
 
 
-def live_keys(store: FileStore, snapshot: Snapshot | None, columns: Sequence[str], partitions: set[bytes] | None = None) -> pa.Table:
+def live_keys(
+    store: FileStore, snapshot: Snapshot | None, columns: Sequence[str], partitions: set[bytes] | None = None
+) -> pa.Table:
     """The live (merged) keys of ``snapshot`` with their partition bytes and bucket."""
     from engine.read.split_reader import SplitReader
     from engine.scan.planner import TableScan
 
     cols = list(columns)
-    schema = pa.schema([store.schema.arrow_schema().field(c).with_nullable(True) for c in cols] + [(PART, pa.binary()), (BUCKET, pa.int32())])
+    schema = pa.schema(
+        [store.schema.arrow_schema().field(c).with_nullable(True) for c in cols]
+        + [(PART, pa.binary()), (BUCKET, pa.int32())]
+    )
     if snapshot is None:
         return schema.empty_table()
     parts = []
@@ -122,7 +127,10 @@ def live_keys(store: FileStore, snapshot: Snapshot | None, columns: Sequence[str
         for t in reader.read(split):
             if t.num_rows:
                 t = t.select(cols)
-                t = t.append_column(PART, pa.array([split.partition] * 1, pa.binary()).take(np.zeros(t.num_rows, dtype=np.int32)))
+                t = t.append_column(
+                    PART,
+                    pa.array([split.partition] * 1, pa.binary()).take(np.zeros(t.num_rows, dtype=np.int32)),
+                )
                 t = t.append_column(BUCKET, pa.array(np.full(t.num_rows, split.bucket, dtype=np.int32)))
                 parts.append(t.cast(schema))
     return pa.concat_tables(parts) if parts else schema.empty_table()
@@ -133,7 +141,9 @@ def partition_ids(table: pa.Table, store: FileStore) -> tuple[np.ndarray, list[b
     n = table.num_rows
     if not store.partition_keys:
         return np.zeros(n, dtype=np.int32), [serialize_row([], [])]
-    keyed = table.select(list(store.partition_keys)).append_column(ROW, pa.array(np.arange(n, dtype=np.int64)))
+    keyed = table.select(list(store.partition_keys)).append_column(
+        ROW, pa.array(np.arange(n, dtype=np.int64))
+    )
     ids = np.empty(n, dtype=np.int32)
     parts: list[bytes] = []
     for values, _b, rows in group_rows(keyed, store.partition_keys):
@@ -200,7 +210,11 @@ class HashBucketAssigner:
         out = np.empty(len(hashes), dtype=np.int32)
         pos = np.searchsorted(idx.hashes, hashes)
         pos_c = np.minimum(pos, max(len(idx.hashes) - 1, 0))
-        known = (pos < len(idx.hashes)) & (idx.hashes[pos_c] == hashes) if len(idx.hashes) else np.zeros(len(hashes), bool)
+        known = (
+            (pos < len(idx.hashes)) & (idx.hashes[pos_c] == hashes)
+            if len(idx.hashes)
+            else np.zeros(len(hashes), bool)
+        )
         out[known] = idx.buckets[pos_c[known]]
         if not known.all():
             miss = hashes[~known]
@@ -265,12 +279,18 @@ class CrossPartitionAssigner:
         part = pa.array(parts, pa.binary()).take(pa.array(ids))
         # Where each row's key lives now (null: a new key), aligned with the input rows.
         probe = table.select(self.keys).append_column(ROW, pa.array(np.arange(n, dtype=np.int64)))
-        stored = probe.join(self.loc.rename_columns(self.keys + ["__sp", "__sb"]), self.keys, join_type="left outer")
+        stored = probe.join(
+            self.loc.rename_columns(self.keys + ["__sp", "__sb"]), self.keys, join_type="left outer"
+        )
         stored = stored.sort_by(ROW)
         stored_part = stored.column("__sp").combine_chunks()
         stored_bucket = stored.column("__sb").combine_chunks()
         # Rows of one key, in input order: previous row's partition (first row: the stored one).
-        order = pc.sort_indices(probe, sort_keys=[(k, "ascending") for k in self.keys] + [(ROW, "ascending")]).to_numpy().astype(np.int64)
+        order = (
+            pc.sort_indices(probe, sort_keys=[(k, "ascending") for k in self.keys] + [(ROW, "ascending")])
+            .to_numpy()
+            .astype(np.int64)
+        )
         sk = probe.take(order)
         first = np.ones(n, dtype=bool)
         if n > 1:
@@ -320,11 +340,20 @@ class CrossPartitionAssigner:
             perm = np.argsort(pos, kind="stable")
             out, buckets = out.take(pa.array(perm)), buckets[perm]
             rows_part = rows_part.take(pa.array(perm))
-        self._remember(sk.select(self.keys).take(pa.array(first_pos)), final_part, out.select(self.keys), rows_part, buckets)
+        self._remember(
+            sk.select(self.keys).take(pa.array(first_pos)),
+            final_part,
+            out.select(self.keys),
+            rows_part,
+            buckets,
+        )
         return out, buckets
 
-    def _buckets(self, keys: pa.Table, rows_part: pa.Array, stored_part: pa.Array, stored_bucket: pa.Array, n: int) -> np.ndarray:
-        """The bucket of every (key, partition) pair: the stored one if the key lives there, else a new one."""
+    def _buckets(
+        self, keys: pa.Table, rows_part: pa.Array, stored_part: pa.Array, stored_bucket: pa.Array, n: int
+    ) -> np.ndarray:
+        """The bucket of every (key, partition) pair: the stored one if the key lives there, else a new
+        one."""
         m = keys.num_rows
         t = keys.append_column(PART, rows_part).append_column(ROW, pa.array(np.arange(m, dtype=np.int64)))
         st = self.loc.rename_columns(self.keys + ["__sp", "__sb"])
@@ -334,27 +363,47 @@ class CrossPartitionAssigner:
         buckets[here] = j.column("__sb").to_numpy(zero_copy_only=False)[here].astype(np.int32)
         if not here.all():
             need = t.filter(pa.array(~here))
-            pairs = need.group_by(self.keys + [PART], use_threads=False).aggregate([(ROW, "min")]).sort_by(f"{ROW}_min")
+            pairs = (
+                need.group_by(self.keys + [PART], use_threads=False)
+                .aggregate([(ROW, "min")])
+                .sort_by(f"{ROW}_min")
+            )
             assigned = np.empty(pairs.num_rows, dtype=np.int32)
             pcol = pairs.column(PART)
             for p in pc.unique(pcol).to_pylist():
                 rows = np.nonzero(pc.equal(pcol, p).to_numpy(zero_copy_only=False))[0]
                 counts = self.counts.setdefault(p, {})
-                assigned[rows] = _fill(counts, len(rows), self.target, self.max_buckets, np.zeros(len(rows), np.int32))
+                assigned[rows] = _fill(
+                    counts, len(rows), self.target, self.max_buckets, np.zeros(len(rows), np.int32)
+                )
             pairs = pairs.drop_columns([f"{ROW}_min"]).append_column("__nb", pa.array(assigned))
             back = need.join(pairs, self.keys + [PART], join_type="left outer").sort_by(ROW)
             buckets[~here] = back.column("__nb").to_numpy(zero_copy_only=False)
         return buckets
 
-    def _remember(self, keys: pa.Table, final_part: pa.Array, out_keys: pa.Table, rows_part: pa.Array, buckets: np.ndarray) -> None:
+    def _remember(
+        self,
+        keys: pa.Table,
+        final_part: pa.Array,
+        out_keys: pa.Table,
+        rows_part: pa.Array,
+        buckets: np.ndarray,
+    ) -> None:
         """Update the key map with where each key of the batch ended up."""
         t = out_keys.append_column(PART, rows_part).append_column(BUCKET, pa.array(buckets))
         pair_bucket = t.group_by(self.keys + [PART], use_threads=False).aggregate([(BUCKET, "max")])
         final = keys.append_column(PART, final_part)
-        final = final.join(pair_bucket, self.keys + [PART], join_type="inner").rename_columns(self.keys + [PART, BUCKET])
+        final = final.join(pair_bucket, self.keys + [PART], join_type="inner").rename_columns(
+            self.keys + [PART, BUCKET]
+        )
         # Keys whose rows were all dropped (first-row) keep where they live.
         kept = self.loc.join(final.select(self.keys), self.keys, join_type="left anti")
-        self.loc = pa.concat_tables([kept.select(self.loc.column_names).cast(self.loc.schema), final.select(self.loc.column_names).cast(self.loc.schema)])
+        self.loc = pa.concat_tables(
+            [
+                kept.select(self.loc.column_names).cast(self.loc.schema),
+                final.select(self.loc.column_names).cast(self.loc.schema),
+            ]
+        )
 
 
 def _with_partition(table: pa.Table, partitions: pa.Array, store: FileStore) -> pa.Table:
@@ -374,7 +423,11 @@ def _with_partition(table: pa.Table, partitions: pa.Array, store: FileStore) -> 
 def new_assigner(store: FileStore, snapshot: Snapshot | None) -> HashBucketAssigner | CrossPartitionAssigner:
     if store.options.bucket != -1 or not store.has_primary_key:
         raise InvalidArgumentError("dynamic bucket assignment is for primary-key tables with 'bucket' = '-1'")
-    return CrossPartitionAssigner(store, snapshot) if is_cross_partition(store) else HashBucketAssigner(store, snapshot)
+    return (
+        CrossPartitionAssigner(store, snapshot)
+        if is_cross_partition(store)
+        else HashBucketAssigner(store, snapshot)
+    )
 
 
 def writer_clustering(store: FileStore) -> list[str] | None:
@@ -386,4 +439,6 @@ def writer_clustering(store: FileStore) -> list[str] | None:
     """
     if not is_dynamic_bucket(store):
         return None
-    return list(store.schema.trimmed_primary_keys) if is_cross_partition(store) else list(store.partition_keys)
+    return (
+        list(store.schema.trimmed_primary_keys) if is_cross_partition(store) else list(store.partition_keys)
+    )

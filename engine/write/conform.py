@@ -28,12 +28,16 @@ def as_table(data: object) -> pa.Table:
     if isinstance(data, list) and all(isinstance(b, pa.RecordBatch) for b in data):
         return pa.Table.from_batches(data) if data else pa.table({})
     try:
-        return pa.table(data)  # type: ignore[arg-type]
+        return pa.table(data)
     except Exception as e:  # noqa: BLE001
-        raise InvalidArgumentError(f"cannot write data of type {type(data).__name__}: expected Arrow data") from e
+        raise InvalidArgumentError(
+            f"cannot write data of type {type(data).__name__}: expected Arrow data"
+        ) from e
 
 
-def conform(data: object, schema: TableSchema, extra_columns: Sequence[tuple[str, pa.DataType]] = ()) -> pa.Table:
+def conform(
+    data: object, schema: TableSchema, extra_columns: Sequence[tuple[str, pa.DataType]] = ()
+) -> pa.Table:
     """Return ``data`` as a table with exactly the schema's columns (plus ``extra_columns``)."""
     table = as_table(data)
     names = list(table.column_names)
@@ -103,7 +107,9 @@ def coerce_value(schema: TableSchema, column: str, value: object) -> object:
     try:
         return pa.array([value]).cast(target)[0].as_py()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
-        raise InvalidArgumentError(f"value {value!r} does not fit column '{column}' of type {target}: {e}") from None
+        raise InvalidArgumentError(
+            f"value {value!r} does not fit column '{column}' of type {target}: {e}"
+        ) from None
 
 
 def coerce_spec(schema: TableSchema, spec: Mapping[str, object]) -> dict[str, object]:

@@ -60,7 +60,9 @@ def kv_arrow_schema(fields: Sequence[DataField], key_fields: Sequence[DataField]
     key_cols = []
     for k in key_fields:
         af = to_arrow_field(k)
-        key_cols.append(_field_with_id(KEY_PREFIX + k.name, af.type, KEY_FIELD_ID_OFFSET + k.id, k.type.nullable))
+        key_cols.append(
+            _field_with_id(KEY_PREFIX + k.name, af.type, KEY_FIELD_ID_OFFSET + k.id, k.type.nullable)
+        )
     system = [
         _field_with_id(SEQUENCE_NUMBER, pa.int64(), SEQUENCE_FIELD_ID),
         _field_with_id(VALUE_KIND, pa.int8(), VALUE_KIND_FIELD_ID),
@@ -111,12 +113,26 @@ class DataFileWriter:
             n = chunk.num_rows
             metas.append(
                 DataFileMeta(
-                    file_name=name, file_size=size, row_count=n, min_key=EMPTY_ROW, max_key=EMPTY_ROW,
-                    key_stats=SimpleStats.EMPTY, value_stats=compute_stats(chunk, self.fields, self.stats_mode),
-                    min_sequence_number=seq, max_sequence_number=seq + n - 1, schema_id=self.store.schema.id,
-                    level=0, extra_files=(), creation_time_millis=local_now_millis(), delete_row_count=0,
-                    embedded_file_index=None, file_source=self.file_source, value_stats_cols=None,
-                    external_path=None, first_row_id=None, write_cols=None,
+                    file_name=name,
+                    file_size=size,
+                    row_count=n,
+                    min_key=EMPTY_ROW,
+                    max_key=EMPTY_ROW,
+                    key_stats=SimpleStats.EMPTY,
+                    value_stats=compute_stats(chunk, self.fields, self.stats_mode),
+                    min_sequence_number=seq,
+                    max_sequence_number=seq + n - 1,
+                    schema_id=self.store.schema.id,
+                    level=0,
+                    extra_files=(),
+                    creation_time_millis=local_now_millis(),
+                    delete_row_count=0,
+                    embedded_file_index=None,
+                    file_source=self.file_source,
+                    value_stats_cols=None,
+                    external_path=None,
+                    first_row_id=None,
+                    write_cols=None,
                 )
             )
             seq += n
@@ -144,21 +160,32 @@ class DataFileWriter:
             key_view = pa.table({k.name: chunk.column(KEY_PREFIX + k.name) for k in self.key_fields})
             metas.append(
                 DataFileMeta(
-                    file_name=name, file_size=size, row_count=n,
-                    min_key=serialize_row(first, key_types), max_key=serialize_row(last, key_types),
+                    file_name=name,
+                    file_size=size,
+                    row_count=n,
+                    min_key=serialize_row(first, key_types),
+                    max_key=serialize_row(last, key_types),
                     key_stats=compute_stats(key_view, self.key_fields, "full"),
                     value_stats=compute_stats(chunk, self.fields, self.stats_mode),
-                    min_sequence_number=mm["min"].as_py(), max_sequence_number=mm["max"].as_py(),
-                    schema_id=self.store.schema.id, level=self.level, extra_files=(),
-                    creation_time_millis=local_now_millis(), delete_row_count=deletes, embedded_file_index=None,
-                    file_source=self.file_source, value_stats_cols=None, external_path=None,
-                    first_row_id=None, write_cols=None,
+                    min_sequence_number=mm["min"].as_py(),
+                    max_sequence_number=mm["max"].as_py(),
+                    schema_id=self.store.schema.id,
+                    level=self.level,
+                    extra_files=(),
+                    creation_time_millis=local_now_millis(),
+                    delete_row_count=deletes,
+                    embedded_file_index=None,
+                    file_source=self.file_source,
+                    value_stats_cols=None,
+                    external_path=None,
+                    first_row_id=None,
+                    write_cols=None,
                 )
             )
         return metas
 
     # -- rolling --------------------------------------------------------------------------------
-    def _roll(self, table: pa.Table, schema: pa.Schema):  # type: ignore[no-untyped-def]
+    def _roll(self, table: pa.Table, schema: pa.Schema):
         """Write ``table`` into files of about ``target_size``; yields (rows, file name, size) per file."""
         table = table.cast(schema)
         fs = self.store.io.arrow_fs()

@@ -71,7 +71,12 @@ class KeyValueWriter:
     """Writes changelog rows into a primary-key table's buckets."""
 
     def __init__(
-        self, store: FileStore, *, compact: bool | None = None, sequence_offset: int = 0, namer: FileNamer | None = None
+        self,
+        store: FileStore,
+        *,
+        compact: bool | None = None,
+        sequence_offset: int = 0,
+        namer: FileNamer | None = None,
     ) -> None:
         self.store = store
         schema = store.schema
@@ -83,10 +88,12 @@ class KeyValueWriter:
         self.num_buckets = opts.bucket
         if self.num_buckets < 1 and self.num_buckets != -1:
             raise InvalidArgumentError(
-                f"table has bucket = {self.num_buckets}; dyntable writes primary-key tables with a fixed bucket "
+                f"table has bucket = {self.num_buckets}; dyntable writes primary-key tables with a fixed "
+                "bucket "
                 "count or dynamic buckets (-1), not postpone buckets (-2)"
             )
-        self._assigner: HashBucketAssigner | CrossPartitionAssigner | None = None  # dynamic buckets, on first write
+        # dynamic buckets, on first write
+        self._assigner: HashBucketAssigner | CrossPartitionAssigner | None = None
         self.compact = (not opts.write_only) if compact is None else compact
         self.changelog_producer = opts.changelog_producer
         self.buffer_limit = opts.write_buffer_size
@@ -106,7 +113,8 @@ class KeyValueWriter:
 
     # -- input ----------------------------------------------------------------------------------
     def write(self, data: object) -> None:
-        """Buffer rows; a ``rowkind`` ('+I','-U','+U','-D') or ``_VALUE_KIND`` (0..3) column gives each row's kind."""
+        """Buffer rows; a ``rowkind`` ('+I','-U','+U','-D') or ``_VALUE_KIND`` (0..3) column gives each row's
+        kind."""
         store = self.store
         table, kinds = split_kinds(conform(data, store.schema, extra_columns=KIND_COLUMNS))
         if table.num_rows == 0:
@@ -118,7 +126,9 @@ class KeyValueWriter:
             table, buckets = self._assigner.route(table)
         else:
             keys = store.schema.logical_bucket_keys
-            buckets = bucket_ids([table.column(k) for k in keys], [store.schema.field(k).type for k in keys], self.num_buckets)
+            buckets = bucket_ids(
+                [table.column(k) for k in keys], [store.schema.field(k).type for k in keys], self.num_buckets
+            )
         for values, bucket, rows in group_rows(table, store.partition_keys, buckets):
             partition = serialize_row(list(values), store.partition_types)
             if partition not in self._partition_dirs:
@@ -145,7 +155,9 @@ class KeyValueWriter:
     def _sequence_start(self, key: Bucket) -> int:
         if key not in self._next_seq:
             files = self._bucket_files.get(key, [])
-            self._next_seq[key] = max((f.max_sequence_number for f in files), default=-1) + 1 + self.sequence_offset
+            self._next_seq[key] = (
+                max((f.max_sequence_number for f in files), default=-1) + 1 + self.sequence_offset
+            )
         return self._next_seq[key]
 
     def flush(self) -> None:
@@ -165,8 +177,20 @@ class KeyValueWriter:
             if self.changelog_producer == "lookup":
                 self._lookup_changelog(key, merged)
             elif self.changelog_producer == "input":
-                sorted_input = kv.take(pc.sort_indices(kv, sort_keys=[(k, "ascending") for k in schema.primary_keys] + [(SEQUENCE_NUMBER, "ascending")]))
-                writer = DataFileWriter(self.store, part_dir, bucket, namer=self.namer, prefix=self.store.options.changelog_file_prefix)
+                sorted_input = kv.take(
+                    pc.sort_indices(
+                        kv,
+                        sort_keys=[(k, "ascending") for k in schema.primary_keys]
+                        + [(SEQUENCE_NUMBER, "ascending")],
+                    )
+                )
+                writer = DataFileWriter(
+                    self.store,
+                    part_dir,
+                    bucket,
+                    namer=self.namer,
+                    prefix=self.store.options.changelog_file_prefix,
+                )
                 self.changelog[key].extend(writer.write_kv(sorted_input))
             writer = DataFileWriter(self.store, part_dir, bucket, namer=self.namer)
             files = writer.write_kv(merged)
@@ -207,17 +231,25 @@ class KeyValueWriter:
             if full or not should_stall_writes(levels_of(self.store, self._bucket_files[key]), stop):
                 return
 
-    def _record_compaction(self, key: Bucket, before: Sequence[DataFileMeta], after: Sequence[DataFileMeta]) -> None:
+    def _record_compaction(
+        self, key: Bucket, before: Sequence[DataFileMeta], after: Sequence[DataFileMeta]
+    ) -> None:
         gone = {(f.file_name, f.level) for f in before}
-        self._bucket_files[key] = [f for f in self._bucket_files[key] if (f.file_name, f.level) not in gone] + list(after)
+        self._bucket_files[key] = [
+            f for f in self._bucket_files[key] if (f.file_name, f.level) not in gone
+        ] + list(after)
         # A file produced by an earlier compaction of this same commit and compacted again is an
         # intermediate: it never becomes visible, so drop it from both lists (and from disk if rewritten).
         produced = {(f.file_name, f.level) for f in self.compact_after[key]}
         intermediate = gone & produced
-        self.compact_after[key] = [f for f in self.compact_after[key] if (f.file_name, f.level) not in intermediate]
+        self.compact_after[key] = [
+            f for f in self.compact_after[key] if (f.file_name, f.level) not in intermediate
+        ]
         self.compact_before[key].extend(f for f in before if (f.file_name, f.level) not in intermediate)
         self.compact_after[key].extend(after)
-        still_used = {f.file_name for f in self._bucket_files[key]} | {f.file_name for f in self.new_files[key]}
+        still_used = {f.file_name for f in self._bucket_files[key]} | {
+            f.file_name for f in self.new_files[key]
+        }
         for name, _level in intermediate:
             if name not in still_used:
                 self.store.io.delete(self.store.paths.data_file(self._partition_dirs[key[0]], key[1], name))
@@ -245,7 +277,13 @@ class KeyValueWriter:
     def _take_messages(self, index: dict[Bucket, IndexFileMeta] | None = None) -> list[CommitMessage]:
         """Everything written so far, per bucket, as commit messages (the writer forgets it)."""
         index = index or {}
-        keys = set(self.new_files) | set(self.compact_after) | set(self.compact_before) | set(self.changelog) | set(index)
+        keys = (
+            set(self.new_files)
+            | set(self.compact_after)
+            | set(self.compact_before)
+            | set(self.changelog)
+            | set(index)
+        )
         messages = [
             CommitMessage(
                 partition=p, bucket=b, total_buckets=self.num_buckets,
@@ -259,7 +297,13 @@ class KeyValueWriter:
             )
             for p, b in sorted(keys)
         ]
-        for d in (self.new_files, self.changelog, self.compact_before, self.compact_after, self.compact_changelog):
+        for d in (
+            self.new_files,
+            self.changelog,
+            self.compact_before,
+            self.compact_after,
+            self.compact_changelog,
+        ):
             d.clear()
         return [m for m in messages if not m.is_empty]
 
@@ -275,8 +319,14 @@ def _keys_in(table: pa.Table, batch: pa.Table, key_columns: Sequence[str]) -> pa
         k = key_columns[0]
         return pc.is_in(table.column(k), value_set=batch.column(k).combine_chunks())
     marker = "__dyntable_row"
-    left = table.select(list(key_columns)).append_column(marker, pa.array(np.arange(table.num_rows, dtype=np.int64)))
-    hits = left.join(batch.select(list(key_columns)).group_by(list(key_columns)).aggregate([]), list(key_columns), join_type="left semi")
+    left = table.select(list(key_columns)).append_column(
+        marker, pa.array(np.arange(table.num_rows, dtype=np.int64))
+    )
+    hits = left.join(
+        batch.select(list(key_columns)).group_by(list(key_columns)).aggregate([]),
+        list(key_columns),
+        join_type="left semi",
+    )
     mask = np.zeros(table.num_rows, dtype=bool)
     mask[hits.column(marker).to_numpy()] = True
     return pa.array(mask)

@@ -54,7 +54,7 @@ class RollingAppendFile:
             self._stats.add(piece)  # type: ignore[union-attr]
             self._rows += piece.num_rows
             offset += piece.num_rows
-            if self._sink.tell() >= self.target_size:  # type: ignore[union-attr]
+            if self._sink is not None and self._sink.tell() >= self.target_size:
                 self._close()
 
     def _open(self) -> None:

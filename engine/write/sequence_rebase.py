@@ -22,7 +22,9 @@ from engine.store import FileStore
 from engine.write.file_writer import ROWS_PER_SLICE, parquet_writer
 
 
-def rewrite_with_sequence_shift(store: FileStore, partition: bytes, bucket: int, file: DataFileMeta, shift: int) -> DataFileMeta:
+def rewrite_with_sequence_shift(
+    store: FileStore, partition: bytes, bucket: int, file: DataFileMeta, shift: int
+) -> DataFileMeta:
     """Write a copy of ``file`` whose sequence numbers are ``shift`` higher; returns its metadata."""
     part_dir = store.partition_dir(deserialize_row(partition, store.partition_types))
     source = store.paths.data_file(part_dir, bucket, file.file_name)
@@ -39,6 +41,9 @@ def rewrite_with_sequence_shift(store: FileStore, partition: bytes, bucket: int,
             writer.write_table(table, row_group_size=ROWS_PER_SLICE)
         size = sink.tell()
     return dataclasses.replace(
-        file, file_name=name, file_size=size,
-        min_sequence_number=file.min_sequence_number + shift, max_sequence_number=file.max_sequence_number + shift,
+        file,
+        file_name=name,
+        file_size=size,
+        min_sequence_number=file.min_sequence_number + shift,
+        max_sequence_number=file.max_sequence_number + shift,
     )

@@ -9,6 +9,7 @@ value; ``counts`` keeps only null counts; ``none`` writes empty statistics; ``fu
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -42,7 +43,9 @@ def _truncate_max(value: str | bytes, n: int) -> str | bytes | None:
     return None
 
 
-def column_stats(column: pa.ChunkedArray | pa.Array, field: DataField, mode: str) -> tuple[object, object, int]:
+def column_stats(
+    column: pa.ChunkedArray | pa.Array, field: DataField, mode: str
+) -> tuple[object, object, int]:
     """(min, max, null_count) of one column as Python values (None when unknown)."""
     nulls = column.null_count
     kind, length = parse_stats_mode(mode)
@@ -82,8 +85,8 @@ class StatsAccumulator:
     def __init__(self, fields: Sequence[DataField], mode: str) -> None:
         self.fields = list(fields)
         self.mode = mode
-        self._mins: list[object] = [None] * len(self.fields)
-        self._maxs: list[object] = [None] * len(self.fields)
+        self._mins: list[Any] = [None] * len(self.fields)  # per-column Python scalars of one type
+        self._maxs: list[Any] = [None] * len(self.fields)
         self._nulls = [0] * len(self.fields)
         self._unknown = [False] * len(self.fields)  # a piece had values but no usable bounds (e.g. NaN)
 
@@ -95,8 +98,8 @@ class StatsAccumulator:
             if lo is None or hi is None:
                 self._unknown[i] = self._unknown[i] or n < len(column)
                 continue
-            self._mins[i] = lo if self._mins[i] is None else min(self._mins[i], lo)  # type: ignore[type-var]
-            self._maxs[i] = hi if self._maxs[i] is None else max(self._maxs[i], hi)  # type: ignore[type-var]
+            self._mins[i] = lo if self._mins[i] is None else min(self._mins[i], lo)
+            self._maxs[i] = hi if self._maxs[i] is None else max(self._maxs[i], hi)
 
     def result(self) -> SimpleStats:
         if parse_stats_mode(self.mode)[0] == "none":

@@ -43,7 +43,11 @@ def operations(seed: int, count: int = 10) -> list[Op]:
     partition drops.
     """
     rng = random.Random(seed)
-    kinds = ["ap-append"] * 3 + ["pk-upsert"] * 4 + ["ap-overwrite", "ap-drop", "pk-compact", "ap-compact", "pk-drop"]
+    kinds = (
+        ["ap-append"] * 3
+        + ["pk-upsert"] * 4
+        + ["ap-overwrite", "ap-drop", "pk-compact", "ap-compact", "pk-drop"]
+    )
     ops: list[Op] = []
     for i in range(count):
         kind = ("ap-append", "pk-upsert")[i] if i < 2 else rng.choice(kinds)

@@ -26,7 +26,9 @@ SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("dt", pa.string(
 
 
 def rows(ids, dt_value="2024-01-01"):
-    return pa.table({"id": list(ids), "name": [f"n{i}" for i in ids], "dt": [dt_value] * len(ids)}, schema=SCHEMA)
+    return pa.table(
+        {"id": list(ids), "name": [f"n{i}" for i in ids], "dt": [dt_value] * len(ids)}, schema=SCHEMA
+    )
 
 
 def sorted_ids(table):
@@ -87,7 +89,9 @@ def test_partition_directories_follow_paimon(catalog, warehouse):
 
     schema = pa.schema([("id", pa.int64()), ("day", pa.date32()), ("k", pa.string())])
     t = catalog.create_table("db.d", schema, partition_keys=["day", "k"])
-    t.write_arrow(pa.table({"id": [1, 2], "day": [dt.date(2024, 1, 1), None], "k": ["a/b", "x"]}, schema=schema))
+    t.write_arrow(
+        pa.table({"id": [1, 2], "day": [dt.date(2024, 1, 1), None], "k": ["a/b", "x"]}, schema=schema)
+    )
     root = os.path.join(warehouse, "db.db", "d")
     dirs = sorted(d for d in os.listdir(root) if d.startswith("day="))
     assert dirs == ["day=19723", "day=__DEFAULT_PARTITION__"]
@@ -121,14 +125,29 @@ def test_schema_evolution_reads_old_files_by_field_id(catalog):
 
 
 def test_every_atomic_type_round_trips(catalog):
-    schema = pa.schema([
-        ("b", pa.bool_()), ("i8", pa.int8()), ("i16", pa.int16()), ("i32", pa.int32()), ("i64", pa.int64()),
-        ("f32", pa.float32()), ("f64", pa.float64()), ("dec", pa.decimal128(10, 2)), ("dec38", pa.decimal128(38, 6)),
-        ("s", pa.string()), ("bin", pa.binary()), ("d", pa.date32()), ("t", pa.time32("ms")),
-        ("ts", pa.timestamp("us")), ("ts3", pa.timestamp("ms")), ("ltz", pa.timestamp("us", tz="UTC")),
-        ("arr", pa.list_(pa.int32())), ("m", pa.map_(pa.string(), pa.int64())),
-        ("st", pa.struct([("x", pa.int32()), ("y", pa.string())])),
-    ])
+    schema = pa.schema(
+        [
+            ("b", pa.bool_()),
+            ("i8", pa.int8()),
+            ("i16", pa.int16()),
+            ("i32", pa.int32()),
+            ("i64", pa.int64()),
+            ("f32", pa.float32()),
+            ("f64", pa.float64()),
+            ("dec", pa.decimal128(10, 2)),
+            ("dec38", pa.decimal128(38, 6)),
+            ("s", pa.string()),
+            ("bin", pa.binary()),
+            ("d", pa.date32()),
+            ("t", pa.time32("ms")),
+            ("ts", pa.timestamp("us")),
+            ("ts3", pa.timestamp("ms")),
+            ("ltz", pa.timestamp("us", tz="UTC")),
+            ("arr", pa.list_(pa.int32())),
+            ("m", pa.map_(pa.string(), pa.int64())),
+            ("st", pa.struct([("x", pa.int32()), ("y", pa.string())])),
+        ]
+    )
     data = pa.table({
         "b": [True, None], "i8": [1, -2], "i16": [300, None], "i32": [70000, 1], "i64": [2**40, -1],
         "f32": [1.5, None], "f64": [2.25, -0.5], "dec": [decimal.Decimal("12.34"), None],
@@ -175,7 +194,9 @@ def test_drop_table_deletes_storage(catalog, warehouse):
 
 def test_rolling_at_target_file_size(catalog):
     t = catalog.create_table("db.r", SCHEMA, options={"target-file-size": "64 kb"})
-    big = pa.table({"id": list(range(300_000)), "name": [f"name-{i:08d}" for i in range(300_000)], "dt": ["x"] * 300_000})
+    big = pa.table(
+        {"id": list(range(300_000)), "name": [f"name-{i:08d}" for i in range(300_000)], "dt": ["x"] * 300_000}
+    )
     t.write_arrow(big)
     files = [f for s in t.plan().splits for f in s.files]
     assert len(files) > 1
@@ -193,7 +214,9 @@ def test_bucketed_append_table_gets_an_atomic_bucket_key(catalog):
 
 
 def test_the_table_api_sqlext_reads_instead_of_the_store(catalog):
-    t = catalog.create_table("db.api", SCHEMA, partition_keys=["dt"], options={"snapshot.num-retained.max": "50"})
+    t = catalog.create_table(
+        "db.api", SCHEMA, partition_keys=["dt"], options={"snapshot.num-retained.max": "50"}
+    )
     assert t.snapshot_id_range() == (None, None)
     for i in range(3):
         t.write_arrow(rows([i]))

@@ -21,7 +21,9 @@ def _append_many(warehouse: str, worker: int, count: int) -> None:
 
 
 def test_four_processes_fifty_appends_each(catalog, warehouse):
-    catalog.create_table("db.t", SCHEMA, options={"commit.max-retries": "200", "commit.max-retry-wait": "200 ms"})
+    catalog.create_table(
+        "db.t", SCHEMA, options={"commit.max-retries": "200", "commit.max-retry-wait": "200 ms"}
+    )
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_append_many, args=(warehouse, w, 50)) for w in range(4)]
     for p in procs:
@@ -72,7 +74,9 @@ def test_compaction_conflict_when_file_already_removed(catalog):
     split_files = t.plan(snapshot_id=2).splits[0].files
     from engine.commit import CommitMessage
 
-    msg = CommitMessage(t.plan(snapshot_id=2).splits[0].partition, 0, -1, compact_before=split_files, compact_after=())
+    msg = CommitMessage(
+        t.plan(snapshot_id=2).splits[0].partition, 0, -1, compact_before=split_files, compact_after=()
+    )
     with pytest.raises(CommitConflictError):
         t.new_commit().commit([msg])
 
@@ -80,7 +84,7 @@ def test_compaction_conflict_when_file_already_removed(catalog):
 def test_streaming_identifier_is_idempotent(catalog):
     t = catalog.create_table("db.t", SCHEMA)
     committer = FileStoreCommit(t.store, commit_user="job-1")
-    for attempt in range(2):  # the second round simulates a restart replaying the same batches
+    for _attempt in range(2):  # the second round simulates a restart replaying the same batches
         for batch_id in (1, 2):
             w = t.new_writer()
             w.write(pa.table({"id": [batch_id], "p": ["x"]}, schema=SCHEMA))

@@ -46,7 +46,9 @@ def test_a_writer_on_a_deleted_branch_fails_and_creates_nothing(catalog, table):
     def delete_the_branch(method, path):
         BranchOps(table.store).delete("b")
 
-    hooked = FailingFileIO(stale.store.io, "try_create", path_contains=wanted, action="hook", hook=delete_the_branch)
+    hooked = FailingFileIO(
+        stale.store.io, "try_create", path_contains=wanted, action="hook", hook=delete_the_branch
+    )
     with pytest.raises(NoSuchBranchError, match="deleted"):
         through(stale, hooked).write_arrow(rows([4]))
     assert not os.path.exists(branch_dir)  # no schema-less branch directory recreated
@@ -93,7 +95,9 @@ def test_snapshot_times_never_go_back_even_when_a_clock_does(table):
     from engine.meta.snapshot import Snapshot
 
     head = table.latest_snapshot()
-    assert next_time_millis(head, now_millis=head.time_millis - 365 * 24 * 3600 * 1000) == head.time_millis + 1
+    assert (
+        next_time_millis(head, now_millis=head.time_millis - 365 * 24 * 3600 * 1000) == head.time_millis + 1
+    )
     assert next_time_millis(head, now_millis=head.time_millis + 5) == head.time_millis + 5
     assert next_time_millis(None, now_millis=7) == 7
     # Every publisher goes through it: commits, compaction, rollback.

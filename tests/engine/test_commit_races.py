@@ -88,7 +88,11 @@ def test_overwrite_racing_a_level_upgrade_keeps_the_table_readable(catalog, oper
     # The table stays writable: the next commit applies on top.
     fresh.write_arrow(_kv([4], "later"))
     assert (4, "later", "a") in _rows(fresh)
-    assert [s.commit_kind for s in fresh.snapshots()][-3:] == [CommitKind.COMPACT, CommitKind.OVERWRITE, CommitKind.APPEND]
+    assert [s.commit_kind for s in fresh.snapshots()][-3:] == [
+        CommitKind.COMPACT,
+        CommitKind.OVERWRITE,
+        CommitKind.APPEND,
+    ]
 
 
 def test_a_delta_that_does_not_apply_is_never_published(catalog):
@@ -115,7 +119,9 @@ def test_row_level_rewrite_still_conflicts_with_a_concurrent_write(catalog):
     committer = t.new_commit()
     _race_before_publish(committer, lambda: t.write_arrow(_kv([7], "concurrent")))
     with pytest.raises(CommitConflictError, match="changed the partitions"):
-        committer.overwrite(w.prepare_commit(), OverwriteSpec(partitions=({"p": "a"},)), base_snapshot_id=base)
+        committer.overwrite(
+            w.prepare_commit(), OverwriteSpec(partitions=({"p": "a"},)), base_snapshot_id=base
+        )
     assert _rows(t) == [(1, "x", "a"), (7, "concurrent", "a")]
 
 
@@ -185,7 +191,9 @@ def test_concurrent_upserts_of_one_key_last_commit_wins(catalog, first_to_commit
     # Rewritten files replaced the originals: nothing unreferenced is left.
     fresh = catalog.get_table("db.t")
     live = {e.file.file_name for e in fresh.store.live_entries(fresh.latest_snapshot())}
-    assert {os.path.basename(f) for f in _files_on_disk(fresh) if os.path.basename(f).startswith("data-")} >= live
+    assert {
+        os.path.basename(f) for f in _files_on_disk(fresh) if os.path.basename(f).startswith("data-")
+    } >= live
 
 
 def test_first_row_keeps_the_first_committed_write(catalog):

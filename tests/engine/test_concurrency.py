@@ -200,7 +200,7 @@ def run_processes(
             proc.stdin.write("GO\n")  # type: ignore[union-attr]
             proc.stdin.flush()  # type: ignore[union-attr]
         compactor = procs[-1]
-        for role, i, log, proc, _err in procs[:-1]:
+        for role, i, _log, proc, _err in procs[:-1]:
             assert proc.wait(timeout=600) == 0, f"{role}-{i} crashed:\n{stderr_of(role, i)}"
         Path(str(compactor[2]) + ".stop").touch()
         compactor[3].stdin.write("STOP\n")  # type: ignore[union-attr]
@@ -213,7 +213,7 @@ def run_processes(
                 proc.wait()
             err.close()
     out: dict[str, list] = {}
-    for role, i, log, _proc, _err in procs:
+    for role, _i, log, _proc, _err in procs:
         out.setdefault(role, []).append(_read_log(log))
     return out
 

@@ -40,8 +40,9 @@ def test_changes_are_inserts_and_deletes(catalog):
     start = t.latest_snapshot().id
     t.write_arrow(pa.table({"a": [1, 5], "b": ["x", "y"], "rowkind": ["-D", "+I"]}))
     changes = ChangeReader(t.store).read_all(incremental_splits(t.store, start, t.latest_snapshot().id))
-    assert sorted(zip(changes.column("rowkind").to_pylist(), changes.column("a").to_pylist(), strict=True)) == [
-        ("+I", 5), ("-D", 1)]
+    assert sorted(
+        zip(changes.column("rowkind").to_pylist(), changes.column("a").to_pylist(), strict=True)
+    ) == [("+I", 5), ("-D", 1)]
 
 
 def test_nested_columns_cannot_be_counted(catalog):
@@ -52,8 +53,11 @@ def test_nested_columns_cannot_be_counted(catalog):
         catalog.create_table("db.k", SCHEMA, primary_keys=["a"], options=OPTS)
 
 
-OPS = st.lists(st.tuples(st.sampled_from(["+I", "-D", "+U", "-U"]), st.integers(0, 3), st.sampled_from(["x", "y"])),
-               min_size=1, max_size=10)
+OPS = st.lists(
+    st.tuples(st.sampled_from(["+I", "-D", "+U", "-U"]), st.integers(0, 3), st.sampled_from(["x", "y"])),
+    min_size=1,
+    max_size=10,
+)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -55,7 +55,9 @@ class _Template:
         shutil.rmtree(warehouse)
         return io.calls
 
-    def _run(self, warehouse: str, factory: Any, operation: str, n: int, **kw: Any) -> tuple[Any, BaseException | None]:
+    def _run(
+        self, warehouse: str, factory: Any, operation: str, n: int, **kw: Any
+    ) -> tuple[Any, BaseException | None]:
         plain = open_catalog(warehouse).get_table(TABLE)
         io = factory(plain.store.io, operation, n, **kw)
         try:
@@ -124,7 +126,9 @@ def test_every_failing_call_of_a_mutating_operation(scenario: Scenario, tmp_path
     template = _Template(scenario, tmp_path)
     violations, trials = _sweep(template, MUTATING)
     assert trials > 0
-    assert not violations, f"{len(violations)} of {trials} trials broke the contract:\n" + "\n".join(violations)
+    assert not violations, f"{len(violations)} of {trials} trials broke the contract:\n" + "\n".join(
+        violations
+    )
 
 
 @pytest.mark.slow
@@ -133,7 +137,9 @@ def test_every_failing_call_of_a_reading_operation(scenario: Scenario, tmp_path:
     template = _Template(scenario, tmp_path)
     violations, trials = _sweep(template, OBSERVING)
     assert trials > 0
-    assert not violations, f"{len(violations)} of {trials} trials broke the contract:\n" + "\n".join(violations)
+    assert not violations, f"{len(violations)} of {trials} trials broke the contract:\n" + "\n".join(
+        violations
+    )
 
 
 def test_the_sweep_reaches_data_files_manifests_and_snapshots(tmp_path: Path) -> None:

@@ -61,9 +61,15 @@ def _trial(root: Path, seed: int) -> None:
     call, after = rng.randint(1, calls), rng.random() < 0.5
     warehouse = str(root / f"trial-{seed}")
     shutil.copytree(template, warehouse)
-    child = _run_child(warehouse, workload, f"operation=any,call={call},after={int(after)},torn={int(not after)}")
-    where = f"seed {seed}: workload {workload} killed at call {call}/{calls} ({'after' if after else 'before'})"
-    assert child.returncode == -signal.SIGKILL, f"{where}: child ended with {child.returncode}: {child.stderr[-2000:]}"
+    child = _run_child(
+        warehouse, workload, f"operation=any,call={call},after={int(after)},torn={int(not after)}"
+    )
+    where = (
+        f"seed {seed}: workload {workload} killed at call {call}/{calls} ({'after' if after else 'before'})"
+    )
+    assert child.returncode == -signal.SIGKILL, (
+        f"{where}: child ended with {child.returncode}: {child.stderr[-2000:]}"
+    )
 
     acked = [int(line.split()[1]) for line in child.stdout.splitlines() if line.startswith("ACK ")]
     assert acked == list(range(len(acked))), where

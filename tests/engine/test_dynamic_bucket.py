@@ -47,7 +47,9 @@ def _check_index_matches_data(t):
             h = hash_codes([part.column("id")], [BIGINT()])
             held = index[(split.partition, split.bucket)]
             assert set(h.tolist()) <= held
-            others = set().union(*(v for k, v in index.items() if k[0] == split.partition and k[1] != split.bucket))
+            others = set().union(
+                *(v for k, v in index.items() if k[0] == split.partition and k[1] != split.bucket)
+            )
             assert not (set(h.tolist()) & others)
 
 
@@ -55,8 +57,13 @@ def _check_index_matches_data(t):
 def test_model_of_upserts_and_deletes(catalog, cross):
     """Random upserts/deletes (keys moving partitions when the key lacks the partition) equal a dict model."""
     rng = random.Random(7 + cross)
-    t = catalog.create_table("db.m", SCHEMA, partition_keys=["dt"], primary_keys=["id"] if cross else ["dt", "id"],
-                             options={"bucket": "-1", "dynamic-bucket.target-row-num": "5"})
+    t = catalog.create_table(
+        "db.m",
+        SCHEMA,
+        partition_keys=["dt"],
+        primary_keys=["id"] if cross else ["dt", "id"],
+        options={"bucket": "-1", "dynamic-bucket.target-row-num": "5"},
+    )
     model: dict = {}
     for step in range(12):
         ops = []
@@ -73,7 +80,9 @@ def test_model_of_upserts_and_deletes(catalog, cross):
                 model.pop(key, None)
             else:
                 model[key] = (v, dt)
-        got = {(r["id"] if cross else (r["id"], r["dt"])): (r["v"], r["dt"]) for r in t.to_arrow().to_pylist()}
+        got = {
+            (r["id"] if cross else (r["id"], r["dt"])): (r["v"], r["dt"]) for r in t.to_arrow().to_pylist()
+        }
         assert got == model, step
         if step == 6:
             t.compact(full=True)
@@ -102,7 +111,9 @@ def test_existing_keys_keep_their_bucket_and_buckets_fill_to_target(catalog):
 def test_overwrite_drops_the_hash_index_of_replaced_partitions(catalog):
     t = catalog.create_table("db.o", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "id"],
                              options={"bucket": "-1", "dynamic-bucket.target-row-num": "2"})
-    t.write_arrow(pa.table({"id": [1, 2, 3, 4, 5], "v": [0] * 5, "dt": ["a", "a", "a", "b", "b"]}, schema=SCHEMA))
+    t.write_arrow(
+        pa.table({"id": [1, 2, 3, 4, 5], "v": [0] * 5, "dt": ["a", "a", "a", "b", "b"]}, schema=SCHEMA)
+    )
     t.write_arrow(pa.table({"id": [9], "v": [1], "dt": ["a"]}, schema=SCHEMA), overwrite={"dt": "a"})
     index = _hash_index(t)
     part_a = next(s.partition for s in t.plan().splits if s.partition_values == ("a",))
@@ -136,7 +147,9 @@ def test_cross_partition_key_move_follows_the_merge_engine(catalog, engine, expe
 
 
 def test_key_moving_twice_within_one_batch(catalog):
-    t = catalog.create_table("db.y", SCHEMA, partition_keys=["dt"], primary_keys=["id"], options={"bucket": "-1"})
+    t = catalog.create_table(
+        "db.y", SCHEMA, partition_keys=["dt"], primary_keys=["id"], options={"bucket": "-1"}
+    )
     t.write_arrow(pa.table({"id": [1, 2], "v": [1, 2], "dt": ["a", "a"]}, schema=SCHEMA))
     w = t.new_writer()
     w.write(pa.table({"id": [1, 1, 1], "v": [3, 4, 5], "dt": ["b", "c", "a"]}, schema=SCHEMA))
@@ -146,7 +159,9 @@ def test_key_moving_twice_within_one_batch(catalog):
 
 
 def test_writer_abort_deletes_index_files(catalog):
-    t = catalog.create_table("db.z", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "id"], options={"bucket": "-1"})
+    t = catalog.create_table(
+        "db.z", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "id"], options={"bucket": "-1"}
+    )
     w = t.new_writer()
     w.write(pa.table({"id": [1], "v": [1], "dt": ["a"]}, schema=SCHEMA))
     messages = w.prepare_commit()

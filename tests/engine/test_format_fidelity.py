@@ -15,7 +15,10 @@ from engine.meta.snapshot import Snapshot
 
 def _rows(table: pa.Table, key: str = "k") -> list[tuple]:
     rows = table.to_pylist()
-    return sorted(((r[key], r["v"]) for r in rows), key=lambda kv: (math.isnan(kv[0]) if isinstance(kv[0], float) else False, kv[0]))
+    return sorted(
+        ((r[key], r["v"]) for r in rows),
+        key=lambda kv: (math.isnan(kv[0]) if isinstance(kv[0], float) else False, kv[0]),
+    )
 
 
 # -- float keys ordered like Double.compare ------------------------------------------------------
@@ -24,7 +27,9 @@ def _rows(table: pa.Table, key: str = "k") -> list[tuple]:
 @pytest.mark.parametrize("arrow_type", [pa.float64(), pa.float32()])
 def test_nan_key_in_two_files_is_merged_not_duplicated(catalog, arrow_type):
     schema = pa.schema([pa.field("k", arrow_type, nullable=False), ("v", pa.string())])
-    t = catalog.create_table("db.fnan", schema, primary_keys=["k"], options={"bucket": "1", "write-only": "true"})
+    t = catalog.create_table(
+        "db.fnan", schema, primary_keys=["k"], options={"bucket": "1", "write-only": "true"}
+    )
     t.write_arrow(pa.table({"k": [1.0, math.nan], "v": ["a", "a"]}, schema=schema))
     t.write_arrow(pa.table({"k": [math.nan], "v": ["b"]}, schema=schema))
     got = t.to_arrow().to_pylist()
@@ -34,7 +39,9 @@ def test_nan_key_in_two_files_is_merged_not_duplicated(catalog, arrow_type):
 
 def test_negative_zero_and_zero_are_distinct_keys_and_updates_merge(catalog):
     schema = pa.schema([pa.field("k", pa.float64(), nullable=False), ("v", pa.string())])
-    t = catalog.create_table("db.fzero", schema, primary_keys=["k"], options={"bucket": "1", "write-only": "true"})
+    t = catalog.create_table(
+        "db.fzero", schema, primary_keys=["k"], options={"bucket": "1", "write-only": "true"}
+    )
     t.write_arrow(pa.table({"k": [-1.0, -0.0], "v": ["a", "a"]}, schema=schema))
     t.write_arrow(pa.table({"k": [0.0, 2.0], "v": ["b", "b"]}, schema=schema))
     t.write_arrow(pa.table({"k": [-0.0], "v": ["c"]}, schema=schema))
@@ -97,7 +104,9 @@ def test_reader_filters_deletes_of_a_file_claiming_zero_deletes(catalog):
             one = dataclasses.replace(split, files=(f,), raw_convertible=True)
             rows += reader.read_table(_with_zero_delete_count(one)).to_pylist()
     assert {"k": 3, "v": "gone"} not in rows and {"k": 2, "v": "old"} in rows  # -D rows never surface
-    merged = [r for split in plan.splits for r in reader.read_table(_with_zero_delete_count(split)).to_pylist()]
+    merged = [
+        r for split in plan.splits for r in reader.read_table(_with_zero_delete_count(split)).to_pylist()
+    ]
     assert merged == [{"k": 1, "v": "keep"}]
 
 
@@ -106,7 +115,9 @@ def test_compaction_does_not_upgrade_a_file_with_deletes_its_metadata_denies(cat
     from engine.lsm.compactor import levels_of, run_compaction
 
     schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
-    t = catalog.create_table("db.dcu", schema, primary_keys=["k"], options={"bucket": "1", "write-only": "true"})
+    t = catalog.create_table(
+        "db.dcu", schema, primary_keys=["k"], options={"bucket": "1", "write-only": "true"}
+    )
     t.write_arrow(pa.table({"k": [1, 2], "v": ["a", "b"], "rowkind": ["+I", "-D"]}))
     (split,) = t.plan().splits
     (f,) = _with_zero_delete_count(split).files

@@ -11,7 +11,6 @@ import os
 import pyarrow as pa
 import pytest
 
-from engine import open_catalog
 from engine.errors import InvalidArgumentError, InvalidNameError
 from engine.identifier import Identifier, max_name_bytes, validate_name
 from engine.meta.paths import TablePaths, validate_branch_name
@@ -125,18 +124,3 @@ def test_tag_and_consumer_paths_are_validated(two_tables, tmp_path):
 def test_very_long_table_name_is_a_clear_invalid_argument(catalog):
     with pytest.raises(InvalidNameError, match="300 bytes in UTF-8; the limit is 255"):
         catalog.create_table("db." + "x" * 300, SCHEMA)
-
-
-def test_traversal_through_datasource_branch_option(two_tables, warehouse, tmp_path):
-    """The Spark source's ``branch`` option builds an Identifier: the same rule refuses it."""
-    pytest.importorskip("pyspark")
-    from sqlext.source.datasource import resolve
-    from sqlext.source.requests import ReadRequest
-
-    before = _tree(str(tmp_path))
-    with pytest.raises(InvalidNameError):
-        resolve(ReadRequest.from_options({"warehouse": warehouse, "table": "db.t", "branch": TRAVERSAL}))
-    with pytest.raises(InvalidNameError):
-        resolve(ReadRequest.from_options({"warehouse": warehouse, "table": f"db.t$branch_{TRAVERSAL}"}))
-    assert _tree(str(tmp_path)) == before
-    assert open_catalog(warehouse).get_table("db.other").latest_snapshot() is None

@@ -70,7 +70,9 @@ def test_automatic_compaction_bounds_sorted_runs(catalog):
     split = t.plan().splits[0]
     from engine.lsm.compactor import levels_of
 
-    assert levels_of(t.store, split.files).number_of_sorted_runs() <= t.store.options.num_sorted_run_stop_trigger
+    assert (
+        levels_of(t.store, split.files).number_of_sorted_runs() <= t.store.options.num_sorted_run_stop_trigger
+    )
     assert any(s.commit_kind is CommitKind.COMPACT for s in t.snapshots())
     assert as_dict(t.to_arrow())[3] == ("v", 11)
 
@@ -154,7 +156,9 @@ def test_crash_at_any_write_leaves_the_table_readable(catalog):
 
 
 KEYS = st.integers(0, 6)
-OPS = st.lists(st.tuples(st.sampled_from(["+I", "+U", "-D"]), KEYS, st.integers(0, 99)), min_size=1, max_size=12)
+OPS = st.lists(
+    st.tuples(st.sampled_from(["+I", "+U", "-D"]), KEYS, st.integers(0, 99)), min_size=1, max_size=12
+)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -162,8 +166,12 @@ OPS = st.lists(st.tuples(st.sampled_from(["+I", "+U", "-D"]), KEYS, st.integers(
 def test_random_histories_match_a_dict_model(catalog, history):
     import uuid
 
-    t = catalog.create_table(f"db.m{uuid.uuid4().hex[:8]}", pa.schema([("id", pa.int64()), ("n", pa.int64())]),
-                             primary_keys=["id"], options={"bucket": "2", "num-sorted-run.compaction-trigger": "2"})
+    t = catalog.create_table(
+        f"db.m{uuid.uuid4().hex[:8]}",
+        pa.schema([("id", pa.int64()), ("n", pa.int64())]),
+        primary_keys=["id"],
+        options={"bucket": "2", "num-sorted-run.compaction-trigger": "2"},
+    )
     model: dict[int, int] = {}
     for ops, compact in history:
         t.write_arrow(pa.table({"id": [k for _, k, _ in ops], "n": [v for _, _, v in ops],

@@ -20,7 +20,9 @@ def test_append_and_primary_key_tables_on_s3(s3_root, s3_endpoint):
     a.write_arrow(pa.table({"id": [1, 2], "v": ["x", "y"], "dt": ["d1", "d2"]}))
     a.write_arrow(pa.table({"id": [3], "v": ["z"], "dt": ["d1"]}), overwrite={"dt": "d1"})
     assert sorted(a.to_arrow().column("id").to_pylist()) == [2, 3]
-    pk = cat.create_table("db.pk", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "id"], options={"bucket": "2"})
+    pk = cat.create_table(
+        "db.pk", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "id"], options={"bucket": "2"}
+    )
     pk.write_arrow(pa.table({"id": [1, 2], "v": ["x", "y"], "dt": ["d", "d"]}))
     pk.write_arrow(pa.table({"id": [2], "v": ["Y"], "dt": ["d"]}))
     pk.compact(full=True)
@@ -51,4 +53,6 @@ def test_concurrent_writers_on_s3_lose_nothing(s3_root, s3_endpoint):
         assert p.exitcode == 0
     t = cat.get_table("db.c")
     assert len(t.snapshots()) == 15
-    assert sorted(t.to_arrow().column("id").to_pylist()) == sorted(w * 100 + i for w in range(3) for i in range(5))
+    assert sorted(t.to_arrow().column("id").to_pylist()) == sorted(
+        w * 100 + i for w in range(3) for i in range(5)
+    )

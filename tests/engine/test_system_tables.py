@@ -356,7 +356,8 @@ def test_buckets_aggregate_per_partition_and_bucket(pk_table):
     # $buckets prints the partition as a row, exactly as $files does, so the two join.
     assert {p for p, _ in keys} == {"{a}", "{b}"}
     expected = {
-        ("{" + r["p"][len("dt="):] + "}", r["bucket"]): r for r in _files_grouped(pk_table, ["bucket"]).to_pylist()
+        ("{" + r["p"][len("dt=") :] + "}", r["bucket"]): r
+        for r in _files_grouped(pk_table, ["bucket"]).to_pylist()
     }
     assert set(keys) == set(expected)
     for r in out:

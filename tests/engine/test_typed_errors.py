@@ -47,7 +47,9 @@ def test_non_utf8_latest_hint_falls_back_to_listing(table_dir, warehouse):
     assert _fresh_read(warehouse).num_rows == 2
 
 
-@pytest.mark.parametrize(("field", "new_type"), [(1, "INT"), (1, "DATE"), (0, "ARRAY<INT> NOT NULL"), (0, "BYTES NOT NULL")])
+@pytest.mark.parametrize(
+    ("field", "new_type"), [(1, "INT"), (1, "DATE"), (0, "ARRAY<INT> NOT NULL"), (0, "BYTES NOT NULL")]
+)
 def test_schema_type_not_matching_the_data_file_is_corrupt_data(table_dir, warehouse, field, new_type):
     path = os.path.join(table_dir, "schema", "schema-0")
     schema = json.load(open(path))

@@ -63,10 +63,13 @@ CORRUPT: dict[str, Any] = {
     "garbage": lambda: b"not an avro file at all",
     "null record": lambda: raw_file(["null", entry_schema(old_file_schema())], [None]),
     "old version": lambda: raw_file(entry_schema(old_file_schema()), [entry_record(old_file_record("x"), 1)]),
-    "unknown kind": lambda: raw_file(entry_schema(old_file_schema()), [entry_record(old_file_record("x"), 2, 7)]),
+    "unknown kind": lambda: raw_file(
+        entry_schema(old_file_schema()), [entry_record(old_file_record("x"), 2, 7)]
+    ),
     "unknown file source": lambda: raw_file(
         entry_schema(old_file_schema([{"name": "_FILE_SOURCE", "type": ["null", "int"]}])),
-        [entry_record(old_file_record("x", _FILE_SOURCE=9))]),
+        [entry_record(old_file_record("x", _FILE_SOURCE=9))],
+    ),
     "no _LEVEL": lambda: _without("_LEVEL"),
     "no _ROW_COUNT": lambda: _without("_ROW_COUNT"),
     "no _SCHEMA_ID": lambda: _without("_SCHEMA_ID"),

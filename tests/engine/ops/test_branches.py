@@ -77,7 +77,10 @@ def test_branch_from_a_tag_copies_tag_snapshot_and_its_schemas(catalog, append_t
     assert os.listdir(os.path.join(bdir, "tag")) == ["tag-t2"]
     assert os.listdir(os.path.join(bdir, "snapshot")) == ["snapshot-2"]
     assert os.listdir(os.path.join(bdir, "schema")) == ["schema-0"]  # 0..snapshot.schemaId, not the later one
-    with open(os.path.join(t.path, "tag", "tag-t2"), "rb") as a, open(os.path.join(bdir, "tag", "tag-t2"), "rb") as b:
+    with (
+        open(os.path.join(t.path, "tag", "tag-t2"), "rb") as a,
+        open(os.path.join(bdir, "tag", "tag-t2"), "rb") as b,
+    ):
         assert a.read() == b.read()
     dev = catalog.get_table("db.app$branch_dev")
     assert content(dev) == tagged and content(dev, tag="t2") == tagged
@@ -320,7 +323,9 @@ def ff_template(tmp_path, request):
 
 
 @pytest.mark.parametrize("after", [False, True])
-def test_fast_forward_crashing_at_every_file_operation_leaves_main_at_its_old_or_new_head(tmp_path, ff_template, after):
+def test_fast_forward_crashing_at_every_file_operation_leaves_main_at_its_old_or_new_head(
+    tmp_path, ff_template, after
+):
     template, old_rows, new_rows = ff_template
     counting = open_catalog(str(tmp_path / "count"))
     shutil.copytree(template, str(tmp_path / "count"), dirs_exist_ok=True)
@@ -418,7 +423,9 @@ def test_a_branch_from_a_snapshot_or_tag_pins_its_base_until_it_is_deleted(catal
     t.create_branch("dev", from_snapshot=2)
     t.create_branch("qa", from_tag="t1")
     t.create_branch("empty")
-    assert t.tags.get(base_tag_name("dev")).snapshot.id == 2 and t.tags.get(base_tag_name("qa")).snapshot.id == 1
+    assert (
+        t.tags.get(base_tag_name("dev")).snapshot.id == 2 and t.tags.get(base_tag_name("qa")).snapshot.id == 1
+    )
     assert base_tag_name("empty") not in t.tags.names()  # nothing inherited, nothing to pin
     t.rename_branch("dev", "dev2")
     assert base_tag_name("dev") not in t.tags.names() and t.tags.get(base_tag_name("dev2")).snapshot.id == 2

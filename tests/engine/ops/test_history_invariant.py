@@ -187,7 +187,9 @@ def test_two_rollbacks_of_one_head_the_loser_keeps_the_winners_backup_tag(append
 
 
 @pytest.mark.parametrize("operation", ["fast_forward", "replace_main"])
-def test_moving_main_to_a_branch_racing_delete_branch_fails_and_leaves_main_as_it_was(catalog, pk_table, operation):
+def test_moving_main_to_a_branch_racing_delete_branch_fails_and_leaves_main_as_it_was(
+    catalog, pk_table, operation
+):
     """Race 2: the branch is deleted (files and all) while main's new snapshot links its files."""
     t = pk_table
     t.create_branch("dev", from_snapshot=2)

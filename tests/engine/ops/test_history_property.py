@@ -173,7 +173,9 @@ def expire_oldest(t) -> None:
 def snapshot_content(t, snap) -> list[tuple]:
     """A snapshot's rows read directly (no time-travel resolution, so no retention-mark check)."""
     store = store_at(t.store, snap)
-    data = [b for split in TableScan(store).with_snapshot(snap).plan().splits for b in t.new_read().read(split)]
+    data = [
+        b for split in TableScan(store).with_snapshot(snap).plan().splits for b in t.new_read().read(split)
+    ]
     import pyarrow as pa
 
     table = pa.concat_tables(data) if data else t.new_read().output_schema.empty_table()
@@ -324,7 +326,9 @@ def run_history(primary_key: bool, ops) -> None:
         shutil.rmtree(warehouse, ignore_errors=True)
 
 
-SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+SETTINGS = dict(
+    deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 
 
 @pytest.mark.parametrize("primary_key", [False, True], ids=["append", "pk"])
@@ -551,8 +555,13 @@ def run_two_actors(steps) -> None:
             time.sleep(0.002)
             t = t.refresh()
             b_table = t.refresh()
-            io = FailingFileIO(t.store.io, "any", call, action="hook",
-                               hook=lambda _m, _p, b=b_table, s=step_b, c=cutoff: _ref_step(b.refresh(), s, c))
+            io = FailingFileIO(
+                t.store.io,
+                "any",
+                call,
+                action="hook",
+                hook=lambda _m, _p, b=b_table, s=step_b, c=cutoff: _ref_step(b.refresh(), s, c),
+            )
             a = Table(t.catalog, t.identifier, io, t.store.paths, t.store.schema)
             if step_a[0] in ("write", "overwrite"):
                 data = rows(step_a[1])

@@ -94,8 +94,11 @@ def test_branch_anchors_protect_files(append_table):
     os.makedirs(os.path.join(branch, "snapshot"))
     shutil.copytree(os.path.join(t.path, "schema"), os.path.join(branch, "schema"))
     shutil.copy(t.store.paths.snapshot_file(1), os.path.join(branch, "snapshot", "snapshot-1"))
-    snapshot1 = reachable_files(t.store.io, t.path, exclude=[
-        a for a in all_anchors(t.store.io, t.path) if a.name != "1" or a.branch != "main"]).paths(FileKindRef.DATA)
+    snapshot1 = reachable_files(
+        t.store.io,
+        t.path,
+        exclude=[a for a in all_anchors(t.store.io, t.path) if a.name != "1" or a.branch != "main"],
+    ).paths(FileKindRef.DATA)
     t.write_arrow(rows([9]), overwrite=True)
     for sid in (1, 2, 3):
         expire_snapshot_file(t, sid)

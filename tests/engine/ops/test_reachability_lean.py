@@ -32,9 +32,17 @@ def _both(t):
 @pytest.fixture
 def history(catalog):
     """Compactions (manifest merges restart the fold), deletes, tags, branches and a changelog."""
-    t = catalog.create_table("db.h", SCHEMA, primary_keys=["id"],
-                             options={"bucket": "2", "manifest.merge-min-count": "3",
-                                      "changelog-producer": "input", "num-sorted-run.compaction-trigger": "3"})
+    t = catalog.create_table(
+        "db.h",
+        SCHEMA,
+        primary_keys=["id"],
+        options={
+            "bucket": "2",
+            "manifest.merge-min-count": "3",
+            "changelog-producer": "input",
+            "num-sorted-run.compaction-trigger": "3",
+        },
+    )
     for i in range(12):
         t.write_arrow(rows([i, i + 1, i + 2], f"v{i}"))
         if i == 4:

@@ -132,7 +132,10 @@ def test_replace_main_loses_a_race_and_changes_no_snapshot(catalog):
     with pytest.raises(CommitConflictError):
         replace_main(FileStore(racing, t.store.paths, t.store.schema), "dev")
     t = t.refresh()
-    assert (77, "x77", "a") in content(t) and t.tags.names() == ["branch-base-dev", "t1"]  # no backup tag left
+    assert (77, "x77", "a") in content(t) and t.tags.names() == [
+        "branch-base-dev",
+        "t1",
+    ]  # no backup tag left
     new_files = data_and_manifest_files(t.path) - files
     referenced = reachable_files(t.store.io, t.path)
     assert new_files and all(p in referenced for p in new_files)  # the replacement's manifests were removed

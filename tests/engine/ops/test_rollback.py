@@ -136,7 +136,9 @@ def test_a_publish_whose_answer_is_lost_is_resolved_by_reading_it_back(pk_table)
     finds its own snapshot, and reports success; its manifests, links and backup tag stay."""
     t = pk_table
     head = t.latest_snapshot()
-    lost = FailingFileIO(t.store.io, "try_create", path_contains=f"snapshot/snapshot-{head.id + 1}", after=True)
+    lost = FailingFileIO(
+        t.store.io, "try_create", path_contains=f"snapshot/snapshot-{head.id + 1}", after=True
+    )
     result = rollback_mod.rollback_to(FileStore(lost, t.store.paths, t.store.schema), 1)
     assert lost.failures == 1 and result.current_snapshot_id == head.id + 1
     fresh = t.refresh()

@@ -59,7 +59,9 @@ def test_default_time_retained_option_applies(catalog):
     assert t.create_tag("y", time_retained=dt.timedelta(minutes=1)).time_retained_ms == 60_000
 
 
-@pytest.mark.parametrize("name", ["", "  ", "a/b", "..", "x..y", ".hidden"])  # '123' is a valid tag, as in Paimon
+@pytest.mark.parametrize(
+    "name", ["", "  ", "a/b", "..", "x..y", ".hidden"]
+)  # '123' is a valid tag, as in Paimon
 def test_create_refuses_bad_names_and_writes_nothing(append_table, name):
     with pytest.raises(InvalidNameError):
         append_table.create_tag(name)
@@ -212,7 +214,9 @@ def test_deleting_the_last_anchor_of_files_deletes_exactly_them(append_table):
         expire_snapshot_file(t, sid)
     before = data_and_manifest_files(t.path)
     anchors = all_anchors(t.store.io, t.path)
-    keep_if_both_gone = reachable_files(t.store.io, t.path, exclude=[a for a in anchors if a.kind == "tag"]).paths()
+    keep_if_both_gone = reachable_files(
+        t.store.io, t.path, exclude=[a for a in anchors if a.kind == "tag"]
+    ).paths()
     of_old = reachable_files(t.store.io, t.path, exclude=[a for a in anchors if a.name != "old"]).paths()
     # "older" (snapshot 1) holds no data "old" (snapshot 2) lacks: only its own manifest lists go.
     older = t.delete_tags("older").files

@@ -11,8 +11,15 @@ SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string()), ("x", pa.float64()),
 def _batches(start: int, rows: int, batch: int = 10_000):
     for lo in range(start, start + rows, batch):
         ids = pa.array(range(lo, lo + batch), pa.int64())
-        yield pa.table({"id": ids, "s": pa.compute.cast(ids, pa.string()), "x": pa.compute.cast(ids, pa.float64()),
-                        "p": pa.compute.cast(pa.compute.bit_wise_and(ids, 3), pa.int32())}, schema=SCHEMA)
+        yield pa.table(
+            {
+                "id": ids,
+                "s": pa.compute.cast(ids, pa.string()),
+                "x": pa.compute.cast(ids, pa.float64()),
+                "p": pa.compute.cast(pa.compute.bit_wise_and(ids, 3), pa.int32()),
+            },
+            schema=SCHEMA,
+        )
 
 
 def _write(table, start: int, rows: int):
@@ -41,7 +48,7 @@ def test_files_roll_at_the_target_size_and_keep_exact_statistics(catalog):
     assert sum(e.file.row_count for e in entries) == 600_000
     seqs = sorted((e.file.min_sequence_number, e.file.max_sequence_number) for e in entries)
     assert seqs[0][0] == 0 and seqs[-1][1] == 599_999
-    assert all(a[1] + 1 == b[0] for a, b in zip(seqs, seqs[1:]))  # contiguous, no overlap
+    assert all(a[1] + 1 == b[0] for a, b in zip(seqs, seqs[1:], strict=False))  # contiguous, no overlap
     # min/max pruning still finds exactly the file holding a value
     from engine.scan import predicate as P
 
@@ -75,7 +82,9 @@ def test_the_zstd_level_option_reaches_the_parquet_writer(tmp_path):
     rows = pa.table({"v": [f"value {i % 5000} " * 4 for i in range(50_000)]})
     sizes = {}
     for level in (1, 19):
-        t = catalog.create_table(f"db.z{level}", rows.schema, options={"file.compression.zstd-level": str(level)})
+        t = catalog.create_table(
+            f"db.z{level}", rows.schema, options={"file.compression.zstd-level": str(level)}
+        )
         t.write_arrow(rows)
         sizes[level] = sum(f.file_size for s in t.plan().splits for f in s.files)
         assert t.to_arrow().column("v").to_pylist() == rows.column("v").to_pylist()
