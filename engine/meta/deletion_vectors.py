@@ -34,7 +34,7 @@ import struct
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from pyroaring import BitMap, BitMap64
@@ -164,7 +164,9 @@ class DeletionVector:
             raise InvalidArgumentError(
                 "cannot merge a 32-bit and a 64-bit deletion vector; convert with to_bitmap64() first"
             )
-        return DeletionVector(self._bitmap | other._bitmap, self.bitmap64)
+        if self.bitmap64:
+            return DeletionVector(cast(BitMap64, self._bitmap) | cast(BitMap64, other._bitmap), True)
+        return DeletionVector(cast(BitMap, self._bitmap) | cast(BitMap, other._bitmap), False)
 
     def to_bitmap64(self) -> DeletionVector:
         """The same positions as a 64-bit DV (Java ``Bitmap64DeletionVector.fromBitmapDeletionVector``)."""
@@ -190,7 +192,10 @@ class DeletionVector:
 
     def serialize(self) -> bytes:
         """The record Java's ``serializeTo`` writes: size, body, CRC32."""
-        body = self._body64() if self.bitmap64 else _INT.pack(MAGIC_32) + _portable(self._bitmap)
+        if self.bitmap64:
+            body = self._body64()
+        else:
+            body = _INT.pack(MAGIC_32) + _portable(cast(BitMap, self._bitmap))
         return _INT.pack(len(body)) + body + _INT.pack(_crc(body))
 
     def range_length(self, record: bytes | None = None) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Sequence
+from typing import cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -133,13 +134,16 @@ class SplitReader:
             for f in files:
                 yield self._finish(self._read_kv(part_dir, split, f, raw=True))
             return
-        key_range = key_range_decoder([self.store.schema.field(k).type for k in self.store.schema.trimmed_primary_keys])
+        schema = self.store.schema
+        key_range = key_range_decoder([schema.field(k).type for k in schema.trimmed_primary_keys])
         for section in partition_by_key_intervals(files, key_range):
+            # The sections' runs hold the split's own DataFileMetas (typed by the LSM as FileMeta).
             if len(section) == 1:
-                for f in section[0].files:
-                    yield self._finish(self._read_kv(part_dir, split, f, raw=True))
+                for run_file in section[0].files:
+                    yield self._finish(self._read_kv(part_dir, split, cast(DataFileMeta, run_file), raw=True))
                 continue
-            parts = [self._read_kv(part_dir, split, f, raw=False) for run in section for f in run.files]
+            parts = [self._read_kv(part_dir, split, cast(DataFileMeta, g), raw=False)
+                     for run in section for g in run.files]
             merged = merge(pa.concat_tables(parts), self.store.schema.primary_keys, self.merge_config,
                            drop_deletes=not self.keep_deletes)
             yield self._finish(merged)

@@ -40,7 +40,9 @@ def decode_stats(stats: SimpleStats, fields: Sequence[DataField]) -> dict[int, C
     return out
 
 
-def value_stats_by_name(file: DataFileMeta, file_schema: TableSchema, schema: TableSchema) -> dict[str, ColumnStats]:
+def value_stats_by_name(
+    file: DataFileMeta, file_schema: TableSchema, schema: TableSchema
+) -> dict[str, ColumnStats]:
     """A data file's value statistics under the current schema's column names."""
     if file.value_stats_cols is None:
         cols = file.write_cols if file.write_cols is not None else file_schema.field_names
@@ -51,7 +53,9 @@ def value_stats_by_name(file: DataFileMeta, file_schema: TableSchema, schema: Ta
     return {f.name: by_id[f.id] for f in schema.fields if f.id in by_id}
 
 
-def key_stats_by_name(file: DataFileMeta, file_schema: TableSchema, schema: TableSchema) -> dict[str, ColumnStats]:
+def key_stats_by_name(
+    file: DataFileMeta, file_schema: TableSchema, schema: TableSchema
+) -> dict[str, ColumnStats]:
     """A primary-key file's key statistics (over the trimmed primary key) by current column name."""
     fields = [file_schema.field(c) for c in file_schema.trimmed_primary_keys]
     by_id = decode_stats(file.key_stats, fields)

@@ -70,7 +70,9 @@ class DataSplit:
         """This split with its files' key and value statistics left out: what a read task needs
         (statistics only prune during planning; readers never look at them)."""
         empty = SimpleStats.EMPTY
-        files = tuple(replace(f, key_stats=empty, value_stats=empty, value_stats_cols=None) for f in self.files)
+        files = tuple(
+            replace(f, key_stats=empty, value_stats=empty, value_stats_cols=None) for f in self.files
+        )
         return replace(self, files=files)
 
 
@@ -119,7 +121,9 @@ class TableScan:
             names = set(self.store.schema.field_names)
             unknown = [c for c in columns if c not in names]
             if unknown:
-                raise NoSuchColumnError(f"unknown column(s) {unknown}; the table has {list(self.store.schema.field_names)}")
+                raise NoSuchColumnError(
+                    f"unknown column(s) {unknown}; the table has {list(self.store.schema.field_names)}"
+                )
         return replace(self, columns=None if columns is None else tuple(columns))
 
     def with_buckets(self, buckets: Sequence[int] | None) -> TableScan:
@@ -150,7 +154,9 @@ class TableScan:
                 raise explain_missing(self.store, snapshot.id, e) from e
         return Plan(snapshot, tuple(splits))
 
-    def read_entries(self, snapshot: Snapshot, manifests: list[ManifestFileMeta] | None = None) -> list[ManifestEntry]:
+    def read_entries(
+        self, snapshot: Snapshot, manifests: list[ManifestFileMeta] | None = None
+    ) -> list[ManifestEntry]:
         """Live ADD entries of the snapshot that survive partition/bucket/statistics pruning."""
         store = self.store
         partition_filter, _ = split_by_columns(self.filter, store.partition_keys)
@@ -176,7 +182,8 @@ class TableScan:
                     ok = partition_ok.get(e.partition)
                     if ok is None:
                         values = deserialize_row(e.partition, store.partition_types)
-                        ok = partition_filter.eval_row(dict(zip(store.partition_keys, values, strict=True))) is not False
+                        row = dict(zip(store.partition_keys, values, strict=True))
+                        ok = partition_filter.eval_row(row) is not False
                         partition_ok[e.partition] = ok
                     if not ok:
                         continue
@@ -226,14 +233,18 @@ class TableScan:
             files = sorted((e.file for e in group), key=lambda f: (f.min_sequence_number, f.file_name))
             if store.has_primary_key:
                 raw = not _files_overlap(files, lambda b: orderable_key(deserialize_row(b, key_types)))
-                splits.append(DataSplit(snapshot_id, partition, values, bucket, total_buckets, tuple(files), raw))
+                splits.append(
+                    DataSplit(snapshot_id, partition, values, bucket, total_buckets, tuple(files), raw))
                 continue
             for chunk in _pack_by_size(files):
-                splits.append(DataSplit(snapshot_id, partition, values, bucket, total_buckets, tuple(chunk), True))
+                splits.append(
+                    DataSplit(snapshot_id, partition, values, bucket, total_buckets, tuple(chunk), True))
         return splits
 
 
-def attach_deletion_files(store: FileStore, snapshot: Snapshot, splits: Sequence[DataSplit]) -> list[DataSplit]:
+def attach_deletion_files(
+    store: FileStore, snapshot: Snapshot, splits: Sequence[DataSplit]
+) -> list[DataSplit]:
     """``splits`` with the DVs of their files, from ``snapshot``'s index manifest (so time travel
     reads a snapshot with the DVs it had). Primary-key splits of a DV table are marked raw
     convertible: Paimon's batch reads of them skip level 0 and never merge."""
@@ -307,9 +318,9 @@ def resolve_time_travel(
         check_visible(store, snap, f"time travel to tag '{tag}'")
         return snap
     if timestamp_millis is not None:
-        snap = store.snapshots.at_or_before(timestamp_millis)
-        if snap is None:
+        found = store.snapshots.at_or_before(timestamp_millis)
+        if found is None:
             raise NoSuchSnapshotError(f"the table has no snapshot at or before timestamp {timestamp_millis}")
-        check_visible(store, snap, f"time travel to timestamp {timestamp_millis}")
-        return snap
+        check_visible(store, found, f"time travel to timestamp {timestamp_millis}")
+        return found
     return None

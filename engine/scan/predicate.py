@@ -49,10 +49,14 @@ class Predicate:
         raise NotImplementedError
 
     def __and__(self, other: Predicate) -> Predicate:
-        return and_(self, other)
+        combined = and_(self, other)
+        assert combined is not None  # and_ answers None only when it is given no predicate
+        return combined
 
     def __or__(self, other: Predicate) -> Predicate:
-        return or_(self, other)
+        combined = or_(self, other)
+        assert combined is not None
+        return combined
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,7 +321,9 @@ def conjuncts(predicate: Predicate | None) -> list[Predicate]:
     return list(predicate.children) if isinstance(predicate, And) else [predicate]
 
 
-def split_by_columns(predicate: Predicate | None, columns: Sequence[str]) -> tuple[Predicate | None, Predicate | None]:
+def split_by_columns(
+    predicate: Predicate | None, columns: Sequence[str]
+) -> tuple[Predicate | None, Predicate | None]:
     """Split conjuncts into (those only on ``columns``, the rest)."""
     wanted = set(columns)
     inside = [c for c in conjuncts(predicate) if c.columns() and c.columns() <= wanted]
@@ -331,7 +337,9 @@ def equality_values(predicate: Predicate | None, columns: Sequence[str]) -> list
     for c in conjuncts(predicate):
         if isinstance(c, Leaf) and c.column in columns and c.op in ("eq", "in"):
             values = tuple(v for v in c.literals if v is not None)
-            pinned[c.column] = values if c.column not in pinned else tuple(v for v in pinned[c.column] if v in values)
+            if c.column in pinned:
+                values = tuple(v for v in pinned[c.column] if v in values)
+            pinned[c.column] = values
     if any(col not in pinned for col in columns):
         return None
     combos: list[tuple[Any, ...]] = [()]
