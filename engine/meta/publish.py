@@ -1,6 +1,7 @@
-"""Publishing a branch's next snapshot: the one primitive every snapshot publisher goes through.
+"""Publishing versioned metadata: a branch's next snapshot, and reference files (tags, consumers,
+the retention mark, the EARLIEST hints).
 
-One job: turn a prepared snapshot into the branch's next version, or leave the branch as it was.
+One job: turn prepared metadata into the table's next version, or leave the table as it was.
 Used by the commit pipeline (writes, compaction, overwrite: ``engine.commit``) and by the
 operations that republish older content (rollback, fast-forward, replace_main:
 ``engine.ops.republish``); nothing else creates ``snapshot-<id>`` files.
@@ -31,6 +32,10 @@ snapshot's uuid: ours → published; absent → not published; unreadable →
 :class:`~engine.errors.CommitStateUnknownError`, and then nothing is undone (the snapshot may
 reference the attempt's files). The LATEST hint is written after a verified publish (best
 effort: readers verify hints).
+
+References follow the same protocol in :func:`publish_ref`: create-if-absent (or an atomic
+replace of a reference that may move, such as a replaced tag), verify what it names still holds
+(e.g. the tagged snapshot still exists), and undo only this attempt's own write.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ from engine.io import FileIO
 from engine.meta.snapshot import Snapshot
 from engine.meta.snapshot_store import SnapshotStore
 
-__all__ = ["Attempt", "next_time_millis", "publish_snapshot"]
+__all__ = ["Attempt", "next_time_millis", "publish_ref", "publish_snapshot"]
 
 
 class Attempt:
@@ -159,3 +164,59 @@ def _verify_branch(snapshots: SnapshotStore, snapshot: Snapshot) -> None:
         f"branch '{paths.branch}' of {paths.root} was deleted (or renamed) while this commit ran; nothing "
         "was committed — reopen the table on an existing branch and write again"
     )
+
+
+def publish_ref(
+    io: FileIO, path: str, data: bytes, *, replace: bool = False, verify: Callable[[], None] | None = None
+) -> bool:
+    """Write one reference file: create-if-absent (or replace) → verify → undo only our own write.
+
+    Args:
+        io: The table's FileIO.
+        path: The reference file.
+        data: Its new content.
+        replace: Overwrite an existing file atomically (the previous content is kept for the
+            undo) instead of creating it only if absent.
+        verify: Called after the write; raising means the reference must not stay. The file is
+            then put back as it was — deleted if this call created it, the previous content if it
+            replaced one — but only while it still holds ``data`` (a later writer's content is
+            never undone), and the error propagates.
+
+    Returns:
+        False if ``replace`` is off and the file existed already (nothing was written), else True.
+    """
+    previous: bytes | None = None
+    if replace:
+        try:
+            previous = io.read_bytes(path)
+        except FileNotFoundError:
+            previous = None
+        io.write_bytes(path, data)
+    elif not io.try_create(path, data):
+        return False
+    if verify is not None:
+        try:
+            verify()
+        except BaseException:
+            _undo(io, path, data, previous)
+            raise
+    return True
+
+
+def _undo(io: FileIO, path: str, ours: bytes, previous: bytes | None) -> None:
+    """Put ``path`` back as it was before this attempt, if it still holds what the attempt wrote.
+
+    Object stores and local disks have no conditional delete: a writer that replaces the file
+    between the read and the delete below loses its write. Only a replace of the very reference
+    being undone can fall into that window (the creator still holds the call).
+    """
+    try:
+        current = io.read_bytes(path)
+    except FileNotFoundError:
+        return
+    if current != ours:
+        return  # someone wrote after us: theirs now, not ours to undo
+    if previous is None:
+        io.delete(path)
+    else:
+        io.write_bytes(path, previous)

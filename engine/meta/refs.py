@@ -1,13 +1,13 @@
 """Named references of one branch: tags (``tag/tag-<name>``) and consumers (``consumer/consumer-<id>``),
-and :func:`publish_ref`, the one way a reference file is written.
+written through :func:`engine.meta.publish.publish_ref`.
 
 A tag file is the tagged snapshot's JSON (plus optional creation time and retention), so a
 tag keeps its snapshot readable after the snapshot file itself expired. A consumer file records
 the next snapshot a streaming reader will read, so expiration keeps what it still needs.
 
 Publishing a reference (tags, consumers, the retention mark, the EARLIEST hint) is one protocol,
-:func:`publish_ref`: create-if-absent (or an atomic replace), then verify what the reference
-names still holds (e.g. the tagged snapshot still exists), and on failure undo only what this
+:func:`engine.meta.publish.publish_ref`: create-if-absent (or an atomic replace), then verify what
+the reference names still holds (e.g. the tagged snapshot still exists), and on failure undo only what this
 attempt wrote. Together with expiration re-reading every reference *after* it deleted snapshot
 files and *before* it deletes data files, this makes creation and expiration see each other
 (write-then-read on both sides): either the creator's check sees the snapshot gone and removes
@@ -22,6 +22,7 @@ from engine.errors import CorruptMetadataError, NoSuchTagError, SnapshotExpiredC
 from engine.identifier import validate_name
 from engine.io import FileIO
 from engine.meta.paths import TablePaths
+from engine.meta.publish import publish_ref
 from engine.meta.snapshot import Consumer, Tag
 
 # A branch made from a tag or snapshot pins its base with this tag on the branch it came from:
@@ -36,62 +37,6 @@ def base_tag_name(branch: str) -> str:
 
 def validate_ref_name(kind: str, name: str, *, new: bool = False) -> None:
     validate_name(kind, name, new=new)
-
-
-def publish_ref(
-    io: FileIO, path: str, data: bytes, *, replace: bool = False, verify: Callable[[], None] | None = None
-) -> bool:
-    """Write one reference file: create-if-absent (or replace) → verify → undo only our own write.
-
-    Args:
-        io: The table's FileIO.
-        path: The reference file.
-        data: Its new content.
-        replace: Overwrite an existing file atomically (the previous content is kept for the
-            undo) instead of creating it only if absent.
-        verify: Called after the write; raising means the reference must not stay. The file is
-            then put back as it was — deleted if this call created it, the previous content if it
-            replaced one — but only while it still holds ``data`` (a later writer's content is
-            never undone), and the error propagates.
-
-    Returns:
-        False if ``replace`` is off and the file existed already (nothing was written), else True.
-    """
-    previous: bytes | None = None
-    if replace:
-        try:
-            previous = io.read_bytes(path)
-        except FileNotFoundError:
-            previous = None
-        io.write_bytes(path, data)
-    elif not io.try_create(path, data):
-        return False
-    if verify is not None:
-        try:
-            verify()
-        except BaseException:
-            _undo(io, path, data, previous)
-            raise
-    return True
-
-
-def _undo(io: FileIO, path: str, ours: bytes, previous: bytes | None) -> None:
-    """Put ``path`` back as it was before this attempt, if it still holds what the attempt wrote.
-
-    Object stores and local disks have no conditional delete: a writer that replaces the file
-    between the read and the delete below loses its write. Only a replace of the very reference
-    being undone can fall into that window (the creator still holds the call).
-    """
-    try:
-        current = io.read_bytes(path)
-    except FileNotFoundError:
-        return
-    if current != ours:
-        return  # someone wrote after us: theirs now, not ours to undo
-    if previous is None:
-        io.delete(path)
-    else:
-        io.write_bytes(path, previous)
 
 
 def snapshot_still_exists(io: FileIO, paths: TablePaths, snapshot_id: int, what: str) -> Callable[[], None]:

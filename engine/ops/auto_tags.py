@@ -52,7 +52,8 @@ from zoneinfo import ZoneInfo
 
 from engine.errors import InvalidArgumentError, NoSuchSnapshotError, SnapshotExpiredConcurrentlyError
 from engine.identifier import validate_name
-from engine.meta.refs import publish_ref, snapshot_still_exists
+from engine.meta.publish import publish_ref
+from engine.meta.refs import snapshot_still_exists
 from engine.meta.snapshot import Snapshot, Tag
 from engine.ops.retention_mark import store_mark
 from engine.ops.tags import TagOps

@@ -77,6 +77,7 @@ from engine.errors import (
 from engine.identifier import MAIN_BRANCH, validate_name
 from engine.meta.manifest import ManifestEntry
 from engine.meta.paths import TablePaths, join
+from engine.meta.publish import publish_ref
 from engine.meta.refs import BASE_TAG_PREFIX, TagStore, base_tag_name
 from engine.meta.schema_store import SchemaStore
 from engine.meta.snapshot import Snapshot, Tag
@@ -218,7 +219,7 @@ class BranchOps:
         """
         tag = base_tag_name(name)
         path = self.store.paths.tag_file(tag)
-        if self.io.try_create(path, Tag(snapshot).to_json().encode()):
+        if publish_ref(self.io, path, Tag(snapshot).to_json().encode()):
             return True
         if TagStore(self.io, self.store.paths).get(tag).snapshot.id != snapshot.id:
             raise TagAlreadyExistsError(
@@ -248,7 +249,7 @@ class BranchOps:
         moved_tags: list[TablePaths] = []
         for holder in self._base_tags(old):
             data = self.io.read_bytes(holder.tag_file(base_tag_name(old)))
-            if not self.io.try_create(holder.tag_file(base_tag_name(new)), data):
+            if not publish_ref(self.io, holder.tag_file(base_tag_name(new)), data):
                 for done in moved_tags:
                     self.io.delete(done.tag_file(base_tag_name(new)))
                 raise TagAlreadyExistsError(

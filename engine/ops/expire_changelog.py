@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from engine.errors import DyntableError
 from engine.io import FileIO
 from engine.meta.paths import join, parse_versioned_id
-from engine.meta.refs import publish_ref
+from engine.meta.publish import publish_ref
 from engine.meta.snapshot import Snapshot
 from engine.ops.reachability import (
     Anchor,
@@ -75,7 +75,7 @@ def write_changelogs(store: FileStore, snapshots: Sequence[Snapshot]) -> None:
     """Publish ``changelog-<id>`` for each snapshot about to expire (an existing one is kept)."""
     io, directory = store.io, changelog_dir(store)
     for snap in snapshots:
-        io.try_create(join(directory, f"changelog-{snap.id}"), snap.to_json().encode())
+        publish_ref(io, join(directory, f"changelog-{snap.id}"), snap.to_json().encode())
     if snapshots:
         _hint(io, join(directory, "LATEST"), max(s.id for s in snapshots))
         ids = changelog_ids(store)

@@ -35,7 +35,7 @@ snapshot they name, ``reachability.anchor_identity``) to the keep set; (6) delet
 candidates in parallel (``delete-file.thread-num``), data first and metadata last; (7) remove
 partition and bucket directories left empty.
 
-Fences with reference writers (``engine.meta.refs.publish_ref``): a tag or consumer is written
+Fences with reference writers (``engine.meta.publish.publish_ref``): a tag or consumer is written
 first and then checks that its snapshot file still exists; this run deletes snapshot files (3)
 before it re-reads references (4, 5) and deletes data files (6). So either the writer's check
 fails (and it removes its own reference) or this run sees the reference and keeps its files.
@@ -63,7 +63,7 @@ from dataclasses import dataclass
 from engine.errors import DyntableError, InvalidArgumentError
 from engine.identifier import MAIN_BRANCH
 from engine.io import FileIO
-from engine.meta.refs import publish_ref
+from engine.meta.publish import publish_ref
 from engine.meta.snapshot import Snapshot
 from engine.ops.reachability import (
     Anchor,
@@ -490,7 +490,7 @@ def expire_snapshots(
     # (4) Read the references again, now that the snapshots are gone: a consumer recorded
     # meanwhile gets the snapshots it needs back (this run deleted them; their files are all still
     # here), and an anchor created or re-pointed meanwhile (a tag, a branch, a commit) keeps its
-    # files. Creators check their snapshot after publishing (engine.meta.refs.publish_ref), so one
+    # files. Creators check their snapshot after publishing (engine.meta.publish.publish_ref), so one
     # of the two sides always sees the other.
     restored = _restore_for_consumers(store, going, now)
     expired = sorted(int(a.name) for a in going if int(a.name) not in restored)
@@ -570,7 +570,8 @@ def _restore_for_consumers(store: FileStore, going: Sequence[Anchor], now: int) 
     for a in sorted(going, key=lambda a: -a.snapshot.id):
         if a.snapshot.id < needed:
             break
-        store.io.try_create(store.paths.snapshot_file(a.snapshot.id), a.snapshot.to_json().encode())
+        # Put back as it was (create-if-absent): the snapshot keeps its id, time and content.
+        publish_ref(store.io, store.paths.snapshot_file(a.snapshot.id), a.snapshot.to_json().encode())
         restored.add(a.snapshot.id)
     if restored:
         _logger.info("snapshots %s of %s kept: a consumer started reading them while they expired",

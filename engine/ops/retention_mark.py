@@ -50,7 +50,7 @@ from engine.errors import BehindRetentionMarkError, CorruptMetadataError, Invali
 from engine.identifier import MAIN_BRANCH
 from engine.io import FileIO
 from engine.meta.paths import join, parse_versioned_id
-from engine.meta.refs import publish_ref
+from engine.meta.publish import publish_ref
 from engine.meta.snapshot import Snapshot
 from engine.options import RETENTION_TIME, TABLE_RETENTION_TIME
 from engine.store import FileStore

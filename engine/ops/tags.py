@@ -10,7 +10,7 @@ Rules (Paimon's, made safe):
   older than Paimon 0.8 can still read it. Creating publishes with create-if-absent (two creators
   of one name: one wins, the other gets TagAlreadyExistsError); replacing overwrites atomically;
   renaming is a no-replace move. Creating and replacing go through
-  :func:`engine.meta.refs.publish_ref`: after the tag file is written, its snapshot must still
+  :func:`engine.meta.publish.publish_ref`: after the tag file is written, its snapshot must still
   exist (its snapshot file, or another tag holding it), else the tag file is put back as it was
   and SnapshotExpiredConcurrentlyError is raised. Expiration and tag deletion re-read every
   anchor after removing theirs and before deleting files, so a tag never dangles.
@@ -51,7 +51,8 @@ from engine.errors import (
 )
 from engine.identifier import MAIN_BRANCH, validate_name
 from engine.meta.paths import TablePaths
-from engine.meta.refs import BASE_TAG_PREFIX, TagStore, publish_ref
+from engine.meta.publish import publish_ref
+from engine.meta.refs import BASE_TAG_PREFIX, TagStore
 from engine.meta.snapshot import Snapshot, Tag
 from engine.ops.reachability import (
     Anchor,
@@ -146,7 +147,7 @@ class TagOps:
 
     def _publish(self, name: str, tag: Tag, *, replace: bool = False) -> None:
         """Create (or replace) the tag file, then check its snapshot is still there (see
-        :func:`engine.meta.refs.publish_ref`); if an expiration took it meanwhile, the tag file is
+        :func:`engine.meta.publish.publish_ref`); if an expiration took it meanwhile, the tag file is
         put back as it was and :class:`SnapshotExpiredConcurrentlyError` is raised."""
         io, paths = self.store.io, self.store.paths
         if not publish_ref(io, paths.tag_file(name), tag.to_json().encode(), replace=replace,
