@@ -22,7 +22,8 @@ are public because a distributed engine needs each step on its own.
 """
 
 from engine.catalog import FileSystemCatalog, open_catalog
-from engine.commit import CommitMessage, CommitResult, FileStoreCommit, OverwriteSpec, delete_uncommitted
+from engine.commit import FileStoreCommit
+from engine.commit_messages import CommitMessage, CommitResult, OverwriteSpec, delete_uncommitted
 from engine.count_layout import is_count_layout
 from engine.errors import (
     AlreadyExistsError,

@@ -40,11 +40,7 @@ A commit that carries both new files and compaction results publishes APPEND the
 the same identifier, as Paimon does; if only the COMPACT part fails, the APPEND stands, the
 compaction's own files are deleted and the failure is logged (the write succeeded).
 
-Why sequence numbers are re-based at commit time: a primary-key writer numbers its rows after
-the bucket's newest sequence number when it starts. Two writers that start before either
-commits pick the same numbers, and then the merge cannot tell which came last. The commit
-knows the snapshot it lands on, so it moves its files' numbers above everything committed
-there: the last committed write of a key wins. The files are rewritten only in that race.
+Sequence numbers of primary-key appends are re-based at commit time (``engine.commit_rebase``).
 """
 
 from __future__ import annotations
@@ -54,9 +50,16 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
+from engine.commit_messages import (
+    CommitMessage,
+    CommitResult,
+    OverwriteSpec,
+    compaction_outputs,
+    delete_data_files,
+    delete_uncommitted,
+)
+from engine.commit_rebase import SequenceRebase
 from engine.errors import (
     CommitConflictError,
     CommitStateUnknownError,
@@ -66,7 +69,7 @@ from engine.errors import (
     StorageError,
 )
 from engine.meta.binary_row import deserialize_row
-from engine.meta.index_files import IndexFileMeta, IndexManifestEntry, IndexStore, next_index_manifest
+from engine.meta.index_files import IndexManifestEntry, IndexStore, next_index_manifest
 from engine.meta.manifest import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta, live_files
 from engine.meta.publish import next_time_millis, publish_snapshot
 from engine.meta.snapshot import CommitKind, Snapshot, new_snapshot_uuid
@@ -76,98 +79,6 @@ WRITER_VERSION = "dyntable-0.1"
 CHANGE_TRACKING_PROPERTY = "dyntable.change-tracking"
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class CommitMessage:
-    """What one writer task produced for one (partition, bucket); picklable.
-
-    ``sequence_base``: the snapshot whose bucket state the new files' sequence numbers continue
-    (None when unknown); the commit re-bases them if other writers committed since.
-    ``new_index_files``: dynamic-bucket tables: the bucket's complete new HASH index file.
-    """
-
-    partition: bytes
-    bucket: int
-    total_buckets: int
-    new_files: tuple[DataFileMeta, ...] = ()
-    changelog_files: tuple[DataFileMeta, ...] = ()
-    compact_before: tuple[DataFileMeta, ...] = ()
-    compact_after: tuple[DataFileMeta, ...] = ()
-    compact_changelog: tuple[DataFileMeta, ...] = ()
-    sequence_base: int | None = None
-    new_index_files: tuple[IndexFileMeta, ...] = ()
-
-    @property
-    def is_empty(self) -> bool:
-        return not (
-            self.new_files
-            or self.changelog_files
-            or self.compact_before
-            or self.compact_after
-            or self.compact_changelog
-            or self.new_index_files
-        )
-
-
-def _delete_data_files(
-    store: FileStore, partition: bytes, bucket: int, files: Sequence[DataFileMeta]
-) -> None:
-    if not files:
-        return
-    part_dir = store.partition_dir(deserialize_row(partition, store.partition_types))
-    for f in files:
-        store.io.delete(store.paths.data_file(part_dir, bucket, f.file_name))
-
-
-def _compaction_outputs(m: CommitMessage) -> list[DataFileMeta]:
-    """Files a compaction wrote: its changelog and its outputs, except upgrades (moved, not written)."""
-    upgraded = {f.file_name for f in m.compact_before}
-    return [*m.compact_changelog, *(f for f in m.compact_after if f.file_name not in upgraded)]
-
-
-def delete_uncommitted(store: FileStore, messages: Sequence[CommitMessage]) -> None:
-    """Delete the files that uncommitted messages wrote (nothing refers to them).
-
-    A compaction "upgrade" moves an existing file to another level without rewriting it; such a
-    file is live and is kept.
-    """
-    for m in messages:
-        _delete_data_files(
-            store, m.partition, m.bucket, [*m.new_files, *m.changelog_files, *_compaction_outputs(m)]
-        )
-        if m.new_index_files:
-            index = IndexStore(store.io, store.paths)
-            for f in m.new_index_files:
-                index.delete_file(f)
-
-
-@dataclass(frozen=True, slots=True)
-class OverwriteSpec:
-    """Which live files an overwrite replaces.
-
-    ``static``: partition column → value; every partition matching all of them is replaced
-    (empty mapping = the whole table). ``dynamic``: only partitions that receive new rows are
-    replaced (Spark's dynamic partition overwrite). ``partitions``: each of the listed full
-    partition specs is replaced, even if it receives no rows (DELETE/UPDATE/MERGE rewrites).
-    """
-
-    static: Mapping[str, object] = field(default_factory=dict)
-    dynamic: bool = False
-    # exactly these partitions (row-level rewrites)
-    partitions: tuple[Mapping[str, object], ...] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class CommitResult:
-    snapshot_ids: tuple[int, ...]
-
-    @property
-    def last_snapshot_id(self) -> int | None:
-        return self.snapshot_ids[-1] if self.snapshot_ids else None
-
-    def __add__(self, other: CommitResult) -> CommitResult:
-        return CommitResult(self.snapshot_ids + other.snapshot_ids)
 
 
 def _index_adds(messages: Sequence[CommitMessage]) -> list[IndexManifestEntry]:
@@ -187,98 +98,6 @@ def _entries(
     return [
         ManifestEntry(kind, m.partition, m.bucket, m.total_buckets, f) for m in messages for f in pick(m)
     ]
-
-
-class _SequenceRebase:
-    """Re-bases a primary-key append's new files above the sequence numbers live in ``latest``.
-
-    Rewritten files are kept per (file, shift) so a retry landing on the same state reuses them;
-    :meth:`finish` deletes whichever versions the published snapshot does not reference.
-    """
-
-    def __init__(self, store: FileStore, messages: Sequence[CommitMessage]) -> None:
-        self.store = store
-        self.messages = [m for m in messages if m.new_files]
-        self._rewritten: dict[tuple[str, int], DataFileMeta] = {}
-
-    def entries_for(self, latest: Snapshot | None) -> list[ManifestEntry]:
-        shifts = self._shifts(latest)
-        entries = []
-        for m in self.messages:
-            shift = shifts.get((m.partition, m.bucket), 0)
-            for f in m.new_files:
-                entries.append(
-                    ManifestEntry(
-                        FileKind.ADD, m.partition, m.bucket, m.total_buckets, self._shifted(m, f, shift)
-                    )
-                )
-        return entries
-
-    def _shifts(self, latest: Snapshot | None) -> dict[tuple[bytes, int], int]:
-        """Per (partition, bucket): how far to move our numbers so they follow every racing write.
-
-        Only a racing file whose key range overlaps ours forces a move (disjoint keys never merge
-        with each other, so their numbers may interleave): writers on one bucket with separate
-        keys do not rewrite each other's files.
-        """
-        if latest is None or all(m.sequence_base == latest.id for m in self.messages):
-            return {}  # nobody committed since the writers started: their numbers are already the newest
-        from engine.lsm.key_order import key_range_decoder
-
-        key_range = key_range_decoder(
-            [self.store.schema.field(k).type for k in self.store.schema.trimmed_primary_keys]
-        )
-        ours: dict[tuple[bytes, int], tuple[int, list[tuple[tuple[Any, ...], tuple[Any, ...]]]]] = {}
-        for m in self.messages:
-            low, ranges = ours.get((m.partition, m.bucket), (m.new_files[0].min_sequence_number, []))
-            low = min(low, *(f.min_sequence_number for f in m.new_files))
-            ours[(m.partition, m.bucket)] = (low, ranges + [key_range(f) for f in m.new_files])
-        partitions = {p for p, _ in ours}
-        newest: dict[tuple[bytes, int], int] = {}
-        for e in self.store.live_entries(latest, lambda p: p in partitions):
-            key = (e.partition, e.bucket)
-            if key not in ours or e.file.max_sequence_number < ours[key][0]:
-                continue
-            lo, hi = key_range(e.file)
-            if any(lo <= our_hi and our_lo <= hi for our_lo, our_hi in ours[key][1]):
-                newest[key] = max(newest.get(key, -1), e.file.max_sequence_number)
-        return {key: newest[key] + 1 - low for key, (low, _) in ours.items() if newest.get(key, -1) >= low}
-
-    def _shifted(self, m: CommitMessage, f: DataFileMeta, shift: int) -> DataFileMeta:
-        if shift == 0:
-            return f
-        key = (f.file_name, shift)
-        if key not in self._rewritten:
-            from engine.write.sequence_rebase import rewrite_with_sequence_shift
-
-            self._rewritten[key] = rewrite_with_sequence_shift(self.store, m.partition, m.bucket, f, shift)
-        return self._rewritten[key]
-
-    def finish(self, published: Sequence[ManifestEntry] | None, *, failed: bool = False) -> None:
-        """Delete the file versions nobody references once the commit's outcome is known.
-
-        ``failed``: nothing was published, every rewrite goes. ``published``: the delta that
-        became the snapshot; the versions it does not name go. Neither (an earlier attempt's
-        publish was found): the delta is unknown, so nothing is deleted.
-        """
-        if not self._rewritten:
-            return
-        if failed:
-            stale = [(original, meta) for (original, _), meta in self._rewritten.items()]
-        elif published is None:
-            return
-        else:
-            used = {e.file.file_name for e in published}
-            stale = [
-                (original, meta)
-                for (original, _), meta in self._rewritten.items()
-                if meta.file_name not in used
-            ]
-            stale += [(f.file_name, f) for m in self.messages for f in m.new_files if f.file_name not in used]
-        where = {f.file_name: (m.partition, m.bucket) for m in self.messages for f in m.new_files}
-        for original, meta in stale:
-            partition, bucket = where[original]
-            _delete_data_files(self.store, partition, bucket, [meta])
 
 
 class FileStoreCommit:
@@ -322,7 +141,7 @@ class FileStoreCommit:
             props = dict(properties or {})
             if not change_tracking:
                 props[CHANGE_TRACKING_PROPERTY] = "false"
-            rebase = _SequenceRebase(self.store, messages) if self.store.has_primary_key else None
+            rebase = SequenceRebase(self.store, messages) if self.store.has_primary_key else None
             plain_adds = _entries(FileKind.ADD, messages, lambda m: m.new_files)
             entries_for = rebase.entries_for if rebase is not None else (lambda _latest: plain_adds)
             try:
@@ -363,7 +182,7 @@ class FileStoreCommit:
                 raise
             except Exception as e:
                 for m in messages:
-                    _delete_data_files(self.store, m.partition, m.bucket, _compaction_outputs(m))
+                    delete_data_files(self.store, m.partition, m.bucket, compaction_outputs(m))
                 if not ids:
                     raise
                 # The write itself is committed: its outcome is the APPEND's. Compaction runs again later.
@@ -472,7 +291,7 @@ class FileStoreCommit:
             raise
         except BaseException:
             for m in messages:
-                _delete_data_files(self.store, m.partition, m.bucket, m.new_files)
+                delete_data_files(self.store, m.partition, m.bucket, m.new_files)
             raise
         return CommitResult((sid,))
 

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from engine.commit import CommitMessage, CommitResult
+from engine.commit_messages import CommitMessage, CommitResult
 from engine.errors import CommitConflictError
 from engine.scan.planner import DataSplit
 from engine.store import FileStore

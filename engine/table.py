@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
 
-from engine.commit import CommitMessage, CommitResult, FileStoreCommit, OverwriteSpec
+from engine.commit import FileStoreCommit
+from engine.commit_messages import CommitMessage, CommitResult, OverwriteSpec
 from engine.count_layout import is_count_layout, logical_schema
 from engine.errors import InvalidArgumentError
 from engine.identifier import Identifier

@@ -16,7 +16,8 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from engine.commit import CommitMessage, FileStoreCommit
+from engine.commit import FileStoreCommit
+from engine.commit_messages import CommitMessage
 from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import ManifestEntry
 from engine.ops.maintenance_log import recorded_run

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from engine.commit import CommitMessage
+from engine.commit_messages import CommitMessage
 from engine.lsm.deletion_vectors import refuse_deletion_vectors
 from engine.meta.manifest import FileSource
 from engine.read.file_reader import read_data_file

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import pyarrow as pa
 
-from engine.commit import CommitMessage
+from engine.commit_messages import CommitMessage
 from engine.meta.binary_row import serialize_row
 from engine.meta.bucket import bucket_ids
 from engine.meta.manifest import DataFileMeta

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.commit import CommitMessage, delete_uncommitted
+from engine.commit_messages import CommitMessage, delete_uncommitted
 from engine.errors import InvalidArgumentError
 from engine.lsm.changelog import rowkind_to_kinds
 from engine.lsm.compact_strategy import should_stall_writes

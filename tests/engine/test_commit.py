@@ -59,7 +59,7 @@ def test_overwrite_refuses_to_erase_a_concurrent_append(catalog):
         return original(snapshot)
 
     committer.store.snapshots.try_publish = racing_publish
-    from engine.commit import OverwriteSpec
+    from engine.commit_messages import OverwriteSpec
 
     with pytest.raises(CommitConflictError):
         committer.overwrite(messages, OverwriteSpec(static={"p": "a"}))
@@ -72,7 +72,7 @@ def test_compaction_conflict_when_file_already_removed(catalog):
     t.write_arrow(pa.table({"id": [2], "p": ["a"]}, schema=SCHEMA))
     t.truncate()
     split_files = t.plan(snapshot_id=2).splits[0].files
-    from engine.commit import CommitMessage
+    from engine.commit_messages import CommitMessage
 
     msg = CommitMessage(
         t.plan(snapshot_id=2).splits[0].partition, 0, -1, compact_before=split_files, compact_after=()

@@ -13,7 +13,8 @@ import pyarrow as pa
 import pytest
 
 from engine import CommitConflictError, CommitKind
-from engine.commit import CommitMessage, FileStoreCommit, OverwriteSpec
+from engine.commit import FileStoreCommit
+from engine.commit_messages import CommitMessage, OverwriteSpec
 from engine.errors import StorageError
 from engine.meta.manifest import FileKind, ManifestEntry
 from engine.table import Table

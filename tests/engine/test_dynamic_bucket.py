@@ -166,7 +166,7 @@ def test_writer_abort_deletes_index_files(catalog):
     w.write(pa.table({"id": [1], "v": [1], "dt": ["a"]}, schema=SCHEMA))
     messages = w.prepare_commit()
     assert any(m.new_index_files for m in messages)
-    from engine.commit import delete_uncommitted
+    from engine.commit_messages import delete_uncommitted
 
     delete_uncommitted(t.store, messages)
     io = t.store.io

@@ -1,0 +1,113 @@
+"""What writers hand the commit and what it answers: commit messages, the overwrite intent, the
+commit result, and deleting the files of messages that were never committed.
+
+Writers, compaction and the Spark tasks build :class:`CommitMessage` values (picklable) without
+depending on the commit pipeline itself (``engine.commit``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from engine.meta.binary_row import deserialize_row
+from engine.meta.index_files import IndexFileMeta, IndexStore
+from engine.meta.manifest import DataFileMeta
+from engine.store import FileStore
+
+__all__ = [
+    "CommitMessage", "CommitResult", "OverwriteSpec", "compaction_outputs", "delete_data_files",
+    "delete_uncommitted",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class CommitMessage:
+    """What one writer task produced for one (partition, bucket); picklable.
+
+    ``sequence_base``: the snapshot whose bucket state the new files' sequence numbers continue
+    (None when unknown); the commit re-bases them if other writers committed since.
+    ``new_index_files``: dynamic-bucket tables: the bucket's complete new HASH index file.
+    """
+
+    partition: bytes
+    bucket: int
+    total_buckets: int
+    new_files: tuple[DataFileMeta, ...] = ()
+    changelog_files: tuple[DataFileMeta, ...] = ()
+    compact_before: tuple[DataFileMeta, ...] = ()
+    compact_after: tuple[DataFileMeta, ...] = ()
+    compact_changelog: tuple[DataFileMeta, ...] = ()
+    sequence_base: int | None = None
+    new_index_files: tuple[IndexFileMeta, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return not (
+            self.new_files
+            or self.changelog_files
+            or self.compact_before
+            or self.compact_after
+            or self.compact_changelog
+            or self.new_index_files
+        )
+
+
+def delete_data_files(
+    store: FileStore, partition: bytes, bucket: int, files: Sequence[DataFileMeta]
+) -> None:
+    if not files:
+        return
+    part_dir = store.partition_dir(deserialize_row(partition, store.partition_types))
+    for f in files:
+        store.io.delete(store.paths.data_file(part_dir, bucket, f.file_name))
+
+
+def compaction_outputs(m: CommitMessage) -> list[DataFileMeta]:
+    """Files a compaction wrote: its changelog and its outputs, except upgrades (moved, not written)."""
+    upgraded = {f.file_name for f in m.compact_before}
+    return [*m.compact_changelog, *(f for f in m.compact_after if f.file_name not in upgraded)]
+
+
+def delete_uncommitted(store: FileStore, messages: Sequence[CommitMessage]) -> None:
+    """Delete the files that uncommitted messages wrote (nothing refers to them).
+
+    A compaction "upgrade" moves an existing file to another level without rewriting it; such a
+    file is live and is kept.
+    """
+    for m in messages:
+        delete_data_files(
+            store, m.partition, m.bucket, [*m.new_files, *m.changelog_files, *compaction_outputs(m)]
+        )
+        if m.new_index_files:
+            index = IndexStore(store.io, store.paths)
+            for f in m.new_index_files:
+                index.delete_file(f)
+
+
+@dataclass(frozen=True, slots=True)
+class OverwriteSpec:
+    """Which live files an overwrite replaces.
+
+    ``static``: partition column → value; every partition matching all of them is replaced
+    (empty mapping = the whole table). ``dynamic``: only partitions that receive new rows are
+    replaced (Spark's dynamic partition overwrite). ``partitions``: each of the listed full
+    partition specs is replaced, even if it receives no rows (DELETE/UPDATE/MERGE rewrites).
+    """
+
+    static: Mapping[str, object] = field(default_factory=dict)
+    dynamic: bool = False
+    # exactly these partitions (row-level rewrites)
+    partitions: tuple[Mapping[str, object], ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CommitResult:
+    snapshot_ids: tuple[int, ...]
+
+    @property
+    def last_snapshot_id(self) -> int | None:
+        return self.snapshot_ids[-1] if self.snapshot_ids else None
+
+    def __add__(self, other: CommitResult) -> CommitResult:
+        return CommitResult(self.snapshot_ids + other.snapshot_ids)

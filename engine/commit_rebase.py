@@ -1,0 +1,112 @@
+"""Re-basing a primary-key append's sequence numbers at commit time.
+
+Why sequence numbers are re-based at commit time: a primary-key writer numbers its rows after
+the bucket's newest sequence number when it starts. Two writers that start before either
+commits pick the same numbers, and then the merge cannot tell which came last. The commit
+knows the snapshot it lands on, so it moves its files' numbers above everything committed
+there: the last committed write of a key wins. The files are rewritten only in that race.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from engine.commit_messages import CommitMessage, delete_data_files
+from engine.meta.manifest import DataFileMeta, FileKind, ManifestEntry
+from engine.meta.snapshot import Snapshot
+from engine.store import FileStore
+
+__all__ = ["SequenceRebase"]
+
+
+class SequenceRebase:
+    """Re-bases a primary-key append's new files above the sequence numbers live in ``latest``.
+
+    Rewritten files are kept per (file, shift) so a retry landing on the same state reuses them;
+    :meth:`finish` deletes whichever versions the published snapshot does not reference.
+    """
+
+    def __init__(self, store: FileStore, messages: Sequence[CommitMessage]) -> None:
+        self.store = store
+        self.messages = [m for m in messages if m.new_files]
+        self._rewritten: dict[tuple[str, int], DataFileMeta] = {}
+
+    def entries_for(self, latest: Snapshot | None) -> list[ManifestEntry]:
+        shifts = self._shifts(latest)
+        entries = []
+        for m in self.messages:
+            shift = shifts.get((m.partition, m.bucket), 0)
+            for f in m.new_files:
+                entries.append(
+                    ManifestEntry(
+                        FileKind.ADD, m.partition, m.bucket, m.total_buckets, self._shifted(m, f, shift)
+                    )
+                )
+        return entries
+
+    def _shifts(self, latest: Snapshot | None) -> dict[tuple[bytes, int], int]:
+        """Per (partition, bucket): how far to move our numbers so they follow every racing write.
+
+        Only a racing file whose key range overlaps ours forces a move (disjoint keys never merge
+        with each other, so their numbers may interleave): writers on one bucket with separate
+        keys do not rewrite each other's files.
+        """
+        if latest is None or all(m.sequence_base == latest.id for m in self.messages):
+            return {}  # nobody committed since the writers started: their numbers are already the newest
+        from engine.lsm.key_order import key_range_decoder
+
+        key_range = key_range_decoder(
+            [self.store.schema.field(k).type for k in self.store.schema.trimmed_primary_keys]
+        )
+        ours: dict[tuple[bytes, int], tuple[int, list[tuple[tuple[Any, ...], tuple[Any, ...]]]]] = {}
+        for m in self.messages:
+            low, ranges = ours.get((m.partition, m.bucket), (m.new_files[0].min_sequence_number, []))
+            low = min(low, *(f.min_sequence_number for f in m.new_files))
+            ours[(m.partition, m.bucket)] = (low, ranges + [key_range(f) for f in m.new_files])
+        partitions = {p for p, _ in ours}
+        newest: dict[tuple[bytes, int], int] = {}
+        for e in self.store.live_entries(latest, lambda p: p in partitions):
+            key = (e.partition, e.bucket)
+            if key not in ours or e.file.max_sequence_number < ours[key][0]:
+                continue
+            lo, hi = key_range(e.file)
+            if any(lo <= our_hi and our_lo <= hi for our_lo, our_hi in ours[key][1]):
+                newest[key] = max(newest.get(key, -1), e.file.max_sequence_number)
+        return {key: newest[key] + 1 - low for key, (low, _) in ours.items() if newest.get(key, -1) >= low}
+
+    def _shifted(self, m: CommitMessage, f: DataFileMeta, shift: int) -> DataFileMeta:
+        if shift == 0:
+            return f
+        key = (f.file_name, shift)
+        if key not in self._rewritten:
+            from engine.write.sequence_rebase import rewrite_with_sequence_shift
+
+            self._rewritten[key] = rewrite_with_sequence_shift(self.store, m.partition, m.bucket, f, shift)
+        return self._rewritten[key]
+
+    def finish(self, published: Sequence[ManifestEntry] | None, *, failed: bool = False) -> None:
+        """Delete the file versions nobody references once the commit's outcome is known.
+
+        ``failed``: nothing was published, every rewrite goes. ``published``: the delta that
+        became the snapshot; the versions it does not name go. Neither (an earlier attempt's
+        publish was found): the delta is unknown, so nothing is deleted.
+        """
+        if not self._rewritten:
+            return
+        if failed:
+            stale = [(original, meta) for (original, _), meta in self._rewritten.items()]
+        elif published is None:
+            return
+        else:
+            used = {e.file.file_name for e in published}
+            stale = [
+                (original, meta)
+                for (original, _), meta in self._rewritten.items()
+                if meta.file_name not in used
+            ]
+            stale += [(f.file_name, f) for m in self.messages for f in m.new_files if f.file_name not in used]
+        where = {f.file_name: (m.partition, m.bucket) for m in self.messages for f in m.new_files}
+        for original, meta in stale:
+            partition, bucket = where[original]
+            delete_data_files(self.store, partition, bucket, [meta])
