@@ -38,8 +38,8 @@ from pyspark.sql import functions as F
 
 from engine import ROWKIND, CommitKind, Table, coerce_spec, is_count_layout
 from engine.errors import InvalidArgumentError
-from engine.types import TypeRoot
 from engine.options import parse_duration
+from engine.types import TypeRoot
 from sqlext.errors import SqlAnalysisError
 from sqlext.execute.common import computed_columns, done, paimon_to_spark_ddl, require_managed, rows
 from sqlext.execute.results import StatementResult, StreamingJob
