@@ -248,18 +248,22 @@ class FileStoreCommit:
     ) -> CommitResult:
         """Mark-delete every file of the given partitions (one OVERWRITE snapshot).
 
-        ``if_exists=False``: every spec must match a live partition of the snapshot the drop
-        lands on, else NoSuchPartitionError and nothing is dropped (checked inside the commit,
-        so a concurrent change between the check and the drop cannot slip through).
+        ``if_exists=False``: every full spec (one value per partition column) must match a live
+        partition of the snapshot the drop lands on, else NoSuchPartitionError and nothing is
+        dropped (checked inside the commit, so a concurrent change between the check and the
+        drop cannot slip through). A partial spec drops whatever it matches, possibly nothing,
+        as Paimon's DROP PARTITION by partial spec does.
         """
         matchers = [self._static_partition_matcher(p) for p in partitions]
         if if_exists:
             return self._replace(lambda part: any(m(part) for m in matchers), [], identifier, None)
+        n_keys = len(self.store.partition_keys)
 
         def all_present(live: Sequence[ManifestEntry]) -> None:
             present = {e.partition for e in live}
             missing = [
-                spec for spec, m in zip(partitions, matchers, strict=True) if not any(m(p) for p in present)
+                spec for spec, m in zip(partitions, matchers, strict=True)
+                if len(spec) == n_keys and not any(m(p) for p in present)
             ]
             if missing:
                 raise NoSuchPartitionError(

@@ -415,6 +415,11 @@ class _Evolution:
                     raise InvalidArgumentError(
                         f"cannot move column '{self.fields[i].name}' relative to itself"
                     )
+            # Paimon's applyMove refuses a no-op FIRST/LAST ("Cannot move itself for column a").
+            elif (pos == "first" and i == 0) or (pos == "last" and i == len(self.fields) - 1):
+                raise InvalidArgumentError(
+                    f"Cannot move itself for column {self.fields[i].name}: it already is the {pos} column"
+                )
             self._insert_at(self.fields.pop(i), pos)
         elif isinstance(change, UpdateColumnType):
             i = _index_of(self.fields, change.name)

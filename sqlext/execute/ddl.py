@@ -233,6 +233,13 @@ def add_columns(s: SqlSession, n: ast.AddColumns, stmt: Statement) -> StatementR
     changes = []
     for added in n.columns:
         c = added.column
+        if c.default is not None:  # refused before anything changes, as Paimon refuses it
+            raise UnsupportedStatementError(
+                f"Unsupported table change: Cannot add column [{c.name}] with default value "
+                f"{c.default.text}. Add the column without DEFAULT (existing rows read NULL) and "
+                "write the value with UPDATE if rows need it",
+                line=stmt.line, column=stmt.column,
+            )
         dtype = parse_sql_type(c.type.text)
         position: Any = "first" if added.first else (("after", added.after) if added.after else None)
         changes.append(AddColumn(c.name, dtype if c.nullable else dtype.copy(False), c.comment, position))
@@ -279,7 +286,18 @@ def drop_partitions(s: SqlSession, n: ast.DropPartitions, stmt: Statement) -> St
     require_managed(s, n.table, stmt)
     table = s.table(n.table)
     specs = [coerce_spec(table.schema, p.values()) for p in n.partitions]
-    try:  # Spark: one missing partition fails the whole statement, nothing dropped
+    keys = list(table.partition_keys)
+    for spec in specs:  # Paimon: a partial spec must name a leading run of the partition columns
+        # (a name that is no partition column at all is the engine's error, SQLSTATE 22023)
+        if set(spec) <= set(keys) and sorted(spec) != sorted(keys[: len(spec)]):
+            raise SqlAnalysisError(
+                f"partition spec {dict(spec)} is not a prefix of the partition columns {keys} of "
+                f"'{table.name}'; give the leading columns ({', '.join(keys[: len(spec)])}) or all of them",
+                line=stmt.line, column=stmt.column, sqlstate="42000",
+            )
+    # Paimon: a full spec that matches nothing fails the whole statement (nothing dropped);
+    # a partial spec drops every partition it matches, possibly none.
+    try:
         result = table.drop_partitions(specs, if_exists=n.if_exists)
     except NoSuchPartitionError as e:
         raise SqlAnalysisError(

@@ -126,9 +126,10 @@ def show_partitions(s: SqlSession, n: ast.ShowPartitions, stmt: Statement) -> St
         )
     spec = checked_spec(table, n.partition, stmt) if n.partition else {}
     types = [table.schema.field(k).type for k in keys]
-    default = table.core_options.partition_default_name
+    # Spark's (and so Paimon's) SHOW PARTITIONS prints a NULL value as ``null``, not as the
+    # table's partition.default-name (which is only the directory name).
     texts = [
-        partition_text(keys, [p[k] for k in keys], types, default)
+        partition_text(keys, [p[k] for k in keys], types, "null")
         for p in live_partitions(table)
         if _matches(p, spec)
     ]

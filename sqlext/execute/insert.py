@@ -39,6 +39,7 @@ from pyspark.sql import functions as F
 from engine import ROWKIND, CommitKind, Table, coerce_spec, is_count_layout
 from engine.errors import InvalidArgumentError
 from engine.options import parse_duration
+from engine.types import TypeRoot
 from sqlext.errors import SqlAnalysisError
 from sqlext.execute.common import computed_columns, done, paimon_to_spark_ddl, require_managed, rows
 from sqlext.execute.results import StatementResult, StreamingJob
@@ -143,6 +144,14 @@ def fill_default_keywords(query: str, columns: list[str], defaults: dict[str, st
     return "".join(out)
 
 
+def _char_padded(value: Any, dtype: Any) -> Any:
+    """A CHAR(n) value right-padded with spaces to n, as Spark's (and so Paimon's) write of a
+    CHAR column stores it; a longer value is kept whole (never cut)."""
+    if dtype.root is not TypeRoot.CHAR or not dtype.length:
+        return value
+    return F.when(F.length(value) < dtype.length, F.rpad(value, dtype.length, " ")).otherwise(value)
+
+
 def shape_frame(
     s: SqlSession,
     table: Table,
@@ -176,9 +185,9 @@ def shape_frame(
             value = F.col(_quote(provided[f.name])).cast(spark_type)
             if f.name in defaults:  # Paimon's writers turn a NULL into the column's default
                 value = F.coalesce(value, F.expr(defaults[f.name]))
-            exprs.append(value.alias(f.name))
+            exprs.append(_char_padded(value, f.type).alias(f.name))
         elif f.name in static:
-            exprs.append(F.lit(static[f.name]).cast(spark_type).alias(f.name))
+            exprs.append(_char_padded(F.lit(static[f.name]).cast(spark_type), f.type).alias(f.name))
         elif f.name in computed:
             continue
         elif f.name in defaults:

@@ -84,6 +84,26 @@ def test_partitions_overwrite_and_drop(catalog):
     assert t.plan(filter=P.equal("dt", "zzz")).splits == ()
 
 
+def test_drop_partitions_by_partial_spec(catalog):
+    # Paimon's DROP PARTITION by partial spec: a prefix spec drops every partition it matches
+    # and may match none; a full spec that matches nothing refuses the whole drop.
+    from engine.errors import NoSuchPartitionError
+
+    schema = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("hh", pa.string())])
+    t = catalog.create_table("db.pp", schema, partition_keys=["dt", "hh"])
+    t.write_arrow(pa.table({"id": [1, 2, 3, 4], "dt": ["a", "a", "b", "b"], "hh": ["0", "1", "0", "1"]},
+                           schema=schema))
+    t.drop_partitions([{"dt": "a"}], if_exists=False)
+    assert sorted_ids(t.to_arrow()) == [3, 4]
+    t.drop_partitions([{"dt": "zz"}], if_exists=False)  # partial, matches nothing: no error
+    assert sorted_ids(t.to_arrow()) == [3, 4]
+    with pytest.raises(NoSuchPartitionError, match="nothing was dropped"):
+        t.drop_partitions([{"dt": "b", "hh": "0"}, {"dt": "b", "hh": "9"}], if_exists=False)
+    assert sorted_ids(t.to_arrow()) == [3, 4]
+    t.drop_partitions([{"dt": "b", "hh": "0"}, {"dt": "zz"}], if_exists=False)
+    assert sorted_ids(t.to_arrow()) == [4]
+
+
 def test_partition_directories_follow_paimon(catalog, warehouse):
     import os
 

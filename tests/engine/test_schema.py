@@ -436,6 +436,8 @@ def test_type_changes_follow_paimons_implicit_casts(src: str, dst: str, ok: bool
         (DropColumn("dt"), "partition"),
         (RenameColumn("dt", "d2"), "partition"),
         (MoveColumn("v", ("after", "v")), "itself"),
+        (MoveColumn("k", "first"), "Cannot move itself for column k"),  # Paimon's applyMove
+        (MoveColumn("dt", "last"), "Cannot move itself for column dt"),
         (UpdateColumnType("k", "INT"), "primary-key"),
         (RenameColumn("v", "K"), "already exists"),
         (UpdateColumnType("k", "DECIMAL(30,0)"), "primary-key"),
