@@ -60,6 +60,7 @@ from sqlext.bind.scope import (
     ident_name,
     ident_span,
 )
+from sqlext.bind.tokens import WORD, directory_query_start, is_name, word_token
 from sqlext.errors import (
     SYNTAX_ERROR,
     UNDEFINED_TABLE,
@@ -84,12 +85,10 @@ MAX_VIEW_DEPTH = 32  # views over views nest at most this deep (a cycle would ne
 # Stands for an unquoted '$' inside a name while sqlglot reads the text: sqlglot's tokenizer keeps
 # it inside a word (a '$' would split the word), and it is not a character Spark SQL uses.
 _MARK = DOLLAR_MARK
-_WORD = re.compile(r"[A-Za-z0-9_]+")
 _PLAIN_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _EXPLAIN_MODES = frozenset({"EXTENDED", "CODEGEN", "COST", "FORMATTED", "LOGICAL"})
 _QUERY_STARTS = frozenset({"SELECT", "WITH", "VALUES", "FROM", "TABLE", "("})
 _OPTIONS_HINT = re.compile(r"\s*OPTIONS\s*\((.*)\)\s*", re.I | re.S)
-_NAME_TOKENS = frozenset({TokenType.VAR, TokenType.IDENTIFIER})
 
 
 @dataclass(frozen=True)
@@ -257,7 +256,7 @@ class _Binder:
         pos, words = 0, list[tuple[str, int, int]]()
         for _ in range(2):
             pos = skip_trivia(self.sql, pos)
-            m = _WORD.match(self.sql, pos)
+            m = WORD.match(self.sql, pos)
             if not m:
                 break
             words.append((m.group().upper(), m.start(), m.end()))
@@ -272,14 +271,14 @@ class _Binder:
             elif self.sql.startswith("(", after) or (len(words) > 1 and words[1][0] in _QUERY_STARTS):
                 cut = words[0][2]
         elif len(words) > 1 and (words[0][0], words[1][0]) == ("INSERT", "OVERWRITE"):
-            cut = _directory_query_start(self.sql)
+            cut = directory_query_start(self.sql)
         blank(0, cut)
         tokens = sqlglot.tokenize("".join(text), read="spark")
         # Spark's `TABLE name` query: sqlglot reads `FROM name` as SELECT * FROM name.
         if (
             len(tokens) >= 2
             and tokens[0].text.upper() == "TABLE"
-            and all(t.token_type in (TokenType.DOT, TokenType.PARAMETER) or _is_name(t) for t in tokens[1:])
+            and all(t.token_type in (TokenType.DOT, TokenType.PARAMETER) or is_name(t) for t in tokens[1:])
         ):
             text[tokens[0].start : tokens[0].end + 1] = "FROM "
             self.table_statement = True
@@ -290,8 +289,8 @@ class _Binder:
                 and prev.end + 1 == tok.start
                 and tok.end + 1 == nxt.start
                 and prev.token_type not in (TokenType.STRING, TokenType.IDENTIFIER)
-                and _WORD.fullmatch(prev.text)
-                and _WORD.fullmatch(nxt.text)
+                and WORD.fullmatch(prev.text)
+                and WORD.fullmatch(nxt.text)
             ):
                 text[tok.start] = _MARK
             elif (
@@ -337,19 +336,19 @@ class _Binder:
             try:
                 tokens = sqlglot.tokenize(self.sql, read="spark")
             except TokenError:
-                tokens = [_word_token(m) for m in re.finditer(r"[A-Za-z_][A-Za-z0-9_$]*", self.sql)]
+                tokens = [word_token(m) for m in re.finditer(r"[A-Za-z_][A-Za-z0-9_$]*", self.sql)]
         runs: list[list[Token]] = []
         run: list[Token] = []
         after_dot = False
         for tok in tokens:
-            if _is_name(tok) and (not run or after_dot):
+            if is_name(tok) and (not run or after_dot):
                 run.append(tok)
                 after_dot = False
             elif tok.token_type == TokenType.DOT and run and not after_dot:
                 after_dot = True
             else:
                 runs.append(run)
-                run = [tok] if _is_name(tok) else []
+                run = [tok] if is_name(tok) else []
                 after_dot = False
         runs.append(run)
         for run in runs:
@@ -772,34 +771,3 @@ class _Binder:
             expanded.extend(bound.views)
             others.extend(bound.other_tables)
         return BoundQuery(out, tuple(bindings), tuple(expanded), tuple(others))
-
-
-def _directory_query_start(sql: str) -> int:
-    """Where the query of ``INSERT OVERWRITE [LOCAL] DIRECTORY ... <query>`` starts (0: not such)."""
-    tokens = sqlglot.tokenize(sql, read="spark")
-    words = [t.text.upper() for t in tokens[:4]]
-    if "DIRECTORY" not in words:
-        return 0
-    depth = 0
-    for i in range(words.index("DIRECTORY") + 1, len(tokens)):
-        text = tokens[i].text.upper() if tokens[i].token_type != TokenType.STRING else ""
-        nxt = tokens[i + 1].text.upper() if i + 1 < len(tokens) else ""
-        if depth == 0 and (
-            text in ("SELECT", "WITH", "FROM", "VALUES", "TABLE")
-            or (text == "(" and nxt in ("SELECT", "WITH"))
-        ):
-            return tokens[i].start
-        depth += {"(": 1, ")": -1}.get(text, 0)
-    return 0
-
-
-def _is_name(tok: Token) -> bool:
-    """Whether a token can be part of a table name (a word or a quoted identifier)."""
-    if tok.token_type in _NAME_TOKENS:
-        return True
-    kind = tok.token_type.name
-    return "STRING" not in kind and kind != "NUMBER" and _WORD.fullmatch(tok.text) is not None
-
-
-def _word_token(m: re.Match[str]) -> Token:
-    return Token(TokenType.VAR, m.group(), start=m.start(), end=m.end() - 1)
