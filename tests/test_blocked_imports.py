@@ -7,14 +7,12 @@ the option, so a pass with the option is the block at work, not a missing packag
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.throwaway_suite import run_pytest
 
 LAZY = """
 import json
@@ -36,17 +34,7 @@ EAGER = "import sqlglot\n\ndef test_uses_sqlglot():\n    assert sqlglot.transpil
 
 
 def _pytest(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
-    env["PYTHONPATH"] = str(ROOT)
-    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # the throw-away suite needs no plugin: ~1 s a run
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "tests.blocked_imports", "-p", "no:cacheprovider", *args],
-        cwd=directory,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_pytest(directory, "tests.blocked_imports", *args)
 
 
 @pytest.fixture

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.throwaway_suite import run_pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 SUITE = """
@@ -31,17 +33,7 @@ def test_expected_failure():
 
 
 def _pytest(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
-    env["PYTHONPATH"] = str(ROOT)
-    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # the throw-away suite needs no plugin: ~1 s a run
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "tests.skip_guard", "-p", "no:cacheprovider", *args],
-        cwd=directory,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_pytest(directory, "tests.skip_guard", *args)
 
 
 @pytest.fixture
