@@ -17,7 +17,13 @@ from collections.abc import Iterator
 import pytest
 
 from tests.compat.harness import PyPaimon, PyPaimonError, locate_venv
-from tests.compat.java_oracle import JavaOracle, JavaOracleError, JavaOracleUnavailable, locate_classpath
+from tests.compat.java_oracle import (
+    JavaOracle,
+    JavaOracleError,
+    JavaOracleUnavailable,
+    JavaPaimon,
+    locate_classpath,
+)
 
 
 @pytest.fixture(scope="session")
@@ -56,3 +62,9 @@ def paimon_java() -> Iterator[JavaOracle]:
                     pytrace=False)
     yield oracle
     oracle.close()
+
+
+@pytest.fixture
+def java(paimon_java: JavaOracle, catalog) -> JavaPaimon:
+    """Java Paimon on the test's warehouse (the ``catalog`` fixture of tests/conftest.py, database ``db``)."""
+    return JavaPaimon(catalog.warehouse, paimon_java)

@@ -10,20 +10,12 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from engine import open_catalog
 from engine.ops.replace_main import replace_main
 from tests.compat.harness import PyPaimon
 
 pytestmark = pytest.mark.compat
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
-
-
-@pytest.fixture
-def catalog(tmp_path):
-    cat = open_catalog(str(tmp_path / "wh"))
-    cat.create_database("db")
-    return cat
 
 
 def _rows(t: pa.Table) -> list[dict]:

@@ -11,7 +11,6 @@ import decimal
 import pyarrow as pa
 import pytest
 
-from engine import open_catalog
 from tests.compat.harness import PyPaimon
 
 pytestmark = pytest.mark.compat
@@ -19,13 +18,6 @@ pytestmark = pytest.mark.compat
 
 def _sorted(table: pa.Table, *keys: str) -> list[dict]:
     return sorted(table.to_pylist(), key=lambda r: tuple((r[k] is None, r[k] if r[k] is not None else 0) for k in keys))
-
-
-@pytest.fixture
-def catalog(tmp_path):
-    cat = open_catalog(str(tmp_path / "wh"))
-    cat.create_database("db")
-    return cat
 
 
 def test_pypaimon_reads_partitioned_append_table_with_commits_and_overwrite(pypaimon: PyPaimon, catalog):
@@ -59,7 +51,7 @@ def test_pypaimon_reads_every_atomic_type(pypaimon: PyPaimon, catalog):
         "s": ["x", "", None], "bin": [b"\x00\xff", None, b""], "d": [dt.date(2024, 1, 2), None, dt.date(1999, 12, 31)],
         "ts": [dt.datetime(2024, 1, 2, 3, 4, 5, 123456), None, dt.datetime(1970, 1, 1)],
         "ts3": [dt.datetime(2024, 1, 2, 3, 4, 5, 123000), None, dt.datetime(2000, 1, 1)],
-        "ltz": [dt.datetime(2024, 1, 2, tzinfo=dt.timezone.utc), None, dt.datetime(2001, 1, 1, tzinfo=dt.timezone.utc)],
+        "ltz": [dt.datetime(2024, 1, 2, tzinfo=dt.UTC), None, dt.datetime(2001, 1, 1, tzinfo=dt.UTC)],
     }, schema=schema)
     t = catalog.create_table("db.types", schema)
     t.write_arrow(data)

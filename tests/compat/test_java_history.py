@@ -22,27 +22,14 @@ import re
 import pyarrow as pa
 import pytest
 
-from engine import open_catalog
 from engine.meta.snapshot import CommitKind
 from tests.compat.harness import PyPaimon, PyPaimonError, _read_ipc, cast_to_schema
-from tests.compat.java_oracle import JavaOracle, JavaOracleError, JavaPaimon, arrow_rows
+from tests.compat.java_oracle import JavaOracleError, JavaPaimon, arrow_rows
 
 pytestmark = [pytest.mark.java, pytest.mark.compat]
 
 KV = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
 NAME = "db.h"
-
-
-@pytest.fixture
-def catalog(tmp_path):
-    cat = open_catalog(str(tmp_path / "wh"))
-    cat.create_database("db")
-    return cat
-
-
-@pytest.fixture
-def java(paimon_java: JavaOracle, catalog) -> JavaPaimon:
-    return JavaPaimon(catalog.warehouse, paimon_java)
 
 
 def _kv(ids, v) -> pa.Table:

@@ -15,24 +15,11 @@ import decimal
 import pyarrow as pa
 import pytest
 
-from engine import open_catalog
-from tests.compat.java_oracle import JavaOracle, JavaPaimon, arrow_rows
+from tests.compat.java_oracle import JavaPaimon, arrow_rows
 
 pytestmark = pytest.mark.java
 
 KV = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string()), ("dt", pa.string())])
-
-
-@pytest.fixture
-def catalog(tmp_path):
-    cat = open_catalog(str(tmp_path / "wh"))
-    cat.create_database("db")
-    return cat
-
-
-@pytest.fixture
-def java(paimon_java: JavaOracle, catalog) -> JavaPaimon:
-    return JavaPaimon(catalog.warehouse, paimon_java)
 
 
 def _kv(ids, v, dt_="a") -> pa.Table:
