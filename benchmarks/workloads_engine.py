@@ -54,7 +54,7 @@ def merge_input(rows: int, runs: int = MERGE_RUNS, seed: int = 5) -> pa.Table:
     Every run holds distinct keys in key order; keys repeat across runs (key space = rows / 2),
     and later runs carry higher sequence numbers.
     """
-    from engine.lsm.merge_engines import KIND_COLUMN, SEQUENCE_COLUMN
+    from engine.merge.engines import KIND_COLUMN, SEQUENCE_COLUMN
 
     rng = np.random.default_rng(seed)
     per_run = rows // runs
@@ -73,9 +73,9 @@ def merge_input(rows: int, runs: int = MERGE_RUNS, seed: int = 5) -> pa.Table:
 
 
 def run_merge(ctx: Context) -> list[Result]:
-    """Rows/s of ``engine.lsm.merge.merge`` (deduplicate) vs ``pyarrow.Table.sort_by`` of the same rows."""
-    from engine.lsm.merge import MergeConfig, merge
-    from engine.lsm.merge_engines import SEQUENCE_COLUMN
+    """Rows/s of ``engine.merge.functions.merge`` (deduplicate) vs ``pyarrow.Table.sort_by`` of the same rows."""
+    from engine.merge.functions import MergeConfig, merge
+    from engine.merge.engines import SEQUENCE_COLUMN
 
     table = merge_input(ctx.size.merge_rows)
     config = MergeConfig.from_options({}, ["id"])

@@ -86,11 +86,11 @@ def dyntable_df(spark: Any, warehouse: str, name: str, **options: str) -> Any:
 
 def data_file_paths(table: Table) -> list[str]:
     """The data files of the table's latest snapshot (as ``table.plan()`` lists them)."""
-    from engine.read.split_reader import data_file_path, split_partition_dir
+    from engine.files.reader import data_file_path
 
     store = table.store
     return [
-        data_file_path(store, split_partition_dir(store, split), split.bucket, f)
+        data_file_path(store, store.partition_dir(split.partition_values), split.bucket, f)
         for split in table.plan().splits
         for f in split.files
     ]

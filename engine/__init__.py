@@ -46,7 +46,7 @@ from engine.errors import (
     TagAlreadyExistsError,
 )
 from engine.identifier import Identifier
-from engine.lsm.merge import MergeConfig
+from engine.merge.functions import MergeConfig
 from engine.meta.paths import FileNamer, escape_path_name, partition_value_string
 from engine.meta.snapshot import CommitKind, Snapshot
 from engine.read.split_reader import SplitReader

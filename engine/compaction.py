@@ -54,7 +54,7 @@ def needs_compaction(store: FileStore, files: Sequence, full: bool) -> bool:
     if not store.has_primary_key:
         small = [f for f in files if f.file_size < store.options.target_file_size(False)]
         return len(small) >= (2 if full else store.options.compaction_min_file_num)
-    from engine.lsm.compactor import pick
+    from engine.write.compactor import pick
 
     _, unit = pick(store, files, full=full)
     return unit is not None

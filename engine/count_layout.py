@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.errors import InvalidArgumentError
-from engine.lsm.merge import COUNT_COLUMN
+from engine.merge.functions import COUNT_COLUMN
 from engine.options import MERGE_ENGINE, CoreOptions
 from engine.schema import TableSchema
 from engine.types import BIGINT, DataField

@@ -33,6 +33,7 @@ from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 
 if TYPE_CHECKING:
     from engine.catalog import FileSystemCatalog
+    from engine.history.retention_mark import MarkResult, RetentionMark
     from engine.ops.branches import FastForwardResult
     from engine.ops.compact_manifest import ManifestCompaction
     from engine.ops.consumers import ClearedConsumers
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
     from engine.ops.orphan_files import OrphanFilesResult
     from engine.ops.purge import PurgeReport
     from engine.ops.replace_main import ReplaceMainResult
-    from engine.ops.retention_mark import MarkResult, RetentionMark
     from engine.ops.rollback import RollbackResult
 
 log = logging.getLogger(__name__)
@@ -421,7 +421,7 @@ class Table:
 
         return rollback_to_timestamp(self.store, timestamp_millis)
 
-    # -- expiration and the retention mark (engine.ops.expire_snapshots, engine.ops.retention_mark) --
+    # -- expiration and the retention mark (engine.ops.expire_snapshots, engine.history.retention_mark) --
     def expire_snapshots(
         self,
         retain_max: int | None = None,
@@ -444,8 +444,8 @@ class Table:
 
     def retention_mark(self, retention_ms: int | None = None) -> MarkResult:
         """Advance the retention mark (``retention.time`` unless ``retention_ms``); never backwards."""
+        from engine.history.retention_mark import advance
         from engine.ops.maintenance_log import recorded_run
-        from engine.ops.retention_mark import advance
 
         with recorded_run(self.store.io, self.path, "retention_mark", branch=self.branch) as record:
             result = advance(self.store, retention_ms)
@@ -454,7 +454,7 @@ class Table:
         return result
 
     def read_retention_mark(self) -> RetentionMark | None:
-        from engine.ops.retention_mark import read_mark
+        from engine.history.retention_mark import read_mark
 
         return read_mark(self.store.io, self.store.paths.branch_root)
     # -- cleanup (engine.ops.orphan_files, engine.ops.expire_partitions) --------------------------

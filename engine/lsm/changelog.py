@@ -22,8 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.errors import InvalidArgumentError
-from engine.lsm.merge import key_sort_codes
-from engine.lsm.merge_engines import validity
+from engine.merge.engines import validity
+from engine.merge.functions import key_sort_codes
 
 ROWKIND_COLUMN = "rowkind"
 ROW_KINDS = ("+I", "-U", "+U", "-D")  # index = Paimon's RowKind byte

@@ -5,7 +5,7 @@ File metadata (``min_key``/``max_key``) decodes to Python tuples, and planning c
 floating-point keys: ``NaN`` compares false with everything and ``-0.0 == 0.0``, whereas Paimon
 orders ``FLOAT``/``DOUBLE`` keys like Java's ``Double.compare`` (``-0.0 < 0.0``, every NaN equal
 and greater than ``+inf``). The vectorised merge already sorts rows that way
-(``engine.lsm.merge.key_sort_codes``); this module gives the per-file comparisons the same order,
+(``engine.merge.functions.key_sort_codes``); this module gives the per-file comparisons the same order,
 so file ranges, sorted runs and row order never disagree.
 """
 

@@ -51,11 +51,11 @@ from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
 from engine.errors import InvalidArgumentError, NoSuchSnapshotError, SnapshotExpiredConcurrentlyError
+from engine.history.retention_mark import store_mark
 from engine.identifier import validate_name
 from engine.meta.publish import publish_ref
 from engine.meta.refs import snapshot_still_exists
 from engine.meta.snapshot import Snapshot, Tag
-from engine.ops.retention_mark import store_mark
 from engine.ops.tags import TagOps
 from engine.options import (
     TAG_AUTOMATIC_COMPLETION,

@@ -20,7 +20,7 @@ Rules (Paimon's content, made safe):
   rename is a copy, so a crash in the rename can leave a partial branch; delete and recreate it.
   A tag or snapshot below the source branch's retention mark is refused
   (BehindRetentionMarkError): the branch would make hidden history readable again. A new branch
-  starts without a mark of its own (``engine.ops.retention_mark``: each branch has its own).
+  starts without a mark of its own (``engine.history.retention_mark``: each branch has its own).
   A branch from a tag or snapshot pins its base with a tag ``branch-base-<name>`` on the source
   branch (created first; checked against a concurrent expiration of the base; renamed and
   deleted with the branch): Java's ``expire_snapshots`` protects only the expired branch's own
@@ -74,6 +74,7 @@ from engine.errors import (
     NoSuchTagError,
     TagAlreadyExistsError,
 )
+from engine.history.retention_mark import check_visible
 from engine.identifier import MAIN_BRANCH, validate_name
 from engine.meta.manifest import ManifestEntry
 from engine.meta.paths import TablePaths, join
@@ -83,7 +84,6 @@ from engine.meta.schema_store import SchemaStore
 from engine.meta.snapshot import Snapshot, Tag
 from engine.ops.reachability import ReachabilityCollector, all_anchors, delete_files, unreferenced
 from engine.ops.republish import republish
-from engine.ops.retention_mark import check_visible
 from engine.ops.tags import TagDeletion, keep_with_new_anchors
 from engine.schema import TableSchema
 from engine.store import FileStore

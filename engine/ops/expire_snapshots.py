@@ -13,7 +13,7 @@ Which snapshots (Paimon's rules, ``data-cleanup.txt``, plus the references it le
   stay ends it (a young snapshot keeps every newer one);
 * at most ``snapshot.expire.limit`` per run; never a snapshot a consumer still needs (its
   ``nextSnapshot`` and later; consumers idle beyond ``consumer.expiration-time`` no longer count);
-  never a snapshot at or above the retention mark (``engine.ops.retention_mark``).
+  never a snapshot at or above the retention mark (``engine.history.retention_mark``).
 
 Which files: the candidates are every file the expired snapshots reference
 (``engine.ops.reachability``: manifest lists, manifests, data, extra, changelog, index and
@@ -61,6 +61,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from engine.errors import DyntableError, InvalidArgumentError
+from engine.history.retention_mark import RetentionMark, mark_dir, mark_root, read_mark
 from engine.identifier import MAIN_BRANCH
 from engine.io import FileIO
 from engine.meta.publish import publish_ref
@@ -79,7 +80,6 @@ from engine.ops.reachability import (
     retry_concurrent,
     unreferenced,
 )
-from engine.ops.retention_mark import RetentionMark, mark_dir, mark_root, read_mark
 from engine.options import (
     CONSUMER_EXPIRATION_TIME,
     DELETE_FILE_THREAD_NUM,

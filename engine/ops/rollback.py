@@ -28,7 +28,7 @@ create-if-absent, exactly like a commit:
   silently discard it.
 * A target (snapshot, tag, or the snapshot a timestamp resolves to) below the branch's
   retention mark is refused with BehindRetentionMarkError before anything is written: a
-  rollback would publish history that no read may see any more (``engine.ops.retention_mark``).
+  rollback would publish history that no read may see any more (``engine.history.retention_mark``).
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.errors import InvalidArgumentError, NoSuchSnapshotError
+from engine.history.retention_mark import check_visible
 from engine.identifier import validate_name
 from engine.meta.refs import TagStore
 from engine.meta.snapshot import Snapshot
 from engine.ops.republish import republish
-from engine.ops.retention_mark import check_visible
 from engine.store import FileStore
 
 BACKUP_TAG_PREFIX = "rollback-backup-"

@@ -49,6 +49,7 @@ from engine.errors import (
     SnapshotExpiredConcurrentlyError,
     TagAlreadyExistsError,
 )
+from engine.history.retention_mark import check_visible
 from engine.identifier import MAIN_BRANCH, validate_name
 from engine.meta.paths import TablePaths
 from engine.meta.publish import publish_ref
@@ -66,7 +67,6 @@ from engine.ops.reachability import (
     snapshot_metadata,
     unreferenced,
 )
-from engine.ops.retention_mark import check_visible
 from engine.options import parse_duration
 from engine.store import FileStore
 

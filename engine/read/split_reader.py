@@ -23,15 +23,15 @@ import pyarrow.compute as pc
 
 from engine.count_layout import expand, is_count_layout, logical_schema
 from engine.errors import CorruptMetadataError
+from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND, data_file_path, read_data_file
+from engine.history.expiry import explain_missing
 from engine.lsm.changelog import kinds_to_rowkind
 from engine.lsm.deletion_vectors import uses_deletion_vectors
 from engine.lsm.intervals import partition_by_key_intervals
 from engine.lsm.key_order import key_range_decoder
-from engine.lsm.merge import COUNT_COLUMN, MergeConfig, merge
+from engine.merge.functions import COUNT_COLUMN, MergeConfig, merge
 from engine.meta.manifest import DataFileMeta
 from engine.read.deletion_vectors import DeletionVectorLoader, apply_deletion_vector
-from engine.read.expiry import explain_missing
-from engine.read.file_reader import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
 from engine.scan.planner import DataSplit
 from engine.scan.predicate import Predicate, filter_table
 from engine.store import FileStore
@@ -44,16 +44,6 @@ from engine.types import DataField
 def _add_kinds() -> pa.Array:
     return pa.array([0, 2], pa.int8())  # +I, +U
 ROWKIND = "rowkind"
-
-
-def split_partition_dir(store: FileStore, split: DataSplit) -> str:
-    return store.partition_dir(split.partition_values)
-
-
-def data_file_path(store: FileStore, partition_dir: str, bucket: int, file: DataFileMeta) -> str:
-    if file.external_path:
-        return file.external_path
-    return store.paths.data_file(partition_dir, bucket, file.file_name)
 
 
 class SplitReader:
@@ -86,7 +76,7 @@ class SplitReader:
             if c not in needed:
                 needed.append(c)
         # first-row tables: like Paimon's batch scans, read only levels >= 1. Writes compact their
-        # level-0 files up before they return (engine.lsm.compactor.forces_up_level0), so level 0
+        # level-0 files up before they return (engine.write.compactor.forces_up_level0), so level 0
         # holds only rows whose compaction has not run yet (e.g. 'write-only' tables).
         self.skip_level0 = False
         if store.has_primary_key:
@@ -111,7 +101,7 @@ class SplitReader:
 
         Raises:
             SnapshotExpiredDuringReadError: the split's snapshot was expired meanwhile and a file
-                it named is gone (``engine.read.expiry``).
+                it named is gone (``engine.history.expiry``).
         """
         try:
             yield from self._read(split)
@@ -119,7 +109,7 @@ class SplitReader:
             raise explain_missing(self.store, split.snapshot_id, e) from e
 
     def _read(self, split: DataSplit) -> Iterator[pa.Table]:
-        part_dir = split_partition_dir(self.store, split)
+        part_dir = self.store.partition_dir(split.partition_values)
         if not self.store.has_primary_key:
             for f in split.files:
                 path = data_file_path(self.store, part_dir, split.bucket, f)

@@ -33,15 +33,15 @@ import pyarrow.compute as pc
 
 from engine.count_layout import expand_changes, is_count_layout, logical_schema
 from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchSnapshotError, NoSuchTagError
+from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND, data_file_path, read_data_file
+from engine.history.expiry import explain_missing
+from engine.history.retention_mark import check_visible
 from engine.lsm.changelog import kinds_to_rowkind
 from engine.lsm.deletion_vectors import refuse_change_reads
-from engine.lsm.merge import COUNT_COLUMN
+from engine.merge.functions import COUNT_COLUMN
 from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import DataFileMeta, FileKind
 from engine.meta.snapshot import CommitKind, Snapshot
-from engine.read.expiry import explain_missing
-from engine.read.file_reader import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
-from engine.read.split_reader import data_file_path
 from engine.scan.predicate import Predicate, filter_table
 from engine.store import FileStore
 
@@ -213,8 +213,6 @@ def resolve_between(store: FileStore, between: str, scan_mode: str = "auto") -> 
         raise InvalidArgumentError(f"incremental-between-scan-mode '{scan_mode}' is not one of {SCAN_MODES}")
     start, start_id, start_tag = _endpoint(store, parts[0])
     end, end_id, end_tag = _endpoint(store, parts[1])
-    from engine.ops.retention_mark import check_visible  # (engine.ops imports the scan modules)
-
     # The start is the state the changes are relative to: it must be visible (the end, later, is too).
     check_visible(store, start if start is not None else start_id,
                   f"read incremental-between '{between}' starting at {'tag ' if start_tag else ''}{parts[0]}")

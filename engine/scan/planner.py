@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchColumnError, NoSuchSnapshotError
+from engine.history.expiry import explain_missing
+from engine.history.retention_mark import check_visible
 from engine.lsm.deletion_vectors import uses_deletion_vectors
 from engine.lsm.key_order import orderable_key
 from engine.meta.binary_row import bucket_of, deserialize_row
@@ -28,7 +30,6 @@ from engine.meta.deletion_vectors import DeletionFile, deletion_files
 from engine.meta.index_files import IndexStore
 from engine.meta.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta, SimpleStats, live_files
 from engine.meta.snapshot import Snapshot
-from engine.read.expiry import explain_missing
 from engine.scan.file_stats import decode_stats, key_stats_by_name, value_stats_by_name
 from engine.scan.predicate import ColumnStats, Predicate, equality_values, split_by_columns
 from engine.store import FileStore
@@ -305,8 +306,6 @@ def resolve_time_travel(
     given = [x for x in (snapshot_id, tag, timestamp_millis) if x is not None]
     if len(given) > 1:
         raise InvalidArgumentError("give only one of snapshot id, tag name and timestamp for time travel")
-    from engine.ops.retention_mark import check_visible  # time travel below the mark is refused
-
     if snapshot_id is not None:
         snap = store.snapshots.get(snapshot_id)  # raises NoSuchSnapshotError with a clear message
         check_visible(store, snap, f"time travel to snapshot {snapshot_id}")

@@ -40,8 +40,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from engine.count_layout import is_count_layout
+from engine.files.reader import data_file_path
 from engine.lsm.deletion_vectors import uses_deletion_vectors
-from engine.lsm.merge import MergeConfig
+from engine.merge.functions import MergeConfig
 from engine.meta.manifest import DataFileMeta
 from engine.scan.planner import DataSplit
 from engine.store import FileStore
@@ -96,8 +97,6 @@ def raw_files(
         an empty tuple when every file is skipped (``first-row`` level 0); None when the split
         must be merged (overlapping runs) or the table or a file cannot be read raw.
     """
-    from engine.read.split_reader import data_file_path, split_partition_dir
-
     if not table_reads_raw(store):
         return None
     pk = store.has_primary_key
@@ -112,7 +111,7 @@ def raw_files(
     if any(not _is_plain_parquet(f) for f in files):
         return None
     top = store.options.num_levels - 1
-    part_dir = split_partition_dir(store, split)
+    part_dir = store.partition_dir(split.partition_values)
     return tuple(
         RawFile(
             data_file_path(store, part_dir, split.bucket, f),

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from engine.history.retention_mark import read_mark
 from engine.identifier import MAIN_BRANCH
 from engine.ops.expire_snapshots import ExpirePolicy, describe_anchors, judge_snapshots, live_consumers
 from engine.ops.reachability import Anchor, FileKindRef, ReachabilityCollector, all_anchors, branch_names
-from engine.ops.retention_mark import read_mark
 from engine.system_tables.columns import build_table
 
 if TYPE_CHECKING:

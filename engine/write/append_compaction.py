@@ -12,10 +12,9 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from engine.commit_messages import CommitMessage
+from engine.files.reader import data_file_path, read_data_file
 from engine.lsm.deletion_vectors import refuse_deletion_vectors
 from engine.meta.manifest import FileSource
-from engine.read.file_reader import read_data_file
-from engine.read.split_reader import data_file_path, split_partition_dir
 from engine.scan.planner import DataSplit
 from engine.store import FileStore
 from engine.write.file_writer import DataFileWriter
@@ -30,7 +29,7 @@ def compact_bucket(store: FileStore, splits: Sequence[DataSplit], full: bool) ->
     if len(small) < (2 if full else store.options.compaction_min_file_num):
         return None
     first = splits[0]
-    part_dir = split_partition_dir(store, first)
+    part_dir = store.partition_dir(first.partition_values)
     fields = list(store.schema.fields)
     data = pa.concat_tables(
         [read_data_file(store, data_file_path(store, part_dir, first.bucket, f), f, fields) for f in small]

@@ -17,11 +17,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from engine.files.reader import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, arrow_path
 from engine.meta.binary_row import EMPTY_ROW, serialize_row
 from engine.meta.manifest import DataFileMeta, FileSource, SimpleStats
 from engine.meta.paths import FileNamer
 from engine.options import CoreOptions
-from engine.read.file_reader import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, arrow_path
 from engine.store import FileStore
 from engine.types import DataField, to_arrow_field
 from engine.write.stats import compute_stats

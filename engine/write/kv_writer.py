@@ -30,20 +30,19 @@ import pyarrow.compute as pc
 
 from engine.commit_messages import CommitMessage, delete_uncommitted
 from engine.errors import InvalidArgumentError
+from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND
 from engine.lsm.changelog import rowkind_to_kinds
 from engine.lsm.compact_strategy import should_stall_writes
-from engine.lsm.compactor import levels_of, pick, read_kv, run_compaction, write_changelog
-from engine.lsm.merge import MergeConfig, merge
+from engine.merge.functions import MergeConfig, merge
 from engine.meta.binary_row import serialize_row
 from engine.meta.bucket import bucket_ids
 from engine.meta.index_files import IndexFileMeta
 from engine.meta.manifest import DataFileMeta
 from engine.meta.paths import FileNamer
-from engine.read.file_reader import SEQUENCE_NUMBER, VALUE_KIND
-from engine.read.split_reader import split_partition_dir
 from engine.scan.planner import DataSplit
 from engine.store import FileStore
 from engine.write.bucket_assigner import CrossPartitionAssigner, HashBucketAssigner, new_assigner
+from engine.write.compactor import levels_of, pick, read_kv, run_compaction, write_changelog
 from engine.write.conform import conform
 from engine.write.file_writer import DataFileWriter
 from engine.write.routing import group_rows
@@ -258,7 +257,7 @@ class KeyValueWriter:
         """Compact committed buckets (``ALTER TABLE … COMPACT``, ``CALL sys.compact``)."""
         for split in splits:
             key = (split.partition, split.bucket)
-            self._partition_dirs[split.partition] = split_partition_dir(self.store, split)
+            self._partition_dirs[split.partition] = self.store.partition_dir(split.partition_values)
             self._restored_partitions.add(split.partition)
             self._sequence_base[split.partition] = split.snapshot_id
             self._bucket_files[key] = list(split.files)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from engine.files.reader import arrow_path
 from engine.meta.binary_row import EMPTY_ROW
 from engine.meta.manifest import DataFileMeta, FileSource, SimpleStats
 from engine.meta.paths import FileNamer
-from engine.read.file_reader import arrow_path
 from engine.store import FileStore
 from engine.types import to_arrow_field
 from engine.write.file_writer import ROWS_PER_SLICE, local_now_millis, parquet_writer

@@ -14,10 +14,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from engine.files.reader import SEQUENCE_NUMBER, arrow_path
 from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import DataFileMeta
 from engine.meta.paths import FileNamer
-from engine.read.file_reader import SEQUENCE_NUMBER, arrow_path
 from engine.store import FileStore
 from engine.write.file_writer import ROWS_PER_SLICE, parquet_writer
 

@@ -42,7 +42,7 @@ from pyspark.sql.datasource import (
 
 from engine import ROWKIND, ChangeReader, FileStoreCommit, TableScan, change_splits, delete_uncommitted
 from engine.errors import InvalidArgumentError, NoSuchSnapshotError
-from engine.ops.retention_mark import check_visible
+from engine.history.retention_mark import check_visible
 from engine.options import SCAN_MODE
 from sqlext.source.datasource import DyntableCommitMessage, load_table, projection, write_task
 from sqlext.source.requests import ReadRequest, ReadVersion, WriteRequest

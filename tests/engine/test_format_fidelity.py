@@ -112,7 +112,7 @@ def test_reader_filters_deletes_of_a_file_claiming_zero_deletes(catalog):
 
 def test_compaction_does_not_upgrade_a_file_with_deletes_its_metadata_denies(catalog):
     from engine.lsm.compact_strategy import CompactUnit
-    from engine.lsm.compactor import levels_of, run_compaction
+    from engine.write.compactor import levels_of, run_compaction
 
     schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
     t = catalog.create_table(
@@ -135,7 +135,7 @@ def test_compaction_does_not_upgrade_a_file_with_deletes_its_metadata_denies(cat
 def _java_view(t) -> list[dict]:
     """What Paimon's batch read of a first-row table returns: the rows of every file at a level
     >= 1, concatenated without merging (level 0 skipped, splits always raw-convertible)."""
-    from engine.read.file_reader import VALUE_KIND, read_data_file
+    from engine.files.reader import VALUE_KIND, read_data_file
 
     store = t.store
     rows: list[dict] = []

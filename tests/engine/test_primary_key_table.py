@@ -68,7 +68,7 @@ def test_automatic_compaction_bounds_sorted_runs(catalog):
     for i in range(12):
         t.write_arrow(batch([i % 4, 10 + i], "v", i))
     split = t.plan().splits[0]
-    from engine.lsm.compactor import levels_of
+    from engine.write.compactor import levels_of
 
     assert (
         levels_of(t.store, split.files).number_of_sorted_runs() <= t.store.options.num_sorted_run_stop_trigger

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from engine import open_catalog
-from engine.ops import retention_mark as rm
+from engine.history import retention_mark as rm
 
 
 @pytest.fixture

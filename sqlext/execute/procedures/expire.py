@@ -3,7 +3,7 @@
 One job: bind ``sys.expire_snapshots`` (Paimon's Spark name, parameters — ``table, retain_max,
 retain_min, older_than, max_deletes, options`` — and first output column, plus ``dry_run``) and
 ``sys.retention_mark`` / Databend's ``system$retention_mark([db,] table)`` to
-``engine.ops.expire_snapshots`` and ``engine.ops.retention_mark``.
+``engine.ops.expire_snapshots`` and ``engine.history.retention_mark``.
 
 ``expire_snapshots`` output: Paimon's ``deleted_snapshots_count`` first, then dyntable's columns.
 The first row is the summary (``object`` null): snapshots, files and bytes deleted (or, with

@@ -10,10 +10,10 @@ import pytest
 
 import engine.commit
 from engine.errors import InvalidArgumentError
+from engine.history.retention_mark import advance
 from engine.meta.snapshot import Tag
 from engine.ops import auto_tags
 from engine.ops.auto_tags import Period
-from engine.ops.retention_mark import advance
 from engine.schema_changes import SetOption
 from tests.engine.ops.conftest import SCHEMA, content, rows
 

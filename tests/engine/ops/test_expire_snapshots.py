@@ -187,7 +187,7 @@ def test_idle_consumer_stops_protecting(catalog):
 
 def test_retention_mark_protects(catalog):
     t, _ = history(catalog, n=6, **{"retention.time": "0 s"})
-    from engine.ops.retention_mark import advance
+    from engine.history.retention_mark import advance
 
     advance(t.store, now_ms=t.store.snapshots.get(3).time_millis)
     mark = t.read_retention_mark()
@@ -207,7 +207,7 @@ def test_automatic_run_is_skipped_while_a_consumer_or_the_mark_holds_the_oldest_
     t.consumers.record("reader", 3)
     assert ex.worth_running(t.store, now_ms=later)
     t.consumers.delete("reader")
-    from engine.ops.retention_mark import advance
+    from engine.history.retention_mark import advance
 
     advance(t.store, now_ms=t.store.snapshots.get(1).time_millis)
     assert t.read_retention_mark().snapshot_id == 1

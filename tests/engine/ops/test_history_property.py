@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from engine import open_catalog
 from engine.errors import BehindRetentionMarkError
+from engine.history.retention_mark import advance, read_mark
 from engine.ops.reachability import (
     ReachabilityCollector,
     all_anchors,
@@ -30,7 +31,6 @@ from engine.ops.reachability import (
     reachable_files,
     unreferenced,
 )
-from engine.ops.retention_mark import advance, read_mark
 from engine.scan.planner import TableScan, store_at
 from tests.engine.ops.conftest import SCHEMA, content, data_and_manifest_files, expire_snapshot_file, rows
 from tests.engine.ops.test_history_invariant import assert_added_once, java_live

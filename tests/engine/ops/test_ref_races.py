@@ -262,9 +262,9 @@ def test_a_missing_file_of_a_live_snapshot_is_still_damage(history):
     plan = TableScan(history.store).with_snapshot(5).plan()
     for split in plan.splits:
         for f in split.files:
-            from engine.read.split_reader import data_file_path, split_partition_dir
+            from engine.files.reader import data_file_path
 
-            part_dir = split_partition_dir(history.store, split)
+            part_dir = history.store.partition_dir(split.partition_values)
             os.remove(data_file_path(history.store, part_dir, split.bucket, f))
     from engine.read.split_reader import SplitReader
 

@@ -10,7 +10,7 @@ import pytest
 
 from engine import resolve_between
 from engine.errors import BehindRetentionMarkError, NoSuchSnapshotError
-from engine.ops import retention_mark as rm
+from engine.history import retention_mark as rm
 from tests.engine.ops.conftest import SCHEMA, content, rows
 
 

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from engine import open_catalog
 from engine.errors import InvalidArgumentError
-from engine.lsm.merge import MergeConfig, merge
-from tests.engine.lsm.test_merge import kv_table, rows_of, run
+from engine.merge.functions import MergeConfig, merge
+from tests.engine.merge.test_merge import kv_table, rows_of, run
 
 INT = pa.int64()
 DOC = [pa.field("k", INT, nullable=False)] + [pa.field(n, INT) for n in ("a", "b", "g_1", "c", "d", "g_2")]

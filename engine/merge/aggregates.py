@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.errors import InvalidArgumentError
-from engine.lsm.merge_engines import (
+from engine.merge.engines import (
     DELETE,
     INSERT,
     KIND_COLUMN,
@@ -52,7 +52,7 @@ from engine.lsm.merge_engines import (
 )
 
 if TYPE_CHECKING:
-    from engine.lsm.merge import MergeConfig
+    from engine.merge.functions import MergeConfig
 
 DEFAULT_FUNCTION = "last_non_null_value"
 SUPPORTED_FUNCTIONS = frozenset(

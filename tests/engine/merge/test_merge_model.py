@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.errors import InvalidArgumentError
-from engine.lsm.merge import COUNT_COLUMN, MergeConfig, expand_counts, merge, merge_counts
+from engine.merge.functions import COUNT_COLUMN, MergeConfig, expand_counts, merge, merge_counts
 
 FIELDS = [
     pa.field("_SEQUENCE_NUMBER", pa.int64(), nullable=False),

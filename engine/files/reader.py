@@ -106,3 +106,10 @@ def read_data_file(
         arrays.append(_normalise(table.column(s), _SYSTEM_TYPES.get(s, table.column(s).type)))
         names.append(s)
     return pa.Table.from_arrays(arrays, names=names)
+
+
+def data_file_path(store: FileStore, partition_dir: str, bucket: int, file: DataFileMeta) -> str:
+    """Where ``file`` of ``bucket`` in the partition directory lives (its external path, if any)."""
+    if file.external_path:
+        return file.external_path
+    return store.paths.data_file(partition_dir, bucket, file.file_name)

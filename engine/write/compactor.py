@@ -23,15 +23,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.count_layout import is_count_layout
+from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
 from engine.lsm.changelog import diff_changelog, rowkind_to_kinds
 from engine.lsm.compact_strategy import CompactUnit, UniversalCompaction, can_drop_deletes
 from engine.lsm.deletion_vectors import refuse_deletion_vectors
 from engine.lsm.key_order import key_range_decoder, orderable_key
 from engine.lsm.levels import FileMeta, Levels
-from engine.lsm.merge import COUNT_COLUMN, MergeConfig, keys_present_in, merge
+from engine.merge.functions import COUNT_COLUMN, MergeConfig, keys_present_in, merge
 from engine.meta.manifest import DataFileMeta, FileSource
 from engine.meta.paths import FileNamer
-from engine.read.file_reader import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
 from engine.store import FileStore
 from engine.types import to_arrow_field
 from engine.write.file_writer import DataFileWriter

@@ -1,6 +1,6 @@
 """Row-choosing merge engines: ``deduplicate``, ``first-row`` and ``partial-update``.
 
-Each engine receives the kv table (see :mod:`engine.lsm.merge`) and a :class:`SortedGroups` — the
+Each engine receives the kv table (see :mod:`engine.merge.functions`) and a :class:`SortedGroups` — the
 permutation that sorts rows by key then sequence, and where each key's group starts — and returns
 one row per surviving key, in key order, with the input schema. The semantics are Paimon's merge
 functions applied to every group in sequence order, computed column-wise with numpy:
@@ -23,7 +23,7 @@ functions applied to every group in sequence order, computed column-wise with nu
   no column outside a group; a key with retractions only merges into a ``-D`` row. A member with
   an order-free aggregate function (sum, product, min, max, bool_and/or) folds every row of its
   group instead, older ones too (Paimon's ``agg`` and ``aggReversed`` agree for them); the values
-  come in precomputed (``engine.lsm.merge`` owns the aggregate functions).
+  come in precomputed (``engine.merge.functions`` owns the aggregate functions).
 
 Invariants: the merged ``_SEQUENCE_NUMBER`` is the group's maximum, so a merged run keeps the
 sequence range of its inputs; no function here depends on the order of runs in the input beyond
@@ -43,7 +43,7 @@ import pyarrow as pa
 from engine.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
-    from engine.lsm.merge import MergeConfig
+    from engine.merge.functions import MergeConfig
 
 SEQUENCE_COLUMN = "_SEQUENCE_NUMBER"
 KIND_COLUMN = "_VALUE_KIND"

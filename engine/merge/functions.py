@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.errors import InvalidArgumentError
-from engine.lsm.aggregates import (
+from engine.merge.aggregates import (
     DEFAULT_FUNCTION,
     ORDER_FREE_FUNCTIONS,
     RETRACTABLE_FUNCTIONS,
@@ -38,7 +38,7 @@ from engine.lsm.aggregates import (
     merge_aggregation,
     normalize_function,
 )
-from engine.lsm.merge_engines import (
+from engine.merge.engines import (
     KIND_COLUMN,
     SEQUENCE_COLUMN,
     SortedGroups,

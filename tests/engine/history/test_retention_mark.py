@@ -16,7 +16,7 @@ from engine.errors import (
     InvalidArgumentError,
     NoSuchSnapshotError,
 )
-from engine.ops import retention_mark as rm
+from engine.history import retention_mark as rm
 from tests.engine.ops.conftest import SCHEMA, content, rows
 
 
