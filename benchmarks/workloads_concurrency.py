@@ -32,7 +32,14 @@ import pyarrow as pa
 
 from benchmarks import data
 from benchmarks.harness import (
-    Arm, Context, Outcome, Result, arrow_checksum, compare, expect, unique_keys_last,
+    Arm,
+    Context,
+    Outcome,
+    Result,
+    arrow_checksum,
+    compare,
+    expect,
+    unique_keys_last,
 )
 
 WRITERS = 3

@@ -198,9 +198,9 @@ def sqlstate_for(error: BaseException) -> str:
 
     Returns:
         The five-character SQLSTATE: the SQL error's own, or the engine error kind's mapping
-        (not found 42P01, unknown column 42703, exists 42710, unsupported table feature 0A000, invalid 22023, conflict 40001,
-        corrupt XX001, storage 58030), 54001 for a statement too deep to parse (RecursionError),
-        or XX000 for anything else.
+        (not found 42P01, unknown column 42703, exists 42710, unsupported table feature 0A000,
+        invalid 22023, conflict 40001, corrupt XX001, storage 58030), 54001 for a statement too
+        deep to parse (RecursionError), or XX000 for anything else.
     """
     if isinstance(error, SqlError):
         return error.sqlstate

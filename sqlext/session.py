@@ -152,7 +152,7 @@ class SqlSession:
     def sql(self, text: str) -> DataFrame:
         """Run one statement (or a script) and return the last statement's result as a DataFrame."""
         last: StatementResult | None = None
-        for last in self.execute(text):
+        for last in self.execute(text):  # noqa: B007 - the last result is kept
             pass
         if last is None or last.dataframe is None:
             return self.empty_frame()
@@ -172,7 +172,9 @@ class SqlSession:
                     handler = self._handlers.get(type(node))
                     if handler is None:
                         raise SqlAnalysisError(
-                            f"statement {type(node).__name__} is not executable", line=stmt.line, column=stmt.column,
+                            f"statement {type(node).__name__} is not executable",
+                            line=stmt.line,
+                            column=stmt.column,
                             sqlstate="0A000",
                         )
                     return handler(self, node, stmt)
@@ -567,7 +569,8 @@ __all__ = ["SqlSession", "StatementResult"]
 
 
 def conf_value(text: str) -> Any:
-    """A ``--conf catalog.k=v`` value: JSON objects/lists/numbers/booleans are decoded, anything else is a string."""
+    """A ``--conf catalog.k=v`` value: JSON objects, lists, numbers and booleans are decoded; anything
+    else is a string."""
     stripped = text.strip()
     if stripped[:1] in "{[" or stripped in ("true", "false"):
         try:

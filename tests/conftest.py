@@ -31,7 +31,8 @@ MASTER_ENV = "DYNTABLE_TEST_MASTER"
 
 @pytest.fixture(scope="session")
 def spark():
-    """One SparkSession for every Spark test of the run (start-up costs 8-16 s), started when first asked for."""
+    """One SparkSession for every Spark test of the run (start-up costs 8-16 s), started when first
+    asked for."""
     from sqlext.spark import build_spark
 
     master = os.environ.get(MASTER_ENV, "local[2]")

@@ -37,7 +37,9 @@ def _literal(node: exp.Expression) -> tuple[bool, object]:
         return True, bool(node.this)
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
         ok, value = _literal(node.this)
-        return (ok and isinstance(value, int | float)), (-value if ok and isinstance(value, int | float) else None)
+        return (ok and isinstance(value, int | float)), (
+            -value if ok and isinstance(value, int | float) else None
+        )
     return False, None
 
 
@@ -70,7 +72,11 @@ def _leaf(node: exp.Expression, alias: str, columns: set[str]) -> P.Predicate | 
     if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
         col = _column(node.this, alias, columns)
         return P.is_null(col) if col else None
-    if isinstance(node, exp.Not) and isinstance(node.this, exp.Is) and isinstance(node.this.expression, exp.Null):
+    if (
+        isinstance(node, exp.Not)
+        and isinstance(node.this, exp.Is)
+        and isinstance(node.this.expression, exp.Null)
+    ):
         col = _column(node.this.this, alias, columns)
         return P.is_not_null(col) if col else None
     if isinstance(node, exp.Paren):
@@ -99,7 +105,12 @@ def extract(sql: str, views: dict[str, list[str]]) -> dict[str, P.Predicate]:
     for select in tree.find_all(exp.Select):
         source = select.args.get("from_") or select.args.get("from")
         where = select.args.get("where")
-        if select.args.get("joins") or source is None or where is None or not isinstance(source.this, exp.Table):
+        if (
+            select.args.get("joins")
+            or source is None
+            or where is None
+            or not isinstance(source.this, exp.Table)
+        ):
             continue
         table = source.this
         if table.name not in views or uses[table.name] != 1:

@@ -82,7 +82,9 @@ class TreeBuilder(DdlBuilder):
     ) -> ast.Node:
         by_name = columns == _BY_NAME
         listed = () if by_name or columns is None else columns
-        return ast.Insert(table, self._fragment(query), overwrite, partition, listed, hint or {}, by_name=by_name)
+        return ast.Insert(
+            table, self._fragment(query), overwrite, partition, listed, hint or {}, by_name=by_name
+        )
 
     def by_name(self) -> str:
         return _BY_NAME

@@ -151,7 +151,9 @@ class SaslServerTransport(TTransportBase, CReadableTransport):
             raise TTransportException(TTransportException.NOT_OPEN, "client did not start SASL")
         if mechanism.decode("ascii", "replace").upper() != "PLAIN":
             self._send(BAD, b"only the PLAIN mechanism is supported")
-            raise TTransportException(TTransportException.NOT_OPEN, f"unsupported SASL mechanism {mechanism!r}")
+            raise TTransportException(
+                TTransportException.NOT_OPEN, f"unsupported SASL mechanism {mechanism!r}"
+            )
         status, response = self._receive()
         if status not in (OK, COMPLETE):
             self._send(ERROR, b"expected the PLAIN response")

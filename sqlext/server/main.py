@@ -26,20 +26,36 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dyntable-server",
         description="Serve dyntable SQL to JDBC/ODBC/BI clients over the HiveServer2 Thrift protocol.",
     )
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s, loopback only)")
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: %(default)s, loopback only)"
+    )
     p.add_argument("--port", type=int, default=10000, help="port (default: %(default)s)")
     p.add_argument("--warehouse", default="./warehouse", help="warehouse path or URL (default: %(default)s)")
     p.add_argument("--master", default="local[*]", help="Spark master (default: %(default)s)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                    help="spark.* keys configure Spark, catalog.* keys are storage options, other keys "
                    "are session options of every client session (repeatable)")
-    p.add_argument("--auth", choices=AUTH_MODES, default="NONE", type=str.upper,
-                   help="NONE: SASL PLAIN, any password (default); PLAIN: SASL PLAIN checked against --users; "
-                   "NOSASL: no SASL layer (JDBC URL needs ;auth=noSasl)")
+    p.add_argument(
+        "--auth",
+        choices=AUTH_MODES,
+        default="NONE",
+        type=str.upper,
+        help="NONE: SASL PLAIN, any password (default); PLAIN: SASL PLAIN checked against --users; "
+        "NOSASL: no SASL layer (JDBC URL needs ;auth=noSasl)",
+    )
     p.add_argument("--users", metavar="FILE", help="users file of user:hash lines (required by --auth PLAIN)")
-    p.add_argument("--max-sessions", type=int, default=64, help="most client sessions open at once (default: %(default)s)")
-    p.add_argument("--hash-password", metavar="USER", help="print a users-file line for USER (password read from "
-                   "the terminal, or the first line of stdin) and exit")
+    p.add_argument(
+        "--max-sessions",
+        type=int,
+        default=64,
+        help="most client sessions open at once (default: %(default)s)",
+    )
+    p.add_argument(
+        "--hash-password",
+        metavar="USER",
+        help="print a users-file line for USER (password read from "
+        "the terminal, or the first line of stdin) and exit",
+    )
     p.add_argument("--verbose", action="store_true", help="log each connection and session")
     return p
 
@@ -103,15 +119,21 @@ def main(argv: list[str] | None = None, *, ready: Any = None) -> int:
     try:
         server = HiveServer(state, args.host, args.port, auth=args.auth, authenticator=Authenticator(users))
     except OSError as e:
-        print(f"dyntable-server: error: cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
+        print(
+            f"dyntable-server: error: cannot listen on {args.host}:{args.port}: {e.strerror or e}",
+            file=sys.stderr,
+        )
         spark.stop()
         return EXIT_FAILED
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     server.start()
-    print(f"dyntable-server listening on {server.host}:{server.port} (auth {args.auth}, warehouse {warehouse})",
-          file=sys.stderr, flush=True)
+    print(
+        f"dyntable-server listening on {server.host}:{server.port} (auth {args.auth}, warehouse {warehouse})",
+        file=sys.stderr,
+        flush=True,
+    )
     if ready is not None:
         ready(server)
     stop.wait()

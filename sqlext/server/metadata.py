@@ -292,11 +292,24 @@ _TYPE_INFO = [  # (name, hive type id, precision, literal quote, searchable, num
 
 def type_info() -> pa.Table:
     cols = [
-        ("TYPE_NAME", _STR), ("DATA_TYPE", _I32), ("PRECISION", _I32), ("LITERAL_PREFIX", _STR),
-        ("LITERAL_SUFFIX", _STR), ("CREATE_PARAMS", _STR), ("NULLABLE", _I16), ("CASE_SENSITIVE", pa.bool_()),
-        ("SEARCHABLE", _I16), ("UNSIGNED_ATTRIBUTE", pa.bool_()), ("FIXED_PREC_SCALE", pa.bool_()),
-        ("AUTO_INCREMENT", pa.bool_()), ("LOCAL_TYPE_NAME", _STR), ("MINIMUM_SCALE", _I16),
-        ("MAXIMUM_SCALE", _I16), ("SQL_DATA_TYPE", _I32), ("SQL_DATETIME_SUB", _I32), ("NUM_PREC_RADIX", _I32),
+        ("TYPE_NAME", _STR),
+        ("DATA_TYPE", _I32),
+        ("PRECISION", _I32),
+        ("LITERAL_PREFIX", _STR),
+        ("LITERAL_SUFFIX", _STR),
+        ("CREATE_PARAMS", _STR),
+        ("NULLABLE", _I16),
+        ("CASE_SENSITIVE", pa.bool_()),
+        ("SEARCHABLE", _I16),
+        ("UNSIGNED_ATTRIBUTE", pa.bool_()),
+        ("FIXED_PREC_SCALE", pa.bool_()),
+        ("AUTO_INCREMENT", pa.bool_()),
+        ("LOCAL_TYPE_NAME", _STR),
+        ("MINIMUM_SCALE", _I16),
+        ("MAXIMUM_SCALE", _I16),
+        ("SQL_DATA_TYPE", _I32),
+        ("SQL_DATETIME_SUB", _I32),
+        ("NUM_PREC_RADIX", _I32),
     ]
     rows = [
         (name, JDBC_TYPES[tid], precision, quote, quote, None, 1, tid == tt.TTypeId.STRING_TYPE, searchable,

@@ -137,12 +137,18 @@ def column(arr: pa.Array | pa.ChunkedArray) -> tt.TColumn:
     if type_id == tt.TTypeId.INT_TYPE:
         return tt.TColumn(i32Val=tt.TI32Column(values=_values(arr.cast(pa.int32()), 0), nulls=nulls))
     if type_id == tt.TTypeId.BIGINT_TYPE:
-        return tt.TColumn(i64Val=tt.TI64Column(values=_values(arr.cast(pa.int64(), safe=False), 0), nulls=nulls))
+        return tt.TColumn(
+            i64Val=tt.TI64Column(values=_values(arr.cast(pa.int64(), safe=False), 0), nulls=nulls)
+        )
     if type_id in (tt.TTypeId.FLOAT_TYPE, tt.TTypeId.DOUBLE_TYPE):
-        return tt.TColumn(doubleVal=tt.TDoubleColumn(values=_values(arr.cast(pa.float64()), 0.0), nulls=nulls))
+        return tt.TColumn(
+            doubleVal=tt.TDoubleColumn(values=_values(arr.cast(pa.float64()), 0.0), nulls=nulls)
+        )
     if type_id == tt.TTypeId.BINARY_TYPE:
         return tt.TColumn(binaryVal=tt.TBinaryColumn(values=_values(arr.cast(pa.binary()), b""), nulls=nulls))
-    if type_id == tt.TTypeId.STRING_TYPE and (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+    if type_id == tt.TTypeId.STRING_TYPE and (
+        pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
+    ):
         text = arr
     else:
         text = column_text(arr)
@@ -202,7 +208,11 @@ class Pager:
             if batch.num_rows:
                 self._pending.append(batch)
                 self._pending_rows += batch.num_rows
-        table = pa.Table.from_batches(self._pending, schema=self.schema) if self._pending else self.schema.empty_table()
+        table = (
+            pa.Table.from_batches(self._pending, schema=self.schema)
+            if self._pending
+            else self.schema.empty_table()
+        )
         page = table.slice(0, max_rows)
         rest = table.slice(max_rows)
         self._pending = rest.combine_chunks().to_batches() if rest.num_rows else []
@@ -279,7 +289,8 @@ class _Decoded:
         batch = pa.ipc.open_stream(row[0]).read_next_batch()
         if not batch.schema.equals(self._schema):
             batch = pa.RecordBatch.from_arrays(
-                [c.cast(f.type) for c, f in zip(batch.columns, self._schema, strict=True)], schema=self._schema
+                [c.cast(f.type) for c, f in zip(batch.columns, self._schema, strict=True)],
+                schema=self._schema,
             )
         return batch
 

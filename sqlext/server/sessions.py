@@ -87,7 +87,8 @@ class Failure:
 
 
 def _java_error(error: Py4JJavaError) -> SqlError:
-    """The root cause of a failed Spark job: dyntable's own error from a task, else Spark's innermost message."""
+    """The root cause of a failed Spark job: dyntable's own error from a task, else Spark's innermost
+    message."""
     from sqlext.positions import worker_error
 
     text = str(error)
@@ -177,7 +178,9 @@ class Operation:
     # -- statements ---------------------------------------------------------------------------
     def start(self) -> None:
         self.state = State.RUNNING
-        self._thread = threading.Thread(target=self._run, name=f"dyntable-op-{self.guid.hex()[:8]}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name=f"dyntable-op-{self.guid.hex()[:8]}", daemon=True
+        )
         self._thread.start()
 
     def _tag_jobs(self) -> None:
@@ -196,7 +199,7 @@ class Operation:
         try:
             self._tag_jobs()
             last = None
-            for last in self.session.sql.execute(self.statement or ""):
+            for last in self.session.sql.execute(self.statement or ""):  # noqa: B007 - kept after the loop
                 if self.state is not State.RUNNING:
                     return
             if last is not None and last.dataframe is not None:
@@ -241,7 +244,9 @@ class Operation:
         with self._lock:
             if self.state is not State.RUNNING:
                 return
-            self.failure = Failure("57014", f"the statement ran longer than its timeout of {seconds} s and was cancelled")
+            self.failure = Failure(
+                "57014", f"the statement ran longer than its timeout of {seconds} s and was cancelled"
+            )
             self.state = State.TIMEDOUT
         self.cancel()
 
@@ -347,7 +352,9 @@ class ServerState:
                     options[name] = value
         with self._lock:
             if len(self.sessions) >= self.max_sessions:
-                raise SessionLimitError(f"the server already has {self.max_sessions} sessions open (--max-sessions)")
+                raise SessionLimitError(
+                    f"the server already has {self.max_sessions} sessions open (--max-sessions)"
+                )
             guid, secret = new_handle()
             self.sessions[guid] = None  # type: ignore[assignment] - reserves the slot while Spark builds
         try:

@@ -61,7 +61,9 @@ def _ok() -> tt.TStatus:
 
 
 def _error(failure: Failure) -> tt.TStatus:
-    code = tt.TStatusCode.INVALID_HANDLE_STATUS if failure.sqlstate == "HY010" else tt.TStatusCode.ERROR_STATUS
+    code = (
+        tt.TStatusCode.INVALID_HANDLE_STATUS if failure.sqlstate == "HY010" else tt.TStatusCode.ERROR_STATUS
+    )
     # infoMessages in Hive's form, "*class:message:<frames>:<last own frame>" then one line per
     # frame (none here: 0 and -1): Hive's JDBC driver parses it into the exception's cause and
     # fails, hiding the message, on any other shape.
@@ -117,7 +119,9 @@ class Handler:
     def OpenSession(self, req: tt.TOpenSessionReq) -> tt.TOpenSessionResp:
         version = min(max(req.client_protocol, 0), MAX_PROTOCOL)
         if version < MIN_PROTOCOL:
-            failure = Failure("08001", "client protocol too old: HiveServer2 protocol V6 or later is required")
+            failure = Failure(
+                "08001", "client protocol too old: HiveServer2 protocol V6 or later is required"
+            )
             return tt.TOpenSessionResp(status=_error(failure), serverProtocolVersion=MAX_PROTOCOL)
         user = self.user or req.username or "anonymous"
         try:
@@ -126,8 +130,11 @@ class Handler:
             return tt.TOpenSessionResp(status=_error(Failure.of(e)), serverProtocolVersion=version)
         log.info("session %s opened for %s", session.guid.hex(), user)
         return tt.TOpenSessionResp(
-            status=_ok(), serverProtocolVersion=version,
-            sessionHandle=tt.TSessionHandle(sessionId=tt.THandleIdentifier(guid=session.guid, secret=session.secret)),
+            status=_ok(),
+            serverProtocolVersion=version,
+            sessionHandle=tt.TSessionHandle(
+                sessionId=tt.THandleIdentifier(guid=session.guid, secret=session.secret)
+            ),
             configuration={},
         )
 
@@ -248,10 +255,14 @@ class Handler:
                                             results=tt.TRowSet(startRowOffset=0, rows=[], columns=[]))
             if req.orientation not in (tt.TFetchOrientation.FETCH_NEXT, tt.TFetchOrientation.FETCH_FIRST):
                 name = tt.TFetchOrientation._VALUES_TO_NAMES.get(req.orientation, str(req.orientation))
-                raise UnknownHandleError(f"fetch orientation {name} is not supported; use FETCH_NEXT or FETCH_FIRST",
-                                         sqlstate="HY106")
+                raise UnknownHandleError(
+                    f"fetch orientation {name} is not supported; use FETCH_NEXT or FETCH_FIRST",
+                    sqlstate="HY106",
+                )
             rows = req.maxRows if req.maxRows and req.maxRows > 0 else DEFAULT_FETCH_ROWS
-            page, start, more = op.fetch(min(rows, MAX_FETCH_ROWS), req.orientation == tt.TFetchOrientation.FETCH_FIRST)
+            page, start, more = op.fetch(
+                min(rows, MAX_FETCH_ROWS), req.orientation == tt.TFetchOrientation.FETCH_FIRST
+            )
             return tt.TFetchResultsResp(status=_ok(), hasMoreRows=more, results=row_set(page, start))
         except Exception as e:  # noqa: BLE001
             return tt.TFetchResultsResp(status=_error(Failure.of(e)))
@@ -261,10 +272,14 @@ class Handler:
 
     # -- metadata calls ------------------------------------------------------------------------
     def GetTypeInfo(self, req: tt.TGetTypeInfoReq) -> tt.TGetTypeInfoResp:
-        return self._metadata(req, tt.TOperationType.GET_TYPE_INFO, lambda s: meta.type_info(), tt.TGetTypeInfoResp)
+        return self._metadata(
+            req, tt.TOperationType.GET_TYPE_INFO, lambda s: meta.type_info(), tt.TGetTypeInfoResp
+        )
 
     def GetCatalogs(self, req: tt.TGetCatalogsReq) -> tt.TGetCatalogsResp:
-        return self._metadata(req, tt.TOperationType.GET_CATALOGS, lambda s: meta.catalogs(), tt.TGetCatalogsResp)
+        return self._metadata(
+            req, tt.TOperationType.GET_CATALOGS, lambda s: meta.catalogs(), tt.TGetCatalogsResp
+        )
 
     def GetSchemas(self, req: tt.TGetSchemasReq) -> tt.TGetSchemasResp:
         return self._metadata(req, tt.TOperationType.GET_SCHEMAS,
@@ -283,8 +298,10 @@ class Handler:
 
     def GetColumns(self, req: tt.TGetColumnsReq) -> tt.TGetColumnsResp:
         return self._metadata(
-            req, tt.TOperationType.GET_COLUMNS,
-            lambda s: meta.columns(s.sql.catalog, req.schemaName, req.tableName, req.columnName), tt.TGetColumnsResp,
+            req,
+            tt.TOperationType.GET_COLUMNS,
+            lambda s: meta.columns(s.sql.catalog, req.schemaName, req.tableName, req.columnName),
+            tt.TGetColumnsResp,
         )
 
     def GetFunctions(self, req: tt.TGetFunctionsReq) -> tt.TGetFunctionsResp:
@@ -294,8 +311,11 @@ class Handler:
 
     def GetPrimaryKeys(self, req: tt.TGetPrimaryKeysReq) -> tt.TGetPrimaryKeysResp:
         return self._metadata(
-            req, tt.TOperationType.UNKNOWN,
-            lambda s: meta.primary_keys(s.sql.catalog, req.schemaName or s.sql.current_database, req.tableName),
+            req,
+            tt.TOperationType.UNKNOWN,
+            lambda s: meta.primary_keys(
+                s.sql.catalog, req.schemaName or s.sql.current_database, req.tableName
+            ),
             tt.TGetPrimaryKeysResp,
         )
 
@@ -303,9 +323,22 @@ class Handler:
         # Managed tables have no foreign keys: an empty result with JDBC's columns.
         import pyarrow as pa
 
-        cols = ["PKTABLE_CAT", "PKTABLE_SCHEM", "PKTABLE_NAME", "PKCOLUMN_NAME", "FKTABLE_CAT", "FKTABLE_SCHEM",
-                "FKTABLE_NAME", "FKCOLUMN_NAME", "KEY_SEQ", "UPDATE_RULE", "DELETE_RULE", "FK_NAME", "PK_NAME",
-                "DEFERRABILITY"]
+        cols = [
+            "PKTABLE_CAT",
+            "PKTABLE_SCHEM",
+            "PKTABLE_NAME",
+            "PKCOLUMN_NAME",
+            "FKTABLE_CAT",
+            "FKTABLE_SCHEM",
+            "FKTABLE_NAME",
+            "FKCOLUMN_NAME",
+            "KEY_SEQ",
+            "UPDATE_RULE",
+            "DELETE_RULE",
+            "FK_NAME",
+            "PK_NAME",
+            "DEFERRABILITY",
+        ]
         empty = pa.schema([(c, pa.int16() if c in ("KEY_SEQ", "UPDATE_RULE", "DELETE_RULE", "DEFERRABILITY")
                             else pa.string()) for c in cols]).empty_table()
         return self._metadata(req, tt.TOperationType.UNKNOWN, lambda s: empty, tt.TGetCrossReferenceResp)
@@ -425,7 +458,9 @@ class HiveServer:
         self._accept_thread: threading.Thread | None = None
 
     def start(self) -> HiveServer:
-        self._accept_thread = threading.Thread(target=self.serve_forever, name="dyntable-server-accept", daemon=True)
+        self._accept_thread = threading.Thread(
+            target=self.serve_forever, name="dyntable-server-accept", daemon=True
+        )
         self._accept_thread.start()
         return self
 

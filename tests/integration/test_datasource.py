@@ -19,16 +19,24 @@ def catalog(warehouse):
 
 
 def reader(spark, warehouse, table, **options):
-    return spark.read.format("dyntable").option("warehouse", warehouse).option("table", table).options(**options)
+    return (
+        spark.read.format("dyntable").option("warehouse", warehouse).option("table", table).options(**options)
+    )
 
 
 def writer(df, warehouse, table, mode="append", **options):
-    return df.write.format("dyntable").option("warehouse", warehouse).option("table", table).options(**options).mode(mode)
+    return (
+        df.write.format("dyntable")
+        .option("warehouse", warehouse)
+        .option("table", table)
+        .options(**options)
+        .mode(mode)
+    )
 
 
 def data_files(table):
     out = []
-    for root, _dirs, files in os.walk(table.path):
+    for _root, _dirs, files in os.walk(table.path):
         out += [f for f in files if f.startswith("data-")]
     return out
 
@@ -36,7 +44,9 @@ def data_files(table):
 def test_append_round_trip_projection_and_time_travel(spark, warehouse, catalog):
     catalog.create_table("db.a", pa.schema([("id", pa.int64()), ("s", pa.string()), ("dt", pa.string())]),
                          partition_keys=["dt"])
-    df = spark.range(0, 1000, numPartitions=2).selectExpr("id", "cast(id as string) s", "cast(id % 3 as string) dt")
+    df = spark.range(0, 1000, numPartitions=2).selectExpr(
+        "id", "cast(id as string) s", "cast(id % 3 as string) dt"
+    )
     writer(df, warehouse, "db.a").save()
     writer(df.filter("id < 10"), warehouse, "db.a").save()
     out = reader(spark, warehouse, "db.a").load()
@@ -78,7 +88,9 @@ def test_failed_job_publishes_nothing_and_leaves_no_files(spark, warehouse, cata
     t = catalog.create_table("db.f", pa.schema([("id", pa.int64())]))
     writer(spark.range(0, 10).selectExpr("id"), warehouse, "db.f").save()
     before_files = set(data_files(t))
-    bad = spark.range(0, 1000, numPartitions=4).selectExpr("CASE WHEN id = 900 THEN raise_error('boom') ELSE id END id")
+    bad = spark.range(0, 1000, numPartitions=4).selectExpr(
+        "CASE WHEN id = 900 THEN raise_error('boom') ELSE id END id"
+    )
     with pytest.raises(Exception, match="boom"):
         writer(bad, warehouse, "db.f").save()
     # Spark aborts the job while sibling tasks may still be running: they find the abort marker
@@ -149,10 +161,21 @@ def test_streaming_write_is_exactly_once_across_restarts(spark, warehouse, catal
     checkpoint = str(tmp_path / "ckpt2")
 
     def run_once():
-        q = (spark.readStream.format("dyntable").option("warehouse", warehouse).option("table", "db.src")
-             .option("scan.mode", "from-snapshot").option("scan.snapshot-id", "1").option("read.changelog", "true").load()
-             .writeStream.format("dyntable").option("warehouse", warehouse).option("table", "db.dst")
-             .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+        q = (
+            spark.readStream.format("dyntable")
+            .option("warehouse", warehouse)
+            .option("table", "db.src")
+            .option("scan.mode", "from-snapshot")
+            .option("scan.snapshot-id", "1")
+            .option("read.changelog", "true")
+            .load()
+            .writeStream.format("dyntable")
+            .option("warehouse", warehouse)
+            .option("table", "db.dst")
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+            .start()
+        )
         q.awaitTermination(120)
 
     src.write_arrow(pa.table({"id": [1, 2]}))

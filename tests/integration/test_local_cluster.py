@@ -1,7 +1,7 @@
-"""The data-source suite (and the S3 SQL surface) once more on ``local-cluster[2,1,1024]``: executors are separate JVMs with
-their own Python workers, so anything that only works because driver and tasks share a process
-(module state, a cached catalog, options that never reach the executors, unpicklable plans) fails
-here as it would on a real cluster.
+"""The data-source suite (and the S3 SQL surface) once more on ``local-cluster[2,1,1024]``:
+executors are separate JVMs with their own Python workers, so anything that only works because
+driver and tasks share a process (module state, a cached catalog, options that never reach the
+executors, unpicklable plans) fails here as it would on a real cluster.
 
 The suite runs in a child pytest process because a JVM hosts one SparkContext and every other test
 shares the ``local[2]`` one.
@@ -28,7 +28,9 @@ SUITE = [
 ]
 
 
-@pytest.mark.skipif(os.environ.get(MASTER_ENV, "").startswith("local-cluster"), reason="this is the child run")
+@pytest.mark.skipif(
+    os.environ.get(MASTER_ENV, "").startswith("local-cluster"), reason="this is the child run"
+)
 def test_data_source_suite_on_a_local_cluster():
     env = dict(os.environ)
     env[MASTER_ENV] = "local-cluster[2,1,1024]"

@@ -81,7 +81,10 @@ def test_buckets_of_a_date_partition_with_null(session):
     q(session, "INSERT INTO T VALUES (2, null, 1)")
     assert q(session, "SELECT partition FROM `T$partitions`") == [
         ("p1=2024-10-10/p2=1",), ("p1=__DEFAULT_PARTITION__/p2=1",)]
-    assert q(session, "SELECT partition, bucket FROM `T$buckets`") == [("{2024-10-10, 1}", 0), ("{null, 1}", 0)]
+    assert q(session, "SELECT partition, bucket FROM `T$buckets`") == [
+        ("{2024-10-10, 1}", 0),
+        ("{null, 1}", 0),
+    ]
 
 
 def test_audit_log_shows_deletes(session):
@@ -133,7 +136,10 @@ def test_partitioned_by_with_types(session):
 
 
 def test_show_and_set_tblproperties(session):
-    q(session, "CREATE TABLE T (id INT NOT NULL, v STRING) TBLPROPERTIES ('primary-key' = 'id', 'bucket' = '2')")
+    q(
+        session,
+        "CREATE TABLE T (id INT NOT NULL, v STRING) TBLPROPERTIES ('primary-key' = 'id', 'bucket' = '2')",
+    )
     q(session, "ALTER TABLE T SET TBLPROPERTIES ('write-buffer-size' '64 mb')")  # Spark allows a missing '='
     props = dict(q(session, "SHOW TBLPROPERTIES T"))
     assert props["primary-key"] == "id" and props["bucket"] == "2" and props["write-buffer-size"] == "64 mb"
@@ -157,7 +163,11 @@ def test_comment_property_is_the_table_comment(session):
 def test_alter_column_position_type_and_key_rename(session):
     # SchemaEvolutionTestBase: ALTER COLUMN ... FIRST / AFTER, BIGINT -> DOUBLE, INT -> FLOAT,
     # and renaming a primary-key column (Paimon's SchemaManager allows it)
-    q(session, "CREATE TABLE T (a INT NOT NULL, b BIGINT, c INT) TBLPROPERTIES ('primary-key' = 'a', 'bucket' = '1')")
+    q(
+        session,
+        "CREATE TABLE T (a INT NOT NULL, b BIGINT, c INT) TBLPROPERTIES ('primary-key' = 'a', "
+        "'bucket' = '1')",
+    )
     q(session, "INSERT INTO T VALUES (1, 10, 100), (2, 20, 200)")
     q(session, "ALTER TABLE T ALTER COLUMN c FIRST")
     assert q(session, "SELECT * FROM T") == [(100, 1, 10), (200, 2, 20)]

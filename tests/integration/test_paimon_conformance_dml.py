@@ -74,7 +74,8 @@ def test_delete_on_aggregation_table_removes_the_row(session):
     run(
         session,
         "CREATE TABLE agg (id INT, total BIGINT, dt STRING, PRIMARY KEY (id, dt) NOT ENFORCED) "
-        "PARTITIONED BY (dt) WITH ('merge-engine' = 'aggregation', 'fields.total.aggregate-function' = 'sum')",
+        "PARTITIONED BY (dt) WITH ('merge-engine' = 'aggregation', 'fields.total.aggregate-function' "
+        "= 'sum')",
     )
     run(session, "INSERT INTO agg VALUES (1, 4, 'a'), (2, 5, 'a'), (3, 6, 'b')")
     run(session, "INSERT INTO agg VALUES (1, 6, 'a')")
@@ -169,10 +170,15 @@ def test_update_struct_field(session):
     # UpdateTableTestBase "test update with struct column" and "test update with conflicted column".
     run(
         session,
-        "CREATE TABLE t (id INT, s STRUCT<c1: INT, c2: STRING>, dt STRING, PRIMARY KEY (id, dt) NOT ENFORCED) "
+        "CREATE TABLE t (id INT, s STRUCT<c1: INT, c2: STRING>, dt STRING, PRIMARY KEY (id, "
+        "dt) NOT ENFORCED) "
         "PARTITIONED BY (dt)",
     )
-    run(session, "INSERT INTO t VALUES (1, struct(1, 'a'), '11'), (2, struct(2, 'b'), '22'), (3, struct(3, 'c'), '33')")
+    run(
+        session,
+        "INSERT INTO t VALUES (1, struct(1, 'a'), '11'), (2, struct(2, 'b'), '22'), (3, struct(3, 'c'), "
+        "'33')",
+    )
     run(session, "UPDATE t SET s.c2 = 'a_new' WHERE s.c1 = 1")
     assert contents(session, "t") == [
         (1, {"c1": 1, "c2": "a_new"}, "11"),
@@ -226,11 +232,17 @@ def test_merge_refuses_a_changing_key(session):
 
 def test_merge_partial_insert_with_default_value(session):
     # MergeIntoTableTestBase "Paimon MergeInto: partial insert with default value".
-    run(session, "CREATE TABLE target (a INT, b INT DEFAULT 6, c STRING DEFAULT 'test', PRIMARY KEY (a) NOT ENFORCED)")
+    run(
+        session,
+        "CREATE TABLE target (a INT, b INT DEFAULT 6, c STRING DEFAULT 'test', PRIMARY KEY (a) NOT ENFORCED)",
+    )
     run(session, "INSERT INTO target VALUES (1, 10, 'c1'), (2, 20, 'c2')")
     session.spark.createDataFrame([(1, 100, "c11"), (3, 300, "c33")], "a INT, b INT, c STRING") \
         .createOrReplaceTempView("source")
-    run(session, "MERGE INTO target USING source ON target.a = source.a WHEN NOT MATCHED THEN INSERT (a) VALUES (a)")
+    run(
+        session,
+        "MERGE INTO target USING source ON target.a = source.a WHEN NOT MATCHED THEN INSERT (a) VALUES (a)",
+    )
     assert contents(session, "target") == [(1, 10, "c1"), (2, 20, "c2"), (3, 6, "test")]
 
 
@@ -283,7 +295,11 @@ def test_insert_overwrite_dynamic_by_session_setting(session):
         run(session, "INSERT OVERWRITE my_table VALUES (3, 'p1')")
         assert contents(session, "my_table") == [(2, "p2"), (3, "p1")]
         # A per-statement hint wins over the session.
-        run(session, "INSERT OVERWRITE my_table /*+ OPTIONS('dynamic-partition-overwrite' = 'false') */ VALUES (4, 'p1')")
+        run(
+            session,
+            "INSERT OVERWRITE my_table /*+ OPTIONS('dynamic-partition-overwrite' = 'false') */ VALUES "
+            "(4, 'p1')",
+        )
         assert contents(session, "my_table") == [(4, "p1")]
     finally:
         run(session, "RESET spark.sql.sources.partitionOverwriteMode")
@@ -295,7 +311,11 @@ def test_dynamic_overwrite_multi_partitioned(session, pk):
     # values for some partition columns, only the written partitions under them are replaced.
     key = ", PRIMARY KEY (a, pt1, pt2) NOT ENFORCED" if pk else ""
     run(session, f"CREATE TABLE T (a INT, b STRING, pt1 STRING, pt2 INT{key}) PARTITIONED BY (pt1, pt2)")
-    run(session, "INSERT INTO T VALUES (1, 'a', 'ptv1', 11), (2, 'b', 'ptv1', 11), (3, 'c', 'ptv1', 22), (4, 'd', 'ptv2', 22)")
+    run(
+        session,
+        "INSERT INTO T VALUES (1, 'a', 'ptv1', 11), (2, 'b', 'ptv1', 11), (3, 'c', 'ptv1', 22), (4, 'd', "
+        "'ptv2', 22)",
+    )
     run(session, "SET spark.sql.sources.partitionOverwriteMode = dynamic")
     try:
         run(session, "INSERT OVERWRITE T PARTITION (pt2 = 22) VALUES (3, 'c2', 'ptv1'), (4, 'd2', 'ptv3')")
@@ -305,10 +325,17 @@ def test_dynamic_overwrite_multi_partitioned(session, pk):
         run(session, "INSERT OVERWRITE T PARTITION (pt1 = 'ptv3') VALUES (4, 'd3', 22)")
         run(session, "INSERT OVERWRITE T PARTITION (pt1 = 'ptv1', pt2 = 11) VALUES (5, 'e')")
         assert contents(session, "T") == sorted(
-            [(3, "c2", "ptv1", 22), (4, "d", "ptv2", 22), (4, "d3", "ptv3", 22), (5, "e", "ptv1", 11)], key=repr)
-        run(session, "INSERT OVERWRITE T VALUES (1, 'a5', 'ptv1', 11), (3, 'c5', 'ptv1', 22), (4, 'd5', 'ptv3', 22)")
+            [(3, "c2", "ptv1", 22), (4, "d", "ptv2", 22), (4, "d3", "ptv3", 22), (5, "e", "ptv1", 11)],
+            key=repr,
+        )
+        run(
+            session,
+            "INSERT OVERWRITE T VALUES (1, 'a5', 'ptv1', 11), (3, 'c5', 'ptv1', 22), (4, 'd5', 'ptv3', 22)",
+        )
         assert contents(session, "T") == sorted(
-            [(1, "a5", "ptv1", 11), (3, "c5", "ptv1", 22), (4, "d", "ptv2", 22), (4, "d5", "ptv3", 22)], key=repr)
+            [(1, "a5", "ptv1", 11), (3, "c5", "ptv1", 22), (4, "d", "ptv2", 22), (4, "d5", "ptv3", 22)],
+            key=repr,
+        )
     finally:
         run(session, "RESET spark.sql.sources.partitionOverwriteMode")
 
@@ -382,7 +409,8 @@ def test_partial_update_sequence_group_with_a_sum(session):
     run(
         session,
         "CREATE TABLE sgs (a INT, b INT, c INT, d INT, PRIMARY KEY (a) NOT ENFORCED) WITH ("
-        "'merge-engine' = 'partial-update', 'fields.c.sequence-group' = 'd', 'fields.d.aggregate-function' = 'sum')",
+        "'merge-engine' = 'partial-update', 'fields.c.sequence-group' = 'd', "
+        "'fields.d.aggregate-function' = 'sum')",
     )
     for values in ("(1, 1, 1, 1)", "(1, 2, NULL, 5)", "(1, NULL, 2, 1)", "(1, 3, 0, 10)"):
         run(session, f"INSERT INTO sgs VALUES {values}")

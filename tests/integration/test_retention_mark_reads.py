@@ -27,7 +27,12 @@ def table(warehouse):
 
 
 def batch(spark, warehouse, **options):
-    df = spark.read.format("dyntable").option("warehouse", warehouse).option("table", "db.t").options(**options)
+    df = (
+        spark.read.format("dyntable")
+        .option("warehouse", warehouse)
+        .option("table", "db.t")
+        .options(**options)
+    )
     return sorted(tuple(r) for r in df.load().collect())
 
 
@@ -63,7 +68,9 @@ def test_reads_starting_below_the_mark_are_refused(spark, warehouse, table, tmp_
         with pytest.raises(Exception, match="retention mark"):
             stream(spark, warehouse, tmp_path, f"r{i}", **options)
     # At the mark the stream starts: the changes of the mark snapshot and after.
-    rows = stream(spark, warehouse, tmp_path, "ok", **{"scan.mode": "from-snapshot", "scan.snapshot-id": str(mark)})
+    rows = stream(
+        spark, warehouse, tmp_path, "ok", **{"scan.mode": "from-snapshot", "scan.snapshot-id": str(mark)}
+    )
     assert rows == [(i, f"v{i}") for i in range(mark - 1, 5)]
 
 

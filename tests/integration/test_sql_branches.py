@@ -74,9 +74,14 @@ def test_replace_main_procedure(session):
     [(previous, current, backup)] = run(session, "CALL sys.replace_main(`table` => 'r', branch => 'dev')")
     assert current == previous + 1 and backup == f"replace-main-backup-{previous}"
     assert sorted(run(session, "SELECT * FROM r")) == [(1, "a", None), (2, "dev", 20)]
-    assert sorted(run(session, f"SELECT * FROM r VERSION AS OF '{backup}'")) == [(1, "a", None), (3, "main", 30)]
+    assert sorted(run(session, f"SELECT * FROM r VERSION AS OF '{backup}'")) == [
+        (1, "a", None),
+        (3, "main", 30),
+    ]
     run(session, "INSERT INTO `r$branch_dev` VALUES (4, 'dev', 40)")
-    [(_, current2, none)] = run(session, "CALL sys.replace_main(`table` => 'r', branch => 'dev', keep_backup => false)")
+    [(_, current2, none)] = run(
+        session, "CALL sys.replace_main(`table` => 'r', branch => 'dev', keep_backup => false)"
+    )
     assert none is None and current2 == current + 1 and run(session, "SELECT count(*) FROM r") == [(3,)]
     for branch, state in (("nope", "42P01"), ("main", "22023")):
         with pytest.raises(SqlError) as info:

@@ -132,7 +132,10 @@ def test_show_partitions(session, orders):
     fails(session, "SHOW PARTITIONS flat", "42000", "not partitioned")
     session.sql("CREATE TABLE typed (id INT, d DATE, h INT) PARTITIONED BY (d, h)")
     session.sql("INSERT INTO typed VALUES (1, DATE'2024-03-01', 7), (2, NULL, 8)")
-    assert run(session, "SHOW PARTITIONS typed") == [("d=2024-03-01/h=7",), ("d=null/h=8",)]  # Spark/Paimon print NULL as null
+    assert run(session, "SHOW PARTITIONS typed") == [
+        ("d=2024-03-01/h=7",),
+        ("d=null/h=8",),
+    ]  # Spark/Paimon print NULL as null
 
 
 # -- CALL ------------------------------------------------------------------------------------------

@@ -191,8 +191,11 @@ def test_merge_primary_key_table(session):
     )
     # a key may be assigned only if no matched row changes it; UPDATE SET * keeps them
     unchanged(
-        session, "m", "MERGE INTO m USING (SELECT 1 AS id) s ON m.id = s.id WHEN MATCHED THEN UPDATE SET id = 9",
-        "42000", "key",
+        session,
+        "m",
+        "MERGE INTO m USING (SELECT 1 AS id) s ON m.id = s.id WHEN MATCHED THEN UPDATE SET id = 9",
+        "42000",
+        "key",
     )
     out, _ = run(
         session,
@@ -277,7 +280,10 @@ def test_time_columns_take_nulls_literals_and_text_and_survive_an_update(session
     assert sorted(run(session, "SELECT id, t0, t3 FROM times")[0]) == [
         (1, None, None), (2, "12:34:56", "01:02:03.45")]
     run(session, "UPDATE times SET id = id WHERE id = 2")  # a rewrite through Spark keeps the values
-    assert contents(session, "times") == [(1, None, None), (2, dt.time(12, 34, 56), dt.time(1, 2, 3, 450_000))]
+    assert contents(session, "times") == [
+        (1, None, None),
+        (2, dt.time(12, 34, 56), dt.time(1, 2, 3, 450_000)),
+    ]
     before = snapshot_count(session, "times")
     for bad in ("'25:00:00'", "'noon'", "'12:34:56.5'"):  # not a time of day; finer than TIME(0)
         with pytest.raises(SqlError, match="t0"):

@@ -1,4 +1,5 @@
-"""Spark SQL on dynamic-bucket primary-key tables ('bucket' = '-1'), incl. cross-partition upsert (issue 9)."""
+"""Spark SQL on dynamic-bucket primary-key tables ('bucket' = '-1'), including
+cross-partition upsert (issue 9)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,11 @@ def test_insert_and_update_moves_a_key_across_partitions(session):
 
 
 def test_partition_local_dynamic_buckets_through_sql(session):
-    run(session, "CREATE TABLE p (id INT, v STRING, dt STRING) PARTITIONED BY (dt) "
-                 "TBLPROPERTIES ('primary-key' = 'dt,id', 'bucket' = '-1', 'dynamic-bucket.target-row-num' = '2')")
+    run(
+        session,
+        "CREATE TABLE p (id INT, v STRING, dt STRING) PARTITIONED BY (dt) "
+        "TBLPROPERTIES ('primary-key' = 'dt,id', 'bucket' = '-1', 'dynamic-bucket.target-row-num' = '2')",
+    )
     run(session, "INSERT INTO p VALUES (1, 'a', 'd1'), (2, 'b', 'd1'), (3, 'c', 'd1'), (4, 'd', 'd2')")
     run(session, "INSERT INTO p VALUES (1, 'A', 'd1'), (3, 'C', 'd1')")
     assert contents(session, "p") == [(1, "A", "d1"), (2, "b", "d1"), (3, "C", "d1"), (4, "d", "d2")]

@@ -1,4 +1,5 @@
-"""Paimon's dynamic table options through SQL: ``SET spark.paimon.…`` and ``/*+ OPTIONS(...) */`` on INSERT."""
+"""Paimon's dynamic table options through SQL: ``SET spark.paimon.…`` and
+``/*+ OPTIONS(...) */`` on INSERT."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Real HiveServer2 clients against dyntable-server: PyHive, impyla, and beeline (Hive JDBC from pyspark's jars).
+"""Real HiveServer2 clients against dyntable-server: PyHive, impyla, and beeline
+(Hive JDBC from pyspark's jars).
 
 Each creates a managed table, inserts, queries, runs a CALL and reads a system table.
 """

@@ -12,7 +12,9 @@ from TCLIService import ttypes as tt
 from engine.system_tables import DATA_TABLES, METADATA_TABLES
 from tests.integration.server.conftest import wait_for
 
-LONG_QUERY = "SELECT sum(id % 7) FROM range(0, 500000000000, 1, 1)"  # minutes of work on one core: always cancelled
+LONG_QUERY = (
+    "SELECT sum(id % 7) FROM range(0, 500000000000, 1, 1)"  # minutes of work on one core: always cancelled
+)
 
 
 def _connect(server, **kwargs):
@@ -43,7 +45,9 @@ def _fetch(conn, handle, rows=10_000, orientation=tt.TFetchOrientation.FETCH_NEX
 
 
 def _result(conn, handle) -> dict[str, list]:
-    schema = _ok(conn._client.GetResultSetMetadata(tt.TGetResultSetMetadataReq(operationHandle=handle))).schema
+    schema = _ok(
+        conn._client.GetResultSetMetadata(tt.TGetResultSetMetadataReq(operationHandle=handle))
+    ).schema
     names = [c.columnName for c in schema.columns]
     out: dict[str, list] = {n: [] for n in names}
     while True:
@@ -77,7 +81,9 @@ def test_paging_fetch_next_and_fetch_first(none_server):
     try:
         handle = _ok(_execute(conn, "SELECT id FROM range(0, 25, 1, 3) ORDER BY id")).operationHandle
         assert handle.hasResultSet
-        schema = _ok(conn._client.GetResultSetMetadata(tt.TGetResultSetMetadataReq(operationHandle=handle))).schema
+        schema = _ok(
+            conn._client.GetResultSetMetadata(tt.TGetResultSetMetadataReq(operationHandle=handle))
+        ).schema
         assert [(c.columnName, c.typeDesc.types[0].primitiveEntry.type) for c in schema.columns] == [
             ("id", tt.TTypeId.BIGINT_TYPE)]
         pages = []
@@ -86,7 +92,11 @@ def test_paging_fetch_next_and_fetch_first(none_server):
             pages.append((resp.results.startRowOffset, _values(resp.results.columns[0]), resp.hasMoreRows))
             if not resp.hasMoreRows:
                 break
-        assert [(p[0], p[1][:1], len(p[1])) for p in pages][:3] == [(0, [0], 10), (10, [10], 10), (20, [20], 5)]
+        assert [(p[0], p[1][:1], len(p[1])) for p in pages][:3] == [
+            (0, [0], 10),
+            (10, [10], 10),
+            (20, [20], 5),
+        ]
         assert [v for p in pages for v in p[1]] == list(range(25))
         first = _fetch(conn, handle, rows=4, orientation=tt.TFetchOrientation.FETCH_FIRST)
         assert (first.results.startRowOffset, _values(first.results.columns[0])) == (0, [0, 1, 2, 3])
@@ -94,7 +104,9 @@ def test_paging_fetch_next_and_fetch_first(none_server):
             operationHandle=handle, orientation=tt.TFetchOrientation.FETCH_PRIOR, maxRows=4))
         assert prior.status.statusCode == tt.TStatusCode.ERROR_STATUS and prior.status.sqlState == "HY106"
         _ok(conn._client.CloseOperation(tt.TCloseOperationReq(operationHandle=handle)))
-        gone = conn._client.FetchResults(tt.TFetchResultsReq(operationHandle=handle, orientation=0, maxRows=4))
+        gone = conn._client.FetchResults(
+            tt.TFetchResultsReq(operationHandle=handle, orientation=0, maxRows=4)
+        )
         assert gone.status.statusCode == tt.TStatusCode.INVALID_HANDLE_STATUS
     finally:
         conn.close()
@@ -106,7 +118,8 @@ def test_types_and_nulls_round_trip(none_server):
         cursor = conn.cursor()
         cursor.execute(
             "SELECT CAST(1 AS TINYINT) AS b, CAST(2 AS SMALLINT) AS s, 3 AS i, CAST(4 AS BIGINT) AS l, "
-            "CAST(1.5 AS FLOAT) AS f, 2.5D AS d, CAST('7.25' AS DECIMAL(5,2)) AS dec, true AS bo, 'x' AS str, "
+            "CAST(1.5 AS FLOAT) AS f, 2.5D AS d, CAST('7.25' AS DECIMAL(5,2)) AS dec, true AS bo, "
+            "'x' AS str, "
             "DATE '2024-02-03' AS dt, TIMESTAMP_NTZ '2024-02-03 04:05:06.5' AS ts, X'0102' AS bin, "
             "array(1, 2) AS arr, map('k', 1) AS m, named_struct('a', 1) AS st, CAST(NULL AS INT) AS n "
             "UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
@@ -114,21 +127,39 @@ def test_types_and_nulls_round_trip(none_server):
         )
         rows = cursor.fetchall()
         types = [d[1] for d in cursor.description]
-        assert types == ["TINYINT_TYPE", "SMALLINT_TYPE", "INT_TYPE", "BIGINT_TYPE", "FLOAT_TYPE", "DOUBLE_TYPE",
-                         "DECIMAL_TYPE", "BOOLEAN_TYPE", "STRING_TYPE", "DATE_TYPE", "TIMESTAMP_TYPE",
-                         "BINARY_TYPE", "ARRAY_TYPE", "MAP_TYPE", "STRUCT_TYPE", "INT_TYPE"]
+        assert types == [
+            "TINYINT_TYPE",
+            "SMALLINT_TYPE",
+            "INT_TYPE",
+            "BIGINT_TYPE",
+            "FLOAT_TYPE",
+            "DOUBLE_TYPE",
+            "DECIMAL_TYPE",
+            "BOOLEAN_TYPE",
+            "STRING_TYPE",
+            "DATE_TYPE",
+            "TIMESTAMP_TYPE",
+            "BINARY_TYPE",
+            "ARRAY_TYPE",
+            "MAP_TYPE",
+            "STRUCT_TYPE",
+            "INT_TYPE",
+        ]
         first = rows[0]
         assert first[:6] == (1, 2, 3, 4, 1.5, 2.5)
         assert str(first[6]) == "7.25" and first[7] is True and first[8] == "x"
         assert str(first[9]) == "2024-02-03" and str(first[10]).startswith("2024-02-03 04:05:06.5")
-        assert first[11] == b"\x01\x02" and first[12:15] == ("[1,2]", '{"k":1}', '{"a":1}') and first[15] is None
+        assert (
+            first[11] == b"\x01\x02" and first[12:15] == ("[1,2]", '{"k":1}', '{"a":1}') and first[15] is None
+        )
         assert rows[1] == (None,) * 15 + (5,)
     finally:
         conn.close()
 
 
 def _stream(server, spark, rows: int, partitions: int) -> None:
-    """Fetch ``rows`` rows in pages: Spark runs one job per partition, each only when the client gets there."""
+    """Fetch ``rows`` rows in pages: Spark runs one job per partition, each only when the client gets
+    there."""
     conn = _connect(server)
     try:
         sql = f"SELECT id, CAST(id AS STRING) AS s FROM range(0, {rows}, 1, {partitions})"
@@ -205,7 +236,9 @@ def test_long_query_does_not_block_metadata_and_cancel_stops_it(none_server, spa
         handle = _ok(_execute(busy, LONG_QUERY, run_async=True)).operationHandle
         op = _server_op(none_server, busy, handle)
         wait_for(lambda: _running(spark, op.group), what="the long query's Spark job")
-        tables = _ok(other._client.GetTables(tt.TGetTablesReq(sessionHandle=other._sessionHandle, schemaName="%")))
+        tables = _ok(
+            other._client.GetTables(tt.TGetTablesReq(sessionHandle=other._sessionHandle, schemaName="%"))
+        )
         _result(other, tables.operationHandle)
         other.cursor().execute("SELECT 1")
         status = _ok(busy._client.GetOperationStatus(tt.TGetOperationStatusReq(operationHandle=handle)))
@@ -262,8 +295,16 @@ def test_metadata_calls(none_server):
         kinds = dict(zip(system["TABLE_NAME"], system["TABLE_TYPE"], strict=True))
         assert set(kinds) == {f"meta_t${n}" for n in (*METADATA_TABLES, *DATA_TABLES)}
         assert kinds["meta_t$snapshots"] == kinds["meta_t$audit_log"] == "SYSTEM TABLE"
-        only = _result(conn, _ok(c.GetTables(tt.TGetTablesReq(
-            sessionHandle=sh, schemaName="default", tableName="meta%", tableTypes=["TABLE"]))).operationHandle)
+        only = _result(
+            conn,
+            _ok(
+                c.GetTables(
+                    tt.TGetTablesReq(
+                        sessionHandle=sh, schemaName="default", tableName="meta%", tableTypes=["TABLE"]
+                    )
+                )
+            ).operationHandle,
+        )
         assert only["TABLE_NAME"] == ["meta_t"]
         cols = _result(conn, _ok(c.GetColumns(tt.TGetColumnsReq(
             sessionHandle=sh, schemaName="default", tableName="meta_t"))).operationHandle)
@@ -281,7 +322,9 @@ def test_metadata_calls(none_server):
         assert (pks["COLUMN_NAME"], pks["KEY_SEQ"]) == (["id"], [1])
         types = _result(conn, _ok(c.GetTypeInfo(tt.TGetTypeInfoReq(sessionHandle=sh))).operationHandle)
         assert dict(zip(types["TYPE_NAME"], types["DATA_TYPE"], strict=True))["BIGINT"] == -5
-        table_types = _result(conn, _ok(c.GetTableTypes(tt.TGetTableTypesReq(sessionHandle=sh))).operationHandle)
+        table_types = _result(
+            conn, _ok(c.GetTableTypes(tt.TGetTableTypesReq(sessionHandle=sh))).operationHandle
+        )
         assert table_types["TABLE_TYPE"] == ["TABLE", "SYSTEM TABLE", "VIEW"]
         catalogs = _result(conn, _ok(c.GetCatalogs(tt.TGetCatalogsReq(sessionHandle=sh))).operationHandle)
         assert catalogs == {"TABLE_CAT": []}
@@ -317,7 +360,9 @@ def test_open_session_errors(none_server):
     from pyhive import hive
 
     with pytest.raises(Exception, match="does not exist"):
-        hive.connect("127.0.0.1", port=none_server.port, username="u", configuration={"use:database": "nowhere"})
+        hive.connect(
+            "127.0.0.1", port=none_server.port, username="u", configuration={"use:database": "nowhere"}
+        )
     # A limit of 0 refuses every session however many an earlier test still has open or closing.
     none_server.state.max_sessions, limit = 0, none_server.state.max_sessions
     try:
