@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.harness import SIZES, Context, Result, failed, format_line, write_json
+from benchmarks.memory import PeakMemory
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload("W3c", "small files before/after compaction", "benchmarks.workloads_spark", "run_w3c", True),
     Workload("W4", "full compaction", "benchmarks.workloads_spark", "run_w4", True),
     Workload("W9", "streaming change read", "benchmarks.workloads_spark", "run_w9", True),
+    Workload("M", "metadata at scale", "benchmarks.workloads_metadata", "run_metadata", False),
     Workload("W10", "concurrent writer processes", "benchmarks.workloads_concurrency", "run_w10", False),
 )
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
@@ -139,13 +141,16 @@ def run_suite(
     try:
         for workload in chosen:
             t0 = time.perf_counter()
+            memory = PeakMemory()
             try:
-                fn = getattr(importlib.import_module(workload.module), workload.function)
-                produced = fn(ctx)
+                with memory:
+                    fn = getattr(importlib.import_module(workload.module), workload.function)
+                    produced = fn(ctx)
             except Exception as e:  # noqa: BLE001 - one broken workload must not hide the others
                 produced = [failed(workload.key, workload.title, e)]
             for result in produced:
                 result.seconds = round(time.perf_counter() - t0, 1)
+                result.peak_rss_mib = memory.report_mib()
                 results.append(result)
                 echo(format_line(result))
     finally:
@@ -161,6 +166,7 @@ def run_suite(
         "only": [w.key for w in chosen],
         "elapsed_s": round(elapsed, 1),
         "spark_conf": ctx.cache["spark_conf"],
+        "master": ctx.cache["spark_conf"].get("master", "local[*]"),
         "commit": commit,
         "load_avg_start": load_before,
         "load_avg_end": _load(),

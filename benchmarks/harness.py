@@ -62,6 +62,12 @@ class Size:
         writer_rows: rows of each W10 commit.
         small_file_commits: commits of the W3c small-files table (one small file each).
         small_file_rows: rows of each W3c commit.
+        expiry_snapshots: snapshots of the W7 expiration table.
+        metadata_files: live files of the M1-M3 table (one per partition per commit).
+        metadata_partitions: partitions of the M1-M3 table.
+
+    ``large`` is ``small`` times ten in every direction issue 25 names: rows for W1-W4, W9, P1/P2
+    and the merge input; history (commits, snapshots, live files) for W5-W8 and T.
     """
 
     name: str
@@ -79,17 +85,23 @@ class Size:
     writer_rows: int = 500
     small_file_commits: int = 20
     small_file_rows: int = 250
+    expiry_snapshots: int = 1001
+    metadata_files: int = 10_000
+    metadata_partitions: int = 1_000
 
 
 SIZES: dict[str, Size] = {
-    "tiny": Size("tiny", 5_000, 2_000, 1_000, 30, 60, 20.0, 5, 10, 20_000, 5_000, 3, 200),
+    "tiny": Size(
+        "tiny", 5_000, 2_000, 1_000, 30, 60, 20.0, 5, 10, 20_000, 5_000, 3, 200, expiry_snapshots=51,
+        metadata_files=500, metadata_partitions=50,
+    ),
     "small": Size(
-        "small", 1_000_000, 1_000_000, 200_000, 1_000, 10_000, 90.0, 20, 100, 2_000_000, 1_000_000, 20, 20_000,
-        500, 4_000,
+        "small", 1_000_000, 1_000_000, 200_000, 1_000, 10_000, 90.0, 20, 100, 2_000_000, 1_000_000,
+        20, 20_000, 500, 4_000,
     ),
     "large": Size(
-        "large", 10_000_000, 5_000_000, 2_000_000, 1_000, 10_000, 900.0, 50, 100, 20_000_000, 5_000_000,
-        50, 100_000, 500, 40_000,
+        "large", 10_000_000, 10_000_000, 2_000_000, 10_000, 100_000, 900.0, 50, 100, 20_000_000,
+        10_000_000, 20, 20_000, 500, 40_000, 10_001, 100_000,
     ),
 }
 
@@ -339,6 +351,8 @@ class Result:
     error: str | None = None
     error_detail: str | None = None  # the full traceback text, JSON only
     seconds: float | None = None  # wall time of the whole workload (setup included), for context
+    # Peak resident memory (MiB) of the workload's processes by kind (benchmarks/memory.py), JSON only.
+    peak_rss_mib: dict[str, int] = field(default_factory=dict)
 
     @property
     def best(self) -> float | None:
@@ -512,6 +526,8 @@ def format_line(result: Result) -> str:
     if shown:
         parts.append("  " + ", ".join(f"{k} {_fmt_value(v)}" for k, v in shown.items()))
     parts.append("  check ok" if result.check == "ok" else f"  CHECK {result.check}")
+    if result.peak_rss_mib:
+        parts.append("  peak MiB " + " ".join(f"{k} {v}" for k, v in result.peak_rss_mib.items()))
     for note in result.notes:
         parts.append(f"  [{note}]")
     return "".join(parts)

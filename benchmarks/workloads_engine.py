@@ -73,7 +73,8 @@ def merge_input(rows: int, runs: int = MERGE_RUNS, seed: int = 5) -> pa.Table:
 
 
 def run_merge(ctx: Context) -> list[Result]:
-    """Rows/s of ``engine.merge.functions.merge`` (deduplicate) vs ``pyarrow.Table.sort_by`` of the same rows."""
+    """Rows/s of ``engine.merge.functions.merge`` (deduplicate) vs ``pyarrow.Table.sort_by`` of the
+    same rows."""
     from engine.merge.engines import SEQUENCE_COLUMN
     from engine.merge.functions import MergeConfig, merge
 

@@ -91,7 +91,7 @@ def _needed_by_latest(table: Table) -> set[str]:
 
 
 def run_w7(ctx: Context) -> list[Result]:
-    snapshots = 1001 if ctx.size.name != "tiny" else 51
+    snapshots = ctx.size.expiry_snapshots
     template = build_history(ctx, snapshots)
     root = template.path
     needed = {os.path.relpath(p, root) for p in _needed_by_latest(template)}
