@@ -1,8 +1,10 @@
-"""Command line: ``python -m benchmarks run [--size tiny|small|large] [--only W1,W2] [--pairs N] [--out DIR]``
+"""Command line: ``python -m benchmarks run [--size tiny|small|medium|large] [--only W1,W2]
+[--pairs N] [--out DIR]``
 
 Also ``--workdir DIR`` (keep the tables) and ``--conf KEY=VALUE`` (extra Spark settings);
 ``python -m benchmarks plot [--size small] [--dir DIR ...] [--png FILE]`` draws the history of
-every ratio over the recorded runs; ``python -m benchmarks list`` names the workloads.
+every ratio over the recorded runs (``--by-size``: ratio and time against size instead);
+``python -m benchmarks list`` names the workloads.
 
 Exit code 0 when every selected workload ran and its result checks passed, 1 otherwise (slow
 is never a failure: the ratios are reported, not judged), 2 for a usage error.
@@ -26,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--size",
         choices=sorted(SIZES),
         default="small",
-        help="data size: tiny (smoke test), small (a few minutes on 2 cores), large",
+        help="data size: tiny (smoke test), small (a few minutes on 2 cores), medium (x3), large (x10)",
     )
     run.add_argument(
         "--only", default="", help="comma-separated workload keys: " + ",".join(w.key for w in WORKLOADS)
@@ -53,6 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="directory of JSON records (repeatable; default benchmarks/history and benchmarks/results)",
     )
     plot.add_argument("--png", default=None, help="output file (default benchmarks/history/<size>.png)")
+    plot.add_argument(
+        "--by-size",
+        action="store_true",
+        help="ratio and time against size (newest small/medium/large runs) -> benchmarks/history/growth.png",
+    )
     return parser
 
 
@@ -66,9 +73,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pathlib import Path
 
         from benchmarks.plot import DEFAULT_DIRS, plot
+        from benchmarks.plot_sizes import plot_growth
 
+        dirs = [Path(d) for d in args.dir] or DEFAULT_DIRS
+        png = Path(args.png) if args.png else None
         try:
-            plot(args.size, [Path(d) for d in args.dir] or DEFAULT_DIRS, Path(args.png) if args.png else None)
+            if args.by_size:
+                plot_growth(dirs, png)
+            else:
+                plot(args.size, dirs, png)
         except RuntimeError as e:
             print(f"error: {e}", file=sys.stderr)
             return 1

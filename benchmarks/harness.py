@@ -47,7 +47,7 @@ class Size:
     """How big each workload's data is for one ``--size``.
 
     Attributes:
-        name: ``tiny`` | ``small`` | ``large``.
+        name: ``tiny`` | ``small`` | ``medium`` | ``large``.
         rows: rows of scan/write tables (W1, W2 base, W3 base, P1).
         cdc_rows: rows of the W2 CDC batch.
         update_rows: rows of each of the 4 update runs of W3/W4.
@@ -66,8 +66,9 @@ class Size:
         metadata_files: live files of the M1-M3 table (one per partition per commit).
         metadata_partitions: partitions of the M1-M3 table.
 
-    ``large`` is ``small`` times ten in every direction issue 25 names: rows for W1-W4, W9, P1/P2
-    and the merge input; history (commits, snapshots, live files) for W5-W8 and T.
+    ``medium`` is ``small`` times three and ``large`` ``small`` times ten in every direction
+    issue 25 names: rows for W1-W4, W9, P1/P2 and the merge input; history (commits, snapshots,
+    live files) for W5-W8, T and M.
     """
 
     name: str
@@ -98,6 +99,10 @@ SIZES: dict[str, Size] = {
     "small": Size(
         "small", 1_000_000, 1_000_000, 200_000, 1_000, 10_000, 90.0, 20, 100, 2_000_000, 1_000_000,
         20, 20_000, 500, 4_000,
+    ),
+    "medium": Size(
+        "medium", 3_000_000, 3_000_000, 600_000, 3_000, 30_000, 300.0, 30, 100, 6_000_000, 3_000_000,
+        20, 20_000, 500, 12_000, 3_001, 30_000,
     ),
     "large": Size(
         "large", 10_000_000, 10_000_000, 2_000_000, 10_000, 100_000, 900.0, 50, 100, 20_000_000,

@@ -323,3 +323,29 @@ def test_plot_draws_a_png(tmp_path):
     assert main(["plot", "--size", "small", "--dir", str(tmp_path), "--png", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["plot", "--size", "large", "--dir", str(tmp_path), "--png", str(png)]) == 1  # no runs
+
+
+def test_growth_takes_the_newest_run_of_each_size_in_size_order(tmp_path):
+    from benchmarks.plot_sizes import load_growth
+
+    def w2(median, ours):
+        return {"key": "W2", "title": "upsert", "target": ">= 0.7", "median": median, "ours_times": ours}
+
+    _record(tmp_path, "20260101T000000000000Z", "large", [w2(0.4, [40.0, 42.0, 44.0])])
+    _record(tmp_path, "20260102T000000000000Z", "small", [w2(0.5, [4.0, 4.2, 4.4])])
+    _record(tmp_path, "20260103T000000000000Z", "small", [w2(0.6, [3.0, 3.2, 3.4])])  # newer: wins
+    _record(tmp_path, "20260104T000000000000Z", "tiny", [w2(0.9, [0.1, 0.1, 0.1])])  # not a growth size
+    _record(tmp_path, "20260105T000000000000Z", "medium", [{"key": "W2", "median": None}])  # errored
+    growth = load_growth([tmp_path], warn=lambda _m: None)
+    g = growth["W2"]
+    assert g.sizes == ["small", "large"] and g.ratios == [0.6, 0.4] and g.ours_s == [3.2, 42.0]
+    assert g.runs == ["20260103T000000000000Z", "20260101T000000000000Z"] and g.target == 0.7
+
+
+def test_growth_plot_draws_a_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    for stamp, size, median in (("20260101T0", "small", 0.6), ("20260102T0", "large", 0.5)):
+        _record(tmp_path, stamp, size, [{"key": "W1", "median": median, "ours_times": [1.0, 1.0, 1.0]}])
+    png = tmp_path / "growth.png"
+    assert main(["plot", "--by-size", "--dir", str(tmp_path), "--png", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
