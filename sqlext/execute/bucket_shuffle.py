@@ -74,11 +74,21 @@ _FIXED_WIDTH_MASK = {
 # ------------------------------------------------------------------------------------------------
 def _le8(value: Column) -> Column:
     """The 8 little-endian bytes of a BIGINT expression, as BINARY (a BinaryRow slot)."""
-    swapped = F.lit(0).cast("long")
+    swapped = _long(0)
     for k in range(8):
-        byte = F.shiftright(value, 8 * k).bitwiseAND(F.lit(0xFF).cast("long"))
+        byte = F.shiftright(value, 8 * k).bitwiseAND(_long(0xFF))
         swapped = swapped.bitwiseOR(F.shiftleft(byte, 8 * (7 - k)))
     return F.unhex(F.lpad(F.hex(swapped), 16, "0"))
+
+
+def _long(value: int) -> Column:
+    return F.lit(value).cast("long")
+
+
+def _wide_timestamp(t: DataType) -> bool:
+    """TIMESTAMP_LTZ with precision > 3: millis in the variable part, nanos of the milli in the slot."""
+    precision = t.precision if t.precision is not None else 6
+    return t.root is TypeRoot.TIMESTAMP_LTZ and precision > _MAX_COMPACT_TIMESTAMP
 
 
 def _zeros(n: int) -> Column:
@@ -97,11 +107,11 @@ def _fixed_slot(col: Column, t: DataType) -> Column | None:
         value = F.unix_date(col) if root is TypeRoot.DATE else col
         value = value.cast("long")
         mask = _FIXED_WIDTH_MASK[root]
-        return value if mask is None else value.bitwiseAND(F.lit(mask).cast("long"))
+        return value if mask is None else value.bitwiseAND(_long(mask))
     if root is TypeRoot.DECIMAL and (t.precision or 10) <= _MAX_COMPACT_DECIMAL:
         scale = t.scale or 0
         return (col * F.lit(Decimal(10) ** scale)).cast("long")  # the unscaled value (exact)
-    if root is TypeRoot.TIMESTAMP_LTZ and (t.precision if t.precision is not None else 6) <= _MAX_COMPACT_TIMESTAMP:
+    if root is TypeRoot.TIMESTAMP_LTZ and not _wide_timestamp(t):
         return F.unix_millis(col)
     return None
 
@@ -119,17 +129,17 @@ def _field(col: Column, t: DataType, cursor: Column) -> tuple[Column, Column, Co
         short = length <= _MAX_INLINE
         slot = F.when(short, inline).otherwise(out_of_line)
         var = F.when(short, _zeros(0)).otherwise(_pad8(data, length))
-        var_len = F.when(short, F.lit(0).cast("long")).otherwise((length + 7).bitwiseAND(F.lit(~7).cast("long")))
+        var_len = F.when(short, _long(0)).otherwise((length + 7).bitwiseAND(_long(~7)))
         return slot, var, var_len
-    if t.root is TypeRoot.TIMESTAMP_LTZ and (t.precision if t.precision is not None else 6) > _MAX_COMPACT_TIMESTAMP:
+    if _wide_timestamp(t):
         micros = F.unix_micros(col)
         millis = F.floor(micros / 1000).cast("long")
-        nano_of_milli = F.pmod(micros, F.lit(1000).cast("long")) * 1000
-        return _le8(F.shiftleft(cursor, 32).bitwiseOR(nano_of_milli)), _le8(millis), F.lit(8).cast("long")
+        nano_of_milli = F.pmod(micros, _long(1000)) * 1000
+        return _le8(F.shiftleft(cursor, 32).bitwiseOR(nano_of_milli)), _le8(millis), _long(8)
     fixed = _fixed_slot(col, t)
     if fixed is None:
         return None
-    return _le8(fixed), _zeros(0), F.lit(0).cast("long")
+    return _le8(fixed), _zeros(0), _long(0)
 
 
 def _null_bits_size(arity: int) -> int:
@@ -139,9 +149,9 @@ def _null_bits_size(arity: int) -> int:
 def _null_field(t: DataType, cursor: Column) -> tuple[Column, Column, Column]:
     """What a NULL leaves in the row: a zero slot, except that Java reserves (and points to) the
     variable region of a wide timestamp even for NULL."""
-    if t.root is TypeRoot.TIMESTAMP_LTZ and (t.precision if t.precision is not None else 6) > _MAX_COMPACT_TIMESTAMP:
-        return _le8(F.shiftleft(cursor, 32)), _zeros(8), F.lit(8).cast("long")
-    return _zeros(8), _zeros(0), F.lit(0).cast("long")
+    if _wide_timestamp(t):
+        return _le8(F.shiftleft(cursor, 32)), _zeros(8), _long(8)
+    return _zeros(8), _zeros(0), _long(0)
 
 
 def bucket_column(columns: Sequence[Column], types: Sequence[DataType], num_buckets: int) -> Column | None:
@@ -153,10 +163,10 @@ def bucket_column(columns: Sequence[Column], types: Sequence[DataType], num_buck
     """
     arity = len(types)
     fixed_size = _null_bits_size(arity) + 8 * arity
-    header = [F.lit(0).cast("long") for _ in range(_null_bits_size(arity) // 8)]
+    header = [_long(0) for _ in range(_null_bits_size(arity) // 8)]
     slots: list[Column] = []
     vars_: list[Column] = []
-    cursor = F.lit(fixed_size).cast("long")
+    cursor = _long(fixed_size)
     for i, (col, t) in enumerate(zip(columns, types, strict=True)):
         present = _field(col, t, cursor)
         if present is None:
@@ -167,7 +177,7 @@ def bucket_column(columns: Sequence[Column], types: Sequence[DataType], num_buck
         bit = i + 8
         mask = np.int64(np.uint64(1) << np.uint64(bit % 64))  # bit 63 is the sign bit
         header[bit // 64] = header[bit // 64].bitwiseOR(
-            F.when(is_null, F.lit(int(mask)).cast("long")).otherwise(F.lit(0).cast("long"))
+            F.when(is_null, F.lit(int(mask)).cast("long")).otherwise(_long(0))
         )
         slots.append(slot)
         vars_.append(var)
@@ -232,10 +242,12 @@ def shuffle_by_bucket(frame: DataFrame, table: Table, bucket: Column, *, sort: b
         out = with_bucket.repartition(*[F.col(_quote(p)) for p in parts], F.col(BUCKET_COLUMN))
     else:
         n = min(num_buckets, _shuffle_partitions(frame.sparkSession))
-        target = F.element_at(F.array(*[F.lit(v) for v in stand_ins(n)]), (F.col(BUCKET_COLUMN) % n + 1).cast("int"))
+        spark_partition = (F.col(BUCKET_COLUMN) % n + 1).cast("int")
+        target = F.element_at(F.array(*[F.lit(v) for v in stand_ins(n)]), spark_partition)
         out = with_bucket.repartition(n, target)
     if sort:
-        out = out.sortWithinPartitions(*[F.col(_quote(k)) for k in [*parts, BUCKET_COLUMN, *table.primary_keys]])
+        order = [*parts, BUCKET_COLUMN, *table.primary_keys]
+        out = out.sortWithinPartitions(*[F.col(_quote(k)) for k in order])
     return out.drop(BUCKET_COLUMN)
 
 
@@ -264,13 +276,14 @@ def table_bucket(frame: DataFrame, table: Table) -> Column | None:
     keys = list(schema.logical_bucket_keys)
     if any(k not in frame.columns for k in keys):
         return None
-    return bucket_column([F.col(_quote(k)) for k in keys], [schema.field(k).type for k in keys], store.options.bucket)
+    types = [schema.field(k).type for k in keys]
+    return bucket_column([F.col(_quote(k)) for k in keys], types, store.options.bucket)
 
 
 def _estimated_bytes(frame: DataFrame) -> int | None:
     """Spark's size estimate of ``frame``'s optimized plan (no job runs); None when unknown."""
     try:
-        return int(str(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes().toString()))
+        return int(str(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))  # a BigInt
     except Exception:  # noqa: BLE001 - Spark Connect or an unexpected plan: the size is unknown
         return None
 

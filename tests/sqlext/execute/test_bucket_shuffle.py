@@ -129,7 +129,8 @@ def test_stand_ins_reach_every_spark_partition_once(spark):
     assert _spark_hash_ints(np.array(values)).tolist() == list(expected)
     for n in (1, 2, 3, 4, 16, 200):
         values = stand_ins(n)
-        got = spark.createDataFrame([(v,) for v in values], "v INT").select(F.pmod(F.hash("v"), F.lit(n))).collect()
+        frame = spark.createDataFrame([(v,) for v in values], "v INT")
+        got = frame.select(F.pmod(F.hash("v"), F.lit(n))).collect()
         assert [r[0] for r in got] == list(range(n))
 
 
@@ -138,4 +139,5 @@ def test_dates_before_the_epoch_and_timestamps_with_sub_millis(spark):
     stamps = pa.array([-1, -999, -1000, 1_000_001], pa.timestamp("us", tz="UTC"))
     table = pa.table({"d": dates, "t": stamps})
     types = [DATE(), TIMESTAMP_LTZ(6)]
-    assert _spark_buckets(spark, table, ["d", "t"], types, 3) == bucket_ids([dates, stamps], types, 3).tolist()
+    expected = bucket_ids([dates, stamps], types, 3).tolist()
+    assert _spark_buckets(spark, table, ["d", "t"], types, 3) == expected
