@@ -16,6 +16,7 @@ arm leaves per bucket.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -62,12 +63,14 @@ def run_w2s(ctx: Context) -> list[Result]:
 
     def shuffled() -> Table:
         table = state["table"]
-        write_table(df, table.name, warehouse, **{SETTING: "true"})
+        write_table(df, table.name, warehouse, shuffle="true")
         return table
 
     def sorted_shuffle() -> Table:
         table = state["table"]
-        frame = shuffle_by_bucket(df, table, table_bucket(df, table), sort=True)
+        bucket = table_bucket(df, table)
+        assert bucket is not None
+        frame = shuffle_by_bucket(df, table, bucket, sort=True)
         frame.write.format("dyntable").option("warehouse", warehouse).option("table", table.name).mode(
             "append"
         ).save()
@@ -80,7 +83,7 @@ def run_w2s(ctx: Context) -> list[Result]:
         df.repartition(PK_BUCKETS, "id").sortWithinPartitions("id").write.parquet(state["path"])
         return state["path"]
 
-    def merged(label: str):  # type: ignore[no-untyped-def]
+    def merged(label: str) -> Callable[[Table], Any]:
         def verify(t: Table) -> Any:
             layout[label] = _files_per_bucket(t)
             return arrow_checksum(t.refresh().to_arrow(), T8_COLUMNS)
@@ -104,7 +107,7 @@ def run_w2s(ctx: Context) -> list[Result]:
 
     session = SqlSession(spark, warehouse=warehouse)
 
-    def insert(mode: str):  # type: ignore[no-untyped-def]
+    def insert(mode: str) -> Callable[[], Table]:
         def run() -> Table:
             table = state["table"]
             session.set_option(SETTING, mode)

@@ -329,6 +329,7 @@ def write_table(
     warehouse: str,
     *,
     mode: str = "append",
+    shuffle: str | None = None,
     catalog_options: dict[str, Any] | None = None,
     **options: str,
 ) -> None:
@@ -340,11 +341,11 @@ def write_table(
         name: the table.
         warehouse: the warehouse path.
         mode: ``append`` or ``overwrite`` (as ``df.write.mode``).
+        shuffle: ``auto``, ``true`` or ``false`` (default: the Spark setting
+            ``spark.dyntable.write.bucket-shuffle``, else ``auto``).
         catalog_options: storage options for ``open_catalog``.
-        **options: any write option of the ``dyntable`` source; ``write.bucket-shuffle``
-            (``auto``/``true``/``false``) decides the shuffle.
+        **options: any write option of the ``dyntable`` source.
     """
     target = TableTarget(warehouse, name, storage=dict(catalog_options or {}))
-    choice = options.pop(SETTING, None)
-    frame = for_write(df, target.open(), {SETTING: choice} if choice is not None else None)
+    frame = for_write(df, target.open(), {SETTING: shuffle} if shuffle is not None else None)
     frame.write.format("dyntable").options(**target.to_options(), **options).mode(mode).save()

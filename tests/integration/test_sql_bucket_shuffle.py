@@ -97,7 +97,7 @@ def test_write_table_helper_applies_row_kinds(session, spark, warehouse):
     changes = spark.sql(
         "SELECT id, 'new' AS v, IF(id % 3 = 0, '-D', '+U') AS rowkind FROM range(0, 4000, 1, 8)"
     )
-    write_table(changes, "default.t", warehouse, **{"write.bucket-shuffle": "true"})
+    write_table(changes, "default.t", warehouse, shuffle="true")
     expected = sorted((i, "new") for i in range(4000) if i % 3)
     assert contents(session, "t") == expected
 
