@@ -7,7 +7,9 @@
 * ``W2i``: the SQL path, ``INSERT INTO t SELECT * FROM batch`` with ``write.bucket-shuffle`` on
   (ours) vs off (baseline): the ratio is the shuffle's speed-up where ``auto`` applies it
   (> 1: the shuffle pays). Both include the distributed compaction the SQL path runs after a
-  primary-key write.
+  primary-key write. W2's cached input has one partition per core (2 here): 2 runs per bucket.
+* ``W2m``: the same with the input in 8 partitions, where the unshuffled write adds 8 runs per
+  bucket and so triggers the compaction that rewrites the base.
 
 Each arm writes into a fresh byte copy of the same 1M-row PK table (bucket 4, as W2) and is
 checked against the base merged with the batch by pyarrow. The notes give the data files each
@@ -27,6 +29,7 @@ from benchmarks.workloads_spark import PK_BUCKETS, T8_COLUMNS, _copy_table, _fre
 from engine import Table, open_catalog
 
 SETTING = "write.bucket-shuffle"
+MANY_PARTITIONS = 8  # W2m: enough input partitions for the unshuffled write to reach the compaction trigger
 
 
 def _files_per_bucket(table: Table) -> str:
@@ -107,11 +110,11 @@ def run_w2s(ctx: Context) -> list[Result]:
 
     session = SqlSession(spark, warehouse=warehouse)
 
-    def insert(mode: str) -> Callable[[], Table]:
+    def insert(mode: str, view: str = "w2s_batch") -> Callable[[], Table]:
         def run() -> Table:
             table = state["table"]
             session.set_option(SETTING, mode)
-            list(session.execute(f"INSERT INTO {table.name} SELECT * FROM w2s_batch"))
+            list(session.execute(f"INSERT INTO {table.name} SELECT * FROM {view}"))
             return table
 
         return run
@@ -123,7 +126,18 @@ def run_w2s(ctx: Context) -> list[Result]:
         pairs=ctx.pairs, rows=batch.num_rows, target="context (> 1: the shuffle pays)",
         check=expect(expected, expected),
     )
+    many = df.repartition(MANY_PARTITIONS).cache()
+    many.count()
+    many.createOrReplaceTempView("w2s_batch_many")
+    w2m = compare(
+        "W2m", f"  the same from {MANY_PARTITIONS} input partitions",
+        Arm(insert("true", "w2s_batch_many"), fresh_table, merged(f"INSERT x{MANY_PARTITIONS} shuffled")),
+        Arm(insert("false", "w2s_batch_many"), fresh_table, merged(f"INSERT x{MANY_PARTITIONS} unshuffled")),
+        pairs=ctx.pairs, rows=batch.num_rows, target="context (> 1: the shuffle pays)",
+        check=expect(expected, expected),
+    )
     notes = "; ".join(f"{k}: {v}" for k, v in layout.items())
     w2s.notes.append(f"data files per bucket after the write ({notes})")
+    many.unpersist()
     df.unpersist()
-    return [w2s, w2ss, w2i]
+    return [w2s, w2ss, w2i, w2m]
