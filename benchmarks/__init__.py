@@ -49,6 +49,7 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload("T", "tags and fast-forward, long history", "benchmarks.workloads_refs", "run_refs", False),
     Workload("W1", "append write", "benchmarks.workloads_spark", "run_w1", True),
     Workload("W2", "primary-key upsert write", "benchmarks.workloads_spark", "run_w2", True),
+    Workload("W2s", "PK upsert shuffled by bucket", "benchmarks.workloads_shuffle", "run_w2s", True),
     Workload("W3", "merge-on-read scan", "benchmarks.workloads_spark", "run_w3", True),
     Workload("W3b", "scan after full compaction", "benchmarks.workloads_spark", "run_w3b", True),
     Workload("W3c", "small files before/after compaction", "benchmarks.workloads_spark", "run_w3c", True),

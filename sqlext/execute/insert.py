@@ -41,6 +41,7 @@ from engine.errors import InvalidArgumentError
 from engine.options import parse_duration
 from engine.types import TypeRoot
 from sqlext.errors import SqlAnalysisError
+from sqlext.execute import bucket_shuffle
 from sqlext.execute.common import computed_columns, done, paimon_to_spark_ddl, require_managed, rows
 from sqlext.execute.results import StatementResult, StreamingJob
 from sqlext.parse import ast
@@ -250,6 +251,7 @@ def write_frame(
     request = replace(request, commit_user=commit_user,
                       base_snapshot_id=base_snapshot_id if overwrite is not False else None)
     frame = cluster_for_writers(frame, table)
+    frame = bucket_shuffle.for_write(frame, table, s.options)  # rows grouped by bucket when it pays
     frame.write.format("dyntable").options(**request.to_options()).mode(request.overwrite.spark_mode).save()
     fresh = table.refresh()
     overrides = table_overrides(request.passthrough)

@@ -1,0 +1,143 @@
+"""Bucket-shuffled primary-key writes (``sqlext.execute.bucket_shuffle``): W2's input, grouped by bucket.
+
+* ``W2s``: W2's CDC batch through ``write_table`` with the shuffle on (JVM bucket expression,
+  exchange by bucket, then the ``dyntable`` writer) vs W2's baseline (Spark's repartition + sort +
+  Parquet write of the same rows).
+* ``W2ss`` (context): the same with ``sortWithinPartitions`` by key after the exchange.
+* ``W2i``: the SQL path, ``INSERT INTO t SELECT * FROM batch`` with ``write.bucket-shuffle`` on
+  (ours) vs off (baseline): the ratio is the shuffle's speed-up where ``auto`` applies it
+  (> 1: the shuffle pays). Both include the distributed compaction the SQL path runs after a
+  primary-key write. W2's cached input has one partition per core (2 here): 2 runs per bucket.
+* ``W2m``: the same with the input in 8 partitions, where the unshuffled write adds 8 runs per
+  bucket and so triggers the compaction that rewrites the base.
+
+Each arm writes into a fresh byte copy of the same 1M-row PK table (bucket 4, as W2) and is
+checked against the base merged with the batch by pyarrow. The notes give the data files each
+arm leaves per bucket.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from benchmarks import data
+from benchmarks.harness import Arm, Context, Result, arrow_checksum, compare, expect
+from benchmarks.workloads_spark import PK_BUCKETS, T8_COLUMNS, _copy_table, _fresh, cached_df, get_spark
+from engine import Table, open_catalog
+
+SETTING = "write.bucket-shuffle"
+MANY_PARTITIONS = 8  # W2m: enough input partitions for the unshuffled write to reach the compaction trigger
+
+
+def _files_per_bucket(table: Table) -> str:
+    counts = sorted(len(s.files) for s in table.refresh().plan().splits)
+    return "/".join(str(c) for c in counts)
+
+
+def run_w2s(ctx: Context) -> list[Result]:
+    """W2's upsert shuffled by bucket: via ``write_table`` and via SQL INSERT."""
+    from sqlext.execute.bucket_shuffle import shuffle_by_bucket, table_bucket, write_table
+    from sqlext.session import SqlSession
+
+    spark = get_spark(ctx)
+    size = ctx.size
+    base = data.t8(size.rows, seed=2)
+    batch = data.cdc(size.rows, size.cdc_rows, seed=3)
+    expected = arrow_checksum(data.apply_cdc(base, batch), T8_COLUMNS)
+    expected_batch = arrow_checksum(batch)
+    warehouse = ctx.path("w2s")
+    catalog = open_catalog(warehouse)
+    catalog.create_database("db")
+    template = catalog.create_table(
+        "db.w2s_base", data.T8_SCHEMA, primary_keys=["id"], options={"bucket": str(PK_BUCKETS)}
+    )
+    template.write_arrow(base)
+    df = cached_df(spark, batch)
+    df.createOrReplaceTempView("w2s_batch")
+    out_root = ctx.path("w2s-parquet")
+    state: dict[str, Any] = {}
+    layout: dict[str, str] = {}
+
+    def fresh_table() -> None:
+        state["table"] = _copy_table(template, catalog, _fresh("w2s"))
+
+    def shuffled() -> Table:
+        table = state["table"]
+        write_table(df, table.name, warehouse, shuffle="true")
+        return table
+
+    def sorted_shuffle() -> Table:
+        table = state["table"]
+        bucket = table_bucket(df, table)
+        assert bucket is not None
+        frame = shuffle_by_bucket(df, table, bucket, sort=True)
+        frame.write.format("dyntable").option("warehouse", warehouse).option("table", table.name).mode(
+            "append"
+        ).save()
+        return table
+
+    def base_setup() -> None:
+        state["path"] = f"{out_root}/{_fresh('out')}"
+
+    def base_run() -> str:
+        df.repartition(PK_BUCKETS, "id").sortWithinPartitions("id").write.parquet(state["path"])
+        return state["path"]
+
+    def merged(label: str) -> Callable[[Table], Any]:
+        def verify(t: Table) -> Any:
+            layout[label] = _files_per_bucket(t)
+            return arrow_checksum(t.refresh().to_arrow(), T8_COLUMNS)
+
+        return verify
+
+    spark_baseline = Arm(
+        base_run, base_setup, lambda path: arrow_checksum(pq.read_table(path), batch.column_names)
+    )
+    check = expect(expected, expected_batch)
+    w2s = compare(
+        "W2s", f"PK upsert write, shuffled by bucket (bucket {PK_BUCKETS})",
+        Arm(shuffled, fresh_table, merged("write_table")), spark_baseline,
+        pairs=ctx.pairs, rows=batch.num_rows, target=">= 0.7", check=check,
+    )
+    w2ss = compare(
+        "W2ss", "  the same, sorted by key within the exchange",
+        Arm(sorted_shuffle, fresh_table, merged("sorted")), spark_baseline,
+        pairs=ctx.pairs, rows=batch.num_rows, target="context", check=check,
+    )
+
+    session = SqlSession(spark, warehouse=warehouse)
+
+    def insert(mode: str, view: str = "w2s_batch") -> Callable[[], Table]:
+        def run() -> Table:
+            table = state["table"]
+            session.set_option(SETTING, mode)
+            list(session.execute(f"INSERT INTO {table.name} SELECT * FROM {view}"))
+            return table
+
+        return run
+
+    w2i = compare(
+        "W2i", "  SQL INSERT: shuffled vs unshuffled",
+        Arm(insert("true"), fresh_table, merged("INSERT shuffled")),
+        Arm(insert("false"), fresh_table, merged("INSERT unshuffled")),
+        pairs=ctx.pairs, rows=batch.num_rows, target="context (> 1: the shuffle pays)",
+        check=expect(expected, expected),
+    )
+    many = df.repartition(MANY_PARTITIONS).cache()
+    many.count()
+    many.createOrReplaceTempView("w2s_batch_many")
+    w2m = compare(
+        "W2m", f"  the same from {MANY_PARTITIONS} input partitions",
+        Arm(insert("true", "w2s_batch_many"), fresh_table, merged(f"INSERT x{MANY_PARTITIONS} shuffled")),
+        Arm(insert("false", "w2s_batch_many"), fresh_table, merged(f"INSERT x{MANY_PARTITIONS} unshuffled")),
+        pairs=ctx.pairs, rows=batch.num_rows, target="context (> 1: the shuffle pays)",
+        check=expect(expected, expected),
+    )
+    notes = "; ".join(f"{k}: {v}" for k, v in layout.items())
+    w2s.notes.append(f"data files per bucket after the write ({notes})")
+    many.unpersist()
+    df.unpersist()
+    return [w2s, w2ss, w2i, w2m]

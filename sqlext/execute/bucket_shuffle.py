@@ -1,0 +1,351 @@
+"""Bucket-shuffled writes: rows reach the Python writer already grouped by Paimon bucket.
+
+Without it every Spark task writes a level-0 sorted run into every bucket its rows hash to, so a
+write of ``k`` input partitions adds ``k`` runs per bucket, and the compaction after the commit
+(triggered at 5 runs) rewrites the bucket's base. With it, Spark's JVM shuffles the rows by
+``(partition, bucket)`` before they cross into Python, so each bucket is written by exactly one
+task: one run per bucket and commit, and no base rewrite.
+
+The bucket is computed inside the JVM, exactly as Paimon computes it, with no Python crossing:
+:func:`bucket_column` builds each row's bucket-key ``BinaryRow`` bytes with Spark expressions
+(null bits, 8-byte little-endian slots, strings inline up to 7 bytes or in an 8-byte-aligned
+variable part) and hashes them with Spark's ``hash``. Spark's ``hash`` of a binary value is
+Murmur3-x86-32 over its 4-byte little-endian words with seed 42 and a final mix of the length,
+and for byte strings whose length is a multiple of 4 (a BinaryRow's always is: 8) that is
+exactly Java's ``BinaryRow.hashCode`` (``MurmurHashUtils.hashBytesByWords``, seed 42). The
+bucket is then Java's ``Math.abs(hash % bucket)``. Key types whose bytes Spark cannot build
+exactly (FLOAT, DOUBLE, TIME, wall-clock TIMESTAMP, DECIMAL with precision above 18) get no
+expression: such tables are written unshuffled, as before. ``tests/sqlext/execute/
+test_bucket_shuffle.py`` checks the expression against ``engine.bucket_ids`` for every covered
+type.
+
+When (:func:`should_shuffle`): fixed-bucket primary-key tables (``bucket`` > 0; dynamic-bucket
+tables are already clustered by ``sqlext.source.datasource.cluster_for_writers``) whose input has
+more than one Spark partition (one partition already makes one run per bucket). Measured in
+``docs/benchmarks.md`` (W2s): the shuffle costs one extra exchange inside the JVM and saves the
+base rewrite of every touched bucket.
+
+Unpartitioned tables are hash-partitioned by a stand-in integer per bucket, chosen so that
+Spark's partitioner (``pmod(murmur3(value, 42), n)``) sends bucket ``b`` to Spark partition
+``b % n`` exactly: ``n = min(bucket, spark.sql.shuffle.partitions)`` tasks, each holding whole
+buckets, none left idle. Partitioned tables are hash-partitioned by (partition columns, bucket).
+
+``write_table`` is the DataFrame counterpart of ``sqlext.source.native.read_table``: the shuffle
+(when it pays) and ``df.write.format("dyntable")``. The plain ``df.write.format("dyntable")``
+is unchanged: it writes rows as they come.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from engine import Table
+from engine.types import DataType, TypeRoot
+from sqlext.source.requests import TableTarget
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["BUCKET_COLUMN", "bucket_column", "shuffle_by_bucket", "should_shuffle", "write_table"]
+
+BUCKET_COLUMN = "__dyntable_bucket"
+HASH_SEED = 42  # Spark's ``hash`` and Paimon's ``MurmurHashUtils`` share it
+_MAX_INLINE = 7  # BinaryRow keeps strings of up to 7 bytes inside the 8-byte slot
+_MAX_COMPACT_DECIMAL = 18
+_MAX_COMPACT_TIMESTAMP = 3
+_FIXED_WIDTH_MASK = {
+    TypeRoot.BOOLEAN: 0xFF,
+    TypeRoot.TINYINT: 0xFF,
+    TypeRoot.SMALLINT: 0xFFFF,
+    TypeRoot.INT: 0xFFFFFFFF,
+    TypeRoot.DATE: 0xFFFFFFFF,
+    TypeRoot.BIGINT: None,
+}
+
+
+# ------------------------------------------------------------------------------------------------
+# BinaryRow bytes as Spark expressions
+# ------------------------------------------------------------------------------------------------
+def _le8(value: Column) -> Column:
+    """The 8 little-endian bytes of a BIGINT expression, as BINARY (a BinaryRow slot)."""
+    swapped = _long(0)
+    for k in range(8):
+        byte = F.shiftright(value, 8 * k).bitwiseAND(_long(0xFF))
+        swapped = swapped.bitwiseOR(F.shiftleft(byte, 8 * (7 - k)))
+    return F.unhex(F.lpad(F.hex(swapped), 16, "0"))
+
+
+def _long(value: int) -> Column:
+    return F.lit(value).cast("long")
+
+
+def _wide_timestamp(t: DataType) -> bool:
+    """TIMESTAMP_LTZ with precision > 3: millis in the variable part, nanos of the milli in the slot."""
+    precision = t.precision if t.precision is not None else 6
+    return t.root is TypeRoot.TIMESTAMP_LTZ and precision > _MAX_COMPACT_TIMESTAMP
+
+
+def _zeros(n: int) -> Column:
+    return F.lit(bytes(n))
+
+
+def _pad8(data: Column, length: Column) -> Column:
+    """``data`` zero-padded to the next multiple of 8 bytes (a variable-part region)."""
+    return F.concat(data, _zeros(8).substr(F.lit(1), ((F.lit(8) - length % 8) % 8).cast("int")))
+
+
+def _fixed_slot(col: Column, t: DataType) -> Column | None:
+    """The slot of a non-null fixed-width value as a BIGINT (written little-endian), or None."""
+    root = t.root
+    if root in _FIXED_WIDTH_MASK:
+        value = F.unix_date(col) if root is TypeRoot.DATE else col
+        value = value.cast("long")
+        mask = _FIXED_WIDTH_MASK[root]
+        return value if mask is None else value.bitwiseAND(_long(mask))
+    if root is TypeRoot.DECIMAL and (t.precision or 10) <= _MAX_COMPACT_DECIMAL:
+        scale = t.scale or 0
+        return (col * F.lit(Decimal(10) ** scale)).cast("long")  # the unscaled value (exact)
+    if root is TypeRoot.TIMESTAMP_LTZ and not _wide_timestamp(t):
+        return F.unix_millis(col)
+    return None
+
+
+def _field(col: Column, t: DataType, cursor: Column) -> tuple[Column, Column, Column] | None:
+    """(slot bytes, variable-part bytes, variable-part length) of one non-null field, or None
+    when the type's bytes cannot be built in Spark. ``cursor``: the field's variable part offset
+    from the row start (fixed part + the earlier fields' variable parts)."""
+    if t.is_string or t.is_binary:
+        data = col.cast("binary")
+        length = F.octet_length(data).cast("long")
+        inline = F.concat(F.substring(F.concat(data, _zeros(_MAX_INLINE)), 1, _MAX_INLINE),
+                          F.unhex(F.hex(F.lit(0x80) + length)))
+        out_of_line = _le8(F.shiftleft(cursor, 32).bitwiseOR(length))
+        short = length <= _MAX_INLINE
+        slot = F.when(short, inline).otherwise(out_of_line)
+        var = F.when(short, _zeros(0)).otherwise(_pad8(data, length))
+        var_len = F.when(short, _long(0)).otherwise((length + 7).bitwiseAND(_long(~7)))
+        return slot, var, var_len
+    if _wide_timestamp(t):
+        micros = F.unix_micros(col)
+        millis = F.floor(micros / 1000).cast("long")
+        nano_of_milli = F.pmod(micros, _long(1000)) * 1000
+        return _le8(F.shiftleft(cursor, 32).bitwiseOR(nano_of_milli)), _le8(millis), _long(8)
+    fixed = _fixed_slot(col, t)
+    if fixed is None:
+        return None
+    return _le8(fixed), _zeros(0), _long(0)
+
+
+def _null_bits_size(arity: int) -> int:
+    return ((arity + 63 + 8) // 64) * 8
+
+
+def _null_field(t: DataType, cursor: Column) -> tuple[Column, Column, Column]:
+    """What a NULL leaves in the row: a zero slot, except that Java reserves (and points to) the
+    variable region of a wide timestamp even for NULL."""
+    if _wide_timestamp(t):
+        return _le8(F.shiftleft(cursor, 32)), _zeros(8), _long(8)
+    return _zeros(8), _zeros(0), _long(0)
+
+
+def bucket_column(columns: Sequence[Column], types: Sequence[DataType], num_buckets: int) -> Column | None:
+    """Paimon's fixed bucket of the row formed by ``columns`` (of Paimon ``types``), as a Spark
+    INT expression; None when a key type is not covered (see the module docstring).
+
+    The columns must already hold the Spark type of their Paimon type (as the write path casts
+    them): STRING/BINARY, the integer types, BOOLEAN, DATE, DECIMAL(p <= 18, s), TIMESTAMP_LTZ.
+    """
+    arity = len(types)
+    fixed_size = _null_bits_size(arity) + 8 * arity
+    header = [_long(0) for _ in range(_null_bits_size(arity) // 8)]
+    slots: list[Column] = []
+    vars_: list[Column] = []
+    cursor = _long(fixed_size)
+    for i, (col, t) in enumerate(zip(columns, types, strict=True)):
+        present = _field(col, t, cursor)
+        if present is None:
+            return None
+        absent = _null_field(t, cursor)
+        is_null = col.isNull()
+        slot, var, var_len = (F.when(is_null, a).otherwise(p) for p, a in zip(present, absent, strict=True))
+        bit = i + 8
+        mask = np.int64(np.uint64(1) << np.uint64(bit % 64))  # bit 63 is the sign bit
+        header[bit // 64] = header[bit // 64].bitwiseOR(
+            F.when(is_null, F.lit(int(mask)).cast("long")).otherwise(_long(0))
+        )
+        slots.append(slot)
+        vars_.append(var)
+        cursor = cursor + var_len
+    row = F.concat(*[_le8(h) for h in header], *slots, *vars_)
+    return F.abs(F.hash(row) % F.lit(num_buckets))
+
+
+# ------------------------------------------------------------------------------------------------
+# The shuffle
+# ------------------------------------------------------------------------------------------------
+def _spark_hash_ints(values: np.ndarray) -> np.ndarray:
+    """Spark's ``hash(int)`` (Murmur3-x86-32 of one word, seed 42) of every value: what its hash
+    partitioner computes for an INT partitioning column."""
+    with np.errstate(over="ignore"):
+        k = values.astype(np.uint32) * np.uint32(0xCC9E2D51)
+        k = (k << np.uint32(15)) | (k >> np.uint32(17))
+        k *= np.uint32(0x1B873593)
+        h = np.full(len(values), HASH_SEED, dtype=np.uint32) ^ k
+        h = (h << np.uint32(13)) | (h >> np.uint32(19))
+        h = h * np.uint32(5) + np.uint32(0xE6546B64)
+        h ^= np.uint32(4)
+        h ^= h >> np.uint32(16)
+        h *= np.uint32(0x85EBCA6B)
+        h ^= h >> np.uint32(13)
+        h *= np.uint32(0xC2B2AE35)
+        h ^= h >> np.uint32(16)
+    return h.view(np.int32)
+
+
+def stand_ins(partitions: int) -> list[int]:
+    """For every Spark partition ``p`` of ``partitions``, the smallest non-negative INT that Spark's
+    hash partitioner (``pmod(hash(v), partitions)``) sends to ``p``."""
+    found: dict[int, int] = {}
+    start = 0
+    while len(found) < partitions:
+        candidates = np.arange(start, start + 64 * partitions + 1024, dtype=np.int64)
+        targets = np.mod(_spark_hash_ints(candidates).astype(np.int64), partitions)
+        for p in range(partitions):
+            if p not in found:
+                hits = np.flatnonzero(targets == p)
+                if len(hits):
+                    found[p] = int(candidates[hits[0]])
+        start += len(candidates)
+    return [found[p] for p in range(partitions)]
+
+
+def _shuffle_partitions(spark: SparkSession) -> int:
+    try:
+        return max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or "200"))
+    except (TypeError, ValueError):
+        return 200
+
+
+def shuffle_by_bucket(frame: DataFrame, table: Table, bucket: Column, *, sort: bool = False) -> DataFrame:
+    """``frame`` hash-partitioned so that every (partition, bucket) of ``table`` is in one Spark
+    partition (optionally sorted by the primary key within it); ``bucket`` from :func:`bucket_column`."""
+    num_buckets = table.store.options.bucket
+    with_bucket = frame.withColumn(BUCKET_COLUMN, bucket)
+    parts = list(table.partition_keys)
+    if parts:
+        out = with_bucket.repartition(*[F.col(_quote(p)) for p in parts], F.col(BUCKET_COLUMN))
+    else:
+        n = min(num_buckets, _shuffle_partitions(frame.sparkSession))
+        spark_partition = (F.col(BUCKET_COLUMN) % n + 1).cast("int")
+        target = F.element_at(F.array(*[F.lit(v) for v in stand_ins(n)]), spark_partition)
+        out = with_bucket.repartition(n, target)
+    if sort:
+        order = [*parts, BUCKET_COLUMN, *table.primary_keys]
+        out = out.sortWithinPartitions(*[F.col(_quote(k)) for k in order])
+    return out.drop(BUCKET_COLUMN)
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+# ------------------------------------------------------------------------------------------------
+# When, and the entry points
+# ------------------------------------------------------------------------------------------------
+#: Session setting / Spark setting (``spark.dyntable.`` + it): ``auto`` (default), ``true``, ``false``.
+SETTING = "write.bucket-shuffle"
+SPARK_CONF = "spark.dyntable." + SETTING
+#: ``auto`` shuffles inputs Spark estimates above this size: below it the extra stage costs more
+#: than the few extra level-0 runs of a small write (see docs/benchmarks.md, W2s).
+MIN_ESTIMATED_BYTES = 8 << 20
+
+
+def table_bucket(frame: DataFrame, table: Table) -> Column | None:
+    """The bucket expression of ``table`` over ``frame``'s columns, or None when ``table`` is not
+    a fixed-bucket primary-key table or a bucket-key type is not covered."""
+    store = table.store
+    if not table.has_primary_key or store.options.bucket < 1:
+        return None
+    schema = store.schema
+    keys = list(schema.logical_bucket_keys)
+    if any(k not in frame.columns for k in keys):
+        return None
+    types = [schema.field(k).type for k in keys]
+    return bucket_column([F.col(_quote(k)) for k in keys], types, store.options.bucket)
+
+
+def _estimated_bytes(frame: DataFrame) -> int | None:
+    """Spark's size estimate of ``frame``'s optimized plan (no job runs); None when unknown."""
+    try:
+        return int(str(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))  # a BigInt
+    except Exception:  # noqa: BLE001 - Spark Connect or an unexpected plan: the size is unknown
+        return None
+
+
+def _mode(spark: SparkSession, session_options: dict[str, str] | None) -> str:
+    value = (session_options or {}).get(SETTING)
+    if value is None:
+        try:
+            value = spark.conf.get(SPARK_CONF, None)
+        except Exception:  # noqa: BLE001 - an unreadable setting counts as unset
+            value = None
+    mode = (value or "auto").strip().lower()
+    if mode not in ("auto", "true", "false"):
+        from engine.errors import InvalidArgumentError
+
+        raise InvalidArgumentError(f"'{SETTING}' must be 'auto', 'true' or 'false', not '{value}'")
+    return mode
+
+
+def should_shuffle(frame: DataFrame, mode: str = "auto") -> bool:
+    """Whether a write of ``frame`` (into a table with a bucket expression) is shuffled: always
+    for ``true``, never for ``false``; for ``auto`` when Spark estimates it above
+    :data:`MIN_ESTIMATED_BYTES` (or cannot tell)."""
+    if mode != "auto":
+        return mode == "true"
+    size = _estimated_bytes(frame)
+    return size is None or size >= MIN_ESTIMATED_BYTES
+
+
+def for_write(frame: DataFrame, table: Table, session_options: dict[str, str] | None = None) -> DataFrame:
+    """``frame`` as the ``dyntable`` writer should receive it for ``table``: grouped by bucket when
+    that pays (see the module docstring), else unchanged. ``session_options``: the SQL session's
+    settings (``SET write.bucket-shuffle = …``)."""
+    bucket = table_bucket(frame, table)
+    if bucket is None or not should_shuffle(frame, _mode(frame.sparkSession, session_options)):
+        return frame
+    return shuffle_by_bucket(frame, table, bucket)
+
+
+def write_table(
+    df: DataFrame,
+    name: str,
+    warehouse: str,
+    *,
+    mode: str = "append",
+    shuffle: str | None = None,
+    catalog_options: dict[str, Any] | None = None,
+    **options: str,
+) -> None:
+    """Write ``df`` into managed table ``name`` (``db.t``) through the ``dyntable`` source, grouped
+    by bucket first when that pays (:func:`for_write`): the DataFrame counterpart of an INSERT.
+
+    Args:
+        df: rows with the table's column names (a ``rowkind`` column gives each row's change kind).
+        name: the table.
+        warehouse: the warehouse path.
+        mode: ``append`` or ``overwrite`` (as ``df.write.mode``).
+        shuffle: ``auto``, ``true`` or ``false`` (default: the Spark setting
+            ``spark.dyntable.write.bucket-shuffle``, else ``auto``).
+        catalog_options: storage options for ``open_catalog``.
+        **options: any write option of the ``dyntable`` source.
+    """
+    target = TableTarget(warehouse, name, storage=dict(catalog_options or {}))
+    frame = for_write(df, target.open(), {SETTING: shuffle} if shuffle is not None else None)
+    frame.write.format("dyntable").options(**target.to_options(), **options).mode(mode).save()
