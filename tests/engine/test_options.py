@@ -113,7 +113,7 @@ def test_declarations_are_unique_and_defaults_consistent() -> None:
 def test_paimon_keys_and_defaults() -> None:
     c = CoreOptions({})
     expected = {
-        "bucket": 1,
+        "bucket": -1,
         "merge-engine": "deduplicate",
         "changelog-producer": "none",
         "file.format": "parquet",
