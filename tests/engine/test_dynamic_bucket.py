@@ -205,9 +205,8 @@ def test_fixed_buckets_with_a_cross_partition_key_and_sequence_field_are_refused
 @pytest.mark.parametrize("cross", [False, True])
 def test_three_row_target_over_nine_keys_makes_three_buckets(catalog, cross):
     keys = ["id"] if cross else ["dt", "id"]
-    t = catalog.create_table(
-        "db.n", SCHEMA, partition_keys=["dt"], primary_keys=keys, options={"dynamic-bucket.target-row-num": "3"}
-    )
+    opts = {"dynamic-bucket.target-row-num": "3"}
+    t = catalog.create_table("db.n", SCHEMA, partition_keys=["dt"], primary_keys=keys, options=opts)
     t.write_arrow(pa.table({"id": list(range(9)), "v": [0] * 9, "dt": ["a"] * 9}, schema=SCHEMA))
     assert {s.bucket: s.row_count for s in t.plan().splits} == {0: 3, 1: 3, 2: 3}
     # One more key opens a fourth bucket; updates of the nine stay where they are.
