@@ -33,7 +33,12 @@ from engine.meta.binary_row import serialize_row
 from engine.meta.bucket import hash_codes
 from engine.meta.index_files import IndexFileMeta, IndexStore, hash_entries
 from engine.meta.snapshot import Snapshot
-from engine.options import DYNAMIC_BUCKET_MAX_BUCKETS, DYNAMIC_BUCKET_TARGET_ROW_NUM
+from engine.options import (
+    DYNAMIC_BUCKET_ASSIGNER_PARALLELISM,
+    DYNAMIC_BUCKET_INITIAL_BUCKETS,
+    DYNAMIC_BUCKET_MAX_BUCKETS,
+    DYNAMIC_BUCKET_TARGET_ROW_NUM,
+)
 from engine.store import FileStore
 from engine.write.routing import group_rows
 
@@ -41,6 +46,7 @@ PART = "__dyntable_part"
 BUCKET = "__dyntable_bucket_id"
 ROW = "__dyntable_row"
 _MAX_BUCKETS = 32767  # bucket ids are Java shorts in the HASH index map
+EMPTY_ROW_HASH = -1670924195  # Java's hashCode of the partition of an unpartitioned table (8 zero bytes)
 
 
 def is_dynamic_bucket(store: FileStore) -> bool:
@@ -69,11 +75,14 @@ def fill_buckets(
     max_buckets: int | None,
     hashes: np.ndarray,
     hard_limit: int = _MAX_BUCKETS,
+    family: tuple[int, int] = (1, 0),
 ) -> np.ndarray:
     """Buckets for ``n`` new keys (in order): non-full buckets by id, then the smallest unused ids.
 
-    ``counts`` is updated. Past ``max_buckets``, keys spread over the existing buckets by hash
-    (Java picks one at random; a hash is deterministic). Without a maximum, needing a bucket id
+    ``counts`` holds the buckets the assigner may use (and is updated); new bucket ids are those
+    ``b`` with ``b % family[0] == family[1]`` (Java's ``isMyBucket`` for several assigners).
+    Past ``max_buckets``, keys spread over the existing buckets by hash (Java picks one at
+    random; a hash is deterministic). Without a maximum, needing a bucket id
     at ``hard_limit`` is refused, as Java refuses it."""
     out = np.empty(n, dtype=np.int32)
     done = 0
@@ -86,11 +95,11 @@ def fill_buckets(
             out[done:done + take] = b
             counts[b] += take
             done += take
-    candidate = 0
+    step, candidate = family
     limit = hard_limit if max_buckets is None else min(max_buckets, hard_limit)
     while done < n:
         while candidate in counts:
-            candidate += 1
+            candidate += step
         if candidate >= limit:
             if max_buckets is None:
                 raise InvalidArgumentError(
@@ -106,6 +115,25 @@ def fill_buckets(
         counts[candidate] = take
         done += take
     return out
+
+
+def assigner_layout(store: FileStore) -> tuple[int, int]:
+    """(channels, assigners) of dynamic-bucket assignment, as Paimon's Spark writer derives them.
+
+    Channels: ``dynamic-bucket.assigner-parallelism``, else ``dynamic-bucket.initial-buckets``,
+    else 1 (Paimon's Spark writer defaults to the job's parallelism; dyntable to one assigner, so
+    ``dynamic-bucket.target-row-num`` alone decides the layout), at most
+    ``dynamic-bucket.max-buckets``. Assigners: ``min(initial-buckets, channels)``, else channels.
+    """
+    opts = store.options
+    parallelism = opts.get(DYNAMIC_BUCKET_ASSIGNER_PARALLELISM)
+    initial = opts.get(DYNAMIC_BUCKET_INITIAL_BUCKETS)
+    channels = int(parallelism or initial or 1)
+    limit = max_buckets(store)
+    if limit is not None:
+        channels = min(channels, limit)
+    assigners = min(int(initial), channels) if initial else channels
+    return channels, assigners
 
 
 def live_keys(
@@ -161,10 +189,12 @@ class _PartitionIndex:
 
     hashes: np.ndarray
     buckets: np.ndarray
-    counts: dict[int, int]
+    counts: dict[int, int]  # bucket → keys, as loaded
     restored: dict[int, np.ndarray]  # bucket → hashes of its committed HASH file (or data)
     base_files: dict[int, IndexFileMeta]
     added: dict[int, list[np.ndarray]] = field(default_factory=dict)
+    # assigner id → the counts of the buckets it may fill (all of them with one assigner)
+    by_assigner: dict[int, dict[int, int]] = field(default_factory=dict)
 
 
 class HashBucketAssigner:
@@ -180,6 +210,7 @@ class HashBucketAssigner:
         self._parts: dict[bytes, _PartitionIndex] = {}
         self.key_columns = list(store.schema.trimmed_primary_keys)
         self.key_types = [store.schema.field(k).type for k in self.key_columns]
+        self.channels, self.assigners = assigner_layout(store)
 
     def _load(self, partition: bytes) -> _PartitionIndex:
         files = {e.bucket: e.file for e in self._entries if e.partition == partition}
@@ -205,8 +236,8 @@ class HashBucketAssigner:
         counts = {b: len(v) for b, v in restored.items()}
         return _PartitionIndex(hashes, buckets, counts, restored, files)
 
-    def assign(self, partition: bytes, hashes: np.ndarray) -> np.ndarray:
-        """Buckets for rows of one partition, given their key hashes."""
+    def assign(self, partition: bytes, hashes: np.ndarray, assigner: int = 0) -> np.ndarray:
+        """Buckets for rows of one partition, given their key hashes (all routed to ``assigner``)."""
         idx = self._parts.get(partition)
         if idx is None:
             idx = self._parts[partition] = self._load(partition)
@@ -223,7 +254,15 @@ class HashBucketAssigner:
             miss = hashes[~known]
             uniq, first = np.unique(miss, return_index=True)
             uniq = uniq[np.argsort(first, kind="stable")]  # first-seen order, as a row-by-row assigner
-            new_buckets = fill_buckets(idx.counts, len(uniq), self.target, self.max_buckets, uniq)
+            rem = assigner % self.assigners
+            counts = idx.by_assigner.get(assigner)
+            if counts is None:
+                counts = idx.by_assigner[assigner] = {
+                    b: c for b, c in idx.counts.items() if b % self.assigners == rem
+                }
+            new_buckets = fill_buckets(
+                counts, len(uniq), self.target, self.max_buckets, uniq, family=(self.assigners, rem)
+            )
             for b in np.unique(new_buckets).tolist():
                 idx.added.setdefault(int(b), []).append(uniq[new_buckets == b])
             all_h = np.concatenate([idx.hashes, uniq])
@@ -239,8 +278,28 @@ class HashBucketAssigner:
         buckets = np.empty(table.num_rows, dtype=np.int32)
         for i, partition in enumerate(parts):
             rows = np.nonzero(ids == i)[0]
-            buckets[rows] = self.assign(partition, hashes[rows])
+            if self.channels == 1:
+                buckets[rows] = self.assign(partition, hashes[rows])
+                continue
+            # Several assigners, as a Paimon job with dynamic-bucket.assigner-parallelism: the
+            # assigner of a row is Java's BucketAssigner.computeAssigner of the partition's and
+            # the key's hashes; each assigner opens only its own bucket ids.
+            part_hash = self._partition_hash(table, int(rows[0]))
+            start = abs(int(np.fmod(part_hash, self.channels)))
+            spread = np.abs(np.fmod(hashes[rows].astype(np.int64), self.assigners))
+            assigner_ids = (start + spread) % self.channels
+            for a in np.unique(assigner_ids).tolist():
+                sub = rows[assigner_ids == a]
+                buckets[sub] = self.assign(partition, hashes[sub], int(a))
         return table, buckets
+
+    def _partition_hash(self, table: pa.Table, row: int) -> int:
+        """Java's ``BinaryRow.hashCode`` of the partition of ``table``'s row ``row``."""
+        if not self.store.partition_keys:
+            return EMPTY_ROW_HASH
+        first = pa.array([row])
+        columns = [table.column(k).take(first) for k in self.store.partition_keys]
+        return int(hash_codes(columns, list(self.store.partition_types))[0])
 
     def index_files(self) -> dict[tuple[bytes, int], IndexFileMeta]:
         """Write the complete HASH file of every bucket that got new keys (the writer forgets them)."""

@@ -254,3 +254,57 @@ def test_a_key_moving_out_frees_its_place_in_the_old_bucket(catalog):
     # A new writer bootstraps the same counts from the table.
     t.write_arrow(pa.table({"id": [5], "v": [2], "dt": ["a"]}, schema=SCHEMA))
     assert {s.bucket for s in t.plan().splits if s.partition_values == ("a",)} == {0, 1}
+
+
+STR_SCHEMA = pa.schema(
+    [pa.field("pk", pa.string(), False), ("v", pa.string()), pa.field("pt", pa.string(), False)]
+)
+
+
+@pytest.mark.parametrize(
+    "options, buckets",
+    [
+        # Paimon's DynamicBucketTableTest: three assigners over five keys open buckets 0, 1 and 2 ...
+        ({"dynamic-bucket.target-row-num": "3", "dynamic-bucket.assigner-parallelism": "3"}, {0, 1, 2}),
+        # ... and so do ten channels limited to three assigners by the initial buckets.
+        (
+            {
+                "dynamic-bucket.target-row-num": "3",
+                "dynamic-bucket.initial-buckets": "3",
+                "dynamic-bucket.assigner-parallelism": "10",
+            },
+            {0, 1, 2},
+        ),
+        ({"dynamic-bucket.target-row-num": "3"}, {0, 1}),  # one assigner (dyntable's default)
+    ],
+)
+def test_assigners_as_paimons_spark_writer(catalog, options, buckets):
+    t = catalog.create_table(
+        "db.p", STR_SCHEMA, partition_keys=["pt"], primary_keys=["pk", "pt"], options=options
+    )
+    t.write_arrow(pa.table({"pk": list("12345"), "v": list("abcde"), "pt": ["p"] * 5}, schema=STR_SCHEMA))
+    assert {s.bucket for s in t.plan().splits} == buckets
+    # Later writes (a new writer, loading the HASH files per assigner) keep every key in its bucket.
+    before = {s.bucket: s.row_count for s in t.plan().splits}
+    t.write_arrow(pa.table({"pk": list("12345"), "v": list("ABCDE"), "pt": ["p"] * 5}, schema=STR_SCHEMA))
+    t.compact(full=True)
+    assert {s.bucket: s.row_count for s in t.plan().splits} == before
+
+
+def test_assigners_are_capped_by_max_buckets(catalog):
+    opts = {"dynamic-bucket.max-buckets": "2", "dynamic-bucket.assigner-parallelism": "5"}
+    t = catalog.create_table(
+        "db.c", STR_SCHEMA, partition_keys=["pt"], primary_keys=["pk", "pt"], options=opts
+    )
+    for keys in (list("123456"), ["11", "22", "33", "44", "55", "66"]):
+        t.write_arrow(pa.table({"pk": keys, "v": keys, "pt": ["p"] * 6}, schema=STR_SCHEMA))
+    assert {s.bucket for s in t.plan().splits} == {0, 1}
+
+
+def test_empty_partition_hash_is_javas():
+    from engine.meta.bucket import _fmix, _mix
+    from engine.write.bucket_assigner import EMPTY_ROW_HASH
+
+    zero = np.zeros(1, dtype=np.uint32)
+    h = _fmix(_mix(_mix(np.full(1, 42, dtype=np.uint32), zero), zero), np.full(1, 8, dtype=np.uint32))
+    assert int(h.view(np.int32)[0]) == EMPTY_ROW_HASH
