@@ -99,3 +99,20 @@ def test_first_row_ignores_a_key_arriving_in_another_partition(session):
     run(session, "INSERT INTO t VALUES (1, 'first', 'd1')")
     run(session, "INSERT INTO t VALUES (1, 'second', 'd2'), (2, 'new', 'd2')")
     assert contents(session, "t") == [(1, "first", "d1"), (2, "new", "d2")]
+
+
+def test_paimon_dynamic_bucket_assigner_parallelism_and_initial_buckets(session):
+    """Paimon's 'write with assign parallelism' and 'write with dynamic-bucket.initial-buckets'."""
+    cases = (
+        ("A", "'dynamic-bucket.assigner-parallelism' = '3'"),
+        ("B", "'dynamic-bucket.initial-buckets' = '3', 'dynamic-bucket.assigner-parallelism' = '10'"),
+    )
+    for name, extra in cases:
+        run(session, f"CREATE TABLE {name} (pk STRING, v STRING, pt STRING) TBLPROPERTIES ("
+                     "'primary-key' = 'pk, pt', 'bucket' = '-1', 'dynamic-bucket.target-row-num' = '3', "
+                     f"{extra}) PARTITIONED BY (pt)")
+        run(session, f"INSERT INTO {name} VALUES ('1', 'a', 'p'), ('2', 'b', 'p'), ('3', 'c', 'p'), "
+                     "('4', 'd', 'p'), ('5', 'e', 'p')")
+        assert _rows(session, f"SELECT * FROM {name}") == [
+            ("1", "a", "p"), ("2", "b", "p"), ("3", "c", "p"), ("4", "d", "p"), ("5", "e", "p")]
+        assert _buckets(session, name) == [(0,), (1,), (2,)]
