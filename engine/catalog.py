@@ -27,7 +27,7 @@ from engine.identifier import DEFAULT_DATABASE, Identifier, validate_name
 from engine.io import FileIO
 from engine.meta.paths import TablePaths, join
 from engine.meta.schema_store import SchemaStore
-from engine.options import validate_options
+from engine.options import BUCKET, validate_options
 from engine.schema import TableSchema
 from engine.schema_changes import SchemaChange
 from engine.table import Table
@@ -155,9 +155,7 @@ class FileSystemCatalog:
         else:
             opts.pop("partition", None)
         # Persist the bucket mode explicitly, so readers with other defaults agree with us.
-        if "bucket" not in opts:
-            keyed = primary_keys or str(opts.get("retractions.enabled", "")).lower() == "true"
-            opts["bucket"] = "1" if keyed else "-1"
+        opts.setdefault(BUCKET.key, str(BUCKET.default))
         opts.setdefault("file.format", "parquet")
         validate_options(opts)
         table_schema = TableSchema.create(schema, partition_keys, primary_keys, opts, comment)

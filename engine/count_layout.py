@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from engine.errors import InvalidArgumentError
 from engine.merge.functions import COUNT_COLUMN
-from engine.options import MERGE_ENGINE, CoreOptions
+from engine.options import BUCKET, MERGE_ENGINE, CoreOptions
 from engine.schema import TableSchema
 from engine.types import BIGINT, DataField
 
@@ -54,7 +54,7 @@ def physical_create_args(
         f"fields.{COUNT_COLUMN}.aggregate-function": "sum",
         "primary-key.nullable": "true",
     })
-    opts.setdefault("bucket", "1")
+    opts.setdefault(BUCKET.key, str(BUCKET.default))
     return physical, tuple(f.name for f in fields), opts
 
 

@@ -3,9 +3,6 @@
 Keys and defaults are Paimon's (``CoreOptions``) wherever Paimon has the option, so a table
 written here reads the same in Java Paimon / pypaimon. Deliberate differences:
 
-* ``bucket`` defaults to **1**, not Paimon's -1: the managed-table design wants a new table to
-  work out of the box with one fixed bucket. (A table always stores its bucket option explicitly,
-  so Java sees the same value.)
 * ``file.format`` accepts only ``parquet`` when set through :func:`validate_options` (dyntable
   writes Parquet only); tables written elsewhere with ``orc``/``avro`` still load, they are
   just not validated on read.
@@ -206,9 +203,10 @@ AGGREGATE_FUNCTIONS = (
 
 # -- layout, keys and merge semantics
 # fmt: off
-BUCKET = _declare("bucket", int, 1,
-    "Number of buckets. N > 0: fixed buckets; -1: dynamic (PK) / unaware (append); -2: postpone. "
-    "dyntable's default is 1 (Paimon's is -1) so a new table works out of the box. Change it with ALTER "
+BUCKET = _declare("bucket", int, -1,
+    "Number of buckets. N > 0: fixed buckets; -1 (the default, as Paimon's): dynamic buckets for "
+    "primary-key tables (cross-partition upsert when the key lacks a partition column), bucket-unaware "
+    "for append tables; -2: postpone. A new table stores the value explicitly. Change it with ALTER "
     "TABLE ... CLUSTERED INTO n BUCKETS, which rewrites the data.", immutable=True, validator=_bucket_ok)
 BUCKET_KEY = _declare("bucket-key", "list", None,
     "Columns hashed to pick a bucket; default: the primary key minus partition keys, else the whole row.",
@@ -355,7 +353,23 @@ COMMIT_MAX_RETRY_WAIT = _declare("commit.max-retry-wait", "duration", 10_000,
 DYNAMIC_BUCKET_TARGET_ROW_NUM = _declare("dynamic-bucket.target-row-num", int, 2_000_000,
     "Rows per bucket in dynamic bucket mode.", validator=_at_least(1))
 DYNAMIC_BUCKET_MAX_BUCKETS = _declare("dynamic-bucket.max-buckets", int, -1,
-    "Most buckets a partition of a dynamic-bucket table grows to (-1: no limit).")
+    "Most buckets a partition of a dynamic-bucket table grows to (-1: no limit); past it, new keys go "
+    "to the partition's existing buckets. Cross-partition upsert tables have no limit, as in Paimon.")
+DYNAMIC_BUCKET_ASSIGNER_PARALLELISM = _declare("dynamic-bucket.assigner-parallelism", int, None,
+    "Number of bucket assigners of a partition-local dynamic-bucket write (Paimon's Spark default: the "
+    "job's parallelism; dyntable's: dynamic-bucket.initial-buckets, else 1). Each assigner takes the keys "
+    "Paimon's hash routes to it and opens only its own bucket ids, so the layout matches Paimon's. "
+    "Cross-partition upsert tables use one assigner.", validator=_at_least(1))
+DYNAMIC_BUCKET_INITIAL_BUCKETS = _declare("dynamic-bucket.initial-buckets", int, None,
+    "Buckets a partition of a dynamic-bucket table starts with: the number of assigners, at most "
+    "dynamic-bucket.assigner-parallelism.", validator=_at_least(1))
+CROSS_PARTITION_UPSERT_INDEX_TTL = _declare("cross-partition-upsert.index-ttl", "duration", None,
+    "Paimon's time-to-live of a key in a cross-partition upsert job's key index (keys forgotten after it "
+    "may be duplicated). dyntable rebuilds the index from the table for every write and never forgets a "
+    "key, so keys stay unique whatever the value; it is stored for Java writers.")
+CROSS_PARTITION_UPSERT_BOOTSTRAP_PARALLELISM = _declare("cross-partition-upsert.bootstrap-parallelism",
+    int, 10, "Parallelism of a Paimon Flink job's index bootstrap; dyntable bootstraps the index with one "
+    "vectorised scan of the key columns and stores the value for Java writers.", validator=_at_least(1))
 
 # -- scans, branches, consumers
 SCAN_MODE = _declare("scan.mode", "enum", "default", "Where a scan starts.",
@@ -547,8 +561,6 @@ UNSUPPORTED_PAIMON_OPTIONS: dict[str, str] = {
     "ignore-update-before": "dyntable does not drop UPDATE_BEFORE rows on write (use ignore-delete)",
     "data-evolution.enabled": "data evolution (row-id based column updates) is not supported",
     "chain-table.enabled": "chain tables are not supported",
-    "cross-partition-upsert.index-ttl": "cross-partition upsert tables are not supported",
-    "cross-partition-upsert.bootstrap-parallelism": "cross-partition upsert tables are not supported",
 }
 
 

@@ -174,8 +174,8 @@ class TableSchema:
         """Parse a schema file written by dyntable, Java Paimon or pypaimon.
 
         Compatibility (as Java): a missing ``version`` is 1; version ≤ 1 without ``bucket`` means
-        ``bucket=1``, a later version without it means Paimon's default ``-1`` (stored explicitly,
-        since dyntable's own default differs); version ≤ 2 without ``file.format`` means ``orc``;
+        ``bucket=1``, a later version without it means Paimon's default ``-1`` (stored explicitly);
+        version ≤ 2 without ``file.format`` means ``orc``;
         a missing ``timeMillis`` is 0; unknown keys (and a field's ``defaultValue``) are ignored.
         Nested fields without ids are numbered after the largest id.
 
@@ -249,7 +249,7 @@ class TableSchema:
             partition_keys: partition columns (or option ``partition``, not both).
             primary_keys: primary-key columns (or option ``primary-key``, not both); they become
                 NOT NULL unless ``primary-key.nullable`` is true.
-            options: table options (validated; ``bucket`` is stored explicitly, default 1).
+            options: table options (validated; ``bucket`` is stored explicitly, default -1, as Paimon).
             comment: table comment.
             time_millis: creation time; now by default.
 
@@ -540,6 +540,14 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
                 f"a partitioned table's primary key must contain its partition columns: primary key "
                 f"{list(s.primary_keys)} lacks {missing}; add them to the primary key, or use dynamic "
                 "buckets ('bucket' = '-1') for cross-partition upsert"
+            )
+        if missing and opts.sequence_fields:
+            # As Paimon: a key moving between partitions is routed by the global index in input
+            # order, which a sequence field could contradict.
+            raise InvalidArgumentError(
+                f"'sequence.field' cannot be used with cross-partition upsert (primary key "
+                f"{list(s.primary_keys)} lacks the partition columns {missing}); add them to the primary "
+                "key or drop 'sequence.field'"
             )
         if s.partition_keys and set(s.primary_keys) == set(s.partition_keys):
             raise InvalidArgumentError(

@@ -28,7 +28,7 @@ import numpy as np
 
 from engine.errors import CorruptMetadataError, InvalidArgumentError
 from engine.io import FileIO
-from engine.meta.avro_schemas import FORMAT_IDENTIFIER, ROOT_RECORD_NAME
+from engine.meta.avro_schemas import ROOT_RECORD_NAME
 from engine.meta.manifest import FileKind, _avro_codec, _decode
 from engine.meta.paths import TablePaths, join
 
@@ -113,13 +113,16 @@ def _schema() -> dict[str, Any]:
     }
 
 
+# Index manifests carry format identifier 1 in every Java version (IndexManifestEntrySerializer
+# refuses any other value), unlike data manifests' 2.
+INDEX_MANIFEST_FORMAT = 1
 _SCHEMA = fastavro.parse_schema(_schema())
 
 
 def write_index_manifest(entries: Sequence[IndexManifestEntry], codec: str = "zstd") -> bytes:
     records = [
         {
-            "_VERSION": FORMAT_IDENTIFIER,
+            "_VERSION": INDEX_MANIFEST_FORMAT,
             "_KIND": int(e.kind),
             "_PARTITION": e.partition,
             "_BUCKET": e.bucket,

@@ -2,7 +2,8 @@
 
 ```
  rows (+I/-U/+U/-D)  ──► bucket = hash(bucket key) % N          (Paimon's bucket function)
-                         'bucket' = '-1': the key's bucket, new keys fill buckets (write.bucket_assigner)
+                         'bucket' = '-1': the key's bucket, new keys fill buckets (write.bucket_assigner;
+                         cross-partition upsert: write.global_index)
         │
         ▼ per (partition, bucket) sort buffer, bounded by write-buffer-size
  flush: sequence numbers continue the bucket's max + 1 (so later writes win),
@@ -41,10 +42,10 @@ from engine.meta.manifest import DataFileMeta
 from engine.meta.paths import FileNamer
 from engine.scan.planner import DataSplit
 from engine.store import FileStore
-from engine.write.bucket_assigner import CrossPartitionAssigner, HashBucketAssigner, new_assigner
-from engine.write.compactor import levels_of, pick, read_kv, run_compaction, write_changelog
+from engine.write.bucket_assigner import HashBucketAssigner
 from engine.write.conform import conform
 from engine.write.file_writer import DataFileWriter
+from engine.write.global_index import CrossPartitionAssigner, new_assigner
 from engine.write.routing import group_rows
 
 ROWKIND = "rowkind"

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 BUCKET_COLUMN = "__dyntable_bucket"
 
 
-def _changes(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+def neighbour_changes(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """Boolean mask of length n-1: True where row i+1 differs from row i (NULL-aware)."""
     if len(column) < 2:
         return np.zeros(0, dtype=bool)
@@ -55,7 +55,7 @@ def group_rows(
         work = work.take(order)
     change = np.zeros(n - 1, dtype=bool)
     for k in keys:
-        change |= _changes(work.column(k))
+        change |= neighbour_changes(work.column(k))
     if buckets is not None:
         b = work.column(BUCKET_COLUMN).to_numpy()
         change |= b[1:] != b[:-1]

@@ -99,7 +99,9 @@ def resolve_assignments(
     computed = computed_columns(dict(table.schema.options))
     defaults = column_defaults(table)
     types = {f.name: f.type for f in table.schema.fields}
-    keys = set(table.primary_keys) | (set(table.partition_keys) if table.primary_keys else set())
+    # Paimon refuses assignments to primary-key columns only. A partition column outside the key
+    # (cross-partition upsert, 'bucket' = '-1') may change: the write moves the key to the new partition.
+    keys = set(table.primary_keys)
     whole: dict[str, str] = {}
     nested: dict[str, dict[str, object]] = {}
     for asg in assignments:

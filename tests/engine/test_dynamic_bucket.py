@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -171,3 +172,139 @@ def test_writer_abort_deletes_index_files(catalog):
     delete_uncommitted(t.store, messages)
     io = t.store.io
     assert not [s for s in io.list_files_recursive(t.path) if "/index/" in s.path]
+
+
+# -- defaults and bucket fill (Paimon's PartitionIndex / crosspartition.BucketAssigner) --------------
+
+
+def test_bucket_defaults_to_dynamic_as_paimon(catalog):
+    """No 'bucket' option: -1, stored explicitly; a key lacking the partition column is a
+    cross-partition upsert table, no longer refused."""
+    keyed = catalog.create_table("db.k", SCHEMA, primary_keys=["id"])
+    plain = catalog.create_table("db.a", SCHEMA)
+    cross = catalog.create_table("db.c", SCHEMA, partition_keys=["dt"], primary_keys=["id"])
+    for t in (keyed, plain, cross):
+        assert t.store.schema.options["bucket"] == "-1"
+    cross.write_arrow(pa.table({"id": [1, 2], "v": [1, 2], "dt": ["a", "a"]}, schema=SCHEMA))
+    cross.write_arrow(pa.table({"id": [1], "v": [3], "dt": ["b"]}, schema=SCHEMA))
+    assert _rows(cross) == {1: (3, "b"), 2: (2, "a")}
+
+
+def test_fixed_buckets_with_a_cross_partition_key_and_sequence_field_are_refused(catalog):
+    from engine.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="lacks"):
+        catalog.create_table(
+            "db.f", SCHEMA, partition_keys=["dt"], primary_keys=["id"], options={"bucket": "2"}
+        )
+    with pytest.raises(InvalidArgumentError, match="sequence.field"):
+        catalog.create_table("db.s", SCHEMA, partition_keys=["dt"], primary_keys=["id"],
+                             options={"sequence.field": "v"})
+
+
+@pytest.mark.parametrize("cross", [False, True])
+def test_three_row_target_over_nine_keys_makes_three_buckets(catalog, cross):
+    keys = ["id"] if cross else ["dt", "id"]
+    opts = {"dynamic-bucket.target-row-num": "3"}
+    t = catalog.create_table("db.n", SCHEMA, partition_keys=["dt"], primary_keys=keys, options=opts)
+    t.write_arrow(pa.table({"id": list(range(9)), "v": [0] * 9, "dt": ["a"] * 9}, schema=SCHEMA))
+    assert {s.bucket: s.row_count for s in t.plan().splits} == {0: 3, 1: 3, 2: 3}
+    # One more key opens a fourth bucket; updates of the nine stay where they are.
+    t.write_arrow(pa.table({"id": list(range(10)), "v": [1] * 10, "dt": ["a"] * 10}, schema=SCHEMA))
+    t.compact(full=True)
+    assert {s.bucket: s.row_count for s in t.plan().splits} == {0: 3, 1: 3, 2: 3, 3: 1}
+
+
+def test_max_buckets_bounds_the_buckets_of_a_partition(catalog):
+    opts = {"dynamic-bucket.target-row-num": "2", "dynamic-bucket.max-buckets": "2"}
+    t = catalog.create_table("db.mx", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "id"], options=opts)
+    t.write_arrow(pa.table({"id": list(range(6)), "v": [0] * 6, "dt": ["a"] * 6}, schema=SCHEMA))
+    t.write_arrow(pa.table({"id": list(range(6, 12)), "v": [0] * 6, "dt": ["a"] * 6}, schema=SCHEMA))
+    assert {s.bucket for s in t.plan().splits} == {0, 1}
+    assert len(_rows(t)) == 12
+    _check_index_matches_data(t)
+
+
+def test_fill_rule_refuses_more_buckets_than_java_allows():
+    from engine.errors import InvalidArgumentError
+    from engine.write.bucket_assigner import fill_buckets
+
+    counts = {0: 2}
+    assert fill_buckets(counts, 5, 2, None, np.zeros(5, np.int32)).tolist() == [1, 1, 2, 2, 3]
+    assert counts == {0: 2, 1: 2, 2: 2, 3: 1}
+    with pytest.raises(InvalidArgumentError, match="target-row-num"):
+        fill_buckets({}, 5, 1, None, np.zeros(5, np.int32), hard_limit=3)
+    capped = fill_buckets({}, 5, 1, 3, np.arange(5, dtype=np.int32), hard_limit=3)
+    assert capped[:3].tolist() == [0, 1, 2] and set(capped[3:].tolist()) <= {0, 1, 2}
+
+
+def test_a_key_moving_out_frees_its_place_in_the_old_bucket(catalog):
+    """deduplicate: the key leaves bucket 0 of 'a' (Java's BucketAssigner.decrement), so the next
+    new key of 'a' takes the freed place instead of opening bucket 1."""
+    t = catalog.create_table("db.d", SCHEMA, partition_keys=["dt"], primary_keys=["id"],
+                             options={"dynamic-bucket.target-row-num": "3"})
+    t.write_arrow(pa.table({"id": [1, 2, 3], "v": [0] * 3, "dt": ["a"] * 3}, schema=SCHEMA))
+    w = t.new_writer()
+    w.write(pa.table({"id": [1], "v": [1], "dt": ["b"]}, schema=SCHEMA))
+    w.write(pa.table({"id": [4], "v": [1], "dt": ["a"]}, schema=SCHEMA))
+    t.commit(w.prepare_commit())
+    t.compact(full=True)
+    got = {(s.partition_values, s.bucket): s.row_count for s in t.plan().splits}
+    assert got == {(("a",), 0): 3, (("b",), 0): 1}
+    # A new writer bootstraps the same counts from the table.
+    t.write_arrow(pa.table({"id": [5], "v": [2], "dt": ["a"]}, schema=SCHEMA))
+    assert {s.bucket for s in t.plan().splits if s.partition_values == ("a",)} == {0, 1}
+
+
+STR_SCHEMA = pa.schema(
+    [pa.field("pk", pa.string(), False), ("v", pa.string()), pa.field("pt", pa.string(), False)]
+)
+
+
+@pytest.mark.parametrize(
+    "options, buckets",
+    [
+        # Paimon's DynamicBucketTableTest: three assigners over five keys open buckets 0, 1 and 2 ...
+        ({"dynamic-bucket.target-row-num": "3", "dynamic-bucket.assigner-parallelism": "3"}, {0, 1, 2}),
+        # ... and so do ten channels limited to three assigners by the initial buckets.
+        (
+            {
+                "dynamic-bucket.target-row-num": "3",
+                "dynamic-bucket.initial-buckets": "3",
+                "dynamic-bucket.assigner-parallelism": "10",
+            },
+            {0, 1, 2},
+        ),
+        ({"dynamic-bucket.target-row-num": "3"}, {0, 1}),  # one assigner (dyntable's default)
+    ],
+)
+def test_assigners_as_paimons_spark_writer(catalog, options, buckets):
+    t = catalog.create_table(
+        "db.p", STR_SCHEMA, partition_keys=["pt"], primary_keys=["pk", "pt"], options=options
+    )
+    t.write_arrow(pa.table({"pk": list("12345"), "v": list("abcde"), "pt": ["p"] * 5}, schema=STR_SCHEMA))
+    assert {s.bucket for s in t.plan().splits} == buckets
+    # Later writes (a new writer, loading the HASH files per assigner) keep every key in its bucket.
+    before = {s.bucket: s.row_count for s in t.plan().splits}
+    t.write_arrow(pa.table({"pk": list("12345"), "v": list("ABCDE"), "pt": ["p"] * 5}, schema=STR_SCHEMA))
+    t.compact(full=True)
+    assert {s.bucket: s.row_count for s in t.plan().splits} == before
+
+
+def test_assigners_are_capped_by_max_buckets(catalog):
+    opts = {"dynamic-bucket.max-buckets": "2", "dynamic-bucket.assigner-parallelism": "5"}
+    t = catalog.create_table(
+        "db.c", STR_SCHEMA, partition_keys=["pt"], primary_keys=["pk", "pt"], options=opts
+    )
+    for keys in (list("123456"), ["11", "22", "33", "44", "55", "66"]):
+        t.write_arrow(pa.table({"pk": keys, "v": keys, "pt": ["p"] * 6}, schema=STR_SCHEMA))
+    assert {s.bucket for s in t.plan().splits} == {0, 1}
+
+
+def test_empty_partition_hash_is_javas():
+    from engine.meta.bucket import _fmix, _mix
+    from engine.write.bucket_assigner import EMPTY_ROW_HASH
+
+    zero = np.zeros(1, dtype=np.uint32)
+    h = _fmix(_mix(_mix(np.full(1, 42, dtype=np.uint32), zero), zero), np.full(1, 8, dtype=np.uint32))
+    assert int(h.view(np.int32)[0]) == EMPTY_ROW_HASH

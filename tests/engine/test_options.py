@@ -113,7 +113,7 @@ def test_declarations_are_unique_and_defaults_consistent() -> None:
 def test_paimon_keys_and_defaults() -> None:
     c = CoreOptions({})
     expected = {
-        "bucket": 1,
+        "bucket": -1,
         "merge-engine": "deduplicate",
         "changelog-producer": "none",
         "file.format": "parquet",
@@ -180,7 +180,7 @@ def test_paimon_keys_and_defaults() -> None:
 
 def test_typed_accessors_and_derived_defaults() -> None:
     c = CoreOptions({})
-    assert c.bucket == 1 and c.bucket_keys == () and c.sequence_fields == ()
+    assert c.bucket == -1 and c.bucket_keys == () and c.sequence_fields == ()
     assert c.target_file_size(True) == 128 * MB and c.target_file_size(False) == 256 * MB
     assert c.num_sorted_run_stop_trigger == 8 and c.num_levels == 6
     assert c.commit_timeout is None and c.commit_max_retries == 10
@@ -349,7 +349,7 @@ def test_reference_markdown_lists_every_option() -> None:
     assert md.startswith("| key | type | default |")
     for o in ALL_OPTIONS:
         assert f"| `{o.key}` |" in md
-    assert "| `bucket` | int | `1` | no |" in md
+    assert "| `bucket` | int | `-1` | no |" in md
     assert "`256 mb`" in md and "`1 h`" in md
 
 

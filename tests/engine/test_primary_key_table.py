@@ -39,8 +39,9 @@ def test_upserts_and_deletes(catalog):
 
 def test_partitioned_primary_key_must_contain_partition_keys(catalog):
     schema = pa.schema([("id", pa.int64()), ("dt", pa.string())])
+    fixed = {"bucket": "1"}  # with the default '-1' the same key makes a cross-partition upsert table
     with pytest.raises(InvalidArgumentError):
-        catalog.create_table("db.bad", schema, partition_keys=["dt"], primary_keys=["id"])
+        catalog.create_table("db.bad", schema, partition_keys=["dt"], primary_keys=["id"], options=fixed)
     t = catalog.create_table("db.ok", schema, partition_keys=["dt"], primary_keys=["dt", "id"])
     t.write_arrow(pa.table({"id": [1, 1], "dt": ["a", "b"]}))
     t.write_arrow(pa.table({"id": [1], "dt": ["a"]}))

@@ -257,7 +257,7 @@ def test_field_ids_depth_first() -> None:
 
 def test_create_defaults_and_pk_not_null() -> None:
     s = make(options=None)
-    assert s.id == 0 and s.version == 3 and s.options["bucket"] == "1"
+    assert s.id == 0 and s.version == 3 and s.options["bucket"] == "-1"
     assert s.field("k").type == BIGINT(False) and s.field("dt").type == STRING(False)
     assert s.field("v").type.nullable
     loose = make(options={"primary-key.nullable": "true"})

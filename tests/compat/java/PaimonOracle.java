@@ -43,6 +43,7 @@ import org.apache.paimon.catalog.Identifier;
 import org.apache.paimon.data.BinaryRow;
 import org.apache.paimon.data.InternalRow;
 import org.apache.paimon.disk.IOManager;
+import org.apache.paimon.index.HashBucketAssigner;
 import org.apache.paimon.io.DataFileMeta;
 import org.apache.paimon.operation.AppendOnlyFileStoreWrite;
 import org.apache.paimon.options.ExpireConfig;
@@ -56,6 +57,7 @@ import org.apache.paimon.table.sink.BatchTableCommit;
 import org.apache.paimon.table.sink.BatchTableWrite;
 import org.apache.paimon.table.sink.BatchWriteBuilder;
 import org.apache.paimon.table.sink.CommitMessage;
+import org.apache.paimon.table.sink.RowPartitionKeyExtractor;
 import org.apache.paimon.table.sink.TableWriteImpl;
 import org.apache.paimon.schema.Schema;
 import org.apache.paimon.table.source.DataSplit;
@@ -402,9 +404,30 @@ public final class PaimonOracle {
         try (IOManager io = ioManager();
                 BatchTableWrite write = (BatchTableWrite) builder.newWrite().withIOManager(io);
                 BatchTableCommit commit = builder.newCommit()) {
+            // Dynamic-bucket tables: rows carry the bucket Paimon's own assigner picks (one
+            // assigner, as a single-parallelism job), which loads the table's HASH index files.
+            HashBucketAssigner assigner = null;
+            RowPartitionKeyExtractor extractor = null;
+            if (table.bucketMode() == BucketMode.HASH_DYNAMIC) {
+                assigner = new HashBucketAssigner(table.snapshotManager(), "oracle",
+                        table.store().newIndexFileHandler(), 1, 1, 0,
+                        table.coreOptions().dynamicBucketTargetRowNum());
+                extractor = new RowPartitionKeyExtractor(table.schema());
+            } else if (table.bucketMode() == BucketMode.CROSS_PARTITION) {
+                throw new UnsupportedOperationException(
+                        "cross-partition upsert writes need Paimon's RocksDB key index, which this"
+                                + " class path lacks");
+            }
             for (int i = 0; i < rows.size(); i++) {
                 String kind = kinds.isArray() ? kinds.get(i).asText() : "+I";
-                write.write(RowCodec.fromJson(rows.get(i), rowType, kind));
+                InternalRow row = RowCodec.fromJson(rows.get(i), rowType, kind);
+                if (assigner != null) {
+                    int bucket = assigner.assign(
+                            extractor.partition(row), extractor.trimmedPrimaryKey(row).hashCode());
+                    write.write(row, bucket);
+                } else {
+                    write.write(row);
+                }
             }
             commit.commit(write.prepareCommit());
         }
