@@ -43,6 +43,7 @@ from engine.meta.paths import FileNamer
 from engine.scan.planner import DataSplit
 from engine.store import FileStore
 from engine.write.bucket_assigner import HashBucketAssigner
+from engine.write.compactor import levels_of, pick, read_kv, run_compaction, write_changelog
 from engine.write.conform import conform
 from engine.write.file_writer import DataFileWriter
 from engine.write.global_index import CrossPartitionAssigner, new_assigner
