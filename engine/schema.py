@@ -33,6 +33,7 @@ from typing import Any
 import pyarrow as pa
 
 from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchColumnError
+from engine.fileindex.options import check_file_index_options
 from engine.frozen import FrozenMap
 from engine.options import (
     BUCKET,
@@ -573,6 +574,7 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
             f"bucket-key {list(bucket_keys)} must be a subset of the primary key {list(s.primary_keys)}"
         )
     check_columns(opts.sequence_fields, "sequence.field")
+    check_file_index_options(s.fields, s.options)
     for key, cols in iter_field_option_columns(s.options):
         for c in cols:
             if c not in names:
