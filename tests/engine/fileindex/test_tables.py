@@ -198,3 +198,35 @@ def test_renamed_columns_keep_their_index(catalog):
     t = catalog.get_table("db.t")
     assert len(live_files(t, P.equal("label", "n3"))) == 1
     assert t.to_arrow(filter=P.equal("label", "n3")).num_rows == 1
+
+
+def test_null_tests_use_the_bitmap(catalog):
+    t = catalog.create_table("db.t", SCHEMA, options=BITMAP)
+    t.write_arrow(batch(range(3)))
+    t.write_arrow(pa.table({"id": [7], "name": pa.array([None], pa.string()), "score": [1.0]}, schema=SCHEMA))
+    assert len(live_files(t, P.is_null("name"))) == 1
+    assert t.to_arrow(filter=P.is_null("name")).column("id").to_pylist() == [7]
+    assert len(live_files(t, P.is_not_null("name"))) == 1
+
+
+def test_aborted_and_uncommitted_writes_leave_no_index_files(catalog):
+    from engine.commit_messages import delete_uncommitted
+
+    options = {"file-index.bloom-filter.columns": "name", "bucket": "1"}
+    # A tiny buffer and target size: each write goes to storage and finishes a file (with its index).
+    tiny = {"bucket-key": "id", "write-buffer-size": "1 b", "target-file-size": "1 b"}
+    append = catalog.create_table("db.a", SCHEMA, options={**options, **tiny})
+    writer = append.new_writer()
+    writer.write(batch(range(5)))
+    writer.write(batch(range(5, 9)))
+    assert any(n.endswith(".index") for n in os.listdir(os.path.join(append.path, "bucket-0")))
+    writer.abort()
+    assert os.listdir(os.path.join(append.path, "bucket-0")) == []
+    keyed = catalog.create_table("db.k", SCHEMA, primary_keys=["id"], options=options)
+    writer = keyed.new_writer()
+    writer.write(batch(range(5)))
+    messages = writer.prepare_commit()  # the files now belong to the messages ...
+    bucket_dir = os.path.join(keyed.path, "bucket-0")
+    assert any(n.endswith(".index") for n in os.listdir(bucket_dir))
+    delete_uncommitted(keyed.store, messages)  # ... and a failed commit deletes them with their index
+    assert os.listdir(bucket_dir) == []
