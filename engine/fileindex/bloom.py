@@ -65,7 +65,7 @@ class BloomFilter:
         bitmap = np.zeros(num_bits, dtype=bool)
         hashes = hash64(values)
         if len(hashes):
-            bitmap[_positions(np.unique(hashes), k, num_bits)] = True
+            bitmap[_positions(hashes, k, num_bits)] = True
         return cls(k, np.packbits(bitmap, bitorder="little").tobytes())
 
     def serialize(self) -> bytes:
