@@ -16,6 +16,7 @@ more than one row (one Roaring bitmap each, as the format needs).
 
 from __future__ import annotations
 
+import array
 import struct
 from dataclasses import dataclass
 
@@ -60,7 +61,8 @@ def keys_of(values: pa.Array, dtype: DataType) -> list[object]:
 
 
 def _roaring(rows: np.ndarray) -> bytes:
-    bm = BitMap(rows.astype(np.uint32))
+    # pyroaring copies an array.array('I') in bulk; a numpy array is iterated value by value.
+    bm = BitMap(array.array("I", rows.astype(np.uint32).tobytes()))
     bm.run_optimize()
     return bm.serialize()
 
@@ -99,22 +101,19 @@ def build(values: pa.Array | pa.ChunkedArray, dtype: DataType) -> bytes:
     value_rows = np.flatnonzero(valid)
     present = pc.drop_null(values) if values.null_count else values
     dictionary: pa.Array | np.ndarray
+    # Arrow's hash-based dictionary encoding, then a stable sort of the codes (a radix sort when
+    # they fit 16 bits) keeps each value's rows ascending.
     if _width(dtype) == 0:
         encoded = present.cast(pa.string()).dictionary_encode()
-        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         dictionary = encoded.dictionary
-        order = np.argsort(codes, kind="stable")
-        sizes = np.bincount(codes, minlength=len(dictionary))
     else:
-        longs = java_long_values(present)
-        order = np.argsort(longs, kind="stable")  # rows of one value stay ascending
-        ordered = longs[order]
-        starts = np.ones(len(ordered), dtype=bool)
-        starts[1:] = ordered[1:] != ordered[:-1]
-        firsts = np.flatnonzero(starts)
-        dictionary = ordered[firsts]
-        sizes = np.diff(np.concatenate([firsts, [len(ordered)]]))
+        encoded = pa.array(java_long_values(present)).dictionary_encode()
+        dictionary = encoded.dictionary.to_numpy(zero_copy_only=False)
     count = len(dictionary)
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    codes = codes.astype(np.uint16 if count <= 0xFFFF else np.int64)
+    order = np.argsort(codes, kind="stable")
+    sizes = np.bincount(codes, minlength=count)
     bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     sorted_rows = value_rows[order]
 

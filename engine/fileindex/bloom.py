@@ -28,14 +28,15 @@ TYPE_NAME = "bloom-filter"
 
 def _positions(hashes: np.ndarray, num_hash_functions: int, num_bits: int) -> np.ndarray:
     """Bit positions of every hash function for every hash (Java int arithmetic)."""
-    h1 = (hashes & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32).astype(np.int64)
-    h2 = (hashes >> np.uint64(32)).astype(np.uint32).view(np.int32).astype(np.int64)
-    out = []
-    for i in range(1, num_hash_functions + 1):
-        combined = (h1 + i * h2).astype(np.int32)  # wraps like Java's int overflow
-        combined = np.where(combined < 0, ~combined, combined).astype(np.int64)
-        out.append(combined % num_bits)
-    return np.concatenate(out) if out else np.zeros(0, np.int64)
+    words = np.ascontiguousarray(hashes, dtype="<u8").view("<i4").reshape(-1, 2)  # (low, high) 32 bits
+    h1, h2 = words[:, 0], words[:, 1]
+    out = np.empty((num_hash_functions, len(hashes)), dtype=np.int32)
+    with np.errstate(over="ignore"):
+        for i in range(1, num_hash_functions + 1):
+            combined = h1 + np.int32(i) * h2  # int32 arithmetic wraps like Java's int overflow
+            np.bitwise_xor(combined, combined >> 31, out=combined)  # ~x for negative x
+            np.remainder(combined, np.int32(num_bits), out=out[i - 1])
+    return out.reshape(-1)
 
 
 @dataclass(frozen=True, slots=True)
