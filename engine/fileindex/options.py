@@ -131,3 +131,40 @@ def check_file_index_options(fields: Sequence[DataField], options: Mapping[str, 
                 raise InvalidArgumentError(
                     f"option '{key}' tunes column '{column}', which 'file-index.{parts[1]}.columns' does "
                     "not list; add the column there or remove the option")
+
+
+def _is_index_key(key: str) -> bool:
+    parts = key.split(".")
+    return key.startswith("file-index.") and len(parts) >= 3 and parts[1] in INDEX_TYPES
+
+
+def rename_index_column(options: Mapping[str, str], old: str, new: str) -> dict[str, str]:
+    """Options after renaming column ``old`` to ``new``: index column lists and per-column keys follow."""
+    out: dict[str, str] = {}
+    for key, value in options.items():
+        if _is_index_key(key):
+            parts = key.split(".")
+            if len(parts) == 3 and parts[2] == "columns":
+                value = ",".join(new if c.strip() == old else c.strip() for c in value.split(","))
+            elif len(parts) == 4 and parts[2] == old:
+                key = ".".join((parts[0], parts[1], new, parts[3]))
+        out[key] = value
+    return out
+
+
+def drop_index_column(options: Mapping[str, str], column: str) -> dict[str, str]:
+    """Options after dropping ``column``: it leaves the index column lists (an emptied list goes)
+    and its per-column keys go."""
+    out: dict[str, str] = {}
+    for key, value in options.items():
+        if _is_index_key(key):
+            parts = key.split(".")
+            if len(parts) == 3 and parts[2] == "columns":
+                kept = [c.strip() for c in value.split(",") if c.strip() and c.strip() != column]
+                if not kept:
+                    continue
+                value = ",".join(kept)
+            elif len(parts) == 4 and parts[2] == column:
+                continue
+        out[key] = value
+    return out

@@ -14,7 +14,7 @@ import engine.read.split_reader as split_reader
 from engine import InvalidArgumentError
 from engine import predicate as P
 from engine.fileindex import FileIndexReader
-from engine.schema_changes import RenameColumn, SetOption
+from engine.schema_changes import DropColumn, RenameColumn, SetOption
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64())])
 BLOOM = {"file-index.bloom-filter.columns": "id,name", "file-index.bloom-filter.id.items": "100",
@@ -230,3 +230,19 @@ def test_aborted_and_uncommitted_writes_leave_no_index_files(catalog):
     assert any(n.endswith(".index") for n in os.listdir(bucket_dir))
     delete_uncommitted(keyed.store, messages)  # ... and a failed commit deletes them with their index
     assert os.listdir(bucket_dir) == []
+
+
+def test_renaming_or_dropping_an_indexed_column_updates_the_options(catalog):
+    options = {"file-index.bloom-filter.columns": "id,name", "file-index.bloom-filter.name.items": "64",
+               "file-index.bitmap.columns": "name"}
+    t = written(catalog, "db.t", options, writes=2)
+    t = catalog.alter_table("db.t", [RenameColumn("name", "label")])
+    assert {k: v for k, v in t.options.items() if k.startswith("file-index")} == {
+        "file-index.bloom-filter.columns": "id,label", "file-index.bloom-filter.label.items": "64",
+        "file-index.bitmap.columns": "label"}
+    assert len(live_files(t, P.equal("label", "n3"))) == 1  # the old files' indexes still serve
+    t = catalog.alter_table("db.t", [DropColumn("label")])
+    assert {k: v for k, v in t.options.items() if k.startswith("file-index")} == {
+        "file-index.bloom-filter.columns": "id"}
+    t.write_arrow(pa.table({"id": [100], "score": [1.0]}))
+    assert t.to_arrow(filter=P.equal("id", 100)).num_rows == 1
