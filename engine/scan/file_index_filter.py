@@ -15,16 +15,19 @@ Rules (Paimon's ``AppendOnlyFileStoreScan`` and ``KeyValueFileStoreScan``):
 
 Column names in the filter are the current schema's; a file written under an older schema is
 looked up by field id, so renamed columns keep their indexes and columns added later are unknown
-(never skipped on). Blobs are decoded once per scan.
+(never skipped on). Separate index files are fetched in parallel, once per scan; one that cannot be
+read (lost outside the table's control) only means its data file is read unfiltered.
 """
 
 from __future__ import annotations
 
+import logging
 import posixpath
 from collections import defaultdict
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
-from engine.errors import CorruptMetadataError
+from engine.errors import CorruptMetadataError, DyntableError
 from engine.fileindex import INDEX_FILE_SUFFIX, FileIndexReader, file_index_config
 from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import DataFileMeta, ManifestEntry
@@ -32,6 +35,8 @@ from engine.scan.predicate import And, Leaf, Or, Predicate, split_by_columns
 from engine.store import FileStore
 
 _MERGING_ENGINES = ("partial-update", "aggregation")
+_FETCH_THREADS = 8  # separate index files are read in parallel (object stores: latency-bound)
+log = logging.getLogger(__name__)
 
 
 def _indexed(f: DataFileMeta) -> bool:
@@ -53,6 +58,7 @@ class FileIndexFilter:
     def __init__(self, store: FileStore, predicate: Predicate) -> None:
         self.store = store
         self.predicate = predicate
+        self._blobs: dict[str, bytes | None] = {}  # separate index files, fetched in parallel
 
     @classmethod
     def of(cls, store: FileStore, predicate: Predicate | None) -> FileIndexFilter | None:
@@ -65,18 +71,34 @@ class FileIndexFilter:
         return cls(store, predicate)
 
     # -- one file ---------------------------------------------------------------------------------
+    def _index_path(self, e: ManifestEntry) -> str | None:
+        """The separate index file of an entry (None when it has none, or more than one)."""
+        names = [x for x in e.file.extra_files if x.endswith(INDEX_FILE_SUFFIX)]
+        if len(names) != 1:
+            return None
+        store, f = self.store, e.file
+        part_dir = store.partition_dir(deserialize_row(e.partition, store.partition_types))
+        path = f.external_path or store.paths.data_file(part_dir, e.bucket, f.file_name)
+        return posixpath.join(posixpath.dirname(path), names[0])
+
+    def _load(self, path: str) -> bytes | None:
+        try:
+            return self.store.io.read_bytes(path)
+        except (DyntableError, OSError) as e:
+            # The data file is what matters: a lost index file costs skipping, never the read.
+            log.warning("file index %s is unreadable, its data file is read unfiltered: %s", path, e)
+            return None
+
     def _reader(self, e: ManifestEntry) -> FileIndexReader | None:
         f = e.file
         blob = f.embedded_file_index
         if blob is None:
-            names = [x for x in f.extra_files if x.endswith(INDEX_FILE_SUFFIX)]
-            if len(names) != 1:
+            path = self._index_path(e)
+            if path is None:
                 return None
-            store = self.store
-            values = deserialize_row(e.partition, store.partition_types)
-            part_dir = store.partition_dir(values)
-            path = f.external_path or store.paths.data_file(part_dir, e.bucket, f.file_name)
-            blob = store.io.read_bytes(posixpath.join(posixpath.dirname(path), names[0]))
+            blob = self._blobs[path] if path in self._blobs else self._load(path)
+            if blob is None:
+                return None
         file_schema = self.store.schema_by_id(f.schema_id)
         try:
             return FileIndexReader(blob, {fld.name: fld for fld in file_schema.fields})
@@ -124,6 +146,10 @@ class FileIndexFilter:
         """The entries a scan still has to read."""
         if not any(_indexed(e.file) for e in entries):
             return list(entries)
+        paths = [p for e in entries if e.file.embedded_file_index is None and (p := self._index_path(e))]
+        if len(paths) > 1:
+            with ThreadPoolExecutor(max_workers=min(_FETCH_THREADS, len(paths))) as pool:
+                self._blobs.update(zip(paths, pool.map(self._load, paths), strict=True))
         if not self.store.has_primary_key:
             return [e for e in entries if self.might_match(e)]
         merging = self.store.options.merge_engine in _MERGING_ENGINES

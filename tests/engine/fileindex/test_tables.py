@@ -246,3 +246,13 @@ def test_renaming_or_dropping_an_indexed_column_updates_the_options(catalog):
         "file-index.bloom-filter.columns": "id"}
     t.write_arrow(pa.table({"id": [100], "score": [1.0]}))
     assert t.to_arrow(filter=P.equal("id", 100)).num_rows == 1
+
+
+def test_a_lost_index_file_costs_skipping_not_the_read(catalog):
+    t = written(catalog, "db.t", {"file-index.bloom-filter.columns": "name"}, writes=3)
+    files = live_files(t)
+    assert len(live_files(t, P.equal("name", "n13"))) == 1
+    os.remove(os.path.join(t.path, "bucket-0", files[0].extra_files[0]))
+    kept = live_files(t, P.equal("name", "n13"))
+    assert files[0].file_name in {f.file_name for f in kept}  # unknown now: read
+    assert t.to_arrow(filter=P.equal("name", "n13")).column("id").to_pylist() == [13]
