@@ -256,3 +256,13 @@ def test_a_lost_index_file_costs_skipping_not_the_read(catalog):
     kept = live_files(t, P.equal("name", "n13"))
     assert files[0].file_name in {f.file_name for f in kept}  # unknown now: read
     assert t.to_arrow(filter=P.equal("name", "n13")).column("id").to_pylist() == [13]
+
+
+def test_rewrite_file_index_on_a_primary_key_table(catalog):
+    t = written(catalog, "db.pk", {"bucket": "1"}, writes=2, primary_keys=["id"])
+    t.compact(full=True)
+    t = catalog.alter_table("db.pk", [SetOption("file-index.bitmap.columns", "name")])
+    assert len(live_files(t, P.equal("name", "absent"))) == 1
+    assert t.rewrite_file_index().written_indexes == 1
+    assert len(live_files(t, P.equal("name", "absent"))) == 0
+    assert t.to_arrow(filter=P.equal("name", "n7")).column("id").to_pylist() == [7]
