@@ -47,6 +47,7 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload("W7", "snapshot expiration", "benchmarks.workloads_maintenance", "run_w7", False),
     Workload("W8", "orphan file cleanup", "benchmarks.workloads_cleanup", "run_w8", False),
     Workload("T", "tags and fast-forward, long history", "benchmarks.workloads_refs", "run_refs", False),
+    Workload("FI", "file indexes: lookup, write", "benchmarks.workloads_fileindex", "run_fileindex", False),
     Workload("W1", "append write", "benchmarks.workloads_spark", "run_w1", True),
     Workload("W2", "primary-key upsert write", "benchmarks.workloads_spark", "run_w2", True),
     Workload("W2s", "PK upsert shuffled by bucket", "benchmarks.workloads_shuffle", "run_w2s", True),

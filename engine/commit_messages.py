@@ -61,6 +61,8 @@ def delete_data_files(
     part_dir = store.partition_dir(deserialize_row(partition, store.partition_types))
     for f in files:
         store.io.delete(store.paths.data_file(part_dir, bucket, f.file_name))
+        for extra in f.extra_files:  # its separate file index, written with it
+            store.io.delete(store.paths.data_file(part_dir, bucket, extra))
 
 
 def compaction_outputs(m: CommitMessage) -> list[DataFileMeta]:

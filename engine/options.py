@@ -484,9 +484,20 @@ FIELDS_DISTINCT = _declare("fields.*.distinct", bool, False, "listagg / collect:
 FIELDS_NESTED_KEY = _declare("fields.*.nested-key", "list", None,
     "nested_update: key of the nested rows. nested_update is not supported by dyntable: refused.",
     validator=_refuse_any("the nested_update aggregate (fields.<f>.nested-key)"))
+FILE_INDEX_IN_MANIFEST_THRESHOLD = _declare("file-index.in-manifest-threshold", "memory_size", 500,
+    "A data file's index blob up to this size is embedded in the manifest, a larger one is <file>.index.")
+FILE_INDEX_READ_ENABLED = _declare("file-index.read.enabled", bool, True, "Scans skip files by file indexes.")
+FILE_INDEX_BLOOM_FILTER_COLUMNS = _declare("file-index.bloom-filter.columns", "list", None,
+    "Columns that get a bloom-filter index in every data file.")
+FILE_INDEX_BITMAP_COLUMNS = _declare("file-index.bitmap.columns", "list", None, "Columns with bitmap index.")
+FILE_INDEX_BLOOM_FILTER_FPP = _declare("file-index.bloom-filter.*.fpp", float, 0.1,
+    "False-positive probability of a column's bloom filter.",
+    validator=lambda v: None if 0 < v < 1 else "must be between 0 and 1 (exclusive)")
+FILE_INDEX_BLOOM_FILTER_ITEMS = _declare("file-index.bloom-filter.*.items", int, 1_000_000,
+    "Expected distinct values per data file (sizes the bloom filter).", validator=_at_least(1))
 FILE_INDEX_PATTERN = _declare("file-index.*", str, None,
-    "Data-file index settings, e.g. file-index.bloom-filter.columns. dyntable writes no data-file "
-    "indexes: refused.", validator=_refuse_any("data-file indexes (file-index.*)"))
+    "Other data-file index settings (bsi, range-bitmap, map entries): refused.",
+    validator=_refuse_any("this data-file index option (dyntable builds bloom-filter and bitmap indexes)"))
 
 # -- the managed-table design's log options (stored and shown; no log system here)
 LOG_SYSTEM = _declare("log.system", str, "none",

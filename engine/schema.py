@@ -33,6 +33,7 @@ from typing import Any
 import pyarrow as pa
 
 from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchColumnError
+from engine.fileindex.options import check_file_index_options, drop_index_column, rename_index_column
 from engine.frozen import FrozenMap
 from engine.options import (
     BUCKET,
@@ -396,6 +397,7 @@ class _Evolution:
             for key, cols in list(iter_field_option_columns(self.options)):
                 if cols == (name,):
                     del self.options[key]  # its per-column options die with it
+            self.options = drop_index_column(self.options, name)
         elif isinstance(change, RenameColumn):
             i = _index_of(self.fields, change.old)
             old = self.fields[i].name
@@ -405,7 +407,8 @@ class _Evolution:
                 )
             self._check_free(change.new, ignore=i)
             self.fields[i] = replace(self.fields[i], name=change.new)
-            self.options = _rename_in_options(self.options, old, change.new)
+            renamed = _rename_in_options(self.options, old, change.new)
+            self.options = rename_index_column(renamed, old, change.new)
             self.primary_keys = tuple(change.new if k == old else k for k in self.primary_keys)
         elif isinstance(change, MoveColumn):
             i = _index_of(self.fields, change.name)
@@ -581,6 +584,7 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
             f"bucket-key {list(bucket_keys)} must be a subset of the primary key {list(s.primary_keys)}"
         )
     check_columns(opts.sequence_fields, "sequence.field")
+    check_file_index_options(s.fields, s.options)
     for key, cols in iter_field_option_columns(s.options):
         for c in cols:
             if c not in names:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from engine.ops.orphan_files import OrphanFilesResult
     from engine.ops.purge import PurgeReport
     from engine.ops.replace_main import ReplaceMainResult
+    from engine.ops.rewrite_file_index import FileIndexRewrite
     from engine.ops.rollback import RollbackResult
 
 log = logging.getLogger(__name__)
@@ -505,6 +506,14 @@ class Table:
         from engine.ops.missing_files import remove_missing_files
 
         return remove_missing_files(self.store, dry_run=dry_run, parallelism=parallelism)
+
+    def rewrite_file_index(
+        self, partitions: Sequence[Mapping[str, object]] | None = None, *, dry_run: bool = False
+    ) -> FileIndexRewrite:
+        """Build the configured data-file indexes for existing files (engine.ops.rewrite_file_index)."""
+        from engine.ops.rewrite_file_index import rewrite_file_index
+
+        return rewrite_file_index(self.store, partitions, dry_run=dry_run)
 
     def compact_manifests(self, *, dry_run: bool = False) -> ManifestCompaction:
         """Merge the data manifests into few live-only ones, as a new COMPACT snapshot."""

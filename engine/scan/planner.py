@@ -8,7 +8,8 @@
 3. decode the remaining manifests (cached), keep entries of matching partitions and buckets,
    and merge ADD/DELETE entries into the live file set;
 4. skip files by statistics — value statistics for append tables, key statistics only for
-   primary-key tables (a newer file may shadow an older row, so value statistics are unsafe);
+   primary-key tables (a newer file may shadow an older row, so value statistics are unsafe) —
+   and by data-file indexes under Paimon's rules (:mod:`engine.scan.file_index_filter`);
 5. group by (partition, bucket) into splits; append buckets are cut by size, primary-key
    buckets stay whole (their files must be merged together). A split whose files do not
    overlap by key is marked ``raw_convertible`` and is read without merging.
@@ -30,6 +31,7 @@ from engine.meta.deletion_vectors import DeletionFile, deletion_files
 from engine.meta.index_files import IndexStore
 from engine.meta.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta, SimpleStats, live_files
 from engine.meta.snapshot import Snapshot
+from engine.scan.file_index_filter import FileIndexFilter
 from engine.scan.file_stats import decode_stats, key_stats_by_name, value_stats_by_name
 from engine.scan.predicate import ColumnStats, Predicate, equality_values, split_by_columns
 from engine.store import FileStore
@@ -189,8 +191,9 @@ class TableScan:
                     if not ok:
                         continue
                 selected.append(e)
-        live = live_files(selected)
-        return [e for e in live if self._file_might_match(e.file)]
+        live = [e for e in live_files(selected) if self._file_might_match(e.file)]
+        index_filter = FileIndexFilter.of(store, self.filter)
+        return live if index_filter is None else index_filter.apply(live)
 
     def _bucket_set(self) -> set[int] | None:
         store = self.store

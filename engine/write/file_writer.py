@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from engine.fileindex import FileIndexBlob, FileIndexConfig, build_blob, file_index_config
 from engine.files.reader import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, arrow_path
 from engine.meta.binary_row import EMPTY_ROW, serialize_row
 from engine.meta.manifest import DataFileMeta, FileSource, SimpleStats
@@ -70,6 +71,24 @@ def kv_arrow_schema(fields: Sequence[DataField], key_fields: Sequence[DataField]
     return pa.schema(key_cols + system + [to_arrow_field(f) for f in fields])
 
 
+def write_file_index(
+    store: FileStore, partition_dir: str, bucket: int, data_file: str, rows: pa.Table, config: FileIndexConfig
+) -> tuple[bytes | None, tuple[str, ...]]:
+    """Build the file indexes of one data file's ``rows``: (embedded blob, extra files).
+
+    A blob over ``file-index.in-manifest-threshold`` is written next to the data file as
+    ``<data file>.index`` and named in the extra files, as Paimon does; a smaller one is embedded.
+    """
+    blob = build_blob(rows, store.schema.fields, config)
+    if blob is None:
+        return None, ()
+    if blob.embedded:
+        return blob.data, ()
+    name = FileIndexBlob.file_name(data_file)
+    store.io.write_bytes(store.paths.data_file(partition_dir, bucket, name), blob.data)
+    return None, (name,)
+
+
 def local_now_millis() -> int:
     """Paimon's ``_CREATION_TIME``: local wall-clock time encoded as if it were UTC."""
     now = time.time()
@@ -102,6 +121,14 @@ class DataFileWriter:
         self.target_size = opts.target_file_size(store.has_primary_key)
         self.fields = list(store.schema.fields)
         self.key_fields = [store.schema.field(k) for k in store.schema.trimmed_primary_keys]
+        # Data files (written and compacted) carry the table's file indexes; changelog files do not.
+        self.file_index = file_index_config(opts.to_dict()) if self.prefix == opts.data_file_prefix \
+            else FileIndexConfig()
+
+    def _index(self, name: str, rows: pa.Table) -> tuple[bytes | None, tuple[str, ...]]:
+        if self.file_index.empty:
+            return None, ()
+        return write_file_index(self.store, self.partition_dir, self.bucket, name, rows, self.file_index)
 
     # -- append layout --------------------------------------------------------------------------
     def write_append(self, table: pa.Table, first_sequence: int) -> list[DataFileMeta]:
@@ -111,6 +138,7 @@ class DataFileWriter:
         seq = first_sequence
         for chunk, name, size in self._roll(table, schema):
             n = chunk.num_rows
+            embedded, extras = self._index(name, chunk)
             metas.append(
                 DataFileMeta(
                     file_name=name,
@@ -124,10 +152,10 @@ class DataFileWriter:
                     max_sequence_number=seq + n - 1,
                     schema_id=self.store.schema.id,
                     level=0,
-                    extra_files=(),
+                    extra_files=extras,
                     creation_time_millis=local_now_millis(),
                     delete_row_count=0,
-                    embedded_file_index=None,
+                    embedded_file_index=embedded,
                     file_source=self.file_source,
                     value_stats_cols=None,
                     external_path=None,
@@ -158,6 +186,7 @@ class DataFileWriter:
             kinds = chunk.column(VALUE_KIND).to_numpy()
             deletes = int(np.count_nonzero((kinds == 1) | (kinds == 3)))
             key_view = pa.table({k.name: chunk.column(KEY_PREFIX + k.name) for k in self.key_fields})
+            embedded, extras = self._index(name, chunk)
             metas.append(
                 DataFileMeta(
                     file_name=name,
@@ -171,10 +200,10 @@ class DataFileWriter:
                     max_sequence_number=mm["max"].as_py(),
                     schema_id=self.store.schema.id,
                     level=self.level,
-                    extra_files=(),
+                    extra_files=extras,
                     creation_time_millis=local_now_millis(),
                     delete_row_count=deletes,
-                    embedded_file_index=None,
+                    embedded_file_index=embedded,
                     file_source=self.file_source,
                     value_stats_cols=None,
                     external_path=None,

@@ -11,13 +11,14 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from engine.fileindex import file_index_config
 from engine.files.reader import arrow_path
 from engine.meta.binary_row import EMPTY_ROW
 from engine.meta.manifest import DataFileMeta, FileSource, SimpleStats
 from engine.meta.paths import FileNamer
 from engine.store import FileStore
 from engine.types import to_arrow_field
-from engine.write.file_writer import ROWS_PER_SLICE, local_now_millis, parquet_writer
+from engine.write.file_writer import ROWS_PER_SLICE, local_now_millis, parquet_writer, write_file_index
 from engine.write.stats import StatsAccumulator
 
 
@@ -42,6 +43,10 @@ class RollingAppendFile:
         self._name = ""
         self._rows = 0
         self._stats: StatsAccumulator | None = None
+        # File indexes are built when a file finishes, from the indexed columns of its pieces.
+        self.file_index = file_index_config(opts.to_dict())
+        self._indexed = [c for c in self.file_index.columns if c in self.schema.names]
+        self._pieces: list[pa.Table] = []
 
     def write(self, rows: pa.Table) -> None:
         rows = rows.cast(self.schema)
@@ -52,6 +57,8 @@ class RollingAppendFile:
             piece = rows.slice(offset, ROWS_PER_SLICE)
             self._writer.write_table(piece, row_group_size=ROWS_PER_SLICE)  # type: ignore[union-attr]
             self._stats.add(piece)  # type: ignore[union-attr]
+            if self._indexed:
+                self._pieces.append(piece.select(self._indexed))
             self._rows += piece.num_rows
             offset += piece.num_rows
             if self._sink is not None and self._sink.tell() >= self.target_size:
@@ -72,11 +79,19 @@ class RollingAppendFile:
         self._writer.close()
         size = self._sink.tell()
         self._sink.close()
+        embedded, extras = None, ()
+        if self._indexed:
+            empty = self.schema.empty_table().select(self._indexed)
+            rows = pa.concat_tables(self._pieces) if self._pieces else empty
+            embedded, extras = write_file_index(
+                self.store, self.partition_dir, self.bucket, self._name, rows, self.file_index)
+            self.written_names.extend(extras)
+            self._pieces = []
         meta = DataFileMeta(
             file_name=self._name, file_size=size, row_count=self._rows, min_key=EMPTY_ROW, max_key=EMPTY_ROW,
             key_stats=SimpleStats.EMPTY, value_stats=self._stats.result(), min_sequence_number=0,
-            max_sequence_number=0, schema_id=self.store.schema.id, level=0, extra_files=(),
-            creation_time_millis=local_now_millis(), delete_row_count=0, embedded_file_index=None,
+            max_sequence_number=0, schema_id=self.store.schema.id, level=0, extra_files=extras,
+            creation_time_millis=local_now_millis(), delete_row_count=0, embedded_file_index=embedded,
             file_source=FileSource.APPEND, value_stats_cols=None, external_path=None, first_row_id=None,
             write_cols=None,
         )
@@ -99,4 +114,5 @@ class RollingAppendFile:
             except Exception:  # noqa: BLE001, S110 - the file is deleted next anyway
                 pass
         self._writer = self._sink = self._stats = None
+        self._pieces = []
         return self.written_names

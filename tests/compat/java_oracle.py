@@ -292,6 +292,13 @@ class JavaOracle:
 # ----------------------------------------------------------------------------------------------
 
 
+def _encode_filter(spec: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if spec is None:
+        return None
+    values = [_encode(v) for v in spec["values"]]
+    return {"column": spec["column"], "op": spec.get("op", "eq"), "values": values}
+
+
 class JavaPaimon:
     """Paimon's Java API on the tables of one warehouse (``table`` is ``"db.name"``).
 
@@ -309,16 +316,21 @@ class JavaPaimon:
     # ---- reads -------------------------------------------------------------------------------
 
     def read_full(self, table: str, *, branch: str | None = None, tag: str | None = None,
-                  snapshot_id: int | None = None) -> tuple[list[str], list[tuple]]:
-        """Column names and sorted rows of a batch read (latest, a tag, or a snapshot)."""
-        result = self._call("read", table, branch, tag=tag, snapshot_id=snapshot_id)
+                  snapshot_id: int | None = None,
+                  filter: Mapping[str, Any] | None = None) -> tuple[list[str], list[tuple]]:
+        """Column names and sorted rows of a batch read (latest, a tag, or a snapshot).
+
+        ``filter`` (``{"column", "op": "eq" | "in", "values"}``) is pushed down: Paimon skips files
+        by it (statistics, file indexes) but returns every row of the files it reads."""
+        result = self._call("read", table, branch, tag=tag, snapshot_id=snapshot_id,
+                            filter=_encode_filter(filter))
         names = [f["name"] for f in result["fields"]]
         return names, sort_rows(_decode_rows(result["fields"], result["rows"]))
 
     def read(self, table: str, branch: str | None = None, tag: str | None = None,
-             snapshot_id: int | None = None) -> list[tuple]:
+             snapshot_id: int | None = None, filter: Mapping[str, Any] | None = None) -> list[tuple]:
         """Sorted rows (tuples in column order) of a batch read by Paimon's ``ReadBuilder``."""
-        return self.read_full(table, branch=branch, tag=tag, snapshot_id=snapshot_id)[1]
+        return self.read_full(table, branch=branch, tag=tag, snapshot_id=snapshot_id, filter=filter)[1]
 
     def snapshots(self, table: str, branch: str | None = None) -> list[dict[str, Any]]:
         """Every snapshot Paimon lists, oldest first (id, schema_id, commit_kind, counts)."""
@@ -339,10 +351,13 @@ class JavaPaimon:
         return self._call("verify", table, branch)
 
     def files(self, table: str, branch: str | None = None, tag: str | None = None,
-              snapshot_id: int | None = None) -> list[dict[str, Any]]:
-        """The data files a batch scan reads: partition, bucket, file, level, row_count and
-        ``deletion_file`` (``{"path", "offset", "length"}`` of its deletion vector, or None)."""
-        return self._call("files", table, branch, tag=tag, snapshot_id=snapshot_id)
+              snapshot_id: int | None = None,
+              filter: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """The data files a batch scan reads: partition, bucket, file, level, row_count,
+        ``extra_files``, ``embedded_index`` (base64 or None) and ``deletion_file`` (``{"path",
+        "offset", "length"}`` of its deletion vector, or None); ``filter`` as in :meth:`read_full`."""
+        return self._call("files", table, branch, tag=tag, snapshot_id=snapshot_id,
+                          filter=_encode_filter(filter))
 
     def unreadable(self, table: str, branch: str | None = None) -> dict[str, str]:
         """The snapshots and tags :meth:`verify` could not read, with Paimon's root error."""

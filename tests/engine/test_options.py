@@ -269,7 +269,7 @@ def test_valid_options(ok: dict[str, str]) -> None:
         ({"end-input.check-partition-expire": "true"}, ["not supported"]),
         ({"record-level.expire-time": "1 d"}, ["not supported"]),
         ({"scan.fallback-branch": "b"}, ["not supported"]),
-        ({"file-index.bloom-filter.columns": "a"}, ["not supported"]),
+        ({"file-index.bsi.columns": "a"}, ["not supported"]),
         ({"full-compaction.delta-commits": "3"}, ["not supported"]),
         ({"consumer.ignore-progress": "true"}, ["not supported"]),
         ({"incremental-between-timestamp": "1,2"}, ["not supported"]),

@@ -118,7 +118,7 @@ def test_partition_column_starting_with_dot_is_refused_at_create(catalog, wareho
     [
         ({"data-file.path-directory": "d"}, "not supported"),
         ({"scan.fallback-branch": "b"}, "not supported"),
-        ({"file-index.bloom-filter.columns": "a"}, "not supported"),
+        ({"file-index.range-bitmap.columns": "a"}, "not supported"),
         ({"bucket": "99999999999"}, "32-bit"),
         ({"bucket": "2147483648"}, "32-bit"),
     ],

@@ -17,6 +17,8 @@ typed ``UnsupportedStatementError`` (0A000) instead of "procedure not found".
   is the origin dropped (``delete_origin``, default true) and, for an in-place migration, the new
   table renamed to the origin's name. A failure before leaves the origin untouched and drops the
   half-made table: nothing is lost.
+* ``rewrite_file_index(table, where, dry_run)``: Paimon's result ``(written_partitions,
+  written_indexes)``; the work is ``Table.rewrite_file_index`` (engine.ops.rewrite_file_index).
 """
 
 from __future__ import annotations
@@ -244,6 +246,24 @@ _EARLIEST = pa.schema(
 )
 
 
+_REWRITE = pa.schema([
+    pa.field("written_partitions", pa.int32(), nullable=False),
+    pa.field("written_indexes", pa.int32(), nullable=False),
+])
+
+
+def _rewrite_file_index(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+    from sqlext.execute.procedures.registry import partitions_where
+
+    table = table_argument(session, args["table"])
+    specs = partitions_where(session, table, args["where"]) if args["where"] else None
+    written = (0, 0)
+    if specs is None or specs:
+        result = table.rewrite_file_index(specs, dry_run=bool(args["dry_run"]))
+        written = (result.written_partitions, result.written_indexes)
+    return pa.table({"written_partitions": [written[0]], "written_indexes": [written[1]]}, schema=_REWRITE)
+
+
 def _repair(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     raise UnsupportedStatementError(
         "repair synchronizes a metastore (Hive) with the tables on the file system; dyntable's catalog is "
@@ -262,7 +282,6 @@ UNSUPPORTED = {
     "compact_chain_table": "chain tables",
     "reassign_row_id": "row ids (row tracking)",
     "materialize_deletion_vectors": "deletion vectors",
-    "rewrite_file_index": "data-file indexes (file-index.*)",
     "merge_branch": "merging a branch into main (use fast_forward or replace_main)",
 }
 
@@ -331,6 +350,14 @@ def register_table_procedures() -> None:
             _EARLIEST,
             _repair_earliest_snapshot,
             "Make snapshot_id, the first snapshot after a gap in the history, the earliest one readers see.",
+        ),
+        Procedure(
+            "rewrite_file_index",
+            (Param("table", S, True), Param("where", S), Param("dry_run", B, default=False)),
+            _REWRITE,
+            _rewrite_file_index,
+            "Build the data-file indexes the table's file-index.* options configure for its existing files "
+            "(only the partitions 'where' selects, when given), in one COMPACT snapshot.",
         ),
         Procedure(
             "repair",

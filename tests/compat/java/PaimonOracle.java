@@ -48,6 +48,8 @@ import org.apache.paimon.io.DataFileMeta;
 import org.apache.paimon.operation.AppendOnlyFileStoreWrite;
 import org.apache.paimon.options.ExpireConfig;
 import org.apache.paimon.options.Options;
+import org.apache.paimon.predicate.Predicate;
+import org.apache.paimon.predicate.PredicateBuilder;
 import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
@@ -65,6 +67,7 @@ import org.apache.paimon.table.source.DeletionFile;
 import org.apache.paimon.table.source.ReadBuilder;
 import org.apache.paimon.table.source.Split;
 import org.apache.paimon.types.DataField;
+import org.apache.paimon.types.DataType;
 import org.apache.paimon.types.DataTypeJsonParser;
 import org.apache.paimon.types.RowType;
 import org.apache.paimon.utils.Pair;
@@ -285,13 +288,43 @@ public final class PaimonOracle {
             fields.add(Map.of("name", field.name(), "type", field.type().asSQLString()));
         }
         out.put("fields", fields);
-        out.put("rows", readRows(scanned, rowType));
+        out.put("rows", readRows(scanned, rowType, filter(scanned, r)));
         return out;
+    }
+
+    /**
+     * The optional pushed-down filter of a read or files request: {"column": c, "op": "eq" | "in",
+     * "values": [...]}. Paimon uses it to skip files (statistics, file indexes); it does not
+     * filter the rows of the files it reads.
+     */
+    private static Predicate filter(FileStoreTable table, JsonNode r) {
+        JsonNode f = r.path("filter");
+        if (f.isMissingNode() || f.isNull()) {
+            return null;
+        }
+        RowType rowType = table.rowType();
+        int index = rowType.getFieldIndex(f.path("column").asText());
+        DataType type = rowType.getTypeAt(index);
+        List<Object> values = new ArrayList<>();
+        for (JsonNode v : f.path("values")) {
+            values.add(RowCodec.valueFromJson(v, type));
+        }
+        PredicateBuilder builder = new PredicateBuilder(rowType);
+        return f.path("op").asText("eq").equals("in") ? builder.in(index, values)
+                : builder.equal(index, values.get(0));
     }
 
     private static List<List<Object>> readRows(FileStoreTable table, RowType rowType)
             throws Exception {
+        return readRows(table, rowType, null);
+    }
+
+    private static List<List<Object>> readRows(FileStoreTable table, RowType rowType,
+            Predicate filter) throws Exception {
         ReadBuilder builder = table.newReadBuilder();
+        if (filter != null) {
+            builder = builder.withFilter(filter);
+        }
         List<Split> splits = builder.newScan().plan().splits();
         List<List<Object>> rows = new ArrayList<>();
         try (RecordReader<InternalRow> reader = builder.newRead().createReader(splits)) {
@@ -357,7 +390,9 @@ public final class PaimonOracle {
 
     /**
      * The data files a batch scan of the latest snapshot (or tag / snapshot id) reads, per split:
-     * partition, bucket, file, level, row count and the deletion vector file range, if any.
+     * partition, bucket, file, level, row count, extra files, the embedded file index (base64)
+     * and the deletion vector file range, if any. An optional "filter" (see filter()) is pushed
+     * down, so the answer shows which files Paimon's planning skips.
      */
     private static List<Map<String, Object>> files(FileStoreTable table, JsonNode r) {
         Map<String, String> dynamic = new HashMap<>();
@@ -370,7 +405,12 @@ public final class PaimonOracle {
         FileStoreTable scanned = dynamic.isEmpty() ? table : table.copy(dynamic);
         RowType partitionType = scanned.schema().logicalPartitionType();
         List<Map<String, Object>> out = new ArrayList<>();
-        for (Split split : scanned.newReadBuilder().newScan().plan().splits()) {
+        ReadBuilder reads = scanned.newReadBuilder();
+        Predicate predicate = filter(scanned, r);
+        if (predicate != null) {
+            reads = reads.withFilter(predicate);
+        }
+        for (Split split : reads.newScan().plan().splits()) {
             DataSplit data = (DataSplit) split;
             List<DataFileMeta> dataFiles = data.dataFiles();
             List<DeletionFile> deletions = data.deletionFiles().orElse(null);
@@ -382,6 +422,10 @@ public final class PaimonOracle {
                 one.put("file", file.fileName());
                 one.put("level", file.level());
                 one.put("row_count", file.rowCount());
+                one.put("extra_files", file.extraFiles());
+                byte[] index = file.embeddedIndex();
+                one.put("embedded_index", index == null ? null
+                        : java.util.Base64.getEncoder().encodeToString(index));
                 DeletionFile dv = deletions == null ? null : deletions.get(i);
                 one.put("deletion_file", dv == null ? null
                         : Map.of("path", dv.path(), "offset", dv.offset(), "length", dv.length()));

@@ -142,7 +142,7 @@ final class RowCodec {
         return row;
     }
 
-    private static Object valueFromJson(JsonNode node, DataType type) {
+    static Object valueFromJson(JsonNode node, DataType type) {
         if (node == null || node.isNull()) {
             return null;
         }
