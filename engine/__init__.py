@@ -65,12 +65,22 @@ from engine.scan.raw import ADD_KINDS, RawGroup, classify_raw, group_raw_files, 
 from engine.schema import TableSchema
 from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 from engine.table import Table
+from engine.write.append_deletion_vectors import (
+    AppendDeletionCommit,
+    dv_scan_files,
+    group_positions,
+    writes_append_deletion_vectors,
+)
 from engine.write.bucket_assigner import writer_clustering
 from engine.write.conform import coerce_spec, coerce_value
 from engine.write.factory import new_writer
 
 __all__ = [
     "ADD_KINDS",
+    "AppendDeletionCommit",
+    "dv_scan_files",
+    "group_positions",
+    "writes_append_deletion_vectors",
     "BATCH_COMMIT_IDENTIFIER",
     "ROWKIND",
     "RawGroup",
