@@ -49,7 +49,8 @@ from engine.meta.snapshot import CommitKind, Snapshot
 from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 
 __all__ = [
-    "AppendDeletionCommit", "DvScanFile", "dv_scan_files", "group_positions", "writes_append_deletion_vectors",
+    "AppendDeletionCommit", "DvScanFile", "dv_scan_files", "group_positions",
+    "writes_append_deletion_vectors",
 ]
 
 BITMAP64 = "deletion-vectors.bitmap64"

@@ -11,7 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import AppendDeletionCommit, CommitConflictError, InvalidArgumentError, dv_scan_files, group_positions
+from engine import (
+    AppendDeletionCommit,
+    CommitConflictError,
+    InvalidArgumentError,
+    dv_scan_files,
+    group_positions,
+)
 from engine.meta.index_files import DELETION_VECTORS_INDEX, IndexStore
 from engine.meta.snapshot import CommitKind
 
