@@ -186,3 +186,23 @@ def test_group_positions_matches_a_dict_of_lists(pairs):
     for name, pos in pairs:
         want.setdefault(name, []).append(pos)
     assert {k: v.tolist() for k, v in got.items()} == want
+
+
+def test_streaming_changes_are_the_added_files_and_a_dv_only_delete_adds_none(catalog):
+    """Paimon's streaming read of an append DV table: each snapshot's new files, read whole;
+    a DELETE that wrote only DVs is no change. Batch range reads stay refused."""
+    from engine import ChangeReader, change_splits
+    from engine.errors import UnsupportedTableError
+    from engine.scan.incremental import IncrementalRange, range_splits
+
+    t = _write(_table(catalog), [1, 2, 3])
+    _delete_where(t, lambda k: k == 2)
+    t = _write(t.refresh(), [4])
+    reader = ChangeReader(t.store)
+    per_snapshot = []
+    for snap in t.snapshots():
+        rows = reader.read_all(change_splits(t.store, snap)).to_pylist()
+        per_snapshot.append(sorted((r["rowkind"], r["k"]) for r in rows))
+    assert per_snapshot == [[("+I", 1), ("+I", 2), ("+I", 3)], [], [("+I", 4)]]
+    with pytest.raises(UnsupportedTableError, match="deletion-vectors.enabled"):
+        range_splits(t.store, IncrementalRange(None, t.latest_snapshot(), "delta", 0))
