@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from sqlext.session import SqlSession
 
 FILE, POS = "__dyn_file", "__dyn_pos"
+_LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 
 
 def _q(name: str) -> str:
@@ -73,7 +74,7 @@ def positioned_frame(s: SqlSession, table: Table, snapshot: Any) -> DataFrame:
             physical.append(old_struct[before.name])
             cols.append(F.col(_q(before.name)).cast(out_field.dataType).alias(field.name))
         paths = [_uri(f.path) for f in files if f.schema_id == schema_id]
-        frame = spark.read.schema(StructType(physical)).parquet(*paths)
+        frame = _read_parquet(s, StructType(physical), paths)
         frames.append(frame.select(*cols, F.col("_metadata.file_name").alias(FILE),
                                    F.col("_metadata.row_index").alias(POS)))
     frame = frames[0]
@@ -87,6 +88,21 @@ def positioned_frame(s: SqlSession, table: Table, snapshot: Any) -> DataFrame:
         gone = pa.table({FILE: pa.array(names, pa.string()), POS: positions})
         frame = frame.join(F.broadcast(spark.createDataFrame(gone.to_pandas())), [FILE, POS], "left_anti")
     return frame
+
+
+def _read_parquet(s: SqlSession, schema: StructType, paths: list[str]) -> DataFrame:
+    """``spark.read.parquet`` of known files, listed in the driver (Spark lists more than the
+    discovery threshold, 32 paths, with a Spark job: seconds for files the plan named already)."""
+    conf = s.spark.conf
+    previous = conf.get(_LISTING_THRESHOLD, None)
+    conf.set(_LISTING_THRESHOLD, str(max(len(paths) + 1, 32)))
+    try:
+        return s.spark.read.schema(schema).parquet(*paths)
+    finally:
+        if previous is None:
+            conf.unset(_LISTING_THRESHOLD)
+        else:
+            conf.set(_LISTING_THRESHOLD, previous)
 
 
 def _positions(df: DataFrame) -> dict[str, Any]:
@@ -130,10 +146,17 @@ def delete(s: SqlSession, table: Table, n: ast.Delete, stmt: Statement) -> State
     snapshot = table.latest_snapshot()
     if snapshot is None:
         return _count_result(s, stmt, 0, "deleted")
+    if n.where is None:
+        # Paimon truncates: every file goes, with its DV (the count comes from the metadata)
+        files = dv_scan_files(table.store, snapshot)
+        count = sum(f.row_count - f.deleted.size for f in files)
+        if count:
+            table.truncate()
+        return _count_result(s, stmt, count, "deleted")
     alias = _q(n.alias or n.table.table)
     view = f"__dyntable_dv_{s.next_id()}"
     positioned_frame(s, table, snapshot).createOrReplaceTempView(view)
-    where = f" WHERE {n.where.text}" if n.where is not None else ""
+    where = f" WHERE {n.where.text}"
     touched = s.frame(f"SELECT {alias}.{FILE}, {alias}.{POS} FROM {view} AS {alias}{where}", stmt)
     return _count_result(s, stmt, _commit(s, table, snapshot, touched, None), "deleted")
 

@@ -206,3 +206,20 @@ def test_streaming_changes_are_the_added_files_and_a_dv_only_delete_adds_none(ca
     assert per_snapshot == [[("+I", 1), ("+I", 2), ("+I", 3)], [], [("+I", 4)]]
     with pytest.raises(UnsupportedTableError, match="deletion-vectors.enabled"):
         range_splits(t.store, IncrementalRange(None, t.latest_snapshot(), "delta", 0))
+
+
+def test_overwrite_and_truncate_drop_the_dvs_of_the_replaced_files(catalog):
+    t = _table(catalog, partitioned=True)
+    t = _write(t, [1, 2, 3], p="a")
+    t = _write(t, [4, 5], p="b")
+    _delete_where(t, lambda k: (k == 2) | (k == 4))
+    t = t.refresh()
+    assert len(_dv_entries(t)) == 2
+    t.write_arrow(pa.table({"k": pa.array([9], pa.int64()), "p": ["a"]}), overwrite={"p": "a"})
+    t = t.refresh()
+    assert _ks(t) == [5, 9]
+    assert [e.partition for e in _dv_entries(t)] == [next(
+        f for f in t.new_scan().plan().splits if f.partition_values == ("b",)).partition]
+    t.truncate()
+    t = t.refresh()
+    assert _ks(t) == [] and _dv_entries(t) == []
