@@ -28,9 +28,14 @@ import numpy as np
 
 from engine.errors import CorruptMetadataError, InvalidArgumentError
 from engine.io import FileIO
-from engine.meta.avro_schemas import FORMAT_IDENTIFIER, ROOT_RECORD_NAME
+from engine.meta.avro_schemas import ROOT_RECORD_NAME
 from engine.meta.manifest import FileKind, _avro_codec, _decode
 from engine.meta.paths import TablePaths, join
+
+#: ``_VERSION`` of index-manifest records: Java's ``IndexManifestEntrySerializer`` writes 1 and
+#: refuses anything else ("Unsupported version"), unlike data manifests (2). Every Paimon version
+#: (0.9 to 2.x) uses 1; records with 2, written by dyntable before this was fixed, still read here.
+INDEX_FORMAT_IDENTIFIER = 1
 
 HASH_INDEX = "HASH"
 DELETION_VECTORS_INDEX = "DELETION_VECTORS"
@@ -119,7 +124,7 @@ _SCHEMA = fastavro.parse_schema(_schema())
 def write_index_manifest(entries: Sequence[IndexManifestEntry], codec: str = "zstd") -> bytes:
     records = [
         {
-            "_VERSION": FORMAT_IDENTIFIER,
+            "_VERSION": INDEX_FORMAT_IDENTIFIER,
             "_KIND": int(e.kind),
             "_PARTITION": e.partition,
             "_BUCKET": e.bucket,
