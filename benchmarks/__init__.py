@@ -58,6 +58,7 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload("W9", "streaming change read", "benchmarks.workloads_spark", "run_w9", True),
     Workload("M", "metadata at scale", "benchmarks.workloads_metadata", "run_metadata", False),
     Workload("W10", "concurrent writer processes", "benchmarks.workloads_concurrency", "run_w10", False),
+    Workload("W11", "DELETE 1% via deletion vectors vs rewrite", "benchmarks.workloads_dml", "run_w11", True),
 )
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 

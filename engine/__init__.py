@@ -21,6 +21,12 @@ task (``new_writer``, ``FileNamer``) and committing (``FileStoreCommit``, ``Comm
 are public because a distributed engine needs each step on its own.
 """
 
+from engine.append_deletions import (
+    AppendDeletionCommit,
+    dv_scan_files,
+    group_positions,
+    writes_append_deletion_vectors,
+)
 from engine.catalog import FileSystemCatalog, open_catalog
 from engine.commit import FileStoreCommit
 from engine.commit_messages import CommitMessage, CommitResult, OverwriteSpec, delete_uncommitted
@@ -71,6 +77,10 @@ from engine.write.factory import new_writer
 
 __all__ = [
     "ADD_KINDS",
+    "AppendDeletionCommit",
+    "dv_scan_files",
+    "group_positions",
+    "writes_append_deletion_vectors",
     "BATCH_COMMIT_IDENTIFIER",
     "ROWKIND",
     "RawGroup",

@@ -78,6 +78,10 @@ def plan(
         if buckets is None or key in buckets:
             groups.setdefault(key, []).append(split)
     tasks = [CompactionTask(p, b, tuple(splits), full) for (p, b), splits in groups.items()]
+    if not table.store.has_primary_key:
+        from engine.write.append_compaction import files_to_compact
+
+        return [t for t in tasks if files_to_compact(table.store, t.splits, full)]
     return [t for t in tasks if needs_compaction(table.store, t.files, full)]
 
 
@@ -112,6 +116,20 @@ def run_in_process(store: FileStore, tasks: Sequence[CompactionTask]) -> list[Co
         return [m for messages in pool.map(lambda t: run_task(store, t), tasks) for m in messages]
 
 
+def _commit(table: Table, tasks: Sequence[CompactionTask], messages: list[CommitMessage]) -> CommitResult:
+    """One COMPACT snapshot; append tables with deletion vectors also drop the rewritten files' DVs."""
+    from engine.append_deletions import AppendDeletionCommit, writes_append_deletion_vectors
+
+    if not writes_append_deletion_vectors(table.store):
+        return table.new_commit().commit(messages)
+    from engine.meta.snapshot import CommitKind
+
+    planned = table.store.snapshots.get(tasks[0].splits[0].snapshot_id)
+    dv = AppendDeletionCommit(table.store, planned)
+    dv.drop(f.file_name for m in messages for f in m.compact_before)
+    return dv.commit(messages, kind=CommitKind.COMPACT)
+
+
 def compact(
     table: Table,
     *,
@@ -131,7 +149,7 @@ def compact(
         if not messages:
             return CommitResult(())
         try:
-            return table.new_commit().commit(messages)
+            return _commit(table, tasks, messages)
         except CommitConflictError:  # the commit deleted what the tasks wrote
             if attempt == max_attempts - 1:
                 raise

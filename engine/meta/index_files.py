@@ -32,6 +32,11 @@ from engine.meta.avro_schemas import ROOT_RECORD_NAME
 from engine.meta.manifest import FileKind, _avro_codec, _decode
 from engine.meta.paths import TablePaths, join
 
+#: ``_VERSION`` of index-manifest records: Java's ``IndexManifestEntrySerializer`` writes 1 and
+#: refuses anything else ("Unsupported version"), unlike data manifests (2). Every Paimon version
+#: (0.9 to 2.x) uses 1; records with 2, written by dyntable before this was fixed, still read here.
+INDEX_FORMAT_IDENTIFIER = 1
+
 HASH_INDEX = "HASH"
 DELETION_VECTORS_INDEX = "DELETION_VECTORS"
 INDEX_DIR = "index"
@@ -113,16 +118,13 @@ def _schema() -> dict[str, Any]:
     }
 
 
-# Index manifests carry format identifier 1 in every Java version (IndexManifestEntrySerializer
-# refuses any other value), unlike data manifests' 2.
-INDEX_MANIFEST_FORMAT = 1
 _SCHEMA = fastavro.parse_schema(_schema())
 
 
 def write_index_manifest(entries: Sequence[IndexManifestEntry], codec: str = "zstd") -> bytes:
     records = [
         {
-            "_VERSION": INDEX_MANIFEST_FORMAT,
+            "_VERSION": INDEX_FORMAT_IDENTIFIER,
             "_KIND": int(e.kind),
             "_PARTITION": e.partition,
             "_BUCKET": e.bucket,
@@ -160,20 +162,34 @@ def read_index_manifest(data: bytes) -> list[IndexManifestEntry]:
 def combine(
     previous: Iterable[IndexManifestEntry], changes: Iterable[IndexManifestEntry]
 ) -> list[IndexManifestEntry]:
-    """The new full index state: HASH and deletion-vector files replace the file of their
-    (partition, bucket, type); other types are added and deleted by file name. Deletes apply
-    before adds, so a change set may delete a slot and add its replacement."""
+    """The new full index state. Deletes apply before adds, so a change set may delete a file
+    and add its replacement.
+
+    * HASH files replace the file of their (partition, bucket, type).
+    * Deletion-vector files are kept by file name: a bucket-unaware append table has several
+      per (partition, bucket 0), as Java writes them (its ``IndexManifestFileHandler`` combines
+      those by file name). A DV ADD still replaces every DV file the previous state had in its
+      (partition, bucket): a writer that adds one always folds the DVs of that slot into it
+      (Java's bucketed maintainer; dyntable's append DV commit does the same for unaware tables).
+    * Other types are added and deleted by file name.
+    """
     changes = list(changes)
     state: dict[object, IndexManifestEntry] = {}
 
     def key(e: IndexManifestEntry) -> object:
-        return e.slot if e.file.index_type in _BUCKETED_TYPES else ("file", e.file.file_name)
+        return e.slot if e.file.index_type == HASH_INDEX else ("file", e.file.file_name)
 
     for e in previous:
         state[key(e)] = e
     for e in changes:
         if e.kind is FileKind.DELETE:
             state.pop(key(e), None)
+    replaced = {
+        e.slot for e in changes if e.kind is FileKind.ADD and e.file.index_type == DELETION_VECTORS_INDEX
+    }
+    if replaced:
+        state = {k: e for k, e in state.items()
+                 if not (e.file.index_type == DELETION_VECTORS_INDEX and e.slot in replaced)}
     for e in changes:
         if e.kind is FileKind.ADD:
             state[key(e)] = e
@@ -273,10 +289,12 @@ def next_index_manifest(
     """The index manifest a new snapshot names, and the file written for it (None: reused).
 
     ``adds``: the commit's new index files (one per (partition, bucket, type)); they replace
-    the previous file of their slot. ``drop_partition``: partitions whose data an overwrite
+    the previous file(s) of their slot. It may also hold DELETE entries (files removed by name:
+    a deletion-vector commit removes the DV files of a slot it leaves without DVs).
+    ``drop_partition``: partitions whose data an overwrite
     replaces; their bucket-bound index files (HASH, deletion vectors) go, as in Java.
     """
-    slots = [e.slot for e in adds]
+    slots = [e.slot for e in adds if e.kind is FileKind.ADD]
     if len(set(slots)) != len(slots):
         raise InvalidArgumentError(
             "two writers produced a HASH index for the same (partition, bucket) in one commit; a "

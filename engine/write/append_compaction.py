@@ -3,6 +3,11 @@
 Append rows have no key, so compaction only concatenates (in sequence order) and rolls new
 files; it runs for a bucket holding at least ``compaction.min.file-num`` small files, or for
 every bucket with more than one small file when a full compaction is asked for.
+
+With deletion vectors (``deletion-vectors.enabled``) each file is read minus the rows its DV
+marks, so the new files hold only live rows; a full compaction also rewrites every file that
+has a DV, whatever its size, so afterwards no DV is left. The commit
+(``engine.append_deletions``) removes the DVs of the rewritten files.
 """
 
 from __future__ import annotations
@@ -13,28 +18,43 @@ import pyarrow as pa
 
 from engine.commit_messages import CommitMessage
 from engine.files.reader import data_file_path, read_data_file
-from engine.lsm.deletion_vectors import refuse_deletion_vectors
-from engine.meta.manifest import FileSource
+from engine.lsm.deletion_vectors import uses_deletion_vectors
+from engine.meta.manifest import DataFileMeta, FileSource
+from engine.read.deletion_vectors import DeletionVectorLoader, apply_deletion_vector
 from engine.scan.planner import DataSplit
 from engine.store import FileStore
 from engine.write.file_writer import DataFileWriter
 
 
-def compact_bucket(store: FileStore, splits: Sequence[DataSplit], full: bool) -> CommitMessage | None:
-    """Rewrite the small files of one bucket (all ``splits`` share partition and bucket)."""
-    refuse_deletion_vectors(store, "compact")
+def files_to_compact(store: FileStore, splits: Sequence[DataSplit], full: bool) -> list[DataFileMeta]:
+    """The files of one bucket a compaction rewrites (in sequence order), or [] when none is due."""
     target = store.options.target_file_size(False)
     files = sorted((f for s in splits for f in s.files), key=lambda f: f.min_sequence_number)
-    small = [f for f in files if f.file_size < target]
-    if len(small) < (2 if full else store.options.compaction_min_file_num):
+    with_dv = {d.data_file for s in splits for d in s.deletion_files} if full else set()
+    picked = [f for f in files if f.file_size < target or f.file_name in with_dv]
+    if with_dv and picked:
+        return picked
+    return picked if len(picked) >= (2 if full else store.options.compaction_min_file_num) else []
+
+
+def compact_bucket(store: FileStore, splits: Sequence[DataSplit], full: bool) -> CommitMessage | None:
+    """Rewrite the small files of one bucket (all ``splits`` share partition and bucket)."""
+    picked = files_to_compact(store, splits, full)
+    if not picked:
         return None
     first = splits[0]
     part_dir = store.partition_dir(first.partition_values)
     fields = list(store.schema.fields)
-    data = pa.concat_tables(
-        [read_data_file(store, data_file_path(store, part_dir, first.bucket, f), f, fields) for f in small]
-    )
+    dvs = {d.data_file: d for s in splits for d in s.deletion_files}
+    loader = DeletionVectorLoader(store.io) if uses_deletion_vectors(store) and dvs else None
+    parts = []
+    for f in picked:
+        part = read_data_file(store, data_file_path(store, part_dir, first.bucket, f), f, fields)
+        if loader is not None and f.file_name in dvs:
+            part = apply_deletion_vector(part, loader.load(dvs[f.file_name]), f.file_name)
+        parts.append(part)
+    data = pa.concat_tables(parts)
     writer = DataFileWriter(store, part_dir, first.bucket, file_source=FileSource.COMPACT)
-    after = writer.write_append(data, small[0].min_sequence_number)
-    return CommitMessage(first.partition, first.bucket, first.total_buckets, compact_before=tuple(small),
+    after = writer.write_append(data, picked[0].min_sequence_number) if data.num_rows else []
+    return CommitMessage(first.partition, first.bucket, first.total_buckets, compact_before=tuple(picked),
                          compact_after=tuple(after))

@@ -37,7 +37,10 @@ def new_writer(
     namer: FileNamer | None = None,
 ) -> AppendWriter | KeyValueWriter | CountWriter:
     """The writer for ``store``'s layout; ``compact=False`` leaves compaction to the caller."""
-    refuse_deletion_vectors(store, "write or compact")
+    if store.has_primary_key:
+        # Append tables with DVs take new files as they are (the DVs mark rows of older files);
+        # primary-key writes would have to maintain the DVs.
+        refuse_deletion_vectors(store, "write or compact")
     if is_count_layout(store.schema):
         return CountWriter(store, compact=compact, sequence_offset=sequence_offset, namer=namer)
     if store.has_primary_key:

@@ -4,6 +4,7 @@
  target pinned at its latest snapshot ──► temp view  (every read of one statement sees one version)
  user's fragments + view ──► Spark query (session.bind binds other managed tables they name)
    primary-key table:  changed rows only, with a rowkind column ('-D', '+U', '+I') ──► write (append)
+   append table with deletion vectors: rows marked in DVs, no file rewritten (dml_deletion_vectors)
    append table:       copy-on-write: the affected partitions rewritten ──► write (overwrite of
                        exactly those partitions; rows an UPDATE/MERGE moves or inserts elsewhere
                        are added to their partitions)
@@ -47,8 +48,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from engine import ROWKIND, MergeConfig, Table
+from engine import ROWKIND, MergeConfig, Table, writes_append_deletion_vectors
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
+from sqlext.execute import dml_deletion_vectors
 from sqlext.execute.assignments import (
     Assigned,
     is_default,
@@ -237,6 +239,8 @@ def delete(s: SqlSession, n: ast.Delete, stmt: Statement) -> StatementResult:
     table = _target(s, n.table, stmt)
     if table is None:
         return _to_spark(s, stmt)
+    if writes_append_deletion_vectors(table.store):
+        return dml_deletion_vectors.delete(s, table, n, stmt)
     pinned = _Pinned(s, table)
     alias = n.alias or n.table.table
     if n.where is None:
@@ -266,6 +270,8 @@ def update(s: SqlSession, n: ast.Update, stmt: Statement) -> StatementResult:
     if table is None:
         return _to_spark(s, stmt)
     _check_rewritable(table, "UPDATE", stmt)
+    if writes_append_deletion_vectors(table.store):
+        return dml_deletion_vectors.update(s, table, n, stmt)
     alias = n.alias or n.table.table
     a = _q(alias)
     resolved = resolve_assignments(table, n.assignments, (alias, n.table.table), stmt, a)
@@ -358,6 +364,7 @@ class _MergePlan:
         self.kinds = [c.match for c in n.clauses]
         self.actions = [_ACTIONS[type(c.action)] for c in n.clauses]
         self.key_checks: dict[int, tuple[str, Assigned]] = {}
+        self.carry: tuple[str, ...] = ()  # more target columns the joined frame keeps (DV row positions)
         self.values = [self._clause_values(j, c) for j, c in enumerate(n.clauses)]
 
     def ids(self, *actions: str) -> list[int]:
@@ -472,6 +479,7 @@ class _MergePlan:
         s_inner, s_outer = self._scoped("not_matched")
         select = [f"{ta}.{_q(c)} AS {_P}t{i}" for i, c in enumerate(self.columns)]
         select += [f"{ta}.{_T} AS {_T}", f"{ta}.{_RID} AS {_RID}", f"{sa}.{_S} AS {_S}", *t_outer, *s_outer]
+        select += [f"{ta}.{_q(c)} AS {_q(c)}" for c in self.carry]
         for j, clause in enumerate(self.n.clauses):
             if clause.match != "matched":
                 continue
@@ -583,6 +591,8 @@ def merge(s: SqlSession, n: ast.Merge, stmt: Statement) -> StatementResult:
     if table is None:
         return _to_spark(s, stmt)
     _check_rewritable(table, "MERGE INTO", stmt)
+    if writes_append_deletion_vectors(table.store):
+        return dml_deletion_vectors.merge(s, table, n, stmt)
     pinned = _Pinned(s, table)
     plan = _MergePlan(s, table, n, stmt, pinned.view())
     if table.primary_keys and plan.ids("delete") and not _deletes_remove_rows(table):
@@ -604,6 +614,12 @@ def merge(s: SqlSession, n: ast.Merge, stmt: Statement) -> StatementResult:
             write_frame(s, table, plan.changes(joined), _columns(table), overwrite=False, stmt=stmt)
         else:
             _merge_copy_on_write(s, table, plan, joined, stmt, pinned.snapshot_id)
+    return merge_result(s, stmt, counts)
+
+
+def merge_result(s: SqlSession, stmt: Statement, counts: dict[str, int]) -> StatementResult:
+    """MERGE's result row: affected, updated, deleted and inserted rows."""
+    total = counts["update"] + counts["delete"] + counts["insert"]
     result = pa.table(
         {
             "num_affected_rows": [total],

@@ -1,0 +1,324 @@
+"""Row-level changes of append tables with deletion vectors: mark rows deleted, publish one snapshot.
+
+One job: turn "these rows (data file, position) are gone", plus the data files an UPDATE/MERGE
+adds or a compaction rewrites, into new deletion-vector index files and **one** snapshot, as
+Paimon 0.9+ does for append tables with ``'deletion-vectors.enabled' = 'true'`` (Spark's
+``DeleteFromPaimonTableCommand`` and ``UpdatePaimonTableCommand``, ``AppendDeleteFileMaintainer``):
+
+```
+ snapshot S read ─► positions per data file (found by the caller, e.g. Spark's _metadata.row_index)
+      │                 merged with each file's DV in S (Roaring union)
+      ▼
+ per touched (partition, bucket): ONE new DV index file holding every DV of that slot
+      (unchanged ones copied, changed ones merged, those of rewritten files left out);
+      index changes = DELETE every old DV file of the slot + ADD the new one
+      ▼
+ one snapshot (APPEND for DML, COMPACT for compaction), published only if, in the latest
+ snapshot, every touched data file is still live and every touched slot has the DV files of S
+ (otherwise CommitConflictError: a concurrent DELETE or compaction changed them)
+```
+
+Bucket-unaware tables (``bucket = -1``) keep their files, and their DV entries, in bucket 0 of
+each partition. Java combines those entries by file name and may hold several DV files per
+partition; folding them into one file per partition (deleting the old ones by name) is a valid
+state for Java and keeps one rule for both layouts. Paimon 0.9 writes no cardinality; newer
+versions and dyntable do, and 0.9 ignores the field.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from engine.commit import FileStoreCommit
+from engine.commit_messages import CommitMessage, CommitResult, delete_uncommitted
+from engine.errors import CommitConflictError, InvalidArgumentError
+from engine.lsm.deletion_vectors import uses_deletion_vectors
+from engine.meta.deletion_vectors import (
+    DeletionVector,
+    read_deletion_vectors,
+    write_deletion_vectors,
+)
+from engine.meta.index_files import DELETION_VECTORS_INDEX, IndexManifestEntry, IndexStore
+from engine.meta.manifest import FileKind, ManifestEntry
+from engine.meta.snapshot import CommitKind, Snapshot
+from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
+
+__all__ = [
+    "AppendDeletionCommit", "DvScanFile", "dv_scan_files", "group_positions",
+    "writes_append_deletion_vectors",
+]
+
+BITMAP64 = "deletion-vectors.bitmap64"
+Slot = tuple[bytes, int]
+
+
+def writes_append_deletion_vectors(store: FileStore) -> bool:
+    """Whether row-level changes of this table are written as deletion vectors (append + DVs on)."""
+    return not store.has_primary_key and uses_deletion_vectors(store)
+
+
+def group_positions(
+    files: pa.Array | pa.ChunkedArray, positions: pa.Array | pa.ChunkedArray
+) -> dict[str, np.ndarray]:
+    """Row positions grouped by data-file name (vectorised: one sort, one split)."""
+    if isinstance(files, pa.ChunkedArray):
+        files = files.combine_chunks()
+    if isinstance(positions, pa.ChunkedArray):
+        positions = positions.combine_chunks()
+    if len(files) == 0:
+        return {}
+    encoded = files.dictionary_encode()
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    pos = positions.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    cuts = np.flatnonzero(np.diff(sorted_codes)) + 1
+    names = encoded.dictionary.to_pylist()
+    return {
+        names[int(chunk_codes[0])]: pos[chunk]
+        for chunk, chunk_codes in zip(np.split(order, cuts), np.split(sorted_codes, cuts), strict=True)
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class DvScanFile:
+    """One live data file of a snapshot, for a caller that reads it with its own Parquet reader
+    and finds the positions of rows to delete (``deleted``: the positions its DV marks already)."""
+
+    name: str
+    path: str
+    schema_id: int
+    row_count: int
+    deleted: np.ndarray
+
+
+def dv_scan_files(store: FileStore, snapshot: Snapshot) -> list[DvScanFile]:
+    """Every live data file of ``snapshot`` with its path, schema version and DV positions."""
+    from engine.files.reader import data_file_path
+    from engine.read.deletion_vectors import DeletionVectorLoader
+    from engine.scan.planner import TableScan
+
+    loader = DeletionVectorLoader(store.io)
+    out = []
+    none = np.zeros(0, dtype=np.int64)
+    for split in TableScan(store).with_snapshot(snapshot).plan().splits:
+        part_dir = store.partition_dir(split.partition_values)
+        for f in split.files:
+            dv = split.deletion_file(f.file_name)
+            out.append(DvScanFile(
+                f.file_name, data_file_path(store, part_dir, split.bucket, f), f.schema_id, f.row_count,
+                loader.load(dv).positions() if dv is not None else none,
+            ))
+    return out
+
+
+@dataclass
+class _State:
+    """What a snapshot says about the files and DVs a commit touches."""
+
+    files: dict[str, ManifestEntry]
+    dv_entries: dict[Slot, list[IndexManifestEntry]] = field(default_factory=dict)
+
+
+def _state(store: FileStore, snapshot: Snapshot | None) -> _State:
+    files = {e.file.file_name: e for e in store.live_entries(snapshot)}
+    state = _State(files)
+    if snapshot is None:
+        return state
+    for e in IndexStore(store.io, store.paths).read_manifest(snapshot.index_manifest):
+        if e.file.index_type == DELETION_VECTORS_INDEX:
+            state.dv_entries.setdefault((e.partition, e.bucket), []).append(e)
+    return state
+
+
+class AppendDeletionCommit:
+    """Deletion vectors of one append table, based on one snapshot, committed as one snapshot.
+
+    ``delete`` (any number of times) marks rows; ``drop`` forgets the DVs of files a compaction
+    rewrote; ``commit`` writes the index files and publishes them with the given commit messages.
+    """
+
+    def __init__(self, store: FileStore, base: Snapshot | None, commit_user: str | None = None) -> None:
+        if not writes_append_deletion_vectors(store):
+            raise InvalidArgumentError(
+                f"table {store.paths.root} is not an append table with 'deletion-vectors.enabled' = 'true'")
+        self.store = store
+        self.base = base
+        self.commit_user = commit_user or f"dv-{uuid.uuid4()}"
+        self.bitmap64 = str(store.schema.options.get(BITMAP64, "false")).strip().lower() == "true"
+        self.index = IndexStore(store.io, store.paths, store.options.manifest_compression)
+        self._state = _state(store, base)
+        self._slot_dvs: dict[Slot, dict[str, DeletionVector]] = {}
+        self._changed: dict[str, DeletionVector] = {}
+        self._dropped: set[str] = set()
+        self._guarded: set[str] = set()  # rewritten files: must still be live, their slot's DVs unchanged
+
+    # -- marking ------------------------------------------------------------------------------------
+    def _slot_of(self, file_name: str) -> Slot:
+        entry = self._state.files.get(file_name)
+        if entry is None:
+            raise CommitConflictError(
+                f"data file {file_name} is not live in snapshot {self.base.id if self.base else 0} of "
+                f"{self.store.paths.root}; nothing was committed — run the statement again")
+        # A bucket-unaware table's DV entries sit in bucket 0, like its files.
+        return entry.partition, entry.bucket
+
+    def _dvs(self, slot: Slot) -> dict[str, DeletionVector]:
+        """Every DV of a slot in the base snapshot (each index file read once)."""
+        dvs = self._slot_dvs.get(slot)
+        if dvs is None:
+            dvs = {}
+            for e in self._state.dv_entries.get(slot, ()):
+                dvs.update(read_deletion_vectors(self.index, e.file))
+            self._slot_dvs[slot] = dvs
+        return dvs
+
+    def current(self, file_name: str) -> DeletionVector | None:
+        """The file's DV as this commit would write it (None: no row of it is deleted)."""
+        if file_name in self._changed:
+            return self._changed[file_name]
+        return self._dvs(self._slot_of(file_name)).get(file_name)
+
+    def delete(self, positions: Mapping[str, np.ndarray]) -> int:
+        """Mark ``positions`` (data-file name -> row numbers in that file) deleted; returns how
+        many rows were not deleted before.
+
+        Raises:
+            CommitConflictError: a file is not live in the base snapshot.
+            InvalidArgumentError: a position is negative or not below the file's row count.
+        """
+        added = 0
+        for name, pos in positions.items():
+            if name in self._dropped:
+                raise InvalidArgumentError(f"data file {name} is being rewritten; its rows cannot be deleted")
+            entry = self._state.files.get(name)
+            self._slot_of(name)
+            assert entry is not None
+            pos = np.asarray(pos, dtype=np.int64)
+            if pos.size == 0:
+                continue
+            if int(pos.min()) < 0 or int(pos.max()) >= entry.file.row_count:
+                raise InvalidArgumentError(
+                    f"row position {int(pos.max())} is outside data file {name} "
+                    f"({entry.file.row_count} rows)")
+            new = DeletionVector.from_positions(pos, bitmap64=self.bitmap64)
+            old = self.current(name)
+            if old is not None:
+                if old.bitmap64 != self.bitmap64:
+                    new = new.to_bitmap64() if old.bitmap64 else new
+                merged = old.merge(new)
+                added += merged.cardinality - old.cardinality
+            else:
+                merged = new
+                added += merged.cardinality
+            self._changed[name] = merged
+        return added
+
+    def drop(self, file_names: Iterable[str]) -> None:
+        """The files will be gone after this commit (compacted): their DVs are left out.
+
+        The commit fails if another commit changed the DVs of their (partition, bucket) since the
+        base snapshot: the rewrite would bring back the rows deleted meanwhile.
+        """
+        for name in file_names:
+            self._slot_of(name)
+            self._guarded.add(name)
+            self._changed.pop(name, None)
+            if self.current(name) is not None:
+                self._dropped.add(name)
+
+    # -- committing ---------------------------------------------------------------------------------
+    def _touched(self) -> dict[Slot, list[str]]:
+        out: dict[Slot, list[str]] = {}
+        for name in [*self._changed, *self._dropped]:
+            out.setdefault(self._slot_of(name), []).append(name)
+        return out
+
+    def _index_changes(self, touched: Mapping[Slot, list[str]]) -> list[IndexManifestEntry]:
+        """Write one DV index file per touched slot; the DELETE/ADD entries that install them."""
+        changes: list[IndexManifestEntry] = []
+        for slot, names in touched.items():
+            dvs = dict(self._dvs(slot))
+            for name in names:
+                dvs.pop(name, None)
+                if name in self._changed:
+                    dvs[name] = self._changed[name]
+            for e in self._state.dv_entries.get(slot, ()):
+                changes.append(IndexManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.file))
+            if dvs:
+                meta = write_deletion_vectors(self.index, dict(sorted(dvs.items())))
+                changes.append(IndexManifestEntry(FileKind.ADD, slot[0], slot[1], meta))
+        return changes
+
+    def _check(self, latest: Snapshot | None, touched: Mapping[Slot, list[str]]) -> None:
+        """Raise unless ``latest`` still has the touched files live and the base's DV files in each slot."""
+        if latest is None or (self.base is not None and latest.id == self.base.id):
+            return
+        touched = {slot: list(names) for slot, names in touched.items()}
+        for name in self._guarded:
+            touched.setdefault(self._slot_of(name), []).append(name)
+        now = _state(self.store, latest)
+        gone = [n for names in touched.values() for n in names if n not in now.files]
+        changed = [
+            slot for slot in touched
+            if {e.file.file_name for e in now.dv_entries.get(slot, ())}
+            != {e.file.file_name for e in self._state.dv_entries.get(slot, ())}
+        ]
+        if gone or changed:
+            what = (f"data file {gone[0]} was rewritten" if gone
+                    else "the deletion vectors of the same files were changed")
+            raise CommitConflictError(
+                f"{what} by another commit to {self.store.paths.root} after snapshot "
+                f"{self.base.id if self.base else 0}; nothing was committed — run the statement again")
+
+    def commit(
+        self,
+        messages: Sequence[CommitMessage] = (),
+        *,
+        kind: CommitKind = CommitKind.APPEND,
+        properties: Mapping[str, str] | None = None,
+    ) -> CommitResult:
+        """Publish the DV changes and ``messages`` (new files; compaction before/after) as one snapshot.
+
+        Nothing to publish returns an empty result. On any failure but ``CommitStateUnknownError``
+        every file this commit and ``messages`` wrote is deleted.
+        """
+        messages = [m for m in messages if not m.is_empty]
+        touched = self._touched()
+        if not touched and not messages and not self._guarded:
+            return CommitResult(())
+        committer = FileStoreCommit(self.store, self.commit_user)
+        written: list[IndexManifestEntry] = []
+        data_entries = [
+            ManifestEntry(k, m.partition, m.bucket, m.total_buckets, f)
+            for m in messages
+            for k, files in ((FileKind.ADD, m.new_files), (FileKind.DELETE, m.compact_before),
+                             (FileKind.ADD, m.compact_after))
+            for f in files
+        ]
+
+        def entries_for(latest: Snapshot | None) -> list[ManifestEntry]:
+            self._check(latest, touched)
+            return data_entries
+
+        try:
+            changes = self._index_changes(touched)
+            written = [e for e in changes if e.kind is FileKind.ADD]
+            sid, _ = committer._publish(  # noqa: SLF001 - the pipeline's one publish step, DV flavour
+                kind, BATCH_COMMIT_IDENTIFIER, entries_for, [], None, properties,
+                index_changes=lambda: (changes, None),
+            )
+        except BaseException as e:
+            from engine.errors import CommitStateUnknownError
+
+            if not isinstance(e, CommitStateUnknownError):
+                for w in written:
+                    self.index.delete_file(w.file)
+                delete_uncommitted(self.store, messages)
+            raise
+        return CommitResult((sid,))

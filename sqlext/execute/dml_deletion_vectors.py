@@ -1,0 +1,203 @@
+"""DELETE, UPDATE and MERGE INTO on append tables with deletion vectors: mark rows, rewrite no file.
+
+```
+ pinned snapshot S ──► every live file read by Spark's native Parquet scan, per schema version
+                       (columns mapped by field id), plus _metadata.file_name / row_index,
+                       minus the rows its DV marks already (broadcast anti-join)
+        │ the statement's condition / MERGE join runs in Spark on that view
+        ▼
+ matched (file, position) pairs ──► driver (Arrow) ──► engine.AppendDeletionCommit: Roaring DVs
+ UPDATE/MERGE: the new rows ──► engine writers in Spark tasks ──► commit messages ──► driver
+        ▼
+ one snapshot: new DV index files (+ new data files); a concurrent change of the same DVs or files
+ fails the statement (CommitConflictError), nothing half-done
+```
+This is Paimon 0.9+'s behaviour for append tables with ``'deletion-vectors.enabled' = 'true'``
+(its Spark ``DeleteFromPaimonTableCommand`` / ``UpdatePaimonTableCommand`` / ``MergeIntoPaimonTable``).
+Only the matched positions reach the driver (two integers a row), never the table's rows.
+"""
+
+from __future__ import annotations
+
+import pickle
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from engine import AppendDeletionCommit, Table, dv_scan_files, group_positions
+from sqlext.parse import ast
+from sqlext.parse.splitter import Statement
+from sqlext.source.spark_types import spark_schema
+
+if TYPE_CHECKING:
+    from sqlext.execute.results import StatementResult
+    from sqlext.session import SqlSession
+
+FILE, POS = "__dyn_file", "__dyn_pos"
+_LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _uri(path: str) -> str:
+    return path if "://" in path else "file://" + path
+
+
+def positioned_frame(s: SqlSession, table: Table, snapshot: Any) -> DataFrame:
+    """The live rows of ``snapshot``, each with its data file and position (``__dyn_file``/``__dyn_pos``)."""
+    spark = s.spark
+    files = dv_scan_files(table.store, snapshot) if snapshot is not None else []
+    current = table.store.schema_by_id(snapshot.schema_id) if snapshot is not None else table.schema
+    target = spark_schema(current.arrow_schema())
+    out = [StructField(FILE, StringType()), StructField(POS, LongType())]
+    if not files:
+        return spark.createDataFrame([], StructType([*target.fields, *out]))
+    frames = []
+    for schema_id in sorted({f.schema_id for f in files}):
+        old = table.store.schema_by_id(schema_id)
+        old_struct = spark_schema(old.arrow_schema())
+        cols = []
+        physical = []
+        for field, out_field in zip(current.fields, target.fields, strict=True):
+            try:
+                before = old.field_by_id(field.id)
+            except LookupError:
+                cols.append(F.lit(None).cast(out_field.dataType).alias(field.name))
+                continue
+            physical.append(old_struct[before.name])
+            cols.append(F.col(_q(before.name)).cast(out_field.dataType).alias(field.name))
+        paths = [_uri(f.path) for f in files if f.schema_id == schema_id]
+        frame = _read_parquet(s, StructType(physical), paths)
+        frames.append(frame.select(*cols, F.col("_metadata.file_name").alias(FILE),
+                                   F.col("_metadata.row_index").alias(POS)))
+    frame = frames[0]
+    for other in frames[1:]:
+        frame = frame.unionByName(other)
+    deleted = [f for f in files if f.deleted.size]
+    if deleted:
+        sizes = [f.deleted.size for f in deleted]
+        names = np.repeat(np.array([f.name for f in deleted], dtype=object), sizes)
+        positions = np.concatenate([f.deleted for f in deleted])
+        gone = pa.table({FILE: pa.array(names, pa.string()), POS: positions})
+        frame = frame.join(F.broadcast(spark.createDataFrame(gone.to_pandas())), [FILE, POS], "left_anti")
+    return frame
+
+
+def _read_parquet(s: SqlSession, schema: StructType, paths: list[str]) -> DataFrame:
+    """``spark.read.parquet`` of known files, listed in the driver (Spark lists more than the
+    discovery threshold, 32 paths, with a Spark job: seconds for files the plan named already)."""
+    conf = s.spark.conf
+    previous = conf.get(_LISTING_THRESHOLD, None)
+    conf.set(_LISTING_THRESHOLD, str(max(len(paths) + 1, 32)))
+    try:
+        return s.spark.read.schema(schema).parquet(*paths)
+    finally:
+        if previous is None:
+            conf.unset(_LISTING_THRESHOLD)
+        else:
+            conf.set(_LISTING_THRESHOLD, previous)
+
+
+def _positions(df: DataFrame) -> dict[str, Any]:
+    arrow = df.select(FILE, POS).toArrow()
+    return group_positions(arrow.column(FILE), arrow.column(POS))
+
+
+def _write_rows(s: SqlSession, table: Table, df: DataFrame) -> list[Any]:
+    """Write ``df`` (the table's columns) with engine writers in Spark tasks; their commit messages."""
+    from sqlext.execute.insert import shape_frame
+    from sqlext.source.datasource import cluster_for_writers, write_task
+
+    columns = list(table.schema.field_names)
+    frame = cluster_for_writers(shape_frame(s, table, df, columns), table)
+    token = f"dml-{uuid.uuid4().hex[:12]}"
+    store_table = table
+
+    def task(batches: Any) -> Any:
+        messages = write_task(store_table, batches, token)
+        yield pa.RecordBatch.from_pydict({"m": [pickle.dumps(messages)]}, pa.schema([("m", pa.binary())]))
+
+    blobs = frame.mapInArrow(task, "m binary").toArrow().column("m").to_pylist()
+    return [m for blob in blobs for m in pickle.loads(blob)]
+
+
+def _commit(s: SqlSession, table: Table, snapshot: Any, touched: DataFrame,
+            new_rows: DataFrame | None) -> int:
+    """Mark ``touched`` rows deleted and add ``new_rows``; one snapshot. Returns the rows marked."""
+    commit = AppendDeletionCommit(table.store, snapshot)
+    count = commit.delete(_positions(touched)) if snapshot is not None else 0
+    messages = _write_rows(s, table, new_rows) if new_rows is not None else []
+    if count or messages:
+        commit.commit(messages)
+        table.refresh().after_commit(compact=bool(messages))  # tags, expiration; compaction if files came
+    return count
+
+
+def delete(s: SqlSession, table: Table, n: ast.Delete, stmt: Statement) -> StatementResult:
+    from sqlext.execute.dml import _count_result
+
+    snapshot = table.latest_snapshot()
+    if snapshot is None:
+        return _count_result(s, stmt, 0, "deleted")
+    if n.where is None:
+        # Paimon truncates: every file goes, with its DV (the count comes from the metadata)
+        files = dv_scan_files(table.store, snapshot)
+        count = sum(f.row_count - f.deleted.size for f in files)
+        if count:
+            table.truncate()
+        return _count_result(s, stmt, count, "deleted")
+    alias = _q(n.alias or n.table.table)
+    view = f"__dyntable_dv_{s.next_id()}"
+    positioned_frame(s, table, snapshot).createOrReplaceTempView(view)
+    where = f" WHERE {n.where.text}"
+    touched = s.frame(f"SELECT {alias}.{FILE}, {alias}.{POS} FROM {view} AS {alias}{where}", stmt)
+    return _count_result(s, stmt, _commit(s, table, snapshot, touched, None), "deleted")
+
+
+def update(s: SqlSession, table: Table, n: ast.Update, stmt: Statement) -> StatementResult:
+    from sqlext.execute.assignments import resolve_assignments
+    from sqlext.execute.dml import _count_result
+
+    snapshot = table.latest_snapshot()
+    if snapshot is None:
+        return _count_result(s, stmt, 0, "updated")
+    alias = n.alias or n.table.table
+    a = _q(alias)
+    assigned = resolve_assignments(table, n.assignments, (alias, n.table.table), stmt, a).values
+    view = f"__dyntable_dv_{s.next_id()}"
+    positioned_frame(s, table, snapshot).createOrReplaceTempView(view)
+    where = f" WHERE {n.where.text}" if n.where is not None else ""
+    select = ", ".join(f"({assigned[c]}) AS {_q(c)}" if c in assigned else f"{a}.{_q(c)}"
+                       for c in table.schema.field_names)
+    matched = s.frame(f"SELECT {select}, {a}.{FILE}, {a}.{POS} FROM {view} AS {a}{where}", stmt)
+    matched = matched.localCheckpoint()  # evaluated once: the positions and the new rows agree
+    new_rows = matched.drop(FILE, POS)
+    return _count_result(s, stmt, _commit(s, table, snapshot, matched, new_rows), "updated")
+
+
+def merge(s: SqlSession, table: Table, n: ast.Merge, stmt: Statement) -> StatementResult:
+    """MERGE on a DV append table: DV the updated/deleted target rows, add updated + inserted rows."""
+    from sqlext.execute.dml import _CLAUSE, _MergePlan, merge_result
+
+    snapshot = table.latest_snapshot()
+    view = f"__dyntable_dv_{s.next_id()}"
+    positioned_frame(s, table, snapshot).createOrReplaceTempView(view)
+    plan = _MergePlan(s, table, n, stmt, view)
+    plan.carry = (FILE, POS)
+    joined = plan.joined_frame().localCheckpoint()  # evaluated once: checks, counts and the write agree
+    plan.check_cardinality(joined)
+    plan.check_keys(joined)
+    counts = plan.counts(joined)
+    if counts["update"] + counts["delete"] + counts["insert"]:
+        touched = plan.touched(joined)
+        updated = touched.where(F.col(_CLAUSE).isin(plan.ids("update")))
+        new_rows = plan.project(updated).unionByName(plan.inserted_rows(joined))
+        _commit(s, table, snapshot, touched.select(F.col(FILE), F.col(POS)), new_rows)
+    return merge_result(s, stmt, counts)

@@ -1,0 +1,118 @@
+"""Append tables with deletion vectors written by dyntable, read by pypaimon and Java Paimon 0.9.
+
+dyntable writes an append table with ``'deletion-vectors.enabled' = 'true'`` (inserts, row
+deletes that write DVs and merge with earlier ones, compaction that applies and drops them), in
+both bucket modes (unaware ``-1`` and fixed). After every step, every snapshot reads the same in
+dyntable and the other engine. The other engine also writes into the table, and dyntable's later
+deletes and compactions keep working on the result (Java also compacts it).
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from engine import AppendDeletionCommit, Table, dv_scan_files, open_catalog
+from tests.compat.harness import PyPaimon
+from tests.compat.java_oracle import JavaOracle, JavaPaimon, arrow_rows
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string()), ("dt", pa.string())])
+
+
+def _rows(ids, dt="a"):
+    ids = list(ids)
+    return pa.table({"id": pa.array(ids, pa.int64()), "v": [f"v{i}" for i in ids], "dt": [dt] * len(ids)},
+                    schema=SCHEMA)
+
+
+def _delete_where(t: Table, predicate) -> int:
+    """Mark the rows whose id satisfies ``predicate`` deleted (positions found per file, vectorised)."""
+    snap = t.latest_snapshot()
+    found = {}
+    for f in dv_scan_files(t.store, snap):
+        ids = pq.read_table(io.BytesIO(t.store.io.read_bytes(f.path)), columns=["id"]).column("id").to_numpy()
+        pos = np.flatnonzero(predicate(ids))
+        if pos.size:
+            found[f.name] = pos
+    c = AppendDeletionCommit(t.store, snap)
+    n = c.delete(found)
+    c.commit()
+    return n
+
+
+def _build(catalog, bucket: str) -> Table:
+    opts = {"deletion-vectors.enabled": "true", "bucket": bucket}
+    if bucket != "-1":
+        opts["bucket-key"] = "id"
+    t = catalog.create_table("db.dva", SCHEMA, partition_keys=["dt"], options=opts)
+    t.write_arrow(_rows(range(0, 300)))
+    t.write_arrow(_rows(range(300, 500), dt="b"))
+    t.write_arrow(_rows(range(500, 600)))
+    t = t.refresh()
+    assert _delete_where(t, lambda k: k % 7 == 0) == len([i for i in range(600) if i % 7 == 0])
+    assert _delete_where(t.refresh(), lambda k: (k % 5 == 0) & (k < 400)) > 0
+    return t.refresh()
+
+
+@pytest.mark.parametrize("bucket", ["-1", "2"])
+def test_pypaimon_reads_every_snapshot_of_a_dyntable_dv_append_table(pypaimon: PyPaimon, catalog, warehouse,
+                                                                     bucket):
+    t = _build(catalog, bucket)
+    wh = warehouse
+
+    def same_everywhere(t: Table) -> None:
+        for snap in t.snapshots():
+            ours = arrow_rows(t.to_arrow(snapshot_id=snap.id))
+            theirs = arrow_rows(pypaimon.read(wh, "db.dva", snapshot_id=snap.id))
+            assert theirs == ours, snap.id
+
+    same_everywhere(t)
+    pypaimon.write(wh, "db.dva", _rows(range(600, 650), dt="b"))  # pypaimon appends to our DV table
+    t = t.refresh()
+    _delete_where(t, lambda k: k >= 640)
+    t = t.refresh()
+    kept = [i for i in range(600) if i % 7 and not (i % 5 == 0 and i < 400)] + list(range(600, 640))
+    assert sorted(t.to_arrow().column("id").to_pylist()) == kept
+    same_everywhere(t)
+    t.compact(full=True)
+    same_everywhere(t.refresh())
+
+
+@pytest.fixture
+def java(paimon_java: JavaOracle, warehouse) -> JavaPaimon:
+    return JavaPaimon(warehouse, paimon_java)
+
+
+@pytest.mark.java
+@pytest.mark.parametrize("bucket", ["-1", "2"])
+def test_java_reads_writes_and_compacts_a_dyntable_dv_append_table(java: JavaPaimon, catalog, bucket):
+    t = _build(catalog, bucket)
+
+    def same(t: Table) -> None:
+        for snap in t.snapshots():
+            ours = arrow_rows(t.to_arrow(snapshot_id=snap.id))
+            assert java.read("db.dva", snapshot_id=snap.id) == ours, snap.id
+
+    same(t)
+    with_dv = {f["file"] for f in java.files("db.dva") if f["deletion_file"] is not None}
+    ours = {d.data_file for s in t.new_scan().plan().splits for d in s.deletion_files}
+    assert with_dv == ours and len(ours) >= 3  # Java finds each DV dyntable wrote
+    java.write("db.dva", [[i, f"v{i}", "b"] for i in range(600, 650)])
+    t = open_catalog(java.warehouse).get_table("db.dva")
+    _delete_where(t, lambda k: k >= 640)
+    t = t.refresh()
+    same(t)
+    java.compact("db.dva", full=True)  # Java compacts our DVs away (or keeps them) its own way
+    t = t.refresh()
+    same(t)
+    _delete_where(t, lambda k: k < 10)
+    t = t.refresh()
+    same(t)
+    t.compact(full=True)
+    t = t.refresh()
+    same(t)
+    assert all(f["deletion_file"] is None for f in java.files("db.dva"))
