@@ -229,7 +229,7 @@ def _options(text: str | None) -> dict[str, str]:
 
 def _repair_earliest_snapshot(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     table = table_argument(session, args["table"])
-    previous = table.repair_earliest_snapshot(args["snapshot_id"])
+    previous = table.maintenance.repair_earliest_snapshot(args["snapshot_id"])
     return pa.table(
         {"previous_earliest_snapshot_id": [previous], "current_earliest_snapshot_id": [args["snapshot_id"]]},
         schema=_EARLIEST,
