@@ -6,7 +6,7 @@ rollback, consumers) behind one small object per kind, so ``Table`` stays a shor
 ```
 table.refs.tags       create / create_from_timestamp / replace / rename / delete; names / get / exists / all
 table.refs.branches   create / delete / rename / fast_forward / replace_main, and names / exists
-table.refs.consumers  reset / delete / clear, and ids / get / all
+table.refs.consumers  start / reset / delete / clear, and ids / get / all
 table.refs.rollback_to(version) / rollback_to_timestamp(timestamp) / rollback_to_watermark(watermark)
 ```
 
@@ -140,6 +140,12 @@ class Consumers:
 
     def all(self) -> dict[str, Consumer]:
         return self._consumers.all()
+
+    def start(self, consumer_id: str, next_snapshot: int) -> Consumer:
+        """Record a new consumer at ``next_snapshot`` as its stream starts; an existing one is
+        returned unchanged. SnapshotExpiredConcurrentlyError if expiration removed
+        ``next_snapshot`` meanwhile (nothing is left behind: start again)."""
+        return self._consumers.start(consumer_id, next_snapshot)
 
     def reset(self, consumer_id: str, next_snapshot: int) -> None:
         """Move (or create) a consumer to ``next_snapshot`` (Paimon's reset_consumer)."""

@@ -161,7 +161,7 @@ class DyntableStreamReader(DataSourceStreamReader):
     def initialOffset(self) -> dict:  # noqa: N802 - Spark's name
         if not self.consumer_id:
             return self._start_offset()
-        consumers = load_table(self.request).consumers
+        consumers = load_table(self.request).refs.consumers
         consumer = consumers.get(self.consumer_id)
         if consumer is None:
             # Recorded now, when the stream starts, not at its first committed micro-batch: from

@@ -18,7 +18,6 @@ from engine.errors import (
 )
 from engine.io.faults import FailingFileIO
 from engine.meta import manifest_store
-from engine.meta.refs import ConsumerStore
 from engine.meta.snapshot import Consumer
 from engine.ops.expire_snapshots import expire_snapshots
 from engine.ops.orphan_files import remove_orphan_files
@@ -130,7 +129,7 @@ def test_consumer_started_during_expiration_gets_its_snapshots_back(history):
     deleted their files: the consumer's check passes (snapshot 2 still there) and expiration,
     re-reading consumers after deleting snapshot files, re-creates 2 and 3 (and keeps their files)."""
     racing = with_hook(history, "delete", "snapshot/snapshot-1",
-                       lambda: ConsumerStore(history.store.io, history.store.paths).start("c1", 2))
+                       lambda: history.refs.consumers.start("c1", 2))
     report = expire_snapshots(racing.store, retain_max=2, older_than=FUTURE)
     assert report.snapshots == (1,)
     fresh = history.refresh()
@@ -143,13 +142,13 @@ def test_consumer_started_during_expiration_gets_its_snapshots_back(history):
 def test_consumer_start_after_its_snapshot_expired_is_refused_and_removed(history):
     expire_snapshots(history.store, retain_max=2, older_than=FUTURE)
     with pytest.raises(SnapshotExpiredConcurrentlyError, match="consumer 'c1'"):
-        ConsumerStore(history.store.io, history.store.paths).start("c1", 2)
+        history.refs.consumers.start("c1", 2)
     assert history.refs.consumers.get("c1") is None
 
 
 def test_consumer_start_keeps_an_existing_position(history):
     history.refs.consumers.reset("c1", 4)
-    consumers = ConsumerStore(history.store.io, history.store.paths)
+    consumers = history.refs.consumers
     assert consumers.start("c1", 2) == Consumer(4)
     assert consumers.start("c2", 6) == Consumer(6)  # not committed yet: nothing to check
 
