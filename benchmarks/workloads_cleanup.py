@@ -45,9 +45,9 @@ def build_w8_table(ctx: Context, commits: int) -> tuple[str, int]:
         committer.commit(writer.prepare_commit())
         if (i + 1) % every == 0 and refs < REFS:
             if refs < REFS - BRANCHES:
-                t.create_tag(f"tag{refs}")
+                t.refs.tags.create(f"tag{refs}")
             else:
-                t.create_branch(f"br{refs}", from_snapshot=t.latest_snapshot().id)
+                t.refs.branches.create(f"br{refs}", from_snapshot=t.latest_snapshot().id)
             refs += 1
     bucket = t.store.paths.bucket_dir("", 0)
     orphans = max(1, commits // 100)
@@ -82,7 +82,7 @@ def run_w8(ctx: Context) -> list[Result]:
 
     def ours() -> Outcome:
         t = open_catalog(state["ours"]).get_table("db.t")
-        return Outcome(t.remove_orphan_files().count)
+        return Outcome(t.maintenance.remove_orphan_files().count)
 
     def baseline() -> Outcome:
         t = open_catalog(state["base"]).get_table("db.t")

@@ -2,7 +2,7 @@
 
 W7: a table of 1,001 snapshots (``small``; 51 at ``tiny``), each a commit replacing the 10 live
 data files by 10 new ones, so expiring the oldest 1,000 snapshots frees 10,000 data files plus
-their manifests and manifest lists. Ours: ``Table.expire_snapshots(retain_max=1)`` on a fresh
+their manifests and manifest lists. Ours: ``Table.maintenance.expire_snapshots(retain_max=1)`` on a fresh
 copy of the table (every anchor read, reachability of the expired and kept snapshots, parallel
 deletes, EARLIEST hint, maintenance-log record). Baseline: the least any expiration must do on
 another copy — read each snapshot, each manifest list and each distinct manifest once, then
@@ -125,7 +125,7 @@ def run_w7(ctx: Context) -> list[Result]:
     def ours_run() -> Outcome:
         table = state["ours"]
         assert isinstance(table, Table)
-        report = table.expire_snapshots(retain_max=1, max_deletes=snapshots, older_than=2**62)
+        report = table.maintenance.expire_snapshots(retain_max=1, max_deletes=snapshots, older_than=2**62)
         state["freed"] = report.count
         return _remaining(table.path)
 

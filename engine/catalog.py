@@ -10,7 +10,7 @@ options are passed to fsspec as storage options (e.g. ``client_kwargs`` for S3).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -242,10 +242,21 @@ class FileSystemCatalog:
         if not self.io.rename(self.table_path(src), self.table_path(dst)):
             raise TableAlreadyExistsError(f"table '{dst.full_name}' already exists")
 
-    def alter_table(self, identifier: str | Identifier, changes: Sequence[SchemaChange]) -> Table:
-        """Apply schema changes (options, columns) as one new schema version."""
+    def alter_table(
+        self,
+        identifier: str | Identifier,
+        changes: Sequence[SchemaChange],
+        *,
+        allow_immutable: Collection[str] = (),
+    ) -> Table:
+        """Apply schema changes (options, columns) as one new schema version.
+
+        ``allow_immutable``: immutable options these changes may set anyway (a rescale rewriting
+        every file changes ``bucket``)."""
         table = self.get_table(identifier)
-        table.schemas.commit_change(lambda latest: latest.apply_changes(changes))
+        table.store.schemas.commit_change(
+            lambda latest: latest.apply_changes(changes, allow_immutable=allow_immutable)
+        )
         return self.get_table(identifier)
 
 

@@ -84,6 +84,15 @@ class InvalidArgumentError(DyntableError, ValueError):
     """A bad schema, option value, predicate or identifier: fix the input and run again."""
 
 
+class TimeBoundError(InvalidArgumentError):
+    """A time argument (``older_than``, ``timestamp``, ``expiration_time``, a retention) that is
+    none of the accepted forms (engine.time_bound lists them); ``argument`` names it."""
+
+    def __init__(self, message: str, *, argument: str | None = None) -> None:
+        super().__init__(message)
+        self.argument = argument
+
+
 class UnsupportedTableError(InvalidArgumentError):
     """The table uses a Paimon feature dyntable does not implement (e.g. deletion vectors), so
     reading or writing it here would give results other than Paimon's: use Paimon for it."""

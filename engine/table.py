@@ -1,8 +1,10 @@
 """The ``Table`` facade: one table branch, its schema, and the operations on it.
 
 Everything here delegates: planning to ``scan.planner``, reading to ``read.split_reader``,
-writing to ``write.*``, publishing to ``commit``. A Table object is a view of the schema it was
-loaded with; ``refresh()`` loads the latest.
+writing to ``write.*``, publishing to ``commit``; references and rollback are the ``refs`` group
+(``engine.table_refs``), expiration and cleanup the ``maintenance`` group
+(``engine.table_maintenance``). A Table object is a view of the schema it was loaded with;
+``refresh()`` loads the latest.
 """
 
 from __future__ import annotations
@@ -21,34 +23,42 @@ from engine.errors import InvalidArgumentError
 from engine.identifier import Identifier
 from engine.io import FileIO
 from engine.meta.paths import TablePaths
-from engine.meta.refs import ConsumerStore, TagStore
-from engine.meta.snapshot import Snapshot, Tag
-from engine.ops.tags import TagDeletion, TagOps, TimeRetained
+from engine.meta.schema_store import SchemaStore
+from engine.meta.snapshot import Snapshot
 from engine.options import CoreOptions, validate_options
 from engine.read.split_reader import SplitReader
 from engine.scan.planner import Plan, TableScan, resolve_time_travel, store_at
 from engine.scan.predicate import Predicate
 from engine.schema import TableSchema
 from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
+from engine.table_maintenance import TableMaintenance
+from engine.table_refs import TableRefs
 
 if TYPE_CHECKING:
     from engine.catalog import FileSystemCatalog
-    from engine.history.retention_mark import MarkResult, RetentionMark
-    from engine.ops.branches import FastForwardResult
-    from engine.ops.compact_manifest import ManifestCompaction
-    from engine.ops.consumers import ClearedConsumers
-    from engine.ops.expire_partitions import PartitionExpiration
-    from engine.ops.expire_snapshots import ExpireReport
-    from engine.ops.missing_files import MissingFiles
-    from engine.ops.orphan_files import OrphanFilesResult
-    from engine.ops.purge import PurgeReport
-    from engine.ops.replace_main import ReplaceMainResult
-    from engine.ops.rewrite_file_index import FileIndexRewrite
-    from engine.ops.rollback import RollbackResult
 
 log = logging.getLogger(__name__)
 
 Overwrite = bool | Literal["dynamic"] | Mapping[str, object] | Sequence[Mapping[str, object]]
+
+
+class SchemaHistory:
+    """The schema versions of a table branch, read-only: ``list_ids``, ``get``, ``latest``, ``all``."""
+
+    def __init__(self, store: SchemaStore) -> None:
+        self._store = store
+
+    def list_ids(self) -> list[int]:
+        return self._store.list_ids()
+
+    def get(self, schema_id: int) -> TableSchema:
+        return self._store.get(schema_id)
+
+    def latest(self) -> TableSchema | None:
+        return self._store.latest()
+
+    def all(self) -> list[TableSchema]:
+        return self._store.all()
 
 
 class Table:
@@ -108,16 +118,19 @@ class Table:
         return self.schema.partition_keys
 
     @property
-    def schemas(self):
-        return self.store.schemas
+    def schemas(self) -> SchemaHistory:
+        """The table branch's schema versions, read-only (ALTER TABLE goes through the catalog)."""
+        return SchemaHistory(self.store.schemas)
 
     @property
-    def tags(self) -> TagStore:
-        return TagStore(self.store.io, self.store.paths)
+    def refs(self) -> TableRefs:
+        """Tags, branches, consumers and rollback (engine.table_refs)."""
+        return TableRefs(self.store)
 
     @property
-    def consumers(self) -> ConsumerStore:
-        return ConsumerStore(self.store.io, self.store.paths)
+    def maintenance(self) -> TableMaintenance:
+        """Expiration, orphan and missing files, the retention mark, purge (engine.table_maintenance)."""
+        return TableMaintenance(self)
 
     def with_options(self, options: Mapping[str, str]) -> Table:
         """This table with ``options`` overriding its own for the operations of the returned
@@ -376,210 +389,3 @@ class Table:
         if self.catalog is None:
             raise InvalidArgumentError("this table was opened without a catalog")
         return self.catalog.get_table(ident)
-
-    # -- tags and rollback (engine.ops) -----------------------------------------------------------
-    def create_tag(
-        self, name: str, snapshot_id: int | None = None, time_retained: TimeRetained = None
-    ) -> Tag:
-        """Tag a snapshot (default: the latest); TagAlreadyExistsError / NoSuchSnapshotError change
-        nothing."""
-        return TagOps(self.store).create(name, snapshot_id, time_retained)
-
-    def create_tag_from_timestamp(
-        self, name: str, timestamp_millis: int, time_retained: TimeRetained = None
-    ) -> Tag:
-        """Tag the first snapshot (or tagged snapshot) committed at or after ``timestamp_millis``."""
-        return TagOps(self.store).create_from_timestamp(name, timestamp_millis, time_retained)
-
-    def replace_tag(
-        self, name: str, snapshot_id: int | None = None, time_retained: TimeRetained = None
-    ) -> Tag:
-        return TagOps(self.store).replace(name, snapshot_id, time_retained)
-
-    def rename_tag(self, old: str, new: str) -> None:
-        TagOps(self.store).rename(old, new)
-
-    def delete_tags(self, names: str | Sequence[str], *, dry_run: bool = False) -> TagDeletion:
-        """Delete tags and the files no other snapshot, tag or branch references (``dry_run``: only
-        report)."""
-        return TagOps(self.store).delete(names, dry_run=dry_run)
-
-    def delete_tag(self, name: str, *, dry_run: bool = False) -> TagDeletion:
-        return self.delete_tags([name], dry_run=dry_run)
-
-    def expire_tags(self, older_than: object = None, *, dry_run: bool = False) -> TagDeletion:
-        """Delete tags past their retention, or created before ``older_than`` (datetime or epoch ms)."""
-        return TagOps(self.store).expire(older_than, dry_run=dry_run)  # type: ignore[arg-type]
-
-    def rollback_to(self, version: int | str) -> RollbackResult:
-        """Make a snapshot id's or tag's content the table's, as a new snapshot (metadata only)."""
-        from engine.ops.rollback import rollback_to
-
-        return rollback_to(self.store, version)
-
-    def rollback_to_timestamp(self, timestamp_millis: int) -> RollbackResult:
-        from engine.ops.rollback import rollback_to_timestamp
-
-        return rollback_to_timestamp(self.store, timestamp_millis)
-
-    # -- expiration and the retention mark (engine.ops.expire_snapshots, engine.history.retention_mark) --
-    def expire_snapshots(
-        self,
-        retain_max: int | None = None,
-        retain_min: int | None = None,
-        older_than: object = None,
-        max_deletes: int | None = None,
-        dry_run: bool = False,
-    ) -> ExpireReport:
-        """Expire old snapshots and exactly the files nothing else needs; recorded in the maintenance log.
-
-        Arguments override ``snapshot.num-retained.max/min``, ``now - snapshot.time-retained``
-        (``older_than``: epoch ms, datetime, or 'yyyy-MM-dd HH:mm:ss' local time) and
-        ``snapshot.expire.limit``. ``dry_run`` changes nothing and reports what would go and why
-        the rest stays. Raises UnsafeToDeleteError (naming the file) when a reference is unreadable.
-        """
-        from engine.ops.expire_snapshots import run_recorded
-
-        return run_recorded(self.store, retain_max=retain_max, retain_min=retain_min, older_than=older_than,
-                            max_deletes=max_deletes, dry_run=dry_run)
-
-    def retention_mark(self, retention_ms: int | None = None) -> MarkResult:
-        """Advance the retention mark (``retention.time`` unless ``retention_ms``); never backwards."""
-        from engine.history.retention_mark import advance
-        from engine.ops.maintenance_log import recorded_run
-
-        with recorded_run(self.store.io, self.path, "retention_mark", branch=self.branch) as record:
-            result = advance(self.store, retention_ms)
-            record.details = {"advanced": result.advanced,
-                              "snapshot_id": None if result.mark is None else result.mark.snapshot_id}
-        return result
-
-    def read_retention_mark(self) -> RetentionMark | None:
-        from engine.history.retention_mark import read_mark
-
-        return read_mark(self.store.io, self.store.paths.branch_root)
-    # -- cleanup (engine.ops.orphan_files, engine.ops.expire_partitions) --------------------------
-    def remove_orphan_files(
-        self,
-        older_than: object = None,
-        dry_run: bool = False,
-        force: bool = False,
-        *,
-        parallelism: int | None = None,
-    ) -> OrphanFilesResult:
-        """Delete the files no snapshot, tag, branch or changelog references, older than ``older_than``
-        (default one day ago; less than one hour ago only with ``force``). Recorded in the maintenance log."""
-        from engine.ops.orphan_files import remove_table_orphan_files
-
-        return remove_table_orphan_files(self.store.io, self.path, older_than=older_than, dry_run=dry_run,
-                                         force=force, parallelism=parallelism, branch=self.branch)
-
-    def expire_partitions(
-        self,
-        expiration_time: object = None,
-        timestamp_formatter: str | None = None,
-        timestamp_pattern: str | None = None,
-        max_expires: int | None = None,
-        dry_run: bool = False,
-        *,
-        expire_strategy: str | None = None,
-    ) -> PartitionExpiration:
-        """Drop (mark-delete) the partitions older than ``expiration_time`` (default: the table's
-        ``partition.expiration-time``); the data files go when snapshot expiration removes them."""
-        from engine.ops.expire_partitions import expire_table_partitions
-
-        return expire_table_partitions(
-            self.store, expiration_time=expiration_time, timestamp_formatter=timestamp_formatter,
-            timestamp_pattern=timestamp_pattern, max_expires=max_expires, dry_run=dry_run,
-            expire_strategy=expire_strategy)
-
-    # -- Paimon's further maintenance procedures (engine.ops.*) ----------------------------------
-    def clear_consumers(self, including: str | None = None, excluding: str | None = None, *,
-                        dry_run: bool = False) -> ClearedConsumers:
-        """Delete the consumers whose id fully matches ``including`` (all) and not ``excluding``."""
-        from engine.ops.consumers import clear_consumers
-
-        return clear_consumers(self.store, including, excluding, dry_run=dry_run)
-
-    def remove_missing_files(self, *, dry_run: bool = False, parallelism: int | None = None) -> MissingFiles:
-        """Drop the live files whose file no longer exists, in one snapshot (engine.ops.missing_files)."""
-        from engine.ops.missing_files import remove_missing_files
-
-        return remove_missing_files(self.store, dry_run=dry_run, parallelism=parallelism)
-
-    def rewrite_file_index(
-        self, partitions: Sequence[Mapping[str, object]] | None = None, *, dry_run: bool = False
-    ) -> FileIndexRewrite:
-        """Build the configured data-file indexes for existing files (engine.ops.rewrite_file_index)."""
-        from engine.ops.rewrite_file_index import rewrite_file_index
-
-        return rewrite_file_index(self.store, partitions, dry_run=dry_run)
-
-    def compact_manifests(self, *, dry_run: bool = False) -> ManifestCompaction:
-        """Merge the data manifests into few live-only ones, as a new COMPACT snapshot."""
-        from engine.ops.compact_manifest import compact_manifests
-
-        return compact_manifests(self.store, dry_run=dry_run)
-
-    def purge_files(self, *, dry_run: bool = False) -> PurgeReport:
-        """Drop branches, tags, consumers, data and history; the schema stays (engine.ops.purge)."""
-        from engine.ops.purge import purge_files
-
-        return purge_files(self, dry_run=dry_run)
-
-    def mark_partitions_done(self, partitions: Sequence[Mapping[str, object]]) -> list[str]:
-        """Run ``partition.mark-done-action`` on each partition (engine.ops.partition_done)."""
-        from engine.ops.partition_done import mark_partitions_done
-
-        return mark_partitions_done(self.store, partitions)
-
-    def rollback_to_watermark(self, watermark: int) -> RollbackResult:
-        """Roll back to the newest snapshot whose watermark is at or below ``watermark``."""
-        from engine.ops.watermark_rollback import rollback_to_watermark
-
-        return rollback_to_watermark(self.store, watermark)
-
-    def repair_earliest_snapshot(self, snapshot_id: int) -> int:
-        """Point the EARLIEST hint past a gap in the history; returns the previous earliest id."""
-        from engine.ops.earliest_repair import repair_earliest_snapshot
-
-        return repair_earliest_snapshot(self.store, snapshot_id)
-
-    # -- branches (engine.ops.branches) -----------------------------------------------------------
-    def create_branch(self, name: str, from_tag: str | None = None, from_snapshot: int | None = None) -> None:
-        """Create a branch: empty (this branch's schemas), from one of this branch's tags, or a snapshot
-        id."""
-        from engine.ops.branches import BranchOps
-
-        BranchOps(self.store).create(name, from_tag, from_snapshot)
-
-    def branches(self) -> list[str]:
-        """The table's branches other than main, by name."""
-        from engine.ops.branches import BranchOps
-
-        return BranchOps(self.store).names()
-
-    def delete_branch(self, name: str, *, dry_run: bool = False) -> TagDeletion:
-        """Delete a branch and the files no other branch, tag or snapshot references (fail closed)."""
-        from engine.ops.branches import BranchOps
-
-        return BranchOps(self.store).delete(name, dry_run=dry_run)
-
-    def rename_branch(self, old: str, new: str) -> None:
-        from engine.ops.branches import BranchOps
-
-        BranchOps(self.store).rename(old, new)
-
-    def fast_forward(self, branch: str) -> FastForwardResult:
-        """Give main the branch head's content as one new main snapshot (atomic for readers)."""
-        from engine.ops.branches import BranchOps
-
-        return BranchOps(self.store).fast_forward(branch)
-
-    def replace_main(self, branch: str, *, keep_backup: bool = True) -> ReplaceMainResult:
-        """Give main the branch head's content and schema as one new main snapshot (engine.ops.replace_main).
-
-        Main's superseded head is kept as tag ``replace-main-backup-<id>`` unless ``keep_backup`` is false."""
-        from engine.ops.replace_main import replace_main
-
-        return replace_main(self.store, branch, keep_backup=keep_backup)

@@ -103,7 +103,7 @@ class _Catalog:
     def has_tag(self, name: TableName, tag: str) -> bool:
         ident = self.session.identifier(name)  # a branch has its own tags
         table = self.session.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
-        return table.tags.exists(tag)
+        return table.refs.tags.exists(tag)
 
 
 class SqlSession:

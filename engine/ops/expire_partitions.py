@@ -15,8 +15,9 @@ Semantics follow Paimon (``partition.*`` options, same defaults):
   y M d H m s S and quoted literals) — a pattern without time fields means midnight. A partition
   whose time cannot be parsed, or holding a null value, never expires (logged).
 * ``update-time``: a partition's time is the newest creation time of its live files.
-* A partition expires when its time is strictly before now − expiration time, now being the
-  local wall clock (partition values are wall-clock text). At most ``max_expires`` (default
+* A partition expires when its time is strictly before the bound ``expiration_time`` gives
+  (``engine.time_bound``: a duration is that long before now; the table option is a duration),
+  compared on the local wall clock (partition values are wall-clock text). At most ``max_expires`` (default
   ``partition.expiration-max-num``) go per run, the first in the order of their joined values.
 * A commit that loses against a concurrent change of those partitions is re-planned on the new
   latest snapshot, at most :data:`MAX_ATTEMPTS` times.
@@ -48,9 +49,9 @@ from engine.options import (
     PARTITION_EXPIRATION_TIME,
     PARTITION_TIMESTAMP_FORMATTER,
     PARTITION_TIMESTAMP_PATTERN,
-    parse_duration,
 )
 from engine.store import FileStore
+from engine.time_bound import TimeBound, parse_time_bound
 
 MAX_ATTEMPTS = 5
 CHECK_FILE = ".dyntable/partition-expiration-check"
@@ -192,18 +193,6 @@ def time_text(keys: Sequence[str], values: Sequence[str], pattern: str | None) -
 # Selecting and dropping
 
 
-def _millis(value: object, what: str) -> int:
-    if isinstance(value, dt.timedelta):
-        return int(value.total_seconds() * 1000)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        return parse_duration(value)
-    raise InvalidArgumentError(
-        f"{what} must be a duration ('7 d', '12 h'), milliseconds or a timedelta, not {value!r}"
-    )
-
-
 def expired_partitions(
     store: FileStore,
     expire_before: dt.datetime,
@@ -286,13 +275,15 @@ def expire_partitions(
             f"table {store.paths.root} is not partitioned, so it has no partitions to expire"
         )
     if expiration_time is None:
-        expiration_time = opts.get(PARTITION_EXPIRATION_TIME)
-        if expiration_time is None:
+        option_ms = opts.get(PARTITION_EXPIRATION_TIME)
+        if option_ms is None:
             raise InvalidArgumentError(
                 "no expiration time: pass expiration_time (e.g. '7 d') "
                 "or set the table option partition.expiration-time"
             )
-    expire_ms = _millis(expiration_time, "expiration_time")
+        bound = TimeBound.ago(int(option_ms))  # the option is a duration: that long before now
+    else:
+        bound = parse_time_bound(expiration_time, "expiration_time")
     strategy = (expire_strategy or opts.get(PARTITION_EXPIRATION_STRATEGY)).lower()
     if strategy not in STRATEGIES:
         raise InvalidArgumentError(f"expire_strategy {strategy!r} is not one of {', '.join(STRATEGIES)}")
@@ -305,7 +296,7 @@ def expire_partitions(
     limit = opts.get(PARTITION_EXPIRATION_MAX_NUM) if max_expires is None else max_expires
     if limit < 1:
         raise InvalidArgumentError(f"max_expires must be at least 1, not {limit}")
-    expire_before = (now or dt.datetime.now()) - dt.timedelta(milliseconds=expire_ms)
+    expire_before = bound.local_datetime(now)  # partition times are local wall-clock times
     from engine.commit import FileStoreCommit
 
     attempt = 0

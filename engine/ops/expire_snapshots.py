@@ -91,8 +91,9 @@ from engine.options import (
     SNAPSHOT_TIME_RETAINED,
 )
 from engine.store import FileStore
+from engine.time_bound import TimeBoundLike, time_bound_millis
 
-OlderThan = int | dt.datetime | str | None
+OlderThan = TimeBoundLike | None
 
 _logger = logging.getLogger(__name__)
 
@@ -146,7 +147,7 @@ class ExpirePolicy:
         if older_than is None:
             retained = int(o.get(SNAPSHOT_TIME_RETAINED))
             return ExpirePolicy(rmin, rmax, now - retained, limit, retained)
-        return ExpirePolicy(rmin, rmax, older_than_millis(older_than), limit, None)
+        return ExpirePolicy(rmin, rmax, older_than_millis(older_than, now), limit, None)
 
 
 def _positive(name: str, value: int) -> int:
@@ -159,25 +160,10 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def older_than_millis(value: OlderThan) -> int:
-    """Epoch milliseconds of ``older_than``: an int (ms), a datetime (naive = local time, as
-    Paimon's procedure reads it) or text ``'yyyy-MM-dd HH:mm:ss'`` in local time."""
-    if isinstance(value, bool):
-        raise InvalidArgumentError(f"older_than must be a time, not {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        try:
-            value = dt.datetime.fromisoformat(value.strip())
-        except ValueError:
-            raise InvalidArgumentError(
-                f"older_than = {value!r} is not a time; write 'yyyy-MM-dd HH:mm:ss'"
-            ) from None
-    if isinstance(value, dt.datetime):
-        return int(value.timestamp() * 1000)  # naive datetimes are local time, as in Paimon
-    raise InvalidArgumentError(
-        f"older_than must be epoch milliseconds, a datetime or a time text, not {value!r}"
-    )
+def older_than_millis(value: OlderThan, now_ms: int | None = None) -> int:
+    """Epoch milliseconds of ``older_than``: any form of ``engine.time_bound`` (an age counts back
+    from ``now_ms``)."""
+    return time_bound_millis(value, "older_than", now_ms=now_ms)
 
 
 # ---------------------------------------------------------------------------------------------

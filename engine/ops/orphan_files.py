@@ -47,6 +47,7 @@ from engine.io import FileIO
 from engine.io.fileio import FileStatus
 from engine.meta.paths import join
 from engine.ops.reachability import FileKindRef, UnsafeToDeleteError, reachable_files
+from engine.time_bound import time_bound_millis
 
 DEFAULT_AGE_MS = 86_400_000
 MIN_AGE_MS = 3_600_000
@@ -103,23 +104,13 @@ class OrphanFilesResult:
 
 
 def cutoff_millis(older_than: object = None, *, force: bool = False, now_ms: int | None = None) -> int:
-    """The cutoff in epoch ms from ``older_than`` (None: now − 1 day; a datetime — naive means
-    local time —, epoch ms, or a ``timedelta`` age); refuses one too close to now unless ``force``."""
-    import datetime as dt
-
+    """The cutoff in epoch ms from ``older_than`` (None: now − 1 day; otherwise any form of
+    ``engine.time_bound``); refuses one too close to now unless ``force``."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     if older_than is None:
         cutoff = now - DEFAULT_AGE_MS
-    elif isinstance(older_than, dt.timedelta):
-        cutoff = now - int(older_than.total_seconds() * 1000)
-    elif isinstance(older_than, datetime):
-        cutoff = int(older_than.timestamp() * 1000)
-    elif isinstance(older_than, int) and not isinstance(older_than, bool):
-        cutoff = older_than
     else:
-        raise InvalidArgumentError(
-            f"older_than must be a datetime, epoch milliseconds or a timedelta, not {older_than!r}"
-        )
+        cutoff = time_bound_millis(older_than, "older_than", now_ms=now)
     if cutoff > now:
         raise OrphanCutoffTooRecentError(
             f"older_than {_fmt(cutoff)} is in the future: files being written now would be deleted; "

@@ -55,9 +55,9 @@ def purge_files(table: Table, *, dry_run: bool = False) -> PurgeReport:
     """Empty ``table`` and drop its history (see the module docstring)."""
     from engine.ops.consumers import clear_consumers
 
-    branches = tuple(table.branches())
-    tags = tuple(table.tags.names())
-    consumers = tuple(table.consumers.ids())
+    branches = tuple(table.refs.branches.names())
+    tags = tuple(table.refs.tags.names())
+    consumers = tuple(table.refs.consumers.ids())
     latest = table.latest_snapshot()
     live = len(table.store.live_entries(latest))
     snapshots = len(table.snapshots())
@@ -65,9 +65,9 @@ def purge_files(table: Table, *, dry_run: bool = False) -> PurgeReport:
         return PurgeReport(branches, tags, consumers, live, snapshots, 0, True)
     with recorded_run(table.store.io, table.path, "purge_files", branch=table.branch) as rec:
         for branch in branches:
-            table.delete_branch(branch)
+            table.refs.branches.delete(branch)
         if tags:
-            table.delete_tags(list(tags))
+            table.refs.tags.delete(list(tags))
         clear_consumers(table.store)
         if live:
             table.truncate()
@@ -81,10 +81,10 @@ def purge_files(table: Table, *, dry_run: bool = False) -> PurgeReport:
                 "changelog.num-retained.max": "1",
             }
         )
-        everything_but_latest.expire_snapshots(
+        everything_but_latest.maintenance.expire_snapshots(
             retain_max=1, retain_min=1, older_than=now, max_deletes=INT_MAX
         )
-        orphans = table.remove_orphan_files(older_than=now, force=True)
+        orphans = table.maintenance.remove_orphan_files(older_than=now, force=True)
         rec.deleted_files = orphans.count
         rec.deleted_bytes = orphans.bytes
         rec.details = {

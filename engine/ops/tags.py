@@ -48,6 +48,7 @@ from engine.errors import (
     NoSuchTagError,
     SnapshotExpiredConcurrentlyError,
     TagAlreadyExistsError,
+    TimeBoundError,
 )
 from engine.history.retention_mark import check_visible
 from engine.identifier import MAIN_BRANCH, validate_name
@@ -67,8 +68,8 @@ from engine.ops.reachability import (
     snapshot_metadata,
     unreferenced,
 )
-from engine.options import parse_duration
 from engine.store import FileStore
+from engine.time_bound import TimeBoundLike, parse_duration_argument, parse_time_bound
 
 TimeRetained = int | dt.timedelta | str | None
 
@@ -77,18 +78,9 @@ def retention_millis(value: TimeRetained) -> int | None:
     """A retention as milliseconds: int (ms), timedelta, or a duration string (``'1 d'``, ``'PT1H'``)."""
     if value is None:
         return None
-    if isinstance(value, bool):
-        raise InvalidArgumentError(f"time_retained must be a duration, not {value!r}")
-    if isinstance(value, dt.timedelta):
-        ms = int(value / dt.timedelta(milliseconds=1))
-    elif isinstance(value, int):
-        ms = value
-    elif isinstance(value, str):
-        ms = parse_duration(value)
-    else:
-        raise InvalidArgumentError(f"time_retained must be a duration such as '1 d', not {value!r}")
+    ms = parse_duration_argument(value, "time_retained")
     if ms <= 0:
-        raise InvalidArgumentError(f"time_retained must be positive, not {value!r}")
+        raise TimeBoundError(f"time_retained must be positive, not {value!r}", argument="time_retained")
     return ms
 
 
@@ -298,23 +290,22 @@ class TagOps:
             return False  # missing or unreadable: the full computation decides (and fails closed)
         return snapshot_metadata(current) == snapshot_metadata(tagged)
 
-    def expired(
-        self, older_than: dt.datetime | int | None = None, now: dt.datetime | None = None
-    ) -> list[str]:
+    def expired(self, older_than: TimeBoundLike | None = None, now: dt.datetime | None = None) -> list[str]:
         """Names of tags whose retention has passed, or created before ``older_than`` (Paimon's rules).
 
         A tag without a creation time or retention counts only for ``older_than``, by its file's
-        modification time. ``older_than``: a local wall-clock datetime, or epoch milliseconds.
+        modification time. ``older_than``: any form of ``engine.time_bound`` (tag creation times are
+        local wall-clock times, so the bound is compared as one).
         """
         now = now or dt.datetime.now()
-        if isinstance(older_than, int) and not isinstance(older_than, bool):
-            older_than = dt.datetime.fromtimestamp(older_than / 1000)
+        bound = None if older_than is None else parse_time_bound(older_than, "older_than")
+        cutoff = None if bound is None else bound.local_datetime(now)
         mtimes: dict[str, int | None] | None = None
         out = []
         for name, tag in sorted(self.tags.all().items()):
             created, retained = tag.create_time, tag.time_retained_ms
             if created is None or retained is None:
-                if older_than is None:
+                if cutoff is None:
                     continue
                 if mtimes is None:
                     mtimes = self._tag_mtimes()
@@ -323,7 +314,7 @@ class TagOps:
                     continue
                 created = dt.datetime.fromtimestamp(mtime / 1000)
             reached = retained is not None and now > created + dt.timedelta(milliseconds=retained)
-            older = isinstance(older_than, dt.datetime) and older_than > created
+            older = cutoff is not None and cutoff > created
             if reached or older:
                 out.append(name)
         return out
@@ -336,7 +327,7 @@ class TagOps:
                 out[base[len("tag-") :]] = status.modification_time_ms
         return out
 
-    def expire(self, older_than: dt.datetime | int | None = None, *, dry_run: bool = False) -> TagDeletion:
+    def expire(self, older_than: TimeBoundLike | None = None, *, dry_run: bool = False) -> TagDeletion:
         names = self.expired(older_than)
         if not names:
             return TagDeletion((), DeletionReport((), dry_run))

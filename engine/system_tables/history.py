@@ -79,7 +79,7 @@ def read_options(table: Table) -> pa.Table:
 
 
 def read_tags(table: Table) -> pa.Table:
-    tags = sorted(table.tags.all().items())
+    tags = sorted(table.refs.tags.all().items())
     return build_table(
         "tags",
         {
@@ -128,7 +128,7 @@ def read_branches(table: Table) -> pa.Table:
 
 
 def read_consumers(table: Table) -> pa.Table:
-    consumers = sorted(table.consumers.all().items())
+    consumers = sorted(table.refs.consumers.all().items())
     return build_table(
         "consumers",
         {

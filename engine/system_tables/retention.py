@@ -77,7 +77,7 @@ def read_retention(table: Table, now_ms: int | None = None) -> pa.Table:
         )
     for a in anchors:
         if a.kind == "tag" and a.branch == branch:
-            tag = table.tags.get(a.name)
+            tag = table.refs.tags.get(a.name)
             until = None
             if tag.create_time is not None and tag.time_retained_ms is not None:
                 # tagCreateTime is a local wall-clock value (Java LocalDateTime)

@@ -385,9 +385,7 @@ def rescale_table(s: SqlSession, name: TableName, buckets: int) -> None:
 
     def set_buckets(value: str | None) -> None:
         change = SetOption("bucket", value) if value is not None else RemoveOption("bucket")
-        table.schemas.commit_change(
-            lambda latest_schema: latest_schema.apply_changes([change], allow_immutable={"bucket"})
-        )
+        s.catalog.alter_table(table.identifier, [change], allow_immutable={"bucket"})
 
     old_buckets = table.options.get("bucket")
     set_buckets(str(buckets))

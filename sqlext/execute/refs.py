@@ -25,11 +25,11 @@ if TYPE_CHECKING:
 def create_tag(s: SqlSession, n: ast.CreateTag, stmt: Statement) -> StatementResult:
     require_managed(s, n.table, stmt)
     table = s.table(n.table)
-    if n.mode == "replace" or (n.mode == "create_or_replace" and table.tags.exists(n.tag)):
-        table.replace_tag(n.tag, n.version, n.retain)
+    if n.mode == "replace" or (n.mode == "create_or_replace" and table.refs.tags.exists(n.tag)):
+        table.refs.tags.replace(n.tag, n.version, n.retain)
         return done(stmt, f"Tag '{n.tag}' replaced")
     try:
-        table.create_tag(n.tag, n.version, n.retain)
+        table.refs.tags.create(n.tag, n.version, n.retain)
     except TagAlreadyExistsError:
         if not n.if_not_exists:
             raise
@@ -40,23 +40,23 @@ def create_tag(s: SqlSession, n: ast.CreateTag, stmt: Statement) -> StatementRes
 def drop_tag(s: SqlSession, n: ast.DropTag, stmt: Statement) -> StatementResult:
     require_managed(s, n.table, stmt)
     table = s.table(n.table)
-    names = [t for t in n.tags if not n.if_exists or table.tags.exists(t)]
+    names = [t for t in n.tags if not n.if_exists or table.refs.tags.exists(t)]
     if not names:
         return done(stmt, "No tag to drop")
-    result = table.delete_tags(names)
+    result = table.refs.tags.delete(names)
     return done(stmt, f"Dropped tag(s) {', '.join(result.tags)}")
 
 
 def rename_tag(s: SqlSession, n: ast.RenameTag, stmt: Statement) -> StatementResult:
     require_managed(s, n.table, stmt)
-    s.table(n.table).rename_tag(n.old, n.new)
+    s.table(n.table).refs.tags.rename(n.old, n.new)
     return done(stmt, f"Tag '{n.old}' renamed to '{n.new}'")
 
 
 def create_branch(s: SqlSession, n: ast.CreateBranch, stmt: Statement) -> StatementResult:
     require_managed(s, n.table, stmt)
     try:
-        s.table(n.table).create_branch(n.branch, from_tag=n.from_tag, from_snapshot=n.version)
+        s.table(n.table).refs.branches.create(n.branch, from_tag=n.from_tag, from_snapshot=n.version)
     except BranchAlreadyExistsError:
         if not n.if_not_exists:
             raise
@@ -67,23 +67,25 @@ def create_branch(s: SqlSession, n: ast.CreateBranch, stmt: Statement) -> Statem
 def drop_branch(s: SqlSession, n: ast.DropBranch, stmt: Statement) -> StatementResult:
     require_managed(s, n.table, stmt)
     table = s.table(n.table)
-    if n.if_exists and n.branch not in table.branches():
+    if n.if_exists and n.branch not in table.refs.branches.names():
         return done(stmt, f"No branch '{n.branch}'")
-    if n.branch not in table.branches():
-        raise NoSuchBranchError(f"branch '{n.branch}' does not exist in {table.name}; SHOW BRANCHES lists them")
-    table.delete_branch(n.branch)
+    if n.branch not in table.refs.branches.names():
+        raise NoSuchBranchError(
+            f"branch '{n.branch}' does not exist in {table.name}; SHOW BRANCHES lists them"
+        )
+    table.refs.branches.delete(n.branch)
     return done(stmt, f"Branch '{n.branch}' dropped")
 
 
 def show_tags(s: SqlSession, n: ast.ShowTags, stmt: Statement) -> StatementResult:
     require_managed(s, n.table, stmt)
-    names = sorted(s.table(n.table).tags.names())
+    names = sorted(s.table(n.table).refs.tags.names())
     return rows(s, stmt, pa.table({"tag_name": pa.array(names, pa.string())}))
 
 
 def show_branches(s: SqlSession, n: ast.ShowBranches, stmt: Statement) -> StatementResult:
     require_managed(s, n.table, stmt)
-    names = sorted(s.table(n.table).branches())
+    names = sorted(s.table(n.table).refs.branches.names())
     return rows(s, stmt, pa.table({"branch_name": pa.array(names, pa.string())}))
 
 

@@ -122,7 +122,7 @@ def time_travel(version: ReadVersion | None, table: Table):  # type: ignore[no-u
         return resolve_time_travel(table.store, None, None, None)
     snapshot_id, tag, millis = version.snapshot_id, version.tag, version.timestamp_millis
     if version.version is not None:
-        if version.version.isdigit() and not table.tags.exists(version.version):
+        if version.version.isdigit() and not table.refs.tags.exists(version.version):
             snapshot_id = int(version.version)
         else:
             tag = version.version

@@ -81,7 +81,7 @@ def _check_tag_start(travel: ReadVersion | None, mode: str, table: Any) -> None:
                                      ("scan.timestamp-millis", travel.timestamp_millis)) if value is not None]
     if others:
         raise InvalidArgumentError(f"give one start position: scan.tag-name or {' / '.join(others)}, not both")
-    table.tags.get(tag)  # NoSuchTagError now, not at the first micro-batch
+    table.refs.tags.get(tag)  # NoSuchTagError now, not at the first micro-batch
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ class DyntableStreamReader(DataSourceStreamReader):
     def initialOffset(self) -> dict:  # noqa: N802 - Spark's name
         if not self.consumer_id:
             return self._start_offset()
-        consumers = load_table(self.request).consumers
+        consumers = load_table(self.request).refs.consumers
         consumer = consumers.get(self.consumer_id)
         if consumer is None:
             # Recorded now, when the stream starts, not at its first committed micro-batch: from
@@ -181,7 +181,7 @@ class DyntableStreamReader(DataSourceStreamReader):
         if tag is not None and mode in ("default", "from-snapshot", "from-snapshot-full"):
             # The tag's content first (read from the tag, so it works after its snapshot
             # expired), then every change committed after the tagged snapshot.
-            snapshot = load_table(self.request).tags.get(tag).snapshot
+            snapshot = load_table(self.request).refs.tags.get(tag).snapshot
             check_visible(self.store, snapshot, f"start a stream at tag '{tag}'")
             return {"snapshot": snapshot.id, "full": snapshot.id, "tag": tag}
         if mode in ("from-snapshot", "from-snapshot-full"):
@@ -215,7 +215,7 @@ class DyntableStreamReader(DataSourceStreamReader):
         if full:
             tag = start.get("tag")
             if tag:  # read from the tag: its snapshot may have expired
-                snapshot = load_table(self.request).tags.get(tag).snapshot
+                snapshot = load_table(self.request).refs.tags.get(tag).snapshot
             else:
                 snapshot = self.store.snapshots.get(full)
             splits = TableScan(self.store).with_snapshot(snapshot).plan().splits
@@ -264,7 +264,7 @@ class DyntableStreamReader(DataSourceStreamReader):
 
     def commit(self, end: dict) -> None:
         if self.consumer_id:
-            load_table(self.request).consumers.record(self.consumer_id, end["snapshot"] + 1)
+            load_table(self.request).refs.consumers.reset(self.consumer_id, end["snapshot"] + 1)
 
     def stop(self) -> None:
         pass

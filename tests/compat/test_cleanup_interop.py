@@ -46,7 +46,7 @@ def test_pypaimon_reads_after_partition_expiration_and_orphan_cleanup(
     )
     t.write_arrow(pa.table({"id": [4], "v": ["d"], "dt": ["2999-01-01"]}, schema=SCHEMA))
     before = t.latest_snapshot().id
-    assert t.expire_partitions("1 d").texts() == ["dt=2000-01-01", "dt=2000-01-02"]
+    assert t.maintenance.expire_partitions("1 d").texts() == ["dt=2000-01-01", "dt=2000-01-02"]
     # leftovers of a crashed writer and a failed commit, two days old
     bucket = os.path.join(t.path, "dt=2999-01-01", "bucket-0")
     for path in (
@@ -59,6 +59,6 @@ def test_pypaimon_reads_after_partition_expiration_and_orphan_cleanup(
     for d, _, files in os.walk(t.path):
         for name in files:
             os.utime(os.path.join(d, name), (when, when))
-    assert t.remove_orphan_files().count == 2
+    assert t.maintenance.remove_orphan_files().count == 2
     assert _ids(pypaimon.read(cat.warehouse, "db.c", schema=SCHEMA)) == [3, 4]
     assert _ids(pypaimon.read(cat.warehouse, "db.c", snapshot_id=before, schema=SCHEMA)) == [1, 2, 3, 4]

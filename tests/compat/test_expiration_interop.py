@@ -46,7 +46,7 @@ def test_pypaimon_reads_after_expiration(pypaimon: PyPaimon, catalog, pk):
     else:
         t.drop_partitions([{"p": "b"}])
     t.write_arrow(_batch([50], "last"))
-    report = t.expire_snapshots(retain_max=2)
+    report = t.maintenance.expire_snapshots(retain_max=2)
     assert report.snapshots and report.count > 0
     if pk:
         from engine.ops.expire_changelog import changelog_ids

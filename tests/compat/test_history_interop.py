@@ -35,7 +35,7 @@ def test_pypaimon_reads_a_rollback_past_a_full_compaction(pypaimon: PyPaimon, ca
     at2 = _rows(t.to_arrow())
     t.compact(full=True)
     t.write_arrow(_batch([5], "c"))
-    t.rollback_to(2)
+    t.refs.rollback_to(2)
     assert _rows(t.to_arrow()) == at2
     assert _rows(pypaimon.read(catalog.warehouse, "db.t", schema=SCHEMA)) == at2
 
@@ -44,11 +44,11 @@ def test_pypaimon_reads_main_after_fast_forward_and_replace_main(pypaimon: PyPai
     t = catalog.create_table("db.f", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
     t.write_arrow(_batch([1, 2], "a"))
     t.write_arrow(_batch([3], "a"))
-    t.create_branch("dev", from_snapshot=2)
+    t.refs.branches.create("dev", from_snapshot=2)
     dev = catalog.get_table("db.f$branch_dev")
     dev.write_arrow(_batch([9], "d"))
     t.compact(full=True)  # main deletes files the branch still has
-    t.fast_forward("dev")
+    t.refs.branches.fast_forward("dev")
     assert _rows(pypaimon.read(catalog.warehouse, "db.f", schema=SCHEMA)) == _rows(dev.to_arrow())
     dev.write_arrow(_batch([10], "d"))
     t.write_arrow(_batch([11], "m"))

@@ -357,9 +357,9 @@ def test_pypaimon_reads_dyntable_tags_even_after_their_snapshot_expired(pypaimon
     schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
     t = catalog.create_table("db.tagged", schema, primary_keys=["id"], options={"bucket": "2"})
     t.write_arrow(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}, schema=schema))
-    t.create_tag("t1")
+    t.refs.tags.create("t1")
     t.write_arrow(pa.table({"id": [2, 4], "v": ["B", "d"]}, schema=schema))
-    t.create_tag("t2")
+    t.refs.tags.create("t2")
     t.write_arrow(pa.table({"id": [1], "v": ["A"]}, schema=schema))
     for tag in ("t1", "t2"):
         ours = _sorted(t.to_arrow(tag=tag), "id")
@@ -385,14 +385,14 @@ def test_dyntable_reads_and_keeps_writing_around_a_pypaimon_tag(pypaimon: PyPaim
     """)
     pypaimon.write(catalog.warehouse, "db.ptag", pa.table({"id": [2], "v": ["B"]}, schema=schema))
     t = catalog.get_table("db.ptag")
-    assert sorted(t.tags()) == ["theirs"]
+    assert sorted(t.refs.tags.all()) == ["theirs"]
     tagged = _sorted(t.to_arrow(tag="theirs"), "id")
     assert tagged == [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}]
     assert tagged == _sorted(_pypaimon_read(pypaimon, catalog.warehouse, "db.ptag", schema,
                                             **{"scan.tag-name": "theirs"}), "id")
     # dyntable keeps writing and tagging the table; pypaimon sees both tags and the new rows.
     t.write_arrow(pa.table({"id": [3], "v": ["c"]}, schema=schema))
-    t.create_tag("ours")
+    t.refs.tags.create("ours")
     theirs = _pypaimon_read(pypaimon, catalog.warehouse, "db.ptag", schema, **{"scan.tag-name": "ours"})
     assert _sorted(theirs, "id") == _sorted(t.to_arrow(), "id")
     assert _sorted(t.to_arrow(tag="theirs"), "id") == tagged  # unchanged by the later writes
@@ -402,9 +402,9 @@ def test_pypaimon_reads_and_writes_a_dyntable_branch(pypaimon: PyPaimon, catalog
     schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
     t = catalog.create_table("db.br", schema, primary_keys=["id"], options={"bucket": "1"})
     t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=schema))
-    t.create_tag("base")
+    t.refs.tags.create("base")
     t.write_arrow(pa.table({"id": [3], "v": ["main"]}, schema=schema))
-    t.create_branch("dev", from_tag="base")
+    t.refs.branches.create("dev", from_tag="base")
     dev = catalog.get_table("db.br$branch_dev")
     dev.write_arrow(pa.table({"id": [2], "v": ["dev"]}, schema=schema))
     theirs = _pypaimon_read(pypaimon, catalog.warehouse, "db.br$branch_dev", schema)
@@ -432,7 +432,7 @@ def test_dyntable_reads_and_writes_a_pypaimon_branch(pypaimon: PyPaimon, catalog
     """)
     pypaimon.write(catalog.warehouse, "db.pbr$branch_exp", pa.table({"id": [2], "v": ["exp"]}, schema=schema))
     t = catalog.get_table("db.pbr")
-    assert "exp" in t.branches()
+    assert "exp" in t.refs.branches.names()
     exp = catalog.get_table("db.pbr$branch_exp")
     assert _sorted(exp.to_arrow(), "id") == [{"id": 1, "v": "a"}, {"id": 2, "v": "exp"}]
     exp.write_arrow(pa.table({"id": [3], "v": ["ours"]}, schema=schema))
@@ -448,14 +448,14 @@ def test_pypaimon_reads_main_after_replace_main_with_a_diverged_schema(pypaimon:
     schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
     t = catalog.create_table("db.rm", schema, primary_keys=["id"], options={"bucket": "1"})
     t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=schema))
-    t.create_tag("base")
-    t.create_branch("dev", from_tag="base")
+    t.refs.tags.create("base")
+    t.refs.branches.create("dev", from_tag="base")
     t = catalog.alter_table("db.rm", [AddColumn("m", INT())])  # main's schema diverges
     t.write_arrow(pa.table({"id": [3], "v": ["main"], "m": [30]}))
     old = _sorted(t.to_arrow(), "id")
     dev = catalog.alter_table("db.rm$branch_dev", [AddColumn("n", INT())])
     dev.write_arrow(pa.table({"id": [2, 4], "v": ["dev", "dev"], "n": [20, 40]}))
-    result = t.replace_main("dev")
+    result = t.refs.branches.replace_main("dev")
     t = t.refresh()
     new_schema = pa.schema([("id", pa.int64()), ("v", pa.string()), ("n", pa.int32())])
     theirs = _sorted(pypaimon.read(catalog.warehouse, "db.rm", schema=new_schema), "id")

@@ -144,7 +144,7 @@ def test_rollback_past_a_full_compaction_then_java_expires(java, pypaimon, catal
     _compacted(t)  # snapshot 3 DELETEs the files of snapshots 1 and 2
     t.write_arrow(_kv([5], "w4-"))
     head = _ours(catalog)
-    result = t.rollback_to(2)
+    result = t.refs.rollback_to(2)
     agree_through_java_expiration(java, pypaimon, catalog, {
         "main": target, f"tag {result.backup_tag}": head})
 
@@ -153,13 +153,13 @@ def test_rollback_to_a_tag_then_java_expires(java, pypaimon, catalog):
     t = _create(catalog)
     t.write_arrow(_kv([1, 2, 3], "w1-"))
     t.write_arrow(_kv([2], "w2-"))
-    t.create_tag("release")
+    t.refs.tags.create("release")
     tagged = _ours(catalog)
     t.write_arrow(_kv([3, 4], "w3-"))
     _compacted(t)
     t.write_arrow(_kv([1], "w5-"))
     head = _ours(catalog)
-    result = t.rollback_to("release")
+    result = t.refs.rollback_to("release")
     agree_through_java_expiration(java, pypaimon, catalog, {
         "main": tagged, "tag release": tagged, f"tag {result.backup_tag}": head})
     # dyntable writes on after Java's maintenance; Java expires again; all still agree.
@@ -174,17 +174,17 @@ def test_tags_and_backup_tags_survive_java_expiration(java, pypaimon, catalog):
     for i in range(4):
         t.write_arrow(_kv([i, 10 + i], f"w{i}-"))
         if i % 2 == 0:
-            t.create_tag(f"t{i}")
+            t.refs.tags.create(f"t{i}")
             expected[f"tag t{i}"] = _ours(catalog)
     _compacted(t)
     t.write_arrow(_kv([1], "w5-"))
     head = _ours(catalog)
-    result = t.rollback_to("t2")
+    result = t.refs.rollback_to("t2")
     expected[f"tag {result.backup_tag}"] = head
     expected["main"] = expected["tag t2"]
     agree_through_java_expiration(java, pypaimon, catalog, expected)
     tags = {"t0", "t2", result.backup_tag}
-    assert set(java.tags(NAME)) == tags == set(t.refresh().tags())
+    assert set(java.tags(NAME)) == tags == set(t.refresh().refs.tags.all())
 
 
 # ---- branches ----------------------------------------------------------------------------------
@@ -196,15 +196,15 @@ def test_fast_forward_after_main_compacted_then_java_expires(java, pypaimon, cat
     t.write_arrow(_kv([1, 2, 3], "w1-"))
     t.write_arrow(_kv([2], "w2-"))
     if base == "from_tag":
-        t.create_tag("base")
-        t.create_branch("dev", from_tag="base")
+        t.refs.tags.create("base")
+        t.refs.branches.create("dev", from_tag="base")
     else:
-        t.create_branch("dev", from_snapshot=2)
+        t.refs.branches.create("dev", from_snapshot=2)
     catalog.get_table(f"{NAME}$branch_dev").write_arrow(_kv([3, 7], "dev-"))
     branch_rows = _ours(catalog, branch="dev")
     _compacted(t)  # main DELETEs the files the branch shares with it
     t.write_arrow(_kv([8], "main-"))
-    t.fast_forward("dev")
+    t.refs.branches.fast_forward("dev")
     agree_through_java_expiration(java, pypaimon, catalog, {"main": branch_rows, "branch dev": branch_rows},
                                    check=(None, "dev"))
 
@@ -213,15 +213,15 @@ def test_replace_main_then_java_expires(java, pypaimon, catalog):
     t = _create(catalog)
     t.write_arrow(_kv([1, 2, 3], "w1-"))
     t.write_arrow(_kv([2], "w2-"))
-    t.create_tag("base")
+    t.refs.tags.create("base")
     base = _ours(catalog)
-    t.create_branch("dev", from_tag="base")
+    t.refs.branches.create("dev", from_tag="base")
     catalog.get_table(f"{NAME}$branch_dev").write_arrow(_kv([1, 6], "dev-"))
     branch_rows = _ours(catalog, branch="dev")
     _compacted(t)
     t.write_arrow(_kv([8], "main-"))
     old_main = _ours(catalog)
-    result = t.replace_main("dev")
+    result = t.refs.branches.replace_main("dev")
     assert result.backup_tag is not None
     agree_through_java_expiration(java, pypaimon, catalog, {
         "main": branch_rows, f"tag {result.backup_tag}": old_main, "tag base": base})
@@ -231,7 +231,7 @@ def test_branch_from_a_snapshot_id_survives_java_expiring_main(java, pypaimon, c
     t = _create(catalog)
     t.write_arrow(_kv([1, 2, 3], "w1-"))
     t.write_arrow(_kv([2], "w2-"))
-    t.create_branch("dev", from_snapshot=2)  # no tag of main holds snapshot 2
+    t.refs.branches.create("dev", from_snapshot=2)  # no tag of main holds snapshot 2
     catalog.get_table(f"{NAME}$branch_dev").write_arrow(_kv([4], "dev-"))
     branch_rows = _ours(catalog, branch="dev")
     t.write_arrow(_kv([1], "w3-"))

@@ -38,7 +38,7 @@ def test_java_reads_a_dyntable_primary_key_table_at_every_step(java: JavaPaimon,
     t = catalog.create_table("db.pk", KV, partition_keys=["dt"], primary_keys=["dt", "id"],
                              options={"bucket": bucket})
     t.write_arrow(pa.concat_tables([_kv([1, 2, 3], "w1-"), _kv([7, 8], "w1-", "b")]))
-    t.create_tag("first")
+    t.refs.tags.create("first")
     t.write_arrow(_kv([2, 4], "w2-"))
     t.write_arrow(pa.table({"id": [3], "v": ["gone"], "dt": ["a"], "rowkind": ["-D"]}))
     before_compaction = ours(catalog, "db.pk")
@@ -158,7 +158,7 @@ def test_java_tags_and_expires_a_dyntable_table_and_dyntable_still_reads_it(java
     java.create_tag("db.exp", "java-tag")
     t.write_arrow(_kv([3], "w3-"))
     t.write_arrow(_kv([4], "w4-"))
-    assert sorted(t.refresh().tags()) == ["java-tag"]
+    assert sorted(t.refresh().refs.tags.all()) == ["java-tag"]
     latest = ours(catalog, "db.exp")
     result = java.expire_snapshots("db.exp", retain_max=1)
     assert result["expired"] > 0 and [s["id"] for s in result["snapshots"]] == [4]
@@ -168,7 +168,7 @@ def test_java_tags_and_expires_a_dyntable_table_and_dyntable_still_reads_it(java
     assert ours(catalog, "db.exp", tag="java-tag") == java.read("db.exp", tag="java-tag") == at_two
     # dyntable writes on, expires by its own rules, and Java still reads every snapshot and tag.
     t.write_arrow(_kv([5], "w5-"))
-    t.expire_snapshots(retain_max=1)
+    t.maintenance.expire_snapshots(retain_max=1)
     assert java.unreadable("db.exp") == {}
     assert java.read("db.exp") == ours(catalog, "db.exp") == sorted([*latest, (5, "w5-5", "a")])
 
@@ -176,7 +176,7 @@ def test_java_tags_and_expires_a_dyntable_table_and_dyntable_still_reads_it(java
 def test_dyntable_follows_javas_own_rollback_branch_and_fast_forward(java: JavaPaimon, catalog):
     t = catalog.create_table("db.jhist", KV, primary_keys=["id"], options={"bucket": "1"})
     t.write_arrow(_kv([1, 2], "w1-"))
-    t.create_tag("base")
+    t.refs.tags.create("base")
     base = ours(catalog, "db.jhist")
     t.write_arrow(_kv([2, 3], "w2-"))
     t.write_arrow(_kv([4], "w3-"))
@@ -188,7 +188,7 @@ def test_dyntable_follows_javas_own_rollback_branch_and_fast_forward(java: JavaP
     t.write_arrow(_kv([5], "ours-"))
     # A branch Paimon creates from a tag: dyntable writes to it, Paimon fast-forwards main to it.
     assert java.create_branch("db.jhist", "jdev", from_tag="base") == ["jdev"]
-    assert t.branches() == ["jdev"]
+    assert t.refs.branches.names() == ["jdev"]
     catalog.get_table("db.jhist$branch_jdev").write_arrow(_kv([1, 9], "dev-"))
     branch_rows = ours(catalog, "db.jhist$branch_jdev")
     assert branch_rows == [(1, "dev-1", "a"), (2, "w1-2", "a"), (9, "dev-9", "a")]

@@ -248,6 +248,6 @@ def test_the_table_api_sqlext_reads_instead_of_the_store(catalog):
     tuned = t.with_options({"snapshot.num-retained.max": "1", "snapshot.num-retained.min": "1"})
     assert tuned.core_options.snapshot_num_retained_max == 1
     assert t.refresh().core_options.snapshot_num_retained_max == 50
-    assert len(tuned.expire_snapshots().snapshots) == 2
+    assert len(tuned.maintenance.expire_snapshots().snapshots) == 2
     with pytest.raises(InvalidArgumentError, match="snapshot.num-retained.max"):
         t.with_options({"snapshot.num-retained.max": "many"})

@@ -37,7 +37,7 @@ def table(catalog):
 
 def test_a_writer_on_a_deleted_branch_fails_and_creates_nothing(catalog, table):
     """Race 1: the branch is deleted while a writer that opened it commits."""
-    table.create_branch("b", from_snapshot=1)
+    table.refs.branches.create("b", from_snapshot=1)
     stale = catalog.get_table("db.f$branch_b")
     stale.write_arrow(rows([3]))
     branch_dir = stale.store.paths.branch_root
@@ -53,21 +53,21 @@ def test_a_writer_on_a_deleted_branch_fails_and_creates_nothing(catalog, table):
         through(stale, hooked).write_arrow(rows([4]))
     assert not os.path.exists(branch_dir)  # no schema-less branch directory recreated
     t = table.refresh()
-    assert t.branches() == []
+    assert t.refs.branches.names() == []
     # Nothing of the failed commit is left, and maintenance works on the table.
     assert data_and_manifest_files(t.path) == reachable_files(t.store.io, t.path).paths()
-    t.create_branch("c")
-    t.delete_branch("c")
+    t.refs.branches.create("c")
+    t.refs.branches.delete("c")
 
 
 def test_a_stale_writer_of_a_branch_deleted_before_its_commit(catalog, table):
-    table.create_branch("b")
+    table.refs.branches.create("b")
     stale = catalog.get_table("db.f$branch_b")
-    table.delete_branch("b")
+    table.refs.branches.delete("b")
     with pytest.raises(NoSuchBranchError):
         stale.write_arrow(rows([3]))
     assert not os.path.exists(stale.store.paths.branch_root)
-    assert table.refresh().branches() == []
+    assert table.refresh().refs.branches.names() == []
 
 
 def test_a_commit_whose_data_file_was_deleted_meanwhile_publishes_nothing(table):
@@ -103,7 +103,7 @@ def test_snapshot_times_never_go_back_even_when_a_clock_does(table):
     # Every publisher goes through it: commits, compaction, rollback.
     table.write_arrow(rows([3]))
     table.compact(full=True)
-    table.rollback_to(1)
+    table.refs.rollback_to(1)
     times = [s.time_millis for s in table.refresh().snapshots()]
     assert times == sorted(times) and len(set(times)) == len(times)
     assert isinstance(head, Snapshot)
@@ -128,7 +128,7 @@ def test_a_writer_process_racing_delete_branch_never_leaves_a_branch_behind(tmp_
     cat.create_database("db")
     t = cat.create_table("db.f", SCHEMA, partition_keys=["p"])
     t.write_arrow(rows([1]))
-    t.create_branch("b", from_snapshot=1)
+    t.refs.branches.create("b", from_snapshot=1)
     cat.get_table("db.f$branch_b").write_arrow(rows([2]))  # the writer's table exists and works
     ctx = multiprocessing.get_context("spawn")
     queue = ctx.Queue()
@@ -139,14 +139,14 @@ def test_a_writer_process_racing_delete_branch_never_leaves_a_branch_behind(tmp_
         branch = cat.get_table("db.f$branch_b")
         while branch.refresh().latest_snapshot().id < 3 and writer.is_alive():
             pass
-        t.delete_branch("b")
+        t.refs.branches.delete("b")
         outcome = queue.get(timeout=120)
     finally:
         writer.join(timeout=120)
     assert outcome in {"ok", "deleted"}
     t = t.refresh()
-    assert t.branches() == [] and not os.path.exists(os.path.join(t.path, "branch", "branch-b"))
-    t.create_branch("c")  # branch operations are not blocked by leftovers
-    t.delete_branch("c")
-    t.remove_orphan_files(dry_run=True)  # refused before the fence: a branch without a schema
-    t.expire_snapshots(retain_max=1)
+    assert t.refs.branches.names() == [] and not os.path.exists(os.path.join(t.path, "branch", "branch-b"))
+    t.refs.branches.create("c")  # branch operations are not blocked by leftovers
+    t.refs.branches.delete("c")
+    t.maintenance.remove_orphan_files(dry_run=True)  # refused before the fence: a branch without a schema
+    t.maintenance.expire_snapshots(retain_max=1)

@@ -23,10 +23,10 @@ def pk(tmp_path):
         options={"bucket": "1"},
     )
     t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}))  # 1
-    t.create_tag("t1")
+    t.refs.tags.create("t1")
     t.write_arrow(pa.table({"id": [2, 3], "v": ["B", "c"]}))  # 2
     t.write_arrow(pa.table({"id": [1], "v": ["a"], "rowkind": ["-D"]}))  # 3
-    t.create_tag("t2", t.latest_snapshot().id)
+    t.refs.tags.create("t2", t.latest_snapshot().id)
     return t
 
 

@@ -115,7 +115,7 @@ def test_tag_and_consumer_paths_are_validated(two_tables, tmp_path):
     table = two_tables.get_table("db.t")
     before = _tree(str(tmp_path))
     with pytest.raises(InvalidNameError):
-        table.tags.exists("../../other/snapshot/snapshot-1")
+        table.refs.tags.exists("../../other/snapshot/snapshot-1")
     with pytest.raises(InvalidNameError):
         table.store.paths.consumer_file("../x")
     assert _tree(str(tmp_path)) == before

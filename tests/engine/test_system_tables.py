@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import CommitKind, InvalidArgumentError, NoSuchSnapshotError
+from engine.meta.refs import TagStore
 from engine.meta.schema_store import SchemaStore
 from engine.meta.snapshot import Tag
 from engine.schema_changes import AddColumn, SetOption
@@ -403,9 +404,10 @@ def test_partition_text_for_typed_null_and_no_partitions(catalog):
 # -- $tags / $branches / $consumers -------------------------------------------------------------
 def test_tags(append_table):
     snaps = append_table.snapshots()
-    append_table.tags.write("t2", Tag(snaps[1]))
+    tags = TagStore(append_table.store.io, append_table.store.paths)
+    tags.write("t2", Tag(snaps[1]))
     created = dt.datetime(2024, 5, 6, 7, 8, 9, 123456)
-    append_table.tags.write("t1", Tag(snaps[0], create_time=created, time_retained_ms=24 * 3600 * 1000))
+    tags.write("t1", Tag(snaps[0], create_time=created, time_retained_ms=24 * 3600 * 1000))
     out = read(append_table, "tags").to_pylist()
     assert [r["tag_name"] for r in out] == ["t1", "t2"]
     t1, t2 = out
@@ -443,8 +445,8 @@ def test_branches_and_per_branch_metadata(catalog, append_table):
 
 def test_consumers(append_table):
     assert read(append_table, "consumers").num_rows == 0
-    append_table.consumers.record("job-b", 4)
-    append_table.consumers.record("job-a", 2)
+    append_table.refs.consumers.reset("job-b", 4)
+    append_table.refs.consumers.reset("job-a", 2)
     assert read(append_table, "consumers").to_pylist() == [
         {"consumer_id": "job-a", "next_snapshot_id": 2},
         {"consumer_id": "job-b", "next_snapshot_id": 4},

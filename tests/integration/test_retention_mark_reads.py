@@ -19,9 +19,9 @@ def table(warehouse):
                          options={"retention.time": "1 h"})
     for i in range(5):
         t.write_arrow(pa.table({"id": [i], "v": [f"v{i}"]}))
-    t.create_tag("old", 1)
+    t.refs.tags.create("old", 1)
     rm.advance(t.store, 0, now_ms=t.store.snapshots.get(3).time_millis)
-    t.mark = t.read_retention_mark()
+    t.mark = t.maintenance.retention_mark()
     assert t.mark.snapshot_id >= 3
     return t
 

@@ -20,8 +20,8 @@ def test_insert_creates_the_batch_tag_on_the_latest_snapshot(session, pk):
     t = session.table(TableName.parse(name))
     latest = t.latest_snapshot()
     day = dt.datetime.fromtimestamp(latest.time_millis / 1000).strftime("%Y-%m-%d")
-    assert t.tags.names() == [f"batch-write-{day}"]
-    assert t.tags.get(f"batch-write-{day}").snapshot.id == latest.id
+    assert t.refs.tags.names() == [f"batch-write-{day}"]
+    assert t.refs.tags.get(f"batch-write-{day}").snapshot.id == latest.id
 
 
 def test_insert_creates_the_process_time_tag(session):
@@ -29,4 +29,4 @@ def test_insert_creates_the_process_time_tag(session):
     session.sql("INSERT INTO auto_daily VALUES (1)")
     t = session.table(TableName.parse("auto_daily"))
     when = dt.datetime.fromtimestamp(t.latest_snapshot().time_millis / 1000) - dt.timedelta(days=1)
-    assert t.tags.names() == [when.strftime("%Y-%m-%d")]
+    assert t.refs.tags.names() == [when.strftime("%Y-%m-%d")]

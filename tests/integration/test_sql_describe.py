@@ -202,14 +202,14 @@ def test_call_reset_consumer_and_argument_errors(session, orders):
         session,
         f"CALL sys.reset_consumer(table => 'orders', consumer_id => 'c1', next_snapshot_id => {latest})",
     ) == [(True, latest)]
-    assert orders.consumers.get("c1").next_snapshot == latest
+    assert orders.refs.consumers.get("c1").next_snapshot == latest
     # Spark's parameter spellings, and a string that converts to the parameter's type
     assert run(
         session, "CALL sys.reset_consumer(table => 'orders', consumerId => 'c2', nextSnapshotId => '1')"
     ) == [(True, 1)]
-    assert sorted(orders.consumers.ids()) == ["c1", "c2"]
+    assert sorted(orders.refs.consumers.ids()) == ["c1", "c2"]
     assert run(session, "CALL SYS.Reset_Consumer(table => 'orders', consumer_id => 'c1')") == [(True, None)]
-    assert orders.consumers.ids() == ["c2"]
+    assert orders.refs.consumers.ids() == ["c2"]
     fails(session, "CALL sys.reset_consumer('orders', 'c3', 999)", "22023", "next_snapshot_id")
     fails(session, "CALL sys.reset_consumer('orders', 'c3', 'abc')", "22023", "must be an integer")
     fails(session, "CALL sys.reset_consumer(table => 'orders')", "22023", "'consumer_id' is missing")
@@ -229,6 +229,6 @@ def test_call_reset_consumer_and_argument_errors(session, orders):
     err = fails(session, "SELECT 1;\nCALL sys.reset_consumr('orders', 'c')", "42883", "reset_consumer")
     assert err.line == 2
     fails(session, "CALL db.reset_consumer('orders', 'c')", "42883", "sys")
-    assert orders.consumers.ids() == ["c2"]
+    assert orders.refs.consumers.ids() == ["c2"]
     names = [r[0] for r in run(session, "CALL sys.list_procedures()")]
     assert {"compact", "reset_consumer"} <= set(names)

@@ -16,7 +16,7 @@ def run(session, sql):
 
 def tags(session, name):
     t = session.table(TableName.parse(name))
-    return {n: t.tags.get(n).snapshot.id for n in t.tags.names()}, t.latest_snapshot().id
+    return {n: t.refs.tags.get(n).snapshot.id for n in t.refs.tags.names()}, t.latest_snapshot().id
 
 
 @pytest.mark.parametrize("pk", ["", ", PRIMARY KEY (id) NOT ENFORCED"])

@@ -40,7 +40,7 @@ def test_delete_tag_of_a_missing_tag_answers_true(session):
     run(session, "CALL sys.create_tag(table => 'T', tag => 'one')")
     # A list mixing existing and missing tags deletes the existing ones.
     assert run(session, "CALL sys.delete_tag(table => 'T', tag => 'one,nope')") == [(True,)]
-    assert table(session, "T").tags() == {}
+    assert table(session, "T").refs.tags.all() == {}
 
 
 def test_expire_tags_with_nothing_to_expire_answers_one_row(session):
@@ -160,15 +160,15 @@ def test_clear_consumers(session):
     session.sql("INSERT INTO T VALUES (1)")
     t = table(session, "T")
     for cid in ("myid1", "myid2", "other"):
-        t.consumers.record(cid, 1)
+        t.refs.consumers.reset(cid, 1)
     assert run(
         session,
         "CALL sys.clear_consumers(table => 'T', including_consumers => 'myid.*', "
         "excluding_consumers => 'myid2')",
     ) == [(True,)]
-    assert t.consumers.ids() == ["myid2", "other"]
+    assert t.refs.consumers.ids() == ["myid2", "other"]
     assert run(session, "CALL sys.clear_consumers('T')") == [(True,)]
-    assert t.consumers.ids() == []
+    assert t.refs.consumers.ids() == []
 
 
 def test_compact_manifest(session):

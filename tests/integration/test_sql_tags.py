@@ -53,13 +53,9 @@ def test_tag_procedures(session, tagged):
     )
     assert (name, sid, commit_time, watermark) == ("ts", 1, first.time_millis, "null")
     assert run(session, "CALL sys.delete_tag(table => 'tagged', tag => 'first,ts')") == [(True,)]
-    assert run(session, "CALL sys.delete_tag(table => 'tagged', tag => 'nope')") == [
-        (True,)
-    ]  # Paimon: no error
-    assert run(session, "CALL sys.expire_tags(table => 'tagged', older_than => '2999-01-01 00:00:00')") == [
-        ("two",)
-    ]
-    assert tagged.tags() == {}
+    assert run(session, "CALL sys.delete_tag(table => 'tagged', tag => 'nope')") == [(True,)]  # Paimon: no error
+    assert run(session, "CALL sys.expire_tags(table => 'tagged', older_than => '2999-01-01 00:00:00')") == [("two",)]
+    assert tagged.refs.tags.all() == {}
 
 
 def test_rollback_procedures(session, tagged):
@@ -73,6 +69,6 @@ def test_rollback_procedures(session, tagged):
         (5, 6)
     ]
     assert sorted(run(session, "SELECT id FROM tagged")) == [(0,), (1,)]
-    assert {"rollback-backup-3", "rollback-backup-4", "rollback-backup-5"} <= set(tagged.tags())
+    assert {"rollback-backup-3", "rollback-backup-4", "rollback-backup-5"} <= set(tagged.refs.tags.all())
     fails(session, "CALL sys.rollback(table => 'tagged')", "exactly one")
     fails(session, "CALL sys.rollback(table => 'tagged', version => 'missing')", "missing")

@@ -35,7 +35,7 @@ def test_expiration_before_the_first_batch_commits_cannot_fail_a_consumer_stream
 
     def batch(df, _batch_id) -> None:
         if not expired:  # the window: the stream has started, its first batch has not committed
-            report = catalog.get_table("db.src").expire_snapshots(retain_max=1, older_than=FUTURE)
+            report = catalog.get_table("db.src").maintenance.expire_snapshots(retain_max=1, older_than=FUTURE)
             expired.append(report.snapshots)
         seen.extend((r.id, r.v) for r in df.collect())
 
@@ -48,4 +48,4 @@ def test_expiration_before_the_first_batch_commits_cannot_fail_a_consumer_stream
     assert sorted(seen) == [(1, "a"), (2, "b")]  # the overwrite delivers no change rows
     # Spark commits a batch's end offset lazily (at the next batch), so the consumer still holds
     # the start, and keeps holding it for the stream's next run.
-    assert t.consumers.get("etl").next_snapshot == 1
+    assert t.refs.consumers.get("etl").next_snapshot == 1

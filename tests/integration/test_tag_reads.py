@@ -22,10 +22,10 @@ def table(warehouse):
         options={"bucket": "1", "changelog-producer": "input"},
     )
     t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}))  # snapshot 1
-    t.create_tag("t1")
+    t.refs.tags.create("t1")
     t.write_arrow(pa.table({"id": [2, 3], "v": ["B", "c"]}))  # 2
     t.write_arrow(pa.table({"id": [1], "v": ["a"], "rowkind": ["-D"]}))  # 3
-    t.create_tag("t2")
+    t.refs.tags.create("t2")
     return t
 
 
@@ -129,7 +129,7 @@ def test_stream_from_a_tag_refuses_what_it_would_ignore(spark, warehouse, table,
 
 
 def test_stream_from_a_tag_of_a_branch_continues_with_the_branch(spark, warehouse, table, tmp_path):
-    table.create_branch("dev", from_tag="t1")
+    table.refs.branches.create("dev", from_tag="t1")
     dev = open_catalog(warehouse).get_table("db.t$branch_dev")
     dev.write_arrow(pa.table({"id": [9], "v": ["dev"]}))
     rows = stream_rows(spark, warehouse, tmp_path, "branch",

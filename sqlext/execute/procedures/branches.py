@@ -29,7 +29,7 @@ def _ok() -> pa.Table:
 def _create_branch(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     table = table_argument(session, args["table"])
     try:
-        table.create_branch(args["branch"], from_tag=args["tag"])
+        table.refs.branches.create(args["branch"], from_tag=args["tag"])
     except BranchAlreadyExistsError:
         if not (args["ignoreIfExists"] or False):
             raise
@@ -40,23 +40,24 @@ def _delete_branch(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     table = table_argument(session, args["table"])
     for name in (b.strip() for b in args["branch"].split(",")):  # Paimon accepts a comma-separated list
         if name:
-            table.delete_branch(name)
+            table.refs.branches.delete(name)
     return _ok()
 
 
 def _rename_branch(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    table_argument(session, args["table"]).rename_branch(args["from_branch"], args["to_branch"])
+    table_argument(session, args["table"]).refs.branches.rename(args["from_branch"], args["to_branch"])
     return _ok()
 
 
 def _fast_forward(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    table_argument(session, args["table"]).fast_forward(args["branch"])
+    table_argument(session, args["table"]).refs.branches.fast_forward(args["branch"])
     return _ok()
 
 
 def _replace_main(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     keep = args["keep_backup"]
-    result = table_argument(session, args["table"]).replace_main(args["branch"], keep_backup=keep is None or keep)
+    branches = table_argument(session, args["table"]).refs.branches
+    result = branches.replace_main(args["branch"], keep_backup=keep is None or keep)
     return pa.table({"previous_snapshot_id": pa.array([result.previous_snapshot_id], pa.int64()),
                      "current_snapshot_id": pa.array([result.current_snapshot_id], pa.int64()),
                      "backup_tag": pa.array([result.backup_tag], pa.string())}, schema=_REPLACE_MAIN)
@@ -71,17 +72,22 @@ def register_branch_procedures() -> None:
     S, B = ParamType.STRING, ParamType.BOOLEAN  # noqa: N806
     for proc in (
         Procedure("create_branch",
-                  (Param("table", S, True), Param("branch", S, True), Param("tag", S), Param("ignoreIfExists", B)),
+                  (Param("table", S, True), Param("branch", S, True), Param("tag", S),
+                   Param("ignoreIfExists", B)),
                   _RESULT, _create_branch, "Create a branch: empty (the table's schemas) or from a tag."),
-        Procedure("delete_branch", (Param("table", S, True), Param("branch", S, True)), _RESULT, _delete_branch,
-                  "Delete branches (comma-separated) and the files no other branch, tag or snapshot references."),
-        Procedure("rename_branch", (Param("table", S, True), Param("from_branch", S, True), Param("to_branch", S, True)),
+        Procedure("delete_branch", (Param("table", S, True), Param("branch", S, True)), _RESULT,
+                  _delete_branch,
+                  "Delete branches (comma-separated) and the files no other branch, tag or snapshot "
+                  "references."),
+        Procedure("rename_branch",
+                  (Param("table", S, True), Param("from_branch", S, True), Param("to_branch", S, True)),
                   _RESULT, _rename_branch, "Rename a branch."),
         Procedure("fast_forward", (Param("table", S, True), Param("branch", S, True)), _RESULT, _fast_forward,
                   "Give main the branch head's content as one new main snapshot."),
-        Procedure("replace_main", (Param("table", S, True), Param("branch", S, True), Param("keep_backup", B)),
+        Procedure("replace_main",
+                  (Param("table", S, True), Param("branch", S, True), Param("keep_backup", B)),
                   _REPLACE_MAIN, _replace_main,
-                  "Give main the branch head's content and schema as one new main snapshot; main's old head is "
-                  "kept as tag replace-main-backup-<id> unless keep_backup => false."),
+                  "Give main the branch head's content and schema as one new main snapshot; main's old "
+                  "head is kept as tag replace-main-backup-<id> unless keep_backup => false."),
     ):
         register(proc, replace=True)

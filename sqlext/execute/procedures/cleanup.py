@@ -66,8 +66,9 @@ def _remove_orphan_files(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     failures: list[tuple[str, Exception]] = []
     for table in _tables(session, args["table"]):
         try:
-            result = table.remove_orphan_files(
-                args["older_than"], bool(args["dry_run"]), bool(args["force"]), parallelism=parallelism
+            result = table.maintenance.remove_orphan_files(
+                args["older_than"], dry_run=bool(args["dry_run"]), force=bool(args["force"]),
+                parallelism=parallelism,
             )
         except Exception as e:  # noqa: BLE001 - every table gets its turn; the first failure is raised below
             if not args["table"].strip().endswith("*"):
@@ -86,12 +87,12 @@ def _expire_partitions(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     from sqlext.execute.procedures.expire import with_options
 
     table = with_options(table_argument(session, args["table"]), args["options"])
-    result = table.expire_partitions(
+    result = table.maintenance.expire_partitions(
         args["expiration_time"],
-        args["timestamp_formatter"],
-        args["timestamp_pattern"],
-        args["max_expires"],
-        bool(args["dry_run"]),
+        timestamp_formatter=args["timestamp_formatter"],
+        timestamp_pattern=args["timestamp_pattern"],
+        max_expires=args["max_expires"],
+        dry_run=bool(args["dry_run"]),
         expire_strategy=args["expire_strategy"],
     )
     rows = result.texts() or [NO_EXPIRED]
@@ -100,7 +101,7 @@ def _expire_partitions(session: SqlSession, args: dict[str, Any]) -> pa.Table:
 
 def register_cleanup_procedures() -> None:
     S, N, B = ParamType.STRING, ParamType.INT, ParamType.BOOLEAN  # noqa: N806
-    T, D = ParamType.TIMESTAMP, ParamType.DURATION  # noqa: N806
+    T = ParamType.TIME  # noqa: N806
     register(
         Procedure(
             "remove_orphan_files",
@@ -124,7 +125,7 @@ def register_cleanup_procedures() -> None:
             "expire_partitions",
             (
                 Param("table", S, True),
-                Param("expiration_time", D),
+                Param("expiration_time", T),
                 Param("timestamp_formatter", S),
                 Param("timestamp_pattern", S),
                 Param("expire_strategy", S),
@@ -134,7 +135,8 @@ def register_cleanup_procedures() -> None:
             ),
             _EXPIRED,
             _expire_partitions,
-            "Drop partitions older than expiration_time (default: the table's partition.expiration-time; "
+            "Drop partitions older than expiration_time (e.g. '7 d'; default: the table's "
+            "partition.expiration-time; "
             "options 'k=v,...' for this run); "
             "their files go when the snapshots referencing them expire.",
         ),

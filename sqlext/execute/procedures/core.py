@@ -67,10 +67,10 @@ def _reset_consumer(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     table = table_argument(session, args["table"])
     consumer_id: str = args["consumer_id"]
     next_id: int | None = args["next_snapshot_id"]
-    store = table.consumers
+    consumers = table.refs.consumers
     if next_id is None:
-        existed = store.get(consumer_id) is not None
-        store.delete(consumer_id)
+        existed = consumers.get(consumer_id) is not None
+        consumers.delete(consumer_id)
         return pa.table({"result": [existed], "next_snapshot_id": pa.array([None], pa.int64())})
     earliest, latest = table.snapshot_id_range()
     if earliest is None or latest is None or not earliest <= next_id <= latest + 1:
@@ -78,7 +78,7 @@ def _reset_consumer(session: SqlSession, args: dict[str, Any]) -> pa.Table:
         raise ProcedureArgumentError(
             f"argument 'next_snapshot_id' = {next_id} is not a snapshot a consumer can resume from ({window})"
         )
-    store.record(consumer_id, next_id)
+    consumers.reset(consumer_id, next_id)
     return pa.table({"result": [True], "next_snapshot_id": pa.array([next_id], pa.int64())})
 
 

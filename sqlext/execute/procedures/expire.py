@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from engine.errors import TimeBoundError
 from sqlext.errors import ProcedureArgumentError
 from sqlext.execute.procedures.registry import Param, ParamType, Procedure, register, table_argument
 
@@ -67,14 +68,16 @@ def with_options(table: Any, text: str | None) -> Any:
 def _expire_snapshots(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     table = with_options(table_argument(session, args["table"]), args["options"])
     try:
-        report = table.expire_snapshots(
+        report = table.maintenance.expire_snapshots(
             retain_max=args["retain_max"],
             retain_min=args["retain_min"],
             older_than=args["older_than"],
             max_deletes=args["max_deletes"],
             dry_run=bool(args["dry_run"]),
         )
-    except ValueError as e:  # InvalidArgumentError: a bad bound or time text
+    except TimeBoundError:
+        raise  # Procedure.invoke reports it as the argument's error
+    except ValueError as e:  # InvalidArgumentError: a bad bound
         raise ProcedureArgumentError(str(e)) from None
     rows: list[tuple[Any, ...]] = [
         (len(report.snapshots), report.count, report.bytes, report.dry_run, None, None, None, None, None)
@@ -96,7 +99,7 @@ def _expire_snapshots(session: SqlSession, args: dict[str, Any]) -> pa.Table:
 def _retention_mark(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     # Databend: system$retention_mark([database,] table) — two arguments are a database and a table.
     name = args["table"] if args["table_name"] is None else f"{args['table']}.{args['table_name']}"
-    result = table_argument(session, name).retention_mark(args["retention"])
+    result = table_argument(session, name).maintenance.advance_retention_mark(args["retention"])
     mark = result.mark
     return pa.table(
         {
@@ -118,15 +121,16 @@ def register_expire_procedures() -> None:
                 Param("table", S, True),
                 Param("retain_max", N),
                 Param("retain_min", N),
-                Param("older_than", S),
+                Param("older_than", ParamType.TIME),
                 Param("max_deletes", N),
                 Param("options", S),
                 Param("dry_run", B, default=False),
             ),
             EXPIRE_OUTPUT,
             _expire_snapshots,
-            "Expire old snapshots (snapshot.num-retained.*, snapshot.time-retained or older_than "
-            "'yyyy-MM-dd HH:mm:ss', at most max_deletes; options 'k=v,...' for this run) and the files "
+            "Expire old snapshots (snapshot.num-retained.*, snapshot.time-retained or older_than, a time "
+            "such as 'yyyy-MM-dd HH:mm:ss' or '7 d', at most max_deletes; options 'k=v,...' for this run) "
+            "and the files "
             "nothing else needs; dry_run reports only.",
         ),
         replace=True,

@@ -52,7 +52,7 @@ def _true() -> pa.Table:
 
 def _clear_consumers(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     table = table_argument(session, args["table"])
-    table.clear_consumers(
+    table.refs.consumers.clear(
         args["including_consumers"], args["excluding_consumers"], dry_run=bool(args["dry_run"])
     )
     return _true()
@@ -71,7 +71,7 @@ def _compact_manifest(session: SqlSession, args: dict[str, Any]) -> pa.Table:
             "compact_manifest: sorting manifests by partition (manifest_sort_*) is not supported by "
             "dyntable; omit those arguments (the merged manifests hold only live files)"
         )
-    result = table.compact_manifests(dry_run=bool(args["dry_run"]))
+    result = table.maintenance.compact_manifests(dry_run=bool(args["dry_run"]))
     log.info(
         "compact_manifest of %s: %d manifest(s) → %d%s",
         table.name,
@@ -83,7 +83,7 @@ def _compact_manifest(session: SqlSession, args: dict[str, Any]) -> pa.Table:
 
 
 def _purge_files(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    report = table_argument(session, args["table"]).purge_files(dry_run=bool(args["dry_run"]))
+    report = table_argument(session, args["table"]).maintenance.purge_files(dry_run=bool(args["dry_run"]))
     rows = report.lines() if report.dry_run else ["Success"]
     return pa.table({"result": rows}, schema=_TEXT)
 
@@ -92,14 +92,14 @@ def _remove_unexisting_files(session: SqlSession, args: dict[str, Any]) -> pa.Ta
     parallelism = args["parallelism"]
     if parallelism is not None and parallelism < 1:
         raise ProcedureArgumentError(f"argument 'parallelism' = {parallelism}: must be at least 1")
-    result = table_argument(session, args["table"]).remove_missing_files(
+    result = table_argument(session, args["table"]).maintenance.remove_missing_files(
         dry_run=bool(args["dry_run"]), parallelism=parallelism
     )
     return pa.table({"fileName": pa.array(list(result.paths), pa.string())}, schema=_FILES)
 
 
 def _rollback_to_watermark(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    result = table_argument(session, args["table"]).rollback_to_watermark(args["watermark"])
+    result = table_argument(session, args["table"]).refs.rollback_to_watermark(args["watermark"])
     return pa.table(
         {
             "previous_snapshot_id": pa.array([result.previous_snapshot_id], pa.int64()),
@@ -112,7 +112,7 @@ def _rollback_to_watermark(session: SqlSession, args: dict[str, Any]) -> pa.Tabl
 def _mark_partition_done(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     table = table_argument(session, args["table"])
     specs = parse_partitions(table.schema, args["partitions"])
-    table.mark_partitions_done(specs)
+    table.maintenance.mark_partitions_done(specs)
     return _true()
 
 

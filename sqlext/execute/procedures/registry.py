@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from engine.errors import InvalidArgumentError
+from engine.errors import InvalidArgumentError, TimeBoundError
 from sqlext.errors import ProcedureArgumentError, SqlAnalysisError, UnsupportedStatementError
 from sqlext.parse.ast import CallArgument
 
@@ -53,7 +53,9 @@ class ParamType(enum.StrEnum):
     LONG = "long"
     BOOLEAN = "boolean"
     DOUBLE = "double"
-    TIMESTAMP = "timestamp"  # epoch milliseconds (int); accepts millis, TIMESTAMP literals and text
+    # A point in time, passed on as given (epoch ms, a TIMESTAMP or DATE literal, ISO or duration
+    # text): the engine reads it with engine.time_bound, the one rule for every time argument.
+    TIME = "time"
     DURATION = "duration"  # milliseconds (int); accepts '1 d', '2 h', 'PT1H' or a number of ms
 
 
@@ -118,8 +120,14 @@ class Procedure:
         )
 
     def invoke(self, session: SqlSession, values: dict[str, Any]) -> pa.Table:
-        """Run the procedure on bound values; the result is cast to the declared output schema."""
-        result = self.function(session, values)
+        """Run the procedure on bound values; the result is cast to the declared output schema.
+
+        A time argument the engine cannot read (``TimeBoundError``) is reported as the argument's
+        error (22023), like every other bad argument."""
+        try:
+            result = self.function(session, values)
+        except TimeBoundError as e:  # its message starts with the argument's name
+            raise ProcedureArgumentError(f"{self.name}: argument {e}") from None
         if not result.schema.equals(self.output, check_metadata=False):
             result = result.select(self.output.names).cast(self.output)
         return result
@@ -271,7 +279,7 @@ def _type_text(t: ParamType) -> str:
         ParamType.LONG: "an integer",
         ParamType.BOOLEAN: "true or false",
         ParamType.DOUBLE: "a number",
-        ParamType.TIMESTAMP: "a timestamp ('yyyy-MM-dd HH:mm:ss' or epoch milliseconds)",
+        ParamType.TIME: "a time ('yyyy-MM-dd HH:mm:ss', a duration such as '1 d', or epoch milliseconds)",
         ParamType.DURATION: "a duration (e.g. '1 d', '2 h')",
     }[t]
 
@@ -310,8 +318,14 @@ def _coerce(t: ParamType, value: Any) -> Any:  # noqa: C901 - one branch per typ
         if isinstance(value, bool) or isinstance(value, dt.date):
             raise TypeError(type(value).__name__)
         return float(value.strip() if isinstance(value, str) else value)
-    if t is ParamType.TIMESTAMP:
-        return _timestamp_millis(value)
+    if t is ParamType.TIME:
+        if isinstance(value, bool) or not isinstance(value, int | str | dt.date | Decimal):
+            raise TypeError(type(value).__name__)
+        if isinstance(value, Decimal):
+            if value != int(value):
+                raise ValueError("not a whole number of milliseconds")
+            return int(value)
+        return value
     if t is ParamType.DURATION:
         from engine.options import parse_duration
 
@@ -323,26 +337,6 @@ def _coerce(t: ParamType, value: Any) -> Any:  # noqa: C901 - one branch per typ
             return parse_duration(value)
         raise TypeError(type(value).__name__)
     raise TypeError(t)  # pragma: no cover - every ParamType is handled above
-
-
-def _timestamp_millis(value: Any) -> int:
-    """Epoch milliseconds of a timestamp argument (naive values are UTC, the session time zone)."""
-    if isinstance(value, bool):
-        raise TypeError("bool")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        text = value.strip()
-        if text.lstrip("-").isdigit():
-            return int(text)
-        value = dt.datetime.fromisoformat(text)
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.UTC)
-        return int(value.timestamp() * 1000)
-    if isinstance(value, dt.date):
-        return int(dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC).timestamp() * 1000)
-    raise TypeError(type(value).__name__)
 
 
 # -- helpers for procedure functions ------------------------------------------------------------

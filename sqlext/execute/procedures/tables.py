@@ -231,7 +231,7 @@ def _options(text: str | None) -> dict[str, str]:
 
 def _repair_earliest_snapshot(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     table = table_argument(session, args["table"])
-    previous = table.repair_earliest_snapshot(args["snapshot_id"])
+    previous = table.maintenance.repair_earliest_snapshot(args["snapshot_id"])
     return pa.table(
         {"previous_earliest_snapshot_id": [previous], "current_earliest_snapshot_id": [args["snapshot_id"]]},
         schema=_EARLIEST,
@@ -259,7 +259,7 @@ def _rewrite_file_index(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     specs = partitions_where(session, table, args["where"]) if args["where"] else None
     written = (0, 0)
     if specs is None or specs:
-        result = table.rewrite_file_index(specs, dry_run=bool(args["dry_run"]))
+        result = table.maintenance.rewrite_file_index(specs, dry_run=bool(args["dry_run"]))
         written = (result.written_partitions, result.written_indexes)
     return pa.table({"written_partitions": [written[0]], "written_indexes": [written[1]]}, schema=_REWRITE)
 

@@ -8,7 +8,6 @@ existing tag, missing snapshot) pass through typed; argument problems are 22023.
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -54,19 +53,19 @@ def _on_snapshot(table: Table, argument: str, op: Callable[[], R]) -> R:
 def _create_tag(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     table = table_argument(session, args["table"])
     _on_snapshot(table, "table" if args["snapshot"] is None else "snapshot",
-                 lambda: table.create_tag(args["tag"], args["snapshot"], args["time_retained"]))
+                 lambda: table.refs.tags.create(args["tag"], args["snapshot"], args["time_retained"]))
     return _ok()
 
 
 def _replace_tag(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     table = table_argument(session, args["table"])
     _on_snapshot(table, "table" if args["snapshot"] is None else "snapshot",
-                 lambda: table.replace_tag(args["tag"], args["snapshot"], args["time_retained"]))
+                 lambda: table.refs.tags.replace(args["tag"], args["snapshot"], args["time_retained"]))
     return _ok()
 
 
 def _rename_tag(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    table_argument(session, args["table"]).rename_tag(args["tag"], args["target_tag"])
+    table_argument(session, args["table"]).refs.tags.rename(args["tag"], args["target_tag"])
     return _ok()
 
 
@@ -77,17 +76,17 @@ def _delete_tag(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     names = list(dict.fromkeys(n.strip() for n in args["tag"].split(",")))
     if not all(names):
         raise ProcedureArgumentError(f"argument 'tag' = {args['tag']!r}: a tag name must not be blank")
-    existing = [n for n in names if table.tags.exists(validate_name("tag", n))]
+    existing = [n for n in names if table.refs.tags.exists(validate_name("tag", n))]
     for missing in (n for n in names if n not in existing):
         log.warning("delete_tag: tag '%s' of %s does not exist; nothing to delete", missing, table.name)
     if existing:
-        table.delete_tags(existing)
+        table.refs.tags.delete(existing)
     return _ok()
 
 
 def _create_tag_from_timestamp(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     table = table_argument(session, args["table"])
-    tag = _on_snapshot(table, "timestamp", lambda: table.create_tag_from_timestamp(
+    tag = _on_snapshot(table, "timestamp", lambda: table.refs.tags.create_from_timestamp(
         args["tag"], args["timestamp"], args["time_retained"]))
     snap = tag.snapshot
     return pa.table({
@@ -100,19 +99,9 @@ def _create_tag_from_timestamp(session: SqlSession, args: dict[str, Any]) -> pa.
 
 
 def _expire_tags(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    older_than = args["older_than"]
-    cutoff: dt.datetime | None = None
-    if older_than is not None:
-        try:
-            cutoff = dt.datetime.fromisoformat(older_than.strip())
-        except ValueError:
-            raise ProcedureArgumentError(
-                f"argument 'older_than' = {older_than!r} is not a time; write 'yyyy-MM-dd HH:mm:ss'"
-            ) from None
-        if cutoff.tzinfo is not None:
-            cutoff = cutoff.astimezone().replace(tzinfo=None)
+    table = table_argument(session, args["table"])
     # Paimon answers one row 'No expired tags.' when nothing expires.
-    expired = list(table_argument(session, args["table"]).expire_tags(cutoff).tags) or [NO_EXPIRED_TAGS]
+    expired = list(table.maintenance.expire_tags(args["older_than"]).tags) or [NO_EXPIRED_TAGS]
     return pa.table({"expired_tags": pa.array(expired, pa.string())},
                     schema=pa.schema([pa.field("expired_tags", pa.string(), nullable=False)]))
 
@@ -123,46 +112,55 @@ def _rollback(session: SqlSession, args: dict[str, Any]) -> pa.Table:
         raise ProcedureArgumentError("rollback takes exactly one of 'version', 'snapshot' and 'tag'")
     key, value = given[0]
     table = table_argument(session, args["table"])
-    if key == "tag" and not table.tags.exists(validate_name("tag", value)):
+    if key == "tag" and not table.refs.tags.exists(validate_name("tag", value)):
         # A tag argument names a tag only (an all-digit one included), never a snapshot id.
         raise NoSuchTagError(f"tag '{value}' does not exist in table '{table.name}'; nothing was rolled back")
-    result = _on_snapshot(table, key, lambda: table.rollback_to(value))
+    result = _on_snapshot(table, key, lambda: table.refs.rollback_to(value))
     return _rollback_row(result)
 
 
 def _rollback_row(result: Any) -> pa.Table:
     return pa.table({"previous_snapshot_id": pa.array([result.previous_snapshot_id], pa.int64()),
-                     "current_snapshot_id": pa.array([result.current_snapshot_id], pa.int64())}, schema=_ROLLBACK)
+                     "current_snapshot_id": pa.array([result.current_snapshot_id], pa.int64())},
+                    schema=_ROLLBACK)
 
 
 def _rollback_to_timestamp(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     table = table_argument(session, args["table"])
-    return _rollback_row(_on_snapshot(table, "timestamp", lambda: table.rollback_to_timestamp(args["timestamp"])))
+    return _rollback_row(
+        _on_snapshot(table, "timestamp", lambda: table.refs.rollback_to_timestamp(args["timestamp"]))
+    )
 
 
 def register_tag_procedures() -> None:
-    S, L, T = ParamType.STRING, ParamType.LONG, ParamType.TIMESTAMP  # noqa: N806
-    tag_params = (Param("table", S, True), Param("tag", S, True), Param("snapshot", L), Param("time_retained", S))
+    S, L, T = ParamType.STRING, ParamType.LONG, ParamType.TIME  # noqa: N806
+    tag_params = (Param("table", S, True), Param("tag", S, True), Param("snapshot", L),
+                  Param("time_retained", S))
     for proc in (
         Procedure("create_tag", tag_params, _RESULT, _create_tag,
                   "Tag a snapshot (default the latest), optionally with a retention such as '1 d'."),
-        Procedure("replace_tag", tag_params, _RESULT, _replace_tag, "Point an existing tag at another snapshot."),
-        Procedure("rename_tag", (Param("table", S, True), Param("tag", S, True), Param("target_tag", S, True)),
+        Procedure("replace_tag", tag_params, _RESULT, _replace_tag,
+                  "Point an existing tag at another snapshot."),
+        Procedure("rename_tag",
+                  (Param("table", S, True), Param("tag", S, True), Param("target_tag", S, True)),
                   _RESULT, _rename_tag, "Rename a tag."),
         Procedure("delete_tag", (Param("table", S, True), Param("tag", S, True)), _RESULT, _delete_tag,
                   "Delete tags (comma-separated) and the files nothing else references."),
         Procedure("create_tag_from_timestamp",
-                  (Param("table", S, True), Param("tag", S, True), Param("timestamp", T), Param("time_retained", S)),
+                  (Param("table", S, True), Param("tag", S, True), Param("timestamp", T),
+                   Param("time_retained", S)),
                   pa.schema([("tagName", pa.string()), ("snapshot", pa.int64()), ("commit_time", pa.int64()),
                              ("watermark", pa.string())]),
-                  _create_tag_from_timestamp, "Tag the first snapshot committed at or after a time (epoch ms)."),
-        Procedure("expire_tags", (Param("table", S, True), Param("older_than", S)),
+                  _create_tag_from_timestamp, "Tag the first snapshot committed at or after a time."),
+        Procedure("expire_tags", (Param("table", S, True), Param("older_than", T)),
                   pa.schema([pa.field("expired_tags", pa.string(), nullable=False)]), _expire_tags,
-                  "Delete tags past their retention, or created before older_than ('yyyy-MM-dd HH:mm:ss')."),
-        Procedure("rollback", (Param("table", S, True), Param("version", S), Param("snapshot", L), Param("tag", S)),
+                  "Delete tags past their retention, or created before older_than (a time such as "
+                  "'yyyy-MM-dd HH:mm:ss' or '7 d')."),
+        Procedure("rollback",
+                  (Param("table", S, True), Param("version", S), Param("snapshot", L), Param("tag", S)),
                   _ROLLBACK, _rollback,
                   "Roll back to a snapshot id or tag as a new snapshot; the replaced head is kept as a tag."),
         Procedure("rollback_to_timestamp", (Param("table", S, True), Param("timestamp", T, True)), _ROLLBACK,
-                  _rollback_to_timestamp, "Roll back to the newest snapshot at or before a time (epoch ms)."),
+                  _rollback_to_timestamp, "Roll back to the newest snapshot at or before a time."),
     ):
         register(proc, replace=True)

@@ -146,35 +146,35 @@ def test_options_are_checked_against_the_schema(catalog):
 
 def test_rewrite_file_index_indexes_existing_files(catalog):
     t = written(catalog, "db.t", {}, writes=3)
-    assert t.rewrite_file_index().written_indexes == 0  # nothing configured, nothing to do
+    assert t.maintenance.rewrite_file_index().written_indexes == 0  # nothing configured, nothing to do
     first = t.latest_snapshot().id
     assert t.latest_snapshot().id == first
     catalog.alter_table("db.t", [SetOption("file-index.bitmap.columns", "name")])
     t = catalog.get_table("db.t")
-    dry = t.rewrite_file_index(dry_run=True)
+    dry = t.maintenance.rewrite_file_index(dry_run=True)
     assert (dry.written_partitions, dry.written_indexes, dry.snapshot_id) == (1, 3, None)
     assert t.latest_snapshot().id == first
-    done = t.rewrite_file_index()
+    done = t.maintenance.rewrite_file_index()
     assert (done.written_partitions, done.written_indexes) == (1, 3)
     assert t.latest_snapshot().commit_kind.name == "COMPACT"
     assert all(f.embedded_file_index is not None for f in live_files(t))
     assert len(live_files(t, P.equal("name", "n12"))) == 1
     assert t.to_arrow().num_rows == 30
-    assert t.rewrite_file_index().written_indexes == 0  # the same indexes again: left alone
+    assert t.maintenance.rewrite_file_index().written_indexes == 0  # the same indexes again: left alone
 
 
 def test_rewrite_file_index_replaces_separate_files_and_cleanup_follows(catalog):
     t = written(catalog, "db.t", {}, writes=2)
     catalog.alter_table("db.t", [SetOption("file-index.bloom-filter.columns", "id")])
     t = catalog.get_table("db.t")
-    t.rewrite_file_index()
+    t.maintenance.rewrite_file_index()
     first = {f.file_name: f.extra_files for f in live_files(t)}
     assert all(x == (n + ".index",) for n, x in first.items())
-    t.rewrite_file_index()  # a separate index is never overwritten: the next one is numbered
+    t.maintenance.rewrite_file_index()  # a separate index is never overwritten: the next one is numbered
     second = {f.file_name: f.extra_files for f in live_files(t)}
     assert all(x == (n + "-1.index",) for n, x in second.items())
     bucket_dir = os.path.join(t.path, "bucket-0")
-    t.expire_snapshots(retain_max=1, retain_min=1)
+    t.maintenance.expire_snapshots(retain_max=1, retain_min=1)
     left = set(os.listdir(bucket_dir))
     for name, extras in second.items():
         assert name in left and extras[0] in left  # live: kept with their data file
@@ -185,7 +185,7 @@ def test_rewrite_file_index_replaces_separate_files_and_cleanup_follows(catalog)
     old = time.time() - 3 * 86400
     for name in os.listdir(bucket_dir):
         os.utime(os.path.join(bucket_dir, name), (old, old))
-    t.remove_orphan_files(older_than=dt.timedelta(days=1))
+    t.maintenance.remove_orphan_files(older_than=dt.timedelta(days=1))
     assert not os.path.exists(orphan)
     assert set(os.listdir(bucket_dir)) == {*second, *(x[0] for x in second.values())}
     assert t.to_arrow(filter=P.equal("id", 3)).num_rows == 1
@@ -263,6 +263,6 @@ def test_rewrite_file_index_on_a_primary_key_table(catalog):
     t.compact(full=True)
     t = catalog.alter_table("db.pk", [SetOption("file-index.bitmap.columns", "name")])
     assert len(live_files(t, P.equal("name", "absent"))) == 1
-    assert t.rewrite_file_index().written_indexes == 1
+    assert t.maintenance.rewrite_file_index().written_indexes == 1
     assert len(live_files(t, P.equal("name", "absent"))) == 0
     assert t.to_arrow(filter=P.equal("name", "n7")).column("id").to_pylist() == [7]

@@ -36,8 +36,8 @@ def test_needs_a_retention(catalog):
     t = catalog.create_table("db.n", SCHEMA)
     t.write_arrow(rows([1]))
     with pytest.raises(InvalidArgumentError, match="retention.time"):
-        t.retention_mark()
-    assert t.read_retention_mark() is None
+        t.maintenance.advance_retention_mark()
+    assert t.maintenance.retention_mark() is None
 
 
 def test_alias_table_retention_time(catalog):
@@ -52,7 +52,7 @@ def test_mark_is_the_newest_snapshot_at_or_before_now_minus_retention(marked):
     expected = t.store.snapshots.at_or_before(_time(t, 3))
     assert result.advanced and result.mark.snapshot_id == expected.id >= 3
     assert result.mark.commit_time_ms == expected.time_millis  # a snapshot's time, not the clock
-    assert t.read_retention_mark() == result.mark
+    assert t.maintenance.retention_mark() == result.mark
 
 
 def test_mark_never_moves_backwards(marked):
@@ -61,7 +61,7 @@ def test_mark_never_moves_backwards(marked):
     first = rm.advance(t.store, now_ms=_time(t, 4) + hour).mark
     again = rm.advance(t.store, now_ms=_time(t, 1) + hour)
     assert not again.advanced and again.mark == first
-    assert t.read_retention_mark() == first
+    assert t.maintenance.retention_mark() == first
 
 
 def test_a_clock_running_ahead_marks_at_most_the_newest_snapshot(marked):
@@ -82,10 +82,10 @@ def test_no_snapshot_old_enough_leaves_no_mark(marked):
 
 def test_time_travel_below_the_mark_is_refused(marked):
     t = marked
-    t.create_tag("old", 2)
-    t.create_tag("new", 5)
+    t.refs.tags.create("old", 2)
+    t.refs.tags.create("new", 5)
     rm.advance(t.store, 0, now_ms=_time(t, 4))
-    mark = t.read_retention_mark()
+    mark = t.maintenance.retention_mark()
     assert mark.snapshot_id >= 4
     below = mark.snapshot_id - 1
     with pytest.raises(BehindRetentionMarkError, match="retention mark") as err:
@@ -114,8 +114,8 @@ def test_latest_snapshot_is_always_visible(marked):
 def test_expiration_keeps_everything_at_or_above_the_mark(marked):
     t = marked
     rm.advance(t.store, 0, now_ms=_time(t, 3))
-    mark = t.read_retention_mark()
-    report = t.expire_snapshots(retain_max=1)
+    mark = t.maintenance.retention_mark()
+    report = t.maintenance.expire_snapshots(retain_max=1)
     assert report.snapshots == tuple(range(1, mark.snapshot_id))
     assert t.store.snapshots.list_ids()[0] == mark.snapshot_id
     assert content(t, snapshot_id=mark.snapshot_id)
@@ -127,7 +127,7 @@ def test_corrupt_newest_mark_is_an_error_not_an_older_mark(marked):
     with open(os.path.join(rm.mark_dir(t.path), "mark-2"), "wb") as f:
         f.write(b"garbage")
     with pytest.raises(CorruptMetadataError, match="mark-2"):
-        t.read_retention_mark()
+        t.maintenance.retention_mark()
 
 
 def test_old_versions_are_pruned(marked):
@@ -171,7 +171,7 @@ def test_racing_processes_never_move_the_mark_backwards(marked, warehouse):
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(4) as pool:
         pool.map(_race_worker, jobs)
-    final = t.read_retention_mark()
+    final = t.maintenance.retention_mark()
     assert final.snapshot_id == t.store.snapshots.at_or_before(times[-1]).id
     _versions_increase(t)
 
@@ -196,7 +196,7 @@ def test_racing_threads_never_move_the_mark_backwards(marked):
     for th in threads:
         th.join()
     assert not errors
-    assert t.read_retention_mark().snapshot_id == t.store.snapshots.at_or_before(times[-1]).id
+    assert t.maintenance.retention_mark().snapshot_id == t.store.snapshots.at_or_before(times[-1]).id
     _versions_increase(t)
 
 
@@ -212,7 +212,7 @@ def test_a_failed_publish_leaves_the_old_or_the_new_mark(marked, after):
     store = FileStore(failing, t.store.paths, t.store.schema)
     with pytest.raises(StorageError, match="injected fault"):
         rm.advance(store, 0, now_ms=_time(t, 5))
-    now = t.read_retention_mark()
+    now = t.maintenance.retention_mark()
     assert now == old if not after else now.snapshot_id >= 5
     again = rm.advance(t.store, 0, now_ms=_time(t, 5))
     assert again.mark.snapshot_id >= 5 and again.advanced is (not after)

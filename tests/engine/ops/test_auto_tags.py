@@ -87,13 +87,13 @@ def test_parse_recognises_only_automatic_names():
 def test_daily_process_time_tags_the_first_snapshot_of_each_new_day(catalog, clock):
     t = make(catalog, **{"tag.automatic-creation": "process-time"})
     s1 = write_at(t, clock, D(2024, 7, 18, 10))
-    assert t.tags.names() == ["2024-07-17"] and t.tags.get("2024-07-17").snapshot.id == s1
+    assert t.refs.tags.names() == ["2024-07-17"] and t.refs.tags.get("2024-07-17").snapshot.id == s1
     write_at(t, clock, D(2024, 7, 18, 23, 59), [2])
-    assert t.tags.names() == ["2024-07-17"]
+    assert t.refs.tags.names() == ["2024-07-17"]
     s3 = write_at(t, clock, D(2024, 7, 19, 0, 1), [3])
     write_at(t, clock, D(2024, 7, 19, 5), [4])
-    assert t.tags.names() == ["2024-07-17", "2024-07-18"]
-    assert t.tags.get("2024-07-18").snapshot.id == s3
+    assert t.refs.tags.names() == ["2024-07-17", "2024-07-18"]
+    assert t.refs.tags.get("2024-07-18").snapshot.id == s3
     assert content(t, tag="2024-07-18") == sorted([(1, "x1", "a"), (2, "x2", "a"), (3, "x3", "a")])
 
 
@@ -108,24 +108,25 @@ def test_hourly_without_dashes_and_delay(catalog, clock):
         },
     )
     write_at(t, clock, D(2024, 7, 18, 10, 30))
-    assert t.tags.names() == ["20240718 09"]
+    assert t.refs.tags.names() == ["20240718 09"]
     write_at(t, clock, D(2024, 7, 18, 11, 5), [2])  # hour 10 ended, but the delay has not passed
-    assert t.tags.names() == ["20240718 09"]
+    assert t.refs.tags.names() == ["20240718 09"]
     s = write_at(t, clock, D(2024, 7, 18, 11, 10), [3])
-    assert t.tags.names() == ["20240718 09", "20240718 10"] and t.tags.get("20240718 10").snapshot.id == s
+    assert t.refs.tags.names() == ["20240718 09", "20240718 10"]
+    assert t.refs.tags.get("20240718 10").snapshot.id == s
 
 
 def test_daily_without_dashes_creates_an_all_digit_name(catalog, clock):
     t = make(catalog, **{"tag.automatic-creation": "process-time", "tag.period-formatter": "without_dashes"})
     write_at(t, clock, D(2024, 7, 18, 10))
-    assert t.tags.names() == ["20240717"]
+    assert t.refs.tags.names() == ["20240717"]
 
 
 def test_two_hours(catalog, clock):
     t = make(catalog, **{"tag.automatic-creation": "process-time", "tag.creation-period": "two-hours"})
     write_at(t, clock, D(2024, 7, 18, 11, 59))
     write_at(t, clock, D(2024, 7, 18, 12, 0), [2])
-    assert t.tags.names() == ["2024-07-18 08", "2024-07-18 10"]
+    assert t.refs.tags.names() == ["2024-07-18 08", "2024-07-18 10"]
 
 
 def test_snapshots_missed_by_the_hook_are_found_and_tagged_at_the_first_due_one(catalog, clock):
@@ -138,10 +139,11 @@ def test_snapshots_missed_by_the_hook_are_found_and_tagged_at_the_first_due_one(
     write_at(t, clock, D(2024, 7, 19, 2), [4])
     write_at(t, clock, D(2024, 7, 20, 3), [5])
     write_at(t, clock, D(2024, 7, 20, 4), [6])
-    assert t.tags.names() == ["2024-07-17"]
+    assert t.refs.tags.names() == ["2024-07-17"]
     t = set_mode(catalog, t, "process-time")
     assert t.auto_tag() == ["2024-07-18", "2024-07-19"]
-    assert t.tags.get("2024-07-18").snapshot.id == s3 and t.tags.get("2024-07-19").snapshot.id == s3 + 2
+    assert t.refs.tags.get("2024-07-18").snapshot.id == s3
+    assert t.refs.tags.get("2024-07-19").snapshot.id == s3 + 2
     assert t.auto_tag() == []  # idempotent
 
 
@@ -154,7 +156,7 @@ def test_periodic_tags_start_at_the_retention_mark(catalog, clock):
     advance(t.store, 0, now_ms=t.store.snapshots.get(s4).time_millis)  # history before s4 is hidden
     t = set_mode(catalog, t, "process-time")
     assert t.auto_tag() == ["2024-07-18", "2024-07-19"]
-    assert [t.tags.get(n).snapshot.id for n in t.tags.names()] == [s4, s5]
+    assert [t.refs.tags.get(n).snapshot.id for n in t.refs.tags.names()] == [s4, s5]
     assert content(t, tag="2024-07-18") == sorted((i, f"x{i}", "a") for i in range(1, 5))
 
 
@@ -162,13 +164,13 @@ def test_an_existing_tag_of_the_period_is_not_recreated(catalog, clock):
     t = make(catalog)
     clock.set(D(2024, 7, 17, 9))
     t.write_arrow(rows([1]))
-    t.create_tag("keep")
+    t.refs.tags.create("keep")
     # A concurrent writer already published this period's tag on snapshot 1.
     t.store.io.write_text(t.store.paths.tag_file("2024-07-16"), Tag(t.latest_snapshot()).to_json())
     t = set_mode(catalog, t, "process-time")
     write_at(t, clock, D(2024, 7, 17, 10), [2])
-    assert sorted(t.tags.names()) == ["2024-07-16", "keep"]
-    assert t.tags.get("2024-07-16").snapshot.id == 1
+    assert sorted(t.refs.tags.names()) == ["2024-07-16", "keep"]
+    assert t.refs.tags.get("2024-07-16").snapshot.id == 1
 
 
 # -- watermark --------------------------------------------------------------------------------
@@ -193,39 +195,39 @@ def test_watermark_mode_uses_the_snapshot_watermark_in_its_time_zone(catalog, cl
 def test_batch_mode_tags_each_batch_write_and_replaces_the_days_tag(catalog, clock):
     t = make(catalog, **{"tag.automatic-creation": "batch"})
     write_at(t, clock, D(2024, 7, 18, 10))
-    assert t.tags.names() == ["batch-write-2024-07-18"]
+    assert t.refs.tags.names() == ["batch-write-2024-07-18"]
     s2 = write_at(t, clock, D(2024, 7, 18, 11), [2])
     assert (
-        t.tags.names() == ["batch-write-2024-07-18"]
-        and t.tags.get("batch-write-2024-07-18").snapshot.id == s2
+        t.refs.tags.names() == ["batch-write-2024-07-18"]
+        and t.refs.tags.get("batch-write-2024-07-18").snapshot.id == s2
     )
     write_at(t, clock, D(2024, 7, 19, 11), [3])
-    assert t.tags.names() == ["batch-write-2024-07-18", "batch-write-2024-07-19"]
+    assert t.refs.tags.names() == ["batch-write-2024-07-18", "batch-write-2024-07-19"]
 
 
 def test_batch_mode_ignores_streaming_commits(catalog, clock):
     t = make(catalog, **{"tag.automatic-creation": "batch"})
     t.write_arrow(rows([1]), commit_user="stream", identifier=7)
-    assert t.tags.names() == []
+    assert t.refs.tags.names() == []
 
 
 # -- retention ----------------------------------------------------------------------------------
 def test_num_retained_max_deletes_only_the_oldest_automatic_tags_and_their_files(catalog, clock):
     t = make(catalog, **{"tag.automatic-creation": "process-time", "tag.num-retained-max": "2"})
     write_at(t, clock, D(2024, 7, 18, 10))
-    t.create_tag("manual", 1)
+    t.refs.tags.create("manual", 1)
     for day in (19, 20, 21):
         write_at(t, clock, D(2024, 7, day, 1), [day])
-    assert sorted(t.tags.names()) == ["2024-07-19", "2024-07-20", "manual"]
+    assert sorted(t.refs.tags.names()) == ["2024-07-19", "2024-07-20", "manual"]
     assert content(t, tag="manual") == [(1, "x1", "a")]
 
 
 def test_num_retained_max_in_batch_mode_counts_batch_tags_only(catalog, clock):
     t = make(catalog, **{"tag.automatic-creation": "batch", "tag.num-retained-max": "1"})
     write_at(t, clock, D(2024, 7, 18, 10))
-    t.create_tag("manual")
+    t.refs.tags.create("manual")
     write_at(t, clock, D(2024, 7, 19, 10), [2])
-    assert sorted(t.tags.names()) == ["batch-write-2024-07-19", "manual"]
+    assert sorted(t.refs.tags.names()) == ["batch-write-2024-07-19", "manual"]
 
 
 def test_default_time_retained_is_written_with_the_injected_now(catalog, clock):
@@ -233,9 +235,9 @@ def test_default_time_retained_is_written_with_the_injected_now(catalog, clock):
     write_at(t, clock, D(2024, 7, 18, 10))
     fixed = D(2024, 7, 18, 10, 0, 1, 123456)
     assert auto_tags.run_after_commit(t.store, now=lambda: fixed) == []  # already tagged
-    t.delete_tags(["2024-07-17"])
+    t.refs.tags.delete(["2024-07-17"])
     assert auto_tags.run_after_commit(t.store, now=lambda: fixed) == ["2024-07-17"]
-    tag = t.tags.get("2024-07-17")
+    tag = t.refs.tags.get("2024-07-17")
     assert tag.time_retained_ms == 86_400_000 and tag.create_time == D(2024, 7, 18, 10, 0, 1, 123000)
 
 
@@ -253,7 +255,7 @@ def test_a_failing_tag_creation_never_fails_the_write(catalog, clock, monkeypatc
     monkeypatch.setattr(t.store.io, "try_create", boom)
     clock.set(D(2024, 7, 18, 10))
     result = t.write_arrow(rows([1]))
-    assert result.snapshot_ids and content(t) == [(1, "x1", "a")] and t.tags.names() == []
+    assert result.snapshot_ids and content(t) == [(1, "x1", "a")] and t.refs.tags.names() == []
     assert "automatic tag creation" in caplog.text
     monkeypatch.undo()
 
@@ -269,7 +271,7 @@ def test_a_bad_delay_is_logged_not_raised(catalog, clock, caplog):
     )
     clock.set(D(2024, 7, 18, 10))
     t.write_arrow(rows([1]))
-    assert t.tags.names() == [] and "must be shorter" in caplog.text
+    assert t.refs.tags.names() == [] and "must be shorter" in caplog.text
 
 
 def test_an_unknown_period_formatter_is_refused_at_create(catalog):
@@ -288,8 +290,9 @@ def test_period_duration_names_periods_by_their_start_minute(catalog, clock):
     s1 = write_at(t, clock, D(2024, 7, 18, 10, 45))  # tags 10:00-10:30, the period before
     write_at(t, clock, D(2024, 7, 18, 10, 59), [2])  # 10:30-11:00 has not ended
     s3 = write_at(t, clock, D(2024, 7, 18, 11, 10), [3])
-    assert t.tags.names() == ["202407181000", "202407181030"]
-    assert (t.tags.get("202407181000").snapshot.id, t.tags.get("202407181030").snapshot.id) == (s1, s3)
+    assert t.refs.tags.names() == ["202407181000", "202407181030"]
+    tags = t.refs.tags
+    assert (tags.get("202407181000").snapshot.id, tags.get("202407181030").snapshot.id) == (s1, s3)
 
 
 def test_period_duration_must_be_positive(catalog):
@@ -304,16 +307,17 @@ def test_automatic_completion_fills_skipped_periods_one_per_due_snapshot(catalog
     write_at(t, clock, D(2024, 7, 18, 10))  # tags 2024-07-17
     s2 = write_at(t, clock, D(2024, 7, 21, 9), [2])  # three days without commits
     s3 = write_at(t, clock, D(2024, 7, 21, 10), [3])
+    tags = t.refs.tags
     if completion:  # 07-18, then 07-19 at the next commit; 07-20 follows with the next one
-        assert t.tags.names() == ["2024-07-17", "2024-07-18", "2024-07-19"]
-        assert (t.tags.get("2024-07-18").snapshot.id, t.tags.get("2024-07-19").snapshot.id) == (s2, s3)
+        assert tags.names() == ["2024-07-17", "2024-07-18", "2024-07-19"]
+        assert (tags.get("2024-07-18").snapshot.id, tags.get("2024-07-19").snapshot.id) == (s2, s3)
     else:  # the period before the snapshot's; the gap stays
-        assert t.tags.names() == ["2024-07-17", "2024-07-20"] and t.tags.get("2024-07-20").snapshot.id == s2
+        assert tags.names() == ["2024-07-17", "2024-07-20"] and tags.get("2024-07-20").snapshot.id == s2
 
 
 def test_batch_customized_name_is_replaced_by_each_batch_write(catalog, clock):
     t = make(catalog, **{"tag.automatic-creation": "batch", "tag.batch.customized-name": "nightly"})
     write_at(t, clock, D(2024, 7, 18, 10))
     s2 = write_at(t, clock, D(2024, 7, 19, 10), [2])
-    assert t.tags.names() == ["nightly"] and t.tags.get("nightly").snapshot.id == s2
+    assert t.refs.tags.names() == ["nightly"] and t.refs.tags.get("nightly").snapshot.id == s2
     assert content(t, tag="nightly") == [(1, "x1", "a"), (2, "x2", "a")]

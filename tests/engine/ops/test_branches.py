@@ -52,11 +52,11 @@ def test_empty_branch_copies_the_schemas_and_is_written_independently(catalog, a
     catalog.alter_table("db.app", [SetOption("snapshot.num-retained.min", "5")])
     t = t.refresh()
     main_rows = content(t)
-    t.create_branch("dev")
+    t.refs.branches.create("dev")
     bdir = os.path.join(t.path, "branch", "branch-dev")
     assert sorted(os.listdir(os.path.join(bdir, "schema"))) == ["schema-0", "schema-1"]
     assert not os.path.exists(os.path.join(bdir, "snapshot"))
-    assert t.branches() == ["dev"]
+    assert t.refs.branches.names() == ["dev"]
     dev = catalog.get_table("db.app$branch_dev")
     assert content(dev) == [] and dev.latest_snapshot() is None
     dev.write_arrow(rows([100]))
@@ -68,11 +68,11 @@ def test_empty_branch_copies_the_schemas_and_is_written_independently(catalog, a
 
 def test_branch_from_a_tag_copies_tag_snapshot_and_its_schemas(catalog, append_table):
     t = append_table
-    t.create_tag("t2", 2)
+    t.refs.tags.create("t2", 2)
     catalog.alter_table("db.app", [AddColumn("extra", INT())])
     t = t.refresh()
     tagged = content(t.branch_table("main"), tag="t2")
-    t.create_branch("dev", from_tag="t2")
+    t.refs.branches.create("dev", from_tag="t2")
     bdir = os.path.join(t.path, "branch", "branch-dev")
     assert os.listdir(os.path.join(bdir, "tag")) == ["tag-t2"]
     assert os.listdir(os.path.join(bdir, "snapshot")) == ["snapshot-2"]
@@ -94,7 +94,7 @@ def test_branch_from_a_tag_copies_tag_snapshot_and_its_schemas(catalog, append_t
 def test_branch_from_a_snapshot(catalog, pk_table):
     t = pk_table
     at1 = content(t, snapshot_id=1)
-    t.create_branch("b1", from_snapshot=1)
+    t.refs.branches.create("b1", from_snapshot=1)
     dev = catalog.get_table("db.pk$branch_b1")
     assert content(dev) == at1 and [s.id for s in dev.snapshots()] == [1]
 
@@ -103,54 +103,55 @@ def test_branch_from_a_snapshot(catalog, pk_table):
 def test_bad_branch_names_change_nothing(append_table, name):
     before = tree(append_table.path)
     with pytest.raises(InvalidNameError):
-        append_table.create_branch(name)
+        append_table.refs.branches.create(name)
     assert tree(append_table.path) == before
 
 
 def test_refusals_change_nothing(append_table):
     t = append_table
-    t.create_branch("dev")
+    t.refs.branches.create("dev")
     before = tree(t.path)
     with pytest.raises(BranchAlreadyExistsError):
-        t.create_branch("dev")
+        t.refs.branches.create("dev")
     with pytest.raises(NoSuchTagError):
-        t.create_branch("x", from_tag="nope")
+        t.refs.branches.create("x", from_tag="nope")
     with pytest.raises(NoSuchSnapshotError):
-        t.create_branch("x", from_snapshot=99)
+        t.refs.branches.create("x", from_snapshot=99)
     with pytest.raises(InvalidArgumentError):
-        t.create_branch("x", from_tag="t", from_snapshot=1)
+        t.refs.branches.create("x", from_tag="t", from_snapshot=1)
     with pytest.raises(NoSuchBranchError):
-        t.delete_branch("nope")
+        t.refs.branches.delete("nope")
     with pytest.raises(NoSuchBranchError):
-        t.rename_branch("nope", "x")
+        t.refs.branches.rename("nope", "x")
     with pytest.raises(BranchAlreadyExistsError):
-        t.rename_branch("dev", "dev")
+        t.refs.branches.rename("dev", "dev")
     with pytest.raises(InvalidNameError):
-        t.delete_branch("main")
+        t.refs.branches.delete("main")
     with pytest.raises(NoSuchBranchError):
-        t.fast_forward("nope")
+        t.refs.branches.fast_forward("nope")
     assert tree(t.path) == before
 
 
 @pytest.mark.parametrize("after", [False, True])
 def test_a_crash_while_creating_leaves_no_branch(append_table, after):
     t = append_table
-    t.create_tag("t1", 1)
+    t.refs.tags.create("t1", 1)
     n = 1
     while True:  # a crash (every later call fails too, so no cleanup runs) at every write/rename
         io = FailingFileIO(t.store.io, "any", n, times=-1, after=after, path_contains="branch")
         try:
             BranchOps(FileStore(io, t.store.paths, t.store.schema)).create("dev", from_tag="t1")
         except StorageError:
-            assert t.branches() in ([], ["dev"])
-            if t.branches() == ["dev"]:  # only when the crash hit after the final rename
+            assert t.refs.branches.names() in ([], ["dev"])
+            if t.refs.branches.names() == ["dev"]:  # only when the crash hit after the final rename
                 assert after and content(t.branch_table("dev")) == content(t, tag="t1")
-                t.delete_branch("dev")
+                t.refs.branches.delete("dev")
             assert all_referenced_exist(t)
             n += 1
             continue
         break
-    assert n > 3 and t.branches() == ["dev"] and content(t.branch_table("dev")) == content(t, tag="t1")
+    assert n > 3 and t.refs.branches.names() == ["dev"]
+    assert content(t.branch_table("dev")) == content(t, tag="t1")
 
 
 # -- operations on a branch ----------------------------------------------------------------------
@@ -159,13 +160,13 @@ def test_a_crash_while_creating_leaves_no_branch(append_table, after):
 def test_schema_change_compaction_tags_and_time_travel_on_a_branch(catalog, pk_table):
     t = pk_table
     main_rows, main_snaps = content(t), [s.id for s in t.snapshots()]
-    t.create_branch("dev", from_snapshot=2)
+    t.refs.branches.create("dev", from_snapshot=2)
     catalog.alter_table("db.pk$branch_dev", [AddColumn("n", INT())])
     dev = catalog.get_table("db.pk$branch_dev")
     assert [f.name for f in dev.schema.fields][-1] == "n"
     dev.write_arrow(pa.table({"id": [1, 9], "v": ["d1", "d9"], "p": ["a", "a"], "n": [7, 8]}))
     dev.compact(full=True)
-    dev.create_tag("dt")
+    dev.refs.tags.create("dt")
     assert content(dev, tag="dt") == content(dev)
     assert content(dev, snapshot_id=2) == main_rows  # time travel reads with the snapshot's schema
     assert {r[0]: r[3] for r in content(dev)}[9] == 8
@@ -173,7 +174,7 @@ def test_schema_change_compaction_tags_and_time_travel_on_a_branch(catalog, pk_t
     t = t.refresh()
     assert [f.name for f in t.schema.fields] == ["id", "v", "p"]
     assert content(t) == main_rows and [s.id for s in t.snapshots()] == main_snaps
-    assert t.tags.names() == ["branch-base-dev"]  # the pin of dev's base, for Java's expiration of main
+    assert t.refs.tags.names() == ["branch-base-dev"]  # the pin of dev's base, for Java's expiration of main
     assert all_referenced_exist(t)
 
 
@@ -182,10 +183,10 @@ def test_schema_change_compaction_tags_and_time_travel_on_a_branch(catalog, pk_t
 
 def test_rename_branch(catalog, append_table):
     t = append_table
-    t.create_branch("dev", from_snapshot=3)
+    t.refs.branches.create("dev", from_snapshot=3)
     rows3 = content(catalog.get_table("db.app$branch_dev"))
-    t.rename_branch("dev", "prod")
-    assert t.branches() == ["prod"]
+    t.refs.branches.rename("dev", "prod")
+    assert t.refs.branches.names() == ["prod"]
     assert content(catalog.get_table("db.app$branch_prod")) == rows3
     with pytest.raises(NoSuchBranchError):
         catalog.get_table("db.app$branch_dev")
@@ -193,33 +194,33 @@ def test_rename_branch(catalog, append_table):
 
 def test_delete_branch_deletes_only_files_no_one_else_needs(catalog, append_table):
     t = append_table
-    t.create_branch("dev", from_snapshot=3)
+    t.refs.branches.create("dev", from_snapshot=3)
     before = data_and_manifest_files(t.path)
     dev = catalog.get_table("db.app$branch_dev")
     dev.write_arrow(rows([10, 11]))
     dev.write_arrow(rows([12]), overwrite=True)
     branch_only = data_and_manifest_files(t.path) - before
     main_rows = content(t)
-    dry = t.delete_branch("dev", dry_run=True)
-    assert set(dry.files.paths()) == branch_only and t.branches() == ["dev"]
-    result = t.delete_branch("dev")
+    dry = t.refs.branches.delete("dev", dry_run=True)
+    assert set(dry.files.paths()) == branch_only and t.refs.branches.names() == ["dev"]
+    result = t.refs.branches.delete("dev")
     assert set(result.files.paths()) == branch_only
     assert data_and_manifest_files(t.path) == before
-    assert t.branches() == [] and not os.path.exists(os.path.join(t.path, "branch", "branch-dev"))
+    assert t.refs.branches.names() == [] and not os.path.exists(os.path.join(t.path, "branch", "branch-dev"))
     assert content(t) == main_rows and all_referenced_exist(t)
     assert os.listdir(os.path.join(t.path, "branch")) == []  # no trash left
 
 
 def test_delete_branch_fails_closed(catalog, append_table):
     t = append_table
-    t.create_branch("dev", from_snapshot=3)
+    t.refs.branches.create("dev", from_snapshot=3)
     catalog.get_table("db.app$branch_dev").write_arrow(rows([10]))
     with open(t.store.paths.snapshot_file(2), "w") as f:
         f.write("{broken")
     t.store.snapshots.forget(2)
     before = tree(t.path)
     with pytest.raises(UnsafeToDeleteError) as e:
-        t.delete_branch("dev")
+        t.refs.branches.delete("dev")
     assert e.value.path.endswith("snapshot-2") and tree(t.path) == before
 
 
@@ -228,14 +229,14 @@ def test_delete_branch_fails_closed(catalog, append_table):
 
 def test_fast_forward_publishes_the_branch_head_as_a_new_main_snapshot(catalog, append_table):
     t = append_table
-    t.create_tag("t2", 2)
-    t.create_branch("dev", from_tag="t2")
+    t.refs.tags.create("t2", 2)
+    t.refs.branches.create("dev", from_tag="t2")
     dev = catalog.get_table("db.app$branch_dev")
     dev.write_arrow(rows([20, 21]))
     dev.write_arrow(rows([22], p="c"))
     old_head, old_rows = t.latest_snapshot(), content(t)
     before = data_and_manifest_files(t.path)
-    result = t.fast_forward("dev")
+    result = t.refs.branches.fast_forward("dev")
     assert (result.previous_snapshot_id, result.current_snapshot_id) == (old_head.id, old_head.id + 1)
     new = t.latest_snapshot()
     assert new.commit_kind is CommitKind.OVERWRITE and new.properties[FF_BRANCH] == "dev"
@@ -243,7 +244,7 @@ def test_fast_forward_publishes_the_branch_head_as_a_new_main_snapshot(catalog, 
     assert new.total_record_count == dev.latest_snapshot().total_record_count
     assert content(t, snapshot_id=old_head.id) == old_rows  # main's history kept
     assert before <= data_and_manifest_files(t.path)  # nothing deleted
-    assert t.fast_forward("dev").current_snapshot_id == new.id  # nothing to do the second time
+    assert t.refs.branches.fast_forward("dev").current_snapshot_id == new.id  # nothing to do the second time
     # both keep going independently
     t.write_arrow(rows([30]))
     dev.write_arrow(rows([40]))
@@ -254,11 +255,11 @@ def test_fast_forward_publishes_the_branch_head_as_a_new_main_snapshot(catalog, 
 
 def test_fast_forward_brings_the_branch_schema(catalog, pk_table):
     t = pk_table
-    t.create_branch("dev", from_snapshot=2)
+    t.refs.branches.create("dev", from_snapshot=2)
     catalog.alter_table("db.pk$branch_dev", [AddColumn("n", INT())])
     dev = catalog.get_table("db.pk$branch_dev")
     dev.write_arrow(pa.table({"id": [3], "v": ["d"], "p": ["a"], "n": [5]}))
-    t.fast_forward("dev")
+    t.refs.branches.fast_forward("dev")
     t = t.refresh()
     assert [f.name for f in t.schema.fields] == ["id", "v", "p", "n"] and content(t) == content(dev)
     t.write_arrow(pa.table({"id": [4], "v": ["m"], "p": ["a"], "n": [6]}))  # main keeps writing
@@ -267,21 +268,21 @@ def test_fast_forward_brings_the_branch_schema(catalog, pk_table):
 
 def test_fast_forward_refuses_when_main_changed_its_schema(catalog, append_table):
     t = append_table
-    t.create_branch("dev", from_snapshot=3)
+    t.refs.branches.create("dev", from_snapshot=3)
     catalog.get_table("db.app$branch_dev").write_arrow(rows([9]))
     catalog.alter_table("db.app", [AddColumn("m", INT())])
     before = tree(t.path)
     with pytest.raises(CommitConflictError):
-        t.refresh().fast_forward("dev")
+        t.refresh().refs.branches.fast_forward("dev")
     assert tree(t.path) == before
-    empty = t.create_branch("e") or "e"
+    empty = t.refs.branches.create("e") or "e"
     with pytest.raises(NoSuchSnapshotError):
-        t.fast_forward(empty)
+        t.refs.branches.fast_forward(empty)
 
 
 def test_fast_forward_loses_a_race_against_a_main_commit_and_changes_nothing(catalog, append_table):
     t = append_table
-    t.create_branch("dev", from_snapshot=2)
+    t.refs.branches.create("dev", from_snapshot=2)
     catalog.get_table("db.app$branch_dev").write_arrow(rows([9]))
     from engine.io.faults import FailingFileIO
     from engine.ops.branches import BranchOps
@@ -311,9 +312,9 @@ def ff_template(tmp_path, request):
     t = cat.create_table("db.t", SCHEMA, partition_keys=["p"])
     t.write_arrow(rows([1, 2]))
     t.write_arrow(rows([3], p="b"))
-    t.create_tag("t1", 2)
+    t.refs.tags.create("t1", 2)
     t.write_arrow(rows([4]))
-    t.create_branch("dev", from_tag="t1")
+    t.refs.branches.create("dev", from_tag="t1")
     dev = cat.get_table("db.t$branch_dev")
     dev.write_arrow(rows([5, 6]))
     if request.param:
@@ -352,7 +353,7 @@ def test_fast_forward_crashing_at_every_file_operation_leaves_main_at_its_old_or
         assert not finished or seen == new_rows
         outcomes.add(seen == new_rows)
         assert all_referenced_exist(t)
-        t.fast_forward("dev")  # running it again finishes the job
+        t.refs.branches.fast_forward("dev")  # running it again finishes the job
         assert content(t.refresh()) == new_rows
         shutil.rmtree(wh)
     assert outcomes == {False, True}
@@ -368,7 +369,7 @@ def test_a_crash_while_deleting_a_branch_leaves_it_whole_or_gone(tmp_path, after
     t = cat.create_table("db.t", SCHEMA)
     t.write_arrow(rows([1, 2]))
     t.write_arrow(rows([3]))
-    t.create_branch("dev", from_snapshot=1)
+    t.refs.branches.create("dev", from_snapshot=1)
     dev = cat.get_table("db.t$branch_dev")
     dev.write_arrow(rows([10]))
     dev_rows, main_rows = content(dev), content(t)
@@ -385,12 +386,12 @@ def test_a_crash_while_deleting_a_branch_leaves_it_whole_or_gone(tmp_path, after
         except (StorageError, UnsafeToDeleteError):  # a failed read refuses (fail closed)
             pass
         cat = open_catalog(wh)
-        if t.branches() == ["dev"]:
+        if t.refs.branches.names() == ["dev"]:
             assert content(cat.get_table("db.t$branch_dev")) == dev_rows
         assert content(cat.get_table("db.t")) == main_rows and all_referenced_exist(t)
-        gone.add(t.branches() == [])
-        t.create_branch("other")  # leftovers (a trash directory) are swept by the next deletion
-        t.delete_branch("other")
+        gone.add(t.refs.branches.names() == [])
+        t.refs.branches.create("other")  # leftovers (a trash directory) are swept by the next deletion
+        t.refs.branches.delete("other")
         assert os.listdir(os.path.join(t.path, "branch")) in ([], ["branch-dev"])
         shutil.rmtree(wh)
     assert n > 5 and gone == {False, True}
@@ -400,17 +401,17 @@ def test_fast_forward_into_a_main_without_snapshots_and_branches_of_branches(cat
     from tests.engine.ops.conftest import SCHEMA
 
     t = catalog.create_table("db.e", SCHEMA)
-    t.create_branch("dev")
+    t.refs.branches.create("dev")
     dev = catalog.get_table("db.e$branch_dev")
     dev.write_arrow(rows([1, 2]))
-    dev.create_tag("d1")
-    dev.create_branch("sub", from_tag="d1")  # created from the branch's own tag
+    dev.refs.tags.create("d1")
+    dev.refs.branches.create("sub", from_tag="d1")  # created from the branch's own tag
     sub = catalog.get_table("db.e$branch_sub")
-    assert content(sub) == content(dev) and sorted(t.branches()) == ["dev", "sub"]
-    result = t.fast_forward("sub")
+    assert content(sub) == content(dev) and sorted(t.refs.branches.names()) == ["dev", "sub"]
+    result = t.refs.branches.fast_forward("sub")
     assert (result.previous_snapshot_id, result.current_snapshot_id) == (None, 1)
     assert content(t) == content(dev) and t.latest_snapshot().total_record_count == 2
-    t.delete_branch("dev")  # main and 'sub' still hold every file
+    t.refs.branches.delete("dev")  # main and 'sub' still hold every file
     assert content(t) == content(sub) == [(1, "x1", "a"), (2, "x2", "a")] and all_referenced_exist(t)
 
 
@@ -419,40 +420,42 @@ def test_a_branch_from_a_snapshot_or_tag_pins_its_base_until_it_is_deleted(catal
     from engine.ops.branches import base_tag_name
 
     t = pk_table
-    t.create_tag("t1", 1)
-    t.create_branch("dev", from_snapshot=2)
-    t.create_branch("qa", from_tag="t1")
-    t.create_branch("empty")
+    t.refs.tags.create("t1", 1)
+    t.refs.branches.create("dev", from_snapshot=2)
+    t.refs.branches.create("qa", from_tag="t1")
+    t.refs.branches.create("empty")
     assert (
-        t.tags.get(base_tag_name("dev")).snapshot.id == 2 and t.tags.get(base_tag_name("qa")).snapshot.id == 1
+        t.refs.tags.get(base_tag_name("dev")).snapshot.id == 2
+        and t.refs.tags.get(base_tag_name("qa")).snapshot.id == 1
     )
-    assert base_tag_name("empty") not in t.tags.names()  # nothing inherited, nothing to pin
-    t.rename_branch("dev", "dev2")
-    assert base_tag_name("dev") not in t.tags.names() and t.tags.get(base_tag_name("dev2")).snapshot.id == 2
+    assert base_tag_name("empty") not in t.refs.tags.names()  # nothing inherited, nothing to pin
+    t.refs.branches.rename("dev", "dev2")
+    assert base_tag_name("dev") not in t.refs.tags.names()
+    assert t.refs.tags.get(base_tag_name("dev2")).snapshot.id == 2
     before = data_and_manifest_files(t.path)
-    t.delete_branch("dev2")
-    t.delete_branch("qa")
-    assert sorted(t.refresh().tags.names()) == ["t1"]
+    t.refs.branches.delete("dev2")
+    t.refs.branches.delete("qa")
+    assert sorted(t.refresh().refs.tags.names()) == ["t1"]
     assert data_and_manifest_files(t.path) <= before and all_referenced_exist(t.refresh())
 
 
 def test_a_base_tag_cannot_be_deleted_while_its_branch_exists(pk_table):
     t = pk_table
-    t.create_branch("dev", from_snapshot=2)
+    t.refs.branches.create("dev", from_snapshot=2)
     before = tree(t.path)
     with pytest.raises(InvalidArgumentError, match="branch-base-dev.*delete the branch first"):
-        t.delete_tag("branch-base-dev")
+        t.refs.tags.delete("branch-base-dev")
     assert tree(t.path) == before
-    t.delete_branch("dev")  # takes its pin with it
-    assert "branch-base-dev" not in t.refresh().tags.names()
+    t.refs.branches.delete("dev")  # takes its pin with it
+    assert "branch-base-dev" not in t.refresh().refs.tags.names()
 
 
 def test_a_branch_is_refused_when_its_base_tag_name_tags_another_snapshot(pk_table):
     t = pk_table
-    t.create_tag("branch-base-dev", 1)
+    t.refs.tags.create("branch-base-dev", 1)
     before = tree(t.path)
     with pytest.raises(TagAlreadyExistsError, match="branch-base-dev"):
-        t.create_branch("dev", from_snapshot=2)
+        t.refs.branches.create("dev", from_snapshot=2)
     assert tree(t.path) == before
-    t.create_branch("dev", from_snapshot=1)  # the same base: the tag is reused
-    assert "dev" in t.branches()
+    t.refs.branches.create("dev", from_snapshot=1)  # the same base: the tag is reused
+    assert "dev" in t.refs.branches.names()

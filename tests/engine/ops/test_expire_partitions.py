@@ -78,14 +78,20 @@ def test_expire_with_a_pattern_and_formatter(catalog, primary_key):
     t.write_arrow(
         data([("20240601", "01"), ("20240601", "02"), ("20240609", "23"), ("20240610", "11"), ("bad", "00")])
     )
-    t.create_tag("before")
+    t.refs.tags.create("before")
     before_files = reachable_files(t.store.io, t.path).paths()
     dry = ep.expire_partitions(t.store, expiration_time="1 d", dry_run=True, now=NOW)
     assert dry.texts() == ["dt=20240601, hr=01", "dt=20240601, hr=02"] and dry.snapshot_id is None
     assert len(partitions(t)) == 5
     done = ep.expire_partitions(t.store, expiration_time="1 d", now=NOW, max_expires=1)
     assert done.texts() == ["dt=20240601, hr=01"] and done.files == 1
-    done = ep.expire_partitions(t.store, expiration_time=86_400_000, now=NOW)
+    # Every time form means the same bound (engine.time_bound): an int is an instant (epoch ms), as
+    # for the other procedures, not a duration; a timedelta is an age.
+    day_before = int((NOW - dt.timedelta(days=1)).timestamp() * 1000)
+    assert ep.expire_partitions(t.store, expiration_time=day_before, now=NOW, dry_run=True).texts() == [
+        "dt=20240601, hr=02"
+    ]
+    done = ep.expire_partitions(t.store, expiration_time=dt.timedelta(days=1), now=NOW)
     assert done.texts() == ["dt=20240601, hr=02"]
     # an unparsable partition ("bad") never expires; 2024-06-09 23:00 is less than a day before NOW
     assert partitions(t) == [("20240609", "23"), ("20240610", "11"), ("bad", "00")]
@@ -115,18 +121,18 @@ def test_defaults_come_from_the_options_and_update_time(catalog):
     ).texts() == ["dt=2999-06-09"]
     plain = catalog.create_table("db.nopt", SCHEMA, partition_keys=["dt"])
     with pytest.raises(InvalidArgumentError, match="partition.expiration-time"):
-        plain.expire_partitions()
+        plain.maintenance.expire_partitions()
     with pytest.raises(InvalidArgumentError, match="not partitioned"):
-        catalog.create_table("db.flat", SCHEMA).expire_partitions("1 d")
+        catalog.create_table("db.flat", SCHEMA).maintenance.expire_partitions("1 d")
     with pytest.raises(InvalidArgumentError, match="expire_strategy"):
-        t.expire_partitions("1 d", expire_strategy="soon")
+        t.maintenance.expire_partitions("1 d", expire_strategy="soon")
 
 
 def test_table_api_records_each_run(catalog):
     t = catalog.create_table("db.rec", SCHEMA, partition_keys=["dt"])
     t.write_arrow(data([("2000-01-01", "0"), ("2999-01-01", "0")]))
-    assert t.expire_partitions("1 d", dry_run=True).texts() == ["dt=2000-01-01"]
-    result = t.expire_partitions("1 d")
+    assert t.maintenance.expire_partitions("1 d", dry_run=True).texts() == ["dt=2000-01-01"]
+    result = t.maintenance.expire_partitions("1 d")
     assert result.snapshot_id == t.latest_snapshot().id
     assert t.latest_snapshot().commit_kind.name == "OVERWRITE"
     runs = [r for r in read_records(t.store.io, t.path) if r.procedure == "expire_partitions"]
@@ -151,7 +157,7 @@ def test_a_lost_race_is_planned_again_within_bounds(catalog, monkeypatch):
         return real(self, specs, **kw)
 
     monkeypatch.setattr(FileStoreCommit, "drop_partitions", racing)
-    result = t.expire_partitions("1 d")
+    result = t.maintenance.expire_partitions("1 d")
     assert result.attempts == 2 and result.texts() == ["dt=2000-01-02"]
     assert partitions(t) == [("2999-01-01", "0")]
 
@@ -161,7 +167,7 @@ def test_a_lost_race_is_planned_again_within_bounds(catalog, monkeypatch):
     t.write_arrow(data([("2000-01-05", "0")]))
     monkeypatch.setattr(FileStoreCommit, "drop_partitions", always)
     with pytest.raises(CommitConflictError):
-        t.expire_partitions("1 d")
+        t.maintenance.expire_partitions("1 d")
 
 
 @pytest.mark.parametrize("primary_key", [False, True], ids=["append", "pk"])

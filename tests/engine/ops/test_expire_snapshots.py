@@ -58,7 +58,7 @@ def history(catalog, name="db.h", pk=False, n=6, **options):
 
 def test_retain_max_expires_oldest_and_rewrites_earliest(catalog):
     t, states = history(catalog)
-    report = t.expire_snapshots(retain_max=2)
+    report = t.maintenance.expire_snapshots(retain_max=2)
     assert report.snapshots == (1, 2, 3, 4)
     assert ids(t) == [5, 6]
     assert open(t.store.paths.earliest_hint).read() == "5"
@@ -71,16 +71,17 @@ def test_retain_max_expires_oldest_and_rewrites_earliest(catalog):
 
 def test_time_retention_keeps_young_snapshots_and_min_count(catalog):
     t, _ = history(catalog)
-    assert t.expire_snapshots().snapshots == ()  # everything is younger than snapshot.time-retained (1 h)
-    assert t.expire_snapshots(older_than=FUTURE, retain_min=4).snapshots == (1, 2)
-    assert t.expire_snapshots(older_than=FUTURE, retain_min=1, max_deletes=1).snapshots == (3,)
+    # everything is younger than snapshot.time-retained (1 h)
+    assert t.maintenance.expire_snapshots().snapshots == ()
+    assert t.maintenance.expire_snapshots(older_than=FUTURE, retain_min=4).snapshots == (1, 2)
+    assert t.maintenance.expire_snapshots(older_than=FUTURE, retain_min=1, max_deletes=1).snapshots == (3,)
     assert ids(t) == [4, 5, 6]
 
 
 def test_young_snapshot_ends_the_continuous_range(catalog):
     t, _ = history(catalog)
     cut = t.store.snapshots.get(3).time_millis
-    report = t.expire_snapshots(older_than=cut, retain_min=1)
+    report = t.maintenance.expire_snapshots(older_than=cut, retain_min=1)
     assert all(t.store.snapshots.get(s).time_millis >= cut for s in ids(t))
     assert ids(t)[0] == (report.snapshots[-1] + 1 if report.snapshots else 1)
 
@@ -88,11 +89,11 @@ def test_young_snapshot_ends_the_continuous_range(catalog):
 def test_arguments_are_validated(catalog):
     t, _ = history(catalog, n=2)
     with pytest.raises(InvalidArgumentError):
-        t.expire_snapshots(retain_max=1, retain_min=2)
+        t.maintenance.expire_snapshots(retain_max=1, retain_min=2)
     with pytest.raises(InvalidArgumentError):
-        t.expire_snapshots(retain_min=0)
+        t.maintenance.expire_snapshots(retain_min=0)
     with pytest.raises(InvalidArgumentError):
-        t.expire_snapshots(older_than="yesterday")
+        t.maintenance.expire_snapshots(older_than="yesterday")
     assert ids(t) == [1, 2]
 
 
@@ -106,7 +107,7 @@ def test_add_then_delete_is_deleted(catalog):
     data1 = {p for p in first if p.endswith(".parquet")}
     t.truncate()
     t.write_arrow(rows([2]))
-    t.expire_snapshots(retain_max=1)
+    t.maintenance.expire_snapshots(retain_max=1)
     assert ids(t) == [3]
     assert not any(os.path.exists(p) for p in data1)
     assert content(t) == [(2, "x2", "a")]
@@ -117,7 +118,7 @@ def test_delete_then_add_is_kept(catalog):
     t.write_arrow(rows([1]))
     t.truncate()
     rollback_to(t.store, 1, backup=False)  # snapshot 3 adds snapshot 1's file again
-    t.expire_snapshots(retain_max=1)
+    t.maintenance.expire_snapshots(retain_max=1)
     assert ids(t) == [3]
     assert content(t) == [(1, "x1", "a")]
     all_files_exist(t)
@@ -128,7 +129,7 @@ def test_primary_key_table_with_compactions(catalog):
     t.compact(full=True)
     head = t.latest_snapshot().id
     expected = content(t)
-    report = t.expire_snapshots(retain_max=1)
+    report = t.maintenance.expire_snapshots(retain_max=1)
     assert ids(t) == [head]
     assert content(t) == expected
     assert data_and_manifest_files(t.path) == reachable_files(t.store.io, t.path).paths()
@@ -140,7 +141,7 @@ def test_empty_partition_and_bucket_directories_are_removed(catalog):
     t.write_arrow(rows([1], p="gone"))
     t.write_arrow(rows([2], p="stay"))
     t.drop_partitions([{"p": "gone"}])
-    report = t.expire_snapshots(retain_max=1)
+    report = t.maintenance.expire_snapshots(retain_max=1)
     assert not os.path.exists(os.path.join(t.path, "p=gone"))
     assert os.path.join(t.path, "p=gone") in report.directories
     assert os.path.isdir(os.path.join(t.path, "p=stay", "bucket-0"))
@@ -152,7 +153,7 @@ def test_empty_directories_stay_when_the_table_opts_out(catalog):
     )
     t.write_arrow(rows([1], p="gone"))
     t.drop_partitions([{"p": "gone"}])
-    report = t.expire_snapshots(retain_max=1)
+    report = t.maintenance.expire_snapshots(retain_max=1)
     assert report.directories == () and os.path.isdir(os.path.join(t.path, "p=gone", "bucket-0"))
 
 
@@ -161,28 +162,28 @@ def test_empty_directories_stay_when_the_table_opts_out(catalog):
 
 def test_tags_branches_and_consumers_protect(catalog):
     t, states = history(catalog, n=6)
-    t.create_tag("keep", 2)
-    t.create_branch("b", from_snapshot=3)
-    t.consumers.record("reader", 5)
-    report = t.expire_snapshots(retain_max=1, older_than=FUTURE)
+    t.refs.tags.create("keep", 2)
+    t.refs.branches.create("b", from_snapshot=3)
+    t.refs.consumers.reset("reader", 5)
+    report = t.maintenance.expire_snapshots(retain_max=1, older_than=FUTURE)
     assert report.snapshots == (1, 2, 3, 4)  # the consumer needs 5 and later
     assert content(t, tag="keep") == states[2]
     assert content(t.branch_table("b")) == states[3]
     assert content(t, snapshot_id=5) == states[5]
     all_files_exist(t)
-    t.consumers.delete("reader")
-    t.delete_branch("b")
-    t.delete_tags("keep")
-    t.expire_snapshots(retain_max=1)
+    t.refs.consumers.delete("reader")
+    t.refs.branches.delete("b")
+    t.refs.tags.delete("keep")
+    t.maintenance.expire_snapshots(retain_max=1)
     assert data_and_manifest_files(t.path) == reachable_files(t.store.io, t.path).paths()
 
 
 def test_idle_consumer_stops_protecting(catalog):
     t, _ = history(catalog, n=4, **{"consumer.expiration-time": "1 min"})
-    t.consumers.record("old", 1)
+    t.refs.consumers.reset("old", 1)
     past = time.time() - 3600
     os.utime(t.store.paths.consumer_file("old"), (past, past))
-    assert t.expire_snapshots(retain_max=1).snapshots == (1, 2, 3)
+    assert t.maintenance.expire_snapshots(retain_max=1).snapshots == (1, 2, 3)
 
 
 def test_retention_mark_protects(catalog):
@@ -190,9 +191,9 @@ def test_retention_mark_protects(catalog):
     from engine.history.retention_mark import advance
 
     advance(t.store, now_ms=t.store.snapshots.get(3).time_millis)
-    mark = t.read_retention_mark()
+    mark = t.maintenance.retention_mark()
     assert mark is not None
-    report = t.expire_snapshots(retain_max=1)
+    report = t.maintenance.expire_snapshots(retain_max=1)
     assert ids(t)[0] == mark.snapshot_id
     assert report.snapshots == tuple(range(1, mark.snapshot_id))
 
@@ -202,29 +203,29 @@ def test_automatic_run_is_skipped_while_a_consumer_or_the_mark_holds_the_oldest_
     t, _ = history(catalog, n=4, **{"snapshot.num-retained.min": "1", "retention.time": "0 s"})
     later = now_plus(2 * 3_600_000)  # every snapshot older than snapshot.time-retained
     assert ex.worth_running(t.store, now_ms=later)
-    t.consumers.record("reader", 1)
+    t.refs.consumers.reset("reader", 1)
     assert not ex.worth_running(t.store, now_ms=later)
-    t.consumers.record("reader", 3)
+    t.refs.consumers.reset("reader", 3)
     assert ex.worth_running(t.store, now_ms=later)
-    t.consumers.delete("reader")
+    t.refs.consumers.delete("reader")
     from engine.history.retention_mark import advance
 
     advance(t.store, now_ms=t.store.snapshots.get(1).time_millis)
-    assert t.read_retention_mark().snapshot_id == 1
+    assert t.maintenance.retention_mark().snapshot_id == 1
     assert not ex.worth_running(t.store, now_ms=later)
 
 
 def test_dry_run_reports_and_changes_nothing(catalog):
     t, _ = history(catalog, n=5)
-    t.create_tag("t2", 2)
+    t.refs.tags.create("t2", 2)
     before = data_and_manifest_files(t.path)
-    dry = t.expire_snapshots(retain_max=2, dry_run=True)
+    dry = t.maintenance.expire_snapshots(retain_max=2, dry_run=True)
     assert data_and_manifest_files(t.path) == before and ids(t) == [1, 2, 3, 4, 5]
     assert dry.dry_run and dry.snapshots == (1, 2, 3)
     reasons = {k.name: k.reason for k in dry.kept}
     assert reasons["5"].startswith("latest snapshot")
     assert any("tag t2" in r for r in reasons.values())
-    real = t.expire_snapshots(retain_max=2)
+    real = t.maintenance.expire_snapshots(retain_max=2)
     assert sorted(dry.files.paths()) == sorted(real.files.paths())
     assert dry.bytes == real.bytes
 
@@ -236,7 +237,7 @@ def test_changelog_files_expire_with_their_snapshots(catalog):
     t, _ = history(catalog, pk=True, n=5, **{"changelog-producer": "input"})
     changelog_files = {p for p in data_and_manifest_files(t.path) if "/changelog-" in p}
     assert changelog_files
-    t.expire_snapshots(retain_max=1)
+    t.maintenance.expire_snapshots(retain_max=1)
     left = {p for p in data_and_manifest_files(t.path) if "/changelog-" in p}
     assert left < changelog_files
     assert data_and_manifest_files(t.path) == reachable_files(t.store.io, t.path).paths()
@@ -278,7 +279,7 @@ def _corrupt(path: str) -> None:
 @pytest.mark.parametrize("what", ["manifest", "snapshot", "tag", "consumer", "mark"])
 def test_unreadable_reference_deletes_nothing(catalog, what):
     t, _ = history(catalog, n=5)
-    t.create_tag("t", 3)
+    t.refs.tags.create("t", 3)
     if what == "manifest":
         from engine.meta import manifest_store
 
@@ -292,7 +293,7 @@ def test_unreadable_reference_deletes_nothing(catalog, what):
     elif what == "tag":
         target = t.store.paths.tag_file("t")
     elif what == "consumer":
-        t.consumers.record("c", 5)
+        t.refs.consumers.reset("c", 5)
         target = t.store.paths.consumer_file("c")
     else:
         t.store.io.write_bytes(os.path.join(t.path, ".dyntable/retention-mark/mark-1"), b"{}")
@@ -301,7 +302,7 @@ def test_unreadable_reference_deletes_nothing(catalog, what):
         _corrupt(target)
     before = data_and_manifest_files(t.path)
     with pytest.raises(UnsafeToDeleteError) as err:
-        t.expire_snapshots(retain_max=1)
+        t.maintenance.expire_snapshots(retain_max=1)
     assert err.value.path == target
     assert data_and_manifest_files(t.path) == before
     assert ids(t) == [1, 2, 3, 4, 5]
@@ -335,7 +336,7 @@ def _check_live(t, snapshot_rows, tag_rows) -> None:
 )
 def test_crash_at_every_file_operation_keeps_live_references_readable(catalog, tmp_path, pk, options):
     t, _ = history(catalog, pk=pk, n=5, **options)
-    t.create_tag("t", 2)
+    t.refs.tags.create("t", 2)
     t.compact(full=True) if pk else t.truncate()
     t.write_arrow(rows([7]))
     template = str(tmp_path / "template")
@@ -350,13 +351,13 @@ def test_crash_at_every_file_operation_keeps_live_references_readable(catalog, t
         failing = FailingFileIO(t.store.io, "any", n)
         ft = Table(t.catalog, t.identifier, failing, t.store.paths, t.store.schema)
         try:
-            ft.expire_snapshots(retain_max=1)
+            ft.maintenance.expire_snapshots(retain_max=1)
         except Exception as e:  # noqa: BLE001 - only injected faults may escape
             assert "injected fault" in str(e), e
         fired = failing.failures > 0
         fresh = t.refresh()
         _check_live(fresh, snapshot_rows, tag_rows)
-        fresh.expire_snapshots(retain_max=1)  # a later run finishes the work
+        fresh.maintenance.expire_snapshots(retain_max=1)  # a later run finishes the work
         _check_live(fresh, snapshot_rows, tag_rows)
     assert n > 20  # every read, listing and delete of the run was failed once
     if options:
@@ -378,7 +379,7 @@ def test_automatic_run_after_commits_is_recorded(catalog):
 
 def test_failing_automatic_run_never_fails_the_commit(catalog):
     t, _ = history(catalog, n=3, **{"snapshot.num-retained.max": "2", "snapshot.num-retained.min": "1"})
-    t.create_tag("bad", 3)
+    t.refs.tags.create("bad", 3)
     _corrupt(t.store.paths.tag_file("bad"))
     t.write_arrow(rows([99]))  # commits although the expiration after it fails closed
     assert ids(t)[-1] == 4 and (99, "x99", "a") in content(t)
@@ -412,12 +413,12 @@ def test_parallel_delete_uses_the_thread_option(catalog):
 
 def test_dry_run_reasons_name_the_limit_and_the_young_snapshot(catalog):
     t, _ = history(catalog, n=5)
-    dry = t.expire_snapshots(retain_min=1, max_deletes=1, older_than=FUTURE, dry_run=True)
+    dry = t.maintenance.expire_snapshots(retain_min=1, max_deletes=1, older_than=FUTURE, dry_run=True)
     assert dry.snapshots == (1,)
     reasons = {k.name: k.reason for k in dry.kept if k.kind == "snapshot"}
     assert reasons["2"].startswith("snapshot.expire.limit = 1")
     cut = t.store.snapshots.get(3).time_millis
-    dry = t.expire_snapshots(retain_min=1, older_than=cut, dry_run=True)
+    dry = t.maintenance.expire_snapshots(retain_min=1, older_than=cut, dry_run=True)
     reasons = {k.name: k.reason for k in dry.kept if k.kind == "snapshot"}
     first_kept = min(int(n) for n in reasons)
     assert "committed after older_than" in reasons[str(first_kept)]

@@ -96,7 +96,7 @@ def test_rollback_past_a_full_compaction_keeps_the_invariant_and_survives_java_e
     at1 = content(t, snapshot_id=1)
     t.compact(full=True)
     t.write_arrow(rows([40]))
-    t.rollback_to(1)
+    t.refs.rollback_to(1)
     assert content(t) == at1
     new = t.latest_snapshot()
     restored = {e.file.file_name for e in t.store.live_entries(new)}
@@ -108,21 +108,21 @@ def test_rollback_past_a_full_compaction_keeps_the_invariant_and_survives_java_e
 def test_rolling_back_twice_and_forward_again_keeps_the_invariant(pk_table):
     t = pk_table
     t.compact(full=True)
-    t.rollback_to(1)
+    t.refs.rollback_to(1)
     t.write_arrow(rows([7], "c"))
-    t.rollback_to(2)
-    t.rollback_to(3)  # the compacted state, once more
+    t.refs.rollback_to(2)
+    t.refs.rollback_to(3)  # the compacted state, once more
     assert content(t) == content(t, snapshot_id=3)
     check_history(t)
 
 
 def test_fast_forward_to_a_branch_holding_files_main_compacted_away(catalog, pk_table):
     t = pk_table
-    t.create_branch("dev", from_snapshot=2)
+    t.refs.branches.create("dev", from_snapshot=2)
     dev = catalog.get_table("db.pk$branch_dev")
     dev.write_arrow(rows([9], "d"))
     t.compact(full=True)  # main DELETEs the files dev still has
-    t.fast_forward("dev")
+    t.refs.branches.fast_forward("dev")
     assert content(t) == content(dev)
     check_history(t)
     assert content(dev.refresh()) == content(t)  # the branch still reads its own files
@@ -130,8 +130,8 @@ def test_fast_forward_to_a_branch_holding_files_main_compacted_away(catalog, pk_
 
 def test_replace_main_with_a_branch_holding_files_main_compacted_away(catalog, pk_table):
     t = pk_table
-    t.create_tag("base", 2)
-    t.create_branch("dev", from_tag="base")
+    t.refs.tags.create("base", 2)
+    t.refs.branches.create("dev", from_tag="base")
     dev = catalog.get_table("db.pk$branch_dev")
     dev.write_arrow(rows([9], "d"))
     t.compact(full=True)
@@ -144,15 +144,15 @@ def test_replace_main_with_a_branch_holding_files_main_compacted_away(catalog, p
 
 def test_a_rollback_whose_target_lost_a_file_changes_nothing(pk_table):
     t = pk_table
-    t.create_tag("t1", 1)
+    t.refs.tags.create("t1", 1)
     t.compact(full=True)
     victim = _path(t.store, t.store.live_entries(t.store.snapshots.get(1))[0])
     os.remove(victim)  # e.g. orphan cleanup with force, or another engine's expiration
     before = data_and_manifest_files(t.path)
     head = t.latest_snapshot().id
     with pytest.raises(NoSuchSnapshotError, match="is missing"):
-        t.rollback_to("t1")
-    assert t.latest_snapshot().id == head and "rollback-backup-3" not in t.tags()
+        t.refs.rollback_to("t1")
+    assert t.latest_snapshot().id == head and "rollback-backup-3" not in t.refs.tags.all()
     assert data_and_manifest_files(t.path) == before  # links and manifests made so far were removed
 
 
@@ -176,14 +176,14 @@ def test_two_rollbacks_of_one_head_the_loser_keeps_the_winners_backup_tag(append
     results = []
 
     def winner_runs_now(method, path):  # the loser created the tag and is about to publish
-        results.append(t.rollback_to(2))
+        results.append(t.refs.rollback_to(2))
 
     loser = FailingFileIO(t.store.io, "try_create", path_contains=f"snapshot/snapshot-{head + 1}",
                           action="hook", hook=winner_runs_now)
     with pytest.raises(CommitConflictError):
         rollback_mod.rollback_to(FileStore(loser, t.store.paths, t.store.schema), 1)
     assert results[0].backup_tag == tag
-    assert tag in t.tags.names() and t.tags.get(tag).snapshot.id == head
+    assert tag in t.refs.tags.names() and t.refs.tags.get(tag).snapshot.id == head
 
 
 @pytest.mark.parametrize("operation", ["fast_forward", "replace_main"])
@@ -192,7 +192,7 @@ def test_moving_main_to_a_branch_racing_delete_branch_fails_and_leaves_main_as_i
 ):
     """Race 2: the branch is deleted (files and all) while main's new snapshot links its files."""
     t = pk_table
-    t.create_branch("dev", from_snapshot=2)
+    t.refs.branches.create("dev", from_snapshot=2)
     dev = catalog.get_table("db.pk$branch_dev")
     dev.write_arrow(rows([9], "d"))
     dev.write_arrow(rows([10], "d"))
@@ -212,7 +212,7 @@ def test_moving_main_to_a_branch_racing_delete_branch_fails_and_leaves_main_as_i
             replace_main(store, "dev")
     t = t.refresh()
     assert deleted and t.latest_snapshot().id == head and content(t) == rows_before
-    assert not [n for n in t.tags.names() if n.startswith("replace-main-backup-")]  # the backup went too
+    assert not [n for n in t.refs.tags.names() if n.startswith("replace-main-backup-")]  # the backup went too
     assert data_and_manifest_files(t.path) == reachable_files(t.store.io, t.path).paths()
 
 
@@ -250,7 +250,7 @@ def test_a_rollback_crashing_at_every_file_operation_leaves_the_old_or_the_new_h
         assert (head, content(t)) in ((old_head, old_rows), (old_head + 1, new_rows)), f"crash at call {n}"
         outcomes.add(head == old_head + 1)
         assert all_referenced_exist(t)
-        t.rollback_to(1)  # running it again finishes the job (or finds it done)
+        t.refs.rollback_to(1)  # running it again finishes the job (or finds it done)
         t = t.refresh()
         assert content(t) == new_rows
         check_history(t)
@@ -287,7 +287,7 @@ def _rollback_process(root: str, n: int, queue) -> None:
     backups = []
     for _ in range(n):
         try:
-            result = t.refresh().rollback_to(1)
+            result = t.refresh().refs.rollback_to(1)
         except CommitConflictError:
             continue
         if result.backup_tag is not None:
@@ -318,7 +318,7 @@ def test_writers_compactions_and_rollbacks_in_two_processes_keep_the_history_sou
     backups = next(r for r in results if isinstance(r, list))
     t = t.refresh()
     for tag in backups:  # every backup a rollback reported exists (race 5)
-        assert tag in t.tags.names()
+        assert tag in t.refs.tags.names()
     times = [s.time_millis for s in t.snapshots()]
     assert times == sorted(times) and len(set(times)) == len(times)
     assert all(os.path.exists(p) for p in reachable_files(t.store.io, t.path).paths())
@@ -337,7 +337,7 @@ def test_a_rollback_on_s3_copies_the_files_that_come_back(s3_root, s3_endpoint):
     t.write_arrow(rows([1], "b"))
     at1 = content(t, snapshot_id=1)
     t.compact(full=True)
-    t.rollback_to(1)
+    t.refs.rollback_to(1)
     assert content(t) == at1
     assert_added_once(t.store)
     for e in t.store.live_entries(t.store.snapshots.get(1)):  # Java's expiration removes the originals
@@ -352,14 +352,14 @@ def _delta_adds(store, snapshot) -> list:
 
 def test_a_second_fast_forward_links_only_what_is_new_on_the_branch(catalog, pk_table):
     t = pk_table
-    t.create_branch("dev", from_snapshot=2)
+    t.refs.branches.create("dev", from_snapshot=2)
     dev = catalog.get_table("db.pk$branch_dev")
     dev.write_arrow(rows([9], "d"))
     t.compact(full=True)
-    t.fast_forward("dev")
+    t.refs.branches.fast_forward("dev")
     dev.write_arrow(rows([10], "d"))
     t = t.refresh()
-    t.fast_forward("dev")
+    t.refs.branches.fast_forward("dev")
     new = t.refresh().latest_snapshot()
     added = _delta_adds(t.store, new)
     assert len(added) == 1 and all("-link-" in e.file.file_name for e in added)  # dev's one new file
@@ -370,9 +370,9 @@ def test_a_second_fast_forward_links_only_what_is_new_on_the_branch(catalog, pk_
 def test_rolling_back_to_content_the_head_holds_under_new_names_links_nothing(pk_table):
     t = pk_table
     t.compact(full=True)
-    t.rollback_to(1)  # snapshot 4: snapshot 1's files under new names
+    t.refs.rollback_to(1)  # snapshot 4: snapshot 1's files under new names
     t.write_arrow(rows([7], "c"))
-    t.rollback_to(1)  # only the write is undone: the copies of snapshot 1's files stay
+    t.refs.rollback_to(1)  # only the write is undone: the copies of snapshot 1's files stay
     t = t.refresh()
     head = t.latest_snapshot()
     assert _delta_adds(t.store, head) == []

@@ -99,14 +99,14 @@ class BranchModel:
             source = step[2]
             head = t.latest_snapshot()
             if source is None:
-                t.create_branch(name)
+                t.refs.branches.create(name)
                 self.rows[name], self.tags[name] = [], {}
             elif source == "head" and head is not None:
-                t.create_branch(name, from_snapshot=head.id)
+                t.refs.branches.create(name, from_snapshot=head.id)
                 self.rows[name], self.tags[name] = snapshot_rows[head.id], {}
                 tag_rows[f"branch-base-{name}"] = snapshot_rows[head.id]  # the pin of the branch's base
             elif source in tag_rows:
-                t.create_branch(name, from_tag=source)
+                t.refs.branches.create(name, from_tag=source)
                 self.rows[name], self.tags[name] = tag_rows[source], {source: tag_rows[source]}
                 tag_rows[f"branch-base-{name}"] = tag_rows[source]
         elif kind == "write_branch" and name in self.rows:
@@ -120,34 +120,34 @@ class BranchModel:
             else:
                 self.rows[name] = sorted(self.rows[name] + new)
         elif kind == "delete_branch" and name in self.rows:
-            t.delete_branch(name)
+            t.refs.branches.delete(name)
             del self.rows[name], self.tags[name]
             tag_rows.pop(f"branch-base-{name}", None)
         elif kind in ("fast_forward", "replace_main") and name in self.rows:
             if self.table(name).latest_snapshot() is None:
                 return None
             if kind == "fast_forward":
-                t.fast_forward(name)
+                t.refs.branches.fast_forward(name)
             else:
                 head = t.latest_snapshot()
-                result = t.replace_main(name, keep_backup=step[2])
+                result = t.refs.branches.replace_main(name, keep_backup=step[2])
                 if result.backup_tag is not None:
                     tag_rows[result.backup_tag] = snapshot_rows[head.id]
             return self.rows[name]
         return None
 
     def check(self, t) -> None:
-        assert sorted(t.branches()) == sorted(self.rows)
+        assert sorted(t.refs.branches.names()) == sorted(self.rows)
         for name, expected in self.rows.items():
             b = self.table(name)
             assert content(b) == expected, name
-            assert set(b.tags.names()) == set(self.tags[name])
+            assert set(b.refs.tags.names()) == set(self.tags[name])
             for tag, tagged in self.tags[name].items():
                 assert content(b, tag=tag) == tagged, (name, tag)
 
     def tear_down(self, t, tag_rows: dict[str, list[tuple]]) -> None:
         for name in sorted(self.rows):
-            t.delete_branch(name)
+            t.refs.branches.delete(name)
             del self.rows[name], self.tags[name]
             tag_rows.pop(f"branch-base-{name}", None)
             self.check(t)
@@ -183,13 +183,13 @@ def snapshot_content(t, snap) -> list[tuple]:
 
 
 def check(t, tag_rows, snapshot_rows) -> None:
-    assert set(t.tags()) == set(tag_rows)
+    assert set(t.refs.tags.all()) == set(tag_rows)
     if t.latest_snapshot() is not None:  # Paimon's invariant: Java reads and expires this history alike
         assert_added_once(t.store)
         head = t.latest_snapshot()
         assert java_live(t.store, head) == {e.identifier for e in t.store.live_entries(head)}
     mark = read_mark(t.store.io, t.path)
-    tags = t.tags()
+    tags = t.refs.tags.all()
     for name, expected in tag_rows.items():
         snap = tags[name].snapshot
         if mark is not None and snap.id < mark.snapshot_id and snap.id != t.store.snapshots.latest_id():
@@ -213,7 +213,7 @@ def _below_mark(t, target) -> bool:
     mark = read_mark(t.store.io, t.path)
     if mark is None:
         return False
-    snapshot_id = t.tags.get(target).snapshot.id if isinstance(target, str) else target
+    snapshot_id = t.refs.tags.get(target).snapshot.id if isinstance(target, str) else target
     return snapshot_id < mark.snapshot_id
 
 
@@ -255,13 +255,13 @@ def run_history(primary_key: bool, ops) -> None:
                 t.compact(full=True)
                 record()
             elif kind == "tag" and t.latest_snapshot() is not None and step[1] not in tag_rows:
-                t.create_tag(step[1])
+                t.refs.tags.create(step[1])
                 tag_rows[step[1]] = current()
             elif kind == "delete_tag" and step[1] in tag_rows:
-                t.delete_tags(step[1])
+                t.refs.tags.delete(step[1])
                 del tag_rows[step[1]]
             elif kind == "rename_tag" and step[1] in tag_rows and step[2] not in tag_rows:
-                t.rename_tag(step[1], step[2])
+                t.refs.tags.rename(step[1], step[2])
                 tag_rows[step[2]] = tag_rows.pop(step[1])
             elif kind in ("rollback_tag", "rollback_snapshot"):
                 if kind == "rollback_tag":
@@ -275,7 +275,7 @@ def run_history(primary_key: bool, ops) -> None:
                     target = ids[step[1] % len(ids)]
                     expected = snapshot_rows[target]
                 try:
-                    result = t.rollback_to(target)
+                    result = t.refs.rollback_to(target)
                 except BehindRetentionMarkError:
                     # Below the retention mark: refused before anything changed (checked below).
                     assert _below_mark(t, target)
@@ -289,7 +289,7 @@ def run_history(primary_key: bool, ops) -> None:
                 for _ in range(step[1]):
                     expire_oldest(t)
             elif kind == "expire_snapshots":
-                t.expire_snapshots(retain_max=step[1], older_than=2**62)
+                t.maintenance.expire_snapshots(retain_max=step[1], older_than=2**62)
             elif kind == "mark":
                 ids = t.store.snapshots.list_ids()
                 if ids:
@@ -316,7 +316,7 @@ def run_history(primary_key: bool, ops) -> None:
             expire_oldest(t)
         check(t, tag_rows, snapshot_rows)
         for name in sorted(tag_rows):
-            t.delete_tags(name)
+            t.refs.tags.delete(name)
             del tag_rows[name]
             check(t, tag_rows, snapshot_rows)
         left = {p for p in data_and_manifest_files(t.path) if "/.dyntable/" not in p}  # log and mark
@@ -440,20 +440,20 @@ def run_cleanup_history(primary_key: bool, ops) -> None:
             elif kind == "compact" and t.latest_snapshot() is not None:
                 t.compact(full=True)
             elif kind == "tag" and t.latest_snapshot() is not None and step[1] not in tag_rows:
-                t.create_tag(step[1])
+                t.refs.tags.create(step[1])
                 tag_rows[step[1]] = current()
             elif kind == "delete_tag" and step[1] in tag_rows:
-                t.delete_tags(step[1])
+                t.refs.tags.delete(step[1])
                 del tag_rows[step[1]]
             elif kind == "expire":
                 for _ in range(step[1]):
                     expire_oldest(t)
             elif kind == "expire_partitions" and t.latest_snapshot() is not None:
-                t.expire_partitions("1 d")
+                t.maintenance.expire_partitions("1 d")
                 model = {k: r for k, r in model.items() if r[2] != OLD_DAY}
             elif kind == "orphan_cleanup":
                 _age_all(t.path)
-                t.remove_orphan_files()
+                t.maintenance.remove_orphan_files()
                 assert _unreferenced(t) == set()
             for name, expected in tag_rows.items():
                 assert content(t, tag=name) == expected, name
@@ -527,12 +527,12 @@ def _ref_step(t, step, cutoff_ms: int) -> None:
             if not ids:
                 return
             sid = ids[step[2] % len(ids)]
-            if step[1] in t.tags():
-                t.replace_tag(step[1], sid)
+            if step[1] in t.refs.tags.all():
+                t.refs.tags.replace(step[1], sid)
             else:
-                t.create_tag(step[1], sid)
+                t.refs.tags.create(step[1], sid)
         elif kind == "delete_tag":
-            t.delete_tag(step[1])
+            t.refs.tags.delete(step[1])
         elif kind == "expire":
             expire_snapshots(t.store, retain_max=step[1], older_than=2**62)
         elif kind == "orphans":
@@ -582,7 +582,7 @@ def run_two_actors(steps) -> None:
 def _check_two_actors(t, snapshot_rows, head) -> None:
     for path in reachable_files(t.store.io, t.path).paths():
         assert os.path.exists(path), path
-    for name, tag in t.tags().items():
+    for name, tag in t.refs.tags.all().items():
         assert content(t, tag=name) == snapshot_rows[tag.snapshot.id], name
     for sid in t.store.snapshots.list_ids():
         assert content(t, snapshot_id=sid) == snapshot_rows[sid], sid

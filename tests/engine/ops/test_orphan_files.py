@@ -61,7 +61,7 @@ def test_a_clean_table_loses_nothing(request, fixture):
     t.compact(full=True)
     before, files = content(t), all_files(t.path)
     age(t.path)
-    result = t.remove_orphan_files()
+    result = t.maintenance.remove_orphan_files()
     # Compaction leaves the replaced files referenced by older snapshots: nothing is an orphan.
     assert result.count == 0 and result.bytes == 0
     assert content(t) == before
@@ -95,11 +95,11 @@ def test_orphans_of_every_kind_go_and_nothing_else(request, fixture):
     }
     before = content(t)
     age(root)
-    dry = t.remove_orphan_files(dry_run=True)
+    dry = t.maintenance.remove_orphan_files(dry_run=True)
     assert set(dry.paths()) == orphans and dry.dry_run
     assert dry.bytes == sum(os.path.getsize(p) for p in orphans)
     assert all(os.path.exists(p) for p in orphans)
-    done = t.remove_orphan_files()
+    done = t.maintenance.remove_orphan_files()
     assert set(done.paths()) == orphans
     assert not any(os.path.exists(p) for p in orphans)
     assert all(os.path.exists(p) for p in keep | set(live))
@@ -116,29 +116,29 @@ def test_orphans_of_every_kind_go_and_nothing_else(request, fixture):
 
 def test_a_branch_private_directory_loses_its_temporary_files_only(append_table):
     t = append_table
-    t.create_branch("b", from_snapshot=t.latest_snapshot().id)
+    t.refs.branches.create("b", from_snapshot=t.latest_snapshot().id)
     private = os.path.join(t.path, "branch", "branch-b", ".dyntable", "retention-mark")
     orphan = plant(os.path.join(private, ".mark-2." + "c" * 32 + ".tmp"), 4)
     mark = plant(os.path.join(private, "mark-1"), 4)  # a published mark: the branch's record
     age(t.path)
-    assert t.remove_orphan_files().paths() == [orphan]
+    assert t.maintenance.remove_orphan_files().paths() == [orphan]
     assert os.path.exists(mark) and not os.path.exists(orphan)
 
 
 def test_young_orphans_and_the_cutoff_guard(append_table):
     t = append_table
     orphan = plant(os.path.join(t.path, "manifest", "manifest-young-0"))
-    result = t.remove_orphan_files()  # default: one day ago
+    result = t.maintenance.remove_orphan_files()  # default: one day ago
     assert result.count == 0 and result.kept_recent == 1 and os.path.exists(orphan)
     now = int(time.time() * 1000)
     with pytest.raises(OrphanCutoffTooRecentError, match="less than one hour"):
-        t.remove_orphan_files(older_than=now - 60_000)
+        t.maintenance.remove_orphan_files(older_than=now - 60_000)
     with pytest.raises(OrphanCutoffTooRecentError, match="future"):
-        t.remove_orphan_files(older_than=now + 3_600_000, force=True)
+        t.maintenance.remove_orphan_files(older_than=now + 3_600_000, force=True)
     assert os.path.exists(orphan)
     # force: an operator who knows no writer runs may clean up to now
     os.utime(orphan, (time.time() - 10, time.time() - 10))
-    assert t.remove_orphan_files(older_than=now, force=True).paths() == [orphan]
+    assert t.maintenance.remove_orphan_files(older_than=now, force=True).paths() == [orphan]
     # refusals are logged too (records of one millisecond have no defined order: compare sorted)
     errors = sorted((r.error or "").split(":")[0] for r in read_records(t.store.io, t.path))
     assert errors == ["", "", "OrphanCutoffTooRecentError", "OrphanCutoffTooRecentError"]
@@ -147,21 +147,21 @@ def test_young_orphans_and_the_cutoff_guard(append_table):
 def test_tags_branches_and_consumers_keep_their_files(catalog):
     t = catalog.create_table("db.refs", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
     t.write_arrow(rows([1, 2], "a"))
-    t.create_tag("keep")
+    t.refs.tags.create("keep")
     tagged = content(t, tag="keep")
     t.write_arrow(rows([1, 2], "b"))
     t.compact(full=True)
-    t.create_branch("br", from_tag="keep")
+    t.refs.branches.create("br", from_tag="keep")
     t.branch_table("br").write_arrow(rows([7], "br"))
     branch_rows = content(t.branch_table("br"))
-    t.consumers.record("reader", 2)
+    t.refs.consumers.reset("reader", 2)
     # Only the tag (and the branch) still reference snapshot 1's files once it expires.
     for sid in t.store.snapshots.list_ids()[:-1]:
         expire_snapshot_file(t, sid)
     age(t.path)
     needed = set(reachable_files(t.store.io, t.path).files)
     tag_files = {p for p in needed if p.endswith(".parquet")}
-    result = t.remove_orphan_files()
+    result = t.maintenance.remove_orphan_files()
     # What only the expired snapshots used goes (snapshot 2's run, its manifests); nothing needed does.
     assert result.count > 0 and not set(result.paths()) & needed
     assert all(os.path.exists(p) for p in tag_files)
@@ -184,8 +184,8 @@ def _corrupt(path: str) -> None:
 @pytest.mark.parametrize("what", ["manifest", "manifest-list", "snapshot", "tag", "branch-snapshot"])
 def test_fail_closed_on_unreadable_metadata(append_table, what):
     t = append_table
-    t.create_tag("t1", 1)
-    t.create_branch("b", from_tag="t1")
+    t.refs.tags.create("t1", 1)
+    t.refs.branches.create("b", from_tag="t1")
     root = t.path
     snap = t.store.snapshots.get(1)
     targets = {
@@ -203,7 +203,7 @@ def test_fail_closed_on_unreadable_metadata(append_table, what):
     _corrupt(bad)
     files = all_files(root)
     with pytest.raises(UnsafeToDeleteError) as info:
-        t.remove_orphan_files()
+        t.maintenance.remove_orphan_files()
     assert info.value.path == bad and bad in str(info.value)
     assert os.path.exists(orphan)
     assert all_files(root) - files <= {p for p in all_files(root) if "/maintenance-log/" in p}
@@ -223,7 +223,7 @@ def test_leftovers_of_an_aborted_job_are_found(catalog):
     ]
     marker = plant(os.path.join(t.path, ".dyntable", "aborted-jobs", token), 7)
     age(t.path)
-    result = t.remove_orphan_files()
+    result = t.maintenance.remove_orphan_files()
     assert set(result.paths()) == {*writer_files, marker}
     assert content(t) == sorted(tuple(r.values()) for r in rows([1, 2]).to_pylist())
 
@@ -265,7 +265,7 @@ def _crash_sweep(tmp_path: Path, scenario: str, stride: int = 1) -> None:
         state = read_state(warehouse)
         age(t.path)
         leftovers += len(unreferenced_candidates(t))
-        t.remove_orphan_files()
+        t.maintenance.remove_orphan_files()
         assert unreferenced_candidates(t) == set(), warehouse
         assert read_state(warehouse) == state
         assert_intact(t)
@@ -321,7 +321,7 @@ def test_a_crash_at_any_call_of_the_cleanup_keeps_every_live_reference(tmp_path,
             pass
         assert read_state(warehouse) == expected, n
         assert_intact(t)
-        t.remove_orphan_files()
+        t.maintenance.remove_orphan_files()
         assert unreferenced_candidates(t) == set()
         shutil.rmtree(warehouse)
 
@@ -361,7 +361,7 @@ def test_changelog_and_index_files_are_referenced(catalog, options):
     assert ("changelog" in kinds) if "changelog-producer" in options else ("index" in kinds)
     before = content(t)
     age(t.path)
-    assert t.remove_orphan_files().count == 0
+    assert t.maintenance.remove_orphan_files().count == 0
     assert files <= all_files(t.path) and content(t) == before
 
 
@@ -371,5 +371,5 @@ def test_a_far_future_cutoff_is_refused_like_any_future_one(append_table, older_
     t = append_table
     orphan = plant(os.path.join(t.path, "manifest", "manifest-far-0"))
     with pytest.raises(OrphanCutoffTooRecentError, match="is in the future"):
-        t.remove_orphan_files(older_than=older_than, force=True)
+        t.maintenance.remove_orphan_files(older_than=older_than, force=True)
     assert os.path.exists(orphan)

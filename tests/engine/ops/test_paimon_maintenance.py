@@ -26,23 +26,23 @@ def procedures(t) -> list[str]:
 def test_clear_consumers_by_including_and_excluding_patterns(append_table):
     t = append_table
     for cid in ("myid1", "myid2", "other"):
-        t.consumers.record(cid, 1)
-    assert t.clear_consumers("myid.*", "myid2", dry_run=True).ids == ("myid1",)
-    assert t.consumers.ids() == ["myid1", "myid2", "other"]  # a dry run changes nothing
-    assert t.clear_consumers("myid.*", "myid2").ids == ("myid1",)
-    assert t.consumers.ids() == ["myid2", "other"]
-    assert t.clear_consumers().ids == ("myid2", "other")  # default: every consumer
-    assert t.consumers.ids() == []
+        t.refs.consumers.reset(cid, 1)
+    assert t.refs.consumers.clear("myid.*", "myid2", dry_run=True).ids == ("myid1",)
+    assert t.refs.consumers.ids() == ["myid1", "myid2", "other"]  # a dry run changes nothing
+    assert t.refs.consumers.clear("myid.*", "myid2").ids == ("myid1",)
+    assert t.refs.consumers.ids() == ["myid2", "other"]
+    assert t.refs.consumers.clear().ids == ("myid2", "other")  # default: every consumer
+    assert t.refs.consumers.ids() == []
     with pytest.raises(InvalidArgumentError, match="regular expression"):
-        t.clear_consumers("(")
+        t.refs.consumers.clear("(")
     assert procedures(t).count("clear_consumers") == 3
 
 
 def test_clear_consumers_patterns_match_the_whole_id(append_table):
     t = append_table
-    t.consumers.record("abc", 1)
-    assert t.clear_consumers("b").ids == ()  # Paimon's Matcher.matches: a partial match is no match
-    assert t.consumers.ids() == ["abc"]
+    t.refs.consumers.reset("abc", 1)
+    assert t.refs.consumers.clear("b").ids == ()  # Paimon's Matcher.matches: a partial match is no match
+    assert t.refs.consumers.ids() == ["abc"]
 
 
 # -- remove_unexisting_files --------------------------------------------------------------------------
@@ -57,12 +57,12 @@ def test_missing_files_are_listed_then_dropped_in_one_snapshot(append_table):
     path = _path(t.store, victim, {})
     os.remove(path)
     head = t.latest_snapshot().id
-    dry = t.remove_missing_files(dry_run=True)
+    dry = t.maintenance.remove_missing_files(dry_run=True)
     assert dry.paths == (path,) and dry.snapshot_id is None and t.latest_snapshot().id == head
-    result = t.remove_missing_files()
+    result = t.maintenance.remove_missing_files()
     assert result.paths == (path,) and result.snapshot_id == head + 1
     assert [r[0] for r in content(t)] == [1, 2, 4, 5]  # the table reads again, without the lost rows
-    assert t.remove_missing_files().paths == ()  # nothing left to drop
+    assert t.maintenance.remove_missing_files().paths == ()  # nothing left to drop
     assert procedures(t).count("remove_unexisting_files") == 3
 
 
@@ -70,8 +70,8 @@ def test_no_missing_files_on_an_empty_table(catalog):
     from tests.engine.ops.conftest import SCHEMA
 
     t = catalog.create_table("db.empty", SCHEMA)
-    assert t.remove_missing_files().paths == ()
-    assert t.remove_missing_files(dry_run=True).paths == ()
+    assert t.maintenance.remove_missing_files().paths == ()
+    assert t.maintenance.remove_missing_files(dry_run=True).paths == ()
 
 
 # -- compact_manifest ------------------------------------------------------------------------------
@@ -86,9 +86,9 @@ def test_compact_manifest_merges_into_a_compact_snapshot_with_the_same_rows(cata
     before = content(t)
     n_before = len(t.store.manifests.data_manifests(t.latest_snapshot()))
     assert n_before >= 6
-    dry = t.compact_manifests(dry_run=True)
+    dry = t.maintenance.compact_manifests(dry_run=True)
     assert dry.snapshot_id is None and dry.manifests_before == n_before and t.latest_snapshot().id == 6
-    result = t.compact_manifests()
+    result = t.maintenance.compact_manifests()
     assert result.snapshot_id == 7 and result.manifests_after < n_before
     latest = t.latest_snapshot()
     assert latest.commit_kind is CommitKind.COMPACT
@@ -103,10 +103,10 @@ def test_compact_manifest_merges_into_a_compact_snapshot_with_the_same_rows(cata
 
 def test_purge_files_empties_the_table_and_its_history(append_table):
     t = append_table
-    t.create_tag("t1", 1)
-    t.create_branch("b1")
-    t.consumers.record("c1", 2)
-    dry = t.purge_files(dry_run=True)
+    t.refs.tags.create("t1", 1)
+    t.refs.branches.create("b1")
+    t.refs.consumers.reset("c1", 2)
+    dry = t.maintenance.purge_files(dry_run=True)
     assert (dry.branches, dry.tags, dry.consumers, dry.live_files, dry.snapshots) == (
         ("b1",),
         ("t1",),
@@ -115,11 +115,12 @@ def test_purge_files_empties_the_table_and_its_history(append_table):
         3,
     )
     assert any("would delete 1 tag(s): t1" in line for line in dry.lines())
-    assert len(content(t)) == 5 and t.tags.names() == ["t1"]  # the dry run changed nothing
-    report = t.purge_files()
+    assert len(content(t)) == 5 and t.refs.tags.names() == ["t1"]  # the dry run changed nothing
+    report = t.maintenance.purge_files()
     assert not report.dry_run
     t = t.refresh()
-    assert content(t) == [] and t.tags.names() == [] and t.branches() == [] and t.consumers.ids() == []
+    assert content(t) == [] and t.refs.tags.names() == []
+    assert t.refs.branches.names() == [] and t.refs.consumers.ids() == []
     assert [s.id for s in t.snapshots()] == [4]  # only the latest (empty) snapshot is left, as Paimon
     data = [f for d, _, fs in os.walk(t.path) for f in fs if f.endswith(".parquet")]
     assert data == []  # every data file went
@@ -133,22 +134,22 @@ def test_purge_files_empties_the_table_and_its_history(append_table):
 
 def test_mark_partition_done_writes_paimons_success_file(append_table):
     t = append_table
-    assert t.mark_partitions_done([{"p": "a"}, {"p": "b"}]) == ["p=a", "p=b"]
+    assert t.maintenance.mark_partitions_done([{"p": "a"}, {"p": "b"}]) == ["p=a", "p=b"]
     first = read_success_file(t.store, {"p": "a"})
     assert set(first) == {"creationTime", "modificationTime"}
     with open(os.path.join(t.path, "p=a", "_SUCCESS")) as f:
         assert json.load(f) == first
-    t.mark_partitions_done([{"p": "a"}])
+    t.maintenance.mark_partitions_done([{"p": "a"}])
     again = read_success_file(t.store, {"p": "a"})
     assert (
         again["creationTime"] == first["creationTime"]
         and again["modificationTime"] >= first["modificationTime"]
     )
     # Orphan cleanup keeps _SUCCESS files (they are not data files).
-    t.remove_orphan_files(older_than=int(time.time() * 1000), force=True)
+    t.maintenance.remove_orphan_files(older_than=int(time.time() * 1000), force=True)
     assert read_success_file(t.store, {"p": "a"}) == again
     with pytest.raises(InvalidArgumentError, match="partition column"):
-        t.mark_partitions_done([{}])
+        t.maintenance.mark_partitions_done([{}])
     assert "mark_partition_done" in procedures(t)
 
 
@@ -166,18 +167,18 @@ def test_rollback_to_watermark_picks_the_newest_snapshot_at_or_below_it(catalog)
 
     t = catalog.create_table("db.wm", SCHEMA)
     with pytest.raises(NoSuchSnapshotError):
-        t.rollback_to_watermark(10)
+        t.refs.rollback_to_watermark(10)
     _commit_with_watermark(t, rows([1]), 1000)
     _commit_with_watermark(t, rows([2]), 2000)
     t.write_arrow(rows([3]))  # no watermark of its own: it carries 2000 forward, as Paimon's commit does
     _commit_with_watermark(t, rows([4]), 3000)
     assert [s.watermark for s in t.snapshots()] == [1000, 2000, 2000, 3000]
     with pytest.raises(NoSuchSnapshotError, match="watermark"):
-        t.rollback_to_watermark(999)
-    result = t.rollback_to_watermark(2500)
+        t.refs.rollback_to_watermark(999)
+    result = t.refs.rollback_to_watermark(2500)
     assert (result.previous_snapshot_id, result.current_snapshot_id) == (4, 5)
     assert [r[0] for r in content(t)] == [1, 2, 3]
-    t.rollback_to_watermark(1000)  # an exact match
+    t.refs.rollback_to_watermark(1000)  # an exact match
     assert [r[0] for r in content(t)] == [1]
 
 
@@ -193,13 +194,13 @@ def test_repair_earliest_snapshot_after_a_gap(catalog):
     os.remove(t.store.paths.snapshot_file(3))  # lost: 1, 2 | 4, 5, 6
     t = catalog.get_table("db.gap")  # a fresh process's view (no cached snapshot 3)
     with pytest.raises(InvalidArgumentError, match="gap"):
-        t.repair_earliest_snapshot(5)
+        t.maintenance.repair_earliest_snapshot(5)
     with pytest.raises(InvalidArgumentError, match="does not exist"):
-        t.repair_earliest_snapshot(2)
+        t.maintenance.repair_earliest_snapshot(2)
     with pytest.raises(InvalidArgumentError, match="later than the latest"):
-        t.repair_earliest_snapshot(7)
-    assert t.repair_earliest_snapshot(4) == 1
+        t.maintenance.repair_earliest_snapshot(7)
+    assert t.maintenance.repair_earliest_snapshot(4) == 1
     assert t.snapshot_id_range() == (4, 6)
     with pytest.raises(InvalidArgumentError, match="earlier than the current earliest"):
-        t.repair_earliest_snapshot(1)
+        t.maintenance.repair_earliest_snapshot(1)
     assert "repair_earliest_snapshot" in procedures(t)

@@ -48,7 +48,7 @@ def test_after_expiration_only_the_remaining_snapshot_live_files_are_reachable(p
 
 def test_a_tag_keeps_its_files_after_its_snapshot_expired(append_table):
     t = append_table
-    t.create_tag("t1", 1)
+    t.refs.tags.create("t1", 1)
     t.write_arrow(rows([9]), overwrite=True)  # deletes every file of snapshot 1 from the head
     expire_snapshot_file(t, 1)
     r = reach(t, explain=True)
@@ -62,7 +62,7 @@ def test_a_tag_keeps_its_files_after_its_snapshot_expired(append_table):
 
 def test_explain_names_every_anchor_that_keeps_a_file(append_table):
     t = append_table
-    t.create_tag("t2", 2)
+    t.refs.tags.create("t2", 2)
     r = reach(t, explain=True)
     first = sorted(r.paths(FileKindRef.DATA))
     reasons = {p: sorted(str(a) for a in r.reasons[p]) for p in first}
@@ -75,7 +75,7 @@ def test_each_distinct_manifest_is_decoded_once(catalog, monkeypatch):
     t = catalog.create_table("db.many", rows([]).schema, options={"manifest.merge-min-count": "1000"})
     for i in range(12):
         t.write_arrow(rows([i]))
-    t.create_tag("mid", 6)
+    t.refs.tags.create("mid", 6)
     calls: list[str] = []
     real = ManifestStore.read_entries
 

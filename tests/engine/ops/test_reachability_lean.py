@@ -46,9 +46,9 @@ def history(catalog):
     for i in range(12):
         t.write_arrow(rows([i, i + 1, i + 2], f"v{i}"))
         if i == 4:
-            t.create_tag("t4")
+            t.refs.tags.create("t4")
         if i == 7:
-            t.create_branch("b", from_snapshot=t.latest_snapshot().id)
+            t.refs.branches.create("b", from_snapshot=t.latest_snapshot().id)
     t.compact(full=True)
     t.write_arrow(rows([1], "x"))
     return t
@@ -80,5 +80,5 @@ def test_lean_fails_closed_on_a_missing_manifest_list(history):
     os.remove(path)
     _cold()
     with pytest.raises(UnsafeToDeleteError) as err:
-        t.remove_orphan_files(force=True, older_than=0)
+        t.maintenance.remove_orphan_files(force=True, older_than=0)
     assert err.value.path == path

@@ -68,8 +68,8 @@ def test_tag_replaced_during_expiration_keeps_its_new_snapshot_files(history):
     file, t is replaced to name snapshot 2 (which still exists, so the replace is legitimate).
     Re-checking anchors by name only, the expiration saw "tag t" as known and deleted snapshot 2's
     files: reading t failed. By the snapshot each anchor names, t → 2 is a new anchor and kept."""
-    history.create_tag("t", 5)
-    racing = with_hook(history, "delete", "snapshot/snapshot-1", lambda: history.replace_tag("t", 2))
+    history.refs.tags.create("t", 5)
+    racing = with_hook(history, "delete", "snapshot/snapshot-1", lambda: history.refs.tags.replace("t", 2))
     report = expire_snapshots(racing.store, retain_max=2, older_than=FUTURE)
     assert report.snapshots == (1, 2, 3)
     fresh = history.refresh()
@@ -84,7 +84,7 @@ def test_tag_created_before_expiration_rereads_is_kept(history):
     """The tag of snapshot 2 is created after expiration judged 1-3 (and read every anchor) but
     before it deleted snapshot 2's file: the tag's check sees snapshot 2, and the expiration,
     re-reading anchors after deleting snapshot files, sees the tag and keeps its files."""
-    racing = with_hook(history, "delete", "snapshot/snapshot-1", lambda: history.create_tag("late", 2))
+    racing = with_hook(history, "delete", "snapshot/snapshot-1", lambda: history.refs.tags.create("late", 2))
     expire_snapshots(racing.store, retain_max=2, older_than=FUTURE)
     fresh = history.refresh()
     assert content(fresh, tag="late") == [(1, "x1", "a"), (2, "x2", "a"), (3, "x3", "a")]
@@ -101,23 +101,23 @@ def test_tag_whose_snapshot_expires_while_it_is_published_is_removed(history):
 
     racing = with_hook(history, "try_create", "tag/tag-", expire_now)
     with pytest.raises(SnapshotExpiredConcurrentlyError, match="snapshot 2 was expired"):
-        racing.create_tag("dangling", 2)
+        racing.refs.tags.create("dangling", 2)
     fresh = history.refresh()
-    assert "dangling" not in fresh.tags()
+    assert "dangling" not in fresh.refs.tags.all()
     referenced_files_exist(fresh)
 
 
 def test_tag_replace_whose_snapshot_expires_is_put_back(history):
-    history.create_tag("t", 5)
+    history.refs.tags.create("t", 5)
 
     def expire_now() -> None:
         expire_snapshots(history.refresh().store, retain_max=2, older_than=FUTURE)
 
     racing = with_hook(history, "write", "tag/tag-t", expire_now)
     with pytest.raises(SnapshotExpiredConcurrentlyError):
-        racing.replace_tag("t", 2)
+        racing.refs.tags.replace("t", 2)
     fresh = history.refresh()
-    assert fresh.tags()["t"].snapshot.id == 5  # the previous content, put back
+    assert fresh.refs.tags.all()["t"].snapshot.id == 5  # the previous content, put back
     referenced_files_exist(fresh)
 
 
@@ -129,7 +129,7 @@ def test_consumer_started_during_expiration_gets_its_snapshots_back(history):
     deleted their files: the consumer's check passes (snapshot 2 still there) and expiration,
     re-reading consumers after deleting snapshot files, re-creates 2 and 3 (and keeps their files)."""
     racing = with_hook(history, "delete", "snapshot/snapshot-1",
-                       lambda: history.consumers.start("c1", 2))
+                       lambda: history.refs.consumers.start("c1", 2))
     report = expire_snapshots(racing.store, retain_max=2, older_than=FUTURE)
     assert report.snapshots == (1,)
     fresh = history.refresh()
@@ -142,14 +142,15 @@ def test_consumer_started_during_expiration_gets_its_snapshots_back(history):
 def test_consumer_start_after_its_snapshot_expired_is_refused_and_removed(history):
     expire_snapshots(history.store, retain_max=2, older_than=FUTURE)
     with pytest.raises(SnapshotExpiredConcurrentlyError, match="consumer 'c1'"):
-        history.consumers.start("c1", 2)
-    assert history.consumers.get("c1") is None
+        history.refs.consumers.start("c1", 2)
+    assert history.refs.consumers.get("c1") is None
 
 
 def test_consumer_start_keeps_an_existing_position(history):
-    history.consumers.record("c1", 4)
-    assert history.consumers.start("c1", 2) == Consumer(4)
-    assert history.consumers.start("c2", 6) == Consumer(6)  # not committed yet: nothing to check
+    history.refs.consumers.reset("c1", 4)
+    consumers = history.refs.consumers
+    assert consumers.start("c1", 2) == Consumer(4)
+    assert consumers.start("c2", 6) == Consumer(6)  # not committed yet: nothing to check
 
 
 # ---- race 7: gaps and hint mismatches stop orphan cleanup ----------------------------------------
@@ -206,8 +207,8 @@ def test_manifest_list_expired_while_read_is_retried(history):
 
 
 def test_branch_deleted_while_read_is_retried(history):
-    history.create_branch("b")
-    racing = with_hook(history, "list", "branch-b/snapshot", lambda: history.delete_branch("b"))
+    history.refs.branches.create("b")
+    racing = with_hook(history, "list", "branch-b/snapshot", lambda: history.refs.branches.delete("b"))
     reach = reachable_files(racing.store.io, history.path)
     assert reach.files
 

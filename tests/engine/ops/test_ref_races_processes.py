@@ -40,7 +40,7 @@ def committer(warehouse: str, start: int) -> None:
     for k in range(start, start + ROUNDS):
         t.write_arrow(pa.table({"id": [k]}, schema=SCHEMA))
         try:
-            t.refresh().expire_snapshots(retain_max=2, older_than=FUTURE)
+            t.refresh().maintenance.expire_snapshots(retain_max=2, older_than=FUTURE)
         except ConcurrentChangeError:
             pass  # the table kept changing under three attempts: refused, nothing deleted
 
@@ -54,13 +54,13 @@ def tagger(warehouse: str, seed: int) -> None:
         name = f"t{i % 3}"
         try:
             if rng.random() < 0.2:
-                t.delete_tag(name)
+                t.refs.tags.delete(name)
             elif ids:
                 sid = rng.choice(ids[:2])  # the oldest: the ones being expired
-                if name in t.tags():
-                    t.replace_tag(name, sid)
+                if name in t.refs.tags.all():
+                    t.refs.tags.replace(name, sid)
                 else:
-                    t.create_tag(name, sid)
+                    t.refs.tags.create(name, sid)
         except (NoSuchSnapshotError, NoSuchTagError, TagAlreadyExistsError, ConcurrentChangeError):
             pass  # includes SnapshotExpiredConcurrentlyError: the tag was removed again
 
@@ -69,7 +69,7 @@ def cleaner(warehouse: str, cutoff_ms: int) -> None:
     t = _table(warehouse)
     for _ in range(ROUNDS // 2):
         try:
-            t.remove_orphan_files(older_than=cutoff_ms, force=True)
+            t.maintenance.remove_orphan_files(older_than=cutoff_ms, force=True)
         except ConcurrentChangeError:
             pass
 
@@ -97,7 +97,7 @@ def test_tagger_committer_and_cleaner_in_three_processes(warehouse, seed):
     t = t.refresh()
     missing = [p for p in reachable_files(t.store.io, t.path).files if not os.path.exists(p)]
     assert not missing
-    for name, tag in t.tags().items():
+    for name, tag in t.refs.tags.all().items():
         got = sorted(t.to_arrow(tag=name).column("id").to_pylist())
         assert got == list(range(tag.snapshot.id)), name
     assert sorted(t.to_arrow().column("id").to_pylist()) == list(range(3 + ROUNDS))

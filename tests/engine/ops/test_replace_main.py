@@ -35,8 +35,8 @@ def diverged(catalog, name="t", schemas=True):
     t = catalog.create_table(f"db.{name}", SCHEMA, partition_keys=["p"])
     t.write_arrow(rows([1, 2]))
     t.write_arrow(rows([3], p="b"))
-    t.create_tag("t1", 2)
-    t.create_branch("dev", from_tag="t1")
+    t.refs.tags.create("t1", 2)
+    t.refs.branches.create("dev", from_tag="t1")
     dev = catalog.get_table(f"db.{name}$branch_dev")
     if schemas:
         t = catalog.alter_table(f"db.{name}", [AddColumn("m", INT())])
@@ -55,7 +55,7 @@ def test_replace_main_with_diverged_schemas(catalog):
     old_head, old_rows = t.latest_snapshot(), content(t)
     old_highest = max(s.highest_field_id for s in t.schemas.all())
     before = data_and_manifest_files(t.path)
-    result = t.replace_main("dev")
+    result = t.refs.branches.replace_main("dev")
     assert (result.previous_snapshot_id, result.current_snapshot_id) == (old_head.id, old_head.id + 1)
     assert result.backup_tag == f"replace-main-backup-{old_head.id}"
     assert result.branch_snapshot_id == dev.latest_snapshot().id
@@ -70,19 +70,19 @@ def test_replace_main_with_diverged_schemas(catalog):
     # Main's history and the backup: read with their own schema ("m").
     assert content(t, snapshot_id=old_head.id) == old_rows == content(t, tag=result.backup_tag)
     assert before <= data_and_manifest_files(t.path)  # nothing deleted
-    assert t.replace_main("dev").current_snapshot_id == new.id  # repeated: nothing to do
+    assert t.refs.branches.replace_main("dev").current_snapshot_id == new.id  # repeated: nothing to do
     # Both keep going; main writes with the branch's columns.
     t.write_arrow(pa.table({"id": [8], "v": ["z"], "p": ["a"], "n": [80]}))
     dev.write_arrow(pa.table({"id": [9], "v": ["w"], "p": ["a"], "n": [90]}))
     assert (8, "z", "a", 80) in content(t) and (9, "w", "a", 90) not in content(t)
-    assert dev.branches() == ["dev"] and all_referenced_exist(t)
+    assert dev.refs.branches.names() == ["dev"] and all_referenced_exist(t)
 
 
 def test_replace_main_same_schemas_without_backup(catalog):
     t, dev = diverged(catalog, schemas=False)
     head = t.latest_snapshot()
-    result = t.replace_main("dev", keep_backup=False)
-    assert result.backup_tag is None and t.tags.names() == ["branch-base-dev", "t1"]
+    result = t.refs.branches.replace_main("dev", keep_backup=False)
+    assert result.backup_tag is None and t.refs.tags.names() == ["branch-base-dev", "t1"]
     assert content(t) == content(dev) and t.refresh().schema.id == head.schema_id  # no schema copied
     assert result.current_snapshot_id == head.id + 1
 
@@ -90,7 +90,7 @@ def test_replace_main_same_schemas_without_backup(catalog):
 def test_a_streaming_reader_of_main_continues_without_duplicates_or_gaps(catalog):
     t, dev = diverged(catalog, schemas=False)
     position = t.latest_snapshot().id  # a reader has delivered everything up to main's head
-    t.replace_main("dev")
+    t.refs.branches.replace_main("dev")
     t.write_arrow(rows([100]))
     changes = ChangeReader(t.store).read_all(incremental_splits(t.store, position, t.latest_snapshot().id))
     # The replacement is an OVERWRITE, skipped as a batch rewrite; the next commit is read once.
@@ -100,11 +100,11 @@ def test_a_streaming_reader_of_main_continues_without_duplicates_or_gaps(catalog
 def test_main_schema_changed_but_branch_did_not(catalog):
     t = catalog.create_table("db.s", SCHEMA)
     t.write_arrow(rows([1]))
-    t.create_branch("dev", from_snapshot=1)
+    t.refs.branches.create("dev", from_snapshot=1)
     catalog.get_table("db.s$branch_dev").write_arrow(rows([2]))
     t = catalog.alter_table("db.s", [AddColumn("m", INT())])
     t.write_arrow(pa.table({"id": [3], "v": ["x"], "p": ["a"], "m": [3]}))
-    t.replace_main("dev")
+    t.refs.branches.replace_main("dev")
     t = t.refresh()
     assert [f.name for f in t.schema.fields] == ["id", "v", "p"] and t.schema.id == 2
     assert content(t) == [(1, "x1", "a"), (2, "x2", "a")]
@@ -112,15 +112,17 @@ def test_main_schema_changed_but_branch_did_not(catalog):
 
 def test_refusals_change_nothing(catalog):
     t, _ = diverged(catalog, schemas=False)
-    t.create_branch("empty")
-    t.create_tag(f"replace-main-backup-{t.latest_snapshot().id}", 1)  # the backup name, on another snapshot
+    t.refs.branches.create("empty")
+    # the backup name, on another snapshot
+    t.refs.tags.create(f"replace-main-backup-{t.latest_snapshot().id}", 1)
     before = tree(t.path)
     for name, error in (("nope", NoSuchBranchError), ("main", InvalidNameError), ("a/b", InvalidNameError),
                         ("empty", NoSuchSnapshotError), ("dev", TagAlreadyExistsError)):
         with pytest.raises(error):
-            t.replace_main(name)
+            t.refs.branches.replace_main(name)
         assert tree(t.path) == before, name
-    assert t.replace_main("dev", keep_backup=False).current_snapshot_id == t.latest_snapshot().id
+    result = t.refs.branches.replace_main("dev", keep_backup=False)
+    assert result.current_snapshot_id == t.latest_snapshot().id
 
 
 def test_replace_main_loses_a_race_and_changes_no_snapshot(catalog):
@@ -132,7 +134,7 @@ def test_replace_main_loses_a_race_and_changes_no_snapshot(catalog):
     with pytest.raises(CommitConflictError):
         replace_main(FileStore(racing, t.store.paths, t.store.schema), "dev")
     t = t.refresh()
-    assert (77, "x77", "a") in content(t) and t.tags.names() == [
+    assert (77, "x77", "a") in content(t) and t.refs.tags.names() == [
         "branch-base-dev",
         "t1",
     ]  # no backup tag left
@@ -171,10 +173,10 @@ def test_replace_main_crashing_at_every_file_operation(tmp_path, after):
         assert (head == old_head and content(t, snapshot_id=head) == old_rows) or (
             head == old_head + 1 and content(t) == new_rows), f"crash at call {n}"
         assert not finished or head == old_head + 1
-        assert set(t.tags.names()) <= {"t1", "branch-base-dev", f"replace-main-backup-{old_head}"}
+        assert set(t.refs.tags.names()) <= {"t1", "branch-base-dev", f"replace-main-backup-{old_head}"}
         outcomes.add(head == old_head + 1)
         assert all_referenced_exist(t)
-        t.replace_main("dev")  # running it again finishes the job
+        t.refs.branches.replace_main("dev")  # running it again finishes the job
         t = t.refresh()
         assert content(t) == new_rows and [f.name for f in t.schema.fields] == ["id", "v", "p", "n"]
         assert content(t, tag=f"replace-main-backup-{old_head}") == old_rows
@@ -184,9 +186,10 @@ def test_replace_main_crashing_at_every_file_operation(tmp_path, after):
 
 def test_replace_an_empty_main(catalog):
     t = catalog.create_table("db.e", SCHEMA)
-    t.create_branch("dev")
+    t.refs.branches.create("dev")
     dev = catalog.get_table("db.e$branch_dev")
     dev.write_arrow(rows([1, 2]))
-    result = dev.replace_main("dev")  # called through the branch's table: it is main that changes
+    # called through the branch's table: it is main that changes
+    result = dev.refs.branches.replace_main("dev")
     assert (result.previous_snapshot_id, result.current_snapshot_id, result.backup_tag) == (None, 1, None)
-    assert content(t) == content(dev) and t.tags.names() == []
+    assert content(t) == content(dev) and t.refs.tags.names() == []

@@ -25,9 +25,9 @@ def marked(catalog):
     t = catalog.create_table("db.m", SCHEMA, options={"retention.time": "1 h"})
     for i in range(6):
         t.write_arrow(rows([i]))
-    t.create_tag("old", 2)
+    t.refs.tags.create("old", 2)
     rm.advance(t.store, 0, now_ms=_time(t, 4))
-    t.mark = t.read_retention_mark()
+    t.mark = t.maintenance.retention_mark()
     assert 4 <= t.mark.snapshot_id
     t.below = t.mark.snapshot_id - 1
     return t
@@ -46,14 +46,14 @@ def _refused(t, call, *args, **kwargs):
 
 def test_rollback_below_the_mark_is_refused_and_changes_nothing(marked):
     t = marked
-    head, tags = t.latest_snapshot().id, set(t.tags.names())
-    _refused(t, t.rollback_to, t.below)
-    _refused(t, t.rollback_to, "old")
-    _refused(t, t.rollback_to, str(t.below))
-    _refused(t, t.rollback_to_timestamp, _time(t, 1))
-    assert t.latest_snapshot().id == head and set(t.tags.names()) == tags  # no snapshot, no backup tag
+    head, tags = t.latest_snapshot().id, set(t.refs.tags.names())
+    _refused(t, t.refs.rollback_to, t.below)
+    _refused(t, t.refs.rollback_to, "old")
+    _refused(t, t.refs.rollback_to, str(t.below))
+    _refused(t, t.refs.rollback_to_timestamp, _time(t, 1))
+    assert t.latest_snapshot().id == head and set(t.refs.tags.names()) == tags  # no snapshot, no backup tag
     if t.mark.snapshot_id < head:
-        result = t.rollback_to(t.mark.snapshot_id)  # the mark itself is visible
+        result = t.refs.rollback_to(t.mark.snapshot_id)  # the mark itself is visible
         assert content(t) == content(t, snapshot_id=t.mark.snapshot_id)
         assert result.current_snapshot_id == head + 1
 
@@ -84,23 +84,23 @@ def test_incremental_between_on_a_table_without_a_mark_is_unchanged(catalog):
 
 def test_tags_below_the_mark_cannot_be_created_or_pointed_at(marked):
     t = marked
-    _refused(t, t.create_tag, "x", t.below)
-    _refused(t, t.create_tag_from_timestamp, "x", _time(t, 1))
-    _refused(t, t.replace_tag, "old", t.below)
-    assert not t.tags.exists("x") and t.tags.get("old").snapshot.id == 2
-    t.create_tag("at-mark", t.mark.snapshot_id)
-    t.create_tag("latest")
-    assert {"at-mark", "latest"} <= set(t.tags.names())
+    _refused(t, t.refs.tags.create, "x", t.below)
+    _refused(t, t.refs.tags.create_from_timestamp, "x", _time(t, 1))
+    _refused(t, t.refs.tags.replace, "old", t.below)
+    assert not t.refs.tags.exists("x") and t.refs.tags.get("old").snapshot.id == 2
+    t.refs.tags.create("at-mark", t.mark.snapshot_id)
+    t.refs.tags.create("latest")
+    assert {"at-mark", "latest"} <= set(t.refs.tags.names())
 
 
 def test_branches_below_the_mark_cannot_be_created(marked):
     t = marked
-    _refused(t, t.create_branch, "b1", from_snapshot=t.below)
-    _refused(t, t.create_branch, "b2", from_tag="old")
+    _refused(t, t.refs.branches.create, "b1", from_snapshot=t.below)
+    _refused(t, t.refs.branches.create, "b2", from_tag="old")
     assert not os.path.exists(t.store.paths.for_branch("b1").branch_root)
     assert not os.path.exists(t.store.paths.for_branch("b2").branch_root)
-    t.create_branch("ok", from_snapshot=t.mark.snapshot_id)
-    t.create_branch("empty")
+    t.refs.branches.create("ok", from_snapshot=t.mark.snapshot_id)
+    t.refs.branches.create("empty")
     assert os.path.isdir(t.store.paths.for_branch("ok").branch_root)
 
 
@@ -113,29 +113,29 @@ def branched(catalog):
     t = catalog.create_table("db.b", SCHEMA, options={"retention.time": "1 h"})
     for i in range(3):
         t.write_arrow(rows([i]))
-    t.create_branch("b", from_snapshot=3)
+    t.refs.branches.create("b", from_snapshot=3)
     b = catalog.get_table("db.b$branch_b")
     for i in range(4):
         b.write_arrow(rows([10 + i]))
-    b.create_tag("b-old", 4)
+    b.refs.tags.create("b-old", 4)
     return t, b
 
 
 def test_a_branch_has_its_own_mark_under_its_directory(branched):
     t, b = branched
     result = rm.advance(b.store, 0, now_ms=_time(b, 6))
-    mark = b.read_retention_mark()
+    mark = b.maintenance.retention_mark()
     assert result.advanced and mark == result.mark and mark.snapshot_id >= 6
     assert os.listdir(rm.mark_dir(b.store.paths.branch_root)) == [f"mark-{mark.version}"]
-    assert t.read_retention_mark() is None  # main is not marked by its branch
+    assert t.maintenance.retention_mark() is None  # main is not marked by its branch
     assert content(t, snapshot_id=1)  # main's history stays readable
     b.mark, b.below = mark, mark.snapshot_id - 1
     for call, args, kwargs in [
         (b.to_arrow, (), {"snapshot_id": b.below}),
         (b.to_arrow, (), {"tag": "b-old"}),
         (b.to_arrow, (), {"timestamp_millis": _time(b, 4)}),
-        (b.rollback_to, (b.below,), {}),
-        (b.create_tag, ("x", b.below), {}),
+        (b.refs.rollback_to, (b.below,), {}),
+        (b.refs.tags.create, ("x", b.below), {}),
         (resolve_between, (b.store, f"{b.below},7"), {}),
     ]:
         err = _refused(b, call, *args, **kwargs)
@@ -148,8 +148,8 @@ def test_the_table_mark_does_not_hide_a_branch_history(branched):
     t, b = branched
     t.write_arrow(rows([99]))  # main: 4 snapshots
     rm.advance(t.store, 0, now_ms=_time(t, 4))
-    assert t.read_retention_mark().snapshot_id == 4
-    assert b.read_retention_mark() is None
+    assert t.maintenance.retention_mark().snapshot_id == 4
+    assert b.maintenance.retention_mark() is None
     assert content(b, snapshot_id=4) and content(b, snapshot_id=5)  # branch ids below main's mark
     with pytest.raises(BehindRetentionMarkError):
         t.to_arrow(snapshot_id=3)
@@ -158,8 +158,8 @@ def test_the_table_mark_does_not_hide_a_branch_history(branched):
 def test_branch_expiration_keeps_what_its_own_mark_protects(branched):
     _, b = branched
     rm.advance(b.store, 0, now_ms=_time(b, 5))
-    mark = b.read_retention_mark()
-    report = b.expire_snapshots(retain_max=1)
+    mark = b.maintenance.retention_mark()
+    report = b.maintenance.expire_snapshots(retain_max=1)
     assert b.store.snapshots.list_ids()[0] == mark.snapshot_id
     assert all(sid < mark.snapshot_id for sid in report.snapshots)
 
@@ -169,7 +169,7 @@ def test_retention_table_of_a_branch_shows_its_own_mark(branched):
 
     _, b = branched
     rm.advance(b.store, 0, now_ms=_time(b, 5))
-    mark = b.read_retention_mark()
+    mark = b.maintenance.retention_mark()
     out = read_retention(b).to_pylist()
     snaps = {r["snapshot_id"]: r["behind_retention_mark"] for r in out if r["object_type"] == "snapshot"}
     assert snaps[4] is (4 < mark.snapshot_id) and snaps[7] is False

@@ -27,7 +27,7 @@ def test_rollback_to_a_snapshot_publishes_its_content_as_a_new_snapshot(request,
     at1 = content(t, snapshot_id=1)
     head = t.latest_snapshot()
     before_files = data_and_manifest_files(t.path)
-    result = t.rollback_to(1)
+    result = t.refs.rollback_to(1)
     assert (result.previous_snapshot_id, result.current_snapshot_id) == (head.id, head.id + 1)
     assert result.backup_tag == f"rollback-backup-{head.id}"
     new = t.latest_snapshot()
@@ -40,7 +40,7 @@ def test_rollback_to_a_snapshot_publishes_its_content_as_a_new_snapshot(request,
 
 def test_writes_after_a_rollback_of_a_key_table_merge_correctly(pk_table):
     t = pk_table
-    t.rollback_to(1)
+    t.refs.rollback_to(1)
     t.write_arrow(rows([1, 7], "n"))
     t.compact(full=True)
     expected = {i: f"a{i}" for i in range(6)} | {1: "n1", 7: "n7"}
@@ -49,11 +49,11 @@ def test_writes_after_a_rollback_of_a_key_table_merge_correctly(pk_table):
 
 def test_rollback_to_a_tag_whose_snapshot_expired(append_table):
     t = append_table
-    t.create_tag("t1", 1)
+    t.refs.tags.create("t1", 1)
     expected = content(t, tag="t1")
     t.write_arrow(rows([8, 9]), overwrite=True)
     expire_snapshot_file(t, 1)
-    result = t.rollback_to("t1")
+    result = t.refs.rollback_to("t1")
     assert content(t) == expected and result.current_snapshot_id == 5
     assert all(os.path.exists(p) for p in reachable_files(t.store.io, t.path).paths())
 
@@ -61,35 +61,35 @@ def test_rollback_to_a_tag_whose_snapshot_expired(append_table):
 def test_rollback_to_timestamp(append_table):
     t = append_table
     snaps = t.snapshots()
-    t.rollback_to_timestamp(snaps[1].time_millis)
+    t.refs.rollback_to_timestamp(snaps[1].time_millis)
     assert content(t) == content(t, snapshot_id=2)
     with pytest.raises(NoSuchSnapshotError):
-        t.rollback_to_timestamp(snaps[0].time_millis - 10_000)
+        t.refs.rollback_to_timestamp(snaps[0].time_millis - 10_000)
 
 
 def test_rollback_refusals_change_nothing(append_table):
     t = append_table
-    t.create_tag("ok", 1)
+    t.refs.tags.create("ok", 1)
     before = state(t)
     with pytest.raises(NoSuchSnapshotError):
-        t.rollback_to(42)
+        t.refs.rollback_to(42)
     with pytest.raises(NoSuchTagError):
-        t.rollback_to("nope")
+        t.refs.rollback_to("nope")
     with pytest.raises(InvalidArgumentError):
-        t.rollback_to("a/b")
+        t.refs.rollback_to("a/b")
     with pytest.raises(InvalidArgumentError):
-        t.rollback_to(1.5)  # type: ignore[arg-type]
+        t.refs.rollback_to(1.5)  # type: ignore[arg-type]
     expire_snapshot_file(t, 2)
     before = state(t)
     with pytest.raises(NoSuchSnapshotError):
-        t.rollback_to(2)
+        t.refs.rollback_to(2)
     assert state(t) == before
 
 
 def test_rollback_to_the_head_is_a_no_op(append_table):
     t = append_table
     before = state(t)
-    result = t.rollback_to(3)
+    result = t.refs.rollback_to(3)
     assert (result.previous_snapshot_id, result.current_snapshot_id, result.backup_tag) == (3, 3, None)
     assert state(t) == before
 
@@ -102,7 +102,7 @@ def test_a_commit_racing_the_rollback_wins_and_the_rollback_changes_nothing(appe
     with pytest.raises(CommitConflictError):
         rollback_mod.rollback_to(FileStore(racing, t.store.paths, t.store.schema), 1)
     t = t.refresh()
-    assert "rollback-backup-3" not in t.tags()
+    assert "rollback-backup-3" not in t.refs.tags.all()
     assert t.latest_snapshot().id == 4 and (77, "x77", "a") in content(t)
     # No metadata file of the failed attempt is left behind.
     assert data_and_manifest_files(t.path) == reachable_files(t.store.io, t.path).paths()
@@ -113,7 +113,7 @@ def test_rollback_restores_the_dynamic_bucket_index(catalog):
     t.write_arrow(rows([1, 2]))
     t.write_arrow(rows([3, 4]))
     first = t.store.snapshots.get(1)
-    t.rollback_to(1)
+    t.refs.rollback_to(1)
     assert t.latest_snapshot().index_manifest == first.index_manifest
     t.write_arrow(rows([1, 3], "u"))
     assert content(t) == [(1, "u1", "a"), (2, "x2", "a"), (3, "u3", "a")]
@@ -125,7 +125,7 @@ def test_rollback_over_a_schema_change_keeps_the_new_schema(catalog, append_tabl
 
     t = catalog.alter_table("db.app", [AddColumn("extra", INT())])
     t.write_arrow(pa.table({"id": [6], "v": ["x6"], "p": ["a"], "extra": [1]}))
-    t.rollback_to(1)
+    t.refs.rollback_to(1)
     assert t.latest_snapshot().schema_id == 1
     data = t.refresh().to_arrow()
     assert data.column_names == ["id", "v", "p", "extra"] and data.column("extra").to_pylist() == [None, None]

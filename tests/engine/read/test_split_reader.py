@@ -6,6 +6,7 @@ import pyarrow as pa
 import pytest
 
 from engine import NoSuchColumnError
+from engine.meta.refs import TagStore
 from engine.meta.snapshot import Tag
 from engine.read.split_reader import SplitReader
 from engine.schema_changes import AddColumn, DropColumn, MoveColumn, RenameColumn, UpdateColumnType
@@ -39,7 +40,7 @@ def test_time_travel_after_drop_shows_the_dropped_column(catalog):
     t = _evolve(catalog, "db.td", [DropColumn("x")])
     assert t.to_arrow().column_names == ["id", "y"]
     assert t.to_arrow(snapshot_id=1).to_pylist() == [{"id": 1, "x": 10, "y": 100}]
-    t.tags.write("t1", Tag(t.store.snapshots.get(1)))
+    TagStore(t.store.io, t.store.paths).write("t1", Tag(t.store.snapshots.get(1)))
     assert t.to_arrow(tag="t1").column_names == ["id", "x", "y"]
 
 

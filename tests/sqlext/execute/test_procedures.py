@@ -90,7 +90,7 @@ def test_unknown_procedure_names_close_ones(registry):
 
 def test_registry_is_open_and_guards_duplicates(registry):
     proc = Procedure(
-        "expire_tags", (Param("table", required=True), Param("older_than", ParamType.TIMESTAMP)), OUT, _echo
+        "expire_tags", (Param("table", required=True), Param("older_than", ParamType.TIME)), OUT, _echo
     )
     registry.register(proc)
     assert registry.get("EXPIRE_TAGS") is proc and "expire_tags" in registry.names()
@@ -179,9 +179,13 @@ def test_positional_after_named_is_refused(registry):
         (ParamType.DOUBLE, "2e3", 2000.0),
         (ParamType.STRING, 12, "12"),
         (ParamType.STRING, True, "true"),
-        (ParamType.TIMESTAMP, "2024-01-01 00:00:01", 1_704_067_201_000),
-        (ParamType.TIMESTAMP, dt.datetime(2024, 1, 1), 1_704_067_200_000),
-        (ParamType.TIMESTAMP, 1_678_883_047_356, 1_678_883_047_356),
+        # A time is passed on as given: the engine reads it (engine.time_bound), one rule everywhere.
+        (ParamType.TIME, "2024-01-01 00:00:01", "2024-01-01 00:00:01"),
+        (ParamType.TIME, "7 d", "7 d"),
+        (ParamType.TIME, dt.datetime(2024, 1, 1), dt.datetime(2024, 1, 1)),
+        (ParamType.TIME, dt.date(2024, 1, 1), dt.date(2024, 1, 1)),
+        (ParamType.TIME, 1_678_883_047_356, 1_678_883_047_356),
+        (ParamType.TIME, Decimal("1678883047356"), 1_678_883_047_356),
         (ParamType.DURATION, "2 h", 7_200_000),
     ],
 )
@@ -195,7 +199,9 @@ def test_coercion(type_, value, expected):
         (ParamType.INT, 2**31),
         (ParamType.BOOLEAN, 1),
         (ParamType.BOOLEAN, "yes"),
-        (ParamType.TIMESTAMP, "yesterday"),
+        (ParamType.TIME, True),
+        (ParamType.TIME, Decimal("1.5")),
+        (ParamType.TIME, 1.5),
         (ParamType.DOUBLE, dt.date(2024, 1, 1)),
     ],
 )
@@ -334,3 +340,78 @@ def test_procedures_of_missing_features_refuse_any_arguments_naming_the_feature(
         with pytest.raises(UnsupportedStatementError, match=f"sys.{name} is not supported by dyntable") as e:
             bind_arguments(proc, call_args)
         assert e.value.sqlstate == "0A000"
+
+
+# -- time arguments: the engine's one rule, the procedure's argument error -------------------------
+
+
+FAR_FUTURE = dt.datetime(2099, 1, 1)
+
+
+class _CatalogSession:
+    """Just enough of SqlSession for procedures that only name a table (no Spark)."""
+
+    def __init__(self, catalog):
+        self.catalog = catalog
+        self.current_database = "db"
+
+    def is_managed(self, name):
+        return True
+
+    def table(self, name):
+        return self.catalog.get_table(f"{name.database or 'db'}.{name.table}")
+
+
+@pytest.fixture
+def tagged(tmp_path):
+    cat = open_catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    t = cat.create_table("db.t", pa.schema([("id", pa.int64())]))
+    for i in range(3):
+        t.write_arrow(pa.table({"id": [i]}, schema=t.arrow_schema))
+    t.refs.tags.create("a", 1)
+    t.refs.tags.create("b", 2)
+    return _CatalogSession(cat), t
+
+
+def _call(session, name, *positional, **named):
+    proc = P.REGISTRY.get(name)
+    return proc.invoke(session, bind_arguments(proc, args(*positional, **named)))
+
+
+@pytest.mark.parametrize(
+    "older_than",
+    ["2099-01-01 00:00:00", "2099-01-01", dt.datetime(2099, 1, 1), int(FAR_FUTURE.timestamp() * 1000)],
+    ids=repr,
+)
+def test_expire_tags_reads_text_like_a_timestamp_literal(tagged, older_than):
+    session, t = tagged
+    result = _call(session, "expire_tags", "t", older_than=older_than)
+    assert result.column("expired_tags").to_pylist() == ["a", "b"] and t.refs.tags.names() == []
+
+
+def test_expire_tags_with_a_past_bound_expires_nothing(tagged):
+    session, t = tagged
+    for past in ("2000-01-01 00:00:00", "1 d"):
+        result = _call(session, "expire_tags", "t", older_than=past)
+        assert result.column(0).to_pylist() == ["No expired tags."]
+    assert t.refs.tags.names() == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("procedure", "argument", "named"),
+    [
+        ("expire_tags", "older_than", {"older_than": "someday"}),
+        ("expire_snapshots", "older_than", {"older_than": "someday"}),
+        ("remove_orphan_files", "older_than", {"older_than": "someday"}),
+        ("create_tag_from_timestamp", "timestamp", {"tag": "x", "timestamp": "someday"}),
+        ("rollback_to_timestamp", "timestamp", {"timestamp": "someday"}),
+    ],
+)
+def test_a_bad_time_is_the_arguments_error_in_every_procedure(tagged, procedure, argument, named):
+    session, t = tagged
+    with pytest.raises(ProcedureArgumentError) as info:
+        _call(session, procedure, "t", **named)
+    assert info.value.sqlstate == "22023"
+    assert str(info.value).startswith(f"{procedure}: argument {argument} = 'someday' is not a point in time")
+    assert t.refs.tags.names() == ["a", "b"] and t.latest_snapshot().id == 3
