@@ -113,7 +113,7 @@ def _positions(df: DataFrame) -> dict[str, Any]:
 def _write_rows(s: SqlSession, table: Table, df: DataFrame) -> list[Any]:
     """Write ``df`` (the table's columns) with engine writers in Spark tasks; their commit messages."""
     from sqlext.execute.insert import shape_frame
-    from sqlext.source.datasource import cluster_for_writers, write_task
+    from sqlext.source.datasource import cluster_for_writers, delete_job_files, write_task
 
     columns = list(table.schema.field_names)
     frame = cluster_for_writers(shape_frame(s, table, df, columns), table)
@@ -124,7 +124,11 @@ def _write_rows(s: SqlSession, table: Table, df: DataFrame) -> list[Any]:
         messages = write_task(store_table, batches, token)
         yield pa.RecordBatch.from_pydict({"m": [pickle.dumps(messages)]}, pa.schema([("m", pa.binary())]))
 
-    blobs = frame.mapInArrow(task, "m binary").toArrow().column("m").to_pylist()
+    try:
+        blobs = frame.mapInArrow(task, "m binary").toArrow().column("m").to_pylist()
+    except BaseException:
+        delete_job_files(table, token)  # files of the tasks that finished before the job failed
+        raise
     return [m for blob in blobs for m in pickle.loads(blob)]
 
 

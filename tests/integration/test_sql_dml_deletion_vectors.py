@@ -85,3 +85,23 @@ def test_delete_on_an_empty_dv_table_and_a_no_match_change_nothing(session):
     assert rows == [(0,)] and snapshot_count(session, "dve") == before
     rows, _ = run(session, "DELETE FROM dve")
     assert rows == [(2,)] and contents(session, "dve") == []
+
+
+def test_a_stream_of_a_dv_append_table_gets_new_rows_and_no_deletes_as_in_paimon(session):
+    run(session, "CREATE TABLE dvs (id INT, v STRING) TBLPROPERTIES ('deletion-vectors.enabled' = 'true')")
+    run(session, "CREATE TABLE dvt (id INT, v STRING)")
+    run(session, "INSERT INTO dvs VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    run(session, "DELETE FROM dvs WHERE id = 2")
+    stream = ["SET 'execution.runtime-mode' = 'streaming'",
+              "SET 'execution.streaming.trigger' = 'available-now'",
+              "INSERT INTO dvt SELECT * FROM dvs", "SET 'execution.runtime-mode' = 'batch'"]
+    for sql in stream:
+        run(session, sql)
+    assert contents(session, "dvt") == [(1, "a"), (3, "c")]  # the first read is the snapshot minus its DVs
+    run(session, "DELETE FROM dvs WHERE id = 1")
+    run(session, "INSERT INTO dvs VALUES (4, 'd')")
+    run(session, "UPDATE dvs SET v = 'C' WHERE id = 3")
+    for sql in stream:
+        run(session, sql)
+    # new files stream as +I (the UPDATE's new row too); a DV-only DELETE is no change
+    assert contents(session, "dvt") == [(1, "a"), (3, "C"), (3, "c"), (4, "d")]
