@@ -98,6 +98,23 @@ def test_compact_manifest_merges_into_a_compact_snapshot_with_the_same_rows(cata
     assert len(content(t)) == len(before) + 1
 
 
+def test_file_store_commit_compact_manifests_is_public_and_keeps_the_merge_setting(catalog):
+    from engine import FileStoreCommit
+    from tests.engine.ops.conftest import SCHEMA
+
+    t = catalog.create_table("db.many2", SCHEMA)
+    for i in range(4):
+        t.write_arrow(rows([i]))
+    before = content(t)
+    committer = FileStoreCommit(t.store)
+    setting = committer.merge_min_count
+    sid = committer.compact_manifests()
+    assert committer.merge_min_count == setting  # the forced merge is for this call only
+    assert sid == 5 and t.latest_snapshot().commit_kind is CommitKind.COMPACT
+    assert len(t.store.manifests.data_manifests(t.latest_snapshot())) == 1
+    assert content(t) == before
+
+
 # -- purge_files ------------------------------------------------------------------------------------
 
 
