@@ -22,7 +22,7 @@ Keys a user sets (CREATE / ALTER / dynamic options), as Paimon treats table prop
   the values that would need it (``deletion-vectors.enabled=true``, ``scan.fallback-branch``, ...);
 * a Paimon option that would change where files live or what a read or write returns, and that
   dyntable does not implement, is refused with the reason (:data:`UNSUPPORTED_PAIMON_OPTIONS`:
-  ``data-file.path-directory``, ``end-input.check-partition-expire``, ``record-level.expire-time``);
+  ``data-file.path-directory``, ``record-level.expire-time``);
 * any other key is stored as given (Paimon keeps arbitrary properties such as ``'k1'='v1'``, and
   tables shared with Java jobs carry them); when it is a near-miss of a known key (difflib) a
   warning names the key it probably means, so ``'bukcet'`` does not pass unnoticed.
@@ -411,6 +411,9 @@ PARTITION_EXPIRATION_TIME = _declare("partition.expiration-time", "duration", No
     "Partitions older than this expire.")
 PARTITION_EXPIRATION_CHECK_INTERVAL = _declare("partition.expiration-check-interval", "duration", 3_600_000,
     "How often writers check for expired partitions.")
+END_INPUT_CHECK_PARTITION_EXPIRE = _declare("end-input.check-partition-expire", bool, False,
+    "Check partition expiration at the end of every batch write (a commit with the batch identifier), "
+    "whatever partition.expiration-check-interval says, as Paimon's bounded jobs do.")
 PARTITION_EXPIRATION_STRATEGY = _declare("partition.expiration-strategy", "enum", "values-time",
     "How a partition's time is found.", choices=("values-time", "update-time"))
 PARTITION_EXPIRATION_MAX_NUM = _declare("partition.expiration-max-num", int, 100,
@@ -540,8 +543,6 @@ UNSUPPORTED_PAIMON_OPTIONS: dict[str, str] = {
     "data-file.external-paths": "dyntable writes data files inside the table directory only",
     "data-file.external-paths.strategy": "dyntable writes data files inside the table directory only",
     "data-file.external-paths.specific-fs": "dyntable writes data files inside the table directory only",
-    "end-input.check-partition-expire": "dyntable checks partition expiration after commits by "
-    "partition.expiration-check-interval, or on CALL sys.expire_partitions",
     "record-level.expire-time": "dyntable does not expire single records",
     "record-level.time-field": "dyntable does not expire single records",
     "ignore-update-before": "dyntable does not drop UPDATE_BEFORE rows on write (use ignore-delete)",

@@ -266,7 +266,6 @@ def test_valid_options(ok: dict[str, str]) -> None:
     ("bad", "words"),
     [
         ({"data-file.path-directory": "d"}, ["not supported", "data-file.path-directory"]),
-        ({"end-input.check-partition-expire": "true"}, ["not supported"]),
         ({"record-level.expire-time": "1 d"}, ["not supported"]),
         ({"scan.fallback-branch": "b"}, ["not supported"]),
         ({"file-index.bloom-filter.columns": "a"}, ["not supported"]),

@@ -449,7 +449,7 @@ def test_type_changes_follow_paimons_implicit_casts(src: str, dst: str, ok: bool
         (SetOption("primary-key", "k"), "ADD PRIMARY KEY"),
         (SetOption("bucket", "0"), "invalid"),
         (SetOption("snapshot.num-retained.min", "x"), "snapshot.num-retained.min"),
-        (SetOption("end-input.check-partition-expire", "true"), "not supported"),
+        (SetOption("record-level.expire-time", "1 d"), "not supported"),
         (SetOption("bucket-key", "k"), "cannot be changed"),
         (RemoveOption("bucket"), "cannot be changed"),
     ],
