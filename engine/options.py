@@ -185,11 +185,8 @@ def _refuse_any(what: str) -> Callable[[Any], str | None]:
 
 def _mark_done_ok(actions: tuple[str, ...]) -> str | None:
     for action in actions:
-        if action == "done-partition":
-            return ("done-partition adds partitions to a metastore (metastore.partitioned-table); dyntable's "
-                    "file-system catalog has none, as Paimon's has not; use success-file")
-        if action != "success-file":
-            return f"action '{action}' is not supported by dyntable; use success-file"
+        if action not in ("success-file", "done-partition"):
+            return f"action '{action}' is not supported by dyntable; use success-file and/or done-partition"
     return None
 
 
@@ -420,9 +417,10 @@ PARTITION_EXPIRATION_MAX_NUM = _declare("partition.expiration-max-num", int, 100
     "Maximum partitions expired in one run.", validator=_at_least(1))
 PARTITION_MARK_DONE_ACTION = _declare("partition.mark-done-action", "list", ("success-file",),
     "What CALL sys.mark_partition_done does to a partition: success-file writes <partition>/_SUCCESS "
-    "(JSON creationTime/modificationTime, as Paimon). done-partition registers '<value>.done' in a "
-    "metastore, which a file-system catalog lacks (Paimon refuses it there too); mark-event, "
-    "http-report and custom are refused as well.", validator=lambda v: _mark_done_ok(v))
+    "(JSON creationTime/modificationTime, as Paimon). done-partition adds the partition whose last value "
+    "ends in '.done' (dt=20240713.done): dyntable's catalog is the file system, so it is that partition's "
+    "(empty) directory. Both may be combined; mark-event, http-report and custom are refused.",
+    validator=lambda v: _mark_done_ok(v))
 PARTITION_EXPIRATION_BATCH_SIZE = _declare("partition.expiration-batch-size", int, None,
     "Paimon drops expired partitions in commits of this many; dyntable drops one run's partitions in "
     "one commit (the same partitions go, atomically), so any positive value is accepted.",

@@ -27,7 +27,8 @@ orphaned); a file removed meanwhile by a concurrent expiration or deletion re-ru
 reachability (bounded), see ``engine.ops.reachability``. Listing happens before reachability, so
 a commit that lands in between is seen; its new files are younger than the cutoff anyway.
 
-Partition and bucket directories left empty (by this run or earlier deletions) are removed; a
+Partition and bucket directories left empty (by this run or earlier deletions) are removed (but
+not the done partitions of ``partition.mark-done-action = done-partition``); a
 writer that creates a file in such a directory at that very moment can lose the race (the same
 window Paimon has), which is why only directories whose listed files were all collectable go.
 """
@@ -59,6 +60,8 @@ _METADATA_DIRS = ("schema", "snapshot", "tag", "consumer", "changelog")
 _PRIVATE_DIR = ".dyntable"
 _ABORTED_JOBS = "aborted-jobs"
 #: ``engine.io.localfs.write_temp``'s names: ``.<final name>.<uuid4 hex>.tmp``.
+#: ``engine.ops.partition_done``'s done partitions (``dt=20240713.done``): empty on purpose, kept.
+DONE_PARTITION_SUFFIX = ".done"
 _TEMP_FILE = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")
 
 T = TypeVar("T")
@@ -325,6 +328,8 @@ def _remove_empty_dirs(io: FileIO, listing: _Listing, emptied: set[str], busy: s
     for d in sorted(listing.data_dirs, key=lambda x: -x.count("/")):
         if d in busy or any(c not in gone for c in children.get(d, ())):
             continue
+        if _name(d).endswith(DONE_PARTITION_SUFFIX):
+            continue  # a done partition (partition.mark-done-action = done-partition) is empty by design
         if d not in emptied and listing.files_in.get(d, 0) > 0:
             continue
         try:

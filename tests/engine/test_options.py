@@ -278,7 +278,7 @@ def test_valid_options(ok: dict[str, str]) -> None:
         ({"manifest.format": "orc"}, ["avro"]),
         ({"log.system": "kafka"}, ["log system"]),
         ({"partition.mark-done-action": "success-file,mark-event"}, ["mark-event"]),
-        ({"partition.mark-done-action": "done-partition"}, ["metastore"]),
+        ({"partition.mark-done-action": "done-partition,http-report"}, ["http-report"]),
         ({"bucket": "0"}, ["'bucket'", "'0'"]),
         ({"bucket": "two"}, ["'bucket'", "'two'", "integer"]),
         ({"merge-engine": "last-row"}, ["'merge-engine'", "'last-row'", "deduplicate"]),
