@@ -22,7 +22,7 @@ Keys a user sets (CREATE / ALTER / dynamic options), as Paimon treats table prop
   the values that would need it (``deletion-vectors.enabled=true``, ``scan.fallback-branch``, ...);
 * a Paimon option that would change where files live or what a read or write returns, and that
   dyntable does not implement, is refused with the reason (:data:`UNSUPPORTED_PAIMON_OPTIONS`:
-  ``data-file.path-directory``, ``record-level.expire-time``);
+  ``data-file.external-paths``, ``record-level.expire-time``);
 * any other key is stored as given (Paimon keeps arbitrary properties such as ``'k1'='v1'``, and
   tables shared with Java jobs carry them); when it is a near-miss of a known key (difflib) a
   warning names the key it probably means, so ``'bukcet'`` does not pass unnoticed.
@@ -187,6 +187,21 @@ def _mark_done_ok(actions: tuple[str, ...]) -> str | None:
     for action in actions:
         if action not in ("success-file", "done-partition"):
             return f"action '{action}' is not supported by dyntable; use success-file and/or done-partition"
+    return None
+
+
+_TABLE_DIRS = frozenset({"schema", "snapshot", "tag", "consumer", "branch", "changelog", "manifest", "index",
+                         "statistics", ".dyntable"})
+
+
+def _relative_dir_ok(v: str) -> str | None:
+    parts = v.strip().strip("/").split("/")
+    if not v.strip() or v.strip().startswith("/") or "://" in v:
+        return "must be a directory relative to the table, e.g. 'data'"
+    if any(p in ("", ".", "..") or "=" in p or p.startswith("bucket-") for p in parts):
+        return "must be a plain relative directory (no '.', '..', '=' or 'bucket-' components)"
+    if parts[0] in _TABLE_DIRS:
+        return f"'{parts[0]}' is a metadata directory of the table; pick another name, e.g. 'data'"
     return None
 
 
@@ -379,6 +394,10 @@ SCAN_TIMESTAMP = _declare("scan.timestamp", str, None, "scan.timestamp-millis as
 SCAN_VERSION = _declare("scan.version", str, None, "A snapshot id or tag name to read.")
 READ_NATIVE_SCAN = _declare("read.native-scan.enabled", bool, True,
     "dyntable (Spark): batch reads return splits that need no merge through Spark's own Parquet reader.")
+DATA_FILE_PATH_DIRECTORY = _declare("data-file.path-directory", str, None,
+    "Directory (relative to the table) holding the partition and bucket directories of the data files, "
+    "as Paimon lays them out (<table>/<dir>/<partition>/bucket-N). Immutable: readers find existing files "
+    "through it.", immutable=True, validator=lambda v: _relative_dir_ok(v))
 SCAN_FALLBACK_BRANCH = _declare("scan.fallback-branch", str, None,
     "Batch reads take partitions missing in this branch from the fallback branch. Not supported by "
     "dyntable: refused.", validator=_refuse_any("a fallback branch for reads (scan.fallback-branch)"))
@@ -537,7 +556,6 @@ _PAIMON_FLAT_KEYS = frozenset({
 # Paimon options dyntable does not implement whose effect a reader or writer would miss: refused
 # (a value set by another engine on a shared table is kept and never re-validated on read).
 UNSUPPORTED_PAIMON_OPTIONS: dict[str, str] = {
-    "data-file.path-directory": "dyntable writes data files under the partition/bucket directories only",
     "data-file.external-paths": "dyntable writes data files inside the table directory only",
     "data-file.external-paths.strategy": "dyntable writes data files inside the table directory only",
     "data-file.external-paths.specific-fs": "dyntable writes data files inside the table directory only",

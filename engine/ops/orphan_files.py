@@ -7,7 +7,8 @@ consumer's snapshots are anchors themselves), and delete what is left and older 
 What is listed (everything else under the table root is left alone, it is not ours):
 
 * ``manifest/``, ``index/``, ``statistics/`` and every data directory
-  (``k1=v1/.../bucket-N`` or ``bucket-N``): every file is a candidate — data and changelog files,
+  (``k1=v1/.../bucket-N`` or ``bucket-N``, below ``data-file.path-directory`` when the table sets
+  it): every file is a candidate — data and changelog files,
   file indexes, manifests and manifest lists of failed commits, a crashed writer's half files;
 * per-branch metadata directories (``schema``, ``snapshot``, ``tag``, ``consumer``,
   ``changelog`` of main and of every ``branch/branch-*``): only the temporary files of an atomic
@@ -43,7 +44,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
-from engine.errors import InvalidArgumentError
+from engine.errors import DyntableError, InvalidArgumentError
 from engine.io import FileIO
 from engine.io.fileio import FileStatus
 from engine.meta.paths import join
@@ -171,7 +172,11 @@ def list_candidates(io: FileIO, root: str, pool: ThreadPoolExecutor | None = Non
     meta: list[str] = []  # directories where only temporary files are candidates
     partitions: list[str] = []
     privates: list[str] = []  # the table's and each branch's ``.dyntable``
-    for s in io.list_dir(root):
+    top = io.list_dir(root)
+    data_dir = _data_dir(io, root)
+    if data_dir is not None:  # data-file.path-directory: the partition/bucket directories live below it
+        top = top + [c for c in io.list_dir(join(root, data_dir)) if c.is_dir and _is_data_dir(_name(c.path))]
+    for s in top:
         name = _name(s.path)
         if not s.is_dir:
             continue
@@ -223,6 +228,27 @@ def list_candidates(io: FileIO, root: str, pool: ThreadPoolExecutor | None = Non
             if rel.startswith(_ABORTED_JOBS + "/") or _TEMP_FILE.match(_name(s.path)):
                 out.candidates.append((s, None))
     return out
+
+
+def _is_data_dir(name: str) -> bool:
+    return name.startswith("bucket-") or "=" in name
+
+
+def _data_dir(io: FileIO, root: str) -> str | None:
+    """The table's ``data-file.path-directory`` (immutable, so main's latest schema says it)."""
+    from engine.meta.paths import TablePaths
+    from engine.meta.schema_store import SchemaStore
+    from engine.options import DATA_FILE_PATH_DIRECTORY, CoreOptions
+
+    try:
+        schema = SchemaStore(io, TablePaths(root)).latest()
+    except (DyntableError, OSError) as e:
+        raise UnsafeToDeleteError(
+            f"the schema of {root} cannot be read ({e}); nothing was deleted", root) from e
+    if schema is None:
+        return None
+    data_dir = CoreOptions(schema.options).get(DATA_FILE_PATH_DIRECTORY)
+    return data_dir.strip("/") if data_dir else None
 
 
 def _check_path_style(listing: _Listing, referenced: set[str], root: str) -> None:

@@ -265,7 +265,7 @@ def test_valid_options(ok: dict[str, str]) -> None:
 @pytest.mark.parametrize(
     ("bad", "words"),
     [
-        ({"data-file.path-directory": "d"}, ["not supported", "data-file.path-directory"]),
+        ({"data-file.external-paths": "d"}, ["not supported", "data-file.external-paths"]),
         ({"record-level.expire-time": "1 d"}, ["not supported"]),
         ({"scan.fallback-branch": "b"}, ["not supported"]),
         ({"file-index.bloom-filter.columns": "a"}, ["not supported"]),
