@@ -399,8 +399,8 @@ DATA_FILE_PATH_DIRECTORY = _declare("data-file.path-directory", str, None,
     "as Paimon lays them out (<table>/<dir>/<partition>/bucket-N). Immutable: readers find existing files "
     "through it.", immutable=True, validator=lambda v: _relative_dir_ok(v))
 SCAN_FALLBACK_BRANCH = _declare("scan.fallback-branch", str, None,
-    "Batch reads take partitions missing in this branch from the fallback branch. Not supported by "
-    "dyntable: refused.", validator=_refuse_any("a fallback branch for reads (scan.fallback-branch)"))
+    "Batch reads of a partitioned table take the partitions this branch lacks from this branch (same "
+    "columns and partition columns; streaming reads, writes and maintenance see this branch only).")
 INCREMENTAL_BETWEEN = _declare("incremental-between", str, None,
     "Incremental read between two snapshots or tags: 'start,end'.")
 INCREMENTAL_BETWEEN_TIMESTAMP = _declare("incremental-between-timestamp", str, None,

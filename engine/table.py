@@ -26,6 +26,7 @@ from engine.meta.snapshot import Snapshot, Tag
 from engine.ops.tags import TagDeletion, TagOps, TimeRetained
 from engine.options import CoreOptions, validate_options
 from engine.read.split_reader import SplitReader
+from engine.scan.fallback import with_fallback
 from engine.scan.planner import Plan, TableScan, resolve_time_travel, store_at
 from engine.scan.predicate import Predicate
 from engine.schema import TableSchema
@@ -191,7 +192,7 @@ class Table:
         scan = TableScan(store_at(self.store, snapshot)).with_projection(columns).with_filter(filter)
         if snapshot is not None:
             scan = scan.with_snapshot(snapshot)
-        return scan.plan()
+        return with_fallback(scan, scan.plan())  # scan.fallback-branch: a batch read's missing partitions
 
     def to_arrow(
         self,

@@ -120,6 +120,10 @@ def native_frame(spark: SparkSession, request: ReadRequest) -> DataFrame | None:
         return None
     if not enabled(spark, request, table) or not table_reads_raw(table.store) or not _local(table.path):
         return None
+    from engine.scan.fallback import fallback_branch
+
+    if system is None and fallback_branch(table.store) is not None:
+        return None  # the fallback branch's splits are read with its own definition, by the Python source
     snapshot = time_travel(request.travel, table)
     table = travelled(table, snapshot)  # a snapshot reads in its own schema
     columns = projection(request, table)

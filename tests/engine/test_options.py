@@ -267,7 +267,6 @@ def test_valid_options(ok: dict[str, str]) -> None:
     [
         ({"data-file.external-paths": "d"}, ["not supported", "data-file.external-paths"]),
         ({"record-level.expire-time": "1 d"}, ["not supported"]),
-        ({"scan.fallback-branch": "b"}, ["not supported"]),
         ({"file-index.bloom-filter.columns": "a"}, ["not supported"]),
         ({"full-compaction.delta-commits": "3"}, ["not supported"]),
         ({"consumer.ignore-progress": "true"}, ["not supported"]),

@@ -117,7 +117,6 @@ def test_partition_column_starting_with_dot_is_refused_at_create(catalog, wareho
     ("options", "words"),
     [
         ({"data-file.external-paths": "d"}, "not supported"),
-        ({"scan.fallback-branch": "b"}, "not supported"),
         ({"file-index.bloom-filter.columns": "a"}, "not supported"),
         ({"bucket": "99999999999"}, "32-bit"),
         ({"bucket": "2147483648"}, "32-bit"),
