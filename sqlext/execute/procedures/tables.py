@@ -263,7 +263,6 @@ UNSUPPORTED = {
     "reassign_row_id": "row ids (row tracking)",
     "materialize_deletion_vectors": "deletion vectors",
     "rewrite_file_index": "data-file indexes (file-index.*)",
-    "merge_branch": "merging a branch into main (use fast_forward or replace_main)",
 }
 
 
