@@ -106,3 +106,26 @@ def test_mark_partition_done_with_done_partition(session):
     table = session.table(TableName.parse("D"))
     assert os.path.isdir(os.path.join(table.path, "day=2024-07-13.done"))
     assert os.path.isfile(os.path.join(table.path, "day=2024-07-13", "_SUCCESS"))
+
+
+def test_data_file_path_directory_through_sql(session):
+    import os
+
+    session.sql("CREATE TABLE P (id INT, v STRING, dt STRING) PARTITIONED BY (dt) "
+                "TBLPROPERTIES ('data-file.path-directory' = 'data')")
+    session.sql("INSERT INTO P VALUES (1, 'a', 'd1'), (2, 'b', 'd2')")
+    session.sql("INSERT INTO P VALUES (3, 'c', 'd1')")
+    assert run(session, "SELECT id FROM P WHERE dt = 'd1' ORDER BY id") == [(1,), (3,)]
+    assert run(session, "SELECT count(*) FROM P") == [(3,)]
+    root = session.table(TableName.parse("P")).path
+    assert os.path.isdir(os.path.join(root, "data", "dt=d1", "bucket-0"))
+    assert not os.path.exists(os.path.join(root, "dt=d1"))
+
+
+def test_end_input_check_partition_expire_through_sql(session):
+    session.sql("CREATE TABLE X (id INT, dt STRING) PARTITIONED BY (dt) TBLPROPERTIES ("
+                "'partition.expiration-time' = '7 d', 'partition.expiration-check-interval' = '1 d', "
+                "'partition.timestamp-formatter' = 'yyyyMMdd', 'end-input.check-partition-expire' = 'true')")
+    session.sql("INSERT INTO X VALUES (1, '20000101'), (2, '29990101')")
+    session.sql("INSERT INTO X VALUES (3, '20000102')")  # within the interval, but the end of a batch write
+    assert run(session, "SELECT id FROM X ORDER BY id") == [(2,)]
