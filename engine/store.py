@@ -37,12 +37,12 @@ class FileStore:
     options: CoreOptions = field(init=False)
 
     def __post_init__(self) -> None:
-        data_dir = CoreOptions(self.schema.options).get(DATA_FILE_PATH_DIRECTORY)
+        self.options = CoreOptions(self.schema.options)
+        data_dir = self.options.get(DATA_FILE_PATH_DIRECTORY)  # Paimon: <table>/<dir>/<partition>/...
         if data_dir != self.paths.data_dir:
             self.paths = self.paths.with_data_dir(data_dir)
         self.snapshots = SnapshotStore(self.io, self.paths)
         self.schemas = SchemaStore(self.io, self.paths)
-        self.options = CoreOptions(self.schema.options)
         self.manifests = ManifestStore(self.io, self.paths, codec=self.options.manifest_compression)
 
     @property
