@@ -190,18 +190,13 @@ def _mark_done_ok(actions: tuple[str, ...]) -> str | None:
     return None
 
 
-_TABLE_DIRS = frozenset({"schema", "snapshot", "tag", "consumer", "branch", "changelog", "manifest", "index",
-                         "statistics", ".dyntable"})
-
-
 def _relative_dir_ok(v: str) -> str | None:
-    parts = v.strip().strip("/").split("/")
-    if not v.strip() or v.strip().startswith("/") or "://" in v:
-        return "must be a directory relative to the table, e.g. 'data'"
-    if any(p in ("", ".", "..") or "=" in p or p.startswith("bucket-") for p in parts):
-        return "must be a plain relative directory (no '.', '..', '=' or 'bucket-' components)"
-    if parts[0] in _TABLE_DIRS:
-        return f"'{parts[0]}' is a metadata directory of the table; pick another name, e.g. 'data'"
+    parts = v.strip().split("/")
+    if "://" in v or parts[0] in ("schema", "snapshot", "tag", "consumer", "branch", "changelog", "manifest",
+                                  "index", "statistics", ".dyntable") or any(
+            p in ("", ".", "..") or "=" in p or p.startswith("bucket-") for p in parts):
+        return ("must be a plain directory relative to the table and not one of its metadata directories, "
+                "e.g. 'data' (no leading '/', '.', '..', '=' or 'bucket-')")
     return None
 
 
@@ -399,8 +394,8 @@ DATA_FILE_PATH_DIRECTORY = _declare("data-file.path-directory", str, None,
     "as Paimon lays them out (<table>/<dir>/<partition>/bucket-N). Immutable: readers find existing files "
     "through it.", immutable=True, validator=lambda v: _relative_dir_ok(v))
 SCAN_FALLBACK_BRANCH = _declare("scan.fallback-branch", str, None,
-    "Batch reads of a partitioned table take the partitions this branch lacks from this branch (same "
-    "columns and partition columns; streaming reads, writes and maintenance see this branch only).")
+    "Batch reads of a partitioned table take the partitions the read branch lacks from the named branch "
+    "(same columns and partition columns; streaming reads, writes and maintenance see the read branch only).")
 INCREMENTAL_BETWEEN = _declare("incremental-between", str, None,
     "Incremental read between two snapshots or tags: 'start,end'.")
 INCREMENTAL_BETWEEN_TIMESTAMP = _declare("incremental-between-timestamp", str, None,
