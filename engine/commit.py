@@ -279,6 +279,16 @@ class FileStoreCommit:
     def truncate(self, identifier: int = BATCH_COMMIT_IDENTIFIER) -> CommitResult:
         return self._replace(lambda _p: True, [], identifier, None)
 
+    def compact_manifests(self, identifier: int = BATCH_COMMIT_IDENTIFIER) -> int:
+        """Publish an empty COMPACT snapshot whose only change is the base manifest list merged into
+        few manifests of live files (Paimon's ``FileStoreCommit.compactManifest``); returns its id."""
+        saved, self.merge_min_count = self.merge_min_count, 1  # always merge, whatever the option says
+        try:
+            sid, _ = self._publish(CommitKind.COMPACT, identifier, lambda _latest: [], [], None, None)
+        finally:
+            self.merge_min_count = saved
+        return sid
+
     def delete_files(
         self, messages: Sequence[CommitMessage], identifier: int = BATCH_COMMIT_IDENTIFIER
     ) -> CommitResult:

@@ -20,7 +20,7 @@ Keys a user sets (CREATE / ALTER / dynamic options), as Paimon treats table prop
   the values that would need it (``scan.fallback-branch``, ...);
 * a Paimon option that would change where files live or what a read or write returns, and that
   dyntable does not implement, is refused with the reason (:data:`UNSUPPORTED_PAIMON_OPTIONS`:
-  ``data-file.path-directory``, ``end-input.check-partition-expire``, ``record-level.expire-time``);
+  ``data-file.external-paths``, ``record-level.expire-time``);
 * any other key is stored as given (Paimon keeps arbitrary properties such as ``'k1'='v1'``, and
   tables shared with Java jobs carry them); when it is a near-miss of a known key (difflib) a
   warning names the key it probably means, so ``'bukcet'`` does not pass unnoticed.
@@ -183,11 +183,18 @@ def _refuse_any(what: str) -> Callable[[Any], str | None]:
 
 def _mark_done_ok(actions: tuple[str, ...]) -> str | None:
     for action in actions:
-        if action == "done-partition":
-            return ("done-partition adds partitions to a metastore (metastore.partitioned-table); dyntable's "
-                    "file-system catalog has none, as Paimon's has not; use success-file")
-        if action != "success-file":
-            return f"action '{action}' is not supported by dyntable; use success-file"
+        if action not in ("success-file", "done-partition"):
+            return f"action '{action}' is not supported by dyntable; use success-file and/or done-partition"
+    return None
+
+
+def _relative_dir_ok(v: str) -> str | None:
+    parts = v.strip().split("/")
+    if "://" in v or parts[0] in ("schema", "snapshot", "tag", "consumer", "branch", "changelog", "manifest",
+                                  "index", "statistics", ".dyntable") or any(
+            p in ("", ".", "..") or "=" in p or p.startswith("bucket-") for p in parts):
+        return ("must be a plain directory relative to the table and not one of its metadata directories, "
+                "e.g. 'data' (no leading '/', '.', '..', '=' or 'bucket-')")
     return None
 
 
@@ -397,9 +404,13 @@ SCAN_TIMESTAMP = _declare("scan.timestamp", str, None, "scan.timestamp-millis as
 SCAN_VERSION = _declare("scan.version", str, None, "A snapshot id or tag name to read.")
 READ_NATIVE_SCAN = _declare("read.native-scan.enabled", bool, True,
     "dyntable (Spark): batch reads return splits that need no merge through Spark's own Parquet reader.")
+DATA_FILE_PATH_DIRECTORY = _declare("data-file.path-directory", str, None,
+    "Directory (relative to the table) holding the partition and bucket directories of the data files, "
+    "as Paimon lays them out (<table>/<dir>/<partition>/bucket-N). Immutable: readers find existing files "
+    "through it.", immutable=True, validator=lambda v: _relative_dir_ok(v))
 SCAN_FALLBACK_BRANCH = _declare("scan.fallback-branch", str, None,
-    "Batch reads take partitions missing in this branch from the fallback branch. Not supported by "
-    "dyntable: refused.", validator=_refuse_any("a fallback branch for reads (scan.fallback-branch)"))
+    "Batch reads of a partitioned table take the partitions the read branch lacks from the named branch "
+    "(same columns and partition columns; streaming reads, writes and maintenance see the read branch only).")
 INCREMENTAL_BETWEEN = _declare("incremental-between", str, None,
     "Incremental read between two snapshots or tags: 'start,end'.")
 INCREMENTAL_BETWEEN_TIMESTAMP = _declare("incremental-between-timestamp", str, None,
@@ -426,15 +437,19 @@ PARTITION_EXPIRATION_TIME = _declare("partition.expiration-time", "duration", No
     "Partitions older than this expire.")
 PARTITION_EXPIRATION_CHECK_INTERVAL = _declare("partition.expiration-check-interval", "duration", 3_600_000,
     "How often writers check for expired partitions.")
+END_INPUT_CHECK_PARTITION_EXPIRE = _declare("end-input.check-partition-expire", bool, False,
+    "Check partition expiration at the end of every batch write (a commit with the batch identifier), "
+    "whatever partition.expiration-check-interval says, as Paimon's bounded jobs do.")
 PARTITION_EXPIRATION_STRATEGY = _declare("partition.expiration-strategy", "enum", "values-time",
     "How a partition's time is found.", choices=("values-time", "update-time"))
 PARTITION_EXPIRATION_MAX_NUM = _declare("partition.expiration-max-num", int, 100,
     "Maximum partitions expired in one run.", validator=_at_least(1))
 PARTITION_MARK_DONE_ACTION = _declare("partition.mark-done-action", "list", ("success-file",),
     "What CALL sys.mark_partition_done does to a partition: success-file writes <partition>/_SUCCESS "
-    "(JSON creationTime/modificationTime, as Paimon). done-partition registers '<value>.done' in a "
-    "metastore, which a file-system catalog lacks (Paimon refuses it there too); mark-event, "
-    "http-report and custom are refused as well.", validator=lambda v: _mark_done_ok(v))
+    "(JSON creationTime/modificationTime, as Paimon). done-partition adds the partition whose last value "
+    "ends in '.done' (dt=20240713.done): dyntable's catalog is the file system, so it is that partition's "
+    "(empty) directory. Both may be combined; mark-event, http-report and custom are refused.",
+    validator=lambda v: _mark_done_ok(v))
 PARTITION_EXPIRATION_BATCH_SIZE = _declare("partition.expiration-batch-size", int, None,
     "Paimon drops expired partitions in commits of this many; dyntable drops one run's partitions in "
     "one commit (the same partitions go, atomically), so any positive value is accepted.",
@@ -562,12 +577,9 @@ _PAIMON_FLAT_KEYS = frozenset({
 # Paimon options dyntable does not implement whose effect a reader or writer would miss: refused
 # (a value set by another engine on a shared table is kept and never re-validated on read).
 UNSUPPORTED_PAIMON_OPTIONS: dict[str, str] = {
-    "data-file.path-directory": "dyntable writes data files under the partition/bucket directories only",
     "data-file.external-paths": "dyntable writes data files inside the table directory only",
     "data-file.external-paths.strategy": "dyntable writes data files inside the table directory only",
     "data-file.external-paths.specific-fs": "dyntable writes data files inside the table directory only",
-    "end-input.check-partition-expire": "dyntable checks partition expiration after commits by "
-    "partition.expiration-check-interval, or on CALL sys.expire_partitions",
     "record-level.expire-time": "dyntable does not expire single records",
     "record-level.time-field": "dyntable does not expire single records",
     "ignore-update-before": "dyntable does not drop UPDATE_BEFORE rows on write (use ignore-delete)",

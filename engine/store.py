@@ -17,7 +17,7 @@ from engine.meta.paths import MAIN_BRANCH, TablePaths, partition_path
 from engine.meta.schema_store import SchemaStore
 from engine.meta.snapshot import Snapshot
 from engine.meta.snapshot_store import SnapshotStore
-from engine.options import CoreOptions
+from engine.options import DATA_FILE_PATH_DIRECTORY, CoreOptions
 from engine.schema import TableSchema
 from engine.types import DataType
 
@@ -37,9 +37,12 @@ class FileStore:
     options: CoreOptions = field(init=False)
 
     def __post_init__(self) -> None:
+        self.options = CoreOptions(self.schema.options)
+        data_dir = self.options.get(DATA_FILE_PATH_DIRECTORY)  # Paimon: <table>/<dir>/<partition>/...
+        if data_dir != self.paths.data_dir:
+            self.paths = self.paths.with_data_dir(data_dir)
         self.snapshots = SnapshotStore(self.io, self.paths)
         self.schemas = SchemaStore(self.io, self.paths)
-        self.options = CoreOptions(self.schema.options)
         self.manifests = ManifestStore(self.io, self.paths, codec=self.options.manifest_compression)
 
     @property

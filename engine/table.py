@@ -27,6 +27,7 @@ from engine.meta.schema_store import SchemaStore
 from engine.meta.snapshot import Snapshot
 from engine.options import CoreOptions, validate_options
 from engine.read.split_reader import SplitReader
+from engine.scan.fallback import with_fallback
 from engine.scan.planner import Plan, TableScan, resolve_time_travel, store_at
 from engine.scan.predicate import Predicate
 from engine.schema import TableSchema
@@ -205,7 +206,7 @@ class Table:
         scan = TableScan(store_at(self.store, snapshot)).with_projection(columns).with_filter(filter)
         if snapshot is not None:
             scan = scan.with_snapshot(snapshot)
-        return scan.plan()
+        return with_fallback(scan, scan.plan())  # scan.fallback-branch: a batch read's missing partitions
 
     def to_arrow(
         self,

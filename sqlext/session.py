@@ -245,6 +245,15 @@ class SqlSession:
         ident = self.identifier(name)
         return self.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
 
+    def _prunable_columns(self, name: TableName) -> list[str]:
+        """The columns WHERE conditions may be pushed on: not CHAR(n) ones, which Spark compares padded
+        (``sqlext.source.spark_types``) while the engine's filter compares the text as written."""
+        from engine.types import TypeRoot
+
+        ident = self.identifier(name)
+        table = self.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
+        return [f.name for f in table.schema.fields if f.type.root is not TypeRoot.CHAR]
+
     def columns_of(self, name: TableName, time_travel: TimeTravel | None = None) -> list[str]:
         """Columns of a table or system table; with ``time_travel``, as of that snapshot's schema."""
         from engine.system_tables import DATA_TABLES, system_table_columns
@@ -288,7 +297,8 @@ class SqlSession:
         self.last_bindings = bound.bindings  # what the statement reads (executors inspect it)
         filters = {}
         if not streaming:
-            views = {b.view: self.columns_of(b.table) for b in bound.bindings if not b.table.system_table}
+            views = {b.view: self._prunable_columns(b.table)
+                     for b in bound.bindings if not b.table.system_table}
             filters = extract_pruning(bound.sql, views)
         for b in bound.bindings:
             self.register_view(b, streaming=streaming, pruning=filters.get(b.view))

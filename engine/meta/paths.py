@@ -6,6 +6,7 @@
 <table>/tag/tag-<name>, consumer/consumer-<id>    per branch
 <table>/manifest/manifest-<uuid>-<n>, manifest-list-<uuid>-<n>   shared by all branches
 <table>/<k1>=<v1>/.../bucket-<N>/data-<uuid>-<n>.parquet          shared by all branches
+<table>/<dir>/<k1>=<v1>/.../bucket-<N>/...    the same, with data-file.path-directory = <dir>
 ```
 Every database, table, branch, tag and consumer name passes ``engine.identifier.validate_name``
 before it becomes a path component here (or in the catalog), so no name can leave its directory.
@@ -169,17 +170,29 @@ class FileNamer:
 class TablePaths:
     """Paths of one table, seen from one branch (metadata per branch, data and manifests shared)."""
 
-    def __init__(self, root: str, branch: str = MAIN_BRANCH) -> None:
+    def __init__(self, root: str, branch: str = MAIN_BRANCH, data_dir: str | None = None) -> None:
         if branch != MAIN_BRANCH:
             validate_name("branch", branch)
         self.root = root.rstrip("/")
         self.branch = branch
+        #: ``data-file.path-directory``: the directory (relative to the root) holding the partition and
+        #: bucket directories, as Paimon's FileStorePathFactory places them; None: the root itself.
+        self.data_dir = data_dir.strip("/") if data_dir else None
         self.branch_root = (
             self.root if branch == MAIN_BRANCH else join(self.root, "branch", f"branch-{branch}")
         )
 
     def for_branch(self, branch: str) -> TablePaths:
-        return TablePaths(self.root, branch)
+        return TablePaths(self.root, branch, self.data_dir)
+
+    def with_data_dir(self, data_dir: str | None) -> TablePaths:
+        """These paths with the data files under ``data_dir`` (``data-file.path-directory``)."""
+        return TablePaths(self.root, self.branch, data_dir)
+
+    @property
+    def data_root(self) -> str:
+        """The directory holding the partition and bucket directories."""
+        return join(self.root, self.data_dir) if self.data_dir else self.root
 
     # per-branch metadata
     @property
@@ -232,7 +245,7 @@ class TablePaths:
 
     def bucket_dir(self, partition_dir: str, bucket: int) -> str:
         name = "bucket-postpone" if bucket == -2 else f"bucket-{bucket}"
-        return join(self.root, partition_dir, name)
+        return join(self.data_root, partition_dir, name)
 
     def data_file(self, partition_dir: str, bucket: int, file_name: str) -> str:
         return join(self.bucket_dir(partition_dir, bucket), file_name)

@@ -11,9 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.commit import FileStoreCommit
-from engine.meta.snapshot import CommitKind
 from engine.ops.maintenance_log import recorded_run
-from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
+from engine.store import FileStore
 
 
 @dataclass(frozen=True)
@@ -36,13 +35,7 @@ def compact_manifests(store: FileStore, *, dry_run: bool = False) -> ManifestCom
         if latest is None or dry_run or before == 0:
             rec.details = {"manifests_before": before}
             return ManifestCompaction(before, before, None, dry_run)
-        committer = FileStoreCommit(store)
-        committer.merge_min_count = 1  # always merge, as Paimon's compactManifests does
-        # An empty COMPACT commit: the only change is the merged base manifest list. FileStoreCommit has
-        # no public entry point for it, so its publish step is used directly.
-        sid, _ = committer._publish(
-            CommitKind.COMPACT, BATCH_COMMIT_IDENTIFIER, lambda _latest: [], [], None, None
-        )
+        sid = FileStoreCommit(store).compact_manifests()
         after = len(store.manifests.data_manifests(store.snapshots.get(sid)))
         rec.details = {"manifests_before": before, "manifests_after": after, "snapshot_id": sid}
         return ManifestCompaction(before, after, sid, False)

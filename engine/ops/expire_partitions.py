@@ -43,6 +43,7 @@ from engine.errors import CommitConflictError, DyntableError, InvalidArgumentErr
 from engine.meta.binary_row import deserialize_row
 from engine.meta.paths import join, partition_value_string
 from engine.options import (
+    END_INPUT_CHECK_PARTITION_EXPIRE,
     PARTITION_EXPIRATION_CHECK_INTERVAL,
     PARTITION_EXPIRATION_MAX_NUM,
     PARTITION_EXPIRATION_STRATEGY,
@@ -50,7 +51,7 @@ from engine.options import (
     PARTITION_TIMESTAMP_FORMATTER,
     PARTITION_TIMESTAMP_PATTERN,
 )
-from engine.store import FileStore
+from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 from engine.time_bound import TimeBound, parse_time_bound
 
 MAX_ATTEMPTS = 5
@@ -372,6 +373,12 @@ def _due(store: FileStore, interval_ms: int, now_ms: int) -> bool:
     return now_ms - stored >= interval_ms
 
 
+def _batch_commit(store: FileStore) -> bool:
+    """Whether the commit just made ended a batch write (Paimon's end of input: the batch identifier)."""
+    latest = store.snapshots.latest()
+    return latest is not None and latest.commit_identifier == BATCH_COMMIT_IDENTIFIER
+
+
 def _mark_checked(store: FileStore, now_ms: int) -> None:
     with _lock:
         _last_check[f"{store.paths.root}#{store.branch}"] = now_ms
@@ -389,7 +396,8 @@ def run_after_commit(store: FileStore, *, now_ms: int | None = None) -> Partitio
         if not store.partition_keys or opts.get(PARTITION_EXPIRATION_TIME) is None:
             return None
         now = int(time.time() * 1000) if now_ms is None else now_ms
-        if not _due(store, opts.get(PARTITION_EXPIRATION_CHECK_INTERVAL), now):
+        end_input = bool(opts.get(END_INPUT_CHECK_PARTITION_EXPIRE)) and _batch_commit(store)
+        if not end_input and not _due(store, opts.get(PARTITION_EXPIRATION_CHECK_INTERVAL), now):
             return None
         _mark_checked(store, now)
         return expire_table_partitions(store, trigger="automatic")

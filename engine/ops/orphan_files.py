@@ -7,7 +7,8 @@ consumer's snapshots are anchors themselves), and delete what is left and older 
 What is listed (everything else under the table root is left alone, it is not ours):
 
 * ``manifest/``, ``index/``, ``statistics/`` and every data directory
-  (``k1=v1/.../bucket-N`` or ``bucket-N``): every file is a candidate — data and changelog files,
+  (``k1=v1/.../bucket-N`` or ``bucket-N``, below ``data-file.path-directory`` when the table sets
+  it): every file is a candidate — data and changelog files,
   file indexes, manifests and manifest lists of failed commits, a crashed writer's half files;
 * per-branch metadata directories (``schema``, ``snapshot``, ``tag``, ``consumer``,
   ``changelog`` of main and of every ``branch/branch-*``): only the temporary files of an atomic
@@ -27,7 +28,8 @@ orphaned); a file removed meanwhile by a concurrent expiration or deletion re-ru
 reachability (bounded), see ``engine.ops.reachability``. Listing happens before reachability, so
 a commit that lands in between is seen; its new files are younger than the cutoff anyway.
 
-Partition and bucket directories left empty (by this run or earlier deletions) are removed; a
+Partition and bucket directories left empty (by this run or earlier deletions) are removed (but
+not the done partitions of ``partition.mark-done-action = done-partition``); a
 writer that creates a file in such a directory at that very moment can lose the race (the same
 window Paimon has), which is why only directories whose listed files were all collectable go.
 """
@@ -42,7 +44,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
-from engine.errors import InvalidArgumentError
+from engine.errors import DyntableError, InvalidArgumentError
 from engine.io import FileIO
 from engine.io.fileio import FileStatus
 from engine.meta.paths import join
@@ -60,6 +62,8 @@ _METADATA_DIRS = ("schema", "snapshot", "tag", "consumer", "changelog")
 _PRIVATE_DIR = ".dyntable"
 _ABORTED_JOBS = "aborted-jobs"
 #: ``engine.io.localfs.write_temp``'s names: ``.<final name>.<uuid4 hex>.tmp``.
+#: ``engine.ops.partition_done``'s done partitions (``dt=20240713.done``): empty on purpose, kept.
+DONE_PARTITION_SUFFIX = ".done"
 _TEMP_FILE = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")
 
 T = TypeVar("T")
@@ -159,7 +163,11 @@ def list_candidates(io: FileIO, root: str, pool: ThreadPoolExecutor | None = Non
     meta: list[str] = []  # directories where only temporary files are candidates
     partitions: list[str] = []
     privates: list[str] = []  # the table's and each branch's ``.dyntable``
-    for s in io.list_dir(root):
+    top = io.list_dir(root)
+    data_dir = _data_dir(io, root)
+    if data_dir is not None:  # data-file.path-directory: the partition/bucket directories live below it
+        top = top + [c for c in io.list_dir(join(root, data_dir)) if c.is_dir and _is_data_dir(_name(c.path))]
+    for s in top:
         name = _name(s.path)
         if not s.is_dir:
             continue
@@ -211,6 +219,27 @@ def list_candidates(io: FileIO, root: str, pool: ThreadPoolExecutor | None = Non
             if rel.startswith(_ABORTED_JOBS + "/") or _TEMP_FILE.match(_name(s.path)):
                 out.candidates.append((s, None))
     return out
+
+
+def _is_data_dir(name: str) -> bool:
+    return name.startswith("bucket-") or "=" in name
+
+
+def _data_dir(io: FileIO, root: str) -> str | None:
+    """The table's ``data-file.path-directory`` (immutable, so main's latest schema says it)."""
+    from engine.meta.paths import TablePaths
+    from engine.meta.schema_store import SchemaStore
+    from engine.options import DATA_FILE_PATH_DIRECTORY, CoreOptions
+
+    try:
+        schema = SchemaStore(io, TablePaths(root)).latest()
+    except (DyntableError, OSError) as e:
+        raise UnsafeToDeleteError(
+            f"the schema of {root} cannot be read ({e}); nothing was deleted", root) from e
+    if schema is None:
+        return None
+    data_dir = CoreOptions(schema.options).get(DATA_FILE_PATH_DIRECTORY)
+    return data_dir.strip("/") if data_dir else None
 
 
 def _check_path_style(listing: _Listing, referenced: set[str], root: str) -> None:
@@ -316,6 +345,8 @@ def _remove_empty_dirs(io: FileIO, listing: _Listing, emptied: set[str], busy: s
     for d in sorted(listing.data_dirs, key=lambda x: -x.count("/")):
         if d in busy or any(c not in gone for c in children.get(d, ())):
             continue
+        if _name(d).endswith(DONE_PARTITION_SUFFIX):
+            continue  # a done partition (partition.mark-done-action = done-partition) is empty by design
         if d not in emptied and listing.files_in.get(d, 0) > 0:
             continue
         try:

@@ -413,7 +413,7 @@ class _BranchResolver:
         if part_dir is None:
             part_dir = self.store.partition_dir(deserialize_row(partition, self.store.partition_types))
             self._dirs[partition] = part_dir
-        found = self._buckets[(partition, bucket)] = self.paths.bucket_dir(part_dir, bucket)
+        found = self._buckets[(partition, bucket)] = self.store.paths.bucket_dir(part_dir, bucket)
         return found
 
 

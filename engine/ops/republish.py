@@ -323,6 +323,11 @@ def _origin(name: str) -> str:
     return stem.split(_LINK, 1)[0] + ext
 
 
+def origin_name(name: str) -> str:
+    """The name of the file ``name`` is a copy of (itself when it is no copy): see :func:`_new_name`."""
+    return _origin(name)
+
+
 def _keep_earlier_links(gone: dict[tuple[object, ...], ManifestEntry],
                         adds: list[ManifestEntry]) -> list[ManifestEntry]:
     """The ADDs still needed once head files that are copies of the same file stay live instead.
@@ -363,4 +368,4 @@ def _renamed(f: DataFileMeta, name: str, extras: tuple[str, ...], external: str 
     return replace(f, file_name=name, extra_files=extras, external_path=external)
 
 
-__all__ = ["BACKUP_TAG_PROPERTY", "Republished", "content_snapshot", "reidentify", "republish"]
+__all__ = ["BACKUP_TAG_PROPERTY", "Republished", "content_snapshot", "origin_name", "reidentify", "republish"]

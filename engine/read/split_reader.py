@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.count_layout import expand, is_count_layout, logical_schema
-from engine.errors import CorruptMetadataError
+from engine.errors import CorruptMetadataError, NoSuchBranchError
 from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND, data_file_path, read_data_file
 from engine.history.expiry import explain_missing
 from engine.lsm.changelog import kinds_to_rowkind
@@ -31,6 +31,7 @@ from engine.lsm.intervals import partition_by_key_intervals
 from engine.lsm.key_order import key_range_decoder
 from engine.merge.functions import COUNT_COLUMN, MergeConfig, merge
 from engine.meta.manifest import DataFileMeta
+from engine.meta.schema_store import SchemaStore
 from engine.read.deletion_vectors import DeletionVectorLoader, apply_deletion_vector
 from engine.scan.planner import DataSplit
 from engine.scan.predicate import Predicate, filter_table
@@ -64,6 +65,7 @@ class SplitReader:
         # whose latest change is a retraction (-D / -U), as Paimon's audit log does (it reads
         # with deletes kept), so a DELETE shows until a full compaction drops the row.
         self.row_kind = row_kind
+        self._fallback_readers: dict[str, SplitReader] = {}
         schema = store.schema
         self.count_layout = is_count_layout(schema)
         # (A count-layout table shows counts as repeated rows; a retraction is a count, not a row.)
@@ -103,10 +105,25 @@ class SplitReader:
             SnapshotExpiredDuringReadError: the split's snapshot was expired meanwhile and a file
                 it named is gone (``engine.history.expiry``).
         """
+        if split.branch is not None and split.branch != self.store.branch:
+            yield from self._fallback_reader(split.branch).read(split)
+            return
         try:
             yield from self._read(split)
         except CorruptMetadataError as e:
             raise explain_missing(self.store, split.snapshot_id, e) from e
+
+    def _fallback_reader(self, branch: str) -> SplitReader:
+        """A reader of the fallback branch's splits (scan.fallback-branch), with its own definition."""
+        readers = self._fallback_readers
+        if branch not in readers:
+            schema = SchemaStore(self.store.io, self.store.paths.for_branch(branch)).latest()
+            if schema is None:
+                raise NoSuchBranchError(
+                    f"branch '{branch}' (scan.fallback-branch) was deleted during the read; read again")
+            store = FileStore(self.store.io, self.store.paths.for_branch(branch), schema)
+            readers[branch] = SplitReader(store, self.columns, self.filter, row_kind=self.row_kind)
+        return readers[branch]
 
     def _read(self, split: DataSplit) -> Iterator[pa.Table]:
         part_dir = self.store.partition_dir(split.partition_values)

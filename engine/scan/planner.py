@@ -53,6 +53,9 @@ class DataSplit:
     raw_convertible: bool
     # Deletion-vector tables: the DVs of this split's files (files without one are absent).
     deletion_files: tuple[DeletionFile, ...] = ()
+    # A split of the fallback branch (scan.fallback-branch, engine.scan.fallback): read with that
+    # branch's table definition; None: the branch the scan was planned on.
+    branch: str | None = None
 
     def deletion_file(self, name: str) -> DeletionFile | None:
         """The DV location of data file ``name``, or None when it has no DV."""

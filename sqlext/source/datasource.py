@@ -217,7 +217,12 @@ class DyntableReader(DataSourceReader):
             scan = scan.with_snapshot(self.snapshot)
         elif self.merge_only is not None:
             scan = scan.with_snapshot(self.merge_only)
-        splits = list(scan.plan().splits)
+        plan = scan.plan()
+        if self.system is None and self.merge_only is None:
+            from engine.scan.fallback import with_fallback
+
+            plan = with_fallback(scan, plan)  # scan.fallback-branch: partitions this branch lacks
+        splits = list(plan.splits)
         if self.system == "ro":
             splits = read_optimized_splits(self._table(), splits)
         if self.merge_only is not None:

@@ -120,6 +120,10 @@ def native_frame(spark: SparkSession, request: ReadRequest) -> DataFrame | None:
         return None
     if not enabled(spark, request, table) or not table_reads_raw(table.store) or not _local(table.path):
         return None
+    from engine.scan.fallback import fallback_branch
+
+    if system is None and fallback_branch(table.store) is not None:
+        return None  # the fallback branch's splits are read with its own definition, by the Python source
     snapshot = time_travel(request.travel, table)
     table = travelled(table, snapshot)  # a snapshot reads in its own schema
     columns = projection(request, table)
@@ -181,7 +185,8 @@ def _group_frame(
         try:
             old = file_schema.field_by_id(field.id)
         except LookupError:
-            selected.append(F.lit(None).cast(out.dataType).alias(name))  # added after this file: NULL
+            # added after this file: NULL
+            selected.append(F.lit(None).cast(out.dataType).alias(name, metadata=out.metadata or {}))
             continue
         read = file_struct[old.name]
         if read.dataType != out.dataType and (_nested(read.dataType) or _nested(out.dataType)):
@@ -191,7 +196,7 @@ def _group_frame(
         column = F.col(_quote(old.name))
         if read.dataType != out.dataType:
             column = column.cast(out.dataType)
-        selected.append(column.alias(name))
+        selected.append(column.alias(name, metadata=out.metadata or {}))  # CHAR(n): Spark's char metadata
     if group.may_retract:
         from pyspark.sql.types import ByteType
 

@@ -5,17 +5,23 @@ schema exactly (``int64`` for BIGINT, ``string`` — never ``large_string`` —,
 timestamps, no dictionary arrays). ``spark_arrow_schema`` derives, once per scan, the Arrow
 schema Spark accepts for a table's columns; ``to_spark_batches`` casts engine output to it.
 Paimon TIMESTAMP (wall clock) maps to Spark TIMESTAMP_NTZ, TIMESTAMP_LTZ to Spark TIMESTAMP,
-TIME to a string (Spark has no stable TIME type across 4.x), CHAR/VARCHAR to STRING.
+TIME to a string (Spark has no stable TIME type across 4.x), CHAR/VARCHAR to STRING. A top-level
+CHAR(n) column is a STRING carrying Spark's char metadata (``__CHAR_VARCHAR_TYPE_STRING`` =
+``char(n)``), so Spark treats it as its own CHAR(n) does: a comparison with a shorter string pads
+that string with spaces (``WHERE c = 'a'`` matches the stored ``'a    '``), and DESCRIBE shows
+``char(n)``.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
 
+from engine.types import PAIMON_TYPE_KEY, TypeRoot, type_from_json
 from sqlext.output import trim_fraction
 
 
@@ -33,7 +39,8 @@ def spark_arrow_type(t: pa.DataType) -> pa.DataType:
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return pa.list_(pa.field("element", spark_arrow_type(t.value_type), t.value_field.nullable))
     if pa.types.is_map(t):
-        return pa.map_(spark_arrow_type(t.key_type), pa.field("value", spark_arrow_type(t.item_type), t.item_field.nullable))
+        value = pa.field("value", spark_arrow_type(t.item_type), t.item_field.nullable)
+        return pa.map_(spark_arrow_type(t.key_type), value)
     if pa.types.is_struct(t):
         return pa.struct([pa.field(f.name, spark_arrow_type(f.type), f.nullable) for f in t])
     return t
@@ -44,8 +51,31 @@ def spark_arrow_schema(schema: pa.Schema) -> pa.Schema:
 
 
 def spark_schema(schema: pa.Schema) -> StructType:
-    """The Spark StructType of an engine Arrow schema."""
-    return from_arrow_schema(spark_arrow_schema(schema))
+    """The Spark StructType of an engine Arrow schema (CHAR(n) columns with Spark's char metadata)."""
+    struct = from_arrow_schema(spark_arrow_schema(schema))
+    fields = []
+    for arrow_field, field in zip(schema, struct.fields, strict=True):
+        length = _char_length(arrow_field)
+        if length is not None:
+            meta = {**(field.metadata or {}), CHAR_METADATA_KEY: f"char({length})"}
+            field = StructField(field.name, field.dataType, field.nullable, meta)
+        fields.append(field)
+    return StructType(fields)
+
+
+CHAR_METADATA_KEY = "__CHAR_VARCHAR_TYPE_STRING"  # Spark's CharVarcharUtils key
+
+
+def _char_length(f: pa.Field) -> int | None:
+    """n for a field whose exact Paimon type (``paimon.type`` metadata) is CHAR(n), else None."""
+    raw = (f.metadata or {}).get(PAIMON_TYPE_KEY)
+    if raw is None or not pa.types.is_string(f.type):
+        return None
+    try:
+        t = type_from_json(json.loads(raw))
+    except (ValueError, TypeError, KeyError):
+        return None
+    return t.length if t.root is TypeRoot.CHAR else None
 
 
 def time_text(col: pa.ChunkedArray) -> pa.ChunkedArray:

@@ -62,3 +62,19 @@ def test_pypaimon_reads_after_partition_expiration_and_orphan_cleanup(
     assert t.maintenance.remove_orphan_files().count == 2
     assert _ids(pypaimon.read(cat.warehouse, "db.c", schema=SCHEMA)) == [3, 4]
     assert _ids(pypaimon.read(cat.warehouse, "db.c", snapshot_id=before, schema=SCHEMA)) == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("primary_key", [False, True], ids=["append", "pk"])
+def test_pypaimon_reads_data_files_under_data_file_path_directory(pypaimon: PyPaimon, tmp_path, primary_key):
+    cat = open_catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    t = cat.create_table(
+        "db.d", SCHEMA, partition_keys=["dt"], primary_keys=["id", "dt"] if primary_key else (),
+        options={"bucket": "1", "data-file.path-directory": "data",
+                 **({} if primary_key else {"bucket-key": "id"})},
+    )
+    t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"], "dt": ["d1", "d2"]}, schema=SCHEMA))
+    t.write_arrow(pa.table({"id": [3], "v": ["c"], "dt": ["d1"]}, schema=SCHEMA))
+    assert os.path.isdir(os.path.join(t.path, "data", "dt=d1", "bucket-0"))
+    assert not os.path.exists(os.path.join(t.path, "dt=d1"))
+    assert _ids(pypaimon.read(cat.warehouse, "db.d", schema=SCHEMA)) == [1, 2, 3]

@@ -265,10 +265,8 @@ def test_valid_options(ok: dict[str, str]) -> None:
 @pytest.mark.parametrize(
     ("bad", "words"),
     [
-        ({"data-file.path-directory": "d"}, ["not supported", "data-file.path-directory"]),
-        ({"end-input.check-partition-expire": "true"}, ["not supported"]),
+        ({"data-file.external-paths": "d"}, ["not supported", "data-file.external-paths"]),
         ({"record-level.expire-time": "1 d"}, ["not supported"]),
-        ({"scan.fallback-branch": "b"}, ["not supported"]),
         ({"file-index.bsi.columns": "a"}, ["not supported"]),
         ({"full-compaction.delta-commits": "3"}, ["not supported"]),
         ({"consumer.ignore-progress": "true"}, ["not supported"]),
@@ -279,7 +277,7 @@ def test_valid_options(ok: dict[str, str]) -> None:
         ({"manifest.format": "orc"}, ["avro"]),
         ({"log.system": "kafka"}, ["log system"]),
         ({"partition.mark-done-action": "success-file,mark-event"}, ["mark-event"]),
-        ({"partition.mark-done-action": "done-partition"}, ["metastore"]),
+        ({"partition.mark-done-action": "done-partition,http-report"}, ["http-report"]),
         ({"bucket": "0"}, ["'bucket'", "'0'"]),
         ({"bucket": "two"}, ["'bucket'", "'two'", "integer"]),
         ({"merge-engine": "last-row"}, ["'merge-engine'", "'last-row'", "deduplicate"]),

@@ -221,7 +221,7 @@ def test_alter_table_columns_options_rename(session, warehouse):
     unchanged(session, "t", "ALTER TABLE t RENAME COLUMN nope TO x", "42703", "nope")
     unchanged(session, "t", "ALTER TABLE t DROP COLUMN nope", "42703", "nope")
     unchanged(session, "t", "ALTER TABLE t DROP COLUMN dt", "22023", "partition column")
-    unchanged(session, "t", "ALTER TABLE t SET ('data-file.path-directory' = 'd')", "22023", "not supported")
+    unchanged(session, "t", "ALTER TABLE t SET ('data-file.external-paths' = 'd')", "22023", "not supported")
     unchanged(session, "t", "ALTER TABLE t SET ('bucket' = '2')", "22023", "CLUSTERED INTO")
     unchanged(session, "t", "ALTER TABLE t SET ('snapshot.num-retained.max' = 'lots')", "22023", "lots")
     fails(session, "ALTER TABLE nope ADD COLUMN x INT", "42P01", "default.nope")
@@ -372,7 +372,7 @@ def test_session_options_and_table_storage_defaults(session, spark):
     assert run(session, "SET") == []
 
     fails(session, "SET 'table-storage.bucket' = 'four'", "22023", "four")
-    fails(session, "SET 'table-storage.scan.fallback-branch' = 'b'", "22023", "not supported")
+    fails(session, "SET 'table-storage.record-level.expire-time' = '1 d'", "22023", "not supported")
     fails(session, "SET 'execution.runtime-mode' = 'fast'", "22023", "'batch' or 'streaming'")
     assert session.options == {}
     # other keys reach Spark

@@ -7,7 +7,7 @@ copy, migrate_table, and Paimon's procedures dyntable refuses) each register the
 here, so importing this package is enough to resolve every ``CALL``.
 """
 
-from sqlext.execute.procedures import branches, cleanup, core, expire, maintenance, tables, tags
+from sqlext.execute.procedures import branches, cleanup, core, expire, maintenance, merge, tables, tags
 from sqlext.execute.procedures.registry import (
     REGISTRY,
     Param,
@@ -31,6 +31,7 @@ expire.register_expire_procedures()
 cleanup.register_cleanup_procedures()
 maintenance.register_maintenance_procedures()
 tables.register_table_procedures()
+merge.register_merge_procedures()
 
 __all__ = [
     "REGISTRY",

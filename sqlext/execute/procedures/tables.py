@@ -282,7 +282,6 @@ UNSUPPORTED = {
     "compact_chain_table": "chain tables",
     "reassign_row_id": "row ids (row tracking)",
     "materialize_deletion_vectors": "deletion vectors",
-    "merge_branch": "merging a branch into main (use fast_forward or replace_main)",
 }
 
 

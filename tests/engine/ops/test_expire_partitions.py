@@ -13,6 +13,7 @@ from engine.errors import CommitConflictError, InvalidArgumentError
 from engine.ops import expire_partitions as ep
 from engine.ops.maintenance_log import read_records
 from engine.ops.reachability import reachable_files
+from engine.schema_changes import SetOption
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("dt", pa.string()), ("hr", pa.string())])
 NOW = dt.datetime(2024, 6, 10, 12, 0, 0)
@@ -213,3 +214,29 @@ def test_an_automatic_failure_never_fails_the_commit(catalog):
     assert result.snapshot_ids and partitions(t) == [("2000-01-01", "0")]
     [record] = [r for r in read_records(t.store.io, t.path) if r.procedure == "expire_partitions"]
     assert record.trigger == "automatic" and record.error.startswith("InvalidArgumentError")
+
+
+def test_end_input_check_expires_at_the_end_of_every_batch_write(catalog):
+    """end-input.check-partition-expire: a batch commit (the batch identifier) checks at once, whatever
+    the interval; a streaming commit (its own identifier) still waits for the interval, as in Paimon."""
+    t = catalog.create_table(
+        "db.endinput",
+        SCHEMA,
+        partition_keys=["dt"],
+        options={
+            "partition.expiration-time": "7 d",
+            "partition.expiration-check-interval": "1 d",
+            "end-input.check-partition-expire": "true",
+        },
+    )
+    t.write_arrow(data([("2000-01-01", "0"), ("2999-01-01", "0")]))
+    assert partitions(t) == [("2999-01-01", "0")]
+    t.write_arrow(data([("2000-01-02", "0")]))  # within the interval, but the end of a batch write
+    assert partitions(t) == [("2999-01-01", "0")]
+    t.write_arrow(data([("2000-01-03", "0")]), identifier=7)  # a streaming commit: interval applies
+    assert ("2000-01-03", "0") in partitions(t)
+    autos = [r for r in read_records(t.store.io, t.path) if r.trigger == "automatic"]
+    assert [r.details["partitions"] for r in autos] == [["dt=2000-01-01"], ["dt=2000-01-02"]]
+    t = catalog.alter_table(t.identifier, [SetOption("end-input.check-partition-expire", "false")])
+    t.write_arrow(data([("2000-01-04", "0")]))  # off again: the interval decides
+    assert ("2000-01-04", "0") in partitions(t)

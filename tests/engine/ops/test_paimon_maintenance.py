@@ -7,6 +7,7 @@ import json
 import os
 import time
 
+import pyarrow as pa
 import pytest
 
 from engine.errors import InvalidArgumentError, NoSuchSnapshotError
@@ -98,6 +99,23 @@ def test_compact_manifest_merges_into_a_compact_snapshot_with_the_same_rows(cata
     assert len(content(t)) == len(before) + 1
 
 
+def test_file_store_commit_compact_manifests_is_public_and_keeps_the_merge_setting(catalog):
+    from engine import FileStoreCommit
+    from tests.engine.ops.conftest import SCHEMA
+
+    t = catalog.create_table("db.many2", SCHEMA)
+    for i in range(4):
+        t.write_arrow(rows([i]))
+    before = content(t)
+    committer = FileStoreCommit(t.store)
+    setting = committer.merge_min_count
+    sid = committer.compact_manifests()
+    assert committer.merge_min_count == setting  # the forced merge is for this call only
+    assert sid == 5 and t.latest_snapshot().commit_kind is CommitKind.COMPACT
+    assert len(t.store.manifests.data_manifests(t.latest_snapshot())) == 1
+    assert content(t) == before
+
+
 # -- purge_files ------------------------------------------------------------------------------------
 
 
@@ -151,6 +169,33 @@ def test_mark_partition_done_writes_paimons_success_file(append_table):
     with pytest.raises(InvalidArgumentError, match="partition column"):
         t.maintenance.mark_partitions_done([{}])
     assert "mark_partition_done" in procedures(t)
+
+
+def test_done_partition_action_adds_the_dot_done_partition_with_the_success_file(catalog):
+    """partition.mark-done-action = success-file,done-partition (Paimon's AddDonePartitionAction: the
+    last partition value gets '.done'); the done partition survives orphan cleanup."""
+    from engine.ops.partition_done import done_partitions
+    from tests.engine.ops.conftest import SCHEMA
+
+    two = pa.schema([*SCHEMA, pa.field("hr", pa.string())])
+    t = catalog.create_table("db.done", two, partition_keys=["p", "hr"],
+                             options={"partition.mark-done-action": "success-file,done-partition"})
+    t.write_arrow(pa.table({"id": [1], "v": ["x"], "p": ["20240713"], "hr": ["02"]}, schema=two))
+    assert t.mark_partitions_done([{"p": "20240713", "hr": "02"}]) == ["p=20240713/hr=02"]
+    assert os.path.isdir(os.path.join(t.path, "p=20240713", "hr=02.done"))
+    assert read_success_file(t.store, {"p": "20240713", "hr": "02"}) is not None
+    assert done_partitions(t.store) == ["p=20240713/hr=02.done"]
+    t.mark_partitions_done([{"p": "20240713", "hr": "02"}])  # marking again changes nothing
+    assert done_partitions(t.store) == ["p=20240713/hr=02.done"]
+    t.remove_orphan_files(older_than=int(time.time() * 1000), force=True)
+    assert done_partitions(t.store) == ["p=20240713/hr=02.done"]
+    assert [r["id"] for r in t.to_arrow().to_pylist()] == [1]  # the marker is no data
+
+    only = catalog.create_table("db.done1", SCHEMA, partition_keys=["p"],
+                                options={"partition.mark-done-action": "done-partition"})
+    only.mark_partitions_done([{"p": "20201202"}])
+    assert done_partitions(only.store) == ["p=20201202.done"]
+    assert read_success_file(only.store, {"p": "20201202"}) is None  # done-partition alone: no _SUCCESS
 
 
 # -- rollback_to_watermark -----------------------------------------------------------------------------

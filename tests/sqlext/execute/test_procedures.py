@@ -331,7 +331,7 @@ def test_every_paimon_spark_procedure_resolves():
         assert P.resolve(name, ("sys",)).name == name
 
 
-@pytest.mark.parametrize("name", ["create_function", "reassign_row_id", "merge_branch"])
+@pytest.mark.parametrize("name", ["create_function", "reassign_row_id", "compact_chain_table"])
 def test_procedures_of_missing_features_refuse_any_arguments_naming_the_feature(name):
     from sqlext.errors import UnsupportedStatementError
 
