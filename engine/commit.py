@@ -69,7 +69,12 @@ from engine.errors import (
     StorageError,
 )
 from engine.meta.binary_row import deserialize_row
-from engine.meta.index_files import IndexManifestEntry, IndexStore, next_index_manifest
+from engine.meta.index_files import (
+    DELETION_VECTORS_INDEX,
+    IndexManifestEntry,
+    IndexStore,
+    next_index_manifest,
+)
 from engine.meta.manifest import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta, live_files
 from engine.meta.publish import next_time_millis, publish_snapshot
 from engine.meta.snapshot import CommitKind, Snapshot, new_snapshot_uuid
@@ -81,11 +86,15 @@ CHANGE_TRACKING_PROPERTY = "dyntable.change-tracking"
 log = logging.getLogger(__name__)
 
 
-def _index_adds(messages: Sequence[CommitMessage]) -> list[IndexManifestEntry]:
+def _index_adds(messages: Sequence[CommitMessage], dv: bool = False) -> list[IndexManifestEntry]:
+    """The messages' new index files: HASH files (``dv=False``) go with the APPEND snapshot,
+    deletion-vector files (``dv=True``) with the COMPACT one, as Paimon commits them: a DV
+    describes the files as the compaction leaves them."""
     return [
         IndexManifestEntry(FileKind.ADD, m.partition, m.bucket, f)
         for m in messages
         for f in m.new_index_files
+        if (f.index_type == DELETION_VECTORS_INDEX) == dv
     ]
 
 
@@ -167,7 +176,8 @@ class FileStoreCommit:
         compact = _entries(FileKind.DELETE, messages, lambda m: m.compact_before) + _entries(
             FileKind.ADD, messages, lambda m: m.compact_after
         )
-        if compact:
+        dv_adds = _index_adds(messages, dv=True)
+        if compact or dv_adds:
             compact_changelog = _entries(FileKind.ADD, messages, lambda m: m.compact_changelog)
             try:
                 sid, _ = self._publish(
@@ -177,6 +187,7 @@ class FileStoreCommit:
                     compact_changelog,
                     watermark,
                     properties,
+                    index_changes=(lambda: (dv_adds, None)) if dv_adds else None,
                 )
             except CommitStateUnknownError:
                 raise

@@ -37,6 +37,8 @@ from engine.frozen import FrozenMap
 from engine.options import (
     BUCKET,
     CHANGELOG_PRODUCER,
+    DELETION_VECTORS_ENABLED,
+    DELETION_VECTORS_MODIFIABLE,
     MERGE_ENGINE,
     PARTITION,
     PRIMARY_KEY,
@@ -313,6 +315,7 @@ class TableSchema:
         st = _Evolution(self, has_snapshots, frozenset(allow_immutable))
         for change in changes:
             st.apply(change)
+        _check_deletion_vectors_change(self.options, st.options)
         schema = TableSchema(
             id=self.id + 1,
             fields=tuple(st.fields),
@@ -583,6 +586,8 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
                 raise InvalidArgumentError(
                     f"sequence group of {list(seq)} names '{c}', which is not a column"
                 )
+    if opts.get(DELETION_VECTORS_ENABLED):
+        _validate_deletion_vectors(s, opts)
     if s.primary_keys:
         # The merge options fail at CREATE/ALTER, not at the first write into the table.
         from engine.lsm.merge import MergeConfig
@@ -593,6 +598,43 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
         raise InvalidArgumentError(
             "field ids must be unique and at most highest_field_id"
         )  # internal invariant
+
+
+def _validate_deletion_vectors(s: TableSchema, opts: CoreOptions) -> None:
+    """Paimon's rules for ``deletion-vectors.enabled`` (its ``SchemaValidation``), plus the count
+    layout, which is dyntable's own and keeps no deletion vectors."""
+    key = DELETION_VECTORS_ENABLED.key
+    if opts.changelog_producer not in ("none", "input", "lookup"):
+        raise InvalidArgumentError(
+            f"'{key}' = 'true' works only with changelog-producer none, input or lookup (as in Paimon), "
+            f"not '{opts.changelog_producer}'; use 'lookup' for an exact changelog"
+        )
+    if s.primary_keys and opts.merge_engine == "first-row":
+        raise InvalidArgumentError(
+            f"'{key}' = 'true' is refused with merge-engine 'first-row' (as in Paimon): that engine "
+            "never deletes an older row, so there is nothing for a deletion vector to mark"
+        )
+    if s.options.get("retractions.enabled", "false").strip().lower() == "true":
+        raise InvalidArgumentError(
+            f"'{key}' = 'true' is refused for a table that accepts retractions without a primary key "
+            "('retractions.enabled'): its rows are counts, which deletion vectors cannot express"
+        )
+
+
+def _check_deletion_vectors_change(before: Mapping[str, str], after: Mapping[str, str]) -> None:
+    """Refuse turning deletion vectors on or off unless ``deletion-vectors.modifiable`` is true
+    (Paimon's rule): readers of a DV table skip level 0 and do not merge, so until a full
+    compaction the table may show duplicates (on) or deleted rows (off)."""
+    old = CoreOptions(before).get(DELETION_VECTORS_ENABLED)
+    new = CoreOptions(after).get(DELETION_VECTORS_ENABLED)
+    if old == new:
+        return
+    if not any(CoreOptions(o).get(DELETION_VECTORS_MODIFIABLE) for o in (before, after)):
+        raise InvalidArgumentError(
+            f"cannot change '{DELETION_VECTORS_ENABLED.key}' from {str(old).lower()} to {str(new).lower()}: "
+            "without a full compaction right after, reads may return duplicate or deleted rows. If you "
+            f"will run one (CALL sys.compact), set '{DELETION_VECTORS_MODIFIABLE.key}' = 'true' too"
+        )
 
 
 # ---- helpers ------------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ def new_writer(
     namer: FileNamer | None = None,
 ) -> AppendWriter | KeyValueWriter | CountWriter:
     """The writer for ``store``'s layout; ``compact=False`` leaves compaction to the caller."""
-    refuse_deletion_vectors(store, "write or compact")
+    refuse_deletion_vectors(store, "write or compact")  # append tables only
     if is_count_layout(store.schema):
         return CountWriter(store, compact=compact, sequence_offset=sequence_offset, namer=namer)
     if store.has_primary_key:
