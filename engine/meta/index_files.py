@@ -116,10 +116,15 @@ def _schema() -> dict[str, Any]:
 _SCHEMA = fastavro.parse_schema(_schema())
 
 
+# Java's IndexManifestEntrySerializer writes and accepts only 1 (data manifests use
+# FORMAT_IDENTIFIER, 2); dyntable wrote 2 here before, so reads accept both.
+INDEX_MANIFEST_VERSION = 1
+
+
 def write_index_manifest(entries: Sequence[IndexManifestEntry], codec: str = "zstd") -> bytes:
     records = [
         {
-            "_VERSION": FORMAT_IDENTIFIER,
+            "_VERSION": INDEX_MANIFEST_VERSION,
             "_KIND": int(e.kind),
             "_PARTITION": e.partition,
             "_BUCKET": e.bucket,
@@ -141,6 +146,8 @@ def write_index_manifest(entries: Sequence[IndexManifestEntry], codec: str = "zs
 def _entry(rec: dict[str, Any] | None) -> IndexManifestEntry:
     if rec is None:
         raise CorruptMetadataError("index manifest holds a null record")
+    if rec.get("_VERSION", INDEX_MANIFEST_VERSION) not in (INDEX_MANIFEST_VERSION, FORMAT_IDENTIFIER):
+        raise CorruptMetadataError(f"index manifest entry has unknown _VERSION {rec.get('_VERSION')}")
     meta = IndexFileMeta(
         rec["_INDEX_TYPE"], rec["_FILE_NAME"], rec["_FILE_SIZE"], rec["_ROW_COUNT"],
         # Paimon 0.9 wrote the ranges as ``_DELETION_VECTORS_RANGES`` (no cardinality); 1.0 renamed it.
