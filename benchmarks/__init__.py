@@ -54,6 +54,10 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload("W4", "full compaction", "benchmarks.workloads_spark", "run_w4", True),
     Workload("W9", "streaming change read", "benchmarks.workloads_spark", "run_w9", True),
     Workload("W10", "concurrent writer processes", "benchmarks.workloads_concurrency", "run_w10", False),
+    *(Workload(k, t, "benchmarks.workloads_dv", f, True) for k, t, f in (
+        ("W2dv", "PK upsert into a deletion-vector table", "run_w2dv"),
+        ("W3dv", "scan of a deletion-vector table", "run_w3dv"),
+        ("W3dvf", "filtered scan, DV vs merge-on-read", "run_w3dvf"))),
 )
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 
