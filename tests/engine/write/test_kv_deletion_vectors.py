@@ -236,3 +236,37 @@ def test_files_system_table_shows_each_files_dv_cardinality(catalog):
     shown = {r["file_path"].rsplit("/", 1)[-1]: r["deletion_vector_cardinality"] for r in files}
     assert {n: c for n, c in shown.items() if c} == expected and sum(expected.values()) == BASE // 10
     assert all(c is None for n, c in shown.items() if n not in expected)
+
+
+@pytest.mark.parametrize("options", [{"bucket": "-1"}, {"bucket": "2"}], ids=["dynamic-bucket", "fixed"])
+def test_overwrite_and_dynamic_buckets_keep_dvs_consistent(catalog, options):
+    opts = {**options, "deletion-vectors.enabled": "true"}
+    t = catalog.create_table("db.ow", SCHEMA, primary_keys=["k"], options=opts)
+    t.write_arrow(_batch(range(500), "a"))
+    t.refresh().write_arrow(_batch(range(0, 500, 5), "b"))
+    assert len(_rows(t)) == 500 and _rows(t)[5][1] == "b5"
+    _assert_one_live_row_per_key_above_level0(t)
+    t.refresh().write_arrow(_batch(range(10), "o"), overwrite=True)
+    assert _rows(t) == [(k, f"o{k}", k % 7 + 1) for k in range(10)]
+    _assert_one_live_row_per_key_above_level0(t)
+    t.refresh().write_arrow(_batch([3, 11], "p"))
+    assert [r[:2] for r in _rows(t)] == [(k, "p3" if k == 3 else f"o{k}") for k in range(10)] + [(11, "p11")]
+    _assert_one_live_row_per_key_above_level0(t)
+
+
+def test_partitioned_dv_table_reads_like_merge_on_read(catalog):
+    schema = pa.schema([pa.field("p", pa.string(), nullable=False), *SCHEMA])
+    tables = [catalog.create_table(f"db.part{i}", schema, partition_keys=["p"], primary_keys=["p", "k"],
+                                   options={"bucket": "2", **extra})
+              for i, extra in enumerate(({}, {"deletion-vectors.enabled": "true"}))]
+
+    def batch(keys, tag, kinds=None):
+        b = _batch(keys, tag, kinds)
+        return b.add_column(0, "p", pa.array(["x" if k % 3 else "y" for k in keys]))
+
+    for step in (batch(range(600), "a"), batch(range(0, 600, 4), "b"),
+                 batch(range(1, 600, 9), "c", ["-D"] * len(range(1, 600, 9))), batch(range(2, 600, 7), "d")):
+        for t in tables:
+            t.refresh().write_arrow(step)
+        assert _rows(tables[1]) == _rows(tables[0])
+    assert sum(d.cardinality for d in _dvs_of(tables[1]).values()) > 0
