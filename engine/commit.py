@@ -101,6 +101,45 @@ def _index_adds(messages: Sequence[CommitMessage], dv: bool = False) -> list[Ind
 IndexChanges = Callable[[], tuple[list[IndexManifestEntry], Callable[[bytes], bool] | None]]
 
 
+def _check_deletion_vector_base(
+    store: FileStore, messages: Sequence[CommitMessage], latest: Snapshot | None
+) -> None:
+    """Refuse new deletion vectors of a bucket whose DVs changed since the snapshot they were
+    computed from (``sequence_base``): the bucket's index file replaces the previous one whole, so
+    a concurrent compaction's marks would be lost (and rows it rewrote would show twice)."""
+    changed = [m for m in messages if m.sequence_base is not None
+               and any(f.index_type == DELETION_VECTORS_INDEX for f in m.new_index_files)]
+    if not changed or latest is None:
+        return
+    index = IndexStore(store.io, store.paths)
+
+    def dv_files(snapshot_id: int | None) -> dict[tuple[bytes, int], str]:
+        if snapshot_id is None:
+            name = latest.index_manifest
+        else:
+            try:
+                name = store.snapshots.get(snapshot_id).index_manifest
+            except NoSuchSnapshotError:
+                raise CommitConflictError(
+                    f"snapshot {snapshot_id}, which this compaction started from, has expired; it runs again"
+                ) from None
+        return {(e.partition, e.bucket): e.file.file_name for e in index.read_manifest(name)
+                if e.file.index_type == DELETION_VECTORS_INDEX}
+
+    now = dv_files(None)
+    for base in {m.sequence_base for m in changed}:
+        if base == latest.id:
+            continue
+        before = dv_files(base) if base else {}
+        for m in changed:
+            slot = (m.partition, m.bucket)
+            if m.sequence_base == base and before.get(slot) != now.get(slot):
+                raise CommitConflictError(
+                    f"the deletion vectors of bucket {m.bucket} of {store.paths.root} changed since snapshot "
+                    f"{base}, which this compaction started from; it is dropped and runs again"
+                )
+
+
 def _entries(
     kind: FileKind, messages: Sequence[CommitMessage], pick: Callable[[CommitMessage], Sequence[DataFileMeta]]
 ) -> list[ManifestEntry]:
@@ -180,10 +219,14 @@ class FileStoreCommit:
         if compact or dv_adds:
             compact_changelog = _entries(FileKind.ADD, messages, lambda m: m.compact_changelog)
             try:
+                def compact_entries(latest: Snapshot | None) -> list[ManifestEntry]:
+                    _check_deletion_vector_base(self.store, messages, latest)
+                    return compact
+
                 sid, _ = self._publish(
                     CommitKind.COMPACT,
                     identifier,
-                    lambda _l: compact,
+                    compact_entries,
                     compact_changelog,
                     watermark,
                     properties,
@@ -192,8 +235,12 @@ class FileStoreCommit:
             except CommitStateUnknownError:
                 raise
             except Exception as e:
+                index = IndexStore(self.store.io, self.store.paths)
                 for m in messages:
                     delete_data_files(self.store, m.partition, m.bucket, compaction_outputs(m))
+                    for f in m.new_index_files:
+                        if f.index_type == DELETION_VECTORS_INDEX:
+                            index.delete_file(f)
                 if not ids:
                     raise
                 # The write itself is committed: its outcome is the APPEND's. Compaction runs again later.

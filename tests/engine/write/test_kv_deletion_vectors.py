@@ -270,3 +270,22 @@ def test_partitioned_dv_table_reads_like_merge_on_read(catalog):
             t.refresh().write_arrow(step)
         assert _rows(tables[1]) == _rows(tables[0])
     assert sum(d.cardinality for d in _dvs_of(tables[1]).values()) > 0
+
+
+def test_a_compaction_whose_bucket_dvs_changed_meanwhile_conflicts_and_loses_nothing(catalog):
+    from engine.compaction import plan, run_in_process
+    from engine.errors import CommitConflictError
+
+    t = catalog.create_table("db.race", SCHEMA, primary_keys=["k"],
+                             options={"bucket": "1", "deletion-vectors.enabled": "true"})
+    t.write_arrow(_batch(range(BASE), "a"))
+    t.refresh().write_arrow(_batch(range(0, BASE, 3), "b"))
+    stale = run_in_process(t.store, plan(t.refresh(), full=True))  # computed, not yet committed
+    t.refresh().write_arrow(_batch(range(1, BASE, 5), "c"))  # marks rows of the files it rewrites
+    with pytest.raises(CommitConflictError, match="deletion vectors of bucket 0"):
+        t.refresh().new_commit().commit(stale)
+    rows = {r[0]: r[1] for r in _rows(t)}
+    assert len(rows) == BASE and rows[1] == "c1" and rows[3] == "b3" and rows[2] == "a2"
+    _assert_one_live_row_per_key_above_level0(t)
+    t.refresh().compact(full=True)
+    assert {r[0]: r[1] for r in _rows(t)} == rows
