@@ -601,35 +601,25 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
 
 
 def _validate_deletion_vectors(s: TableSchema, opts: CoreOptions) -> None:
-    """Paimon's rules for ``deletion-vectors.enabled`` (its ``SchemaValidation``), plus the count
-    layout, which is dyntable's own and keeps no deletion vectors."""
-    key = DELETION_VECTORS_ENABLED.key
+    """Paimon's rules for ``deletion-vectors.enabled`` (``SchemaValidation``), plus dyntable's count
+    layout, whose rows are counts that no deletion vector can express."""
+    why = None
     if opts.changelog_producer not in ("none", "input", "lookup"):
-        raise InvalidArgumentError(
-            f"'{key}' = 'true' works only with changelog-producer none, input or lookup (as in Paimon), "
-            f"not '{opts.changelog_producer}'; use 'lookup' for an exact changelog"
-        )
-    if s.primary_keys and opts.merge_engine == "first-row":
-        raise InvalidArgumentError(
-            f"'{key}' = 'true' is refused with merge-engine 'first-row' (as in Paimon): that engine "
-            "never deletes an older row, so there is nothing for a deletion vector to mark"
-        )
-    if s.options.get("retractions.enabled", "false").strip().lower() == "true":
-        raise InvalidArgumentError(
-            f"'{key}' = 'true' is refused for a table that accepts retractions without a primary key "
-            "('retractions.enabled'): its rows are counts, which deletion vectors cannot express"
-        )
+        why = f"changelog-producer '{opts.changelog_producer}' (Paimon allows none, input or lookup)"
+    elif s.primary_keys and opts.merge_engine == "first-row":
+        why = "merge-engine 'first-row' (as in Paimon: it never deletes an older row, so no DV has work)"
+    elif s.options.get("retractions.enabled", "false").strip().lower() == "true":
+        why = "'retractions.enabled' (a count-layout table: its rows are counts)"
+    if why is not None:
+        raise InvalidArgumentError(f"'{DELETION_VECTORS_ENABLED.key}' = 'true' is refused with {why}")
 
 
 def _check_deletion_vectors_change(before: Mapping[str, str], after: Mapping[str, str]) -> None:
-    """Refuse turning deletion vectors on or off unless ``deletion-vectors.modifiable`` is true
-    (Paimon's rule): readers of a DV table skip level 0 and do not merge, so until a full
-    compaction the table may show duplicates (on) or deleted rows (off)."""
-    old = CoreOptions(before).get(DELETION_VECTORS_ENABLED)
-    new = CoreOptions(after).get(DELETION_VECTORS_ENABLED)
-    if old == new:
-        return
-    if not any(CoreOptions(o).get(DELETION_VECTORS_MODIFIABLE) for o in (before, after)):
+    """Paimon's rule: ``deletion-vectors.enabled`` changes only with ``deletion-vectors.modifiable``
+    (readers of a DV table skip level 0 and do not merge: until a full compaction, duplicates or
+    deleted rows may show)."""
+    old, new = (CoreOptions(o).get(DELETION_VECTORS_ENABLED) for o in (before, after))
+    if old != new and not any(CoreOptions(o).get(DELETION_VECTORS_MODIFIABLE) for o in (before, after)):
         raise InvalidArgumentError(
             f"cannot change '{DELETION_VECTORS_ENABLED.key}' from {str(old).lower()} to {str(new).lower()}: "
             "without a full compaction right after, reads may return duplicate or deleted rows. If you "

@@ -161,7 +161,7 @@ def test_lookup_changelog_of_a_dv_table_is_exact(catalog):
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"changelog-producer": "full-compaction"}, "changelog-producer none, input or lookup"),
+    ({"changelog-producer": "full-compaction"}, "Paimon allows none, input or lookup"),
     ({"merge-engine": "first-row"}, "first-row"),
 ])
 def test_paimon_refuses_these_combinations_and_so_does_dyntable(catalog, options, message):
