@@ -59,6 +59,10 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload("M", "metadata at scale", "benchmarks.workloads_metadata", "run_metadata", False),
     Workload("W10", "concurrent writer processes", "benchmarks.workloads_concurrency", "run_w10", False),
     Workload("W11", "DELETE 1% via deletion vectors vs rewrite", "benchmarks.workloads_dml", "run_w11", True),
+    *(Workload(k, t, "benchmarks.workloads_dv", f, True) for k, t, f in (
+        ("W2dv", "PK upsert into a deletion-vector table", "run_w2dv"),
+        ("W3dv", "scan of a deletion-vector table", "run_w3dv"),
+        ("W3dvf", "filtered scan, DV vs merge-on-read", "run_w3dvf"))),
 )
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 

@@ -69,7 +69,12 @@ from engine.errors import (
     StorageError,
 )
 from engine.meta.binary_row import deserialize_row
-from engine.meta.index_files import IndexManifestEntry, IndexStore, next_index_manifest
+from engine.meta.index_files import (
+    DELETION_VECTORS_INDEX,
+    IndexManifestEntry,
+    IndexStore,
+    next_index_manifest,
+)
 from engine.meta.manifest import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta, live_files
 from engine.meta.publish import next_time_millis, publish_snapshot
 from engine.meta.snapshot import CommitKind, Snapshot, new_snapshot_uuid
@@ -81,15 +86,58 @@ CHANGE_TRACKING_PROPERTY = "dyntable.change-tracking"
 log = logging.getLogger(__name__)
 
 
-def _index_adds(messages: Sequence[CommitMessage]) -> list[IndexManifestEntry]:
+def _index_adds(messages: Sequence[CommitMessage], dv: bool = False) -> list[IndexManifestEntry]:
+    """The messages' new index files: HASH files (``dv=False``) go with the APPEND snapshot,
+    deletion-vector files (``dv=True``) with the COMPACT one, as Paimon commits them: a DV
+    describes the files as the compaction leaves them."""
     return [
         IndexManifestEntry(FileKind.ADD, m.partition, m.bucket, f)
         for m in messages
         for f in m.new_index_files
+        if (f.index_type == DELETION_VECTORS_INDEX) == dv
     ]
 
 
 IndexChanges = Callable[[], tuple[list[IndexManifestEntry], Callable[[bytes], bool] | None]]
+
+
+def _check_deletion_vector_base(
+    store: FileStore, messages: Sequence[CommitMessage], latest: Snapshot | None
+) -> None:
+    """Refuse new deletion vectors of a bucket whose DVs changed since the snapshot they were
+    computed from (``sequence_base``): the bucket's index file replaces the previous one whole, so
+    a concurrent compaction's marks would be lost (and rows it rewrote would show twice)."""
+    changed = [m for m in messages if m.sequence_base is not None
+               and any(f.index_type == DELETION_VECTORS_INDEX for f in m.new_index_files)]
+    if not changed or latest is None:
+        return
+    index = IndexStore(store.io, store.paths)
+
+    def dv_files(snapshot_id: int | None) -> dict[tuple[bytes, int], str]:
+        if snapshot_id is None:
+            name = latest.index_manifest
+        else:
+            try:
+                name = store.snapshots.get(snapshot_id).index_manifest
+            except NoSuchSnapshotError:
+                raise CommitConflictError(
+                    f"snapshot {snapshot_id}, which this compaction started from, has expired; it runs again"
+                ) from None
+        return {(e.partition, e.bucket): e.file.file_name for e in index.read_manifest(name)
+                if e.file.index_type == DELETION_VECTORS_INDEX}
+
+    now = dv_files(None)
+    for base in {m.sequence_base for m in changed}:
+        if base == latest.id:
+            continue
+        before = dv_files(base) if base else {}
+        for m in changed:
+            slot = (m.partition, m.bucket)
+            if m.sequence_base == base and before.get(slot) != now.get(slot):
+                raise CommitConflictError(
+                    f"the deletion vectors of bucket {m.bucket} of {store.paths.root} changed since snapshot "
+                    f"{base}, which this compaction started from; it is dropped and runs again"
+                )
 
 
 def _entries(
@@ -167,22 +215,32 @@ class FileStoreCommit:
         compact = _entries(FileKind.DELETE, messages, lambda m: m.compact_before) + _entries(
             FileKind.ADD, messages, lambda m: m.compact_after
         )
-        if compact:
+        dv_adds = _index_adds(messages, dv=True)
+        if compact or dv_adds:
             compact_changelog = _entries(FileKind.ADD, messages, lambda m: m.compact_changelog)
             try:
+                def compact_entries(latest: Snapshot | None) -> list[ManifestEntry]:
+                    _check_deletion_vector_base(self.store, messages, latest)
+                    return compact
+
                 sid, _ = self._publish(
                     CommitKind.COMPACT,
                     identifier,
-                    lambda _l: compact,
+                    compact_entries,
                     compact_changelog,
                     watermark,
                     properties,
+                    index_changes=(lambda: (dv_adds, None)) if dv_adds else None,
                 )
             except CommitStateUnknownError:
                 raise
             except Exception as e:
+                index = IndexStore(self.store.io, self.store.paths)
                 for m in messages:
                     delete_data_files(self.store, m.partition, m.bucket, compaction_outputs(m))
+                    for f in m.new_index_files:
+                        if f.index_type == DELETION_VECTORS_INDEX:
+                            index.delete_file(f)
                 if not ids:
                     raise
                 # The write itself is committed: its outcome is the APPEND's. Compaction runs again later.

@@ -6,8 +6,8 @@ written here reads the same in Java Paimon / pypaimon. Deliberate differences:
 * ``file.format`` accepts only ``parquet`` when set through :func:`validate_options` (dyntable
   writes Parquet only); tables written elsewhere with ``orc``/``avro`` still load, they are
   just not validated on read.
-* ``deletion-vectors.enabled=true`` is accepted; dyntable writes deletion vectors for append tables
-  (``docs/deletion-vectors.md``); primary-key tables with them are read but not written.
+* ``deletion-vectors.enabled`` is checked against the table at CREATE/ALTER (``engine.schema``);
+  dyntable writes deletion vectors for append and primary-key tables (``docs/deletion-vectors.md``).
 * ``change-tracking`` (default true) and the ``log.*`` keys come from the managed-table design;
   ``log.*`` values are stored and shown but nothing reads them (there is no log system here).
 
@@ -267,9 +267,17 @@ ROW_TRACKING_ENABLED = _declare("row-tracking.enabled", bool, False,
     "Paimon row tracking (_ROW_ID). Not supported by dyntable: only 'false' is accepted.",
     immutable=True, validator=_refuse_true("row tracking (row ids)"))
 DELETION_VECTORS_ENABLED = _declare("deletion-vectors.enabled", bool, False,
-    "Deletion vectors: DELETE/UPDATE/MERGE on an append table mark rows deleted instead of rewriting "
-    "files; readers drop the marked rows. dyntable writes them for append tables; primary-key tables "
-    "with them are read but not written.", immutable=True)
+    "Deletion vectors (merge-on-write): superseded and deleted rows are marked in per-file bitmaps, so "
+    "batch reads need no merge. Primary-key tables: merge engines deduplicate, partial-update and "
+    "aggregation with changelog-producer none, input or lookup. Append tables: DELETE/UPDATE/MERGE "
+    "mark rows instead of rewriting files. Changing it on an existing table needs "
+    "'deletion-vectors.modifiable' = 'true'.")
+DELETION_VECTORS_MODIFIABLE = _declare("deletion-vectors.modifiable", bool, False,
+    "Allow ALTER TABLE to change 'deletion-vectors.enabled' (run a full compaction right after: until "
+    "then reads may return duplicates or deleted rows).")
+DELETION_VECTORS_BITMAP64 = _declare("deletion-vectors.bitmap64", bool, False,
+    "Write 64-bit deletion vectors (Paimon 1.2+; for data files above 2^31 rows). Paimon 0.9 and "
+    "pypaimon cannot read them.", immutable=True)
 DATA_FILE_THIN_MODE = _declare("data-file.thin-mode", bool, False,
     "Omit the _KEY_ columns from primary-key data files. dyntable always writes them: only 'false' is "
     "accepted.", validator=_refuse_true("thin mode (data files without _KEY_ columns)"))

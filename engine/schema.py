@@ -38,6 +38,8 @@ from engine.frozen import FrozenMap
 from engine.options import (
     BUCKET,
     CHANGELOG_PRODUCER,
+    DELETION_VECTORS_ENABLED,
+    DELETION_VECTORS_MODIFIABLE,
     MERGE_ENGINE,
     PARTITION,
     PRIMARY_KEY,
@@ -314,6 +316,7 @@ class TableSchema:
         st = _Evolution(self, has_snapshots, frozenset(allow_immutable))
         for change in changes:
             st.apply(change)
+        _check_deletion_vectors_change(self.options, st.options)
         schema = TableSchema(
             id=self.id + 1,
             fields=tuple(st.fields),
@@ -595,6 +598,8 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
                 raise InvalidArgumentError(
                     f"sequence group of {list(seq)} names '{c}', which is not a column"
                 )
+    if opts.get(DELETION_VECTORS_ENABLED):
+        _validate_deletion_vectors(s, opts)
     if s.primary_keys:
         # The merge options fail at CREATE/ALTER, not at the first write into the table.
         from engine.merge.functions import MergeConfig
@@ -605,6 +610,33 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
         raise InvalidArgumentError(
             "field ids must be unique and at most highest_field_id"
         )  # internal invariant
+
+
+def _validate_deletion_vectors(s: TableSchema, opts: CoreOptions) -> None:
+    """Paimon's rules for ``deletion-vectors.enabled`` (``SchemaValidation``), plus dyntable's count
+    layout, whose rows are counts that no deletion vector can express."""
+    why = None
+    if opts.changelog_producer not in ("none", "input", "lookup"):
+        why = f"changelog-producer '{opts.changelog_producer}' (Paimon allows none, input or lookup)"
+    elif s.primary_keys and opts.merge_engine == "first-row":
+        why = "merge-engine 'first-row' (as in Paimon: it never deletes an older row, so no DV has work)"
+    elif s.options.get("retractions.enabled", "false").strip().lower() == "true":
+        why = "'retractions.enabled' (a count-layout table: its rows are counts)"
+    if why is not None:
+        raise InvalidArgumentError(f"'{DELETION_VECTORS_ENABLED.key}' = 'true' is refused with {why}")
+
+
+def _check_deletion_vectors_change(before: Mapping[str, str], after: Mapping[str, str]) -> None:
+    """Paimon's rule: ``deletion-vectors.enabled`` changes only with ``deletion-vectors.modifiable``
+    (readers of a DV table skip level 0 and do not merge: until a full compaction, duplicates or
+    deleted rows may show)."""
+    old, new = (CoreOptions(o).get(DELETION_VECTORS_ENABLED) for o in (before, after))
+    if old != new and not any(CoreOptions(o).get(DELETION_VECTORS_MODIFIABLE) for o in (before, after)):
+        raise InvalidArgumentError(
+            f"cannot change '{DELETION_VECTORS_ENABLED.key}' from {str(old).lower()} to {str(new).lower()}: "
+            "without a full compaction right after, reads may return duplicate or deleted rows. If you "
+            f"will run one (CALL sys.compact), set '{DELETION_VECTORS_MODIFIABLE.key}' = 'true' too"
+        )
 
 
 # ---- helpers ------------------------------------------------------------------------------------

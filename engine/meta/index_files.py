@@ -146,6 +146,9 @@ def write_index_manifest(entries: Sequence[IndexManifestEntry], codec: str = "zs
 def _entry(rec: dict[str, Any] | None) -> IndexManifestEntry:
     if rec is None:
         raise CorruptMetadataError("index manifest holds a null record")
+    # 2 is what dyntable wrote before it followed Java (data manifests' identifier): still read.
+    if rec.get("_VERSION", INDEX_FORMAT_IDENTIFIER) not in (INDEX_FORMAT_IDENTIFIER, 2):
+        raise CorruptMetadataError(f"index manifest entry has unknown _VERSION {rec.get('_VERSION')}")
     meta = IndexFileMeta(
         rec["_INDEX_TYPE"], rec["_FILE_NAME"], rec["_FILE_SIZE"], rec["_ROW_COUNT"],
         # Paimon 0.9 wrote the ranges as ``_DELETION_VECTORS_RANGES`` (no cardinality); 1.0 renamed it.

@@ -65,7 +65,7 @@ from engine.errors import (
     TagAlreadyExistsError,
 )
 from engine.io import FileIO
-from engine.lsm.deletion_vectors import refuse_deletion_vectors
+from engine.lsm.deletion_vectors import refuse_renaming_files
 from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import DataFileMeta, FileKind, ManifestEntry
 from engine.meta.publish import Attempt, next_time_millis, publish_snapshot
@@ -193,7 +193,7 @@ def content_snapshot(
     if head is not None and not deletes and not adds and head.index_manifest == target.index_manifest:
         return None
     if adds:
-        refuse_deletion_vectors(store, "give files a new identity in")
+        refuse_renaming_files(store, "give files a new identity in")
         adds = reidentify(store, adds, attempt, missing)
     delta = deletes + adds
     delta_metas = ms.write_entries_rolling(delta, schema_id, store.partition_types)

@@ -57,6 +57,7 @@ class SplitReader:
         filter: Predicate | None = None,
         *,
         row_kind: bool = False,
+        all_levels: bool = False,
     ) -> None:
         self.store = store
         # Deletion-vector tables: read raw minus each file's DV (see the module docstring).
@@ -84,7 +85,10 @@ class SplitReader:
         if store.has_primary_key:
             self.merge_config = MergeConfig.from_options(schema.options, schema.primary_keys)
             # (Deletion-vector tables likewise: Paimon's batch reads skip their level 0.)
-            self.skip_level0 = self.merge_config.engine == "first-row" or self.deletion_vectors is not None
+            # ``all_levels`` (a stream's full phase, as Paimon's streaming scans): level 0 too, merged.
+            self.skip_level0 = not all_levels and (
+                self.merge_config.engine == "first-row" or self.deletion_vectors is not None
+            )
             extra = [COUNT_COLUMN] if self.count_layout else []
             config = self.merge_config
             ordering = [*config.sequence_fields, *config.group_sequence_fields]
@@ -136,8 +140,10 @@ class SplitReader:
         files = split.files
         if self.skip_level0:
             files = tuple(f for f in files if f.level > 0)
-        # (raw_convertible is still true of a subset of the files; DV tables are never merged)
-        if split.raw_convertible or self.deletion_vectors is not None:
+        # (raw_convertible is still true of a subset of the files; DV tables are merged only when
+        # level 0 is read too, each file minus its DV)
+        unmerged = self.deletion_vectors is not None and all(f.level > 0 for f in files)
+        if (split.raw_convertible and self.deletion_vectors is None) or unmerged:
             for f in files:
                 yield self._finish(self._read_kv(part_dir, split, f, raw=True))
             return
@@ -173,7 +179,8 @@ class SplitReader:
     def _read_kv(self, part_dir: str, split: DataSplit, f: DataFileMeta, raw: bool) -> pa.Table:
         path = data_file_path(self.store, part_dir, split.bucket, f)
         if not raw:
-            return read_data_file(self.store, path, f, self.read_fields, (SEQUENCE_NUMBER, VALUE_KIND))
+            table = read_data_file(self.store, path, f, self.read_fields, (SEQUENCE_NUMBER, VALUE_KIND))
+            return self._apply_dv(table, split, f)
         # The kinds are always read and filtered: a file's deleteRowCount is not proof that it
         # holds no retractions (pypaimon writes 0 for files holding -D rows), and one int8 column
         # costs little next to the values. The DV goes first: its positions number the file's rows.

@@ -81,11 +81,7 @@ def change_splits(store: FileStore, snapshot: Snapshot) -> list[ChangeSplit]:
     added are its changes, read whole (a DV marks rows of files that were streamed already); a
     DELETE that only wrote DVs produces no change, and an UPDATE/MERGE produces its new rows.
 
-    Raises:
-        UnsupportedTableError: a primary-key table with deletion vectors (not built for them).
     """
-    if store.has_primary_key:
-        refuse_change_reads(store)
     if not produces_changes(store, snapshot):
         return []
     ms = store.manifests
@@ -125,8 +121,6 @@ class ChangeReader:
     def __init__(
         self, store: FileStore, columns: Sequence[str] | None = None, filter: Predicate | None = None
     ) -> None:
-        if store.has_primary_key:  # append tables with DVs: change files are read whole (change_splits)
-            refuse_change_reads(store)
         self.store = store
         self.count_layout = is_count_layout(store.schema)
         visible = logical_schema(store.schema).field_names if self.count_layout else store.schema.field_names
@@ -255,8 +249,7 @@ def resolve_between(store: FileStore, between: str, scan_mode: str = "auto") -> 
 def range_splits(store: FileStore, rng: IncrementalRange) -> list[ChangeSplit]:
     """Change splits of an incremental range read as changes (modes delta / changelog / auto).
 
-    Refused for every table with deletion vectors: a batch range read would have to apply the DVs
-    of the range's end to the files it returns (Paimon does), which is not built.
+    Refused for append tables with deletion vectors (``refuse_change_reads``).
     """
     refuse_change_reads(store)
     if rng.mode == "delta" and store.has_primary_key:

@@ -2,7 +2,8 @@
 
 One job: name, order, type and nullability of each column, and turning column lists into an
 Arrow table of exactly that schema. Invariants: column names (including Java's camelCase
-``deleteRowCount``) and order match Paimon's ``*Table.TABLE_TYPE``; a ``!`` (NOT NULL) column is
+``deleteRowCount``) and order match Paimon's ``*Table.TABLE_TYPE`` (``$files`` adds one column
+after them, ``deletion_vector_cardinality``); a ``!`` (NOT NULL) column is
 a non-nullable Arrow field and never receives a null; TIMESTAMP(3) is ``pa.timestamp("ms")``
 without a zone (a wall-clock value, see the package docstring for which clock).
 """
@@ -87,6 +88,8 @@ ROW_TYPES: dict[str, tuple[DataField, ...]] = {
         ("file_source", STRING()),
         ("first_row_id", BIGINT()),
         ("write_cols", ARRAY(STRING())),
+        # dyntable's addition after Paimon's columns: rows the file's deletion vector marks (null: none).
+        ("deletion_vector_cardinality", BIGINT()),
     ),
     "manifests": _row(
         ("file_name", STRING(_NN)),

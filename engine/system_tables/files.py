@@ -23,9 +23,12 @@ import pyarrow as pa
 
 from engine.errors import CorruptMetadataError, InvalidArgumentError
 from engine.meta.binary_row import deserialize_row
+from engine.meta.deletion_vectors import deletion_files
+from engine.meta.index_files import IndexStore
 from engine.meta.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta
 from engine.meta.paths import partition_path
 from engine.meta.snapshot import Snapshot
+from engine.read.deletion_vectors import DeletionVectorLoader
 from engine.scan.file_stats import decode_stats
 from engine.scan.planner import TableScan
 from engine.schema import TableSchema
@@ -146,6 +149,7 @@ def read_files(table: Table, snapshot_id: int | None) -> pa.Table:
         key=lambda e: (e.partition, e.bucket, e.file.min_sequence_number, e.file.file_name),
     )
     render = _FileRenderer(table)
+    dv_counts = _deletion_vector_counts(table, snapshot)
     schemas: dict[int, tuple[TableSchema, list[DataType]]] = {}
     cols: dict[str, list[object]] = {name: [] for name in arrow_schema("files").names}
     for e in entries:
@@ -177,7 +181,23 @@ def read_files(table: Table, snapshot_id: int | None) -> pa.Table:
         cols["file_source"].append(None if f.file_source is None else f.file_source.name)
         cols["first_row_id"].append(f.first_row_id)
         cols["write_cols"].append(None if f.write_cols is None else list(f.write_cols))
+        cols["deletion_vector_cardinality"].append(dv_counts.get((e.partition, e.bucket, f.file_name)))
     return build_table("files", cols)
+
+
+def _deletion_vector_counts(table: Table, snapshot: Snapshot) -> dict[tuple[bytes, int, str], int]:
+    """Rows each data file's deletion vector marks, from the snapshot's index manifest; Paimon
+    0.9 recorded no cardinality there, so those DVs are read (once per index file)."""
+    if snapshot.index_manifest is None:
+        return {}
+    index = IndexStore(table.store.io, table.store.paths)
+    located = deletion_files(index, index.read_manifest(snapshot.index_manifest))
+    loader = DeletionVectorLoader(table.store.io)
+    return {
+        (partition, bucket, name): d.cardinality if d.cardinality is not None else loader.load(d).cardinality
+        for (partition, bucket), files in located.items()
+        for name, d in files.items()
+    }
 
 
 # -- $manifests ---------------------------------------------------------------------------------

@@ -23,10 +23,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.count_layout import is_count_layout
+from engine.errors import UnsupportedTableError
 from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
 from engine.lsm.changelog import diff_changelog, rowkind_to_kinds
 from engine.lsm.compact_strategy import CompactUnit, UniversalCompaction, can_drop_deletes
-from engine.lsm.deletion_vectors import refuse_deletion_vectors
+from engine.lsm.deletion_vectors import uses_deletion_vectors
 from engine.lsm.key_order import key_range_decoder, orderable_key
 from engine.lsm.levels import FileMeta, Levels
 from engine.merge.functions import COUNT_COLUMN, MergeConfig, keys_present_in, merge
@@ -77,9 +78,10 @@ def is_first_row(store: FileStore) -> bool:
 
 def forces_up_level0(store: FileStore) -> bool:
     """Whether every compaction must also move all level-0 files up (Paimon's
-    ``ForceUpLevel0Compaction``). For ``first-row`` tables Paimon's batch reads skip level 0 and
-    read the other levels without merging, so a write becomes visible only once compacted up."""
-    return is_first_row(store)
+    ``ForceUpLevel0Compaction``). For ``first-row`` and deletion-vector tables Paimon's batch reads
+    skip level 0 and read the other levels without merging, so a write becomes visible only once
+    compacted up."""
+    return is_first_row(store) or (store.has_primary_key and uses_deletion_vectors(store))
 
 
 def pick(
@@ -197,8 +199,13 @@ def run_compaction(
     unit: CompactUnit,
     namer: FileNamer | None = None,
 ) -> CompactionResult:
-    """Do the data work of one compaction unit of one bucket."""
-    refuse_deletion_vectors(store, "compact")
+    """Do the data work of one compaction unit of one bucket (tables without deletion vectors:
+    those compact through ``engine.write.kv_deletion_vectors``)."""
+    if uses_deletion_vectors(store):
+        raise UnsupportedTableError(
+            f"table {store.paths.root} has deletion vectors: its compaction must maintain them "
+            "(engine.write.kv_deletion_vectors.compact_unit)"
+        )
     namer = namer or FileNamer()
     drop_deletes = can_drop_deletes(unit, levels)
     files = _data_files(unit.files)

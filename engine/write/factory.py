@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from engine.count_layout import is_count_layout, logical_schema, to_count_rows
-from engine.lsm.deletion_vectors import refuse_deletion_vectors
 from engine.meta.paths import FileNamer
 from engine.store import FileStore
 from engine.write.append_writer import AppendWriter
@@ -37,10 +36,6 @@ def new_writer(
     namer: FileNamer | None = None,
 ) -> AppendWriter | KeyValueWriter | CountWriter:
     """The writer for ``store``'s layout; ``compact=False`` leaves compaction to the caller."""
-    if store.has_primary_key:
-        # Append tables with DVs take new files as they are (the DVs mark rows of older files);
-        # primary-key writes would have to maintain the DVs.
-        refuse_deletion_vectors(store, "write or compact")
     if is_count_layout(store.schema):
         return CountWriter(store, compact=compact, sequence_offset=sequence_offset, namer=namer)
     if store.has_primary_key:

@@ -34,10 +34,11 @@ from engine.errors import InvalidArgumentError
 from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND
 from engine.lsm.changelog import rowkind_to_kinds
 from engine.lsm.compact_strategy import should_stall_writes
+from engine.lsm.deletion_vectors import uses_deletion_vectors
 from engine.merge.functions import MergeConfig, merge
 from engine.meta.binary_row import serialize_row
 from engine.meta.bucket import bucket_ids
-from engine.meta.index_files import IndexFileMeta
+from engine.meta.index_files import IndexFileMeta, IndexManifestEntry, IndexStore
 from engine.meta.manifest import DataFileMeta
 from engine.meta.paths import FileNamer
 from engine.scan.planner import DataSplit
@@ -47,6 +48,7 @@ from engine.write.compactor import levels_of, pick, read_kv, run_compaction, wri
 from engine.write.conform import conform
 from engine.write.file_writer import DataFileWriter
 from engine.write.global_index import CrossPartitionAssigner, new_assigner
+from engine.write.kv_deletion_vectors import BucketDeletionVectors, compact_unit, read_live_kv
 from engine.write.routing import group_rows
 
 ROWKIND = "rowkind"
@@ -111,6 +113,11 @@ class KeyValueWriter:
         self.compact_before: dict[Bucket, list[DataFileMeta]] = defaultdict(list)
         self.compact_after: dict[Bucket, list[DataFileMeta]] = defaultdict(list)
         self.compact_changelog: dict[Bucket, list[DataFileMeta]] = defaultdict(list)
+        # Deletion-vector tables: each touched bucket's DVs (engine.write.kv_deletion_vectors),
+        # loaded from the index manifest of the snapshot its files come from.
+        self.deletion_vectors = uses_deletion_vectors(store)
+        self._dv_entries: dict[bytes, list[IndexManifestEntry]] = {}
+        self._dvs: dict[Bucket, BucketDeletionVectors] = {}
 
     # -- input ----------------------------------------------------------------------------------
     def write(self, data: object) -> None:
@@ -149,6 +156,12 @@ class KeyValueWriter:
         latest = self.store.snapshots.latest()
         for partition in todo:
             self._sequence_base[partition] = latest.id if latest else 0
+        if self.deletion_vectors:
+            entries = IndexStore(self.store.io, self.store.paths).read_manifest(
+                latest.index_manifest if latest else None
+            )
+            for partition in todo:
+                self._dv_entries[partition] = [e for e in entries if e.partition == partition]
         for e in self.store.live_entries(latest, lambda p: p in todo):
             key = (e.partition, e.bucket)
             self._bucket_files.setdefault(key, []).append(e.file)
@@ -200,12 +213,23 @@ class KeyValueWriter:
         self._buffers.clear()
         self._buffered_bytes = 0
 
+    def _bucket_dvs(self, key: Bucket) -> BucketDeletionVectors:
+        dvs = self._dvs.get(key)
+        if dvs is None:
+            entries = self._dv_entries.get(key[0], [])
+            dvs = self._dvs[key] = BucketDeletionVectors.load(self.store, entries, *key)
+        return dvs
+
     def _lookup_changelog(self, key: Bucket, batch: pa.Table) -> None:
         """Exact changes of this batch: look up the current values of its keys in the bucket."""
         partition, bucket = key
         schema = self.store.schema
         part_dir = self._partition_dirs[partition]
-        existing = read_kv(self.store, part_dir, bucket, self._bucket_files.get(key, []))
+        files = self._bucket_files.get(key, [])
+        if self.deletion_vectors:  # the rows DVs mark are older versions: not the current state
+            existing = read_live_kv(self.store, part_dir, bucket, files, self._bucket_dvs(key))
+        else:
+            existing = read_kv(self.store, part_dir, bucket, files)
         pk = list(schema.primary_keys)
         if existing.num_rows:
             mask = _keys_in(existing, batch, pk)
@@ -226,7 +250,11 @@ class KeyValueWriter:
             levels, unit = pick(self.store, files, full=full)
             if unit is None:
                 return
-            result = run_compaction(self.store, part_dir, bucket, levels, unit, self.namer)
+            if self.deletion_vectors:
+                dvs = self._bucket_dvs(key)
+                result = compact_unit(self.store, part_dir, bucket, levels, unit, dvs, self.namer)
+            else:
+                result = run_compaction(self.store, part_dir, bucket, levels, unit, self.namer)
             self._record_compaction(key, result.before, result.after)
             self.compact_changelog[key].extend(result.changelog)
             if full or not should_stall_writes(levels_of(self.store, self._bucket_files[key]), stop):
@@ -263,6 +291,10 @@ class KeyValueWriter:
             self._restored_partitions.add(split.partition)
             self._sequence_base[split.partition] = split.snapshot_id
             self._bucket_files[key] = list(split.files)
+            if self.deletion_vectors and split.partition not in self._dv_entries:
+                snapshot = self.store.snapshots.get(split.snapshot_id)
+                entries = IndexStore(self.store.io, self.store.paths).read_manifest(snapshot.index_manifest)
+                self._dv_entries[split.partition] = [e for e in entries if e.partition == split.partition]
             self.compact_bucket(key, full=full)
 
     def prepare_commit(self, full_compaction: bool = False) -> list[CommitMessage]:
@@ -278,7 +310,12 @@ class KeyValueWriter:
     def _take_messages(self, index: dict[Bucket, IndexFileMeta] | None = None) -> list[CommitMessage]:
         """Everything written so far, per bucket, as commit messages (the writer forgets it)."""
         index = index or {}
-        keys = (
+        new_dvs: dict[Bucket, IndexFileMeta] = {}
+        for bucket_key, dvs in self._dvs.items():
+            written = dvs.write(IndexStore(self.store.io, self.store.paths))
+            if written is not None:
+                new_dvs[bucket_key] = written
+        keys = set(new_dvs) | (
             set(self.new_files)
             | set(self.compact_after)
             | set(self.compact_before)
@@ -294,7 +331,7 @@ class KeyValueWriter:
                 compact_after=tuple(self.compact_after.get((p, b), ())),
                 compact_changelog=tuple(self.compact_changelog.get((p, b), ())),
                 sequence_base=self._sequence_base.get(p),
-                new_index_files=(index[(p, b)],) if (p, b) in index else (),
+                new_index_files=tuple(i[(p, b)] for i in (index, new_dvs) if (p, b) in i),
             )
             for p, b in sorted(keys)
         ]

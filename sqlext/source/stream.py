@@ -143,7 +143,7 @@ class DyntableStreamReader(DataSourceStreamReader):
         self.store = table.store
         self.columns = projection(request, table)
         # Built here only to refuse, before any batch runs, tables whose changes cannot be read
-        # (deletion-vector tables raise UnsupportedTableError).
+        # (append tables with deletion vectors raise UnsupportedTableError).
         ChangeReader(self.store, self.columns)
         self.consumer_id = request.passthrough.get("consumer-id")
         # The statement's scan.mode, else the table's (Paimon's order), parsed by the option registry.
@@ -237,7 +237,7 @@ class DyntableStreamReader(DataSourceStreamReader):
         if p.full:
             from engine import SplitReader
 
-            reader = SplitReader(self.store, self.columns)
+            reader = SplitReader(self.store, self.columns, all_levels=True)  # level 0 is not yet compacted
             for split in p.splits:
                 for t in reader.read(split):
                     if self.with_kind:

@@ -79,7 +79,7 @@ EXPECTED = {
         ("min_value_stats", STR, NN), ("max_value_stats", STR, NN),
         ("min_sequence_number", I64, N), ("max_sequence_number", I64, N),
         ("creation_time", TS, N), ("deleteRowCount", I64, N), ("file_source", STR, N),
-        ("first_row_id", I64, N), ("write_cols", LIST_STR, N),
+        ("first_row_id", I64, N), ("write_cols", LIST_STR, N), ("deletion_vector_cardinality", I64, N),
     ],
     "manifests": [
         ("file_name", STR, NN), ("file_size", I64, NN), ("num_added_files", I64, NN),

@@ -1,0 +1,194 @@
+"""Spark workloads of primary-key tables with deletion vectors: W2dv upsert, W3dv scan, W3dvf filtered scan.
+
+* W2dv — W2's CDC batch into a table with ``deletion-vectors.enabled`` (the write, then the
+  compaction that moves level 0 up and marks the old rows in DVs), vs W2's baseline (Spark's
+  ``repartition`` + sort + Parquet write of the batch).
+* W3dv — full scan (count + sum of hash) of a DV table whose base was updated by a CDC batch of
+  10 % of its keys, so DVs sit on the base files; vs ``spark.read.parquet`` of a compacted copy.
+* W3dvf — the same scan with ``price < 0.001`` (about 0.1 % of rows), vs the same query on the same
+  data in a table without DVs (merge-on-read: the filter can only run after the merge).
+
+Invariants as in ``benchmarks.workloads_spark``: inputs are built untimed, both arms return
+outcomes that are checked against the expected rows computed with pyarrow.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from benchmarks import data
+from benchmarks.harness import (
+    Arm,
+    CheckFailed,
+    Context,
+    Outcome,
+    Result,
+    arrow_checksum,
+    compare,
+    expect,
+    same_result,
+    spark_checksum,
+)
+from benchmarks.workloads_spark import (
+    PK_BUCKETS,
+    T8_COLUMNS,
+    _copy_table,
+    _fresh,
+    cached_df,
+    dyntable_df,
+    get_spark,
+)
+from engine import Table, open_catalog
+from engine.scan.predicate import less_than
+
+DV = {"deletion-vectors.enabled": "true"}
+PRICE_LIMIT = 0.001
+
+
+def run_w2dv(ctx: Context) -> list[Result]:
+    """W2's CDC batch into a DV table (write + DV-maintaining compaction) vs W2's Parquet baseline."""
+    spark = get_spark(ctx)
+    size = ctx.size
+    base = data.t8(size.rows, seed=2)
+    batch = data.cdc(size.rows, size.cdc_rows, seed=3)
+    expected = arrow_checksum(data.apply_cdc(base, batch), T8_COLUMNS)
+    expected_batch = arrow_checksum(batch)
+    warehouse = ctx.path("w2dv")
+    catalog = open_catalog(warehouse)
+    catalog.create_database("db")
+    template = catalog.create_table(
+        "db.w2dv_base", data.T8_SCHEMA, primary_keys=["id"], options={"bucket": str(PK_BUCKETS), **DV}
+    )
+    template.write_arrow(base)
+    df = cached_df(spark, batch)
+    out_root = Path(ctx.path("w2dv-parquet"))
+    state: dict[str, Any] = {}
+
+    def ours_setup() -> None:
+        state["table"] = _copy_table(template, catalog, _fresh("w2dv"))
+
+    def ours_run() -> Table:
+        table = state["table"]
+        df.write.format("dyntable").option("warehouse", warehouse).option("table", table.name).mode(
+            "append"
+        ).save()
+        return table
+
+    def base_setup() -> None:
+        state["path"] = str(out_root / uuid.uuid4().hex)
+
+    def base_run() -> str:
+        df.repartition(PK_BUCKETS, "id").sortWithinPartitions("id").write.parquet(state["path"])
+        return state["path"]
+
+    result = compare(
+        "W2dv",
+        f"PK upsert write into a DV table (bucket {PK_BUCKETS})",
+        Arm(ours_run, ours_setup, lambda t: arrow_checksum(t.refresh().to_arrow(), T8_COLUMNS)),
+        Arm(base_run, base_setup, lambda path: arrow_checksum(pq.read_table(path), batch.column_names)),
+        pairs=ctx.pairs,
+        rows=batch.num_rows,
+        target=">= 0.5",
+        check=expect(expected, expected_batch),
+    )
+    result.notes.append(
+        f"into {base.num_rows:,} existing rows; the check reads the table as DV readers do (level 0 "
+        "skipped), so it passes only once the write's compaction has marked the old rows"
+    )
+    df.unpersist()
+    return [result]
+
+
+def dv_tables(ctx: Context) -> dict[str, Any]:
+    """Built once per suite: the same base + 10 % CDC in a DV table (compacted, DVs on the base
+    files) and in a table without DVs (left merge-on-read), plus a compacted Parquet copy."""
+    fixture = ctx.cache.get("dv_tables")
+    if fixture is not None:
+        return fixture
+    rows = ctx.size.rows
+    warehouse = ctx.path("dv")
+    catalog = open_catalog(warehouse)
+    catalog.create_database("db")
+    base = data.t8(rows, seed=51)
+    batch = data.cdc(rows, rows // 10, seed=52)
+    dv = catalog.create_table("db.dv", data.T8_SCHEMA, primary_keys=["id"],
+                              options={"bucket": str(PK_BUCKETS), **DV})
+    mor = catalog.create_table("db.mor", data.T8_SCHEMA, primary_keys=["id"],
+                               options={"bucket": str(PK_BUCKETS), "write-only": "true"})
+    for t in (dv, mor):
+        t.write_arrow(base)
+        t.refresh().write_arrow(batch)
+    expected = data.apply_cdc(base, batch).sort_by("id").combine_chunks()
+    copy = Path(ctx.path("dv-compacted-copy"))
+    step = -(-expected.num_rows // PK_BUCKETS)
+    for i in range(PK_BUCKETS):
+        pq.write_table(expected.slice(i * step, step), copy / f"part-{i}.parquet")
+    dv = dv.refresh()
+    cardinality = sum(
+        d.cardinality or 0 for s in dv.plan().splits for d in s.deletion_files
+    )
+    fixture = {"warehouse": warehouse, "dv": dv, "mor": mor.refresh(), "expected": expected,
+               "copy": str(copy), "dv_rows": cardinality}
+    ctx.cache["dv_tables"] = fixture
+    return fixture
+
+
+def _filtered(expected: pa.Table) -> pa.Table:
+    return expected.filter(pc.less(expected.column("price"), PRICE_LIMIT))
+
+
+def run_w3dv(ctx: Context) -> list[Result]:
+    """Scan of the DV table vs ``spark.read.parquet`` of a compacted copy (W3's baseline)."""
+    spark = get_spark(ctx)
+    fx = dv_tables(ctx)
+    result = compare(
+        "W3dv",
+        "scan of a DV table (10% of keys updated)",
+        Arm(lambda: spark_checksum(dyntable_df(spark, fx["warehouse"], fx["dv"].name))),
+        Arm(lambda: spark_checksum(spark.read.parquet(fx["copy"]))),
+        pairs=ctx.pairs,
+        rows=fx["expected"].num_rows,
+        target=">= 0.5",
+    )
+    files = sum(len(s.files) for s in fx["dv"].plan().splits)
+    result.notes.append(f"{files} data files, {fx['dv_rows']:,} rows marked in deletion vectors")
+    return [result]
+
+
+def run_w3dvf(ctx: Context) -> list[Result]:
+    """``price < 0.001`` on the DV table vs the same query on the same data without DVs."""
+    from pyspark.sql import functions as F
+
+    spark = get_spark(ctx)
+    fx = dv_tables(ctx)
+    expected = _filtered(fx["expected"]).num_rows
+
+    def query(name: str) -> Any:
+        # As the SQL session runs ``WHERE price < 0.001``: the predicate goes to the source as its
+        # pruning filter (sqlext.bind.pruning) and Spark applies it again on top.
+        df = dyntable_df(spark, fx["warehouse"], name, filter=less_than("price", PRICE_LIMIT))
+        return spark_checksum(df.where(F.col("price") < PRICE_LIMIT))
+
+    def check(ours: Outcome, baseline: Outcome) -> None:
+        same_result(ours, baseline)
+        if ours.rows != expected:
+            raise CheckFailed(f"{ours.rows} rows, expected {expected}")
+
+    result = compare(
+        "W3dvf",
+        f"filtered scan (price < {PRICE_LIMIT}): DV table vs merge-on-read table",
+        Arm(lambda: query(fx["dv"].name)),
+        Arm(lambda: query(fx["mor"].name)),
+        pairs=ctx.pairs,
+        rows=fx["expected"].num_rows,
+        target=">= 3",
+        check=check,
+    )
+    result.notes.append(f"{expected:,} rows match; the baseline is the same query on a table without DVs")
+    return [result]

@@ -1,0 +1,260 @@
+"""Deletion vectors of primary-key tables: maintained by compaction, as Paimon's lookup compaction does.
+
+A table with ``deletion-vectors.enabled`` is read without merging: readers skip level 0 and read
+every other file minus its deletion vector (DV). So among the files of levels >= 1 each key must
+have at most one row that no DV marks. Compaction keeps it so (Paimon's
+``LookupMergeTreeCompactRewriter`` with a ``DeletionVectorsMaintainer``):
+
+```
+ every write: all of level 0 is compacted up (ForceUpLevel0), deletes are always dropped
+ unit rows = unit files minus their DVs ──merge──►  keys the unit has only from level 0
+                                                       │ look up, level by level upwards, in the
+                                                       ▼ files above the output level (minus DVs)
+                         found: mark that row in its file's DV; for merge engines whose result
+                         depends on older values (partial-update, aggregation, sequence.field,
+                         ignore-delete) the found row joins the merge
+ rewritten files lose their DVs; a lone level-0 file may be upgraded (no rewrite) after its lookup
+```
+Keys the unit already has from a file above level 0 need no lookup: that row was the key's only
+live row above level 0. Everything is vectorised: key matching uses the LSM's sort codes
+(``engine.merge.functions.keys_present_in``: Paimon's key equality), positions are numpy arrays, and
+DVs are Roaring bitmaps (``engine.meta.deletion_vectors``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
+from engine.lsm.compact_strategy import CompactUnit
+from engine.lsm.key_order import orderable_key
+from engine.lsm.levels import Levels
+from engine.merge.functions import MergeConfig, keys_present_in, merge
+from engine.meta.deletion_vectors import DeletionVector, read_deletion_vectors, write_deletion_vectors
+from engine.meta.index_files import DELETION_VECTORS_INDEX, IndexFileMeta, IndexManifestEntry, IndexStore
+from engine.meta.manifest import DataFileMeta, FileSource
+from engine.meta.paths import FileNamer
+from engine.options import DELETION_VECTORS_BITMAP64
+from engine.store import FileStore
+from engine.write.compactor import CompactionResult, holds_retractions, key_range_fn, read_kv
+from engine.write.file_writer import DataFileWriter
+
+_ADD_KINDS = (0, 2)  # +I, +U
+
+
+class BucketDeletionVectors:
+    """The DVs of one bucket's data files, changed by compaction (Paimon's ``DeletionVectorsMaintainer``).
+
+    ``modified`` tells whether a new index file must be written for the commit.
+    """
+
+    def __init__(self, dvs: Mapping[str, DeletionVector] | None = None, *, bitmap64: bool = False) -> None:
+        self._dvs: dict[str, DeletionVector] = dict(dvs or {})
+        self.bitmap64 = bitmap64
+        self.modified = False
+
+    @classmethod
+    def load(
+        cls, store: FileStore, entries: Iterable[IndexManifestEntry], partition: bytes, bucket: int
+    ) -> BucketDeletionVectors:
+        """The bucket's DVs as an index manifest (its ``entries``) lists them."""
+        index = IndexStore(store.io, store.paths)
+        dvs: dict[str, DeletionVector] = {}
+        for e in entries:
+            if e.file.index_type != DELETION_VECTORS_INDEX or (e.partition, e.bucket) != (partition, bucket):
+                continue
+            dvs.update(read_deletion_vectors(index, e.file))
+        return cls(dvs, bitmap64=bool(store.options.get(DELETION_VECTORS_BITMAP64)))
+
+    def get(self, file_name: str) -> DeletionVector | None:
+        return self._dvs.get(file_name)
+
+    def items(self) -> list[tuple[str, DeletionVector]]:
+        return sorted(self._dvs.items())
+
+    def mark(self, file_name: str, positions: np.ndarray) -> None:
+        """Mark rows (0-based positions) of a data file as deleted."""
+        if len(positions) == 0:
+            return
+        new = DeletionVector.from_positions(positions, bitmap64=self.bitmap64)
+        old = self._dvs.get(file_name)
+        if old is not None and old.bitmap64 != new.bitmap64:
+            new = new.to_bitmap64() if old.bitmap64 else new
+            old = old.to_bitmap64() if new.bitmap64 else old
+        self._dvs[file_name] = new if old is None else old.merge(new)
+        self.modified = True
+
+    def remove(self, file_names: Iterable[str]) -> None:
+        """Forget the DVs of data files that a compaction rewrote (they are gone)."""
+        for name in file_names:
+            if self._dvs.pop(name, None) is not None:
+                self.modified = True
+
+    def write(self, index: IndexStore) -> IndexFileMeta | None:
+        """A new index file with every DV of the bucket when something changed, else None.
+
+        The bucket's previous index file is replaced by it in the index manifest (Paimon's
+        bucketed combiner); like Paimon 0.9, a bucket whose last DV went gets a file without
+        ranges.
+        """
+        if not self.modified:
+            return None
+        self.modified = False
+        return write_deletion_vectors(index, dict(self.items()))
+
+
+def live_rows(
+    store: FileStore,
+    part_dir: str,
+    bucket: int,
+    f: DataFileMeta,
+    fields: Sequence,
+    system_columns: Sequence[str],
+    dvs: BucketDeletionVectors,
+) -> tuple[pa.Table, np.ndarray]:
+    """The rows of ``f`` its DV leaves, and their positions in the file."""
+    path = store.paths.data_file(part_dir, bucket, f.file_name)
+    table = read_data_file(store, path, f, fields, system_columns)
+    positions = np.arange(table.num_rows, dtype=np.int64)
+    dv = dvs.get(f.file_name)
+    if dv is None or dv.is_empty():
+        return table, positions
+    keep = dv.keep_mask(table.num_rows)
+    return table.filter(pa.array(keep)), positions[keep]
+
+
+def read_live_kv(
+    store: FileStore, part_dir: str, bucket: int, files: Sequence[DataFileMeta], dvs: BucketDeletionVectors
+) -> pa.Table:
+    """The key-value rows of ``files`` minus their DVs (one table, the files' order)."""
+    fields = list(store.schema.fields)
+    if not files:
+        return read_kv(store, part_dir, bucket, [])
+    return pa.concat_tables(
+        [live_rows(store, part_dir, bucket, f, fields, (SEQUENCE_NUMBER, VALUE_KIND), dvs)[0] for f in files]
+    )
+
+
+def needs_older_values(config: MergeConfig) -> bool:
+    """Whether a key's merged result can depend on its older row (else the newest row wins)."""
+    return not (config.engine == "deduplicate" and not config.sequence_fields and not config.ignore_delete)
+
+
+def _drop_retractions(table: pa.Table) -> pa.Table:
+    return table.filter(pc.is_in(table.column(VALUE_KIND), value_set=pa.array(_ADD_KINDS, pa.int8())))
+
+
+def lookup_above(
+    store: FileStore,
+    part_dir: str,
+    bucket: int,
+    probe: pa.Table,
+    above: Sequence[DataFileMeta],
+    dvs: BucketDeletionVectors,
+    *,
+    with_values: bool,
+) -> pa.Table | None:
+    """Find the live rows of ``probe``'s keys in ``above`` and mark them deleted in their DVs.
+
+    ``probe`` is sorted by key (merge output) with distinct keys. Levels are searched from the
+    lowest upwards and a key found stops there (Paimon's ``LookupLevels``); only files whose key
+    range meets the probe's are read, and only their key columns unless ``with_values``.
+
+    Returns:
+        The found rows as key-value rows (``with_values``), else None.
+    """
+    schema = store.schema
+    trimmed = list(schema.trimmed_primary_keys)
+    keys = list(schema.primary_keys)
+    fields = list(schema.fields) if with_values else [schema.field(k) for k in keys]
+    system = (SEQUENCE_NUMBER, VALUE_KIND) if with_values else ()
+    key_range = key_range_fn(store)
+    found: list[pa.Table] = []
+    remaining = probe.select(keys)
+    for level in sorted({f.level for f in above}):
+        if remaining.num_rows == 0:
+            break
+        lo = orderable_key([remaining.column(k)[0].as_py() for k in trimmed])
+        hi = orderable_key([remaining.column(k)[remaining.num_rows - 1].as_py() for k in trimmed])
+        hits: list[pa.Table] = []
+        for f in above:
+            if f.level != level:
+                continue
+            f_lo, f_hi = key_range(f)
+            if f_hi < lo or f_lo > hi:
+                continue
+            rows, positions = live_rows(store, part_dir, bucket, f, fields, system, dvs)
+            matched = keys_present_in(rows, remaining, keys)
+            if not matched.any():
+                continue
+            dvs.mark(f.file_name, positions[matched])
+            hits.append(rows.filter(pa.array(matched)))
+        if hits:
+            level_hits = pa.concat_tables(hits)
+            if with_values:
+                found.append(level_hits)
+            still = ~keys_present_in(remaining, level_hits.select(keys), keys)
+            remaining = remaining.filter(pa.array(still))
+    if not with_values:
+        return None
+    return pa.concat_tables(found) if found else None
+
+
+def compact_unit(
+    store: FileStore,
+    part_dir: str,
+    bucket: int,
+    levels: Levels,
+    unit: CompactUnit,
+    dvs: BucketDeletionVectors,
+    namer: FileNamer,
+) -> CompactionResult:
+    """Do one compaction unit of a DV table's bucket, updating ``dvs`` (see the module docstring)."""
+    files: list[DataFileMeta] = [f for f in unit.files if isinstance(f, DataFileMeta)]
+    schema = store.schema
+    config = MergeConfig.from_options(schema.options, schema.primary_keys)
+    with_values = needs_older_values(config)
+    output = unit.output_level
+    inside = {f.file_name for f in files}
+    above = [f for f in levels.all_files() if isinstance(f, DataFileMeta) and f.level > output
+             and f.file_name not in inside]
+    if len(files) == 1 and files[0].level != output and not unit.file_rewrite:
+        f = files[0]
+        if f.level != 0:
+            return CompactionResult((f,), (f.upgrade(output),))  # keeps its name, so its DV
+        # A level-0 file may move up unchanged when nothing above it changes its rows' values.
+        if not holds_retractions(store, part_dir, bucket, f) and (not above or not with_values):
+            if above:
+                probe = read_data_file(
+                    store, store.paths.data_file(part_dir, bucket, f.file_name), f,
+                    [schema.field(k) for k in schema.primary_keys],
+                )
+                lookup_above(store, part_dir, bucket, probe, above, dvs, with_values=False)
+            return CompactionResult((f,), (f.upgrade(output),))
+    parts = {f.file_name: read_live_kv(store, part_dir, bucket, [f], dvs) for f in files}
+    merged = merge(pa.concat_tables(list(parts.values())), schema.primary_keys, config, drop_deletes=False)
+    has_level0 = any(f.level == 0 for f in files)
+    if has_level0 and above and merged.num_rows:
+        upper = [parts[f.file_name].select(list(schema.primary_keys)) for f in files if f.level > 0]
+        probe = merged
+        if upper:
+            in_upper = keys_present_in(merged, pa.concat_tables(upper), schema.primary_keys)
+            probe = merged.filter(pa.array(~in_upper))
+        older = lookup_above(store, part_dir, bucket, probe, above, dvs, with_values=with_values)
+        if older is not None and older.num_rows:
+            older = older.select(merged.column_names).cast(merged.schema)
+            both = pa.concat_tables([older, merged])
+            merged = merge(both, schema.primary_keys, config, drop_deletes=False)
+    # With DVs deletes are always dropped: every older row of a deleted key above the output level
+    # was just marked in its DV, and readers of levels >= 1 do not merge.
+    merged = _drop_retractions(merged)
+    dvs.remove(inside)
+    writer = DataFileWriter(
+        store, part_dir, bucket, namer=namer, file_source=FileSource.COMPACT, level=output
+    )
+    after = tuple(writer.write_kv(merged)) if merged.num_rows else ()
+    return CompactionResult(tuple(files), after)
