@@ -107,7 +107,9 @@ def resolve_assignments(
     for asg in assignments:
         column, path = _resolve(table, asg.column, aliases, stmt)
         if column in computed:
-            raise _err(stmt, f"column '{column}' is computed ({computed[column]}) and cannot be assigned", "42000")
+            raise _err(
+                stmt, f"column '{column}' is computed ({computed[column]}) and cannot be assigned", "42000"
+            )
         _field_type(types[column], path, asg.column, stmt)
         if is_default(asg.value):
             if path:

@@ -308,3 +308,15 @@ def test_empty_partition_hash_is_javas():
     zero = np.zeros(1, dtype=np.uint32)
     h = _fmix(_mix(_mix(np.full(1, 42, dtype=np.uint32), zero), zero), np.full(1, 8, dtype=np.uint32))
     assert int(h.view(np.int32)[0]) == EMPTY_ROW_HASH
+
+
+def test_writer_clustering_gives_each_key_map_one_writer(catalog):
+    from engine import writer_clustering
+
+    fixed = catalog.create_table("db.w1", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "id"],
+                                 options={"bucket": "2"})
+    local = catalog.create_table("db.w2", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "id"])
+    cross = catalog.create_table("db.w3", SCHEMA, partition_keys=["dt"], primary_keys=["id"])
+    assert writer_clustering(fixed.store) is None
+    assert writer_clustering(local.store) == ["dt"]  # one writer per partition
+    assert writer_clustering(cross.store) == []  # one writer for the table's global key index

@@ -169,10 +169,12 @@ def test_create_table_in_every_style(session, spark):
     run(session, "DROP TABLE IF EXISTS o2")
     fails(session, "DROP TABLE o2", "42P01")
 
-    # a partitioned table's primary key must hold the partition columns; nothing is created
+    # with fixed buckets, a partitioned table's primary key must hold the partition columns (the
+    # default bucket -1 makes it a cross-partition upsert table); nothing is created
     fails(
         session,
-        "CREATE TABLE bad (id INT, dt STRING, PRIMARY KEY (id) NOT ENFORCED) PARTITIONED BY (dt)",
+        "CREATE TABLE bad (id INT, dt STRING, PRIMARY KEY (id) NOT ENFORCED) PARTITIONED BY (dt) "
+        "WITH ('bucket' = '2')",
         "22023",
         "partition",
     )
@@ -240,7 +242,12 @@ def test_primary_key_buckets_partitions_compaction(session):
     run(session, "INSERT INTO dup VALUES (1, 'a'), (1, 'b')")
     unchanged(session, "dup", "ALTER TABLE dup ADD PRIMARY KEY (id) NOT ENFORCED", "23505", "duplicate")
     assert table(session, "dup").primary_keys == ()
-    fails(session, "ALTER TABLE a ADD PRIMARY KEY (id) NOT ENFORCED", "22023", "partition")  # must hold dt
+    # a key without dt makes a cross-partition upsert table (bucket -1, Paimon's default)
+    run(session, "CREATE TABLE x (id INT NOT NULL, v STRING, dt STRING NOT NULL) PARTITIONED BY (dt)")
+    run(session, "INSERT INTO x VALUES (1, 'a', 'd1'), (2, 'b', 'd2')")
+    run(session, "ALTER TABLE x ADD PRIMARY KEY (id) NOT ENFORCED")
+    run(session, "INSERT INTO x VALUES (1, 'A', 'd2')")
+    assert contents(session, "x") == [(1, "A", "d2"), (2, "b", "d2")]
 
     assert message(session, "ALTER TABLE a ADD PRIMARY KEY (id, dt) NOT ENFORCED").endswith(
         "3 row(s) rewritten"
