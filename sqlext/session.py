@@ -48,8 +48,7 @@ from sqlext.parse.parser import parse_statement
 from sqlext.parse.splitter import Statement, classify, split_statements
 from sqlext.parse.views import ViewDefinition
 from sqlext.positions import in_view, is_syntax_error, located, spark_error, spark_names
-from sqlext.source.datasource import resolve, travelled
-from sqlext.source.datasource import time_travel as resolve_version
+from sqlext.source.datasource import read_builder_at, resolve
 from sqlext.source.dynamic import PREFIX as DYNAMIC_PREFIX
 from sqlext.source.dynamic import check_session_key, session_overrides
 from sqlext.source.native import load as native_load
@@ -251,7 +250,7 @@ class SqlSession:
         base = self.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
         if time_travel is not None and (not ident.system_table or ident.system_table.lower() in DATA_TABLES):
             try:
-                base = travelled(base, resolve_version(read_version(time_travel), base))
+                base = read_builder_at(read_version(time_travel), base).table
             except ValueError:  # a timestamp that does not parse
                 raise InvalidArgumentError(
                     f"invalid time-travel target {_typed(time_travel)}: use 'yyyy-MM-dd HH:mm:ss' or"
@@ -558,7 +557,7 @@ def _check_time_travel(request: ReadRequest) -> None:
     """
     table, _system = resolve(request)
     try:
-        resolve_version(request.travel, table)
+        read_builder_at(request.travel, table)
     except ValueError as e:  # a timestamp that does not parse
         raise InvalidArgumentError(f"invalid time-travel target: {e}") from e
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from engine import OverwriteSpec
 from sqlext.errors import ProcedureArgumentError, SqlAnalysisError, UnsupportedStatementError
 from sqlext.execute.procedures.registry import Param, ParamType, Procedure, register, table_argument
 
@@ -106,12 +107,12 @@ def _copy(session: SqlSession, args: dict[str, Any]) -> pa.Table:
         return _true()
     pinned = ReadRequest(session.target(source.name), travel=ReadVersion(snapshot_id=latest.id))
     frame = session.read(pinned)
-    overwrite: Any = True
+    overwrite = OverwriteSpec()
     if args["where"]:
         if not source.partition_keys:
             raise ProcedureArgumentError("copy: argument 'where' needs a partitioned source table")
         frame = frame.where(args["where"])
-        overwrite = "dynamic"  # replace only the partitions copied
+        overwrite = OverwriteSpec(dynamic=True)  # replace only the partitions copied
     write_frame(session, target, frame, list(target.schema.field_names), overwrite=overwrite)
     return _true()
 
