@@ -36,8 +36,8 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
 from engine import DyntableError, Identifier, InvalidArgumentError, Table, open_catalog
+from engine import predicate as engine_predicate
 from engine.identifier import DEFAULT_DATABASE
-from engine.scan.predicate import to_json as predicate_to_json
 from sqlext.bind.pruning import extract as extract_pruning
 from sqlext.bind.rewrite import VIEW_PREFIX, Binding, BoundQuery, TimeTravel, bind
 from sqlext.errors import SqlAnalysisError, SqlError, SqlParseError, StatementTooComplexError, sqlstate_for
@@ -244,7 +244,7 @@ class SqlSession:
 
     def columns_of(self, name: TableName, time_travel: TimeTravel | None = None) -> list[str]:
         """Columns of a table or system table; with ``time_travel``, as of that snapshot's schema."""
-        from engine.system_tables import DATA_TABLES, system_table_columns
+        from engine import DATA_TABLES, system_table_columns
 
         ident = self.identifier(name)
         base = self.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
@@ -315,7 +315,7 @@ class SqlSession:
         request = replace(
             hinted,
             columns=tuple(b.columns) if b.columns is not None else hinted.columns,
-            filter=predicate_to_json(pruning) if pruning is not None else hinted.filter,
+            filter=engine_predicate.to_json(pruning) if pruning is not None else hinted.filter,
             travel=read_version(b.time_travel) if b.time_travel is not None else hinted.travel,
             # a continuous INSERT must carry deletes along
             changelog=hinted.changelog or (streaming and "read.changelog" not in b.options),

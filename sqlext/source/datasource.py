@@ -100,7 +100,7 @@ def read_builder_at(version: ReadVersion | None, table: Table) -> ReadBuilder:
 
 def source_arrow_schema(table: Table, system: str | None, request: ReadRequest) -> pa.Schema:
     """The Arrow schema this source declares for a table or system table."""
-    from engine.system_tables import DATA_TABLES, system_table_schema
+    from engine import DATA_TABLES, system_table_schema
 
     if system is not None and system not in DATA_TABLES:
         full = system_table_schema(table, system)
@@ -186,7 +186,7 @@ class DyntableReader(DataSourceReader):
         self._read: TableRead | None = None
 
     def partitions(self) -> Sequence[InputPartition]:
-        from engine.system_tables import DATA_TABLES, read_system_table
+        from engine import DATA_TABLES, read_system_table
 
         if self.system is not None and self.system not in DATA_TABLES:
             # Metadata tables are small: computed here, shipped inside the one partition.
