@@ -88,7 +88,7 @@ def test_writes_and_change_reads_of_a_dv_table_stay_refused(java: JavaPaimon):
         table.write_arrow(pa.table(row))
     with pytest.raises(UnsupportedTableError, match="deletion vectors"):
         table.compact(full=True)
-    from engine import change_splits
+    from engine.scan.incremental import change_splits
 
     with pytest.raises(UnsupportedTableError, match="stream or read incremental changes"):
         change_splits(table.store, table.store.snapshots.latest())
