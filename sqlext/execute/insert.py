@@ -417,16 +417,17 @@ def _start_stream(
     _forget_stale_checkpoint(s, checkpoint, [table, *(s.table(b.table) for b in s.last_bindings)])
     request = write_request(s, table, hints)
     overrides = table_overrides(request.passthrough)
-    target = table.with_options(overrides) if overrides else table
-    builder = target.new_write_builder(commit_user=f"stream-{pipeline}")
-    commit = builder.new_commit().with_change_tracking(request.change_tracking)
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
         # Each micro-batch is one commit whose identifier is the batch id: a batch replayed after a
         # restart is recognised as committed and skipped (exactly once). Going through foreachBatch
         # also allows update mode (streaming aggregates upserting into a primary-key table), which
-        # Spark does not offer to Python streaming sinks.
-        write_job(cluster_for_writers(batch, target), builder, commit.with_identifier(batch_id))
+        # Spark does not offer to Python streaming sinks. The table's latest schema, per batch.
+        latest = table.refresh()
+        target = latest.with_options(overrides) if overrides else latest
+        builder = target.new_write_builder(commit_user=f"stream-{pipeline}")
+        commit = builder.new_commit().with_change_tracking(request.change_tracking).with_identifier(batch_id)
+        write_job(cluster_for_writers(batch, target), builder, commit)
 
     trigger = s.options.get(STREAMING_TRIGGER, "processing-time").lower()
     interval = spark_interval(s.options.get("execution.checkpointing.interval", "1 s"), stmt)
