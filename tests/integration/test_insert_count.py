@@ -11,7 +11,8 @@ def test_rows_inserted_exclude_a_concurrent_writers_commit(session):
     session.sql("CREATE TABLE t (id BIGINT, v STRING)")
     table = session.catalog.get_table("default.t")
     started = table.latest_snapshot()  # the statement starts here ...
-    table.write_arrow(pa.table({"id": [100, 101, 102], "v": ["x", "y", "z"]}))  # ... a concurrent writer commits
+    # ... a concurrent writer commits
+    table.write_arrow(pa.table({"id": [100, 101, 102], "v": ["x", "y", "z"]}))
 
     class StartedEarlier:  # the table as the statement saw it when it started
         def __getattr__(self, name):

@@ -13,9 +13,9 @@ import pickle
 import pyarrow as pa
 import pytest
 
+from engine import JobAbortedError
 from engine.errors import StorageError
 from engine.table import Table
-from engine import JobAbortedError
 from sqlext.source.datasource import DyntableWriter, write_task
 from sqlext.source.requests import TableTarget, WriteRequest
 

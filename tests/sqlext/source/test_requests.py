@@ -42,8 +42,12 @@ versions = st.none() | st.builds(
     st.none() | st.integers(1, 10**6),
     st.dictionaries(st.sampled_from(["scan.mode", "consumer-id"]), names, max_size=2),
 )
-def test_read_request_round_trips(target, columns, filter_json, travel, changelog, between, merge_only, passthrough):
-    request = ReadRequest(target, columns, filter_json, travel, changelog, between, "auto", merge_only, passthrough)
+def test_read_request_round_trips(
+    target, columns, filter_json, travel, changelog, between, merge_only, passthrough
+):
+    request = ReadRequest(
+        target, columns, filter_json, travel, changelog, between, "auto", merge_only, passthrough
+    )
     assert ReadRequest.from_options(request.to_options()) == request
 
 
@@ -57,9 +61,15 @@ overwrites = st.one_of(
 )
 
 
-@given(targets, overwrites, st.none() | names, st.none() | st.integers(0, 10**9), st.none() | st.integers(1, 99),
-       st.none() | st.booleans(), st.dictionaries(st.sampled_from(["write-only", "tag.batch.customized-name"]),
-                                                  names, max_size=2))
+@given(
+    targets,
+    overwrites,
+    st.none() | names,
+    st.none() | st.integers(0, 10**9),
+    st.none() | st.integers(1, 99),
+    st.none() | st.booleans(),
+    st.dictionaries(st.sampled_from(["write-only", "tag.batch.customized-name"]), names, max_size=2),
+)
 def test_write_request_round_trips(target, overwrite, user, identifier, base, tracking, passthrough):
     # Table options (``write-only`` too, Paimon's option) travel as passthrough, applied to the table.
     request = WriteRequest(target, overwrite, user, identifier, base, tracking, passthrough)
@@ -70,7 +80,8 @@ def test_write_request_round_trips(target, overwrite, user, identifier, base, tr
 
 def test_spark_lower_cased_keys_and_user_spellings_parse():
     request = WriteRequest.from_options(
-        {"warehouse": "/wh", "table": "db.t", "partitionoverwritemode": "DYNAMIC", "Commit-User": "u"}, overwrite=True
+        {"warehouse": "/wh", "table": "db.t", "partitionoverwritemode": "DYNAMIC", "Commit-User": "u"},
+        overwrite=True,
     )
     assert request.overwrite == OverwriteSpec(dynamic=True) and request.commit_user == "u"
     # Without Spark's overwrite save mode, overwrite options do not turn an append into an overwrite.
