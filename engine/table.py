@@ -1,8 +1,9 @@
 """The ``Table`` facade: one table branch, its schema, and the operations on it.
 
-Everything here delegates: planning to ``scan.planner``, reading to ``read.split_reader``,
-writing to ``write.*``, publishing to ``commit``. A Table object is a view of the schema it was
-loaded with; ``refresh()`` loads the latest.
+Everything here delegates. Reads, writes and commits go through the builders
+(``engine.builders``: ``new_read_builder``, ``new_write_builder``), which also carry the
+post-commit hooks; maintenance goes to ``engine.ops``. A Table object is a view of the schema it
+was loaded with; ``refresh()`` loads the latest. It pickles without its catalog (tasks get it).
 """
 
 from __future__ import annotations
