@@ -165,7 +165,7 @@ def _migrate_table(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     frame = session.spark.table(spark_name)
     staged = session.catalog.create_table(staging_ident, _schema(frame), partition_cols, (), options)
     try:
-        write_frame(session, staged, frame, list(staged.schema.field_names), overwrite=False)
+        write_frame(session, staged, frame, list(staged.schema.field_names), overwrite=None)
     except BaseException:
         session.catalog.drop_table(staging_ident, ignore_if_not_exists=True)
         raise  # the origin is untouched
