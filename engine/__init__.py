@@ -9,16 +9,19 @@ Public API::
     table.write_arrow(arrow_table, overwrite={"dt": "2024-01-01"})
     table.to_arrow(snapshot_id=None, columns=None, filter=None)
 
-The names below (and the modules ``engine.errors``, ``engine.types``, ``engine.options``,
-``engine.identifier``, ``engine.schema``, ``engine.schema_changes``, ``engine.scan.predicate``,
-``engine.system_tables``, ``engine.compaction`` and ``engine.ops``) are the engine's public API:
-what the SQL layer and the Spark data source may use. Everything else (``engine.meta``,
-``engine.lsm``, ``engine.io``, ``engine.store``, the reader/writer/planner modules) is internal
-and may change; ``lint-imports`` enforces this for ``sqlext``. The data source's names — planning
-(``TableScan``, ``DataSplit``, which splits Spark may read as plain Parquet: ``classify_raw``),
-reading a split (``SplitReader``, ``ChangeReader``), writing in a
-task (``new_writer``, ``FileNamer``) and committing (``FileStoreCommit``, ``CommitMessage``) —
-are public because a distributed engine needs each step on its own.
+A distributed engine (the Spark source) goes through the builders, each step picklable::
+
+    read = table.new_read_builder().at(tag="t1").with_projection(["id"]).with_filter(pred)
+    splits = read.new_scan().plan().splits              # driver
+    rows = read.new_read().read(split)                  # tasks
+    write = table.new_write_builder(OverwriteSpec(dynamic=True))
+    messages = write.new_task_write(job, task).write_all(batches)    # tasks
+    write.new_commit().commit(messages)                 # driver: one snapshot, then the post-commit hooks
+
+This module is the front door: the SQL layer (``sqlext``) imports the engine only from here and
+from the modules of plain values ``engine.errors``, ``engine.types``, ``engine.options``,
+``engine.identifier`` and ``engine.schema_changes``; ``lint-imports`` holds it to that allow-list
+(pyproject.toml). Every other module is internal and may change.
 """
 
 from engine.append_deletions import (
@@ -27,9 +30,14 @@ from engine.append_deletions import (
     group_positions,
     writes_append_deletion_vectors,
 )
+from engine.builders.commit import CommitBuilder
+from engine.builders.hooks import CompactionRunner, PostCommit
+from engine.builders.read import ReadBuilder, TableRead
+from engine.builders.write import JobAbortedError, TableWrite, WriteBuilder
 from engine.catalog import FileSystemCatalog, open_catalog
-from engine.commit import FileStoreCommit
-from engine.commit_messages import CommitMessage, CommitResult, OverwriteSpec, delete_uncommitted
+from engine.commit_messages import CommitMessage, CommitResult, OverwriteSpec
+from engine.compaction import CompactionTask
+from engine.compaction import run_task as run_compaction_task
 from engine.count_layout import is_count_layout
 from engine.errors import (
     AlreadyExistsError,
@@ -53,29 +61,45 @@ from engine.errors import (
 )
 from engine.identifier import Identifier
 from engine.merge.functions import MergeConfig
-from engine.meta.paths import FileNamer, escape_path_name, partition_value_string
+from engine.meta.paths import escape_path_name, partition_value_string
 from engine.meta.snapshot import CommitKind, Snapshot
-from engine.read.split_reader import SplitReader
 from engine.scan import predicate
-from engine.scan.incremental import (
-    ROWKIND,
-    ChangeReader,
-    ChangeSplit,
-    change_splits,
-    diff_changes,
-    range_splits,
-    resolve_between,
-)
-from engine.scan.planner import DataSplit, Plan, TableScan, resolve_time_travel, store_at
-from engine.scan.raw import ADD_KINDS, RawGroup, classify_raw, group_raw_files, needs_merge, table_reads_raw
+from engine.scan.incremental import ROWKIND
+from engine.scan.raw import ADD_KINDS
 from engine.schema import TableSchema
-from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
+from engine.system_tables import (
+    DATA_TABLES,
+    METADATA_TABLES,
+    read_system_table,
+    system_table_columns,
+    system_table_schema,
+)
 from engine.table import Table
-from engine.write.bucket_assigner import writer_clustering
 from engine.write.conform import coerce_spec, coerce_value
-from engine.write.factory import new_writer
 
 __all__ = [
+    # tables and catalogs
+    "FileSystemCatalog",
+    "Identifier",
+    "Snapshot",
+    "Table",
+    "TableSchema",
+    "open_catalog",
+    # the builders: read, write, commit (engine.builders)
+    "CommitBuilder",
+    "CommitMessage",
+    "CommitResult",
+    "CompactionRunner",
+    "CompactionTask",
+    "JobAbortedError",
+    "OverwriteSpec",
+    "PostCommit",
+    "ReadBuilder",
+    "TableRead",
+    "TableWrite",
+    "WriteBuilder",
+    "run_compaction_task",
+    # values the SQL layer reads or shows
     "ADD_KINDS",
     "AppendDeletionCommit",
     "dv_scan_files",
@@ -83,45 +107,28 @@ __all__ = [
     "writes_append_deletion_vectors",
     "BATCH_COMMIT_IDENTIFIER",
     "ROWKIND",
-    "RawGroup",
-    "classify_raw",
-    "group_raw_files",
-    "needs_merge",
-    "table_reads_raw",
-    "ChangeReader",
-    "ChangeSplit",
-    "FileNamer",
-    "FileStore",
+    "CommitKind",
     "MergeConfig",
-    "SplitReader",
-    "change_splits",
     "coerce_spec",
     "coerce_value",
-    "delete_uncommitted",
-    "diff_changes",
     "escape_path_name",
     "is_count_layout",
-    "new_writer",
     "partition_value_string",
-    "range_splits",
-    "resolve_between",
-    "resolve_time_travel",
-    "store_at",
-    "writer_clustering",
+    "predicate",
+    # system tables
+    "DATA_TABLES",
+    "METADATA_TABLES",
+    "read_system_table",
+    "system_table_columns",
+    "system_table_schema",
+    # errors (the whole tree is in engine.errors)
     "AlreadyExistsError",
     "BranchAlreadyExistsError",
     "CommitConflictError",
-    "CommitKind",
-    "CommitMessage",
-    "CommitResult",
     "CommitStateUnknownError",
     "CorruptMetadataError",
-    "DataSplit",
     "DatabaseAlreadyExistsError",
     "DyntableError",
-    "FileStoreCommit",
-    "FileSystemCatalog",
-    "Identifier",
     "InvalidArgumentError",
     "NoSuchBranchError",
     "NoSuchColumnError",
@@ -130,15 +137,7 @@ __all__ = [
     "NoSuchTableError",
     "NoSuchTagError",
     "NotFoundError",
-    "OverwriteSpec",
-    "Plan",
-    "Snapshot",
     "StorageError",
-    "Table",
     "TableAlreadyExistsError",
-    "TableScan",
-    "TableSchema",
     "TagAlreadyExistsError",
-    "open_catalog",
-    "predicate",
 ]

@@ -182,6 +182,7 @@ class FileStoreCommit:
             return CommitResult(())
         messages = [m for m in messages if not m.is_empty]
         ids: list[int] = []
+        added = 0
         changelog = _entries(FileKind.ADD, messages, lambda m: m.changelog_files)
         index_adds = _index_adds(messages)
         if any(m.new_files for m in messages) or changelog or index_adds:
@@ -212,6 +213,7 @@ class FileStoreCommit:
             if rebase is not None:
                 rebase.finish(published)
             ids.append(sid)
+            added = sum(f.row_count for m in messages for f in m.new_files)
         compact = _entries(FileKind.DELETE, messages, lambda m: m.compact_before) + _entries(
             FileKind.ADD, messages, lambda m: m.compact_after
         )
@@ -250,9 +252,9 @@ class FileStoreCommit:
                     self.store.paths.root,
                     e,
                 )
-                return CommitResult(tuple(ids))
+                return CommitResult(tuple(ids), added)
             ids.append(sid)
-        return CommitResult(tuple(ids))
+        return CommitResult(tuple(ids), added)
 
     def overwrite(
         self,
@@ -365,7 +367,7 @@ class FileStoreCommit:
             for m in messages:
                 delete_data_files(self.store, m.partition, m.bucket, m.new_files)
             raise
-        return CommitResult((sid,))
+        return CommitResult((sid,), sum(f.row_count for m in messages for f in m.new_files))
 
     def _already_published(self, identifier: int, messages: Sequence[CommitMessage]) -> bool:
         """A retry of a commit this user already published (streaming identifiers only): drop its copies."""
@@ -464,7 +466,7 @@ class FileStoreCommit:
         # Index files of the replaced partitions go with their data (Java: OverwriteChangesProvider).
         sid, _ = self._publish(CommitKind.OVERWRITE, identifier, entries_for, [], None, properties,
                                index_changes=lambda: (list(index_adds), select))
-        return CommitResult((sid,))
+        return CommitResult((sid,), sum(e.file.row_count for e in adds))
 
     def _check_unchanged(
         self, start: Snapshot | None, latest: Snapshot | None, select: Callable[[bytes], bool]

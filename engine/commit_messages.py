@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from engine.meta.binary_row import deserialize_row
 from engine.meta.index_files import IndexFileMeta, IndexStore
@@ -16,8 +17,8 @@ from engine.meta.manifest import DataFileMeta
 from engine.store import FileStore
 
 __all__ = [
-    "CommitMessage", "CommitResult", "OverwriteSpec", "compaction_outputs", "delete_data_files",
-    "delete_uncommitted",
+    "CommitMessage", "CommitResult", "OverwriteShorthand", "OverwriteSpec", "compaction_outputs",
+    "delete_data_files", "delete_uncommitted",
 ]
 
 
@@ -89,12 +90,13 @@ def delete_uncommitted(store: FileStore, messages: Sequence[CommitMessage]) -> N
 
 @dataclass(frozen=True, slots=True)
 class OverwriteSpec:
-    """Which live files an overwrite replaces.
+    """Which live files an overwrite replaces: the one overwrite type from a statement to the commit.
 
     ``static``: partition column → value; every partition matching all of them is replaced
     (empty mapping = the whole table). ``dynamic``: only partitions that receive new rows are
     replaced (Spark's dynamic partition overwrite). ``partitions``: each of the listed full
     partition specs is replaced, even if it receives no rows (DELETE/UPDATE/MERGE rewrites).
+    A write that replaces nothing (an append) has no OverwriteSpec at all (``None``).
     """
 
     static: Mapping[str, object] = field(default_factory=dict)
@@ -102,14 +104,50 @@ class OverwriteSpec:
     # exactly these partitions (row-level rewrites)
     partitions: tuple[Mapping[str, object], ...] | None = None
 
+    @classmethod
+    def of(cls, shorthand: OverwriteShorthand) -> OverwriteSpec | None:
+        """The spec of ``Table.write_arrow``'s shorthand: False/None (append), True (everything),
+        ``"dynamic"``, a static partition spec, or a list of full partition specs.
+
+        Raises:
+            InvalidArgumentError: anything else.
+        """
+        if shorthand is None or shorthand is False:
+            return None
+        if isinstance(shorthand, OverwriteSpec):
+            return shorthand
+        if shorthand is True:
+            return cls()
+        if shorthand == "dynamic":
+            return cls(dynamic=True)
+        if isinstance(shorthand, Mapping):
+            return cls(static=dict(shorthand))
+        if isinstance(shorthand, Sequence) and not isinstance(shorthand, str):
+            return cls(partitions=tuple(dict(p) for p in shorthand))
+        from engine.errors import InvalidArgumentError
+
+        raise InvalidArgumentError(
+            f"overwrite must be False, True, 'dynamic' or a partition spec, not {shorthand!r}"
+        )
+
+
+#: What ``Table.write_arrow`` / ``Table.commit`` accept for ``overwrite`` (see :meth:`OverwriteSpec.of`).
+OverwriteShorthand = (
+    OverwriteSpec | bool | Literal["dynamic"] | Mapping[str, object] | Sequence[Mapping[str, object]] | None
+)
+
 
 @dataclass(frozen=True, slots=True)
 class CommitResult:
+    """The snapshots a commit published and the rows its new data files hold (what a write
+    reports as rows written, taken from the commit's own messages, never re-read from manifests)."""
+
     snapshot_ids: tuple[int, ...]
+    rows_added: int = 0
 
     @property
     def last_snapshot_id(self) -> int | None:
         return self.snapshot_ids[-1] if self.snapshot_ids else None
 
     def __add__(self, other: CommitResult) -> CommitResult:
-        return CommitResult(self.snapshot_ids + other.snapshot_ids)
+        return CommitResult(self.snapshot_ids + other.snapshot_ids, self.rows_added + other.rows_added)

@@ -1,10 +1,11 @@
 """The ``Table`` facade: one table branch, its schema, and the operations on it.
 
-Everything here delegates: planning to ``scan.planner``, reading to ``read.split_reader``,
-writing to ``write.*``, publishing to ``commit``; references and rollback are the ``refs`` group
-(``engine.table_refs``), expiration and cleanup the ``maintenance`` group
-(``engine.table_maintenance``). A Table object is a view of the schema it was loaded with;
-``refresh()`` loads the latest.
+Everything here delegates. Reads, writes and commits go through the builders
+(``engine.builders``: ``new_read_builder``, ``new_write_builder``), which also carry the
+post-commit hooks; references and rollback are the ``refs`` group (``engine.table_refs``),
+expiration and cleanup the ``maintenance`` group (``engine.table_maintenance``). A Table object
+is a view of the schema it was loaded with; ``refresh()`` loads the latest. It pickles without
+its catalog (tasks get it).
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from engine.commit import FileStoreCommit
-from engine.commit_messages import CommitMessage, CommitResult, OverwriteSpec
+from engine.commit_messages import CommitMessage, CommitResult, OverwriteShorthand, OverwriteSpec
 from engine.count_layout import is_count_layout, logical_schema
 from engine.errors import InvalidArgumentError
 from engine.identifier import Identifier
@@ -27,8 +28,7 @@ from engine.meta.schema_store import SchemaStore
 from engine.meta.snapshot import Snapshot
 from engine.options import CoreOptions, validate_options
 from engine.read.split_reader import SplitReader
-from engine.scan.fallback import with_fallback
-from engine.scan.planner import Plan, TableScan, resolve_time_travel, store_at
+from engine.scan.planner import Plan, TableScan, store_at
 from engine.scan.predicate import Predicate
 from engine.schema import TableSchema
 from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
@@ -36,12 +36,12 @@ from engine.table_maintenance import TableMaintenance
 from engine.table_refs import TableRefs
 
 if TYPE_CHECKING:
+    from engine.builders.hooks import CompactionRunner
+    from engine.builders.read import ReadBuilder
+    from engine.builders.write import WriteBuilder
     from engine.catalog import FileSystemCatalog
 
 log = logging.getLogger(__name__)
-
-Overwrite = bool | Literal["dynamic"] | Mapping[str, object] | Sequence[Mapping[str, object]]
-
 
 class SchemaHistory:
     """The schema versions of a table branch, read-only: ``list_ids``, ``get``, ``latest``, ``all``."""
@@ -78,6 +78,11 @@ class Table:
         self.store = FileStore(io, paths, schema)
         # Count-layout tables are stored with a key and a count column; users see neither.
         self._logical = logical_schema(schema) if is_count_layout(schema) else schema
+
+    def __getstate__(self) -> dict[str, object]:
+        # A table crosses to tasks (builders pickle it) without its catalog: a task needs the
+        # files, never the catalog, and a catalog may hold what should not travel.
+        return {**self.__dict__, "catalog": None}
 
     # -- description ----------------------------------------------------------------------------
     @property
@@ -173,24 +178,38 @@ class Table:
     def has_primary_key(self) -> bool:
         return self.store.has_primary_key
 
-    def rows_added(self, snapshot: Snapshot) -> int:
-        """Rows in the data files ``snapshot`` added (what a write reports as rows written)."""
-        from engine.meta.manifest import FileKind
-
-        ms = self.store.manifests
-        return sum(
-            e.file.row_count
-            for meta in ms.read_list(snapshot.delta_manifest_list)
-            for e in ms.read_entries(meta.file_name)
-            if e.kind is FileKind.ADD
-        )
-
     # -- reading --------------------------------------------------------------------------------
+    def new_read_builder(self) -> ReadBuilder:
+        """The distributed read: plan splits (driver), read them (tasks); see engine.builders.read."""
+        from engine.builders.read import ReadBuilder
+
+        return ReadBuilder(self)
+
+    def travelled(self, snapshot: Snapshot | None) -> Table:
+        """This table as ``snapshot`` was written: in the schema it names (None: this table)."""
+        store = store_at(self.store, snapshot)
+        if store is self.store:
+            return self
+        return Table(self.catalog, self.identifier, store.io, store.paths, store.schema)
+
     def new_scan(self) -> TableScan:
         return TableScan(self.store)
 
     def new_read(self, columns: Sequence[str] | None = None, filter: Predicate | None = None) -> SplitReader:
         return SplitReader(self.store, columns, filter)
+
+    def _read_builder(
+        self,
+        snapshot_id: int | None,
+        tag: str | None,
+        timestamp_millis: int | None,
+        columns: Sequence[str] | None,
+        filter: Predicate | None,
+    ) -> ReadBuilder:
+        builder = self.new_read_builder().with_projection(columns).with_filter(filter)
+        if snapshot_id is None and tag is None and timestamp_millis is None:
+            return builder
+        return builder.at(snapshot_id=snapshot_id, tag=tag, timestamp_millis=timestamp_millis)
 
     def plan(
         self,
@@ -202,11 +221,7 @@ class Table:
         filter: Predicate | None = None,
     ) -> Plan:
         """Plan a read; a time-travel plan's columns and filter are those of the snapshot's schema."""
-        snapshot = resolve_time_travel(self.store, snapshot_id, tag, timestamp_millis)
-        scan = TableScan(store_at(self.store, snapshot)).with_projection(columns).with_filter(filter)
-        if snapshot is not None:
-            scan = scan.with_snapshot(snapshot)
-        return with_fallback(scan, scan.plan())  # scan.fallback-branch: a batch read's missing partitions
+        return self._read_builder(snapshot_id, tag, timestamp_millis, columns, filter).new_scan().plan()
 
     def to_arrow(
         self,
@@ -221,21 +236,19 @@ class Table:
 
         A time-travel read has the columns of the schema the snapshot was written with.
         """
-        plan = self.plan(
-            snapshot_id=snapshot_id,
-            tag=tag,
-            timestamp_millis=timestamp_millis,
-            columns=columns,
-            filter=filter,
-        )
-        travels = snapshot_id is not None or tag is not None or timestamp_millis is not None
-        reader = SplitReader(store_at(self.store, plan.snapshot if travels else None), columns, filter)
-        parts = [t for split in plan.splits for t in reader.read(split)]
-        if not parts:
-            return reader.output_schema.empty_table()
-        return pa.concat_tables(parts)
+        builder = self._read_builder(snapshot_id, tag, timestamp_millis, columns, filter)
+        return builder.new_read().to_arrow(builder.new_scan().plan().splits)
 
     # -- writing --------------------------------------------------------------------------------
+    def new_write_builder(
+        self, overwrite: OverwriteSpec | None = None, *, commit_user: str | None = None
+    ) -> WriteBuilder:
+        """The distributed write: writers (tasks) hand commit messages to one commit that runs the
+        post-commit hooks; see engine.builders.write and engine.builders.commit."""
+        from engine.builders.write import WriteBuilder
+
+        return WriteBuilder(self, overwrite, commit_user)
+
     def new_writer(self):
         """A writer for this table's layout (append, primary key, or count layout)."""
         from engine.write.factory import new_writer
@@ -248,41 +261,31 @@ class Table:
     def commit(
         self,
         messages: Sequence[CommitMessage],
-        overwrite: Overwrite = False,
+        overwrite: OverwriteShorthand = False,
         *,
         commit_user: str | None = None,
         identifier: int = BATCH_COMMIT_IDENTIFIER,
         change_tracking: bool | None = None,
         base_snapshot_id: int | None = None,
     ) -> CommitResult:
-        """Publish writer output as a snapshot (append, or overwrite of what ``overwrite`` selects).
+        """Publish writer output as a snapshot (append, or overwrite of what ``overwrite`` selects),
+        without the post-commit hooks (``new_write_builder().new_commit()`` runs them).
 
         ``base_snapshot_id``: the snapshot an overwrite's new content was computed from; if the
         replaced partitions changed since then, the commit fails with CommitConflictError.
         """
         committer = self.new_commit(commit_user)
-        if change_tracking is None:
-            change_tracking = self.store.options.change_tracking
-        if overwrite is False or overwrite is None:
+        spec = OverwriteSpec.of(overwrite)
+        if spec is None:
+            if change_tracking is None:
+                change_tracking = self.store.options.change_tracking
             return committer.commit(messages, identifier, change_tracking=change_tracking)
-        if overwrite is True:
-            spec = OverwriteSpec()
-        elif overwrite == "dynamic":
-            spec = OverwriteSpec(dynamic=True)
-        elif isinstance(overwrite, Mapping):
-            spec = OverwriteSpec(static=dict(overwrite))
-        elif isinstance(overwrite, Sequence) and not isinstance(overwrite, str):
-            spec = OverwriteSpec(partitions=tuple(dict(p) for p in overwrite))
-        else:
-            raise InvalidArgumentError(
-                f"overwrite must be False, True, 'dynamic' or a partition spec, not {overwrite!r}"
-            )
         return committer.overwrite(messages, spec, identifier, base_snapshot_id=base_snapshot_id)
 
     def write_arrow(
         self,
         data: object,
-        overwrite: Overwrite = False,
+        overwrite: OverwriteShorthand = False,
         *,
         commit_user: str | None = None,
         identifier: int = BATCH_COMMIT_IDENTIFIER,
@@ -291,69 +294,21 @@ class Table:
         """Write Arrow data in one commit. On failure the written files are deleted and nothing is published.
 
         The outcome is the commit's: once it is published this returns normally, and the
-        automatic compaction that follows (primary-key tables) can no longer fail the write.
+        post-commit hooks that follow (compaction of primary-key tables, automatic tags,
+        expiration; engine.builders.hooks) can no longer fail the write.
         With a ``commit_user`` and an ``identifier`` (increasing per user), a retry after
         CommitStateUnknownError is idempotent: a write already published is not applied again.
         """
-        from engine.write.factory import new_writer
-
-        writer = new_writer(self.store, compact=False)
-        try:
-            writer.write(data)
-            messages = writer.prepare_commit()
-        except BaseException:
-            writer.abort()
-            raise
-        result = self.commit(messages, overwrite, commit_user=commit_user, identifier=identifier,
-                             change_tracking=change_tracking)
-        if result.snapshot_ids:
-            result += self.after_commit({(m.partition, m.bucket) for m in messages})
-        return result
-
-    def after_commit(
-        self, buckets: set[tuple[bytes, int]] | None = None, *, compact: bool = True
-    ) -> CommitResult:
-        """What follows a committed write: automatic compaction, automatic tags, partition
-        expiration when its check interval passed, then snapshot expiration
-        (engine.ops.expire_snapshots); never raises.
-
-        ``buckets``: the (partition, bucket) pairs the write touched (None: all); ``compact=False``
-        when the caller compacts by itself (the SQL layer's distributed compaction). Each step is
-        guarded on its own (failures are logged) and simply tried again after a later write.
-        """
-        result = self._compact_after_write(buckets) if compact else CommitResult(())
-        self.auto_tag()
-        if self.store.options.write_only:
-            return result  # Paimon's write-only: compaction and expiration belong to a dedicated job
-        # Partitions first: their mark-delete commit is a snapshot the expiration then counts.
-        self._expire_partitions_after_commit()
-        from engine.ops.expire_snapshots import run_after_commit
-
-        run_after_commit(self.store)  # never raises; sync or async by snapshot.expire.execution-mode
-        return result
-
-    def _expire_partitions_after_commit(self) -> None:
-        """``partition.expiration-time`` set and its check interval passed: expire (never raises)."""
-        from engine.ops.expire_partitions import run_after_commit
-
-        run_after_commit(self.store)
+        builder = self.new_write_builder(OverwriteSpec.of(overwrite), commit_user=commit_user)
+        messages = builder.new_write().write_all([data])
+        return (builder.new_commit().with_identifier(identifier).with_change_tracking(change_tracking)
+                .commit(messages))
 
     def auto_tag(self) -> list[str]:
         """Create the tags ``tag.automatic-creation`` asks for now (engine.ops.auto_tags); never raises."""
         from engine.ops.auto_tags import run_after_commit
 
         return run_after_commit(self.store)
-
-    def _compact_after_write(self, buckets: set[tuple[bytes, int]] | None = None) -> CommitResult:
-        if not self.store.has_primary_key or self.store.options.write_only:
-            return CommitResult(())
-        try:
-            return self.refresh().compact(full=False, buckets=buckets)
-        except Exception as e:  # noqa: BLE001 - the write is committed; its outcome must not change
-            log.warning(
-                "automatic compaction of %s failed and will be retried after a later write: %s", self.name, e
-            )
-            return CommitResult(())
 
     def compact(
         self,
@@ -362,16 +317,19 @@ class Table:
         partitions: Sequence[Mapping[str, object]] | None = None,
         buckets: set[tuple[bytes, int]] | None = None,
         max_attempts: int = 3,
+        runner: CompactionRunner | None = None,
     ) -> CommitResult:
         """Compact the table (primary-key tables: per bucket, full or by the universal strategy).
 
         A compaction that loses a race against another commit deleting the same files (the
         commit deletes what it wrote) starts over from the new latest snapshot, up to
-        ``max_attempts``. ``buckets`` limits it to those (partition, bucket) pairs.
+        ``max_attempts``. ``buckets`` limits it to those (partition, bucket) pairs; ``runner``
+        runs the rewrite of each bucket (default: in this process).
         """
-        from engine.compaction import compact
+        from engine.compaction import compact, run_in_process
 
-        return compact(self, full=full, partitions=partitions, buckets=buckets, max_attempts=max_attempts)
+        return compact(self, full=full, partitions=partitions, buckets=buckets, max_attempts=max_attempts,
+                       runner=runner or run_in_process)
 
     def drop_partitions(
         self, partitions: Sequence[Mapping[str, object]], *, if_exists: bool = True

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from engine.meta.snapshot import Consumer, Tag
     from engine.ops.branches import FastForwardResult
     from engine.ops.consumers import ClearedConsumers
+    from engine.ops.merge_branch import BranchMerge
     from engine.ops.replace_main import ReplaceMainResult
     from engine.ops.rollback import RollbackResult
     from engine.store import FileStore
@@ -123,6 +124,18 @@ class Branches:
         from engine.ops.replace_main import replace_main
 
         return replace_main(self._store, branch, keep_backup=keep_backup)
+
+    def merge(
+        self, source: str, target: str | None = None, *, conflict: str = "fail", dry_run: bool = False
+    ) -> BranchMerge:
+        """Merge branch ``source`` into ``target`` (default main) as one new snapshot of ``target``
+        (engine.ops.merge_branch): new files of an append branch, or changed keys of a primary-key
+        branch through the merge engine; ``conflict``: ``fail`` | ``source`` | ``target`` for keys
+        changed on both sides since the branch base."""
+        from engine.identifier import MAIN_BRANCH
+        from engine.ops.merge_branch import merge_branch
+
+        return merge_branch(self._store, source, target or MAIN_BRANCH, conflict=conflict, dry_run=dry_run)
 
 
 class Consumers:

@@ -36,8 +36,8 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
 from engine import DyntableError, Identifier, InvalidArgumentError, Table, open_catalog
+from engine import predicate as engine_predicate
 from engine.identifier import DEFAULT_DATABASE
-from engine.scan.predicate import to_json as predicate_to_json
 from sqlext.bind.pruning import extract as extract_pruning
 from sqlext.bind.rewrite import VIEW_PREFIX, Binding, BoundQuery, TimeTravel, bind
 from sqlext.errors import SqlAnalysisError, SqlError, SqlParseError, StatementTooComplexError, sqlstate_for
@@ -48,8 +48,7 @@ from sqlext.parse.parser import parse_statement
 from sqlext.parse.splitter import Statement, classify, split_statements
 from sqlext.parse.views import ViewDefinition
 from sqlext.positions import in_view, is_syntax_error, located, spark_error, spark_names
-from sqlext.source.datasource import resolve, travelled
-from sqlext.source.datasource import time_travel as resolve_version
+from sqlext.source.datasource import read_builder_at, resolve
 from sqlext.source.dynamic import PREFIX as DYNAMIC_PREFIX
 from sqlext.source.dynamic import check_session_key, session_overrides
 from sqlext.source.native import load as native_load
@@ -256,13 +255,13 @@ class SqlSession:
 
     def columns_of(self, name: TableName, time_travel: TimeTravel | None = None) -> list[str]:
         """Columns of a table or system table; with ``time_travel``, as of that snapshot's schema."""
-        from engine.system_tables import DATA_TABLES, system_table_columns
+        from engine import DATA_TABLES, system_table_columns
 
         ident = self.identifier(name)
         base = self.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
         if time_travel is not None and (not ident.system_table or ident.system_table.lower() in DATA_TABLES):
             try:
-                base = travelled(base, resolve_version(read_version(time_travel), base))
+                base = read_builder_at(read_version(time_travel), base).table
             except ValueError:  # a timestamp that does not parse
                 raise InvalidArgumentError(
                     f"invalid time-travel target {_typed(time_travel)}: use 'yyyy-MM-dd HH:mm:ss' or"
@@ -328,7 +327,7 @@ class SqlSession:
         request = replace(
             hinted,
             columns=tuple(b.columns) if b.columns is not None else hinted.columns,
-            filter=predicate_to_json(pruning) if pruning is not None else hinted.filter,
+            filter=engine_predicate.to_json(pruning) if pruning is not None else hinted.filter,
             travel=read_version(b.time_travel) if b.time_travel is not None else hinted.travel,
             # a continuous INSERT must carry deletes along
             changelog=hinted.changelog or (streaming and "read.changelog" not in b.options),
@@ -570,7 +569,7 @@ def _check_time_travel(request: ReadRequest) -> None:
     """
     table, _system = resolve(request)
     try:
-        resolve_version(request.travel, table)
+        read_builder_at(request.travel, table)
     except ValueError as e:  # a timestamp that does not parse
         raise InvalidArgumentError(f"invalid time-travel target: {e}") from e
 

@@ -107,7 +107,9 @@ def test_spark_auto_registration_hook_names_the_dyntable_format():
 # of the tree, its source). Each breaks exactly its own contract.
 VIOLATIONS = [
     ("engine is pure storage", "engine/_probe.py", "import sqlglot\n"),
-    ("sqlext uses the engine's public API only", "sqlext/_probe.py", "import engine.meta.paths\n"),
+    # An allow-list: a module the old deny-list never named (engine.builders) is refused as well.
+    ("sqlext enters the engine by its front door only", "sqlext/_probe.py",
+     "from engine.builders.read import ReadBuilder\n"),
     ("sqlext follows a statement's flow", "sqlext/parse/_probe.py", "import sqlext.session\n"),
     ("engine is layered", "engine/io/_probe.py", "import engine.meta.paths\n"),
 ]
@@ -147,6 +149,17 @@ def test_every_import_contract_has_a_violation_test():
     for prefix, _, _ in VIOLATIONS:
         assert sum(n.startswith(prefix) for n in names) == 1, f"no single contract named {prefix!r}..."
     assert len(names) == len(VIOLATIONS), "a contract without a deliberate violation below"
+
+
+def test_the_front_door_allows_engine_and_the_listed_value_modules(tree_copy: Path):
+    probe = (
+        "from engine import ReadBuilder, Table\n"
+        "from engine.errors import DyntableError\n"
+        "import engine.types\n"
+    )
+    (tree_copy / "sqlext" / "_probe.py").write_text(probe, encoding="utf-8")
+    code, out = _lint_imports(tree_copy)
+    assert code == 0, out
 
 
 def test_the_copied_tree_keeps_every_contract(tree_copy: Path):

@@ -15,7 +15,7 @@ from collections import Counter
 import sqlglot
 from sqlglot import exp
 
-from engine.scan import predicate as P
+from engine import predicate as P
 
 _OPS = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
 _FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}

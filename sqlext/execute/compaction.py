@@ -1,8 +1,9 @@
 """Distributed compaction: the engine's compaction operation with one Spark task per bucket.
 
-Planning, the commit and the retry after a lost race are the engine's (``engine.compaction``);
-this module only supplies the runner that rewrites each planned bucket in a Spark task, so a
-cluster compacts in parallel while the driver handles metadata only.
+Planning, the commit and the retry after a lost race are the engine's (``Table.compact``); this
+module only supplies the runner that rewrites each planned bucket in a Spark task, so a cluster
+compacts in parallel while the driver handles metadata only. The same runner is what a SQL
+write's commit hands its post-commit compaction (``CommitBuilder.with_compaction_runner``).
 """
 
 from __future__ import annotations
@@ -12,8 +13,19 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from engine import CommitMessage, CommitResult, FileStore, Table
-from engine.compaction import CompactionTask, compact, run_task
+from engine import CommitMessage, CommitResult, CompactionRunner, CompactionTask, Table, run_compaction_task
+
+
+def spark_runner(spark: SparkSession) -> CompactionRunner:
+    """A compaction runner that rewrites each planned bucket in its own Spark task."""
+
+    def run_on_spark(store: Any, tasks: Sequence[CompactionTask]) -> list[CommitMessage]:
+        results = spark.sparkContext.parallelize(list(tasks), len(tasks)).map(
+            lambda task, _store=store: run_compaction_task(_store, task)
+        ).collect()
+        return [m for ms in results for m in ms]
+
+    return run_on_spark
 
 
 def compact_distributed(
@@ -25,11 +37,5 @@ def compact_distributed(
     max_attempts: int = 3,
 ) -> CommitResult:
     """Compact ``table`` (or some partitions) with one Spark task per bucket that needs it; one commit."""
-
-    def run_on_spark(store: FileStore, tasks: Sequence[CompactionTask]) -> list[CommitMessage]:
-        results = spark.sparkContext.parallelize(list(tasks), len(tasks)).map(
-            lambda task, _store=store: run_task(_store, task)
-        ).collect()
-        return [m for ms in results for m in ms]
-
-    return compact(table, full=full, partitions=partitions, runner=run_on_spark, max_attempts=max_attempts)
+    runner = spark_runner(spark)
+    return table.compact(full=full, partitions=partitions, max_attempts=max_attempts, runner=runner)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from engine import coerce_spec
+from engine import OverwriteSpec, coerce_spec
 from engine.errors import NoSuchPartitionError
 from engine.schema_changes import (
     AddColumn,
@@ -152,7 +152,7 @@ def create_table(s: SqlSession, n: ast.CreateTable, stmt: Statement) -> Statemen
         from sqlext.execute.insert import write_frame
 
         try:
-            write_frame(s, table, query_df, list(table.schema.field_names), overwrite=False)
+            write_frame(s, table, query_df, list(table.schema.field_names), overwrite=None)
         except BaseException:
             s.catalog.drop_table(ident, ignore_if_not_exists=True)  # CREATE ... AS SELECT is all or nothing
             raise
@@ -349,7 +349,7 @@ def add_primary_key(s: SqlSession, n: ast.AddPrimaryKey, stmt: Statement) -> Sta
     new = s.catalog.create_table(staging, list(table.schema.fields), table.partition_keys, n.columns, options,
                                  table.schema.comment)
     try:
-        count = write_frame(s, new, fresh(), list(new.schema.field_names), overwrite=False)
+        count = write_frame(s, new, fresh(), list(new.schema.field_names), overwrite=None)
     except BaseException:
         s.catalog.drop_table(staging, ignore_if_not_exists=True)
         raise
@@ -391,7 +391,7 @@ def rescale_table(s: SqlSession, name: TableName, buckets: int) -> None:
     set_buckets(str(buckets))
     try:
         table = s.table(name)
-        write_frame(s, table, frame, list(table.schema.field_names), overwrite=True)
+        write_frame(s, table, frame, list(table.schema.field_names), overwrite=OverwriteSpec())
     except BaseException:
         set_buckets(old_buckets)  # the rewrite failed: the old files keep their old layout
         raise

@@ -245,10 +245,10 @@ def table_details(table: Table) -> list[tuple[str, str]]:
 
 
 def _partition_details(table: Table, spec: dict[str, Any], stmt: Statement) -> list[tuple[str, str]]:
-    from engine.scan.predicate import and_, equal, is_null
+    from engine import predicate as P
 
     keys = table.partition_keys
-    predicate = and_(*[is_null(k) if v is None else equal(k, v) for k, v in spec.items()])
+    predicate = P.and_(*[P.is_null(k) if v is None else P.equal(k, v) for k, v in spec.items()])
     splits = [
         sp
         for sp in table.new_scan().with_filter(predicate).plan().splits

@@ -48,7 +48,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from engine import ROWKIND, MergeConfig, Table, writes_append_deletion_vectors
+from engine import ROWKIND, MergeConfig, OverwriteSpec, Table, writes_append_deletion_vectors
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
 from sqlext.execute import dml_deletion_vectors
 from sqlext.execute.assignments import (
@@ -165,7 +165,8 @@ class _Pinned:
                                    travel=ReadVersion(snapshot_id=latest.id) if latest is not None else None)
         # An empty table (no snapshot, or no live file) is read as an empty frame of its schema
         # without asking the data source for splits it does not have.
-        self.empty = latest is None or not table.new_scan().with_snapshot(latest).plan().splits
+        self.empty = latest is None or not (
+            table.new_read_builder().at(snapshot_id=latest.id).new_scan().plan().splits)
 
     def view(self) -> str:
         name = f"__dyntable_dml_{self.s.next_id()}"
@@ -228,9 +229,9 @@ def _in_partitions(
     return df.join(F.broadcast(parts), on=on, how="left_semi")
 
 
-def _overwrite_of(table: Table, specs: list[dict[str, Any]]) -> Any:
+def _overwrite_of(table: Table, specs: list[dict[str, Any]]) -> OverwriteSpec:
     """What an overwrite replaces: exactly the affected partitions (the whole table if unpartitioned)."""
-    return specs if table.partition_keys else True
+    return OverwriteSpec(partitions=tuple(specs)) if table.partition_keys else OverwriteSpec()
 
 
 # -- DELETE -----------------------------------------------------------------------------------------------
@@ -251,7 +252,7 @@ def delete(s: SqlSession, n: ast.Delete, stmt: Statement) -> StatementResult:
     cond, a = n.where.text, _q(alias)
     if table.primary_keys and _deletes_remove_rows(table):
         df = s.frame(f"SELECT {a}.*, '-D' AS {ROWKIND} FROM {pinned.view()} AS {a} WHERE {cond}", stmt)
-        count = write_frame(s, table, df, _columns(table), overwrite=False, stmt=stmt)
+        count = write_frame(s, table, df, _columns(table), overwrite=None, stmt=stmt)
         return _count_result(s, stmt, count, "deleted")
     specs, count = _matching_partitions(s, table, pinned, alias, cond, stmt)
     if count == 0:
@@ -288,14 +289,14 @@ def update(s: SqlSession, n: ast.Update, stmt: Statement) -> StatementResult:
             f"({assigned[c]}) AS {_q(c)}" if c in assigned else f"{a}.{_q(c)}" for c in _columns(table)
         )
         df = s.frame(f"SELECT {select}, '+U' AS {ROWKIND} FROM {pinned.view()} AS {a}{where}", stmt)
-        count = write_frame(s, table, df, _columns(table), overwrite=False, stmt=stmt)
+        count = write_frame(s, table, df, _columns(table), overwrite=None, stmt=stmt)
         return _count_result(s, stmt, count, "updated")
     if cond is None:
         select = ", ".join(
             f"({assigned[c]}) AS {_q(c)}" if c in assigned else f"{a}.{_q(c)}" for c in _columns(table)
         )
         df = s.frame(f"SELECT {select} FROM {pinned.view()} AS {a}", stmt)
-        count = write_frame(s, table, df, _columns(table), overwrite=True, stmt=stmt,
+        count = write_frame(s, table, df, _columns(table), overwrite=OverwriteSpec(), stmt=stmt,
                             base_snapshot_id=pinned.snapshot_id)
         return _count_result(s, stmt, count, "updated")
     specs, count = _matching_partitions(s, table, pinned, alias, cond, stmt)
@@ -611,7 +612,7 @@ def merge(s: SqlSession, n: ast.Merge, stmt: Statement) -> StatementResult:
     total = counts["update"] + counts["delete"] + counts["insert"]
     if total:
         if table.primary_keys:
-            write_frame(s, table, plan.changes(joined), _columns(table), overwrite=False, stmt=stmt)
+            write_frame(s, table, plan.changes(joined), _columns(table), overwrite=None, stmt=stmt)
         else:
             _merge_copy_on_write(s, table, plan, joined, stmt, pinned.snapshot_id)
     return merge_result(s, stmt, counts)
@@ -639,7 +640,8 @@ def merge_result(s: SqlSession, stmt: Statement, counts: dict[str, int]) -> Stat
 
 
 def _merge_copy_on_write(
-    s: SqlSession, table: Table, plan: _MergePlan, joined: DataFrame, stmt: Statement, base_snapshot_id: int | None
+    s: SqlSession, table: Table, plan: _MergePlan, joined: DataFrame, stmt: Statement,
+    base_snapshot_id: int | None,
 ) -> None:
     """Append table: rewrite the partitions holding updated/deleted rows; inserted rows are added."""
     keys = list(table.partition_keys)
@@ -652,7 +654,7 @@ def _merge_copy_on_write(
     else:
         original, specs = [], ([{}] if touched.take(1) else [])
     if not specs:
-        write_frame(s, table, inserts, _columns(table), overwrite=False, stmt=stmt)
+        write_frame(s, table, inserts, _columns(table), overwrite=None, stmt=stmt)
         return
     kept = plan.target_rows(joined)
     if keys:

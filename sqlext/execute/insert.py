@@ -3,8 +3,9 @@
 The query (SELECT or VALUES) runs in Spark with managed tables bound to views; its columns are
 matched to the target by position (or by the column list), static partition values and computed
 columns are added, every column is cast to the target's type, and the result is written through
-the ``dyntable`` data source in one commit. Primary-key writes skip compaction inside the tasks
-and compact afterwards in one distributed job (one Spark task per bucket that needs it).
+the engine's builders in one commit (``sqlext.source.write_job``: tasks write, this process
+commits). Primary-key writes skip compaction inside the tasks; the commit's post-commit hooks
+compact afterwards in one distributed job (one Spark task per bucket that needs it).
 
 Columns left out of a column list get their declared default (``fields.<c>.default-value``,
 which CREATE TABLE's ``DEFAULT`` stores), a bare ``DEFAULT`` in a ``VALUES`` row stands for the
@@ -26,7 +27,6 @@ that reads the source's changes (``rowkind`` column) and commits one snapshot pe
 from __future__ import annotations
 
 import hashlib
-import logging
 import re
 import uuid
 from dataclasses import replace
@@ -36,21 +36,20 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from engine import ROWKIND, CommitKind, Table, coerce_spec, is_count_layout
-from engine.errors import InvalidArgumentError
+from engine import ROWKIND, InvalidArgumentError, OverwriteSpec, Table, coerce_spec, is_count_layout
 from engine.options import parse_duration
 from engine.types import TypeRoot
 from sqlext.errors import SqlAnalysisError
 from sqlext.execute import bucket_shuffle
 from sqlext.execute.common import computed_columns, done, paimon_to_spark_ddl, require_managed, rows
+from sqlext.execute.compaction import spark_runner
 from sqlext.execute.results import StatementResult, StreamingJob
 from sqlext.parse import ast
 from sqlext.parse.splitter import Statement
 from sqlext.source.datasource import cluster_for_writers
 from sqlext.source.dynamic import session_overrides, table_overrides
-from sqlext.source.requests import Overwrite, WriteRequest
-
-log = logging.getLogger(__name__)
+from sqlext.source.requests import WriteRequest
+from sqlext.source.write_job import write_job
 
 if TYPE_CHECKING:
     from sqlext.session import SqlSession
@@ -70,7 +69,8 @@ def spark_interval(text: str, stmt: Statement | None = None) -> str:
         return f"{parse_duration(text)} milliseconds"
     except InvalidArgumentError:
         raise SqlAnalysisError(
-            f"'execution.checkpointing.interval' = '{text}' is not a duration; use e.g. '1 s', '500 ms' or '2 min'",
+            f"'execution.checkpointing.interval' = '{text}' is not a duration; "
+            "use e.g. '1 s', '500 ms' or '2 min'",
             line=stmt.line if stmt else None, column=stmt.column if stmt else None, sqlstate="22023",
         ) from None
 
@@ -134,7 +134,8 @@ def fill_default_keywords(query: str, columns: list[str], defaults: dict[str, st
         elif tok == "," and depth <= 1:
             position = position + 1 if depth == 1 else 0
         elif tok.upper() == "DEFAULT" and depth <= 1 and prev in ("(", ",", "VALUES"):
-            following = next((t for t in tokens[i + 1:] if not t.isspace() and not t.startswith(("--", "/*"))), "")
+            rest = (t for t in tokens[i + 1:] if not t.isspace() and not t.startswith(("--", "/*")))
+            following = next(rest, "")
             if following in (",", ")", "", ";"):
                 column = columns[position] if position < len(columns) else None
                 out.append(defaults.get(column, "NULL") if column else "NULL")
@@ -161,7 +162,8 @@ def shape_frame(
     static: dict[str, Any] | None = None,
     stmt: Statement | None = None,
 ) -> DataFrame:
-    """Map query output onto the table: by position to ``columns``, plus static values and computed columns."""
+    """Map query output onto the table: by position to ``columns``, plus static values and computed
+    columns."""
     static = static or {}
     schema = table.schema
     computed = computed_columns(dict(schema.options))
@@ -170,7 +172,8 @@ def shape_frame(
     has_kind = ROWKIND in df.columns and ROWKIND not in schema.field_names
     if len(out_cols) != len(columns):
         raise SqlAnalysisError(
-            f"cannot write to '{table.name}': the query produces {len(out_cols)} column(s) but {len(columns)} are "
+            f"cannot write to '{table.name}': the query produces {len(out_cols)} column(s) "
+            f"but {len(columns)} are "
             f"expected ({', '.join(columns)})",
             line=stmt.line if stmt else None, column=stmt.column if stmt else None, sqlstate="21S01",
         )
@@ -210,18 +213,18 @@ def shape_frame(
     return shaped
 
 
-def write_request(s: SqlSession, table: Table, hints: dict[str, str] | None = None, **fields: Any) -> WriteRequest:
-    """The data-source write of a statement: ``hints`` (``/*+ OPTIONS(...) */``) parsed like any
-    option map, then the statement's own ``fields`` (overwrite intent, commit identity, ...)."""
+def write_request(
+    s: SqlSession, table: Table, hints: dict[str, str] | None = None, **fields: Any
+) -> WriteRequest:
+    """The write of a statement: ``hints`` (``/*+ OPTIONS(...) */``) parsed like any option map,
+    then the statement's own ``fields`` (overwrite, commit identity, ...)."""
     ident = table.identifier
     options = {
         **s.target(table.name).to_options(),
         **session_overrides(s.options, ident.database, ident.table),  # SET spark.paimon.* (Paimon)
         **{k: str(v) for k, v in (hints or {}).items()},
     }
-    request = WriteRequest.from_options(options, overwrite=False)
-    # compaction runs once, distributed, after the commit
-    return replace(request, write_only=request.write_only or table.has_primary_key, **fields)
+    return replace(WriteRequest.from_options(options, overwrite=False), **fields)
 
 
 def write_frame(
@@ -230,53 +233,33 @@ def write_frame(
     df: DataFrame,
     columns: list[str],
     *,
-    overwrite: bool | dict[str, Any] | list[dict[str, Any]] | str,
+    overwrite: OverwriteSpec | None,
     static: dict[str, Any] | None = None,
     hints: dict[str, str] | None = None,
     stmt: Statement | None = None,
     shaped: bool = False,
     base_snapshot_id: int | None = None,
 ) -> int:
-    """Write a DataFrame into a managed table in one commit; returns the rows added.
+    """Write a DataFrame into a managed table in one commit; returns the rows added (the commit's).
 
-    ``base_snapshot_id``: for an overwrite computed from a read of that snapshot (row-level
-    DELETE/UPDATE/MERGE), any change to the replaced partitions after it is a conflict.
+    ``overwrite``: what the commit replaces (None: append). ``base_snapshot_id``: for an
+    overwrite computed from a read of that snapshot (row-level DELETE/UPDATE/MERGE), any change
+    to the replaced partitions after it is a conflict.
     """
     frame = df if shaped else shape_frame(s, table, df, columns, static, stmt)
-    before = table.latest_snapshot()
-    request = write_request(s, table, hints, overwrite=Overwrite.of(overwrite))
-    # The statement's own commit identity: its row count is read from its own snapshot, never
-    # from a concurrent writer's commits that landed in between.
-    commit_user = request.commit_user or f"sql-{uuid.uuid4()}"
-    request = replace(request, commit_user=commit_user,
-                      base_snapshot_id=base_snapshot_id if overwrite is not False else None)
-    frame = cluster_for_writers(frame, table)
-    frame = bucket_shuffle.for_write(frame, table, s.options)  # rows grouped by bucket when it pays
-    frame.write.format("dyntable").options(**request.to_options()).mode(request.overwrite.spark_mode).save()
-    fresh = table.refresh()
+    request = write_request(s, table, hints, overwrite=overwrite)
     overrides = table_overrides(request.passthrough)
-    fresh = fresh.with_options(overrides) if overrides else fresh  # e.g. tag.batch.customized-name
-    after = fresh.latest_snapshot()
-    if after is None or (before is not None and after.id == before.id):
-        return 0
-    added = sum(
-        fresh.rows_added(snap)
-        for snap in fresh.snapshots_between(before.id if before else 0, after.id)
-        if snap.commit_user == commit_user and snap.commit_kind is not CommitKind.COMPACT
+    target = table.with_options(overrides) if overrides else table  # e.g. tag.batch.customized-name
+    builder = target.new_write_builder(overwrite, commit_user=request.commit_user or f"sql-{uuid.uuid4()}")
+    commit = (
+        builder.new_commit().with_identifier(request.commit_identifier)
+        .with_base_snapshot(base_snapshot_id if overwrite is not None else None)
+        .with_change_tracking(request.change_tracking)
+        .with_compaction_runner(spark_runner(s.spark))  # the post-commit compaction: one task per bucket
     )
-    if request.write_only:
-        # The data source left what follows a commit to this statement: the distributed
-        # compaction (primary-key tables), then the engine's post-commit steps. None can fail the write.
-        if added and fresh.has_primary_key and not fresh.core_options.write_only:
-            from sqlext.execute.compaction import compact_distributed
-
-            try:
-                compact_distributed(s.spark, fresh, full=False)
-            except Exception as e:  # noqa: BLE001 - the write is committed: its outcome must not change
-                log.warning("automatic compaction of %s failed and will be retried after a later write: %s",
-                            table.name, e)
-        fresh.after_commit(compact=False)  # automatic tags, partition and snapshot expiration
-    return added
+    frame = cluster_for_writers(frame, target)
+    frame = bucket_shuffle.for_write(frame, target, s.options)  # rows grouped by bucket when it pays
+    return write_job(frame, builder, commit).rows_added
 
 
 def insert(s: SqlSession, n: ast.Insert, stmt: Statement) -> StatementResult:
@@ -318,13 +301,13 @@ def insert(s: SqlSession, n: ast.Insert, stmt: Statement) -> StatementResult:
         # INSERT, as Flink runs a bounded INSERT in streaming mode.
     text = fill_default_keywords(q.text, columns, column_defaults(table))
     df = s.frame(text, sub)
-    overwrite: Any = False
+    overwrite: OverwriteSpec | None = None
     if n.overwrite:
         full_static = bool(schema.partition_keys) and set(static) >= set(schema.partition_keys)
         if not full_static and _dynamic_overwrite(s, table, hints, stmt):
-            overwrite = "dynamic"
+            overwrite = OverwriteSpec(dynamic=True)
         else:
-            overwrite = static if static else True
+            overwrite = OverwriteSpec(static=static)
     hints.pop(DYNAMIC_OVERWRITE, None)
     count = write_frame(s, table, df, columns, overwrite=overwrite, static=static, hints=hints, stmt=stmt)
     return done(stmt, f"{count} row(s) {'written' if n.overwrite else 'inserted'} into {table.name}")
@@ -344,8 +327,9 @@ def _by_name_columns(s: SqlSession, table: Table, names: list[str], static: dict
             raise SqlAnalysisError(f"cannot write to '{table.name}' by name: extra columns: `{name}`",
                                    line=stmt.line, column=stmt.column, sqlstate="42703")
         if column in out:
-            raise SqlAnalysisError(f"cannot write to '{table.name}' by name due to ambiguous column name `{name}`",
-                                   line=stmt.line, column=stmt.column, sqlstate="42702")
+            raise SqlAnalysisError(
+                f"cannot write to '{table.name}' by name due to ambiguous column name `{name}`",
+                line=stmt.line, column=stmt.column, sqlstate="42702")
         out.append(column)
     return out
 
@@ -397,7 +381,8 @@ def _forget_stale_checkpoint(s: SqlSession, checkpoint: str, tables: list[Table]
 
 
 def _start_stream(
-    s: SqlSession, table: Table, sub: Statement, columns: list[str], static: dict[str, Any], hints: dict[str, str],
+    s: SqlSession, table: Table, sub: Statement, columns: list[str], static: dict[str, Any],
+    hints: dict[str, str],
     stmt: Statement,
 ) -> StatementResult | None:
     """Start a continuous job for the INSERT, or return None when its query reads no streaming source."""
@@ -411,8 +396,9 @@ def _start_stream(
             source = s.table(b.table)
             if source.has_primary_key:
                 raise SqlAnalysisError(
-                    f"a continuous INSERT reading '{source.name}' (a changelog with updates and deletes) must carry "
-                    f"each row's kind: add `{ROWKIND}` to the SELECT list (e.g. SELECT {ROWKIND}, id, upper(v) ...)",
+                    f"a continuous INSERT reading '{source.name}' (a changelog with updates and deletes) "
+                    f"must carry each row's kind: add `{ROWKIND}` to the SELECT list "
+                    f"(e.g. SELECT {ROWKIND}, id, upper(v) ...)",
                     line=sub.line, column=sub.column, sqlstate="42000",
                 )
     shaped = shape_frame(s, table, df, columns, static, stmt)
@@ -431,15 +417,19 @@ def _start_stream(
     pipeline = hashlib.sha1(f"{s.current_database}\n{' '.join(stmt.text.split())}".encode()).hexdigest()[:16]
     checkpoint = f"{s.warehouse}/.streaming/{pipeline}"
     _forget_stale_checkpoint(s, checkpoint, [table, *(s.table(b.table) for b in s.last_bindings)])
-    request = replace(write_request(s, table, hints), write_only=False, commit_user=f"stream-{pipeline}")
+    request = write_request(s, table, hints)
+    overrides = table_overrides(request.passthrough)
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
         # Each micro-batch is one commit whose identifier is the batch id: a batch replayed after a
         # restart is recognised as committed and skipped (exactly once). Going through foreachBatch
         # also allows update mode (streaming aggregates upserting into a primary-key table), which
-        # Spark does not offer to Python streaming sinks.
-        options = replace(request, commit_identifier=batch_id).to_options()
-        cluster_for_writers(batch, table).write.format("dyntable").options(**options).mode("append").save()
+        # Spark does not offer to Python streaming sinks. The table's latest schema, per batch.
+        latest = table.refresh()
+        target = latest.with_options(overrides) if overrides else latest
+        builder = target.new_write_builder(commit_user=f"stream-{pipeline}")
+        commit = builder.new_commit().with_change_tracking(request.change_tracking).with_identifier(batch_id)
+        write_job(cluster_for_writers(batch, target), builder, commit)
 
     trigger = s.options.get(STREAMING_TRIGGER, "processing-time").lower()
     interval = spark_interval(s.options.get("execution.checkpointing.interval", "1 s"), stmt)
@@ -454,7 +444,8 @@ def _start_stream(
     elif trigger == "processing-time":
         query = stream.trigger(processingTime=interval).start()
     else:
-        raise SqlAnalysisError(f"'{STREAMING_TRIGGER}' must be 'processing-time' or 'available-now', not '{trigger}'",
-                               line=stmt.line, column=stmt.column, sqlstate="22023")
+        raise SqlAnalysisError(
+            f"'{STREAMING_TRIGGER}' must be 'processing-time' or 'available-now', not '{trigger}'",
+            line=stmt.line, column=stmt.column, sqlstate="22023")
     s.jobs[job_id] = StreamingJob(job_id, stmt.text, query)
     return rows(s, stmt, pa.table({"job_id": [job_id]}), f"Streaming job {job_id} started")

@@ -29,8 +29,14 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from TCLIService import ttypes as tt
 
-from engine import DyntableError, FileSystemCatalog, Identifier
-from engine.system_tables import DATA_TABLES, METADATA_TABLES, system_table_schema
+from engine import (
+    DATA_TABLES,
+    METADATA_TABLES,
+    DyntableError,
+    FileSystemCatalog,
+    Identifier,
+    system_table_schema,
+)
 from sqlext.execute.views import list_views, temporary_names
 from sqlext.server.results import hive_type, type_name
 from sqlext.source.spark_types import spark_arrow_schema

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.errors import AnalysisException
@@ -38,13 +38,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
-from engine import ADD_KINDS, RawGroup, Table, TableScan, classify_raw, group_raw_files, table_reads_raw
-from engine.scan import predicate as P
-from engine.schema import TableSchema
-from engine.system_tables import read_optimized_splits
-from sqlext.source.datasource import option_filter, projection, resolve, time_travel, travelled
+from engine import ADD_KINDS, ReadBuilder, Table, TableSchema
+from engine import predicate as P
+from sqlext.source.datasource import option_filter, projection, read_builder, resolve
 from sqlext.source.requests import ReadRequest, TableTarget
 from sqlext.source.spark_types import spark_schema
+
+if TYPE_CHECKING:
+    from engine.builders.read import RawGroup
 
 #: Read option / table option / session setting that turns the native scan off.
 ENABLED = "read.native-scan.enabled"
@@ -118,33 +119,27 @@ def native_frame(spark: SparkSession, request: ReadRequest) -> DataFrame | None:
     ro = system is not None and system.lower() == "ro"
     if (system is not None and not ro) or request.changelog or request.incremental_between is not None:
         return None
-    if not enabled(spark, request, table) or not table_reads_raw(table.store) or not _local(table.path):
+    if not enabled(spark, request, table) or not _local(table.path):
         return None
-    from engine.scan.fallback import fallback_branch
-
-    if system is None and fallback_branch(table.store) is not None:
-        return None  # the fallback branch's splits are read with its own definition, by the Python source
-    snapshot = time_travel(request.travel, table)
-    table = travelled(table, snapshot)  # a snapshot reads in its own schema
+    if not table.new_read_builder().reads_raw():
+        return None
+    builder = read_builder(request, table)
+    table = builder.table  # a snapshot reads in its own schema
     columns = projection(request, table)
-    scan = TableScan(table.store).with_filter(option_filter(request, table))
-    if snapshot is not None:
-        scan = scan.with_snapshot(snapshot)
-    plan = scan.plan()
+    builder = builder.with_filter(option_filter(request, table)).with_read_optimized(ro)
+    plan = builder.new_scan().plan()
     if plan.snapshot is None:
         return None
-    splits = list(plan.splits)
-    if ro:
-        splits = read_optimized_splits(table, splits)
-    raw, merge = classify_raw(table.store, splits, read_optimized=ro)
-    if not raw or not all(_local(f.path) for f in raw):  # (an external path may be remote)
+    native = builder.native_plan(plan.splits)
+    # (an external path may be remote)
+    if not native.files or not all(_local(f.path) for f in native.files):
         return None
     arrow = table.arrow_schema
     target = spark_schema(pa.schema([arrow.field(c) for c in columns]))
     parts: list[DataFrame] = []
-    for group in group_raw_files(raw):
+    for group in native.groups:
         try:
-            part = _group_frame(spark, table, group, columns, target)
+            part = _group_frame(spark, builder, group, columns, target)
         except AnalysisException:
             # A file the snapshot lists is missing or unreadable: the Python source reports it
             # as the typed error (corrupt metadata / corrupt data) it is.
@@ -155,7 +150,7 @@ def native_frame(spark: SparkSession, request: ReadRequest) -> DataFrame | None:
     frame = parts[0]
     for part in parts[1:]:
         frame = frame.union(part)  # same columns, same order, same types
-    if merge:
+    if native.merge_splits:
         rest = replace(request, merge_only=plan.snapshot.id)
         frame = frame.unionByName(spark.read.format("dyntable").options(**rest.to_options()).load())
     return frame
@@ -167,11 +162,11 @@ def _local(path: str) -> bool:
 
 
 def _group_frame(
-    spark: SparkSession, table: Table, group: RawGroup, columns: list[str], target: StructType
+    spark: SparkSession, builder: ReadBuilder, group: RawGroup, columns: list[str], target: StructType
 ) -> DataFrame | None:
     """``spark.read.parquet`` of one group's files, shaped as the current schema's ``columns``."""
-    file_schema: TableSchema = table.store.schema_by_id(group.schema_id)
-    current = table.schema
+    file_schema: TableSchema = builder.schema_of(group.schema_id)
+    current = builder.schema
     physical: list[StructField] = []
     selected = []
     try:

@@ -9,8 +9,8 @@ Nothing else spells an option key of the source.
 ```
  TableTarget   warehouse, table name (db.t, db.t$branch_b, db.t$snapshots), branch, storage options
  ReadRequest   target + projection, pruning filter (engine JSON), time travel, changelog, passthrough
- WriteRequest  target + overwrite intent, commit user/identifier, base snapshot, write-only,
-               change tracking, passthrough
+ WriteRequest  target + overwrite (engine.OverwriteSpec), commit user/identifier, base snapshot,
+               change tracking, passthrough (dynamic table options such as ``write-only``)
 ```
 
 Keys are Paimon's where Paimon has one (``scan.snapshot-id``, ``scan.tag-name``, …); any other
@@ -24,10 +24,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
-from engine import Identifier, InvalidArgumentError, Table, open_catalog
+from engine import Identifier, InvalidArgumentError, OverwriteSpec, Table, open_catalog
 
 WAREHOUSE = "warehouse"
 TABLE = "table"
@@ -55,7 +54,6 @@ OVERWRITE_MODE = "partitionOverwriteMode"
 OVERWRITE_BASE_SNAPSHOT = "overwrite-base-snapshot"
 COMMIT_USER = "commit-user"
 COMMIT_IDENTIFIER = "commit-identifier"
-WRITE_ONLY = "write-only"
 CHANGE_TRACKING = "change-tracking"
 
 _READ_KEYS = {
@@ -65,7 +63,7 @@ _READ_KEYS = {
 _WRITE_KEYS = {
     WAREHOUSE, TABLE, "path", BRANCH, CATALOG_OPTIONS, OVERWRITE_PARTITION, OVERWRITE_PARTITIONS,
     OVERWRITE_MODE.lower(), "dynamic-partition-overwrite", OVERWRITE_BASE_SNAPSHOT, COMMIT_USER,
-    COMMIT_IDENTIFIER, WRITE_ONLY, CHANGE_TRACKING,
+    COMMIT_IDENTIFIER, CHANGE_TRACKING,
 }
 
 
@@ -129,7 +127,8 @@ class TableTarget:
         warehouse = low.get(WAREHOUSE)
         name = low.get(TABLE) or low.get("path")
         if not warehouse or not name:
-            raise InvalidArgumentError("the dyntable source needs the options 'warehouse' and 'table' (db.table)")
+            raise InvalidArgumentError(
+                "the dyntable source needs the options 'warehouse' and 'table' (db.table)")
         storage = _json(low, CATALOG_OPTIONS, dict, "a JSON object") or {}
         return cls(warehouse, name, low.get(BRANCH) or None, storage)
 
@@ -227,88 +226,39 @@ class ReadRequest:
         )
 
 
-class OverwriteKind(StrEnum):
-    NONE = "none"  # append
-    ALL = "all"  # the whole table, or the partitions a static spec names
-    PARTITIONS = "partitions"  # exactly these partitions (a row-level rewrite's partitions)
-    DYNAMIC = "dynamic"  # the partitions the written rows fall into
-
-
-@dataclass(frozen=True)
-class Overwrite:
-    """The overwrite intent of a write: what the commit replaces.
-
-    ``static``: the partition values of ``INSERT OVERWRITE … PARTITION (k = v)`` (ALL with a
-    spec); ``partitions``: the list for PARTITIONS.
-    """
-
-    kind: OverwriteKind = OverwriteKind.NONE
-    static: Mapping[str, Any] | None = None
-    partitions: tuple[Mapping[str, Any], ...] = ()
-
-    @classmethod
-    def none(cls) -> Overwrite:
-        return cls()
-
-    @classmethod
-    def of(cls, intent: bool | str | Mapping[str, Any] | list[Mapping[str, Any]]) -> Overwrite:
-        """From the executors' shorthand: False, True, ``"dynamic"``, a static spec, a list."""
-        if intent is False:
-            return cls()
-        if intent is True:
-            return cls(OverwriteKind.ALL)
-        if intent == "dynamic":
-            return cls(OverwriteKind.DYNAMIC)
-        if isinstance(intent, Mapping):
-            return cls(OverwriteKind.ALL, static=dict(intent))
-        if isinstance(intent, list):
-            return cls(OverwriteKind.PARTITIONS, partitions=tuple(dict(p) for p in intent))
-        raise InvalidArgumentError(f"unknown overwrite intent {intent!r}")
-
-    @property
-    def spark_mode(self) -> str:
-        return "append" if self.kind is OverwriteKind.NONE else "overwrite"
-
-    def commit_argument(self) -> Any:
-        """What ``Table.commit``'s ``overwrite`` parameter expects for this intent."""
-        if self.kind is OverwriteKind.NONE:
-            return False
-        if self.kind is OverwriteKind.DYNAMIC:
-            return "dynamic"
-        if self.kind is OverwriteKind.PARTITIONS:
-            return [dict(p) for p in self.partitions]
-        return dict(self.static) if self.static is not None else True
-
-
 @dataclass(frozen=True)
 class WriteRequest:
-    """One batch write (one commit): the table, the overwrite intent and the commit identity.
+    """One batch write (one commit): the table, the overwrite and the commit identity.
 
-    ``commit_user`` + ``commit_identifier``: a commit with an identifier this user already
-    committed is skipped (exactly-once ``foreachBatch`` writes, statement row counts);
-    ``base_snapshot_id``: an overwrite computed from a read of that snapshot conflicts with any
-    change to the replaced partitions after it; ``write_only``: no compaction after the commit
-    (the SQL layer compacts once, distributed).
+    ``overwrite``: what the commit replaces (None: an append); ``commit_user`` +
+    ``commit_identifier``: a commit with an identifier this user already committed is skipped
+    (exactly-once ``foreachBatch`` writes); ``base_snapshot_id``: an overwrite computed from a
+    read of that snapshot conflicts with any change to the replaced partitions after it. Table
+    options such as ``write-only`` travel in ``passthrough`` and apply to the opened table.
     """
 
     target: TableTarget
-    overwrite: Overwrite = field(default_factory=Overwrite)
+    overwrite: OverwriteSpec | None = None
     commit_user: str | None = None
     commit_identifier: int | None = None
     base_snapshot_id: int | None = None
-    write_only: bool = False
     change_tracking: bool | None = None
     passthrough: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def save_mode(self) -> str:
+        """Spark's save mode of this write."""
+        return "append" if self.overwrite is None else "overwrite"
 
     def to_options(self) -> dict[str, str]:
         out = dict(self.passthrough)
         out.update(self.target.to_options())
         o = self.overwrite
-        if o.kind is OverwriteKind.DYNAMIC:
+        if o is not None and o.dynamic:
             out[OVERWRITE_MODE] = "dynamic"
-        elif o.kind is OverwriteKind.PARTITIONS:
+        elif o is not None and o.partitions is not None:
             out[OVERWRITE_PARTITIONS] = json.dumps([dict(p) for p in o.partitions], default=str)
-        elif o.static is not None:
+        elif o is not None and o.static:
             out[OVERWRITE_PARTITION] = json.dumps(dict(o.static), default=str)
         if self.commit_user:
             out[COMMIT_USER] = self.commit_user
@@ -316,8 +266,6 @@ class WriteRequest:
             out[COMMIT_IDENTIFIER] = str(self.commit_identifier)
         if self.base_snapshot_id is not None:
             out[OVERWRITE_BASE_SNAPSHOT] = str(self.base_snapshot_id)
-        if self.write_only:
-            out[WRITE_ONLY] = "true"
         if self.change_tracking is not None:
             out[CHANGE_TRACKING] = str(self.change_tracking).lower()
         return out
@@ -326,27 +274,28 @@ class WriteRequest:
     def from_options(cls, options: Mapping[str, str], overwrite: bool) -> WriteRequest:
         """``overwrite``: Spark's save mode (``mode("overwrite")``); the options refine it."""
         low = _lower_keys(options)
-        intent = Overwrite.none()
+        spec: OverwriteSpec | None = None
         if overwrite:
             listed = _json(low, OVERWRITE_PARTITIONS, list, "a JSON list of partition objects")
             static = _json(low, OVERWRITE_PARTITION, dict, "a JSON object of partition values")
+            dynamic = (low.get(OVERWRITE_MODE.lower()) or "").lower() == "dynamic"
             if listed is not None:
                 if not all(isinstance(p, dict) for p in listed):
-                    raise InvalidArgumentError(f"option '{OVERWRITE_PARTITIONS}' must be a JSON list of partition objects")
-                intent = Overwrite(OverwriteKind.PARTITIONS, partitions=tuple(listed))
+                    raise InvalidArgumentError(
+                        f"option '{OVERWRITE_PARTITIONS}' must be a JSON list of partition objects")
+                spec = OverwriteSpec(partitions=tuple(listed))
             elif static is not None:
-                intent = Overwrite(OverwriteKind.ALL, static=static)
-            elif (low.get(OVERWRITE_MODE.lower()) or "").lower() == "dynamic" or low.get("dynamic-partition-overwrite") == "true":
-                intent = Overwrite(OverwriteKind.DYNAMIC)
+                spec = OverwriteSpec(static=static)
+            elif dynamic or low.get("dynamic-partition-overwrite") == "true":
+                spec = OverwriteSpec(dynamic=True)
             else:
-                intent = Overwrite(OverwriteKind.ALL)
+                spec = OverwriteSpec()
         return cls(
             TableTarget.from_options(low),
-            intent,
+            spec,
             low.get(COMMIT_USER) or None,
             _int(low, COMMIT_IDENTIFIER),
             _int(low, OVERWRITE_BASE_SNAPSHOT),
-            bool(_bool(low, WRITE_ONLY)),
             _bool(low, CHANGE_TRACKING),
             {k: v for k, v in low.items() if k not in _WRITE_KEYS},
         )

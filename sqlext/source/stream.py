@@ -40,16 +40,17 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from engine import ROWKIND, ChangeReader, FileStoreCommit, TableScan, change_splits, delete_uncommitted
+from engine import ROWKIND, TableRead
 from engine.errors import InvalidArgumentError, NoSuchSnapshotError
-from engine.history.retention_mark import check_visible
 from engine.options import SCAN_MODE
 from sqlext.source.datasource import DyntableCommitMessage, load_table, projection, write_task
 from sqlext.source.requests import ReadRequest, ReadVersion, WriteRequest
 from sqlext.source.spark_types import spark_arrow_schema, to_spark_batches
 
 AFTER_IMAGES = ("+I", "+U")
-START_MODES = ("default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp")
+START_MODES = (
+    "default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp",
+)
 
 
 TAG_START_MODES = ("default", "from-snapshot", "from-snapshot-full")
@@ -63,7 +64,7 @@ def _first_needed(offset: dict) -> int:
     return int(offset["snapshot"]) + 1
 
 
-def _check_tag_start(travel: ReadVersion | None, mode: str, table: Any) -> None:
+def _check_tag_start(travel: ReadVersion | None, mode: str, scan: Any) -> None:
     """Refuse a ``scan.tag-name`` that the start mode would ignore, or a second start position.
 
     Paimon refuses a tag in streaming mode altogether; here a tag starts a stream (its content,
@@ -80,8 +81,9 @@ def _check_tag_start(travel: ReadVersion | None, mode: str, table: Any) -> None:
     others = [key for key, value in (("scan.snapshot-id", travel.snapshot_id),
                                      ("scan.timestamp-millis", travel.timestamp_millis)) if value is not None]
     if others:
-        raise InvalidArgumentError(f"give one start position: scan.tag-name or {' / '.join(others)}, not both")
-    table.refs.tags.get(tag)  # NoSuchTagError now, not at the first micro-batch
+        raise InvalidArgumentError(
+            f"give one start position: scan.tag-name or {' / '.join(others)}, not both")
+    scan.tag_snapshot(tag)  # NoSuchTagError now, not at the first micro-batch
 
 
 @dataclass(frozen=True)
@@ -140,18 +142,20 @@ class DyntableStreamReader(DataSourceStreamReader):
     def __init__(self, request: ReadRequest) -> None:
         self.request = request
         table = load_table(request)
-        self.store = table.store
         self.columns = projection(request, table)
-        # Built here only to refuse, before any batch runs, tables whose changes cannot be read
-        # (append tables with deletion vectors raise UnsupportedTableError).
-        ChangeReader(self.store, self.columns)
+        self.builder = table.new_read_builder().with_projection(self.columns)
+        self.scan = self.builder.new_stream_scan()
+        self._read: TableRead | None = None
+        self._full_read: TableRead | None = None  # the full phase reads level 0 too (all_levels)
         self.consumer_id = request.passthrough.get("consumer-id")
         # The statement's scan.mode, else the table's (Paimon's order), parsed by the option registry.
-        mode = SCAN_MODE.parse(request.passthrough.get(SCAN_MODE.key) or table.options.get(SCAN_MODE.key, "default"))
+        given = request.passthrough.get(SCAN_MODE.key) or table.options.get(SCAN_MODE.key, "default")
+        mode = SCAN_MODE.parse(given)
         if mode not in START_MODES:
-            raise InvalidArgumentError(f"scan.mode '{mode}' is not supported for streaming; use one of {START_MODES}")
+            raise InvalidArgumentError(
+                f"scan.mode '{mode}' is not supported for streaming; use one of {START_MODES}")
         self.mode = mode
-        _check_tag_start(request.travel, mode, table)
+        _check_tag_start(request.travel, mode, self.scan)
         self.with_kind = request.changelog
         fields = [table.arrow_schema.field(c) for c in self.columns]
         if self.with_kind:
@@ -174,37 +178,37 @@ class DyntableStreamReader(DataSourceStreamReader):
         return {"snapshot": consumer.next_snapshot - 1}
 
     def _start_offset(self) -> dict:
-        snapshots = self.store.snapshots
-        latest = snapshots.latest_id() or 0
+        scan = self.scan
+        latest = scan.latest_id() or 0
         mode, travel = self.mode, self.request.travel or ReadVersion()
         tag = travel.tag
         if tag is not None and mode in ("default", "from-snapshot", "from-snapshot-full"):
             # The tag's content first (read from the tag, so it works after its snapshot
             # expired), then every change committed after the tagged snapshot.
-            snapshot = load_table(self.request).refs.tags.get(tag).snapshot
-            check_visible(self.store, snapshot, f"start a stream at tag '{tag}'")
+            snapshot = scan.tag_snapshot(tag)
+            scan.check_visible(snapshot, f"start a stream at tag '{tag}'")
             return {"snapshot": snapshot.id, "full": snapshot.id, "tag": tag}
         if mode in ("from-snapshot", "from-snapshot-full"):
             if travel.snapshot_id is None:
                 raise InvalidArgumentError(f"scan.mode {mode} needs the option scan.snapshot-id")
             sid = travel.snapshot_id
-            check_visible(self.store, sid, f"start a stream at snapshot {sid}")
+            scan.check_visible(sid, f"start a stream at snapshot {sid}")
             return {"snapshot": sid, "full": sid} if mode == "from-snapshot-full" else {"snapshot": sid - 1}
         if mode == "from-timestamp" or (mode == "default" and travel.timestamp_millis is not None):
             if travel.timestamp_millis is None:
                 raise InvalidArgumentError("scan.mode from-timestamp needs the option scan.timestamp-millis")
-            snap = snapshots.at_or_before(travel.timestamp_millis)
-            check_visible(self.store, snap, f"start a stream at timestamp {travel.timestamp_millis}")
+            snap = scan.at_or_before(travel.timestamp_millis)
+            scan.check_visible(snap, f"start a stream at timestamp {travel.timestamp_millis}")
             return {"snapshot": snap.id if snap else 0}
         if mode == "default" and travel.snapshot_id is not None:
-            check_visible(self.store, travel.snapshot_id, f"start a stream at snapshot {travel.snapshot_id}")
+            scan.check_visible(travel.snapshot_id, f"start a stream at snapshot {travel.snapshot_id}")
             return {"snapshot": travel.snapshot_id - 1}
         if mode == "latest":
             return {"snapshot": latest}
         return {"snapshot": latest, "full": latest} if latest else {"snapshot": 0}
 
     def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:  # noqa: N802
-        latest = self.store.snapshots.latest_id() or 0
+        latest = self.scan.latest_id() or 0
         base = start["snapshot"] if start else 0
         return {"snapshot": max(latest, base)}
 
@@ -215,42 +219,43 @@ class DyntableStreamReader(DataSourceStreamReader):
         if full:
             tag = start.get("tag")
             if tag:  # read from the tag: its snapshot may have expired
-                snapshot = load_table(self.request).refs.tags.get(tag).snapshot
+                snapshot = self.scan.tag_snapshot(tag)
             else:
-                snapshot = self.store.snapshots.get(full)
-            splits = TableScan(self.store).with_snapshot(snapshot).plan().splits
-            parts.extend(pack(splits, True, self.store.has_primary_key))
+                snapshot = self.scan.snapshot(full)
+            parts.extend(pack(self.scan.full_splits(snapshot), True, self.builder.has_primary_key))
             first = full
-        earliest = self.store.snapshots.earliest_id()
+        earliest = self.scan.earliest_id()
         if earliest is not None and first + 1 < earliest and end["snapshot"] > first:
             raise NoSuchSnapshotError(
-                f"snapshots {first + 1}..{earliest - 1} needed by this stream have expired; use a consumer-id "
+                f"snapshots {first + 1}..{earliest - 1} needed by this stream have expired; "
+                "use a consumer-id "
                 "so expiration keeps them, or restart the stream from the latest snapshot"
             )
-        changes = [s for snap in self.store.snapshots.iter_range(first, end["snapshot"])
-                   for s in change_splits(self.store, snap)]
-        parts.extend(pack(changes, False, self.store.has_primary_key))
+        changes = list(self.scan.change_splits(first, end["snapshot"]))
+        parts.extend(pack(changes, False, self.builder.has_primary_key))
         return parts
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         p: ChangePartition = partition  # type: ignore[assignment]
+        if self._read is None:
+            self._read = self.builder.new_read()
+        reader = self._read
         if p.full:
-            from engine import SplitReader
-
-            reader = SplitReader(self.store, self.columns, all_levels=True)  # level 0 is not yet compacted
+            if self._full_read is None:
+                self._full_read = self.builder.new_read(all_levels=True)
+            reader = self._full_read
             for split in p.splits:
                 for t in reader.read(split):
                     if self.with_kind:
                         t = t.add_column(0, ROWKIND, pa.repeat(pa.scalar("+I", pa.string()), t.num_rows))
                     yield from to_spark_batches(t, self.arrow_schema)
             return
-        changes = ChangeReader(self.store, self.columns)
         # Append rows are all +I: no filter pass.
-        after_images = pa.array(AFTER_IMAGES) if self.store.has_primary_key else None
+        after_images = pa.array(AFTER_IMAGES) if self.builder.has_primary_key else None
         pending: list[pa.Table] = []
         rows = 0
         for split in p.splits:
-            for t in changes.read(split):
+            for t in reader.read(split):
                 if not self.with_kind:
                     if after_images is not None:
                         t = t.filter(pc.is_in(t.column(ROWKIND), value_set=after_images))
@@ -287,36 +292,26 @@ class DyntableStreamWriter(DataSourceStreamArrowWriter):
 
     def __init__(self, request: WriteRequest) -> None:
         table = load_table(request)
-        self.store = table.store
-        self.identifier = table.identifier
-        self.commit_user = stream_commit_user(request)
-        self.change_tracking = request.change_tracking
+        self.builder = table.new_write_builder(commit_user=stream_commit_user(request))
+        self.commit_builder = self.builder.new_commit().with_change_tracking(request.change_tracking)
         self.job_token = str(uuid.uuid4())
 
-    def _table(self):  # type: ignore[no-untyped-def]
-        from engine import Table
-
-        return Table(None, self.identifier, self.store.io, self.store.paths, self.store.schema)
-
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-        return DyntableCommitMessage(write_task(self._table(), iterator, self.job_token))
+        return DyntableCommitMessage(write_task(self.builder, iterator, self.job_token))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
-        table = self._table()
         flat = [m for msg in messages if msg is not None for m in msg.messages]  # type: ignore[attr-defined]
-        result = table.commit(flat, False, commit_user=self.commit_user, identifier=batchId,
-                              change_tracking=self.change_tracking)
+        commit = self.commit_builder.with_identifier(batchId)
+        result = commit.commit(flat)  # then the post-commit hooks
         if not result.snapshot_ids and flat:
-            delete_uncommitted(table.store, flat)  # an already-committed batch replayed after a restart
-        elif result.snapshot_ids:
-            table.after_commit({(m.partition, m.bucket) for m in flat})
+            commit.abort(flat)  # an already-committed batch replayed after a restart
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         try:
-            done = FileStoreCommit(self.store, self.commit_user).latest_committed_identifier()
+            done = self.commit_builder.latest_committed_identifier()
         except Exception:  # noqa: BLE001 - unreadable metadata: the batch may be published, keep its files
             return
         if done is not None and done >= batchId:
             return  # this batch is published: its files belong to the table
         flat = [m for msg in messages if msg is not None for m in msg.messages]  # type: ignore[attr-defined]
-        delete_uncommitted(self.store, flat)  # earlier micro-batches share the token: delete by message
+        self.commit_builder.abort(flat)  # earlier micro-batches share the token: delete by message

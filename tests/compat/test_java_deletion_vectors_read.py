@@ -88,7 +88,7 @@ def test_dyntable_writes_and_reads_changes_of_a_java_dv_table(java: JavaPaimon):
     assert java.read("db.w") == [(1, "b", 1), (2, "b", 2), (3, "c", 3)]
     table.refresh().compact(full=True)
     assert java.read("db.w") == arrow_rows(table.refresh().to_arrow())
-    from engine import ChangeReader, change_splits
+    from engine.scan.incremental import ChangeReader, change_splits
 
     table = table.refresh()
     appended = [s for s in table.snapshots() if s.commit_kind.value == "APPEND"][-1]

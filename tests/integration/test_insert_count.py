@@ -11,9 +11,8 @@ def test_rows_inserted_exclude_a_concurrent_writers_commit(session):
     session.sql("CREATE TABLE t (id BIGINT, v STRING)")
     table = session.catalog.get_table("default.t")
     started = table.latest_snapshot()  # the statement starts here ...
-    table.write_arrow(
-        pa.table({"id": [100, 101, 102], "v": ["x", "y", "z"]})
-    )  # ... a concurrent writer commits
+    # ... a concurrent writer commits
+    table.write_arrow(pa.table({"id": [100, 101, 102], "v": ["x", "y", "z"]}))
 
     class StartedEarlier:  # the table as the statement saw it when it started
         def __getattr__(self, name):
@@ -23,16 +22,17 @@ def test_rows_inserted_exclude_a_concurrent_writers_commit(session):
             return started
 
     df = session.spark.createDataFrame([(1, "a"), (2, "b")], "id BIGINT, v STRING")
-    assert write_frame(session, StartedEarlier(), df, ["id", "v"], overwrite=False) == 2
+    assert write_frame(session, StartedEarlier(), df, ["id", "v"], overwrite=None) == 2
 
 
 def test_insert_succeeds_when_the_compaction_after_it_fails(session, monkeypatch):
-    import sqlext.execute.compaction
+    import sqlext.execute.insert
 
     def broken(*_a, **_k):
         raise RuntimeError("executor lost")
 
-    monkeypatch.setattr(sqlext.execute.compaction, "compact_distributed", broken)
+    # The commit's post-commit compaction runs its tasks with this runner: every task is lost.
+    monkeypatch.setattr(sqlext.execute.insert, "spark_runner", lambda _spark: broken)
     session.sql("CREATE TABLE k (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED)")
     session.sql("INSERT INTO k VALUES (1, 'a'), (2, 'b')")  # must not raise: the rows are committed
     assert sorted(tuple(r) for r in session.sql("SELECT id, v FROM k").collect()) == [(1, "a"), (2, "b")]

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from engine.identifier import MAIN_BRANCH
-from engine.ops.merge_branch import merge_branch
 from sqlext.execute.procedures.registry import Param, ParamType, Procedure, register, table_argument
 
 if TYPE_CHECKING:
@@ -30,8 +29,8 @@ def _merge_branch(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     table = table_argument(session, args["table"])
     policy = (args["conflict"] or "fail").strip().lower()
     dry_run = bool(args["dry_run"])
-    done = merge_branch(table.store, args["source_branch"], args["target_branch"] or MAIN_BRANCH,
-                        conflict=policy, dry_run=dry_run)
+    done = table.refs.branches.merge(args["source_branch"], args["target_branch"] or MAIN_BRANCH,
+                                     conflict=policy, dry_run=dry_run)
     ok = not (dry_run and done.conflict_count and policy == "fail")
     return pa.table({"result": [ok]}, schema=_RESULT)
 

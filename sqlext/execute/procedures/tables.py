@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from engine import OverwriteSpec
 from sqlext.errors import ProcedureArgumentError, SqlAnalysisError, UnsupportedStatementError
 from sqlext.execute.procedures.registry import Param, ParamType, Procedure, register, table_argument
 
@@ -108,12 +109,12 @@ def _copy(session: SqlSession, args: dict[str, Any]) -> pa.Table:
         return _true()
     pinned = ReadRequest(session.target(source.name), travel=ReadVersion(snapshot_id=latest.id))
     frame = session.read(pinned)
-    overwrite: Any = True
+    overwrite = OverwriteSpec()
     if args["where"]:
         if not source.partition_keys:
             raise ProcedureArgumentError("copy: argument 'where' needs a partitioned source table")
         frame = frame.where(args["where"])
-        overwrite = "dynamic"  # replace only the partitions copied
+        overwrite = OverwriteSpec(dynamic=True)  # replace only the partitions copied
     write_frame(session, target, frame, list(target.schema.field_names), overwrite=overwrite)
     return _true()
 
@@ -166,7 +167,7 @@ def _migrate_table(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     frame = session.spark.table(spark_name)
     staged = session.catalog.create_table(staging_ident, _schema(frame), partition_cols, (), options)
     try:
-        write_frame(session, staged, frame, list(staged.schema.field_names), overwrite=False)
+        write_frame(session, staged, frame, list(staged.schema.field_names), overwrite=None)
     except BaseException:
         session.catalog.drop_table(staging_ident, ignore_if_not_exists=True)
         raise  # the origin is untouched

@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from engine import resolve_between
 from engine.errors import BehindRetentionMarkError, NoSuchSnapshotError
 from engine.history import retention_mark as rm
+from engine.scan.incremental import resolve_between
 from tests.engine.ops.conftest import SCHEMA, content, rows
 
 

@@ -13,9 +13,10 @@ import pickle
 import pyarrow as pa
 import pytest
 
+from engine import JobAbortedError
 from engine.errors import StorageError
 from engine.table import Table
-from sqlext.source.datasource import DyntableWriter, JobAbortedError, write_task
+from sqlext.source.datasource import DyntableWriter, write_task
 from sqlext.source.requests import TableTarget, WriteRequest
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
@@ -81,8 +82,7 @@ def test_a_task_that_finishes_after_the_abort_deletes_its_own_files(warehouse, p
     # The job fails and is aborted while this task is still running ...
     _in_another_worker(writer).abort([None])
     # ... then the task finishes writing: it finds the abort marker and removes its files.
-    table = writer._table()
     with pytest.raises(JobAbortedError):
-        write_task(table, _batches([5, 6]), writer.job_token, abortable=True)
+        write_task(writer.builder, _batches([5, 6]), writer.job_token, abortable=True)
     assert _data_files(pk_table.path) == before
     assert pk_table.refresh().latest_snapshot() is None

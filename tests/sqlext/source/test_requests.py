@@ -6,10 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine import InvalidArgumentError
+from engine import InvalidArgumentError, OverwriteSpec
 from sqlext.source.requests import (
-    Overwrite,
-    OverwriteKind,
     ReadRequest,
     ReadVersion,
     TableTarget,
@@ -44,39 +42,51 @@ versions = st.none() | st.builds(
     st.none() | st.integers(1, 10**6),
     st.dictionaries(st.sampled_from(["scan.mode", "consumer-id"]), names, max_size=2),
 )
-def test_read_request_round_trips(target, columns, filter_json, travel, changelog, between, merge_only, passthrough):
-    request = ReadRequest(target, columns, filter_json, travel, changelog, between, "auto", merge_only, passthrough)
+def test_read_request_round_trips(
+    target, columns, filter_json, travel, changelog, between, merge_only, passthrough
+):
+    request = ReadRequest(
+        target, columns, filter_json, travel, changelog, between, "auto", merge_only, passthrough
+    )
     assert ReadRequest.from_options(request.to_options()) == request
 
 
 overwrites = st.one_of(
-    st.just(Overwrite.none()),
-    st.just(Overwrite(OverwriteKind.ALL)),
-    st.just(Overwrite(OverwriteKind.DYNAMIC)),
-    st.builds(lambda v: Overwrite(OverwriteKind.ALL, static={"p": v}), st.integers(0, 9)),
-    st.builds(lambda vs: Overwrite(OverwriteKind.PARTITIONS, partitions=tuple({"p": v} for v in vs)),
+    st.none(),
+    st.just(OverwriteSpec()),
+    st.just(OverwriteSpec(dynamic=True)),
+    st.builds(lambda v: OverwriteSpec(static={"p": v}), st.integers(0, 9)),
+    st.builds(lambda vs: OverwriteSpec(partitions=tuple({"p": v} for v in vs)),
               st.lists(st.integers(0, 9), max_size=3)),
 )
 
 
-@given(targets, overwrites, st.none() | names, st.none() | st.integers(0, 10**9), st.none() | st.integers(1, 99),
-       st.booleans(), st.none() | st.booleans())
-def test_write_request_round_trips(target, overwrite, user, identifier, base, write_only, tracking):
-    request = WriteRequest(target, overwrite, user, identifier, base, write_only, tracking)
-    parsed = WriteRequest.from_options(request.to_options(), overwrite=overwrite.kind is not OverwriteKind.NONE)
+@given(
+    targets,
+    overwrites,
+    st.none() | names,
+    st.none() | st.integers(0, 10**9),
+    st.none() | st.integers(1, 99),
+    st.none() | st.booleans(),
+    st.dictionaries(st.sampled_from(["write-only", "tag.batch.customized-name"]), names, max_size=2),
+)
+def test_write_request_round_trips(target, overwrite, user, identifier, base, tracking, passthrough):
+    # Table options (``write-only`` too, Paimon's option) travel as passthrough, applied to the table.
+    request = WriteRequest(target, overwrite, user, identifier, base, tracking, passthrough)
+    parsed = WriteRequest.from_options(request.to_options(), overwrite=overwrite is not None)
     assert parsed == request
-    assert parsed.overwrite.spark_mode == ("append" if overwrite.kind is OverwriteKind.NONE else "overwrite")
+    assert parsed.save_mode == ("append" if overwrite is None else "overwrite")
 
 
 def test_spark_lower_cased_keys_and_user_spellings_parse():
     request = WriteRequest.from_options(
-        {"warehouse": "/wh", "table": "db.t", "partitionoverwritemode": "DYNAMIC", "Commit-User": "u"}, overwrite=True
+        {"warehouse": "/wh", "table": "db.t", "partitionoverwritemode": "DYNAMIC", "Commit-User": "u"},
+        overwrite=True,
     )
-    assert request.overwrite.kind is OverwriteKind.DYNAMIC and request.commit_user == "u"
-    assert request.overwrite.commit_argument() == "dynamic"
+    assert request.overwrite == OverwriteSpec(dynamic=True) and request.commit_user == "u"
     # Without Spark's overwrite save mode, overwrite options do not turn an append into an overwrite.
     assert WriteRequest.from_options({"warehouse": "/wh", "table": "db.t", "overwrite-partition": '{"p": 1}'},
-                                     overwrite=False).overwrite == Overwrite.none()
+                                     overwrite=False).overwrite is None
 
 
 @pytest.mark.parametrize(
@@ -99,6 +109,10 @@ def test_bad_overwrite_options_are_typed_errors():
         WriteRequest.from_options({**base, "overwrite-partitions": "[1, 2]"}, overwrite=True)
     with pytest.raises(InvalidArgumentError, match="JSON object of partition values"):
         WriteRequest.from_options({**base, "overwrite-partition": "[]"}, overwrite=True)
-    assert Overwrite.of([{"p": 1}]).commit_argument() == [{"p": 1}]
-    assert Overwrite.of({"p": 1}).commit_argument() == {"p": 1}
-    assert Overwrite.of(True).commit_argument() is True and Overwrite.of(False).commit_argument() is False
+    # The engine's shorthand (Table.write_arrow) converts in one place: OverwriteSpec.of.
+    assert OverwriteSpec.of([{"p": 1}]) == OverwriteSpec(partitions=({"p": 1},))
+    assert OverwriteSpec.of({"p": 1}) == OverwriteSpec(static={"p": 1})
+    assert OverwriteSpec.of(True) == OverwriteSpec() and OverwriteSpec.of(False) is None
+    assert OverwriteSpec.of("dynamic") == OverwriteSpec(dynamic=True)
+    with pytest.raises(InvalidArgumentError, match="overwrite must be"):
+        OverwriteSpec.of("everything")  # type: ignore[arg-type]

@@ -1,0 +1,100 @@
+"""Committing in one step: publish a write's commit messages as one snapshot, then run the
+commit's post-commit hooks (``engine.builders.hooks``) — the one place they run.
+
+```
+ CommitBuilder (immutable)  overwrite · commit user · identifier · base snapshot · change tracking · hooks
+   .commit(messages)  ─► CommitResult(snapshot ids, rows added)   publish, then PostCommit.run
+   .abort(messages)   ─► the messages' files deleted (nothing refers to them)
+   .is_published(identifier, not_before_millis)   did this user publish it (a job's abort asks)
+   .latest_committed_identifier()                 exactly-once streaming restarts
+```
+With a ``commit_user`` and an ``identifier`` (increasing per user), a retry after
+CommitStateUnknownError is idempotent: an identifier already published is skipped (an empty
+result) and its messages' files are left to the caller (``abort``) to delete.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from engine.builders.hooks import CompactionRunner, PostCommit
+from engine.commit import FileStoreCommit
+from engine.commit_messages import CommitMessage, CommitResult, OverwriteSpec, delete_uncommitted
+from engine.store import BATCH_COMMIT_IDENTIFIER
+
+if TYPE_CHECKING:
+    from engine.table import Table
+
+
+@dataclass(frozen=True)
+class CommitBuilder:
+    """One commit of ``table``. ``identifier``: None is a batch commit; ``base_snapshot_id``: the
+    snapshot an overwrite's new content was computed from (a change to the replaced partitions
+    since then is a CommitConflictError); ``change_tracking``: None follows the table option."""
+
+    table: Table
+    overwrite: OverwriteSpec | None = None
+    commit_user: str | None = None
+    identifier: int | None = None
+    base_snapshot_id: int | None = None
+    change_tracking: bool | None = None
+    hooks: PostCommit = field(default_factory=PostCommit)
+
+    def with_overwrite(self, overwrite: OverwriteSpec | None) -> CommitBuilder:
+        return dataclasses.replace(self, overwrite=overwrite)
+
+    def with_commit_user(self, commit_user: str | None) -> CommitBuilder:
+        return dataclasses.replace(self, commit_user=commit_user)
+
+    def with_identifier(self, identifier: int | None) -> CommitBuilder:
+        return dataclasses.replace(self, identifier=identifier)
+
+    def with_base_snapshot(self, snapshot_id: int | None) -> CommitBuilder:
+        return dataclasses.replace(self, base_snapshot_id=snapshot_id)
+
+    def with_change_tracking(self, change_tracking: bool | None) -> CommitBuilder:
+        return dataclasses.replace(self, change_tracking=change_tracking)
+
+    def with_compaction_runner(self, runner: CompactionRunner | None) -> CommitBuilder:
+        """Run the post-commit compaction's tasks with ``runner`` (e.g. one Spark task per bucket)."""
+        return dataclasses.replace(self, hooks=dataclasses.replace(self.hooks, compaction_runner=runner))
+
+    def _committer(self) -> FileStoreCommit:
+        return FileStoreCommit(self.table.store, self.commit_user)
+
+    def commit(self, messages: Sequence[CommitMessage]) -> CommitResult:
+        """Publish ``messages`` (append, or the overwrite), then run the post-commit hooks.
+
+        The outcome is the publish's: once it succeeded nothing that follows can fail it. On a
+        failure other than CommitStateUnknownError the messages' files are deleted.
+        """
+        committer = self._committer()
+        identifier = BATCH_COMMIT_IDENTIFIER if self.identifier is None else self.identifier
+        if self.overwrite is None:
+            tracking = self.change_tracking
+            if tracking is None:
+                tracking = self.table.core_options.change_tracking
+            result = committer.commit(messages, identifier, change_tracking=tracking)
+        else:
+            result = committer.overwrite(messages, self.overwrite, identifier,
+                                         base_snapshot_id=self.base_snapshot_id)
+        if result.snapshot_ids:
+            compaction = self.hooks.run(self.table, messages)
+            result = CommitResult(result.snapshot_ids + compaction.snapshot_ids, result.rows_added)
+        return result
+
+    def abort(self, messages: Sequence[CommitMessage]) -> None:
+        """Delete the files of messages that were never committed."""
+        delete_uncommitted(self.table.store, messages)
+
+    def is_published(self, identifier: int | None = None, *, not_before_millis: int | None = None) -> bool:
+        """Whether this commit user published ``identifier`` (None: the batch identifier), looking
+        at snapshots committed at or after ``not_before_millis``. Raises on unreadable metadata."""
+        ident = BATCH_COMMIT_IDENTIFIER if identifier is None else identifier
+        return self._committer().find_own_snapshot(ident, not_before_millis=not_before_millis) is not None
+
+    def latest_committed_identifier(self) -> int | None:
+        return self._committer().latest_committed_identifier()

@@ -1,0 +1,68 @@
+"""What follows a published commit, in one place: compaction, automatic tags, partition
+expiration, snapshot expiration — the hooks every commit carries (``CommitBuilder.commit``).
+
+* compaction (primary-key tables, of the buckets the commit wrote) unless the table is
+  ``write-only``; its runner is pluggable (in process by default, one Spark task per bucket in
+  the SQL layer: :class:`PostCommit` ``compaction_runner``);
+* automatic tags (``tag.automatic-creation``), always;
+* unless ``write-only``: partition expiration when its check interval passed, then snapshot
+  expiration. Paimon's ``write-only`` means exactly that: writers never compact and commits never
+  expire; a dedicated job does both.
+
+Each step is guarded on its own: the write is committed, so nothing here can fail it (failures
+are logged and the step is tried again after a later commit).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from engine.commit_messages import CommitMessage, CommitResult
+
+if TYPE_CHECKING:
+    from engine.compaction import CompactionTask
+    from engine.store import FileStore
+    from engine.table import Table
+
+log = logging.getLogger(__name__)
+
+#: Runs planned compaction tasks and returns their messages (see ``engine.compaction.compact``).
+CompactionRunner = Callable[["FileStore", Sequence["CompactionTask"]], list[CommitMessage]]
+
+
+@dataclass(frozen=True)
+class PostCommit:
+    """The hooks of one commit. ``compaction_runner``: None compacts in this process."""
+
+    compaction_runner: CompactionRunner | None = None
+
+    def run(self, table: Table, messages: Sequence[CommitMessage]) -> CommitResult:
+        """Run every hook after ``table`` published ``messages``; returns the compaction's result.
+        Never raises."""
+        result = self._compact(table, {(m.partition, m.bucket) for m in messages})
+        from engine.ops.auto_tags import run_after_commit as auto_tags
+
+        auto_tags(table.store)  # never raises
+        if table.core_options.write_only:
+            return result  # Paimon's write-only: compaction and expiration belong to a dedicated job
+        from engine.ops.expire_partitions import run_after_commit as expire_partitions
+        from engine.ops.expire_snapshots import run_after_commit as expire_snapshots
+
+        # Partitions first: their mark-delete commit is a snapshot the expiration then counts.
+        expire_partitions(table.store)  # never raises
+        expire_snapshots(table.store)  # never raises; sync or async by snapshot.expire.execution-mode
+        return result
+
+    def _compact(self, table: Table, buckets: set[tuple[bytes, int]]) -> CommitResult:
+        if not table.has_primary_key or table.core_options.write_only or not buckets:
+            return CommitResult(())
+        try:
+            return table.compact(full=False, buckets=buckets, runner=self.compaction_runner)
+        except Exception as e:  # noqa: BLE001 - the write is committed; its outcome must not change
+            log.warning(
+                "automatic compaction of %s failed and will be retried after a later write: %s", table.name, e
+            )
+            return CommitResult(())

@@ -1,0 +1,302 @@
+"""Reading a table in the steps a distributed engine spreads out: plan in the driver, read splits
+in tasks.
+
+```
+ ReadBuilder  (immutable, picklable)  time travel · projection · pruning filter · row kind
+   .new_scan().plan()        ─► Plan(snapshot, splits)       driver
+   .new_read().read(split)   ─► Arrow tables                  task (data or change splits)
+   .new_incremental(...)     ─► IncrementalPlan               driver (incremental-between)
+   .native_plan(plan)        ─► NativePlan                    driver (files readable as plain Parquet)
+   .new_stream_scan()        ─► engine.builders.stream.StreamScan
+```
+A time-travel builder reads in the schema its snapshot was written with (``table`` is that
+view). The filter prunes partitions, buckets and files in the scan; ``new_read`` applies it to
+rows too unless asked not to (a Spark source leaves the row filter to Spark).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from engine.meta.snapshot import Snapshot
+from engine.read.split_reader import SplitReader
+from engine.scan.fallback import fallback_branch, with_fallback
+from engine.scan.incremental import (
+    ROWKIND,
+    ChangeReader,
+    ChangeSplit,
+    IncrementalRange,
+    diff_changes,
+    range_splits,
+    resolve_between,
+)
+from engine.scan.planner import DataSplit, Plan, TableScan, resolve_time_travel
+from engine.scan.predicate import Predicate
+from engine.scan.raw import RawFile, RawGroup, classify_raw, group_raw_files, needs_merge, table_reads_raw
+from engine.schema import TableSchema
+
+if TYPE_CHECKING:
+    from engine.builders.stream import StreamScan
+    from engine.table import Table
+
+Split = DataSplit | ChangeSplit
+
+
+@dataclass(frozen=True)
+class ReadBuilder:
+    """What one read reads: ``table`` (as of ``snapshot``'s schema), the pinned ``snapshot`` (None:
+    the latest when planned), ``columns`` (None: all), a pruning ``filter``, ``row_kind`` (a
+    ``rowkind`` column first: the merged rows' kinds), ``merge_only`` (a snapshot id: plan it and
+    keep only the splits that need a merge) and ``read_optimized`` (Paimon's ``$ro``)."""
+
+    table: Table
+    snapshot: Snapshot | None = None
+    columns: tuple[str, ...] | None = None
+    filter: Predicate | None = None
+    row_kind: bool = False
+    merge_only: int | None = None
+    read_optimized: bool = False
+
+    # -- configuration -------------------------------------------------------------------------
+    def at(
+        self,
+        *,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        timestamp_millis: int | None = None,
+        version: str | None = None,
+    ) -> ReadBuilder:
+        """Pinned to a snapshot id, a tag, a point in time, or ``version`` (``VERSION AS OF``: a
+        snapshot id unless a tag has that name); with none of them, to what the table's own
+        ``scan.*`` options ask (else the latest, resolved when planned). The table is then seen in
+        the schema the snapshot was written with.
+
+        Raises:
+            NoSuchSnapshotError / NoSuchTagError: the version does not exist.
+            InvalidArgumentError: more than one version given.
+        """
+        store = self.table.store
+        if version is not None:
+            from engine.meta.refs import TagStore
+
+            if version.isdigit() and not TagStore(store.io, store.paths).exists(version):
+                snapshot_id = int(version)
+            else:
+                tag = version
+        snapshot = resolve_time_travel(store, snapshot_id, tag, timestamp_millis)
+        return dataclasses.replace(self, table=self.table.travelled(snapshot), snapshot=snapshot)
+
+    def with_projection(self, columns: Sequence[str] | None) -> ReadBuilder:
+        return dataclasses.replace(self, columns=tuple(columns) if columns is not None else None)
+
+    def with_filter(self, predicate: Predicate | None) -> ReadBuilder:
+        return dataclasses.replace(self, filter=predicate)
+
+    def with_row_kind(self, row_kind: bool = True) -> ReadBuilder:
+        return dataclasses.replace(self, row_kind=row_kind)
+
+    def with_merge_only(self, snapshot_id: int | None) -> ReadBuilder:
+        return dataclasses.replace(self, merge_only=snapshot_id)
+
+    def with_read_optimized(self, read_optimized: bool = True) -> ReadBuilder:
+        return dataclasses.replace(self, read_optimized=read_optimized)
+
+    # -- what it reads -------------------------------------------------------------------------
+    @property
+    def schema(self) -> TableSchema:
+        """The schema rows are read in (a time-travel read's: its snapshot's)."""
+        return self.table.schema
+
+    @property
+    def has_primary_key(self) -> bool:
+        return self.table.has_primary_key
+
+    def schema_of(self, schema_id: int) -> TableSchema:
+        """A stored schema version (the one a data file was written with)."""
+        return self.table.store.schema_by_id(schema_id)
+
+    # -- the steps -----------------------------------------------------------------------------
+    def new_scan(self) -> BatchScan:
+        return BatchScan(self)
+
+    def new_read(
+        self, *, filter_rows: bool = True, changes: bool = False, all_levels: bool = False
+    ) -> TableRead:
+        """The task side. ``filter_rows=False``: the filter only pruned (the caller filters rows);
+        ``changes``: refuse now a table whose changes cannot be read; ``all_levels``: read level 0
+        of a deletion-vector table too, merged (a stream's full phase, as Paimon's streaming
+        scans do; batch reads skip it)."""
+        return TableRead(self, filter_rows=filter_rows, changes=changes, all_levels=all_levels)
+
+    def new_incremental(self, between: str, mode: str = "auto") -> IncrementalPlan:
+        """Paimon's ``incremental-between`` read: the changes from one snapshot or tag (exclusive)
+        to another, as change splits, or computed here as one table (``mode = 'diff'``).
+
+        Raises:
+            InvalidArgumentError: combined with time travel, or a bad range.
+        """
+        if self.snapshot is not None:
+            from engine.errors import InvalidArgumentError
+
+            raise InvalidArgumentError("incremental-between cannot be combined with time travel options")
+        rng = resolve_between(self.table.store, between, mode)
+        return IncrementalPlan(self, rng)
+
+    def new_stream_scan(self) -> StreamScan:
+        from engine.builders.stream import StreamScan
+
+        return StreamScan(self)
+
+    def reads_raw(self) -> bool:
+        """Whether some files of this table can be read as plain Parquet (no merge, no DVs).
+
+        Not with a fallback branch (``scan.fallback-branch``): its splits are read with that
+        branch's own table definition, by :class:`TableRead`."""
+        store = self.table.store
+        if not self.read_optimized and fallback_branch(store) is not None:
+            return False
+        return table_reads_raw(store)
+
+    def native_plan(self, splits: Sequence[DataSplit]) -> NativePlan:
+        """The files of ``splits`` a plain Parquet reader may read, and the splits that need a merge."""
+        raw, merge = classify_raw(self.table.store, splits, read_optimized=self.read_optimized)
+        return NativePlan(tuple(raw), tuple(group_raw_files(raw)), tuple(merge))
+
+
+@dataclass(frozen=True)
+class NativePlan:
+    files: tuple[RawFile, ...]
+    groups: tuple[RawGroup, ...]
+    merge_splits: tuple[DataSplit, ...]
+
+
+class BatchScan:
+    """Plans a batch read (driver side)."""
+
+    def __init__(self, builder: ReadBuilder) -> None:
+        self.builder = builder
+
+    def plan(self) -> Plan:
+        """The splits of the pinned snapshot (else the ``merge_only`` one, else the latest)."""
+        b = self.builder
+        store = b.table.store
+        scan = TableScan(store).with_projection(b.columns).with_filter(b.filter)
+        pinned = b.snapshot if b.snapshot is not None else b.merge_only
+        if pinned is not None:
+            scan = scan.with_snapshot(pinned)
+        plan = scan.plan()
+        if not b.read_optimized and b.merge_only is None:
+            plan = with_fallback(scan, plan)  # scan.fallback-branch: partitions this branch lacks
+        splits = list(plan.splits)
+        if b.read_optimized:
+            from engine.system_tables import read_optimized_splits
+
+            splits = read_optimized_splits(b.table, splits)
+        if b.merge_only is not None:
+            splits = [s for s in splits if needs_merge(store, s, read_optimized=b.read_optimized)]
+        return Plan(plan.snapshot, tuple(splits))
+
+    @staticmethod
+    def task_splits(plan: Plan) -> list[DataSplit]:
+        """The plan's splits as tasks need them: without the files' key and value statistics.
+
+        A Spark relation keeps every partition's pickled bytes as long as it lives and puts them
+        into each task, so the statistics would be about half of what a read holds per file.
+        """
+        return [s.without_stats() for s in plan.splits]
+
+
+class TableRead:
+    """Reads data splits and change splits (task side; picklable)."""
+
+    def __init__(
+        self, builder: ReadBuilder, *, filter_rows: bool = True, changes: bool = False, all_levels: bool = False
+    ) -> None:
+        self.builder = builder
+        self.filter_rows = filter_rows
+        self.all_levels = all_levels
+        self._data: SplitReader | None = None
+        self._changes: ChangeReader | None = self._change_reader() if changes else None
+
+    def _change_reader(self) -> ChangeReader:
+        b = self.builder
+        return ChangeReader(b.table.store, list(b.columns) if b.columns is not None else None)
+
+    @property
+    def output_schema(self) -> pa.Schema:
+        return self._data_reader().output_schema
+
+    def _data_reader(self) -> SplitReader:
+        if self._data is None:
+            b = self.builder
+            self._data = SplitReader(b.table.store, b.columns, b.filter if self.filter_rows else None,
+                                     row_kind=b.row_kind, all_levels=self.all_levels)
+        return self._data
+
+    def read(self, split: Split) -> Iterator[pa.Table]:
+        """A data split's rows (``rowkind`` first with ``row_kind``), or a change split's changes
+        (``rowkind`` first, always)."""
+        if isinstance(split, ChangeSplit):
+            if self._changes is None:
+                self._changes = self._change_reader()
+            yield from self._changes.read(split)
+            return
+        yield from self._data_reader().read(split)
+
+    def to_arrow(self, splits: Sequence[DataSplit]) -> pa.Table:
+        parts = [t for split in splits for t in self.read(split)]
+        return pa.concat_tables(parts) if parts else self.output_schema.empty_table()
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"builder": self.builder, "filter_rows": self.filter_rows, "all_levels": self.all_levels,
+                "_data": None, "_changes": None, "changes": self._changes is not None}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        changes = state.pop("changes")
+        self.__dict__.update(state)
+        if changes:
+            self._changes = self._change_reader()
+
+
+class IncrementalPlan:
+    """An ``incremental-between`` read: change splits, or the diff of the two end states."""
+
+    def __init__(self, builder: ReadBuilder, rng: IncrementalRange) -> None:
+        self.builder = builder
+        self.range = rng
+
+    @property
+    def is_diff(self) -> bool:
+        return self.range.mode == "diff"
+
+    def splits(self) -> list[ChangeSplit]:
+        """The change splits (not for a diff)."""
+        return range_splits(self.builder.table.store, self.range)
+
+    def diff(self) -> pa.Table | None:
+        """A diff's changes (``rowkind`` + the projection), computed from both end states (None:
+        both are empty). It compares whole rows — a projection could make different rows
+        equal — then projects."""
+        b = self.builder
+        whole = dataclasses.replace(b, columns=None, filter=None, row_kind=False, snapshot=None)
+
+        def state(snapshot: Snapshot | None) -> pa.Table | None:
+            if snapshot is None:
+                return None
+            pinned = dataclasses.replace(whole, snapshot=snapshot)
+            parts = [t for s in pinned.new_scan().plan().splits for t in pinned.new_read().read(s)]
+            return pa.concat_tables(parts) if parts else None
+
+        after, before = state(self.range.end), state(self.range.start)
+        if after is None and before is None:
+            return None
+        shape = (after if after is not None else before).schema  # type: ignore[union-attr]
+        changes = diff_changes(before if before is not None else shape.empty_table(),
+                               after if after is not None else shape.empty_table(), b.table.primary_keys)
+        columns = list(b.columns) if b.columns is not None else list(b.schema.field_names)
+        return changes.select([ROWKIND, *columns])

@@ -1,0 +1,141 @@
+"""Writing a table in the steps a distributed engine spreads out: tasks write files and hand back
+commit messages; one commit (``engine.builders.commit``) publishes them.
+
+```
+ WriteBuilder (immutable, picklable)  overwrite · commit user
+   .new_write(sequence_offset=, namer=)      ─► TableWrite   one writer, e.g. Table.write_arrow
+   .new_task_write(job, task, attempt)       ─► TableWrite   one task of a distributed job
+   .new_commit()                             ─► CommitBuilder
+   .abort_job(job) / .delete_job_files(job)     a failed job's files, found by its token
+```
+Tasks of one job never share file names or sequence numbers: each task writes ``data-<job>-<n>``
+with ``n`` in its own range (task and attempt in the high bits) and takes its own sequence range
+(task id << 32 above the bucket's restored maximum), so no shuffle by bucket is needed and a
+job's abort finds the files of a task that died without cleaning up. Tasks never compact (two
+tasks compacting one bucket would conflict): compaction is a post-commit hook.
+
+A job's abort first writes a marker (``.dyntable/aborted-jobs/<job>``), then deletes the job's
+files; a task of an aborted job looks for the marker after its last file is closed and deletes
+its own files: every file either existed before the listing or was finished after the marker.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from engine.commit_messages import CommitMessage, OverwriteSpec, delete_uncommitted
+from engine.errors import DyntableError
+from engine.meta.paths import FileNamer
+from engine.write.bucket_assigner import writer_clustering
+from engine.write.factory import new_writer
+
+if TYPE_CHECKING:
+    from engine.builders.commit import CommitBuilder
+    from engine.table import Table
+
+SEQUENCE_STRIDE_BITS = 32  # 4G rows per task and commit
+FILE_COUNTER_BITS = 24  # 16M files per task attempt
+ABORTED_JOBS_DIR = ".dyntable/aborted-jobs"
+
+
+class JobAbortedError(DyntableError):
+    """The write job this task belongs to was aborted; the task deleted what it wrote."""
+
+
+@dataclass(frozen=True)
+class WriteBuilder:
+    """One write (one commit) of ``table``: ``overwrite`` (None: append) and the commit user."""
+
+    table: Table
+    overwrite: OverwriteSpec | None = None
+    commit_user: str | None = None
+
+    def with_overwrite(self, overwrite: OverwriteSpec | None) -> WriteBuilder:
+        return dataclasses.replace(self, overwrite=overwrite)
+
+    def with_commit_user(self, commit_user: str | None) -> WriteBuilder:
+        return dataclasses.replace(self, commit_user=commit_user)
+
+    def clustering(self) -> list[str] | None:
+        """Columns a distributed write must cluster rows by (dynamic-bucket tables: no two tasks may
+        share a key map; ``[]``: one task), None when rows may go to tasks as they come."""
+        return writer_clustering(self.table.store)
+
+    def new_write(self, *, sequence_offset: int = 0, namer: FileNamer | None = None) -> TableWrite:
+        writer = new_writer(self.table.store, compact=False, sequence_offset=sequence_offset, namer=namer)
+        return TableWrite(self.table, writer)
+
+    def new_task_write(self, job: str, task: int, attempt: int = 0, *, abortable: bool = False) -> TableWrite:
+        """The writer of one task (``task``: its index in the job, ``attempt``: its try).
+        ``abortable``: refuse to hand back messages once the job was aborted (see the module doc)."""
+        namer = FileNamer(job, ((task << 8) + attempt) << FILE_COUNTER_BITS)
+        write = self.new_write(sequence_offset=task << SEQUENCE_STRIDE_BITS, namer=namer)
+        write.abort_marker = self.abort_marker(job) if abortable else None
+        write.job = job
+        return write
+
+    def new_commit(self) -> CommitBuilder:
+        from engine.builders.commit import CommitBuilder
+
+        return CommitBuilder(self.table, self.overwrite, self.commit_user)
+
+    # -- a distributed job's files ---------------------------------------------------------------
+    def abort_marker(self, job: str) -> str:
+        return f"{self.table.path}/{ABORTED_JOBS_DIR}/{job}"
+
+    def abort_job(self, job: str) -> None:
+        """Abort a job that published nothing: the marker first, then every file of the job."""
+        self.table.store.io.try_create(self.abort_marker(job), b"aborted")
+        self.delete_job_files(job)
+
+    def delete_job_files(self, job: str) -> None:
+        """Delete every data and changelog file the job wrote (found by its token in the name)."""
+        io = self.table.store.io
+        for status in io.list_files_recursive(self.table.path):
+            name = status.path.rsplit("/", 1)[-1]
+            if job in name and (name.startswith("data-") or name.startswith("changelog-")):
+                io.delete(status.path)
+
+
+class TableWrite:
+    """One writer: ``write`` Arrow data, then ``prepare_commit`` (messages) or ``abort``."""
+
+    def __init__(self, table: Table, writer: object) -> None:
+        self.table = table
+        self.writer = writer
+        self.abort_marker: str | None = None
+        self.job: str | None = None
+
+    def write(self, data: object) -> None:
+        self.writer.write(data)  # type: ignore[attr-defined]
+
+    def prepare_commit(self) -> list[CommitMessage]:
+        """The commit messages of everything written; the writer is finished.
+
+        Raises:
+            JobAbortedError: the task's job was aborted meanwhile (its files are deleted).
+        """
+        messages: list[CommitMessage] = self.writer.prepare_commit()  # type: ignore[attr-defined]
+        if self.abort_marker is not None and self.table.store.io.exists(self.abort_marker):
+            delete_uncommitted(self.table.store, messages)
+            raise JobAbortedError(
+                f"write job {self.job} on {self.table.name} was aborted; this task deleted its files")
+        return messages
+
+    def abort(self) -> None:
+        """Delete what this writer wrote (nothing was committed)."""
+        self.writer.abort()  # type: ignore[attr-defined]
+
+    def write_all(self, batches: object) -> list[CommitMessage]:
+        """Write every batch of an iterable and prepare the commit; on any failure, abort."""
+        try:
+            for batch in batches:  # type: ignore[attr-defined]
+                self.write(batch)
+            return self.prepare_commit()
+        except JobAbortedError:
+            raise
+        except BaseException:
+            self.abort()
+            raise
