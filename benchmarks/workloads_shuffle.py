@@ -137,7 +137,8 @@ def run_w2s(ctx: Context) -> list[Result]:
         check=expect(expected, expected),
     )
     notes = "; ".join(f"{k}: {v}" for k, v in layout.items())
-    w2s.notes.append(f"data files per bucket after the write ({notes})")
+    partitions = df.rdd.getNumPartitions()
+    w2s.notes.append(f"input in {partitions} partitions; data files per bucket after the write ({notes})")
     many.unpersist()
     df.unpersist()
     return [w2s, w2ss, w2i, w2m]

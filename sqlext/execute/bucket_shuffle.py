@@ -19,11 +19,15 @@ expression: such tables are written unshuffled, as before. ``tests/sqlext/execut
 test_bucket_shuffle.py`` checks the expression against ``engine.bucket_ids`` for every covered
 type.
 
-When (:func:`should_shuffle`): fixed-bucket primary-key tables (``bucket`` > 0; dynamic-bucket
-tables are already clustered by ``sqlext.source.datasource.cluster_for_writers``) whose input has
-more than one Spark partition (one partition already makes one run per bucket). Measured in
-``docs/benchmarks.md`` (W2s): the shuffle costs one extra exchange inside the JVM and saves the
-base rewrite of every touched bucket.
+When (:func:`for_write`): fixed-bucket primary-key tables (``bucket`` > 0; dynamic-bucket
+tables are already clustered by ``sqlext.source.datasource.cluster_for_writers``) whose input
+Spark estimates at :data:`MIN_ESTIMATED_BYTES` or more (files, Spark tables, cached DataFrames;
+a read through the ``dyntable`` source has no estimate and is not shuffled), unless
+``write.bucket-shuffle`` says otherwise. Measured (``docs/benchmarks.md``, W2s/W2i/W2m): on a
+1M-row upsert the shuffled SQL INSERT is 1.1-2.5x faster (medians) than the unshuffled one,
+whose runs trigger the base rewrite; on a 2,000-row INSERT it is 2x slower (the extra exchange
+stage dominates), hence the size threshold. The rows are not sorted in the JVM: the writer sorts its
+buffer anyway, and ``sortWithinPartitions`` measured slower (W2ss).
 
 Unpartitioned tables are hash-partitioned by a stand-in integer per bucket, chosen so that
 Spark's partitioner (``pmod(murmur3(value, 42), n)``) sends bucket ``b`` to Spark partition
@@ -281,11 +285,15 @@ def table_bucket(frame: DataFrame, table: Table) -> Column | None:
 
 
 def _estimated_bytes(frame: DataFrame) -> int | None:
-    """Spark's size estimate of ``frame``'s optimized plan (no job runs); None when unknown."""
+    """Spark's size estimate of ``frame``'s optimized plan (no job runs); None when Spark cannot
+    size it: a relation without statistics (a read through a Python data source such as
+    ``dyntable``) is estimated at ``spark.sql.defaultSizeInBytes``, which is no size at all."""
     try:
-        return int(str(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))  # a BigInt
+        size = int(str(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))  # a BigInt
+        unknown = int(frame.sparkSession._jsparkSession.sessionState().conf().defaultSizeInBytes())
     except Exception:  # noqa: BLE001 - Spark Connect or an unexpected plan: the size is unknown
         return None
+    return None if size >= unknown else size
 
 
 def _mode(spark: SparkSession, session_options: dict[str, str] | None) -> str:
@@ -305,12 +313,14 @@ def _mode(spark: SparkSession, session_options: dict[str, str] | None) -> str:
 
 def should_shuffle(frame: DataFrame, mode: str = "auto") -> bool:
     """Whether a write of ``frame`` (into a table with a bucket expression) is shuffled: always
-    for ``true``, never for ``false``; for ``auto`` when Spark estimates it above
-    :data:`MIN_ESTIMATED_BYTES` (or cannot tell)."""
+    for ``true``, never for ``false``; for ``auto`` when Spark estimates it at
+    :data:`MIN_ESTIMATED_BYTES` or more. An input Spark cannot size is not shuffled: the writes
+    that read a table through the ``dyntable`` source (UPDATE, DELETE and MERGE rewrites, INSERT
+    … SELECT from a primary-key table) keep the unshuffled write they had."""
     if mode != "auto":
         return mode == "true"
     size = _estimated_bytes(frame)
-    return size is None or size >= MIN_ESTIMATED_BYTES
+    return size is not None and size >= MIN_ESTIMATED_BYTES
 
 
 def for_write(frame: DataFrame, table: Table, session_options: dict[str, str] | None = None) -> DataFrame:

@@ -83,12 +83,18 @@ def test_update_merge_and_delete_through_the_shuffle(session):
     assert contents(session, "t") == sorted(expected.items())
 
 
-def test_auto_shuffles_large_inputs_only(spark):
+def test_auto_shuffles_large_inputs_of_known_size_only(session, spark, warehouse):
     small = spark.sql("SELECT * FROM VALUES (1, 'a'), (2, 'b') AS v(id, v)")
     large = spark.range(0, MIN_ESTIMATED_BYTES)  # 8 bytes per row: far above the threshold
     assert not should_shuffle(small)
     assert should_shuffle(large)
     assert should_shuffle(small, "true") and not should_shuffle(large, "false")
+    _create(session, "t")
+    run(session, "INSERT INTO t VALUES (1, 'a')")
+    # a read through the Python source has no size estimate: written as before, unshuffled
+    source = spark.read.format("dyntable").option("warehouse", warehouse).option("table", "default.t").load()
+    assert not should_shuffle(source)
+    assert not should_shuffle(source.join(large, "id"))
 
 
 def test_write_table_helper_applies_row_kinds(session, spark, warehouse):
