@@ -26,7 +26,7 @@ def ours(catalog, name: str, **kw) -> list[tuple]:
 
 def test_java_and_dyntable_read_a_fallback_branch_alike(java: JavaPaimon, catalog):
     t = catalog.create_table("db.fb", KV, partition_keys=["dt"])
-    t.create_branch("stream")
+    t.refs.branches.create("stream")
     catalog.alter_table(t.identifier, [SetOption("scan.fallback-branch", "stream")])
     catalog.get_table("db.fb$branch_stream").write_arrow(pa.concat_tables([_kv([1, 2], "s", "d1"),
                                                                            _kv([3], "s", "d2")]))
@@ -42,8 +42,8 @@ def test_java_reads_main_after_merge_branch(java: JavaPaimon, catalog, primary_k
                              primary_keys=["dt", "id"] if primary_key else (), options={"bucket": "2"}
                              if primary_key else {})
     t.write_arrow(_kv([1, 2], "base"))
-    t.create_tag("t1", 1)
-    t.create_branch("dev", from_tag="t1")
+    t.refs.tags.create("t1", 1)
+    t.refs.branches.create("dev", from_tag="t1")
     catalog.get_table("db.mb$branch_dev").write_arrow(_kv([2, 3], "dev", "b" if not primary_key else "a"))
     catalog.get_table("db.mb").write_arrow(_kv([4], "main"))
     merge_branch(t.store, "dev")

@@ -46,7 +46,7 @@ def test_plan_in_the_driver_read_in_tasks_equals_to_arrow(pk):
 def test_time_travel_by_version_prefers_a_tag_of_that_name(pk):
     pk.write_arrow(_rows([1]))  # snapshot 1
     pk.write_arrow(_rows([2]))
-    pk.create_tag("1", snapshot_id=2)
+    pk.refs.tags.create("1", snapshot_id=2)
     assert pk.new_read_builder().at(version="1").snapshot.id == 2  # the tag named "1"
     assert pk.new_read_builder().at(snapshot_id=1).snapshot.id == 1
     ids = pk.new_read_builder().at(snapshot_id=1).new_read().to_arrow(

@@ -43,7 +43,7 @@ def test_files_go_under_the_directory_and_every_operation_finds_them(catalog, pr
     ids = [1, 2, 3, 4] if primary_key else [1, 1, 2, 3, 4]
     assert sorted(t.to_arrow().column("id").to_pylist()) == ids
     # Expiration (one snapshot retained) deletes the compacted-away files under the directory.
-    t.expire_snapshots(retain_max=1, retain_min=1)
+    t.maintenance.expire_snapshots(retain_max=1, retain_min=1)
     assert len(t.snapshots()) == 1
     expected_live = len(t.store.live_entries(t.latest_snapshot()))
     assert len(data_files(t.path)) == expected_live < before  # the replaced files were deleted
@@ -53,7 +53,7 @@ def test_files_go_under_the_directory_and_every_operation_finds_them(catalog, pr
         f.write(b"x" * 16)
     old = time.time() - 2 * 86_400
     os.utime(orphan, (old, old))
-    result = t.remove_orphan_files()
+    result = t.maintenance.remove_orphan_files()
     assert [p for p, _ in result.files] == [orphan] and not os.path.exists(orphan)
     assert sorted(t.to_arrow().column("id").to_pylist()) == ids
 
@@ -70,12 +70,12 @@ def test_the_directory_is_fixed_at_creation_and_must_be_relative(catalog):
 def test_branches_and_time_travel_read_the_directory(catalog):
     t = catalog.create_table("db.br", SCHEMA, options={"data-file.path-directory": "data"})
     t.write_arrow(batch([1], "a"))
-    t.create_tag("t1", 1)
-    t.create_branch("b", from_tag="t1")
+    t.refs.tags.create("t1", 1)
+    t.refs.branches.create("b", from_tag="t1")
     b = catalog.get_table("db.br$branch_b")
     b.write_arrow(batch([2], "b"))
     assert sorted(b.to_arrow().column("id").to_pylist()) == [1, 2]
     assert all(f.startswith("data" + os.sep) for f in data_files(t.path))
-    t.delete_branch("b")
+    t.refs.branches.delete("b")
     assert t.to_arrow(snapshot_id=1).column("id").to_pylist() == [1]
     assert len(data_files(t.path)) == 1  # the branch's own file went with it

@@ -23,14 +23,14 @@ def rows(t, **kw) -> list[tuple]:
 def append_table(catalog, name="db.T"):
     t = catalog.create_table(name, APPEND)
     t.write_arrow(pa.table({"id": [1], "name": ["a"]}, schema=APPEND))
-    t.create_tag("tag1", 1)
+    t.refs.tags.create("tag1", 1)
     return t
 
 
 def test_merge_branch_of_an_append_table(catalog):
     """MergeBranchProcedureTest 'merge branch test': the branch's new rows reach main, once."""
     t = append_table(catalog)
-    t.create_branch("test_branch", from_tag="tag1")
+    t.refs.branches.create("test_branch", from_tag="tag1")
     b = catalog.get_table("db.T$branch_test_branch")
     b.write_arrow(pa.table({"id": [2], "name": ["b"]}, schema=APPEND))
     dry = merge_branch(t.store, "test_branch", dry_run=True)
@@ -62,8 +62,8 @@ def test_merge_branch_of_an_append_table(catalog):
 def test_merge_into_an_explicit_target_branch(catalog):
     """MergeBranchProcedureTest 'merge branch with explicit target branch'."""
     t = append_table(catalog)
-    t.create_branch("branchA", from_tag="tag1")
-    t.create_branch("branchB", from_tag="tag1")
+    t.refs.branches.create("branchA", from_tag="tag1")
+    t.refs.branches.create("branchB", from_tag="tag1")
     catalog.get_table("db.T$branch_branchA").write_arrow(pa.table({"id": [2], "name": ["b"]}, schema=APPEND))
     merge_branch(t.store, "branchA", "branchB")
     assert rows(catalog.get_table("db.T$branch_branchB")) == [(1, "a"), (2, "b")]
@@ -75,7 +75,7 @@ def test_what_is_refused(catalog):
     t = append_table(catalog)
     with pytest.raises(NoSuchBranchError, match="nonexistent"):
         merge_branch(t.store, "nonexistent")
-    t.create_branch("empty")
+    t.refs.branches.create("empty")
     with pytest.raises(NoSuchSnapshotError, match="does not have snapshot"):
         merge_branch(t.store, "empty")
     with pytest.raises(InvalidArgumentError, match="itself"):
@@ -83,13 +83,13 @@ def test_what_is_refused(catalog):
     with pytest.raises(InvalidArgumentError, match="conflict"):
         merge_branch(t.store, "empty", conflict="mine")
     # an append branch that rewrote its base would repeat the base's rows
-    t.create_branch("over", from_tag="tag1")
+    t.refs.branches.create("over", from_tag="tag1")
     over = catalog.get_table("db.T$branch_over")
     over.write_arrow(pa.table({"id": [9], "name": ["z"]}, schema=APPEND), overwrite=True)
     with pytest.raises(InvalidArgumentError, match="rewrote 1 data file"):
         merge_branch(t.store, "over")
     # the columns must match
-    t.create_branch("wide", from_tag="tag1")
+    t.refs.branches.create("wide", from_tag="tag1")
     catalog.alter_table(catalog.get_table("db.T$branch_wide").identifier, [AddColumn("extra", "INT")])
     with pytest.raises(InvalidArgumentError, match="schema mismatch"):
         merge_branch(t.store, "wide")
@@ -99,8 +99,8 @@ def test_what_is_refused(catalog):
 def keyed(catalog, options=None):
     t = catalog.create_table("db.K", KEYED, primary_keys=["id"], options={"bucket": "2", **(options or {})})
     t.write_arrow(pa.table({"id": [1, 2, 3, 4], "v": ["a", "b", "c", "d"], "n": [1, 2, 3, 4]}, schema=KEYED))
-    t.create_tag("t1", 1)
-    t.create_branch("dev", from_tag="t1")
+    t.refs.tags.create("t1", 1)
+    t.refs.branches.create("dev", from_tag="t1")
     return t, catalog.get_table("db.K$branch_dev")
 
 
@@ -145,7 +145,7 @@ def test_key_level_merge_goes_through_the_merge_engine(catalog):
 def test_key_level_merge_of_an_empty_branch_and_refused_engines(catalog):
     t = catalog.create_table("db.E", KEYED, primary_keys=["id"], options={"bucket": "1"})
     t.write_arrow(pa.table({"id": [1], "v": ["a"], "n": [1]}, schema=KEYED))
-    t.create_branch("fresh")  # no base: every key of the branch is the branch's
+    t.refs.branches.create("fresh")  # no base: every key of the branch is the branch's
     catalog.get_table("db.E$branch_fresh").write_arrow(pa.table({"id": [1, 2], "v": ["x", "y"], "n": [0, 0]},
                                                                 schema=KEYED))
     with pytest.raises(MergeConflictError):
@@ -155,8 +155,8 @@ def test_key_level_merge_of_an_empty_branch_and_refused_engines(catalog):
     agg = catalog.create_table("db.A", KEYED, primary_keys=["id"],
                                options={"merge-engine": "aggregation", "fields.n.aggregate-function": "sum"})
     agg.write_arrow(pa.table({"id": [1], "v": ["a"], "n": [1]}, schema=KEYED))
-    agg.create_tag("t", 1)
-    agg.create_branch("b", from_tag="t")
+    agg.refs.tags.create("t", 1)
+    agg.refs.branches.create("b", from_tag="t")
     catalog.get_table("db.A$branch_b").write_arrow(pa.table({"id": [1], "v": ["a"], "n": [5]}, schema=KEYED))
     with pytest.raises(InvalidArgumentError, match="aggregation"):
         merge_branch(agg.store, "b")

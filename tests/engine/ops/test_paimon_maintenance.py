@@ -181,19 +181,19 @@ def test_done_partition_action_adds_the_dot_done_partition_with_the_success_file
     t = catalog.create_table("db.done", two, partition_keys=["p", "hr"],
                              options={"partition.mark-done-action": "success-file,done-partition"})
     t.write_arrow(pa.table({"id": [1], "v": ["x"], "p": ["20240713"], "hr": ["02"]}, schema=two))
-    assert t.mark_partitions_done([{"p": "20240713", "hr": "02"}]) == ["p=20240713/hr=02"]
+    assert t.maintenance.mark_partitions_done([{"p": "20240713", "hr": "02"}]) == ["p=20240713/hr=02"]
     assert os.path.isdir(os.path.join(t.path, "p=20240713", "hr=02.done"))
     assert read_success_file(t.store, {"p": "20240713", "hr": "02"}) is not None
     assert done_partitions(t.store) == ["p=20240713/hr=02.done"]
-    t.mark_partitions_done([{"p": "20240713", "hr": "02"}])  # marking again changes nothing
+    t.maintenance.mark_partitions_done([{"p": "20240713", "hr": "02"}])  # marking again changes nothing
     assert done_partitions(t.store) == ["p=20240713/hr=02.done"]
-    t.remove_orphan_files(older_than=int(time.time() * 1000), force=True)
+    t.maintenance.remove_orphan_files(older_than=int(time.time() * 1000), force=True)
     assert done_partitions(t.store) == ["p=20240713/hr=02.done"]
     assert [r["id"] for r in t.to_arrow().to_pylist()] == [1]  # the marker is no data
 
     only = catalog.create_table("db.done1", SCHEMA, partition_keys=["p"],
                                 options={"partition.mark-done-action": "done-partition"})
-    only.mark_partitions_done([{"p": "20201202"}])
+    only.maintenance.mark_partitions_done([{"p": "20201202"}])
     assert done_partitions(only.store) == ["p=20201202.done"]
     assert read_success_file(only.store, {"p": "20201202"}) is None  # done-partition alone: no _SUCCESS
 

@@ -27,7 +27,7 @@ def content(t, **kw) -> list[tuple]:
 
 def make(catalog, name="db.T", **kw):
     t = catalog.create_table(name, SCHEMA, partition_keys=["dt"], **kw)
-    t.create_branch("test")
+    t.refs.branches.create("test")
     t = catalog.alter_table(t.identifier, [SetOption("scan.fallback-branch", "test")])
     return t, catalog.get_table(f"{name}$branch_test")
 
