@@ -215,7 +215,12 @@ class TableRead:
     """Reads data splits and change splits (task side; picklable)."""
 
     def __init__(
-        self, builder: ReadBuilder, *, filter_rows: bool = True, changes: bool = False, all_levels: bool = False
+        self,
+        builder: ReadBuilder,
+        *,
+        filter_rows: bool = True,
+        changes: bool = False,
+        all_levels: bool = False,
     ) -> None:
         self.builder = builder
         self.filter_rows = filter_rows

@@ -24,12 +24,16 @@ COMPUTED_PREFIX = "dyntable.computed-column."
 WATERMARK_PREFIX = "dyntable.watermark."
 
 
-def done(stmt: Statement, message: str, session: SqlSession | None = None, frame: object = None) -> StatementResult:
+def done(
+    stmt: Statement, message: str, session: SqlSession | None = None, frame: object = None
+) -> StatementResult:
 
     return StatementResult(stmt, frame, message)  # type: ignore[arg-type]
 
 
-def rows(session: SqlSession, stmt: Statement, table: pa.Table, message: str | None = None) -> StatementResult:
+def rows(
+    session: SqlSession, stmt: Statement, table: pa.Table, message: str | None = None
+) -> StatementResult:
 
     return StatementResult(stmt, session.arrow_frame(table), message)
 

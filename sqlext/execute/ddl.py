@@ -102,8 +102,9 @@ def create_table(s: SqlSession, n: ast.CreateTable, stmt: Statement) -> Statemen
     if s.catalog.table_exists(ident):
         if n.if_not_exists:
             return done(stmt, f"Table {ident.full_name} already exists")
-        raise SqlAnalysisError(f"table '{ident.full_name}' already exists", line=stmt.line, column=stmt.column,
-                               sqlstate="42710")
+        raise SqlAnalysisError(
+            f"table '{ident.full_name}' already exists", line=stmt.line, column=stmt.column, sqlstate="42710"
+        )
     if view_of(s, replace(n.name, database=ident.database)) is not None:
         raise SqlAnalysisError(
             f"'{ident.full_name}' is a view: a table cannot have its name (DROP VIEW first, or pick"
@@ -172,8 +173,14 @@ def create_table_like(s: SqlSession, n: ast.CreateTableLike, stmt: Statement) ->
     if s.catalog.table_exists(ident) and n.if_not_exists:
         return done(stmt, f"Table {ident.full_name} already exists")
     options = {**source.options, **{k: str(v) for k, v in n.options.items()}}
-    s.catalog.create_table(ident, list(source.schema.fields), source.partition_keys, source.primary_keys, options,
-                           source.schema.comment)
+    s.catalog.create_table(
+        ident,
+        list(source.schema.fields),
+        source.partition_keys,
+        source.primary_keys,
+        options,
+        source.schema.comment,
+    )
     return done(stmt, f"Table {ident.full_name} created")
 
 
@@ -186,7 +193,9 @@ def drop_table(s: SqlSession, n: ast.DropTable, stmt: Statement) -> StatementRes
     if not s.is_managed(n.name):
         if n.name.database is None and not _spark_has(s, n.name.table):
             if n.if_exists:
-                return done(stmt, f"Table {s.current_database}.{n.name.table} does not exist; nothing dropped")
+                return done(
+                    stmt, f"Table {s.current_database}.{n.name.table} does not exist; nothing dropped"
+                )
             # Spark would name its own current database ('default'), not the session's.
             require_managed(s, n.name, stmt)
         return _to_spark(s, stmt)
@@ -304,7 +313,10 @@ def drop_partitions(s: SqlSession, n: ast.DropPartitions, stmt: Statement) -> St
             f"{e} (use DROP IF EXISTS PARTITION to skip missing partitions)",
             line=stmt.line, column=stmt.column, sqlstate="428FT",
         ) from None
-    return done(stmt, f"Dropped {len(specs)} partition spec(s)" + ("" if result.snapshot_ids else " (nothing matched)"))
+    return done(
+        stmt,
+        f"Dropped {len(specs)} partition spec(s)" + ("" if result.snapshot_ids else " (nothing matched)"),
+    )
 
 
 def compact(s: SqlSession, n: ast.CompactTable, stmt: Statement) -> StatementResult:
@@ -326,15 +338,21 @@ def add_primary_key(s: SqlSession, n: ast.AddPrimaryKey, stmt: Statement) -> Sta
                                line=stmt.line, column=stmt.column, sqlstate="42000")
     snapshot = table.latest_snapshot()
 
-    pinned = ReadRequest(s.target(table.name), travel=ReadVersion(snapshot_id=snapshot.id) if snapshot else None)
+    pinned = ReadRequest(
+        s.target(table.name), travel=ReadVersion(snapshot_id=snapshot.id) if snapshot else None
+    )
 
     def fresh() -> Any:  # a new relation per query: never reuse one across queries
         return s.read(pinned)
 
     dup = fresh().groupBy(*n.columns).count().where("count > 1").limit(1).collect()
     if dup:
-        raise SqlAnalysisError(f"cannot add primary key ({', '.join(n.columns)}): duplicate key {tuple(dup[0])[:-1]}",
-                               line=stmt.line, column=stmt.column, sqlstate="23505")
+        raise SqlAnalysisError(
+            f"cannot add primary key ({', '.join(n.columns)}): duplicate key {tuple(dup[0])[:-1]}",
+            line=stmt.line,
+            column=stmt.column,
+            sqlstate="23505",
+        )
     nulls = fresh().where(" OR ".join(f"`{c}` IS NULL" for c in n.columns)).count()
     if nulls:
         raise SqlAnalysisError("cannot add a primary key over columns holding NULL values", line=stmt.line,
@@ -345,7 +363,9 @@ def add_primary_key(s: SqlSession, n: ast.AddPrimaryKey, stmt: Statement) -> Sta
     tmp = s.identifier(n.table).base()
     staging = type(tmp)(tmp.database, f"{tmp.table}__pk_rewrite_{s.next_id()}")
     options = {k: v for k, v in table.options.items() if k not in ("bucket", "bucket-key")}
-    options.update({k[len("table-storage."):]: v for k, v in s.options.items() if k == "table-storage.bucket"})
+    options.update(
+        {k[len("table-storage.") :]: v for k, v in s.options.items() if k == "table-storage.bucket"}
+    )
     new = s.catalog.create_table(staging, list(table.schema.fields), table.partition_keys, n.columns, options,
                                  table.schema.comment)
     try:
@@ -367,7 +387,9 @@ def rescale(s: SqlSession, n: ast.RescaleBuckets, stmt: Statement) -> StatementR
             "(rescale the whole table)", line=stmt.line, column=stmt.column,
         )
     if n.buckets < 1:
-        raise SqlAnalysisError("the bucket count must be at least 1", line=stmt.line, column=stmt.column, sqlstate="22023")
+        raise SqlAnalysisError(
+            "the bucket count must be at least 1", line=stmt.line, column=stmt.column, sqlstate="22023"
+        )
     rescale_table(s, n.table, n.buckets)
     return done(stmt, f"Table rewritten into {n.buckets} bucket(s)")
 

@@ -29,7 +29,9 @@ def set_option(s: SqlSession, n: ast.SetOption, stmt: Statement) -> StatementRes
                 value = s.spark.conf.get(n.key, None)
             except Exception:  # noqa: BLE001
                 value = None
-        return rows(s, stmt, pa.table({"key": [n.key], "value": [value if value is not None else "<undefined>"]}))
+        return rows(
+            s, stmt, pa.table({"key": [n.key], "value": [value if value is not None else "<undefined>"]})
+        )
     s.set_option(n.key, n.value)
     return done(stmt, f"{n.key} = {n.value}")
 

@@ -147,7 +147,9 @@ def test_arbitrary_table_properties_are_stored_as_paimon_stores_them(session, ca
         session.sql("ALTER TABLE T SET TBLPROPERTIES ('snapshot.num-retained.mx' = '5')")
     assert "snapshot.num-retained.max" in caplog.text
     # An option dyntable cannot honour is refused, and nothing changes.
-    fails(session, "ALTER TABLE T SET TBLPROPERTIES ('data-file.external-paths' = 'file:///x')", "not supported")
+    fails(
+        session, "ALTER TABLE T SET TBLPROPERTIES ('data-file.external-paths' = 'file:///x')", "not supported"
+    )
     assert "data-file.external-paths" not in table(session, "T").options
 
 

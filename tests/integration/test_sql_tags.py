@@ -53,8 +53,12 @@ def test_tag_procedures(session, tagged):
     )
     assert (name, sid, commit_time, watermark) == ("ts", 1, first.time_millis, "null")
     assert run(session, "CALL sys.delete_tag(table => 'tagged', tag => 'first,ts')") == [(True,)]
-    assert run(session, "CALL sys.delete_tag(table => 'tagged', tag => 'nope')") == [(True,)]  # Paimon: no error
-    assert run(session, "CALL sys.expire_tags(table => 'tagged', older_than => '2999-01-01 00:00:00')") == [("two",)]
+    assert run(session, "CALL sys.delete_tag(table => 'tagged', tag => 'nope')") == [
+        (True,)
+    ]  # Paimon: no error
+    assert run(session, "CALL sys.expire_tags(table => 'tagged', older_than => '2999-01-01 00:00:00')") == [
+        ("two",)
+    ]
     assert tagged.refs.tags.all() == {}
 
 

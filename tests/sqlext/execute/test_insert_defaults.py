@@ -15,13 +15,22 @@ DEFAULTS = {"b": "CAST('2' AS INT)", "c": "CAST('x' AS STRING)"}
     "query, expected",
     [
         ("VALUES (3, DEFAULT, DEFAULT)", "VALUES (3, CAST('2' AS INT), CAST('x' AS STRING))"),
-        ("values (3, default, 1), (4, 5, Default)", "values (3, CAST('2' AS INT), 1), (4, 5, CAST('x' AS STRING))"),
+        (
+            "values (3, default, 1), (4, 5, Default)",
+            "values (3, CAST('2' AS INT), 1), (4, 5, CAST('x' AS STRING))",
+        ),
         # a column without a default gets NULL
         ("VALUES (DEFAULT, 1, 2)", "VALUES (NULL, 1, 2)"),
         # quoted text, longer words, nested expressions and comments are left alone
         ("VALUES (1, 'DEFAULT', `DEFAULT`)", "VALUES (1, 'DEFAULT', `DEFAULT`)"),
-        ("VALUES (1, coalesce(DEFAULT_x, 1), (DEFAULT)) -- DEFAULT", "VALUES (1, coalesce(DEFAULT_x, 1), (DEFAULT)) -- DEFAULT"),
-        ("VALUES (1, named_struct('k', 1), DEFAULT)", "VALUES (1, named_struct('k', 1), CAST('x' AS STRING))"),
+        (
+            "VALUES (1, coalesce(DEFAULT_x, 1), (DEFAULT)) -- DEFAULT",
+            "VALUES (1, coalesce(DEFAULT_x, 1), (DEFAULT)) -- DEFAULT",
+        ),
+        (
+            "VALUES (1, named_struct('k', 1), DEFAULT)",
+            "VALUES (1, named_struct('k', 1), CAST('x' AS STRING))",
+        ),
         # only VALUES queries are rewritten
         ("SELECT 1, DEFAULT, 2", "SELECT 1, DEFAULT, 2"),
     ],

@@ -63,7 +63,9 @@ def test_scan_mode_is_parsed_by_the_option_registry_and_the_table_sets_the_defau
     _commit(t, 0, 10)
 
     def reader(**extra: str) -> DyntableStreamReader:
-        return DyntableStreamReader(ReadRequest.from_options({"warehouse": warehouse, "table": "db.s", **extra}))
+        return DyntableStreamReader(
+            ReadRequest.from_options({"warehouse": warehouse, "table": "db.s", **extra})
+        )
 
     assert reader().mode == "latest"  # the table's option
     assert reader(**{"scan.mode": "FULL"}).mode == "full"  # the statement's wins; case-insensitive
