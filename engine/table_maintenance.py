@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from engine.ops.tags import TagDeletion, TagOps
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from engine.ops.expire_changelog import ChangelogExpiry
     from engine.ops.expire_partitions import PartitionExpiration
     from engine.ops.expire_snapshots import ExpireReport
+    from engine.ops.maintenance_log import MaintenanceRecord
     from engine.ops.missing_files import MissingFiles
     from engine.ops.orphan_files import OrphanFilesResult
     from engine.ops.purge import PurgeReport
@@ -162,6 +164,20 @@ class TableMaintenance:
         from engine.ops.rewrite_file_index import rewrite_file_index
 
         return rewrite_file_index(self._store, partitions, dry_run=dry_run)
+
+    def trigger_tag_automatic_creation(self) -> list[str]:
+        """Create the automatic tags due now (``tag.automatic-creation``) and return their names;
+        unlike the run after a commit, which never fails the commit, errors are raised."""
+        from engine.ops.auto_tags import AutoTagger
+
+        return AutoTagger(self._store).run()
+
+    def recorded(self, operation: str) -> AbstractContextManager[MaintenanceRecord]:
+        """A ``$maintenance_log`` record of an operation the engine does not run itself (SQL's
+        ``rescale``): ``with table.maintenance.recorded("rescale") as rec: ...; rec.details = {...}``."""
+        from engine.ops.maintenance_log import recorded_run
+
+        return recorded_run(self._store.io, self._table.path, operation, branch=self._table.branch)
 
     def mark_partitions_done(self, partitions: Sequence[Mapping[str, object]]) -> list[str]:
         """Run ``partition.mark-done-action`` on each partition (engine.ops.partition_done)."""

@@ -117,12 +117,10 @@ def _mark_partition_done(session: SqlSession, args: dict[str, Any]) -> pa.Table:
 
 
 def _trigger_tag_automatic_creation(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    from engine.ops.auto_tags import AutoTagger
-
     table = table_argument(session, args["table"])
     # Unlike the run after a commit (which never fails the commit), a called run reports its errors.
     # With tag.automatic-creation = 'none' there is nothing to create, and Paimon answers true.
-    created = AutoTagger(table.store).run()
+    created = table.maintenance.trigger_tag_automatic_creation()
     log.info("trigger_tag_automatic_creation of %s created %s", table.name, created or "no tag")
     return _true()
 

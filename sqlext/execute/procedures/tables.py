@@ -68,10 +68,8 @@ def _rescale(session: SqlSession, args: dict[str, Any]) -> pa.Table:
             f"rescale: table '{table.name}' has bucket = {table.core_options.bucket} (dynamic or unaware "
             "buckets); dyntable rescales fixed-bucket tables only"
         )
-    from engine.ops.maintenance_log import recorded_run
-
     before = table.core_options.bucket
-    with recorded_run(table.store.io, table.path, "rescale", branch=table.branch) as rec:
+    with table.maintenance.recorded("rescale") as rec:
         rescale_table(session, TableName.parse(args["table"]), buckets)
         rec.details = {"buckets_before": before, "buckets_after": buckets}
     return _true()
