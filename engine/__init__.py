@@ -63,6 +63,7 @@ from engine.identifier import Identifier
 from engine.merge.functions import MergeConfig
 from engine.meta.paths import escape_path_name, partition_value_string
 from engine.meta.snapshot import CommitKind, Snapshot
+from engine.option_checks import near_miss, validate_options
 from engine.scan import predicate
 from engine.scan.incremental import ROWKIND
 from engine.scan.raw import ADD_KINDS
@@ -140,4 +141,6 @@ __all__ = [
     "StorageError",
     "TableAlreadyExistsError",
     "TagAlreadyExistsError",
+    "near_miss",
+    "validate_options",
 ]

@@ -27,7 +27,8 @@ from engine.identifier import DEFAULT_DATABASE, Identifier, validate_name
 from engine.io import FileIO
 from engine.meta.paths import TablePaths, join
 from engine.meta.schema_store import SchemaStore
-from engine.options import BUCKET, validate_options
+from engine.option_checks import validate_options
+from engine.options import BUCKET
 from engine.schema import TableSchema
 from engine.schema_changes import SchemaChange
 from engine.table import Table

@@ -35,6 +35,7 @@ import pyarrow as pa
 from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchColumnError
 from engine.fileindex.options import check_file_index_options, drop_index_column, rename_index_column
 from engine.frozen import FrozenMap
+from engine.option_checks import check_alterable, validate_options
 from engine.options import (
     BUCKET,
     CHANGELOG_PRODUCER,
@@ -45,9 +46,7 @@ from engine.options import (
     PRIMARY_KEY,
     PRIMARY_KEY_NULLABLE,
     CoreOptions,
-    check_alterable,
     iter_field_option_columns,
-    validate_options,
 )
 from engine.schema_changes import (
     AddColumn,

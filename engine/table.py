@@ -26,7 +26,8 @@ from engine.io import FileIO
 from engine.meta.paths import TablePaths
 from engine.meta.schema_store import SchemaStore
 from engine.meta.snapshot import Snapshot
-from engine.options import CoreOptions, validate_options
+from engine.option_checks import validate_options
+from engine.options import CoreOptions
 from engine.read.split_reader import SplitReader
 from engine.scan.planner import Plan, TableScan, store_at
 from engine.scan.predicate import Predicate

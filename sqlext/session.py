@@ -462,7 +462,7 @@ class SqlSession:
             check_session_key(key, value)  # Paimon's dynamic options: applied to later reads/writes
             self.options[key] = value
         elif key.startswith(STORAGE_PREFIX):
-            from engine.options import validate_options
+            from engine import validate_options
 
             validate_options({key[len(STORAGE_PREFIX):]: value})
             self.options[key] = value

@@ -4,6 +4,7 @@ commit's post-commit hooks (``engine.builders.hooks``) — the one place they ru
 ```
  CommitBuilder (immutable)  overwrite · commit user · identifier · base snapshot · change tracking · hooks
    .commit(messages)  ─► CommitResult(snapshot ids, rows added)   publish, then PostCommit.run
+   .commit_with_deletions(deletions, messages)   the same for a row-level change of a DV append table
    .abort(messages)   ─► the messages' files deleted (nothing refers to them)
    .is_published(identifier, not_before_millis)   did this user publish it (a job's abort asks)
    .latest_committed_identifier()                 exactly-once streaming restarts
@@ -26,6 +27,7 @@ from engine.commit_messages import CommitMessage, CommitResult, OverwriteSpec, d
 from engine.store import BATCH_COMMIT_IDENTIFIER
 
 if TYPE_CHECKING:
+    from engine.append_deletions import AppendDeletionCommit
     from engine.table import Table
 
 
@@ -81,6 +83,18 @@ class CommitBuilder:
         else:
             result = committer.overwrite(messages, self.overwrite, identifier,
                                          base_snapshot_id=self.base_snapshot_id)
+        if result.snapshot_ids:
+            compaction = self.hooks.run(self.table, messages)
+            result = CommitResult(result.snapshot_ids + compaction.snapshot_ids, result.rows_added)
+        return result
+
+    def commit_with_deletions(
+        self, deletions: AppendDeletionCommit, messages: Sequence[CommitMessage] = ()
+    ) -> CommitResult:
+        """Publish the rows ``deletions`` marks deleted (deletion vectors of an append table) and
+        ``messages`` (the new rows of an UPDATE/MERGE) as one snapshot, then run the post-commit
+        hooks, as :meth:`commit` does."""
+        result = deletions.commit(messages)
         if result.snapshot_ids:
             compaction = self.hooks.run(self.table, messages)
             result = CommitResult(result.snapshot_ids + compaction.snapshot_ids, result.rows_added)

@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from engine import AppendDeletionCommit, Table, dv_scan_files, group_positions
+from engine import AppendDeletionCommit, Table, WriteBuilder, dv_scan_files, group_positions
 from sqlext.parse import ast
 from sqlext.parse.splitter import Statement
 from sqlext.source.spark_types import spark_schema
@@ -110,24 +110,24 @@ def _positions(df: DataFrame) -> dict[str, Any]:
     return group_positions(arrow.column(FILE), arrow.column(POS))
 
 
-def _write_rows(s: SqlSession, table: Table, df: DataFrame) -> list[Any]:
-    """Write ``df`` (the table's columns) with engine writers in Spark tasks; their commit messages."""
+def _write_rows(s: SqlSession, table: Table, df: DataFrame, builder: WriteBuilder) -> list[Any]:
+    """Write ``df`` (the table's columns) with engine writers in Spark tasks; their commit messages.
+    A failed job deletes the files its finished tasks wrote (``WriteBuilder.abort_job``)."""
     from sqlext.execute.insert import shape_frame
-    from sqlext.source.datasource import cluster_for_writers, delete_job_files, write_task
+    from sqlext.source.datasource import cluster_for_writers, write_task
 
     columns = list(table.schema.field_names)
     frame = cluster_for_writers(shape_frame(s, table, df, columns), table)
-    token = f"dml-{uuid.uuid4().hex[:12]}"
-    store_table = table
+    job = f"dml-{uuid.uuid4().hex[:12]}"
 
     def task(batches: Any) -> Any:
-        messages = write_task(store_table, batches, token)
+        messages = write_task(builder, batches, job, abortable=True)
         yield pa.RecordBatch.from_pydict({"m": [pickle.dumps(messages)]}, pa.schema([("m", pa.binary())]))
 
     try:
         blobs = frame.mapInArrow(task, "m binary").toArrow().column("m").to_pylist()
     except BaseException:
-        delete_job_files(table, token)  # files of the tasks that finished before the job failed
+        builder.abort_job(job)
         raise
     return [m for blob in blobs for m in pickle.loads(blob)]
 
@@ -135,12 +135,13 @@ def _write_rows(s: SqlSession, table: Table, df: DataFrame) -> list[Any]:
 def _commit(s: SqlSession, table: Table, snapshot: Any, touched: DataFrame,
             new_rows: DataFrame | None) -> int:
     """Mark ``touched`` rows deleted and add ``new_rows``; one snapshot. Returns the rows marked."""
-    commit = AppendDeletionCommit(table.store, snapshot)
-    count = commit.delete(_positions(touched)) if snapshot is not None else 0
-    messages = _write_rows(s, table, new_rows) if new_rows is not None else []
+    deletions = AppendDeletionCommit(table.store, snapshot)
+    count = deletions.delete(_positions(touched)) if snapshot is not None else 0
+    builder = table.new_write_builder(None, commit_user=deletions.commit_user)
+    messages = _write_rows(s, table, new_rows, builder) if new_rows is not None else []
     if count or messages:
-        commit.commit(messages)
-        table.refresh().after_commit(compact=bool(messages))  # tags, expiration; compaction if files came
+        # One snapshot, then the post-commit hooks (tags, expiration; compaction of new files).
+        builder.new_commit().commit_with_deletions(deletions, messages)
     return count
 
 

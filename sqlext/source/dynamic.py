@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from engine import InvalidArgumentError
-from engine.options import find_option, near_miss, validate_options
+from engine import InvalidArgumentError, near_miss, validate_options
+from engine.options import find_option
 
 PREFIX = "spark.paimon."
 # Catalog names a table-specific key may use for dyntable's tables (Spark's session catalog, and

@@ -7,20 +7,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.errors import InvalidArgumentError
+from engine.option_checks import check_alterable, validate_options
 from engine.options import (
     ALL_OPTIONS,
     BUCKET,
     FIELDS_AGGREGATE_FUNCTION,
     INT_MAX,
     CoreOptions,
-    check_alterable,
     find_option,
     format_duration,
     format_memory_size,
     parse_bool,
     parse_duration,
     parse_memory_size,
-    validate_options,
 )
 from engine.options_doc import options_reference_markdown
 
