@@ -24,7 +24,7 @@ tables are already clustered by ``sqlext.source.datasource.cluster_for_writers``
 Spark estimates at :data:`MIN_ESTIMATED_BYTES` or more (files, Spark tables, cached DataFrames;
 a read through the ``dyntable`` source has no estimate and is not shuffled), unless
 ``write.bucket-shuffle`` says otherwise. Measured (``docs/benchmarks.md``, W2s/W2i/W2m): on a
-1M-row upsert the shuffled SQL INSERT is 1.1-2.5x faster (medians) than the unshuffled one,
+1M-row upsert the shuffled SQL INSERT is 1.06-2.45x faster (medians) than the unshuffled one,
 whose runs trigger the base rewrite; on a 2,000-row INSERT it is 2x slower (the extra exchange
 stage dominates), hence the size threshold. The rows are not sorted in the JVM: the writer sorts its
 buffer anyway, and ``sortWithinPartitions`` measured slower (W2ss).
