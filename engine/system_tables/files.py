@@ -19,12 +19,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 
 from engine.errors import CorruptMetadataError, InvalidArgumentError
 from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta
-from engine.meta.paths import partition_path
+from engine.meta.paths import join, partition_path
 from engine.meta.snapshot import Snapshot
 from engine.scan.file_stats import decode_stats
 from engine.scan.planner import TableScan
@@ -37,6 +38,7 @@ from engine.system_tables.render import (
     row_string,
     stats_map_string,
 )
+from engine.system_tables.stats_render import java_key_texts, layout_stats_texts
 from engine.types import DataType
 
 if TYPE_CHECKING:
@@ -136,47 +138,124 @@ class _FileRenderer:
         return stats_map_string(nulls), stats_map_string(mins), stats_map_string(maxs)
 
 
+def _layout(file: DataFileMeta) -> tuple[object, ...]:
+    """What decides how a file's value statistics are laid out: its schema and stats columns."""
+    cols = file.value_stats_cols if file.value_stats_cols is not None else file.write_cols
+    return (file.schema_id, file.value_stats_cols is not None, cols)
+
+
+def _patch(
+    arrays: Sequence[pa.Array], rows: Sequence[int], texts: Sequence[Sequence[str | None]]
+) -> list[pa.Array]:
+    """``arrays`` with the given rows replaced by per-file texts (one sequence per array)."""
+    out = []
+    for array, column in zip(arrays, texts, strict=True):
+        values = array.to_numpy(zero_copy_only=False).astype(object)
+        values[list(rows)] = list(column)
+        out.append(pa.array(values, pa.string()))
+    return out
+
+
+def _stats_columns(render: _FileRenderer, files: Sequence[DataFileMeta]) -> list[pa.Array]:
+    """``null_value_counts``, ``min_value_stats``, ``max_value_stats`` of every file, vectorised per
+    statistics layout; files the vectorised decoder does not vouch for are rendered one by one."""
+    groups: dict[tuple[object, ...], list[int]] = {}
+    for i, f in enumerate(files):
+        groups.setdefault(_layout(f), []).append(i)
+    order: list[int] = []
+    chunks: list[list[pa.Array]] = []
+    for members in groups.values():
+        group = [files[i] for i in members]
+        file_schema = render.store.schema_by_id(group[0].schema_id)
+        texts, ok = layout_stats_texts(render.schema, file_schema, group)
+        arrays = list(texts)
+        odd = np.flatnonzero(~ok).tolist()
+        if odd:
+            fixed = [render.stats(group[j], file_schema) for j in odd]
+            arrays = _patch(arrays, odd, list(zip(*fixed, strict=True)))
+        order.extend(members)
+        chunks.append(arrays)
+    inverse = pa.array(np.argsort(np.asarray(order, np.int64), kind="stable"))
+    return [pa.concat_arrays([c[k] for c in chunks]).take(inverse) for k in range(3)]
+
+
+def _key_columns(render: _FileRenderer, files: Sequence[DataFileMeta]) -> list[pa.Array]:
+    """``min_key`` and ``max_key`` of every file, vectorised per schema."""
+    groups: dict[int, list[int]] = {}
+    for i, f in enumerate(files):
+        groups.setdefault(f.schema_id, []).append(i)
+    order: list[int] = []
+    chunks: list[list[pa.Array]] = []
+    for schema_id, members in groups.items():
+        file_schema = render.store.schema_by_id(schema_id)
+        key_types = [file_schema.field(k).type for k in file_schema.trimmed_primary_keys]
+        arrays = []
+        for raws in ([files[i].min_key for i in members], [files[i].max_key for i in members]):
+            texts, ok = java_key_texts(raws, key_types)
+            odd = np.flatnonzero(~ok).tolist()
+            if odd:
+                texts = _patch([texts], odd, [[render.key(raws[j], key_types) for j in odd]])[0]
+            arrays.append(texts)
+        order.extend(members)
+        chunks.append(arrays)
+    inverse = pa.array(np.argsort(np.asarray(order, np.int64), kind="stable"))
+    return [pa.concat_arrays([c[k] for c in chunks]).take(inverse) for k in range(2)]
+
+
+def _file_paths(render: _FileRenderer, entries: Sequence[ManifestEntry], part_dirs: list[str]) -> pa.Array:
+    """Each file's path: its external path, else the bucket directory joined with its name."""
+    store = render.store
+    dirs: dict[tuple[str, int], str] = {}
+    joined = []
+    for e, part_dir in zip(entries, part_dirs, strict=True):
+        f = e.file
+        if f.external_path:
+            joined.append(f.external_path)
+            continue
+        d = dirs.get((part_dir, e.bucket))
+        if d is None:
+            d = dirs[(part_dir, e.bucket)] = store.paths.bucket_dir(part_dir, e.bucket)
+        joined.append(join(d, f.file_name))
+    return pa.array(joined, pa.string())
+
+
 def read_files(table: Table, snapshot_id: int | None) -> pa.Table:
     snapshot = resolve_snapshot(table, snapshot_id)
     if snapshot is None:
         return arrow_schema("files").empty_table()
-    store = table.store
     entries = sorted(
         _live_entries(table, snapshot),
         key=lambda e: (e.partition, e.bucket, e.file.min_sequence_number, e.file.file_name),
     )
+    if not entries:
+        return arrow_schema("files").empty_table()
     render = _FileRenderer(table)
-    schemas: dict[int, tuple[TableSchema, list[DataType]]] = {}
-    cols: dict[str, list[object]] = {name: [] for name in arrow_schema("files").names}
-    for e in entries:
-        f = e.file
-        if f.schema_id not in schemas:
-            file_schema = store.schema_by_id(f.schema_id)
-            key_types = [file_schema.field(k).type for k in file_schema.trimmed_primary_keys]
-            schemas[f.schema_id] = (file_schema, key_types)
-        file_schema, key_types = schemas[f.schema_id]
-        part_text, part_dir = render.partition(e.partition)
-        nulls, mins, maxs = render.stats(f, file_schema)
-        cols["partition"].append(part_text)
-        cols["bucket"].append(e.bucket)
-        cols["file_path"].append(f.external_path or store.paths.data_file(part_dir, e.bucket, f.file_name))
-        cols["file_format"].append(file_format_of(f.file_name))
-        cols["schema_id"].append(f.schema_id)
-        cols["level"].append(f.level)
-        cols["record_count"].append(f.row_count)
-        cols["file_size_in_bytes"].append(f.file_size)
-        cols["min_key"].append(render.key(f.min_key, key_types))
-        cols["max_key"].append(render.key(f.max_key, key_types))
-        cols["null_value_counts"].append(nulls)
-        cols["min_value_stats"].append(mins)
-        cols["max_value_stats"].append(maxs)
-        cols["min_sequence_number"].append(f.min_sequence_number)
-        cols["max_sequence_number"].append(f.max_sequence_number)
-        cols["creation_time"].append(f.creation_time_millis)
-        cols["deleteRowCount"].append(f.delete_row_count)
-        cols["file_source"].append(None if f.file_source is None else f.file_source.name)
-        cols["first_row_id"].append(f.first_row_id)
-        cols["write_cols"].append(None if f.write_cols is None else list(f.write_cols))
+    files = [e.file for e in entries]
+    partitions = [render.partition(e.partition) for e in entries]
+    nulls, mins, maxs = _stats_columns(render, files)
+    min_keys, max_keys = _key_columns(render, files)
+    cols: dict[str, Sequence[object] | pa.Array] = {
+        "partition": [p[0] for p in partitions],
+        "bucket": [e.bucket for e in entries],
+        "file_path": _file_paths(render, entries, [p[1] for p in partitions]),
+        "file_format": [file_format_of(f.file_name) for f in files],
+        "schema_id": [f.schema_id for f in files],
+        "level": [f.level for f in files],
+        "record_count": [f.row_count for f in files],
+        "file_size_in_bytes": [f.file_size for f in files],
+        "min_key": min_keys,
+        "max_key": max_keys,
+        "null_value_counts": nulls,
+        "min_value_stats": mins,
+        "max_value_stats": maxs,
+        "min_sequence_number": [f.min_sequence_number for f in files],
+        "max_sequence_number": [f.max_sequence_number for f in files],
+        "creation_time": [f.creation_time_millis for f in files],
+        "deleteRowCount": [f.delete_row_count for f in files],
+        "file_source": [None if f.file_source is None else f.file_source.name for f in files],
+        "first_row_id": [f.first_row_id for f in files],
+        "write_cols": [None if f.write_cols is None else list(f.write_cols) for f in files],
+    }
     return build_table("files", cols)
 
 
