@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from engine.errors import CorruptMetadataError, InvalidArgumentError
 from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta
-from engine.meta.paths import join, partition_path
+from engine.meta.paths import partition_path
 from engine.meta.snapshot import Snapshot
 from engine.scan.file_stats import decode_stats
 from engine.scan.planner import TableScan
@@ -159,9 +160,13 @@ def _patch(
 def _stats_columns(render: _FileRenderer, files: Sequence[DataFileMeta]) -> list[pa.Array]:
     """``null_value_counts``, ``min_value_stats``, ``max_value_stats`` of every file, vectorised per
     statistics layout; files the vectorised decoder does not vouch for are rendered one by one."""
+    layouts = [_layout(f) for f in files]
     groups: dict[tuple[object, ...], list[int]] = {}
-    for i, f in enumerate(files):
-        groups.setdefault(_layout(f), []).append(i)
+    if len(set(layouts)) == 1:
+        groups[layouts[0]] = list(range(len(files)))
+    else:
+        for i, layout in enumerate(layouts):
+            groups.setdefault(layout, []).append(i)
     order: list[int] = []
     chunks: list[list[pa.Array]] = []
     for members in groups.values():
@@ -181,9 +186,13 @@ def _stats_columns(render: _FileRenderer, files: Sequence[DataFileMeta]) -> list
 
 def _key_columns(render: _FileRenderer, files: Sequence[DataFileMeta]) -> list[pa.Array]:
     """``min_key`` and ``max_key`` of every file, vectorised per schema."""
+    schema_ids = [f.schema_id for f in files]
     groups: dict[int, list[int]] = {}
-    for i, f in enumerate(files):
-        groups.setdefault(f.schema_id, []).append(i)
+    if len(set(schema_ids)) == 1:
+        groups[schema_ids[0]] = list(range(len(files)))
+    else:
+        for i, schema_id in enumerate(schema_ids):
+            groups.setdefault(schema_id, []).append(i)
     order: list[int] = []
     chunks: list[list[pa.Array]] = []
     for schema_id, members in groups.items():
@@ -202,21 +211,37 @@ def _key_columns(render: _FileRenderer, files: Sequence[DataFileMeta]) -> list[p
     return [pa.concat_arrays([c[k] for c in chunks]).take(inverse) for k in range(2)]
 
 
-def _file_paths(render: _FileRenderer, entries: Sequence[ManifestEntry], part_dirs: list[str]) -> pa.Array:
-    """Each file's path: its external path, else the bucket directory joined with its name."""
+def _by_partition(render: _FileRenderer, entries: Sequence[ManifestEntry]) -> tuple[pa.Array, pa.Array]:
+    """(``{v1, v2}`` text, file path) of every entry; Python formats each distinct partition and
+    bucket directory once, pyarrow joins the rest."""
     store = render.store
-    dirs: dict[tuple[str, int], str] = {}
-    joined = []
-    for e, part_dir in zip(entries, part_dirs, strict=True):
-        f = e.file
-        if f.external_path:
-            joined.append(f.external_path)
-            continue
-        d = dirs.get((part_dir, e.bucket))
-        if d is None:
-            d = dirs[(part_dir, e.bucket)] = store.paths.bucket_dir(part_dir, e.bucket)
-        joined.append(join(d, f.file_name))
-    return pa.array(joined, pa.string())
+    encoded = pa.array([e.partition for e in entries], pa.binary()).dictionary_encode()
+    distinct = [render.partition(raw) for raw in encoded.dictionary.to_pylist()]
+    part_index = encoded.indices.to_numpy()
+    buckets = np.fromiter((e.bucket for e in entries), np.int64, len(entries))
+    # One int64 per (partition, bucket): buckets are >= -2 and fit 32 bits.
+    pair_keys = (part_index.astype(np.int64) << 32) | (buckets + 2)
+    pairs, slot = np.unique(pair_keys, return_inverse=True)
+    dirs = [
+        store.paths.bucket_dir(distinct[p >> 32][1], (p & 0xFFFFFFFF) - 2).rstrip("/") for p in pairs.tolist()
+    ]
+    names = pc.utf8_ltrim(pa.array([e.file.file_name for e in entries], pa.string()), "/")
+    paths = pc.binary_join_element_wise(pa.array(dirs, pa.string()).take(pa.array(slot.ravel())), names, "/")
+    external = pa.array([e.file.external_path or None for e in entries], pa.string())
+    texts = pa.array([d[0] for d in distinct], pa.string()).take(encoded.indices)
+    return texts, pc.coalesce(external, paths)
+
+
+def _formats(files: Sequence[DataFileMeta]) -> pa.Array:
+    """:func:`file_format_of` of every file name, vectorised."""
+    names = pa.array([f.file_name for f in files], pa.string())
+    last = pc.struct_field(pc.extract_regex(names, r"\.(?P<x>[^./]*)$"), 0)
+    second = pc.struct_field(pc.extract_regex(names, r"\.(?P<x>[^./]*)\.[^./]*$"), 0)
+    compressed = pc.and_(
+        pc.is_in(pc.utf8_lower(last), pa.array(sorted(_COMPRESSION_SUFFIXES))), second.is_valid()
+    )
+    chosen = pc.if_else(pc.fill_null(compressed, False), second, last)
+    return pc.fill_null(pc.utf8_lower(chosen), "")
 
 
 def read_files(table: Table, snapshot_id: int | None) -> pa.Table:
@@ -231,14 +256,14 @@ def read_files(table: Table, snapshot_id: int | None) -> pa.Table:
         return arrow_schema("files").empty_table()
     render = _FileRenderer(table)
     files = [e.file for e in entries]
-    partitions = [render.partition(e.partition) for e in entries]
+    partitions, paths = _by_partition(render, entries)
     nulls, mins, maxs = _stats_columns(render, files)
     min_keys, max_keys = _key_columns(render, files)
     cols: dict[str, Sequence[object] | pa.Array] = {
-        "partition": [p[0] for p in partitions],
+        "partition": partitions,
         "bucket": [e.bucket for e in entries],
-        "file_path": _file_paths(render, entries, [p[1] for p in partitions]),
-        "file_format": [file_format_of(f.file_name) for f in files],
+        "file_path": paths,
+        "file_format": _formats(files),
         "schema_id": [f.schema_id for f in files],
         "level": [f.level for f in files],
         "record_count": [f.row_count for f in files],
