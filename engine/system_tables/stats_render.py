@@ -20,7 +20,7 @@ Invariants:
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -42,6 +42,8 @@ _INT_WIDTH = {TypeRoot.TINYINT: 1, TypeRoot.SMALLINT: 2, TypeRoot.INT: 4, TypeRo
 # Epoch milliseconds of 0001-01-01T00:00 and of 10000-01-01T00:00: Python's datetime range.
 _MIN_MILLIS = (dt.datetime.min - _EPOCH) // dt.timedelta(milliseconds=1)
 _END_MILLIS = (dt.datetime.max - _EPOCH) // dt.timedelta(milliseconds=1) + 1
+# The largest int64 nanosecond count, split as millis and the nanos past them (NaT excluded below).
+_NS_LIMIT_MILLIS, _NS_LIMIT_REST = divmod(2**63 - 1, 1_000_000)
 _HEX = np.frombuffer(b"".join(f"{i:02x}".encode() for i in range(256)), np.uint8).reshape(256, 2)
 
 
@@ -86,15 +88,15 @@ def _gather_binary(rows: Rows, start: np.ndarray, length: np.ndarray, valid: np.
     )
 
 
-def _per_distinct(keys: np.ndarray, valid: np.ndarray, render: object) -> pa.Array:
+def _per_distinct(keys: np.ndarray, valid: np.ndarray, render: Callable[[np.ndarray], str]) -> pa.Array:
     """Strings of ``render(key)`` computed once per distinct key (null where not ``valid``)."""
-    out = np.empty(len(keys), object)
-    if valid.any():
-        uniq, inverse = np.unique(keys[valid], return_inverse=True, axis=0 if keys.ndim > 1 else None)
-        texts = np.array([render(u) for u in uniq], object)  # type: ignore[operator]
-        out[valid] = texts[inverse.ravel()]
-    out[~valid] = None
-    return pa.array(out, pa.string())
+    if not valid.any():
+        return pa.nulls(len(keys), pa.string())
+    uniq, inverse = np.unique(keys[valid], return_inverse=True, axis=0 if keys.ndim > 1 else None)
+    texts = pa.array([render(u) for u in uniq], pa.string())
+    index = np.zeros(len(keys), np.int64)
+    index[valid] = inverse.ravel()
+    return texts.take(pa.array(index, mask=~valid))
 
 
 def _decimal_text(unscaled: np.ndarray, valid: np.ndarray, scale: int) -> pa.Array:
@@ -116,7 +118,7 @@ def _timestamp_text(millis: int, nano_of_milli: int) -> str:
     return f"{wall.date().isoformat()}T{java_local_time(wall.hour, wall.minute, wall.second, nano)}"
 
 
-def _float_text(single: bool) -> object:
+def _float_text(single: bool) -> Callable[[np.ndarray], str]:
     dtype = np.float32 if single else np.float64
     return lambda bits: java_float_string(float(np.array(bits).view(dtype)), single=single)
 
@@ -150,10 +152,10 @@ def _column(rows: Rows, i: int, arity: int, t: DataType) -> tuple[pa.Array, np.n
         try:
             return raw.cast(pa.string()), ok
         except pa.ArrowInvalid:  # text that is not UTF-8: those rows take the per-file path
-            good = np.array([v is None or _utf8(v) for v in raw.to_pylist()], bool)
-            return pa.array(np.where(good, np.array(raw.to_pylist(), object), None), pa.binary()).cast(
-                pa.string()
-            ), ok & good
+            values = raw.to_pylist()
+            good = np.array([v is None or _utf8(v) for v in values], bool)
+            kept = [v if g else None for v, g in zip(values, good.tolist(), strict=True)]
+            return pa.array(kept, pa.binary()).cast(pa.string()), ok & good
     if root is TypeRoot.BOOLEAN:
         return pa.array(slot[:, 0] != 0, mask=~valid).cast(pa.string()), ok
     if root in _INT_WIDTH:
@@ -184,8 +186,13 @@ def _column(rows: Rows, i: int, arity: int, t: DataType) -> tuple[pa.Array, np.n
             nano_of_milli = (word & _M32).astype(np.int64)
             ok = ~valid | ((offset >= 8) & (rows.base + offset + 8 <= rows.end) & (nano_of_milli < 1_000_000))
             millis = _signed(rows.take(rows.base + offset, 8), 8)
-        # Python's datetime range bounds what the per-file decoder accepts.
-        ok &= ~valid | ((millis >= _MIN_MILLIS) & (millis < _END_MILLIS))
+        # Python's datetime range bounds what the per-file decoder accepts; values with
+        # sub-microsecond digits become datetime64[ns], whose range is int64 nanoseconds.
+        in_range = (millis >= _MIN_MILLIS) & (millis < _END_MILLIS)
+        nanos_fit = (millis >= -_NS_LIMIT_MILLIS) & (
+            (millis < _NS_LIMIT_MILLIS) | ((millis == _NS_LIMIT_MILLIS) & (nano_of_milli <= _NS_LIMIT_REST))
+        )
+        ok &= ~valid | (in_range & ((nano_of_milli % 1000 == 0) | nanos_fit))
         pairs = np.stack([millis, nano_of_milli], axis=1)
         return _per_distinct(pairs, valid & ok, lambda p: _timestamp_text(int(p[0]), int(p[1]))), ok
     # Wide decimals (variable part) and anything else: the per-file path renders them.
@@ -212,7 +219,7 @@ def decode_texts(raws: Sequence[bytes], types: Sequence[DataType]) -> tuple[list
     columns: list[pa.Array] = [pa.nulls(n, pa.string()) for _ in types]
     for arity in np.unique(rows.arity[ok]).tolist():
         members = np.flatnonzero(ok & (rows.arity == arity))
-        sub = Rows([raws[j] for j in members]) if len(members) < n else rows
+        sub = Rows([raws[j] for j in members.tolist()]) if len(members) < n else rows
         sub_ok = sub.end - sub.base >= null_bits_size(arity) + 8 * arity
         for i in range(arity):
             text, col_ok = _column(sub, i, arity, types[i])
