@@ -181,7 +181,11 @@ class TableScan:
             if bucket_set is not None and meta.min_bucket is not None and meta.max_bucket is not None:
                 if not any(meta.min_bucket <= b <= meta.max_bucket for b in bucket_set):
                     continue
-            for e in store.manifests.read_entries(meta.file_name):
+            entries = store.manifests.read_entries(meta.file_name)
+            if bucket_set is None and partition_filter is None:
+                selected.extend(entries)  # nothing to prune entry by entry
+                continue
+            for e in entries:
                 if bucket_set is not None and e.bucket not in bucket_set:
                     continue
                 if partition_filter is not None:
@@ -194,7 +198,9 @@ class TableScan:
                     if not ok:
                         continue
                 selected.append(e)
-        live = [e for e in live_files(selected) if self._file_might_match(e.file)]
+        live = live_files(selected)
+        if self.filter is not None:
+            live = [e for e in live if self._file_might_match(e.file)]
         index_filter = FileIndexFilter.of(store, self.filter)
         return live if index_filter is None else index_filter.apply(live)
 
@@ -241,11 +247,13 @@ class TableScan:
             if store.has_primary_key:
                 raw = not _files_overlap(files, lambda b: orderable_key(deserialize_row(b, key_types)))
                 splits.append(
-                    DataSplit(snapshot_id, partition, values, bucket, total_buckets, tuple(files), raw))
+                    DataSplit(snapshot_id, partition, values, bucket, total_buckets, tuple(files), raw)
+                )
                 continue
             for chunk in _pack_by_size(files):
                 splits.append(
-                    DataSplit(snapshot_id, partition, values, bucket, total_buckets, tuple(chunk), True))
+                    DataSplit(snapshot_id, partition, values, bucket, total_buckets, tuple(chunk), True)
+                )
         return splits
 
 

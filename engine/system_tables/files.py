@@ -19,7 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from engine.errors import CorruptMetadataError, InvalidArgumentError
 from engine.meta.binary_row import deserialize_row
@@ -40,6 +42,7 @@ from engine.system_tables.render import (
     row_string,
     stats_map_string,
 )
+from engine.system_tables.stats_render import java_key_texts, layout_stats_texts
 from engine.types import DataType
 
 if TYPE_CHECKING:
@@ -139,49 +142,152 @@ class _FileRenderer:
         return stats_map_string(nulls), stats_map_string(mins), stats_map_string(maxs)
 
 
+def _layout(file: DataFileMeta) -> tuple[object, ...]:
+    """What decides how a file's value statistics are laid out: its schema and stats columns."""
+    cols = file.value_stats_cols if file.value_stats_cols is not None else file.write_cols
+    return (file.schema_id, file.value_stats_cols is not None, cols)
+
+
+def _patch(
+    arrays: Sequence[pa.Array], rows: Sequence[int], texts: Sequence[Sequence[str | None]]
+) -> list[pa.Array]:
+    """``arrays`` with the given rows replaced by per-file texts (one sequence per array)."""
+    out = []
+    for array, column in zip(arrays, texts, strict=True):
+        values = array.to_numpy(zero_copy_only=False).astype(object)
+        values[list(rows)] = list(column)
+        out.append(pa.array(values, pa.string()))
+    return out
+
+
+def _stats_columns(render: _FileRenderer, files: Sequence[DataFileMeta]) -> list[pa.Array]:
+    """``null_value_counts``, ``min_value_stats``, ``max_value_stats`` of every file, vectorised per
+    statistics layout; files the vectorised decoder does not vouch for are rendered one by one."""
+    layouts = [_layout(f) for f in files]
+    groups: dict[tuple[object, ...], list[int]] = {}
+    if len(set(layouts)) == 1:
+        groups[layouts[0]] = list(range(len(files)))
+    else:
+        for i, layout in enumerate(layouts):
+            groups.setdefault(layout, []).append(i)
+    order: list[int] = []
+    chunks: list[list[pa.Array]] = []
+    for members in groups.values():
+        group = [files[i] for i in members]
+        file_schema = render.store.schema_by_id(group[0].schema_id)
+        texts, ok = layout_stats_texts(render.schema, file_schema, group)
+        arrays = list(texts)
+        odd = np.flatnonzero(~ok).tolist()
+        if odd:
+            fixed = [render.stats(group[j], file_schema) for j in odd]
+            arrays = _patch(arrays, odd, list(zip(*fixed, strict=True)))
+        order.extend(members)
+        chunks.append(arrays)
+    inverse = pa.array(np.argsort(np.asarray(order, np.int64), kind="stable"))
+    return [pa.concat_arrays([c[k] for c in chunks]).take(inverse) for k in range(3)]
+
+
+def _key_columns(render: _FileRenderer, files: Sequence[DataFileMeta]) -> list[pa.Array]:
+    """``min_key`` and ``max_key`` of every file, vectorised per schema."""
+    schema_ids = [f.schema_id for f in files]
+    groups: dict[int, list[int]] = {}
+    if len(set(schema_ids)) == 1:
+        groups[schema_ids[0]] = list(range(len(files)))
+    else:
+        for i, schema_id in enumerate(schema_ids):
+            groups.setdefault(schema_id, []).append(i)
+    order: list[int] = []
+    chunks: list[list[pa.Array]] = []
+    for schema_id, members in groups.items():
+        file_schema = render.store.schema_by_id(schema_id)
+        key_types = [file_schema.field(k).type for k in file_schema.trimmed_primary_keys]
+        arrays = []
+        for raws in ([files[i].min_key for i in members], [files[i].max_key for i in members]):
+            texts, ok = java_key_texts(raws, key_types)
+            odd = np.flatnonzero(~ok).tolist()
+            if odd:
+                texts = _patch([texts], odd, [[render.key(raws[j], key_types) for j in odd]])[0]
+            arrays.append(texts)
+        order.extend(members)
+        chunks.append(arrays)
+    inverse = pa.array(np.argsort(np.asarray(order, np.int64), kind="stable"))
+    return [pa.concat_arrays([c[k] for c in chunks]).take(inverse) for k in range(2)]
+
+
+def _by_partition(render: _FileRenderer, entries: Sequence[ManifestEntry]) -> tuple[pa.Array, pa.Array]:
+    """(``{v1, v2}`` text, file path) of every entry; Python formats each distinct partition and
+    bucket directory once, pyarrow joins the rest."""
+    store = render.store
+    encoded = pa.array([e.partition for e in entries], pa.binary()).dictionary_encode()
+    distinct = [render.partition(raw) for raw in encoded.dictionary.to_pylist()]
+    part_index = encoded.indices.to_numpy()
+    buckets = np.fromiter((e.bucket for e in entries), np.int64, len(entries))
+    # One int64 per (partition, bucket): buckets are >= -2 and fit 32 bits.
+    pair_keys = (part_index.astype(np.int64) << 32) | (buckets + 2)
+    pairs, slot = np.unique(pair_keys, return_inverse=True)
+    dirs = [
+        store.paths.bucket_dir(distinct[p >> 32][1], (p & 0xFFFFFFFF) - 2).rstrip("/") for p in pairs.tolist()
+    ]
+    names = pc.utf8_ltrim(pa.array([e.file.file_name for e in entries], pa.string()), "/")
+    paths = pc.binary_join_element_wise(pa.array(dirs, pa.string()).take(pa.array(slot.ravel())), names, "/")
+    external = pa.array([e.file.external_path or None for e in entries], pa.string())
+    texts = pa.array([d[0] for d in distinct], pa.string()).take(encoded.indices)
+    return texts, pc.coalesce(external, paths)
+
+
+def _formats(files: Sequence[DataFileMeta]) -> pa.Array:
+    """:func:`file_format_of` of every file name, vectorised."""
+    names = pa.array([f.file_name for f in files], pa.string())
+    last = pc.struct_field(pc.extract_regex(names, r"\.(?P<x>[^./]*)$"), 0)
+    second = pc.struct_field(pc.extract_regex(names, r"\.(?P<x>[^./]*)\.[^./]*$"), 0)
+    compressed = pc.and_(
+        pc.is_in(pc.utf8_lower(last), pa.array(sorted(_COMPRESSION_SUFFIXES))), second.is_valid()
+    )
+    chosen = pc.if_else(pc.fill_null(compressed, False), second, last)
+    return pc.fill_null(pc.utf8_lower(chosen), "")
+
+
 def read_files(table: Table, snapshot_id: int | None) -> pa.Table:
     snapshot = resolve_snapshot(table, snapshot_id)
     if snapshot is None:
         return arrow_schema("files").empty_table()
-    store = table.store
     entries = sorted(
         _live_entries(table, snapshot),
         key=lambda e: (e.partition, e.bucket, e.file.min_sequence_number, e.file.file_name),
     )
+    if not entries:
+        return arrow_schema("files").empty_table()
     render = _FileRenderer(table)
     dv_counts = _deletion_vector_counts(table, snapshot)
-    schemas: dict[int, tuple[TableSchema, list[DataType]]] = {}
-    cols: dict[str, list[object]] = {name: [] for name in arrow_schema("files").names}
-    for e in entries:
-        f = e.file
-        if f.schema_id not in schemas:
-            file_schema = store.schema_by_id(f.schema_id)
-            key_types = [file_schema.field(k).type for k in file_schema.trimmed_primary_keys]
-            schemas[f.schema_id] = (file_schema, key_types)
-        file_schema, key_types = schemas[f.schema_id]
-        part_text, part_dir = render.partition(e.partition)
-        nulls, mins, maxs = render.stats(f, file_schema)
-        cols["partition"].append(part_text)
-        cols["bucket"].append(e.bucket)
-        cols["file_path"].append(f.external_path or store.paths.data_file(part_dir, e.bucket, f.file_name))
-        cols["file_format"].append(file_format_of(f.file_name))
-        cols["schema_id"].append(f.schema_id)
-        cols["level"].append(f.level)
-        cols["record_count"].append(f.row_count)
-        cols["file_size_in_bytes"].append(f.file_size)
-        cols["min_key"].append(render.key(f.min_key, key_types))
-        cols["max_key"].append(render.key(f.max_key, key_types))
-        cols["null_value_counts"].append(nulls)
-        cols["min_value_stats"].append(mins)
-        cols["max_value_stats"].append(maxs)
-        cols["min_sequence_number"].append(f.min_sequence_number)
-        cols["max_sequence_number"].append(f.max_sequence_number)
-        cols["creation_time"].append(f.creation_time_millis)
-        cols["deleteRowCount"].append(f.delete_row_count)
-        cols["file_source"].append(None if f.file_source is None else f.file_source.name)
-        cols["first_row_id"].append(f.first_row_id)
-        cols["write_cols"].append(None if f.write_cols is None else list(f.write_cols))
-        cols["deletion_vector_cardinality"].append(dv_counts.get((e.partition, e.bucket, f.file_name)))
+    files = [e.file for e in entries]
+    partitions, paths = _by_partition(render, entries)
+    nulls, mins, maxs = _stats_columns(render, files)
+    min_keys, max_keys = _key_columns(render, files)
+    cols: dict[str, Sequence[object] | pa.Array] = {
+        "partition": partitions,
+        "bucket": [e.bucket for e in entries],
+        "file_path": paths,
+        "file_format": _formats(files),
+        "schema_id": [f.schema_id for f in files],
+        "level": [f.level for f in files],
+        "record_count": [f.row_count for f in files],
+        "file_size_in_bytes": [f.file_size for f in files],
+        "min_key": min_keys,
+        "max_key": max_keys,
+        "null_value_counts": nulls,
+        "min_value_stats": mins,
+        "max_value_stats": maxs,
+        "min_sequence_number": [f.min_sequence_number for f in files],
+        "max_sequence_number": [f.max_sequence_number for f in files],
+        "creation_time": [f.creation_time_millis for f in files],
+        "deleteRowCount": [f.delete_row_count for f in files],
+        "file_source": [None if f.file_source is None else f.file_source.name for f in files],
+        "first_row_id": [f.first_row_id for f in files],
+        "write_cols": [None if f.write_cols is None else list(f.write_cols) for f in files],
+        "deletion_vector_cardinality": [
+            dv_counts.get((e.partition, e.bucket, e.file.file_name)) for e in entries
+        ],
+    }
     return build_table("files", cols)
 
 

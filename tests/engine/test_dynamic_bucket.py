@@ -311,7 +311,7 @@ def test_empty_partition_hash_is_javas():
 
 
 def test_writer_clustering_gives_each_key_map_one_writer(catalog):
-    from engine import writer_clustering
+    from engine.write.bucket_assigner import writer_clustering
 
     fixed = catalog.create_table("db.w1", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "id"],
                                  options={"bucket": "2"})

@@ -100,7 +100,7 @@ def test_compact_manifest_merges_into_a_compact_snapshot_with_the_same_rows(cata
 
 
 def test_file_store_commit_compact_manifests_is_public_and_keeps_the_merge_setting(catalog):
-    from engine import FileStoreCommit
+    from engine.commit import FileStoreCommit
     from tests.engine.ops.conftest import SCHEMA
 
     t = catalog.create_table("db.many2", SCHEMA)

@@ -191,9 +191,8 @@ def test_group_positions_matches_a_dict_of_lists(pairs):
 def test_streaming_changes_are_the_added_files_and_a_dv_only_delete_adds_none(catalog):
     """Paimon's streaming read of an append DV table: each snapshot's new files, read whole;
     a DELETE that wrote only DVs is no change. Batch range reads stay refused."""
-    from engine import ChangeReader, change_splits
     from engine.errors import UnsupportedTableError
-    from engine.scan.incremental import IncrementalRange, range_splits
+    from engine.scan.incremental import ChangeReader, IncrementalRange, change_splits, range_splits
 
     t = _write(_table(catalog), [1, 2, 3])
     _delete_where(t, lambda k: k == 2)

@@ -203,8 +203,6 @@ def test_dv_positions_are_the_rows_read_back(catalog):
 
 
 def test_a_streams_full_phase_reads_level_0_of_a_dv_table_merged_minus_dvs(catalog):
-    from engine import SplitReader
-
     ref, dv = _tables(catalog, "partial-update")
     _write_both(ref, dv, _batch(range(300), "a"))
     _write_both(ref, dv, _batch(range(0, 300, 4), "b"))
@@ -212,8 +210,9 @@ def test_a_streams_full_phase_reads_level_0_of_a_dv_table_merged_minus_dvs(catal
         t.refresh().new_commit().commit(_uncompacted(t.refresh(), _batch(range(1, 300, 6), "c")))
     batch = _rows(dv)
     assert batch != _rows(ref), "batch reads of a DV table do not see level 0"
-    reader = SplitReader(dv.refresh().store, all_levels=True)
-    full = [tuple(r.values()) for s in dv.refresh().plan().splits for r in reader.read_table(s).to_pylist()]
+    builder = dv.refresh().new_read_builder()
+    reader = builder.new_read(all_levels=True)  # what a stream's full phase reads
+    full = [tuple(r.values()) for r in reader.to_arrow(builder.new_scan().plan().splits).to_pylist()]
     assert sorted(full) == _rows(ref)
 
 
