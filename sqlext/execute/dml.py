@@ -43,24 +43,27 @@ from __future__ import annotations
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.window import Window
 
 from engine import ROWKIND, MergeConfig, OverwriteSpec, Table, writes_append_deletion_vectors
-from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
+from sqlext.errors import UnsupportedStatementError
 from sqlext.execute import dml_deletion_vectors
 from sqlext.execute.assignments import (
-    Assigned,
-    is_default,
-    key_change_check,
     key_change_error,
     resolve_assignments,
 )
-from sqlext.execute.common import computed_columns, rows
 from sqlext.execute.describe import checked_spec
-from sqlext.execute.insert import column_defaults, write_frame
+from sqlext.execute.dml_common import (
+    _P,
+    _columns,
+    _count_result,
+    _err,
+    _q,
+    merge_result,
+)
+from sqlext.execute.insert import write_frame
+from sqlext.execute.merge_plan import _MergePlan
 from sqlext.execute.results import StatementResult
 from sqlext.parse import ast
 from sqlext.parse.splitter import Statement
@@ -68,26 +71,6 @@ from sqlext.source.requests import ReadRequest, ReadVersion
 
 if TYPE_CHECKING:
     from sqlext.session import SqlSession
-
-_P = "__dyn_"  # prefix of the helper columns this module adds (never written)
-_COUNT_SCHEMA = pa.schema([("num_affected_rows", pa.int64())])
-_MERGE_SCHEMA = pa.schema(
-    [
-        ("num_affected_rows", pa.int64()),
-        ("num_updated_rows", pa.int64()),
-        ("num_deleted_rows", pa.int64()),
-        ("num_inserted_rows", pa.int64()),
-    ]
-)
-
-
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def _err(stmt: Statement, message: str, sqlstate: str) -> SqlAnalysisError:
-    return SqlAnalysisError(message, line=stmt.line, column=stmt.column, sqlstate=sqlstate)
-
 
 def _to_spark(s: SqlSession, stmt: Statement) -> StatementResult:
     from py4j.protocol import Py4JJavaError
@@ -175,23 +158,6 @@ class _Pinned:
             df = self.s.spark.createDataFrame([], df.schema)
         df.createOrReplaceTempView(name)
         return name
-
-
-def _message(count: int, verb: str) -> str:
-    return f"{count} row(s) {verb}"
-
-
-def _count_result(s: SqlSession, stmt: Statement, count: int, verb: str) -> StatementResult:
-    return rows(
-        s,
-        stmt,
-        pa.table({"num_affected_rows": pa.array([count], pa.int64())}, schema=_COUNT_SCHEMA),
-        _message(count, verb),
-    )
-
-
-def _columns(table: Table) -> list[str]:
-    return list(table.schema.field_names)
 
 
 # -- affected partitions (copy-on-write) ---------------------------------------------------------------
@@ -336,256 +302,6 @@ def truncate(s: SqlSession, n: ast.Truncate, stmt: Statement) -> StatementResult
 
 
 # -- MERGE ------------------------------------------------------------------------------------------------
-_ACTIONS = {ast.MergeUpdate: "update", ast.MergeDelete: "delete", ast.MergeInsert: "insert"}
-_T, _S, _RID, _CLAUSE = f"{_P}t", f"{_P}s", f"{_P}rid", f"{_P}clause"
-
-
-class _MergePlan:
-    """One MERGE as a single joined Spark query plus the column expressions of its outcome.
-
-    The joined frame has, per (target row, source row) pair: the target's original columns
-    (``__dyn_t<i>``), presence markers of both sides, a target row id, and ``__dyn_clause``: the index
-    of the first WHEN clause that applies (SQL standard order), or -1. Each clause's values are
-    computed in the same query (``__dyn_v<j>_<i>``), so the user's fragments are evaluated once.
-    """
-
-    def __init__(self, s: SqlSession, table: Table, n: ast.Merge, stmt: Statement, view: str) -> None:
-        self.s, self.table, self.n, self.stmt, self.view = s, table, n, stmt, view
-        self.columns = _columns(table)
-        self.target_alias = n.target_alias or n.target.table
-        if isinstance(n.source, ast.TableName):
-            self.source_alias = n.source_alias or n.source.table
-            self.source_sql = str(n.source)
-            self.source_from = f"{self.source_sql} AS {_q(self.source_alias)}"
-        else:
-            self.source_alias = n.source_alias or f"{_P}source"
-            self.source_sql = f"({n.source.text}) AS {_P}src"
-            self.source_from = f"({n.source.text}) AS {_q(self.source_alias)}"
-        self._src_cols: list[str] | None = None
-        self.kinds = [c.match for c in n.clauses]
-        self.actions = [_ACTIONS[type(c.action)] for c in n.clauses]
-        self.key_checks: dict[int, tuple[str, Assigned]] = {}
-        self.carry: tuple[str, ...] = ()  # more target columns the joined frame keeps (DV row positions)
-        self.values = [self._clause_values(j, c) for j, c in enumerate(n.clauses)]
-
-    def ids(self, *actions: str) -> list[int]:
-        return [j for j, act in enumerate(self.actions) if act in actions]
-
-    def target_column(self, name: str) -> str:
-        return f"{_P}t{self.columns.index(name)}"
-
-    # -- clause values (checked before anything runs) ------------------------------------------------
-    def _source_columns(self) -> list[str]:
-        if self._src_cols is None:
-            self._src_cols = list(self.s.frame(f"SELECT * FROM {self.source_sql}", self.stmt).columns)
-        return self._src_cols
-
-    def _from_source(self, skip: tuple[str, ...]) -> dict[str, str]:
-        """``UPDATE SET *`` / ``INSERT *``: each written target column from the source column of its name."""
-        src = {c.lower(): c for c in self._source_columns()}
-        computed = computed_columns(dict(self.table.schema.options))
-        out = {}
-        for col in self.columns:
-            if col in computed or col in skip:
-                continue
-            if col.lower() not in src:
-                raise _err(
-                    self.stmt,
-                    f"MERGE ... * needs a source column '{col}' (the source has {list(src.values())})",
-                    "42703",
-                )
-            out[col] = f"{_q(self.source_alias)}.{_q(src[col.lower()])}"
-        return out
-
-    def _clause_values(self, j: int, clause: ast.MergeClause) -> dict[str, str]:
-        act, aliases = clause.action, (self.target_alias, self.n.target.table)
-        if isinstance(act, ast.MergeDelete):
-            return {}
-        if isinstance(act, ast.MergeUpdate):
-            if act.all_columns:
-                return self._from_source(self.table.primary_keys)
-            ta = _q(self.target_alias)
-            resolved = resolve_assignments(self.table, act.assignments, aliases, self.stmt, ta)
-            check = key_change_check(resolved, ta)
-            if check is not None:
-                self.key_checks[j] = (check, resolved)
-            return resolved.values
-        if act.all_columns:
-            return self._from_source(())
-        computed = computed_columns(dict(self.table.schema.options))
-        defaults = column_defaults(self.table)
-        if act.columns:
-            cols = [self._insert_column(c) for c in act.columns]
-        else:
-            cols = [c for c in self.columns if c not in computed]
-        if len(cols) != len(act.values):
-            raise _err(
-                self.stmt, f"MERGE INSERT lists {len(cols)} column(s) but {len(act.values)} value(s)", "21S01"
-            )
-        if len(set(cols)) != len(cols):
-            raise _err(self.stmt, "MERGE INSERT names a column twice", "42701")
-        bad = [c for c in cols if c in computed]
-        if bad:
-            raise _err(self.stmt, f"column '{bad[0]}' is computed and cannot be inserted", "42000")
-        # Columns left out get their declared default; a bare DEFAULT value stands for it too.
-        out = {c: v for c, v in defaults.items() if c not in cols}
-        for c, v in zip(cols, act.values, strict=True):
-            out[c] = defaults.get(c, "NULL") if is_default(v) else v.text
-        return out
-
-    def _insert_column(self, name: str) -> str:
-        """A column of MERGE's INSERT list (``c``, or qualified by the target: ``t.c``)."""
-        parts = [p.strip().strip("`") for p in name.split(".")]
-        aliases = {self.target_alias.lower(), self.n.target.table.lower()}
-        if len(parts) == 2 and parts[0].lower() in aliases:
-            parts = parts[1:]
-        match = [f for f in self.columns if len(parts) == 1 and f.lower() == parts[0].lower()]
-        if not match:
-            raise _err(self.stmt, f"MERGE INSERT: '{self.table.name}' has no column '{name}'", "42703")
-        return match[0]
-
-    # -- the joined query ----------------------------------------------------------------------------
-    def _scoped(self, kind: str) -> tuple[list[str], list[str]]:
-        """``(expressions computed inside that side's subquery, outer select items)`` for the
-        clauses of ``kind`` evaluated on one side only (NOT MATCHED: source, BY SOURCE: target)."""
-        side = _q(self.source_alias if kind == "not_matched" else self.target_alias)
-        inner, outer = [], []
-        for j, clause in enumerate(self.n.clauses):
-            if clause.match != kind:
-                continue
-            names = []
-            if clause.condition is not None:
-                inner.append(f"({clause.condition.text}) AS {_P}c{j}")
-                names.append(f"{_P}c{j}")
-            for col, expr in self.values[j].items():
-                inner.append(f"({expr}) AS {_P}v{j}_{self.columns.index(col)}")
-                names.append(f"{_P}v{j}_{self.columns.index(col)}")
-            if j in self.key_checks:
-                inner.append(f"({self.key_checks[j][0]}) AS {_P}k{j}")
-                names.append(f"{_P}k{j}")
-            outer += [f"{side}.{n} AS {n}" for n in names]
-        return inner, outer
-
-    def joined_frame(self) -> DataFrame:
-        ta, sa = _q(self.target_alias), _q(self.source_alias)
-        need_source_only = "not_matched" in self.kinds
-        need_target_only = "not_matched_by_source" in self.kinds or not self.table.primary_keys
-        join = {
-            (True, True): "FULL OUTER",
-            (True, False): "RIGHT OUTER",
-            (False, True): "LEFT OUTER",
-            (False, False): "INNER",
-        }[(need_source_only, need_target_only)]
-        t_inner, t_outer = self._scoped("not_matched_by_source")
-        s_inner, s_outer = self._scoped("not_matched")
-        select = [f"{ta}.{_q(c)} AS {_P}t{i}" for i, c in enumerate(self.columns)]
-        select += [f"{ta}.{_T} AS {_T}", f"{ta}.{_RID} AS {_RID}", f"{sa}.{_S} AS {_S}", *t_outer, *s_outer]
-        select += [f"{ta}.{_q(c)} AS {_q(c)}" for c in self.carry]
-        for j, clause in enumerate(self.n.clauses):
-            if clause.match != "matched":
-                continue
-            if clause.condition is not None:
-                select.append(f"({clause.condition.text}) AS {_P}c{j}")
-            for col, expr in self.values[j].items():
-                select.append(f"({expr}) AS {_P}v{j}_{self.columns.index(col)}")
-            if j in self.key_checks:
-                select.append(f"({self.key_checks[j][0]}) AS {_P}k{j}")
-        sql = (
-            f"SELECT {', '.join(select)} "
-            f"FROM (SELECT {ta}.*, true AS {_T}, monotonically_increasing_id() AS {_RID}"
-            f"{''.join(', ' + e for e in t_inner)} FROM {self.view} AS {ta}) AS {ta} "
-            f"{join} JOIN (SELECT {sa}.*, true AS {_S}{''.join(', ' + e for e in s_inner)} "
-            f"FROM {self.source_from}) AS {sa} ON {self.n.on.text}"
-        )
-        df = self.s.frame(sql, self.stmt)
-        t, src = F.col(_T).isNotNull(), F.col(_S).isNotNull()
-        applies = {"matched": t & src, "not_matched": ~t, "not_matched_by_source": ~src}
-        chosen: Column = F.lit(-1)
-        for j in reversed(range(len(self.n.clauses))):
-            cond = applies[self.kinds[j]]
-            if self.n.clauses[j].condition is not None:
-                cond = cond & F.coalesce(F.col(f"{_P}c{j}"), F.lit(False))
-            chosen = F.when(cond, F.lit(j)).otherwise(chosen)
-        return df.withColumn(_CLAUSE, chosen)
-
-    # -- checks and counts ---------------------------------------------------------------------------
-    def check_cardinality(self, joined: DataFrame) -> None:
-        """A target row that two source rows would update/delete is an error (SQLSTATE 21000)."""
-        matched = [j for j, k in enumerate(self.kinds) if k == "matched"]
-        if not matched:
-            return
-        dup = (
-            joined.where(F.col(_CLAUSE).isin(matched))
-            .groupBy(_RID)
-            .count()
-            .where(F.col("count") > 1)
-            .limit(1)
-            .collect()
-        )
-        if dup:
-            raise _err(
-                self.stmt,
-                f"MERGE: a row of '{self.table.name}' is matched by {dup[0]['count']} source rows; "
-                "the ON condition must match each target row with at most one source row "
-                "(deduplicate the source)",
-                "21000",
-            )
-
-    def check_keys(self, joined: DataFrame) -> None:
-        """An UPDATE clause that would change a row's key (or partition, on a key table) is an error."""
-        if not self.key_checks:
-            return
-        changing = reduce(
-            lambda x, y: x | y,
-            [(F.col(_CLAUSE) == j) & F.coalesce(F.col(f"{_P}k{j}"), F.lit(False)) for j in self.key_checks],
-        )
-        bad = joined.where(changing).select(_CLAUSE).limit(1).collect()
-        if bad:
-            raise key_change_error(self.table, self.key_checks[bad[0][0]][1], self.stmt)
-
-    def counts(self, joined: DataFrame) -> dict[str, int]:
-        per_clause = {r[0]: r[1] for r in joined.groupBy(_CLAUSE).count().collect()}
-        return {
-            act: sum(per_clause.get(j, 0) for j in self.ids(act)) for act in ("update", "delete", "insert")
-        }
-
-    # -- outcome -------------------------------------------------------------------------------------
-    def project(self, df: DataFrame, *extra: Column) -> DataFrame:
-        """The target columns of each row's outcome (original values unless its clause sets them)."""
-        clause = F.col(_CLAUSE)
-        exprs = []
-        for i, col in enumerate(self.columns):
-            value: Column = F.col(f"{_P}t{i}")
-            for j, vals in enumerate(self.values):
-                if col in vals:
-                    value = F.when(clause == j, F.col(f"{_P}v{j}_{i}")).otherwise(value)
-            exprs.append(value.alias(col))
-        return df.select(*exprs, *extra)
-
-    def changes(self, joined: DataFrame) -> DataFrame:
-        """Primary-key table: only the changed rows, each with its row kind."""
-        clause = F.col(_CLAUSE)
-        kind = (
-            F.when(clause.isin(self.ids("delete")), F.lit("-D"))
-            .when(clause.isin(self.ids("update")), F.lit("+U"))
-            .otherwise(F.lit("+I"))
-        )
-        return self.project(joined.where(clause >= 0), kind.alias(ROWKIND))
-
-    def touched(self, joined: DataFrame) -> DataFrame:
-        return joined.where(F.col(_CLAUSE).isin(self.ids("update", "delete")))
-
-    def inserted_rows(self, joined: DataFrame) -> DataFrame:
-        return self.project(joined.where(F.col(_CLAUSE).isin(self.ids("insert"))))
-
-    def target_rows(self, joined: DataFrame) -> DataFrame:
-        """Each target row once (the copy its clause applies to, if any), minus the deleted ones."""
-        clause = F.col(_CLAUSE)
-        first = F.row_number().over(Window.partitionBy(_RID).orderBy(clause.desc()))
-        once = joined.where(F.col(_T).isNotNull()).withColumn(f"{_P}rn", first).where(F.col(f"{_P}rn") == 1)
-        return once.where(~clause.isin(self.ids("delete")))
-
-
 def merge(s: SqlSession, n: ast.Merge, stmt: Statement) -> StatementResult:
     """MERGE INTO t USING s ON c WHEN ...: one joined query, checked, then one write."""
     table = _target(s, n.target, stmt)
@@ -616,27 +332,6 @@ def merge(s: SqlSession, n: ast.Merge, stmt: Statement) -> StatementResult:
         else:
             _merge_copy_on_write(s, table, plan, joined, stmt, pinned.snapshot_id)
     return merge_result(s, stmt, counts)
-
-
-def merge_result(s: SqlSession, stmt: Statement, counts: dict[str, int]) -> StatementResult:
-    """MERGE's result row: affected, updated, deleted and inserted rows."""
-    total = counts["update"] + counts["delete"] + counts["insert"]
-    result = pa.table(
-        {
-            "num_affected_rows": [total],
-            "num_updated_rows": [counts["update"]],
-            "num_deleted_rows": [counts["delete"]],
-            "num_inserted_rows": [counts["insert"]],
-        },
-        schema=_MERGE_SCHEMA,
-    )
-    return rows(
-        s,
-        stmt,
-        result,
-        f"{total} row(s) affected ({counts['update']} updated, {counts['delete']} "
-        f"deleted, {counts['insert']} inserted)",
-    )
 
 
 def _merge_copy_on_write(

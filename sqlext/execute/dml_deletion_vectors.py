@@ -146,7 +146,7 @@ def _commit(s: SqlSession, table: Table, snapshot: Any, touched: DataFrame,
 
 
 def delete(s: SqlSession, table: Table, n: ast.Delete, stmt: Statement) -> StatementResult:
-    from sqlext.execute.dml import _count_result
+    from sqlext.execute.dml_common import _count_result
 
     snapshot = table.latest_snapshot()
     if snapshot is None:
@@ -168,7 +168,7 @@ def delete(s: SqlSession, table: Table, n: ast.Delete, stmt: Statement) -> State
 
 def update(s: SqlSession, table: Table, n: ast.Update, stmt: Statement) -> StatementResult:
     from sqlext.execute.assignments import resolve_assignments
-    from sqlext.execute.dml import _count_result
+    from sqlext.execute.dml_common import _count_result
 
     snapshot = table.latest_snapshot()
     if snapshot is None:
@@ -189,7 +189,8 @@ def update(s: SqlSession, table: Table, n: ast.Update, stmt: Statement) -> State
 
 def merge(s: SqlSession, table: Table, n: ast.Merge, stmt: Statement) -> StatementResult:
     """MERGE on a DV append table: DV the updated/deleted target rows, add updated + inserted rows."""
-    from sqlext.execute.dml import _CLAUSE, _MergePlan, merge_result
+    from sqlext.execute.dml_common import merge_result
+    from sqlext.execute.merge_plan import _CLAUSE, _MergePlan
 
     snapshot = table.latest_snapshot()
     view = f"__dyntable_dv_{s.next_id()}"
