@@ -14,7 +14,6 @@ outcomes that are checked against the expected rows computed with pyarrow.
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -29,22 +28,17 @@ from benchmarks.harness import (
     Context,
     Outcome,
     Result,
-    arrow_checksum,
     compare,
-    expect,
     same_result,
     spark_checksum,
 )
 from benchmarks.workloads_spark import (
     PK_BUCKETS,
-    T8_COLUMNS,
-    _copy_table,
-    _fresh,
-    cached_df,
+    UpsertFixture,
     dyntable_df,
     get_spark,
 )
-from engine import Table, open_catalog
+from engine import open_catalog
 from engine.scan.predicate import less_than
 
 DV = {"deletion-vectors.enabled": "true"}
@@ -53,55 +47,22 @@ PRICE_LIMIT = 0.001
 
 def run_w2dv(ctx: Context) -> list[Result]:
     """W2's CDC batch into a DV table (write + DV-maintaining compaction) vs W2's Parquet baseline."""
-    spark = get_spark(ctx)
-    size = ctx.size
-    base = data.t8(size.rows, seed=2)
-    batch = data.cdc(size.rows, size.cdc_rows, seed=3)
-    expected = arrow_checksum(data.apply_cdc(base, batch), T8_COLUMNS)
-    expected_batch = arrow_checksum(batch)
-    warehouse = ctx.path("w2dv")
-    catalog = open_catalog(warehouse)
-    catalog.create_database("db")
-    template = catalog.create_table(
-        "db.w2dv_base", data.T8_SCHEMA, primary_keys=["id"], options={"bucket": str(PK_BUCKETS), **DV}
-    )
-    template.write_arrow(base)
-    df = cached_df(spark, batch)
-    out_root = Path(ctx.path("w2dv-parquet"))
-    state: dict[str, Any] = {}
-
-    def ours_setup() -> None:
-        state["table"] = _copy_table(template, catalog, _fresh("w2dv"))
-
-    def ours_run() -> Table:
-        table = state["table"]
-        df.write.format("dyntable").option("warehouse", warehouse).option("table", table.name).mode(
-            "append"
-        ).save()
-        return table
-
-    def base_setup() -> None:
-        state["path"] = str(out_root / uuid.uuid4().hex)
-
-    def base_run() -> str:
-        df.repartition(PK_BUCKETS, "id").sortWithinPartitions("id").write.parquet(state["path"])
-        return state["path"]
-
+    w2 = UpsertFixture.build(ctx, "w2dv", DV)
     result = compare(
         "W2dv",
         f"PK upsert write into a DV table (bucket {PK_BUCKETS})",
-        Arm(ours_run, ours_setup, lambda t: arrow_checksum(t.refresh().to_arrow(), T8_COLUMNS)),
-        Arm(base_run, base_setup, lambda path: arrow_checksum(pq.read_table(path), batch.column_names)),
+        Arm(w2.data_source_write, w2.fresh_table, w2.merged),
+        w2.spark_baseline(),
         pairs=ctx.pairs,
-        rows=batch.num_rows,
+        rows=w2.batch.num_rows,
         target=">= 0.5",
-        check=expect(expected, expected_batch),
+        check=w2.check,
     )
     result.notes.append(
-        f"into {base.num_rows:,} existing rows; the check reads the table as DV readers do (level 0 "
+        f"into {w2.base.num_rows:,} existing rows; the check reads the table as DV readers do (level 0 "
         "skipped), so it passes only once the write's compaction has marked the old rows"
     )
-    df.unpersist()
+    w2.df.unpersist()
     return [result]
 
 

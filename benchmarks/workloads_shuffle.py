@@ -21,12 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pyarrow.parquet as pq
-
-from benchmarks import data
 from benchmarks.harness import Arm, Context, Result, arrow_checksum, compare, expect
-from benchmarks.workloads_spark import PK_BUCKETS, T8_COLUMNS, _copy_table, _fresh, cached_df, get_spark
-from engine import Table, open_catalog
+from benchmarks.workloads_spark import PK_BUCKETS, T8_COLUMNS, UpsertFixture, get_spark
+from engine import Table
 
 SETTING = "write.bucket-shuffle"
 MANY_PARTITIONS = 8  # W2m: enough input partitions for the unshuffled write to reach the compaction trigger
@@ -43,26 +40,11 @@ def run_w2s(ctx: Context) -> list[Result]:
     from sqlext.session import SqlSession
 
     spark = get_spark(ctx)
-    size = ctx.size
-    base = data.t8(size.rows, seed=2)
-    batch = data.cdc(size.rows, size.cdc_rows, seed=3)
-    expected = arrow_checksum(data.apply_cdc(base, batch), T8_COLUMNS)
-    expected_batch = arrow_checksum(batch)
-    warehouse = ctx.path("w2s")
-    catalog = open_catalog(warehouse)
-    catalog.create_database("db")
-    template = catalog.create_table(
-        "db.w2s_base", data.T8_SCHEMA, primary_keys=["id"], options={"bucket": str(PK_BUCKETS)}
-    )
-    template.write_arrow(base)
-    df = cached_df(spark, batch)
+    w2 = UpsertFixture.build(ctx, "w2s")
+    batch, df, warehouse, state = w2.batch, w2.df, w2.warehouse, w2.state
     df.createOrReplaceTempView("w2s_batch")
-    out_root = ctx.path("w2s-parquet")
-    state: dict[str, Any] = {}
     layout: dict[str, str] = {}
-
-    def fresh_table() -> None:
-        state["table"] = _copy_table(template, catalog, _fresh("w2s"))
+    fresh_table = w2.fresh_table
 
     def shuffled() -> Table:
         table = state["table"]
@@ -79,13 +61,6 @@ def run_w2s(ctx: Context) -> list[Result]:
         ).save()
         return table
 
-    def base_setup() -> None:
-        state["path"] = f"{out_root}/{_fresh('out')}"
-
-    def base_run() -> str:
-        df.repartition(PK_BUCKETS, "id").sortWithinPartitions("id").write.parquet(state["path"])
-        return state["path"]
-
     def merged(label: str) -> Callable[[Table], Any]:
         def verify(t: Table) -> Any:
             layout[label] = _files_per_bucket(t)
@@ -93,10 +68,8 @@ def run_w2s(ctx: Context) -> list[Result]:
 
         return verify
 
-    spark_baseline = Arm(
-        base_run, base_setup, lambda path: arrow_checksum(pq.read_table(path), batch.column_names)
-    )
-    check = expect(expected, expected_batch)
+    spark_baseline = w2.spark_baseline()
+    check = w2.check
     w2s = compare(
         "W2s", f"PK upsert write, shuffled by bucket (bucket {PK_BUCKETS})",
         Arm(shuffled, fresh_table, merged("write_table")), spark_baseline,
@@ -124,7 +97,7 @@ def run_w2s(ctx: Context) -> list[Result]:
         Arm(insert("true"), fresh_table, merged("INSERT shuffled")),
         Arm(insert("false"), fresh_table, merged("INSERT unshuffled")),
         pairs=ctx.pairs, rows=batch.num_rows, target="context (> 1: the shuffle pays)",
-        check=expect(expected, expected),
+        check=expect(w2.expected, w2.expected),
     )
     many = df.repartition(MANY_PARTITIONS).cache()
     many.count()
@@ -134,7 +107,7 @@ def run_w2s(ctx: Context) -> list[Result]:
         Arm(insert("true", "w2s_batch_many"), fresh_table, merged(f"INSERT x{MANY_PARTITIONS} shuffled")),
         Arm(insert("false", "w2s_batch_many"), fresh_table, merged(f"INSERT x{MANY_PARTITIONS} unshuffled")),
         pairs=ctx.pairs, rows=batch.num_rows, target="context (> 1: the shuffle pays)",
-        check=expect(expected, expected),
+        check=expect(w2.expected, w2.expected),
     )
     notes = "; ".join(f"{k}: {v}" for k, v in layout.items())
     partitions = df.rdd.getNumPartitions()

@@ -21,6 +21,7 @@ import shutil
 import threading
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -158,58 +159,93 @@ def run_w1(ctx: Context) -> list[Result]:
 # ------------------------------------------------------------------------------------------------
 
 
-def run_w2(ctx: Context) -> list[Result]:
-    """A CDC batch into an existing PK table (bucket 4) via the data source vs bucketed sorted parquet."""
-    spark = get_spark(ctx)
-    size = ctx.size
-    base = data.t8(size.rows, seed=2)
-    batch = data.cdc(size.rows, size.cdc_rows, seed=3)
-    expected = arrow_checksum(data.apply_cdc(base, batch), T8_COLUMNS)
-    expected_batch = arrow_checksum(batch)
-    warehouse = ctx.path("w2")
-    catalog = open_catalog(warehouse)
-    catalog.create_database("db")
-    template = catalog.create_table(
-        "db.w2_base", data.T8_SCHEMA, primary_keys=["id"], options={"bucket": str(PK_BUCKETS)}
-    )
-    template.write_arrow(base)
-    df = cached_df(spark, batch)
-    out_root = Path(ctx.path("w2-parquet"))
-    state: dict[str, Any] = {}
+@dataclass
+class UpsertFixture:
+    """W2's inputs, shared by the upsert lines (W2, W2dv, W2s): a PK table (bucket 4) holding the
+    base rows, the CDC batch as a cached DataFrame, and the Spark baseline arm."""
 
-    def ours_setup() -> None:
-        state["table"] = _copy_table(template, catalog, _fresh("w2"))
+    ctx: Context
+    name: str
+    base: pa.Table
+    batch: pa.Table
+    warehouse: str
+    catalog: Any
+    template: Table
+    df: Any
+    expected: Any  # the checksum of the base rows with the batch applied
+    check: Any
+    state: dict[str, Any] = field(default_factory=dict)
 
-    def ours_run() -> Table:
-        table = state["table"]
-        df.write.format("dyntable").option("warehouse", warehouse).option("table", table.name).mode(
-            "append"
-        ).save()
+    @classmethod
+    def build(cls, ctx: Context, name: str, options: dict[str, str] | None = None) -> UpsertFixture:
+        size = ctx.size
+        base = data.t8(size.rows, seed=2)
+        batch = data.cdc(size.rows, size.cdc_rows, seed=3)
+        expected = arrow_checksum(data.apply_cdc(base, batch), T8_COLUMNS)
+        check = expect(expected, arrow_checksum(batch))
+        warehouse = ctx.path(name)
+        catalog = open_catalog(warehouse)
+        catalog.create_database("db")
+        template = catalog.create_table(
+            f"db.{name}_base", data.T8_SCHEMA, primary_keys=["id"],
+            options={"bucket": str(PK_BUCKETS), **(options or {})},
+        )
+        template.write_arrow(base)
+        df = cached_df(get_spark(ctx), batch)
+        return cls(ctx, name, base, batch, warehouse, catalog, template, df, expected, check)
+
+    def fresh_table(self) -> None:
+        """Arm setup: a fresh copy of the base table (``state["table"]``)."""
+        self.state["table"] = _copy_table(self.template, self.catalog, _fresh(self.name))
+
+    def data_source_write(self) -> Table:
+        """The plain ``df.write.format("dyntable")`` of the batch into the fresh table."""
+        table = self.state["table"]
+        self.df.write.format("dyntable").option("warehouse", self.warehouse).option(
+            "table", table.name
+        ).mode("append").save()
         return table
 
-    def base_setup() -> None:
-        state["path"] = str(out_root / uuid.uuid4().hex)
+    @staticmethod
+    def merged(table: Table) -> Any:
+        return arrow_checksum(table.refresh().to_arrow(), T8_COLUMNS)
 
-    def base_run() -> str:
-        df.repartition(PK_BUCKETS, "id").sortWithinPartitions("id").write.parquet(state["path"])
-        return state["path"]
+    def spark_baseline(self) -> Arm:
+        """``repartition(4, id).sortWithinPartitions(id).write.parquet`` of the same batch."""
+        out_root = Path(self.ctx.path(f"{self.name}-parquet"))
+        paths: dict[str, str] = {}
 
+        def setup() -> None:
+            paths["path"] = str(out_root / uuid.uuid4().hex)
+
+        def run() -> str:
+            self.df.repartition(PK_BUCKETS, "id").sortWithinPartitions("id").write.parquet(paths["path"])
+            return paths["path"]
+
+        return Arm(run, setup, lambda path: arrow_checksum(pq.read_table(path), self.batch.column_names))
+
+
+def run_w2(ctx: Context) -> list[Result]:
+    """A CDC batch into an existing PK table (bucket 4) via the data source vs bucketed sorted parquet."""
+    w2 = UpsertFixture.build(ctx, "w2")
+    base, batch, df = w2.base, w2.batch, w2.df
+    baseline = w2.spark_baseline()
     result = compare(
         "W2",
         f"PK upsert write (bucket {PK_BUCKETS})",
-        Arm(ours_run, ours_setup, lambda t: arrow_checksum(t.refresh().to_arrow(), T8_COLUMNS)),
-        Arm(base_run, base_setup, lambda path: arrow_checksum(pq.read_table(path), batch.column_names)),
+        Arm(w2.data_source_write, w2.fresh_table, w2.merged),
+        baseline,
         pairs=ctx.pairs,
         rows=batch.num_rows,
         target=">= 0.7",
-        check=expect(expected, expected_batch),
+        check=w2.check,
     )
     result.notes.append(f"into {base.num_rows:,} existing rows; 80% updates, 15% inserts, 5% deletes")
     ceiling = compare(
         "W2c",
         "  ceiling: a Python writer that only drains its input",
         Arm(lambda: _drain(df, batch.num_rows)),
-        Arm(lambda: (base_run(), Outcome(batch.num_rows))[1], base_setup),
+        Arm(lambda: (baseline.run(), Outcome(batch.num_rows))[1], baseline.setup),
         pairs=ctx.pairs,
         rows=batch.num_rows,
         target="context",
