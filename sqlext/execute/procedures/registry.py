@@ -37,8 +37,7 @@ from sqlext.errors import ProcedureArgumentError, SqlAnalysisError, UnsupportedS
 from sqlext.parse.ast import CallArgument
 
 if TYPE_CHECKING:
-    from engine import Table
-    from engine.schema import TableSchema
+    from engine import Table, TableSchema
     from sqlext.session import SqlSession
 
 UNDEFINED_FUNCTION = "42883"
