@@ -175,6 +175,10 @@ class Table:
         partition-key order."""
         return self.store.partition_dir(values)
 
+    def schema_by_id(self, schema_id: int) -> TableSchema:
+        """A stored schema version of this branch (the one a snapshot or data file names)."""
+        return self.store.schema_by_id(schema_id)
+
     @property
     def has_primary_key(self) -> bool:
         return self.store.has_primary_key

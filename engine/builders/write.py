@@ -25,6 +25,12 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from engine.append_deletions import (
+    AppendDeletionCommit,
+    DvScanFile,
+    dv_scan_files,
+    writes_append_deletion_vectors,
+)
 from engine.commit_messages import CommitMessage, OverwriteSpec, delete_uncommitted
 from engine.errors import DyntableError
 from engine.meta.paths import FileNamer
@@ -33,6 +39,7 @@ from engine.write.factory import new_writer
 
 if TYPE_CHECKING:
     from engine.builders.commit import CommitBuilder
+    from engine.meta.snapshot import Snapshot
     from engine.table import Table
 
 SEQUENCE_STRIDE_BITS = 32  # 4G rows per task and commit
@@ -57,6 +64,21 @@ class WriteBuilder:
 
     def with_commit_user(self, commit_user: str | None) -> WriteBuilder:
         return dataclasses.replace(self, commit_user=commit_user)
+
+    # -- row-level changes of append tables with deletion vectors (engine.append_deletions) ----------
+    def writes_deletion_vectors(self) -> bool:
+        """Whether DELETE/UPDATE/MERGE of this table mark rows in deletion vectors (an append table
+        with ``deletion-vectors.enabled``) instead of rewriting files."""
+        return writes_append_deletion_vectors(self.table.store)
+
+    def deletion_scan_files(self, snapshot: Snapshot) -> list[DvScanFile]:
+        """Every live data file of ``snapshot`` with its path, schema version and deleted positions."""
+        return dv_scan_files(self.table.store, snapshot)
+
+    def new_deletion_commit(self, snapshot: Snapshot | None) -> AppendDeletionCommit:
+        """Rows of ``snapshot``'s files to mark deleted; publish it with
+        ``new_commit().commit_with_deletions``."""
+        return AppendDeletionCommit(self.table.store, snapshot, self.commit_user)
 
     def clustering(self) -> list[str] | None:
         """Columns a distributed write must cluster rows by (dynamic-bucket tables: no two tasks may

@@ -239,7 +239,7 @@ def _shuffle_partitions(spark: SparkSession) -> int:
 def shuffle_by_bucket(frame: DataFrame, table: Table, bucket: Column, *, sort: bool = False) -> DataFrame:
     """``frame`` hash-partitioned so that every (partition, bucket) of ``table`` is in one Spark
     partition (optionally sorted by the primary key within it); ``bucket`` from :func:`bucket_column`."""
-    num_buckets = table.store.options.bucket
+    num_buckets = table.core_options.bucket
     with_bucket = frame.withColumn(BUCKET_COLUMN, bucket)
     parts = list(table.partition_keys)
     if parts:
@@ -273,15 +273,15 @@ MIN_ESTIMATED_BYTES = 8 << 20
 def table_bucket(frame: DataFrame, table: Table) -> Column | None:
     """The bucket expression of ``table`` over ``frame``'s columns, or None when ``table`` is not
     a fixed-bucket primary-key table or a bucket-key type is not covered."""
-    store = table.store
-    if not table.has_primary_key or store.options.bucket < 1:
+    buckets = table.core_options.bucket
+    if not table.has_primary_key or buckets < 1:
         return None
-    schema = store.schema
+    schema = table.schema
     keys = list(schema.logical_bucket_keys)
     if any(k not in frame.columns for k in keys):
         return None
     types = [schema.field(k).type for k in keys]
-    return bucket_column([F.col(_quote(k)) for k in keys], types, store.options.bucket)
+    return bucket_column([F.col(_quote(k)) for k in keys], types, buckets)
 
 
 def _estimated_bytes(frame: DataFrame) -> int | None:

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from engine import ROWKIND, MergeConfig, OverwriteSpec, Table, writes_append_deletion_vectors
+from engine import ROWKIND, MergeConfig, OverwriteSpec, Table
 from sqlext.errors import UnsupportedStatementError
 from sqlext.execute import dml_deletion_vectors
 from sqlext.execute.assignments import (
@@ -206,7 +206,7 @@ def delete(s: SqlSession, n: ast.Delete, stmt: Statement) -> StatementResult:
     table = _target(s, n.table, stmt)
     if table is None:
         return _to_spark(s, stmt)
-    if writes_append_deletion_vectors(table.store):
+    if table.new_write_builder().writes_deletion_vectors():
         return dml_deletion_vectors.delete(s, table, n, stmt)
     pinned = _Pinned(s, table)
     alias = n.alias or n.table.table
@@ -237,7 +237,7 @@ def update(s: SqlSession, n: ast.Update, stmt: Statement) -> StatementResult:
     if table is None:
         return _to_spark(s, stmt)
     _check_rewritable(table, "UPDATE", stmt)
-    if writes_append_deletion_vectors(table.store):
+    if table.new_write_builder().writes_deletion_vectors():
         return dml_deletion_vectors.update(s, table, n, stmt)
     alias = n.alias or n.table.table
     a = _q(alias)
@@ -308,7 +308,7 @@ def merge(s: SqlSession, n: ast.Merge, stmt: Statement) -> StatementResult:
     if table is None:
         return _to_spark(s, stmt)
     _check_rewritable(table, "MERGE INTO", stmt)
-    if writes_append_deletion_vectors(table.store):
+    if table.new_write_builder().writes_deletion_vectors():
         return dml_deletion_vectors.merge(s, table, n, stmt)
     pinned = _Pinned(s, table)
     plan = _MergePlan(s, table, n, stmt, pinned.view())

@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from engine import AppendDeletionCommit, Table, WriteBuilder, dv_scan_files, group_positions
+from engine import Table, WriteBuilder, group_positions
 from sqlext.parse import ast
 from sqlext.parse.splitter import Statement
 from sqlext.source.spark_types import spark_schema
@@ -53,15 +53,15 @@ def _uri(path: str) -> str:
 def positioned_frame(s: SqlSession, table: Table, snapshot: Any) -> DataFrame:
     """The live rows of ``snapshot``, each with its data file and position (``__dyn_file``/``__dyn_pos``)."""
     spark = s.spark
-    files = dv_scan_files(table.store, snapshot) if snapshot is not None else []
-    current = table.store.schema_by_id(snapshot.schema_id) if snapshot is not None else table.schema
+    files = table.new_write_builder().deletion_scan_files(snapshot) if snapshot is not None else []
+    current = table.schema_by_id(snapshot.schema_id) if snapshot is not None else table.schema
     target = spark_schema(current.arrow_schema())
     out = [StructField(FILE, StringType()), StructField(POS, LongType())]
     if not files:
         return spark.createDataFrame([], StructType([*target.fields, *out]))
     frames = []
     for schema_id in sorted({f.schema_id for f in files}):
-        old = table.store.schema_by_id(schema_id)
+        old = table.schema_by_id(schema_id)
         old_struct = spark_schema(old.arrow_schema())
         cols = []
         physical = []
@@ -135,9 +135,9 @@ def _write_rows(s: SqlSession, table: Table, df: DataFrame, builder: WriteBuilde
 def _commit(s: SqlSession, table: Table, snapshot: Any, touched: DataFrame,
             new_rows: DataFrame | None) -> int:
     """Mark ``touched`` rows deleted and add ``new_rows``; one snapshot. Returns the rows marked."""
-    deletions = AppendDeletionCommit(table.store, snapshot)
+    builder = table.new_write_builder(None, commit_user=f"dv-{uuid.uuid4()}")
+    deletions = builder.new_deletion_commit(snapshot)
     count = deletions.delete(_positions(touched)) if snapshot is not None else 0
-    builder = table.new_write_builder(None, commit_user=deletions.commit_user)
     messages = _write_rows(s, table, new_rows, builder) if new_rows is not None else []
     if count or messages:
         # One snapshot, then the post-commit hooks (tags, expiration; compaction of new files).
@@ -153,7 +153,7 @@ def delete(s: SqlSession, table: Table, n: ast.Delete, stmt: Statement) -> State
         return _count_result(s, stmt, 0, "deleted")
     if n.where is None:
         # Paimon truncates: every file goes, with its DV (the count comes from the metadata)
-        files = dv_scan_files(table.store, snapshot)
+        files = table.new_write_builder().deletion_scan_files(snapshot)
         count = sum(f.row_count - f.deleted.size for f in files)
         if count:
             table.truncate()
