@@ -35,6 +35,7 @@ import pyarrow as pa
 from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchColumnError
 from engine.fileindex.options import check_file_index_options, drop_index_column, rename_index_column
 from engine.frozen import FrozenMap
+from engine.jackson import jackson_json
 from engine.option_checks import check_alterable, validate_options
 from engine.options import (
     BUCKET,
@@ -169,7 +170,7 @@ class TableSchema:
         if self.comment is not None:
             obj["comment"] = self.comment
         obj["timeMillis"] = self.time_millis
-        return _jackson(obj, 0)
+        return jackson_json(obj)
 
     @staticmethod
     def from_json(text: str | bytes) -> TableSchema:
@@ -766,21 +767,6 @@ def _rename_in_options(options: dict[str, str], old: str, new: str) -> dict[str,
             key = f"fields.{cols}.{suffix}"
         out[key] = value
     return out
-
-
-def _jackson(v: Any, level: int) -> str:
-    """JSON laid out like Jackson's default pretty printer (what Java Paimon writes)."""
-    if isinstance(v, dict):
-        if not v:
-            return "{ }"
-        pad = "  " * (level + 1)
-        body = ",\n".join(
-            f"{pad}{json.dumps(k, ensure_ascii=False)} : {_jackson(x, level + 1)}" for k, x in v.items()
-        )
-        return "{\n" + body + "\n" + "  " * level + "}"
-    if isinstance(v, list):
-        return "[ " + ", ".join(_jackson(x, level) for x in v) + " ]" if v else "[ ]"
-    return json.dumps(v, ensure_ascii=False)
 
 
 def _int(v: Any, what: str) -> int:

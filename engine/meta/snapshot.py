@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 from enum import StrEnum
-from json.encoder import encode_basestring  # json.dumps of one str, ensure_ascii=False
 from typing import Any
 
 from engine.errors import CorruptMetadataError
 from engine.frozen import FrozenMap  # noqa: F401  (re-exported: part of this module's API)
+from engine.jackson import RawNumber, jackson_json
 
 #: Java ``Long.MIN_VALUE``: the "no watermark" marker of old snapshot writers.
 LONG_MIN_VALUE = -(2**63)
@@ -50,44 +50,8 @@ class CommitKind(StrEnum):
     ANALYZE = "ANALYZE"
 
 
-
-
-# ---------------------------------------------------------------------------------------------
-# Jackson-style pretty printing
-
-
-class _RawNumber(str):
-    """A JSON number that must be written verbatim (e.g. ``86400.000000000``)."""
-
-
-def _json_value(value: Any, indent: str) -> str:
-    kind = type(value)
-    if kind is int:  # the common leaves first, without json.dumps' per-call encoder set-up
-        return str(value)
-    if kind is str:
-        return encode_basestring(value)
-    if isinstance(value, _RawNumber):
-        return str(value)
-    if value is None or isinstance(value, (bool, int, str)):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, Mapping):
-        if not value:
-            return "{ }"
-        inner = indent + "  "
-        body = ",\n".join(
-            f"{inner}{encode_basestring(str(k))} : {_json_value(v, inner)}" for k, v in value.items()
-        )
-        return "{\n" + body + "\n" + indent + "}"
-    if isinstance(value, (list, tuple)):
-        # Jackson's default pretty printer keeps arrays on one line: [ 1, 2, 3 ]
-        if not value:
-            return "[ ]"
-        return "[ " + ", ".join(_json_value(v, indent) for v in value) + " ]"
-    raise TypeError(f"cannot write {type(value).__name__} as snapshot JSON")
-
-
 def _pretty(pairs: list[tuple[str, Any]]) -> str:
-    return _json_value(dict(pairs), "")
+    return jackson_json(dict(pairs))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -331,9 +295,9 @@ def _local_datetime_from_json(value: Any, what: str) -> datetime:
     )
 
 
-def _duration_ms_to_json(ms: int) -> _RawNumber:
+def _duration_ms_to_json(ms: int) -> RawNumber:
     """Java Duration as Jackson writes it: decimal seconds with nine fraction digits."""
-    return _RawNumber(str((Decimal(ms) / _MS_PER_SECOND).quantize(_NINE_PLACES)))
+    return RawNumber(str((Decimal(ms) / _MS_PER_SECOND).quantize(_NINE_PLACES)))
 
 
 def _duration_ms_from_json(value: Any, what: str) -> int:
