@@ -3,23 +3,8 @@ scan.fallback-branch, merge_branch, done partitions, CHAR(n) columns (shared Spa
 
 from __future__ import annotations
 
-import pytest
-
-from sqlext.errors import SqlError
 from sqlext.parse.names import TableName
-
-
-def run(session, sql):
-    result = list(session.execute(sql))[-1]
-    return [tuple(r) for r in result.dataframe.collect()] if result.dataframe is not None else None
-
-
-def fails(session, sql, *words):
-    with pytest.raises(SqlError) as info:
-        list(session.execute(sql))
-    for w in words:
-        assert w in str(info.value), str(info.value)
-    return info.value
+from tests.integration.sql_helpers import fails, run
 
 
 def test_read_with_scan_fallback_branch(session):

@@ -13,13 +13,9 @@ import pytest
 
 from sqlext.errors import SqlError
 from sqlext.parse.names import TableName
+from tests.integration.sql_helpers import run
 
 TWO_DAYS = 2 * 86_400
-
-
-def run(session, sql):
-    result = list(session.execute(sql))[-1]
-    return [tuple(r) for r in result.dataframe.collect()] if result.dataframe is not None else None
 
 
 def age(root: str) -> None:

@@ -6,11 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sqlext.errors import SqlError
-
-
-def run(session, sql):
-    result = list(session.execute(sql))[-1]
-    return [tuple(r) for r in result.dataframe.collect()] if result.dataframe is not None else None
+from tests.integration.sql_helpers import run
 
 
 @pytest.fixture

@@ -7,11 +7,7 @@ import pytest
 
 from sqlext.errors import SqlError
 from sqlext.parse.names import TableName
-
-
-def run(session, sql):
-    result = list(session.execute(sql))[-1]
-    return [tuple(r) for r in result.dataframe.collect()] if result.dataframe is not None else None
+from tests.integration.sql_helpers import run
 
 
 def table(session, name):

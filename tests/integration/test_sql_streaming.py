@@ -15,13 +15,9 @@ from engine import CommitKind
 from engine.commit import CHANGE_TRACKING_PROPERTY
 from sqlext.errors import SqlError
 from sqlext.parse.names import TableName
+from tests.integration.sql_helpers import run
 
 DEADLINE = 60.0  # seconds; a micro-batch takes well under a second once Spark is warm
-
-
-def run(session, sql):
-    result = list(session.execute(sql))[-1]
-    return [tuple(r) for r in result.dataframe.collect()] if result.dataframe is not None else None
 
 
 def contents(session, name):
