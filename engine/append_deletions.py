@@ -19,10 +19,13 @@ Paimon 0.9+ does for append tables with ``'deletion-vectors.enabled' = 'true'`` 
 ```
 
 Bucket-unaware tables (``bucket = -1``) keep their files, and their DV entries, in bucket 0 of
-each partition. Java combines those entries by file name and may hold several DV files per
-partition; folding them into one file per partition (deleting the old ones by name) is a valid
-state for Java and keeps one rule for both layouts. Paimon 0.9 writes no cardinality; newer
-versions and dyntable do, and 0.9 ignores the field.
+each partition, and may hold several DV index files per partition: as Java's
+``AppendDeleteFileMaintainer`` does, a commit rewrites only the index files that hold a DV it
+changes or drops (their other DVs are copied), deletes those files by name, and rolls what it
+writes into files of ``deletion-vector.index-file.target-size``; untouched index files stay.
+Bucketed tables keep one DV file per bucket (Java's bucketed combiner keeps one per bucket), so
+a commit rewrites the slot's file whole. Paimon 0.9 writes no cardinality; newer versions and
+dyntable do, and 0.9 ignores the field.
 """
 
 from __future__ import annotations
@@ -40,12 +43,15 @@ from engine.errors import CommitConflictError, InvalidArgumentError
 from engine.lsm.deletion_vectors import uses_deletion_vectors
 from engine.meta.deletion_vectors import (
     DeletionVector,
+    dv_metas,
     read_deletion_vectors,
     write_deletion_vectors,
+    write_deletion_vectors_rolling,
 )
 from engine.meta.index_files import DELETION_VECTORS_INDEX, IndexManifestEntry, IndexStore
 from engine.meta.manifest import FileKind, ManifestEntry
 from engine.meta.snapshot import CommitKind, Snapshot
+from engine.options import DELETION_VECTOR_INDEX_FILE_TARGET_SIZE
 from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 
 __all__ = [
@@ -153,7 +159,12 @@ class AppendDeletionCommit:
         self.bitmap64 = str(store.schema.options.get(BITMAP64, "false")).strip().lower() == "true"
         self.index = IndexStore(store.io, store.paths, store.options.manifest_compression)
         self._state = _state(store, base)
-        self._slot_dvs: dict[Slot, dict[str, DeletionVector]] = {}
+        # Bucket-unaware: several DV files per partition, rewritten only where touched, rolled.
+        self.rolling = store.options.bucket == -1
+        self.target_size = int(store.options.get(DELETION_VECTOR_INDEX_FILE_TARGET_SIZE))
+        self._located: set[Slot] = set()
+        self._holder: dict[str, IndexManifestEntry] = {}  # data file -> the DV file holding its DV
+        self._file_dvs: dict[str, dict[str, DeletionVector]] = {}  # index file -> its DVs
         self._changed: dict[str, DeletionVector] = {}
         self._dropped: set[str] = set()
         self._guarded: set[str] = set()  # rewritten files: must still be live, their slot's DVs unchanged
@@ -168,21 +179,31 @@ class AppendDeletionCommit:
         # A bucket-unaware table's DV entries sit in bucket 0, like its files.
         return entry.partition, entry.bucket
 
-    def _dvs(self, slot: Slot) -> dict[str, DeletionVector]:
-        """Every DV of a slot in the base snapshot (each index file read once)."""
-        dvs = self._slot_dvs.get(slot)
-        if dvs is None:
-            dvs = {}
+    def _holder_of(self, file_name: str) -> IndexManifestEntry | None:
+        """The base snapshot's DV index file holding ``file_name``'s DV (from the manifest's
+        ranges; no index file is read)."""
+        slot = self._slot_of(file_name)
+        if slot not in self._located:
+            self._located.add(slot)
             for e in self._state.dv_entries.get(slot, ()):
-                dvs.update(read_deletion_vectors(self.index, e.file))
-            self._slot_dvs[slot] = dvs
+                for m in dv_metas(e.file):
+                    self._holder[m.data_file] = e
+        return self._holder.get(file_name)
+
+    def _dvs_in(self, entry: IndexManifestEntry) -> dict[str, DeletionVector]:
+        """Every DV of one index file (each read once)."""
+        dvs = self._file_dvs.get(entry.file.file_name)
+        if dvs is None:
+            dvs = read_deletion_vectors(self.index, entry.file)
+            self._file_dvs[entry.file.file_name] = dvs
         return dvs
 
     def current(self, file_name: str) -> DeletionVector | None:
         """The file's DV as this commit would write it (None: no row of it is deleted)."""
         if file_name in self._changed:
             return self._changed[file_name]
-        return self._dvs(self._slot_of(file_name)).get(file_name)
+        holder = self._holder_of(file_name)
+        return None if holder is None else self._dvs_in(holder).get(file_name)
 
     def delete(self, positions: Mapping[str, np.ndarray]) -> int:
         """Mark ``positions`` (data-file name -> row numbers in that file) deleted; returns how
@@ -239,21 +260,31 @@ class AppendDeletionCommit:
             out.setdefault(self._slot_of(name), []).append(name)
         return out
 
-    def _index_changes(self, touched: Mapping[Slot, list[str]]) -> list[IndexManifestEntry]:
-        """Write one DV index file per touched slot; the DELETE/ADD entries that install them."""
-        changes: list[IndexManifestEntry] = []
+    def _index_changes(self, touched: Mapping[Slot, list[str]], changes: list[IndexManifestEntry]) -> None:
+        """Write the new DV index files of every touched slot; append to ``changes`` the
+        DELETE/ADD entries that install them (as they are written, so a failure half-way still
+        leaves every written file in ``changes`` for the caller to delete)."""
         for slot, names in touched.items():
-            dvs = dict(self._dvs(slot))
+            if self.rolling:
+                holders = {h.file.file_name: h for n in names if (h := self._holder_of(n)) is not None}
+                rewritten = list(holders.values())
+            else:
+                rewritten = list(self._state.dv_entries.get(slot, ()))
+            dvs: dict[str, DeletionVector] = {}
+            for e in rewritten:
+                dvs.update(self._dvs_in(e))
             for name in names:
                 dvs.pop(name, None)
                 if name in self._changed:
                     dvs[name] = self._changed[name]
-            for e in self._state.dv_entries.get(slot, ()):
+            for e in rewritten:
                 changes.append(IndexManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.file))
-            if dvs:
-                meta = write_deletion_vectors(self.index, dict(sorted(dvs.items())))
-                changes.append(IndexManifestEntry(FileKind.ADD, slot[0], slot[1], meta))
-        return changes
+            ordered = dict(sorted(dvs.items()))
+            if self.rolling:
+                metas = write_deletion_vectors_rolling(self.index, ordered, self.target_size)
+            else:
+                metas = [write_deletion_vectors(self.index, ordered)] if ordered else []
+            changes.extend(IndexManifestEntry(FileKind.ADD, slot[0], slot[1], m) for m in metas)
 
     def _check(self, latest: Snapshot | None, touched: Mapping[Slot, list[str]]) -> None:
         """Raise unless ``latest`` still has the touched files live and the base's DV files in each slot."""
@@ -293,7 +324,7 @@ class AppendDeletionCommit:
         if not touched and not messages and not self._guarded:
             return CommitResult(())
         committer = FileStoreCommit(self.store, self.commit_user)
-        written: list[IndexManifestEntry] = []
+        changes: list[IndexManifestEntry] = []
         data_entries = [
             ManifestEntry(k, m.partition, m.bucket, m.total_buckets, f)
             for m in messages
@@ -307,8 +338,7 @@ class AppendDeletionCommit:
             return data_entries
 
         try:
-            changes = self._index_changes(touched)
-            written = [e for e in changes if e.kind is FileKind.ADD]
+            self._index_changes(touched, changes)
             sid, _ = committer._publish(  # noqa: SLF001 - the pipeline's one publish step, DV flavour
                 kind, BATCH_COMMIT_IDENTIFIER, entries_for, [], None, properties,
                 index_changes=lambda: (changes, None),
@@ -317,8 +347,9 @@ class AppendDeletionCommit:
             from engine.errors import CommitStateUnknownError
 
             if not isinstance(e, CommitStateUnknownError):
-                for w in written:
-                    self.index.delete_file(w.file)
+                for w in changes:
+                    if w.kind is FileKind.ADD:
+                        self.index.delete_file(w.file)
                 delete_uncommitted(self.store, messages)
             raise
         return CommitResult((sid,))

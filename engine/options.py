@@ -275,6 +275,15 @@ DELETION_VECTORS_MODIFIABLE = _declare("deletion-vectors.modifiable", bool, Fals
 DELETION_VECTORS_BITMAP64 = _declare("deletion-vectors.bitmap64", bool, False,
     "Write 64-bit deletion vectors (Paimon 1.2+; for data files above 2^31 rows). Paimon 0.9 and "
     "pypaimon cannot read them.", immutable=True)
+DELETION_VECTOR_INDEX_FILE_TARGET_SIZE = _declare("deletion-vector.index-file.target-size", "memory_size",
+    2 * _MB,
+    "Bucket-unaware append tables: a partition's deletion vectors roll into a new index file once one "
+    "grows past this size (each file has its own index-manifest entry). Bucketed tables keep one DV "
+    "index file per bucket, as Paimon does.")
+COMPACTION_DELETE_RATIO_THRESHOLD = _declare("compaction.delete-ratio-threshold", float, 0.2,
+    "Bucket-unaware append tables with deletion vectors: a data file whose deletion vector marks more "
+    "than this fraction of its rows is compacted even when it is not small.",
+    validator=lambda v: None if 0.0 <= v <= 1.0 else "must be a fraction from 0 to 1")
 DATA_FILE_THIN_MODE = _declare("data-file.thin-mode", bool, False,
     "Omit the _KEY_ columns from primary-key data files. dyntable always writes them: only 'false' is "
     "accepted.", validator=_refuse_true("thin mode (data files without _KEY_ columns)"))

@@ -1,15 +1,16 @@
-"""Which tables use Paimon deletion vectors, and the guard for what dyntable does not do on them.
+"""Which tables use Paimon deletion vectors, and the guard for what cannot be done on them.
 
 With ``deletion-vectors.enabled = true`` Paimon marks superseded and deleted rows of data files
 in ``DELETION_VECTORS`` index files. dyntable reads such tables as Paimon's batch readers do
 (``engine.read.split_reader``: primary-key tables skip level 0 and read every other file without
 merging, minus its DV; append tables read every file minus its DV).
 
-Primary-key tables are written and compacted with their DVs maintained
-(``engine.write.kv_deletion_vectors``), and their change reads are those of any primary-key table
-(level-0 deltas or changelog files, which DVs never touch). Append tables with DVs are guarded
-here until their writer maintains DVs: a write or compaction there would leave DVs that no longer
-match the files, and a change read would have to turn DVs into row changes.
+Both kinds are written with their DVs maintained: primary-key tables by their compaction
+(``engine.write.kv_deletion_vectors``), append tables by row-level DELETE/UPDATE/MERGE and their
+compaction (``engine.append_deletions``, ``engine.write.append_compaction``). Change reads
+(streaming, ``incremental-between``) read the files each snapshot added, which DVs do not touch
+(``engine.scan.incremental``). What stays refused here is renaming data files: a DV names its
+data file.
 """
 
 from __future__ import annotations
@@ -23,24 +24,6 @@ OPTION = "deletion-vectors.enabled"
 def uses_deletion_vectors(store: FileStore) -> bool:
     """Whether the table has ``deletion-vectors.enabled = true``."""
     return str(store.schema.options.get(OPTION, "false")).strip().lower() == "true"
-
-
-def refuse_change_reads(store: FileStore) -> None:
-    """Raise for a batch incremental (``incremental-between``) read of an append table with
-    deletion vectors: the range's files would need the DVs of the range's end applied, as Paimon
-    does, which is not built. Streaming reads of such tables work (as in Paimon, a snapshot's new
-    files are its changes).
-
-    Raises:
-        UnsupportedTableError: an append table with ``deletion-vectors.enabled`` true.
-    """
-    if uses_deletion_vectors(store) and not store.has_primary_key:
-        raise UnsupportedTableError(
-            f"cannot read incremental changes between snapshots of table {store.paths.root}: it is an "
-            f"append table with '{OPTION}' = 'true', and such a range read would have to apply the "
-            "deletion vectors of the range's end to the files it returns, which dyntable does not do. "
-            "Stream the table instead, or read each snapshot with time travel."
-        )
 
 
 def refuse_renaming_files(store: FileStore, action: str) -> None:

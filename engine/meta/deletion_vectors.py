@@ -387,6 +387,50 @@ def write_deletion_vectors(store: IndexStore, dvs: Mapping[str, DeletionVector])
     return index_file_meta(name, data, metas)
 
 
+def write_index_files_rolling(
+    dvs: Mapping[str, DeletionVector], target_size: int
+) -> list[tuple[bytes, list[DeletionVectorMeta]]]:
+    """The bytes and ranges of the DV index files ``dvs`` roll into at ``target_size`` bytes.
+
+    As Java's rolling ``DeletionVectorIndexFileWriter``: DVs are written in mapping order, and a
+    file is closed as soon as its size (version byte included) exceeds the target, so each file
+    holds at least one DV and may pass the target by its last one. No DVs give no file.
+    """
+    out: list[tuple[bytes, list[DeletionVectorMeta]]] = []
+    parts: list[bytes] = []
+    metas: list[DeletionVectorMeta] = []
+    offset = 1
+    for name, dv in dvs.items():
+        record = dv.serialize()
+        metas.append(DeletionVectorMeta(name, offset, dv.range_length(record), dv.cardinality))
+        parts.append(record)
+        offset += len(record)
+        if offset > target_size:
+            out.append((b"".join([bytes([VERSION_V1]), *parts]), metas))
+            parts, metas, offset = [], [], 1
+    if metas:
+        out.append((b"".join([bytes([VERSION_V1]), *parts]), metas))
+    return out
+
+
+def write_deletion_vectors_rolling(
+    store: IndexStore, dvs: Mapping[str, DeletionVector], target_size: int
+) -> list[IndexFileMeta]:
+    """Write ``dvs`` into as many new index files as the target size asks for (none for no
+    DVs); their index-manifest records, in order."""
+    out: list[IndexFileMeta] = []
+    try:
+        for data, metas in write_index_files_rolling(dvs, target_size):
+            name = store.new_index_file_name()
+            store.io.write_new(join(store.paths.root, INDEX_DIR, name), data)
+            out.append(index_file_meta(name, data, metas))
+    except BaseException:
+        for meta in out:  # nothing refers to them yet
+            store.delete_file(meta)
+        raise
+    return out
+
+
 def read_deletion_vectors(store: IndexStore, meta: IndexFileMeta) -> dict[str, DeletionVector]:
     """Every DV of one ``DELETION_VECTORS`` index file, by data-file name."""
     path = store.file_path(meta)

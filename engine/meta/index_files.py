@@ -171,9 +171,12 @@ def combine(
     * HASH files replace the file of their (partition, bucket, type).
     * Deletion-vector files are kept by file name: a bucket-unaware append table has several
       per (partition, bucket 0), as Java writes them (its ``IndexManifestFileHandler`` combines
-      those by file name). A DV ADD still replaces every DV file the previous state had in its
-      (partition, bucket): a writer that adds one always folds the DVs of that slot into it
-      (Java's bucketed maintainer; dyntable's append DV commit does the same for unaware tables).
+      those by file name, and rolls them at ``deletion-vector.index-file.target-size``).
+    * A DV ADD in a (partition, bucket) whose old DV files the change set does not DELETE
+      replaces every DV file of that slot: such a writer folded all of the slot's DVs into it
+      (Java's bucketed combiner keeps one DV file per bucket; dyntable's primary-key writer
+      commits so). A change set that names the DV files it deletes (dyntable's append DV
+      commit, which rewrites only the index files it touched) is applied by file name.
     * Other types are added and deleted by file name.
     """
     changes = list(changes)
@@ -184,11 +187,15 @@ def combine(
 
     for e in previous:
         state[key(e)] = e
+    explicit = set()
     for e in changes:
         if e.kind is FileKind.DELETE:
             state.pop(key(e), None)
+            if e.file.index_type == DELETION_VECTORS_INDEX:
+                explicit.add(e.slot)
     replaced = {
-        e.slot for e in changes if e.kind is FileKind.ADD and e.file.index_type == DELETION_VECTORS_INDEX
+        e.slot for e in changes
+        if e.kind is FileKind.ADD and e.file.index_type == DELETION_VECTORS_INDEX and e.slot not in explicit
     }
     if replaced:
         state = {k: e for k, e in state.items()
@@ -291,13 +298,13 @@ def next_index_manifest(
 ) -> tuple[str | None, str | None]:
     """The index manifest a new snapshot names, and the file written for it (None: reused).
 
-    ``adds``: the commit's new index files (one per (partition, bucket, type)); they replace
-    the previous file(s) of their slot. It may also hold DELETE entries (files removed by name:
-    a deletion-vector commit removes the DV files of a slot it leaves without DVs).
+    ``adds``: the commit's new index files (one HASH file per (partition, bucket); DV files as
+    :func:`combine` applies them). It may also hold DELETE entries (files removed by name: a
+    deletion-vector commit removes the DV files it rewrote or left without DVs).
     ``drop_partition``: partitions whose data an overwrite
     replaces; their bucket-bound index files (HASH, deletion vectors) go, as in Java.
     """
-    slots = [e.slot for e in adds if e.kind is FileKind.ADD]
+    slots = [e.slot for e in adds if e.kind is FileKind.ADD and e.file.index_type == HASH_INDEX]
     if len(set(slots)) != len(slots):
         raise InvalidArgumentError(
             "two writers produced a HASH index for the same (partition, bucket) in one commit; a "

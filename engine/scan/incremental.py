@@ -37,7 +37,6 @@ from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND, data_file_path, rea
 from engine.history.expiry import explain_missing
 from engine.history.retention_mark import check_visible
 from engine.lsm.changelog import kinds_to_rowkind
-from engine.lsm.deletion_vectors import refuse_change_reads
 from engine.merge.functions import COUNT_COLUMN
 from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import DataFileMeta, FileKind
@@ -249,9 +248,11 @@ def resolve_between(store: FileStore, between: str, scan_mode: str = "auto") -> 
 def range_splits(store: FileStore, rng: IncrementalRange) -> list[ChangeSplit]:
     """Change splits of an incremental range read as changes (modes delta / changelog / auto).
 
-    Refused for append tables with deletion vectors (``refuse_change_reads``).
+    Append tables with deletion vectors read as Paimon 1.x's incremental delta scan does: the
+    files the range's APPEND snapshots added, whole and without DVs, every row ``+I``. So a row
+    added and then deleted inside the range is still returned, a DELETE that only wrote DVs adds
+    nothing, and an UPDATE/MERGE adds its new rows (the old ones are not retracted).
     """
-    refuse_change_reads(store)
     if rng.mode == "delta" and store.has_primary_key:
         return [
             s

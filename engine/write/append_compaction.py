@@ -8,6 +8,12 @@ With deletion vectors (``deletion-vectors.enabled``) each file is read minus the
 marks, so the new files hold only live rows; a full compaction also rewrites every file that
 has a DV, whatever its size, so afterwards no DV is left. The commit
 (``engine.append_deletions``) removes the DVs of the rewritten files.
+
+Bucket-unaware tables with DVs pick as Paimon's ``AppendCompactCoordinator`` does: a file is a
+candidate when it is small or when its DV marks more than ``compaction.delete-ratio-threshold``
+of its rows (or records no cardinality, as Paimon 0.9 writes them), and a candidate holding a DV
+is always rewritten, even alone, taking the other candidates of its bucket along. Bucketed append
+tables follow Paimon's bucketed compaction manager, which has no such rule.
 """
 
 from __future__ import annotations
@@ -20,19 +26,40 @@ from engine.commit_messages import CommitMessage
 from engine.files.reader import data_file_path, read_data_file
 from engine.lsm.deletion_vectors import uses_deletion_vectors
 from engine.meta.manifest import DataFileMeta, FileSource
+from engine.options import COMPACTION_DELETE_RATIO_THRESHOLD
 from engine.read.deletion_vectors import DeletionVectorLoader, apply_deletion_vector
 from engine.scan.planner import DataSplit
 from engine.store import FileStore
 from engine.write.file_writer import DataFileWriter
 
 
+def _unaware_with_dvs(store: FileStore) -> bool:
+    return not store.has_primary_key and store.options.bucket == -1 and uses_deletion_vectors(store)
+
+
+def mostly_deleted(store: FileStore, splits: Sequence[DataSplit]) -> set[str]:
+    """The files of a bucket-unaware DV table whose DV marks more than
+    ``compaction.delete-ratio-threshold`` of their rows, or records no cardinality (empty for
+    any other table)."""
+    if not _unaware_with_dvs(store):
+        return set()
+    threshold = float(store.options.get(COMPACTION_DELETE_RATIO_THRESHOLD))
+    rows = {f.file_name: f.row_count for s in splits for f in s.files}
+    return {
+        d.data_file for s in splits for d in s.deletion_files
+        if d.data_file in rows and (d.cardinality is None or d.cardinality > rows[d.data_file] * threshold)
+    }
+
+
 def files_to_compact(store: FileStore, splits: Sequence[DataSplit], full: bool) -> list[DataFileMeta]:
     """The files of one bucket a compaction rewrites (in sequence order), or [] when none is due."""
     target = store.options.target_file_size(False)
     files = sorted((f for s in splits for f in s.files), key=lambda f: f.min_sequence_number)
-    with_dv = {d.data_file for s in splits for d in s.deletion_files} if full else set()
-    picked = [f for f in files if f.file_size < target or f.file_name in with_dv]
-    if with_dv and picked:
+    with_dv = {d.data_file for s in splits for d in s.deletion_files}
+    forced = with_dv if full else mostly_deleted(store, splits)
+    picked = [f for f in files if f.file_size < target or f.file_name in forced]
+    # A full compaction leaves no DV; an unaware table rewrites any candidate holding a DV.
+    if (full or _unaware_with_dvs(store)) and any(f.file_name in with_dv for f in picked):
         return picked
     return picked if len(picked) >= (2 if full else store.options.compaction_min_file_num) else []
 

@@ -118,11 +118,13 @@ def test_compaction_applies_and_drops_the_dvs(catalog):
     assert sum(f.row_count for f in files) == len(expected)
 
 
-def test_compaction_of_one_big_file_with_a_dv_rewrites_it_when_full(catalog):
-    t = _write(_table(catalog), list(range(50)))
+@pytest.mark.parametrize("bucket", ["-1", "2"])
+def test_compaction_of_one_big_file_with_a_dv_rewrites_it_when_full(catalog, bucket):
+    # "1 b": every file counts as big; 10 % deleted stays under compaction.delete-ratio-threshold
+    t = _write(_table(catalog, bucket=bucket, **{"target-file-size": "1 b"}), list(range(50)))
     _delete_where(t, lambda k: k < 5)
     t = t.refresh()
-    t.compact(full=False)  # not due: one file
+    t.compact(full=False)  # not due: one big file, few of its rows deleted
     assert _dv_entries(t.refresh())
     t.compact(full=True)
     t = t.refresh()
@@ -190,8 +192,7 @@ def test_group_positions_matches_a_dict_of_lists(pairs):
 
 def test_streaming_changes_are_the_added_files_and_a_dv_only_delete_adds_none(catalog):
     """Paimon's streaming read of an append DV table: each snapshot's new files, read whole;
-    a DELETE that wrote only DVs is no change. Batch range reads stay refused."""
-    from engine.errors import UnsupportedTableError
+    a DELETE that wrote only DVs is no change. A batch range read returns the same."""
     from engine.scan.incremental import ChangeReader, IncrementalRange, change_splits, range_splits
 
     t = _write(_table(catalog), [1, 2, 3])
@@ -203,8 +204,9 @@ def test_streaming_changes_are_the_added_files_and_a_dv_only_delete_adds_none(ca
         rows = reader.read_all(change_splits(t.store, snap)).to_pylist()
         per_snapshot.append(sorted((r["rowkind"], r["k"]) for r in rows))
     assert per_snapshot == [[("+I", 1), ("+I", 2), ("+I", 3)], [], [("+I", 4)]]
-    with pytest.raises(UnsupportedTableError, match="deletion-vectors.enabled"):
-        range_splits(t.store, IncrementalRange(None, t.latest_snapshot(), "delta", 0))
+    whole = reader.read_all(range_splits(t.store, IncrementalRange(None, t.latest_snapshot(), "delta", 0)))
+    assert sorted((r["rowkind"], r["k"]) for r in whole.to_pylist()) == [
+        ("+I", 1), ("+I", 2), ("+I", 3), ("+I", 4)]
 
 
 def test_overwrite_and_truncate_drop_the_dvs_of_the_replaced_files(catalog):
