@@ -648,6 +648,7 @@ class FileStoreCommit:
                             index_name,
                             adds,
                             drop,
+                            dvs_by_file_name=not store.has_primary_key and store.options.bucket == -1,
                         )
                         if written is not None:
                             attempt_files.append(written)

@@ -163,20 +163,19 @@ def read_index_manifest(data: bytes) -> list[IndexManifestEntry]:
 
 
 def combine(
-    previous: Iterable[IndexManifestEntry], changes: Iterable[IndexManifestEntry]
+    previous: Iterable[IndexManifestEntry],
+    changes: Iterable[IndexManifestEntry],
+    dvs_by_file_name: bool = False,
 ) -> list[IndexManifestEntry]:
     """The new full index state. Deletes apply before adds, so a change set may delete a file
     and add its replacement.
 
     * HASH files replace the file of their (partition, bucket, type).
-    * Deletion-vector files are kept by file name: a bucket-unaware append table has several
-      per (partition, bucket 0), as Java writes them (its ``IndexManifestFileHandler`` combines
-      those by file name, and rolls them at ``deletion-vector.index-file.target-size``).
-    * A DV ADD in a (partition, bucket) whose old DV files the change set does not DELETE
-      replaces every DV file of that slot: such a writer folded all of the slot's DVs into it
-      (Java's bucketed combiner keeps one DV file per bucket; dyntable's primary-key writer
-      commits so). A change set that names the DV files it deletes (dyntable's append DV
-      commit, which rewrites only the index files it touched) is applied by file name.
+    * Deletion-vector files follow Java's ``IndexManifestFileHandler``. In a bucket-unaware
+      append table (``dvs_by_file_name``) they are added and deleted by file name: such a table
+      holds several per (partition, bucket 0), rolled at ``deletion-vector.index-file.target-size``.
+      In every other table a DV ADD replaces every DV file of its (partition, bucket): Java keeps
+      one DV file per bucket, and its writers fold the bucket's DVs into it.
     * Other types are added and deleted by file name.
     """
     changes = list(changes)
@@ -187,15 +186,11 @@ def combine(
 
     for e in previous:
         state[key(e)] = e
-    explicit = set()
     for e in changes:
         if e.kind is FileKind.DELETE:
             state.pop(key(e), None)
-            if e.file.index_type == DELETION_VECTORS_INDEX:
-                explicit.add(e.slot)
-    replaced = {
-        e.slot for e in changes
-        if e.kind is FileKind.ADD and e.file.index_type == DELETION_VECTORS_INDEX and e.slot not in explicit
+    replaced = set() if dvs_by_file_name else {
+        e.slot for e in changes if e.kind is FileKind.ADD and e.file.index_type == DELETION_VECTORS_INDEX
     }
     if replaced:
         state = {k: e for k, e in state.items()
@@ -295,6 +290,7 @@ def next_index_manifest(
     previous_name: str | None,
     adds: Sequence[IndexManifestEntry],
     drop_partition: Callable[[bytes], bool] | None = None,
+    dvs_by_file_name: bool = False,
 ) -> tuple[str | None, str | None]:
     """The index manifest a new snapshot names, and the file written for it (None: reused).
 
@@ -303,6 +299,7 @@ def next_index_manifest(
     deletion-vector commit removes the DV files it rewrote or left without DVs).
     ``drop_partition``: partitions whose data an overwrite
     replaces; their bucket-bound index files (HASH, deletion vectors) go, as in Java.
+    ``dvs_by_file_name``: the table is a bucket-unaware append table (see :func:`combine`).
     """
     slots = [e.slot for e in adds if e.kind is FileKind.ADD and e.file.index_type == HASH_INDEX]
     if len(set(slots)) != len(slots):
@@ -323,7 +320,7 @@ def next_index_manifest(
         ]
     if not changes:
         return previous_name, None
-    combined = combine(previous, changes)
+    combined = combine(previous, changes, dvs_by_file_name)
     if not combined:
         return None, None
     name = index.write_manifest(combined)

@@ -4,7 +4,9 @@ dyntable writes an append table with ``'deletion-vectors.enabled' = 'true'`` (in
 deletes that write DVs and merge with earlier ones, compaction that applies and drops them), in
 both bucket modes (unaware ``-1`` and fixed). After every step, every snapshot reads the same in
 dyntable and the other engine. The other engine also writes into the table, and dyntable's later
-deletes and compactions keep working on the result (Java also compacts it).
+deletes and compactions keep working on the result (Java also compacts it). The ``rolled`` cases
+set ``deletion-vector.index-file.target-size`` so small that every DV gets its own index file:
+a partition's DVs then span several index files, each with its own index-manifest entry.
 """
 
 from __future__ import annotations
@@ -44,8 +46,25 @@ def _delete_where(t: Table, predicate) -> int:
     return n
 
 
-def _build(catalog, bucket: str) -> Table:
+CASES = [("-1", False), ("2", False), ("-1", True)]
+IDS = ["unaware", "fixed", "unaware-rolled"]
+
+
+def _dv_index_files_per_partition(t: Table) -> list[int]:
+    from engine.meta.index_files import DELETION_VECTORS_INDEX, IndexStore
+
+    entries = IndexStore(t.store.io, t.store.paths).read_manifest(t.latest_snapshot().index_manifest)
+    per: dict[bytes, int] = {}
+    for e in entries:
+        if e.file.index_type == DELETION_VECTORS_INDEX:
+            per[e.partition] = per.get(e.partition, 0) + 1
+    return sorted(per.values())
+
+
+def _build(catalog, bucket: str, rolled: bool = False) -> Table:
     opts = {"deletion-vectors.enabled": "true", "bucket": bucket}
+    if rolled:
+        opts["deletion-vector.index-file.target-size"] = "1 b"
     if bucket != "-1":
         opts["bucket-key"] = "id"
     t = catalog.create_table("db.dva", SCHEMA, partition_keys=["dt"], options=opts)
@@ -55,13 +74,16 @@ def _build(catalog, bucket: str) -> Table:
     t = t.refresh()
     assert _delete_where(t, lambda k: k % 7 == 0) == len([i for i in range(600) if i % 7 == 0])
     assert _delete_where(t.refresh(), lambda k: (k % 5 == 0) & (k < 400)) > 0
-    return t.refresh()
+    t = t.refresh()
+    if rolled:  # partition a: two data files, two index files
+        assert _dv_index_files_per_partition(t) == [1, 2]
+    return t
 
 
-@pytest.mark.parametrize("bucket", ["-1", "2"])
+@pytest.mark.parametrize(("bucket", "rolled"), CASES, ids=IDS)
 def test_pypaimon_reads_every_snapshot_of_a_dyntable_dv_append_table(pypaimon: PyPaimon, catalog, warehouse,
-                                                                     bucket):
-    t = _build(catalog, bucket)
+                                                                     bucket, rolled):
+    t = _build(catalog, bucket, rolled)
     wh = warehouse
 
     def same_everywhere(t: Table) -> None:
@@ -88,9 +110,9 @@ def java(paimon_java: JavaOracle, warehouse) -> JavaPaimon:
 
 
 @pytest.mark.java
-@pytest.mark.parametrize("bucket", ["-1", "2"])
-def test_java_reads_writes_and_compacts_a_dyntable_dv_append_table(java: JavaPaimon, catalog, bucket):
-    t = _build(catalog, bucket)
+@pytest.mark.parametrize(("bucket", "rolled"), CASES, ids=IDS)
+def test_java_reads_writes_and_compacts_a_dyntable_dv_append_table(java: JavaPaimon, catalog, bucket, rolled):
+    t = _build(catalog, bucket, rolled)
 
     def same(t: Table) -> None:
         for snap in t.snapshots():
@@ -106,6 +128,8 @@ def test_java_reads_writes_and_compacts_a_dyntable_dv_append_table(java: JavaPai
     _delete_where(t, lambda k: k >= 640)
     t = t.refresh()
     same(t)
+    if rolled:  # Java's append kept every index file (it combines an unaware table's by name)
+        assert _dv_index_files_per_partition(t) == [2, 2]
     java.compact("db.dva", full=True)  # Java compacts our DVs away (or keeps them) its own way
     t = t.refresh()
     same(t)

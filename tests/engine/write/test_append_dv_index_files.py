@@ -114,13 +114,14 @@ def _dv_entry(kind, name, bucket=0):
     return IndexManifestEntry(kind, b"", bucket, IndexFileMeta(DELETION_VECTORS_INDEX, name, 10, 1, [], None))
 
 
-def test_combine_keeps_untouched_dv_files_when_a_change_names_what_it_deletes():
+def test_combine_applies_dv_files_by_name_in_unaware_tables_and_by_bucket_otherwise():
     previous = [_dv_entry(FileKind.ADD, n) for n in ("a", "b", "c")]
-    # an append DV commit: rewrote "b" into two rolled files
-    got = combine(previous, [_dv_entry(FileKind.DELETE, "b"), _dv_entry(FileKind.ADD, "b1"),
-                             _dv_entry(FileKind.ADD, "b2")])
-    assert sorted(e.file.file_name for e in got) == ["a", "b1", "b2", "c"]
-    # a bucketed writer that adds without deleting replaces its slot (Java's bucketed combiner)
+    # an unaware table: "b" rewritten into two rolled files, "n" added for a file without DV
+    changes = [_dv_entry(FileKind.DELETE, "b"), _dv_entry(FileKind.ADD, "b1"), _dv_entry(FileKind.ADD, "b2"),
+               _dv_entry(FileKind.ADD, "n")]
+    got = combine(previous, changes, dvs_by_file_name=True)
+    assert sorted(e.file.file_name for e in got) == ["a", "b1", "b2", "c", "n"]
+    # a bucketed table: an ADD replaces every DV file of its bucket (Java's bucketed combiner)
     got = combine(previous + [_dv_entry(FileKind.ADD, "x", bucket=1)], [_dv_entry(FileKind.ADD, "n")])
     assert sorted(e.file.file_name for e in got) == ["n", "x"]
 
@@ -152,11 +153,17 @@ def test_dvs_roll_into_several_index_files_and_only_touched_ones_are_rewritten(c
     first_delete = t.latest_snapshot().id - 1
     assert _ks(t, snapshot_id=first_delete) == [k for k in range(40) if k % 10 != 3]
 
+    # deleting from a file that had no DV adds an index file and keeps the others
+    t = _write(t, [40, 41])
+    assert _delete(t, lambda k: k == 41) == 1
+    t = t.refresh()
+    assert {e.file.file_name for e in _dv_entries(t)} > after and len(_dv_entries(t)) == 5
+
     # a full compaction removes every index file; nothing is left behind
     t.compact(full=True)
     t = t.refresh()
     assert _dv_entries(t) == []
-    assert _ks(t) == [k for k in range(40) if k % 10 != 3 and k != 25]
+    assert _ks(t) == [k for k in range(41) if k % 10 != 3 and k != 25]
 
 
 def test_a_larger_target_packs_several_dvs_per_file_and_a_compaction_drops_only_its_files(catalog):
