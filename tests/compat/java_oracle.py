@@ -327,6 +327,11 @@ class JavaPaimon:
         names = [f["name"] for f in result["fields"]]
         return names, sort_rows(_decode_rows(result["fields"], result["rows"]))
 
+    def read_incremental(self, table: str, between: str, branch: str | None = None) -> list[tuple]:
+        """Sorted rows of Paimon's batch ``incremental-between`` read (its default scan mode)."""
+        result = self._call("read", table, branch, incremental_between=between)
+        return sort_rows(_decode_rows(result["fields"], result["rows"]))
+
     def read(self, table: str, branch: str | None = None, tag: str | None = None,
              snapshot_id: int | None = None, filter: Mapping[str, Any] | None = None) -> list[tuple]:
         """Sorted rows (tuples in column order) of a batch read by Paimon's ``ReadBuilder``."""
@@ -388,6 +393,14 @@ class JavaPaimon:
     def compact(self, table: str, full: bool = True, branch: str | None = None) -> int | None:
         """Compact every bucket (unaware-bucket append tables: Paimon's compaction coordinator)."""
         return self._call("compact", table, branch, full=full)["snapshot_id"]
+
+    def delete_positions(self, table: str, positions: Mapping[str, Sequence[int]],
+                         branch: str | None = None) -> int | None:
+        """Mark rows of an append table with deletion vectors deleted through Paimon's own DV
+        maintainers (as its Spark DELETE does): ``positions`` maps a live data file's name to row
+        positions in it. One snapshot; returns its id."""
+        return self._call("delete_positions", table, branch,
+                          positions={k: [int(p) for p in v] for k, v in positions.items()})["snapshot_id"]
 
     def expire_snapshots(self, table: str, retain_max: int | None = None, retain_min: int | None = None,
                          older_than: int | dt.datetime | None = None, max_deletes: int | None = None,

@@ -45,6 +45,15 @@ import org.apache.paimon.data.InternalRow;
 import org.apache.paimon.disk.IOManager;
 import org.apache.paimon.index.HashBucketAssigner;
 import org.apache.paimon.io.DataFileMeta;
+import org.apache.paimon.deletionvectors.BitmapDeletionVector;
+import org.apache.paimon.deletionvectors.append.AppendDeletionFileMaintainer;
+import org.apache.paimon.index.IndexFileHandler;
+import org.apache.paimon.index.IndexFileMeta;
+import org.apache.paimon.io.CompactIncrement;
+import org.apache.paimon.io.DataIncrement;
+import org.apache.paimon.io.IndexIncrement;
+import org.apache.paimon.manifest.FileKind;
+import org.apache.paimon.manifest.IndexManifestEntry;
 import org.apache.paimon.operation.AppendOnlyFileStoreWrite;
 import org.apache.paimon.options.ExpireConfig;
 import org.apache.paimon.options.Options;
@@ -59,6 +68,7 @@ import org.apache.paimon.table.sink.BatchTableCommit;
 import org.apache.paimon.table.sink.BatchTableWrite;
 import org.apache.paimon.table.sink.BatchWriteBuilder;
 import org.apache.paimon.table.sink.CommitMessage;
+import org.apache.paimon.table.sink.CommitMessageImpl;
 import org.apache.paimon.table.sink.RowPartitionKeyExtractor;
 import org.apache.paimon.table.sink.TableWriteImpl;
 import org.apache.paimon.schema.Schema;
@@ -208,6 +218,8 @@ public final class PaimonOracle {
                     return verify(table);
                 case "files":
                     return files(table, r);
+                case "delete_positions":
+                    return deletePositions(table, r.path("positions"));
                 default:
                     throw new IllegalArgumentException("unknown op " + op);
             }
@@ -279,6 +291,9 @@ public final class PaimonOracle {
         }
         if (r.hasNonNull("snapshot_id")) {
             dynamic.put("scan.snapshot-id", r.path("snapshot_id").asText());
+        }
+        if (r.hasNonNull("incremental_between")) {
+            dynamic.put("incremental-between", r.path("incremental_between").asText());
         }
         FileStoreTable scanned = dynamic.isEmpty() ? table : table.copy(dynamic);
         RowType rowType = scanned.rowType();
@@ -568,6 +583,59 @@ public final class PaimonOracle {
     /** Spill space for writes: lookups (changelog, deletion vectors) and sorting need one. */
     private static IOManager ioManager() {
         return IOManager.create(System.getProperty("java.io.tmpdir"));
+    }
+
+    /**
+     * Marks rows of an append table with deletion vectors deleted, as Paimon's Spark DELETE does
+     * (PaimonSparkWriter.persistDeletionVectors): one DV maintainer per (partition, bucket) of the
+     * latest snapshot, its index entries committed in one snapshot. {@code positions} maps a data
+     * file name to the row positions to delete; the caller finds them.
+     */
+    private static Map<String, Object> deletePositions(FileStoreTable table, JsonNode positions)
+            throws Exception {
+        Map<String, Pair<BinaryRow, Integer>> slotOf = new HashMap<>();
+        for (Split split : table.newReadBuilder().newScan().plan().splits()) {
+            DataSplit data = (DataSplit) split;
+            for (DataFileMeta file : data.dataFiles()) {
+                slotOf.put(file.fileName(), Pair.of(data.partition(), data.bucket()));
+            }
+        }
+        Long snapshotId = table.snapshotManager().latestSnapshotId();
+        IndexFileHandler handler = table.store().newIndexFileHandler();
+        Map<Pair<BinaryRow, Integer>, AppendDeletionFileMaintainer> maintainers = new LinkedHashMap<>();
+        Iterator<Map.Entry<String, JsonNode>> it = positions.fields();
+        while (it.hasNext()) {
+            Map.Entry<String, JsonNode> e = it.next();
+            Pair<BinaryRow, Integer> slot = slotOf.get(e.getKey());
+            if (slot == null) {
+                throw new IllegalArgumentException("no live data file " + e.getKey());
+            }
+            AppendDeletionFileMaintainer m = maintainers.computeIfAbsent(slot, s ->
+                    table.bucketMode() == BucketMode.BUCKET_UNAWARE
+                            ? AppendDeletionFileMaintainer.forUnawareAppend(handler, snapshotId, s.getLeft())
+                            : AppendDeletionFileMaintainer.forBucketedAppend(
+                                    handler, snapshotId, s.getLeft(), s.getRight()));
+            BitmapDeletionVector dv = new BitmapDeletionVector();
+            for (JsonNode p : e.getValue()) {
+                dv.delete(p.asLong());
+            }
+            m.notifyNewDeletionVector(e.getKey(), dv);
+        }
+        List<CommitMessage> messages = new ArrayList<>();
+        for (AppendDeletionFileMaintainer m : maintainers.values()) {
+            List<IndexFileMeta> added = new ArrayList<>();
+            List<IndexFileMeta> deleted = new ArrayList<>();
+            for (IndexManifestEntry entry : m.persist()) {
+                (entry.kind() == FileKind.ADD ? added : deleted).add(entry.indexFile());
+            }
+            messages.add(new CommitMessageImpl(m.getPartition(), m.getBucket(),
+                    DataIncrement.emptyIncrement(), CompactIncrement.emptyIncrement(),
+                    new IndexIncrement(added, deleted)));
+        }
+        try (BatchTableCommit commit = table.newBatchWriteBuilder().newCommit()) {
+            commit.commit(messages);
+        }
+        return latest(table);
     }
 
     private static Map<String, Object> latest(FileStoreTable table) {
