@@ -63,6 +63,8 @@ WORKLOADS: tuple[Workload, ...] = (
         ("W2dv", "PK upsert into a deletion-vector table", "run_w2dv"),
         ("W3dv", "scan of a deletion-vector table", "run_w3dv"),
         ("W3dvf", "filtered scan, DV vs merge-on-read", "run_w3dvf"))),
+    Workload("W12dv", "2M-row DV tables in a 1 GB driver", "benchmarks.workloads_dv_scale", "run_w12dv",
+             True),
 )
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 
