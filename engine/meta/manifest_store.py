@@ -13,6 +13,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+import pyarrow as pa
+
 from engine.errors import CorruptMetadataError
 from engine.io import FileIO
 from engine.meta.binary_row import deserialize_row, serialize_row
@@ -29,6 +31,7 @@ from engine.meta.manifest import (
     write_manifest_entries,
     write_manifest_list,
 )
+from engine.meta.manifest_arrow import read_manifest_table
 from engine.meta.paths import FileNamer, TablePaths
 from engine.meta.snapshot import Snapshot
 from engine.types import DataType
@@ -65,6 +68,17 @@ class _LruCache:
 
 
 _MANIFEST_CACHE = _LruCache(max_weight=2_000_000)  # manifest entries and list entries
+# Manifests decoded into Arrow columns (engine.meta.manifest_arrow), weighed by their bytes.
+_TABLE_CACHE = _LruCache(max_weight=256 << 20)
+
+
+def clear_caches() -> None:
+    """Forget every decoded manifest (benchmarks measuring cold reads; never needed for correctness:
+    manifests are immutable)."""
+    for cache in (_MANIFEST_CACHE, _TABLE_CACHE):
+        with cache._lock:
+            cache._items.clear()
+            cache._weight = 0
 
 
 def partition_stats(partitions: Sequence[bytes], partition_types: Sequence[DataType]) -> SimpleStats:
@@ -128,6 +142,17 @@ class ManifestStore:
         entries = _named(path, read_manifest_entries, self._read(path, "manifest"))
         _MANIFEST_CACHE.put(path, entries, max(1, len(entries)))
         return entries
+
+    def read_entry_table(self, name: str) -> pa.Table:
+        """A manifest's entries as Arrow columns (:data:`~engine.meta.manifest_arrow.ENTRY_SCHEMA`),
+        for readers that look at every entry at once; cached by the manifest's immutable name."""
+        path = self.paths.manifest_file(name)
+        cached = _TABLE_CACHE.get(path)
+        if isinstance(cached, pa.Table):
+            return cached
+        table = _named(path, read_manifest_table, self._read(path, "manifest"))
+        _TABLE_CACHE.put(path, table, max(1, table.nbytes))
+        return table
 
     def read_list_refs(self, name: str) -> list[tuple[str, int]]:
         """A manifest list's ``(manifest name, byte size)`` pairs; from the cache if the list was

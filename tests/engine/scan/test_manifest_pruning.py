@@ -23,13 +23,14 @@ def _commit_partition(table, dt: str, first_id: int) -> None:
 def opened(monkeypatch):
     """The manifest files any store opens while the test runs."""
     names: list[str] = []
-    original = ManifestStore.read_entries
+    for method in ("read_entries", "read_entry_table"):  # as records or as Arrow columns
+        original = getattr(ManifestStore, method)
 
-    def counting(self, file_name, *args, **kwargs):
-        names.append(file_name)
-        return original(self, file_name, *args, **kwargs)
+        def counting(self, file_name, *args, _original=original, **kwargs):
+            names.append(file_name)
+            return _original(self, file_name, *args, **kwargs)
 
-    monkeypatch.setattr(ManifestStore, "read_entries", counting)
+        monkeypatch.setattr(ManifestStore, method, counting)
     return names
 
 
