@@ -157,14 +157,21 @@ def _group_codes(live: pa.Table, names: Sequence[str]) -> np.ndarray:
             # Null and empty lists differ: a null list is "not recorded", an empty one is "none".
             joined = pc.binary_join(column, "\x00")
             column = pc.if_else(column.is_null(), None, pc.binary_join_element_wise("[", joined, ""))
-        codes = column.dictionary_encode().indices.fill_null(-1).to_numpy(zero_copy_only=False)
-        _, dense = np.unique(np.stack([out, codes.astype(np.int64)], axis=1), axis=0, return_inverse=True)
+        encoded = column.dictionary_encode()
+        width = len(encoded.dictionary) + 1
+        if width == 2 and not encoded.null_count:
+            continue  # one value everywhere (the common case): no split
+        codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64) + 1
+        # Mixed radix, then back to dense codes so the next column cannot overflow.
+        _, dense = np.unique(out * width + codes, return_inverse=True)
         out = dense.ravel().astype(np.int64)
     return out
 
 
 def _groups(codes: np.ndarray) -> list[np.ndarray]:
     """Row indices of each distinct code, in order of first appearance."""
+    if len(codes) == 0 or codes.min() == codes.max():
+        return [np.arange(len(codes))]
     _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
     order = np.argsort(inverse.ravel(), kind="stable")
     bounds = np.cumsum(np.bincount(inverse.ravel()))[:-1]
@@ -188,6 +195,8 @@ def _in_row_order(
     members: Sequence[np.ndarray], chunks: Sequence[Sequence[pa.Array]], width: int
 ) -> list[pa.Array]:
     """Per-group arrays (groups of the given row indices) put back into row order."""
+    if len(members) == 1 and np.array_equal(members[0], np.arange(len(members[0]))):
+        return [chunks[0][k] for k in range(width)]
     inverse = pa.array(np.argsort(np.concatenate(members), kind="stable"))
     return [pa.concat_arrays([c[k] for c in chunks]).take(inverse) for k in range(width)]
 
@@ -200,7 +209,7 @@ def _stats_columns(render: _FileRenderer, live: pa.Table) -> list[pa.Array]:
     members = _groups(_group_codes(live, ["schema_id", "value_stats_cols", "write_cols"]))
     chunks: list[list[pa.Array]] = []
     for rows in members:
-        group = live.take(pa.array(rows))
+        group = live if len(members) == 1 else live.take(pa.array(rows))
         file_schema = render.store.schema_by_id(group.column("schema_id")[0].as_py())
         texts, ok = layout_stats_texts(render.schema, file_schema, group)
         arrays = list(texts)
@@ -218,7 +227,7 @@ def _key_columns(render: _FileRenderer, live: pa.Table) -> list[pa.Array]:
     members = _groups(live.column("schema_id").to_numpy())
     chunks: list[list[pa.Array]] = []
     for rows in members:
-        group = live.take(pa.array(rows))
+        group = live if len(members) == 1 else live.take(pa.array(rows))
         file_schema = render.store.schema_by_id(group.column("schema_id")[0].as_py())
         key_types = [file_schema.field(k).type for k in file_schema.trimmed_primary_keys]
         arrays = []
