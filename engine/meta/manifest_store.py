@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from engine.errors import CorruptMetadataError
 from engine.io import FileIO
+from engine.meta import manifest_arrow
 from engine.meta.binary_row import deserialize_row, serialize_row
 from engine.meta.manifest import (
     EntryRef,
@@ -31,7 +32,7 @@ from engine.meta.manifest import (
     write_manifest_entries,
     write_manifest_list,
 )
-from engine.meta.manifest_arrow import read_manifest_table
+from engine.meta.manifest_arrow import entries_from_table, read_manifest_table
 from engine.meta.paths import FileNamer, TablePaths
 from engine.meta.snapshot import Snapshot
 from engine.types import DataType
@@ -104,6 +105,14 @@ def partition_stats(partitions: Sequence[bytes], partition_types: Sequence[DataT
     )
 
 
+def _decode_entries(data: bytes) -> list[ManifestEntry]:
+    """A manifest's records, through Arrow columns when polars decodes them (about a third of
+    the cost of fastavro's dicts), else through fastavro's dicts directly."""
+    if manifest_arrow.USE_POLARS:
+        return entries_from_table(read_manifest_table(data))
+    return read_manifest_entries(data)
+
+
 def _named(path: str, decode: Callable[[bytes], _T], data: bytes) -> _T:
     """Decode a manifest (list); a decode error names the file, which the decoder cannot know."""
     try:
@@ -139,7 +148,7 @@ class ManifestStore:
         cached = _MANIFEST_CACHE.get(path)
         if cached is not None:
             return cached  # type: ignore[return-value]
-        entries = _named(path, read_manifest_entries, self._read(path, "manifest"))
+        entries = _named(path, _decode_entries, self._read(path, "manifest"))
         _MANIFEST_CACHE.put(path, entries, max(1, len(entries)))
         return entries
 
