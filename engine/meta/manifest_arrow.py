@@ -27,8 +27,10 @@ Invariants:
 from __future__ import annotations
 
 import bz2
+import functools
 import gc
 import importlib
+import importlib.util
 import io
 import lzma
 from collections.abc import Callable, Sequence
@@ -233,14 +235,15 @@ def _uncompressed(data: bytes) -> bytes | None:
     return bytes(out)
 
 
-_polars: Any
-try:  # polars is optional: without it every manifest takes the fastavro path
-    _polars = importlib.import_module("polars")
-except ImportError:  # pragma: no cover - exercised by the forced-fallback tests instead
-    _polars = None
+#: Whether manifests are decoded by polars (optional: without it every manifest takes the fastavro
+#: path). Tests set it to False to check the fastavro path against polars'.
+USE_POLARS = importlib.util.find_spec("polars") is not None
 
-#: Tests set this to False to check the fastavro path against polars'.
-USE_POLARS = _polars is not None
+
+@functools.cache
+def _polars() -> Any:
+    # Imported on first use: a process that never reads a system table does not pay for it.
+    return importlib.import_module("polars")
 
 
 def _polars_table(data: bytes) -> pa.Table | None:
@@ -250,7 +253,7 @@ def _polars_table(data: bytes) -> pa.Table | None:
         framed = _uncompressed(data)
         if framed is None:
             return None
-        return _polars.read_avro(io.BytesIO(framed)).to_arrow()
+        return _polars().read_avro(io.BytesIO(framed)).to_arrow()
     except Exception:  # noqa: BLE001 -- anything polars rejects is judged by the fastavro path
         return None
 
