@@ -21,6 +21,9 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchColumnError, NoSuchSnapshotError
 from engine.history.expiry import explain_missing
 from engine.history.retention_mark import check_visible
@@ -30,6 +33,7 @@ from engine.meta.binary_row import bucket_of, deserialize_row
 from engine.meta.deletion_vectors import DeletionFile, deletion_files
 from engine.meta.index_files import IndexStore
 from engine.meta.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta, SimpleStats, live_files
+from engine.meta.manifest_arrow import ENTRY_SCHEMA, entries_from_table, live_entry_rows
 from engine.meta.snapshot import Snapshot
 from engine.scan.file_index_filter import FileIndexFilter
 from engine.scan.file_stats import decode_stats, key_stats_by_name, value_stats_by_name
@@ -166,11 +170,29 @@ class TableScan:
         """Live ADD entries of the snapshot that survive partition/bucket/statistics pruning."""
         store = self.store
         partition_filter, _ = split_by_columns(self.filter, store.partition_keys)
+        if partition_filter is None and self._bucket_set() is None:
+            metas = manifests if manifests is not None else store.manifests.data_manifests(snapshot)
+            live = live_files([e for meta in metas for e in store.manifests.read_entries(meta.file_name)])
+        else:
+            # Pruned on columns: records only for the entries the plan keeps.
+            live = entries_from_table(self.read_entry_table(snapshot, manifests))
+        if self.filter is not None:
+            live = [e for e in live if self._file_might_match(e.file)]
+        index_filter = FileIndexFilter.of(store, self.filter)
+        return live if index_filter is None else index_filter.apply(live)
+
+    def read_entry_table(
+        self, snapshot: Snapshot, manifests: list[ManifestFileMeta] | None = None
+    ) -> pa.Table:
+        """The snapshot's live ADD entries that survive partition and bucket pruning, as Arrow
+        columns (:data:`~engine.meta.manifest_arrow.ENTRY_SCHEMA`); no statistics or file-index
+        pruning. Opens only the manifests whose partition statistics and bucket range can match."""
+        store = self.store
+        partition_filter, _ = split_by_columns(self.filter, store.partition_keys)
         bucket_set = self._bucket_set()
         metas = manifests if manifests is not None else store.manifests.data_manifests(snapshot)
         partition_fields = [store.schema.field(k) for k in store.partition_keys]
-        selected: list[ManifestEntry] = []
-        partition_ok: dict[bytes, bool] = {}
+        tables: list[pa.Table] = []
         for meta in metas:
             if partition_filter is not None and partition_fields:
                 by_id = decode_stats(meta.partition_stats, partition_fields)
@@ -181,28 +203,24 @@ class TableScan:
             if bucket_set is not None and meta.min_bucket is not None and meta.max_bucket is not None:
                 if not any(meta.min_bucket <= b <= meta.max_bucket for b in bucket_set):
                     continue
-            entries = store.manifests.read_entries(meta.file_name)
-            if bucket_set is None and partition_filter is None:
-                selected.extend(entries)  # nothing to prune entry by entry
-                continue
-            for e in entries:
-                if bucket_set is not None and e.bucket not in bucket_set:
-                    continue
-                if partition_filter is not None:
-                    ok = partition_ok.get(e.partition)
-                    if ok is None:
-                        values = deserialize_row(e.partition, store.partition_types)
-                        row = dict(zip(store.partition_keys, values, strict=True))
-                        ok = partition_filter.eval_row(row) is not False
-                        partition_ok[e.partition] = ok
-                    if not ok:
-                        continue
-                selected.append(e)
-        live = live_files(selected)
-        if self.filter is not None:
-            live = [e for e in live if self._file_might_match(e.file)]
-        index_filter = FileIndexFilter.of(store, self.filter)
-        return live if index_filter is None else index_filter.apply(live)
+            tables.append(store.manifests.read_entry_table(meta.file_name))
+        if not tables:
+            return ENTRY_SCHEMA.empty_table()
+        entries = pa.concat_tables(tables).combine_chunks()
+        if bucket_set is not None:
+            wanted = pa.array(sorted(bucket_set), pa.int32())
+            entries = entries.filter(pc.is_in(entries.column("bucket"), wanted))
+        if partition_filter is not None:
+            # The filter is evaluated once per distinct partition, then applied to all rows.
+            distinct = pc.unique(entries.column("partition")).to_pylist()
+            keep = []
+            for raw in distinct:
+                values = deserialize_row(raw, store.partition_types)
+                row = dict(zip(store.partition_keys, values, strict=True))
+                if partition_filter.eval_row(row) is not False:
+                    keep.append(raw)
+            entries = entries.filter(pc.is_in(entries.column("partition"), pa.array(keep, pa.binary())))
+        return live_entry_rows(entries)
 
     def _bucket_set(self) -> set[int] | None:
         store = self.store

@@ -28,6 +28,7 @@ from engine.meta.binary_row import deserialize_row
 from engine.meta.deletion_vectors import deletion_files
 from engine.meta.index_files import IndexStore
 from engine.meta.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta
+from engine.meta.manifest_arrow import entries_from_table
 from engine.meta.paths import partition_path
 from engine.meta.snapshot import Snapshot
 from engine.read.deletion_vectors import DeletionVectorLoader
@@ -65,6 +66,11 @@ def resolve_snapshot(table: Table, snapshot_id: int | None) -> Snapshot | None:
 
 def _live_entries(table: Table, snapshot: Snapshot) -> list[ManifestEntry]:
     return TableScan(table.store).with_snapshot(snapshot).read_entries(snapshot)
+
+
+def _live_table(table: Table, snapshot: Snapshot) -> pa.Table:
+    """The snapshot's live files as manifest entry columns (no Python object per file)."""
+    return TableScan(table.store).with_snapshot(snapshot).read_entry_table(snapshot)
 
 
 def file_format_of(file_name: str) -> str:
@@ -142,10 +148,35 @@ class _FileRenderer:
         return stats_map_string(nulls), stats_map_string(mins), stats_map_string(maxs)
 
 
-def _layout(file: DataFileMeta) -> tuple[object, ...]:
-    """What decides how a file's value statistics are laid out: its schema and stats columns."""
-    cols = file.value_stats_cols if file.value_stats_cols is not None else file.write_cols
-    return (file.schema_id, file.value_stats_cols is not None, cols)
+def _group_codes(live: pa.Table, names: Sequence[str]) -> np.ndarray:
+    """One int64 per row, equal for rows equal in all the named columns (lists by content)."""
+    out = np.zeros(live.num_rows, np.int64)
+    for name in names:
+        column = live.column(name).combine_chunks()
+        if pa.types.is_list(column.type):
+            # Null and empty lists differ: a null list is "not recorded", an empty one is "none".
+            joined = pc.binary_join(column, "\x00")
+            column = pc.if_else(column.is_null(), None, pc.binary_join_element_wise("[", joined, ""))
+        encoded = column.dictionary_encode()
+        width = len(encoded.dictionary) + 1
+        if width == 2 and not encoded.null_count:
+            continue  # one value everywhere (the common case): no split
+        codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64) + 1
+        # Mixed radix, then back to dense codes so the next column cannot overflow.
+        _, dense = np.unique(out * width + codes, return_inverse=True)
+        out = dense.ravel().astype(np.int64)
+    return out
+
+
+def _groups(codes: np.ndarray) -> list[np.ndarray]:
+    """Row indices of each distinct code, in order of first appearance."""
+    if len(codes) == 0 or codes.min() == codes.max():
+        return [np.arange(len(codes))]
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    order = np.argsort(inverse.ravel(), kind="stable")
+    bounds = np.cumsum(np.bincount(inverse.ravel()))[:-1]
+    groups = np.split(order, bounds)
+    return [groups[i] for i in np.argsort(first, kind="stable")]
 
 
 def _patch(
@@ -160,84 +191,81 @@ def _patch(
     return out
 
 
-def _stats_columns(render: _FileRenderer, files: Sequence[DataFileMeta]) -> list[pa.Array]:
+def _in_row_order(
+    members: Sequence[np.ndarray], chunks: Sequence[Sequence[pa.Array]], width: int
+) -> list[pa.Array]:
+    """Per-group arrays (groups of the given row indices) put back into row order."""
+    if len(members) == 1 and np.array_equal(members[0], np.arange(len(members[0]))):
+        return [chunks[0][k] for k in range(width)]
+    inverse = pa.array(np.argsort(np.concatenate(members), kind="stable"))
+    return [pa.concat_arrays([c[k] for c in chunks]).take(inverse) for k in range(width)]
+
+
+def _stats_columns(render: _FileRenderer, live: pa.Table) -> list[pa.Array]:
     """``null_value_counts``, ``min_value_stats``, ``max_value_stats`` of every file, vectorised per
-    statistics layout; files the vectorised decoder does not vouch for are rendered one by one."""
-    layouts = [_layout(f) for f in files]
-    groups: dict[tuple[object, ...], list[int]] = {}
-    if len(set(layouts)) == 1:
-        groups[layouts[0]] = list(range(len(files)))
-    else:
-        for i, layout in enumerate(layouts):
-            groups.setdefault(layout, []).append(i)
-    order: list[int] = []
+    statistics layout (schema, stats columns); files the vectorised decoder does not vouch for
+    are rendered one by one."""
+    # What decides the layout: the file's schema and which columns its statistics cover.
+    members = _groups(_group_codes(live, ["schema_id", "value_stats_cols", "write_cols"]))
     chunks: list[list[pa.Array]] = []
-    for members in groups.values():
-        group = [files[i] for i in members]
-        file_schema = render.store.schema_by_id(group[0].schema_id)
+    for rows in members:
+        group = live if len(members) == 1 else live.take(pa.array(rows))
+        file_schema = render.store.schema_by_id(group.column("schema_id")[0].as_py())
         texts, ok = layout_stats_texts(render.schema, file_schema, group)
         arrays = list(texts)
         odd = np.flatnonzero(~ok).tolist()
         if odd:
-            fixed = [render.stats(group[j], file_schema) for j in odd]
+            files = [e.file for e in entries_from_table(group.take(pa.array(odd)))]
+            fixed = [render.stats(f, file_schema) for f in files]
             arrays = _patch(arrays, odd, list(zip(*fixed, strict=True)))
-        order.extend(members)
         chunks.append(arrays)
-    inverse = pa.array(np.argsort(np.asarray(order, np.int64), kind="stable"))
-    return [pa.concat_arrays([c[k] for c in chunks]).take(inverse) for k in range(3)]
+    return _in_row_order(members, chunks, 3)
 
 
-def _key_columns(render: _FileRenderer, files: Sequence[DataFileMeta]) -> list[pa.Array]:
+def _key_columns(render: _FileRenderer, live: pa.Table) -> list[pa.Array]:
     """``min_key`` and ``max_key`` of every file, vectorised per schema."""
-    schema_ids = [f.schema_id for f in files]
-    groups: dict[int, list[int]] = {}
-    if len(set(schema_ids)) == 1:
-        groups[schema_ids[0]] = list(range(len(files)))
-    else:
-        for i, schema_id in enumerate(schema_ids):
-            groups.setdefault(schema_id, []).append(i)
-    order: list[int] = []
+    members = _groups(live.column("schema_id").to_numpy())
     chunks: list[list[pa.Array]] = []
-    for schema_id, members in groups.items():
-        file_schema = render.store.schema_by_id(schema_id)
+    for rows in members:
+        group = live if len(members) == 1 else live.take(pa.array(rows))
+        file_schema = render.store.schema_by_id(group.column("schema_id")[0].as_py())
         key_types = [file_schema.field(k).type for k in file_schema.trimmed_primary_keys]
         arrays = []
-        for raws in ([files[i].min_key for i in members], [files[i].max_key for i in members]):
+        for column in ("min_key", "max_key"):
+            raws = group.column(column).to_pylist()
             texts, ok = java_key_texts(raws, key_types)
             odd = np.flatnonzero(~ok).tolist()
             if odd:
                 texts = _patch([texts], odd, [[render.key(raws[j], key_types) for j in odd]])[0]
             arrays.append(texts)
-        order.extend(members)
         chunks.append(arrays)
-    inverse = pa.array(np.argsort(np.asarray(order, np.int64), kind="stable"))
-    return [pa.concat_arrays([c[k] for c in chunks]).take(inverse) for k in range(2)]
+    return _in_row_order(members, chunks, 2)
 
 
-def _by_partition(render: _FileRenderer, entries: Sequence[ManifestEntry]) -> tuple[pa.Array, pa.Array]:
-    """(``{v1, v2}`` text, file path) of every entry; Python formats each distinct partition and
+def _by_partition(render: _FileRenderer, live: pa.Table) -> tuple[pa.Array, pa.Array]:
+    """(``{v1, v2}`` text, file path) of every file; Python formats each distinct partition and
     bucket directory once, pyarrow joins the rest."""
     store = render.store
-    encoded = pa.array([e.partition for e in entries], pa.binary()).dictionary_encode()
+    encoded = live.column("partition").combine_chunks().dictionary_encode()
     distinct = [render.partition(raw) for raw in encoded.dictionary.to_pylist()]
     part_index = encoded.indices.to_numpy()
-    buckets = np.fromiter((e.bucket for e in entries), np.int64, len(entries))
+    buckets = live.column("bucket").to_numpy().astype(np.int64)
     # One int64 per (partition, bucket): buckets are >= -2 and fit 32 bits.
     pair_keys = (part_index.astype(np.int64) << 32) | (buckets + 2)
     pairs, slot = np.unique(pair_keys, return_inverse=True)
     dirs = [
         store.paths.bucket_dir(distinct[p >> 32][1], (p & 0xFFFFFFFF) - 2).rstrip("/") for p in pairs.tolist()
     ]
-    names = pc.utf8_ltrim(pa.array([e.file.file_name for e in entries], pa.string()), "/")
+    names = pc.utf8_ltrim(live.column("file_name").combine_chunks(), "/")
     paths = pc.binary_join_element_wise(pa.array(dirs, pa.string()).take(pa.array(slot.ravel())), names, "/")
-    external = pa.array([e.file.external_path or None for e in entries], pa.string())
+    external = live.column("external_path").combine_chunks()
+    external = pc.if_else(pc.equal(external, ""), None, external)
     texts = pa.array([d[0] for d in distinct], pa.string()).take(encoded.indices)
     return texts, pc.coalesce(external, paths)
 
 
-def _formats(files: Sequence[DataFileMeta]) -> pa.Array:
+def _formats(names: pa.Array) -> pa.Array:
     """:func:`file_format_of` of every file name, vectorised."""
-    names = pa.array([f.file_name for f in files], pa.string())
     last = pc.struct_field(pc.extract_regex(names, r"\.(?P<x>[^./]*)$"), 0)
     second = pc.struct_field(pc.extract_regex(names, r"\.(?P<x>[^./]*)\.[^./]*$"), 0)
     compressed = pc.and_(
@@ -251,44 +279,54 @@ def read_files(table: Table, snapshot_id: int | None) -> pa.Table:
     snapshot = resolve_snapshot(table, snapshot_id)
     if snapshot is None:
         return arrow_schema("files").empty_table()
-    entries = sorted(
-        _live_entries(table, snapshot),
-        key=lambda e: (e.partition, e.bucket, e.file.min_sequence_number, e.file.file_name),
-    )
-    if not entries:
+    live = _live_table(table, snapshot)
+    if live.num_rows == 0:
         return arrow_schema("files").empty_table()
+    live = live.sort_by(
+        [("partition", "ascending"), ("bucket", "ascending"), ("min_sequence_number", "ascending"),
+         ("file_name", "ascending")]
+    )
     render = _FileRenderer(table)
-    dv_counts = _deletion_vector_counts(table, snapshot)
-    files = [e.file for e in entries]
-    partitions, paths = _by_partition(render, entries)
-    nulls, mins, maxs = _stats_columns(render, files)
-    min_keys, max_keys = _key_columns(render, files)
-    cols: dict[str, Sequence[object] | pa.Array] = {
+    partitions, paths = _by_partition(render, live)
+    nulls, mins, maxs = _stats_columns(render, live)
+    min_keys, max_keys = _key_columns(render, live)
+    sources = pa.array(["APPEND", "COMPACT"], pa.string()).take(live.column("file_source").combine_chunks())
+    cols: dict[str, Sequence[object] | pa.Array | pa.ChunkedArray] = {
         "partition": partitions,
-        "bucket": [e.bucket for e in entries],
+        "bucket": live.column("bucket"),
         "file_path": paths,
-        "file_format": _formats(files),
-        "schema_id": [f.schema_id for f in files],
-        "level": [f.level for f in files],
-        "record_count": [f.row_count for f in files],
-        "file_size_in_bytes": [f.file_size for f in files],
+        "file_format": _formats(live.column("file_name").combine_chunks()),
+        "schema_id": live.column("schema_id"),
+        "level": live.column("level"),
+        "record_count": live.column("row_count"),
+        "file_size_in_bytes": live.column("file_size"),
         "min_key": min_keys,
         "max_key": max_keys,
         "null_value_counts": nulls,
         "min_value_stats": mins,
         "max_value_stats": maxs,
-        "min_sequence_number": [f.min_sequence_number for f in files],
-        "max_sequence_number": [f.max_sequence_number for f in files],
-        "creation_time": [f.creation_time_millis for f in files],
-        "deleteRowCount": [f.delete_row_count for f in files],
-        "file_source": [None if f.file_source is None else f.file_source.name for f in files],
-        "first_row_id": [f.first_row_id for f in files],
-        "write_cols": [None if f.write_cols is None else list(f.write_cols) for f in files],
-        "deletion_vector_cardinality": [
-            dv_counts.get((e.partition, e.bucket, e.file.file_name)) for e in entries
-        ],
+        "min_sequence_number": live.column("min_sequence_number"),
+        "max_sequence_number": live.column("max_sequence_number"),
+        "creation_time": live.column("creation_time"),
+        "deleteRowCount": live.column("delete_row_count"),
+        "file_source": sources,
+        "first_row_id": live.column("first_row_id"),
+        "write_cols": live.column("write_cols"),
+        "deletion_vector_cardinality": _deletion_vector_column(table, snapshot, live),
     }
     return build_table("files", cols)
+
+
+def _deletion_vector_column(table: Table, snapshot: Snapshot, live: pa.Table) -> pa.Array:
+    """Each file's deletion vector cardinality (null for files without one)."""
+    counts = _deletion_vector_counts(table, snapshot)
+    if not counts:
+        return pa.nulls(live.num_rows, pa.int64())
+    keys = zip(
+        live.column("partition").to_pylist(), live.column("bucket").to_pylist(),
+        live.column("file_name").to_pylist(), strict=True,
+    )
+    return pa.array([counts.get(k) for k in keys], pa.int64())
 
 
 def _deletion_vector_counts(table: Table, snapshot: Snapshot) -> dict[tuple[bytes, int, str], int]:
@@ -347,17 +385,17 @@ def read_manifests(table: Table, snapshot_id: int | None) -> pa.Table:
 
 
 # -- $partitions / $buckets ---------------------------------------------------------------------
-def _entry_table(entries: Sequence[ManifestEntry]) -> pa.Table:
-    """One row per live file with the fields the aggregates need (metadata, not table data)."""
+def _entry_table(live: pa.Table) -> pa.Table:
+    """The fields of every live file that the aggregates need (metadata, not table data)."""
     return pa.table(
         {
-            "partition": pa.array([e.partition for e in entries], pa.binary()),
-            "bucket": pa.array([e.bucket for e in entries], pa.int32()),
-            "rows": pa.array([e.file.row_count for e in entries], pa.int64()),
-            "size": pa.array([e.file.file_size for e in entries], pa.int64()),
-            "ctime": pa.array([e.file.creation_time_millis for e in entries], pa.int64()),
-            "total_buckets": pa.array([e.total_buckets for e in entries], pa.int32()),
-            "deletes": pa.array([e.file.delete_row_count for e in entries], pa.int64()),
+            "partition": live.column("partition"),
+            "bucket": live.column("bucket"),
+            "rows": live.column("row_count"),
+            "size": live.column("file_size"),
+            "ctime": live.column("creation_time"),
+            "total_buckets": live.column("total_buckets"),
+            "deletes": live.column("delete_row_count"),
         }
     )
 
@@ -385,12 +423,12 @@ def _aggregate(table: Table, snapshot_id: int | None, by_bucket: bool) -> pa.Tab
     snapshot = resolve_snapshot(table, snapshot_id)
     if snapshot is None:
         return None
-    entries = _live_entries(table, snapshot)
-    if not entries:
+    live = _live_table(table, snapshot)
+    if live.num_rows == 0:
         return None
     keys = ["partition", "bucket"] if by_bucket else ["partition"]
     grouped = (
-        _entry_table(entries)
+        _entry_table(live)
         .group_by(keys)
         .aggregate(
             [

@@ -27,7 +27,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.meta.binary_row import is_compact_decimal, is_compact_timestamp, null_bits_size
-from engine.meta.manifest import DataFileMeta
 from engine.meta.paths import java_local_time
 from engine.scan.file_stats import stats_type
 from engine.schema import TableSchema
@@ -268,11 +267,12 @@ def _full(value: pa.Array | str, n: int) -> pa.Array:
     return pc.fill_null(value, "null")
 
 
-def _null_count_texts(counts: Sequence[Sequence[int | None] | None], width: int) -> list[pa.Array]:
-    """Text of the ``i``-th null count of every file for ``i < width`` (null where absent)."""
+def _null_count_texts(counts: pa.Array, width: int) -> list[pa.Array]:
+    """Text of the ``i``-th null count of every file for ``i < width`` (null where absent), from
+    a ``list<int64>`` array (a null list: no counts)."""
     n = len(counts)
-    lists = pa.array([c or () for c in counts], pa.list_(pa.int64()))
-    lengths = np.diff(lists.offsets.to_numpy())
+    lists = counts.cast(pa.list_(pa.int64()))
+    lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy()
     starts = lists.offsets.to_numpy()[:-1]
     out = []
     for i in range(width):
@@ -286,28 +286,30 @@ def _null_count_texts(counts: Sequence[Sequence[int | None] | None], width: int)
 
 
 def layout_stats_texts(
-    schema: TableSchema, file_schema: TableSchema, files: Sequence[DataFileMeta]
+    schema: TableSchema, file_schema: TableSchema, files: pa.Table
 ) -> tuple[tuple[pa.Array, pa.Array, pa.Array], np.ndarray]:
     """(null counts, min values, max values) maps of files sharing one statistics layout.
 
-    ``files`` all have ``file_schema`` and the same ``value_stats_cols`` / ``write_cols``. Values
-    are mapped to ``schema``'s columns by field id, as the per-file ``$files`` rendering does. The
-    mask marks the files decoded ok; the others' texts are meaningless (render them one by one).
+    ``files`` are manifest entry rows (:data:`engine.meta.manifest_arrow.ENTRY_SCHEMA`) that all
+    have ``file_schema`` and the same ``value_stats_cols`` / ``write_cols``. Values are mapped to
+    ``schema``'s columns by field id, as the per-file ``$files`` rendering does. The mask marks
+    the files decoded ok; the others' texts are meaningless (render them one by one).
     """
-    first = files[0]
-    if first.value_stats_cols is not None:
-        cols: Sequence[str] = first.value_stats_cols
-    elif first.write_cols is not None:
-        cols = first.write_cols
+    value_stats_cols = files.column("value_stats_cols")[0].as_py()
+    write_cols = files.column("write_cols")[0].as_py()
+    if value_stats_cols is not None:
+        cols: Sequence[str] = value_stats_cols
+    elif write_cols is not None:
+        cols = write_cols
     else:
         cols = file_schema.field_names
     by_name = {f.name: f for f in file_schema.fields}
     stat_fields = [by_name[c] for c in cols if c in by_name]
     types = [stats_type(f.type) for f in stat_fields]
-    n = len(files)
-    mins, ok_min = decode_texts([f.value_stats.min_values for f in files], types)
-    maxs, ok_max = decode_texts([f.value_stats.max_values for f in files], types)
-    nulls = _null_count_texts([f.value_stats.null_counts for f in files], len(stat_fields))
+    n = files.num_rows
+    mins, ok_min = decode_texts(files.column("value_min_values").to_pylist(), types)
+    maxs, ok_max = decode_texts(files.column("value_max_values").to_pylist(), types)
+    nulls = _null_count_texts(files.column("value_null_counts").combine_chunks(), len(stat_fields))
     position = {f.id: i for i, f in enumerate(stat_fields)}
     file_ids = {f.id for f in file_schema.fields}
     row_counts: pa.Array | None = None
@@ -329,7 +331,7 @@ def layout_stats_texts(
             null_texts.append("null")
         else:
             if row_counts is None:
-                row_counts = pc.cast(pa.array([x.row_count for x in files], pa.int64()), pa.string())
+                row_counts = pc.cast(files.column("row_count").combine_chunks(), pa.string())
             null_texts.append(row_counts)
         min_texts.append("null")
         max_texts.append("null")

@@ -23,13 +23,14 @@ def _commit_partition(table, dt: str, first_id: int) -> None:
 def opened(monkeypatch):
     """The manifest files any store opens while the test runs."""
     names: list[str] = []
-    original = ManifestStore.read_entries
+    for method in ("read_entries", "read_entry_table"):  # as records or as Arrow columns
+        original = getattr(ManifestStore, method)
 
-    def counting(self, file_name, *args, **kwargs):
-        names.append(file_name)
-        return original(self, file_name, *args, **kwargs)
+        def counting(self, file_name, *args, _original=original, **kwargs):
+            names.append(file_name)
+            return _original(self, file_name, *args, **kwargs)
 
-    monkeypatch.setattr(ManifestStore, "read_entries", counting)
+        monkeypatch.setattr(ManifestStore, method, counting)
     return names
 
 
@@ -69,3 +70,30 @@ def test_manifest_merging_keeps_the_count_bounded_as_commits_grow(catalog):
     assert max(counts) <= 6
     assert max(counts[30:]) <= max(counts[:30])
     assert table.to_arrow().num_rows == 60
+
+
+def test_default_merging_and_compact_manifest_bound_the_count(catalog, opened):
+    from engine.ops.compact_manifest import compact_manifests
+
+    table = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"])  # default manifest options
+    counts = []
+    for i in range(100):
+        _commit_partition(table, f"p{i % 9}", i)
+        table = table.refresh()
+        counts.append(len(table.store.manifests.data_manifests(table.latest_snapshot())))
+    # manifest.merge-min-count (30) small manifests at most, plus what merging produced.
+    assert max(counts) <= 32
+    assert max(counts[50:]) <= max(counts[:50])
+    before = table.to_arrow().sort_by("id")
+
+    result = compact_manifests(table.store)
+    table = table.refresh()
+    assert result.manifests_before == counts[-1]
+    assert result.manifests_after == 1  # 100 small entries fit one target-size manifest
+    assert len(table.store.manifests.data_manifests(table.latest_snapshot())) == 1
+    assert table.to_arrow().sort_by("id").equals(before)
+    # And the compacted manifest's partition statistics still let a filtered plan read it right.
+    opened.clear()
+    plan = table.plan(filter=P.equal("dt", "p3"))
+    assert sorted(f.row_count for s in plan.splits for f in s.files) == [1] * 11
+    assert len(opened) == 1
