@@ -108,16 +108,11 @@ def run_merge(ctx: Context) -> list[Result]:
 
 
 def clear_manifest_cache() -> None:
-    """Empty the engine's process-wide manifest cache so the next plan() reads every manifest.
-
-    The cache has no public reset; the benchmark reaches into it on purpose (cold planning).
-    """
+    """Empty the engine's process-wide manifest caches (decoded entries and Arrow columns) so the
+    next plan() reads every manifest (cold planning)."""
     from engine.meta import manifest_store
 
-    cache = manifest_store._MANIFEST_CACHE
-    with cache._lock:
-        cache._items.clear()
-        cache._weight = 0
+    manifest_store.clear_caches()
 
 
 def _live_files(table: Table) -> dict[tuple[bytes, int, int], list[Any]]:
