@@ -59,13 +59,23 @@ BUCKET = "dyntable-test"
 
 
 @pytest.fixture(scope="session")
-def s3_endpoint() -> Iterator[dict[str, Any]]:
-    """Starts moto's S3 server; yields the storage options for FileIO (endpoint + bucket)."""
+def s3_server() -> Iterator[Any]:
+    """The session's S3 server (tests/s3_server.py), for tests that steer it (``hold_answer``)."""
     pytest.importorskip("s3fs")
     pytest.importorskip("moto.server")
     from tests.s3_server import S3Server
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
+    server = S3Server().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint(s3_server: Any) -> Iterator[dict[str, Any]]:
+    """The storage options for FileIO that reach the session's S3 server (endpoint + credentials)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("AWS_ACCESS_KEY_ID", "testing")
         mp.setenv("AWS_SECRET_ACCESS_KEY", "testing")
@@ -73,15 +83,11 @@ def s3_endpoint() -> Iterator[dict[str, Any]]:
         mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
         for var in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
             mp.delenv(var, raising=False)
-        server = S3Server().start()
-        try:
-            options: dict[str, Any] = {"client_kwargs": {"endpoint_url": server.endpoint}}
-            import s3fs
+        options: dict[str, Any] = {"client_kwargs": {"endpoint_url": s3_server.endpoint}}
+        import s3fs
 
-            s3fs.S3FileSystem(skip_instance_cache=True, **options).mkdir(BUCKET)
-            yield options
-        finally:
-            server.stop()
+        s3fs.S3FileSystem(skip_instance_cache=True, **options).mkdir(BUCKET)
+        yield options
 
 
 @pytest.fixture()

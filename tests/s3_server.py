@@ -11,6 +11,9 @@ Here one lock is held while moto handles any request that changes objects (every
 GET, HEAD and OPTIONS), so a conditional write's check and store are one step against every
 other write, as on S3; reads stay concurrent. The server binds port 0 (the kernel picks a free
 one) on 127.0.0.1 only.
+
+:meth:`S3Server.hold_answer` makes one write take effect but keeps its answer back until the test
+releases it: what a client sees when the answer to a PUT that succeeded is lost (a read timeout).
 """
 
 from __future__ import annotations
@@ -37,6 +40,24 @@ class SerialWrites:
             return self.app(environ, start_response)
 
 
+class _HeldAnswers:
+    """WSGI middleware: the answer to the first PUT of a chosen path waits for an event."""
+
+    def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
+        self.app = app
+        self.held: dict[str, threading.Event] = {}  # URL path -> released when set
+        self._lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        answer = self.app(environ, start_response)  # the write has taken effect
+        if environ.get("REQUEST_METHOD") == "PUT":
+            with self._lock:
+                release = self.held.pop(environ.get("PATH_INFO", ""), None)
+            if release is not None:
+                release.wait(120)
+        return answer
+
+
 class S3Server:
     """moto's S3 API behind :class:`SerialWrites` on 127.0.0.1; ``endpoint`` once started."""
 
@@ -44,13 +65,23 @@ class S3Server:
         from moto.server import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
         from werkzeug.serving import make_server
 
-        app = SerialWrites(DomainDispatcherApplication(create_backend_app))
-        self._server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
+        self._held = _HeldAnswers(SerialWrites(DomainDispatcherApplication(create_backend_app)))
+        self._server = make_server(
+            "127.0.0.1", 0, self._held, threaded=True, request_handler=MotoRequestHandler
+        )
         self._thread = threading.Thread(target=self._server.serve_forever, name="moto-s3", daemon=True)
 
     @property
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self._server.server_port}"
+
+    def hold_answer(self, url: str) -> threading.Event:
+        """The next PUT of ``url`` (``s3://bucket/key``) is applied, but its answer waits until the
+        returned event is set: the writer's client times out on a write that succeeded."""
+        release = threading.Event()
+        with self._held._lock:
+            self._held.held["/" + url.removeprefix("s3://")] = release
+        return release
 
     def start(self) -> S3Server:
         self._thread.start()

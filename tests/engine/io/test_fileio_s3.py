@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from engine.errors import StorageError
 from engine.io import FileIO, join
 from tests.engine.io.test_fileio import FileIOContract
 
@@ -87,6 +88,23 @@ def test_concurrent_conditional_puts_of_one_key_have_exactly_one_winner(
     for w, keys_won in enumerate(won):
         for k in keys_won:  # the stored object is the winner's, untouched by the losers
             assert writers[0].read_bytes(join(s3_root, "race", f"snapshot-{k}")) == f"writer {w}".encode()
+
+
+def test_a_create_whose_answer_is_lost_is_never_reported_as_lost_to_another_writer(
+    s3_root: str, s3_endpoint: dict[str, Any], s3_server: Any
+) -> None:
+    """The PUT succeeds but its answer does not arrive in time: S3 clients resend such a request,
+    and the resent conditional PUT meets the object the first one made (412). Reporting that as
+    "another writer won" would make a commit delete the metadata of the snapshot it published."""
+    path = join(s3_root, "snapshot", "snapshot-3")
+    options = {**s3_endpoint, "config_kwargs": {"read_timeout": 1}}
+    release = s3_server.hold_answer(path)
+    try:
+        with pytest.raises(StorageError, match="Could not create"):  # outcome unknown, not False
+            _independent(s3_root, options).try_create(path, b"mine")
+    finally:
+        release.set()
+    assert _independent(s3_root, s3_endpoint).read_bytes(path) == b"mine"
 
 
 def test_listing_and_exists_see_other_writers_immediately(s3_root: str, s3_endpoint: dict[str, Any]) -> None:
