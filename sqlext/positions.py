@@ -194,9 +194,9 @@ def spark_error(
     syntax = (state or "").startswith("42601") or "PARSE_SYNTAX_ERROR" in str(e)
     cls = SqlParseError if syntax else SqlAnalysisError
     offset = _spark_offset(e, bound) if source is not None and bound is not None else None
-    if offset is None:
+    if source is None or bound is None or offset is None:
         return cls(message, line=stmt.line, column=stmt.column, sqlstate=state or "42000")
     # Spark's own position is relative to the bound text: drop it, the error carries the real one.
     message = _SPARK_POSITION_TAIL.sub("", message).rstrip(" ;")
-    at = _source_offset(source, bound, offset)  # type: ignore[arg-type]
+    at = _source_offset(source, bound, offset)
     return cls.at(message, source, at, line=stmt.line, column=stmt.column, sqlstate=state or "42000")

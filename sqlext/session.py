@@ -224,7 +224,7 @@ class SqlSession:
             # The session catalog's drop, not ``spark.catalog.dropTempView``: that one also
             # uncaches every cached plan equal to the view's (a user's ``df.cache()`` of a
             # ``SELECT * FROM t``, a CACHE TABLE), which must outlive the name.
-            catalog = self.spark._jsparkSession.sessionState().catalog()  # type: ignore[attr-defined]
+            catalog = self.spark._jsparkSession.sessionState().catalog()
         except Exception:  # noqa: BLE001 - a stopped session has nothing left to release
             return
         for name in names:
@@ -366,8 +366,8 @@ class SqlSession:
         """Raise Spark's syntax error for the user's own text, if Spark's parser refuses it."""
         from pyspark.errors.exceptions.captured import convert_exception
 
-        state = self.spark._jsparkSession.sessionState()  # type: ignore[attr-defined]
-        jvm = self.spark.sparkContext._jvm  # type: ignore[attr-defined]
+        state = self.spark._jsparkSession.sessionState()
+        jvm = _jvm(self.spark)
         try:
             plan = state.sqlParser().parsePlan(sql)
             # Some syntax errors are the analyzer's (a trailing comma before FROM): analyze the
@@ -525,8 +525,15 @@ def activate(spark: SparkSession) -> None:
     Spark resolves Python data sources through the thread's active session: on a thread that
     never set one (a CLI worker thread, a notebook callback), ``format("dyntable")`` is not found.
     """
-    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
-    jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)  # type: ignore[attr-defined]
+    _jvm(spark).org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+
+
+def _jvm(spark: SparkSession) -> Any:
+    """The py4j view of ``spark``'s JVM. pyspark types it Optional (None before the first context
+    starts); a session's context has started, so None here is a broken pyspark, not a user error."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None, "a running SparkSession has a JVM gateway"
+    return jvm
 
 
 def _quiet_pyspark_error_logs() -> None:

@@ -1,14 +1,14 @@
 """Shared fixtures: a fresh warehouse per test, a catalog, and a real S3 API (moto on loopback).
 
-The S3 server is started once per session on a free 127.0.0.1 port; dummy AWS credentials are
-set in the environment only while it runs; tests that need it skip when moto or s3fs is missing.
+The S3 server (tests/s3_server.py: moto with atomic conditional writes) is started once per
+session on a free 127.0.0.1 port; dummy AWS credentials are set in the environment only while it
+runs; tests that need it skip when moto or s3fs is missing.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import socket
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -58,18 +58,24 @@ def catalog(warehouse):
 BUCKET = "dyntable-test"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[Any]:
+    """The session's S3 server (tests/s3_server.py), for tests that steer it (``hold_answer``)."""
+    pytest.importorskip("s3fs")
+    pytest.importorskip("moto.server")
+    from tests.s3_server import S3Server
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
+    server = S3Server().start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="session")
-def s3_endpoint() -> Iterator[dict[str, Any]]:
-    """Starts moto's S3 server; yields the storage options for FileIO (endpoint + bucket)."""
-    pytest.importorskip("s3fs")
-    moto_server = pytest.importorskip("moto.server")
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
+def s3_endpoint(s3_server: Any) -> Iterator[dict[str, Any]]:
+    """The storage options for FileIO that reach the session's S3 server (endpoint + credentials)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("AWS_ACCESS_KEY_ID", "testing")
         mp.setenv("AWS_SECRET_ACCESS_KEY", "testing")
@@ -77,17 +83,11 @@ def s3_endpoint() -> Iterator[dict[str, Any]]:
         mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
         for var in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
             mp.delenv(var, raising=False)
-        port = _free_port()
-        server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-        server.start()
-        try:
-            options: dict[str, Any] = {"client_kwargs": {"endpoint_url": f"http://127.0.0.1:{port}"}}
-            import s3fs
+        options: dict[str, Any] = {"client_kwargs": {"endpoint_url": s3_server.endpoint}}
+        import s3fs
 
-            s3fs.S3FileSystem(skip_instance_cache=True, **options).mkdir(BUCKET)
-            yield options
-        finally:
-            server.stop()
+        s3fs.S3FileSystem(skip_instance_cache=True, **options).mkdir(BUCKET)
+        yield options
 
 
 @pytest.fixture()

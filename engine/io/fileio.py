@@ -21,7 +21,12 @@ Invariants:
     ``O_CREAT|O_EXCL`` — still exclusive, but a concurrent reader may see a partial file.
     (Java Paimon's ``LocalFileIO.rename`` is check-then-move, safe only inside one JVM.)
     These primitives live in :mod:`engine.io.localfs`.
-  - S3 (s3fs): a conditional PUT (``If-None-Match: *``); HTTP 412 means someone else won.
+  - S3 (s3fs): a conditional PUT (``If-None-Match: *``); HTTP 412 means someone else won. The
+    PUT goes through a client that never resends it by itself: botocore and s3fs retry a request
+    whose answer was lost (a read timeout, a dropped connection), and the resent PUT of a create
+    that did succeed gets 412, so the creator would be told it lost (a commit would then delete
+    the metadata its own published snapshot names). Without the resend a lost answer raises
+    StorageError (outcome unknown), which the commit resolves by reading the snapshot back.
   - ``memory://``: a process-wide lock (the store itself is process-local).
   - other object stores: refused with StorageError, because a check-then-write there can let
     two writers both "win" and lose a snapshot. Pass ``conditional_put=True`` only if that
@@ -156,6 +161,7 @@ class FileIO:
         self._accepted = frozenset({protocol, *names})
         self._fs_cls = fs_cls
         self._fs: fsspec.AbstractFileSystem | None = None
+        self._create_fs: fsspec.AbstractFileSystem | None = None  # S3: conditional PUTs, never resent
 
     @staticmethod
     def for_path(path: str, *, conditional_put: bool | None = None, **storage_options: Any) -> FileIO:
@@ -207,6 +213,23 @@ class FileIO:
                 options.setdefault("use_listings_cache", False)
             self._fs = fsspec.filesystem(self._protocol, **options)
         return self._fs
+
+    def _conditional_fs(self) -> fsspec.AbstractFileSystem:
+        """The file system for ``pipe_file(mode="create")``: on S3 a client of its own whose
+        conditional PUT is sent once (see the module docstring); elsewhere :attr:`fs`."""
+        if self._protocol not in _CONDITIONAL_PUT_PROTOCOLS:
+            return self.fs
+        if self._create_fs is None:
+            options = dict(self._storage_options)
+            options["use_listings_cache"] = False
+            options["skip_instance_cache"] = True  # its retry setting below is its own
+            config = dict(options.get("config_kwargs") or {})
+            config["retries"] = {"total_max_attempts": 1}  # botocore: no automatic resend
+            options["config_kwargs"] = config
+            fs = fsspec.filesystem(self._protocol, **options)
+            fs.retries = 1  # s3fs: one attempt in its own retry loop too (an instance attribute)
+            self._create_fs = fs
+        return self._create_fs
 
     def arrow_fs(self) -> pyarrow.fs.FileSystem:
         """A pyarrow file system over the same storage; give it paths from :meth:`fs_path`.
@@ -385,7 +408,7 @@ class FileIO:
                     "or all writers share an external lock."
                 )
             try:
-                self.fs.pipe_file(p, bytes(data), mode="create")
+                self._conditional_fs().pipe_file(p, bytes(data), mode="create")
             except FileExistsError:
                 return False
             return True

@@ -20,9 +20,10 @@ def spark_runner(spark: SparkSession) -> CompactionRunner:
     """A compaction runner that rewrites each planned bucket in its own Spark task."""
 
     def run_on_spark(store: Any, tasks: Sequence[CompactionTask]) -> list[CommitMessage]:
-        results = spark.sparkContext.parallelize(list(tasks), len(tasks)).map(
-            lambda task, _store=store: run_compaction_task(_store, task)
-        ).collect()
+        def rewrite(task: CompactionTask) -> list[CommitMessage]:  # shipped to the executors
+            return run_compaction_task(store, task)
+
+        results = spark.sparkContext.parallelize(list(tasks), len(tasks)).map(rewrite).collect()
         return [m for ms in results for m in ms]
 
     return run_on_spark

@@ -88,9 +88,9 @@ def use_database(s: SqlSession, n: ast.UseDatabase, stmt: Statement) -> Statemen
 
 
 # -- CREATE TABLE ---------------------------------------------------------------------------------
-def _computed_type(s: SqlSession, physical: list[tuple[str, Any]], expression: str) -> Any:
+def _computed_type(s: SqlSession, physical: list[tuple[str, Any, str | None]], expression: str) -> Any:
     """Derive a computed column's type by letting Spark type the expression over typed NULLs."""
-    cols = ", ".join(f"CAST(NULL AS {paimon_to_spark_ddl(t)}) AS `{name}`" for name, t, *_ in physical)
+    cols = ", ".join(f"CAST(NULL AS {paimon_to_spark_ddl(t)}) AS `{name}`" for name, t, _ in physical)
     df = s.spark.sql(f"SELECT {expression} AS c FROM (SELECT {cols})")
     return spark_to_paimon(df.schema.fields[0].dataType)
 
@@ -272,8 +272,10 @@ def alter_column(s: SqlSession, n: ast.AlterColumn, stmt: Statement) -> Statemen
         changes.append(UpdateColumnType(n.column, parse_sql_type(n.type.text)))
     if n.comment is not None:
         changes.append(UpdateColumnComment(n.column, n.comment))
-    if n.first or n.after:
-        changes.append(MoveColumn(n.column, "first" if n.first else ("after", n.after)))
+    if n.first:
+        changes.append(MoveColumn(n.column, "first"))
+    elif n.after:
+        changes.append(MoveColumn(n.column, ("after", n.after)))
     if n.nullable is not None:
         raise UnsupportedStatementError(
             "ALTER COLUMN supports TYPE, COMMENT, FIRST and AFTER; nullability changes are not supported",

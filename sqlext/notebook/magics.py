@@ -199,6 +199,8 @@ class SqlMagic(Magics):
         SQL (line) or alone on the ``%%sql`` line also stores the result in ``VAR``.
         """
         target, script = _parse(line, cell)
+        if target is not None and self.shell is None:
+            raise UsageError(f"'{target} <<' stores into IPython's namespace, but this magic has no shell")
         if not script.strip():
             return None
         session = self.get_session()
@@ -240,7 +242,7 @@ class SqlMagic(Magics):
             if not self.short_errors:
                 raise
             raise self._short(e, script) from None
-        if target is not None:
+        if target is not None and self.shell is not None:  # no shell with a target was refused above
             self.shell.user_ns[target] = value
         return value
 
@@ -253,7 +255,7 @@ class SqlMagic(Magics):
         """Keep the fetched rows with ``frame`` and teach IPython's formatters to show them."""
         self._shown[frame] = shown
         cls = type(frame)
-        if cls in self._formatted or self.shell is None:
+        if cls in self._formatted or self.shell is None or self.shell.display_formatter is None:
             return
         self._formatted.add(cls)
         formatters = self.shell.display_formatter.formatters
@@ -267,7 +269,7 @@ class SqlMagic(Magics):
             return shown.html()
         previous = self._previous.get(type(frame), (None, None))[0]
         if previous is not None:
-            return previous(frame)  # type: ignore[no-any-return]
+            return previous(frame)
         method = getattr(frame, "_repr_html_", None)  # e.g. Spark's eager evaluation
         return method() if callable(method) else None
 

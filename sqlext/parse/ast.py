@@ -641,6 +641,7 @@ Node: TypeAlias = (
     | Truncate
     | DescribeTable
     | ShowCreateTable
+    | ShowTableProperties
     | ShowPartitions
     | Call
 )

@@ -81,7 +81,7 @@ class TreeBuilder(DdlBuilder):
         query: Token,
     ) -> ast.Node:
         by_name = columns == _BY_NAME
-        listed = () if by_name or columns is None else columns
+        listed = columns if isinstance(columns, tuple) else ()  # None, or BY NAME
         return ast.Insert(
             table, self._fragment(query), overwrite, partition, listed, hint or {}, by_name=by_name
         )
@@ -217,7 +217,7 @@ def _call_value(value: Any) -> ast.LiteralValue:
         return ".".join(str(p) for p in value)
     if isinstance(value, Token):
         return str(value)
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _bare(tok: Token | None) -> str | None:

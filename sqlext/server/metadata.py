@@ -163,7 +163,7 @@ def _views_of(session: SqlSession, schema_pattern: str | None,
     """(schema, name, comment) of the dyntable views the patterns match: every matching database's
     permanent views, then the session's temporary ones (schema "", whatever the schema pattern)."""
     schema_regex, table_regex = like(schema_pattern), like(table_pattern)
-    found = []
+    found: list[tuple[str, str, str]] = []
     for db in session.catalog.list_databases():
         if _match(schema_regex, db):
             try:

@@ -335,7 +335,8 @@ class ServerState:
         self.conf = dict(conf or {})
         self.catalog_options = dict(catalog_options or {})
         self.max_sessions = max_sessions
-        self.sessions: dict[bytes, ClientSession] = {}
+        # None: a slot reserved (counted against max_sessions) while its Spark session is built.
+        self.sessions: dict[bytes, ClientSession | None] = {}
         self._lock = threading.Lock()
 
     def open_session(self, user: str, connection: int, configuration: dict[str, str] | None) -> ClientSession:
@@ -356,7 +357,7 @@ class ServerState:
                     f"the server already has {self.max_sessions} sessions open (--max-sessions)"
                 )
             guid, secret = new_handle()
-            self.sessions[guid] = None  # type: ignore[assignment] - reserves the slot while Spark builds
+            self.sessions[guid] = None
         try:
             # A Spark session of its own (shared SparkContext): the client's SET of Spark settings
             # and its temporary views stay its own, as with Spark's Thrift server.

@@ -6,7 +6,12 @@ It sits above both modules so neither imports the other's entry point (no import
 
 from __future__ import annotations
 
-from pyspark.sql.datasource import DataSource, DataSourceReader
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+)
 from pyspark.sql.types import StructType
 
 from sqlext.source.datasource import NAME, DyntableReader, DyntableWriter, resolve, source_arrow_schema
@@ -33,8 +38,8 @@ class DyntableDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> DyntableWriter:
         return DyntableWriter(WriteRequest.from_options(self.options, overwrite))
 
-    def streamReader(self, schema: StructType):  # type: ignore[no-untyped-def]
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return DyntableStreamReader(ReadRequest.from_options(self.options))
 
-    def streamWriter(self, schema: StructType, overwrite: bool):  # type: ignore[no-untyped-def]
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         return DyntableStreamWriter(WriteRequest.from_options(self.options, overwrite))

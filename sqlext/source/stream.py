@@ -71,8 +71,7 @@ def _check_tag_start(travel: ReadVersion | None, mode: str, scan: Any) -> None:
     then the changes after it) with the modes that take a start position, and any other
     combination is an error rather than a silently ignored option.
     """
-    tag = travel.tag if travel is not None else None
-    if tag is None:
+    if travel is None or travel.tag is None:
         return
     if mode not in TAG_START_MODES:
         raise InvalidArgumentError(
@@ -83,7 +82,7 @@ def _check_tag_start(travel: ReadVersion | None, mode: str, scan: Any) -> None:
     if others:
         raise InvalidArgumentError(
             f"give one start position: scan.tag-name or {' / '.join(others)}, not both")
-    scan.tag_snapshot(tag)  # NoSuchTagError now, not at the first micro-batch
+    scan.tag_snapshot(travel.tag)  # NoSuchTagError now, not at the first micro-batch
 
 
 @dataclass(frozen=True)

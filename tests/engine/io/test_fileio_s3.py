@@ -7,10 +7,13 @@ Skips cleanly when moto or s3fs is not installed (see conftest.py).
 from __future__ import annotations
 
 import pickle
+import threading
+from collections import Counter
 from typing import Any
 
 import pytest
 
+from engine.errors import StorageError
 from engine.io import FileIO, join
 from tests.engine.io.test_fileio import FileIOContract
 
@@ -43,6 +46,65 @@ def test_try_create_on_existing_key_is_refused_by_conditional_put(
     # B has never looked at the key; only the server-side If-None-Match can stop it.
     assert writer_b.try_create(path, b'{"id": 7, "commitUser": "b"}') is False
     assert writer_b.read_bytes(path) == b'{"id": 7, "commitUser": "a"}'
+
+
+def test_concurrent_conditional_puts_of_one_key_have_exactly_one_winner(
+    s3_root: str, s3_endpoint: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commit protocol's only atomic step, hammered: writers race for each key at once.
+
+    Real S3 decides ``If-None-Match: *`` atomically; a server that checks and then stores in two
+    steps lets a second writer in between, and both get 200 (a "committed" snapshot overwritten).
+    """
+    # moto keeps an object above this size in a temporary file: the file write releases the GIL in
+    # the middle of the PUT, which is where a check-then-write server lets a racing PUT through.
+    # (Without it the window is microseconds wide and only heavy machine load hits it.)
+    monkeypatch.setenv("MOTO_S3_DEFAULT_KEY_BUFFER_SIZE", "1")
+    writers = [_independent(s3_root, s3_endpoint) for _ in range(4)]
+    keys = 40
+    start = threading.Barrier(len(writers))
+    won: list[list[int]] = [[] for _ in writers]
+    errors: list[BaseException] = []
+
+    def race(w: int) -> None:
+        try:
+            for k in range(keys):
+                start.wait(timeout=60)
+                if writers[w].try_create(join(s3_root, "race", f"snapshot-{k}"), f"writer {w}".encode()):
+                    won[w].append(k)
+        except BaseException as e:  # reported below; a dead thread would only break the barrier
+            errors.append(e)
+            start.abort()
+
+    threads = [threading.Thread(target=race, args=(w,)) for w in range(len(writers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    wins = Counter(k for keys_won in won for k in keys_won)
+    assert {k: n for k, n in wins.items() if n != 1} == {}
+    assert sorted(wins) == list(range(keys))
+    for w, keys_won in enumerate(won):
+        for k in keys_won:  # the stored object is the winner's, untouched by the losers
+            assert writers[0].read_bytes(join(s3_root, "race", f"snapshot-{k}")) == f"writer {w}".encode()
+
+
+def test_a_create_whose_answer_is_lost_is_never_reported_as_lost_to_another_writer(
+    s3_root: str, s3_endpoint: dict[str, Any], s3_server: Any
+) -> None:
+    """The PUT succeeds but its answer does not arrive in time: S3 clients resend such a request,
+    and the resent conditional PUT meets the object the first one made (412). Reporting that as
+    "another writer won" would make a commit delete the metadata of the snapshot it published."""
+    path = join(s3_root, "snapshot", "snapshot-3")
+    options = {**s3_endpoint, "config_kwargs": {"read_timeout": 1}}
+    release = s3_server.hold_answer(path)
+    try:
+        with pytest.raises(StorageError, match="Could not create"):  # outcome unknown, not False
+            _independent(s3_root, options).try_create(path, b"mine")
+    finally:
+        release.set()
+    assert _independent(s3_root, s3_endpoint).read_bytes(path) == b"mine"
 
 
 def test_listing_and_exists_see_other_writers_immediately(s3_root: str, s3_endpoint: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 pytest.importorskip("IPython")
 
+from IPython.core.error import UsageError  # noqa: E402
 from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
 from IPython.utils.capture import capture_output  # noqa: E402
 
@@ -312,3 +313,18 @@ def test_no_progress_outside_a_kernel(shell, magic):
 def test_magic_without_a_shell_formatter_registration_is_skipped():
     magic = SqlMagic(shell=None)
     assert magic.displaylimit == 20 and magic.session is None
+
+
+def test_storing_a_result_without_a_shell_is_refused_before_anything_runs():
+    magic = SqlMagic(shell=None)
+    ran: list[str] = []
+
+    def factory(warehouse, database, master, spark_conf, session_conf):
+        session = FakeSession(warehouse, database)
+        session.on_run = ran.append
+        return session
+
+    magic.session_factory = factory
+    with pytest.raises(UsageError, match=r"'kept <<' stores into IPython's namespace"):
+        magic.sql("kept << SELECT 1")
+    assert ran == []
