@@ -8,6 +8,7 @@ be exactly those of the merge-on-read table with the same writes, filtered after
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -168,3 +169,24 @@ def test_random_writes_filtered_reads_equal_merge_on_read(tmp_path_factory, step
     for predicate in (P.less_than("n", bound), P.or_(P.greater_or_equal("k", key), P.equal("n", bound))):
         assert _read(dv, predicate, ["v"]) == _expected(ref, predicate, ["v"])
     assert _read(dv, None) == _expected(ref, P.is_not_null("k"))  # and unfiltered (the plain raw path)
+
+
+def test_append_table_with_dvs_reads_filter_first_too(catalog):
+    from engine import AppendDeletionCommit, dv_scan_files
+
+    schema = pa.schema([("k", pa.int64()), ("v", pa.string())])
+    t = catalog.create_table("db.app", schema, options={**DV, "bucket": "-1"})
+    for lo in (0, 100):
+        t.refresh().write_arrow(pa.table({"k": pa.array(range(lo, lo + 100), pa.int64()),
+                                          "v": [f"v{k}" for k in range(lo, lo + 100)]}))
+    t = t.refresh()
+    snapshot = t.latest_snapshot()
+    deleted = {f.name: np.arange(0, 100, 3) for f in dv_scan_files(t.store, snapshot)}  # positions
+    commit = AppendDeletionCommit(t.store, snapshot)
+    commit.delete(deleted)
+    commit.commit()
+    live = {k for k in range(200) if (k % 100) % 3}
+    for predicate, keep in ((P.less_than("k", 50), lambda k: k < 50),
+                            (P.starts_with("v", "v1"), lambda k: str(k).startswith("1")),
+                            (P.equal("k", 3), lambda k: k == 3)):
+        assert _read(t, predicate, ["v"]) == sorted((f"v{k}",) for k in live if keep(k))
