@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from engine.lsm.deletion_vectors import uses_deletion_vectors
 from engine.meta.snapshot import Snapshot
 from engine.read.split_reader import SplitReader
 from engine.scan.fallback import fallback_branch, with_fallback
@@ -151,6 +152,10 @@ class ReadBuilder:
         from engine.builders.stream import StreamScan
 
         return StreamScan(self)
+
+    def uses_deletion_vectors(self) -> bool:
+        """Whether the table has deletion vectors (batch reads then never merge: Paimon's rule)."""
+        return uses_deletion_vectors(self.table.store)
 
     def reads_raw(self) -> bool:
         """Whether some files of this table can be read as plain Parquet (no merge, no DVs).

@@ -18,6 +18,7 @@ import functools
 from collections.abc import Iterator, Sequence
 from typing import cast
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -36,7 +37,7 @@ from engine.read.deletion_vectors import DeletionVectorLoader, apply_deletion_ve
 from engine.scan.planner import DataSplit
 from engine.scan.predicate import Predicate, filter_table
 from engine.store import FileStore
-from engine.types import DataField
+from engine.types import DataField, to_arrow_type
 
 
 # Built on first use: any pyarrow array construction imports pandas (~0.2-0.4 s), and processes
@@ -45,6 +46,7 @@ from engine.types import DataField
 def _add_kinds() -> pa.Array:
     return pa.array([0, 2], pa.int8())  # +I, +U
 ROWKIND = "rowkind"
+_POSITION = "__dyntable_position"  # a probe's row numbers (never a column name: double underscore)
 
 
 class SplitReader:
@@ -134,6 +136,9 @@ class SplitReader:
         if not self.store.has_primary_key:
             for f in split.files:
                 path = data_file_path(self.store, part_dir, split.bucket, f)
+                if self._probes():
+                    yield self._finish(self._probe_then_read(path, split, f, kinds=False))
+                    continue
                 table = read_data_file(self.store, path, f, self.read_fields)
                 yield self._finish(self._apply_dv(table, split, f))
             return
@@ -181,6 +186,8 @@ class SplitReader:
         if not raw:
             table = read_data_file(self.store, path, f, self.read_fields, (SEQUENCE_NUMBER, VALUE_KIND))
             return self._apply_dv(table, split, f)
+        if self._probes():
+            return self._probe_then_read(path, split, f)
         # The kinds are always read and filtered: a file's deleteRowCount is not proof that it
         # holds no retractions (pypaimon writes 0 for files holding -D rows), and one int8 column
         # costs little next to the values. The DV goes first: its positions number the file's rows.
@@ -188,6 +195,37 @@ class SplitReader:
         if not self.keep_deletes:
             table = table.filter(pc.is_in(table.column(VALUE_KIND), value_set=_add_kinds()))
         return table
+
+    def _probes(self) -> bool:
+        """Whether files are read filter-first: a deletion-vector table's files (read unmerged by
+        the callers' raw paths) under a filter, without retractions kept ($audit_log keeps them)."""
+        return (self.deletion_vectors is not None and self.filter is not None and not self.keep_deletes
+                and not self.count_layout)
+
+    def _probe_then_read(self, path: str, split: DataSplit, f: DataFileMeta, kinds: bool = True) -> pa.Table:
+        """A deletion-vector file read under a filter, in two passes (no merge follows, so the
+        filter may run on the file's own rows): first the filter's columns (and the kinds of a
+        primary-key file), which give the surviving positions (filter ∧ +I/+U ∧ not in the DV);
+        then the other columns, taken at those positions. A file where nothing survives is not
+        read further."""
+        assert self.filter is not None
+        system = (VALUE_KIND,) if kinds else ()
+        probe_names = [c for c in (fd.name for fd in self.read_fields) if c in self.filter.columns()]
+        probe_fields = [fd for fd in self.read_fields if fd.name in probe_names]
+        probe = read_data_file(self.store, path, f, probe_fields, system)
+        probe = probe.append_column(_POSITION, pa.array(np.arange(probe.num_rows, dtype=np.int64)))
+        probe = self._apply_dv(probe, split, f)
+        if kinds:
+            probe = probe.filter(pc.is_in(probe.column(VALUE_KIND), value_set=_add_kinds()))
+        probe = filter_table(probe, self.filter)
+        rest_fields = [fd for fd in self.read_fields if fd.name not in probe_names]
+        if probe.num_rows == 0 or not rest_fields:
+            rest = pa.table({fd.name: pa.nulls(probe.num_rows, to_arrow_type(fd.type)) for fd in rest_fields})
+        else:
+            rest = read_data_file(self.store, path, f, rest_fields).take(probe.column(_POSITION))
+        columns = {**{n: rest.column(n) for n in rest.column_names},
+                   **{n: probe.column(n) for n in (*probe_names, *system)}}
+        return pa.table({n: columns[n] for n in (*(fd.name for fd in self.read_fields), *system)})
 
     def _finish(self, table: pa.Table) -> pa.Table:
         if self.count_layout:  # each row as many times as its count (before filtering)

@@ -210,7 +210,13 @@ class DyntableReader(DataSourceReader):
             yield from to_spark_batches(split, self.arrow_schema)
             return
         if self._read is None:
-            self._read = self.builder.new_read(filter_rows=False)  # Spark applies the query's filter
+            # Spark applies the query's filter again. A deletion-vector read is unmerged, so its
+            # rows are filtered here first: handing rows to the JVM costs more than filtering them
+            # (not $audit_log / changelog reads, whose rows carry kinds the filter cannot see).
+            b = self.builder
+            first = (b.uses_deletion_vectors() and not self.with_kind and b.filter is not None
+                     and b.filter.columns() <= set(b.schema.field_names))
+            self._read = b.new_read(filter_rows=first)
         changes = getattr(partition, "changes", False)
         for table in self._read.read(split):
             yield from to_spark_batches(self._kinds(table) if changes else table, self.arrow_schema)

@@ -14,8 +14,9 @@ the same plan (same snapshot, same pruning filter), the same column mapping by f
 missing from an old file reads as NULL), the same retraction filter (keep ``+I``/``+U``).
 
 The Python source alone is used when the native scan cannot help or is off: streaming reads,
-system tables other than ``$ro``, ``read.changelog``, incremental reads, deletion-vector or
-count-layout tables, storage other than the local file system (Spark would need its own
+system tables other than ``$ro``, ``read.changelog``, incremental reads, files that carry a
+deletion vector (the Python source reads them filter-first: docs/native-scan.md), count-layout
+tables, storage other than the local file system (Spark would need its own
 credentials for object stores), files of types Spark's Parquet reader does not map the same
 way (TIME, nested types whose shape changed between schema versions), and when it is turned
 off: ``read.native-scan.enabled = false`` as a read option (``/*+ OPTIONS(...) */``, a
