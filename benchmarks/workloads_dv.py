@@ -38,7 +38,7 @@ from benchmarks.workloads_spark import (
     dyntable_df,
     get_spark,
 )
-from engine import open_catalog
+from engine import Table, open_catalog
 from engine.scan.predicate import less_than
 
 DV = {"deletion-vectors.enabled": "true"}
@@ -48,10 +48,22 @@ PRICE_LIMIT = 0.001
 def run_w2dv(ctx: Context) -> list[Result]:
     """W2's CDC batch into a DV table (write + DV-maintaining compaction) vs W2's Parquet baseline."""
     w2 = UpsertFixture.build(ctx, "w2dv", DV)
+    base = {f.file_name for s in w2.template.plan().splits for f in s.files}
+    layout: dict[str, str] = {}
+
+    def merged(table: Table) -> Any:
+        # Where the write left its rows: the base files kept (marked in DVs) or rewritten, and the
+        # levels of the new files (level 0 moved up unrewritten lands one level per task file).
+        files = [f for s in table.refresh().plan().splits for f in s.files]
+        kept = sum(f.file_name in base for f in files)
+        levels = sorted({f.level for f in files if f.file_name not in base})
+        layout["files"] = f"{kept} of {len(base)} base files kept, new files at levels {levels}"
+        return w2.merged(table)
+
     result = compare(
         "W2dv",
         f"PK upsert write into a DV table (bucket {PK_BUCKETS})",
-        Arm(w2.data_source_write, w2.fresh_table, w2.merged),
+        Arm(w2.data_source_write, w2.fresh_table, merged),
         w2.spark_baseline(),
         pairs=ctx.pairs,
         rows=w2.batch.num_rows,
@@ -62,6 +74,8 @@ def run_w2dv(ctx: Context) -> list[Result]:
         f"into {w2.base.num_rows:,} existing rows; the check reads the table as DV readers do (level 0 "
         "skipped), so it passes only once the write's compaction has marked the old rows"
     )
+    if layout:
+        result.notes.append(layout["files"])
     w2.df.unpersist()
     return [result]
 
