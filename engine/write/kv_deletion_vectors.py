@@ -15,6 +15,10 @@ have at most one row that no DV marks. Compaction keeps it so (Paimon's
                          ignore-delete) the found row joins the merge
  rewritten files lose their DVs; a lone level-0 file may be upgraded (no rewrite) after its lookup
 ```
+A unit of level-0 files only, with pairwise disjoint keys, under a merge engine where the newest
+row wins, is not even merged: after the lookup each file's own retractions are marked in its own
+DV and the files move up unchanged, one level each (``_move_level0_up``), so a write's compaction
+reads the written keys and writes nothing but DVs.
 Keys the unit already has from a file above level 0 need no lookup: that row was the key's only
 live row above level 0. Everything is vectorised: key matching uses the LSM's sort codes
 (``engine.merge.functions.keys_present_in``: Paimon's key equality), positions are numpy arrays, and
@@ -228,8 +232,8 @@ def _move_level0_up(
     rewritten, and the levels below the output keep their files.
     """
     output = unit.output_level
-    if not files or any(f.level != 0 for f in files):
-        return None
+    if not files or any(f.level != 0 or dvs.get(f.file_name) is not None for f in files):
+        return None  # (a level-0 file with a DV: its rows would need reading minus the DV)
     schema = store.schema
     keys = list(schema.primary_keys)
     key_fields = [schema.field(k) for k in keys]
