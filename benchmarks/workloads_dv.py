@@ -76,8 +76,35 @@ def run_w2dv(ctx: Context) -> list[Result]:
     )
     if layout:
         result.notes.append(layout["files"])
+    shuffled = _w2dv_shuffled(ctx, w2, merged, layout)
     w2.df.unpersist()
-    return [result]
+    return [result, shuffled]
+
+
+def _w2dv_shuffled(ctx: Context, w2: UpsertFixture, merged: Any, layout: dict[str, str]) -> Result:
+    """W2dvs (context): the same batch through ``write_table`` with the bucket shuffle, so each
+    bucket gets one level-0 file, which the compaction moves up without rewriting it."""
+    from sqlext.execute.bucket_shuffle import write_table
+
+    def shuffled() -> Table:
+        table = w2.state["table"]
+        write_table(w2.df, table.name, w2.warehouse, shuffle="true")
+        return table
+
+    layout.clear()
+    result = compare(
+        "W2dvs",
+        "  the same, shuffled by bucket (write_table)",
+        Arm(shuffled, w2.fresh_table, merged),
+        w2.spark_baseline(),
+        pairs=ctx.pairs,
+        rows=w2.batch.num_rows,
+        target="context",
+        check=w2.check,
+    )
+    if layout:
+        result.notes.append(layout["files"])
+    return result
 
 
 def dv_tables(ctx: Context) -> dict[str, Any]:
