@@ -118,7 +118,7 @@ def test_updates_and_deletes_mark_older_rows_and_reads_match_merge_on_read(catal
 @given(
     engine=st.sampled_from(list(ENGINES)),
     steps=st.lists(
-        st.tuples(st.sampled_from(["upsert", "delete", "compact"]),
+        st.tuples(st.sampled_from(["upsert", "delete", "compact", "tasks"]),
                   st.lists(st.integers(0, 400), max_size=60)),
         min_size=1, max_size=6,
     ),
@@ -137,6 +137,11 @@ def test_random_writes_keep_dv_reads_equal_to_merge_on_read(tmp_path_factory, en
             dv.refresh().compact(full=bool(i % 2))
         elif keys and op == "delete" and engine != "aggregation":
             _write_both(ref, dv, _batch(keys, f"x{i}", ["-D"] * len(keys)))
+        elif keys and op == "tasks":  # two task writers of one commit, mixed kinds, keys may repeat
+            deleted = set(keys[::3]) if engine != "aggregation" else set()
+            batches = [_cdc(keys[::2], f"p{i}", deleted), _cdc(keys[len(keys) // 3:], f"q{i}", deleted)]
+            for t in (ref, dv):
+                _task_writes(t, batches)
         elif keys:
             _write_both(ref, dv, _batch(keys, f"u{i}"))
         assert _rows(dv) == _rows(ref)
