@@ -40,7 +40,7 @@ from benchmarks.workloads_spark import (
     dyntable_df,
     get_spark,
 )
-from engine import open_catalog
+from engine import Table, open_catalog
 from engine.scan.predicate import less_than
 
 DV = {"deletion-vectors.enabled": "true"}
@@ -50,10 +50,22 @@ PRICE_LIMIT = 0.001
 def run_w2dv(ctx: Context) -> list[Result]:
     """W2's CDC batch into a DV table (write + DV-maintaining compaction) vs W2's Parquet baseline."""
     w2 = UpsertFixture.build(ctx, "w2dv", DV)
+    base = {f.file_name for s in w2.template.plan().splits for f in s.files}
+    layout: dict[str, str] = {}
+
+    def merged(table: Table) -> Any:
+        # Where the write left its rows: the base files kept (marked in DVs) or rewritten, and the
+        # levels of the new files (level 0 moved up unrewritten lands one level per task file).
+        files = [f for s in table.refresh().plan().splits for f in s.files]
+        kept = sum(f.file_name in base for f in files)
+        levels = sorted({f.level for f in files if f.file_name not in base})
+        layout["files"] = f"{kept} of {len(base)} base files kept, new files at levels {levels}"
+        return w2.merged(table)
+
     result = compare(
         "W2dv",
         f"PK upsert write into a DV table (bucket {PK_BUCKETS})",
-        Arm(w2.data_source_write, w2.fresh_table, w2.merged),
+        Arm(w2.data_source_write, w2.fresh_table, merged),
         w2.spark_baseline(),
         pairs=ctx.pairs,
         rows=w2.batch.num_rows,
@@ -64,8 +76,37 @@ def run_w2dv(ctx: Context) -> list[Result]:
         f"into {w2.base.num_rows:,} existing rows; the check reads the table as DV readers do (level 0 "
         "skipped), so it passes only once the write's compaction has marked the old rows"
     )
+    if layout:
+        result.notes.append(layout["files"])
+    shuffled = _w2dv_shuffled(ctx, w2, merged, layout)
     w2.df.unpersist()
-    return [result]
+    return [result, shuffled]
+
+
+def _w2dv_shuffled(ctx: Context, w2: UpsertFixture, merged: Any, layout: dict[str, str]) -> Result:
+    """W2dvs (context): the same batch through ``write_table`` with the bucket shuffle, so each
+    bucket gets one level-0 file, which the compaction moves up without rewriting it."""
+    from sqlext.execute.bucket_shuffle import write_table
+
+    def shuffled() -> Table:
+        table = w2.state["table"]
+        write_table(w2.df, table.name, w2.warehouse, shuffle="true")
+        return table
+
+    layout.clear()
+    result = compare(
+        "W2dvs",
+        "  the same, shuffled by bucket (write_table)",
+        Arm(shuffled, w2.fresh_table, merged),
+        w2.spark_baseline(),
+        pairs=ctx.pairs,
+        rows=w2.batch.num_rows,
+        target="context",
+        check=w2.check,
+    )
+    if layout:
+        result.notes.append(layout["files"])
+    return result
 
 
 def dv_tables(ctx: Context) -> dict[str, Any]:

@@ -151,7 +151,11 @@ class UniversalCompaction:
         return self._pick_by_ratio(max_level, runs, 1)
 
     def force_up_level0(
-        self, num_levels: int, runs: Sequence[LevelSortedRun], universal_first: bool = True
+        self,
+        num_levels: int,
+        runs: Sequence[LevelSortedRun],
+        universal_first: bool = True,
+        level0_only: bool = False,
     ) -> CompactUnit | None:
         """Like :meth:`pick`, but if nothing triggers, still move every level-0 file up.
 
@@ -163,6 +167,12 @@ class UniversalCompaction:
         Args:
             universal_first: try :meth:`pick` first (Paimon's order); False always picks every
                 level-0 run.
+            level0_only: when nothing triggers, pick the level-0 runs and no run by size ratio:
+                they go to the level just below the lowest occupied level >= 1 (a level-1 run is
+                still taken along, as level 0 is never an output). For deletion-vector tables,
+                whose compaction marks the rows it supersedes above its output level instead of
+                rewriting them, so that a write's cost follows the write, not the runs below it;
+                the universal triggers (tried first) still merge those runs when they are due.
 
         Returns:
             The unit, or None when there is no level-0 file and nothing triggers.
@@ -179,7 +189,10 @@ class UniversalCompaction:
             level0_count += 1
         if level0_count == 0:
             return None
-        unit = self._pick_by_ratio(max_level, runs, level0_count, force=True)
+        if level0_only:
+            unit = self._create_unit(runs, max_level, level0_count)
+        else:
+            unit = self._pick_by_ratio(max_level, runs, level0_count, force=True)
         return None if unit is None or _is_noop(unit) else unit
 
     def force_full(

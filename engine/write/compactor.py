@@ -93,7 +93,10 @@ def pick(
     if full:
         unit = s.force_full(levels.num_levels, runs)
     elif forces_up_level0(store):
-        unit = s.force_up_level0(levels.num_levels, runs)
+        # Deletion-vector tables: a forced pick that no universal trigger asked for moves level 0
+        # up alone and marks the rows it supersedes in DVs (engine.write.kv_deletion_vectors),
+        # instead of rewriting the runs below by size ratio as Paimon's pick would.
+        unit = s.force_up_level0(levels.num_levels, runs, level0_only=not is_first_row(store))
         level0 = {f.file_name for f in levels.level0}
         if unit is not None and not level0 <= {f.file_name for f in unit.files}:
             # The universal pick took only the newest level-0 runs: take them all in one unit,

@@ -15,6 +15,10 @@ have at most one row that no DV marks. Compaction keeps it so (Paimon's
                          ignore-delete) the found row joins the merge
  rewritten files lose their DVs; a lone level-0 file may be upgraded (no rewrite) after its lookup
 ```
+A unit of level-0 files only, with pairwise disjoint keys, under a merge engine where the newest
+row wins, is not even merged: after the lookup each file's own retractions are marked in its own
+DV and the files move up unchanged, one level each (``_move_level0_up``), so a write's compaction
+reads the written keys and writes nothing but DVs.
 Keys the unit already has from a file above level 0 need no lookup: that row was the key's only
 live row above level 0. Everything is vectorised: key matching uses the LSM's sort codes
 (``engine.merge.functions.keys_present_in``: Paimon's key equality), positions are numpy arrays, and
@@ -33,7 +37,7 @@ from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
 from engine.lsm.compact_strategy import CompactUnit
 from engine.lsm.key_order import orderable_key
 from engine.lsm.levels import Levels
-from engine.merge.functions import MergeConfig, keys_present_in, merge
+from engine.merge.functions import MergeConfig, key_sort_codes, keys_present_in, merge
 from engine.meta.deletion_vectors import DeletionVector, read_deletion_vectors, write_deletion_vectors
 from engine.meta.index_files import DELETION_VECTORS_INDEX, IndexFileMeta, IndexManifestEntry, IndexStore
 from engine.meta.manifest import DataFileMeta, FileSource
@@ -204,6 +208,72 @@ def lookup_above(
     return pa.concat_tables(found) if found else None
 
 
+def _move_level0_up(
+    store: FileStore,
+    part_dir: str,
+    bucket: int,
+    levels: Levels,
+    unit: CompactUnit,
+    files: Sequence[DataFileMeta],
+    above: Sequence[DataFileMeta],
+    dvs: BucketDeletionVectors,
+) -> CompactionResult | None:
+    """A unit of level-0 files only, moved up without rewriting them when that is exact; else None.
+
+    For merge engines where the newest row wins, level-0 files whose keys are pairwise disjoint need
+    no merge among themselves: each key's row in them is its newest. Their keys are looked up above
+    the output level and the older rows found there are marked in DVs. A file's own retractions
+    (``-U``/``-D``) are then marked in its own DV, which drops them for every reader of levels
+    >= 1 exactly as a rewrite without them would (a file of retractions only is dropped). Each
+    file moves up unchanged into a level of its own (a level is one sorted run, and these files'
+    key ranges interleave): the oldest into the output level, the next one a level below, and so
+    on; those levels are empty (the unit took every run below them), so this needs one free level
+    per file. The cost follows the written rows: their keys and kinds are read, nothing is
+    rewritten, and the levels below the output keep their files.
+    """
+    output = unit.output_level
+    if not files or any(f.level != 0 or dvs.get(f.file_name) is not None for f in files):
+        return None  # (a level-0 file with a DV: its rows would need reading minus the DV)
+    schema = store.schema
+    keys = list(schema.primary_keys)
+    key_fields = [schema.field(k) for k in keys]
+    parts: list[pa.Table] = []
+    kept: list[tuple[DataFileMeta, np.ndarray]] = []  # (file, positions of its retractions)
+    for f in files:
+        path = store.paths.data_file(part_dir, bucket, f.file_name)
+        rows = read_data_file(store, path, f, key_fields, (VALUE_KIND,))
+        retract = ~np.isin(rows.column(VALUE_KIND).to_numpy(), _ADD_KINDS)
+        if not retract.all():
+            kept.append((f, np.flatnonzero(retract)))
+        parts.append(rows.select(keys))
+    targets = list(range(output, output - len(kept), -1))
+    if targets and targets[-1] < 1:
+        return None
+    taken = {f.file_name for f in files}
+    if any(f.level in targets and f.file_name not in taken for f in levels.all_files()):
+        return None
+    probe = pa.concat_tables(parts)
+    # Sorted in Paimon's key order, with its key equality (floats as Double.compare): the lookup
+    # takes the probe's key range from its first and last rows.
+    codes = key_sort_codes([probe.column(k) for k in keys])
+    order = np.lexsort(list(reversed(codes))) if len(codes) > 1 else np.argsort(codes[0], kind="stable")
+    if len(order) > 1:
+        differs = np.zeros(len(order) - 1, dtype=bool)
+        for code in codes:
+            ordered = code[order]
+            differs |= ordered[1:] != ordered[:-1]
+        if not differs.all():
+            return None  # a key in two level-0 files: only a merge by sequence number tells the winner
+    if above and probe.num_rows:
+        lookup_above(store, part_dir, bucket, probe.take(pa.array(order)), above, dvs, with_values=False)
+    oldest_first = sorted(kept, key=lambda fr: (fr[0].max_sequence_number, fr[0].min_sequence_number))
+    moved = []
+    for (f, retractions), level in zip(oldest_first, targets, strict=True):
+        dvs.mark(f.file_name, retractions)
+        moved.append(f.upgrade(level))
+    return CompactionResult(tuple(files), tuple(moved))
+
+
 def compact_unit(
     store: FileStore,
     part_dir: str,
@@ -222,10 +292,14 @@ def compact_unit(
     inside = {f.file_name for f in files}
     above = [f for f in levels.all_files() if isinstance(f, DataFileMeta) and f.level > output
              and f.file_name not in inside]
+    if len(files) == 1 and files[0].level != output and not unit.file_rewrite and files[0].level != 0:
+        return CompactionResult((files[0],), (files[0].upgrade(output),))  # keeps its name, so its DV
+    if not with_values and not unit.file_rewrite:
+        moved = _move_level0_up(store, part_dir, bucket, levels, unit, files, above, dvs)
+        if moved is not None:
+            return moved
     if len(files) == 1 and files[0].level != output and not unit.file_rewrite:
         f = files[0]
-        if f.level != 0:
-            return CompactionResult((f,), (f.upgrade(output),))  # keeps its name, so its DV
         # A level-0 file may move up unchanged when nothing above it changes its rows' values.
         if not holds_retractions(store, part_dir, bucket, f) and (not above or not with_values):
             if above:

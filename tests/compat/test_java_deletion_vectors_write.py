@@ -110,3 +110,47 @@ def test_java_and_dyntable_take_turns_on_one_dv_table(java, engine):
     table.refresh().compact(full=True)
     _same_everywhere(java, "db.j")
     assert not _java_dvs(java, "db.j")
+
+
+def _cdc(ids, tag: str, deleted) -> pa.Table:
+    """Upserts of ``ids`` with every id in ``deleted`` a ``-D`` instead: one batch of mixed kinds."""
+    ids = list(ids)
+    kinds = ["-D" if i in deleted else "+U" for i in ids]
+    return _rows(ids, tag, kinds=kinds)
+
+
+def test_level_0_moved_up_unrewritten_reads_the_same_in_java_and_pypaimon(java, pypaimon):
+    """A CDC batch (updates, inserts, deletes) written by two task writers, as a Spark job does: the
+    compaction moves both level-0 files up without rewriting them (each into a level of its own;
+    their deletes and the rows they supersede marked in DVs) and leaves the base in place; Java and
+    pypaimon read the same rows, and Java writes and compacts on top of it."""
+    catalog = open_catalog(java.warehouse)
+    catalog.create_database("db", ignore_if_exists=True)
+    t = catalog.create_table("db.m", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    t.write_arrow(_rows(range(3000), "a"))
+    base = {f["file"] for f in java.files("db.m")}
+    deleted = set(range(5, 3000, 20))
+    builder = t.refresh().new_write_builder(commit_user="job")
+    messages = []
+    for task, ids in enumerate((range(0, 3600, 3), range(1, 3600, 3))):  # updates, deletes, inserts >= 3000
+        messages += builder.new_task_write("job", task).write_all([_cdc(ids, f"t{task}", deleted)])
+    builder.new_commit().commit(messages)
+    rows = _same_everywhere(java, "db.m", pypaimon)
+    assert not deleted & {r[0] for r in rows if r[0] % 3 != 2}
+    files = java.files("db.m")
+    assert base <= {f["file"] for f in files}, "the base files stay, marked in DVs"
+    levels = {b: sorted({f["level"] for f in files if f["bucket"] == b and f["file"] not in base})
+              for b in {f["bucket"] for f in files}}
+    assert all(len(lv) == 2 and 0 not in lv for lv in levels.values()), levels
+    # Java writes on top (its lookup reads our files minus their DVs), then compacts
+    java.write("db.m", _java_rows(_rows(range(0, 3600, 4), "j")))
+    _same_everywhere(java, "db.m")
+    java.compact("db.m", full=False)
+    _same_everywhere(java, "db.m")
+    # (pypaimon reads no table Java 0.9 wrote manifests for: test_java_deletion_vectors_read.py)
+    t.refresh().write_arrow(_cdc(range(2, 3600, 5), "c", {7, 17, 3002}))
+    _same_everywhere(java, "db.m")
+    java.compact("db.m", full=True)
+    _same_everywhere(java, "db.m")
+    assert not _java_dvs(java, "db.m")

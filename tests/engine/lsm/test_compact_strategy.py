@@ -245,6 +245,29 @@ def test_force_up_level0():
     assert sizes_of(unit) == [1, 10] and unit.output_level == 1
 
 
+def test_force_up_level0_alone_leaves_the_runs_below_in_place():
+    """``level0_only`` (deletion-vector tables): level 0 moves up alone, whatever the sizes below."""
+    c = UniversalCompaction(200, 1, 5)
+    # the base at the max level is as big as the batch: Paimon's ratio would take it, this does not
+    runs = [run(0, 100), run(0, 100), run(5, 150)]
+    assert sizes_of(c.force_up_level0(6, runs)) == [100, 100, 150]
+    unit = c.force_up_level0(6, runs, level0_only=True)
+    assert sizes_of(unit) == [100, 100] and unit.output_level == 4
+    # the next write lands just below the last one
+    unit = c.force_up_level0(6, [run(0, 100), run(4, 200), run(5, 150)], level0_only=True)
+    assert sizes_of(unit) == [100] and unit.output_level == 3
+    # a level-1 run is taken along (level 0 is never an output), and nothing further
+    unit = c.force_up_level0(6, [run(0, 1), run(1, 2), run(2, 2)], level0_only=True)
+    assert sizes_of(unit) == [1, 2] and unit.output_level == 1
+    # nothing below level 0: the max level
+    unit = c.force_up_level0(6, level0(3, 4), level0_only=True)
+    assert sizes_of(unit) == [3, 4] and unit.output_level == 5
+    # a universal trigger still comes first (5 runs, size amplification: a full compaction)
+    runs = [*level0(100, 100), run(3, 100), run(4, 100), run(5, 150)]
+    assert sizes_of(c.force_up_level0(6, runs, level0_only=True)) == [100, 100, 100, 100, 150]
+    assert c.force_up_level0(6, [run(5, 10)], level0_only=True) is None
+
+
 def test_force_full():
     c = UniversalCompaction()
     assert c.force_full(3, []) is None
@@ -349,17 +372,20 @@ def test_picked_units_are_well_formed(case, amp, ratio, trigger):
         _check_unit(unit, runs, num_levels)
     if len(runs) > trigger:
         assert unit is not None  # the run-count trigger always fires
-    forced = c.force_up_level0(num_levels, runs)
-    if forced is not None:
-        _check_unit(forced, runs, num_levels)
-        if unit is None:
-            # every level-0 file moves up
-            level0_files = [f for lvl, r in runs if lvl == 0 for f in r.files]
-            assert set(level0_files) <= set(forced.files)
-        else:
-            assert forced == unit
-    elif any(lvl == 0 for lvl, _ in runs):
-        pytest.fail("force_up_level0 left level-0 files in place")
+    for level0_only in (False, True):
+        forced = c.force_up_level0(num_levels, runs, level0_only=level0_only)
+        if forced is not None:
+            _check_unit(forced, runs, num_levels)
+            if unit is None:
+                # every level-0 file moves up
+                level0_files = [f for lvl, r in runs if lvl == 0 for f in r.files]
+                assert set(level0_files) <= set(forced.files)
+                if level0_only:  # and at most a level-1 run with them
+                    assert all(f.level <= 1 for f in forced.files)
+            else:
+                assert forced == unit
+        elif any(lvl == 0 for lvl, _ in runs):
+            pytest.fail("force_up_level0 left level-0 files in place")
 
 
 @settings(max_examples=50, deadline=None)

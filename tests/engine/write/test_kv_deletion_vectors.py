@@ -118,7 +118,7 @@ def test_updates_and_deletes_mark_older_rows_and_reads_match_merge_on_read(catal
 @given(
     engine=st.sampled_from(list(ENGINES)),
     steps=st.lists(
-        st.tuples(st.sampled_from(["upsert", "delete", "compact"]),
+        st.tuples(st.sampled_from(["upsert", "delete", "compact", "tasks"]),
                   st.lists(st.integers(0, 400), max_size=60)),
         min_size=1, max_size=6,
     ),
@@ -137,6 +137,11 @@ def test_random_writes_keep_dv_reads_equal_to_merge_on_read(tmp_path_factory, en
             dv.refresh().compact(full=bool(i % 2))
         elif keys and op == "delete" and engine != "aggregation":
             _write_both(ref, dv, _batch(keys, f"x{i}", ["-D"] * len(keys)))
+        elif keys and op == "tasks":  # two task writers of one commit, mixed kinds, keys may repeat
+            deleted = set(keys[::3]) if engine != "aggregation" else set()
+            batches = [_cdc(keys[::2], f"p{i}", deleted), _cdc(keys[len(keys) // 3:], f"q{i}", deleted)]
+            for t in (ref, dv):
+                _task_writes(t, batches)
         elif keys:
             _write_both(ref, dv, _batch(keys, f"u{i}"))
         assert _rows(dv) == _rows(ref)
@@ -288,3 +293,54 @@ def test_a_compaction_whose_bucket_dvs_changed_meanwhile_conflicts_and_loses_not
     _assert_one_live_row_per_key_above_level0(t)
     t.refresh().compact(full=True)
     assert {r[0]: r[1] for r in _rows(t)} == rows
+
+
+def _task_writes(t, batches) -> None:
+    """One commit of ``batches`` written by one task writer each, as a Spark job writes."""
+    builder = t.refresh().new_write_builder(commit_user="job")
+    messages = []
+    for task, batch in enumerate(batches):
+        messages += builder.new_task_write("job", task).write_all([batch])
+    builder.new_commit().commit(messages)
+
+
+def _cdc(keys, tag: str, deleted) -> pa.Table:
+    keys = list(keys)
+    return _batch(keys, tag, ["-D" if k in deleted else "+U" for k in keys])
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_a_cdc_batch_from_two_tasks_moves_up_without_rewriting_the_base(catalog, overlap):
+    """Level-0 files with disjoint keys move up unrewritten, each into its own level, their deletes
+    and the rows they supersede marked in DVs; the base keeps its files. A key written by both
+    tasks needs the merge by sequence number instead; both give the merge-on-read rows."""
+    ref, dv = _tables(catalog, "deduplicate")
+    _write_both(ref, dv, _batch(range(BASE), "a"))
+    base = {f.file_name: f.level for s in dv.refresh().plan().splits for f in s.files}
+    deleted = set(range(5, BASE, 20))
+    second = range(1, BASE + 400, 3) if not overlap else range(0, BASE + 400, 2)
+    batches = [_cdc(range(0, BASE + 400, 3), "t0", deleted), _cdc(second, "t1", deleted)]
+    for t in (ref, dv):
+        _task_writes(t, batches)
+    assert _rows(dv) == _rows(ref)
+    _assert_one_live_row_per_key_above_level0(dv)
+    after = [(s.bucket, f) for s in dv.refresh().plan().splits for f in s.files]
+    assert all(f.level > 0 for _, f in after)
+    assert set(base) <= {f.file_name for _, f in after}, "the base files stay in place"
+    new = {}
+    for bucket, f in after:
+        if f.file_name not in base:
+            new.setdefault(bucket, []).append(f.level)
+    if overlap:
+        assert all(len(levels) == 1 for levels in new.values()), "merged into one run per bucket"
+    else:
+        assert all(sorted(levels) == [3, 4] for levels in new.values()), "one level per task file"
+        dvs = _dvs_of(dv)
+        assert any(name not in base and d.cardinality for name, d in dvs.items()), "own deletes marked"
+    # later writes and compactions on top stay exact
+    _write_both(ref, dv, _cdc(range(2, BASE + 400, 7), "c", {9, 16}))
+    assert _rows(dv) == _rows(ref)
+    _assert_one_live_row_per_key_above_level0(dv)
+    dv.refresh().compact(full=True)
+    assert _rows(dv) == _rows(ref)
+    assert sum(d.cardinality for d in _dvs_of(dv).values()) == 0
