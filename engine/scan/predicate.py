@@ -1,9 +1,11 @@
 """Row predicates: one small immutable tree used three ways.
 
 * ``to_arrow`` — an exact, vectorised filter over Arrow data (SQL three-valued logic: a
-  comparison with NULL is unknown and the row is dropped);
+  comparison with NULL is unknown and the row is dropped; floating-point NaN compares as Spark and
+  Java Paimon order it — equal to itself and greater than every other value — not as IEEE does);
 * ``might_match`` — a conservative test against per-file or per-manifest min/max/null-count
-  statistics (True unless the statistics prove no row can match): used for skipping;
+  statistics (True unless the statistics prove no row can match; min/max do not reliably bound
+  NaN, so a comparison that NaN could satisfy never skips on them): used for skipping;
 * ``eval_row`` — an exact test against one row of Python values (partition values).
 
 Predicates are picklable so Spark can ship them to executors with the splits.
@@ -39,7 +41,8 @@ class Predicate:
     def columns(self) -> set[str]:
         raise NotImplementedError
 
-    def to_arrow(self) -> pc.Expression:
+    def to_arrow(self, floats: frozenset[str] = frozenset()) -> pc.Expression:
+        """The exact filter; ``floats`` names the floating-point columns (NaN-aware comparisons)."""
         raise NotImplementedError
 
     def might_match(self, stats: Mapping[str, ColumnStats], row_count: int) -> bool:
@@ -59,6 +62,48 @@ class Predicate:
         return combined
 
 
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and value != value
+
+
+def _nan_last(value: Any) -> tuple[int, Any]:
+    """A sort key that puts NaN after every number and equal to itself (Spark's and Java's order)."""
+    return (1, 0.0) if _is_nan(value) else (0, value)
+
+
+def _nan_aware(op: str, f: pc.Expression, value: Any) -> pc.Expression:
+    """``f <op> value`` on a floating-point column with NaN ordered as Spark orders it."""
+    nan = pc.is_nan(f)
+    if _is_nan(value):
+        known = (f == f) | nan  # true on every value, unknown on NULL (so NOT keeps NULL unknown)
+        return {
+            "eq": nan,
+            "ne": ~nan,
+            "lt": ~nan,
+            "le": known,
+            "gt": ~known,
+            "ge": nan,
+        }[op]
+    return {
+        "eq": f == value,
+        "ne": f != value,  # IEEE: NaN != x is true, as in Spark
+        "lt": f < value,  # IEEE: NaN < x is false, as in Spark
+        "le": f <= value,
+        "gt": (f > value) | nan,
+        "ge": (f >= value) | nan,
+    }[op]
+
+
+def _nan_could_match(op: str, literals: tuple[Any, ...], lo: Any, hi: Any) -> bool:
+    """Whether NaN, which min/max statistics may leave out (pyarrow skips it, Java orders it last),
+    could satisfy the comparison on a floating-point column: then the statistics cannot refute it."""
+    if not any(isinstance(x, float) for x in (lo, hi, *literals)):
+        return False
+    if any(_is_nan(x) for x in (lo, hi, *literals)):
+        return True
+    return op in ("gt", "ge", "ne")
+
+
 @dataclass(frozen=True, slots=True)
 class Leaf(Predicate):
     op: str
@@ -72,7 +117,7 @@ class Leaf(Predicate):
     def columns(self) -> set[str]:
         return {self.column}
 
-    def to_arrow(self) -> pc.Expression:
+    def to_arrow(self, floats: frozenset[str] = frozenset()) -> pc.Expression:
         f = pc.field(self.column)
         op, lits = self.op, self.literals
         if op == "is_null":
@@ -90,6 +135,8 @@ class Leaf(Predicate):
         value = lits[0]
         if value is None:
             return pc.scalar(False)
+        if self.column in floats:
+            return _nan_aware(op, f, value)
         return {
             "eq": f == value,
             "ne": f != value,
@@ -113,6 +160,8 @@ class Leaf(Predicate):
             return False  # every value is NULL: no comparison can be true
         lo, hi = s.min, s.max
         if lo is None or hi is None:
+            return True
+        if _nan_could_match(op, self.literals, lo, hi):
             return True
         try:
             if op == "eq":
@@ -156,6 +205,8 @@ class Leaf(Predicate):
         lit = self.literals[0]
         if lit is None:
             return None
+        if _is_nan(v) or _is_nan(lit):
+            v, lit = _nan_last(v), _nan_last(lit)
         try:
             return {
                 "eq": v == lit,
@@ -176,10 +227,10 @@ class And(Predicate):
     def columns(self) -> set[str]:
         return set().union(*(c.columns() for c in self.children))
 
-    def to_arrow(self) -> pc.Expression:
-        expr = self.children[0].to_arrow()
+    def to_arrow(self, floats: frozenset[str] = frozenset()) -> pc.Expression:
+        expr = self.children[0].to_arrow(floats)
         for c in self.children[1:]:
-            expr = expr & c.to_arrow()
+            expr = expr & c.to_arrow(floats)
         return expr
 
     def might_match(self, stats: Mapping[str, ColumnStats], row_count: int) -> bool:
@@ -203,10 +254,10 @@ class Or(Predicate):
     def columns(self) -> set[str]:
         return set().union(*(c.columns() for c in self.children))
 
-    def to_arrow(self) -> pc.Expression:
-        expr = self.children[0].to_arrow()
+    def to_arrow(self, floats: frozenset[str] = frozenset()) -> pc.Expression:
+        expr = self.children[0].to_arrow(floats)
         for c in self.children[1:]:
-            expr = expr | c.to_arrow()
+            expr = expr | c.to_arrow(floats)
         return expr
 
     def might_match(self, stats: Mapping[str, ColumnStats], row_count: int) -> bool:
@@ -230,8 +281,8 @@ class Not(Predicate):
     def columns(self) -> set[str]:
         return self.child.columns()
 
-    def to_arrow(self) -> pc.Expression:
-        return ~self.child.to_arrow()
+    def to_arrow(self, floats: frozenset[str] = frozenset()) -> pc.Expression:
+        return ~self.child.to_arrow(floats)
 
     def might_match(self, stats: Mapping[str, ColumnStats], row_count: int) -> bool:
         return True  # statistics cannot refute a negation in general
@@ -354,7 +405,8 @@ def filter_table(table: pa.Table, predicate: Predicate | None) -> pa.Table:
     """Apply a predicate exactly to an Arrow table."""
     if predicate is None or table.num_rows == 0:
         return table
-    return table.filter(predicate.to_arrow())
+    floats = frozenset(f.name for f in table.schema if pa.types.is_floating(f.type))
+    return table.filter(predicate.to_arrow(floats))
 
 
 def to_json(predicate: Predicate | None) -> str:

@@ -42,14 +42,37 @@ def parquet_writer(sink: pa.NativeFile, schema: pa.Schema, options: CoreOptions)
     """The Parquet writer every data file is written with (the table's codec and zstd level,
     statistics on, bounded dictionaries).
 
+    Floating-point columns get no Parquet statistics: pyarrow leaves NaN out of min/max, and
+    Parquet readers that skip row groups on them (Spark's, Java Paimon's) would then drop NaN rows
+    that ``x > 1.0`` must return (NaN sorts above every number in Spark and Paimon). File skipping
+    on such columns uses the manifest statistics, which mark a column holding NaN as unbounded.
+
     Decimals of precision up to 18 are stored as INT32/INT64, as Paimon's own writer stores them:
     Paimon 0.9's Java reader cannot read them as fixed-length binary (a dictionary-encoded
     FIXED_LEN_BYTE_ARRAY column fails in its vectorised reader).
     """
     return pq.ParquetWriter(
         sink, schema, compression=options.file_compression, compression_level=options.file_compression_level,
-        write_statistics=True, dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT, store_decimal_as_integer=True,
+        write_statistics=_statistics_columns(schema), dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT,
+        store_decimal_as_integer=True,
     )
+
+
+def _statistics_columns(schema: pa.Schema) -> list[str]:
+    """The top-level columns whose Parquet statistics are safe for every reader (not floating)."""
+    return [f.name for f in schema if not _holds_floats(f.type)]
+
+
+def _holds_floats(type_: pa.DataType) -> bool:
+    if pa.types.is_floating(type_):
+        return True
+    if pa.types.is_struct(type_):
+        return any(_holds_floats(type_.field(i).type) for i in range(type_.num_fields))
+    if pa.types.is_map(type_):
+        return _holds_floats(type_.key_type) or _holds_floats(type_.item_type)
+    if pa.types.is_list(type_) or pa.types.is_large_list(type_):
+        return _holds_floats(type_.value_type)
+    return False
 
 
 def _field_with_id(name: str, type_: pa.DataType, field_id: int, nullable: bool = False) -> pa.Field:

@@ -53,6 +53,10 @@ def column_stats(
         return None, None, nulls
     if pa.types.is_dictionary(column.type):
         column = column.cast(column.type.value_type)
+    if pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py():
+        # min_max leaves NaN out, but NaN sorts above every number in Spark and Paimon: bounds
+        # without it would let a reader skip this file for ``x > 1.0``. Unknown bounds are safe.
+        return None, None, nulls
     mm = pc.min_max(column)
     lo, hi = mm["min"].as_py(), mm["max"].as_py()
     if field.type.root is TypeRoot.TIMESTAMP_LTZ:
@@ -60,8 +64,6 @@ def column_stats(
     if kind == "truncate" and length is not None and isinstance(lo, str | bytes):
         lo = lo[:length]
         hi = _truncate_max(hi, length)
-    if isinstance(lo, float) and lo != lo:  # NaN bounds carry no ordering information
-        return None, None, nulls
     return lo, hi, nulls
 
 
