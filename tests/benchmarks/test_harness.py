@@ -349,3 +349,29 @@ def test_growth_plot_draws_a_png(tmp_path):
     png = tmp_path / "growth.png"
     assert main(["plot", "--by-size", "--dir", str(tmp_path), "--png", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_growth_compares_runs_of_one_master_and_marks_drift_beyond_20_percent(tmp_path):
+    from benchmarks.plot import master_kind
+    from benchmarks.plot_sizes import growth_table, load_growth, memory_table
+
+    def line(key, median, ours, rss=None):
+        return {"key": key, "median": median, "ours_times": [ours] * 3, "peak_rss_mib": rss or {}}
+
+    _record(tmp_path, "20260101T0", "small", [line("W1", 1.0, 2.0), line("W2", 0.5, 4.0)])
+    _record(tmp_path, "20260102T0", "large", [line("W1", 0.9, 20.0, {"driver_jvm": 1040}),
+                                              line("W2", 0.3, 60.0, {"driver_jvm": 1040})])
+    cluster = {"meta": {"size": "small", "master": "local-cluster[2,1,1024]"},
+               "results": [line("W1", 5.0, 1.0)]}
+    (tmp_path / "20260103T0.json").write_text(json.dumps(cluster))  # newer, but another master
+    growth = load_growth([tmp_path], warn=lambda _m: None)
+    assert growth["W1"].ratios == [1.0, 0.9] and growth["W2"].ratios == [0.5, 0.3]
+    assert load_growth([tmp_path], warn=lambda _m: None, master="local-cluster")["W1"].sizes == ["small"]
+    assert master_kind({"spark_conf": {"master": "spark://h:7077"}}) == "cluster"
+    assert master_kind({}) == "local"
+    table = growth_table(growth).splitlines()
+    w1 = next(r for r in table if r.startswith("| W1 "))
+    w2 = next(r for r in table if r.startswith("| W2 "))
+    assert "-10%" in w1 and "beyond" not in w1
+    assert "-40%" in w2 and "beyond 20 %" in w2 and "| – |" in w2  # no medium run
+    assert "| W1, W2 | – | 1040 |" in memory_table(growth)
