@@ -231,9 +231,20 @@ def test_select_and_cli_usage_errors(capsys):
 
 def test_tiny_run_of_engine_workloads(tmp_path):
     lines: list[str] = []
+    midway: list[dict] = []
+
+    def echo(line: str) -> None:
+        lines.append(line)
+        if line.startswith("W5 "):  # merge is finished and recorded, W5 is not yet
+            midway.extend(json.loads(p.read_text()) for p in (tmp_path / "out").glob("*.json"))
+
     results, path = run_suite(
-        "tiny", ["merge", "W5"], pairs=3, out=tmp_path / "out", workdir=tmp_path / "work", echo=lines.append
+        "tiny", ["merge", "W5"], pairs=3, out=tmp_path / "out", workdir=tmp_path / "work", echo=echo
     )
+    assert [[r["key"] for r in d["results"]] for d in midway] == [["merge"]]
+    assert midway[0]["meta"]["complete"] is False
+    assert json.loads(path.read_text())["meta"]["complete"] is True
+    assert [p.name for p in (tmp_path / "out").iterdir()] == [path.name]  # one record, rewritten
     assert [r.key for r in results] == ["merge", "W5", "W5w"]
     assert all(r.ok for r in results), [format_line(r) for r in results]
     assert all(len(r.ratios) == 3 and all(x > 0 for x in r.ratios) for r in results)
