@@ -143,6 +143,24 @@ def run_suite(
     results: list[Result] = []
     load_before, commit = _load(), _commit()
     started = time.perf_counter()
+    record: Path | None = None
+
+    def save(complete: bool) -> Path:
+        # Rewritten after every workload: a long run stopped half-way keeps the lines it finished.
+        meta = {
+            "size": size,
+            "pairs": ctx.pairs,
+            "only": [w.key for w in chosen],
+            "complete": complete,
+            "elapsed_s": round(time.perf_counter() - started, 1),
+            "spark_conf": ctx.cache["spark_conf"],
+            "master": ctx.cache["spark_conf"].get("master", "local[*]"),
+            "commit": commit,
+            "load_avg_start": load_before,
+            "load_avg_end": _load(),
+        }
+        return write_json(results, out or DEFAULT_OUT, meta, record)
+
     echo(
         f"dyntable benchmarks  size={size}  pairs={ctx.pairs}  "
         "ratio = baseline time / our time (higher is better)"
@@ -162,6 +180,7 @@ def run_suite(
                 result.peak_rss_mib = memory.report_mib()
                 results.append(result)
                 echo(format_line(result))
+            record = save(complete=False)
     finally:
         session = ctx.cache.get("spark")
         if session is not None:
@@ -169,18 +188,7 @@ def run_suite(
         if workdir is None:
             shutil.rmtree(scratch, ignore_errors=True)
     elapsed = time.perf_counter() - started
-    meta = {
-        "size": size,
-        "pairs": ctx.pairs,
-        "only": [w.key for w in chosen],
-        "elapsed_s": round(elapsed, 1),
-        "spark_conf": ctx.cache["spark_conf"],
-        "master": ctx.cache["spark_conf"].get("master", "local[*]"),
-        "commit": commit,
-        "load_avg_start": load_before,
-        "load_avg_end": _load(),
-    }
-    path = write_json(results, out or DEFAULT_OUT, meta)
+    path = save(complete=True)
     echo(
         f"{len(results)} results in {elapsed:.0f} s; "
         f"{sum(1 for r in results if not r.ok)} failed; JSON: {path}"

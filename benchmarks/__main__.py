@@ -3,7 +3,8 @@
 
 Also ``--workdir DIR`` (keep the tables) and ``--conf KEY=VALUE`` (extra Spark settings);
 ``python -m benchmarks plot [--size small] [--dir DIR ...] [--png FILE]`` draws the history of
-every ratio over the recorded runs (``--by-size``: ratio and time against size instead);
+every ratio over the recorded runs (``--by-size``: ratio and time against size instead;
+``--by-size --table``: the same as Markdown tables, with peak memory at ``large``);
 ``python -m benchmarks list`` names the workloads.
 
 Exit code 0 when every selected workload ran and its result checks passed, 1 otherwise (slow
@@ -60,6 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="ratio and time against size (newest small/medium/large runs) -> benchmarks/history/growth.png",
     )
+    plot.add_argument(
+        "--table",
+        action="store_true",
+        help="with --by-size: print Markdown tables (ratio and time per size, peak memory at large), no PNG",
+    )
     return parser
 
 
@@ -73,10 +79,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pathlib import Path
 
         from benchmarks.plot import DEFAULT_DIRS, plot
-        from benchmarks.plot_sizes import plot_growth
+        from benchmarks.plot_sizes import growth_table, load_growth, memory_table, plot_growth
 
         dirs = [Path(d) for d in args.dir] or DEFAULT_DIRS
         png = Path(args.png) if args.png else None
+        if args.by_size and args.table:
+            growth = load_growth(dirs)
+            print(growth_table(growth))
+            print()
+            print(memory_table(growth))
+            return 0
         try:
             if args.by_size:
                 plot_growth(dirs, png)

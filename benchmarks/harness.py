@@ -538,12 +538,20 @@ def format_line(result: Result) -> str:
     return "".join(parts)
 
 
-def write_json(results: Sequence[Result], out_dir: str | os.PathLike[str], meta: dict[str, Any]) -> Path:
-    """Write the run as ``<out_dir>/<UTC timestamp>.json`` and return the path."""
+def write_json(
+    results: Sequence[Result],
+    out_dir: str | os.PathLike[str],
+    meta: dict[str, Any],
+    path: Path | None = None,
+) -> Path:
+    """Write the run as ``<out_dir>/<UTC timestamp>.json`` (or over ``path``: a run rewrites its own
+    record after every workload) and return the path. The file is replaced atomically, so a run
+    killed while writing leaves the previous complete record, never a truncated one."""
     directory = Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    path = directory / f"{stamp}.json"
+    if path is None:
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        path = directory / f"{stamp}.json"
     doc = {
         "meta": {
             "python": platform.python_version(),
@@ -555,7 +563,9 @@ def write_json(results: Sequence[Result], out_dir: str | os.PathLike[str], meta:
         },
         "results": [r.to_json() for r in results],
     }
-    path.write_text(json.dumps(doc, indent=2, default=str))
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(doc, indent=2, default=str))
+    os.replace(partial, path)
     return path
 
 

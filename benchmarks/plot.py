@@ -54,6 +54,19 @@ def parse_target(text: str | None) -> float | None:
     return float(match.group(1)) if match else None
 
 
+def master_kind(meta: dict) -> str:
+    """``local`` (``local[*]``, ``local[4]``: one JVM), ``local-cluster`` or ``cluster``.
+
+    Runs on separate executor JVMs rank the arms differently from one-JVM runs, so the plots keep
+    them apart; records older than the ``master`` field ran on the default ``local[*]``.
+    """
+    conf = meta.get("spark_conf")
+    master = str(meta.get("master") or (conf.get("master") if isinstance(conf, dict) else None) or "local[*]")
+    if master.startswith("local-cluster"):
+        return "local-cluster"
+    return "local" if master.startswith("local") else "cluster"
+
+
 def _records(dirs: Iterable[Path], warn: Callable[[str], None]) -> list[tuple[str, dict]]:
     seen: dict[str, dict] = {}
     for directory in dirs:
@@ -72,12 +85,16 @@ def _records(dirs: Iterable[Path], warn: Callable[[str], None]) -> list[tuple[st
 
 
 def load_history(
-    size: str, dirs: Sequence[Path] = DEFAULT_DIRS, warn: Callable[[str], None] = print
+    size: str,
+    dirs: Sequence[Path] = DEFAULT_DIRS,
+    warn: Callable[[str], None] = print,
+    master: str = "local",
 ) -> History:
-    """Every run of ``size`` found in ``dirs`` with its ratios per result key (errors skipped)."""
+    """Every run of ``size`` on ``master`` (a :func:`master_kind`) found in ``dirs`` with its ratios
+    per result key (errors skipped)."""
     history = History(size)
     for stamp, doc in _records(dirs, warn):
-        if doc["meta"].get("size") != size:
+        if doc["meta"].get("size") != size or master_kind(doc["meta"]) != master:
             continue
         index = len(history.runs)
         history.runs.append(stamp)
@@ -173,4 +190,7 @@ def plot(
     return path
 
 
-__all__ = ["DEFAULT_DIRS", "HISTORY_DIR", "History", "Series", "draw", "load_history", "parse_target", "plot"]
+__all__ = [
+    "DEFAULT_DIRS", "HISTORY_DIR", "History", "Series", "draw", "load_history", "master_kind", "parse_target",
+    "plot",
+]

@@ -231,9 +231,20 @@ def test_select_and_cli_usage_errors(capsys):
 
 def test_tiny_run_of_engine_workloads(tmp_path):
     lines: list[str] = []
+    midway: list[dict] = []
+
+    def echo(line: str) -> None:
+        lines.append(line)
+        if line.startswith("W5 "):  # merge is finished and recorded, W5 is not yet
+            midway.extend(json.loads(p.read_text()) for p in (tmp_path / "out").glob("*.json"))
+
     results, path = run_suite(
-        "tiny", ["merge", "W5"], pairs=3, out=tmp_path / "out", workdir=tmp_path / "work", echo=lines.append
+        "tiny", ["merge", "W5"], pairs=3, out=tmp_path / "out", workdir=tmp_path / "work", echo=echo
     )
+    assert [[r["key"] for r in d["results"]] for d in midway] == [["merge"]]
+    assert midway[0]["meta"]["complete"] is False
+    assert json.loads(path.read_text())["meta"]["complete"] is True
+    assert [p.name for p in (tmp_path / "out").iterdir()] == [path.name]  # one record, rewritten
     assert [r.key for r in results] == ["merge", "W5", "W5w"]
     assert all(r.ok for r in results), [format_line(r) for r in results]
     assert all(len(r.ratios) == 3 and all(x > 0 for x in r.ratios) for r in results)
@@ -349,3 +360,29 @@ def test_growth_plot_draws_a_png(tmp_path):
     png = tmp_path / "growth.png"
     assert main(["plot", "--by-size", "--dir", str(tmp_path), "--png", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_growth_compares_runs_of_one_master_and_marks_drift_beyond_20_percent(tmp_path):
+    from benchmarks.plot import master_kind
+    from benchmarks.plot_sizes import growth_table, load_growth, memory_table
+
+    def line(key, median, ours, rss=None):
+        return {"key": key, "median": median, "ours_times": [ours] * 3, "peak_rss_mib": rss or {}}
+
+    _record(tmp_path, "20260101T0", "small", [line("W1", 1.0, 2.0), line("W2", 0.5, 4.0)])
+    _record(tmp_path, "20260102T0", "large", [line("W1", 0.9, 20.0, {"driver_jvm": 1040}),
+                                              line("W2", 0.3, 60.0, {"driver_jvm": 1040})])
+    cluster = {"meta": {"size": "small", "master": "local-cluster[2,1,1024]"},
+               "results": [line("W1", 5.0, 1.0)]}
+    (tmp_path / "20260103T0.json").write_text(json.dumps(cluster))  # newer, but another master
+    growth = load_growth([tmp_path], warn=lambda _m: None)
+    assert growth["W1"].ratios == [1.0, 0.9] and growth["W2"].ratios == [0.5, 0.3]
+    assert load_growth([tmp_path], warn=lambda _m: None, master="local-cluster")["W1"].sizes == ["small"]
+    assert master_kind({"spark_conf": {"master": "spark://h:7077"}}) == "cluster"
+    assert master_kind({}) == "local"
+    table = growth_table(growth).splitlines()
+    w1 = next(r for r in table if r.startswith("| W1 "))
+    w2 = next(r for r in table if r.startswith("| W2 "))
+    assert "-10%" in w1 and "beyond" not in w1
+    assert "-40%" in w2 and "beyond 20 %" in w2 and "| – |" in w2  # no medium run
+    assert "| W1, W2 | – | 1040 |" in memory_table(growth)
