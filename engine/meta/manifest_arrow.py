@@ -311,8 +311,11 @@ def read_manifest_table(data: bytes) -> pa.Table:
     n = nested.num_rows
     if n and "_VERSION" in nested.column_names:
         versions = nested.column("_VERSION")
-        if versions.null_count or pc.any(pc.not_equal(versions, FORMAT_IDENTIFIER)).as_py():
-            bad = pc.min(versions).as_py()
+        # min/max, not a comparison with a Python int: converting a Python scalar makes pyarrow
+        # import pandas, which planning in Spark's Python workers must not pay for.
+        low, high = (v.as_py() for v in pc.min_max(versions).values())
+        if versions.null_count or low != FORMAT_IDENTIFIER or high != FORMAT_IDENTIFIER:
+            bad = low if low != FORMAT_IDENTIFIER else high
             if bad == 1:
                 raise CorruptMetadataError(
                     "manifest written with the legacy format identifier 1 (Paimon < 0.9): "

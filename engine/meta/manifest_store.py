@@ -105,10 +105,16 @@ def partition_stats(partitions: Sequence[bytes], partition_types: Sequence[DataT
     )
 
 
+#: Manifests at least this large are decoded to records through Arrow columns. Below it fastavro's
+#: dicts cost as little, and no Arrow array is built: the first array makes pyarrow import pandas
+#: (~0.25 s), which a process that only plans small deltas (a stream's planner) should not pay.
+ARROW_DECODE_MIN_BYTES = 64 * 1024
+
+
 def _decode_entries(data: bytes) -> list[ManifestEntry]:
-    """A manifest's records, through Arrow columns when polars decodes them (about a third of
-    the cost of fastavro's dicts), else through fastavro's dicts directly."""
-    if manifest_arrow.USE_POLARS:
+    """A manifest's records, through Arrow columns when polars decodes them and the manifest is
+    large (about a third of the cost of fastavro's dicts), else through fastavro's dicts directly."""
+    if manifest_arrow.USE_POLARS and len(data) >= ARROW_DECODE_MIN_BYTES:
         return entries_from_table(read_manifest_table(data))
     return read_manifest_entries(data)
 

@@ -23,10 +23,14 @@ def _values(rows: dict[int, tuple]) -> str:
 
 
 def _writes() -> list[tuple[str, dict[int, tuple]]]:
-    """Base rows, an update of every third key, then a delete of every 13th: as (kind, rows)."""
+    """Base rows, an update of every third key, a delete of every 13th, then an update of a few
+    keys: as (kind, rows). The last batch is small so that its compaction moves it up and marks
+    the rows it replaces in DVs (a larger one may trigger a full compaction, which leaves none)."""
     base = {k: (f"a{k}", k % 11, "x" if k % 3 else "y") for k in range(200)}
     update = {k: (f"b{k}", (k * 7) % 11, "x" if k % 3 else "y") for k in range(0, 200, 3)}
-    return [("insert", base), ("insert", update), ("delete", {k: base[k] for k in range(1, 200, 13)})]
+    last = {k: (f"c{k}", 5, "x" if k % 3 else "y") for k in (4, 50, 101, 151)}
+    return [("insert", base), ("insert", update), ("delete", {k: base[k] for k in range(1, 200, 13)}),
+            ("insert", last)]
 
 
 def _apply(state: dict[int, tuple], kind: str, rows: dict[int, tuple]) -> None:
