@@ -7,6 +7,7 @@ Skips cleanly when moto or s3fs is not installed (see conftest.py).
 from __future__ import annotations
 
 import pickle
+import socket
 import threading
 from collections import Counter
 from typing import Any
@@ -95,16 +96,40 @@ def test_a_create_whose_answer_is_lost_is_never_reported_as_lost_to_another_writ
 ) -> None:
     """The PUT succeeds but its answer does not arrive in time: S3 clients resend such a request,
     and the resent conditional PUT meets the object the first one made (412). Reporting that as
-    "another writer won" would make a commit delete the metadata of the snapshot it published."""
+    "another writer won" would make a commit delete the metadata of the snapshot it published.
+
+    The server answers only once the client has hung up on the request (its read timeout), so the
+    client's view is fixed: no answer, ever. It must send the PUT once and report "unknown"."""
     path = join(s3_root, "snapshot", "snapshot-3")
     options = {**s3_endpoint, "config_kwargs": {"read_timeout": 1}}
-    release = s3_server.hold_answer(path)
-    try:
-        with pytest.raises(StorageError, match="Could not create"):  # outcome unknown, not False
-            _independent(s3_root, options).try_create(path, b"mine")
-    finally:
-        release.set()
+    held = s3_server.hold_answer(path, limit=30)  # a client that never gives up fails the test
+    with pytest.raises(StorageError, match="Could not create"):  # outcome unknown, not False
+        _independent(s3_root, options).try_create(path, b"mine")
+    assert held.answered.wait(10)
+    assert held.client_gave_up.is_set() and not held.expired.is_set()
     assert _independent(s3_root, s3_endpoint).read_bytes(path) == b"mine"
+    assert held.puts == 1  # sent once: neither botocore nor s3fs resent it
+
+
+def test_the_test_server_answers_expect_continue_once(s3_root: str, s3_server: Any) -> None:
+    """One "100 Continue" per request, as S3 sends: a second one, arriving after the body, stops
+    aiohttp's read timeout, and the lost-answer test above then waits on a client that never gives
+    up (it failed that way about one run in three)."""
+    host, port = s3_server.endpoint.removeprefix("http://").split(":")
+    key = s3_root.removeprefix("s3://") + "/continue"
+    with socket.create_connection((host, int(port)), timeout=30) as conn:
+        head = f"PUT /{key} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Length: 1\r\n"
+        conn.sendall((head + "Expect: 100-continue\r\nConnection: close\r\n\r\n").encode())
+        received = b""
+        while b"100 Continue\r\n\r\n" not in received:  # the body goes only after the go-ahead
+            chunk = conn.recv(4096)
+            assert chunk, received
+            received += chunk
+        conn.sendall(b"x")
+        while chunk := conn.recv(4096):  # the final answer, then the server closes
+            received += chunk
+    assert received.count(b" 100 Continue") == 1, received
+    assert b"HTTP/1.1 200" in received, received
 
 
 def test_listing_and_exists_see_other_writers_immediately(s3_root: str, s3_endpoint: dict[str, Any]) -> None:
