@@ -487,8 +487,13 @@ def test_random_cleanup_histories_long(primary_key, ops):
 # (a snapshot expired meanwhile, a tag created or deleted meanwhile, a table that kept changing)
 # are legitimate outcomes. After every step: every file a snapshot, tag or branch references
 # exists, every tag reads exactly the rows of the snapshot it names, every snapshot and the head
-# read their rows. Orphan cleanup runs with a cutoff just before the step (files of a commit in
-# flight are younger), so a failure can only come from references racing maintenance.
+# read their rows. Orphan cleanup runs with a cutoff a day back, and before each step every file
+# on disk is aged two days: every file of an earlier step is a candidate, every file of a commit
+# in flight is a day younger than the cutoff, so a failure can only come from references racing
+# maintenance. (A cutoff read from the clock just before the step is not enough: a file's mtime
+# comes from the file system's clock, which lags the wall clock by up to a scheduler tick on
+# local disk — a few ms — and is whole seconds on S3; a file written after such a cutoff could
+# carry an mtime before it, and cleanup then rightly took a commit's file, ~1 run in 50.)
 # =============================================================================================
 
 from engine.errors import (  # noqa: E402
@@ -550,9 +555,8 @@ def run_two_actors(steps) -> None:
         snapshot_rows: dict[int, list[tuple]] = {}
         head: list[tuple] = []
         for step_a, step_b, call in steps:
-            time.sleep(0.002)  # the cutoff lies strictly before every file this step writes
-            cutoff = int(time.time() * 1000) - 1
-            time.sleep(0.002)
+            _age_all(t.path)  # two days old: every file so far is older than the cutoff
+            cutoff = int(time.time() * 1000) - 86_400_000  # a day before any file this step writes
             t = t.refresh()
             b_table = t.refresh()
             io = FailingFileIO(
@@ -603,3 +607,22 @@ def test_two_actors_interleaved(steps):
     lambda s: [(("write", [1, 2]), ("tag", "u0", 0), 99), (("overwrite", [3]), ("tag", "u1", 0), 99)] + s))
 def test_two_actors_interleaved_long(steps):
     run_two_actors(steps)
+
+
+@pytest.mark.parametrize("call", [7, 9, 12, 20])
+def test_two_actors_with_a_file_clock_behind_the_wall_clock(call, monkeypatch):
+    """A cleanup interleaved in a write, after the write's first data file is on disk, with file
+    times a second behind the wall clock (S3's LastModified is whole seconds; local disks lag by a
+    tick): the file is a day younger than the cutoff all the same, and the write commits."""
+    from engine.io import fileio
+    from engine.io.fileio import FileStatus
+
+    real = fileio._local_status
+
+    def behind(path, entry):
+        s = real(path, entry)
+        return FileStatus(s.path, s.size, s.is_dir, s.modification_time_ms - 1000)
+
+    monkeypatch.setattr(fileio, "_local_status", behind)
+    first = [(("write", [1, 2]), ("tag", "u0", 0), 99), (("overwrite", [3]), ("tag", "u1", 0), 99)]
+    run_two_actors([*first, (("write", [4]), ("orphans",), call), (("write", [5]), ("orphans",), call)])
