@@ -94,7 +94,15 @@ def scratch_warehouse_dir() -> str:
     Spark creates that directory the first time anything consults its catalog, e.g. resolving a
     name that is not a dyntable table; its default, ``./spark-warehouse``, would litter whatever
     directory the user ran dyntable-sql from. Managed tables never live there, and what Spark's
-    in-memory catalog holds ends with the session, so a per-user scratch directory fits.
+    in-memory catalog holds ends with the session, so a per-user scratch directory fits: one
+    stable place a user can find and clear, rather than a new directory per session that a killed
+    session would leave behind in the temp directory.
+
+    The files of Spark's own tables (``CREATE TABLE ... USING parquet``) do stay there after the
+    session, and every session of the user on the machine shares the directory: a later or
+    concurrent session creating a Spark table of the same name is refused by Spark
+    (LOCATION_ALREADY_EXISTS). Runs that must not meet each other there (test runs, benchmarks)
+    pass their own ``spark.sql.warehouse.dir``, which wins over this default.
     """
     user = os.getuid() if hasattr(os, "getuid") else os.getpid()
     return os.path.join(tempfile.gettempdir(), f"dyntable-spark-warehouse-{user}")

@@ -30,13 +30,24 @@ MASTER_ENV = "DYNTABLE_TEST_MASTER"
 
 
 @pytest.fixture(scope="session")
-def spark():
+def spark(tmp_path_factory):
     """One SparkSession for every Spark test of the run (start-up costs 8-16 s), started when first
-    asked for."""
+    asked for.
+
+    Its Spark warehouse (where Spark's own catalog puts ``USING parquet`` tables) is the run's own:
+    the product default is one directory per user, so another run on the machine, or an earlier
+    one that died, would leave a table directory there that this run's CREATE TABLE of the same
+    name refuses (LOCATION_ALREADY_EXISTS).
+    """
     from sqlext.spark import build_spark
 
     master = os.environ.get(MASTER_ENV, "local[2]")
-    session = build_spark(master, {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
+    conf = {
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        "spark.sql.warehouse.dir": str(tmp_path_factory.mktemp("spark-warehouse")),
+    }
+    session = build_spark(master, conf)
     yield session
     session.stop()
 

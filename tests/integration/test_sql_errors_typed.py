@@ -7,7 +7,7 @@ import os
 import pytest
 
 from sqlext.errors import SqlError
-from sqlext.spark import scratch_warehouse_dir
+from sqlext.spark import scratch_warehouse_dir, session_settings
 
 
 def _fails(session, sql: str, sqlstate: str) -> SqlError:
@@ -35,5 +35,9 @@ def test_deeply_nested_query_is_statement_too_complex(session, depth):
 
 
 def test_spark_catalog_warehouse_is_the_scratch_directory(spark):
-    configured = spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:")
-    assert os.path.normpath(configured) == os.path.normpath(scratch_warehouse_dir())
+    # Sessions get the per-user scratch directory unless they name one; the test run names its own
+    # (tests/conftest.py), which must not be the shared one either.
+    assert session_settings("local[2]")["spark.sql.warehouse.dir"] == scratch_warehouse_dir()
+    configured = os.path.normpath(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
+    assert configured != os.path.normpath(scratch_warehouse_dir())
+    assert not configured.startswith(os.getcwd() + os.sep)
