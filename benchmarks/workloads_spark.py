@@ -62,6 +62,9 @@ def get_spark(ctx: Context) -> Any:
 
         # Spark's default memory (1 GB driver and executors): no workload may need more to pass.
         conf = dict(ctx.cache.get("spark_conf", {}))
+        # Spark's own catalog gets this run's directory, not the per-user default that every
+        # session on the machine shares (a test run's or another suite's leftovers live there).
+        conf.setdefault("spark.sql.warehouse.dir", ctx.path("spark-warehouse"))
         spark = build_spark(conf.pop("master", "local[*]"), conf, app_name="dyntable-benchmarks")
         from benchmarks.floors import register
 
