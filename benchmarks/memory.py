@@ -1,18 +1,20 @@
 """Peak resident memory of the processes one benchmark workload runs in.
 
 A workload runs in up to four kinds of process: the driver's Python (this process), the driver's
-JVM (started by PySpark), executor JVMs (only on ``local-cluster`` or a real cluster) and Python
-workers (started by a JVM for each Python task). :class:`PeakMemory` samples the process tree
-under this process from ``/proc`` and reports, per kind, the largest peak resident set
-(``VmHWM``, which the kernel keeps, so a peak between two samples is not missed while the
-process lives). At the start of a workload the peaks are reset (``/proc/<pid>/clear_refs``) so
-each workload reports its own. Linux only; elsewhere the report is empty.
+JVM (started by PySpark), executor JVMs (only on ``local-cluster`` or a real cluster; a ``local``
+master runs its tasks in the driver JVM) and Python workers (started by a JVM for each Python
+task). :class:`PeakMemory` samples the process tree under this process from ``/proc`` and
+reports, per kind, the largest peak resident set (``VmHWM``, which the kernel keeps, so a peak
+between two samples is not missed while the process lives). At the start of a workload the peaks
+are reset (``/proc/<pid>/clear_refs``) so each workload reports its own. Linux only; elsewhere the
+report is empty.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 PROC = Path("/proc")
@@ -53,27 +55,47 @@ def _peak_kib(pid: int) -> int:
 
 
 def classify(root: int) -> dict[int, str]:
-    """The kind of every process under ``root`` (``root`` itself is the driver's Python).
+    """The kind of every process under ``root`` (``root`` itself is the driver's Python)."""
+    return classify_tree(root, _children(), _command)
 
-    The first JVM below the driver is the driver JVM; JVMs below a JVM are executors; Python
-    processes below a JVM are workers (PySpark's daemon and the workers it forks).
+
+#: In the command line of every Spark executor JVM (``CoarseGrainedExecutorBackend`` on
+#: local-cluster, standalone and YARN, ``KubernetesExecutorBackend`` on Kubernetes).
+EXECUTOR_CLASS = "ExecutorBackend"
+
+
+def classify_tree(root: int, tree: dict[int, list[int]], command: Callable[[int], str]) -> dict[int, str]:
+    """The kinds of the processes under ``root`` in ``tree`` (parent → children), reading each
+    one's command line with ``command``.
+
+    The first JVM below the driver's Python is the driver JVM; a JVM running Spark's executor
+    class is an executor; Python processes below a JVM are workers (PySpark's daemon and the
+    workers it forks). Any other process that looks like a JVM below a JVM (or an executor below an
+    identical one) is not counted: it is the JVM itself in the moment between fork and exec of a
+    child it starts (the Python daemon, a shell), showing the parent's command line and, sharing
+    its memory, the parent's peak — once it was a 1.5 GB "executor" of a ``local[*]`` run.
     """
-    tree = _children()
     kinds = {root: "driver_python"}
-    stack = [(child, "driver_python") for child in tree.get(root, [])]
+    stack = [(child, "driver_python", "") for child in tree.get(root, [])]
     while stack:
-        pid, parent_kind = stack.pop()
-        command = _command(pid)
-        is_java = "java" in command.split(" ", 1)[0]
-        if is_java:
-            kind = "driver_jvm" if parent_kind == "driver_python" else "executor_jvm"
-        elif "python" in command.split(" ", 1)[0] and parent_kind != "driver_python":
-            kind = "python_worker"
+        pid, parent_kind, parent_line = stack.pop()
+        line = command(pid)
+        program = line.split(" ", 1)[0]
+        record = False
+        if "java" in program:
+            if parent_kind == "driver_python":
+                kind, record = "driver_jvm", True
+            elif EXECUTOR_CLASS in line and line != parent_line:
+                kind, record = "executor_jvm", True
+            else:
+                kind = parent_kind  # a JVM between fork and exec: not a process of its own
+        elif "python" in program and parent_kind != "driver_python":
+            kind, record = "python_worker", True
         else:
             kind = parent_kind  # a shell or launcher in between keeps its parent's kind
-        if kind != parent_kind or is_java or kind == "python_worker":
+        if record:
             kinds[pid] = kind
-        stack.extend((child, kind) for child in tree.get(pid, []))
+        stack.extend((child, kind, line) for child in tree.get(pid, []))
     return kinds
 
 
@@ -123,4 +145,4 @@ class PeakMemory:
         return {kind: round(self.peaks_kib[kind] / 1024) for kind in KINDS if self.peaks_kib.get(kind)}
 
 
-__all__ = ["KINDS", "PeakMemory", "classify"]
+__all__ = ["EXECUTOR_CLASS", "KINDS", "PeakMemory", "classify", "classify_tree"]
