@@ -14,16 +14,34 @@ the full JIT while other jobs loaded the machine (alone, start-up took 10-23 s e
 noise). A user's job must never pay 10x, so the full JIT is the default and
 the cap is an explicit choice: ``build_spark(fast_start=True)``, ``dyntable-sql --fast-start`` or
 the environment variable ``DYNTABLE_FAST_START=1`` (which the test suite sets).
+
+Python processes and the JVM: a Python worker (and the driver's Python, to fetch results) connects
+to a socket of the JVM and authenticates; both sides give up after Spark's internal
+``spark.python.authenticate.socketTimeout`` (15 s; the Python side reads it from
+``$SPARK_AUTH_SOCKET_TIMEOUT``, which the JVM sets for its workers but nobody sets for the driver).
+On a small machine under load (load average 30 on 2 cores) a start-up takes longer than that and a
+query failed with ``CANNOT_OPEN_SOCKET ... timed out``, so local sessions wait
+:data:`PYTHON_SOCKET_TIMEOUT_S` on both sides; waiting longer costs nothing when all is well, and a
+process that died is noticed by other means. Not covered (PySpark 4.3.0, no setting exists): the
+JVM waits a fixed 10 s for a freshly started worker that does not go through PySpark's daemon
+(the worker of a Python streaming source) to connect back ("Python worker failed to connect
+back"), and a fixed 60 s for one the daemon forks.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
+
+#: Seconds a Python process and the JVM wait for each other's socket (see the module docstring).
+PYTHON_SOCKET_TIMEOUT_S = 120
+PYTHON_SOCKET_TIMEOUT_KEY = "spark.python.authenticate.socketTimeout"
+PYTHON_SOCKET_TIMEOUT_ENV = "SPARK_AUTH_SOCKET_TIMEOUT"
 
 LOCAL_DEFAULTS = {
     "spark.sql.shuffle.partitions": "4",
@@ -33,6 +51,7 @@ LOCAL_DEFAULTS = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.sources.partitionOverwriteMode": "static",
+    PYTHON_SOCKET_TIMEOUT_KEY: f"{PYTHON_SOCKET_TIMEOUT_S}s",
 }
 
 
@@ -67,6 +86,9 @@ def build_spark(
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name).master(master)
     settings = session_settings(master, conf, fast_start)
+    driver_timeout = _seconds(settings.get(PYTHON_SOCKET_TIMEOUT_KEY))
+    if driver_timeout is not None:  # the driver's Python reads it from the environment only
+        os.environ.setdefault(PYTHON_SOCKET_TIMEOUT_ENV, str(driver_timeout))
     for key, value in settings.items():
         if not key.startswith("dyntable."):  # ours, read below; Spark would warn about it
             builder = builder.config(key, value)
@@ -86,6 +108,15 @@ def session_settings(
     settings["spark.sql.warehouse.dir"] = scratch_warehouse_dir()
     settings.update(conf or {})
     return settings
+
+
+def _seconds(value: str | None) -> int | None:
+    """Whole seconds of a Spark time setting in seconds (``120``, ``120s``, ``2min``, ``1h``);
+    None for anything else (the environment is then left alone)."""
+    match = re.fullmatch(r"\s*(\d+)\s*(s|sec|secs|m|min|mins|h)?\s*", value or "")
+    if match is None:
+        return None
+    return int(match.group(1)) * {"m": 60, "min": 60, "mins": 60, "h": 3600}.get(match.group(2) or "s", 1)
 
 
 def scratch_warehouse_dir() -> str:

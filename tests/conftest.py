@@ -37,7 +37,8 @@ def spark(tmp_path_factory):
     Its Spark warehouse (where Spark's own catalog puts ``USING parquet`` tables) is the run's own:
     the product default is one directory per user, so another run on the machine, or an earlier
     one that died, would leave a table directory there that this run's CREATE TABLE of the same
-    name refuses (LOCATION_ALREADY_EXISTS).
+    name refuses (LOCATION_ALREADY_EXISTS). Python processes wait 120 s for the JVM's sockets (a
+    local default of build_spark; see sqlext/spark.py for the one wait no setting reaches).
     """
     from sqlext.spark import build_spark
 

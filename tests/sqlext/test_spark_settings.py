@@ -42,3 +42,14 @@ def test_the_suite_runs_with_fast_start() -> None:
 def test_cli_flag() -> None:
     assert build_parser().parse_args(["--fast-start"]).fast_start is True
     assert build_parser().parse_args([]).fast_start is None
+
+
+def test_local_sessions_wait_long_for_python_sockets() -> None:
+    from sqlext.spark import PYTHON_SOCKET_TIMEOUT_KEY, _seconds
+
+    assert session_settings("local[2]")[PYTHON_SOCKET_TIMEOUT_KEY] == "120s"
+    assert PYTHON_SOCKET_TIMEOUT_KEY not in session_settings("yarn")
+    assert session_settings("local", {PYTHON_SOCKET_TIMEOUT_KEY: "30s"})[PYTHON_SOCKET_TIMEOUT_KEY] == "30s"
+    assert [_seconds(v) for v in ("120", "120s", "2min", "1h", "1.5s", "10ms", None)] == [
+        120, 120, 120, 3600, None, None, None
+    ]
