@@ -15,17 +15,18 @@ noise). A user's job must never pay 10x, so the full JIT is the default and
 the cap is an explicit choice: ``build_spark(fast_start=True)``, ``dyntable-sql --fast-start`` or
 the environment variable ``DYNTABLE_FAST_START=1`` (which the test suite sets).
 
-Python processes and the JVM: a Python worker (and the driver's Python, to fetch results) connects
-to a socket of the JVM and authenticates; both sides give up after Spark's internal
-``spark.python.authenticate.socketTimeout`` (15 s; the Python side reads it from
-``$SPARK_AUTH_SOCKET_TIMEOUT``, which the JVM sets for its workers but nobody sets for the driver).
-On a small machine under load (load average 30 on 2 cores) a start-up takes longer than that and a
-query failed with ``CANNOT_OPEN_SOCKET ... timed out``, so local sessions wait
-:data:`PYTHON_SOCKET_TIMEOUT_S` on both sides; waiting longer costs nothing when all is well, and a
-process that died is noticed by other means. Not covered (PySpark 4.3.0, no setting exists): the
-JVM waits a fixed 10 s for a freshly started worker that does not go through PySpark's daemon
-(the worker of a Python streaming source) to connect back ("Python worker failed to connect
-back"), and a fixed 60 s for one the daemon forks.
+Python processes and the JVM: the driver's Python fetches results (and hands over local data)
+through a socket the JVM opens for it, and a Python worker started on its own (a Python streaming
+source's) connects back to the JVM; each authenticates with a shared secret. Spark's internal
+``spark.python.authenticate.socketTimeout`` (15 s) bounds the JVM's wait for the driver's
+connection and every Python-side connect-and-authenticate (read from ``$SPARK_AUTH_SOCKET_TIMEOUT``,
+which the JVM sets for its workers and nobody sets for the driver). On a small machine under load
+(load average 30 on 2 cores) that was too short and queries failed with ``CANNOT_OPEN_SOCKET ...
+timed out``, so local sessions wait :data:`PYTHON_SOCKET_TIMEOUT_S` on all those sides: a longer
+wait costs nothing when all is well, and a process that died is noticed by other means. No setting
+reaches the JVM's own waits for workers (PySpark 4.3.0): 10 s for a worker started on its own to
+connect back ("Python worker failed to connect back") and 10 s to read its secret, 60 s for one
+PySpark's daemon forks.
 """
 
 from __future__ import annotations
