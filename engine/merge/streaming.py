@@ -1,0 +1,139 @@
+"""Streaming merge of sorted runs: the rows of every run advance batch by batch, so the memory a
+merge holds is bounded by the batches in flight, not by the size of the key section.
+
+Each input is one sorted run: its key-value rows in key order (a run's files are key-ordered and
+disjoint; a level-0 file is a run of its own), delivered as a stream of Arrow tables. One buffer
+is kept per run. At each step the *bound* is the smallest "last buffered key" among the runs that
+still have batches to come (an exhausted run bounds nothing): every row of every run strictly
+below the bound is complete — no run can deliver another row of that key later — so those rows
+are cut from the buffers (a prefix of each, the runs being sorted) and merged at once by the
+vectorised :func:`engine.merge.functions.merge`. The run(s) whose last key is the bound are then
+refilled, and the step repeats; once every run is exhausted the rest is merged.
+
+All rows of one key therefore land in one merge call, concatenated in run order exactly as a
+whole-section merge concatenates them, so every merge engine, sequence field, delete handling
+and row kind gives the same rows as merging the section in one piece; the chunks come out in key
+order. Keys are compared by the merge driver's sort codes (Paimon's key order: nulls first,
+strings by bytes, floats like ``Double.compare``), vectorised over the buffers; a run whose rows
+turn out not to be in key order is reported as corrupt rather than merged wrongly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from engine.errors import CorruptDataError
+from engine.merge.functions import MergeConfig, key_sort_codes, merge
+
+# Rows per merge step, shared by the runs of a section (each run reads batches of about
+# MERGE_CHUNK_ROWS / runs rows). Measured on the T8 benchmark rows (8 columns, ~60 bytes a row
+# in Arrow): a step holds ~15 MiB of buffers and the merge of a chunk about four times that, so a
+# Python worker stays within ~100 MiB whatever the bucket holds, while a step still costs
+# milliseconds of Python next to its vectorised work (larger steps gained nothing measurable).
+# Memory grows with the row width: very wide rows hold proportionally more per step.
+MERGE_CHUNK_ROWS = 262_144
+MIN_RUN_BATCH_ROWS = 4_096  # many runs: each still reads batches big enough to amortise a step
+
+
+def run_batch_rows(num_runs: int, chunk_rows: int = MERGE_CHUNK_ROWS) -> int:
+    """Rows per batch each of ``num_runs`` runs reads so that a step holds about ``chunk_rows``."""
+    return max(min(MIN_RUN_BATCH_ROWS, chunk_rows), chunk_rows // max(num_runs, 1), 1)
+
+
+def merge_sorted_runs(
+    runs: Sequence[Iterable[pa.Table]],
+    key_columns: Sequence[str],
+    config: MergeConfig,
+    *,
+    drop_deletes: bool,
+) -> Iterator[pa.Table]:
+    """Merge sorted runs streamed as batches (see the module docstring).
+
+    Args:
+        runs: per sorted run (in the order a whole-section merge would concatenate them), its
+            kv rows in key order as tables with one schema across all runs.
+        key_columns: the primary-key columns.
+        config: the merge engine and its options.
+        drop_deletes: as :func:`engine.merge.functions.merge`.
+
+    Yields:
+        Merged chunks in key order; concatenated they equal ``merge`` of all runs' rows.
+
+    Raises:
+        CorruptDataError: a run's rows are not in key order.
+        InvalidArgumentError: as :func:`engine.merge.functions.merge`.
+    """
+    keys = list(key_columns)
+    sources = [iter(r) for r in runs]
+    buffers: list[pa.Table | None] = [None] * len(sources)
+    open_runs = [True] * len(sources)
+
+    def refill(i: int) -> None:
+        for batch in sources[i]:
+            if batch.num_rows:
+                held = buffers[i]
+                buffers[i] = batch if held is None or held.num_rows == 0 else pa.concat_tables([held, batch])
+                return
+        open_runs[i] = False
+
+    for i in range(len(sources)):
+        refill(i)
+    while True:
+        live = [i for i, b in enumerate(buffers) if b is not None and b.num_rows]
+        if not any(open_runs):
+            if live:
+                yield _merge_parts([buffers[i] for i in live], keys, config, drop_deletes)  # type: ignore[misc]
+            return
+        tables: list[pa.Table] = [buffers[i] for i in live]  # type: ignore[misc]
+        sizes = np.array([t.num_rows for t in tables], dtype=np.int64)
+        ends = np.cumsum(sizes)
+        codes = key_sort_codes([
+            pa.chunked_array([c for t in tables for c in t.column(k).chunks], tables[0].schema.field(k).type)
+            for k in keys
+        ])
+        # An open run always holds rows (refill either adds some or closes it): its last row bounds.
+        lasts = np.array([ends[j] - 1 for j, i in enumerate(live) if open_runs[i]], dtype=np.int64)
+        order = np.lexsort([c[lasts] for c in reversed(codes)]) if codes else np.zeros(1, np.int64)
+        bound = int(lasts[order[0]])
+        below, at_bound = _compare_to_row(codes, bound, int(ends[-1]))
+        parts: list[pa.Table] = []
+        starts = ends - sizes
+        for j, i in enumerate(live):
+            lo, hi = int(starts[j]), int(ends[j])
+            count = int(below[lo:hi].sum())
+            if count and not below[lo : lo + count].all():
+                raise CorruptDataError(
+                    "a sorted run's rows are not in key order (a data file is not sorted by its primary "
+                    "key): the merge cannot stream it; rewrite the file (full compaction) or report it"
+                )
+            table = tables[j]
+            if count:
+                parts.append(table.slice(0, count))
+                buffers[i] = table.slice(count)
+        if parts:
+            yield _merge_parts(parts, keys, config, drop_deletes)
+        for j, i in enumerate(live):
+            if open_runs[i] and at_bound[int(ends[j]) - 1]:
+                refill(i)
+
+
+def _compare_to_row(codes: Sequence[np.ndarray], row: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: whether its key is below row ``row``'s key, and whether it equals it (lexicographic
+    over the code arrays, first most significant)."""
+    below = np.zeros(n, dtype=bool)
+    equal = np.ones(n, dtype=bool)
+    for code in codes:
+        pivot = code[row]
+        below |= equal & (code < pivot)
+        equal &= code == pivot
+    return below, equal
+
+
+def _merge_parts(
+    parts: Sequence[pa.Table], keys: Sequence[str], config: MergeConfig, drop_deletes: bool
+) -> pa.Table:
+    table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+    return merge(table, keys, config, drop_deletes=drop_deletes)
