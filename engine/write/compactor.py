@@ -5,8 +5,12 @@ One function does the data work of a compaction unit, so the writer's automatic 
 
 * a unit that is a single file moved to a higher level without deletes to drop is *upgraded*
   (metadata only, no rewrite);
-* otherwise the unit's files are read, merged with the table's merge engine, and written at the
-  output level; deletes are dropped when nothing older can lie below the output level;
+* otherwise the unit's files are merged with the table's merge engine and written at the output
+  level; deletes are dropped when nothing older can lie below the output level. The merge goes
+  key section by key section, a large section streamed in bounded chunks
+  (``engine.read.section_merge``) straight into a rolling writer (``engine.write.kv_rolling``), so
+  a compaction's memory does not grow with the bucket (except for the two cases that need the
+  merged rows whole: a first-row lookup above the output level and a full-compaction changelog);
 * with ``changelog-producer = full-compaction`` a compaction into the top level emits the exact
   difference between the old top level and the new one as changelog files.
 """
@@ -14,7 +18,7 @@ One function does the data work of a compaction unit, so the writer's automatic 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -28,14 +32,17 @@ from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
 from engine.lsm.changelog import diff_changelog, rowkind_to_kinds
 from engine.lsm.compact_strategy import CompactUnit, UniversalCompaction, can_drop_deletes
 from engine.lsm.deletion_vectors import uses_deletion_vectors
+from engine.lsm.intervals import partition_by_key_intervals
 from engine.lsm.key_order import key_range_decoder, orderable_key
 from engine.lsm.levels import FileMeta, Levels
 from engine.merge.functions import COUNT_COLUMN, MergeConfig, keys_present_in, merge
 from engine.meta.manifest import DataFileMeta, FileSource
 from engine.meta.paths import FileNamer
+from engine.read.section_merge import merge_section
 from engine.store import FileStore
 from engine.types import to_arrow_field
 from engine.write.file_writer import DataFileWriter
+from engine.write.kv_rolling import RollingKvWriter
 
 
 # Built on first use: any pyarrow array construction imports pandas (~0.2-0.4 s), and processes
@@ -119,12 +126,7 @@ def read_kv(store: FileStore, partition_dir: str, bucket: int, files: Sequence[D
         )
         for f in files
     ]
-    if not parts:
-        arrow_fields = [to_arrow_field(f) for f in fields]
-        return pa.schema(
-            arrow_fields + [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())]
-        ).empty_table()
-    return pa.concat_tables(parts)
+    return pa.concat_tables(parts) if parts else _empty_kv(store)
 
 
 def holds_retractions(store: FileStore, partition_dir: str, bucket: int, f: DataFileMeta) -> bool:
@@ -194,6 +196,36 @@ def _table_key_bounds(table: pa.Table, keys: Sequence[str]) -> tuple[tuple[objec
     return orderable_key(first), orderable_key(last)
 
 
+def _merged_chunks(
+    store: FileStore,
+    partition_dir: str,
+    bucket: int,
+    files: Sequence[DataFileMeta],
+    config: MergeConfig,
+    drop_deletes: bool,
+) -> Iterator[pa.Table]:
+    """The unit's rows merged, in key order: section by section (sections are key-disjoint), each
+    streamed in bounded chunks when large (``engine.read.section_merge``)."""
+    schema = store.schema
+    fields = list(schema.fields)
+    drop_zero = drop_deletes and is_count_layout(schema)  # nothing older remains: a zero count is no row
+    for section in partition_by_key_intervals(files, key_range_fn(store)):
+        for merged in merge_section(
+            store, partition_dir, bucket, section, fields, config, drop_deletes=drop_deletes
+        ):
+            if drop_zero:
+                merged = merged.filter(pc.not_equal(merged.column(COUNT_COLUMN), 0))
+            if merged.num_rows:
+                yield merged
+
+
+def _empty_kv(store: FileStore) -> pa.Table:
+    arrow_fields = [to_arrow_field(f) for f in store.schema.fields]
+    return pa.schema(
+        arrow_fields + [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())]
+    ).empty_table()
+
+
 def run_compaction(
     store: FileStore,
     partition_dir: str,
@@ -219,19 +251,26 @@ def run_compaction(
             return CompactionResult((f,), (f.upgrade(unit.output_level),))
     schema = store.schema
     config = MergeConfig.from_options(schema.options, schema.primary_keys)
-    merged = merge(
-        read_kv(store, partition_dir, bucket, files), schema.primary_keys, config, drop_deletes=drop_deletes
-    )
-    if older:
-        merged = _drop_keys_kept_above(store, partition_dir, bucket, merged, older)
-    if drop_deletes and is_count_layout(schema):  # nothing older remains: a zero count is no row at all
-        merged = merged.filter(pc.not_equal(merged.column(COUNT_COLUMN), 0))
+    chunks = _merged_chunks(store, partition_dir, bucket, files, config, drop_deletes)
     writer = DataFileWriter(
         store, partition_dir, bucket, namer=namer, file_source=FileSource.COMPACT, level=unit.output_level
     )
+    full_changelog = (
+        store.options.changelog_producer == "full-compaction" and unit.output_level == levels.max_level
+    )
+    if not older and not full_changelog:
+        # Streamed: merged chunks go to the rolling writer as they come, so neither the unit's
+        # rows nor its output are ever held whole.
+        return CompactionResult(tuple(files), tuple(RollingKvWriter(writer).write_all(chunks)))
+    # A first-row lookup above the output level and a full-compaction changelog need the merged
+    # rows whole (one lookup over every key; one diff against the old top level).
+    parts = list(chunks)
+    merged = pa.concat_tables(parts) if parts else _empty_kv(store)
+    if older:
+        merged = _drop_keys_kept_above(store, partition_dir, bucket, merged, older)
     after = tuple(writer.write_kv(merged)) if merged.num_rows else ()
     changelog: tuple[DataFileMeta, ...] = ()
-    if store.options.changelog_producer == "full-compaction" and unit.output_level == levels.max_level:
+    if full_changelog:
         old_top = [f for f in _data_files(levels.all_files()) if f.level == levels.max_level]
         before = merge(
             read_kv(store, partition_dir, bucket, old_top), schema.primary_keys, config, drop_deletes=True
