@@ -9,6 +9,9 @@ below the bound is complete — no run can deliver another row of that key later
 are cut from the buffers (a prefix of each, the runs being sorted) and merged at once by the
 vectorised :func:`engine.merge.functions.merge`. The run(s) whose last key is the bound are then
 refilled, and the step repeats; once every run is exhausted the rest is merged.
+:func:`align_sorted_runs` is that cutting alone (each step's rows per run, unmerged): other
+key-aligned work streams with it too, e.g. a diff of two sorted states or a lookup of one
+run's keys in others.
 
 All rows of one key therefore land in one merge call, concatenated in run order exactly as a
 whole-section merge concatenates them, so every merge engine, sequence field, delete handling
@@ -67,6 +70,31 @@ def merge_sorted_runs(
         InvalidArgumentError: as :func:`engine.merge.functions.merge`.
     """
     keys = list(key_columns)
+    for parts in align_sorted_runs(runs, keys):
+        present = [p for p in parts if p is not None]
+        table = present[0] if len(present) == 1 else pa.concat_tables(present)
+        yield merge(table, keys, config, drop_deletes=drop_deletes)
+
+
+def align_sorted_runs(
+    runs: Sequence[Iterable[pa.Table]], key_columns: Sequence[str]
+) -> Iterator[list[pa.Table | None]]:
+    """Cut sorted runs streamed as batches into aligned steps (see the module docstring).
+
+    Args:
+        runs: per sorted run, its rows in key order as a stream of tables; the runs may differ in
+            their other columns, but hold ``key_columns`` of the same types.
+        key_columns: the columns that order the runs.
+
+    Yields:
+        Per step, one entry per run: the run's rows whose keys fall in the step (None if none).
+        Steps follow key order and every key lies in exactly one step, so a key's rows of all
+        runs come together; a step holds at least one row.
+
+    Raises:
+        CorruptDataError: a run's rows are not in key order.
+    """
+    keys = list(key_columns)
     sources = [iter(r) for r in runs]
     buffers: list[pa.Table | None] = [None] * len(sources)
     open_runs = [True] * len(sources)
@@ -85,34 +113,41 @@ def merge_sorted_runs(
         live = [i for i, b in enumerate(buffers) if b is not None and b.num_rows]
         if not any(open_runs):
             if live:
-                yield _merge_parts([buffers[i] for i in live], keys, config, drop_deletes)  # type: ignore[misc]
+                yield [b if b is not None and b.num_rows else None for b in buffers]
             return
         tables: list[pa.Table] = [buffers[i] for i in live]  # type: ignore[misc]
         sizes = np.array([t.num_rows for t in tables], dtype=np.int64)
         ends = np.cumsum(sizes)
-        codes = key_sort_codes([
-            pa.chunked_array([c for t in tables for c in t.column(k).chunks], tables[0].schema.field(k).type)
-            for k in keys
-        ])
+        codes = key_sort_codes([_key_column(tables, k) for k in keys])
         # An open run always holds rows (refill either adds some or closes it): its last row bounds.
         lasts = np.array([ends[j] - 1 for j, i in enumerate(live) if open_runs[i]], dtype=np.int64)
         order = np.lexsort([c[lasts] for c in reversed(codes)]) if codes else np.zeros(1, np.int64)
         bound = int(lasts[order[0]])
         _check_sorted(codes, ends)
         below, at_bound = _compare_to_row(codes, bound, int(ends[-1]))
-        parts: list[pa.Table] = []
+        parts: list[pa.Table | None] = [None] * len(sources)
         starts = ends - sizes
         for j, i in enumerate(live):
             count = int(below[int(starts[j]) : int(ends[j])].sum())  # a prefix: the run is sorted
             table = tables[j]
             if count:
-                parts.append(table.slice(0, count))
+                parts[i] = table.slice(0, count)
                 buffers[i] = table.slice(count)
-        if parts:
-            yield _merge_parts(parts, keys, config, drop_deletes)
+        if any(p is not None for p in parts):
+            yield parts
         for j, i in enumerate(live):
             if open_runs[i] and at_bound[int(ends[j]) - 1]:
                 refill(i)
+
+
+def _key_column(tables: Sequence[pa.Table], name: str) -> pa.ChunkedArray:
+    """One key column over every buffer (cast to the first's type where a run differs)."""
+    target = tables[0].schema.field(name).type
+    chunks = []
+    for t in tables:
+        column = t.column(name)
+        chunks.extend((column if column.type == target else column.cast(target)).chunks)
+    return pa.chunked_array(chunks, target)
 
 
 def _check_sorted(codes: Sequence[np.ndarray], ends: np.ndarray) -> None:
@@ -145,10 +180,3 @@ def _compare_to_row(codes: Sequence[np.ndarray], row: int, n: int) -> tuple[np.n
         below |= equal & (code < pivot)
         equal &= code == pivot
     return below, equal
-
-
-def _merge_parts(
-    parts: Sequence[pa.Table], keys: Sequence[str], config: MergeConfig, drop_deletes: bool
-) -> pa.Table:
-    table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
-    return merge(table, keys, config, drop_deletes=drop_deletes)
