@@ -226,14 +226,16 @@ class KeyValueWriter:
         schema = self.store.schema
         part_dir = self._partition_dirs[partition]
         files = self._bucket_files.get(key, [])
-        if self.deletion_vectors:  # the rows DVs mark are older versions: not the current state
-            existing = read_live_kv(self.store, part_dir, bucket, files, self._bucket_dvs(key))
-        else:
-            existing = read_kv(self.store, part_dir, bucket, files)
         pk = list(schema.primary_keys)
-        if existing.num_rows:
-            mask = _keys_in(existing, batch, pk)
-            existing = existing.filter(mask)
+        # File by file, only the rows of the batch's keys are kept: the bucket is never held whole.
+        parts = []
+        for f in files:
+            if self.deletion_vectors:  # the rows DVs mark are older versions: not the current state
+                rows = read_live_kv(self.store, part_dir, bucket, [f], self._bucket_dvs(key))
+            else:
+                rows = read_kv(self.store, part_dir, bucket, [f])
+            parts.append(rows.filter(_keys_in(rows, batch, pk)) if rows.num_rows else rows)
+        existing = pa.concat_tables(parts) if parts else read_kv(self.store, part_dir, bucket, [])
         before = merge(existing, pk, self.config, drop_deletes=True)
         aligned = batch.select(existing.column_names).cast(existing.schema)
         after = merge(pa.concat_tables([existing, aligned]), pk, self.config, drop_deletes=True)
