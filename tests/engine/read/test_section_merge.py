@@ -160,6 +160,7 @@ def test_peak_arrow_memory_is_bounded_by_the_budget_not_the_section(catalog, mon
         monkeypatch.setattr(streaming, "MERGE_CHUNK_ROWS", budget)
         default = pa.default_memory_pool()
         pool = pa.proxy_memory_pool(default)
+        _POOLS.append(pool)  # never freed: buffers allocated through it may outlive the test
         pa.set_memory_pool(pool)
         try:
             if mode == "read":
@@ -182,6 +183,7 @@ def test_peak_arrow_memory_is_bounded_by_the_budget_not_the_section(catalog, mon
 
 
 RUN_ROWS = 200_000
+_POOLS: list[pa.MemoryPool] = []
 
 
 def _runs_table(catalog, name: str):
