@@ -32,11 +32,12 @@ from engine.errors import CorruptDataError
 from engine.merge.functions import MergeConfig, key_sort_codes, merge
 
 # Rows per merge step, shared by the runs of a section (each run reads batches of about
-# MERGE_CHUNK_ROWS / runs rows). Measured on the T8 benchmark rows (8 columns, ~60 bytes a row
-# in Arrow): a step holds ~15 MiB of buffers and the merge of a chunk about four times that, so a
-# Python worker stays within ~100 MiB whatever the bucket holds, while a step still costs
-# milliseconds of Python next to its vectorised work (larger steps gained nothing measurable).
-# Memory grows with the row width: very wide rows hold proportionally more per step.
+# MERGE_CHUNK_ROWS / runs rows). Measured on the T8 benchmark rows (8 columns), one bucket of
+# 1 + 4 runs merged on read: the peak Arrow allocation is ~100 MiB whether the section holds
+# 2.7M or 5.4M rows (a whole merge: 368 and 736 MiB), a quarter of it the open files' Parquet
+# readers; 65,536 rows saves another ~30 MiB but costs ~15% more time, 1,048,576 gains no time.
+# It matches the writers' row-group size. Memory grows with the row width: very wide rows hold
+# proportionally more per step.
 MERGE_CHUNK_ROWS = 262_144
 MIN_RUN_BATCH_ROWS = 4_096  # many runs: each still reads batches big enough to amortise a step
 
