@@ -319,9 +319,13 @@ def run_compaction(
     # nor its output are ever held whole.
     if store.options.changelog_producer != "full-compaction" or unit.output_level != levels.max_level:
         return CompactionResult(tuple(files), tuple(writer.write_all(chunks)))
-    changelog = _full_compaction_changelog(
-        store, partition_dir, bucket, levels, config, _tee(chunks, writer), drop_deletes, namer
-    )
+    try:
+        changelog = _full_compaction_changelog(
+            store, partition_dir, bucket, levels, config, _tee(chunks, writer), drop_deletes, namer
+        )
+    except BaseException:
+        writer.abort()
+        raise
     return CompactionResult(tuple(files), tuple(writer.close()), changelog)
 
 

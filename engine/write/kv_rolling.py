@@ -48,10 +48,27 @@ class RollingKvWriter:
         self._sink = None
 
     def write_all(self, chunks: Iterable[pa.Table]) -> list[DataFileMeta]:
-        """Write every chunk, finish the last file; the files written, in key order."""
-        for chunk in chunks:
-            self.write(chunk)
+        """Write every chunk, finish the last file; the files written, in key order. If reading
+        or writing fails, the open file is closed (it is left behind uncommitted, as any failed
+        compaction's files are, for orphan-file cleanup) and the error propagates."""
+        try:
+            for chunk in chunks:
+                self.write(chunk)
+        except BaseException:
+            self.abort()
+            raise
         return self.close()
+
+    def abort(self) -> None:
+        """Close the open file without describing it (after a failure)."""
+        for closer in (self._writer, self._sink):
+            try:
+                if closer is not None:
+                    closer.close()
+            except Exception:  # noqa: BLE001, S110 - already failing: the first error is the one to see
+                pass
+        self._writer = self._sink = None
+        self._pending, self._pending_rows = [], 0
 
     def write(self, table: pa.Table) -> None:
         if table.num_rows == 0:

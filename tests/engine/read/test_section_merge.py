@@ -186,13 +186,13 @@ RUN_ROWS = 200_000
 _POOLS: list[pa.MemoryPool] = []
 
 
-def _runs_table(catalog, name: str):
-    """A base run of RUN_ROWS keys and four update runs over the whole key range: one section."""
+def _runs_table(catalog, name: str, rows: int = RUN_ROWS):
+    """A base run of ``rows`` keys and four update runs over the whole key range: one section."""
     opts = {"bucket": "1", "write-only": "true"}
     t = catalog.create_table(name, SCHEMA, primary_keys=["k1", "k2"], options=opts)
-    t.write_arrow(_batch(range(RUN_ROWS), 0).drop_columns(["rowkind"]))
+    t.write_arrow(_batch(range(rows), 0).drop_columns(["rowkind"]))
     for tag in range(1, 5):
-        t.refresh().write_arrow(_batch(range(tag, RUN_ROWS, 2), tag))
+        t.refresh().write_arrow(_batch(range(tag, rows, 2), tag))
     return t.refresh()
 
 
@@ -275,3 +275,29 @@ def test_streamed_full_compaction_changelog_and_first_row_lookup(catalog, monkey
         assert whole[1], "the full compactions emitted changelog rows"
     else:
         assert lookups, "compactions below the top level looked up the keys kept above"
+
+
+def test_a_streamed_compaction_that_fails_midway_commits_nothing(catalog, monkeypatch):
+    """A read failing after some chunks were already written: the compaction raises, its open
+    file is closed, nothing is committed and the table reads as before."""
+    t = _runs_table(catalog, "db.fails", rows=3_000)
+    before = _rows(t)
+    snapshot = t.latest_snapshot().id
+    monkeypatch.setattr(streaming, "MERGE_CHUNK_ROWS", 50)
+    monkeypatch.setattr(kv_rolling, "ROWS_PER_SLICE", 64)
+    real = section_merge.iter_data_file
+    batches = []
+
+    def failing(*args, **kwargs):
+        for batch in real(*args, **kwargs):
+            batches.append(batch.num_rows)
+            if len(batches) == 40:
+                raise OSError("disk gone")
+            yield batch
+
+    monkeypatch.setattr(section_merge, "iter_data_file", failing)
+    with pytest.raises(OSError, match="disk gone"):
+        t.refresh().compact(full=True)
+    t = t.refresh()
+    assert t.latest_snapshot().id == snapshot
+    assert _rows(t) == before
