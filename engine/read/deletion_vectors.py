@@ -4,10 +4,13 @@ One job: given a split's :class:`~engine.meta.deletion_vectors.DeletionFile` for
 load its DV (index files are read once per reader and cached: one index file holds the DVs of
 many data files of a bucket) and drop the rows it marks from the file's rows, vectorised. A
 position is a row's 0-based number within the data file, so the mask must be applied to the
-whole file as read, before any filter or retraction drop changes the row numbering.
+whole file as read, before any filter or retraction drop changes the row numbering (a file read
+in batches numbers each batch's rows from the batch's offset in the file).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -60,3 +63,31 @@ def apply_deletion_vector(table: pa.Table, dv: DeletionVector, data_file: str) -
     mask = np.ones(n, dtype=bool)
     mask[positions] = False
     return table.filter(pa.array(mask, pa.bool_()))
+
+
+def apply_deletion_vector_batches(
+    batches: Iterable[pa.Table], dv: DeletionVector | None, data_file: str
+) -> Iterator[pa.Table]:
+    """:func:`apply_deletion_vector` over a file read in batches (every row, in file order): each
+    batch loses the rows whose file positions (batch offset + row) the DV marks.
+
+    Raises:
+        CorruptMetadataError: once the file is read, the DV marks a position past its end.
+    """
+    positions = dv.positions() if dv is not None and not dv.is_empty() else None
+    offset = 0
+    for table in batches:
+        n = table.num_rows
+        if positions is not None:
+            lo, hi = np.searchsorted(positions, [offset, offset + n])
+            if hi > lo:
+                mask = np.ones(n, dtype=bool)
+                mask[positions[lo:hi] - offset] = False
+                table = table.filter(pa.array(mask, pa.bool_()))
+        offset += n
+        yield table
+    if positions is not None and positions.size and int(positions[-1]) >= offset:
+        raise CorruptMetadataError(
+            f"the deletion vector of data file {data_file} marks row {int(positions[-1])}, "
+            f"but the file has {offset} rows"
+        )

@@ -24,16 +24,18 @@ import pyarrow.compute as pc
 
 from engine.count_layout import expand, is_count_layout, logical_schema
 from engine.errors import CorruptMetadataError, NoSuchBranchError
-from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND, data_file_path, read_data_file
+from engine.files.reader import VALUE_KIND, data_file_path, read_data_file
 from engine.history.expiry import explain_missing
 from engine.lsm.changelog import kinds_to_rowkind
 from engine.lsm.deletion_vectors import uses_deletion_vectors
 from engine.lsm.intervals import partition_by_key_intervals
 from engine.lsm.key_order import key_range_decoder
-from engine.merge.functions import COUNT_COLUMN, MergeConfig, merge
+from engine.merge.functions import COUNT_COLUMN, MergeConfig
+from engine.meta.deletion_vectors import DeletionVector
 from engine.meta.manifest import DataFileMeta
 from engine.meta.schema_store import SchemaStore
 from engine.read.deletion_vectors import DeletionVectorLoader, apply_deletion_vector
+from engine.read.section_merge import merge_section
 from engine.scan.planner import DataSplit
 from engine.scan.predicate import Predicate, filter_table
 from engine.store import FileStore
@@ -150,7 +152,7 @@ class SplitReader:
         unmerged = self.deletion_vectors is not None and all(f.level > 0 for f in files)
         if (split.raw_convertible and self.deletion_vectors is None) or unmerged:
             for f in files:
-                yield self._finish(self._read_kv(part_dir, split, f, raw=True))
+                yield self._finish(self._read_kv(part_dir, split, f))
             return
         schema = self.store.schema
         key_range = key_range_decoder([schema.field(k).type for k in schema.trimmed_primary_keys])
@@ -158,13 +160,13 @@ class SplitReader:
             # The sections' runs hold the split's own DataFileMetas (typed by the LSM as FileMeta).
             if len(section) == 1:
                 for run_file in section[0].files:
-                    yield self._finish(self._read_kv(part_dir, split, cast(DataFileMeta, run_file), raw=True))
+                    yield self._finish(self._read_kv(part_dir, split, cast(DataFileMeta, run_file)))
                 continue
-            parts = [self._read_kv(part_dir, split, cast(DataFileMeta, g), raw=False)
-                     for run in section for g in run.files]
-            merged = merge(pa.concat_tables(parts), self.store.schema.primary_keys, self.merge_config,
-                           drop_deletes=not self.keep_deletes)
-            yield self._finish(merged)
+            for merged in merge_section(
+                self.store, part_dir, split.bucket, section, self.read_fields, self.merge_config,
+                drop_deletes=not self.keep_deletes, deletion_vector=functools.partial(self._dv_of, split),
+            ):
+                yield self._finish(merged)
 
     def read_table(self, split: DataSplit) -> pa.Table:
         tables = list(self.read(split))
@@ -174,18 +176,19 @@ class SplitReader:
 
     def _apply_dv(self, table: pa.Table, split: DataSplit, f: DataFileMeta) -> pa.Table:
         """The rows of ``f`` (all of them, in file order) minus those its deletion vector marks."""
-        if self.deletion_vectors is None:
-            return table
-        where = split.deletion_file(f.file_name)
-        if where is None:
-            return table
-        return apply_deletion_vector(table, self.deletion_vectors.load(where), f.file_name)
+        dv = self._dv_of(split, f)
+        return table if dv is None else apply_deletion_vector(table, dv, f.file_name)
 
-    def _read_kv(self, part_dir: str, split: DataSplit, f: DataFileMeta, raw: bool) -> pa.Table:
+    def _dv_of(self, split: DataSplit, f: DataFileMeta) -> DeletionVector | None:
+        """The deletion vector of ``f`` in ``split`` (None without one)."""
+        if self.deletion_vectors is None:
+            return None
+        where = split.deletion_file(f.file_name)
+        return None if where is None else self.deletion_vectors.load(where)
+
+    def _read_kv(self, part_dir: str, split: DataSplit, f: DataFileMeta) -> pa.Table:
+        """A file of a section that needs no merge: its rows without retractions (unless kept)."""
         path = data_file_path(self.store, part_dir, split.bucket, f)
-        if not raw:
-            table = read_data_file(self.store, path, f, self.read_fields, (SEQUENCE_NUMBER, VALUE_KIND))
-            return self._apply_dv(table, split, f)
         if self._probes():
             return self._probe_then_read(path, split, f)
         # The kinds are always read and filtered: a file's deleteRowCount is not proof that it

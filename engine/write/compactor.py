@@ -5,16 +5,21 @@ One function does the data work of a compaction unit, so the writer's automatic 
 
 * a unit that is a single file moved to a higher level without deletes to drop is *upgraded*
   (metadata only, no rewrite);
-* otherwise the unit's files are read, merged with the table's merge engine, and written at the
-  output level; deletes are dropped when nothing older can lie below the output level;
+* otherwise the unit's files are merged with the table's merge engine and written at the output
+  level; deletes are dropped when nothing older can lie below the output level. The merge goes
+  key section by key section, a large section streamed in bounded chunks
+  (``engine.read.section_merge``) straight into a rolling writer (``engine.write.kv_rolling``), so
+  a compaction's memory does not grow with the bucket; a first-row table's lookup of the keys
+  kept above the output level streams those levels' keys alongside;
 * with ``changelog-producer = full-compaction`` a compaction into the top level emits the exact
-  difference between the old top level and the new one as changelog files.
+  difference between the old top level and the new one as changelog files, diffed as both
+  stream by (only the changelog rows are held until they are written).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -24,18 +29,22 @@ import pyarrow.compute as pc
 
 from engine.count_layout import is_count_layout
 from engine.errors import UnsupportedTableError
-from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
+from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND, data_file_path, iter_data_file, read_data_file
 from engine.lsm.changelog import diff_changelog, rowkind_to_kinds
 from engine.lsm.compact_strategy import CompactUnit, UniversalCompaction, can_drop_deletes
 from engine.lsm.deletion_vectors import uses_deletion_vectors
-from engine.lsm.key_order import key_range_decoder, orderable_key
+from engine.lsm.intervals import partition_by_key_intervals
+from engine.lsm.key_order import key_range_decoder
 from engine.lsm.levels import FileMeta, Levels
 from engine.merge.functions import COUNT_COLUMN, MergeConfig, keys_present_in, merge
+from engine.merge.streaming import align_sorted_runs, run_batch_rows
 from engine.meta.manifest import DataFileMeta, FileSource
 from engine.meta.paths import FileNamer
+from engine.read.section_merge import merge_section
 from engine.store import FileStore
 from engine.types import to_arrow_field
 from engine.write.file_writer import DataFileWriter
+from engine.write.kv_rolling import RollingKvWriter
 
 
 # Built on first use: any pyarrow array construction imports pandas (~0.2-0.4 s), and processes
@@ -119,12 +128,7 @@ def read_kv(store: FileStore, partition_dir: str, bucket: int, files: Sequence[D
         )
         for f in files
     ]
-    if not parts:
-        arrow_fields = [to_arrow_field(f) for f in fields]
-        return pa.schema(
-            arrow_fields + [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())]
-        ).empty_table()
-    return pa.concat_tables(parts)
+    return pa.concat_tables(parts) if parts else _empty_kv(store)
 
 
 def holds_retractions(store: FileStore, partition_dir: str, bucket: int, f: DataFileMeta) -> bool:
@@ -161,37 +165,123 @@ def _first_rows_above(store: FileStore, levels: Levels, unit: CompactUnit) -> li
     ]
 
 
-def _drop_keys_kept_above(
-    store: FileStore, partition_dir: str, bucket: int, merged: pa.Table, older: Sequence[DataFileMeta]
-) -> pa.Table:
-    """``merged`` without the keys that already have their first row in ``older`` (Paimon's
-    first-row lookup during compaction). Only files whose key range meets ``merged``'s are read,
-    and only their key columns."""
-    if merged.num_rows == 0:
-        return merged
+def _without_keys_above(
+    store: FileStore,
+    partition_dir: str,
+    bucket: int,
+    chunks: Iterable[pa.Table],
+    older: Sequence[DataFileMeta],
+) -> Iterator[pa.Table]:
+    """The merged ``chunks`` without the keys that already have their first row in ``older``
+    (Paimon's first-row lookup during compaction). Each level of ``older`` is one sorted run: its
+    key columns are streamed alongside the chunks (``align_sorted_runs``), so the lookup holds a
+    few batches per level, not the levels' keys."""
     schema = store.schema
     keys = list(schema.trimmed_primary_keys)
-    key_range = key_range_fn(store)
-    lo, hi = _table_key_bounds(merged, keys)
-    candidates = [f for f in older if not (key_range(f)[1] < lo or key_range(f)[0] > hi)]
-    if not candidates:
-        return merged
     key_fields = [schema.field(k) for k in keys]
-    seen = pa.concat_tables(
-        [
-            read_data_file(store, store.paths.data_file(partition_dir, bucket, f.file_name), f, key_fields)
-            for f in candidates
-        ]
+    key_range = key_range_fn(store)
+    batch_rows = run_batch_rows(1 + len({f.level for f in older}))
+
+    def level_keys(files: list[DataFileMeta]) -> Iterator[pa.Table]:
+        for f in sorted(files, key=lambda f: key_range(f)[0]):
+            yield from iter_data_file(store, data_file_path(store, partition_dir, bucket, f), f, key_fields,
+                                      batch_rows=batch_rows)
+
+    levels = sorted({f.level for f in older})
+    runs = [chunks, *(level_keys([f for f in older if f.level == level]) for level in levels)]
+    for merged, *seen in align_sorted_runs(runs, keys):
+        if merged is None:
+            continue
+        found = [s for s in seen if s is not None]
+        if found:
+            present = keys_present_in(merged, pa.concat_tables(found), keys)
+            merged = merged.filter(pa.array(~present)) if present.any() else merged
+        if merged.num_rows:
+            yield merged
+
+
+def _full_compaction_changelog(
+    store: FileStore,
+    partition_dir: str,
+    bucket: int,
+    levels: Levels,
+    config: MergeConfig,
+    merged: Iterable[pa.Table],
+    drop_deletes: bool,
+    namer: FileNamer,
+) -> tuple[DataFileMeta, ...]:
+    """The ``full-compaction`` changelog: the difference between the old top level and the new
+    merged state, diffed step by step as both stream by in key order (``align_sorted_runs``).
+    Only the changelog rows are held until written (their sequence number is the new state's
+    highest, known at the end)."""
+    schema = store.schema
+    keys = list(schema.primary_keys)
+    value_columns = list(schema.field_names)
+    old_top = [f for f in _data_files(levels.all_files()) if f.level == levels.max_level]
+    before = (
+        chunk
+        for section in partition_by_key_intervals(old_top, key_range_fn(store))
+        for chunk in merge_section(store, partition_dir, bucket, section, list(schema.fields), config,
+                                   drop_deletes=True)
     )
-    present = keys_present_in(merged, seen, keys)
-    return merged.filter(pa.array(~present)) if present.any() else merged
+    seq_max: list[int] = []
+
+    def new_state() -> Iterator[pa.Table]:
+        for chunk in merged:
+            state = chunk if drop_deletes else merge(chunk, keys, config, drop_deletes=True)
+            if state.num_rows:
+                seq_max.append(int(pc.max(state.column(SEQUENCE_NUMBER)).as_py()))
+                yield state
+
+    diffs = []
+    for old, new in align_sorted_runs([before, new_state()], keys):
+        # (A side without rows in this step: the other side's schema, empty; one exists.)
+        old = old if old is not None else new.schema.empty_table()  # type: ignore[union-attr]
+        new = new if new is not None else old.schema.empty_table()
+        diff = diff_changelog(old.select(value_columns), new.select(value_columns), keys, value_columns)
+        if diff.num_rows:
+            diffs.append(diff)
+    if not diffs:
+        return ()
+    rows = pa.concat_tables(diffs, promote_options="permissive")  # (steps may differ in nullability)
+    return _write_changelog_rows(store, partition_dir, bucket, rows, max(seq_max, default=0), namer)
 
 
-def _table_key_bounds(table: pa.Table, keys: Sequence[str]) -> tuple[tuple[object, ...], tuple[object, ...]]:
-    # Merged output is sorted by key in Paimon's order: the first and last rows are the bounds.
-    first = [table.column(k)[0].as_py() for k in keys]
-    last = [table.column(k)[table.num_rows - 1].as_py() for k in keys]
-    return orderable_key(first), orderable_key(last)
+def _tee(chunks: Iterable[pa.Table], writer: RollingKvWriter) -> Iterator[pa.Table]:
+    """``chunks`` passed on, each written by ``writer`` first."""
+    for chunk in chunks:
+        writer.write(chunk)
+        yield chunk
+
+
+def _merged_chunks(
+    store: FileStore,
+    partition_dir: str,
+    bucket: int,
+    files: Sequence[DataFileMeta],
+    config: MergeConfig,
+    drop_deletes: bool,
+) -> Iterator[pa.Table]:
+    """The unit's rows merged, in key order: section by section (sections are key-disjoint), each
+    streamed in bounded chunks when large (``engine.read.section_merge``)."""
+    schema = store.schema
+    fields = list(schema.fields)
+    drop_zero = drop_deletes and is_count_layout(schema)  # nothing older remains: a zero count is no row
+    for section in partition_by_key_intervals(files, key_range_fn(store)):
+        for merged in merge_section(
+            store, partition_dir, bucket, section, fields, config, drop_deletes=drop_deletes
+        ):
+            if drop_zero:
+                merged = merged.filter(pc.not_equal(merged.column(COUNT_COLUMN), 0))
+            if merged.num_rows:
+                yield merged
+
+
+def _empty_kv(store: FileStore) -> pa.Table:
+    arrow_fields = [to_arrow_field(f) for f in store.schema.fields]
+    return pa.schema(
+        arrow_fields + [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())]
+    ).empty_table()
 
 
 def run_compaction(
@@ -219,26 +309,24 @@ def run_compaction(
             return CompactionResult((f,), (f.upgrade(unit.output_level),))
     schema = store.schema
     config = MergeConfig.from_options(schema.options, schema.primary_keys)
-    merged = merge(
-        read_kv(store, partition_dir, bucket, files), schema.primary_keys, config, drop_deletes=drop_deletes
-    )
+    chunks: Iterable[pa.Table] = _merged_chunks(store, partition_dir, bucket, files, config, drop_deletes)
     if older:
-        merged = _drop_keys_kept_above(store, partition_dir, bucket, merged, older)
-    if drop_deletes and is_count_layout(schema):  # nothing older remains: a zero count is no row at all
-        merged = merged.filter(pc.not_equal(merged.column(COUNT_COLUMN), 0))
-    writer = DataFileWriter(
+        chunks = _without_keys_above(store, partition_dir, bucket, chunks, older)
+    writer = RollingKvWriter(DataFileWriter(
         store, partition_dir, bucket, namer=namer, file_source=FileSource.COMPACT, level=unit.output_level
-    )
-    after = tuple(writer.write_kv(merged)) if merged.num_rows else ()
-    changelog: tuple[DataFileMeta, ...] = ()
-    if store.options.changelog_producer == "full-compaction" and unit.output_level == levels.max_level:
-        old_top = [f for f in _data_files(levels.all_files()) if f.level == levels.max_level]
-        before = merge(
-            read_kv(store, partition_dir, bucket, old_top), schema.primary_keys, config, drop_deletes=True
+    ))
+    # Streamed: merged chunks go to the rolling writer as they come, so neither the unit's rows
+    # nor its output are ever held whole.
+    if store.options.changelog_producer != "full-compaction" or unit.output_level != levels.max_level:
+        return CompactionResult(tuple(files), tuple(writer.write_all(chunks)))
+    try:
+        changelog = _full_compaction_changelog(
+            store, partition_dir, bucket, levels, config, _tee(chunks, writer), drop_deletes, namer
         )
-        new_state = merged if drop_deletes else merge(merged, schema.primary_keys, config, drop_deletes=True)
-        changelog = write_changelog(store, partition_dir, bucket, before, new_state, namer)
-    return CompactionResult(tuple(files), after, changelog)
+    except BaseException:
+        writer.abort()
+        raise
+    return CompactionResult(tuple(files), tuple(writer.close()), changelog)
 
 
 def write_changelog(
@@ -253,6 +341,14 @@ def write_changelog(
     if diff.num_rows == 0:
         return ()
     seq_base = int(pc.max(after.column(SEQUENCE_NUMBER)).as_py() or 0) if after.num_rows else 0
+    return _write_changelog_rows(store, partition_dir, bucket, diff, seq_base, namer)
+
+
+def _write_changelog_rows(
+    store: FileStore, partition_dir: str, bucket: int, diff: pa.Table, seq_base: int, namer: FileNamer
+) -> tuple[DataFileMeta, ...]:
+    """Changelog rows (``rowkind`` + value columns, key order) written as changelog files, every
+    row with sequence number ``seq_base``."""
     kinds = rowkind_to_kinds(diff.column("rowkind"))
     table = (
         diff.drop_columns(["rowkind"])

@@ -20,7 +20,10 @@ row wins, is not even merged: after the lookup each file's own retractions are m
 DV and the files move up unchanged, one level each (``_move_level0_up``), so a write's compaction
 reads the written keys and writes nothing but DVs.
 Keys the unit already has from a file above level 0 need no lookup: that row was the key's only
-live row above level 0. Everything is vectorised: key matching uses the LSM's sort codes
+live row above level 0. A unit with nothing to look up (no level-0 file, or nothing above its
+output level, as in a full compaction) is merged section by section in bounded chunks
+(``engine.read.section_merge``) and written as it goes; a lookup needs the merged keys whole.
+Everything is vectorised: key matching uses the LSM's sort codes
 (``engine.merge.functions.keys_present_in``: Paimon's key equality), positions are numpy arrays, and
 DVs are Roaring bitmaps (``engine.meta.deletion_vectors``).
 """
@@ -35,6 +38,7 @@ import pyarrow.compute as pc
 
 from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
 from engine.lsm.compact_strategy import CompactUnit
+from engine.lsm.intervals import partition_by_key_intervals
 from engine.lsm.key_order import orderable_key
 from engine.lsm.levels import Levels
 from engine.merge.functions import MergeConfig, key_sort_codes, keys_present_in, merge
@@ -43,9 +47,11 @@ from engine.meta.index_files import DELETION_VECTORS_INDEX, IndexFileMeta, Index
 from engine.meta.manifest import DataFileMeta, FileSource
 from engine.meta.paths import FileNamer
 from engine.options import DELETION_VECTORS_BITMAP64
+from engine.read.section_merge import merge_section
 from engine.store import FileStore
 from engine.write.compactor import CompactionResult, holds_retractions, key_range_fn, read_kv
 from engine.write.file_writer import DataFileWriter
+from engine.write.kv_rolling import RollingKvWriter
 
 _ADD_KINDS = (0, 2)  # +I, +U
 
@@ -309,9 +315,27 @@ def compact_unit(
                 )
                 lookup_above(store, part_dir, bucket, probe, above, dvs, with_values=False)
             return CompactionResult((f,), (f.upgrade(output),))
+    has_level0 = any(f.level == 0 for f in files)
+    writer = DataFileWriter(
+        store, part_dir, bucket, namer=namer, file_source=FileSource.COMPACT, level=output
+    )
+    if not (has_level0 and above):
+        # Nothing to look up above the output level (e.g. a full compaction): the unit's sections
+        # are merged and written chunk by chunk, each file read minus its DV, in bounded memory.
+        chunks = (
+            _drop_retractions(merged)
+            for section in partition_by_key_intervals(files, key_range_fn(store))
+            for merged in merge_section(
+                store, part_dir, bucket, section, list(schema.fields), config, drop_deletes=False,
+                deletion_vector=lambda f: dvs.get(f.file_name),
+            )
+        )
+        after = tuple(RollingKvWriter(writer).write_all(chunks))
+        dvs.remove(inside)
+        return CompactionResult(tuple(files), after)
+    # The lookup needs the merged rows whole: their keys are looked up level by level above.
     parts = {f.file_name: read_live_kv(store, part_dir, bucket, [f], dvs) for f in files}
     merged = merge(pa.concat_tables(list(parts.values())), schema.primary_keys, config, drop_deletes=False)
-    has_level0 = any(f.level == 0 for f in files)
     if has_level0 and above and merged.num_rows:
         upper = [parts[f.file_name].select(list(schema.primary_keys)) for f in files if f.level > 0]
         probe = merged
@@ -327,8 +351,5 @@ def compact_unit(
     # was just marked in its DV, and readers of levels >= 1 do not merge.
     merged = _drop_retractions(merged)
     dvs.remove(inside)
-    writer = DataFileWriter(
-        store, part_dir, bucket, namer=namer, file_source=FileSource.COMPACT, level=output
-    )
     after = tuple(writer.write_kv(merged)) if merged.num_rows else ()
     return CompactionResult(tuple(files), after)

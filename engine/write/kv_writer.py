@@ -31,16 +31,18 @@ import pyarrow.compute as pc
 
 from engine.commit_messages import CommitMessage, delete_uncommitted
 from engine.errors import InvalidArgumentError
-from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND
+from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND, data_file_path, iter_data_file
 from engine.lsm.changelog import rowkind_to_kinds
 from engine.lsm.compact_strategy import should_stall_writes
 from engine.lsm.deletion_vectors import uses_deletion_vectors
 from engine.merge.functions import MergeConfig, merge
+from engine.merge.streaming import MERGE_CHUNK_ROWS
 from engine.meta.binary_row import serialize_row
 from engine.meta.bucket import bucket_ids
 from engine.meta.index_files import IndexFileMeta, IndexManifestEntry, IndexStore
 from engine.meta.manifest import DataFileMeta
 from engine.meta.paths import FileNamer
+from engine.read.deletion_vectors import apply_deletion_vector_batches
 from engine.scan.planner import DataSplit
 from engine.store import FileStore
 from engine.write.bucket_assigner import HashBucketAssigner
@@ -48,7 +50,7 @@ from engine.write.compactor import levels_of, pick, read_kv, run_compaction, wri
 from engine.write.conform import conform
 from engine.write.file_writer import DataFileWriter
 from engine.write.global_index import CrossPartitionAssigner, new_assigner
-from engine.write.kv_deletion_vectors import BucketDeletionVectors, compact_unit, read_live_kv
+from engine.write.kv_deletion_vectors import BucketDeletionVectors, compact_unit
 from engine.write.routing import group_rows
 
 ROWKIND = "rowkind"
@@ -226,14 +228,21 @@ class KeyValueWriter:
         schema = self.store.schema
         part_dir = self._partition_dirs[partition]
         files = self._bucket_files.get(key, [])
-        if self.deletion_vectors:  # the rows DVs mark are older versions: not the current state
-            existing = read_live_kv(self.store, part_dir, bucket, files, self._bucket_dvs(key))
-        else:
-            existing = read_kv(self.store, part_dir, bucket, files)
         pk = list(schema.primary_keys)
-        if existing.num_rows:
-            mask = _keys_in(existing, batch, pk)
-            existing = existing.filter(mask)
+        # Read batch by batch, only the rows of the batch's keys are kept: neither the bucket nor
+        # one of its files is held whole. The rows DVs mark are older versions: not the current state.
+        dvs = self._bucket_dvs(key) if self.deletion_vectors else None
+        fields = list(schema.fields)
+        parts = []
+        for f in files:
+            path = data_file_path(self.store, part_dir, bucket, f)
+            batches = iter_data_file(self.store, path, f, fields, (SEQUENCE_NUMBER, VALUE_KIND),
+                                     batch_rows=MERGE_CHUNK_ROWS)
+            dv = dvs.get(f.file_name) if dvs is not None else None
+            for rows in apply_deletion_vector_batches(batches, dv, f.file_name):
+                if rows.num_rows:
+                    parts.append(rows.filter(_keys_in(rows, batch, pk)))
+        existing = pa.concat_tables(parts) if parts else read_kv(self.store, part_dir, bucket, [])
         before = merge(existing, pk, self.config, drop_deletes=True)
         aligned = batch.select(existing.column_names).cast(existing.schema)
         after = merge(pa.concat_tables([existing, aligned]), pk, self.config, drop_deletes=True)

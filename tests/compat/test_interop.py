@@ -471,3 +471,33 @@ def test_pypaimon_reads_main_after_replace_main_with_a_diverged_schema(pypaimon:
         catalog.warehouse, "db.rm", pa.table({"id": [5], "v": ["py"], "n": [50]}, schema=new_schema)
     )
     assert {"id": 5, "v": "py", "n": 50} in catalog.get_table("db.rm").to_arrow().to_pylist()
+
+
+@pytest.mark.parametrize("merge_engine", ["deduplicate", "aggregation"])
+def test_pypaimon_reads_a_streamed_compaction(pypaimon: PyPaimon, catalog, monkeypatch, merge_engine):
+    """A compaction whose sections are merged in steps of a few rows (the streaming merge of large
+    sections), its output rolled into many small files with one row group each: pypaimon reads
+    the same rows before and after, and the files' key ranges and statistics let it prune."""
+    import engine.merge.streaming as streaming
+    import engine.write.kv_rolling as kv_rolling
+
+    schema = pa.schema([("id", pa.int64()), ("k", pa.string()), ("n", pa.int64()), ("v", pa.string())])
+    opts = {"bucket": "2", "merge-engine": merge_engine, "target-file-size": "4kb"}
+    if merge_engine == "aggregation":
+        opts["fields.n.aggregate-function"] = "sum"
+    name = f"db.streamed_{merge_engine}"
+    t = catalog.create_table(name, schema, primary_keys=["id", "k"], options=opts)
+    for tag in range(4):
+        ids = list(range(tag, 600, tag + 1))
+        t.refresh().write_arrow(pa.table({
+            "id": ids, "k": [f"k{i % 3}" for i in ids], "n": [i + tag for i in ids],
+            "v": [None if (i + tag) % 5 == 0 else f"v{tag}" for i in ids],
+        }, schema=schema))
+    ours = _sorted(t.refresh().to_arrow(), "id", "k")
+    monkeypatch.setattr(streaming, "MERGE_CHUNK_ROWS", 16)
+    monkeypatch.setattr(kv_rolling, "ROWS_PER_SLICE", 64)
+    t.refresh().compact(full=True)
+    files = [f for s in t.refresh().plan().splits for f in s.files]
+    assert len(files) > 2
+    assert _sorted(t.refresh().to_arrow(), "id", "k") == ours
+    assert _sorted(pypaimon.read(catalog.warehouse, name, schema=schema), "id", "k") == ours

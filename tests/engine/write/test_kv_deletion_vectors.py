@@ -9,6 +9,8 @@ are compared in ``tests/compat/test_java_deletion_vectors_write.py``.
 
 from __future__ import annotations
 
+import uuid
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -296,11 +298,14 @@ def test_a_compaction_whose_bucket_dvs_changed_meanwhile_conflicts_and_loses_not
 
 
 def _task_writes(t, batches) -> None:
-    """One commit of ``batches`` written by one task writer each, as a Spark job writes."""
+    """One commit of ``batches`` written by one task writer each, as a Spark job writes. Every
+    job has its own token, as Spark's do: task writers name files by job token and task number, so
+    two commits under one token would write the same file names."""
+    job = f"job-{uuid.uuid4().hex[:12]}"
     builder = t.refresh().new_write_builder(commit_user="job")
     messages = []
     for task, batch in enumerate(batches):
-        messages += builder.new_task_write("job", task).write_all([batch])
+        messages += builder.new_task_write(job, task).write_all([batch])
     builder.new_commit().commit(messages)
 
 
