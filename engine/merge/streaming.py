@@ -116,7 +116,7 @@ def align_sorted_runs(
             if live:
                 yield [b if b is not None and b.num_rows else None for b in buffers]
             return
-        tables: list[pa.Table] = [buffers[i] for i in live]  # type: ignore[misc]
+        tables: list[pa.Table] = [buffers[i] for i in live]
         sizes = np.array([t.num_rows for t in tables], dtype=np.int64)
         ends = np.cumsum(sizes)
         codes = key_sort_codes([_key_column(tables, k) for k in keys])
