@@ -1,5 +1,6 @@
 """Orphan cleanup's lean reachability (manifests decoded without statistics, lists and files
-recorded once) finds exactly the files the full computation finds, and fails closed the same way."""
+recorded once) finds exactly the files the full computation finds, and fails closed the same way,
+whether a manifest is decoded through fastavro's records or through Arrow columns (large ones)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,18 @@ from engine.ops.reachability import ReachabilityCollector, UnsafeToDeleteError, 
 from tests.engine.ops.conftest import SCHEMA, rows
 
 
+@pytest.fixture(autouse=True, params=["records", "columns"])
+def decode(request, monkeypatch):
+    """``columns``: every manifest counts as large, so the lean decode takes the Arrow path."""
+    if request.param == "columns":
+        if not manifest_store.manifest_arrow.USE_POLARS:
+            pytest.skip("polars is not installed: the lean decode always takes fastavro's records")
+        monkeypatch.setattr(manifest_store, "ARROW_DECODE_MIN_BYTES", 0)
+    return request.param
+
+
 def _cold() -> None:
-    cache = manifest_store._MANIFEST_CACHE
-    with cache._lock:
-        cache._items.clear()
-        cache._weight = 0
+    manifest_store.clear_caches()
 
 
 def _both(t):
