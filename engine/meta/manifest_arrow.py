@@ -468,6 +468,8 @@ def refs_from_table(table: pa.Table) -> list[EntryRef]:
     in use reads, taken from nine columns (no statistics, no keys are converted to Python)."""
     if table.num_rows == 0:
         return []
+    if table.column("extra_files").null_count:
+        raise CorruptMetadataError("manifest entry has a null _EXTRA_FILES")
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:

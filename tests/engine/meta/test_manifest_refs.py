@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from engine.errors import CorruptMetadataError
@@ -65,6 +66,14 @@ def test_columnar_refs_equal_record_refs(n):
         tuple(getattr(r, f) for f in fields) for r in records]
     assert [r.identifier for r in columns] == [e.identifier for e in read_manifest_entries(data)]
     assert all(type(r.kind) is FileKind and type(r.extra_files) is tuple for r in columns)
+
+
+def test_columnar_refs_refuse_a_null_extra_files_list():
+    table = read_manifest_table(write_manifest_entries([add("f0"), add("f1")]))
+    broken = table.set_column(table.schema.get_field_index("extra_files"), "extra_files",
+                              pa.array([["x"], None], table.schema.field("extra_files").type))
+    with pytest.raises(CorruptMetadataError, match="_EXTRA_FILES"):
+        refs_from_table(broken)
 
 
 def test_list_refs_are_names_and_sizes():
