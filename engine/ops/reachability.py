@@ -37,7 +37,8 @@ recorded are not recorded again). A list named by several anchors (a tag of a ke
 a manifest named by many lists are recorded once. ``explain=True`` additionally records, per file,
 every anchor that keeps it (cost: the live set per anchor). Orphan cleanup, which needs only the
 union of paths, uses ``lean=True``: manifests and lists decoded without statistics and not cached
-(``ManifestStore.read_refs``), with exactly the same checks, so an unreadable file still refuses;
+(``ManifestStore.read_refs``; a large manifest through Arrow columns, of which only the nine the
+fold reads become Python values), with exactly the same checks, so an unreadable file still refuses;
 as a branch's lists and manifests are mostly main's (one manifest directory), a collector keeps
 those lean decodes for the other branches.
 """

@@ -1,11 +1,13 @@
 """The lean manifest decoders used by orphan cleanup (``read_manifest_refs``,
-``read_manifest_list_refs``): the same files, identifiers and sizes as the full decoders, and
-exactly their errors on corrupt input (fail closed)."""
+``read_manifest_list_refs``, and ``refs_from_table`` over Arrow columns for large manifests): the
+same files, identifiers and sizes as the full decoders, and exactly their errors on corrupt input
+(fail closed)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from engine.errors import CorruptMetadataError
@@ -18,6 +20,7 @@ from engine.meta.manifest import (
     write_manifest_entries,
     write_manifest_list,
 )
+from engine.meta.manifest_arrow import read_manifest_table, refs_from_table
 from tests.engine.meta.test_manifest import (
     POPULATED_META,
     add,
@@ -43,6 +46,34 @@ def test_refs_carry_what_reachability_reads():
         assert (r.file.file_name, r.file.file_size, r.file.extra_files, r.file.external_path) == (
             e.file.file_name, e.file.file_size, e.file.extra_files, e.file.external_path)
     assert refs[-1].kind is FileKind.DELETE
+
+
+def _columnar_refs(data: bytes):
+    return refs_from_table(read_manifest_table(data))
+
+
+@pytest.mark.parametrize("n", [0, 1, 25, 3000])
+def test_columnar_refs_equal_record_refs(n):
+    entries = [add(f"f{i}", bucket=i % 3, level=i % 4) for i in range(n)]
+    if n:
+        entries += [populated_entry(), delete(entries[0])]
+    data = write_manifest_entries(entries)
+    records = read_manifest_refs(data)
+    columns = _columnar_refs(data)
+    fields = ("kind", "partition", "bucket", "file_name", "file_size", "level", "extra_files",
+              "embedded_file_index", "external_path")
+    assert [tuple(getattr(r, f) for f in fields) for r in columns] == [
+        tuple(getattr(r, f) for f in fields) for r in records]
+    assert [r.identifier for r in columns] == [e.identifier for e in read_manifest_entries(data)]
+    assert all(type(r.kind) is FileKind and type(r.extra_files) is tuple for r in columns)
+
+
+def test_columnar_refs_refuse_a_null_extra_files_list():
+    table = read_manifest_table(write_manifest_entries([add("f0"), add("f1")]))
+    broken = table.set_column(table.schema.get_field_index("extra_files"), "extra_files",
+                              pa.array([["x"], None], table.schema.field("extra_files").type))
+    with pytest.raises(CorruptMetadataError, match="_EXTRA_FILES"):
+        refs_from_table(broken)
 
 
 def test_list_refs_are_names_and_sizes():
@@ -83,6 +114,12 @@ def test_refs_refuse_exactly_what_the_full_decoder_refuses(case):
         read_manifest_entries(data)
     with pytest.raises(CorruptMetadataError):
         read_manifest_refs(data)
+
+
+@pytest.mark.parametrize("case", sorted(CORRUPT))
+def test_columnar_refs_refuse_what_the_record_refs_refuse(case):
+    with pytest.raises(CorruptMetadataError):
+        _columnar_refs(CORRUPT[case]())
 
 
 def test_list_refs_refuse_corrupt_lists():
