@@ -610,7 +610,13 @@ def _latency(spark: Any, warehouse: str, table: Table, checkpoint: str) -> tuple
     latencies: list[float] = []
     committed = 0
     try:
-        time.sleep(3 * LATENCY_TRIGGER_S)  # let the first (empty) batches run
+        # The stream starts at the snapshot that is latest when its first batch resolves the start
+        # offset; a commit landing before that is part of the start, not a change to deliver. On a
+        # cluster the first batch can take longer than a few triggers, so wait for it to finish.
+        deadline = time.time() + 120
+        while query.lastProgress is None and time.time() < deadline:
+            time.sleep(0.1)
+        time.sleep(LATENCY_TRIGGER_S)
         for i in range(LATENCY_COMMITS):
             batch = data.t8(1_000, seed=900 + i, first_id=10_000_000 + i * 1_000)
             with lock:
