@@ -12,14 +12,12 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engine.fileindex import FileIndexBlob, FileIndexConfig, build_blob, file_index_config
 from engine.files.reader import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, arrow_path
-from engine.meta.binary_row import EMPTY_ROW, serialize_row
+from engine.meta.binary_row import EMPTY_ROW
 from engine.meta.manifest import DataFileMeta, FileSource, SimpleStats
 from engine.meta.paths import FileNamer
 from engine.options import CoreOptions
@@ -192,49 +190,9 @@ class DataFileWriter:
     # -- key-value layout -----------------------------------------------------------------------
     def write_kv(self, table: pa.Table) -> list[DataFileMeta]:
         """Write sorted, key-unique kv rows: table columns + ``_SEQUENCE_NUMBER`` + ``_VALUE_KIND``."""
-        schema = kv_arrow_schema(self.fields, self.key_fields)
-        key_cols = {KEY_PREFIX + k.name: table.column(k.name) for k in self.key_fields}
-        physical = pa.table(
-            {**key_cols, SEQUENCE_NUMBER: table.column(SEQUENCE_NUMBER), VALUE_KIND: table.column(VALUE_KIND),
-             **{f.name: table.column(f.name) for f in self.fields}}
-        )
-        key_types = [k.type for k in self.key_fields]
-        metas = []
-        for chunk, name, size in self._roll(physical, schema):
-            n = chunk.num_rows
-            first = [chunk.column(KEY_PREFIX + k.name)[0].as_py() for k in self.key_fields]
-            last = [chunk.column(KEY_PREFIX + k.name)[n - 1].as_py() for k in self.key_fields]
-            seqs = chunk.column(SEQUENCE_NUMBER)
-            mm = pc.min_max(seqs)
-            kinds = chunk.column(VALUE_KIND).to_numpy()
-            deletes = int(np.count_nonzero((kinds == 1) | (kinds == 3)))
-            key_view = pa.table({k.name: chunk.column(KEY_PREFIX + k.name) for k in self.key_fields})
-            embedded, extras = self._index(name, chunk)
-            metas.append(
-                DataFileMeta(
-                    file_name=name,
-                    file_size=size,
-                    row_count=n,
-                    min_key=serialize_row(first, key_types),
-                    max_key=serialize_row(last, key_types),
-                    key_stats=compute_stats(key_view, self.key_fields, "full"),
-                    value_stats=compute_stats(chunk, self.fields, self.stats_mode),
-                    min_sequence_number=mm["min"].as_py(),
-                    max_sequence_number=mm["max"].as_py(),
-                    schema_id=self.store.schema.id,
-                    level=self.level,
-                    extra_files=extras,
-                    creation_time_millis=local_now_millis(),
-                    delete_row_count=deletes,
-                    embedded_file_index=embedded,
-                    file_source=self.file_source,
-                    value_stats_cols=None,
-                    external_path=None,
-                    first_row_id=None,
-                    write_cols=None,
-                )
-            )
-        return metas
+        from engine.write.kv_rolling import RollingKvWriter  # (it builds on this module)
+
+        return RollingKvWriter(self).write_all([table])
 
     # -- rolling --------------------------------------------------------------------------------
     def _roll(self, table: pa.Table, schema: pa.Schema):
