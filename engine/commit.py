@@ -75,7 +75,8 @@ from engine.meta.index_files import (
     IndexStore,
     next_index_manifest,
 )
-from engine.meta.manifest import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta, live_files
+from engine.meta.manifest import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta
+from engine.meta.manifest_merge import merge_manifests
 from engine.meta.publish import next_time_millis, publish_snapshot
 from engine.meta.snapshot import CommitKind, Snapshot, new_snapshot_uuid
 from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
@@ -555,37 +556,13 @@ class FileStoreCommit:
         metas = self.store.manifests.data_manifests(latest)
         if len(metas) < self.merge_min_count:
             return metas, []
-        merged = self._merge_manifests(metas, schema_id)
+        # compact_manifests (merge_min_count 1) asks for the full merge; a commit merges by tiers.
+        merged = merge_manifests(
+            self.store.manifests, metas, schema_id, self.store.partition_types,
+            target_size=self.manifest_target_size, tiered=self.merge_min_count > 1,
+        )
         existing = {m.file_name for m in metas}
         return merged, [m.file_name for m in merged if m.file_name not in existing]
-
-    def _merge_manifests(self, metas: list[ManifestFileMeta], schema_id: int) -> list[ManifestFileMeta]:
-        """Full manifest merge: keep big add-only manifests whose files are all live, rewrite the rest.
-
-        The result holds only ADD entries, so the order of manifests no longer matters and the
-        planning cost follows the number of live files instead of the length of history.
-        """
-        ms = self.store.manifests
-        all_entries: list[ManifestEntry] = []
-        per_manifest: list[list[ManifestEntry]] = []
-        for meta in metas:
-            entries = ms.read_entries(meta.file_name)
-            per_manifest.append(entries)
-            all_entries.extend(entries)
-        live = live_files(all_entries)
-        live_ids = {e.identifier for e in live}
-        kept: list[ManifestFileMeta] = []
-        kept_ids: set[tuple[object, ...]] = set()
-        for meta, entries in zip(metas, per_manifest, strict=True):
-            if (
-                meta.file_size >= self.manifest_target_size // 2
-                and meta.num_deleted_files == 0
-                and all(e.identifier in live_ids for e in entries)
-            ):
-                kept.append(meta)
-                kept_ids.update(e.identifier for e in entries)
-        rest = [e for e in live if e.identifier not in kept_ids]
-        return kept + ms.write_entries_rolling(rest, schema_id, self.store.partition_types)
 
     def _publish(
         self,

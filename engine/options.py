@@ -304,7 +304,9 @@ MANIFEST_COMPRESSION = _declare("manifest.compression", str, "zstd", "Manifest (
 MANIFEST_TARGET_FILE_SIZE = _declare("manifest.target-file-size", "memory_size", 8 * _MB,
     "Target size of a manifest file.")
 MANIFEST_MERGE_MIN_COUNT = _declare("manifest.merge-min-count", int, 30,
-    "Merge small manifests once there are at least this many.", validator=_at_least(1))
+    "Merge small manifests once there are at least this many. A commit's merge keeps full manifests "
+    "and, of the small ones, each with at least as many entries as the rest being merged: a file's "
+    "entry is rewritten about log2(history) times, not at every merge.", validator=_at_least(1))
 TARGET_FILE_SIZE = _declare("target-file-size", "memory_size", None,
     "Target data file size; default 128 mb for primary-key tables, 256 mb for append tables.")
 WRITE_BUFFER_SIZE = _declare("write-buffer-size", "memory_size", 256 * _MB,

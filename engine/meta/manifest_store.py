@@ -109,6 +109,8 @@ def partition_stats(partitions: Sequence[bytes], partition_types: Sequence[DataT
 #: dicts cost as little, and no Arrow array is built: the first array makes pyarrow import pandas
 #: (~0.25 s), which a process that only plans small deltas (a stream's planner) should not pay.
 ARROW_DECODE_MIN_BYTES = 64 * 1024
+# A manifest is rolled at this many entries (a few MB of Avro): one manifest's decode stays bounded.
+MANIFEST_ROLL_ENTRIES = 20_000
 
 
 def _decode_entries(data: bytes) -> list[ManifestEntry]:
@@ -237,7 +239,7 @@ class ManifestStore:
         entries: Sequence[ManifestEntry],
         schema_id: int,
         partition_types: Sequence[DataType],
-        max_entries: int = 20_000,
+        max_entries: int = MANIFEST_ROLL_ENTRIES,
     ) -> list[ManifestFileMeta]:
         """Write entries as one or more manifests of bounded size."""
         return [

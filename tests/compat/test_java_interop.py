@@ -136,6 +136,31 @@ def test_dyntable_reads_java_writes_and_compactions_of_a_primary_key_table(java:
     assert java.unreadable("db.jpk") == {}
 
 
+def test_java_reads_and_writes_over_dyntables_tiered_manifest_merges(java: JavaPaimon, catalog):
+    # A low merge-min-count: most of dyntable's commits merge the base manifests by tiers (settled
+    # manifests kept as they are, the rest rewritten), interleaved with Java's own commits and
+    # compactions, whose DELETE entries must retire files from dyntable's kept manifests.
+    t = catalog.create_table("db.tier", KV, partition_keys=["dt"], primary_keys=["dt", "id"],
+                             options={"bucket": "2", "manifest.merge-min-count": "3"})
+    for i in range(12):
+        t = t.refresh()
+        t.write_arrow(_kv([i, i + 100], f"w{i}-", "ab"[i % 2]))
+        if i % 5 == 4:
+            java.write("db.tier", [[i, f"java-{i}", "a"]])
+        if i == 7:
+            java.compact("db.tier")
+    t = t.refresh()
+    t.compact(full=True)
+    t = t.refresh()
+    t.write_arrow(_kv([1, 2], "last-"))
+    expected = ours(catalog, "db.tier")
+    assert java.read("db.tier") == expected
+    assert (4, "java-4", "a") in expected and (1, "last-1", "a") in expected
+    for sid in java.snapshot_ids("db.tier"):
+        assert java.read("db.tier", snapshot_id=sid) == ours(catalog, "db.tier", snapshot_id=sid)
+    assert java.unreadable("db.tier") == {}
+
+
 def test_dyntable_reads_java_writes_and_compaction_of_an_append_table(java: JavaPaimon, catalog):
     t = catalog.create_table("db.japp", KV, partition_keys=["dt"])
     t.write_arrow(_kv([1, 2], "ours-"))
