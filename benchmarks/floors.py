@@ -1,10 +1,10 @@
-"""What Spark's Python data source API costs by itself: the ceilings over W2, W3 and W9.
+"""What Spark's Python data source API costs by itself: the ceilings over W1, W2, W3 and W9.
 
 Trivial Python data sources, timed in the same run against the same baselines:
 
 * ``bench_drain`` — a batch ``DataSourceArrowWriter`` whose tasks only drain the Arrow batches
-  Spark hands them. W2's input (a cached DataFrame of 100 partitions) costs this much to reach
-  any Python writer at all, before it sorts or writes a byte.
+  Spark hands them. W1's and W2's inputs (cached DataFrames) cost this much to reach any Python
+  writer at all, before it sorts or writes a byte.
 * ``bench_files`` — a streaming source that delivers the given Parquet files, one file per task
   group, read with ``pyarrow.parquet`` and nothing else: the per-query Python runner Spark
   starts, plus the Arrow hand-off of every row. W9 cannot beat it.
@@ -12,7 +12,7 @@ Trivial Python data sources, timed in the same run against the same baselines:
   merge-on-read scan through the Python source costs before it merges anything.
 
 ``baseline time / floor time`` is the best ratio any Python data source can reach on that
-workload; the suite prints it beside W2, W3 and W9 (rows ``W2c``, ``W3f`` and ``W9c``).
+workload; the suite prints it beside W1, W2, W3 and W9 (rows ``W1c``, ``W2c``, ``W3f``, ``W9c``).
 """
 
 from __future__ import annotations

@@ -194,8 +194,18 @@ def run_w1(ctx: Context) -> list[Result]:
         rows=rows,
         target=">= 0.9",
     )
+    ceiling = compare(
+        "W1c",
+        "  ceiling: a Python writer that only drains its input",
+        Arm(lambda: _drain(df, rows)),
+        Arm(lambda: (base_run(), Outcome(rows))[1], base_setup),
+        pairs=ctx.pairs,
+        rows=rows,
+        target="context",
+    )
+    ceiling.notes.append("the best W1 ratio any Python data source writer can reach on this input")
     df.unpersist()
-    return [result]
+    return [result, ceiling]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -572,7 +582,7 @@ def _stream_once(spark: Any, warehouse: str, table: Table, checkpoint: str) -> O
 
 
 def _drain(df: Any, rows: int) -> Outcome:
-    """W2's input through the ``bench_drain`` floor writer (see ``benchmarks.floors``)."""
+    """W1's or W2's input through the ``bench_drain`` floor writer (see ``benchmarks.floors``)."""
     df.write.format("bench_drain").mode("append").save()
     return Outcome(rows)
 
