@@ -287,7 +287,7 @@ def diff_changes(before: pa.Table, after: pa.Table, primary_keys: Sequence[str])
     Both sides are held whole; :func:`diff_key_ordered` diffs key-ordered streams of them.
     """
     names = after.column_names
-    rows, added = _unmatched_rows(before.select(names).cast(after.schema), after)
+    rows, added = unmatched_rows(before.select(names).cast(after.schema), after)
     kinds = np.where(added, "+I", "-D").astype(object)
     keys = [k for k in primary_keys if k in names]
     if keys and rows.num_rows:
@@ -311,7 +311,7 @@ def diff_changes(before: pa.Table, after: pa.Table, primary_keys: Sequence[str])
     return out.take(pa.array(order, pa.int64()))
 
 
-def _unmatched_rows(before: pa.Table, after: pa.Table) -> tuple[pa.Table, np.ndarray]:
+def unmatched_rows(before: pa.Table, after: pa.Table) -> tuple[pa.Table, np.ndarray]:
     """The rows of ``before`` that no equal row of ``after`` matches and the other way round (as
     multisets: a row twice before and once after is once unmatched), and per row whether it is
     of ``after``. Both sides have ``after``'s schema."""
@@ -368,7 +368,7 @@ def diff_key_ordered(
             old = [p for p in parts[:cut] if p is not None and p.num_rows]
             new = [p for p in parts[cut:] if p is not None and p.num_rows]
             if old and new:
-                rows, is_new = _unmatched_rows(pa.concat_tables(old), pa.concat_tables(new))
+                rows, is_new = unmatched_rows(pa.concat_tables(old), pa.concat_tables(new))
                 removed.append(rows.filter(pa.array(~is_new)))
                 added.append(rows.filter(pa.array(is_new)))
             else:

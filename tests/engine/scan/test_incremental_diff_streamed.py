@@ -121,13 +121,13 @@ def test_incremental_between_diff_streams_in_small_chunks(tmp_path, monkeypatch,
     t.refresh().write_arrow(_batch(range(0, 300, 13), "a"))  # back to the t1 rows: no change
     t.refs.tags.create("t2", t.refresh().latest_snapshot().id)
     steps: list[int] = []
-    real = incremental._unmatched_rows
+    real = incremental.unmatched_rows
 
     def counting(before, after):
         steps.append(before.num_rows + after.num_rows)
         return real(before, after)
 
-    monkeypatch.setattr(incremental, "_unmatched_rows", counting)
+    monkeypatch.setattr(incremental, "unmatched_rows", counting)
     monkeypatch.setattr(streaming, "MERGE_CHUNK_ROWS", 16)
     for between in ("t1,t2", "0,t2", "t1,t1"):
         t = t.refresh()
