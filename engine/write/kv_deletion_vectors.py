@@ -200,7 +200,7 @@ def lookup_above(
             if cache is None:
                 rows, positions = live_rows(store, part_dir, bucket, f, fields, system, dvs)
             else:
-                rows, positions = cache.live_rows(f, f_hi, hi, lambda f=f: live_rows(
+                rows, positions = cache.live_rows(f, f_hi, lo, hi, lambda f=f: live_rows(
                     store, part_dir, bucket, f, fields, system, dvs))
             matched = keys_present_in(rows, remaining, keys)
             if not matched.any():
@@ -222,24 +222,44 @@ class AboveFiles:
     """The live rows of files above the output level, kept between the lookups of one key-ordered
     stream of probes: a file is kept only while it reaches past the last probe's highest key (the
     next probe starts above it), so at most one file per level is held, and none is read twice.
-    Rows read once stay valid for later probes: the marks made meanwhile are of earlier keys."""
+    Rows read once stay valid for later probes: the marks made meanwhile are of earlier keys. Each
+    probe is matched against the slice of a file's rows within its key range (found by bisection:
+    the rows are in key order), so a file's rows are matched about once, not once per probe."""
 
-    def __init__(self) -> None:
+    def __init__(self, trimmed_keys: Sequence[str]) -> None:
+        self._trimmed = list(trimmed_keys)
         self._held: dict[str, tuple[tuple, pa.Table, np.ndarray]] = {}
 
     def forget_below(self, lo: tuple) -> None:
         """Drop the files that end below ``lo`` (the next probe's lowest key)."""
         self._held = {name: v for name, v in self._held.items() if not v[0] < lo}
 
-    def live_rows(self, f: DataFileMeta, f_hi: tuple, probe_hi: tuple,
+    def live_rows(self, f: DataFileMeta, f_hi: tuple, probe_lo: tuple, probe_hi: tuple,
                   read: Callable[[], tuple[pa.Table, np.ndarray]]) -> tuple[pa.Table, np.ndarray]:
+        """The live rows of ``f`` (and their positions) whose keys lie in ``[probe_lo, probe_hi]``."""
         held = self._held.get(f.file_name)
         if held is not None:
-            return held[1], held[2]
-        rows, positions = read()
-        if f_hi > probe_hi:
-            self._held[f.file_name] = (f_hi, rows, positions)
-        return rows, positions
+            rows, positions = held[1], held[2]
+        else:
+            rows, positions = read()
+            if f_hi > probe_hi:
+                self._held[f.file_name] = (f_hi, rows, positions)
+        start = self._first_at_least(rows, probe_lo, 0)
+        end = self._first_at_least(rows, probe_hi, start, above=True)
+        return rows.slice(start, end - start), positions[start:end]
+
+    def _first_at_least(self, rows: pa.Table, key: tuple, lo: int, *, above: bool = False) -> int:
+        """The first row from ``lo`` on whose key is >= ``key`` (``above``: > ``key``)."""
+        columns = [rows.column(k) for k in self._trimmed]
+        hi = rows.num_rows
+        while lo < hi:
+            mid = (lo + hi) // 2
+            at = orderable_key([c[mid].as_py() for c in columns])
+            if at < key or (above and at == key):
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
 
 
 def _move_level0_up(
@@ -393,7 +413,7 @@ def _looked_up_chunks(
     keys = list(schema.primary_keys)
     fields = list(schema.fields)
     chunk_rows = streaming.MERGE_CHUNK_ROWS
-    cache = AboveFiles()
+    cache = AboveFiles(schema.trimmed_primary_keys)
     for section in partition_by_key_intervals(files, key_range_fn(store)):
         runs = [[f for f in run.files if isinstance(f, DataFileMeta)] for run in section]
         batch_rows = run_batch_rows(len(runs), chunk_rows)
