@@ -169,3 +169,23 @@ def test_peak_memory_of_a_streamed_plan_follows_the_changes(catalog, monkeypatch
     _same(plan, expected)
     assert plan.rows.num_rows == 4_000 and plan.conflict_count == 0
     assert streamed * 4 < whole, (streamed, whole)
+
+
+def test_rows_arrow_cannot_compare_are_refused_as_before(catalog, monkeypatch):
+    """An ARRAY value column: the streamed pass refuses it with merge_branch's message, as the
+    whole plan does."""
+    from engine.errors import InvalidArgumentError
+
+    schema = pa.schema([pa.field("id", pa.int32(), False), ("tags", pa.list_(pa.string()))])
+    t = catalog.create_table("db.L", schema, primary_keys=["id"], options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": pa.array([1, 2], pa.int32()), "tags": [["a"], ["b"]]}, schema=schema))
+    t.refs.tags.create("t1", t.latest_snapshot().id)
+    t.refs.branches.create("dev", from_tag="t1")
+    dev = catalog.get_table("db.L$branch_dev")
+    dev.write_arrow(pa.table({"id": pa.array([2], pa.int32()), "tags": [["c"]]}, schema=schema))
+    for whole in (False, True):
+        with monkeypatch.context() as m:
+            if whole:
+                m.setattr(merge_keys, "uses_deletion_vectors", lambda store: True)
+            with pytest.raises(InvalidArgumentError, match="merge_branch cannot compare the rows"):
+                _key_plan(t, dev, "source")
