@@ -16,7 +16,8 @@ Batch incremental reads (``incremental-between = 'start,end'``, start exclusive,
 each end a tag name or a snapshot id; a start below the retention mark — ``0`` included when a
 mark exists — is refused) pick their files by ``incremental-between-scan-mode``:
 ``delta`` / ``changelog`` read the files above of every snapshot in the range, ``auto`` picks
-by the changelog producer, and ``diff`` compares the two end states row by row. Between two
+by the changelog producer, and ``diff`` compares the two end states row by row (a primary-key
+table's streamed bucket by bucket in key order: :func:`diff_key_ordered`). Between two
 tags ``auto`` becomes ``diff`` when a snapshot inside the range has expired — tags usually
 outlive the snapshots between them, and only their two file sets are still there to compare.
 """
