@@ -33,6 +33,7 @@ from engine.scan.incremental import (
     ChangeSplit,
     IncrementalRange,
     diff_changes,
+    diff_key_ordered,
     range_splits,
     resolve_between,
 )
@@ -291,22 +292,49 @@ class IncrementalPlan:
     def diff(self) -> pa.Table | None:
         """A diff's changes (``rowkind`` + the projection), computed from both end states (None:
         both are empty). It compares whole rows — a projection could make different rows
-        equal — then projects."""
+        equal — then projects.
+
+        A primary-key table's states are diffed streamed, bucket by bucket in key order
+        (:func:`~engine.scan.incremental.diff_key_ordered`): memory follows the reader's tables and
+        the changes, not the table. Read whole instead (:func:`~engine.scan.incremental.diff_changes`):
+        tables without a primary key (their rows have no order to align by), deletion-vector tables
+        (read file by file unmerged, so a bucket's rows are not in key order) and splits of a
+        fallback branch (another table definition)."""
         b = self.builder
         whole = dataclasses.replace(b, columns=None, filter=None, row_kind=False, snapshot=None)
 
-        def state(snapshot: Snapshot | None) -> pa.Table | None:
+        def splits(snapshot: Snapshot | None) -> list[DataSplit]:
             if snapshot is None:
-                return None
-            pinned = dataclasses.replace(whole, snapshot=snapshot)
-            parts = [t for s in pinned.new_scan().plan().splits for t in pinned.new_read().read(s)]
+                return []
+            return list(dataclasses.replace(whole, snapshot=snapshot).new_scan().plan().splits)
+
+        after_splits, before_splits = splits(self.range.end), splits(self.range.start)
+        if not after_splits and not before_splits:
+            return None
+        reader = whole.new_read()
+        columns = list(b.columns) if b.columns is not None else list(b.schema.field_names)
+        store = b.table.store
+        if (store.has_primary_key and not uses_deletion_vectors(store)
+                and all(s.branch is None for s in (*after_splits, *before_splits))):
+            groups: dict[tuple[bytes, int], tuple[list, list]] = {}
+            for side, chosen in enumerate((before_splits, after_splits)):
+                for s in chosen:
+                    # Not raw: the reader then goes section by section, which is key order (a raw
+                    # split's files come in sequence-number order).
+                    stream = reader.read(dataclasses.replace(s, raw_convertible=False))
+                    groups.setdefault((s.partition, s.bucket), ([], []))[side].append(stream)
+            ordered = [groups[k] for k in sorted(groups)]
+            changes = diff_key_ordered(ordered, b.table.primary_keys, reader.output_schema)
+            return changes.select([ROWKIND, *columns])
+
+        def state(chosen: list[DataSplit]) -> pa.Table | None:
+            parts = [t for s in chosen for t in reader.read(s)]
             return pa.concat_tables(parts) if parts else None
 
-        after, before = state(self.range.end), state(self.range.start)
+        after, before = state(after_splits), state(before_splits)
         if after is None and before is None:
             return None
         shape = (after if after is not None else before).schema  # type: ignore[union-attr]
         changes = diff_changes(before if before is not None else shape.empty_table(),
                                after if after is not None else shape.empty_table(), b.table.primary_keys)
-        columns = list(b.columns) if b.columns is not None else list(b.schema.field_names)
         return changes.select([ROWKIND, *columns])

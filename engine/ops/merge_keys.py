@@ -13,27 +13,42 @@ the target branch's head — work out the rows to write into the target and the 
   row as ``-D`` for a key the source deleted — unless the target holds that result already (a
   second merge writes nothing); with the ``target`` policy the conflicting keys are left out.
 
-Every step is an Arrow join or group-by over the three states (read whole: a merge reads the
-table three times, like a full diff). Value columns must be comparable by Arrow's group-by
-(no ARRAY, MAP or ROW columns); the aggregation merge engine and count-layout tables are
-refused (see ``engine.ops.merge_branch``).
+Every step is an Arrow join or group-by over the three states. Only the keys whose rows are not
+the same in all three matter, so the states are first narrowed to those keys in a streamed pass
+(:func:`_narrowed_states`): per (partition, bucket) the three states are read in key order and
+cut into key-aligned steps (``engine.merge.streaming.align_sorted_runs``), and a step keeps the
+rows of its keys that differ somewhere. A key has at most one row per state, so a key dropped
+there is one whose row all three hold alike, and a kept key keeps all its rows: the plan of the
+narrowed states is the plan of the whole ones (a key in other buckets on the two branches, as
+after a rescale, differs in each bucket's step and is kept whole). The pass holds a merge chunk
+or a data file per state and bucket, plus the rows of the changed keys, never a whole state.
+The states of deletion-vector tables (read file by file, unmerged, so not in key order) and of
+fallback-branch splits (another table definition) are read whole instead: memory then follows
+the three states, as a full diff's does.
+
+Value columns must be comparable by Arrow's group-by (no ARRAY, MAP or ROW columns); the
+aggregation merge engine and count-layout tables are refused (see ``engine.ops.merge_branch``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from engine.count_layout import is_count_layout
 from engine.errors import CommitConflictError, InvalidArgumentError
-from engine.merge.functions import MergeConfig
+from engine.lsm.deletion_vectors import uses_deletion_vectors
+from engine.merge.functions import MergeConfig, keys_present_in
+from engine.merge.streaming import align_sorted_runs
 from engine.meta.snapshot import Snapshot
 from engine.read.split_reader import SplitReader
-from engine.scan.incremental import ROWKIND, diff_changes
-from engine.scan.planner import TableScan, store_at
+from engine.scan.incremental import ROWKIND, diff_changes, unmatched_rows
+from engine.scan.planner import DataSplit, TableScan, store_at
 from engine.store import FileStore
 
 MAX_REPORTED = 20
@@ -74,9 +89,8 @@ def plan_key_merge(src: FileStore, dst: FileStore, src_head: Snapshot, dst_head:
     _check_mergeable(dst)
     keys = list(dst.schema.primary_keys)
     names = list(dst.schema.field_names)
-    source = _state(src, src_head, names)
-    target = _state(dst, dst_head, names)
-    base_rows = _state(src, base, names) if base is not None else source.schema.empty_table()
+    base_rows, source, target = _narrowed_states(
+        [(src, base), (src, src_head), (dst, dst_head)], names, keys)
     src_changed = _changed_keys(base_rows, source, keys)
     dst_changed = _changed_keys(base_rows, target, keys)
     # Keys the source changed whose row in the target is not the source's already (a key merged before,
@@ -106,18 +120,81 @@ def _check_mergeable(store: FileStore) -> None:
             "them into the target would count those twice")
 
 
-def _state(store: FileStore, snapshot: Snapshot | None, names: list[str]) -> pa.Table:
-    """The table's rows at ``snapshot`` (all columns, in ``names`` order)."""
+def _reads(
+    store: FileStore, snapshot: Snapshot | None, names: list[str]
+) -> tuple[SplitReader, list[DataSplit]]:
+    """A reader of the table at ``snapshot`` and its splits (none without a snapshot)."""
     at = store_at(store, snapshot)
     if [f.name for f in at.schema.fields] != names:
         raise InvalidArgumentError(
             f"the columns of branch '{store.branch}' at snapshot {snapshot.id if snapshot else None} differ "
             f"from its current columns {names}; merge_branch compares rows of one shape")
     reader = SplitReader(at)
-    plan = TableScan(at).with_snapshot(snapshot).plan()
-    parts = [t for split in plan.splits for t in reader.read(split)]
-    empty = reader.output_schema.empty_table()
-    return (pa.concat_tables(parts) if parts else empty).select(names)
+    return reader, (list(TableScan(at).with_snapshot(snapshot).plan().splits) if snapshot is not None else [])
+
+
+def _narrowed_states(
+    states: Sequence[tuple[FileStore, Snapshot | None]], names: list[str], keys: list[str]
+) -> list[pa.Table]:
+    """The rows of base, source and target (``states``, in that order) of the keys whose rows are
+    not the same in all three (module docstring); each state with the source's column types (the
+    types the rows are written with)."""
+    reads = [_reads(store, snapshot, names) for store, snapshot in states]
+    source = reads[1][0].output_schema
+    shape = pa.schema([source.field(n) for n in names])
+
+    def fit(t: pa.Table) -> pa.Table:
+        return t.select(names).cast(shape)
+
+    streamable = all(
+        store.has_primary_key and not uses_deletion_vectors(store) and all(s.branch is None for s in splits)
+        for (store, _), (_, splits) in zip(states, reads, strict=True)
+    )
+    if not streamable:
+        return [_whole(reader, splits, fit) for reader, splits in reads]
+    groups: dict[tuple[bytes, int], list[list[Iterable[pa.Table]]]] = {}
+    for side, (reader, splits) in enumerate(reads):
+        for s in splits:
+            # Not raw: the reader then goes section by section, which is key order (a raw split's
+            # files come in sequence-number order).
+            stream = reader.read(dataclasses.replace(s, raw_convertible=False))
+            groups.setdefault((s.partition, s.bucket), [[] for _ in reads])[side].append(stream)
+    kept: list[list[pa.Table]] = [[] for _ in reads]
+    empty = fit(shape.empty_table())
+    for group in (groups[k] for k in sorted(groups)):
+        bounds = np.cumsum([0, *(len(streams) for streams in group)])
+        for parts in align_sorted_runs([s for streams in group for s in streams], keys):
+            sides = []
+            for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+                present = [fit(p) for p in parts[lo:hi] if p is not None and p.num_rows]
+                sides.append(pa.concat_tables(present) if present else empty)
+            changed = _keys_not_alike(sides, keys)
+            if changed.num_rows:
+                for side, rows in enumerate(sides):
+                    kept[side].append(rows.filter(pa.array(keys_present_in(rows, changed, keys))))
+    return [pa.concat_tables(k) if k else empty for k in kept]
+
+
+def _keys_not_alike(sides: Sequence[pa.Table], keys: list[str]) -> pa.Table:
+    """The keys (with repeats) of the rows that are not equal in every one of ``sides``."""
+    base = sides[0]
+    out = []
+    for other in sides[1:]:
+        if base.num_rows and other.num_rows:
+            try:
+                rows, _ = unmatched_rows(base, other)
+            except InvalidArgumentError as e:
+                raise InvalidArgumentError(f"merge_branch cannot compare the rows of this table: {e}") from e
+        else:
+            rows = base if base.num_rows else other
+        out.append(rows.select(keys))
+    return pa.concat_tables(out) if out else base.select(keys).slice(0, 0)
+
+
+def _whole(reader: SplitReader, splits: Sequence[DataSplit], fit) -> pa.Table:
+    """A state read whole."""
+    parts = [t for split in splits for t in reader.read(split)]
+    return fit(pa.concat_tables(parts) if parts else reader.output_schema.empty_table())
 
 
 def _changed_keys(before: pa.Table, after: pa.Table, keys: list[str]) -> pa.Table:

@@ -16,7 +16,8 @@ Batch incremental reads (``incremental-between = 'start,end'``, start exclusive,
 each end a tag name or a snapshot id; a start below the retention mark — ``0`` included when a
 mark exists — is refused) pick their files by ``incremental-between-scan-mode``:
 ``delta`` / ``changelog`` read the files above of every snapshot in the range, ``auto`` picks
-by the changelog producer, and ``diff`` compares the two end states row by row. Between two
+by the changelog producer, and ``diff`` compares the two end states row by row (a primary-key
+table's streamed bucket by bucket in key order: :func:`diff_key_ordered`). Between two
 tags ``auto`` becomes ``diff`` when a snapshot inside the range has expired — tags usually
 outlive the snapshots between them, and only their two file sets are still there to compare.
 """
@@ -24,7 +25,7 @@ outlive the snapshots between them, and only their two file sets are still there
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -284,27 +285,10 @@ def diff_changes(before: pa.Table, after: pa.Table, primary_keys: Sequence[str])
 
     Rows are compared as multisets (vectorised group-by of both sides); with primary keys a
     removed and an added row of the same key become ``-U`` / ``+U``, otherwise ``-D`` / ``+I``.
+    Both sides are held whole; :func:`diff_key_ordered` diffs key-ordered streams of them.
     """
     names = after.column_names
-    before = before.select(names).cast(after.schema)
-    w = "__dyntable_weight"
-    both = pa.concat_tables(
-        [
-            before.append_column(w, pa.repeat(pa.scalar(-1, pa.int64()), before.num_rows)),
-            after.append_column(w, pa.repeat(pa.scalar(1, pa.int64()), after.num_rows)),
-        ]
-    )
-    try:
-        counted = both.group_by(names, use_threads=False).aggregate([(w, "sum")])
-    except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as e:
-        raise InvalidArgumentError(
-            f"an incremental diff cannot compare rows of these column types: {e}"
-        ) from e
-    weight = counted.column(f"{w}_sum").to_numpy()
-    changed = np.flatnonzero(weight != 0)
-    idx = np.repeat(changed, np.abs(weight[changed]))
-    rows = counted.take(pa.array(idx, pa.int64())).select(names)
-    added = weight[idx] > 0
+    rows, added = unmatched_rows(before.select(names).cast(after.schema), after)
     kinds = np.where(added, "+I", "-D").astype(object)
     keys = [k for k in primary_keys if k in names]
     if keys and rows.num_rows:
@@ -326,3 +310,72 @@ def diff_changes(before: pa.Table, after: pa.Table, primary_keys: Sequence[str])
     # Removals before additions, as a changelog of one key reads (-U before +U).
     order = np.argsort(~np.isin(kinds, ("-D", "-U")), kind="stable")
     return out.take(pa.array(order, pa.int64()))
+
+
+def unmatched_rows(before: pa.Table, after: pa.Table) -> tuple[pa.Table, np.ndarray]:
+    """The rows of ``before`` that no equal row of ``after`` matches and the other way round (as
+    multisets: a row twice before and once after is once unmatched), and per row whether it is
+    of ``after``. Both sides have ``after``'s schema."""
+    names = after.column_names
+    w = "__dyntable_weight"
+    both = pa.concat_tables(
+        [
+            before.append_column(w, pa.repeat(pa.scalar(-1, pa.int64()), before.num_rows)),
+            after.append_column(w, pa.repeat(pa.scalar(1, pa.int64()), after.num_rows)),
+        ]
+    )
+    try:
+        counted = both.group_by(names, use_threads=False).aggregate([(w, "sum")])
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as e:
+        raise InvalidArgumentError(
+            f"an incremental diff cannot compare rows of these column types: {e}"
+        ) from e
+    weight = counted.column(f"{w}_sum").to_numpy()
+    changed = np.flatnonzero(weight != 0)
+    idx = np.repeat(changed, np.abs(weight[changed]))
+    return counted.take(pa.array(idx, pa.int64())).select(names), weight[idx] > 0
+
+
+StateStreams = Sequence[Iterable[pa.Table]]
+
+
+def diff_key_ordered(
+    groups: Iterable[tuple[StateStreams, StateStreams]], primary_keys: Sequence[str], schema: pa.Schema
+) -> pa.Table:
+    """:func:`diff_changes` of two states of a primary-key table given as key-ordered streams, in
+    memory bounded by the streams' tables and the changes, not by the states.
+
+    Each group is one part of both states, e.g. a (partition, bucket): its streams of ``before``
+    and of ``after``, every stream's rows in key order (Paimon's), all with ``schema``. A group's
+    streams are cut into key-aligned steps (``engine.merge.streaming.align_sorted_runs``) and each
+    step's equal rows cancel out; what is left of all groups is then diffed whole. Cancelling is
+    a multiset difference, so the rows left differ from the states by equal rows only and the
+    diff of them is the diff of the states (kinds included), even where a key lies in other groups
+    before and after (a bucket rescale): it only cancels later. Within the removals and within the
+    additions, rows may come in another order than the whole diff's.
+
+    Raises:
+        InvalidArgumentError: as :func:`diff_changes`.
+        CorruptDataError: a stream's rows are not in key order.
+    """
+    from engine.merge.streaming import align_sorted_runs
+
+    keys = list(primary_keys)
+    removed: list[pa.Table] = []
+    added: list[pa.Table] = []
+    for before_streams, after_streams in groups:
+        cut = len(before_streams)
+        for parts in align_sorted_runs([*before_streams, *after_streams], keys):
+            old = [p for p in parts[:cut] if p is not None and p.num_rows]
+            new = [p for p in parts[cut:] if p is not None and p.num_rows]
+            if old and new:
+                rows, is_new = unmatched_rows(pa.concat_tables(old), pa.concat_tables(new))
+                removed.append(rows.filter(pa.array(~is_new)))
+                added.append(rows.filter(pa.array(is_new)))
+            else:
+                (added if new else removed).extend(new or old)
+    return diff_changes(
+        pa.concat_tables(removed) if removed else schema.empty_table(),
+        pa.concat_tables(added) if added else schema.empty_table(),
+        keys,
+    )

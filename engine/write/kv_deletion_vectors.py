@@ -22,7 +22,10 @@ reads the written keys and writes nothing but DVs.
 Keys the unit already has from a file above level 0 need no lookup: that row was the key's only
 live row above level 0. A unit with nothing to look up (no level-0 file, or nothing above its
 output level, as in a full compaction) is merged section by section in bounded chunks
-(``engine.read.section_merge``) and written as it goes; a lookup needs the merged keys whole.
+(``engine.read.section_merge``) and written as it goes. A unit with keys to look up is streamed
+too (``engine.merge.streaming.align_sorted_runs``): each key-ordered chunk of its merge is looked
+up, merged with the older rows found and written before the next is read, so a compaction holds
+a chunk, the batches in flight and at most one file per level above, never the unit whole.
 Everything is vectorised: key matching uses the LSM's sort codes
 (``engine.merge.functions.keys_present_in``: Paimon's key equality), positions are numpy arrays, and
 DVs are Roaring bitmaps (``engine.meta.deletion_vectors``).
@@ -30,26 +33,29 @@ DVs are Roaring bitmaps (``engine.meta.deletion_vectors``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
+from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND, data_file_path, iter_data_file, read_data_file
 from engine.lsm.compact_strategy import CompactUnit
 from engine.lsm.intervals import partition_by_key_intervals
 from engine.lsm.key_order import orderable_key
 from engine.lsm.levels import Levels
+from engine.merge import streaming
 from engine.merge.functions import MergeConfig, key_sort_codes, keys_present_in, merge
+from engine.merge.streaming import align_sorted_runs, run_batch_rows
 from engine.meta.deletion_vectors import DeletionVector, read_deletion_vectors, write_deletion_vectors
 from engine.meta.index_files import DELETION_VECTORS_INDEX, IndexFileMeta, IndexManifestEntry, IndexStore
 from engine.meta.manifest import DataFileMeta, FileSource
 from engine.meta.paths import FileNamer
 from engine.options import DELETION_VECTORS_BITMAP64
+from engine.read.deletion_vectors import apply_deletion_vector_batches
 from engine.read.section_merge import merge_section
 from engine.store import FileStore
-from engine.write.compactor import CompactionResult, holds_retractions, key_range_fn, read_kv
+from engine.write.compactor import CompactionResult, holds_retractions, key_range_fn
 from engine.write.file_writer import DataFileWriter
 from engine.write.kv_rolling import RollingKvWriter
 
@@ -137,18 +143,6 @@ def live_rows(
     return table.filter(pa.array(keep)), positions[keep]
 
 
-def read_live_kv(
-    store: FileStore, part_dir: str, bucket: int, files: Sequence[DataFileMeta], dvs: BucketDeletionVectors
-) -> pa.Table:
-    """The key-value rows of ``files`` minus their DVs (one table, the files' order)."""
-    fields = list(store.schema.fields)
-    if not files:
-        return read_kv(store, part_dir, bucket, [])
-    return pa.concat_tables(
-        [live_rows(store, part_dir, bucket, f, fields, (SEQUENCE_NUMBER, VALUE_KIND), dvs)[0] for f in files]
-    )
-
-
 def needs_older_values(config: MergeConfig) -> bool:
     """Whether a key's merged result can depend on its older row (else the newest row wins)."""
     return not (config.engine == "deduplicate" and not config.sequence_fields and not config.ignore_delete)
@@ -167,12 +161,16 @@ def lookup_above(
     dvs: BucketDeletionVectors,
     *,
     with_values: bool,
+    cache: AboveFiles | None = None,
 ) -> pa.Table | None:
     """Find the live rows of ``probe``'s keys in ``above`` and mark them deleted in their DVs.
 
     ``probe`` is sorted by key (merge output) with distinct keys. Levels are searched from the
     lowest upwards and a key found stops there (Paimon's ``LookupLevels``); only files whose key
-    range meets the probe's are read, and only their key columns unless ``with_values``.
+    range meets the probe's are read, and only their key columns unless ``with_values``. Every
+    key is looked up on its own, so probing a stream of key-ordered chunks one after another finds
+    and marks exactly the rows one probe of all their keys would; ``cache`` (one per stream) then
+    keeps the file of each level that reaches past the chunk, so no file is read twice.
 
     Returns:
         The found rows as key-value rows (``with_values``), else None.
@@ -185,6 +183,8 @@ def lookup_above(
     key_range = key_range_fn(store)
     found: list[pa.Table] = []
     remaining = probe.select(keys)
+    if cache is not None and remaining.num_rows:
+        cache.forget_below(orderable_key([remaining.column(k)[0].as_py() for k in trimmed]))
     for level in sorted({f.level for f in above}):
         if remaining.num_rows == 0:
             break
@@ -197,7 +197,11 @@ def lookup_above(
             f_lo, f_hi = key_range(f)
             if f_hi < lo or f_lo > hi:
                 continue
-            rows, positions = live_rows(store, part_dir, bucket, f, fields, system, dvs)
+            if cache is None:
+                rows, positions = live_rows(store, part_dir, bucket, f, fields, system, dvs)
+            else:
+                rows, positions = cache.live_rows(f, f_hi, lo, hi, lambda f=f: live_rows(
+                    store, part_dir, bucket, f, fields, system, dvs))
             matched = keys_present_in(rows, remaining, keys)
             if not matched.any():
                 continue
@@ -212,6 +216,50 @@ def lookup_above(
     if not with_values:
         return None
     return pa.concat_tables(found) if found else None
+
+
+class AboveFiles:
+    """The live rows of files above the output level, kept between the lookups of one key-ordered
+    stream of probes: a file is kept only while it reaches past the last probe's highest key (the
+    next probe starts above it), so at most one file per level is held, and none is read twice.
+    Rows read once stay valid for later probes: the marks made meanwhile are of earlier keys. Each
+    probe is matched against the slice of a file's rows within its key range (found by bisection:
+    the rows are in key order), so a file's rows are matched about once, not once per probe."""
+
+    def __init__(self, trimmed_keys: Sequence[str]) -> None:
+        self._trimmed = list(trimmed_keys)
+        self._held: dict[str, tuple[tuple, pa.Table, np.ndarray]] = {}
+
+    def forget_below(self, lo: tuple) -> None:
+        """Drop the files that end below ``lo`` (the next probe's lowest key)."""
+        self._held = {name: v for name, v in self._held.items() if not v[0] < lo}
+
+    def live_rows(self, f: DataFileMeta, f_hi: tuple, probe_lo: tuple, probe_hi: tuple,
+                  read: Callable[[], tuple[pa.Table, np.ndarray]]) -> tuple[pa.Table, np.ndarray]:
+        """The live rows of ``f`` (and their positions) whose keys lie in ``[probe_lo, probe_hi]``."""
+        held = self._held.get(f.file_name)
+        if held is not None:
+            rows, positions = held[1], held[2]
+        else:
+            rows, positions = read()
+            if f_hi > probe_hi:
+                self._held[f.file_name] = (f_hi, rows, positions)
+        start = self._first_at_least(rows, probe_lo, 0)
+        end = self._first_at_least(rows, probe_hi, start, above=True)
+        return rows.slice(start, end - start), positions[start:end]
+
+    def _first_at_least(self, rows: pa.Table, key: tuple, lo: int, *, above: bool = False) -> int:
+        """The first row from ``lo`` on whose key is >= ``key`` (``above``: > ``key``)."""
+        columns = [rows.column(k) for k in self._trimmed]
+        hi = rows.num_rows
+        while lo < hi:
+            mid = (lo + hi) // 2
+            at = orderable_key([c[mid].as_py() for c in columns])
+            if at < key or (above and at == key):
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
 
 
 def _move_level0_up(
@@ -333,23 +381,74 @@ def compact_unit(
         after = tuple(RollingKvWriter(writer).write_all(chunks))
         dvs.remove(inside)
         return CompactionResult(tuple(files), after)
-    # The lookup needs the merged rows whole: their keys are looked up level by level above.
-    parts = {f.file_name: read_live_kv(store, part_dir, bucket, [f], dvs) for f in files}
-    merged = merge(pa.concat_tables(list(parts.values())), schema.primary_keys, config, drop_deletes=False)
-    if has_level0 and above and merged.num_rows:
-        upper = [parts[f.file_name].select(list(schema.primary_keys)) for f in files if f.level > 0]
-        probe = merged
-        if upper:
-            in_upper = keys_present_in(merged, pa.concat_tables(upper), schema.primary_keys)
-            probe = merged.filter(pa.array(~in_upper))
-        older = lookup_above(store, part_dir, bucket, probe, above, dvs, with_values=with_values)
-        if older is not None and older.num_rows:
-            older = older.select(merged.column_names).cast(merged.schema)
-            both = pa.concat_tables([older, merged])
-            merged = merge(both, schema.primary_keys, config, drop_deletes=False)
-    # With DVs deletes are always dropped: every older row of a deleted key above the output level
-    # was just marked in its DV, and readers of levels >= 1 do not merge.
-    merged = _drop_retractions(merged)
+    # Keys looked up above the output level: the unit is merged chunk by chunk as well, each chunk's
+    # keys looked up (and the older rows found merged in) before it is written.
+    chunks = _looked_up_chunks(store, part_dir, bucket, files, above, dvs, config, with_values)
+    after = tuple(RollingKvWriter(writer).write_all(chunks))
     dvs.remove(inside)
-    after = tuple(writer.write_kv(merged)) if merged.num_rows else ()
     return CompactionResult(tuple(files), after)
+
+
+_FROM_UPPER = "__dyntable_from_upper"  # per unit row: whether its file is above level 0
+
+
+def _looked_up_chunks(
+    store: FileStore,
+    part_dir: str,
+    bucket: int,
+    files: Sequence[DataFileMeta],
+    above: Sequence[DataFileMeta],
+    dvs: BucketDeletionVectors,
+    config: MergeConfig,
+    with_values: bool,
+) -> Iterator[pa.Table]:
+    """A unit with level-0 files and files above its output level, merged in key-ordered chunks
+    (its sections' runs streamed batch by batch, each file minus its DV, cut into key-aligned steps
+    of about ``MERGE_CHUNK_ROWS`` rows). Per chunk: the keys it has from no unit file above level 0
+    (those are the keys whose live row above level 0 may lie above the output level) are looked up
+    there, the rows found are marked in their DVs (and, ``with_values``, merged in as the older
+    rows), and retractions are dropped. A key's unit rows all fall in one chunk, and the lookup is
+    per key, so the chunks are the whole unit's merge and lookup cut by key."""
+    schema = store.schema
+    keys = list(schema.primary_keys)
+    fields = list(schema.fields)
+    chunk_rows = streaming.MERGE_CHUNK_ROWS
+    cache = AboveFiles(schema.trimmed_primary_keys)
+    for section in partition_by_key_intervals(files, key_range_fn(store)):
+        runs = [[f for f in run.files if isinstance(f, DataFileMeta)] for run in section]
+        batch_rows = run_batch_rows(len(runs), chunk_rows)
+        streams = [_tagged_run(store, part_dir, bucket, run, fields, dvs, batch_rows) for run in runs]
+        for parts in align_sorted_runs(streams, keys):
+            present = [p for p in parts if p is not None]
+            rows = present[0] if len(present) == 1 else pa.concat_tables(present)
+            upper = rows.filter(rows.column(_FROM_UPPER)).select(keys)
+            merged = merge(rows.drop_columns([_FROM_UPPER]), keys, config, drop_deletes=False)
+            probe = merged
+            if upper.num_rows:
+                probe = merged.filter(pa.array(~keys_present_in(merged, upper, keys)))
+            older = lookup_above(store, part_dir, bucket, probe, above, dvs,
+                                 with_values=with_values, cache=cache)
+            if older is not None and older.num_rows:
+                older = older.select(merged.column_names).cast(merged.schema)
+                merged = merge(pa.concat_tables([older, merged]), keys, config, drop_deletes=False)
+            # With DVs deletes are always dropped: every older row of a deleted key above the output
+            # level was just marked in its DV, and readers of levels >= 1 do not merge.
+            yield _drop_retractions(merged)
+
+
+def _tagged_run(
+    store: FileStore,
+    part_dir: str,
+    bucket: int,
+    run: Sequence[DataFileMeta],
+    fields: Sequence,
+    dvs: BucketDeletionVectors,
+    batch_rows: int,
+) -> Iterator[pa.Table]:
+    """A sorted run's kv rows minus DVs, batch by batch, each row tagged with whether its file
+    lies above level 0."""
+    for f in run:
+        path = data_file_path(store, part_dir, bucket, f)
+        batches = iter_data_file(store, path, f, fields, (SEQUENCE_NUMBER, VALUE_KIND), batch_rows=batch_rows)
+        for batch in apply_deletion_vector_batches(batches, dvs.get(f.file_name), f.file_name):
+            yield batch.append_column(_FROM_UPPER, pa.repeat(pa.scalar(f.level > 0), batch.num_rows))
