@@ -34,6 +34,7 @@ DVs are Roaring bitmaps (``engine.meta.deletion_vectors``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -200,8 +201,8 @@ def lookup_above(
             if cache is None:
                 rows, positions = live_rows(store, part_dir, bucket, f, fields, system, dvs)
             else:
-                rows, positions = cache.live_rows(f, f_hi, lo, hi, lambda f=f: live_rows(
-                    store, part_dir, bucket, f, fields, system, dvs))
+                rows, positions = cache.live_rows(
+                    f, f_hi, lo, hi, partial(live_rows, store, part_dir, bucket, f, fields, system, dvs))
             matched = keys_present_in(rows, remaining, keys)
             if not matched.any():
                 continue
@@ -383,8 +384,8 @@ def compact_unit(
         return CompactionResult(tuple(files), after)
     # Keys looked up above the output level: the unit is merged chunk by chunk as well, each chunk's
     # keys looked up (and the older rows found merged in) before it is written.
-    chunks = _looked_up_chunks(store, part_dir, bucket, files, above, dvs, config, with_values)
-    after = tuple(RollingKvWriter(writer).write_all(chunks))
+    looked_up = _looked_up_chunks(store, part_dir, bucket, files, above, dvs, config, with_values)
+    after = tuple(RollingKvWriter(writer).write_all(looked_up))
     dvs.remove(inside)
     return CompactionResult(tuple(files), after)
 
