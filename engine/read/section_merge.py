@@ -75,7 +75,7 @@ def merge_section(
     batch_rows = run_batch_rows(len(runs), chunk_rows)
     streams = [_run_batches(store, part_dir, bucket, run, fields, deletion_vector, batch_rows)
                for run in runs]
-    yield from merge_sorted_runs(streams, keys, config, drop_deletes=drop_deletes)
+    yield from merge_sorted_runs(streams, keys, config, drop_deletes=drop_deletes, chunk_rows=chunk_rows)
 
 
 def _read_whole(

@@ -23,7 +23,7 @@ Keys the unit already has from a file above level 0 need no lookup: that row was
 live row above level 0. A unit with nothing to look up (no level-0 file, or nothing above its
 output level, as in a full compaction) is merged section by section in bounded chunks
 (``engine.read.section_merge``) and written as it goes. A unit with keys to look up is streamed
-too (``engine.merge.streaming.align_sorted_runs``): each key-ordered chunk of its merge is looked
+too (``engine.merge.streaming.aligned_rows``): each key-ordered chunk of its merge is looked
 up, merged with the older rows found and written before the next is read, so a compaction holds
 a chunk, the batches in flight and at most one file per level above, never the unit whole.
 Everything is vectorised: key matching uses the LSM's sort codes
@@ -47,7 +47,7 @@ from engine.lsm.key_order import orderable_key
 from engine.lsm.levels import Levels
 from engine.merge import streaming
 from engine.merge.functions import MergeConfig, key_sort_codes, keys_present_in, merge
-from engine.merge.streaming import align_sorted_runs, run_batch_rows
+from engine.merge.streaming import aligned_rows, run_batch_rows
 from engine.meta.deletion_vectors import DeletionVector, read_deletion_vectors, write_deletion_vectors
 from engine.meta.index_files import DELETION_VECTORS_INDEX, IndexFileMeta, IndexManifestEntry, IndexStore
 from engine.meta.manifest import DataFileMeta, FileSource
@@ -419,9 +419,7 @@ def _looked_up_chunks(
         runs = [[f for f in run.files if isinstance(f, DataFileMeta)] for run in section]
         batch_rows = run_batch_rows(len(runs), chunk_rows)
         streams = [_tagged_run(store, part_dir, bucket, run, fields, dvs, batch_rows) for run in runs]
-        for parts in align_sorted_runs(streams, keys):
-            present = [p for p in parts if p is not None]
-            rows = present[0] if len(present) == 1 else pa.concat_tables(present)
+        for rows in aligned_rows(streams, keys, chunk_rows):
             upper = rows.filter(rows.column(_FROM_UPPER)).select(keys)
             merged = merge(rows.drop_columns([_FROM_UPPER]), keys, config, drop_deletes=False)
             probe = merged

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.errors import CorruptDataError
+from engine.merge import streaming
 from engine.merge.functions import MergeConfig, key_sort_codes, merge
 from engine.merge.streaming import align_sorted_runs, merge_sorted_runs, run_batch_rows
 
@@ -172,12 +173,63 @@ def test_streaming_merge_yields_several_chunks_in_key_order():
         runs.append(pa.table([np.full(len(k), r, np.int64), np.zeros(len(k), np.int8), k, k * 10 + r],
                              schema=schema))
     config = MergeConfig()
-    chunks = list(merge_sorted_runs([_batches(t, [3]) for t in runs], ["k"], config, drop_deletes=True))
+    expected = merge(pa.concat_tables(runs), ["k"], config, drop_deletes=True)
+    # No read growth: every run reads one 3-row batch at a time.
+    chunks = list(merge_sorted_runs([_batches(t, [3]) for t in runs], ["k"], config, drop_deletes=True,
+                                    chunk_rows=0))
     assert len(chunks) > 100
     assert max(c.num_rows for c in chunks) <= 12
     got = pa.concat_tables(chunks)
-    assert got.equals(merge(pa.concat_tables(runs), ["k"], config, drop_deletes=True))
+    assert got.equals(expected)
     assert got.column("k").to_pylist() == list(range(1000))
+    # Runs that bound steps read more (up to 60 rows together beyond a batch each): fewer, bigger
+    # chunks, still bounded and in key order.
+    grown = list(merge_sorted_runs([_batches(t, [3]) for t in runs], ["k"], config, drop_deletes=True,
+                                   chunk_rows=60))
+    assert len(grown) < len(chunks)
+    assert max(c.num_rows for c in grown) <= 60 + 4 * 3
+    assert pa.concat_tables(grown).equals(expected)
+
+
+def test_a_dense_run_among_many_sparse_ones_streams_in_few_steps():
+    """A base run holding every even key and 40 small runs spread over the same range (the layout
+    of a compaction after many writers): the runs are grouped (more than GROUP_FANOUT) and the base
+    reads more each time it bounds a step, so the merge takes few steps, not one per batch."""
+    schema = pa.schema([pa.field(SEQ, pa.int64()), pa.field(KIND, pa.int8()), pa.field("k", pa.int64()),
+                        pa.field("v", pa.int64())])
+    rng = np.random.default_rng(7)
+    base_keys = np.arange(0, 20_000, 2, dtype=np.int64)
+    runs = [pa.table([np.zeros(len(base_keys), np.int64), np.zeros(len(base_keys), np.int8), base_keys,
+                      base_keys], schema=schema)]
+    for r in range(40):
+        k = np.sort(rng.choice(20_000, 50, replace=False)).astype(np.int64)
+        runs.append(pa.table([np.full(len(k), r + 1, np.int64), np.zeros(len(k), np.int8), k, k + r],
+                             schema=schema))
+    config = MergeConfig()
+    expected = merge(pa.concat_tables(runs), ["k"], config, drop_deletes=True)
+    chunks = list(merge_sorted_runs([_batches(t, [25]) for t in runs], ["k"], config, drop_deletes=True,
+                                    chunk_rows=4_096))
+    assert pa.concat_tables(chunks).equals(expected)
+    assert len(chunks) < 100  # one 25-row batch of the base per step would take 400
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.integers(0, 8))
+def test_grouped_runs_merge_like_the_whole_section(case, chunk_rows):
+    """With a fan-out of 2 every scenario of more than two runs is merged through groups (each a
+    sorted run of its own, level by level), with small read growth: still equal to the whole merge."""
+    keys, config, runs, batch_sizes, drop_deletes = case
+    expected = merge(pa.concat_tables(runs), keys, config, drop_deletes=drop_deletes)
+    streams = [_batches(run, sizes) for run, sizes in zip(runs, batch_sizes, strict=True)]
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(streaming, "GROUP_FANOUT", 2)
+        chunks = list(merge_sorted_runs(streams, keys, config, drop_deletes=drop_deletes,
+                                        chunk_rows=chunk_rows))
+    got = pa.concat_tables(chunks) if chunks else expected.schema.empty_table()
+    if expected.num_rows == 0:
+        assert got.num_rows == 0
+    else:
+        assert _same(got, expected)
 
 
 def test_a_run_out_of_key_order_is_reported_not_merged_wrongly():
