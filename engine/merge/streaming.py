@@ -23,6 +23,10 @@ turn out not to be in key order is reported as corrupt rather than merged wrongl
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -41,6 +45,7 @@ from engine.merge.functions import MergeConfig, key_sort_codes, merge
 MERGE_CHUNK_ROWS = 262_144
 MIN_RUN_BATCH_ROWS = 4_096  # many runs: each still reads batches big enough to amortise a step
 GROUP_FANOUT = 16  # runs aligned at once; more are combined in groups first (see aligned_rows)
+SPILL_RUNS = 64  # more runs than this are combined into scratch files first (see aligned_rows)
 
 
 def run_batch_rows(num_runs: int, chunk_rows: int = MERGE_CHUNK_ROWS) -> int:
@@ -91,17 +96,57 @@ def aligned_rows(
     consecutive runs, each group a sorted run of its own (:func:`_group_as_run`), level by level
     until at most ``GROUP_FANOUT`` remain: a row then costs about ``GROUP_FANOUT`` per level
     instead of the number of runs. A key's rows keep their run order through every level.
+
+    Every run being merged holds a batch, and a small file is read whole: with more than
+    ``SPILL_RUNS`` runs (1,000 level-0 files after a write of 1,000 Spark tasks) that is the whole
+    bucket. So first, group by group, the runs are combined into sorted scratch files (Arrow IPC,
+    in the system's temporary directory, removed when the merge ends or fails), each group's
+    files open only while it is written, until at most ``SPILL_RUNS`` runs remain.
     """
     keys = list(key_columns)
     chunk = MERGE_CHUNK_ROWS if chunk_rows is None else chunk_rows
     streams: list[Iterable[pa.Table]] = list(runs)
-    while len(streams) > GROUP_FANOUT:
-        groups = range(0, len(streams), GROUP_FANOUT)
-        growth = max(chunk // len(groups), 1)  # the groups of a level share one growth allowance
-        streams = [_group_as_run(streams[i : i + GROUP_FANOUT], keys, growth) for i in groups]
-    for parts in align_sorted_runs(streams, keys, chunk):
-        present = [p for p in parts if p is not None]
-        yield present[0] if len(present) == 1 else pa.concat_tables(present)
+    scratch: str | None = None
+    try:
+        while len(streams) > SPILL_RUNS:
+            scratch = scratch or tempfile.mkdtemp(prefix="dyntable-merge-")
+            streams = [
+                _spilled(_group_as_run(streams[i : i + GROUP_FANOUT], keys, chunk), scratch)
+                for i in range(0, len(streams), GROUP_FANOUT)
+            ]
+        while len(streams) > GROUP_FANOUT:
+            groups = range(0, len(streams), GROUP_FANOUT)
+            growth = max(chunk // len(groups), 1)  # the groups of a level share one growth allowance
+            streams = [_group_as_run(streams[i : i + GROUP_FANOUT], keys, growth) for i in groups]
+        for parts in align_sorted_runs(streams, keys, chunk):
+            present = [p for p in parts if p is not None]
+            yield present[0] if len(present) == 1 else pa.concat_tables(present)
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _spilled(run: Iterable[pa.Table], scratch: str) -> Iterator[pa.Table]:
+    """Write a sorted run to a scratch file now (in batches of ``MIN_RUN_BATCH_ROWS``); the
+    returned stream reads it back batch by batch, memory-mapped."""
+    path = os.path.join(scratch, f"run-{uuid.uuid4().hex}.arrow")
+    writer: pa.ipc.RecordBatchFileWriter | None = None
+    try:
+        for table in run:
+            if writer is None:
+                writer = pa.ipc.new_file(path, table.schema)
+            writer.write_table(table, max_chunksize=MIN_RUN_BATCH_ROWS)
+    finally:
+        if writer is not None:
+            writer.close()
+    return _read_spilled(path) if writer is not None else iter(())
+
+
+def _read_spilled(path: str) -> Iterator[pa.Table]:
+    with pa.memory_map(path) as source:
+        reader = pa.ipc.open_file(source)
+        for i in range(reader.num_record_batches):
+            yield pa.Table.from_batches([reader.get_batch(i)])
 
 
 def _group_as_run(

@@ -11,6 +11,8 @@ runs concatenated in run order, for every merge engine.
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 
 import numpy as np
 import pyarrow as pa
@@ -245,3 +247,37 @@ def test_run_batch_rows_share_the_chunk_between_runs():
     assert run_batch_rows(4, 1_000_000) == 250_000
     assert run_batch_rows(1_000, 1_000_000) == 4_096  # a floor keeps steps worth their overhead
     assert run_batch_rows(3, 5) == 5  # tiny budgets (tests) read tiny batches
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.integers(0, 8))
+def test_runs_combined_through_scratch_files_merge_like_the_whole_section(case, chunk_rows):
+    """More than SPILL_RUNS runs are first combined into sorted scratch files, group by group (here
+    2 and 2, so every scenario of three runs or more spills): the same rows, and no file is left."""
+    keys, config, runs, batch_sizes, drop_deletes = case
+    expected = merge(pa.concat_tables(runs), keys, config, drop_deletes=drop_deletes)
+    streams = [_batches(run, sizes) for run, sizes in zip(runs, batch_sizes, strict=True)]
+    with tempfile.TemporaryDirectory() as scratch, pytest.MonkeyPatch.context() as m:
+        m.setattr(streaming, "GROUP_FANOUT", 2)
+        m.setattr(streaming, "SPILL_RUNS", 2)
+        m.setattr(tempfile, "tempdir", scratch)
+        chunks = list(merge_sorted_runs(streams, keys, config, drop_deletes=drop_deletes,
+                                        chunk_rows=chunk_rows))
+        assert os.listdir(scratch) == []
+    got = pa.concat_tables(chunks) if chunks else expected.schema.empty_table()
+    if expected.num_rows == 0:
+        assert got.num_rows == 0
+    else:
+        assert _same(got, expected)
+
+
+def test_a_failed_merge_leaves_no_scratch_file(monkeypatch, tmp_path):
+    schema = pa.schema([pa.field(SEQ, pa.int64()), pa.field(KIND, pa.int8()), pa.field("k", pa.int64())])
+    good = [pa.table([[i], [0], [i]], schema=schema) for i in range(5)]
+    bad = pa.table([[9, 9], [0, 0], [5, 1]], schema=schema)  # out of key order
+    monkeypatch.setattr(streaming, "GROUP_FANOUT", 2)
+    monkeypatch.setattr(streaming, "SPILL_RUNS", 2)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(CorruptDataError):
+        list(merge_sorted_runs([[t] for t in [*good, bad]], ["k"], MergeConfig(), drop_deletes=True))
+    assert os.listdir(tmp_path) == []
