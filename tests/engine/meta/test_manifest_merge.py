@@ -94,15 +94,21 @@ def test_merged_manifests_hold_exactly_the_live_files(merge_min_count, steps):
         assert len(manifests) <= merge_min_count + math.log2(len(steps) + 1) + 2
 
 
+def _record_calls(monkeypatch, method: str, record) -> list:
+    """Patch ``ManifestStore.<method>`` to append ``record(first argument)`` to the returned list."""
+    calls: list = []
+    original = getattr(ManifestStore, method)
+
+    def recording(self, first, *args, **kwargs):
+        calls.append(record(first))
+        return original(self, first, *args, **kwargs)
+
+    monkeypatch.setattr(ManifestStore, method, recording)
+    return calls
+
+
 def test_each_file_is_rewritten_about_log_history_times_not_at_every_merge(monkeypatch, tmp_path):
-    written: list[int] = []
-    original = ManifestStore.write_entries
-
-    def counting(self, entries, *args, **kwargs):
-        written.append(len(entries))
-        return original(self, entries, *args, **kwargs)
-
-    monkeypatch.setattr(ManifestStore, "write_entries", counting)
+    written = _record_calls(monkeypatch, "write_entries", len)
     t = MetadataTable(str(tmp_path), merge_min_count=5)
     commits, per_commit = 400, 3
     written.clear()
@@ -120,14 +126,7 @@ def test_each_file_is_rewritten_about_log_history_times_not_at_every_merge(monke
 
 def test_an_append_only_merge_opens_only_the_manifests_it_rewrites(monkeypatch, tmp_path):
     t = MetadataTable(str(tmp_path), merge_min_count=4)
-    opened: list[str] = []
-    original = ManifestStore.read_entries
-
-    def counting(self, file_name, *args, **kwargs):
-        opened.append(file_name)
-        return original(self, file_name, *args, **kwargs)
-
-    monkeypatch.setattr(ManifestStore, "read_entries", counting)
+    opened = _record_calls(monkeypatch, "read_entries", str)
     merges_that_kept = 0
     for _ in range(80):
         before = {m.file_name for m in t.manifests()}
