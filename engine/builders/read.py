@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from engine.lsm.deletion_vectors import uses_deletion_vectors
 from engine.meta.snapshot import Snapshot
+from engine.read.key_ordered import key_ordered_buckets, reads_in_key_order
 from engine.read.split_reader import SplitReader
 from engine.scan.fallback import fallback_branch, with_fallback
 from engine.scan.incremental import (
@@ -314,17 +315,10 @@ class IncrementalPlan:
         reader = whole.new_read()
         columns = list(b.columns) if b.columns is not None else list(b.schema.field_names)
         store = b.table.store
-        if (store.has_primary_key and not uses_deletion_vectors(store)
-                and all(s.branch is None for s in (*after_splits, *before_splits))):
-            groups: dict[tuple[bytes, int], tuple[list, list]] = {}
-            for side, chosen in enumerate((before_splits, after_splits)):
-                for s in chosen:
-                    # Not raw: the reader then goes section by section, which is key order (a raw
-                    # split's files come in sequence-number order).
-                    stream = reader.read(dataclasses.replace(s, raw_convertible=False))
-                    groups.setdefault((s.partition, s.bucket), ([], []))[side].append(stream)
-            ordered = [groups[k] for k in sorted(groups)]
-            changes = diff_key_ordered(ordered, b.table.primary_keys, reader.output_schema)
+        if reads_in_key_order(store, [*after_splits, *before_splits]):
+            buckets = key_ordered_buckets([(reader, before_splits), (reader, after_splits)])
+            pairs = [(before, after) for before, after in buckets]
+            changes = diff_key_ordered(pairs, b.table.primary_keys, reader.output_schema)
             return changes.select([ROWKIND, *columns])
 
         def state(chosen: list[DataSplit]) -> pa.Table | None:

@@ -32,8 +32,7 @@ aggregation merge engine and count-layout tables are refused (see ``engine.ops.m
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,10 +41,10 @@ import pyarrow as pa
 
 from engine.count_layout import is_count_layout
 from engine.errors import CommitConflictError, InvalidArgumentError
-from engine.lsm.deletion_vectors import uses_deletion_vectors
 from engine.merge.functions import MergeConfig, keys_present_in
 from engine.merge.streaming import align_sorted_runs
 from engine.meta.snapshot import Snapshot
+from engine.read.key_ordered import key_ordered_buckets, reads_in_key_order
 from engine.read.split_reader import SplitReader
 from engine.scan.incremental import ROWKIND, diff_changes, unmatched_rows
 from engine.scan.planner import DataSplit, TableScan, store_at
@@ -146,22 +145,12 @@ def _narrowed_states(
     def fit(t: pa.Table) -> pa.Table:
         return t.select(names).cast(shape)
 
-    streamable = all(
-        store.has_primary_key and not uses_deletion_vectors(store) and all(s.branch is None for s in splits)
-        for (store, _), (_, splits) in zip(states, reads, strict=True)
-    )
-    if not streamable:
+    stores = [store for store, _ in states]
+    if not all(reads_in_key_order(store, splits) for store, (_, splits) in zip(stores, reads, strict=True)):
         return [_whole(reader, splits, fit) for reader, splits in reads]
-    groups: dict[tuple[bytes, int], list[list[Iterable[pa.Table]]]] = {}
-    for side, (reader, splits) in enumerate(reads):
-        for s in splits:
-            # Not raw: the reader then goes section by section, which is key order (a raw split's
-            # files come in sequence-number order).
-            stream = reader.read(dataclasses.replace(s, raw_convertible=False))
-            groups.setdefault((s.partition, s.bucket), [[] for _ in reads])[side].append(stream)
     kept: list[list[pa.Table]] = [[] for _ in reads]
     empty = fit(shape.empty_table())
-    for group in (groups[k] for k in sorted(groups)):
+    for group in key_ordered_buckets(reads):
         bounds = np.cumsum([0, *(len(streams) for streams in group)])
         for parts in align_sorted_runs([s for streams in group for s in streams], keys):
             sides = []

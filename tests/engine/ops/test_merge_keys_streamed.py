@@ -65,7 +65,7 @@ def _both_plans(monkeypatch, t, dev, conflict: str):
         m.setattr(merge_keys, "_keys_not_alike", counting)
         streamed = _key_plan(t, dev, conflict)
     with monkeypatch.context() as m:
-        m.setattr(merge_keys, "uses_deletion_vectors", lambda store: True)  # read whole
+        m.setattr(merge_keys, "reads_in_key_order", lambda store, splits: False)  # read whole
         whole = _key_plan(t, dev, conflict)
     return streamed, whole, steps
 
@@ -156,7 +156,7 @@ def test_peak_memory_of_a_streamed_plan_follows_the_changes(catalog, monkeypatch
         POOLS.append(pool)  # never freed: buffers allocated through it may outlive the test
         with monkeypatch.context() as m:
             if whole:
-                m.setattr(merge_keys, "uses_deletion_vectors", lambda store: True)
+                m.setattr(merge_keys, "reads_in_key_order", lambda store, splits: False)
             pa.set_memory_pool(pool)
             try:
                 plan = _key_plan(t, dev, "source")
@@ -186,6 +186,6 @@ def test_rows_arrow_cannot_compare_are_refused_as_before(catalog, monkeypatch):
     for whole in (False, True):
         with monkeypatch.context() as m:
             if whole:
-                m.setattr(merge_keys, "uses_deletion_vectors", lambda store: True)
+                m.setattr(merge_keys, "reads_in_key_order", lambda store, splits: False)
             with pytest.raises(InvalidArgumentError, match="merge_branch cannot compare the rows"):
                 _key_plan(t, dev, "source")
