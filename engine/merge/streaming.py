@@ -23,6 +23,7 @@ turn out not to be in key order is reported as corrupt rather than merged wrongl
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import tempfile
@@ -99,15 +100,20 @@ def aligned_rows(
 
     Every run being merged holds a batch, and a small file is read whole: with more than
     ``SPILL_RUNS`` runs (1,000 level-0 files after a write of 1,000 Spark tasks) that is the whole
-    bucket. So first, group by group, the runs are combined into sorted scratch files (Arrow IPC,
-    in the system's temporary directory, removed when the merge ends or fails), each group's
-    files open only while it is written, until at most ``SPILL_RUNS`` runs remain.
+    bucket. So first the runs are combined into sorted scratch files (Arrow IPC, in the system's
+    temporary directory, removed when the merge ends or fails): consecutive small runs, read whole,
+    are packed into groups of up to ``chunk_rows`` rows, each sorted once
+    (:func:`_packed_small_runs`); if more than ``SPILL_RUNS`` runs still remain (many big ones),
+    they are combined group by group, each group's files open only while it is written.
     """
     keys = list(key_columns)
     chunk = MERGE_CHUNK_ROWS if chunk_rows is None else chunk_rows
     streams: list[Iterable[pa.Table]] = list(runs)
     scratch: str | None = None
     try:
+        if len(streams) > SPILL_RUNS:
+            scratch = tempfile.mkdtemp(prefix="dyntable-merge-")
+            streams = _packed_small_runs(streams, keys, chunk, scratch)
         while len(streams) > SPILL_RUNS:
             scratch = scratch or tempfile.mkdtemp(prefix="dyntable-merge-")
             streams = [
@@ -124,6 +130,65 @@ def aligned_rows(
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _packed_small_runs(
+    runs: Sequence[Iterable[pa.Table]], keys: list[str], budget_rows: int, scratch: str
+) -> list[Iterable[pa.Table]]:
+    """The runs with every stretch of consecutive small runs (at most ``budget_rows`` rows each)
+    replaced by scratch runs of up to ``budget_rows`` rows: the stretch's rows concatenated in run
+    order, checked run by run for key order, then stably sorted by key once (a key's rows keep
+    their run order). A bigger run stays a stream of its own, in its place.
+
+    1,000 level-0 files of 2,500 rows over a base run then become ten scratch runs and the base,
+    merged in one step each, where grouping them by alignment took three levels of steps. At most
+    ``budget_rows`` rows plus one run's first batch beyond it are held at once.
+    """
+    packed: list[Iterable[pa.Table]] = []
+    pending: list[pa.Table] = []
+    pending_rows = 0
+
+    def flush() -> None:
+        nonlocal pending, pending_rows
+        if pending:
+            packed.append(_spilled([_sorted_stretch(pending, keys)], scratch))
+        pending, pending_rows = [], 0
+
+    for run in runs:
+        source = iter(run)
+        pulled: list[pa.Table] = []
+        rows = 0
+        for batch in source:
+            if batch.num_rows:
+                pulled.append(batch)
+                rows += batch.num_rows
+            if rows > budget_rows:
+                break
+        if rows > budget_rows:  # a big run: it keeps its place, after the stretch before it
+            flush()
+            packed.append(itertools.chain(pulled, source))
+            continue
+        if not rows:
+            continue  # an empty run contributes nothing
+        if pending_rows + rows > budget_rows:
+            flush()
+        pending.append(pulled[0] if len(pulled) == 1 else pa.concat_tables(pulled))
+        pending_rows += rows
+    flush()
+    return packed
+
+
+def _sorted_stretch(tables: Sequence[pa.Table], keys: list[str]) -> pa.Table:
+    """Whole sorted runs (in run order) as one sorted run; raises CorruptDataError if one of them
+    is not in key order (a stable sort would hide it)."""
+    rows = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+    codes = key_sort_codes([rows.column(k) for k in keys])
+    if not codes or rows.num_rows < 2:
+        return rows
+    _check_sorted(codes, np.cumsum([t.num_rows for t in tables], dtype=np.int64))
+    if len(tables) == 1:
+        return rows
+    return rows.take(pa.array(np.lexsort(codes[::-1]), pa.int64()))  # lexsort is stable
 
 
 def _spilled(run: Iterable[pa.Table], scratch: str) -> Iterator[pa.Table]:

@@ -281,3 +281,47 @@ def test_a_failed_merge_leaves_no_scratch_file(monkeypatch, tmp_path):
     with pytest.raises(CorruptDataError):
         list(merge_sorted_runs([[t] for t in [*good, bad]], ["k"], MergeConfig(), drop_deletes=True))
     assert os.listdir(tmp_path) == []
+
+
+def test_many_small_runs_are_packed_into_sorted_scratch_runs_around_a_big_one(monkeypatch, tmp_path):
+    """300 small runs (the level-0 files of a write by many tasks) with a big run among them: the
+    small ones are packed, in run order, into scratch runs of at most ``chunk_rows`` rows, each
+    sorted once; the big run keeps its place; the rows equal the whole merge (a key's rows of
+    several runs keep their run order: later runs win)."""
+    schema = pa.schema([pa.field(SEQ, pa.int64()), pa.field(KIND, pa.int8()), pa.field("k", pa.int64()),
+                        pa.field("v", pa.int64())])
+    rng = np.random.default_rng(11)
+    runs = []
+    for r in range(300):
+        if r == 150:
+            k = np.arange(0, 3_000, 3, dtype=np.int64)  # the big run
+        else:
+            k = np.sort(rng.choice(3_000, 10, replace=False)).astype(np.int64)
+        runs.append(pa.table([np.full(len(k), r, np.int64), np.zeros(len(k), np.int8), k,
+                              np.full(len(k), r, np.int64)], schema=schema))
+    stretches: list[pa.Table] = []
+    real = streaming._sorted_stretch
+
+    def recorded(tables, keys):
+        stretches.append(real(tables, keys))
+        return stretches[-1]
+
+    monkeypatch.setattr(streaming, "_sorted_stretch", recorded)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    config = MergeConfig()
+    expected = merge(pa.concat_tables(runs), ["k"], config, drop_deletes=True)
+    chunks = list(merge_sorted_runs([_batches(t, [7]) for t in runs], ["k"], config, drop_deletes=True,
+                                    chunk_rows=200))
+    assert pa.concat_tables(chunks).equals(expected)
+    assert len(stretches) == 16  # 149 small runs before the big one (8 stretches), 150 after (8)
+    assert all(s.num_rows <= 200 for s in stretches)
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_small_run_out_of_key_order_is_reported_when_packed(monkeypatch):
+    schema = pa.schema([pa.field(SEQ, pa.int64()), pa.field(KIND, pa.int8()), pa.field("k", pa.int64())])
+    good = [pa.table([[i], [0], [i]], schema=schema) for i in range(5)]
+    bad = pa.table([[9, 9], [0, 0], [5, 1]], schema=schema)
+    monkeypatch.setattr(streaming, "SPILL_RUNS", 2)
+    with pytest.raises(CorruptDataError, match="not in key order"):
+        list(merge_sorted_runs([[t] for t in [*good, bad, *good]], ["k"], MergeConfig(), drop_deletes=True))
