@@ -135,18 +135,21 @@ def aligned_rows(
 def _packed_small_runs(
     runs: Sequence[Iterable[pa.Table]], keys: list[str], budget_rows: int, scratch: str
 ) -> list[Iterable[pa.Table]]:
-    """The runs with every stretch of consecutive small runs (at most ``budget_rows`` rows each)
-    replaced by scratch runs of up to ``budget_rows`` rows: the stretch's rows concatenated in run
-    order, checked run by run for key order, then stably sorted by key once (a key's rows keep
-    their run order). A bigger run stays a stream of its own, in its place.
+    """The runs with every stretch of consecutive small runs (at most ``budget_rows //
+    GROUP_FANOUT`` rows each) replaced by scratch runs of up to ``budget_rows`` rows: the
+    stretch's rows concatenated in run order, checked run by run for key order, then stably sorted
+    by key once (a key's rows keep their run order). A bigger run keeps its place: the first
+    ``GROUP_FANOUT`` of them as streams (each holding the rows read to tell its size), any further
+    one copied to a scratch file as it is read, so memory stays bounded however many there are.
 
     1,000 level-0 files of 2,500 rows over a base run then become ten scratch runs and the base,
-    merged in one step each, where grouping them by alignment took three levels of steps. At most
-    ``budget_rows`` rows plus one run's first batch beyond it are held at once.
+    merged in one step each, where grouping them by alignment took three levels of steps.
     """
+    small_rows = budget_rows // GROUP_FANOUT
     packed: list[Iterable[pa.Table]] = []
     pending: list[pa.Table] = []
     pending_rows = 0
+    kept_big = 0
 
     def flush() -> None:
         nonlocal pending, pending_rows
@@ -162,11 +165,13 @@ def _packed_small_runs(
             if batch.num_rows:
                 pulled.append(batch)
                 rows += batch.num_rows
-            if rows > budget_rows:
+            if rows > small_rows:
                 break
-        if rows > budget_rows:  # a big run: it keeps its place, after the stretch before it
+        if rows > small_rows:  # a big run keeps its place, after the stretch before it
             flush()
-            packed.append(itertools.chain(pulled, source))
+            stream = itertools.chain(pulled, source)
+            packed.append(stream if kept_big < GROUP_FANOUT else _spilled(stream, scratch))
+            kept_big += 1
             continue
         if not rows:
             continue  # an empty run contributes nothing

@@ -284,10 +284,10 @@ def test_a_failed_merge_leaves_no_scratch_file(monkeypatch, tmp_path):
 
 
 def test_many_small_runs_are_packed_into_sorted_scratch_runs_around_a_big_one(monkeypatch, tmp_path):
-    """300 small runs (the level-0 files of a write by many tasks) with a big run among them: the
-    small ones are packed, in run order, into scratch runs of at most ``chunk_rows`` rows, each
-    sorted once; the big run keeps its place; the rows equal the whole merge (a key's rows of
-    several runs keep their run order: later runs win)."""
+    """300 small runs (the level-0 files of a write by many tasks; small: at most chunk_rows / 16
+    rows) with a big run among them: the small ones are packed, in run order, into scratch runs of
+    at most ``chunk_rows`` rows, each sorted once; the big run keeps its place; the rows equal the
+    whole merge (a key's rows of several runs keep their run order: later runs win)."""
     schema = pa.schema([pa.field(SEQ, pa.int64()), pa.field(KIND, pa.int8()), pa.field("k", pa.int64()),
                         pa.field("v", pa.int64())])
     rng = np.random.default_rng(11)
@@ -325,3 +325,36 @@ def test_a_small_run_out_of_key_order_is_reported_when_packed(monkeypatch):
     monkeypatch.setattr(streaming, "SPILL_RUNS", 2)
     with pytest.raises(CorruptDataError, match="not in key order"):
         list(merge_sorted_runs([[t] for t in [*good, bad, *good]], ["k"], MergeConfig(), drop_deletes=True))
+
+
+def test_many_big_runs_are_copied_to_scratch_files_beyond_the_first_few(monkeypatch, tmp_path):
+    """100 runs too big to pack: the first GROUP_FANOUT stay streams (each holding only the rows
+    read to tell its size), the other 84 are copied to scratch files as they are read, so memory
+    does not grow with their number; the rows equal the whole merge."""
+    schema = pa.schema([pa.field(SEQ, pa.int64()), pa.field(KIND, pa.int8()), pa.field("k", pa.int64())])
+    runs = [
+        pa.table([np.full(40, r, np.int64), np.zeros(40, np.int8), np.arange(r, r + 400, 10, dtype=np.int64)],
+                 schema=schema)
+        for r in range(100)
+    ]
+    copied: list[str] = []
+    real = streaming._spilled
+
+    def recorded(run, scratch):
+        copied.append(scratch)
+        return real(run, scratch)
+
+    monkeypatch.setattr(streaming, "_spilled", recorded)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    config = MergeConfig()
+    expected = merge(pa.concat_tables(runs), ["k"], config, drop_deletes=True)
+    streams = [_batches(t, [4]) for t in runs]
+    direct = tmp_path / "direct"
+    direct.mkdir()
+    packed = streaming._packed_small_runs(streams, ["k"], 32, str(direct))  # small: at most 2 rows
+    assert len(packed) == 100 and len(copied) == 100 - streaming.GROUP_FANOUT
+    copied.clear()
+    chunks = list(merge_sorted_runs([_batches(t, [4]) for t in runs], ["k"], config, drop_deletes=True,
+                                    chunk_rows=32))
+    assert pa.concat_tables(chunks).equals(expected)
+    assert os.listdir(tmp_path) == ["direct"]
