@@ -114,12 +114,11 @@ def aligned_rows(
         if len(streams) > SPILL_RUNS:
             scratch = tempfile.mkdtemp(prefix="dyntable-merge-")
             streams = _packed_small_runs(streams, keys, chunk, scratch)
-        while len(streams) > SPILL_RUNS:
-            scratch = scratch or tempfile.mkdtemp(prefix="dyntable-merge-")
-            streams = [
-                _spilled(_group_as_run(streams[i : i + GROUP_FANOUT], keys, chunk), scratch)
-                for i in range(0, len(streams), GROUP_FANOUT)
-            ]
+            while len(streams) > SPILL_RUNS:
+                streams = [
+                    _spilled(_group_as_run(streams[i : i + GROUP_FANOUT], keys, chunk), scratch)
+                    for i in range(0, len(streams), GROUP_FANOUT)
+                ]
         while len(streams) > GROUP_FANOUT:
             groups = range(0, len(streams), GROUP_FANOUT)
             growth = max(chunk // len(groups), 1)  # the groups of a level share one growth allowance
