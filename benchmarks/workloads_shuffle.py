@@ -53,9 +53,9 @@ def run_w2s(ctx: Context) -> list[Result]:
 
     def sorted_shuffle() -> Table:
         table = state["table"]
-        bucket = table_bucket(df, table)
-        assert bucket is not None
-        frame = shuffle_by_bucket(df, table, bucket, sort=True)
+        bucketed = table_bucket(df, table)
+        assert bucketed is not None
+        frame = shuffle_by_bucket(bucketed, table, sort=True)
         frame.write.format("dyntable").option("warehouse", warehouse).option("table", table.name).mode(
             "append"
         ).save()

@@ -6,18 +6,18 @@ write of ``k`` input partitions adds ``k`` runs per bucket, and the compaction a
 ``(partition, bucket)`` before they cross into Python, so each bucket is written by exactly one
 task: one run per bucket and commit, and no base rewrite.
 
-The bucket is computed inside the JVM, exactly as Paimon computes it, with no Python crossing:
-:func:`bucket_column` builds each row's bucket-key ``BinaryRow`` bytes with Spark expressions
-(null bits, 8-byte little-endian slots, strings inline up to 7 bytes or in an 8-byte-aligned
-variable part) and hashes them with Spark's ``hash``. Spark's ``hash`` of a binary value is
-Murmur3-x86-32 over its 4-byte little-endian words with seed 42 and a final mix of the length,
-and for byte strings whose length is a multiple of 4 (a BinaryRow's always is: 8) that is
-exactly Java's ``BinaryRow.hashCode`` (``MurmurHashUtils.hashBytesByWords``, seed 42). The
-bucket is then Java's ``Math.abs(hash % bucket)``. Key types whose bytes Spark cannot build
-exactly (FLOAT, DOUBLE, TIME, wall-clock TIMESTAMP, DECIMAL with precision above 18) get no
-expression: such tables are written unshuffled, as before. ``tests/sqlext/execute/
-test_bucket_shuffle.py`` checks the expression against ``engine.bucket_ids`` for every covered
-type.
+The bucket is computed inside the JVM, exactly as Paimon computes it, with no Python crossing
+(:func:`with_bucket`). Java hashes a key row's ``BinaryRow`` bytes (null bits, 8-byte
+little-endian slots, strings inline up to 7 bytes or in an 8-byte-aligned variable part) with
+Murmur3-x86-32 over 4-byte little-endian words, seed 42 (``MurmurHashUtils.hashBytesByWords``),
+and takes ``Math.abs(hash % bucket)``. A row of up to 7 fixed-width fields (integers, BOOLEAN, DATE,
+DECIMAL up to precision 18, TIMESTAMP_LTZ up to precision 3) is hashed word by word on BIGINT
+arithmetic, one projected column per word. Any other row's bytes are built as BINARY and hashed
+with Spark's ``hash``, which for a binary value is the same Murmur3 (its length is always a
+multiple of 8). Key types whose bytes Spark cannot build exactly (FLOAT, DOUBLE, TIME,
+wall-clock TIMESTAMP, DECIMAL with precision above 18) get no bucket: such tables are written
+unshuffled, as before. ``tests/sqlext/execute/test_bucket_shuffle.py`` checks both routes
+against ``engine.bucket_ids`` for every covered type.
 
 When (:func:`for_write`): fixed-bucket primary-key tables (``bucket`` > 0; dynamic-bucket
 tables are already clustered by ``sqlext.source.datasource.cluster_for_writers``) whose input
@@ -56,7 +56,7 @@ from sqlext.source.requests import TableTarget
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["BUCKET_COLUMN", "bucket_column", "shuffle_by_bucket", "should_shuffle", "write_table"]
+__all__ = ["BUCKET_COLUMN", "shuffle_by_bucket", "should_shuffle", "with_bucket", "write_table"]
 
 BUCKET_COLUMN = "__dyntable_bucket"
 HASH_SEED = 42  # Spark's ``hash`` and Paimon's ``MurmurHashUtils`` share it
@@ -158,36 +158,117 @@ def _null_field(t: DataType, cursor: Column) -> tuple[Column, Column, Column]:
     return _zeros(8), _zeros(0), _long(0)
 
 
-def bucket_column(columns: Sequence[Column], types: Sequence[DataType], num_buckets: int) -> Column | None:
-    """Paimon's fixed bucket of the row formed by ``columns`` (of Paimon ``types``), as a Spark
-    INT expression; None when a key type is not covered (see the module docstring).
+def _header_longs(columns: Sequence[Column]) -> list[Column]:
+    """The null-bit words of a row of ``columns`` as BIGINTs (written little-endian): bit ``i + 8``
+    is set when field ``i`` is NULL (the first byte holds the row kind, 0 in a bucket key)."""
+    header = [_long(0) for _ in range(_null_bits_size(len(columns)) // 8)]
+    for i, col in enumerate(columns):
+        bit = i + 8
+        mask = np.int64(np.uint64(1) << np.uint64(bit % 64))  # bit 63 is the sign bit
+        null_bit = F.when(col.isNull(), _long(int(mask))).otherwise(_long(0))
+        header[bit // 64] = header[bit // 64].bitwiseOR(null_bit)
+    return header
 
-    The columns must already hold the Spark type of their Paimon type (as the write path casts
-    them): STRING/BINARY, the integer types, BOOLEAN, DATE, DECIMAL(p <= 18, s), TIMESTAMP_LTZ.
-    """
-    arity = len(types)
-    fixed_size = _null_bits_size(arity) + 8 * arity
-    header = [_long(0) for _ in range(_null_bits_size(arity) // 8)]
+
+def _bytes_bucket(columns: Sequence[Column], types: Sequence[DataType], num_buckets: int) -> Column | None:
+    """The bucket from the row's ``BinaryRow`` bytes built as BINARY and hashed by Spark's ``hash``;
+    None when a key type is not covered."""
+    cursor = _long(_null_bits_size(len(types)) + 8 * len(types))
     slots: list[Column] = []
     vars_: list[Column] = []
-    cursor = _long(fixed_size)
-    for i, (col, t) in enumerate(zip(columns, types, strict=True)):
+    for col, t in zip(columns, types, strict=True):
         present = _field(col, t, cursor)
         if present is None:
             return None
         absent = _null_field(t, cursor)
         is_null = col.isNull()
         slot, var, var_len = (F.when(is_null, a).otherwise(p) for p, a in zip(present, absent, strict=True))
-        bit = i + 8
-        mask = np.int64(np.uint64(1) << np.uint64(bit % 64))  # bit 63 is the sign bit
-        header[bit // 64] = header[bit // 64].bitwiseOR(
-            F.when(is_null, F.lit(int(mask)).cast("long")).otherwise(_long(0))
-        )
         slots.append(slot)
         vars_.append(var)
         cursor = cursor + var_len
-    row = F.concat(*[_le8(h) for h in header], *slots, *vars_)
+    row = F.concat(*[_le8(h) for h in _header_longs(columns)], *slots, *vars_)
     return F.abs(F.hash(row) % F.lit(num_buckets))
+
+
+# ------------------------------------------------------------------------------------------------
+# Murmur3 on BIGINT arithmetic, for rows of fixed-width fields
+# ------------------------------------------------------------------------------------------------
+_M32 = 0xFFFFFFFF
+_K1, _K2, _H_ADD = 0xCC9E2D51, 0x1B873593, 0xE6546B64  # Murmur3-x86-32 body constants
+_F1, _F2 = 0x85EBCA6B, 0xC2B2AE35  # its final mix
+_HASH = "__dyntable_bucket_hash"  # the running hash, one projected column per word
+_SLOT = "__dyntable_bucket_slot"
+#: Keys of up to this many fixed-width fields are hashed on word arithmetic: 2 + 2 per field
+#: projections. A wider key (rare) would make the plan long enough for Spark's analysis to cost
+#: more than the hashing saves (60 fields: ~90 s of planning), so it takes the BINARY route.
+MAX_WORD_FIELDS = 7
+
+
+def _mul32(x: Column, factor: int) -> Column:
+    """``x * factor mod 2**32`` for ``0 <= x < 2**32``, as one BIGINT product that cannot overflow
+    (ANSI mode raises on overflow): a factor of 2**31 or more is replaced by its negative twin
+    ``factor - 2**32``, equal modulo 2**32, so ``|product| < 2**63``."""
+    twin = factor if factor < 2**31 else factor - 2**32
+    return (x * _long(twin)).bitwiseAND(_long(_M32))
+
+
+def _rotl32(x: Column, r: int) -> Column:
+    return F.shiftleft(x, r).bitwiseAND(_long(_M32)).bitwiseOR(F.shiftrightunsigned(x, 32 - r))
+
+
+def _shift_xor(h: Column, r: int) -> Column:
+    return h.bitwiseXOR(F.shiftrightunsigned(h, r))
+
+
+def _mix_word(h: Column, word: Column) -> Column:
+    k = _mul32(_rotl32(_mul32(word, _K1), 15), _K2)
+    return (_rotl32(h.bitwiseXOR(k), 13) * 5 + _long(_H_ADD)).bitwiseAND(_long(_M32))
+
+
+def _words_bucket(frame: DataFrame, longs: Sequence[Column], num_buckets: int, name: str) -> DataFrame:
+    """``frame`` plus column ``name``: the bucket of the row whose 8-byte little-endian words are
+    ``longs``, hashed as ``hashBytesByWords`` does, on 32-bit values held in BIGINTs.
+
+    Every step uses its input twice (a rotation), so each step is its own projected column: one
+    nested expression would double at every word. Spark keeps such projections apart (merging
+    them would repeat work) and whole-stage code generation fuses them into one loop."""
+    slots = [f"{_SLOT}{i}" for i in range(len(longs))]
+    frame = frame.withColumns(dict(zip(slots, longs, strict=True))).withColumn(_HASH, _long(HASH_SEED))
+    for slot in slots:
+        for word in (F.col(slot).bitwiseAND(_long(_M32)), F.shiftrightunsigned(F.col(slot), 32)):
+            frame = frame.withColumn(_HASH, _mix_word(F.col(_HASH), word))
+    h = _shift_xor(F.col(_HASH).bitwiseXOR(_long(8 * len(longs))), 16)
+    frame = frame.withColumn(_HASH, _mul32(h, _F1))
+    frame = frame.withColumn(_HASH, _mul32(_shift_xor(F.col(_HASH), 13), _F2))
+    unsigned = _shift_xor(F.col(_HASH), 16)
+    signed = unsigned.bitwiseXOR(_long(2**31)) - _long(2**31)  # Java's int of the 32 bits
+    return frame.withColumn(name, F.abs(signed % F.lit(num_buckets)).cast("int")).drop(_HASH, *slots)
+
+
+def with_bucket(
+    frame: DataFrame,
+    columns: Sequence[Column],
+    types: Sequence[DataType],
+    num_buckets: int,
+    name: str = BUCKET_COLUMN,
+) -> DataFrame | None:
+    """``frame`` plus the INT column ``name``: Paimon's fixed bucket of the row formed by
+    ``columns`` (of Paimon ``types``); None when a key type is not covered (see the module
+    docstring).
+
+    The columns must already hold the Spark type of their Paimon type (as the write path casts
+    them): STRING/BINARY, the integer types, BOOLEAN, DATE, DECIMAL(p <= 18, s), TIMESTAMP_LTZ.
+    A row of up to :data:`MAX_WORD_FIELDS` fixed-width fields is hashed word by word on BIGINT
+    arithmetic; any other row's bytes are built as BINARY and hashed by Spark's ``hash``. Measured
+    on 10M BIGINT keys with Spark's ``noop`` sink: the column costs 1.3 s instead of 3.6 s, and
+    the whole exchange by bucket takes 16.4 s instead of 20.0 s.
+    """
+    fixed = [_fixed_slot(col, t) for col, t in zip(columns, types, strict=True)]
+    if len(columns) <= MAX_WORD_FIELDS and all(f is not None for f in fixed):
+        slots = [F.when(col.isNull(), _long(0)).otherwise(f) for col, f in zip(columns, fixed, strict=True)]
+        return _words_bucket(frame, [*_header_longs(columns), *slots], num_buckets, name)
+    bucket = _bytes_bucket(columns, types, num_buckets)
+    return None if bucket is None else frame.withColumn(name, bucket)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -236,19 +317,19 @@ def _shuffle_partitions(spark: SparkSession) -> int:
         return 200
 
 
-def shuffle_by_bucket(frame: DataFrame, table: Table, bucket: Column, *, sort: bool = False) -> DataFrame:
-    """``frame`` hash-partitioned so that every (partition, bucket) of ``table`` is in one Spark
-    partition (optionally sorted by the primary key within it); ``bucket`` from :func:`bucket_column`."""
+def shuffle_by_bucket(bucketed: DataFrame, table: Table, *, sort: bool = False) -> DataFrame:
+    """``bucketed`` (rows of ``table`` plus :data:`BUCKET_COLUMN`, from :func:`table_bucket`)
+    hash-partitioned so that every (partition, bucket) of ``table`` is in one Spark partition
+    (optionally sorted by the primary key within it), without the bucket column."""
     num_buckets = table.core_options.bucket
-    with_bucket = frame.withColumn(BUCKET_COLUMN, bucket)
     parts = list(table.partition_keys)
     if parts:
-        out = with_bucket.repartition(*[F.col(_quote(p)) for p in parts], F.col(BUCKET_COLUMN))
+        out = bucketed.repartition(*[F.col(_quote(p)) for p in parts], F.col(BUCKET_COLUMN))
     else:
-        n = min(num_buckets, _shuffle_partitions(frame.sparkSession))
+        n = min(num_buckets, _shuffle_partitions(bucketed.sparkSession))
         spark_partition = (F.col(BUCKET_COLUMN) % n + 1).cast("int")
         target = F.element_at(F.array(*[F.lit(v) for v in stand_ins(n)]), spark_partition)
-        out = with_bucket.repartition(n, target)
+        out = bucketed.repartition(n, target)
     if sort:
         order = [*parts, BUCKET_COLUMN, *table.primary_keys]
         out = out.sortWithinPartitions(*[F.col(_quote(k)) for k in order])
@@ -270,9 +351,9 @@ SPARK_CONF = "spark.dyntable." + SETTING
 MIN_ESTIMATED_BYTES = 8 << 20
 
 
-def table_bucket(frame: DataFrame, table: Table) -> Column | None:
-    """The bucket expression of ``table`` over ``frame``'s columns, or None when ``table`` is not
-    a fixed-bucket primary-key table or a bucket-key type is not covered."""
+def table_bucket(frame: DataFrame, table: Table) -> DataFrame | None:
+    """``frame`` plus :data:`BUCKET_COLUMN`, the bucket of each row in ``table``; None when
+    ``table`` is not a fixed-bucket primary-key table or a bucket-key type is not covered."""
     buckets = table.core_options.bucket
     if not table.has_primary_key or buckets < 1:
         return None
@@ -281,7 +362,7 @@ def table_bucket(frame: DataFrame, table: Table) -> Column | None:
     if any(k not in frame.columns for k in keys):
         return None
     types = [schema.field(k).type for k in keys]
-    return bucket_column([F.col(_quote(k)) for k in keys], types, buckets)
+    return with_bucket(frame, [F.col(_quote(k)) for k in keys], types, buckets)
 
 
 def _estimated_bytes(frame: DataFrame) -> int | None:
@@ -327,10 +408,10 @@ def for_write(frame: DataFrame, table: Table, session_options: dict[str, str] | 
     """``frame`` as the ``dyntable`` writer should receive it for ``table``: grouped by bucket when
     that pays (see the module docstring), else unchanged. ``session_options``: the SQL session's
     settings (``SET write.bucket-shuffle = …``)."""
-    bucket = table_bucket(frame, table)
-    if bucket is None or not should_shuffle(frame, _mode(frame.sparkSession, session_options)):
+    bucketed = table_bucket(frame, table)
+    if bucketed is None or not should_shuffle(frame, _mode(frame.sparkSession, session_options)):
         return frame
-    return shuffle_by_bucket(frame, table, bucket)
+    return shuffle_by_bucket(bucketed, table)
 
 
 def write_table(

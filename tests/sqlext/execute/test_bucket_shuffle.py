@@ -1,6 +1,7 @@
-"""The JVM bucket expression (sqlext.execute.bucket_shuffle) against the engine's Paimon bucket
+"""The JVM bucket column (sqlext.execute.bucket_shuffle) against the engine's Paimon bucket
 function (engine.meta.bucket, itself checked against Java's BinaryRow.hashCode), for every key
-type it covers, nulls, multi-column keys and many bucket counts; and the shuffle's layout."""
+type it covers, on both of its routes (word arithmetic for fixed-width rows, BINARY bytes and
+Spark's hash otherwise), nulls, multi-column keys and many bucket counts; and the shuffle's layout."""
 
 from __future__ import annotations
 
@@ -30,7 +31,13 @@ from engine.types import (
     TINYINT,
     VARCHAR,
 )
-from sqlext.execute.bucket_shuffle import _spark_hash_ints, bucket_column, stand_ins
+from sqlext.execute.bucket_shuffle import (
+    MAX_WORD_FIELDS,
+    _bytes_bucket,
+    _spark_hash_ints,
+    stand_ins,
+    with_bucket,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -82,10 +89,10 @@ COLUMNS = _columns()
 def _spark_buckets(spark, table: pa.Table, names: list[str], types, counts) -> dict[int, list[int]]:
     """Bucket of every row for each bucket count in ``counts``, from one Spark job."""
     df = spark.createDataFrame(table.append_column("__row", pa.array(np.arange(table.num_rows))))
-    exprs = [bucket_column([F.col(c) for c in names], types, n) for n in counts]
-    assert all(e is not None for e in exprs)
-    rows = df.select(*[e.alias(f"b{n}") for e, n in zip(exprs, counts, strict=True)], "__row")
-    got = rows.orderBy("__row").collect()
+    for n in counts:
+        df = with_bucket(df, [F.col(c) for c in names], types, n, name=f"b{n}")
+        assert df is not None
+    got = df.select(*[f"b{n}" for n in counts], "__row").orderBy("__row").collect()
     return {n: [r[i] for r in got] for i, n in enumerate(counts)}
 
 
@@ -105,6 +112,7 @@ def test_multi_column_keys_match_the_engine(spark):
         ["s", "i64", "d"],
         ["dec", "ltz6", "vc", "i8"],
         ["bin", "s", "ltz6", "dec18", "b", "i16"],
+        ["i64", "d", "dec18", "b", "ltz3", "i8", "i16"],  # MAX_WORD_FIELDS fixed-width: word arithmetic
     ]
     for names in combos:
         arrays = [_nulls(COLUMNS[c][0], every=5 + i) for i, c in enumerate(names)]
@@ -116,6 +124,8 @@ def test_multi_column_keys_match_the_engine(spark):
 
 def test_wide_rows_use_a_second_null_word(spark):
     # 60 fields: the null bits take 16 bytes; nulls in fields 55-59 land in the second word.
+    # Beyond MAX_WORD_FIELDS fields, so this is the BINARY route.
+    assert MAX_WORD_FIELDS < 60
     arr = _nulls(COLUMNS["i32"][0], every=3)
     names = [f"c{i}" for i in range(60)]
     table = pa.table({c: arr for c in names})
@@ -124,8 +134,21 @@ def test_wide_rows_use_a_second_null_word(spark):
 
 
 @pytest.mark.parametrize("t", [FLOAT(), DOUBLE(), TIME(), TIMESTAMP(6), DECIMAL(20, 2)])
-def test_types_spark_cannot_encode_get_no_expression(t):
-    assert bucket_column([F.col("k")], [t], 4) is None
+def test_types_spark_cannot_encode_get_no_bucket(spark, t):
+    frame = spark.createDataFrame([(1,)], "k INT")
+    assert with_bucket(frame, [F.col("k")], [t], 4) is None
+
+
+def test_both_routes_agree_on_fixed_width_keys(spark):
+    # A fixed-width key goes through the word arithmetic; its BINARY-bytes route must agree.
+    names = ["i64", "i32", "d", "dec", "ltz3", "b"]
+    arrays = [_nulls(COLUMNS[c][0], every=3 + i) for i, c in enumerate(names)]
+    types = [COLUMNS[c][1] for c in names]
+    df = spark.createDataFrame(pa.table(dict(zip(names, arrays, strict=True))))
+    cols = [F.col(c) for c in names]
+    words, binary = with_bucket(df, cols, types, 13), _bytes_bucket(cols, types, 13)
+    assert words is not None and binary is not None
+    assert all(r.same for r in words.select((F.col("__dyntable_bucket") == binary).alias("same")).collect())
 
 
 def test_stand_ins_reach_every_spark_partition_once(spark):
