@@ -32,6 +32,7 @@ from engine.types import (
     VARCHAR,
 )
 from sqlext.execute.bucket_shuffle import (
+    BUCKET_COLUMN,
     MAX_WORD_FIELDS,
     _bytes_bucket,
     _spark_hash_ints,
@@ -148,7 +149,8 @@ def test_both_routes_agree_on_fixed_width_keys(spark):
     cols = [F.col(c) for c in names]
     words, binary = with_bucket(df, cols, types, 13), _bytes_bucket(cols, types, 13)
     assert words is not None and binary is not None
-    assert all(r.same for r in words.select((F.col("__dyntable_bucket") == binary).alias("same")).collect())
+    same = words.select((F.col(BUCKET_COLUMN) == binary).alias("same")).collect()
+    assert len(same) == N and all(r.same for r in same)
 
 
 def test_stand_ins_reach_every_spark_partition_once(spark):
