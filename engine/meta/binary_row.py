@@ -52,9 +52,14 @@ __all__ = [
     "serialize_row",
 ]
 
+# Murmur3-x86-32 as Paimon's MurmurHashUtils uses it: seed, body constants, the per-word addend
+# and the two final-mix multipliers.
 HASH_SEED = 42
 C1 = 0xCC9E2D51
 C2 = 0x1B873593
+BODY_ADD = 0xE6546B64
+FMIX1 = 0x85EBCA6B
+FMIX2 = 0xC2B2AE35
 _M32 = 0xFFFFFFFF
 
 #: Largest string/binary length stored inline in its slot (Java's MAX_FIX_PART_DATA_SIZE).
@@ -497,12 +502,12 @@ def hash_row_bytes(row: bytes) -> int:
         k = (k * C2) & _M32
         h ^= k
         h = ((h << 13) | (h >> 19)) & _M32
-        h = (h * 5 + 0xE6546B64) & _M32
+        h = (h * 5 + BODY_ADD) & _M32
     h ^= len(row)
     h ^= h >> 16
-    h = (h * 0x85EBCA6B) & _M32
+    h = (h * FMIX1) & _M32
     h ^= h >> 13
-    h = (h * 0xC2B2AE35) & _M32
+    h = (h * FMIX2) & _M32
     h ^= h >> 16
     return h - (1 << 32) if h & 0x80000000 else h
 

@@ -36,8 +36,11 @@ import pyarrow.compute as pc
 
 from engine.errors import InvalidArgumentError
 from engine.meta.binary_row import (
+    BODY_ADD,
     C1,
     C2,
+    FMIX1,
+    FMIX2,
     HASH_SEED,
     MAX_INLINE,
     check_atomic_types,
@@ -56,9 +59,9 @@ _CHUNK_ROWS = 1 << 18
 _U32 = np.dtype("<u4")
 _C1 = np.uint32(C1)
 _C2 = np.uint32(C2)
-_N = np.uint32(0xE6546B64)
-_F1 = np.uint32(0x85EBCA6B)
-_F2 = np.uint32(0xC2B2AE35)
+_N = np.uint32(BODY_ADD)
+_F1 = np.uint32(FMIX1)
+_F2 = np.uint32(FMIX2)
 _FIVE = np.uint32(5)
 
 # Bit length of every byte value, for the minimal two's-complement size of big decimals.
