@@ -7,7 +7,6 @@ in SHOW TABLE EXTENDED's information).
 """
 
 from dbt.adapters.base import AdapterPlugin
-
 from dbt.adapters.dyntable.connections import DyntableConnectionManager, DyntableCredentials  # noqa: F401
 from dbt.adapters.dyntable.impl import DyntableAdapter
 from dbt.adapters.dyntable.relation import DyntableRelation  # noqa: F401

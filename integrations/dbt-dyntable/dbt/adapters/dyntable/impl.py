@@ -1,14 +1,14 @@
 """DyntableAdapter: dbt-spark's adapter whose relations know they are dyntable tables."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.base import BaseRelation
 from dbt.adapters.contracts.relation import RelationConfig, RelationType
-from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
-
 from dbt.adapters.dyntable.connections import DyntableConnectionManager
 from dbt.adapters.dyntable.relation import DyntableRelation
+from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 
 if TYPE_CHECKING:
     import agate
@@ -32,8 +32,8 @@ class DyntableAdapter(SparkAdapter):
         self,
         row_list: "agate.Table",
         relation_info_func: Callable[["agate.Row"], SparkAdapter.RelationInfo],
-    ) -> List[BaseRelation]:
-        relations: List[BaseRelation] = []
+    ) -> list[BaseRelation]:
+        relations: list[BaseRelation] = []
         for row in row_list:
             schema, name, information = relation_info_func(row)
             is_view = "Type: VIEW" in information
@@ -52,8 +52,8 @@ class DyntableAdapter(SparkAdapter):
         return relations
 
     @classmethod
-    def _get_adapter_specific_run_info(cls, config: RelationConfig) -> Dict[str, Any]:
-        file_format: Optional[str] = None
+    def _get_adapter_specific_run_info(cls, config: RelationConfig) -> dict[str, Any]:
+        file_format: str | None = None
         if config is not None and hasattr(config, "_extra"):
             file_format = config._extra.get("file_format")
         return {"adapter_type": "dyntable", "table_format": file_format or "dyntable"}

@@ -1,7 +1,6 @@
 """A relation as dbt sees it on dyntable-server: dbt-spark's, knowing whether it is a dyntable table."""
 
 from dataclasses import dataclass
-from typing import Optional
 
 from dbt.adapters.spark.relation import SparkRelation
 
@@ -10,4 +9,4 @@ from dbt.adapters.spark.relation import SparkRelation
 class DyntableRelation(SparkRelation):
     # Set from SHOW TABLE EXTENDED's ``Provider: dyntable``: a managed table of the warehouse (not
     # one of Spark's own ``USING parquet`` tables), which the merge and snapshot paths require.
-    is_dyntable: Optional[bool] = None
+    is_dyntable: bool | None = None
