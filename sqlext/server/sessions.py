@@ -26,6 +26,7 @@
 from __future__ import annotations
 
 import enum
+import logging
 import re
 import threading
 import uuid
@@ -44,6 +45,8 @@ from sqlext.parse.splitter import Statement, skip_trivia
 from sqlext.positions import spark_error
 from sqlext.server.results import Pager, arrow_schema_of, spark_batches, table_batches
 from sqlext.session import SqlSession, activate
+
+log = logging.getLogger("dyntable.server")
 
 
 class State(enum.Enum):
@@ -77,12 +80,23 @@ class Failure:
 
     @classmethod
     def of(cls, error: BaseException, statement: str | None = None) -> Failure:
+        """The client's view of ``error``; an internal error (a bug) is logged here, once, with its
+        traceback, under an incident number the client's message names."""
+        original = error
         if isinstance(error, PySparkException) and statement is not None:
             error = spark_error(error, Statement(statement, 1, 1, 0))
         elif isinstance(error, Py4JJavaError):  # a Spark job failed while its rows were streamed
             error = _java_error(error)
-        text = format_error(error, script=statement)
         state = error.sqlstate if isinstance(error, SqlError) else sqlstate_for(error)
+        hint = None
+        if state == INTERNAL_ERROR:
+            incident = uuid.uuid4().hex[:8]
+            log.error("internal error, incident %s%s", incident,
+                      f", statement: {statement}" if statement else "", exc_info=original)
+            hint = f"(the server log has the traceback: incident {incident})"
+        text = format_error(error, script=statement, hint=hint)
+        if hint is not None and hint not in text:  # a failed Spark job's root cause, say
+            text += f"\n  {hint}"
         prefix = f"Error [{state}] "
         if text.startswith(prefix):  # the SQLSTATE travels in its own field
             text = text[len(prefix):]

@@ -64,6 +64,13 @@ def test_async_ddl_insert_and_metadata_statements(cursor):
     assert _rows(cursor, "DROP TABLE async_t") == []
 
 
+def test_async_ctas_with_a_load_time(cursor):
+    # A dbt model with a load time: a CTAS of a Spark TIMESTAMP column.
+    assert _rows(cursor, "CREATE TABLE async_loads AS SELECT 1 AS id, current_timestamp() AS loaded_at") == []
+    assert _rows(cursor, "SELECT count(*) FROM async_loads WHERE loaded_at <= current_timestamp()") == [(1,)]
+    assert _rows(cursor, "DESCRIBE async_loads")[1][:2] == ("loaded_at", "timestamp")
+
+
 def test_async_error_is_reported_by_poll(cursor):
     status = _run(cursor, "SELECT * FROM async_no_such_table")
     assert status.operationState == tt.TOperationState.ERROR_STATE
