@@ -80,8 +80,9 @@ class Dbt:
     def __call__(self, *args: str, quiet: bool = False, fails: bool = False) -> str:
         command = [self.executable, *(["--quiet"] if quiet else []), *args,
                    "--project-dir", str(self.project), "--profiles-dir", str(self.profiles)]
-        env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DO_NOT_TRACK": "1",
-               "DBT_VERSION_CHECK": "false"}
+        # dbt's venv is self-contained: nothing of this process's import path leaks into it
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env.update(DBT_SEND_ANONYMOUS_USAGE_STATS="false", DO_NOT_TRACK="1", DBT_VERSION_CHECK="false")
         proc = subprocess.run(command, cwd=self.project, env=env, capture_output=True, text=True,
                               timeout=600, check=False)
         output = f"{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}"
