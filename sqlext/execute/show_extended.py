@@ -134,8 +134,8 @@ def view_information(s: SqlSession, view: ViewDefinition) -> str:
         items.append(("Comment", view.comment))
     items += [
         ("View Text", view.sql),
-        ("View Current Database", view.current_database),
-        ("View Query Output Columns", _bracketed(list(view.query_columns))),
+        ("View Catalog and Namespace", f"{CATALOG_NAME}.{view.current_database}"),
+        ("View Query Output Columns", _bracketed([f"`{c}`" for c in view.query_columns])),
     ]
     if view.properties:
         pairs = [f"{k}={v}" for k, v in sorted(view.properties.items())]
@@ -143,8 +143,19 @@ def view_information(s: SqlSession, view: ViewDefinition) -> str:
     return _information(items, _view_schema(s, _reference(view.database, view.name)))
 
 
+def _spark_view_informations(s: SqlSession, pattern: str) -> dict[str, str]:
+    """Spark's own ``information`` of its temporary views matching ``pattern`` (temporary views are
+    listed whatever the database, so Spark's ``default`` is asked)."""
+    escaped = pattern.replace("\\", "\\\\").replace("'", "\\'")
+    try:
+        found = s.spark.sql(f"SHOW TABLE EXTENDED IN default LIKE '{escaped}'").collect()
+    except PySparkException:
+        return {}
+    return {r[1]: r[3] for r in found if r[2]}
+
+
 def _spark_view_information(s: SqlSession, name: str) -> str:
-    """The ``information`` text of one of Spark's temporary views (or a cached table)."""
+    """The ``information`` text of a temporary view Spark did not describe (a cached table's)."""
     try:
         schema: StructType | None = s.spark.table(_quote(name)).schema
     except PySparkException:  # a view Spark can no longer resolve still gets its row
@@ -190,9 +201,13 @@ def show_table_extended(s: SqlSession, n: ast.ShowTableExtended, stmt: Statement
     # Temporary views: the session's over managed tables, then Spark's own (and cached tables).
     session_views = {v.name: v for v in s.temp_views.values()}
     spark_views = [name for name in spark_temp_views(s) if name not in session_views]
+    spark_texts = _spark_view_informations(s, n.like) if spark_views else {}
     for name in sorted(spark_pattern_matches([*session_views, *spark_views], n.like), key=str.lower):
         view = session_views.get(name)
-        text = view_information(s, view) if view is not None else _spark_view_information(s, name)
+        if view is not None:
+            text = view_information(s, view)
+        else:
+            text = spark_texts.get(name) or _spark_view_information(s, name)
         entries.append(("", name, True, text))
     return _result(s, stmt, entries)
 

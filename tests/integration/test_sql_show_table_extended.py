@@ -77,7 +77,8 @@ def test_lists_tables_and_views_with_spark_information(shop, warehouse):
         "View Text: SELECT id, amount AS amt FROM shop.orders WHERE amount > 2\n"
     ) in view
     assert view.endswith(
-        "View Query Output Columns: [id, amt]\n"
+        "View Catalog and Namespace: dyntable.default\n"
+        "View Query Output Columns: [`id`, `amt`]\n"
         "Schema: root\n |-- id: long (nullable = true)\n |-- amt: decimal(10,2) (nullable = true)\n\n"
     )
     assert "Provider:" not in view
@@ -104,9 +105,12 @@ def test_pattern_is_sparks(shop):
 
 def test_spark_temporary_views_are_listed(shop):
     shop.spark.sql("CREATE OR REPLACE TEMPORARY VIEW spark_only AS SELECT 1 AS one")
-    rows = run(shop, "SHOW TABLE EXTENDED IN shop LIKE 'spark_*'")
-    assert rows == [("", "spark_only", True, "Table: spark_only\nLast Access: UNKNOWN\nType: VIEW\n"
-                     "Schema: root\n |-- one: integer (nullable = false)\n\n")]
+    (row,) = run(shop, "SHOW TABLE EXTENDED IN shop LIKE 'spark_*'")
+    assert row[:3] == ("", "spark_only", True)
+    # Spark's own text for its own view
+    assert row[3].startswith("Table: spark_only\nCreated Time: ")
+    assert "\nType: VIEW\nView Text: SELECT 1 AS one\n" in row[3]
+    assert row[3].endswith("Schema: root\n |-- one: integer (nullable = false)\n\n")
 
 
 def test_view_over_a_dropped_table_is_still_listed(shop):
