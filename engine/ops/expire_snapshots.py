@@ -61,6 +61,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from engine.errors import DyntableError, InvalidArgumentError
+from engine.features import check_readable
 from engine.history.retention_mark import RetentionMark, mark_dir, mark_root, read_mark
 from engine.identifier import MAIN_BRANCH
 from engine.io import FileIO
@@ -425,6 +426,8 @@ def expire_snapshots(
     """
     from engine.ops import expire_changelog
 
+    # A table with a feature dyntable cannot read may reference files in ways it cannot see.
+    check_readable(store.schema, store.paths.root, "expire snapshots of")
     now = _now_ms() if now_ms is None else now_ms
     policy = ExpirePolicy.of(
         store,

@@ -35,7 +35,7 @@ class MissingFiles:
 
 def _path(store: FileStore, e: ManifestEntry, dirs: dict[bytes, str]) -> str:
     if e.file.external_path:
-        return e.file.external_path
+        return store.paths.external_file(e.file.external_path)  # refuses a path it cannot resolve
     part = dirs.get(e.partition)
     if part is None:
         part = dirs[e.partition] = store.partition_dir(deserialize_row(e.partition, store.partition_types))
