@@ -98,10 +98,13 @@ class Plan:
 
 
 def _files_overlap(files: Sequence[DataFileMeta], key_of: Callable[[bytes], tuple[object, ...]]) -> bool:
-    """True if any two files' [min_key, max_key] ranges intersect."""
+    """True if any two files' [min_key, max_key] ranges intersect, or a file's range is inverted
+    (a writer sorted it in another key order: engine.lsm.intervals takes it to span every key)."""
     if len(files) <= 1:
         return False
     ranges = sorted((key_of(f.min_key), key_of(f.max_key)) for f in files)
+    if any(lo > hi for lo, hi in ranges):
+        return True
     for (_, prev_max), (cur_min, _) in zip(ranges, ranges[1:], strict=False):
         if cur_min <= prev_max:
             return True
