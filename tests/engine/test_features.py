@@ -106,3 +106,22 @@ def _data_file(name: str, write_cols: tuple[str, ...] | None = None):
         value_stats=SimpleStats.EMPTY, min_sequence_number=0, max_sequence_number=0, schema_id=0, level=0,
     )
     return replace(meta, write_cols=write_cols)
+
+
+def test_remove_missing_files_drops_nothing_when_a_path_cannot_be_resolved(catalog, monkeypatch):
+    """Fail closed: a live file whose _EXTERNAL_PATH names another file system is never called
+    missing (it once was, and the snapshot without it lost the rows for every engine)."""
+    from dataclasses import replace
+
+    from engine.ops.missing_files import remove_missing_files
+
+    t = catalog.create_table("db.x", ROWS)
+    t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=ROWS))
+    store = t.store
+    live = store.live_entries(store.snapshots.latest())
+    foreign = [replace(e, file=replace(e.file, external_path=f"oss://bucket/ext/{e.file.file_name}"))
+               for e in live]
+    monkeypatch.setattr(store, "live_entries", lambda snapshot, partition_filter=None: foreign)
+    with pytest.raises(UnsupportedTableError, match="oss://bucket/ext"):
+        remove_missing_files(store)
+    assert store.snapshots.list_ids() == [1] and len(t.refresh().to_arrow()) == 2
