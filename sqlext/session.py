@@ -41,9 +41,10 @@ from engine.identifier import DEFAULT_DATABASE
 from sqlext.bind.pruning import extract as extract_pruning
 from sqlext.bind.rewrite import VIEW_PREFIX, Binding, BoundQuery, TimeTravel, bind
 from sqlext.errors import SqlAnalysisError, SqlError, SqlParseError, StatementTooComplexError, sqlstate_for
+from sqlext.execute.planning import Planner
 from sqlext.execute.results import StatementResult, StreamingJob
-from sqlext.execute.views import CachedQuery, load_view, quote_name
-from sqlext.parse.names import TableName
+from sqlext.execute.views import CachedQuery, load_view
+from sqlext.parse.names import TableName, spark_quote_name
 from sqlext.parse.parser import parse_statement
 from sqlext.parse.splitter import Statement, classify, split_statements
 from sqlext.parse.views import ViewDefinition
@@ -132,8 +133,6 @@ class SqlSession:
             self.catalog.create_database(database)
         self.options: dict[str, str] = {}
         self.jobs: dict[str, StreamingJob] = {}
-        self.last_bindings: tuple[Binding, ...] = ()
-        self.last_bound: BoundQuery | None = None
         self.temp_views: dict[str, ViewDefinition] = {}  # CREATE TEMPORARY VIEW over managed tables
         self.cached: dict[str, CachedQuery] = {}  # CACHE TABLE over managed tables
         self.building: set[str] = set()  # cached tables being (re)built: their name is not the cache
@@ -143,9 +142,13 @@ class SqlSession:
         self._lock = threading.RLock()
         for key, value in conf.items():
             self.set_option(key, value)
-        from sqlext.execute import HANDLERS
+        from sqlext.execute.handlers import HANDLERS, PLANNERS
+        from sqlext.execute.runner import PlanRunner, SessionContext
 
         self._handlers: dict[type, Callable[[SqlSession, Any, Statement], StatementResult]] = HANDLERS
+        self._planners: dict[type, Planner] = PLANNERS
+        self.context = SessionContext(self)  # what planners read
+        self.runner = PlanRunner(self)  # what carries their plans out
 
     # -- public API -------------------------------------------------------------------------------
     def sql(self, text: str) -> DataFrame:
@@ -168,6 +171,9 @@ class SqlSession:
             try:
                 if classify(stmt.text) == "dyntable":
                     node = parse_statement(stmt.text, stmt.line, stmt.column, offset=stmt.offset)
+                    planner = self._planners.get(type(node))
+                    if planner is not None:
+                        return self.runner.run(planner(self.context, node, stmt), stmt)
                     handler = self._handlers.get(type(node))
                     if handler is None:
                         raise SqlAnalysisError(
@@ -282,8 +288,9 @@ class SqlSession:
     # -- binding Spark SQL to managed tables ------------------------------------------------------
     def bind(
         self, sql: str, stmt: Statement | None = None, *, streaming: bool = False, database: str | None = None
-    ) -> str:
-        """Bind managed tables in a Spark statement to fresh views; returns the SQL to run.
+    ) -> BoundQuery:
+        """Bind managed tables in a Spark statement to fresh views; returns the bound query (its
+        ``sql`` is what to run, its bindings and views what the statement reads).
 
         Views over managed tables are expanded into their queries (``sqlext.bind.rewrite``);
         ``database`` resolves unqualified names (default: the current database).
@@ -292,8 +299,6 @@ class SqlSession:
             sql, _Catalog(self), database or self.current_database, counter=self._counter,
             line=stmt.line if stmt else 1, column=stmt.column if stmt else 1,
         )
-        self.last_bound = bound
-        self.last_bindings = bound.bindings  # what the statement reads (executors inspect it)
         filters = {}
         if not streaming:
             views = {b.view: self._prunable_columns(b.table)
@@ -301,7 +306,7 @@ class SqlSession:
             filters = extract_pruning(bound.sql, views)
         for b in bound.bindings:
             self.register_view(b, streaming=streaming, pruning=filters.get(b.view))
-        return bound.sql
+        return bound
 
     def target(self, table: str) -> TableTarget:
         """Where the data source finds ``table`` (``db.t``), with this session's storage options."""
@@ -344,15 +349,22 @@ class SqlSession:
         self, sql: str, stmt: Statement | None = None, *, streaming: bool = False, database: str | None = None
     ) -> DataFrame:
         """A DataFrame for a query fragment (binding managed tables)."""
+        return self.bound_frame(sql, stmt, streaming=streaming, database=database)[0]
+
+    def bound_frame(
+        self, sql: str, stmt: Statement | None = None, *, streaming: bool = False, database: str | None = None
+    ) -> tuple[DataFrame, BoundQuery]:
+        """A DataFrame for a query fragment and what it reads (the tables, views and cached tables)."""
         try:
-            bound = self.bind(sql, stmt, streaming=streaming, database=database)
+            query = self.bind(sql, stmt, streaming=streaming, database=database)
         except SqlParseError:
             # The binder could not read it: Spark's own parser says what is wrong, in the user's text.
             if stmt is not None:
                 self._raise_spark_syntax_error(sql, stmt)
             raise
+        bound = query.sql
         try:
-            return self.spark.sql(bound)
+            return self.spark.sql(bound), query
         except PySparkException as e:
             if stmt is None or stmt.text != sql:
                 raise  # SQL an executor generated: run_statement reports it at the statement
@@ -360,7 +372,7 @@ class SqlSession:
                 self._raise_spark_syntax_error(sql, stmt)
             # Spark's position is in the bound text: map it back to the user's text
             error = spark_error(e, stmt, source=sql, bound=bound)
-            raise in_view(error, self.last_bound) from e
+            raise in_view(error, query) from e
 
     def _raise_spark_syntax_error(self, sql: str, stmt: Statement) -> None:
         """Raise Spark's syntax error for the user's own text, if Spark's parser refuses it."""
@@ -389,9 +401,7 @@ class SqlSession:
         key = entry.name.lower()
         self.building.add(key)
         try:
-            frame = self.frame(entry.sql, database=entry.current_database)
-            bound = self.last_bound
-            assert bound is not None
+            frame, bound = self.bound_frame(entry.sql, database=entry.current_database)
             tables = {}
             for b in bound.bindings:
                 if b.time_travel is None:
@@ -407,7 +417,7 @@ class SqlSession:
             frame.createOrReplaceTempView(entry.name)
             options = "".join(f" OPTIONS ('{k}' '{v}')" for k, v in entry.options.items())
             eager = not (entry.lazy if lazy is None else lazy)
-            self.spark.sql(f"CACHE {'' if eager else 'LAZY '}TABLE {quote_name(entry.name)}{options}")
+            self.spark.sql(f"CACHE {'' if eager else 'LAZY '}TABLE {spark_quote_name(entry.name)}{options}")
         finally:
             self.building.discard(key)
         self.cached[key] = entry
@@ -445,7 +455,7 @@ class SqlSession:
         if entry is None:
             return
         try:
-            self.spark.catalog.uncacheTable(quote_name(entry.name))
+            self.spark.catalog.uncacheTable(spark_quote_name(entry.name))
         except Exception:  # noqa: BLE001 - already released (CLEAR CACHE)
             pass
         self.spark.catalog.dropTempView(entry.name)

@@ -95,6 +95,41 @@ def test_sqlext_has_no_import_cycles():
     assert not remaining, "import cycles among: " + ", ".join(sorted(remaining))
 
 
+def _all_imports(path: Path) -> set[str]:
+    """Modules a file imports anywhere: at the top, in functions, and under ``if TYPE_CHECKING:``."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_planners_stay_out_of_the_session_circle():
+    # The session imports every executor and executors name the session in annotations, a circle
+    # that annotations alone keep closed. Planners (the modules of the "planners need neither
+    # Spark nor the session" contract) must not reach the session by any import, annotations too.
+    modules = {}
+    for path in sorted((ROOT / "sqlext").rglob("*.py")):
+        rel = path.relative_to(ROOT).with_suffix("")
+        modules[".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)] = path
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    contract = next(c for c in contracts["contracts"] if c["name"].startswith("planners need neither"))
+    offenders = []
+    for planner in contract["source_modules"]:
+        seen, todo = {planner}, [planner]
+        while todo:
+            for imported in _all_imports(modules[todo.pop()]):
+                if imported in modules and imported not in seen:
+                    seen.add(imported)
+                    todo.append(imported)
+        if "sqlext.session" in seen:
+            offenders.append(planner)
+    assert not offenders, f"planner modules that reach sqlext.session: {offenders}"
+
+
 def test_spark_auto_registration_hook_names_the_dyntable_format():
     # Spark imports ``pyspark_dyntable.DefaultSource`` by itself; a stale import path there only
     # shows up in a user's session, so check it here.
@@ -112,6 +147,8 @@ VIOLATIONS = [
      "from engine.builders.read import ReadBuilder\n"),
     ("sqlext follows a statement's flow", "sqlext/parse/_probe.py", "import sqlext.session\n"),
     ("engine is layered", "engine/io/_probe.py", "import engine.meta.paths\n"),
+    # A planner module that reaches for Spark (the copy's table_options.py is replaced by the probe).
+    ("planners need neither Spark", "sqlext/execute/table_options.py", "import pyspark\n"),
 ]
 
 

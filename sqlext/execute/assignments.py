@@ -21,11 +21,8 @@ from sqlext.errors import SqlAnalysisError
 from sqlext.execute.common import computed_columns
 from sqlext.execute.insert import column_defaults
 from sqlext.parse import ast
+from sqlext.parse.names import quoted
 from sqlext.parse.splitter import Statement
-
-
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _err(stmt: Statement, message: str, sqlstate: str) -> SqlAnalysisError:
@@ -77,7 +74,7 @@ def _rebuild(base: str, dtype: DataType, tree: dict[str, object]) -> str:
     args = []
     for f in dtype.fields:
         sub = next((v for k, v in tree.items() if k.lower() == f.name.lower()), None)
-        current = f"{base}.{_q(f.name)}"
+        current = f"{base}.{quoted(f.name)}"
         if sub is None:
             value = current
         elif isinstance(sub, dict):
@@ -136,7 +133,7 @@ def resolve_assignments(
         if column in whole:
             out.values[column] = whole[column]
         elif column in nested:
-            out.values[column] = _rebuild(f"{target}.{_q(column)}", types[column], nested[column])
+            out.values[column] = _rebuild(f"{target}.{quoted(column)}", types[column], nested[column])
         else:
             continue
         if column in keys:
@@ -148,7 +145,7 @@ def key_change_check(assigned: Assigned, target: str) -> str | None:
     """A SQL predicate true for a row whose assignments would change a key column (None: no key set)."""
     if not assigned.keys:
         return None
-    return " OR ".join(f"NOT (({assigned.values[k]}) <=> {target}.{_q(k)})" for k in assigned.keys)
+    return " OR ".join(f"NOT (({assigned.values[k]}) <=> {target}.{quoted(k)})" for k in assigned.keys)
 
 
 def key_change_error(table: Table, assigned: Assigned, stmt: Statement) -> SqlAnalysisError:

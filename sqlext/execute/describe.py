@@ -1,4 +1,4 @@
-"""Executors of DESCRIBE [TABLE] [EXTENDED] t [PARTITION (...)] [col], SHOW CREATE TABLE, SHOW PARTITIONS.
+"""Planners of DESCRIBE [TABLE] [EXTENDED] t [PARTITION (...)] [col], SHOW CREATE TABLE, SHOW PARTITIONS.
 
 Everything here reads metadata only (schema, latest snapshot, planned files): no Spark job runs.
 Invariants:
@@ -16,106 +16,40 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+import time
+from typing import Any
 
 import pyarrow as pa
 
-from engine import Table, coerce_spec, escape_path_name, partition_value_string
+from engine import Table
 from engine.options import format_duration
-from engine.types import DataType, type_to_sql
+from engine.types import type_to_sql
 from sqlext.errors import SqlAnalysisError
-from sqlext.execute.common import (
-    COMPUTED_PREFIX,
-    WATERMARK_PREFIX,
-    computed_columns,
-    paimon_to_spark_ddl,
-    rows,
+from sqlext.execute.partitions import (
+    checked_spec,
+    live_partitions,
+    matches,
+    partition_details,
+    partition_text,
 )
-from sqlext.execute.procedures import live_partitions
-from sqlext.execute.results import StatementResult
+from sqlext.execute.planning import Plan, PlannerContext, Rows, ToEngine
+from sqlext.execute.table_options import INTERNAL_OPTION_PREFIXES, computed_columns, watermarks
 from sqlext.parse import ast
-from sqlext.parse.names import quote_name
+from sqlext.parse.names import quote_name, quoted, spark_quote_name, sql_string
 from sqlext.parse.splitter import Statement
-
-if TYPE_CHECKING:
-    from sqlext.session import SqlSession
+from sqlext.parse.views import ViewDefinition
 
 CATALOG_NAME = "dyntable"
-INTERNAL_OPTION_PREFIXES = (COMPUTED_PREFIX, WATERMARK_PREFIX)
 _DESCRIBE_SCHEMA = pa.schema(
     [("col_name", pa.string()), ("data_type", pa.string()), ("comment", pa.string())]
 )
 
 
-def _to_spark(s: SqlSession, stmt: Statement) -> StatementResult:
-
-    return StatementResult(stmt, s.spark.sql(stmt.text), None)
-
-
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def _sql_ident(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-# -- partitions ------------------------------------------------------------------------------------
-def checked_spec(
-    table: Table, spec: ast.PartitionSpec, stmt: Statement, *, full: bool = False
-) -> dict[str, Any]:
-    """A PARTITION (...) clause as typed values, checked against the table's partition columns.
-
-    Raises:
-        SqlAnalysisError: the table is not partitioned (42000), a column is not a partition column
-            (42703), or ``full`` and a partition column is missing (42000).
-    """
-    keys = table.partition_keys
-
-    def error(message: str, sqlstate: str) -> SqlAnalysisError:
-        return SqlAnalysisError(message, line=stmt.line, column=stmt.column, sqlstate=sqlstate)
-
-    if not keys:
-        raise error(f"table '{table.name}' is not partitioned; remove the PARTITION clause", "42000")
-    raw: dict[str, Any] = {}
-    for col, value in spec.values().items():
-        key = next((k for k in keys if k.lower() == col.lower()), None)
-        if key is None:
-            raise error(
-                f"'{col}' is not a partition column of '{table.name}'; partition columns: {list(keys)}",
-                "42703",
-            )
-        raw[key] = value
-    if full and set(raw) != set(keys):
-        missing = [k for k in keys if k not in raw]
-        raise error(f"the PARTITION clause must give every partition column; missing {missing}", "42000")
-    return coerce_spec(table.schema, raw)
-
-
-def partition_text(
-    keys: Sequence[str], values: Sequence[Any], types: Sequence[DataType], default_name: str
-) -> str:
-    """``k1=v1/k2=v2`` as Spark's SHOW PARTITIONS prints it (ISO dates, Hive-escaped)."""
-    return "/".join(
-        f"{escape_path_name(k)}={escape_path_name(partition_value_string(v, t, default_name, legacy=False))}"
-        for k, v, t in zip(keys, values, types, strict=True)
-    )
-
-
-def _matches(values: Mapping[str, Any], spec: Mapping[str, Any]) -> bool:
-    for k, wanted in spec.items():
-        have = values[k]
-        if have != wanted and (have is None or wanted is None or str(have) != str(wanted)):
-            return False
-    return True
-
-
-def show_partitions(s: SqlSession, n: ast.ShowPartitions, stmt: Statement) -> StatementResult:
+def show_partitions(ctx: PlannerContext, n: ast.ShowPartitions, stmt: Statement) -> Plan:
     """SHOW PARTITIONS t [PARTITION (...)]: one ``partition`` row per live partition."""
-    if not s.is_managed(n.table):
-        return _to_spark(s, stmt)
-    table = s.table(n.table)
+    if not ctx.is_managed(n.table):
+        return ToEngine()
+    table = ctx.table(n.table)
     keys = table.partition_keys
     if not keys:
         raise SqlAnalysisError(
@@ -131,40 +65,41 @@ def show_partitions(s: SqlSession, n: ast.ShowPartitions, stmt: Statement) -> St
     texts = [
         partition_text(keys, [p[k] for k in keys], types, "null")
         for p in live_partitions(table)
-        if _matches(p, spec)
+        if matches(p, spec)
     ]
-    return rows(s, stmt, pa.table({"partition": pa.array(texts, pa.string())}))
+    return Rows(pa.table({"partition": pa.array(texts, pa.string())}))
 
 
 # -- DESCRIBE ---------------------------------------------------------------------------------------
-def describe_table(s: SqlSession, n: ast.DescribeTable, stmt: Statement) -> StatementResult:
-    """DESCRIBE [TABLE] [EXTENDED] t [PARTITION (...)] [col]."""
-    if not s.is_managed(n.table):
-        return _to_spark(s, stmt)
+def describe_table(ctx: PlannerContext, n: ast.DescribeTable, stmt: Statement) -> Plan:
+    """DESCRIBE [TABLE] [EXTENDED] t [PARTITION (...)] [col] of a table or a dyntable view."""
+    view = ctx.view_of(n.table) if n.partition is None else None
+    if view is not None:
+        return describe_view(ctx, view, n, stmt)
+    if not ctx.is_managed(n.table):
+        return ToEngine()
     if n.table.system_table is not None:
-        return _describe_frame_columns(s, n, stmt)
-    table = s.table(n.table)
+        return _describe_frame_columns(ctx, n, stmt)
+    table = ctx.table(n.table)
     schema = table.schema
     if n.column is not None:
         f = schema.field(n.column)
-        return rows(
-            s,
-            stmt,
+        return Rows(
             pa.table(
                 {
                     "info_name": ["col_name", "data_type", "comment"],
-                    "info_value": pa.array([f.name, paimon_to_spark_ddl(f.type), f.description], pa.string()),
+                    "info_value": pa.array([f.name, ctx.type_text(f.type), f.description], pa.string()),
                 }
             ),
         )
     out: list[tuple[str, str, str | None]] = [
-        (f.name, paimon_to_spark_ddl(f.type), f.description) for f in schema.fields
+        (f.name, ctx.type_text(f.type), f.description) for f in schema.fields
     ]
     if table.partition_keys:
         out.append(("# Partition Information", "", ""))
         out.append(("# col_name", "data_type", "comment"))
         out.extend(
-            (f.name, paimon_to_spark_ddl(f.type), f.description)
+            (f.name, ctx.type_text(f.type), f.description)
             for f in schema.fields
             if f.name in table.partition_keys
         )
@@ -179,29 +114,25 @@ def describe_table(s: SqlSession, n: ast.DescribeTable, stmt: Statement) -> Stat
         out.append(("", "", ""))
         out.append(("# Detailed Table Information", "", ""))
         out.extend((k, v, "") for k, v in table_details(table))
-    return rows(
-        s,
-        stmt,
+    return Rows(
         pa.Table.from_pylist(
             [dict(zip(_DESCRIBE_SCHEMA.names, r, strict=True)) for r in out], schema=_DESCRIBE_SCHEMA
         ),
     )
 
 
-def _describe_frame_columns(s: SqlSession, n: ast.DescribeTable, stmt: Statement) -> StatementResult:
+def _describe_frame_columns(ctx: PlannerContext, n: ast.DescribeTable, stmt: Statement) -> Plan:
     """A system table: its columns as Spark sees them."""
-    df = s.frame(f"SELECT * FROM {n.table}", stmt)
-    fields = [f for f in df.schema.fields if n.column is None or f.name.lower() == n.column.lower()]
-    return rows(
-        s,
-        stmt,
+    columns = ctx.frame(f"SELECT * FROM {n.table}", stmt).columns
+    fields = [c for c in columns if n.column is None or c.name.lower() == n.column.lower()]
+    return Rows(
         pa.table(
             {
-                "col_name": pa.array([f.name for f in fields], pa.string()),
-                "data_type": pa.array([f.dataType.simpleString() for f in fields], pa.string()),
+                "col_name": pa.array([c.name for c in fields], pa.string()),
+                "data_type": pa.array([c.type_text for c in fields], pa.string()),
                 "comment": pa.array([None] * len(fields), pa.string()),
             }
-        ),
+        )
     )
 
 
@@ -244,81 +175,48 @@ def table_details(table: Table) -> list[tuple[str, str]]:
     return items
 
 
-def partition_details(table: Table, spec: dict[str, Any], stmt: Statement) -> list[tuple[str, str]]:
-    """The ``# Detailed Partition Information`` pairs of one live partition (``spec`` is full).
-
-    Raises:
-        SqlAnalysisError: the partition holds no data (428FT).
-    """
-    from engine import predicate as P
-
-    keys = table.partition_keys
-    predicate = P.and_(*[P.is_null(k) if v is None else P.equal(k, v) for k, v in spec.items()])
-    splits = [
-        sp
-        for sp in table.new_scan().with_filter(predicate).plan().splits
-        if _matches(dict(zip(keys, sp.partition_values, strict=True)), spec)
-    ]
-    if not splits:
-        raise SqlAnalysisError(
-            f"partition {spec} of '{table.name}' does not exist (it holds no data)",
-            line=stmt.line,
-            column=stmt.column,
-            sqlstate="428FT",
-        )
-    values = splits[0].partition_values
-    types = [table.schema.field(k).type for k in keys]
-    opts = table.core_options
-    files = {f.file_name: f for sp in splits for f in sp.files}
-    directory = table.partition_dir(values)
-    return [
-        ("partition", partition_text(keys, values, types, opts.partition_default_name)),
-        ("file.path", f"{table.path.rstrip('/')}/{directory}"),
-        ("num-files", str(len(files))),
-        ("record-count", str(sum(f.row_count for f in files.values()))),
-        ("size-in-bytes", str(sum(f.file_size for f in files.values()))),
-    ]
-
-
 # -- SHOW CREATE TABLE ------------------------------------------------------------------------------
 def create_table_statement(table: Table) -> str:
     """A CREATE TABLE statement that recreates ``table``'s schema (columns, keys, options)."""
     schema = table.schema
     options = dict(schema.options)
     computed = computed_columns(options)
-    watermarks = {k[len(WATERMARK_PREFIX) :]: v for k, v in options.items() if k.startswith(WATERMARK_PREFIX)}
+    marks = watermarks(options)
     lines = []
     for f in schema.fields:
         if f.name in computed:
-            line = f"  {_sql_ident(f.name)} AS {computed[f.name]}"
+            line = f"  {quoted(f.name)} AS {computed[f.name]}"
         else:
-            line = f"  {_sql_ident(f.name)} {type_to_sql(f.type)}"
+            line = f"  {quoted(f.name)} {type_to_sql(f.type)}"
         if f.description is not None:
-            line += f" COMMENT {_sql_string(f.description)}"
+            line += f" COMMENT {sql_string(f.description)}"
         lines.append(line)
-    for column, expression in sorted(watermarks.items()):
-        lines.append(f"  WATERMARK FOR {_sql_ident(column)} AS {expression}")
+    for column, expression in sorted(marks.items()):
+        lines.append(f"  WATERMARK FOR {quoted(column)} AS {expression}")
     if schema.primary_keys:
-        lines.append(f"  PRIMARY KEY ({', '.join(_sql_ident(k) for k in schema.primary_keys)}) NOT ENFORCED")
+        lines.append(f"  PRIMARY KEY ({', '.join(quoted(k) for k in schema.primary_keys)}) NOT ENFORCED")
     ident = table.identifier
     name = ".".join(quote_name(p) for p in (ident.database, ident.table))
     text = f"CREATE TABLE {name} (\n" + ",\n".join(lines) + "\n)"
     if schema.comment is not None:
-        text += f"\nCOMMENT {_sql_string(schema.comment)}"
+        text += f"\nCOMMENT {sql_string(schema.comment)}"
     if schema.partition_keys:
-        text += f"\nPARTITIONED BY ({', '.join(_sql_ident(k) for k in schema.partition_keys)})"
+        text += f"\nPARTITIONED BY ({', '.join(quoted(k) for k in schema.partition_keys)})"
     visible = sorted((k, v) for k, v in options.items() if not k.startswith(INTERNAL_OPTION_PREFIXES))
     if visible:
         text += (
-            "\nWITH (\n" + ",\n".join(f"  {_sql_string(k)} = {_sql_string(v)}" for k, v in visible) + "\n)"
+            "\nWITH (\n" + ",\n".join(f"  {sql_string(k)} = {sql_string(v)}" for k, v in visible) + "\n)"
         )
     return text
 
 
-def show_create_table(s: SqlSession, n: ast.ShowCreateTable, stmt: Statement) -> StatementResult:
-    """SHOW CREATE TABLE t: one ``createtab_stmt`` row."""
-    if not s.is_managed(n.table):
-        return _to_spark(s, stmt)
+def show_create_table(ctx: PlannerContext, n: ast.ShowCreateTable, stmt: Statement) -> Plan:
+    """SHOW CREATE TABLE t: one ``createtab_stmt`` row (a dyntable view's CREATE VIEW too)."""
+    view = ctx.view_of(n.table)
+    if view is not None:
+        return show_create_view(view)
+    if not ctx.is_managed(n.table):
+        return ToEngine()
     if n.table.system_table is not None:
         raise SqlAnalysisError(
             f"'{n.table}' is a system table; SHOW CREATE TABLE needs a table",
@@ -326,7 +224,71 @@ def show_create_table(s: SqlSession, n: ast.ShowCreateTable, stmt: Statement) ->
             column=stmt.column,
             sqlstate="42809",
         )
-    return rows(s, stmt, pa.table({"createtab_stmt": [create_table_statement(s.table(n.table))]}))
+    return Rows(pa.table({"createtab_stmt": [create_table_statement(ctx.table(n.table))]}))
+
+
+# -- views ----------------------------------------------------------------------------------------
+def describe_view(ctx: PlannerContext, view: ViewDefinition, n: ast.DescribeTable, stmt: Statement) -> Plan:
+    """DESCRIBE [EXTENDED] of a dyntable view: its columns as its query returns them, then (EXTENDED)
+    Spark's ``# Detailed Table Information`` of a view."""
+    columns = ctx.frame(f"SELECT * FROM {view_reference(view)}").columns
+    comments = dict(zip(view.columns, view.column_comments, strict=False))
+    fields = [c for c in columns if n.column is None or c.name.lower() == n.column.lower()]
+    if n.column is not None and not fields:
+        raise SqlAnalysisError(
+            f"view {view.label} has no column {n.column!r}",
+            line=n.table.line or stmt.line, column=n.table.column or stmt.column, sqlstate="42703",
+        )
+    out: list[tuple[str, str, str | None]] = [(c.name, c.type_text, comments.get(c.name)) for c in fields]
+    if (n.extended or n.formatted) and n.column is None:
+        out += [("", "", ""), ("# Detailed Table Information", "", "")]
+        details = [
+            ("Catalog", CATALOG_NAME),
+            ("Database", view.database or ""),
+            ("Table", view.name),
+            ("Created Time", _created(view)),
+            ("Type", "TEMPORARY VIEW" if view.temporary else "VIEW"),
+            ("Comment", view.comment or ""),
+            ("View Text", view.sql),
+            ("View Current Database", view.current_database),
+            ("View Query Output Columns", "[" + ", ".join(view.query_columns) + "]"),
+        ]
+        if view.properties:
+            pairs = ", ".join(f"{k}={v}" for k, v in sorted(view.properties.items()))
+            details.append(("Table Properties", f"[{pairs}]"))
+        out += [(k, v, "") for k, v in details if v or k == "Database"]
+    return Rows(
+        pa.Table.from_pylist(
+            [dict(zip(_DESCRIBE_SCHEMA.names, r, strict=True)) for r in out], schema=_DESCRIBE_SCHEMA
+        )
+    )
+
+
+def _created(view: ViewDefinition) -> str:
+    """When the view was created, as Java's ``Date.toString`` prints it (Spark's ``Created Time``), in UTC."""
+    return time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime(view.created_millis // 1000))
+
+
+def show_create_view(view: ViewDefinition) -> Plan:
+    """SHOW CREATE TABLE of a dyntable view: the CREATE [TEMPORARY] VIEW that recreates it."""
+    head = "CREATE TEMPORARY VIEW" if view.temporary else "CREATE VIEW"
+    columns = []
+    for i, c in enumerate(view.columns):
+        comment = view.column_comments[i] if i < len(view.column_comments) else None
+        columns.append(spark_quote_name(c) + (f" COMMENT {sql_string(comment)}" if comment else ""))
+    text = f"{head} {view_reference(view)} (\n  " + ",\n  ".join(columns) + ")\n"
+    if view.comment:
+        text += f"COMMENT {sql_string(view.comment)}\n"
+    if view.properties:
+        props = ",\n  ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in sorted(view.properties.items()))
+        text += f"TBLPROPERTIES (\n  {props})\n"
+    text += f"AS {view.sql}\n"
+    return Rows(pa.table({"createtab_stmt": pa.array([text], pa.string())}))
+
+
+def view_reference(view: ViewDefinition) -> str:
+    """How SQL names the view: ``db.v`` (permanent) or ``v`` (temporary), quoted as Spark needs."""
+    return ".".join(spark_quote_name(p) for p in ([view.database] if view.database else []) + [view.name])
 
 
 def table_properties(table: Table) -> dict[str, str]:
@@ -338,27 +300,27 @@ def table_properties(table: Table) -> dict[str, str]:
     return props
 
 
-def show_tblproperties(s: SqlSession, n: ast.ShowTableProperties, stmt: Statement) -> StatementResult:
+def show_tblproperties(ctx: PlannerContext, n: ast.ShowTableProperties, stmt: Statement) -> Plan:
     """SHOW TBLPROPERTIES t [('key')]: ``key``/``value`` rows sorted by key.
 
     The properties are those Paimon's Spark table reports: the options plus ``primary-key``,
     less Spark's reserved keys (the comment is shown by DESCRIBE). A key the table lacks gives
     one row saying so, as Spark does.
     """
-    if not s.is_managed(n.table):
-        return _to_spark(s, stmt)
-    table = s.table(n.table)
+    if not ctx.is_managed(n.table):
+        return ToEngine()
+    table = ctx.table(n.table)
     props = table_properties(table)
     if n.key is not None:
         value = props.get(n.key, f"Table {table.name} does not have property: {n.key}")
         pairs = [(n.key, value)]
     else:
         pairs = sorted(props.items())
-    return rows(s, stmt, pa.table({"key": [k for k, _ in pairs], "value": [v for _, v in pairs]},
+    return Rows(pa.table({"key": [k for k, _ in pairs], "value": [v for _, v in pairs]},
                                   schema=pa.schema([("key", pa.string()), ("value", pa.string())])))
 
 
-HANDLERS: dict[type, Any] = {
+PLANNERS: dict[type, Any] = {
     ast.DescribeTable: describe_table,
     ast.ShowCreateTable: show_create_table,
     ast.ShowTableProperties: show_tblproperties,

@@ -53,19 +53,19 @@ from sqlext.execute.assignments import (
     key_change_error,
     resolve_assignments,
 )
-from sqlext.execute.describe import checked_spec
 from sqlext.execute.dml_common import (
-    _P,
-    _columns,
-    _count_result,
-    _err,
-    _q,
+    HELPER,
+    analysis_error,
+    column_names,
+    count_result,
     merge_result,
 )
 from sqlext.execute.insert import write_frame
-from sqlext.execute.merge_plan import _MergePlan
+from sqlext.execute.merge_plan import MergePlan
+from sqlext.execute.partitions import checked_spec
 from sqlext.execute.results import StatementResult
 from sqlext.parse import ast
+from sqlext.parse.names import quoted
 from sqlext.parse.splitter import Statement
 from sqlext.source.requests import ReadRequest, ReadVersion
 
@@ -93,7 +93,7 @@ def _target(s: SqlSession, name: ast.TableName, stmt: Statement) -> Table | None
     if not s.is_managed(name):
         return None
     if name.system_table is not None:
-        raise _err(stmt, f"system table '{name}' is read-only", "42809")
+        raise analysis_error(stmt, f"system table '{name}' is read-only", "42809")
     table = s.table(name)
     if table.primary_keys and ROWKIND in table.schema.field_names:
         raise UnsupportedStatementError(
@@ -166,13 +166,14 @@ def _matching_partitions(
 ) -> tuple[list[dict[str, Any]], int]:
     """The partitions holding rows where ``cond`` is true, and how many such rows (one small job)."""
     keys = table.partition_keys
-    a = _q(alias)
+    a = quoted(alias)
     if not keys:
         n = s.frame(f"SELECT count(*) AS c FROM {pinned.view()} AS {a} WHERE {cond}", stmt).collect()[0][0]
         return ([{}] if n else []), int(n)
-    cols = ", ".join(f"{a}.{_q(k)}" for k in keys)
+    cols = ", ".join(f"{a}.{quoted(k)}" for k in keys)
     found = s.frame(
-        f"SELECT {cols}, count(*) AS {_P}n FROM {pinned.view()} AS {a} WHERE {cond} GROUP BY {cols}", stmt
+        f"SELECT {cols}, count(*) AS {HELPER}n FROM {pinned.view()} AS {a} WHERE {cond} GROUP BY {cols}",
+        stmt,
     ).collect()
     specs = [{k: row[i] for i, k in enumerate(keys)} for row in found]
     return specs, int(sum(row[len(keys)] for row in found))
@@ -189,9 +190,11 @@ def _in_partitions(
     if not keys:
         return df
     cols = columns or keys
-    schema = df.select(*[F.col(_q(c)).alias(f"{_P}p{i}") for i, c in enumerate(cols)]).schema
+    schema = df.select(*[F.col(quoted(c)).alias(f"{HELPER}p{i}") for i, c in enumerate(cols)]).schema
     parts = s.spark.createDataFrame([tuple(spec[k] for k in keys) for spec in specs], schema)
-    on = reduce(lambda x, y: x & y, [df[_q(c)].eqNullSafe(parts[f"{_P}p{i}"]) for i, c in enumerate(cols)])
+    on = reduce(
+        lambda x, y: x & y, [df[quoted(c)].eqNullSafe(parts[f"{HELPER}p{i}"]) for i, c in enumerate(cols)]
+    )
     return df.join(F.broadcast(parts), on=on, how="left_semi")
 
 
@@ -214,20 +217,20 @@ def delete(s: SqlSession, n: ast.Delete, stmt: Statement) -> StatementResult:
         count = s.spark.table(pinned.view()).count()
         if count:
             table.truncate()
-        return _count_result(s, stmt, count, "deleted")
-    cond, a = n.where.text, _q(alias)
+        return count_result(s, stmt, count, "deleted")
+    cond, a = n.where.text, quoted(alias)
     if table.primary_keys and _deletes_remove_rows(table):
         df = s.frame(f"SELECT {a}.*, '-D' AS {ROWKIND} FROM {pinned.view()} AS {a} WHERE {cond}", stmt)
-        count = write_frame(s, table, df, _columns(table), overwrite=None, stmt=stmt)
-        return _count_result(s, stmt, count, "deleted")
+        count = write_frame(s, table, df, column_names(table), overwrite=None, stmt=stmt)
+        return count_result(s, stmt, count, "deleted")
     specs, count = _matching_partitions(s, table, pinned, alias, cond, stmt)
     if count == 0:
-        return _count_result(s, stmt, 0, "deleted")
+        return count_result(s, stmt, 0, "deleted")
     keep = s.frame(f"SELECT {a}.* FROM {pinned.view()} AS {a} WHERE NOT ({cond}) OR ({cond}) IS NULL", stmt)
     keep = _in_partitions(s, keep, table, specs)
-    write_frame(s, table, keep, _columns(table), overwrite=_overwrite_of(table, specs), stmt=stmt,
+    write_frame(s, table, keep, column_names(table), overwrite=_overwrite_of(table, specs), stmt=stmt,
                 base_snapshot_id=pinned.snapshot_id)
-    return _count_result(s, stmt, count, "deleted")
+    return count_result(s, stmt, count, "deleted")
 
 
 # -- UPDATE -----------------------------------------------------------------------------------------------
@@ -240,7 +243,7 @@ def update(s: SqlSession, n: ast.Update, stmt: Statement) -> StatementResult:
     if table.new_write_builder().writes_deletion_vectors():
         return dml_deletion_vectors.update(s, table, n, stmt)
     alias = n.alias or n.table.table
-    a = _q(alias)
+    a = quoted(alias)
     resolved = resolve_assignments(table, n.assignments, (alias, n.table.table), stmt, a)
     assigned = resolved.values
     pinned = _Pinned(s, table)
@@ -252,38 +255,40 @@ def update(s: SqlSession, n: ast.Update, stmt: Statement) -> StatementResult:
         raise key_change_error(table, resolved, stmt)
     if table.primary_keys:
         select = ", ".join(
-            f"({assigned[c]}) AS {_q(c)}" if c in assigned else f"{a}.{_q(c)}" for c in _columns(table)
+            f"({assigned[c]}) AS {quoted(c)}" if c in assigned else f"{a}.{quoted(c)}"
+            for c in column_names(table)
         )
         df = s.frame(f"SELECT {select}, '+U' AS {ROWKIND} FROM {pinned.view()} AS {a}{where}", stmt)
-        count = write_frame(s, table, df, _columns(table), overwrite=None, stmt=stmt)
-        return _count_result(s, stmt, count, "updated")
+        count = write_frame(s, table, df, column_names(table), overwrite=None, stmt=stmt)
+        return count_result(s, stmt, count, "updated")
     if cond is None:
         select = ", ".join(
-            f"({assigned[c]}) AS {_q(c)}" if c in assigned else f"{a}.{_q(c)}" for c in _columns(table)
+            f"({assigned[c]}) AS {quoted(c)}" if c in assigned else f"{a}.{quoted(c)}"
+            for c in column_names(table)
         )
         df = s.frame(f"SELECT {select} FROM {pinned.view()} AS {a}", stmt)
-        count = write_frame(s, table, df, _columns(table), overwrite=OverwriteSpec(), stmt=stmt,
+        count = write_frame(s, table, df, column_names(table), overwrite=OverwriteSpec(), stmt=stmt,
                             base_snapshot_id=pinned.snapshot_id)
-        return _count_result(s, stmt, count, "updated")
+        return count_result(s, stmt, count, "updated")
     specs, count = _matching_partitions(s, table, pinned, alias, cond, stmt)
     if count == 0:
-        return _count_result(s, stmt, 0, "updated")
+        return count_result(s, stmt, 0, "updated")
     select = ", ".join(
-        f"CASE WHEN ({cond}) THEN ({assigned[c]}) ELSE {a}.{_q(c)} END AS {_q(c)}"
+        f"CASE WHEN ({cond}) THEN ({assigned[c]}) ELSE {a}.{quoted(c)} END AS {quoted(c)}"
         if c in assigned
-        else f"{a}.{_q(c)}"
-        for c in _columns(table)
+        else f"{a}.{quoted(c)}"
+        for c in column_names(table)
     )
     # Filter by the ORIGINAL partition values (an assignment may move a row to another partition).
     keys = list(table.partition_keys)
-    originals = ", ".join(f"{a}.{_q(k)} AS {_P}o{i}" for i, k in enumerate(keys))
+    originals = ", ".join(f"{a}.{quoted(k)} AS {HELPER}o{i}" for i, k in enumerate(keys))
     df = s.frame(f"SELECT {select}{', ' + originals if keys else ''} FROM {pinned.view()} AS {a}", stmt)
-    df = _in_partitions(s, df, table, specs, [f"{_P}o{i}" for i in range(len(keys))]).select(
-        *[_q(c) for c in _columns(table)]
+    df = _in_partitions(s, df, table, specs, [f"{HELPER}o{i}" for i in range(len(keys))]).select(
+        *[quoted(c) for c in column_names(table)]
     )
-    write_frame(s, table, df, _columns(table), overwrite=_overwrite_of(table, specs), stmt=stmt,
+    write_frame(s, table, df, column_names(table), overwrite=_overwrite_of(table, specs), stmt=stmt,
                 base_snapshot_id=pinned.snapshot_id)
-    return _count_result(s, stmt, count, "updated")
+    return count_result(s, stmt, count, "updated")
 
 
 # -- TRUNCATE ---------------------------------------------------------------------------------------------
@@ -311,7 +316,7 @@ def merge(s: SqlSession, n: ast.Merge, stmt: Statement) -> StatementResult:
     if table.new_write_builder().writes_deletion_vectors():
         return dml_deletion_vectors.merge(s, table, n, stmt)
     pinned = _Pinned(s, table)
-    plan = _MergePlan(s, table, n, stmt, pinned.view())
+    plan = MergePlan(s, table, n, stmt, pinned.view())
     if table.primary_keys and plan.ids("delete") and not _deletes_remove_rows(table):
         # The written -D would be dropped (ignore-delete) or refused by the merge engine at read time.
         raise UnsupportedStatementError(
@@ -328,14 +333,14 @@ def merge(s: SqlSession, n: ast.Merge, stmt: Statement) -> StatementResult:
     total = counts["update"] + counts["delete"] + counts["insert"]
     if total:
         if table.primary_keys:
-            write_frame(s, table, plan.changes(joined), _columns(table), overwrite=None, stmt=stmt)
+            write_frame(s, table, plan.changes(joined), column_names(table), overwrite=None, stmt=stmt)
         else:
             _merge_copy_on_write(s, table, plan, joined, stmt, pinned.snapshot_id)
     return merge_result(s, stmt, counts)
 
 
 def _merge_copy_on_write(
-    s: SqlSession, table: Table, plan: _MergePlan, joined: DataFrame, stmt: Statement,
+    s: SqlSession, table: Table, plan: MergePlan, joined: DataFrame, stmt: Statement,
     base_snapshot_id: int | None,
 ) -> None:
     """Append table: rewrite the partitions holding updated/deleted rows; inserted rows are added."""
@@ -349,13 +354,13 @@ def _merge_copy_on_write(
     else:
         original, specs = [], ([{}] if touched.take(1) else [])
     if not specs:
-        write_frame(s, table, inserts, _columns(table), overwrite=None, stmt=stmt)
+        write_frame(s, table, inserts, column_names(table), overwrite=None, stmt=stmt)
         return
     kept = plan.target_rows(joined)
     if keys:
         kept = _in_partitions(s, kept, table, specs, original)
     out = plan.project(kept).unionByName(inserts)
-    write_frame(s, table, out, _columns(table), overwrite=_overwrite_of(table, specs), stmt=stmt,
+    write_frame(s, table, out, column_names(table), overwrite=_overwrite_of(table, specs), stmt=stmt,
                 base_snapshot_id=base_snapshot_id)
 
 

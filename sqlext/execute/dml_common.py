@@ -1,5 +1,5 @@
 """What the row-level statements (DELETE, UPDATE, MERGE, TRUNCATE) share: the prefix of the
-helper columns they add, quoting, typed errors, and their result rows (Spark's ``num_*_rows``).
+helper columns they add, typed errors, and their result rows (Spark's ``num_*_rows``).
 Used by ``dml`` (copy-on-write and key tables), ``merge_plan`` and ``dml_deletion_vectors``."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from sqlext.parse.splitter import Statement
 if TYPE_CHECKING:
     from sqlext.session import SqlSession
 
-_P = "__dyn_"  # prefix of the helper columns this module adds (never written)
+HELPER = "__dyn_"  # prefix of the helper columns the row-level statements add (never written)
 _COUNT_SCHEMA = pa.schema([("num_affected_rows", pa.int64())])
 _MERGE_SCHEMA = pa.schema(
     [
@@ -29,11 +29,7 @@ _MERGE_SCHEMA = pa.schema(
 )
 
 
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def _err(stmt: Statement, message: str, sqlstate: str) -> SqlAnalysisError:
+def analysis_error(stmt: Statement, message: str, sqlstate: str) -> SqlAnalysisError:
     return SqlAnalysisError(message, line=stmt.line, column=stmt.column, sqlstate=sqlstate)
 
 
@@ -41,7 +37,7 @@ def _message(count: int, verb: str) -> str:
     return f"{count} row(s) {verb}"
 
 
-def _count_result(s: SqlSession, stmt: Statement, count: int, verb: str) -> StatementResult:
+def count_result(s: SqlSession, stmt: Statement, count: int, verb: str) -> StatementResult:
     return rows(
         s,
         stmt,
@@ -50,7 +46,7 @@ def _count_result(s: SqlSession, stmt: Statement, count: int, verb: str) -> Stat
     )
 
 
-def _columns(table: Table) -> list[str]:
+def column_names(table: Table) -> list[str]:
     return list(table.schema.field_names)
 
 

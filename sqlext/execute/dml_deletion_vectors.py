@@ -31,6 +31,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from engine import Table, WriteBuilder, group_positions
 from sqlext.parse import ast
+from sqlext.parse.names import quoted
 from sqlext.parse.splitter import Statement
 from sqlext.source.spark_types import spark_schema
 
@@ -40,10 +41,6 @@ if TYPE_CHECKING:
 
 FILE, POS = "__dyn_file", "__dyn_pos"
 _LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
-
-
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _uri(path: str) -> str:
@@ -72,7 +69,7 @@ def positioned_frame(s: SqlSession, table: Table, snapshot: Any) -> DataFrame:
                 cols.append(F.lit(None).cast(out_field.dataType).alias(field.name))
                 continue
             physical.append(old_struct[before.name])
-            cols.append(F.col(_q(before.name)).cast(out_field.dataType).alias(field.name))
+            cols.append(F.col(quoted(before.name)).cast(out_field.dataType).alias(field.name))
         paths = [_uri(f.path) for f in files if f.schema_id == schema_id]
         frame = _read_parquet(s, StructType(physical), paths)
         frames.append(frame.select(*cols, F.col("_metadata.file_name").alias(FILE),
@@ -146,56 +143,56 @@ def _commit(s: SqlSession, table: Table, snapshot: Any, touched: DataFrame,
 
 
 def delete(s: SqlSession, table: Table, n: ast.Delete, stmt: Statement) -> StatementResult:
-    from sqlext.execute.dml_common import _count_result
+    from sqlext.execute.dml_common import count_result
 
     snapshot = table.latest_snapshot()
     if snapshot is None:
-        return _count_result(s, stmt, 0, "deleted")
+        return count_result(s, stmt, 0, "deleted")
     if n.where is None:
         # Paimon truncates: every file goes, with its DV (the count comes from the metadata)
         files = table.new_write_builder().deletion_scan_files(snapshot)
         count = sum(f.row_count - f.deleted.size for f in files)
         if count:
             table.truncate()
-        return _count_result(s, stmt, count, "deleted")
-    alias = _q(n.alias or n.table.table)
+        return count_result(s, stmt, count, "deleted")
+    alias = quoted(n.alias or n.table.table)
     view = f"__dyntable_dv_{s.next_id()}"
     positioned_frame(s, table, snapshot).createOrReplaceTempView(view)
     where = f" WHERE {n.where.text}"
     touched = s.frame(f"SELECT {alias}.{FILE}, {alias}.{POS} FROM {view} AS {alias}{where}", stmt)
-    return _count_result(s, stmt, _commit(s, table, snapshot, touched, None), "deleted")
+    return count_result(s, stmt, _commit(s, table, snapshot, touched, None), "deleted")
 
 
 def update(s: SqlSession, table: Table, n: ast.Update, stmt: Statement) -> StatementResult:
     from sqlext.execute.assignments import resolve_assignments
-    from sqlext.execute.dml_common import _count_result
+    from sqlext.execute.dml_common import count_result
 
     snapshot = table.latest_snapshot()
     if snapshot is None:
-        return _count_result(s, stmt, 0, "updated")
+        return count_result(s, stmt, 0, "updated")
     alias = n.alias or n.table.table
-    a = _q(alias)
+    a = quoted(alias)
     assigned = resolve_assignments(table, n.assignments, (alias, n.table.table), stmt, a).values
     view = f"__dyntable_dv_{s.next_id()}"
     positioned_frame(s, table, snapshot).createOrReplaceTempView(view)
     where = f" WHERE {n.where.text}" if n.where is not None else ""
-    select = ", ".join(f"({assigned[c]}) AS {_q(c)}" if c in assigned else f"{a}.{_q(c)}"
+    select = ", ".join(f"({assigned[c]}) AS {quoted(c)}" if c in assigned else f"{a}.{quoted(c)}"
                        for c in table.schema.field_names)
     matched = s.frame(f"SELECT {select}, {a}.{FILE}, {a}.{POS} FROM {view} AS {a}{where}", stmt)
     matched = matched.localCheckpoint()  # evaluated once: the positions and the new rows agree
     new_rows = matched.drop(FILE, POS)
-    return _count_result(s, stmt, _commit(s, table, snapshot, matched, new_rows), "updated")
+    return count_result(s, stmt, _commit(s, table, snapshot, matched, new_rows), "updated")
 
 
 def merge(s: SqlSession, table: Table, n: ast.Merge, stmt: Statement) -> StatementResult:
     """MERGE on a DV append table: DV the updated/deleted target rows, add updated + inserted rows."""
     from sqlext.execute.dml_common import merge_result
-    from sqlext.execute.merge_plan import _CLAUSE, _MergePlan
+    from sqlext.execute.merge_plan import CLAUSE_COLUMN, MergePlan
 
     snapshot = table.latest_snapshot()
     view = f"__dyntable_dv_{s.next_id()}"
     positioned_frame(s, table, snapshot).createOrReplaceTempView(view)
-    plan = _MergePlan(s, table, n, stmt, view)
+    plan = MergePlan(s, table, n, stmt, view)
     plan.carry = (FILE, POS)
     joined = plan.joined_frame().localCheckpoint()  # evaluated once: checks, counts and the write agree
     plan.check_cardinality(joined)
@@ -203,7 +200,7 @@ def merge(s: SqlSession, table: Table, n: ast.Merge, stmt: Statement) -> Stateme
     counts = plan.counts(joined)
     if counts["update"] + counts["delete"] + counts["insert"]:
         touched = plan.touched(joined)
-        updated = touched.where(F.col(_CLAUSE).isin(plan.ids("update")))
+        updated = touched.where(F.col(CLAUSE_COLUMN).isin(plan.ids("update")))
         new_rows = plan.project(updated).unionByName(plan.inserted_rows(joined))
         _commit(s, table, snapshot, touched.select(F.col(FILE), F.col(POS)), new_rows)
     return merge_result(s, stmt, counts)

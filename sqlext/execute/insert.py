@@ -45,6 +45,7 @@ from sqlext.execute.common import computed_columns, done, paimon_to_spark_ddl, r
 from sqlext.execute.compaction import spark_runner
 from sqlext.execute.results import StatementResult, StreamingJob
 from sqlext.parse import ast
+from sqlext.parse.names import quoted
 from sqlext.parse.splitter import Statement
 from sqlext.source.datasource import cluster_for_writers
 from sqlext.source.dynamic import session_overrides, table_overrides
@@ -73,10 +74,6 @@ def spark_interval(text: str, stmt: Statement | None = None) -> str:
             "use e.g. '1 s', '500 ms' or '2 min'",
             line=stmt.line if stmt else None, column=stmt.column if stmt else None, sqlstate="22023",
         ) from None
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def column_defaults(table: Table) -> dict[str, str]:
@@ -186,7 +183,7 @@ def shape_frame(
     for f in schema.fields:
         spark_type = paimon_to_spark_ddl(f.type)
         if f.name in provided:
-            value = F.col(_quote(provided[f.name])).cast(spark_type)
+            value = F.col(quoted(provided[f.name])).cast(spark_type)
             if f.name in defaults:  # Paimon's writers turn a NULL into the column's default
                 value = F.coalesce(value, F.expr(defaults[f.name]))
             exprs.append(_char_padded(value, f.type).alias(f.name))
@@ -205,7 +202,7 @@ def shape_frame(
         shaped = shaped.select(
             *[
                 F.expr(computed[f.name]).cast(paimon_to_spark_ddl(f.type)).alias(f.name)
-                if f.name in computed else F.col(_quote(f.name))
+                if f.name in computed else F.col(quoted(f.name))
                 for f in schema.fields
             ],
             *([F.col(ROWKIND)] if has_kind else []),
@@ -387,12 +384,12 @@ def _start_stream(
 ) -> StatementResult | None:
     """Start a continuous job for the INSERT, or return None when its query reads no streaming source."""
 
-    df = s.frame(sub.text, sub, streaming=True)
+    df, bound = s.bound_frame(sub.text, sub, streaming=True)
     if not df.isStreaming:
         return None
     if ROWKIND not in df.columns:
         # Without the kind column a delete would arrive as an insert of the old row: refuse.
-        for b in s.last_bindings:
+        for b in bound.bindings:
             source = s.table(b.table)
             if source.has_primary_key:
                 raise SqlAnalysisError(
@@ -416,7 +413,7 @@ def _start_stream(
     # again resumes exactly where the previous run stopped (no change is read twice or skipped).
     pipeline = hashlib.sha1(f"{s.current_database}\n{' '.join(stmt.text.split())}".encode()).hexdigest()[:16]
     checkpoint = f"{s.warehouse}/.streaming/{pipeline}"
-    _forget_stale_checkpoint(s, checkpoint, [table, *(s.table(b.table) for b in s.last_bindings)])
+    _forget_stale_checkpoint(s, checkpoint, [table, *(s.table(b.table) for b in bound.bindings)])
     request = write_request(s, table, hints)
     overrides = table_overrides(request.passthrough)
 

@@ -21,19 +21,21 @@ from sqlext.execute.assignments import (
     resolve_assignments,
 )
 from sqlext.execute.common import computed_columns
-from sqlext.execute.dml_common import _P, _columns, _err, _q
+from sqlext.execute.dml_common import HELPER, analysis_error, column_names
 from sqlext.execute.insert import column_defaults
 from sqlext.parse import ast
+from sqlext.parse.names import quoted
 from sqlext.parse.splitter import Statement
 
 if TYPE_CHECKING:
     from sqlext.session import SqlSession
 
 _ACTIONS = {ast.MergeUpdate: "update", ast.MergeDelete: "delete", ast.MergeInsert: "insert"}
-_T, _S, _RID, _CLAUSE = f"{_P}t", f"{_P}s", f"{_P}rid", f"{_P}clause"
+_T, _S, _RID = f"{HELPER}t", f"{HELPER}s", f"{HELPER}rid"
+CLAUSE_COLUMN = f"{HELPER}clause"  # the number of the clause a joined row takes
 
 
-class _MergePlan:
+class MergePlan:
     """One MERGE as a single joined Spark query plus the column expressions of its outcome.
 
     The joined frame has, per (target row, source row) pair: the target's original columns
@@ -44,16 +46,16 @@ class _MergePlan:
 
     def __init__(self, s: SqlSession, table: Table, n: ast.Merge, stmt: Statement, view: str) -> None:
         self.s, self.table, self.n, self.stmt, self.view = s, table, n, stmt, view
-        self.columns = _columns(table)
+        self.columns = column_names(table)
         self.target_alias = n.target_alias or n.target.table
         if isinstance(n.source, ast.TableName):
             self.source_alias = n.source_alias or n.source.table
             self.source_sql = str(n.source)
-            self.source_from = f"{self.source_sql} AS {_q(self.source_alias)}"
+            self.source_from = f"{self.source_sql} AS {quoted(self.source_alias)}"
         else:
-            self.source_alias = n.source_alias or f"{_P}source"
-            self.source_sql = f"({n.source.text}) AS {_P}src"
-            self.source_from = f"({n.source.text}) AS {_q(self.source_alias)}"
+            self.source_alias = n.source_alias or f"{HELPER}source"
+            self.source_sql = f"({n.source.text}) AS {HELPER}src"
+            self.source_from = f"({n.source.text}) AS {quoted(self.source_alias)}"
         self._src_cols: list[str] | None = None
         self.kinds = [c.match for c in n.clauses]
         self.actions = [_ACTIONS[type(c.action)] for c in n.clauses]
@@ -65,7 +67,7 @@ class _MergePlan:
         return [j for j, act in enumerate(self.actions) if act in actions]
 
     def target_column(self, name: str) -> str:
-        return f"{_P}t{self.columns.index(name)}"
+        return f"{HELPER}t{self.columns.index(name)}"
 
     # -- clause values (checked before anything runs) ------------------------------------------------
     def _source_columns(self) -> list[str]:
@@ -82,12 +84,12 @@ class _MergePlan:
             if col in computed or col in skip:
                 continue
             if col.lower() not in src:
-                raise _err(
+                raise analysis_error(
                     self.stmt,
                     f"MERGE ... * needs a source column '{col}' (the source has {list(src.values())})",
                     "42703",
                 )
-            out[col] = f"{_q(self.source_alias)}.{_q(src[col.lower()])}"
+            out[col] = f"{quoted(self.source_alias)}.{quoted(src[col.lower()])}"
         return out
 
     def _clause_values(self, j: int, clause: ast.MergeClause) -> dict[str, str]:
@@ -97,7 +99,7 @@ class _MergePlan:
         if isinstance(act, ast.MergeUpdate):
             if act.all_columns:
                 return self._from_source(self.table.primary_keys)
-            ta = _q(self.target_alias)
+            ta = quoted(self.target_alias)
             resolved = resolve_assignments(self.table, act.assignments, aliases, self.stmt, ta)
             check = key_change_check(resolved, ta)
             if check is not None:
@@ -112,14 +114,14 @@ class _MergePlan:
         else:
             cols = [c for c in self.columns if c not in computed]
         if len(cols) != len(act.values):
-            raise _err(
+            raise analysis_error(
                 self.stmt, f"MERGE INSERT lists {len(cols)} column(s) but {len(act.values)} value(s)", "21S01"
             )
         if len(set(cols)) != len(cols):
-            raise _err(self.stmt, "MERGE INSERT names a column twice", "42701")
+            raise analysis_error(self.stmt, "MERGE INSERT names a column twice", "42701")
         bad = [c for c in cols if c in computed]
         if bad:
-            raise _err(self.stmt, f"column '{bad[0]}' is computed and cannot be inserted", "42000")
+            raise analysis_error(self.stmt, f"column '{bad[0]}' is computed and cannot be inserted", "42000")
         # Columns left out get their declared default; a bare DEFAULT value stands for it too.
         out = {c: v for c, v in defaults.items() if c not in cols}
         for c, v in zip(cols, act.values, strict=True):
@@ -134,33 +136,35 @@ class _MergePlan:
             parts = parts[1:]
         match = [f for f in self.columns if len(parts) == 1 and f.lower() == parts[0].lower()]
         if not match:
-            raise _err(self.stmt, f"MERGE INSERT: '{self.table.name}' has no column '{name}'", "42703")
+            raise analysis_error(
+                self.stmt, f"MERGE INSERT: '{self.table.name}' has no column '{name}'", "42703"
+            )
         return match[0]
 
     # -- the joined query ----------------------------------------------------------------------------
     def _scoped(self, kind: str) -> tuple[list[str], list[str]]:
         """``(expressions computed inside that side's subquery, outer select items)`` for the
         clauses of ``kind`` evaluated on one side only (NOT MATCHED: source, BY SOURCE: target)."""
-        side = _q(self.source_alias if kind == "not_matched" else self.target_alias)
+        side = quoted(self.source_alias if kind == "not_matched" else self.target_alias)
         inner, outer = [], []
         for j, clause in enumerate(self.n.clauses):
             if clause.match != kind:
                 continue
             names = []
             if clause.condition is not None:
-                inner.append(f"({clause.condition.text}) AS {_P}c{j}")
-                names.append(f"{_P}c{j}")
+                inner.append(f"({clause.condition.text}) AS {HELPER}c{j}")
+                names.append(f"{HELPER}c{j}")
             for col, expr in self.values[j].items():
-                inner.append(f"({expr}) AS {_P}v{j}_{self.columns.index(col)}")
-                names.append(f"{_P}v{j}_{self.columns.index(col)}")
+                inner.append(f"({expr}) AS {HELPER}v{j}_{self.columns.index(col)}")
+                names.append(f"{HELPER}v{j}_{self.columns.index(col)}")
             if j in self.key_checks:
-                inner.append(f"({self.key_checks[j][0]}) AS {_P}k{j}")
-                names.append(f"{_P}k{j}")
+                inner.append(f"({self.key_checks[j][0]}) AS {HELPER}k{j}")
+                names.append(f"{HELPER}k{j}")
             outer += [f"{side}.{n} AS {n}" for n in names]
         return inner, outer
 
     def joined_frame(self) -> DataFrame:
-        ta, sa = _q(self.target_alias), _q(self.source_alias)
+        ta, sa = quoted(self.target_alias), quoted(self.source_alias)
         need_source_only = "not_matched" in self.kinds
         need_target_only = "not_matched_by_source" in self.kinds or not self.table.primary_keys
         join = {
@@ -171,18 +175,18 @@ class _MergePlan:
         }[(need_source_only, need_target_only)]
         t_inner, t_outer = self._scoped("not_matched_by_source")
         s_inner, s_outer = self._scoped("not_matched")
-        select = [f"{ta}.{_q(c)} AS {_P}t{i}" for i, c in enumerate(self.columns)]
+        select = [f"{ta}.{quoted(c)} AS {HELPER}t{i}" for i, c in enumerate(self.columns)]
         select += [f"{ta}.{_T} AS {_T}", f"{ta}.{_RID} AS {_RID}", f"{sa}.{_S} AS {_S}", *t_outer, *s_outer]
-        select += [f"{ta}.{_q(c)} AS {_q(c)}" for c in self.carry]
+        select += [f"{ta}.{quoted(c)} AS {quoted(c)}" for c in self.carry]
         for j, clause in enumerate(self.n.clauses):
             if clause.match != "matched":
                 continue
             if clause.condition is not None:
-                select.append(f"({clause.condition.text}) AS {_P}c{j}")
+                select.append(f"({clause.condition.text}) AS {HELPER}c{j}")
             for col, expr in self.values[j].items():
-                select.append(f"({expr}) AS {_P}v{j}_{self.columns.index(col)}")
+                select.append(f"({expr}) AS {HELPER}v{j}_{self.columns.index(col)}")
             if j in self.key_checks:
-                select.append(f"({self.key_checks[j][0]}) AS {_P}k{j}")
+                select.append(f"({self.key_checks[j][0]}) AS {HELPER}k{j}")
         sql = (
             f"SELECT {', '.join(select)} "
             f"FROM (SELECT {ta}.*, true AS {_T}, monotonically_increasing_id() AS {_RID}"
@@ -197,9 +201,9 @@ class _MergePlan:
         for j in reversed(range(len(self.n.clauses))):
             cond = applies[self.kinds[j]]
             if self.n.clauses[j].condition is not None:
-                cond = cond & F.coalesce(F.col(f"{_P}c{j}"), F.lit(False))
+                cond = cond & F.coalesce(F.col(f"{HELPER}c{j}"), F.lit(False))
             chosen = F.when(cond, F.lit(j)).otherwise(chosen)
-        return df.withColumn(_CLAUSE, chosen)
+        return df.withColumn(CLAUSE_COLUMN, chosen)
 
     # -- checks and counts ---------------------------------------------------------------------------
     def check_cardinality(self, joined: DataFrame) -> None:
@@ -208,7 +212,7 @@ class _MergePlan:
         if not matched:
             return
         dup = (
-            joined.where(F.col(_CLAUSE).isin(matched))
+            joined.where(F.col(CLAUSE_COLUMN).isin(matched))
             .groupBy(_RID)
             .count()
             .where(F.col("count") > 1)
@@ -216,7 +220,7 @@ class _MergePlan:
             .collect()
         )
         if dup:
-            raise _err(
+            raise analysis_error(
                 self.stmt,
                 f"MERGE: a row of '{self.table.name}' is matched by {dup[0]['count']} source rows; "
                 "the ON condition must match each target row with at most one source row "
@@ -230,14 +234,17 @@ class _MergePlan:
             return
         changing = reduce(
             lambda x, y: x | y,
-            [(F.col(_CLAUSE) == j) & F.coalesce(F.col(f"{_P}k{j}"), F.lit(False)) for j in self.key_checks],
+            [
+                (F.col(CLAUSE_COLUMN) == j) & F.coalesce(F.col(f"{HELPER}k{j}"), F.lit(False))
+                for j in self.key_checks
+            ],
         )
-        bad = joined.where(changing).select(_CLAUSE).limit(1).collect()
+        bad = joined.where(changing).select(CLAUSE_COLUMN).limit(1).collect()
         if bad:
             raise key_change_error(self.table, self.key_checks[bad[0][0]][1], self.stmt)
 
     def counts(self, joined: DataFrame) -> dict[str, int]:
-        per_clause = {r[0]: r[1] for r in joined.groupBy(_CLAUSE).count().collect()}
+        per_clause = {r[0]: r[1] for r in joined.groupBy(CLAUSE_COLUMN).count().collect()}
         return {
             act: sum(per_clause.get(j, 0) for j in self.ids(act)) for act in ("update", "delete", "insert")
         }
@@ -245,19 +252,19 @@ class _MergePlan:
     # -- outcome -------------------------------------------------------------------------------------
     def project(self, df: DataFrame, *extra: Column) -> DataFrame:
         """The target columns of each row's outcome (original values unless its clause sets them)."""
-        clause = F.col(_CLAUSE)
+        clause = F.col(CLAUSE_COLUMN)
         exprs = []
         for i, col in enumerate(self.columns):
-            value: Column = F.col(f"{_P}t{i}")
+            value: Column = F.col(f"{HELPER}t{i}")
             for j, vals in enumerate(self.values):
                 if col in vals:
-                    value = F.when(clause == j, F.col(f"{_P}v{j}_{i}")).otherwise(value)
+                    value = F.when(clause == j, F.col(f"{HELPER}v{j}_{i}")).otherwise(value)
             exprs.append(value.alias(col))
         return df.select(*exprs, *extra)
 
     def changes(self, joined: DataFrame) -> DataFrame:
         """Primary-key table: only the changed rows, each with its row kind."""
-        clause = F.col(_CLAUSE)
+        clause = F.col(CLAUSE_COLUMN)
         kind = (
             F.when(clause.isin(self.ids("delete")), F.lit("-D"))
             .when(clause.isin(self.ids("update")), F.lit("+U"))
@@ -266,14 +273,15 @@ class _MergePlan:
         return self.project(joined.where(clause >= 0), kind.alias(ROWKIND))
 
     def touched(self, joined: DataFrame) -> DataFrame:
-        return joined.where(F.col(_CLAUSE).isin(self.ids("update", "delete")))
+        return joined.where(F.col(CLAUSE_COLUMN).isin(self.ids("update", "delete")))
 
     def inserted_rows(self, joined: DataFrame) -> DataFrame:
-        return self.project(joined.where(F.col(_CLAUSE).isin(self.ids("insert"))))
+        return self.project(joined.where(F.col(CLAUSE_COLUMN).isin(self.ids("insert"))))
 
     def target_rows(self, joined: DataFrame) -> DataFrame:
         """Each target row once (the copy its clause applies to, if any), minus the deleted ones."""
-        clause = F.col(_CLAUSE)
+        clause = F.col(CLAUSE_COLUMN)
         first = F.row_number().over(Window.partitionBy(_RID).orderBy(clause.desc()))
-        once = joined.where(F.col(_T).isNotNull()).withColumn(f"{_P}rn", first).where(F.col(f"{_P}rn") == 1)
+        rank = f"{HELPER}rn"
+        once = joined.where(F.col(_T).isNotNull()).withColumn(rank, first).where(F.col(rank) == 1)
         return once.where(~clause.isin(self.ids("delete")))

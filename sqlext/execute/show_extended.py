@@ -36,11 +36,12 @@ from pyspark.sql.types import StructType
 from engine import Table, partition_value_string
 from sqlext.errors import SqlAnalysisError, SqlError
 from sqlext.execute.common import rows
-from sqlext.execute.describe import CATALOG_NAME, checked_spec, partition_details, table_properties
+from sqlext.execute.describe import CATALOG_NAME, table_properties
+from sqlext.execute.partitions import checked_spec, partition_details
 from sqlext.execute.results import StatementResult
 from sqlext.execute.views import list_views, spark_temp_views
 from sqlext.parse import ast
-from sqlext.parse.names import TableName
+from sqlext.parse.names import TableName, quoted
 from sqlext.parse.splitter import Statement
 from sqlext.parse.views import ViewDefinition
 from sqlext.source.spark_types import spark_schema
@@ -157,18 +158,14 @@ def _spark_view_informations(s: SqlSession, pattern: str) -> dict[str, str]:
 def _spark_view_information(s: SqlSession, name: str) -> str:
     """The ``information`` text of a temporary view Spark did not describe (a cached table's)."""
     try:
-        schema: StructType | None = s.spark.table(_quote(name)).schema
+        schema: StructType | None = s.spark.table(quoted(name)).schema
     except PySparkException:  # a view Spark can no longer resolve still gets its row
         schema = None
     return _information([("Table", name), ("Last Access", "UNKNOWN"), ("Type", "VIEW")], schema)
 
 
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 def _reference(database: str | None, name: str) -> str:
-    return ".".join(_quote(p) for p in ([database] if database else []) + [name])
+    return ".".join(quoted(p) for p in ([database] if database else []) + [name])
 
 
 def _to_spark(s: SqlSession, stmt: Statement) -> StatementResult:

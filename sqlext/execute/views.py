@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from engine import DyntableError, Identifier
+from sqlext.bind.rewrite import BoundQuery
 from sqlext.errors import SqlAnalysisError
 from sqlext.execute.common import done, rows
 from sqlext.execute.results import StatementResult
@@ -127,11 +128,8 @@ def view_of(s: SqlSession, name: TableName) -> ViewDefinition | None:
     return load_view(s, database, name.table)
 
 
-def reads_dyntable(s: SqlSession) -> bool:
-    """Whether the statement just bound reads a managed table, a dyntable view or a cached table."""
-    bound = s.last_bound
-    if bound is None:
-        return False
+def reads_dyntable(s: SqlSession, bound: BoundQuery) -> bool:
+    """Whether a bound query reads a managed table, a dyntable view or a cached table."""
     cached = any(len(t) == 1 and t[0].lower() in s.cached for t in bound.other_tables)
     return bool(bound.bindings or bound.views or cached)
 
@@ -156,9 +154,8 @@ def create_view(s: SqlSession, n: ast.CreateView, stmt: Statement) -> StatementR
             name, stmt, "42602",
         )
     query = _fragment_statement(n.query, stmt)
-    frame = s.frame(query.text, query)
-    bound = s.last_bound
-    if bound is None or not reads_dyntable(s):
+    frame, bound = s.bound_frame(query.text, query)
+    if not reads_dyntable(s, bound):
         return _to_spark(s, n, stmt)  # a view over Spark's own tables only
     if n.global_temporary:
         raise _error(
@@ -336,77 +333,6 @@ def show_views(s: SqlSession, n: ast.ShowViews, stmt: Statement) -> StatementRes
     return rows(s, stmt, _view_rows(view_listing(s, database, n.like)))
 
 
-# -- DESCRIBE / SHOW CREATE TABLE of a view ------------------------------------------------------------
-def describe_view(
-    s: SqlSession, view: ViewDefinition, n: ast.DescribeTable, stmt: Statement
-) -> StatementResult:
-    frame = s.frame(f"SELECT * FROM {_reference(view)}", None)
-    comments = dict(zip(view.columns, view.column_comments, strict=False))
-    fields = [f for f in frame.schema.fields if n.column is None or f.name.lower() == n.column.lower()]
-    if n.column is not None and not fields:
-        raise _error(f"view {view.label} has no column {n.column!r}", n.table, stmt, "42703")
-    out: list[tuple[str, str, str | None]] = [
-        (f.name, f.dataType.simpleString(), comments.get(f.name)) for f in fields
-    ]
-    if (n.extended or n.formatted) and n.column is None:
-        out += [("", "", ""), ("# Detailed Table Information", "", "")]
-        details = [
-            ("Catalog", "dyntable"),
-            ("Database", view.database or ""),
-            ("Table", view.name),
-            ("Created Time", _created(view)),
-            ("Type", "TEMPORARY VIEW" if view.temporary else "VIEW"),
-            ("Comment", view.comment or ""),
-            ("View Text", view.sql),
-            ("View Current Database", view.current_database),
-            ("View Query Output Columns", "[" + ", ".join(view.query_columns) + "]"),
-        ]
-        if view.properties:
-            pairs = ", ".join(f"{k}={v}" for k, v in sorted(view.properties.items()))
-            details.append(("Table Properties", f"[{pairs}]"))
-        out += [(k, v, "") for k, v in details if v or k in ("Database",)]
-    return rows(s, stmt, pa.table({
-        "col_name": pa.array([r[0] for r in out], pa.string()),
-        "data_type": pa.array([r[1] for r in out], pa.string()),
-        "comment": pa.array([r[2] for r in out], pa.string()),
-    }))
-
-
-def show_create_view(s: SqlSession, view: ViewDefinition, stmt: Statement) -> StatementResult:
-    head = "CREATE TEMPORARY VIEW" if view.temporary else "CREATE VIEW"
-    name = ".".join(quote_name(p) for p in ([view.database] if view.database else []) + [view.name])
-    columns = []
-    for i, c in enumerate(view.columns):
-        comment = view.column_comments[i] if i < len(view.column_comments) else None
-        columns.append(quote_name(c) + (f" COMMENT {_sql_string(comment)}" if comment else ""))
-    text = f"{head} {name} (\n  " + ",\n  ".join(columns) + ")\n"
-    if view.comment:
-        text += f"COMMENT {_sql_string(view.comment)}\n"
-    if view.properties:
-        props = ",\n  ".join(
-            f"{_sql_string(k)} = {_sql_string(v)}" for k, v in sorted(view.properties.items())
-        )
-        text += f"TBLPROPERTIES (\n  {props})\n"
-    text += f"AS {view.sql}\n"
-    return rows(s, stmt, pa.table({"createtab_stmt": pa.array([text], pa.string())}))
-
-
-def _created(view: ViewDefinition) -> str:
-    return time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime(view.created_millis // 1000))
-
-
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def quote_name(name: str) -> str:
-    return name if _PLAIN.fullmatch(name) else "`" + name.replace("`", "``") + "`"
-
-
-def _reference(view: ViewDefinition) -> str:
-    return ".".join(quote_name(p) for p in ([view.database] if view.database else []) + [view.name])
-
-
 # -- CACHE / UNCACHE TABLE ---------------------------------------------------------------------------
 @dataclass
 class CachedQuery:
@@ -444,8 +370,8 @@ def cache_table(s: SqlSession, n: ast.CacheTable, stmt: Statement) -> StatementR
                          name, stmt, "42602")
         sql = n.query.text
         query = _fragment_statement(n.query, stmt)
-        s.frame(query.text, query)  # binds (and checks) the query
-        if not reads_dyntable(s):
+        _, bound = s.bound_frame(query.text, query)  # binds (and checks) the query
+        if not reads_dyntable(s, bound):
             return StatementResult(stmt, s.spark.sql(stmt.text), None)  # over Spark's tables only
     key = name.table.lower()
     if key in s.temp_views:

@@ -42,6 +42,24 @@ class SqlFragment:
         return self.text
 
 
+def quoted(part: str) -> str:
+    """``part`` as a back-quoted SQL identifier, whatever it holds."""
+    return "`" + part.replace("`", "``") + "`"
+
+
+def sql_string(text: str) -> str:
+    """``text`` as a single-quoted SQL string literal (backslash and quote escaped)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+_SPARK_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def spark_quote_name(part: str) -> str:
+    """``part`` as Spark's parser reads an identifier: bare when a plain word (no ``$``), else back-quoted."""
+    return part if _SPARK_WORD.fullmatch(part) else quoted(part)
+
+
 def quote_name(part: str) -> str:
     """``part`` as a SQL identifier: bare when it is a plain word, otherwise back-quoted."""
     if _PLAIN_NAME.fullmatch(part):

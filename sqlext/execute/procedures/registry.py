@@ -34,6 +34,7 @@ import pyarrow as pa
 
 from engine.errors import InvalidArgumentError, TimeBoundError
 from sqlext.errors import ProcedureArgumentError, SqlAnalysisError, UnsupportedStatementError
+from sqlext.execute.partitions import live_partitions
 from sqlext.parse.ast import CallArgument
 
 if TYPE_CHECKING:
@@ -411,16 +412,6 @@ def parse_partitions(schema: TableSchema, text: str) -> list[dict[str, Any]]:
             "argument 'partitions' is empty; write e.g. 'dt=2024-01-01;dt=2024-01-02'"
         )
     return specs
-
-
-def live_partitions(table: Table) -> list[dict[str, Any]]:
-    """The partitions holding live files in the latest snapshot (metadata only), sorted."""
-    keys = table.partition_keys
-    seen: dict[tuple[Any, ...], None] = {}
-    for split in table.new_scan().plan().splits:
-        seen.setdefault(tuple(split.partition_values), None)
-    ordered = sorted(seen, key=lambda vs: tuple((v is None, str(v)) for v in vs))
-    return [dict(zip(keys, vs, strict=True)) for vs in ordered]
 
 
 def partitions_where(session: SqlSession, table: Table, where: str) -> list[dict[str, Any]]:

@@ -45,7 +45,7 @@ def _true() -> pa.Table:
 
 
 def _rescale(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    from sqlext.execute.ddl import rescale_table
+    from sqlext.execute.ddl_jobs import rescale_table
     from sqlext.parse.names import TableName
 
     table = table_argument(session, args["table"])

@@ -10,7 +10,7 @@ import pytest
 from TCLIService import ttypes as tt
 
 
-def _broken_create(session, node, stmt):
+def _broken_create(ctx, node, stmt):
     raise AssertionError("an executor's invariant broke")
 
 
@@ -18,10 +18,10 @@ def _broken_create(session, node, stmt):
 def test_internal_error_is_logged_with_its_traceback(none_server, monkeypatch, caplog, run_async):
     from pyhive import exc, hive
 
-    from sqlext.execute import HANDLERS
+    from sqlext.execute.handlers import PLANNERS
     from sqlext.parse import ast
 
-    monkeypatch.setitem(HANDLERS, ast.CreateDatabase, _broken_create)
+    monkeypatch.setitem(PLANNERS, ast.CreateDatabase, _broken_create)
     conn = hive.connect("127.0.0.1", port=none_server.port, username="tester")
     try:
         cursor = conn.cursor()

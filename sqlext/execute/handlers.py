@@ -1,0 +1,42 @@
+"""The statement table: which executor or planner runs each dyntable statement (by AST node type)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlext.execute import (
+    call,
+    ddl,
+    ddl_jobs,
+    describe,
+    dml,
+    insert,
+    refs,
+    session_stmts,
+    show_extended,
+    views,
+)
+from sqlext.parse import ast
+
+HANDLERS: dict[type, Any] = {
+    ast.CreateTable: ddl_jobs.create_table,
+    ast.DropPartitions: ddl_jobs.drop_partitions,
+    ast.CompactTable: ddl_jobs.compact,
+    ast.AddPrimaryKey: ddl_jobs.add_primary_key,
+    ast.RescaleBuckets: ddl_jobs.rescale,
+    ast.Insert: insert.insert,
+    **dml.HANDLERS,
+    **show_extended.HANDLERS,
+    **views.HANDLERS,
+    **call.HANDLERS,
+    **refs.HANDLERS,
+}
+
+
+
+# Statements planned over the narrow context (sqlext.execute.planning); the session runs their plans.
+PLANNERS: dict[type, Any] = {
+    **ddl.PLANNERS,
+    **session_stmts.PLANNERS,
+    **describe.PLANNERS,
+}

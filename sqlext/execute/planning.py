@@ -1,0 +1,235 @@
+"""What a statement planner reads and what it returns: the narrow context and the typed plans.
+
+A planner is ``planner(ctx, node, stmt) -> Plan``: it reads the warehouse and the session through
+``PlannerContext`` alone, checks the statement, and says what is to happen as a plain value. It
+runs nothing on Spark and changes nothing; the session's runner (``sqlext.execute.runner``)
+carries the plan out. Planners therefore import without pyspark and are tested against a fake
+context (docs/design/planners.md). Nothing here imports pyspark or the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeAlias
+
+import pyarrow as pa
+
+from engine import FileSystemCatalog, Identifier, Table
+from engine.schema_changes import SchemaChange
+from engine.types import DataField, DataType
+from sqlext.bind.rewrite import BoundQuery
+from sqlext.parse.names import TableName
+from sqlext.parse.splitter import Statement
+from sqlext.parse.views import ViewDefinition
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of a query's result, as the SQL engine types it (``bigint``, ``struct<a:int>``)."""
+
+    name: str
+    type_text: str
+    nullable: bool = True
+
+
+@dataclass(frozen=True)
+class BoundFrame:
+    """A query bound to the managed tables it reads: the engine's lazy result and what it reads.
+
+    ``frame`` is opaque to planners (a Spark DataFrame under the session): they pass it on in a
+    plan. ``query`` says which tables, views and cached tables the query reads; it is handed back
+    with the frame instead of being left on the session for the next caller to find.
+    """
+
+    frame: Any
+    query: BoundQuery | None
+    columns: tuple[Column, ...]
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """One continuous job of the session."""
+
+    job_id: str
+    status: str  # RUNNING, FINISHED or FAILED
+    statement: str
+
+
+class PlannerContext(Protocol):
+    """All a planner may know: the catalog, the session's names and options, and queries.
+
+    Deliberately not the session: no Spark, no caches, no writes. A planner that needs more asks
+    for one more method here, with a fake of it in the tests.
+    """
+
+    @property
+    def catalog(self) -> FileSystemCatalog: ...
+
+    @property
+    def current_database(self) -> str: ...
+
+    @property
+    def options(self) -> Mapping[str, str]:
+        """The session's options (SET key = value)."""
+        ...
+
+    def is_managed(self, name: TableName) -> bool: ...
+
+    def identifier(self, name: TableName) -> Identifier:
+        """The full identifier of a name (the current database filled in)."""
+        ...
+
+    def table(self, name: TableName) -> Table:
+        """The managed table (at its branch) a name refers to."""
+        ...
+
+    def engine_has_table(self, name: str) -> bool:
+        """Whether the SQL engine itself knows a table or view of this name (Spark's catalog)."""
+        ...
+
+    def frame(self, sql: str, stmt: Statement | None = None) -> BoundFrame:
+        """A query over managed tables and the engine's own, bound (and analysed, not run)."""
+        ...
+
+    def type_text(self, dtype: DataType) -> str:
+        """How the SQL engine names a Paimon type (Spark's ``simpleString``)."""
+        ...
+
+    def engine_setting(self, key: str) -> str | None:
+        """The SQL engine's own setting ``key`` (a Spark conf), or None when unset."""
+        ...
+
+    def jobs(self) -> list[JobStatus]: ...
+
+    def view_listing(self, database: str, like: str | None) -> list[tuple[str, str, bool]]:
+        """(namespace, name, isTemporary) of the views of ``database`` and every temporary view."""
+        ...
+
+    def views(self, database: str) -> list[ViewDefinition]:
+        """The permanent dyntable views of ``database``, by name."""
+        ...
+
+    def view_of(self, name: TableName) -> ViewDefinition | None:
+        """The dyntable view a name refers to (a temporary view first, as Spark resolves), or None."""
+        ...
+
+
+# -- plans ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Rows:
+    """Answer with these rows (metadata results: small, built in Arrow)."""
+
+    table: pa.Table
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class Done:
+    """Nothing more to do: answer with a status message."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class ToEngine:
+    """Run the statement's own text on the SQL engine: it names nothing dyntable owns."""
+
+
+@dataclass(frozen=True)
+class SetOption:
+    """Set a session option (and the engine setting of the same key, where it has one)."""
+
+    key: str
+    value: str
+
+
+@dataclass(frozen=True)
+class ResetOption:
+    """Reset one session option, or all of them (``key`` None)."""
+
+    key: str | None
+
+
+@dataclass(frozen=True)
+class StopJob:
+    """Stop a continuous job of the session (the planner checked that it exists)."""
+
+    job_id: str
+
+
+SessionAction: TypeAlias = SetOption | ResetOption | StopJob
+
+
+# Metadata actions: catalog changes, carried out by the runner; each says what to report.
+@dataclass(frozen=True)
+class CreateDatabase:
+    name: str
+    message: str
+
+
+@dataclass(frozen=True)
+class DropDatabase:
+    """Drop a database (the session moves to ``default`` if it was the current one)."""
+
+    name: str
+    if_exists: bool
+    cascade: bool
+    message: str
+
+
+@dataclass(frozen=True)
+class UseDatabase:
+    name: str
+    message: str
+
+
+@dataclass(frozen=True)
+class CreateTable:
+    """Create an empty managed table (no query to run: CREATE TABLE ... LIKE, plain CREATE TABLE)."""
+
+    identifier: Identifier
+    fields: tuple[DataField, ...]
+    partition_keys: tuple[str, ...]
+    primary_keys: tuple[str, ...]
+    options: Mapping[str, str]
+    comment: str | None
+    message: str
+
+
+@dataclass(frozen=True)
+class AlterTable:
+    """Apply schema changes to a table, in one schema commit."""
+
+    identifier: Identifier
+    changes: tuple[SchemaChange, ...]
+    message: str
+
+
+@dataclass(frozen=True)
+class RenameTable:
+    source: Identifier
+    target: Identifier
+    message: str
+
+
+@dataclass(frozen=True)
+class DropTable:
+    identifier: Identifier
+    message: str
+
+
+CatalogAction: TypeAlias = (
+    CreateDatabase | DropDatabase | UseDatabase | CreateTable | AlterTable | RenameTable | DropTable
+)
+Plan: TypeAlias = Rows | Done | ToEngine | SessionAction | CatalogAction
+Planner: TypeAlias = Callable[[PlannerContext, Any, Statement], Plan]
+
+
+def message_of(action: SessionAction) -> str:
+    """The status message of a session action once carried out."""
+    if isinstance(action, SetOption):
+        return f"{action.key} = {action.value}"
+    if isinstance(action, ResetOption):
+        return "Reset " + (action.key or "all session options")
+    return f"Job {action.job_id} stopped"

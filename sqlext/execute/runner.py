@@ -1,0 +1,163 @@
+"""The session's side of planning: the context planners read, and the runner that carries out plans.
+
+``SessionContext`` answers ``PlannerContext`` from a live ``SqlSession`` (Spark, the catalog, the
+session's views and jobs); ``PlanRunner`` turns a plan into the statement's result: rows become
+a DataFrame, a session action changes the session, ``ToEngine`` hands the text to Spark. Both
+belong to the session (``SqlSession.context`` / ``SqlSession.runner``); planners never see them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from engine import FileSystemCatalog, Identifier, Table
+from engine.types import DataType
+from sqlext.execute.common import paimon_to_spark_ddl
+from sqlext.execute.planning import (
+    AlterTable,
+    BoundFrame,
+    CatalogAction,
+    Column,
+    CreateDatabase,
+    CreateTable,
+    Done,
+    DropDatabase,
+    DropTable,
+    JobStatus,
+    Plan,
+    RenameTable,
+    ResetOption,
+    Rows,
+    SetOption,
+    StopJob,
+    ToEngine,
+    UseDatabase,
+    message_of,
+)
+from sqlext.execute.results import StatementResult
+from sqlext.parse.names import TableName
+from sqlext.parse.splitter import Statement
+from sqlext.parse.views import ViewDefinition
+
+if TYPE_CHECKING:
+    from sqlext.session import SqlSession
+
+
+class SessionContext:
+    """``PlannerContext`` over a live session."""
+
+    def __init__(self, session: SqlSession) -> None:
+        self._session = session
+
+    @property
+    def catalog(self) -> FileSystemCatalog:
+        return self._session.catalog
+
+    @property
+    def current_database(self) -> str:
+        return self._session.current_database
+
+    @property
+    def options(self) -> Mapping[str, str]:
+        return self._session.options
+
+    def is_managed(self, name: TableName) -> bool:
+        return self._session.is_managed(name)
+
+    def identifier(self, name: TableName) -> Identifier:
+        return self._session.identifier(name)
+
+    def table(self, name: TableName) -> Table:
+        return self._session.table(name)
+
+    def engine_has_table(self, name: str) -> bool:
+        try:
+            return bool(self._session.spark.catalog.tableExists(name))
+        except Exception:  # noqa: BLE001 - a name Spark cannot even parse is no table of Spark's
+            return False
+
+    def frame(self, sql: str, stmt: Statement | None = None) -> BoundFrame:
+        frame, bound = self._session.bound_frame(sql, stmt)
+        columns = tuple(Column(f.name, f.dataType.simpleString(), f.nullable) for f in frame.schema.fields)
+        return BoundFrame(frame, bound, columns)
+
+    def type_text(self, dtype: DataType) -> str:
+        return paimon_to_spark_ddl(dtype)
+
+    def engine_setting(self, key: str) -> str | None:
+        try:
+            return self._session.spark.conf.get(key, None)
+        except Exception:  # noqa: BLE001 - a key Spark refuses to read is as good as unset
+            return None
+
+    def jobs(self) -> list[JobStatus]:
+        return [JobStatus(j.job_id, j.status, j.statement) for j in self._session.jobs.values()]
+
+    def view_listing(self, database: str, like: str | None) -> list[tuple[str, str, bool]]:
+        from sqlext.execute.views import view_listing
+
+        return view_listing(self._session, database, like)
+
+    def views(self, database: str) -> list[ViewDefinition]:
+        from sqlext.execute.views import list_views
+
+        return list_views(self._session, database)
+
+    def view_of(self, name: TableName) -> ViewDefinition | None:
+        from sqlext.execute.views import view_of
+
+        return view_of(self._session, name)
+
+
+class PlanRunner:
+    """Carries out the plans of one session."""
+
+    def __init__(self, session: SqlSession) -> None:
+        self._session = session
+
+    def run(self, plan: Plan, stmt: Statement) -> StatementResult:
+        s = self._session
+        if isinstance(plan, Rows):
+            return StatementResult(stmt, s.arrow_frame(plan.table), plan.message)
+        if isinstance(plan, Done):
+            return StatementResult(stmt, None, plan.message)
+        if isinstance(plan, ToEngine):
+            return StatementResult(stmt, s.spark.sql(stmt.text), None)
+        if isinstance(plan, CatalogAction):
+            self._catalog_action(plan)
+            return StatementResult(stmt, None, plan.message)
+        if isinstance(plan, SetOption):
+            s.set_option(plan.key, plan.value)
+        elif isinstance(plan, ResetOption):
+            s.reset_option(plan.key)
+        elif isinstance(plan, StopJob):
+            job = s.jobs[plan.job_id]
+            if job.query.isActive:
+                job.query.stop()
+        else:  # pragma: no cover - mypy proves the plans above are all there are
+            raise TypeError(f"not a plan: {plan!r}")
+        return StatementResult(stmt, None, message_of(plan))
+
+    def _catalog_action(self, action: CatalogAction) -> None:
+        s = self._session
+        catalog = s.catalog
+        if isinstance(action, CreateDatabase):
+            catalog.create_database(action.name)
+        elif isinstance(action, DropDatabase):
+            if action.name == s.current_database:
+                s.current_database = "default"
+            catalog.drop_database(action.name, ignore_if_not_exists=action.if_exists, cascade=action.cascade)
+        elif isinstance(action, UseDatabase):
+            s.current_database = action.name
+        elif isinstance(action, CreateTable):
+            catalog.create_table(
+                action.identifier, list(action.fields), action.partition_keys, action.primary_keys,
+                dict(action.options), action.comment,
+            )
+        elif isinstance(action, AlterTable):
+            catalog.alter_table(action.identifier, list(action.changes))
+        elif isinstance(action, RenameTable):
+            catalog.rename_table(action.source, action.target)
+        elif isinstance(action, DropTable):
+            catalog.drop_table(action.identifier)

@@ -1,0 +1,98 @@
+"""A planner context without Spark: a real engine catalog in a temporary directory, the session's
+options, jobs and views as plain values, and queries answered from a table of known results.
+
+It implements ``sqlext.execute.planning.PlannerContext``; the planner tests run with pyspark
+unimportable (.ci/run), so a planner that reaches past the context fails there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from engine import FileSystemCatalog, Identifier, Table, open_catalog
+from engine.types import DataType, type_to_sql
+from sqlext.errors import SqlAnalysisError
+from sqlext.execute.planning import BoundFrame, Column, JobStatus
+from sqlext.parse.names import TableName
+from sqlext.parse.parser import parse_statement
+from sqlext.parse.splitter import Statement
+from sqlext.parse.views import ViewDefinition
+
+
+@dataclass
+class FakeContext:
+    catalog: FileSystemCatalog
+    current_database: str = "default"
+    options: dict[str, str] = field(default_factory=dict)
+    settings: dict[str, str] = field(default_factory=dict)  # the engine's own settings
+    job_list: list[JobStatus] = field(default_factory=list)
+    views_listed: list[tuple[str, str, bool]] = field(default_factory=list)  # what view_listing answers
+    view_definitions: list[ViewDefinition] = field(default_factory=list)  # permanent and temporary
+    engine_tables: set[str] = field(default_factory=set)  # the SQL engine's own tables
+    queries: dict[str, tuple[Column, ...]] = field(default_factory=dict)  # sql -> result columns
+    asked: list[str] = field(default_factory=list)  # the queries planners asked for
+
+    def is_managed(self, name: TableName) -> bool:
+        return self.catalog.table_exists(
+            Identifier(name.database or self.current_database, name.table)
+        )
+
+    def identifier(self, name: TableName) -> Identifier:
+        return Identifier(name.database or self.current_database, name.table, name.branch, name.system_table)
+
+    def engine_has_table(self, name: str) -> bool:
+        return name in self.engine_tables
+
+    def table(self, name: TableName) -> Table:
+        database = name.database or self.current_database
+        return self.catalog.get_table(Identifier(database, name.table, name.branch))
+
+    def frame(self, sql: str, stmt: Statement | None = None) -> BoundFrame:
+        self.asked.append(sql)
+        if sql not in self.queries:
+            raise SqlAnalysisError(f"the fake context knows no query {sql!r}", sqlstate="42P01")
+        return BoundFrame(None, None, self.queries[sql])
+
+    def type_text(self, dtype: DataType) -> str:
+        return type_to_sql(dtype).lower()
+
+    def engine_setting(self, key: str) -> str | None:
+        return self.settings.get(key)
+
+    def jobs(self) -> list[JobStatus]:
+        return list(self.job_list)
+
+    def view_listing(self, database: str, like: str | None) -> list[tuple[str, str, bool]]:
+        return [v for v in self.views_listed if v[2] or v[0] == database]
+
+    def views(self, database: str) -> list[ViewDefinition]:
+        return [v for v in self.view_definitions if v.database == database]
+
+    def view_of(self, name: TableName) -> ViewDefinition | None:
+        database = name.database or self.current_database
+        for v in self.view_definitions:
+            if v.name == name.table and (v.database is None or v.database == database):
+                return v
+        return None
+
+
+def fake_context(tmp_path, **kw) -> FakeContext:
+    catalog = open_catalog(str(tmp_path / "warehouse"))
+    catalog.create_database("default", ignore_if_exists=True)
+    ctx = FakeContext(catalog, **kw)
+    return ctx
+
+
+def plan_of(planners: Mapping[type, object], ctx: FakeContext, sql: str):
+    """Parse ``sql`` and run its planner over ``ctx``."""
+    stmt = Statement(sql, 1, 1, 0)
+    node = parse_statement(sql, 1, 1, offset=0)
+    planner = planners[type(node)]
+    return planner(ctx, node, stmt)  # type: ignore[operator]
+
+
+def view(name: str, database: str | None = "default") -> ViewDefinition:
+    """A dyntable view definition (its query is not run by planners)."""
+    return ViewDefinition(name=name, database=database, sql="SELECT 1 AS a", current_database="default",
+                          columns=("a",), query_columns=("a",))

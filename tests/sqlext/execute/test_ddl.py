@@ -1,0 +1,282 @@
+"""Planners of the metadata-only DDL over a fake context (no JVM): each statement's catalog action,
+its checks and typed errors, and the action applied to a real catalog where it matters."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from engine import Identifier
+from engine.schema_changes import (
+    AddColumn,
+    DropColumn,
+    MoveColumn,
+    RemoveOption,
+    RenameColumn,
+    SetOption,
+    UpdateColumnComment,
+    UpdateColumnType,
+    UpdateComment,
+)
+from engine.types import parse_sql_type
+from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
+from sqlext.execute import planning
+from sqlext.execute.ddl import PLANNERS
+from sqlext.execute.planning import (
+    AlterTable,
+    CreateDatabase,
+    CreateTable,
+    Done,
+    DropDatabase,
+    DropTable,
+    PlannerContext,
+    RenameTable,
+    ToEngine,
+    UseDatabase,
+)
+from tests.sqlext.execute.fake_context import FakeContext, fake_context, plan_of, view
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    c = fake_context(tmp_path)
+    c.catalog.create_table("default.t", pa.schema([("id", pa.int64()), ("v", pa.string())]),
+                           options={"bucket": "-1"}, comment="a table")
+    return c
+
+
+def run(ctx, sql):
+    return plan_of(PLANNERS, ctx, sql)
+
+
+def alter(ctx, sql) -> tuple:
+    plan = run(ctx, sql)
+    assert isinstance(plan, AlterTable), plan
+    assert plan.identifier == Identifier("default", "t")
+    return plan.changes
+
+
+def test_the_fake_context_has_every_member_of_the_protocol():
+    members = {n for n in vars(PlannerContext) if not n.startswith("_")}
+    assert members <= set(dir(FakeContext)) | set(FakeContext.__dataclass_fields__)
+
+
+# -- databases ------------------------------------------------------------------------------------
+def test_create_database(ctx):
+    assert run(ctx, "CREATE DATABASE sales") == CreateDatabase("sales", "Database sales created")
+
+
+def test_create_existing_database_is_refused(ctx):
+    with pytest.raises(SqlAnalysisError) as e:
+        run(ctx, "CREATE DATABASE default")
+    assert e.value.sqlstate == "42710"
+    assert "IF NOT EXISTS" in str(e.value)
+
+
+def test_create_existing_database_if_not_exists_does_nothing(ctx):
+    assert run(ctx, "CREATE DATABASE IF NOT EXISTS default") == Done(
+        "Database default already exists; nothing created"
+    )
+
+
+def test_drop_database(ctx):
+    ctx.catalog.create_database("old")
+    assert run(ctx, "DROP DATABASE old") == DropDatabase("old", False, False, "Database old dropped")
+
+
+def test_drop_missing_database_if_exists_does_nothing(ctx):
+    assert isinstance(run(ctx, "DROP DATABASE IF EXISTS nope"), Done)
+
+
+def test_drop_missing_database_is_left_to_the_catalog(ctx):
+    # the catalog's own error (no such database) is what the user sees
+    assert run(ctx, "DROP DATABASE nope") == DropDatabase("nope", False, False, "Database nope dropped")
+
+
+def test_drop_database_with_views_needs_cascade(ctx):
+    ctx.catalog.create_database("old")
+    ctx.view_definitions = [view("v1", "old"), view("v2", "old")]
+    with pytest.raises(SqlAnalysisError) as e:
+        run(ctx, "DROP DATABASE old")
+    assert e.value.sqlstate == "2BP01"
+    assert "v1, v2" in str(e.value)
+
+
+def test_drop_database_cascade_drops_views_too(ctx):
+    ctx.catalog.create_database("old")
+    ctx.view_definitions = [view("v1", "old")]
+    assert run(ctx, "DROP DATABASE old CASCADE") == DropDatabase("old", False, True, "Database old dropped")
+
+
+def test_use_database(ctx):
+    ctx.catalog.create_database("sales")
+    assert run(ctx, "USE sales") == UseDatabase("sales", "Using database sales")
+
+
+def test_use_missing_database(ctx):
+    with pytest.raises(SqlAnalysisError) as e:
+        run(ctx, "USE nope")
+    assert e.value.sqlstate == "42P01"
+
+
+# -- CREATE TABLE LIKE / DROP TABLE / RENAME ------------------------------------------------------
+def test_create_table_like_copies_the_schema_and_merges_options(ctx):
+    plan = run(ctx, "CREATE TABLE c LIKE t WITH ('bucket' = '2', 'bucket-key' = 'id')")
+    assert isinstance(plan, CreateTable)
+    assert plan.identifier == Identifier("default", "c")
+    assert [f.name for f in plan.fields] == ["id", "v"]
+    assert plan.options["bucket"] == "2"
+    assert plan.comment == "a table"
+    created = ctx.catalog.create_table(plan.identifier, list(plan.fields), plan.partition_keys,
+                                       plan.primary_keys, dict(plan.options), plan.comment)
+    assert list(created.schema.field_names) == ["id", "v"]  # the action is one the catalog accepts
+
+
+def test_create_table_like_an_existing_table_if_not_exists(ctx):
+    assert run(ctx, "CREATE TABLE IF NOT EXISTS t LIKE t") == Done("Table default.t already exists")
+
+
+def test_create_table_like_an_unknown_source(ctx):
+    with pytest.raises(SqlAnalysisError) as e:
+        run(ctx, "CREATE TABLE c LIKE nope")
+    assert e.value.sqlstate == "42P01"
+
+
+def test_drop_table(ctx):
+    assert run(ctx, "DROP TABLE t") == DropTable(Identifier("default", "t"), "Table default.t dropped")
+
+
+def test_drop_table_of_a_branch_drops_the_table(ctx):
+    plan = run(ctx, "DROP TABLE `t$branch_b1`")
+    assert plan == DropTable(Identifier("default", "t"), "Table default.t dropped")
+
+
+def test_drop_a_view_as_a_table_is_refused(ctx):
+    ctx.view_definitions = [view("v")]
+    with pytest.raises(SqlAnalysisError) as e:
+        run(ctx, "DROP TABLE v")
+    assert e.value.sqlstate == "42809"
+    assert "DROP VIEW" in str(e.value)
+
+
+def test_drop_missing_table_if_exists(ctx):
+    assert run(ctx, "DROP TABLE IF EXISTS nope") == Done("Table default.nope does not exist; nothing dropped")
+
+
+def test_drop_missing_table_names_the_session_database(ctx):
+    ctx.catalog.create_database("mine")
+    ctx.current_database = "mine"
+    with pytest.raises(SqlAnalysisError) as e:
+        run(ctx, "DROP TABLE nope")
+    assert e.value.sqlstate == "42P01"
+    assert "mine.nope" in str(e.value)
+
+
+def test_drop_an_engine_table_goes_to_the_engine(ctx):
+    ctx.engine_tables.add("spark_t")
+    assert run(ctx, "DROP TABLE spark_t") == ToEngine()
+
+
+def test_drop_a_qualified_unknown_table_goes_to_the_engine(ctx):
+    assert run(ctx, "DROP TABLE other_db.x") == ToEngine()
+
+
+def test_rename_table_keeps_the_database(ctx):
+    plan = run(ctx, "ALTER TABLE t RENAME TO u")
+    old, new = Identifier("default", "t"), Identifier("default", "u")
+    assert plan == RenameTable(old, new, "Table renamed to default.u")
+
+
+def test_rename_table_into_another_database(ctx):
+    ctx.catalog.create_database("other")
+    plan = run(ctx, "ALTER TABLE default.t RENAME TO other.u")
+    assert plan.target == Identifier("other", "u")
+
+
+def test_rename_a_missing_table(ctx):
+    with pytest.raises(SqlAnalysisError) as e:
+        run(ctx, "ALTER TABLE nope RENAME TO u")
+    assert e.value.sqlstate == "42P01"
+
+
+# -- ALTER TABLE ----------------------------------------------------------------------------------
+def test_set_options(ctx):
+    assert alter(ctx, "ALTER TABLE t SET TBLPROPERTIES ('a' = '1', 'b' = '2')") == (
+        SetOption("a", "1"), SetOption("b", "2"),
+    )
+
+
+def test_set_comment_property_is_the_table_comment(ctx):
+    assert alter(ctx, "ALTER TABLE t SET TBLPROPERTIES ('comment' = 'new')") == (UpdateComment("new"),)
+
+
+def test_reset_options(ctx):
+    assert alter(ctx, "ALTER TABLE t UNSET TBLPROPERTIES ('a', 'comment')") == (
+        RemoveOption("a"), UpdateComment(None),
+    )
+
+
+def test_alter_a_missing_table(ctx):
+    with pytest.raises(SqlAnalysisError) as e:
+        run(ctx, "ALTER TABLE nope SET TBLPROPERTIES ('a' = '1')")
+    assert e.value.sqlstate == "42P01"
+
+
+def test_add_columns_with_types_comments_and_positions(ctx):
+    sql = "ALTER TABLE t ADD COLUMNS (a INT NOT NULL COMMENT 'x', b STRING FIRST, c DOUBLE AFTER id)"
+    changes = alter(ctx, sql)
+    assert changes == (
+        AddColumn("a", parse_sql_type("INT").copy(False), "x", None),
+        AddColumn("b", parse_sql_type("STRING"), None, "first"),
+        AddColumn("c", parse_sql_type("DOUBLE"), None, ("after", "id")),
+    )
+
+
+def test_add_column_with_a_default_is_refused(ctx):
+    with pytest.raises(UnsupportedStatementError) as e:
+        run(ctx, "ALTER TABLE t ADD COLUMN d INT DEFAULT 3")
+    assert "Cannot add column [d] with default value 3" in str(e.value)
+
+
+def test_drop_columns(ctx):
+    assert alter(ctx, "ALTER TABLE t DROP COLUMNS (v)") == (DropColumn("v"),)
+
+
+def test_drop_columns_if_exists_skips_unknown_ones(ctx):
+    plan = run(ctx, "ALTER TABLE t DROP COLUMN IF EXISTS nope")
+    assert plan.changes == ()
+    assert plan.message == "Dropped 0 column(s)"
+
+
+def test_drop_unknown_column_is_left_to_the_schema_check(ctx):
+    assert alter(ctx, "ALTER TABLE t DROP COLUMN nope") == (DropColumn("nope"),)
+
+
+def test_rename_column(ctx):
+    plan = run(ctx, "ALTER TABLE t RENAME COLUMN v TO w")
+    assert plan.changes == (RenameColumn("v", "w"),)
+    assert plan.message == "Renamed column v to w"
+
+
+def test_alter_column_type_comment_and_position(ctx):
+    string = parse_sql_type("STRING")
+    assert alter(ctx, "ALTER TABLE t ALTER COLUMN v TYPE STRING") == (UpdateColumnType("v", string),)
+    assert alter(ctx, "ALTER TABLE t ALTER COLUMN v COMMENT 'c'") == (UpdateColumnComment("v", "c"),)
+    assert alter(ctx, "ALTER TABLE t ALTER COLUMN v FIRST") == (MoveColumn("v", "first"),)
+    assert alter(ctx, "ALTER TABLE t ALTER COLUMN id AFTER v") == (MoveColumn("id", ("after", "v")),)
+
+
+def test_alter_column_nullability_is_refused(ctx):
+    with pytest.raises(UnsupportedStatementError):
+        run(ctx, "ALTER TABLE t ALTER COLUMN v DROP NOT NULL")
+
+
+def test_alter_actions_apply_to_a_real_catalog(ctx):
+    plan = run(ctx, "ALTER TABLE t ADD COLUMNS (n INT)")
+    ctx.catalog.alter_table(plan.identifier, list(plan.changes))
+    assert list(ctx.catalog.get_table("default.t").schema.field_names) == ["id", "v", "n"]
+
+
+def test_every_catalog_action_carries_its_message():
+    for action in planning.CatalogAction.__args__:
+        assert "message" in action.__dataclass_fields__, action
