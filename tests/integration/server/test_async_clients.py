@@ -79,6 +79,17 @@ def test_show_functions_answers_one_column_as_spark_does(cursor):
     assert {"date_add", "current_timestamp", "sum"} <= {n for (n,) in names}
 
 
+def test_a_misspelt_option_is_refused_to_the_client(cursor):
+    status = _run(cursor, "CREATE TABLE async_opts (id BIGINT) TBLPROPERTIES ('bukcet' = '4')")
+    assert status.operationState == tt.TOperationState.ERROR_STATE
+    assert "'bukcet'" in status.errorMessage and "Did you mean 'bucket'?" in status.errorMessage
+    assert ("async_opts",) not in _rows(cursor, "SHOW TABLES")
+    assert _rows(cursor, "CREATE TABLE async_opts (id BIGINT) TBLPROPERTIES "
+                         "('bucket' = '4', 'bucket-key' = 'id', 'myteam.owner' = 'analytics')") == []
+    properties = dict(_rows(cursor, "SHOW TBLPROPERTIES async_opts"))
+    assert properties["bucket"] == "4" and properties["myteam.owner"] == "analytics"
+
+
 def test_async_error_is_reported_by_poll(cursor):
     status = _run(cursor, "SELECT * FROM async_no_such_table")
     assert status.operationState == tt.TOperationState.ERROR_STATE
