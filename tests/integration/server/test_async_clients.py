@@ -51,6 +51,13 @@ def test_async_select_returns_its_rows(cursor):
     assert _rows(cursor, "select 1 as id") == [(1,)]
 
 
+def test_columns_of_one_name(cursor):
+    # A join's a.id, b.id: two columns named alike travel by position, each with its own name.
+    assert _rows(cursor, "SELECT a.id, b.id, CAST(a.id AS STRING) FROM range(2) a JOIN range(2) b "
+                         "ON a.id = b.id ORDER BY 1") == [(0, 0, "0"), (1, 1, "1")]
+    assert [d[0] for d in cursor.description] == ["id", "id", "id"]
+
+
 def test_async_ddl_insert_and_metadata_statements(cursor):
     # Statements without rows answer Spark's empty "Result" column: fetchall works and is empty.
     assert _rows(cursor, "CREATE TABLE async_t (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED)") == []
