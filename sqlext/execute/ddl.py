@@ -1,9 +1,9 @@
 """Planners of the metadata-only DDL: CREATE/DROP/USE DATABASE, CREATE TABLE ... LIKE, DROP TABLE,
-ALTER TABLE (options, columns, RENAME TO).
+ALTER TABLE (options, columns, RENAME TO, DROP PARTITION).
 
 Each checks the statement against the catalog and returns a catalog action (``planning.py``)
 that the session's runner applies; a name dyntable does not own goes to Spark unchanged. The DDL
-that runs Spark or writes data (CREATE TABLE, rewrites, COMPACT, DROP PARTITION) is in
+that runs Spark or writes data (CREATE TABLE, rewrites, COMPACT) is in
 ``ddl_jobs.py``.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine import Identifier, coerce_spec
 from engine.schema_changes import (
     AddColumn,
     DropColumn,
@@ -31,6 +32,7 @@ from sqlext.execute.planning import (
     CreateTable,
     Done,
     DropDatabase,
+    DropPartitions,
     DropTable,
     Plan,
     PlannerContext,
@@ -198,6 +200,28 @@ def alter_column(ctx: PlannerContext, n: ast.AlterColumn, stmt: Statement) -> Pl
     return _alter(ctx, n.table, stmt, changes, f"Altered column {n.column}")
 
 
+def drop_partitions(ctx: PlannerContext, n: ast.DropPartitions, stmt: Statement) -> Plan:
+    """ALTER TABLE t DROP [IF EXISTS] PARTITION (...)[, PARTITION (...)]: one commit for all."""
+    require_managed(ctx, n.table, stmt)
+    table = ctx.table(n.table)
+    specs = [coerce_spec(table.schema, p.values()) for p in n.partitions]
+    keys = list(table.partition_keys)
+    for spec in specs:  # Paimon: a partial spec must name a leading run of the partition columns
+        # (a name that is no partition column at all is the engine's error, SQLSTATE 22023)
+        if set(spec) <= set(keys) and sorted(spec) != sorted(keys[: len(spec)]):
+            raise _error(
+                stmt,
+                f"partition spec {dict(spec)} is not a prefix of the partition columns {keys} of "
+                f"'{table.name}'; give the leading columns ({', '.join(keys[: len(spec)])}) or all of them",
+                "42000",
+            )
+    ident = ctx.identifier(n.table)
+    return DropPartitions(
+        Identifier(ident.database, ident.table, ident.branch), tuple(specs), n.if_exists,
+        f"Dropped {len(specs)} partition spec(s)",
+    )
+
+
 PLANNERS: dict[type, Any] = {
     ast.CreateDatabase: create_database,
     ast.DropDatabase: drop_database,
@@ -211,4 +235,5 @@ PLANNERS: dict[type, Any] = {
     ast.DropColumns: drop_columns,
     ast.RenameColumn: rename_column,
     ast.AlterColumn: alter_column,
+    ast.DropPartitions: drop_partitions,
 }

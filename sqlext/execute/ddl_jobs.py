@@ -1,6 +1,6 @@
 """Executors of the DDL statements that run Spark or write data: CREATE TABLE (computed columns
-are typed by Spark, AS SELECT writes), DROP PARTITION, COMPACT, ADD PRIMARY KEY and CLUSTERED INTO
-n BUCKETS (rewrites). The metadata-only DDL is planned in ``ddl.py``.
+are typed by Spark, AS SELECT writes), COMPACT, ADD PRIMARY KEY and CLUSTERED INTO n BUCKETS
+(rewrites). The metadata-only DDL is planned in ``ddl.py``.
 
 CREATE TABLE accepts the Flink style of the managed-table design (``PRIMARY KEY … NOT
 ENFORCED``, ``PARTITIONED BY``, ``WITH (...)``, computed columns, ``WATERMARK FOR``) and the Spark
@@ -16,7 +16,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from engine import OverwriteSpec, coerce_spec
-from engine.errors import NoSuchPartitionError
 from engine.schema_changes import RemoveOption, SetOption
 from engine.types import parse_sql_type
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
@@ -125,34 +124,6 @@ def _fields(fields: list[tuple[str, Any, str | None]]) -> list[Any]:
 def _to_spark(s: SqlSession, stmt: Statement) -> StatementResult:
 
     return StatementResult(stmt, s.spark.sql(stmt.text), None)
-
-
-def drop_partitions(s: SqlSession, n: ast.DropPartitions, stmt: Statement) -> StatementResult:
-    require_managed(s, n.table, stmt)
-    table = s.table(n.table)
-    specs = [coerce_spec(table.schema, p.values()) for p in n.partitions]
-    keys = list(table.partition_keys)
-    for spec in specs:  # Paimon: a partial spec must name a leading run of the partition columns
-        # (a name that is no partition column at all is the engine's error, SQLSTATE 22023)
-        if set(spec) <= set(keys) and sorted(spec) != sorted(keys[: len(spec)]):
-            raise SqlAnalysisError(
-                f"partition spec {dict(spec)} is not a prefix of the partition columns {keys} of "
-                f"'{table.name}'; give the leading columns ({', '.join(keys[: len(spec)])}) or all of them",
-                line=stmt.line, column=stmt.column, sqlstate="42000",
-            )
-    # Paimon: a full spec that matches nothing fails the whole statement (nothing dropped);
-    # a partial spec drops every partition it matches, possibly none.
-    try:
-        result = table.drop_partitions(specs, if_exists=n.if_exists)
-    except NoSuchPartitionError as e:
-        raise SqlAnalysisError(
-            f"{e} (use DROP IF EXISTS PARTITION to skip missing partitions)",
-            line=stmt.line, column=stmt.column, sqlstate="428FT",
-        ) from None
-    return done(
-        stmt,
-        f"Dropped {len(specs)} partition spec(s)" + ("" if result.snapshot_ids else " (nothing matched)"),
-    )
 
 
 def compact(s: SqlSession, n: ast.CompactTable, stmt: Statement) -> StatementResult:

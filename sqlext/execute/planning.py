@@ -219,8 +219,21 @@ class DropTable:
     message: str
 
 
+@dataclass(frozen=True)
+class DropPartitions:
+    """Drop partitions of a table in one commit (``specs`` typed, each a prefix of the partition
+    columns). The runner reports how many specs matched; a full spec that matches nothing fails
+    the whole statement unless ``if_exists``."""
+
+    identifier: Identifier
+    specs: tuple[Mapping[str, Any], ...]
+    if_exists: bool
+    message: str
+
+
 CatalogAction: TypeAlias = (
     CreateDatabase | DropDatabase | UseDatabase | CreateTable | AlterTable | RenameTable | DropTable
+    | DropPartitions
 )
 Plan: TypeAlias = Rows | Done | ToEngine | SessionAction | CatalogAction
 Planner: TypeAlias = Callable[[PlannerContext, Any, Statement], Plan]

@@ -12,7 +12,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from engine import FileSystemCatalog, Identifier, Table
+from engine.errors import NoSuchPartitionError
 from engine.types import DataType
+from sqlext.errors import SqlAnalysisError
 from sqlext.execute.common import paimon_to_spark_ddl
 from sqlext.execute.planning import (
     AlterTable,
@@ -23,6 +25,7 @@ from sqlext.execute.planning import (
     CreateTable,
     Done,
     DropDatabase,
+    DropPartitions,
     DropTable,
     JobStatus,
     Plan,
@@ -124,6 +127,8 @@ class PlanRunner:
             return StatementResult(stmt, None, plan.message)
         if isinstance(plan, ToEngine):
             return StatementResult(stmt, s.spark.sql(stmt.text), None)
+        if isinstance(plan, DropPartitions):
+            return StatementResult(stmt, None, self._drop_partitions(plan, stmt))
         if isinstance(plan, CatalogAction):
             self._catalog_action(plan)
             return StatementResult(stmt, None, plan.message)
@@ -138,6 +143,19 @@ class PlanRunner:
         else:  # pragma: no cover - mypy proves the plans above are all there are
             raise TypeError(f"not a plan: {plan!r}")
         return StatementResult(stmt, None, message_of(plan))
+
+    def _drop_partitions(self, plan: DropPartitions, stmt: Statement) -> str:
+        table = self._session.catalog.get_table(plan.identifier)
+        # Paimon: a full spec that matches nothing fails the whole statement (nothing dropped);
+        # a partial spec drops every partition it matches, possibly none.
+        try:
+            result = table.drop_partitions(list(plan.specs), if_exists=plan.if_exists)
+        except NoSuchPartitionError as e:
+            raise SqlAnalysisError(
+                f"{e} (use DROP IF EXISTS PARTITION to skip missing partitions)",
+                line=stmt.line, column=stmt.column, sqlstate="428FT",
+            ) from None
+        return plan.message + ("" if result.snapshot_ids else " (nothing matched)")
 
     def _catalog_action(self, action: CatalogAction) -> None:
         s = self._session
@@ -161,3 +179,5 @@ class PlanRunner:
             catalog.rename_table(action.source, action.target)
         elif isinstance(action, DropTable):
             catalog.drop_table(action.identifier)
+        else:  # pragma: no cover - DropPartitions is run above, with its own message
+            raise TypeError(f"not a catalog action: {action!r}")

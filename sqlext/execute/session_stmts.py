@@ -1,4 +1,4 @@
-"""Planners of session statements: SET/RESET, SHOW DATABASES/TABLES, SHOW JOBS, STOP JOB.
+"""Planners of session statements: SET/RESET, SHOW DATABASES/TABLES/VIEWS, SHOW JOBS, STOP JOB.
 
 Each reads the session through the planner context and returns a plan: rows to show, or a
 session action (set or reset an option, stop a job) that the runner carries out.
@@ -61,6 +61,20 @@ def show_tables(ctx: PlannerContext, n: ast.ShowTables, stmt: Statement) -> Plan
     }))
 
 
+def show_views(ctx: PlannerContext, n: ast.ShowViews, stmt: Statement) -> Plan:
+    """The dyntable views of a database, then every temporary view (the session's and Spark's)."""
+    database = n.database or ctx.current_database
+    if not ctx.catalog.database_exists(database):
+        raise SqlAnalysisError(f"database '{database}' does not exist",
+                               line=stmt.line, column=stmt.column, sqlstate="3F000")
+    entries = ctx.view_listing(database, n.like)
+    return Rows(pa.table({
+        "namespace": pa.array([e[0] for e in entries], pa.string()),
+        "viewName": pa.array([e[1] for e in entries], pa.string()),
+        "isTemporary": pa.array([e[2] for e in entries], pa.bool_()),
+    }))
+
+
 def show_jobs(ctx: PlannerContext, n: ast.ShowJobs, stmt: Statement) -> Plan:
     jobs = ctx.jobs()
     return Rows(pa.table({
@@ -82,6 +96,7 @@ PLANNERS = {
     ast.ResetOption: reset_option,
     ast.ShowDatabases: show_databases,
     ast.ShowTables: show_tables,
+    ast.ShowViews: show_views,
     ast.ShowJobs: show_jobs,
     ast.StopJob: stop_job,
 }

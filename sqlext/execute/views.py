@@ -1,4 +1,5 @@
-"""Executors of views and cached tables: CREATE/DROP VIEW, SHOW VIEWS, CACHE/UNCACHE TABLE.
+"""Executors of views and cached tables: CREATE/DROP VIEW, CACHE/UNCACHE TABLE (SHOW VIEWS, DESCRIBE and
+SHOW CREATE of a view are planned in session_stmts.py and describe.py).
 
 A view whose query reads a managed table (directly or through another view) is dyntable's: its
 query text is kept (:class:`sqlext.parse.views.ViewDefinition`) and the binder expands it at
@@ -26,12 +27,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from engine import DyntableError, Identifier
 from sqlext.bind.rewrite import BoundQuery
 from sqlext.errors import SqlAnalysisError
-from sqlext.execute.common import done, rows
+from sqlext.execute.common import done
 from sqlext.execute.results import StatementResult
 from sqlext.parse import ast
 from sqlext.parse.names import TableName
@@ -300,14 +299,6 @@ def drop_view(s: SqlSession, n: ast.DropView, stmt: Statement) -> StatementResul
     raise _error(f"view {name} does not exist; SHOW VIEWS lists the views", name, stmt, UNDEFINED)
 
 
-def _view_rows(entries: list[tuple[str, str, bool]]) -> pa.Table:
-    return pa.table({
-        "namespace": pa.array([e[0] for e in entries], pa.string()),
-        "viewName": pa.array([e[1] for e in entries], pa.string()),
-        "isTemporary": pa.array([e[2] for e in entries], pa.bool_()),
-    })
-
-
 def temporary_names(s: SqlSession) -> list[str]:
     """The session's temporary views: dyntable's, cached tables and Spark's own, by name."""
     names = {v.name.lower(): v.name for v in s.temp_views.values()}
@@ -324,13 +315,6 @@ def view_listing(s: SqlSession, database: str, like: str | None) -> list[tuple[s
     return [(database, v, False) for v in permanent if v in keep_p] + [
         ("", v, True) for v in temporary if v in keep_t
     ]
-
-
-def show_views(s: SqlSession, n: ast.ShowViews, stmt: Statement) -> StatementResult:
-    database = n.database or s.current_database
-    if not s.catalog.database_exists(database):
-        raise _error(f"database '{database}' does not exist", None, stmt, "3F000")
-    return rows(s, stmt, _view_rows(view_listing(s, database, n.like)))
 
 
 # -- CACHE / UNCACHE TABLE ---------------------------------------------------------------------------
@@ -395,7 +379,6 @@ def uncache_table(s: SqlSession, n: ast.UncacheTable, stmt: Statement) -> Statem
 HANDLERS: dict[type, Any] = {
     ast.CreateView: create_view,
     ast.DropView: drop_view,
-    ast.ShowViews: show_views,
     ast.CacheTable: cache_table,
     ast.UncacheTable: uncache_table,
 }

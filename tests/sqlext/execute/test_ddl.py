@@ -28,6 +28,7 @@ from sqlext.execute.planning import (
     CreateTable,
     Done,
     DropDatabase,
+    DropPartitions,
     DropTable,
     PlannerContext,
     RenameTable,
@@ -280,3 +281,83 @@ def test_alter_actions_apply_to_a_real_catalog(ctx):
 def test_every_catalog_action_carries_its_message():
     for action in planning.CatalogAction.__args__:
         assert "message" in action.__dataclass_fields__, action
+
+
+# -- DROP PARTITION -------------------------------------------------------------------------------
+@pytest.fixture
+def parted(ctx):
+    schema = pa.schema([("dt", pa.string()), ("hh", pa.int32()), ("v", pa.int64())])
+    table = ctx.catalog.create_table("default.p", schema, partition_keys=["dt", "hh"])
+    hours = pa.array([1, 2, 1], pa.int32())
+    table.write_arrow(pa.table({"dt": ["a", "a", "b"], "hh": hours, "v": [1, 2, 3]}))
+    return table
+
+
+def test_drop_partition_plans_typed_specs(ctx, parted):
+    plan = run(ctx, "ALTER TABLE p DROP PARTITION (dt = 'a', hh = '1')")
+    assert plan == DropPartitions(Identifier("default", "p"), ({"dt": "a", "hh": 1},), False,
+                                  "Dropped 1 partition spec(s)")
+
+
+def test_drop_several_partitions_if_exists(ctx, parted):
+    plan = run(ctx, "ALTER TABLE p DROP IF EXISTS PARTITION (dt = 'a'), PARTITION (dt = 'b')")
+    assert plan.specs == ({"dt": "a"}, {"dt": "b"})
+    assert plan.if_exists
+
+
+def test_drop_partition_spec_must_be_a_prefix(ctx, parted):
+    with pytest.raises(SqlAnalysisError) as e:
+        run(ctx, "ALTER TABLE p DROP PARTITION (hh = 1)")
+    assert e.value.sqlstate == "42000"
+    assert "not a prefix" in str(e.value)
+
+
+def test_drop_partition_of_a_missing_table(ctx):
+    with pytest.raises(SqlAnalysisError) as e:
+        run(ctx, "ALTER TABLE nope DROP PARTITION (dt = 'a')")
+    assert e.value.sqlstate == "42P01"
+
+
+def test_drop_partition_action_applies_to_the_table(ctx, parted):
+    plan = run(ctx, "ALTER TABLE p DROP PARTITION (dt = 'a')")
+    ctx.catalog.get_table(plan.identifier).drop_partitions(list(plan.specs), if_exists=plan.if_exists)
+    left = ctx.catalog.get_table("default.p").to_arrow()
+    assert sorted(left.column("dt").to_pylist()) == ["b"]
+
+
+def test_drop_partition_of_a_branch_targets_the_branch(ctx, parted):
+    parted.refs.branches.create("b1")
+    plan = run(ctx, "ALTER TABLE `p$branch_b1` DROP PARTITION (dt = 'a')")
+    assert plan.identifier == Identifier("default", "p", "b1")
+
+
+def test_drop_table_if_exists_of_an_existing_table_drops_it(ctx):
+    expected = DropTable(Identifier("default", "t"), "Table default.t dropped")
+    assert run(ctx, "DROP TABLE IF EXISTS t") == expected
+
+
+def test_drop_table_in_another_database(ctx):
+    ctx.catalog.create_database("other")
+    ctx.catalog.create_table("other.t", pa.schema([("id", pa.int64())]))
+    assert run(ctx, "DROP TABLE other.t").identifier == Identifier("other", "t")
+
+
+def test_create_table_like_across_databases(ctx):
+    ctx.catalog.create_database("other")
+    plan = run(ctx, "CREATE TABLE other.c LIKE default.t")
+    assert plan.identifier == Identifier("other", "c")
+    assert plan.message == "Table other.c created"
+
+
+def test_alter_table_of_a_branch_names_the_branch(ctx):
+    ctx.catalog.get_table("default.t").refs.branches.create("b1")
+    plan = run(ctx, "ALTER TABLE `t$branch_b1` SET TBLPROPERTIES ('a' = '1')")
+    assert plan.identifier.branch == "b1"
+
+
+def test_use_database_follows_the_current_database_of_later_plans(ctx):
+    ctx.catalog.create_database("other")
+    ctx.catalog.create_table("other.t2", pa.schema([("id", pa.int64())]))
+    plan = run(ctx, "USE other")
+    ctx.current_database = plan.name  # what the runner does
+    assert run(ctx, "DROP TABLE t2").identifier == Identifier("other", "t2")

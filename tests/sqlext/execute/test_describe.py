@@ -328,3 +328,23 @@ def test_show_create_temporary_view_with_properties(ctx):
     text = rows(run(ctx, "SHOW CREATE TABLE v"))[0]["createtab_stmt"]
     assert text.startswith("CREATE TEMPORARY VIEW v (\n  id)\n")
     assert "TBLPROPERTIES (\n  'a' = '1',\n  'b' = '2')\n" in text
+
+
+def test_describe_a_table_of_another_database(ctx):
+    ctx.catalog.create_database("other")
+    ctx.catalog.create_table("other.x", pa.schema([("a", pa.int32())]))
+    assert triples(run(ctx, "DESCRIBE other.x")) == [("a", "int", None)]
+
+
+def test_describe_nested_types_use_the_engine_names(ctx):
+    schema = pa.schema([("s", pa.struct([("a", pa.int32())])), ("l", pa.list_(pa.string()))])
+    table = ctx.catalog.create_table("default.n", schema)
+    expected = [ctx.type_text(f.type) for f in table.schema.fields]
+    assert [r[1] for r in triples(run(ctx, "DESCRIBE n"))] == expected
+
+
+def test_show_create_table_quotes_odd_column_names(ctx):
+    ctx.catalog.create_table("default.odd", pa.schema([("my col", pa.int32()), ("x`y", pa.int32())]))
+    text = rows(run(ctx, "SHOW CREATE TABLE odd"))[0]["createtab_stmt"]
+    assert "  `my col` INT" in text
+    assert "  `x``y` INT" in text

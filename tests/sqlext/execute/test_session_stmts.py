@@ -154,3 +154,22 @@ def test_stop_unknown_job_is_a_typed_error(ctx):
         run(ctx, "STOP JOB 'nope'")
     assert e.value.sqlstate == "42704"
     assert "SHOW JOBS" in str(e.value)
+
+
+# -- SHOW VIEWS -----------------------------------------------------------------------------------
+def test_show_views_lists_the_database_views_then_temporary_ones(ctx):
+    ctx.views_listed = [("default", "v1", False), ("", "tmp", True), ("other", "x", False)]
+    got = [(r["namespace"], r["viewName"], r["isTemporary"]) for r in rows(run(ctx, "SHOW VIEWS"))]
+    assert got == [("default", "v1", False), ("", "tmp", True)]
+
+
+def test_show_views_in_a_missing_database(ctx):
+    with pytest.raises(SqlAnalysisError) as e:
+        run(ctx, "SHOW VIEWS IN nope")
+    assert e.value.sqlstate == "3F000"
+
+
+def test_show_views_without_views_keeps_its_columns(ctx):
+    plan = run(ctx, "SHOW VIEWS")
+    assert plan.table.column_names == ["namespace", "viewName", "isTemporary"]
+    assert plan.table.num_rows == 0
