@@ -13,19 +13,12 @@ from engine.types import DataType, from_arrow_type
 from engine.types import to_arrow_type as paimon_to_arrow
 from sqlext.errors import SqlAnalysisError
 from sqlext.execute.results import StatementResult
-from sqlext.execute.table_options import COMPUTED_PREFIX, WATERMARK_PREFIX, computed_columns
 from sqlext.parse.names import TableName
 from sqlext.parse.splitter import Statement
 from sqlext.source.spark_types import spark_arrow_type
 
-__all__ = [
-    "COMPUTED_PREFIX", "KIND_OF_ZONE", "WATERMARK_PREFIX", "computed_columns", "done", "paimon_to_spark_ddl",
-    "require_managed", "rows", "spark_to_paimon", "struct_fields",
-]
-
 if TYPE_CHECKING:
     from sqlext.session import SqlSession
-
 
 
 def done(

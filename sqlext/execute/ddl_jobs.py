@@ -20,8 +20,6 @@ from engine.schema_changes import RemoveOption, SetOption
 from engine.types import parse_sql_type
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
 from sqlext.execute.common import (
-    COMPUTED_PREFIX,
-    WATERMARK_PREFIX,
     done,
     paimon_to_spark_ddl,
     require_managed,
@@ -29,7 +27,7 @@ from sqlext.execute.common import (
     struct_fields,
 )
 from sqlext.execute.results import StatementResult
-from sqlext.execute.table_options import COMMENT_PROPERTY
+from sqlext.execute.table_options import COMMENT_PROPERTY, COMPUTED_PREFIX, WATERMARK_PREFIX
 from sqlext.execute.views import view_of
 from sqlext.parse import ast
 from sqlext.parse.splitter import Statement

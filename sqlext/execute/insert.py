@@ -41,9 +41,10 @@ from engine.options import parse_duration
 from engine.types import TypeRoot
 from sqlext.errors import SqlAnalysisError
 from sqlext.execute import bucket_shuffle
-from sqlext.execute.common import computed_columns, done, paimon_to_spark_ddl, require_managed, rows
+from sqlext.execute.common import done, paimon_to_spark_ddl, require_managed, rows
 from sqlext.execute.compaction import spark_runner
 from sqlext.execute.results import StatementResult, StreamingJob
+from sqlext.execute.table_options import computed_columns
 from sqlext.parse import ast
 from sqlext.parse.names import quoted
 from sqlext.parse.splitter import Statement

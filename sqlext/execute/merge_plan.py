@@ -20,9 +20,9 @@ from sqlext.execute.assignments import (
     key_change_error,
     resolve_assignments,
 )
-from sqlext.execute.common import computed_columns
 from sqlext.execute.dml_common import HELPER, analysis_error, column_names
 from sqlext.execute.insert import column_defaults
+from sqlext.execute.table_options import computed_columns
 from sqlext.parse import ast
 from sqlext.parse.names import quoted
 from sqlext.parse.splitter import Statement
