@@ -33,6 +33,7 @@ from engine.append_deletions import (
 )
 from engine.commit_messages import CommitMessage, OverwriteSpec, delete_uncommitted
 from engine.errors import DyntableError
+from engine.features import check_writable
 from engine.meta.paths import FileNamer
 from engine.write.bucket_assigner import writer_clustering
 from engine.write.factory import new_writer
@@ -78,7 +79,9 @@ class WriteBuilder:
     def new_deletion_commit(self, snapshot: Snapshot | None) -> AppendDeletionCommit:
         """Rows of ``snapshot``'s files to mark deleted; publish it with
         ``new_commit().commit_with_deletions``."""
-        return AppendDeletionCommit(self.table.store, snapshot, self.commit_user)
+        store = self.table.store
+        check_writable(store.schema, store.paths.root)
+        return AppendDeletionCommit(store, snapshot, self.commit_user)
 
     def clustering(self) -> list[str] | None:
         """Columns a distributed write must cluster rows by (dynamic-bucket tables: no two tasks may
@@ -86,6 +89,10 @@ class WriteBuilder:
         return writer_clustering(self.table.store)
 
     def new_write(self, *, sequence_offset: int = 0, namer: FileNamer | None = None) -> TableWrite:
+        """A writer of this table; UnsupportedTableError (engine.features) for a table whose newer
+        Paimon features dyntable's writes would not keep."""
+        store = self.table.store
+        check_writable(store.schema, store.paths.root)
         writer = new_writer(self.table.store, compact=False, sequence_offset=sequence_offset, namer=namer)
         return TableWrite(self.table, writer)
 

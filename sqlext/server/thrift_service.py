@@ -202,8 +202,7 @@ class Handler:
             op = self._operation(req.operationHandle)
         except Exception as e:  # noqa: BLE001
             return tt.TGetOperationStatusResp(status=_error(Failure.of(e)))
-        # Answer promptly, but without making a polling client spin: wait briefly for the end.
-        op.done.wait(0.05)
+        op.long_poll(op.session.long_poll, self.alive)  # HiveServer2's long poll (sessions module doc)
         resp = tt.TGetOperationStatusResp(status=_ok(), operationState=_STATES[op.state],
                                           hasResultSet=op.has_result_set)
         if op.failure is not None:
@@ -250,7 +249,7 @@ class Handler:
             op.done.wait()
             if op.failure is not None:
                 return tt.TFetchResultsResp(status=_error(op.failure))
-            if op.schema is None:  # a statement without rows (DDL, INSERT): an empty result
+            if op.schema is None:  # cancelled: its rows are gone
                 return tt.TFetchResultsResp(status=_ok(), hasMoreRows=False,
                                             results=tt.TRowSet(startRowOffset=0, rows=[], columns=[]))
             if req.orientation not in (tt.TFetchOrientation.FETCH_NEXT, tt.TFetchOrientation.FETCH_FIRST):
