@@ -39,6 +39,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -152,6 +153,12 @@ class Superset:
     def log_tail(self, chars: int = 3000) -> str:
         return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
 
+    def logged_errors(self) -> list[str]:
+        """The ERROR lines of Superset's log (their first line; tracebacks follow them)."""
+        if not self.log.exists():
+            return []
+        return [line for line in self.log.read_text(errors="replace").splitlines() if ":ERROR:" in line]
+
     def set_up(self, timings: dict[str, float]) -> None:
         for name, args in (
             ("db_upgrade", ("db", "upgrade")),
@@ -222,7 +229,8 @@ class Check:
         self.base = base
         self.spec = spec
         self.shots = shots
-        self.wait = WebDriverWait(driver, WAIT)
+        # React re-renders replace elements under a found reference: waits look them up again.
+        self.wait = WebDriverWait(driver, WAIT, ignored_exceptions=(StaleElementReferenceException,))
         self.report: dict[str, Any] = {"errors": {}, "timings": {}, "screenshots": {}}
 
     def step(self, name: str, body: Any) -> None:
@@ -246,6 +254,9 @@ class Check:
 
     def open(self, path: str) -> None:
         self.d.get(self.base + path)
+
+    def text(self, css: str) -> str:
+        return self.d.find_element(By.CSS_SELECTOR, css).text
 
     # -- steps -----------------------------------------------------------------------------------
 
@@ -279,8 +290,7 @@ class Check:
         query = {"dbid": self.report["database_id"], "schema": self.spec["schema"],
                  "sql": self.spec["query"], "new": "true"}
         self.open("/sqllab/?" + urlencode(query))
-        editor = self.wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".ace_content")))
-        self.wait.until(lambda d: self.spec["query"].split()[0] in editor.text)
+        self.wait.until(lambda d: self.spec["query"] in self.text(".ace_content"))
         run = self.wait.until(ec.element_to_be_clickable(
             (By.XPATH, "//button[normalize-space(.)='Run']")))
         start = time.monotonic()
@@ -291,11 +301,17 @@ class Check:
         elapsed = round(time.monotonic() - start, 1)
         grid = self.d.execute_script(GRID_JS)
         badges = [e.text for e in self.d.find_elements(By.XPATH, "//*[contains(text(), ' rows')]")]
-        return {**grid, "row_badges": badges, "run_seconds": elapsed, "editor": editor.text}
+        return {**grid, "row_badges": badges, "run_seconds": elapsed, "editor": self.text(".ace_content")}
 
     @staticmethod
     def _sqllab_settled(grid: dict[str, Any]) -> bool:
         return bool(grid["rows"]) or any(not text.startswith("Running") for text in grid["alerts"])
+
+    def autocomplete(self) -> dict[str, Any]:
+        """The function names SQL Lab's editor completes (what the page loads from Superset)."""
+        status, names = self.api("GET", f"/api/v1/database/{self.report['database_id']}/function_names/")
+        return {"function_names_status": status,
+                "function_names": names.get("function_names") if isinstance(names, dict) else names}
 
     def dataset(self) -> dict[str, Any]:
         created, answer = self.api("POST", "/api/v1/dataset/", {
@@ -388,7 +404,7 @@ def main(argv: list[str]) -> int:
         driver = start_browser(tempfile.mkdtemp(prefix="chromium-profile-", dir=work))
         try:
             check = Check(driver, report["base_url"], spec, shots)
-            for name in ("login", "database", "sqllab", "dataset", "chart"):
+            for name in ("login", "database", "sqllab", "autocomplete", "dataset", "chart"):
                 check.step(name, getattr(check, name))
             report.update(check.report, timings={**report["timings"], **check.report["timings"]})
             report["browser"] = driver.capabilities.get("browserVersion")
@@ -399,6 +415,7 @@ def main(argv: list[str]) -> int:
     finally:
         superset.stop()
         report["superset_log_tail"] = superset.log_tail()
+        report["superset_errors"] = superset.logged_errors()
         Path(argv[1]).write_text(json.dumps(report, indent=2, default=str))
     return 0
 
