@@ -41,6 +41,7 @@ from engine.options import (
 )
 from engine.store import FileStore
 from engine.write.routing import group_rows
+from engine.write.shared_assignment import lanes_of, open_buckets
 
 PART = "__dyntable_part"
 BUCKET = "__dyntable_bucket_id"
@@ -200,9 +201,12 @@ class _PartitionIndex:
 class HashBucketAssigner:
     """Partition-local dynamic buckets, kept consistent with the HASH index files."""
 
-    def __init__(self, store: FileStore, snapshot: Snapshot | None) -> None:
+    def __init__(self, store: FileStore, snapshot: Snapshot | None, shared: bool = False) -> None:
         self.store = store
         self.snapshot = snapshot
+        # One of several independent writers of a commit: new keys follow the base snapshot's
+        # open buckets only (engine.write.shared_assignment), never this writer's own counts.
+        self.shared = shared
         self.target = target_rows(store)
         self.max_buckets = max_buckets(store)
         self.index = IndexStore(store.io, store.paths, store.options.manifest_compression)
@@ -255,14 +259,13 @@ class HashBucketAssigner:
             uniq, first = np.unique(miss, return_index=True)
             uniq = uniq[np.argsort(first, kind="stable")]  # first-seen order, as a row-by-row assigner
             rem = assigner % self.assigners
-            counts = idx.by_assigner.get(assigner)
-            if counts is None:
-                counts = idx.by_assigner[assigner] = {
-                    b: c for b, c in idx.counts.items() if b % self.assigners == rem
-                }
-            new_buckets = fill_buckets(
-                counts, len(uniq), self.target, self.max_buckets, uniq, family=(self.assigners, rem)
-            )
+            if self.shared:
+                new_buckets = open_buckets(
+                    idx.counts, np.full(len(uniq), rem, dtype=np.int64), uniq, self.assigners,
+                    self.target, self.max_buckets,
+                )
+            else:
+                new_buckets = self._fill(idx, assigner, rem, uniq)
             for b in np.unique(new_buckets).tolist():
                 idx.added.setdefault(int(b), []).append(uniq[new_buckets == b])
             all_h = np.concatenate([idx.hashes, uniq])
@@ -271,6 +274,17 @@ class HashBucketAssigner:
             idx.hashes, idx.buckets = all_h[order], all_b[order]
             out[~known] = idx.buckets[np.searchsorted(idx.hashes, miss)]
         return out
+
+    def _fill(self, idx: _PartitionIndex, assigner: int, rem: int, uniq: np.ndarray) -> np.ndarray:
+        """A single writer's fill: this assigner's buckets, counting the keys it already placed."""
+        counts = idx.by_assigner.get(assigner)
+        if counts is None:
+            counts = idx.by_assigner[assigner] = {
+                b: c for b, c in idx.counts.items() if b % self.assigners == rem
+            }
+        return fill_buckets(
+            counts, len(uniq), self.target, self.max_buckets, uniq, family=(self.assigners, rem)
+        )
 
     def route(self, table: pa.Table) -> tuple[pa.Table, np.ndarray]:
         ids, parts = partition_ids(table, self.store)
@@ -285,9 +299,7 @@ class HashBucketAssigner:
             # assigner of a row is Java's BucketAssigner.computeAssigner of the partition's and
             # the key's hashes; each assigner opens only its own bucket ids.
             part_hash = self._partition_hash(table, int(rows[0]))
-            start = abs(int(np.fmod(part_hash, self.channels)))
-            spread = np.abs(np.fmod(hashes[rows].astype(np.int64), self.assigners))
-            assigner_ids = (start + spread) % self.channels
+            assigner_ids = lanes_of(hashes[rows], part_hash, self.channels, self.assigners)
             for a in np.unique(assigner_ids).tolist():
                 sub = rows[assigner_ids == a]
                 buckets[sub] = self.assign(partition, hashes[sub], int(a))
