@@ -204,10 +204,10 @@ def _check_one_bucket_per_hash(
     by_partition: dict[bytes, list[np.ndarray]] = defaultdict(list)
     for (partition, _bucket), h in hashes.items():
         by_partition[partition].append(h)
-    for partition, sets in by_partition.items():
+    for sets in by_partition.values():
         if len(sets) < 2:
             continue
-        values, counts = np.unique(np.concatenate(sets), return_counts=True)
+        _values, counts = np.unique(np.concatenate(sets), return_counts=True)
         if (counts > 1).any():
             _refuse(store, messages,
                     f"writers of one commit put {int((counts > 1).sum())} key hash(es) of a partition of "
