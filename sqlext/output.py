@@ -16,7 +16,8 @@ Invariants:
   longer than ``N`` characters end in ``...``;
 * nested values (arrays, maps, structs) print as JSON-like text in every format, as spark-sql
   does: ``[1,2]``, ``{"k":1}``, ``{"x":1,"y":"a"}``;
-* error text never holds a Python traceback unless asked for (``verbose``).
+* error text never holds a Python traceback unless asked for (``verbose``); an internal error
+  (a bug) says where its traceback is, in the words of the caller's front end (``hint``).
 """
 
 from __future__ import annotations
@@ -425,13 +426,19 @@ def spark_message(text: str) -> str:
     return text.strip()
 
 
-def format_error(error: BaseException, *, script: str | None = None, verbose: bool = False) -> str:
+CLI_TRACEBACK_HINT = "(run with --verbose for the traceback)"
+
+
+def format_error(error: BaseException, *, script: str | None = None, verbose: bool = False,
+                 hint: str | None = CLI_TRACEBACK_HINT) -> str:
     """The text printed on stderr for a failed statement.
 
     Args:
         error: what the statement raised.
         script: the script the statement came from, to show the failing source line.
         verbose: append the Python traceback.
+        hint: where the traceback of an internal error can be had, when ``verbose`` is off
+            (each front end names its own way: a flag, a setting, a server log).
 
     Returns:
         ``Error [SQLSTATE] message`` followed by the caret snippet of a SQL error (several lines,
@@ -450,8 +457,8 @@ def format_error(error: BaseException, *, script: str | None = None, verbose: bo
             if state == INTERNAL_ERROR:
                 # Not an error dyntable names: say what Python raised so that it can be reported.
                 message = f"{type(error).__name__}: {message}" if message else type(error).__name__
-                if not verbose:
-                    message += "\n  (run with --verbose for the traceback)"
+                if not verbose and hint:
+                    message += f"\n  {hint}"
     text = f"Error [{state}] {message}"
     if verbose:
         text += "\n" + "".join(traceback.format_exception(error)).rstrip()

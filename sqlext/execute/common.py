@@ -38,9 +38,15 @@ def rows(
     return StatementResult(stmt, session.arrow_frame(table), message)
 
 
+# Spark's TIMESTAMP (local time zone) becomes an Arrow timestamp with a zone, which the engine
+# reads as TIMESTAMP_LTZ whatever the zone: any zone names the kind, and values are UTC instants.
+KIND_OF_ZONE = "UTC"
+
+
 def spark_to_paimon(t: SparkType, nullable: bool = True) -> DataType:
-    """A Spark SQL type as a Paimon type (through Arrow)."""
-    return from_arrow_type(to_arrow_type(t), nullable)
+    """A Spark SQL type as a Paimon type (through Arrow): TIMESTAMP → TIMESTAMP_LTZ(6),
+    TIMESTAMP_NTZ → TIMESTAMP(6), nested types alike."""
+    return from_arrow_type(to_arrow_type(t, timezone=KIND_OF_ZONE), nullable)
 
 
 def paimon_to_spark_ddl(t: DataType) -> str:

@@ -11,6 +11,11 @@
 * Results are paged (``sqlext.server.results.Pager``): the worker starts the stream and fetches
   the first partition, so errors in running the query are the statement's errors; later
   partitions are pulled only as the client fetches.
+* Every operation has a result set, said so in the handle before the statement runs (as Spark's
+  Thrift server does): an asynchronous client (PyHive's ``async_=True``, which dbt and Superset
+  use) gets its handle before anything is known about the statement, and PyHive, impyla and
+  Hive's JDBC driver never fetch from a handle without one. A statement without rows (DDL,
+  INSERT, SET) answers Spark's empty ``Result`` string column.
 * Where HiveServer2 clients parse a statement's answer, it has HiveServer2's shape
   (:func:`hive_shaped`, :func:`hive_wording`): ``SHOW TABLES``/``SHOW VIEWS`` answer the names
   alone (Spark adds ``namespace`` and ``isTemporary`` around them, and PyHive's SQLAlchemy dialect,
@@ -21,6 +26,7 @@
 from __future__ import annotations
 
 import enum
+import logging
 import re
 import threading
 import uuid
@@ -39,6 +45,8 @@ from sqlext.parse.splitter import Statement, skip_trivia
 from sqlext.positions import spark_error
 from sqlext.server.results import Pager, arrow_schema_of, spark_batches, table_batches
 from sqlext.session import SqlSession, activate
+
+log = logging.getLogger("dyntable.server")
 
 
 class State(enum.Enum):
@@ -72,12 +80,23 @@ class Failure:
 
     @classmethod
     def of(cls, error: BaseException, statement: str | None = None) -> Failure:
+        """The client's view of ``error``; an internal error (a bug) is logged here, once, with its
+        traceback, under an incident number the client's message names."""
+        original = error
         if isinstance(error, PySparkException) and statement is not None:
             error = spark_error(error, Statement(statement, 1, 1, 0))
         elif isinstance(error, Py4JJavaError):  # a Spark job failed while its rows were streamed
             error = _java_error(error)
-        text = format_error(error, script=statement)
         state = error.sqlstate if isinstance(error, SqlError) else sqlstate_for(error)
+        hint = None
+        if state == INTERNAL_ERROR:
+            incident = uuid.uuid4().hex[:8]
+            log.error("internal error, incident %s%s", incident,
+                      f", statement: {statement}" if statement else "", exc_info=original)
+            hint = f"(the server log has the traceback: incident {incident})"
+        text = format_error(error, script=statement, hint=hint)
+        if hint is not None and hint not in text:  # a failed Spark job's root cause, say
+            text += f"\n  {hint}"
         prefix = f"Error [{state}] "
         if text.startswith(prefix):  # the SQLSTATE travels in its own field
             text = text[len(prefix):]
@@ -132,6 +151,9 @@ def hive_wording(failure: Failure, statement: str | None) -> Failure:
     return Failure(failure.sqlstate, f"{failure.message}\n({hive})")
 
 
+NO_ROWS = pa.schema([("Result", pa.string())])  # Spark's Thrift server's answer to a statement without rows
+
+
 def new_handle() -> tuple[bytes, bytes]:
     """(guid, secret) of a session or operation handle."""
     return uuid.uuid4().bytes, uuid.uuid4().bytes
@@ -154,9 +176,8 @@ class Operation:
         self._thread: threading.Thread | None = None
         self._timer: threading.Timer | None = None
 
-    @property
-    def has_result_set(self) -> bool:
-        return self.pager is not None
+    # Known before the statement runs: every operation answers rows, possibly none (module doc).
+    has_result_set = True
 
     @property
     def schema(self) -> pa.Schema | None:
@@ -202,19 +223,19 @@ class Operation:
             for last in self.session.sql.execute(self.statement or ""):  # noqa: B007 - kept after the loop
                 if self.state is not State.RUNNING:
                     return
-            if last is not None and last.dataframe is not None:
+            if last is not None and last.dataframe is not None and last.dataframe.columns:
                 df = hive_shaped(last.statement.text, last.dataframe)
                 schema = arrow_schema_of(df)
                 pager = Pager(schema, spark_batches(df, schema, on_start=self._tag_jobs))
                 pager.prime()  # runs the first partition here: a failing query fails the statement
-                with self._lock:
-                    if self.state is not State.RUNNING:
-                        pager.close()
-                        return
-                    self.pager = pager
+            else:  # no rows (a command Spark ran eagerly has an empty schema): nothing to stream
+                pager = Pager(NO_ROWS, table_batches(NO_ROWS.empty_table()))
             with self._lock:
-                if self.state is State.RUNNING:
-                    self.state = State.FINISHED
+                if self.state is not State.RUNNING:
+                    pager.close()
+                    return
+                self.pager = pager
+                self.state = State.FINISHED
         except BaseException as e:  # noqa: BLE001 - reported to the client, never raised in the thread
             with self._lock:
                 if self.state is State.RUNNING:

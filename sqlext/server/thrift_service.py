@@ -250,7 +250,7 @@ class Handler:
             op.done.wait()
             if op.failure is not None:
                 return tt.TFetchResultsResp(status=_error(op.failure))
-            if op.schema is None:  # a statement without rows (DDL, INSERT): an empty result
+            if op.schema is None:  # cancelled: its rows are gone
                 return tt.TFetchResultsResp(status=_ok(), hasMoreRows=False,
                                             results=tt.TRowSet(startRowOffset=0, rows=[], columns=[]))
             if req.orientation not in (tt.TFetchOrientation.FETCH_NEXT, tt.TFetchOrientation.FETCH_FIRST):

@@ -213,7 +213,9 @@ def _schema(frame: Any) -> pa.Schema:
     """The Arrow schema of a Spark DataFrame (dyntable maps it to table columns)."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    return to_arrow_schema(frame.schema)
+    from sqlext.execute.common import KIND_OF_ZONE
+
+    return to_arrow_schema(frame.schema, timezone=KIND_OF_ZONE)
 
 
 def _options(text: str | None) -> dict[str, str]:
