@@ -164,7 +164,9 @@ def point_workers_at_this_python(spark: SparkSession) -> str:
     import logging
 
     sc = spark.sparkContext
-    chosen = os.environ.get("PYSPARK_PYTHON") or sc.getConf().get("spark.pyspark.python")
+    conf = sc.getConf()
+    chosen = (os.environ.get("PYSPARK_PYTHON") or conf.get("spark.pyspark.python")
+              or conf.get("spark.executorEnv.PYSPARK_PYTHON"))
     if chosen or sc.pythonExec != "python3":
         return str(chosen or sc.pythonExec)
     if (sc.master or "").startswith("local"):
