@@ -16,8 +16,10 @@ Java's and pypaimon's writers keep placing keys where ours are.
 
 The map lives in the writer for its lifetime, so later batches see earlier batches' keys.
 Concurrent writers of one partition would each assign new keys without seeing the others':
-Paimon allows a single writer job only, and so does dyntable (a Spark job clusters rows by
-partition, so one task owns a partition; see :func:`writer_clustering`).
+Paimon allows a single writer job only, and so does dyntable. Within a job, either one task owns
+a partition (SQL writes cluster rows by partition; see :func:`writer_clustering`) or every task
+is a ``shared`` writer following rules all tasks agree on (DataFrame and streaming writes;
+:mod:`engine.write.shared_assignment`).
 """
 
 from __future__ import annotations
