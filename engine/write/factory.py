@@ -39,10 +39,11 @@ def new_writer(
     """The writer for ``store``'s layout; ``compact=False`` leaves compaction to the caller;
     ``shared_base``: the snapshot independent writers of one commit assign dynamic buckets from
     (``engine.write.shared_assignment``)."""
-    kv = dict(compact=compact, sequence_offset=sequence_offset, namer=namer, shared_base=shared_base)
     if is_count_layout(store.schema):
-        return CountWriter(store, **kv)
+        return CountWriter(store, compact=compact, sequence_offset=sequence_offset, namer=namer,
+                           shared_base=shared_base)
     if store.has_primary_key:
-        return KeyValueWriter(store, **kv)
+        return KeyValueWriter(store, compact=compact, sequence_offset=sequence_offset, namer=namer,
+                              shared_base=shared_base)
     return AppendWriter(store, namer=namer)
 

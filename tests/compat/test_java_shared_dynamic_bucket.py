@@ -24,7 +24,8 @@ def _kv(ids, v, dt="a") -> pa.Table:
 def _tasks_write(t, task_rows):
     builder = t.new_write_builder().for_independent_tasks()
     job = str(uuid.uuid4())
-    messages = [m for i, rows in enumerate(task_rows) for m in builder.new_task_write(job, i).write_all([rows])]
+    messages = [m for i, rows in enumerate(task_rows)
+                for m in builder.new_task_write(job, i).write_all([rows])]
     builder.new_commit().commit(messages)
 
 

@@ -32,5 +32,6 @@ def test_changelog_kinds_per_producer(tmp_path, producer, expected):
     plan = builder.new_incremental(f"{start},{t.latest_snapshot().id}",
                                    "delta" if producer == "none" else "changelog")
     read = builder.new_read()
-    got = [(r["rowkind"], r["id"], r["v"]) for s in plan.splits() for b in read.read(s) for r in b.to_pylist()]
+    got = [(r["rowkind"], r["id"], r["v"])
+           for s in plan.splits() for b in read.read(s) for r in b.to_pylist()]
     assert got == expected

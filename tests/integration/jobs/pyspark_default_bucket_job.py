@@ -23,7 +23,8 @@ sql.sql("CREATE TABLE t (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED)")
 
 
 def write(df):
-    df.write.format("dyntable").option("warehouse", warehouse).option("table", "default.t").mode("append").save()
+    (df.write.format("dyntable").option("warehouse", warehouse).option("table", "default.t")
+     .mode("append").save())
 
 
 def read():
@@ -44,11 +45,12 @@ out = {
     "expected_rows": expected.count(),
 }
 sql.sql("CREATE TABLE loads AS SELECT id, v, current_timestamp() AS loaded_at FROM t WHERE id < 10")
-loads = sql.sql("SELECT count(*) AS n, count(DISTINCT loaded_at) AS stamps, min(loaded_at) IS NOT NULL AS set "
-                "FROM loads").collect()[0]
+loads = sql.sql("SELECT count(*) AS n, count(DISTINCT loaded_at) AS stamps, "
+                "min(loaded_at) IS NOT NULL AS set FROM loads").collect()[0]
 out["ctas"] = {"rows": loads["n"], "stamps": loads["stamps"], "set": bool(loads["set"])}
-query = (spark.readStream.format("dyntable").option("warehouse", warehouse).option("table", "default.t").load()
-         .writeStream.format("memory").queryName("streamed").trigger(availableNow=True).start())
+query = (spark.readStream.format("dyntable").option("warehouse", warehouse)
+         .option("table", "default.t").load().writeStream.format("memory").queryName("streamed")
+         .trigger(availableNow=True).start())
 query.awaitTermination(600)
 streamed = spark.table("streamed")
 out["streamed"] = {"rows": streamed.count(), "missing": expected.exceptAll(streamed).count()}
