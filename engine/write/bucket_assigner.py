@@ -209,6 +209,7 @@ class HashBucketAssigner:
         # One of several independent writers of a commit: new keys follow the base snapshot's
         # open buckets only (engine.write.shared_assignment), never this writer's own counts.
         self.shared = shared
+        self.delta_slots: set[tuple[bytes, int]] = set()  # index files holding added hashes only
         self.target = target_rows(store)
         self.max_buckets = max_buckets(store)
         self.index = IndexStore(store.io, store.paths, store.options.manifest_compression)
@@ -316,10 +317,17 @@ class HashBucketAssigner:
         return int(hash_codes(columns, list(self.store.partition_types))[0])
 
     def index_files(self) -> dict[tuple[bytes, int], IndexFileMeta]:
-        """Write the complete HASH file of every bucket that got new keys (the writer forgets them)."""
+        """Write the complete HASH file of every bucket that got new keys (the writer forgets them);
+        a shared writer writes only the hashes it added (the commit unions them with the bucket's
+        committed file: ``engine.write.shared_assignment``)."""
         out: dict[tuple[bytes, int], IndexFileMeta] = {}
         for partition, idx in self._parts.items():
             for bucket, added in idx.added.items():
+                if self.shared and idx.base_files:
+                    # (a partition without HASH files, its keys read from data, gets full files)
+                    out[(partition, bucket)] = self.index.write_hashes(np.unique(np.concatenate(added)))
+                    self.delta_slots.add((partition, bucket))
+                    continue
                 full = np.unique(np.concatenate([idx.restored.get(bucket, np.empty(0, np.int32)), *added]))
                 out[(partition, bucket)] = self.index.write_hashes(full)
                 idx.restored[bucket] = full

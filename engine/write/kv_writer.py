@@ -334,6 +334,7 @@ class KeyValueWriter:
         ``claims`` go with the first message of their partition."""
         index = index or {}
         claims = dict(claims or {})
+        delta = self._assigner.delta_slots if isinstance(self._assigner, HashBucketAssigner) else set()
         new_dvs: dict[Bucket, IndexFileMeta] = {}
         for bucket_key, dvs in self._dvs.items():
             written = dvs.write(IndexStore(self.store.io, self.store.paths))
@@ -356,6 +357,7 @@ class KeyValueWriter:
                 compact_changelog=tuple(self.compact_changelog.get((p, b), ())),
                 sequence_base=self._sequence_base.get(p),
                 new_index_files=tuple(i[(p, b)] for i in (index, new_dvs) if (p, b) in i),
+                hash_index_delta=(p, b) in delta,
             )
             for p, b in sorted(keys)
         ]

@@ -17,10 +17,11 @@ same answer for the same key:
   lane's open bucket *as of the base snapshot*: its lowest-id bucket below
   ``dynamic-bucket.target-row-num`` keys, else its smallest unused id. The choice depends on the
   key and the base only, so two tasks holding the same new key put it in the same bucket.
-* **Union at commit.** Tasks write the complete HASH file of every bucket they touched (the base
-  hashes plus their own); :func:`merge_task_messages` unions the files of one (partition, bucket)
-  into one and refuses, before anything is published, if one hash went to two buckets of a
-  partition (a writer that broke the rules above).
+* **Union at commit.** Tasks write, per bucket they added keys to, a HASH file of only the hashes
+  they added; :func:`merge_task_messages` unions them with the bucket's committed HASH file into
+  one complete file (the commit reads each bucket's file once, not once per task) and refuses,
+  before anything is published, if one hash went to two buckets of a partition (a writer that
+  broke the rules above).
 * **Cross-partition upsert.** A key has one partition. Within a task rows of one key apply in
   input order as in a single writer. Across tasks input order is undefined, so each task claims
   the partition each of its keys ends in (64-bit key hashes); the commit refuses, before
@@ -44,7 +45,7 @@ import pyarrow as pa
 from engine.commit_messages import CommitMessage
 from engine.errors import InvalidArgumentError
 from engine.fileindex.hashing import hash64
-from engine.meta.index_files import HASH_INDEX, IndexFileMeta, IndexStore
+from engine.meta.index_files import HASH_INDEX, IndexFileMeta, IndexStore, hash_entries
 from engine.store import FileStore
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
@@ -132,22 +133,32 @@ def merge_task_messages(
     messages = list(messages)
     _check_claims(store, messages)
     slots: dict[tuple[bytes, int], list[IndexFileMeta]] = defaultdict(list)
+    deltas: set[tuple[bytes, int]] = set()
     for m in messages:
         for f in m.new_index_files:
             if f.index_type == HASH_INDEX:
                 slots[(m.partition, m.bucket)].append(f)
-    if all(len(files) == 1 for files in slots.values()):
+                if m.hash_index_delta:
+                    deltas.add((m.partition, m.bucket))
+    todo = {slot for slot, files in slots.items() if len(files) > 1 or slot in deltas}
+    if not todo:
         return messages, []
     index = IndexStore(store.io, store.paths, store.options.manifest_compression)
-    hashes = {slot: np.unique(np.concatenate([index.read_hashes(f) for f in files]))
-              for slot, files in slots.items()}
+    latest = store.snapshots.latest()
+    committed = {(e.partition, e.bucket): e.file
+                 for e in hash_entries(index.read_manifest(latest.index_manifest if latest else None))}
+    hashes = {}
+    for slot in slots:  # every file this commit writes, so the check below sees all of them
+        parts = [index.read_hashes(f) for f in slots[slot]]
+        if slot in deltas and slot in committed:
+            parts.append(index.read_hashes(committed[slot]))
+        hashes[slot] = np.unique(np.concatenate(parts))
     _check_one_bucket_per_hash(store, messages, hashes)
     merged: dict[tuple[bytes, int], IndexFileMeta] = {}
     replaced: list[IndexFileMeta] = []
-    for slot, files in slots.items():
-        if len(files) > 1:
-            merged[slot] = index.write_hashes(hashes[slot])
-            replaced.extend(files)
+    for slot in todo:
+        merged[slot] = index.write_hashes(hashes[slot])
+        replaced.extend(slots[slot])
     out = []
     placed: set[tuple[bytes, int]] = set()
     for m in messages:
@@ -158,7 +169,7 @@ def merge_task_messages(
         others = tuple(f for f in m.new_index_files if f.index_type != HASH_INDEX)
         hash_file = () if slot in placed else (merged[slot],)
         placed.add(slot)
-        out.append(dataclasses.replace(m, new_index_files=others + hash_file))
+        out.append(dataclasses.replace(m, new_index_files=others + hash_file, hash_index_delta=False))
     return out, replaced
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 
 import numpy as np
@@ -169,3 +170,26 @@ def test_cross_partition_key_moving_twice_within_one_task_is_not_a_conflict(cata
     _tasks_write(t, [pa.concat_tables([_rows([1, 2], 1, "b"), _rows([1], 2, "c")]), _rows([3], 3, "b")])
     assert {r["id"]: (r["v"], r["dt"]) for r in t.to_arrow().to_pylist()} == {
         1: (2, "c"), 2: (1, "b"), 3: (3, "b")}
+
+
+def test_a_task_adding_to_a_committed_bucket_keeps_its_hashes(catalog):
+    t = _table(catalog, cross=False)
+    t.write_arrow(_rows(range(30), 1, "a"))  # bucket 0: 30 of 50 keys, with its HASH file
+    _tasks_write(t, [_rows(range(30, 40), 2, "a")])
+    store, entries = _hash_entries(t)
+    assert [(e.bucket, e.file.row_count) for e in entries] == [(0, 40)]
+    _check_index_matches_data(t)
+
+
+def test_tasks_disagreeing_on_a_bucket_are_refused_before_publishing(catalog):
+    t = _table(catalog, cross=False)
+    t.write_arrow(_rows(range(50), 1, "a"))  # bucket 0 is full
+    before = t.latest_snapshot().id
+    pinned = t.new_write_builder().for_independent_tasks()  # new keys open bucket 1
+    stale = dataclasses.replace(pinned, shared_base=0)  # a writer that saw no snapshot: bucket 0
+    messages = pinned.new_task_write("j1", 0).write_all([_rows([100], 2, "a")])
+    messages += stale.new_task_write("j1", 1).write_all([_rows([100], 3, "a")])
+    with pytest.raises(InvalidArgumentError, match="into two buckets"):
+        pinned.new_commit().commit(messages)
+    assert t.latest_snapshot().id == before
+    assert 100 not in {r["id"] for r in t.to_arrow().to_pylist()}
