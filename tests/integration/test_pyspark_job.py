@@ -12,17 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from tests.integration.conftest import MASTER_ENV
-
 ROOT = Path(__file__).resolve().parents[2]
 JOB = ROOT / "tests" / "integration" / "jobs" / "pyspark_default_bucket_job.py"
 
 
-@pytest.mark.skipif(
-    os.environ.get(MASTER_ENV, "").startswith("local-cluster"), reason="this is the child run"
-)
 def test_pyspark_job_on_a_local_cluster(tmp_path):
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV")}
