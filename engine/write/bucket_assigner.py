@@ -33,7 +33,7 @@ import pyarrow as pa
 from engine.errors import InvalidArgumentError
 from engine.meta.binary_row import serialize_row
 from engine.meta.bucket import hash_codes
-from engine.meta.index_files import IndexFileMeta, IndexStore, hash_entries
+from engine.meta.index_files import IndexFileMeta, IndexStore, hash_entries, sorted_unique
 from engine.meta.snapshot import Snapshot
 from engine.options import (
     DYNAMIC_BUCKET_ASSIGNER_PARALLELISM,
@@ -224,7 +224,7 @@ class HashBucketAssigner:
         restored: dict[int, np.ndarray] = {}
         if files:
             for b, meta in files.items():
-                restored[b] = np.unique(self.index.read_hashes(meta))
+                restored[b] = sorted_unique(self.index.read_hashes(meta))
         else:
             # No HASH files (a writer that keeps none): the keys of the partition's data.
             keys = live_keys(self.store, self.snapshot, self.key_columns, {partition})
@@ -232,7 +232,7 @@ class HashBucketAssigner:
                 h = hash_codes([keys.column(k) for k in self.key_columns], self.key_types)
                 b = keys.column(BUCKET).to_numpy()
                 for bucket in np.unique(b).tolist():
-                    restored[int(bucket)] = np.unique(h[b == bucket])
+                    restored[int(bucket)] = sorted_unique(h[b == bucket])
         if restored:
             hashes = np.concatenate(list(restored.values()))
             buckets = np.concatenate([np.full(len(v), k, dtype=np.int32) for k, v in restored.items()])
@@ -325,10 +325,11 @@ class HashBucketAssigner:
             for bucket, added in idx.added.items():
                 if self.shared and idx.base_files:
                     # (a partition without HASH files, its keys read from data, gets full files)
-                    out[(partition, bucket)] = self.index.write_hashes(np.unique(np.concatenate(added)))
+                    out[(partition, bucket)] = self.index.write_hashes(sorted_unique(np.concatenate(added)))
                     self.delta_slots.add((partition, bucket))
                     continue
-                full = np.unique(np.concatenate([idx.restored.get(bucket, np.empty(0, np.int32)), *added]))
+                restored = idx.restored.get(bucket, np.empty(0, np.int32))
+                full = sorted_unique(np.concatenate([restored, *added]))
                 out[(partition, bucket)] = self.index.write_hashes(full)
                 idx.restored[bucket] = full
             idx.added.clear()

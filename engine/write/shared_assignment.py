@@ -45,7 +45,7 @@ import pyarrow as pa
 from engine.commit_messages import CommitMessage
 from engine.errors import InvalidArgumentError
 from engine.fileindex.hashing import hash64
-from engine.meta.index_files import HASH_INDEX, IndexFileMeta, IndexStore, hash_entries
+from engine.meta.index_files import HASH_INDEX, IndexFileMeta, IndexStore, hash_entries, sorted_unique
 from engine.store import FileStore
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
@@ -113,7 +113,7 @@ def key_hash64(keys: pa.Table) -> np.ndarray:
 
 
 def encode_claims(hashes: np.ndarray) -> bytes:
-    return np.unique(hashes.astype(np.uint64)).tobytes()
+    return sorted_unique(hashes.astype(np.uint64)).tobytes()
 
 
 def merge_task_messages(
@@ -152,7 +152,7 @@ def merge_task_messages(
         parts = [index.read_hashes(f) for f in slots[slot]]
         if slot in deltas and slot in committed:
             parts.append(index.read_hashes(committed[slot]))
-        hashes[slot] = np.unique(np.concatenate(parts))
+        hashes[slot] = sorted_unique(np.concatenate(parts))
     _check_one_bucket_per_hash(store, messages, hashes)
     merged: dict[tuple[bytes, int], IndexFileMeta] = {}
     replaced: list[IndexFileMeta] = []
@@ -200,7 +200,7 @@ def _check_claims(store: FileStore, messages: Sequence[CommitMessage]) -> None:
     keys, parts = keys[order], parts[order]
     other_part = (keys[1:] == keys[:-1]) & (parts[1:] != parts[:-1])
     if other_part.any():
-        count = int(len(np.unique(keys[1:][other_part])))
+        count = int(len(sorted_unique(keys[1:][other_part])))
         _refuse(store, messages,
                 f"{count} primary key(s) were written to different partitions by different tasks of one "
                 f"write into the cross-partition upsert table {store.paths.root}; the tasks cannot tell "
@@ -218,8 +218,9 @@ def _check_one_bucket_per_hash(
     for sets in by_partition.values():
         if len(sets) < 2:
             continue
-        _values, counts = np.unique(np.concatenate(sets), return_counts=True)
-        if (counts > 1).any():
+        every = np.sort(np.concatenate(sets))
+        twice = sorted_unique(every[1:][every[1:] == every[:-1]])
+        if len(twice):
             _refuse(store, messages,
-                    f"writers of one commit put {int((counts > 1).sum())} key hash(es) of a partition of "
+                    f"writers of one commit put {len(twice)} key hash(es) of a partition of "
                     f"{store.paths.root} into two buckets; nothing was committed")
