@@ -68,6 +68,7 @@ from engine.errors import (
     NoSuchSnapshotError,
     StorageError,
 )
+from engine.features import check_writable
 from engine.meta.binary_row import deserialize_row
 from engine.meta.index_files import (
     DELETION_VECTORS_INDEX,
@@ -581,6 +582,9 @@ class FileStoreCommit:
         on CommitStateUnknownError nothing is deleted.
         """
         store = self.store
+        # Every snapshot dyntable publishes (writes, compactions, maintenance) passes here: a table
+        # whose newer Paimon features this commit would not keep is refused (engine.features).
+        check_writable(store.schema, store.paths.root, "commit to")
         ms = store.manifests
         deadline = None if self.timeout_ms is None else time.monotonic() + self.timeout_ms / 1000
         latest = store.snapshots.latest()
@@ -740,7 +744,7 @@ class FileStoreCommit:
                 continue
             f = e.file
             if f.external_path:
-                path = f.external_path
+                path = store.paths.external_file(f.external_path)
             else:
                 part_dir = part_dirs.get(e.partition)
                 if part_dir is None:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from engine.commit_messages import CommitMessage, CommitResult
 from engine.errors import CommitConflictError
+from engine.features import check_writable
 from engine.scan.planner import DataSplit
 from engine.store import FileStore
 
@@ -68,6 +69,7 @@ def plan(
     buckets: set[Bucket] | None = None,
 ) -> list[CompactionTask]:
     """The buckets of the latest snapshot that need compaction (optionally only some partitions/buckets)."""
+    check_writable(table.store.schema, table.store.paths.root, "compact")
     from engine.scan.predicate import any_partition
     from engine.write.conform import coerce_spec
 

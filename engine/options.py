@@ -23,8 +23,9 @@ Keys a user sets (CREATE / ALTER / dynamic options), as Paimon treats table prop
   (``engine.option_checks.UNSUPPORTED_PAIMON_OPTIONS``: ``data-file.external-paths``,
   ``record-level.expire-time``);
 * any other key is stored as given (Paimon keeps arbitrary properties such as ``'k1'='v1'``, and
-  tables shared with Java jobs carry them); when it is a near-miss of a known key (difflib) a
-  warning names the key it probably means, so ``'bukcet'`` does not pass unnoticed.
+  tables shared with Java jobs carry them), unless it is a near-miss of a known key (difflib):
+  that is refused, naming the key it probably means, so ``'bukcet'`` does not pass unnoticed
+  (``engine.option_checks``; the rule is documented in docs/options.md).
 
 Options a table already has (written by another engine) are never re-validated on read.
 """

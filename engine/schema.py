@@ -32,7 +32,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchColumnError
+from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchColumnError, UnsupportedTableError
 from engine.fileindex.options import check_file_index_options, drop_index_column, rename_index_column
 from engine.frozen import FrozenMap
 from engine.jackson import jackson_json
@@ -226,6 +226,8 @@ class TableSchema:
             )
         except KeyError as e:
             raise CorruptMetadataError(f"schema file lacks the key {e}") from None
+        except UnsupportedTableError:
+            raise  # a newer Paimon type (engine.types.NEWER_TYPES): a feature, not damage
         except InvalidArgumentError as e:
             raise CorruptMetadataError(
                 f"schema file holds a type or field dyntable cannot read: {e}"

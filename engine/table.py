@@ -249,9 +249,16 @@ class Table:
         self, overwrite: OverwriteSpec | None = None, *, commit_user: str | None = None
     ) -> WriteBuilder:
         """The distributed write: writers (tasks) hand commit messages to one commit that runs the
-        post-commit hooks; see engine.builders.write and engine.builders.commit."""
-        from engine.builders.write import WriteBuilder
+        post-commit hooks; see engine.builders.write and engine.builders.commit.
 
+        Raises:
+            UnsupportedTableError: the table uses a newer Paimon feature dyntable's writes would
+                not keep (engine.features), refused here, in the driver, before any task runs.
+        """
+        from engine.builders.write import WriteBuilder
+        from engine.features import check_writable
+
+        check_writable(self.store.schema, self.path)
         return WriteBuilder(self, overwrite, commit_user)
 
     def new_writer(self):

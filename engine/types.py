@@ -30,7 +30,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from engine.errors import InvalidArgumentError
+from engine.errors import InvalidArgumentError, UnsupportedTableError
 
 MAX_LENGTH = 2147483647  # VARCHAR/VARBINARY of this length are STRING/BYTES
 
@@ -320,6 +320,18 @@ def _max_json_id(v: Any) -> int:
     return -1
 
 
+#: Paimon types newer than dyntable's type system, with the Paimon version that introduced each:
+#: a schema holding one is refused as an unsupported feature (0A000), not as a corrupt schema.
+NEWER_TYPES: dict[str, str] = {"VARIANT": "1.1", "BLOB": "1.4", "VECTOR": "1.4"}
+
+
+def _newer_type(word: str) -> UnsupportedTableError:
+    return UnsupportedTableError(
+        f"the {word} type (Paimon {NEWER_TYPES[word]}) is not supported by dyntable: a table with a "
+        f"{word} column cannot be read or written here. Use Paimon {NEWER_TYPES[word]} or later for it."
+    )
+
+
 def _type_from_json(v: Any, ids: Callable[[], int]) -> DataType:
     if isinstance(v, str):
         return _TypeParser(v, spark=False, ids=ids).parse()
@@ -337,6 +349,8 @@ def _type_from_json(v: Any, ids: Callable[[], int]) -> DataType:
             return ROW([_field_from_json(f, ids) for f in v["fields"]], nullable)
     except (KeyError, TypeError) as e:
         raise InvalidArgumentError(f"nested type {v!r} lacks a member: {e}") from None
+    if word in NEWER_TYPES:
+        raise _newer_type(word)
     raise InvalidArgumentError(f"unsupported nested type {v['type']!r} (known: ARRAY, MULTISET, MAP, ROW)")
 
 
@@ -491,6 +505,8 @@ class _TypeParser:
             return TIMESTAMP_LTZ(p) if local else TIMESTAMP(p)
         if w in ("ARRAY", "MULTISET", "MAP", "ROW", "STRUCT"):
             return self.nested(w)
+        if w in NEWER_TYPES:
+            raise _newer_type(w)
         self.i -= 1
         raise self.fail(f"unknown type {w!r}")
 

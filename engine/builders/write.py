@@ -33,6 +33,7 @@ from engine.append_deletions import (
 )
 from engine.commit_messages import CommitMessage, OverwriteSpec, delete_uncommitted
 from engine.errors import DyntableError
+from engine.features import check_writable
 from engine.meta.paths import FileNamer
 from engine.write.bucket_assigner import writer_clustering
 from engine.write.factory import new_writer
@@ -82,7 +83,9 @@ class WriteBuilder:
     def new_deletion_commit(self, snapshot: Snapshot | None) -> AppendDeletionCommit:
         """Rows of ``snapshot``'s files to mark deleted; publish it with
         ``new_commit().commit_with_deletions``."""
-        return AppendDeletionCommit(self.table.store, snapshot, self.commit_user)
+        store = self.table.store
+        check_writable(store.schema, store.paths.root)
+        return AppendDeletionCommit(store, snapshot, self.commit_user)
 
     def for_independent_tasks(self, *, pin: bool = True) -> WriteBuilder:
         """This write, for tasks that receive rows as they come (a DataFrame's own partitions):
@@ -100,6 +103,10 @@ class WriteBuilder:
         return writer_clustering(self.table.store)
 
     def new_write(self, *, sequence_offset: int = 0, namer: FileNamer | None = None) -> TableWrite:
+        """A writer of this table; UnsupportedTableError (engine.features) for a table whose newer
+        Paimon features dyntable's writes would not keep."""
+        store = self.table.store
+        check_writable(store.schema, store.paths.root)
         writer = new_writer(self.table.store, compact=False, sequence_offset=sequence_offset, namer=namer,
                             shared_base=self.shared_base)
         return TableWrite(self.table, writer)

@@ -35,17 +35,23 @@ def partition_by_key_intervals(files: Iterable[FileMeta], key_range: KeyRangeFn)
     Returns:
         Sections in key order; each is a list of sorted runs ordered by their first key.
 
-    Raises:
-        InvalidArgumentError: a file's min key is greater than its max key.
+    A file whose min key is greater than its max key in Paimon's order was sorted by a writer
+    with another order (pypaimon puts NaN first, and ties -0.0 with 0.0, where Java's
+    ``Double.compare`` puts NaN last): its range says nothing, so it is taken to span every key
+    of the bucket, and the merge (which sorts rows in Paimon's order) decides.
     """
     keyed = []
+    misordered = []
     for f in files:
         lo, hi = key_range(f)
         if lo > hi:
-            raise InvalidArgumentError(
-                f"data file {f.file_name!r} has min key {lo!r} > max key {hi!r}: its metadata is inconsistent"
-            )
-        keyed.append((lo, hi, f))
+            misordered.append((hi, lo, f))
+        else:
+            keyed.append((lo, hi, f))
+    if misordered:
+        every = [*keyed, *misordered]
+        lowest, highest = min(t[0] for t in every), max(t[1] for t in every)
+        keyed += [(lowest, highest, f) for _, _, f in misordered]
     # Stable sort on keys only: files are not required to be comparable themselves.
     keyed.sort(key=lambda t: (t[0], t[1]))
 

@@ -262,7 +262,9 @@ class IndexStore:
         self.io.delete(self.paths.manifest_file(name))
 
     def file_path(self, meta: IndexFileMeta) -> str:
-        return meta.external_path or join(self.paths.root, INDEX_DIR, meta.file_name)
+        if meta.external_path:
+            return self.paths.external_file(meta.external_path)
+        return join(self.paths.root, INDEX_DIR, meta.file_name)
 
     def read_hashes(self, meta: IndexFileMeta) -> np.ndarray:
         path = self.file_path(meta)

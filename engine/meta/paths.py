@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import re
 import uuid
 from collections.abc import Sequence
 from typing import cast
 
-from engine.errors import InvalidArgumentError
+from engine.errors import InvalidArgumentError, UnsupportedTableError
 from engine.identifier import MAIN_BRANCH, validate_name
 from engine.types import DataType, TypeRoot
 
@@ -137,6 +138,58 @@ def join(*parts: str) -> str:
     return result
 
 
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+# URL schemes naming the same file system (Hadoop's names beside fsspec's).
+_SCHEME_FAMILIES = ({"s3", "s3a", "s3n"}, {"gs", "gcs"}, {"abfs", "az"}, {"file", "local"})
+EXTERNAL_PATHS_FEATURE = "external data paths (_EXTERNAL_PATH, data-file.external-paths, Paimon 1.1)"
+
+
+def _same_fs(a: str, b: str) -> bool:
+    return a == b or any(a in f and b in f for f in _SCHEME_FAMILIES)
+
+
+def resolve_external_path(root: str, path: str) -> str:
+    """An external file path as Paimon writes it (``_EXTERNAL_PATH`` of a data or index file),
+    in the style of the table root ``root``, so that reads, existence checks and path
+    comparisons (orphan cleanup) see the one file it names.
+
+    Paimon (Java and pypaimon) writes Hadoop URIs: ``file:/abs/...`` (one slash), and also
+    ``file:///abs/...``, a plain absolute path, or an object-store URI (``s3://bucket/key``,
+    ``oss://...``). A local table takes the local forms; an object-store table takes URIs of its
+    own file system (``s3a://`` for an ``s3://`` table, written with the root's scheme).
+
+    Raises:
+        UnsupportedTableError: a path of another file system than the table's, a relative path,
+            or a ``file://host/...`` URI naming a host; nothing can act on such a file safely.
+    """
+    m = _SCHEME.match(path)
+    r = _SCHEME.match(root)
+    root_scheme = r.group(1).lower() if r else "file"
+    scheme = m.group(1).lower() if m else None
+    if root_scheme in ("file", "local"):
+        local: str | None = None
+        if scheme is None and path.startswith("/"):
+            local = path
+        elif scheme in ("file", "local"):
+            rest = path[m.end():] if m else path
+            if rest.startswith("//"):  # file://<authority>/abs: only an empty or local authority
+                authority, slash, tail = rest[2:].partition("/")
+                if authority in ("", "localhost") and slash:
+                    local = "/" + tail
+            elif rest.startswith("/"):
+                local = rest
+        if local is not None:
+            local = "/" + local.lstrip("/")
+            return f"file://{local}" if root.startswith("file://") else local
+    elif scheme is not None and _same_fs(scheme, root_scheme) and m is not None:
+        return root[: r.end()] + path[m.end():] if r else path
+    raise UnsupportedTableError(
+        f"cannot resolve the external file path {path!r} of table {root}: dyntable reads a table's "
+        f"{EXTERNAL_PATHS_FEATURE} only on the table's own file system "
+        f"({root_scheme}), as an absolute path or a URI of that file system"
+    )
+
+
 class FileNamer:
     """Hands out unique file names: one random UUID per namer, then a counter (Paimon's scheme).
 
@@ -249,6 +302,10 @@ class TablePaths:
 
     def data_file(self, partition_dir: str, bucket: int, file_name: str) -> str:
         return join(self.bucket_dir(partition_dir, bucket), file_name)
+
+    def external_file(self, path: str) -> str:
+        """An ``_EXTERNAL_PATH`` in this table's path style (:func:`resolve_external_path`)."""
+        return resolve_external_path(self.root, path)
 
 
 def parse_versioned_id(name: str, prefix: str) -> int | None:

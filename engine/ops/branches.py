@@ -270,7 +270,15 @@ class BranchOps:
             self.io.delete(holder.tag_file(base_tag_name(old)))
 
     def delete(self, name: str, *, dry_run: bool = False) -> BranchDeletion:
-        """Delete a branch and exactly the files no anchor of another branch references."""
+        """Delete a branch and exactly the files no anchor of another branch references.
+
+        Run again after a crash, it completes the crashed deletion: a branch already moved to the
+        trash has its base tag (``branch-base-<name>``) and its trash directory removed. The files
+        only it referenced are then unreferenced; orphan cleanup deletes them.
+        """
+        validate_name("branch", name, new=True)
+        if not dry_run and not self.io.exists(self._dir(name)) and self._finish_deletions(name):
+            return BranchDeletion((name,), delete_files(self.io, {}))
         self.require_existing(name)
         self._sweep_trash()
         collector = ReachabilityCollector(self.io, self.root)
@@ -299,10 +307,33 @@ class BranchOps:
         keep = keep_with_new_anchors(collector, keep, others, all_anchors(self.io, self.root))
         return BranchDeletion((name,), delete_files(self.io, unreferenced(candidates, keep)))
 
-    def _sweep_trash(self) -> None:
+    def _trash(self) -> dict[str, list[str]]:
+        """The trash directories of crashed deletions, by branch name (``.trash-branch-<name>-<uuid>``)."""
+        out: dict[str, list[str]] = {}
         for status in self.io.list_dir(join(self.root, "branch")):
-            if status.path.rstrip("/").rsplit("/", 1)[-1].startswith(TRASH_PREFIX):
-                self._remove_quietly(status.path)
+            base = status.path.rstrip("/").rsplit("/", 1)[-1]
+            if base.startswith(TRASH_PREFIX) and len(base) > len(TRASH_PREFIX) + 37:
+                out.setdefault(base[len(TRASH_PREFIX):-37], []).append(status.path)
+        return out
+
+    def _finish_deletions(self, only: str | None = None) -> bool:
+        """Finish the deletions a crash interrupted after the branch went to the trash: its base
+        tags first (while a trash directory still proves the deletion), then the trash. A branch
+        of that name created since keeps its (same-named) base tag. True if there was one."""
+        found = False
+        for name, dirs in self._trash().items():
+            if only is not None and name != only:
+                continue
+            found = True
+            if not self.io.exists(self._dir(name)):
+                for holder in self._base_tags(name):
+                    self.io.delete(holder.tag_file(base_tag_name(name)))
+            for path in dirs:
+                self._remove_quietly(path)
+        return found
+
+    def _sweep_trash(self) -> None:
+        self._finish_deletions()
 
     # -- fast-forward -----------------------------------------------------------------------------
     def fast_forward(self, name: str) -> FastForwardResult:

@@ -61,11 +61,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from engine.errors import DyntableError, InvalidArgumentError
+from engine.features import check_readable
 from engine.history.retention_mark import RetentionMark, mark_dir, mark_root, read_mark
 from engine.identifier import MAIN_BRANCH
 from engine.io import FileIO
 from engine.meta.publish import publish_ref
 from engine.meta.snapshot import Snapshot
+from engine.ops.maintenance_log import last_record
 from engine.ops.reachability import (
     Anchor,
     DeletionReport,
@@ -425,6 +427,8 @@ def expire_snapshots(
     """
     from engine.ops import expire_changelog
 
+    # A table with a feature dyntable cannot read may reference files in ways it cannot see.
+    check_readable(store.schema, store.paths.root, "expire snapshots of")
     now = _now_ms() if now_ms is None else now_ms
     policy = ExpirePolicy.of(
         store,
@@ -575,16 +579,33 @@ def _write_earliest(store: FileStore, snapshot_id: int) -> None:
 
 
 def _mark(store: FileStore) -> RetentionMark | None:
-    """The mark of the branch being expired (each branch has its own)."""
+    """The mark of the branch being expired (each branch has its own).
+
+    Fails closed when the mark is lost: the maintenance log records every mark set
+    (``retention_mark`` runs); a mark file that is missing, or older than the newest mark the log
+    records, refuses the expiration instead of expiring the snapshots the lost mark kept.
+    """
+    where = mark_dir(mark_root(store))
     try:
-        return read_mark(store.io, mark_root(store))
+        mark = read_mark(store.io, mark_root(store))
+        recorded = last_record(store.io, store.paths.root, "retention_mark", store.branch)
     except (DyntableError, OSError) as e:
-        where = mark_dir(mark_root(store))
         raise UnsafeToDeleteError(
             f"cannot read the retention mark under {where} ({e}); it may "
             "protect snapshots, so nothing was deleted",
             where,
         ) from e
+    logged = None if recorded is None else recorded.details.get("snapshot_id")
+    if isinstance(logged, int) and (mark is None or mark.snapshot_id < logged):
+        found = "is missing" if mark is None else f"is at snapshot {mark.snapshot_id}"
+        raise UnsafeToDeleteError(
+            f"the retention mark under {where} {found}, but the maintenance log records a mark at "
+            f"snapshot {logged}: the mark was lost, and the snapshots it protected would be expired, "
+            "so nothing was deleted. Restore the mark file, or set the mark again "
+            "(table.maintenance.advance_retention_mark / CALL sys.retention_mark).",
+            where,
+        )
+    return mark
 
 
 __all__ = [

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -91,6 +92,43 @@ def read_records(io: FileIO, table_root: str) -> list[MaintenanceRecord]:
         except (ValueError, TypeError):
             _logger.warning("skipping an unreadable maintenance log record %s", status.path)
     return records
+
+
+# (table root, procedure, branch) -> (newest record name read, newest matching record): each record
+# file is read at most once per process by last_record, whatever the log holds.
+_LAST: dict[tuple[str, str, str], tuple[str, MaintenanceRecord | None]] = {}
+_LAST_LOCK = threading.Lock()
+
+
+def last_record(io: FileIO, table_root: str, procedure: str, branch: str) -> MaintenanceRecord | None:
+    """The newest successful, real (not dry-run) record of ``procedure`` on ``branch``, or None.
+
+    One listing per call; a record file is read once per process (the answer is cached with the
+    newest name read, and only newer records are read next time; a log whose cached newest
+    record is gone — a dropped and recreated table — is read again from scratch).
+    """
+    directory = _log_dir(table_root)
+    names = sorted(s.path for s in io.list_dir(directory) if not s.is_dir) if io.exists(directory) else []
+    key = (table_root.rstrip("/"), procedure, branch)
+    with _LAST_LOCK:
+        seen, found = _LAST.get(key, ("", None))
+    if seen and seen not in names:
+        seen, found = "", None
+    for path in reversed([n for n in names if n > seen]):
+        try:
+            record = MaintenanceRecord(**json.loads(io.read_bytes(path)))
+        except FileNotFoundError:
+            continue  # pruned by a concurrent writer
+        except (ValueError, TypeError):
+            continue  # unreadable: read_records logs it
+        wanted = (procedure, branch, None, False)
+        if (record.procedure, record.branch, record.error, record.dry_run) == wanted:
+            found = record
+            break
+    if names:
+        with _LAST_LOCK:
+            _LAST[key] = (names[-1], found)
+    return found
 
 
 @contextmanager

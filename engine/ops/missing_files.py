@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from engine.commit import FileStoreCommit
 from engine.commit_messages import CommitMessage
+from engine.features import check_writable
 from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import ManifestEntry
 from engine.ops.maintenance_log import recorded_run
@@ -35,7 +36,7 @@ class MissingFiles:
 
 def _path(store: FileStore, e: ManifestEntry, dirs: dict[bytes, str]) -> str:
     if e.file.external_path:
-        return e.file.external_path
+        return store.paths.external_file(e.file.external_path)  # refuses a path it cannot resolve
     part = dirs.get(e.partition)
     if part is None:
         part = dirs[e.partition] = store.partition_dir(deserialize_row(e.partition, store.partition_types))
@@ -45,7 +46,13 @@ def _path(store: FileStore, e: ManifestEntry, dirs: dict[bytes, str]) -> str:
 def remove_missing_files(
     store: FileStore, *, dry_run: bool = False, parallelism: int | None = None
 ) -> MissingFiles:
-    """Find (and unless ``dry_run`` drop from the table) the live files that do not exist."""
+    """Find (and unless ``dry_run`` drop from the table) the live files that do not exist.
+
+    Fails closed: a table whose newer Paimon features a dyntable commit would not keep is
+    refused before anything is checked, and a file whose path cannot be resolved
+    (``_EXTERNAL_PATH`` of another file system) raises UnsupportedTableError, dropping nothing.
+    """
+    check_writable(store.schema, store.paths.root, "remove missing files of")
     with recorded_run(
         store.io, store.paths.root, "remove_unexisting_files", branch=store.branch, dry_run=dry_run
     ) as rec:

@@ -44,10 +44,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
-from engine.errors import DyntableError, InvalidArgumentError
+from engine.errors import DyntableError, InvalidArgumentError, UnsupportedTableError
+from engine.features import check_readable
 from engine.io import FileIO
 from engine.io.fileio import FileStatus
-from engine.meta.paths import join
+from engine.meta.paths import TablePaths, join
+from engine.meta.schema_store import SchemaStore
 from engine.ops.reachability import FileKindRef, UnsafeToDeleteError, reachable_files
 from engine.time_bound import time_bound_millis
 
@@ -227,8 +229,6 @@ def _is_data_dir(name: str) -> bool:
 
 def _data_dir(io: FileIO, root: str) -> str | None:
     """The table's ``data-file.path-directory`` (immutable, so main's latest schema says it)."""
-    from engine.meta.paths import TablePaths
-    from engine.meta.schema_store import SchemaStore
     from engine.options import DATA_FILE_PATH_DIRECTORY, CoreOptions
 
     try:
@@ -283,6 +283,15 @@ def remove_orphan_files(
         StorageError: A listing failed (nothing was deleted) or a delete failed (some were).
     """
     root = root.rstrip("/")
+    # A table with a feature dyntable cannot read may reference files it cannot see: refused.
+    try:
+        schema = SchemaStore(io, TablePaths(root)).latest()
+    except UnsupportedTableError:
+        raise  # a column type newer than dyntable (engine.types.NEWER_TYPES)
+    except (DyntableError, OSError):
+        schema = None  # unreadable: _data_dir (below) refuses, naming the file
+    if schema is not None:
+        check_readable(schema, root, "remove orphan files of")
     cutoff = cutoff_millis(older_than, force=force, now_ms=now_ms)
     threads = max(1, parallelism or DEFAULT_PARALLELISM)
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="orphan-files") as pool:

@@ -507,7 +507,7 @@ class ReachabilityCollector:
 
     def _data_path(self, r: _BranchResolver, e: ManifestEntry) -> str:
         if e.file.external_path:
-            return e.file.external_path
+            return r.paths.external_file(e.file.external_path)  # refuses a path it cannot resolve
         return join(r.bucket_dir(e.partition, e.bucket), e.file.file_name)
 
     def collect(self, anchors: Sequence[Anchor], *, explain: bool = False) -> Reachable:

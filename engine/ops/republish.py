@@ -252,8 +252,8 @@ def reidentify(
         f = e.file
         new_name = _new_name(f.file_name, token, n)
         if f.external_path:
-            directory = f.external_path.rsplit("/", 1)[0]
-            src = f.external_path
+            src = store.paths.external_file(f.external_path)
+            directory = src.rsplit("/", 1)[0]
         else:
             part_dir = part_dirs.get(e.partition)
             if part_dir is None:

@@ -88,7 +88,7 @@ class _Rewriter:
     def _dir(self, e: ManifestEntry) -> str:
         store = self.store
         if e.file.external_path:
-            return posixpath.dirname(e.file.external_path)
+            return posixpath.dirname(store.paths.external_file(e.file.external_path))
         part_dir = store.partition_dir(deserialize_row(e.partition, store.partition_types))
         return store.paths.bucket_dir(part_dir, e.bucket)
 

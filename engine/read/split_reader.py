@@ -27,7 +27,7 @@ from engine.errors import CorruptMetadataError, NoSuchBranchError
 from engine.files.reader import VALUE_KIND, data_file_path, read_data_file
 from engine.history.expiry import explain_missing
 from engine.lsm.changelog import kinds_to_rowkind
-from engine.lsm.deletion_vectors import uses_deletion_vectors
+from engine.lsm.deletion_vectors import batch_reads_skip_level0, uses_deletion_vectors
 from engine.lsm.intervals import partition_by_key_intervals
 from engine.lsm.key_order import key_range_decoder
 from engine.merge.functions import COUNT_COLUMN, MergeConfig
@@ -91,7 +91,7 @@ class SplitReader:
             # (Deletion-vector tables likewise: Paimon's batch reads skip their level 0.)
             # ``all_levels`` (a stream's full phase, as Paimon's streaming scans): level 0 too, merged.
             self.skip_level0 = not all_levels and (
-                self.merge_config.engine == "first-row" or self.deletion_vectors is not None
+                self.merge_config.engine == "first-row" or batch_reads_skip_level0(store)
             )
             extra = [COUNT_COLUMN] if self.count_layout else []
             config = self.merge_config

@@ -78,7 +78,8 @@ class FileIndexFilter:
             return None
         store, f = self.store, e.file
         part_dir = store.partition_dir(deserialize_row(e.partition, store.partition_types))
-        path = f.external_path or store.paths.data_file(part_dir, e.bucket, f.file_name)
+        path = (store.paths.external_file(f.external_path) if f.external_path
+                else store.paths.data_file(part_dir, e.bucket, f.file_name))
         return posixpath.join(posixpath.dirname(path), names[0])
 
     def _load(self, path: str) -> bytes | None:

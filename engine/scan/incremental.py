@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 
 from engine.count_layout import expand_changes, is_count_layout, logical_schema
 from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchSnapshotError, NoSuchTagError
+from engine.features import check_file_readable, check_readable, skipped_by_readers
 from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND, data_file_path, read_data_file
 from engine.history.expiry import explain_missing
 from engine.history.retention_mark import check_visible
@@ -95,7 +96,8 @@ def change_splits(store: FileStore, snapshot: Snapshot) -> list[ChangeSplit]:
     groups: dict[tuple[bytes, int], list[DataFileMeta]] = defaultdict(list)
     for name in names:
         for e in ms.read_entries(name):
-            if e.kind is FileKind.ADD:
+            if e.kind is FileKind.ADD and not skipped_by_readers(e.bucket):
+                check_file_readable(e.file, store.paths.root)
                 groups[(e.partition, e.bucket)].append(e.file)
     splits = []
     for (partition, bucket), files in sorted(groups.items(), key=lambda kv: kv[0]):
@@ -121,6 +123,7 @@ class ChangeReader:
     def __init__(
         self, store: FileStore, columns: Sequence[str] | None = None, filter: Predicate | None = None
     ) -> None:
+        check_readable(store.schema, store.paths.root)
         self.store = store
         self.count_layout = is_count_layout(store.schema)
         visible = logical_schema(store.schema).field_names if self.count_layout else store.schema.field_names
@@ -270,7 +273,8 @@ def _delta_splits(store: FileStore, snapshot: Snapshot) -> list[ChangeSplit]:
     groups: dict[tuple[bytes, int], list[DataFileMeta]] = defaultdict(list)
     for m in store.manifests.read_list(snapshot.delta_manifest_list):
         for e in store.manifests.read_entries(m.file_name):
-            if e.kind is FileKind.ADD:
+            if e.kind is FileKind.ADD and not skipped_by_readers(e.bucket):
+                check_file_readable(e.file, store.paths.root)
                 groups[(e.partition, e.bucket)].append(e.file)
     out = []
     for (partition, bucket), files in sorted(groups.items(), key=lambda kv: kv[0]):

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchColumnError, NoSuchSnapshotError
+from engine.features import check_file_readable, check_readable, skipped_by_readers
 from engine.history.expiry import explain_missing
 from engine.history.retention_mark import check_visible
 from engine.lsm.deletion_vectors import uses_deletion_vectors
@@ -97,10 +98,13 @@ class Plan:
 
 
 def _files_overlap(files: Sequence[DataFileMeta], key_of: Callable[[bytes], tuple[object, ...]]) -> bool:
-    """True if any two files' [min_key, max_key] ranges intersect."""
+    """True if any two files' [min_key, max_key] ranges intersect, or a file's range is inverted
+    (a writer sorted it in another key order: engine.lsm.intervals takes it to span every key)."""
     if len(files) <= 1:
         return False
     ranges = sorted((key_of(f.min_key), key_of(f.max_key)) for f in files)
+    if any(lo > hi for lo, hi in ranges):
+        return True
     for (_, prev_max), (cur_min, _) in zip(ranges, ranges[1:], strict=False):
         if cur_min <= prev_max:
             return True
@@ -252,9 +256,16 @@ class TableScan:
         return self.filter.might_match(value_stats_by_name(file, file_schema, store.schema), file.row_count)
 
     def make_splits(self, snapshot_id: int, entries: Sequence[ManifestEntry]) -> list[DataSplit]:
+        """The splits reading ``entries``; refuses (UnsupportedTableError, engine.features) a table
+        or a data file dyntable cannot read as Paimon does, and skips what Paimon's readers skip."""
         store = self.store
+        table = store.paths.root
+        check_readable(store.schema, table)
         groups: dict[tuple[bytes, int], list[ManifestEntry]] = defaultdict(list)
         for e in entries:
+            if skipped_by_readers(e.bucket):
+                continue
+            check_file_readable(e.file, table)
             groups[(e.partition, e.bucket)].append(e)
         splits: list[DataSplit] = []
         key_types = [store.schema.field(k).type for k in store.schema.trimmed_primary_keys]

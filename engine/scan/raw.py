@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from engine.count_layout import is_count_layout
 from engine.files.reader import data_file_path
-from engine.lsm.deletion_vectors import uses_deletion_vectors
+from engine.lsm.deletion_vectors import batch_reads_skip_level0, uses_deletion_vectors
 from engine.merge.functions import MergeConfig
 from engine.meta.manifest import DataFileMeta
 from engine.scan.planner import DataSplit
@@ -104,8 +104,10 @@ def raw_files(
     if pk and not (split.raw_convertible or read_optimized or dv):
         return None
     files: Sequence[DataFileMeta] = split.files
-    if pk and (dv or _first_row(store)):
+    if pk and ((dv and batch_reads_skip_level0(store)) or _first_row(store)):
         files = [f for f in files if f.level > 0]
+    if pk and dv and not (split.raw_convertible or read_optimized) and any(f.level == 0 for f in files):
+        return None  # deletion-vectors.merge-on-read: level 0 is merged with the levels above
     if dv and any(split.deletion_file(f.file_name) is not None for f in files):
         return None  # the Python reader applies the DVs
     if any(not _is_plain_parquet(f) for f in files):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlext.execute import call, ddl, describe, dml, insert, refs, session_stmts, views
+from sqlext.execute import call, ddl, describe, dml, insert, refs, session_stmts, show_extended, views
 from sqlext.parse import ast
 from sqlext.parse.splitter import Statement
 
@@ -51,6 +51,7 @@ HANDLERS: dict[type, Any] = {
     ast.StopJob: session_stmts.stop_job,
     **dml.HANDLERS,
     **describe.HANDLERS,
+    **show_extended.HANDLERS,
     ast.DescribeTable: _describe,
     ast.ShowCreateTable: _show_create,
     **views.HANDLERS,

@@ -170,7 +170,7 @@ def describe_table(s: SqlSession, n: ast.DescribeTable, stmt: Statement) -> Stat
         )
     if n.partition is not None:
         spec = checked_spec(table, n.partition, stmt, full=True)
-        details = _partition_details(table, spec, stmt)
+        details = partition_details(table, spec, stmt)
         if n.extended or n.formatted:
             out.append(("", "", ""))
             out.append(("# Detailed Partition Information", "", ""))
@@ -244,7 +244,12 @@ def table_details(table: Table) -> list[tuple[str, str]]:
     return items
 
 
-def _partition_details(table: Table, spec: dict[str, Any], stmt: Statement) -> list[tuple[str, str]]:
+def partition_details(table: Table, spec: dict[str, Any], stmt: Statement) -> list[tuple[str, str]]:
+    """The ``# Detailed Partition Information`` pairs of one live partition (``spec`` is full).
+
+    Raises:
+        SqlAnalysisError: the partition holds no data (428FT).
+    """
     from engine import predicate as P
 
     keys = table.partition_keys
@@ -324,6 +329,15 @@ def show_create_table(s: SqlSession, n: ast.ShowCreateTable, stmt: Statement) ->
     return rows(s, stmt, pa.table({"createtab_stmt": [create_table_statement(s.table(n.table))]}))
 
 
+def table_properties(table: Table) -> dict[str, str]:
+    """The properties Paimon's Spark table reports: the options plus ``primary-key``, less the
+    internal computed-column and watermark options."""
+    props = {k: v for k, v in table.options.items() if not k.startswith(INTERNAL_OPTION_PREFIXES)}
+    if table.primary_keys:
+        props["primary-key"] = ",".join(table.primary_keys)
+    return props
+
+
 def show_tblproperties(s: SqlSession, n: ast.ShowTableProperties, stmt: Statement) -> StatementResult:
     """SHOW TBLPROPERTIES t [('key')]: ``key``/``value`` rows sorted by key.
 
@@ -334,9 +348,7 @@ def show_tblproperties(s: SqlSession, n: ast.ShowTableProperties, stmt: Statemen
     if not s.is_managed(n.table):
         return _to_spark(s, stmt)
     table = s.table(n.table)
-    props = {k: v for k, v in table.options.items() if not k.startswith(INTERNAL_OPTION_PREFIXES)}
-    if table.primary_keys:
-        props["primary-key"] = ",".join(table.primary_keys)
+    props = table_properties(table)
     if n.key is not None:
         value = props.get(n.key, f"Table {table.name} does not have property: {n.key}")
         pairs = [(n.key, value)]

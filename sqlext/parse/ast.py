@@ -511,6 +511,19 @@ class ShowPartitions:
 
 
 @dataclass(frozen=True, slots=True)
+class ShowTableExtended:
+    """SHOW TABLE EXTENDED [IN|FROM [catalog.]db] LIKE 'pattern' [PARTITION (k = v, ...)].
+
+    With a PARTITION clause ``like`` names one table (Spark's rule), not a pattern.
+    """
+
+    like: str
+    database: str | None = None
+    catalog: str | None = None
+    partition: PartitionSpec | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class CallArgument:
     """One CALL argument: ``name => value`` or positional (``name`` None).
 
@@ -643,6 +656,7 @@ Node: TypeAlias = (
     | ShowCreateTable
     | ShowTableProperties
     | ShowPartitions
+    | ShowTableExtended
     | Call
 )
 

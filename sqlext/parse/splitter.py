@@ -195,7 +195,7 @@ _OURS_AFTER = {
     "DROP": frozenset({"TABLE", "DATABASE", "SCHEMA", "VIEW"}),
     "ALTER": frozenset({"TABLE"}),
     "SHOW": frozenset({"TABLES", "VIEWS", "DATABASES", "SCHEMAS", "PARTITIONS", "JOBS", "TAGS", "BRANCHES",
-                       "CREATE", "TBLPROPERTIES"}),
+                       "CREATE", "TBLPROPERTIES", "TABLE"}),
     "STOP": frozenset({"JOB"}),
 }
 # CREATE [OR REPLACE] [[GLOBAL] TEMP[ORARY]] VIEW: views may read managed tables.
@@ -230,7 +230,8 @@ def classify(text: str) -> Literal["dyntable", "spark"]:
 
     Returns:
         ``"dyntable"`` for CREATE/DROP/ALTER TABLE, CREATE/DROP DATABASE|SCHEMA, CREATE/DROP VIEW,
-        USE, SHOW TABLES/VIEWS/DATABASES/CREATE TABLE/PARTITIONS/JOBS/TAGS/BRANCHES, DESCRIBE,
+        USE, SHOW TABLES/VIEWS/DATABASES/CREATE TABLE/PARTITIONS/JOBS/TAGS/BRANCHES, SHOW TABLE
+        EXTENDED, DESCRIBE,
         INSERT, DELETE, UPDATE, MERGE, TRUNCATE, SET, RESET, CALL, CACHE/UNCACHE TABLE and STOP JOB;
         ``"spark"`` for everything else (SELECT, WITH, VALUES, EXPLAIN, functions, ALTER VIEW,
         INSERT OVERWRITE DIRECTORY, ...).
@@ -249,6 +250,8 @@ def classify(text: str) -> Literal["dyntable", "spark"]:
         return "spark" if rest[:1] and rest[0] in _SPARK_DESCRIBE else "dyntable"
     if first in _OURS_AFTER and rest and rest[0] in _OURS_AFTER[first]:
         if first == "SHOW" and rest[0] == "CREATE" and rest[1:2] != ["TABLE"]:
+            return "spark"
+        if first == "SHOW" and rest[0] == "TABLE" and rest[1:2] != ["EXTENDED"]:
             return "spark"
         return "dyntable"
     return "spark"

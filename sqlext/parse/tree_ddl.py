@@ -62,6 +62,12 @@ class DdlBuilder(BuilderBase):
             return ast.ShowTables(None, None, like)
         return ast.ShowTables(*self._database(parts), like=like)
 
+    def show_table_extended(
+        self, parts: list[Token] | None, like: str, partition: ast.PartitionSpec | None
+    ) -> ast.Node:
+        database, catalog = self._database(parts) if parts is not None else (None, None)
+        return ast.ShowTableExtended(like, database, catalog, partition)
+
     def extended(self) -> str:
         return "extended"
 

@@ -1,8 +1,9 @@
 """`dyntable-server`: the command line that starts the HiveServer2-protocol server on one SparkSession.
 
 ``--conf`` means what it means for ``dyntable-sql``: ``spark.*`` keys configure Spark,
-``catalog.*`` keys are storage options of the warehouse, other keys are session options every
-client session starts with. ``--hash-password`` prints a users-file line and exits.
+``catalog.*`` keys are storage options of the warehouse, ``hive.server2.long.polling.timeout``
+is the server's (HiveServer2's name), other keys are session options every client session
+starts with. ``--hash-password`` prints a users-file line and exits.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 import threading
 from typing import Any
 
+from sqlext.errors import SqlError
 from sqlext.server.auth import AUTH_MODES, Authenticator, UsersFile, hash_password
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -85,6 +87,7 @@ def main(argv: list[str] | None = None, *, ready: Any = None) -> int:
             print(f"dyntable-server: error: {e}", file=sys.stderr)
             return EXIT_USAGE
         return EXIT_OK
+    from sqlext.server.sessions import DEFAULT_LONG_POLL, LONG_POLL_SETTING, long_poll_seconds
     from sqlext.spark import parse_conf
 
     try:
@@ -98,7 +101,10 @@ def main(argv: list[str] | None = None, *, ready: Any = None) -> int:
             raise ValueError("--users is only used with --auth PLAIN")
         if args.max_sessions < 1:
             raise ValueError("--max-sessions must be at least 1")
-    except (ValueError, OSError) as e:
+        long_poll = DEFAULT_LONG_POLL
+        if LONG_POLL_SETTING in session_conf:  # HiveServer2's own setting, read by the server itself
+            long_poll = long_poll_seconds(session_conf.pop(LONG_POLL_SETTING))
+    except (ValueError, OSError, SqlError) as e:
         print(f"dyntable-server: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
@@ -115,7 +121,7 @@ def main(argv: list[str] | None = None, *, ready: Any = None) -> int:
     spark_conf.setdefault("dyntable.log-level", "ERROR")
     spark = build_spark(args.master, spark_conf)
     state = ServerState(spark, warehouse, conf=session_conf, max_sessions=args.max_sessions,
-                        catalog_options=catalog_options)
+                        catalog_options=catalog_options, long_poll=long_poll)
     try:
         server = HiveServer(state, args.host, args.port, auth=args.auth, authenticator=Authenticator(users))
     except OSError as e:

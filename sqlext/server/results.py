@@ -265,10 +265,14 @@ def spark_batches(df: Any, schema: pa.Schema, on_start: Callable[[], None] | Non
     the thread's jobs there, so that a cancel reaches them).
     """
 
+    # Columns by position: a result may name two columns alike (a join's ``a.id, b.id``), which
+    # mapInArrow would find ambiguous; the client gets the names of ``schema``.
+    positional = df.toDF(*[f"c{i}" for i in range(len(df.columns))])
+
     def open_stream() -> Iterator[pa.RecordBatch]:
         if on_start is not None:
             on_start()
-        rows = df.mapInArrow(_to_ipc, f"{_IPC_COLUMN} binary").toLocalIterator()
+        rows = positional.mapInArrow(_to_ipc, f"{_IPC_COLUMN} binary").toLocalIterator()
         return _decode(rows, schema)
 
     return open_stream
@@ -287,9 +291,10 @@ class _Decoded:
     def __next__(self) -> pa.RecordBatch:
         row = next(self._rows)
         batch = pa.ipc.open_stream(row[0]).read_next_batch()
-        if not batch.schema.equals(self._schema):
+        if not batch.schema.equals(self._schema):  # positional names (spark_batches), or another type
             batch = pa.RecordBatch.from_arrays(
-                [c.cast(f.type) for c, f in zip(batch.columns, self._schema, strict=True)],
+                [c if c.type.equals(f.type) else c.cast(f.type)
+                 for c, f in zip(batch.columns, self._schema, strict=True)],
                 schema=self._schema,
             )
         return batch

@@ -16,6 +16,12 @@
   use) gets its handle before anything is known about the statement, and PyHive, impyla and
   Hive's JDBC driver never fetch from a handle without one. A statement without rows (DDL,
   INSERT, SET) answers Spark's empty ``Result`` string column.
+* ``GetOperationStatus`` long-polls as HiveServer2 does: it answers when the operation ends (or
+  is cancelled) or after ``hive.server2.long.polling.timeout`` (5 s unless the server's
+  ``--conf`` or the session's configuration says otherwise), so a client that sleeps between
+  polls (dbt: seconds) still hears of a short statement at once. The wait holds only the
+  connection's own thread (one per connection, see ``thrift_service``), and ends early if the
+  client goes away.
 * Where HiveServer2 clients parse a statement's answer, it has HiveServer2's shape
   (:func:`hive_shaped`, :func:`hive_wording`): ``SHOW TABLES``/``SHOW VIEWS`` answer the names
   alone (Spark adds ``namespace`` and ``isTemporary`` around them, and PyHive's SQLAlchemy dialect,
@@ -29,6 +35,7 @@ import enum
 import logging
 import re
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -151,6 +158,31 @@ def hive_wording(failure: Failure, statement: str | None) -> Failure:
     return Failure(failure.sqlstate, f"{failure.message}\n({hive})")
 
 
+LONG_POLL_SETTING = "hive.server2.long.polling.timeout"
+DEFAULT_LONG_POLL = 5.0  # seconds: HiveServer2's default
+_TIME_UNITS = {  # HiveServer2's time units (a bare number is milliseconds for this setting)
+    "ns": 1e-9, "nsec": 1e-9, "us": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "s": 1.0, "sec": 1.0,
+    "m": 60.0, "min": 60.0, "h": 3600.0, "hour": 3600.0, "d": 86400.0, "day": 86400.0,
+}
+_TIME_VALUE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*", re.IGNORECASE)
+
+
+def long_poll_seconds(text: str) -> float:
+    """Seconds of a ``hive.server2.long.polling.timeout`` value as HiveServer2 reads it:
+    ``5000``, ``5000ms``, ``5s``, ``1min`` (a unit may be plural: ``5secs``)."""
+    m = _TIME_VALUE.fullmatch(text)
+    unit = m.group(2).lower() if m else ""
+    if unit not in _TIME_UNITS and unit.endswith("s"):
+        unit = unit[:-1]
+    factor = _TIME_UNITS.get(unit, 1e-3 if not unit else None)
+    if m is None or factor is None:
+        raise SqlError(
+            f"{LONG_POLL_SETTING}: '{text}' is not a time (a number of milliseconds, or with a unit: "
+            "5000ms, 5s, 1min)", sqlstate="22023",
+        )
+    return float(m.group(1)) * factor
+
+
 NO_ROWS = pa.schema([("Result", pa.string())])  # Spark's Thrift server's answer to a statement without rows
 
 
@@ -171,7 +203,8 @@ class Operation:
         self.state = State.PENDING
         self.failure: Failure | None = None
         self.pager: Pager | None = None
-        self.done = threading.Event()
+        self.done = threading.Event()  # the worker ended: result or failure is final
+        self.settled = threading.Event()  # the state is final (done, or cancelled / timed out)
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._timer: threading.Timer | None = None
@@ -188,12 +221,14 @@ class Operation:
         self.pager = Pager(table.schema, table_batches(table))
         self.state = State.FINISHED
         self.done.set()
+        self.settled.set()
         return self
 
     def fail(self, error: BaseException) -> Operation:
         self.failure = Failure.of(error, self.statement)
         self.state = State.ERROR
         self.done.set()
+        self.settled.set()
         return self
 
     # -- statements ---------------------------------------------------------------------------
@@ -244,8 +279,17 @@ class Operation:
         finally:
             self._untag_jobs()
             self.done.set()
+            self.settled.set()
             if self._timer is not None:
                 self._timer.cancel()
+
+    def long_poll(self, timeout: float, alive: Callable[[], bool], slice_: float = 0.5) -> None:
+        """Wait until the state is final or ``timeout`` seconds passed, or the client went away."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or self.settled.wait(min(left, slice_)) or not alive():
+                return
 
     def wait(self, alive: Callable[[], bool], poll: float = 0.1) -> None:
         """Wait for the statement; cancel it if ``alive()`` turns false (the client went away)."""
@@ -276,6 +320,7 @@ class Operation:
             if self.state in (State.PENDING, State.RUNNING):
                 self.state = State.CANCELED
             pager, self.pager = self.pager, None
+        self.settled.set()  # a long poll answers at once
         try:
             self.session.sql.spark.sparkContext.cancelJobGroup(self.group)
         except Exception:  # noqa: BLE001 - a stopped SparkContext has no jobs left
@@ -314,6 +359,7 @@ class ClientSession:
     user: str
     sql: SqlSession
     connection: int
+    long_poll: float = DEFAULT_LONG_POLL  # seconds GetOperationStatus waits for the end
     operations: dict[bytes, Operation] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -350,8 +396,10 @@ class ServerState:
     """The SparkSession, the warehouse and every open client session."""
 
     def __init__(self, spark: Any, warehouse: str, *, conf: dict[str, str] | None = None,
-                 max_sessions: int = 64, catalog_options: dict[str, Any] | None = None) -> None:
+                 max_sessions: int = 64, catalog_options: dict[str, Any] | None = None,
+                 long_poll: float = DEFAULT_LONG_POLL) -> None:
         self.spark = spark
+        self.long_poll = long_poll  # each session's default (it may set its own)
         self.warehouse = warehouse
         self.conf = dict(conf or {})
         self.catalog_options = dict(catalog_options or {})
@@ -361,16 +409,21 @@ class ServerState:
         self._lock = threading.Lock()
 
     def open_session(self, user: str, connection: int, configuration: dict[str, str] | None) -> ClientSession:
-        """A new session; ``configuration`` may hold ``use:database`` and ``set:[hiveconf:]key`` entries."""
-        database, options = "default", dict(self.conf)
+        """A new session; ``configuration`` may hold ``use:database`` and ``set:[hiveconf:]key`` entries
+        (and, as a bare key too, ``hive.server2.long.polling.timeout``)."""
+        database, options, long_poll = "default", dict(self.conf), self.long_poll
         for key, value in (configuration or {}).items():
             if key == "use:database":
                 database = value or "default"
+            elif key == LONG_POLL_SETTING:  # PyHive's configuration= sends bare keys
+                long_poll = long_poll_seconds(value)
             elif key.startswith("set:"):
                 name = key[4:]
                 for prefix in ("hiveconf:", "hivevar:", "system:"):
                     name = name.removeprefix(prefix)
-                if not name.startswith("hive."):  # Hive's own client settings mean nothing here
+                if name == LONG_POLL_SETTING:
+                    long_poll = long_poll_seconds(value)
+                elif not name.startswith("hive."):  # Hive's own client settings mean nothing here
                     options[name] = value
         with self._lock:
             if len(self.sessions) >= self.max_sessions:
@@ -391,7 +444,7 @@ class ServerState:
             with self._lock:
                 self.sessions.pop(guid, None)
             raise
-        session = ClientSession(guid, secret, user, sql, connection)
+        session = ClientSession(guid, secret, user, sql, connection, long_poll)
         with self._lock:
             self.sessions[guid] = session
         return session

@@ -202,8 +202,7 @@ class Handler:
             op = self._operation(req.operationHandle)
         except Exception as e:  # noqa: BLE001
             return tt.TGetOperationStatusResp(status=_error(Failure.of(e)))
-        # Answer promptly, but without making a polling client spin: wait briefly for the end.
-        op.done.wait(0.05)
+        op.long_poll(op.session.long_poll, self.alive)  # HiveServer2's long poll (sessions module doc)
         resp = tt.TGetOperationStatusResp(status=_ok(), operationState=_STATES[op.state],
                                           hasResultSet=op.has_result_set)
         if op.failure is not None:

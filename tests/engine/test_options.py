@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.errors import InvalidArgumentError
-from engine.option_checks import check_alterable, validate_options
+from engine.option_checks import PAIMON_STORED_KEYS, check_alterable, validate_options
 from engine.options import (
     ALL_OPTIONS,
     BUCKET,
@@ -246,7 +246,6 @@ def test_reading_stored_values_skips_policy_checks() -> None:
         {"log.consistency": "eventual"},
         {"k1": "v1"},  # any other key is a plain table property, as in Paimon
         {"my.tag": "x", "foo": "1"},
-        {"buckets": "2"},  # a near-miss is stored too, with a warning (test_near_miss_keys_warn)
         {"metadata.stats-mode": "full"},
         {"fields.c.stats-mode": "truncate(32)"},
         {"snapshot.time-retained": "PT2H"},
@@ -300,21 +299,33 @@ def test_invalid_options(bad: dict, words: list[str]) -> None:
 @pytest.mark.parametrize(
     ("key", "guess"),
     [
+        ("bukcet", "bucket"),
         ("buckets", "bucket"),
         ("merge-engin", "merge-engine"),
         ("snapshot.num-retained.mx", "snapshot.num-retained.max"),
         ("fields.p.agregate-function", "fields.p.aggregate-function"),
+        ("changelog-file.compresion", "changelog-file.compression"),  # a Paimon key dyntable only stores
     ],
 )
-def test_near_miss_keys_are_stored_with_a_warning(key: str, guess: str, caplog) -> None:
-    with caplog.at_level("WARNING", logger="engine.options"):
-        warnings = validate_options({key: "x"})
-    assert len(warnings) == 1 and f"Did you mean '{guess}'?" in warnings[0]
-    assert f"'{key}'" in caplog.text
+def test_near_miss_keys_are_refused_with_the_key_they_likely_mean(key: str, guess: str, caplog) -> None:
+    with caplog.at_level("WARNING"), pytest.raises(InvalidArgumentError) as e:
+        validate_options({key: "4"})
+    assert f"option '{key}' is not a table option dyntable or Paimon knows." in str(e.value)
+    assert f"Did you mean '{guess}'?" in str(e.value)
+    assert not caplog.records  # the caller hears of it; nothing is logged
 
 
-def test_unrelated_keys_are_stored_without_a_warning() -> None:
-    assert validate_options({"k1": "v1", "owner": "team-a", "dyntable.note": "x"}) == []
+def test_unrelated_keys_are_stored_without_a_word(caplog) -> None:
+    with caplog.at_level("WARNING"):
+        validate_options({"k1": "v1", "owner": "team-a", "dyntable.note": "x", "myteam.bukcet": "4"})
+    assert not caplog.records
+
+
+def test_every_paimon_key_dyntable_does_not_declare_is_stored() -> None:
+    # Real Paimon keys close to one of dyntable's (changelog-file.compression / changelog-file.prefix,
+    # scan.fallback-delta-branch / scan.fallback-branch, ...) are never taken for misspellings.
+    assert "scan.fallback-delta-branch" in PAIMON_STORED_KEYS
+    validate_options({key: "x" for key in PAIMON_STORED_KEYS})
 
 
 def test_check_alterable() -> None:

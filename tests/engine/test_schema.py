@@ -190,7 +190,7 @@ def _doc(**overrides: object) -> str:
         _doc(fields={}),
         _doc(partitionKeys=[1]),
         _doc(options={"a": 1}),
-        _doc(fields=[{"id": 0, "name": "v", "type": "VARIANT"}]),  # a type dyntable cannot represent
+        _doc(fields=[{"id": 0, "name": "v", "type": "NO_SUCH_TYPE"}]),  # a type no Paimon has
         _doc(fields=[{"id": 0, "type": "INT"}]),
     ],
 )

@@ -369,3 +369,12 @@ def test_unexpected_errors_hide_the_traceback_unless_verbose() -> None:
     loud = format_error(error, verbose=True)
     assert loud.startswith("Error [XX000] RuntimeError: kaput")
     assert "Traceback (most recent call last)" in loud
+
+
+def test_each_front_end_names_its_own_way_to_the_traceback() -> None:
+    error = RuntimeError("kaput")
+    assert format_error(error, hint="(the server log has the traceback: incident 1a2b3c4d)").splitlines() == [
+        "Error [XX000] RuntimeError: kaput",
+        "  (the server log has the traceback: incident 1a2b3c4d)",
+    ]
+    assert format_error(error, hint=None) == "Error [XX000] RuntimeError: kaput"

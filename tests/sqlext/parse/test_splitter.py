@@ -140,6 +140,8 @@ def test_unterminated_quote_or_comment(script: str, line: int, column: int, what
         "CACHE LAZY TABLE t AS SELECT 1",
         "UNCACHE TABLE t",
         "SHOW VIEWS",
+        "SHOW TABLE EXTENDED IN db LIKE '*'",
+        "show table extended like 't' partition (dt = 1)",
     ],
 )
 def test_classify_ours(text: str) -> None:
@@ -161,6 +163,7 @@ def test_classify_ours(text: str) -> None:
         "ALTER VIEW v AS SELECT 1",
         "SHOW FUNCTIONS",
         "SHOW CREATE VIEW v",
+        "SHOW TABLE t",
         "DESCRIBE FUNCTION f",
         "DESCRIBE QUERY SELECT 1",
         "DESC SELECT 1",

@@ -37,3 +37,8 @@ def test_defaults_bind_loopback():
     args = build_parser().parse_args([])
     assert (args.host, args.port, args.auth, args.max_sessions) == ("127.0.0.1", 10000, "NONE", 64)
     assert build_parser().parse_args(["--auth", "nosasl"]).auth == "NOSASL"
+
+
+def test_long_poll_setting_is_checked_before_spark_starts(capsys):
+    assert main(["--conf", "hive.server2.long.polling.timeout=soon"]) == EXIT_USAGE
+    assert "hive.server2.long.polling.timeout: 'soon' is not a time" in capsys.readouterr().err

@@ -1,0 +1,42 @@
+"""Through SQL: a table pypaimon wrote with a newer feature is read right or refused with 0A000.
+
+The engine refuses (``engine.features``); this checks the refusal reaches a SQL user typed, with
+SQLSTATE 0A000 and the feature's name, for a read and for a write, and that a table dyntable
+reads as Paimon does (row tracking) answers a SELECT with pypaimon's rows.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from sqlext.errors import sqlstate_for
+from tests.compat.harness import PyPaimon
+from tests.compat.test_newer_features import _pypaimon_writes, _rows
+
+pytestmark = [pytest.mark.compat, pytest.mark.spark]
+
+
+def _fails(session, sql: str, *words: str) -> None:
+    with pytest.raises(Exception) as info:  # noqa: B017 - the SQL layer's typed error, checked below
+        list(session.execute(sql))
+    assert sqlstate_for(info.value) == "0A000", repr(info.value)
+    for word in words:
+        assert word in str(info.value), str(info.value)
+
+
+def test_sql_reads_or_refuses_newer_features(pypaimon: PyPaimon, spark, tmp_path):
+    from sqlext.session import SqlSession
+
+    warehouse = tmp_path / "wh"
+    for feature in ("data_evolution", "row_tracking"):
+        _pypaimon_writes(warehouse, feature)
+    session = SqlSession(spark, warehouse=str(warehouse))
+    try:
+        _fails(session, "SELECT * FROM db.data_evolution", "data-evolution.enabled", "Paimon 1.3")
+        rows = session.sql("SELECT id, v FROM db.row_tracking").toArrow()
+        assert _rows(rows) == _rows(pypaimon.read(warehouse, "db.row_tracking"))
+        before = pypaimon.snapshots(warehouse, "db.row_tracking")
+        _fails(session, "INSERT INTO db.row_tracking VALUES (9, 'z')", "row-tracking.enabled")
+        assert pypaimon.snapshots(warehouse, "db.row_tracking") == before
+    finally:
+        session.stop_jobs()
