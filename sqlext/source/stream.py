@@ -291,7 +291,10 @@ class DyntableStreamWriter(DataSourceStreamArrowWriter):
 
     def __init__(self, request: WriteRequest) -> None:
         table = load_table(request)
-        self.builder = table.new_write_builder(commit_user=stream_commit_user(request))
+        # A micro-batch's tasks get its rows as they come: independent writers, all from the
+        # snapshot the previous micro-batch left.
+        self.builder = table.new_write_builder(commit_user=stream_commit_user(request)).for_independent_tasks(
+            pin=False)
         self.commit_builder = self.builder.new_commit().with_change_tracking(request.change_tracking)
         self.job_token = str(uuid.uuid4())
 
