@@ -31,6 +31,10 @@ class FileStore:
     io: FileIO
     paths: TablePaths
     schema: TableSchema
+    #: A schema version not yet published (a merge-schema write, engine.schema_merge): ``schema`` is
+    #: it plus the write's dynamic options; the commit carrying the write's data publishes it just
+    #: before its snapshot.
+    pending_schema: TableSchema | None = None
     snapshots: SnapshotStore = field(init=False)
     schemas: SchemaStore = field(init=False)
     manifests: ManifestStore = field(init=False)
