@@ -279,3 +279,17 @@ def test_two_writers_evolving_alike_both_commit(ab):
     b2.new_commit().commit(m2)
     assert _metadata_files(ab)[0] == ["schema-0", "schema-1"]
     assert [r["c"] for r in _rows(ab, "a")] == [None, None, 7, 7]
+
+
+def test_a_pickled_evolving_write_commits_its_schema(ab):
+    # The Spark data source ships the evolved table to tasks and to the commit's worker by pickle:
+    # the unpublished schema travels with it, so the commit publishes it before the snapshot.
+    import pickle
+
+    evolved = pickle.loads(pickle.dumps(ab.for_data(pa.schema([("a", pa.int32()), ("c", pa.int64())]),
+                                                    merge_schema=True)))
+    builder = pickle.loads(pickle.dumps(evolved.new_write_builder()))
+    messages = builder.new_write().write_all([pa.table({"a": pa.array([3], pa.int32()), "c": [30]})])
+    pickle.loads(pickle.dumps(builder.new_commit())).commit(messages)
+    assert _metadata_files(ab) == (["schema-0", "schema-1"], ["snapshot-1", "snapshot-2"])
+    assert [r["c"] for r in _rows(ab, "a")] == [None, None, 30]
