@@ -293,3 +293,20 @@ def test_a_pickled_evolving_write_commits_its_schema(ab):
     pickle.loads(pickle.dumps(builder.new_commit())).commit(messages)
     assert _metadata_files(ab) == (["schema-0", "schema-1"], ["snapshot-1", "snapshot-2"])
     assert [r["c"] for r in _rows(ab, "a")] == [None, None, 30]
+
+
+def test_every_micro_batch_of_an_evolving_stream_commits(ab):
+    # A streaming sink's driver keeps its evolved (unpublished) table for the whole query; each
+    # micro-batch's commit runs on a pickled copy. The first publishes the schema, the later ones
+    # find that same version published and commit on it.
+    import pickle
+
+    evolved = ab.for_data(pa.schema([("a", pa.int32()), ("c", pa.int64())]), merge_schema=True)
+    builder = evolved.new_write_builder(commit_user="stream")
+    for batch in (1, 2, 3):
+        shipped = pickle.loads(pickle.dumps(builder))
+        messages = shipped.new_write().write_all([pa.table({"a": pa.array([batch + 10], pa.int32()),
+                                                            "c": [batch]})])
+        pickle.loads(pickle.dumps(builder.new_commit())).with_identifier(batch).commit(messages)
+    assert _metadata_files(ab) == (["schema-0", "schema-1"], [f"snapshot-{i}" for i in range(1, 5)])
+    assert [r["c"] for r in _rows(ab, "a")] == [None, None, 1, 2, 3]

@@ -133,3 +133,27 @@ def test_save_as_table_creates_a_missing_table(spark, warehouse):
         assert _rows(spark, warehouse, "other.t2", "a") == [{"a": 1, "b": "x1"}, {"a": 2, "b": "x2"}]
     finally:
         spark.sql("DROP TABLE IF EXISTS db.test_ctas")
+
+
+def test_streaming_sink_evolves_the_table_once(spark, warehouse, catalog, tmp_path):
+    # Paimon's "Write Merge Schema" streaming example: the stream has a column the sink lacks.
+    catalog.create_table("db.src", pa.schema([("id", pa.int64()), ("v", pa.string())]))
+    catalog.create_table("db.dst", pa.schema([("id", pa.int64())]))
+    src, dst = catalog.get_table("db.src"), catalog.get_table("db.dst")
+    checkpoint = str(tmp_path / "ckpt")
+
+    def run_once():
+        query = (spark.readStream.format("dyntable").option("warehouse", warehouse).option("table", "db.src")
+                 .option("scan.mode", "from-snapshot").option("scan.snapshot-id", "1").load()
+                 .writeStream.format("dyntable").option("warehouse", warehouse).option("table", "db.dst")
+                 .option("write.merge-schema", "true").option("checkpointLocation", checkpoint)
+                 .trigger(availableNow=True).start())
+        query.awaitTermination(120)
+
+    src.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}))
+    run_once()
+    src.write_arrow(pa.table({"id": [3], "v": ["c"]}))
+    run_once()
+    assert _rows(spark, warehouse, "db.dst", "id") == [
+        {"id": 1, "v": "a"}, {"id": 2, "v": "b"}, {"id": 3, "v": "c"}]
+    assert _metadata(dst)[0] == ["schema-0", "schema-1"]
