@@ -653,7 +653,8 @@ class FileStoreCommit:
                         # A merge-schema write: its files name a schema version no one has seen.
                         # Published here, after every check that can refuse the commit and just
                         # before the snapshot, so a failed write leaves no schema behind (only a
-                        # crash in between can, and that version is a valid evolution).
+                        # crash in between, or a conflict found after losing the race for the
+                        # snapshot, can; that version is a valid evolution, as an ALTER makes).
                         store.schemas.publish_pending(store.pending_schema)
                         store.pending_schema = None
                     published = publish_snapshot(store.snapshots, snapshot,

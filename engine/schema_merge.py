@@ -26,6 +26,7 @@ only by case under ``case_sensitive`` (dyntable's column names are unique ignori
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -85,16 +86,12 @@ def merge_schema(
                   time_millis=_now() if time_millis is None else time_millis)
     try:
         validate_schema(new)
-    except SchemaMergeError:
-        raise
     except InvalidArgumentError as e:
         raise SchemaMergeError(f"the data's columns cannot be merged into the table's schema: {e}") from None
     return new
 
 
 def _now() -> int:
-    import time
-
     return int(time.time() * 1000)
 
 

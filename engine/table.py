@@ -347,10 +347,12 @@ class Table:
     ) -> CommitResult:
         """Write Arrow data in one commit. On failure the written files are deleted and nothing is published.
 
-        Columns match by name (ignoring case unless ``case_sensitive``); a column the data lacks
-        is written as NULL. ``merge_schema`` (default: the option ``write.merge-schema``) evolves
-        the schema to take the data's new columns and struct fields (:meth:`for_data`); the new
-        version is published by this write's commit, just before its snapshot.
+        Columns and struct fields match by name (a name that matches no column exactly matches
+        one that differs only by case); a column the data lacks is written as NULL.
+        ``merge_schema`` (default: the option ``write.merge-schema``) evolves the schema to take
+        the data's new columns and struct fields (:meth:`for_data`; ``case_sensitive`` makes a
+        name differing only by case a new column, which is refused); the new version is
+        published by this write's commit, just before its snapshot.
 
         The outcome is the commit's: once it is published this returns normally, and the
         post-commit hooks that follow (compaction of primary-key tables, automatic tags,
