@@ -62,6 +62,7 @@ from engine.schema_changes import (
     UpdateColumnType,
     UpdateComment,
 )
+from engine.type_widening import is_widening
 from engine.types import (
     DataField,
     DataType,
@@ -69,7 +70,6 @@ from engine.types import (
     field_from_json,
     field_to_json,
     from_arrow_field,
-    is_widening,
     max_field_id,
     parse_sql_type,
     to_arrow_field,
@@ -487,7 +487,7 @@ _NUMBERS = frozenset({TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoo
 def castable(src: DataType, dst: DataType) -> bool:
     """Whether ALTER COLUMN TYPE may change ``src`` to ``dst``.
 
-    Lossless widenings (``engine.types.is_widening``), plus Paimon's implicit casts of numbers
+    Lossless widenings (``engine.type_widening.is_widening``), plus Paimon's implicit casts of numbers
     to FLOAT/DOUBLE (``DataTypeCasts``: every integer and DECIMAL to FLOAT, every number to
     DOUBLE), which round to the nearest float as Java's conversion does. Paimon's explicit casts
     (narrowing, text to number, ...) are refused: their read-time behaviour on values that do

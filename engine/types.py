@@ -13,8 +13,8 @@ TIME → datetime.time, TIMESTAMP → naive datetime.datetime, TIMESTAMP_LTZ →
 Below the records, pure functions over them: Paimon's exact schema-file encoding
 (:func:`type_to_json` / :func:`type_from_json`), SQL type text (:func:`parse_sql_type` /
 :func:`type_to_sql`), the Arrow mapping (:func:`to_arrow_type`, :func:`to_arrow_field`,
-:func:`from_arrow_type`, :func:`from_arrow_field`) and the ALTER COLUMN TYPE rules
-(:func:`is_widening`). Invariants (property-tested): ``type_from_json(type_to_json(t)) == t``;
+:func:`from_arrow_type`, :func:`from_arrow_field`); the ALTER COLUMN TYPE rules live in
+:mod:`engine.type_widening`. Invariants (property-tested): ``type_from_json(type_to_json(t)) == t``;
 ``parse_sql_type(type_to_sql(t)) == t`` when ROW ids are numbered 0.. depth-first (SQL text has
 no ids); ``from_arrow_field(to_arrow_field(f)) == f``; Arrow types are never ``large_*``.
 """
@@ -746,70 +746,3 @@ def from_arrow_type(a: pa.DataType, nullable: bool = True) -> DataType:  # noqa:
 
 
 # ---- Type widening (ALTER COLUMN ... TYPE) ----------------------------------------------------
-
-_INT_ORDER = (TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT)
-_INT_DIGITS = {TypeRoot.TINYINT: 3, TypeRoot.SMALLINT: 5, TypeRoot.INT: 10, TypeRoot.BIGINT: 19}
-_EXACT_IN_FLOAT = {TypeRoot.FLOAT: (TypeRoot.TINYINT, TypeRoot.SMALLINT),
-                   TypeRoot.DOUBLE: (TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT)}  # fmt: skip
-
-
-def is_widening(src: DataType, dst: DataType) -> bool:  # noqa: C901 - a table of rules
-    """Whether every value of ``src`` converts to ``dst`` without loss (ALTER COLUMN TYPE).
-
-    Allowed: the same type; a nullable target (a NOT NULL target needs a NOT NULL source);
-    TINYINT < SMALLINT < INT < BIGINT; integers to FLOAT/DOUBLE only where exact (FLOAT holds
-    TINYINT/SMALLINT, DOUBLE also INT; BIGINT → DOUBLE is refused: it loses digits); integers
-    to DECIMAL with enough integer digits; FLOAT → DOUBLE; DECIMAL to one with at least as many
-    integer digits and at least the scale; CHAR/VARCHAR(n) to CHAR/VARCHAR of length ≥ n (CHAR
-    only to CHAR of the same length or to VARCHAR) and STRING; BINARY/VARBINARY(n) likewise to
-    VARBINARY(≥ n)/BYTES; every non-binary atomic type to STRING (values are rendered as text);
-    DATE → TIMESTAMP(p) (midnight; not to TIMESTAMP_LTZ, which would need a zone); TIME,
-    TIMESTAMP and TIMESTAMP_LTZ to a larger precision of the same kind; ARRAY/MAP/MULTISET whose
-    members widen (map keys must stay equal); ROW with the same field names in the same order,
-    each widening. Field ids are not compared (the schema keeps the old ones).
-    """
-    if src.nullable and not dst.nullable:
-        return False
-    s, d = src.root, dst.root
-    if s is TypeRoot.ROW or d is TypeRoot.ROW:
-        return (
-            s is d
-            and len(src.fields) == len(dst.fields)
-            and all(
-                a.name == b.name and is_widening(a.type, b.type)
-                for a, b in zip(src.fields, dst.fields, strict=True)
-            )
-        )
-    if s in (TypeRoot.ARRAY, TypeRoot.MULTISET) or d in (TypeRoot.ARRAY, TypeRoot.MULTISET):
-        return s is d and is_widening(src.element, dst.element)  # type: ignore[arg-type]
-    if s is TypeRoot.MAP or d is TypeRoot.MAP:
-        return (
-            s is d
-            and src.key == dst.key
-            and is_widening(src.value, dst.value)  # type: ignore[arg-type]
-        )
-    if src.copy(True) == dst.copy(True):
-        return True
-    if d is TypeRoot.VARCHAR and dst.length == MAX_LENGTH and not src.is_binary:
-        return True  # any atomic value can be rendered as text
-    if src.is_integer:
-        if dst.is_integer:
-            return _INT_ORDER.index(s) <= _INT_ORDER.index(d)
-        if d is TypeRoot.DECIMAL:
-            return (dst.precision or 0) - (dst.scale or 0) >= _INT_DIGITS[s]
-        return s in _EXACT_IN_FLOAT.get(d, ())
-    if s is TypeRoot.FLOAT:
-        return d is TypeRoot.DOUBLE
-    if s is TypeRoot.DECIMAL and d is TypeRoot.DECIMAL:
-        return (dst.scale or 0) >= (src.scale or 0) and (
-            (dst.precision or 0) - (dst.scale or 0) >= (src.precision or 0) - (src.scale or 0)
-        )
-    if src.is_string and dst.is_string:  # CHAR -> longer CHAR would change the padding
-        return d is TypeRoot.VARCHAR and (dst.length or 0) >= (src.length or 0)
-    if src.is_binary and dst.is_binary:
-        return d is TypeRoot.VARBINARY and (dst.length or 0) >= (src.length or 0)
-    if s is TypeRoot.DATE:
-        return d is TypeRoot.TIMESTAMP
-    if s is d and s in (TypeRoot.TIME, TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
-        return (dst.precision or 0) >= (src.precision or 0)
-    return False

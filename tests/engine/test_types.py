@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.errors import InvalidArgumentError
+from engine.type_widening import is_widening
 from engine.types import (
     ARRAY,
     BIGINT,
@@ -43,7 +44,6 @@ from engine.types import (
     field_to_json,
     from_arrow_field,
     from_arrow_type,
-    is_widening,
     max_field_id,
     parse_sql_type,
     to_arrow_field,
