@@ -3,19 +3,61 @@
 ``ReadBuilder.new_stream_scan()`` hands out a :class:`StreamScan` (driver side, picklable); the
 splits it plans are read by ``ReadBuilder.new_read()`` in tasks like any other split. Positions
 are snapshot ids: the stream layer (e.g. ``sqlext.source.stream``) keeps its own offsets.
+
+Where a stream starts (:meth:`StreamScan.start`) follows Paimon's streaming starting scanners as
+its Spark source applies them (``StartingContext``: a snapshot and whether its whole content comes
+first), so each ``scan.mode``'s first batch is Paimon's:
+
+=========================  =========================================================================
+``scan.mode``              first delivery
+=========================  =========================================================================
+``latest-full`` / ``full``  the latest snapshot's whole content, then the changes after it
+/ ``default``
+``latest``                 the latest snapshot's own changes, then the changes after it
+``from-snapshot``          the changes of snapshot ``scan.snapshot-id`` (the earliest one if it has
+                           expired) and after
+``from-snapshot-full``     that snapshot's whole content, then the changes after it
+``from-timestamp``         the changes of every snapshot committed at or after the timestamp
+                           (``default`` with ``scan.timestamp-millis`` / ``scan.timestamp`` too); a
+                           timestamp before the first snapshot reads every change there is
+``compacted-full``         the whole content of the latest COMPACT snapshot (of a full compaction,
+                           ``full-compaction.delta-commits``), else of the latest, then its changes
+=========================  =========================================================================
+
+Before the first snapshot every mode waits for it and delivers every change from snapshot 1.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from engine.errors import InvalidArgumentError
+from engine.meta.snapshot import CommitKind
 from engine.meta.snapshot import Snapshot
 from engine.scan.incremental import ChangeSplit, change_splits
 from engine.scan.planner import DataSplit, TableScan
 
 if TYPE_CHECKING:
     from engine.builders.read import ReadBuilder
+
+
+#: The ``scan.mode`` values a stream can start with (``full`` is Paimon's old name of ``latest-full``).
+STREAM_START_MODES = (
+    "default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp",
+    "compacted-full",
+)
+FULL_COMPACTED_IDENTIFIER = 2**63 - 1  # a batch commit's identifier: a full compaction by any count
+
+
+@dataclass(frozen=True)
+class StreamStart:
+    """Where a stream starts: every change of the snapshots up to ``delivered`` counts as
+    delivered; with ``full`` that snapshot's whole content comes first (``full == delivered``)."""
+
+    delivered: int
+    full: int | None = None
 
 
 class StreamScan:
@@ -49,6 +91,67 @@ class StreamScan:
         from engine.history.retention_mark import check_visible
 
         check_visible(self.store, snapshot, what)
+
+    def start(
+        self,
+        mode: str,
+        *,
+        snapshot_id: int | None = None,
+        timestamp_millis: int | None = None,
+        full_compaction_delta_commits: int | None = None,
+    ) -> StreamStart:
+        """Where a stream with ``scan.mode = mode`` starts now (the table above).
+
+        ``default`` becomes ``from-timestamp`` with a timestamp, ``from-snapshot`` with a snapshot
+        id, else ``latest-full``. Raises InvalidArgumentError for a mode without its option or a
+        mode a stream cannot start with (``latest-delta``, ``incremental``, ...).
+        """
+        if mode == "default":
+            mode = ("from-timestamp" if timestamp_millis is not None
+                    else "from-snapshot" if snapshot_id is not None else "latest-full")
+        if mode not in STREAM_START_MODES:
+            raise InvalidArgumentError(
+                f"scan.mode '{mode}' cannot start a stream; use one of {', '.join(STREAM_START_MODES)}")
+        latest = self.latest_id()
+        earliest = self.earliest_id()
+        if mode in ("from-snapshot", "from-snapshot-full"):
+            if snapshot_id is None:
+                raise InvalidArgumentError(f"scan.mode {mode} needs the option scan.snapshot-id")
+            # Paimon starts at the earliest snapshot when the one named has expired.
+            sid = max(snapshot_id, earliest or 1)
+            return StreamStart(sid, sid) if mode == "from-snapshot-full" else StreamStart(sid - 1)
+        if mode == "from-timestamp":
+            if timestamp_millis is None:
+                raise InvalidArgumentError(
+                    "scan.mode from-timestamp needs the option scan.timestamp-millis or scan.timestamp")
+            # The changes of the snapshots committed at or after the timestamp: start after the
+            # newest one strictly before it, else before the earliest (every change there is).
+            before = self.store.snapshots.at_or_before(timestamp_millis - 1)
+            if before is not None:
+                return StreamStart(before.id)
+            return StreamStart((earliest or 1) - 1)
+        if latest is None:
+            return StreamStart(0)  # waits for the first snapshot and delivers its changes
+        if mode == "latest":
+            return StreamStart(latest - 1)
+        if mode == "compacted-full":
+            picked = self._latest_compacted(latest, earliest or latest, full_compaction_delta_commits)
+            return StreamStart(picked, picked)
+        return StreamStart(latest, latest)  # latest-full / full
+
+    def _latest_compacted(self, latest: int, earliest: int, delta_commits: int | None) -> int:
+        """The newest COMPACT snapshot (with ``delta_commits``: of a full compaction, whose
+        identifier is a multiple of it or a batch commit's), else the latest snapshot."""
+        for sid in range(latest, earliest - 1, -1):
+            if not self.store.snapshots.exists(sid):
+                continue
+            snap = self.store.snapshots.get(sid)
+            if snap.commit_kind is not CommitKind.COMPACT:
+                continue
+            ident = snap.commit_identifier
+            if delta_commits is None or ident == FULL_COMPACTED_IDENTIFIER or ident % delta_commits == 0:
+                return sid
+        return latest
 
     def full_splits(self, snapshot: Snapshot) -> tuple[DataSplit, ...]:
         """The splits of ``snapshot``'s whole content (a stream's first, full delivery)."""
