@@ -84,7 +84,7 @@ class CommitBuilder:
             result = committer.overwrite(messages, self.overwrite, identifier,
                                          base_snapshot_id=self.base_snapshot_id)
         if result.snapshot_ids:
-            compaction = self.hooks.run(self.table, messages)
+            compaction = self.hooks.run(self.table, messages, self.identifier)
             result = CommitResult(result.snapshot_ids + compaction.snapshot_ids, result.rows_added)
         return result
 
