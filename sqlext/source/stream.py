@@ -283,8 +283,9 @@ class DyntableStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             sid = args["snapshot_id"]
             scan.check_visible(sid, f"start a stream at snapshot {sid}")
         pos = scan.start(mode, **args)
-        if args["timestamp_millis"] is not None and mode in ("default", "from-timestamp") and pos.delivered:
-            scan.check_visible(pos.delivered, f"start a stream at timestamp {args['timestamp_millis']}")
+        if args["timestamp_millis"] is not None and mode in ("default", "from-timestamp"):
+            # The first snapshot whose changes it reads must be visible.
+            scan.check_visible(pos.delivered + 1, f"start a stream at timestamp {args['timestamp_millis']}")
         return _offset(pos, None)
 
     def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802 - Spark's name
