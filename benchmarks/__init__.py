@@ -50,6 +50,7 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload("FI", "file indexes: lookup, write", "benchmarks.workloads_fileindex", "run_fileindex", False),
     Workload("W1", "append write", "benchmarks.workloads_spark", "run_w1", True),
     Workload("W2", "primary-key upsert write", "benchmarks.workloads_spark", "run_w2", True),
+    Workload("W2d", "W2 on a default-bucket table", "benchmarks.workloads_spark", "run_w2d", True),
     Workload("W2s", "PK upsert shuffled by bucket", "benchmarks.workloads_shuffle", "run_w2s", True),
     Workload("W3", "merge-on-read scan", "benchmarks.workloads_spark", "run_w3", True),
     Workload("W3b", "scan after full compaction", "benchmarks.workloads_spark", "run_w3b", True),

@@ -309,6 +309,27 @@ def run_w2(ctx: Context) -> list[Result]:
     return [result, ceiling]
 
 
+def run_w2d(ctx: Context) -> list[Result]:
+    """W2 on a default-bucket table (``bucket`` -1, dynamic): the same CDC batch, in the cached
+    DataFrame's many partitions, written by independent tasks (engine.write.shared_assignment)."""
+    w2d = UpsertFixture.build(ctx, "w2d", {"bucket": "-1"})
+    result = compare(
+        "W2d",
+        "W2 on a default-bucket table",
+        Arm(w2d.data_source_write, w2d.fresh_table, w2d.merged),
+        w2d.spark_baseline(),
+        pairs=ctx.pairs,
+        rows=w2d.batch.num_rows,
+        target=">= 0.5",
+        check=w2d.check,
+    )
+    result.notes.append(
+        f"into {w2d.base.num_rows:,} existing rows, dynamic buckets, {w2d.df.rdd.getNumPartitions()} input "
+        "partitions; the baseline is W2's (bucketed sorted Parquet)")
+    w2d.df.unpersist()
+    return [result]
+
+
 # ------------------------------------------------------------------------------------------------
 # the PK table with 1 base run + 4 update runs (W3, W3b, W4)
 # ------------------------------------------------------------------------------------------------

@@ -29,6 +29,10 @@ class CommitMessage:
     ``sequence_base``: the snapshot whose bucket state the new files' sequence numbers continue
     (None when unknown); the commit re-bases them if other writers committed since.
     ``new_index_files``: dynamic-bucket tables: the bucket's complete new HASH index file.
+    ``key_claims``: cross-partition upsert tables written by independent tasks: the 64-bit hashes
+    of the keys this task left in ``partition`` (``engine.write.shared_assignment``), else empty.
+    ``hash_index_delta``: its HASH file holds only the hashes this task added (a shared writer's);
+    the commit unions it with the bucket's committed file before publishing.
     """
 
     partition: bytes
@@ -41,6 +45,8 @@ class CommitMessage:
     compact_changelog: tuple[DataFileMeta, ...] = ()
     sequence_base: int | None = None
     new_index_files: tuple[IndexFileMeta, ...] = ()
+    key_claims: bytes = b""
+    hash_index_delta: bool = False
 
     @property
     def is_empty(self) -> bool:

@@ -141,10 +141,43 @@ def scratch_warehouse_dir() -> str:
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``dyntable`` format on a session (idempotent)."""
+    """Register the ``dyntable`` format on a session (idempotent), with workers that can run it
+    (:func:`point_workers_at_this_python`)."""
     from sqlext.source.format import DyntableDataSource
 
+    point_workers_at_this_python(spark)
     spark.dataSource.register(DyntableDataSource)
+
+
+def point_workers_at_this_python(spark: SparkSession) -> str:
+    """The Python the session's workers run; on a machine-local master, this interpreter when
+    nobody chose one.
+
+    Spark starts Python workers (the data source's planning, reads, writes and commits, and
+    every Python UDF) with ``$PYSPARK_PYTHON``, else ``python3`` from the PATH, not the
+    interpreter running the driver: a script run by a virtual environment's Python without
+    activating it gets workers without the package (``No module named 'sqlext'``). When neither
+    ``PYSPARK_PYTHON`` nor ``spark.pyspark.python`` is set and the master is ``local*`` (workers
+    on this machine), the workers get ``sys.executable``, as :func:`build_spark` gives them; on
+    a cluster the choice is the user's (the executors' paths differ), and a warning names it.
+    """
+    import logging
+
+    sc = spark.sparkContext
+    conf = sc.getConf()
+    chosen = (os.environ.get("PYSPARK_PYTHON") or conf.get("spark.pyspark.python")
+              or conf.get("spark.executorEnv.PYSPARK_PYTHON"))
+    if chosen or sc.pythonExec != "python3":
+        return str(chosen or sc.pythonExec)
+    if (sc.master or "").startswith("local"):
+        os.environ["PYSPARK_PYTHON"] = sys.executable  # later contexts of this process too
+        sc.pythonExec = sys.executable
+        return sys.executable
+    logging.getLogger(__name__).warning(
+        "Spark's Python workers will run 'python3' from the executors' PATH; it must have dyntable "
+        "installed, or set PYSPARK_PYTHON (spark.pyspark.python) to a Python that has it "
+        "(README: Running on a cluster)")
+    return "python3"
 
 
 def parse_conf(pairs: list[str]) -> tuple[dict[str, str], dict[str, str]]:

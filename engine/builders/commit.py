@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING
 from engine.builders.hooks import CompactionRunner, PostCommit
 from engine.commit import FileStoreCommit
 from engine.commit_messages import CommitMessage, CommitResult, OverwriteSpec, delete_uncommitted
+from engine.errors import CommitStateUnknownError
 from engine.store import BATCH_COMMIT_IDENTIFIER
+from engine.write.shared_assignment import delete_replaced, merge_task_messages
 
 if TYPE_CHECKING:
     from engine.append_deletions import AppendDeletionCommit
@@ -75,14 +77,24 @@ class CommitBuilder:
         """
         committer = self._committer()
         identifier = BATCH_COMMIT_IDENTIFIER if self.identifier is None else self.identifier
-        if self.overwrite is None:
-            tracking = self.change_tracking
-            if tracking is None:
-                tracking = self.table.core_options.change_tracking
-            result = committer.commit(messages, identifier, change_tracking=tracking)
-        else:
-            result = committer.overwrite(messages, self.overwrite, identifier,
-                                         base_snapshot_id=self.base_snapshot_id)
+        # Independent tasks of one write: one HASH file per bucket, and keys left in one place.
+        store = self.table.store
+        messages, replaced = merge_task_messages(store, messages)
+        try:
+            if self.overwrite is None:
+                tracking = self.change_tracking
+                if tracking is None:
+                    tracking = self.table.core_options.change_tracking
+                result = committer.commit(messages, identifier, change_tracking=tracking)
+            else:
+                result = committer.overwrite(messages, self.overwrite, identifier,
+                                             base_snapshot_id=self.base_snapshot_id)
+        except CommitStateUnknownError:
+            raise  # the per-task files may be needed to retry: keep them
+        except BaseException:
+            delete_replaced(store, replaced)
+            raise
+        delete_replaced(store, replaced)
         if result.snapshot_ids:
             compaction = self.hooks.run(self.table, messages, self.identifier)
             result = CommitResult(result.snapshot_ids + compaction.snapshot_ids, result.rows_added)

@@ -59,6 +59,10 @@ class WriteBuilder:
     table: Table
     overwrite: OverwriteSpec | None = None
     commit_user: str | None = None
+    # Independent tasks (rows not clustered for the writers): the snapshot every task assigns
+    # dynamic buckets from (0: the table had none; -1: the latest when the task starts, for
+    # micro-batches, which start after the previous one committed); None: a single writer.
+    shared_base: int | None = None
 
     def with_overwrite(self, overwrite: OverwriteSpec | None) -> WriteBuilder:
         return dataclasses.replace(self, overwrite=overwrite)
@@ -83,6 +87,16 @@ class WriteBuilder:
         check_writable(store.schema, store.paths.root)
         return AppendDeletionCommit(store, snapshot, self.commit_user)
 
+    def for_independent_tasks(self, *, pin: bool = True) -> WriteBuilder:
+        """This write, for tasks that receive rows as they come (a DataFrame's own partitions):
+        dynamic buckets are assigned by rules every task agrees on from one base snapshot (``pin``:
+        the latest as of now; else the latest when each task starts, for streaming micro-batches),
+        and the commit joins their index files (``engine.write.shared_assignment``)."""
+        if not pin:
+            return dataclasses.replace(self, shared_base=-1)
+        latest = self.table.store.snapshots.latest()
+        return dataclasses.replace(self, shared_base=latest.id if latest is not None else 0)
+
     def clustering(self) -> list[str] | None:
         """Columns a distributed write must cluster rows by (dynamic-bucket tables: no two tasks may
         share a key map; ``[]``: one task), None when rows may go to tasks as they come."""
@@ -93,7 +107,8 @@ class WriteBuilder:
         Paimon features dyntable's writes would not keep."""
         store = self.table.store
         check_writable(store.schema, store.paths.root)
-        writer = new_writer(self.table.store, compact=False, sequence_offset=sequence_offset, namer=namer)
+        writer = new_writer(self.table.store, compact=False, sequence_offset=sequence_offset, namer=namer,
+                            shared_base=self.shared_base)
         return TableWrite(self.table, writer)
 
     def new_task_write(self, job: str, task: int, attempt: int = 0, *, abortable: bool = False) -> TableWrite:

@@ -201,6 +201,16 @@ def combine(
     return list(state.values())
 
 
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values, sorted. ``np.unique`` without extra outputs hashes (numpy 2.x): on a
+    million 32-bit hashes that took 1.2 s against 7 ms for this sort (measured with numpy 2.4; a
+    stable sort, which equal values do not need, took 160 ms)."""
+    out = np.sort(values)
+    if len(out) > 1:
+        out = out[np.concatenate(([True], out[1:] != out[:-1]))]
+    return out
+
+
 def encode_hashes(hashes: np.ndarray) -> bytes:
     return np.ascontiguousarray(hashes, dtype=">i4").tobytes()
 

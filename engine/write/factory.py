@@ -34,11 +34,16 @@ def new_writer(
     compact: bool | None = None,
     sequence_offset: int = 0,
     namer: FileNamer | None = None,
+    shared_base: int | None = None,
 ) -> AppendWriter | KeyValueWriter | CountWriter:
-    """The writer for ``store``'s layout; ``compact=False`` leaves compaction to the caller."""
+    """The writer for ``store``'s layout; ``compact=False`` leaves compaction to the caller;
+    ``shared_base``: the snapshot independent writers of one commit assign dynamic buckets from
+    (``engine.write.shared_assignment``)."""
     if is_count_layout(store.schema):
-        return CountWriter(store, compact=compact, sequence_offset=sequence_offset, namer=namer)
+        return CountWriter(store, compact=compact, sequence_offset=sequence_offset, namer=namer,
+                           shared_base=shared_base)
     if store.has_primary_key:
-        return KeyValueWriter(store, compact=compact, sequence_offset=sequence_offset, namer=namer)
+        return KeyValueWriter(store, compact=compact, sequence_offset=sequence_offset, namer=namer,
+                              shared_base=shared_base)
     return AppendWriter(store, namer=namer)
 

@@ -46,6 +46,7 @@ from engine.write.bucket_assigner import (
     target_rows,
 )
 from engine.write.routing import neighbour_changes
+from engine.write.shared_assignment import encode_claims, key_hash64, open_buckets
 
 _VALUE_KIND = "_VALUE_KIND"
 _DELETE = 3
@@ -55,8 +56,13 @@ _NO_LIMIT = 2**31 - 1  # Java's crosspartition.BucketAssigner has no bucket limi
 class CrossPartitionAssigner:
     """Cross-partition upsert: one table-wide key → (partition, bucket) map."""
 
-    def __init__(self, store: FileStore, snapshot: Snapshot | None) -> None:
+    def __init__(self, store: FileStore, snapshot: Snapshot | None, shared: bool = False) -> None:
         self.store = store
+        # One of several independent writers of a commit (engine.write.shared_assignment): new
+        # (key, partition) pairs go to the partition's open bucket as of ``snapshot``, and the
+        # writer claims where each key it wrote ends (the commit refuses a key claimed twice).
+        self.shared = shared
+        self._touched: list[pa.Table] = []
         self.target = target_rows(store)
         self.keys = list(store.schema.trimmed_primary_keys)
         self.engine = store.options.merge_engine
@@ -68,12 +74,15 @@ class CrossPartitionAssigner:
             for p, b, c in zip(stats.column(PART).to_pylist(), stats.column(BUCKET).to_pylist(),
                                stats.column("count_all").to_pylist(), strict=True):
                 self.counts.setdefault(p, {})[b] = c
+        self.base_counts = {p: dict(c) for p, c in self.counts.items()}
 
     def route(self, table: pa.Table) -> tuple[pa.Table, np.ndarray]:
         n = table.num_rows
         store = self.store
         ids, parts = partition_ids(table, store)
         part = pa.array(parts, pa.binary()).take(pa.array(ids))
+        if self.shared:
+            self._touched.append(table.select(self.keys))
         # Where each row's key lives now (null: a new key), aligned with the input rows.
         probe = table.select(self.keys).append_column(ROW, pa.array(np.arange(n, dtype=np.int64)))
         stored = probe.join(
@@ -168,6 +177,15 @@ class CrossPartitionAssigner:
             pcol = pairs.column(PART)
             for p in pc.unique(pcol).to_pylist():
                 rows = np.nonzero(pc.equal(pcol, p).to_numpy(zero_copy_only=False))[0]
+                if self.shared:
+                    assigned[rows] = open_buckets(
+                        self.base_counts.get(p, {}), np.zeros(len(rows), np.int64),
+                        np.zeros(len(rows), np.int32), 1, self.target, None, _NO_LIMIT,
+                    )
+                    self.counts.setdefault(p, {})
+                    for b in np.unique(assigned[rows]).tolist():
+                        self.counts[p][b] = self.counts[p].get(b, 0) + int((assigned[rows] == b).sum())
+                    continue
                 counts = self.counts.setdefault(p, {})
                 assigned[rows] = fill_buckets(
                     counts, len(rows), self.target, None, np.zeros(len(rows), np.int32), _NO_LIMIT
@@ -177,6 +195,21 @@ class CrossPartitionAssigner:
             back = need.join(pairs, self.keys + [PART], join_type="left outer").sort_by(ROW)
             buckets[~here] = back.column("__nb").to_numpy(zero_copy_only=False)
         return buckets
+
+    def claims(self) -> dict[bytes, bytes]:
+        """Per partition: the 64-bit hashes of the keys this writer wrote that end there (a shared
+        writer's claims, ``CommitMessage.key_claims``); empty for a single writer."""
+        if not self._touched:
+            return {}
+        touched = pa.concat_tables(self._touched).group_by(self.keys, use_threads=False).aggregate([])
+        where = touched.join(self.loc, self.keys, join_type="inner")
+        hashes = key_hash64(where.select(self.keys))
+        part = where.column(PART)
+        out = {}
+        for p in pc.unique(part).to_pylist():
+            mask = pc.equal(part, p).to_numpy(zero_copy_only=False)
+            out[p] = encode_claims(hashes[mask])
+        return out
 
     def _remember(
         self,
@@ -243,12 +276,15 @@ def _with_partition(table: pa.Table, partitions: pa.Array, store: FileStore) -> 
     return table
 
 
-def new_assigner(store: FileStore, snapshot: Snapshot | None) -> HashBucketAssigner | CrossPartitionAssigner:
-    """The bucket assigner of a dynamic-bucket primary-key table, for a writer starting at ``snapshot``."""
+def new_assigner(
+    store: FileStore, snapshot: Snapshot | None, shared: bool = False
+) -> HashBucketAssigner | CrossPartitionAssigner:
+    """The bucket assigner of a dynamic-bucket primary-key table, for a writer starting at ``snapshot``
+    (``shared``: one of several independent writers of a commit)."""
     if store.options.bucket != -1 or not store.has_primary_key:
         raise InvalidArgumentError("dynamic bucket assignment is for primary-key tables with 'bucket' = '-1'")
     return (
-        CrossPartitionAssigner(store, snapshot)
+        CrossPartitionAssigner(store, snapshot, shared)
         if is_cross_partition(store)
-        else HashBucketAssigner(store, snapshot)
+        else HashBucketAssigner(store, snapshot, shared)
     )

@@ -22,6 +22,7 @@ Nothing is visible until the messages are committed; ``abort()`` deletes every f
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -82,9 +83,13 @@ class KeyValueWriter:
         compact: bool | None = None,
         sequence_offset: int = 0,
         namer: FileNamer | None = None,
+        shared_base: int | None = None,
     ) -> None:
         self.store = store
         schema = store.schema
+        # Dynamic buckets: one of several independent writers of a commit, all assigning from
+        # this snapshot (engine.write.shared_assignment); None: a single writer from the latest.
+        self.shared_base = shared_base
         opts = store.options
         self.namer = namer or FileNamer()
         # Concurrent writers of one commit (Spark tasks) take disjoint sequence ranges.
@@ -132,7 +137,12 @@ class KeyValueWriter:
         table = table.append_column(VALUE_KIND, kinds)
         if self.num_buckets == -1:
             if self._assigner is None:
-                self._assigner = new_assigner(store, store.snapshots.latest())
+                shared, base_id = self.shared_base is not None, self.shared_base
+                if base_id is None or base_id < 0:
+                    base = store.snapshots.latest()
+                else:
+                    base = store.snapshots.get(base_id) if base_id else None
+                self._assigner = new_assigner(store, base, shared)
             table, buckets = self._assigner.route(table)
         else:
             keys = store.schema.logical_bucket_keys
@@ -314,11 +324,17 @@ class KeyValueWriter:
                     continue
                 self.compact_bucket(key, full=full_compaction)
         index = self._assigner.index_files() if isinstance(self._assigner, HashBucketAssigner) else {}
-        return self._take_messages(index)
+        claims = self._assigner.claims() if isinstance(self._assigner, CrossPartitionAssigner) else {}
+        return self._take_messages(index, claims)
 
-    def _take_messages(self, index: dict[Bucket, IndexFileMeta] | None = None) -> list[CommitMessage]:
-        """Everything written so far, per bucket, as commit messages (the writer forgets it)."""
+    def _take_messages(
+        self, index: dict[Bucket, IndexFileMeta] | None = None, claims: dict[bytes, bytes] | None = None
+    ) -> list[CommitMessage]:
+        """Everything written so far, per bucket, as commit messages (the writer forgets it);
+        ``claims`` go with the first message of their partition."""
         index = index or {}
+        claims = dict(claims or {})
+        delta = self._assigner.delta_slots if isinstance(self._assigner, HashBucketAssigner) else set()
         new_dvs: dict[Bucket, IndexFileMeta] = {}
         for bucket_key, dvs in self._dvs.items():
             written = dvs.write(IndexStore(self.store.io, self.store.paths))
@@ -341,9 +357,13 @@ class KeyValueWriter:
                 compact_changelog=tuple(self.compact_changelog.get((p, b), ())),
                 sequence_base=self._sequence_base.get(p),
                 new_index_files=tuple(i[(p, b)] for i in (index, new_dvs) if (p, b) in i),
+                hash_index_delta=(p, b) in delta,
             )
             for p, b in sorted(keys)
         ]
+        for i, m in enumerate(messages):
+            if m.partition in claims and not m.is_empty:
+                messages[i] = dataclasses.replace(m, key_claims=claims.pop(m.partition))
         for d in (
             self.new_files,
             self.changelog,

@@ -20,7 +20,8 @@ per-statement views (``sqlext.bind.pruning``).
 
 The engine's builders (``engine.builders``) are the only way in: this module builds no scan,
 reader, writer or commit of its own. Primary-key writes: each Spark task writes the buckets its
-rows hash to with its own file names and sequence range (``WriteBuilder.new_task_write``), which
+rows hash to with its own file names and sequence range (``WriteBuilder.new_task_write``;
+dynamic buckets: by rules all tasks agree on, ``WriteBuilder.for_independent_tasks``), which
 avoids a shuffle by bucket (measured: the shuffle costs a full extra pass of the data through
 the JVM and back) at the price of one level-0 file per task and bucket, which the post-commit
 compaction merges. Tasks do not compact: two tasks compacting the same bucket would conflict.
@@ -293,7 +294,10 @@ class DyntableWriter(DataSourceArrowWriter):
     def __init__(self, request: WriteRequest) -> None:
         table = load_table(request)
         user = request.commit_user or str(uuid.uuid4())
-        self.builder = table.new_write_builder(request.overwrite, commit_user=user)
+        # Spark hands the tasks the DataFrame's own partitions (a Python data source cannot ask for
+        # a distribution): the tasks are independent writers of dynamic buckets, from the snapshot
+        # that is the latest now (engine.write.shared_assignment).
+        self.builder = table.new_write_builder(request.overwrite, commit_user=user).for_independent_tasks()
         self.commit_builder = (
             self.builder.new_commit().with_identifier(request.commit_identifier)
             .with_base_snapshot(request.base_snapshot_id).with_change_tracking(request.change_tracking)
