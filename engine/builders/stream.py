@@ -201,9 +201,9 @@ class StreamScan:
         guard = _Admission(limits)
         pos = start
         if start.full is not None:
-            splits = self.full_splits(full_snapshot or self.snapshot(start.full))
-            for i in range(start.split, len(splits)):
-                if not guard.admit(splits[i]):
+            content = self.full_splits(full_snapshot or self.snapshot(start.full))
+            for i in range(start.split, len(content)):
+                if not guard.admit(content[i]):
                     return StreamPosition(start.full, start.full, i), guard.rows
             pos = StreamPosition(start.full)
         first, skip = pos.delivered + 1, pos.split
@@ -222,9 +222,9 @@ class StreamScan:
         full: list[DataSplit] = []
         first, skip = start.delivered, start.split
         if start.full is not None:
-            splits = self.full_splits(full_snapshot or self.snapshot(start.full))
+            content = self.full_splits(full_snapshot or self.snapshot(start.full))
             inside = end.full == start.full  # the batch ends inside the full content
-            full = list(splits[start.split:end.split if inside else len(splits)])
+            full = list(content[start.split:end.split if inside else len(content)])
             if inside:
                 return full, []
             first, skip = start.full, 0
