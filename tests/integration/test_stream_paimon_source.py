@@ -236,3 +236,37 @@ def test_other_system_tables_cannot_be_streamed(spark, warehouse, catalog, tmp_p
     with pytest.raises(Exception, match="cannot be streamed"):
         s = _start(streams, spark, warehouse, tmp_path, "snaps", table="db.t$snapshots")
         s.query.processAllAvailable()
+
+
+def _lookup_table(catalog):
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["a"],
+                             options={"bucket": "2", "changelog-producer": "lookup"})
+    for a, b in [(1, "v_1"), (2, "v_2"), (2, "v_2_new")]:
+        t.write_arrow(pa.table({"a": [a], "b": [b]}, schema=SCHEMA))
+    return t
+
+
+def _upsert(t):
+    t.write_arrow(pa.table({"a": [1, 3], "b": ["v_1_new", "v_3"]}, schema=SCHEMA))
+
+
+def test_cdc_default_scan_mode_reads_the_snapshot_then_its_changelog(
+        spark, warehouse, catalog, tmp_path, streams):
+    # PaimonCDCSourceTest "batch write and streaming read change-log with default scan mode".
+    t = _lookup_table(catalog)
+    s = _start(streams, spark, warehouse, tmp_path, "cdc", **{"read.changelog": "true"})
+    assert s.rows() == sorted([("+I", 1, "v_1"), ("+I", 2, "v_2_new")])
+    _upsert(t)
+    assert s.rows() == sorted([("+I", 1, "v_1"), ("-U", 1, "v_1"), ("+U", 1, "v_1_new"),
+                               ("+I", 2, "v_2_new"), ("+I", 3, "v_3")])
+
+
+def test_cdc_from_snapshot_reads_every_change(spark, warehouse, catalog, tmp_path, streams):
+    # PaimonCDCSourceTest "batch write and streaming read change-log with scan.snapshot-id".
+    t = _lookup_table(catalog)
+    s = _start(streams, spark, warehouse, tmp_path, "cdc1", **{
+        "read.changelog": "true", "scan.mode": "from-snapshot", "scan.snapshot-id": "1"})
+    first = [("+I", 1, "v_1"), ("+I", 2, "v_2"), ("-U", 2, "v_2"), ("+U", 2, "v_2_new")]
+    assert s.rows() == sorted(first)
+    _upsert(t)
+    assert s.rows() == sorted(first + [("-U", 1, "v_1"), ("+U", 1, "v_1_new"), ("+I", 3, "v_3")])
