@@ -33,6 +33,7 @@ from engine.append_deletions import (
 from engine.builders.commit import CommitBuilder
 from engine.builders.hooks import CompactionRunner, PostCommit
 from engine.builders.read import ReadBuilder, TableRead
+from engine.builders.stream import ReadLimits, StreamPosition
 from engine.builders.write import JobAbortedError, TableWrite, WriteBuilder
 from engine.catalog import FileSystemCatalog, open_catalog
 from engine.commit_messages import CommitMessage, CommitResult, OverwriteSpec
@@ -97,6 +98,8 @@ __all__ = [
     "OverwriteSpec",
     "PostCommit",
     "ReadBuilder",
+    "ReadLimits",
+    "StreamPosition",
     "TableRead",
     "TableWrite",
     "WriteBuilder",

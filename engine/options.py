@@ -336,8 +336,11 @@ COMPACTION_SIZE_RATIO = _declare("compaction.size-ratio", int, 1,
 COMPACTION_MIN_FILE_NUM = _declare("compaction.min.file-num", int, 5,
     "Append tables: minimum files to compact.", validator=_at_least(1))
 FULL_COMPACTION_DELTA_COMMITS = _declare("full-compaction.delta-commits", int, None,
-    "Run a full compaction every this many commits. Not supported by dyntable (run CALL sys.compact): "
-    "refused.", validator=_refuse_any("full-compaction.delta-commits (use CALL sys.compact)"))
+    "Primary-key tables: writers fully compact the buckets they wrote every this many commits, as "
+    "Paimon's Spark writer does: every batch write, and a streaming write whose (batch id + 1) is a "
+    "multiple of it (with changelog-producer full-compaction, the changelog comes with those "
+    "compactions). Not with changelog-producer lookup, nor on tables without a primary key.",
+    validator=_at_least(1))
 WRITE_ONLY = _declare("write-only", bool, False, "Writers never compact (a separate job does).")
 WRITE_MERGE_SCHEMA = _declare("write.merge-schema", bool, False,
     "Evolve the table's schema to accept the written data: new top-level columns are appended, new "

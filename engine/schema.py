@@ -42,6 +42,7 @@ from engine.options import (
     CHANGELOG_PRODUCER,
     DELETION_VECTORS_ENABLED,
     DELETION_VECTORS_MODIFIABLE,
+    FULL_COMPACTION_DELTA_COMMITS,
     MERGE_ENGINE,
     PARTITION,
     PRIMARY_KEY,
@@ -583,6 +584,11 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
             raise InvalidArgumentError(
                 "option 'sequence.field' needs a primary key; define one or drop the option"
             )
+        if s.options.get(FULL_COMPACTION_DELTA_COMMITS.key) is not None:
+            raise InvalidArgumentError(
+                f"option '{FULL_COMPACTION_DELTA_COMMITS.key}' needs a primary key (Paimon refuses it "
+                "on append tables); define one or drop the option"
+            )
     bucket_keys = opts.bucket_keys
     check_columns(bucket_keys, "bucket-key")
     in_partition = [k for k in bucket_keys if k in s.partition_keys]
@@ -606,6 +612,12 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
                 raise InvalidArgumentError(
                     f"sequence group of {list(seq)} names '{c}', which is not a column"
                 )
+    if s.options.get(FULL_COMPACTION_DELTA_COMMITS.key) is not None and opts.changelog_producer == "lookup":
+        raise InvalidArgumentError(
+            f"'{FULL_COMPACTION_DELTA_COMMITS.key}' is incompatible with changelog-producer 'lookup' (as in "
+            "Paimon); use changelog-producer 'full-compaction' for periodic full compactions with a "
+            "changelog, or drop the option"
+        )
     if opts.get(DELETION_VECTORS_ENABLED):
         _validate_deletion_vectors(s, opts)
     if s.primary_keys:

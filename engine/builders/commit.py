@@ -96,7 +96,7 @@ class CommitBuilder:
             raise
         delete_replaced(store, replaced)
         if result.snapshot_ids:
-            compaction = self.hooks.run(self.table, messages)
+            compaction = self.hooks.run(self.table, messages, self.identifier)
             result = CommitResult(result.snapshot_ids + compaction.snapshot_ids, result.rows_added)
         return result
 

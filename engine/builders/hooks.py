@@ -2,8 +2,10 @@
 expiration, snapshot expiration — the hooks every commit carries (``CommitBuilder.commit``).
 
 * compaction (primary-key tables, of the buckets the commit wrote) unless the table is
-  ``write-only``; its runner is pluggable (in process by default, one Spark task per bucket in
-  the SQL layer: :class:`PostCommit` ``compaction_runner``);
+  ``write-only``: a full one when ``full-compaction.delta-commits`` asks for it (every batch
+  commit, and a streaming commit whose identifier + 1 is a multiple of it: Paimon's Spark
+  writer), else as the compaction strategy picks; its runner is pluggable (in process by
+  default, one Spark task per bucket in the SQL layer: :class:`PostCommit` ``compaction_runner``);
 * automatic tags (``tag.automatic-creation``), always;
 * unless ``write-only``: partition expiration when its check interval passed, then snapshot
   expiration. Paimon's ``write-only`` means exactly that: writers never compact and commits never
@@ -39,10 +41,13 @@ class PostCommit:
 
     compaction_runner: CompactionRunner | None = None
 
-    def run(self, table: Table, messages: Sequence[CommitMessage]) -> CommitResult:
-        """Run every hook after ``table`` published ``messages``; returns the compaction's result.
-        Never raises."""
-        result = self._compact(table, {(m.partition, m.bucket) for m in messages})
+    def run(
+        self, table: Table, messages: Sequence[CommitMessage], identifier: int | None = None
+    ) -> CommitResult:
+        """Run every hook after ``table`` published ``messages`` (with commit ``identifier``,
+        None: a batch commit); returns the compaction's result. Never raises."""
+        full = _full_compaction_due(table, identifier)
+        result = self._compact(table, {(m.partition, m.bucket) for m in messages}, full)
         from engine.ops.auto_tags import run_after_commit as auto_tags
 
         auto_tags(table.store)  # never raises
@@ -56,13 +61,25 @@ class PostCommit:
         expire_snapshots(table.store)  # never raises; sync or async by snapshot.expire.execution-mode
         return result
 
-    def _compact(self, table: Table, buckets: set[tuple[bytes, int]]) -> CommitResult:
+    def _compact(self, table: Table, buckets: set[tuple[bytes, int]], full: bool) -> CommitResult:
         if not table.has_primary_key or table.core_options.write_only or not buckets:
             return CommitResult(())
         try:
-            return table.compact(full=False, buckets=buckets, runner=self.compaction_runner)
+            return table.compact(full=full, buckets=buckets, runner=self.compaction_runner)
         except Exception as e:  # noqa: BLE001 - the write is committed; its outcome must not change
             log.warning(
                 "automatic compaction of %s failed and will be retried after a later write: %s", table.name, e
             )
             return CommitResult(())
+
+
+def _full_compaction_due(table: Table, identifier: int | None) -> bool:
+    """Whether this commit's compaction is a full one by ``full-compaction.delta-commits``."""
+    delta = table.core_options.full_compaction_delta_commits
+    if delta is None:
+        return False
+    from engine.store import BATCH_COMMIT_IDENTIFIER
+
+    if identifier is None or identifier == BATCH_COMMIT_IDENTIFIER:
+        return True
+    return (identifier + 1) % int(delta) == 0

@@ -303,7 +303,12 @@ def run_compaction(
     drop_deletes = can_drop_deletes(unit, levels)
     files = _data_files(unit.files)
     older = _first_rows_above(store, levels, unit)
-    if len(files) == 1 and files[0].level != unit.output_level and not unit.file_rewrite and not older:
+    # A full-compaction changelog needs the rewrite: a file moved up to the top level unread would
+    # bring its rows there without their +I/-U/+U (Paimon's FullChangelogMergeTreeCompactRewriter).
+    full_changelog = (store.options.changelog_producer == "full-compaction"
+                      and unit.output_level == levels.max_level)
+    if (len(files) == 1 and files[0].level != unit.output_level and not unit.file_rewrite and not older
+            and not full_changelog):
         f = files[0]
         if not drop_deletes or not holds_retractions(store, partition_dir, bucket, f):
             return CompactionResult((f,), (f.upgrade(unit.output_level),))
@@ -317,7 +322,7 @@ def run_compaction(
     ))
     # Streamed: merged chunks go to the rolling writer as they come, so neither the unit's rows
     # nor its output are ever held whole.
-    if store.options.changelog_producer != "full-compaction" or unit.output_level != levels.max_level:
+    if not full_changelog:
         return CompactionResult(tuple(files), tuple(writer.write_all(chunks)))
     try:
         changelog = _full_compaction_changelog(

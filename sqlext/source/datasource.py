@@ -55,6 +55,7 @@ from engine import (
     CommitStateUnknownError,
     Identifier,
     InvalidArgumentError,
+    NoSuchSnapshotError,
     NoSuchTableError,
     ReadBuilder,
     Table,
@@ -156,7 +157,13 @@ def source_arrow_schema(table: Table, system: str | None, request: ReadRequest) 
         if unknown:
             raise InvalidArgumentError(f"unknown column(s) {unknown} of system table '{system}'")
         return pa.schema([full.field(c) for c in wanted]) if wanted else full
-    table = read_builder(request, table).table  # a snapshot reads in its own schema
+    try:
+        table = read_builder(request, table).table  # a snapshot reads in its own schema
+    except NoSuchSnapshotError:
+        # Not written yet (a stream from a later snapshot, or from a time before the first one,
+        # waits for it) or expired: declare today's schema; a batch reader resolves the same
+        # version when it is created and fails there.
+        pass
     cols = projection(request, table)
     fields = [table.arrow_schema.field(c) for c in cols]
     if system == "audit_log" or request.changelog:

@@ -2,30 +2,43 @@
 
 Reading: an offset is ``{"snapshot": s}`` — every change up to and including snapshot ``s``
 has been delivered — optionally with ``"full": f``: the full content of snapshot ``f`` is still
-to be delivered first (``scan.mode = latest-full``). Start modes follow Paimon's ``scan.mode``:
-``latest`` (only new changes), ``latest-full`` / ``default`` (the current snapshot, then its
-changes), ``from-snapshot`` (``scan.snapshot-id``), ``from-timestamp`` (``scan.timestamp-millis``);
-``scan.tag-name`` (with ``default`` or ``from-snapshot``) delivers the tag's content, then the
-changes after the tagged snapshot (the offset keeps the tag's name: ``"tag": name``).
+to be delivered first, and ``"split": k``: the first ``k`` splits of the next unit (the full
+content, else snapshot ``s + 1``) are delivered already (a batch cut by a read limit).
+Where a stream starts is Paimon's, mode by mode (``engine.builders.stream``: ``latest`` delivers
+the latest snapshot's changes first, ``latest-full`` / ``default`` its whole content,
+``from-snapshot[-full]``, ``from-timestamp`` — ``scan.timestamp-millis`` or ``scan.timestamp``,
+before the first snapshot: everything —, ``compacted-full``). ``scan.tag-name`` (with ``default``
+or ``from-snapshot``) delivers the tag's content, then the changes after the tagged snapshot (the
+offset keeps the tag's name: ``"tag": name``).
 A start position (snapshot, timestamp or tag) below the branch's retention mark is refused when
 the stream starts (BehindRetentionMarkError); a stream resuming from its checkpoint or consumer
 position is not checked again.
-With ``read.changelog = true`` rows carry a ``rowkind`` column (+I, -U, +U, -D); without it a
-stream delivers the after-images only (+I, +U), as Paimon's Spark source does, because a Spark
-row cannot retract. With ``consumer-id`` the reader records the first snapshot it needs when the
-stream starts (``ConsumerStore.start``: recorded, then checked to still exist) and, at each
-committed micro-batch, the next one; snapshot expiration keeps it and every later snapshot. A
-stream whose start snapshot expires while it starts fails with SnapshotExpiredConcurrentlyError
-(start it again); a consumer that exists already is resumed from its position.
+Read limits per micro-batch are Paimon's options (``read.stream.maxFilesPerTrigger``,
+``maxBytesPerTrigger``, ``maxRowsPerTrigger``; ``minRowsPerTrigger`` with ``maxTriggerDelayMs``),
+admitted split by split (``engine.builders.stream.ReadLimits``); ``Trigger.AvailableNow`` reads
+what was committed when the query started, in batches of those limits.
+With ``read.changelog = true`` — or reading ``t$audit_log`` — rows carry a ``rowkind`` column
+(+I, -U, +U, -D); without it a stream delivers the after-images only (+I, +U), as Paimon's Spark
+source does, because a Spark row cannot retract. With ``consumer-id`` the reader records the
+first snapshot it needs when the stream starts (``ConsumerStore.start``: recorded, then checked to
+still exist) and, at each committed micro-batch, the next one; snapshot expiration keeps it and
+every later snapshot. A stream whose start snapshot expires while it starts fails with
+SnapshotExpiredConcurrentlyError (start it again); a consumer that exists already is resumed from
+its position.
 
 Writing: one commit per micro-batch with the batch id as commit identifier and a commit user
-stable across restarts (option ``commit-user``, else derived from ``checkpointLocation``), so a
-batch replayed after a restart is recognised as committed and not written twice.
+stable across restarts of one query (option ``commit-user``, else derived from the checkpoint:
+its location and the query id Spark keeps in it, so a checkpoint deleted and started afresh is a
+new writer), so a batch replayed after a restart is recognised as committed and not written twice.
+``outputMode("complete")`` replaces the table's content with each batch (one OVERWRITE snapshot).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
+import json
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -39,15 +52,24 @@ from pyspark.sql.datasource import (
     InputPartition,
     WriterCommitMessage,
 )
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxFiles,
+    ReadMaxRows,
+    ReadMinRows,
+    SupportsTriggerAvailableNow,
+)
 from pyspark.sql.types import StructType
 
-from engine import ROWKIND, TableRead
+from engine import ROWKIND, ReadLimits, StreamPosition, Table, TableRead
 from engine.errors import InvalidArgumentError, NoSuchSnapshotError
 from engine.options import SCAN_MODE
 from sqlext.source.datasource import (
     DyntableCommitMessage,
-    load_table,
     projection,
+    resolve,
     writable_table,
     write_task,
 )
@@ -55,12 +77,67 @@ from sqlext.source.requests import ReadRequest, ReadVersion, WriteRequest
 from sqlext.source.spark_types import spark_arrow_schema, to_spark_batches
 
 AFTER_IMAGES = ("+I", "+U")
-START_MODES = (
-    "default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp",
-)
-
-
 TAG_START_MODES = ("default", "from-snapshot", "from-snapshot-full")
+# Paimon's Spark read-limit options (SparkConnectorOptions), as Spark hands them over: lower case.
+MAX_FILES = "read.stream.maxfilespertrigger"
+MAX_BYTES = "read.stream.maxbytespertrigger"
+MAX_ROWS = "read.stream.maxrowspertrigger"
+MIN_ROWS = "read.stream.minrowspertrigger"
+MAX_DELAY = "read.stream.maxtriggerdelayms"
+
+
+def _position(offset: dict) -> StreamPosition:
+    full = offset.get("full")
+    split = int(offset.get("split", 0))
+    return StreamPosition(int(offset["snapshot"]), None if full is None else int(full), split)
+
+
+def _offset(pos: StreamPosition, tag: str | None) -> dict:
+    out: dict[str, Any] = {"snapshot": pos.delivered}
+    if pos.full is not None:
+        out["full"] = pos.full
+        if tag:
+            out["tag"] = tag
+    if pos.split:
+        out["split"] = pos.split
+    return out
+
+
+def _limit_option(passthrough: Any, key: str) -> int | None:
+    text = passthrough.get(key)
+    if text is None:
+        return None
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise InvalidArgumentError(f"option '{key}' must be a positive whole number, got '{text}'")
+    return value
+
+
+def _timestamp_millis(travel: ReadVersion) -> int | None:
+    """``scan.timestamp-millis``, else ``scan.timestamp`` (ISO text, UTC unless it has an offset)."""
+    if travel.timestamp_millis is not None or travel.timestamp is None:
+        return travel.timestamp_millis
+    try:
+        when = dt.datetime.fromisoformat(travel.timestamp.strip())
+    except ValueError as e:
+        raise InvalidArgumentError(
+            f"scan.timestamp '{travel.timestamp}' is not a time such as '2024-01-31 12:00:00'") from e
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return int(when.timestamp() * 1000)
+
+
+def _stream_table(request: ReadRequest) -> Table:
+    """The table a stream reads: a table, or the table under ``t$audit_log`` (its changes with
+    their kinds, as Paimon streams it); other system tables cannot be streamed."""
+    table, system = resolve(request)
+    if system not in (None, "audit_log"):
+        raise InvalidArgumentError(
+            f"system table '{request.target.table}' cannot be streamed (only $audit_log can)")
+    return table
 
 
 def _first_needed(offset: dict) -> int:
@@ -142,12 +219,12 @@ def _coalesced(tables: list[pa.Table], schema: pa.Schema) -> Iterator[pa.RecordB
     yield from to_spark_batches(table.combine_chunks(), schema)
 
 
-class DyntableStreamReader(DataSourceStreamReader):
-    """Micro-batch reader over snapshot ids."""
+class DyntableStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batch reader over snapshot ids (and splits of a snapshot, under read limits)."""
 
     def __init__(self, request: ReadRequest) -> None:
         self.request = request
-        table = load_table(request)
+        table = _stream_table(request)
         self.columns = projection(request, table)
         self.builder = table.new_read_builder().with_projection(self.columns)
         self.scan = self.builder.new_stream_scan()
@@ -156,22 +233,37 @@ class DyntableStreamReader(DataSourceStreamReader):
         self.consumer_id = request.passthrough.get("consumer-id")
         # The statement's scan.mode, else the table's (Paimon's order), parsed by the option registry.
         given = request.passthrough.get(SCAN_MODE.key) or table.options.get(SCAN_MODE.key, "default")
-        mode = SCAN_MODE.parse(given)
-        if mode not in START_MODES:
+        self.mode = SCAN_MODE.parse(given)
+        self.delta_commits = table.core_options.full_compaction_delta_commits
+        _check_tag_start(request.travel, self.mode, self.scan)
+        self.limits = ReadLimits(_limit_option(request.passthrough, MAX_FILES),
+                                 _limit_option(request.passthrough, MAX_BYTES),
+                                 _limit_option(request.passthrough, MAX_ROWS))
+        self.min_rows = _limit_option(request.passthrough, MIN_ROWS)
+        max_delay = request.passthrough.get(MAX_DELAY)
+        if (self.min_rows is None) != (max_delay is None):
             raise InvalidArgumentError(
-                f"scan.mode '{mode}' is not supported for streaming; use one of {START_MODES}")
-        self.mode = mode
-        _check_tag_start(request.travel, mode, self.scan)
-        self.with_kind = request.changelog
+                "give both read.stream.minRowsPerTrigger and read.stream.maxTriggerDelayMs, or neither")
+        self.max_delay_ms = _limit_option(request.passthrough, MAX_DELAY) if max_delay is not None else None
+        self._last_trigger_ms = 0.0  # the first batch is never held back (Paimon's)
+        self._available_now: int | None = None  # the last snapshot a Trigger.AvailableNow query reads
+        if self.request.travel is None or self.request.travel.tag is None:
+            self.scan.start(self.mode, **self._start_args())  # a mode or option error now
+        self.with_kind = request.changelog or request.target.system_table == "audit_log"
         fields = [table.arrow_schema.field(c) for c in self.columns]
         if self.with_kind:
             fields.insert(0, pa.field(ROWKIND, pa.string(), nullable=False))
         self.arrow_schema = spark_arrow_schema(pa.schema(fields))
 
+    def _start_args(self) -> dict[str, Any]:
+        travel = self.request.travel or ReadVersion()
+        return {"snapshot_id": travel.snapshot_id, "timestamp_millis": _timestamp_millis(travel),
+                "full_compaction_delta_commits": self.delta_commits}
+
     def initialOffset(self) -> dict:  # noqa: N802 - Spark's name
         if not self.consumer_id:
             return self._start_offset()
-        consumers = load_table(self.request).refs.consumers
+        consumers = _stream_table(self.request).refs.consumers
         consumer = consumers.get(self.consumer_id)
         if consumer is None:
             # Recorded now, when the stream starts, not at its first committed micro-batch: from
@@ -185,61 +277,82 @@ class DyntableStreamReader(DataSourceStreamReader):
 
     def _start_offset(self) -> dict:
         scan = self.scan
-        latest = scan.latest_id() or 0
         mode, travel = self.mode, self.request.travel or ReadVersion()
         tag = travel.tag
-        if tag is not None and mode in ("default", "from-snapshot", "from-snapshot-full"):
+        if tag is not None and mode in TAG_START_MODES:
             # The tag's content first (read from the tag, so it works after its snapshot
             # expired), then every change committed after the tagged snapshot.
             snapshot = scan.tag_snapshot(tag)
             scan.check_visible(snapshot, f"start a stream at tag '{tag}'")
             return {"snapshot": snapshot.id, "full": snapshot.id, "tag": tag}
-        if mode in ("from-snapshot", "from-snapshot-full"):
-            if travel.snapshot_id is None:
-                raise InvalidArgumentError(f"scan.mode {mode} needs the option scan.snapshot-id")
-            sid = travel.snapshot_id
+        args = self._start_args()
+        if args["snapshot_id"] is not None and mode in ("default", "from-snapshot", "from-snapshot-full"):
+            sid = args["snapshot_id"]
             scan.check_visible(sid, f"start a stream at snapshot {sid}")
-            return {"snapshot": sid, "full": sid} if mode == "from-snapshot-full" else {"snapshot": sid - 1}
-        if mode == "from-timestamp" or (mode == "default" and travel.timestamp_millis is not None):
-            if travel.timestamp_millis is None:
-                raise InvalidArgumentError("scan.mode from-timestamp needs the option scan.timestamp-millis")
-            snap = scan.at_or_before(travel.timestamp_millis)
-            scan.check_visible(snap, f"start a stream at timestamp {travel.timestamp_millis}")
-            return {"snapshot": snap.id if snap else 0}
-        if mode == "default" and travel.snapshot_id is not None:
-            scan.check_visible(travel.snapshot_id, f"start a stream at snapshot {travel.snapshot_id}")
-            return {"snapshot": travel.snapshot_id - 1}
-        if mode == "latest":
-            return {"snapshot": latest}
-        return {"snapshot": latest, "full": latest} if latest else {"snapshot": 0}
+        pos = scan.start(mode, **args)
+        if args["timestamp_millis"] is not None and mode in ("default", "from-timestamp"):
+            # The first snapshot whose changes it reads must be visible.
+            scan.check_visible(pos.delivered + 1, f"start a stream at timestamp {args['timestamp_millis']}")
+        return _offset(pos, None)
+
+    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802 - Spark's name
+        # Spark hands one limit back to latestOffset; every configured one is applied there.
+        lim = self.limits
+        if lim.max_files is not None:
+            return ReadMaxFiles(lim.max_files)
+        if lim.max_rows is not None:
+            return ReadMaxRows(lim.max_rows)
+        if lim.max_bytes is not None:
+            return ReadMaxBytes(lim.max_bytes)
+        if self.min_rows is not None:
+            return ReadMinRows(self.min_rows)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 - Spark's name
+        self._available_now = self.scan.latest_id() or 0
 
     def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:  # noqa: N802
         latest = self.scan.latest_id() or 0
-        base = start["snapshot"] if start else 0
-        return {"snapshot": max(latest, base)}
+        if self._available_now is not None:
+            latest = min(latest, self._available_now)
+        if start is None:
+            return {"snapshot": latest}
+        pos = _position(start)
+        limited = not isinstance(limit, ReadAllAvailable) and limit is not None
+        if not limited or (self.limits.unlimited and self.min_rows is None):
+            if latest <= pos.delivered and pos.full is None and not pos.split:
+                return start
+            return {"snapshot": max(latest, pos.delivered)}
+        end, rows = self.scan.advance(pos, latest, self.limits, self._full_snapshot(start))
+        if end == pos:
+            return start
+        now = time.time() * 1000
+        if (self.min_rows is not None and self.max_delay_ms is not None and self._available_now is None
+                and rows < self.min_rows and now - self._last_trigger_ms <= self.max_delay_ms):
+            return start  # too few rows yet, and the longest wait has not passed (Paimon's)
+        self._last_trigger_ms = now
+        return _offset(end, start.get("tag"))
+
+    def _full_snapshot(self, offset: dict) -> Any:
+        if offset.get("full") is None:
+            return None
+        tag = offset.get("tag")
+        # read from the tag: its snapshot may have expired
+        return self.scan.tag_snapshot(tag) if tag else self.scan.snapshot(int(offset["full"]))
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        parts: list[InputPartition] = []
-        first = start["snapshot"]
-        full = start.get("full")
-        if full:
-            tag = start.get("tag")
-            if tag:  # read from the tag: its snapshot may have expired
-                snapshot = self.scan.tag_snapshot(tag)
-            else:
-                snapshot = self.scan.snapshot(full)
-            parts.extend(pack(self.scan.full_splits(snapshot), True, self.builder.has_primary_key))
-            first = full
+        s, e = _position(start), _position(end)
+        first = s.full if s.full is not None else s.delivered
         earliest = self.scan.earliest_id()
-        if earliest is not None and first + 1 < earliest and end["snapshot"] > first:
+        if earliest is not None and first + 1 < earliest and e.delivered + (1 if e.split else 0) > first:
             raise NoSuchSnapshotError(
                 f"snapshots {first + 1}..{earliest - 1} needed by this stream have expired; "
                 "use a consumer-id "
                 "so expiration keeps them, or restart the stream from the latest snapshot"
             )
-        changes = list(self.scan.change_splits(first, end["snapshot"]))
-        parts.extend(pack(changes, False, self.builder.has_primary_key))
-        return parts
+        full, changes = self.scan.splits_between(s, e, self._full_snapshot(start))
+        keyed = self.builder.has_primary_key
+        return [*pack(full, True, keyed), *pack(changes, False, keyed)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         p: ChangePartition = partition  # type: ignore[assignment]
@@ -275,13 +388,22 @@ class DyntableStreamReader(DataSourceStreamReader):
 
     def commit(self, end: dict) -> None:
         if self.consumer_id:
-            load_table(self.request).refs.consumers.reset(self.consumer_id, end["snapshot"] + 1)
+            # The oldest snapshot still needed: a full content or a snapshot read in part included.
+            _stream_table(self.request).refs.consumers.reset(self.consumer_id, _first_needed(end))
 
     def stop(self) -> None:
         pass
 
 
 def stream_commit_user(request: WriteRequest) -> str:
+    """The commit user of a streaming write: ``commit-user``, else one per query of a checkpoint.
+
+    Derived from the checkpoint's location and the query id Spark writes into it
+    (``<checkpoint>/metadata``) when the query first starts: a restarted query has the same one, so
+    its replayed batch ids are recognised; a checkpoint deleted and started afresh at the same
+    place is a new query whose batch ids start at 0 again, and a new user, so its batches are not
+    mistaken for ones already committed.
+    """
     if request.commit_user:
         return request.commit_user
     checkpoint = request.passthrough.get("checkpointlocation")
@@ -290,7 +412,29 @@ def stream_commit_user(request: WriteRequest) -> str:
             "a streaming write needs a stable identity for exactly-once commits: set the option "
             "checkpointLocation (or commit-user)"
         )
-    return "stream-" + hashlib.sha1(checkpoint.encode()).hexdigest()[:16]
+    identity = checkpoint
+    query_id = _checkpoint_query_id(checkpoint)
+    if query_id:
+        identity += "#" + query_id
+    return "stream-" + hashlib.sha1(identity.encode()).hexdigest()[:16]
+
+
+def _checkpoint_query_id(checkpoint: str) -> str | None:
+    """The query id in ``<checkpoint>/metadata`` (Spark writes it before the first batch)."""
+    import fsspec
+
+    path = checkpoint.rstrip("/") + "/metadata"
+    try:
+        with fsspec.open(path, "r") as f:
+            first = f.readline()
+    except FileNotFoundError:
+        return None
+    # Any other failure propagates: the batch fails rather than commit under another user.
+    try:
+        value = json.loads(first).get("id")
+    except (ValueError, AttributeError):
+        return None
+    return str(value) if value else None
 
 
 class DyntableStreamWriter(DataSourceStreamArrowWriter):
@@ -304,7 +448,9 @@ class DyntableStreamWriter(DataSourceStreamArrowWriter):
         # snapshot the previous micro-batch left.
         self.builder = table.new_write_builder(commit_user=stream_commit_user(request)).for_independent_tasks(
             pin=False)
-        self.commit_builder = self.builder.new_commit().with_change_tracking(request.change_tracking)
+        # outputMode("complete") (Spark truncates the sink): each batch replaces the table's content.
+        self.commit_builder = (self.builder.new_commit().with_change_tracking(request.change_tracking)
+                               .with_overwrite(request.overwrite))
         self.job_token = str(uuid.uuid4())
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:

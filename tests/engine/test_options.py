@@ -266,7 +266,7 @@ def test_valid_options(ok: dict[str, str]) -> None:
         ({"data-file.external-paths": "d"}, ["not supported", "data-file.external-paths"]),
         ({"record-level.expire-time": "1 d"}, ["not supported"]),
         ({"file-index.bsi.columns": "a"}, ["not supported"]),
-        ({"full-compaction.delta-commits": "3"}, ["not supported"]),
+        ({"full-compaction.delta-commits": "0"}, ["full-compaction.delta-commits"]),
         ({"consumer.ignore-progress": "true"}, ["not supported"]),
         ({"incremental-between-timestamp": "1,2"}, ["not supported"]),
         ({"row-tracking.enabled": "true"}, ["not supported"]),

@@ -71,5 +71,6 @@ def test_scan_mode_is_parsed_by_the_option_registry_and_the_table_sets_the_defau
     assert reader(**{"scan.mode": "FULL"}).mode == "full"  # the statement's wins; case-insensitive
     with pytest.raises(InvalidArgumentError, match="'scan.mode' = 'sideways' is invalid: expected one of"):
         reader(**{"scan.mode": "sideways"})
-    with pytest.raises(InvalidArgumentError, match="not supported for streaming"):
-        reader(**{"scan.mode": "compacted-full"})
+    with pytest.raises(InvalidArgumentError, match="cannot start a stream"):
+        reader(**{"scan.mode": "latest-delta"})
+    assert reader(**{"scan.mode": "compacted-full"}).mode == "compacted-full"
