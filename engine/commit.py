@@ -649,6 +649,14 @@ class FileStoreCommit:
                     )
                     if attempt == 0:
                         self._check_new_files_exist(entries, changelog)
+                    if store.pending_schema is not None:
+                        # A merge-schema write: its files name a schema version no one has seen.
+                        # Published here, after every check that can refuse the commit and just
+                        # before the snapshot, so a failed write leaves no schema behind (only a
+                        # crash in between, or a conflict found after losing the race for the
+                        # snapshot, can; that version is a valid evolution, as an ALTER makes).
+                        store.schemas.publish_pending(store.pending_schema)
+                        store.pending_schema = None
                     published = publish_snapshot(store.snapshots, snapshot,
                                                  on_storage_error=self._note_storage_failure)
                 except CommitStateUnknownError:

@@ -98,6 +98,12 @@ class UnsupportedTableError(InvalidArgumentError):
     reading or writing it here would give results other than Paimon's: use Paimon for it."""
 
 
+class SchemaMergeError(InvalidArgumentError):
+    """A write with ``write.merge-schema`` whose data cannot evolve the table's schema by Paimon's
+    rules (a type that does not widen, a lossy change, a key column retyped, two columns differing
+    only in case): nothing is written or published."""
+
+
 class InvalidNameError(InvalidArgumentError):
     """A database, table, branch, tag or consumer name that cannot be a safe path component."""
 

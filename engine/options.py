@@ -339,6 +339,20 @@ FULL_COMPACTION_DELTA_COMMITS = _declare("full-compaction.delta-commits", int, N
     "Run a full compaction every this many commits. Not supported by dyntable (run CALL sys.compact): "
     "refused.", validator=_refuse_any("full-compaction.delta-commits (use CALL sys.compact)"))
 WRITE_ONLY = _declare("write-only", bool, False, "Writers never compact (a separate job does).")
+WRITE_MERGE_SCHEMA = _declare("write.merge-schema", bool, False,
+    "Evolve the table's schema to accept the written data: new top-level columns are appended, new "
+    "fields of structs (also inside arrays and map values) are added, columns or fields the data lacks "
+    "are written as NULL; existing types are kept and values cast to them. One new schema version is "
+    "published with the write's snapshot, never without it. Also a write option of Table.write_arrow "
+    "and of df.write.format(\"dyntable\").")
+WRITE_MERGE_SCHEMA_TYPE_WIDENING = _declare("write.merge-schema.type-widening", bool, False,
+    "With write.merge-schema: widen an existing column's type to the data's where Paimon casts "
+    "implicitly (INT -> BIGINT, a larger DECIMAL precision of the same scale, a longer VARCHAR, numbers "
+    "to DOUBLE). Primary-key, partition and bucket-key columns keep their types.")
+WRITE_MERGE_SCHEMA_EXPLICIT_CAST = _declare("write.merge-schema.explicit-cast", bool, False,
+    "With write.merge-schema.type-widening: Paimon also allows lossy type changes (BIGINT -> INT, "
+    "STRING -> DATE). dyntable refuses them as it refuses them in ALTER COLUMN TYPE: existing files "
+    "would be read through a cast whose result on values that do not fit differs between engines.")
 
 # -- snapshots, commits, retention
 SNAPSHOT_NUM_RETAINED_MIN = _declare("snapshot.num-retained.min", int, 10,

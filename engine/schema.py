@@ -504,6 +504,12 @@ def castable(src: DataType, dst: DataType) -> bool:
 # ---- validation -------------------------------------------------------------------------------
 
 
+def validate_schema(s: TableSchema) -> None:
+    """Raise InvalidArgumentError unless ``s`` is a schema dyntable may write (schemas made
+    outside :meth:`TableSchema.apply_changes`, e.g. by ``engine.schema_merge``)."""
+    _validate(s)
+
+
 def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
     """Raise InvalidArgumentError unless ``s`` is a schema dyntable may write."""
     if not s.fields:

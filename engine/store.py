@@ -31,6 +31,10 @@ class FileStore:
     io: FileIO
     paths: TablePaths
     schema: TableSchema
+    #: A schema version not yet published (a merge-schema write, engine.schema_merge): ``schema`` is
+    #: it plus the write's dynamic options; the commit carrying the write's data publishes it just
+    #: before its snapshot.
+    pending_schema: TableSchema | None = None
     snapshots: SnapshotStore = field(init=False)
     schemas: SchemaStore = field(init=False)
     manifests: ManifestStore = field(init=False)
@@ -90,17 +94,19 @@ class FileStore:
 
     def schema_by_id(self, schema_id: int) -> TableSchema:
         if schema_id == self.schema.id:
-            return self.schema
+            return self.schema  # also an unpublished one (pending_schema), which no reader asks for
         return self.schemas.get(schema_id)
 
     def with_schema(self, schema: TableSchema) -> FileStore:
         return FileStore(self.io, self.paths, schema)
 
     def __getstate__(self) -> dict[str, object]:
-        return {"io": self.io, "paths": self.paths, "schema": self.schema}
+        return {"io": self.io, "paths": self.paths, "schema": self.schema,
+                "pending_schema": self.pending_schema}
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.io = state["io"]  # type: ignore[assignment]
         self.paths = state["paths"]  # type: ignore[assignment]
         self.schema = state["schema"]  # type: ignore[assignment]
+        self.pending_schema = state.get("pending_schema")  # type: ignore[assignment]
         self.__post_init__()

@@ -20,7 +20,7 @@ import pyarrow as pa
 from engine.commit import FileStoreCommit
 from engine.commit_messages import CommitMessage, CommitResult, OverwriteShorthand, OverwriteSpec
 from engine.count_layout import is_count_layout, logical_schema
-from engine.errors import InvalidArgumentError
+from engine.errors import InvalidArgumentError, SchemaMergeError
 from engine.identifier import Identifier
 from engine.io import FileIO
 from engine.meta.paths import TablePaths
@@ -35,6 +35,7 @@ from engine.schema import TableSchema
 from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 from engine.table_maintenance import TableMaintenance
 from engine.table_refs import TableRefs
+from engine.write.conform import as_table
 
 if TYPE_CHECKING:
     from engine.builders.hooks import CompactionRunner
@@ -73,10 +74,12 @@ class Table:
         io: FileIO,
         paths: TablePaths,
         schema: TableSchema,
+        *,
+        pending_schema: TableSchema | None = None,
     ) -> None:
         self.catalog = catalog
         self.identifier = identifier
-        self.store = FileStore(io, paths, schema)
+        self.store = FileStore(io, paths, schema, pending_schema)
         # Count-layout tables are stored with a key and a count column; users see neither.
         self._logical = logical_schema(schema) if is_count_layout(schema) else schema
 
@@ -149,7 +152,44 @@ class Table:
         validate_options(options)
         stored = self.store.schema
         schema = dataclasses.replace(stored, options={**stored.options, **options})
-        return Table(self.catalog, self.identifier, self.store.io, self.store.paths, schema)
+        return Table(self.catalog, self.identifier, self.store.io, self.store.paths, schema,
+                     pending_schema=self.store.pending_schema)
+
+    def for_data(
+        self, data_schema: pa.Schema, *, merge_schema: bool | None = None, case_sensitive: bool = False
+    ) -> Table:
+        """This table ready to write data of ``data_schema``: with ``write.merge-schema``
+        (``merge_schema``, else the table's or dynamic option) a table whose schema is the latest
+        version merged with the data's (engine.schema_merge), not yet published — the write's
+        commit publishes it just before its snapshot, so a write that fails leaves no schema.
+        Without it, or when the data changes nothing, this table (at the latest schema when merging).
+
+        Raises:
+            SchemaMergeError: the data cannot evolve the schema by Paimon's rules.
+        """
+        from engine.options import WRITE_MERGE_SCHEMA
+        from engine.schema_merge import MergeSchemaFlags
+        from engine.schema_merge import merge_schema as merge
+
+        table = self if merge_schema is None else self.with_options(
+            {WRITE_MERGE_SCHEMA.key: str(bool(merge_schema)).lower()})
+        flags = MergeSchemaFlags.from_options(table.store.options, case_sensitive=case_sensitive)
+        if not flags.enabled or self.store.pending_schema is not None:
+            return table
+        store = table.store
+        latest = store.schemas.latest() or store.schema
+        # Options given for this write only (dynamic options) are applied on top, never stored.
+        stored = store.schemas.get(store.schema.id) if store.schema.id <= latest.id else latest
+        dynamic = {k: v for k, v in store.schema.options.items() if stored.options.get(k) != v}
+        merged = merge(latest, data_schema, flags)
+        if merged is not latest and is_count_layout(latest):
+            raise SchemaMergeError(
+                f"table '{self.name}' stores rows as counts ('retractions.enabled'): its schema does not "
+                "evolve on write; use ALTER TABLE ADD COLUMN"
+            )
+        evolved = Table(self.catalog, self.identifier, store.io, store.paths, merged,
+                        pending_schema=None if merged is latest else merged)
+        return evolved.with_options(dynamic) if dynamic else evolved
 
     def refresh(self) -> Table:
         latest = self.store.schemas.latest()
@@ -302,8 +342,17 @@ class Table:
         commit_user: str | None = None,
         identifier: int = BATCH_COMMIT_IDENTIFIER,
         change_tracking: bool | None = None,
+        merge_schema: bool | None = None,
+        case_sensitive: bool = False,
     ) -> CommitResult:
         """Write Arrow data in one commit. On failure the written files are deleted and nothing is published.
+
+        Columns and struct fields match by name (a name that matches no column exactly matches
+        one that differs only by case); a column the data lacks is written as NULL.
+        ``merge_schema`` (default: the option ``write.merge-schema``) evolves the schema to take
+        the data's new columns and struct fields (:meth:`for_data`; ``case_sensitive`` makes a
+        name differing only by case a new column, which is refused); the new version is
+        published by this write's commit, just before its snapshot.
 
         The outcome is the commit's: once it is published this returns normally, and the
         post-commit hooks that follow (compaction of primary-key tables, automatic tags,
@@ -311,7 +360,12 @@ class Table:
         With a ``commit_user`` and an ``identifier`` (increasing per user), a retry after
         CommitStateUnknownError is idempotent: a write already published is not applied again.
         """
-        builder = self.new_write_builder(OverwriteSpec.of(overwrite), commit_user=commit_user)
+        table = self
+        if merge_schema or (merge_schema is None and self.core_options.write_merge_schema):
+            arrow = as_table(data)
+            table = self.for_data(arrow.schema, merge_schema=merge_schema, case_sensitive=case_sensitive)
+            data = arrow
+        builder = table.new_write_builder(OverwriteSpec.of(overwrite), commit_user=commit_user)
         messages = builder.new_write().write_all([data])
         return (builder.new_commit().with_identifier(identifier).with_change_tracking(change_tracking)
                 .commit(messages))

@@ -115,6 +115,11 @@ def publish_snapshot(
     """
     try:
         created = snapshots.try_publish(snapshot)
+    except FileNotFoundError:
+        # The branch's directory went away under the create (a deletion moved it to the trash
+        # between the temporary file and its link): that is a deleted branch, not a storage fault.
+        _verify_branch(snapshots, snapshot)
+        raise
     except StorageError as e:
         if on_storage_error is not None:
             on_storage_error(e)

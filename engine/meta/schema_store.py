@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from engine.errors import CommitConflictError, CorruptMetadataError, NotFoundError, TableAlreadyExistsError
 from engine.io import FileIO
@@ -85,6 +86,29 @@ class SchemaStore:
                 return new
             time.sleep(0.01)
         raise CommitConflictError(f"schema of {self.paths.root} kept changing concurrently; retry the change")
+
+    def publish_pending(self, schema: TableSchema) -> None:
+        """Publish ``schema``, computed from version ``schema.id - 1`` by a merge-schema write whose
+        files already name it, just before the write's snapshot.
+
+        If another writer published that version first, it is accepted only when it is the same
+        schema (two writers evolving a table alike); otherwise the files name a version with other
+        fields and the write must not commit.
+
+        Raises:
+            CommitConflictError: the version was published with different content.
+        """
+        path = self.paths.schema_file(schema.id)
+        if self.io.try_create(path, schema.to_json().encode()):
+            self._cache[schema.id] = schema
+            return
+        self._cache.pop(schema.id, None)
+        theirs = self.get(schema.id)
+        if replace(theirs, time_millis=schema.time_millis) != schema:
+            raise CommitConflictError(
+                f"the schema of {self.paths.root} changed while this write evolved it (schema {schema.id} "
+                "was published with other fields); nothing was committed — run the write again"
+            )
 
     def write_copy(self, schema: TableSchema) -> None:
         """Write an existing schema version into this branch (branch creation)."""

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.errors import InvalidArgumentError
+from engine.options import WRITE_MERGE_SCHEMA, CoreOptions
 from engine.schema import TableSchema
 from engine.types import TypeRoot, to_arrow_type
 
@@ -41,20 +42,18 @@ def conform(
     """Return ``data`` as a table with exactly the schema's columns (plus ``extra_columns``)."""
     table = as_table(data)
     names = list(table.column_names)
-    wanted = {f.name for f in schema.fields} | {n for n, _ in extra_columns}
-    unknown = [n for n in names if n not in wanted]
-    if unknown:
-        raise InvalidArgumentError(
-            f"column(s) {unknown} are not in the table; its columns are {list(schema.field_names)}"
-        )
+    extra = {n for n, _ in extra_columns}
+    source = _match_columns(names, [f.name for f in schema.fields], extra)
+    fill_nested = bool(CoreOptions(schema.options).get(WRITE_MERGE_SCHEMA))
     n = table.num_rows
     arrays, fields = [], []
     for f in schema.fields:
         target = to_arrow_type(f.type)
-        if f.name in names:
-            col = table.column(f.name)
+        if f.name in source:
+            col = table.column(source[f.name])
             if pa.types.is_dictionary(col.type):
                 col = col.cast(col.type.value_type)
+            col = _align_nested(col, target, f.name, fill_nested)
             if not col.type.equals(target):
                 try:
                     col = _cast(col, target)
@@ -77,6 +76,81 @@ def conform(
             arrays.append(table.column(name).cast(type_))
             fields.append(pa.field(name, type_))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _match_columns(names: Sequence[str], columns: Sequence[str], extra: set[str]) -> dict[str, str]:
+    """Table column -> data column: the same name, else the one name equal ignoring case (Spark's
+    default resolution; table names are unique ignoring case). Unknown data columns are refused."""
+    exact = set(names)
+    by_lower: dict[str, list[str]] = {}
+    for name in names:
+        by_lower.setdefault(name.lower(), []).append(name)
+    out: dict[str, str] = {}
+    for c in columns:
+        if c in exact:
+            out[c] = c
+            continue
+        found = [m for m in by_lower.get(c.lower(), []) if m not in columns]
+        if len(found) > 1:
+            raise InvalidArgumentError(f"column '{c}' matches several data columns ignoring case: {found}")
+        if found:
+            out[c] = found[0]
+    used = set(out.values()) | extra
+    unknown = [n for n in names if n not in used]
+    if unknown:
+        raise InvalidArgumentError(
+            f"column(s) {unknown} are not in the table; its columns are {list(columns)} (write with "
+            "'write.merge-schema' = 'true' to add them)"
+        )
+    return out
+
+
+def _align_nested(
+    col: pa.ChunkedArray, target: pa.DataType, path: str, fill_missing: bool
+) -> pa.ChunkedArray:
+    """``col`` with its struct fields (also inside lists and maps) named as the table names them, so
+    the cast that follows matches them by name; a data field the table lacks is refused (it would be
+    lost), and so is a table field the data lacks unless ``fill_missing`` (write.merge-schema: it
+    reads as NULL), as in Paimon's byName writes."""
+    renamed = _renamed_type(col.type, target, path, fill_missing)
+    if renamed.equals(col.type):
+        return col
+    return pa.chunked_array([c.view(renamed) for c in col.chunks], renamed)
+
+
+def _renamed_type(t: pa.DataType, target: pa.DataType, path: str, fill_missing: bool) -> pa.DataType:
+    if pa.types.is_struct(t) and pa.types.is_struct(target):
+        target_names = [target.field(i).name for i in range(target.num_fields)]
+        children, matched = [], set()
+        for i in range(t.num_fields):
+            child = t.field(i)
+            name = child.name if child.name in target_names else next(
+                (n for n in target_names if n.lower() == child.name.lower()), None)
+            if name is None:
+                raise InvalidArgumentError(
+                    f"field '{path}.{child.name}' of the data is not in the table's {target} (write with "
+                    "'write.merge-schema' = 'true' to add it)"
+                )
+            matched.add(name)
+            sub = _renamed_type(child.type, target.field(name).type, f"{path}.{name}", fill_missing)
+            children.append(pa.field(name, sub, child.nullable, child.metadata))
+        missing = [n for n in target_names if n not in matched]
+        if missing and (not fill_missing or any(not target.field(n).nullable for n in missing)):
+            raise InvalidArgumentError(
+                f"field(s) {[f'{path}.{n}' for n in missing]} of the table are missing from the data (write "
+                "with 'write.merge-schema' = 'true' to write them as NULL)"
+            )
+        return pa.struct(children)
+    if (pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_list(target):
+        vf = t.value_field
+        sub = _renamed_type(vf.type, target.value_type, f"{path}.element", fill_missing)
+        value = pa.field(vf.name, sub, vf.nullable, vf.metadata)
+        return pa.list_(value) if pa.types.is_list(t) else pa.large_list(value)
+    if pa.types.is_map(t) and pa.types.is_map(target):
+        item = t.item_field
+        sub = _renamed_type(item.type, target.item_type, f"{path}.value", fill_missing)
+        return pa.map_(t.key_field, pa.field(item.name, sub, item.nullable, item.metadata), t.keys_sorted)
+    return t
 
 
 def _cast(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:

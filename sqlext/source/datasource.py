@@ -29,6 +29,7 @@ compaction merges. Tasks do not compact: two tasks compacting the same bucket wo
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import time
 import uuid
@@ -44,20 +45,27 @@ from pyspark.sql.datasource import (
     InputPartition,
     WriterCommitMessage,
 )
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
 
 from engine import (
     ROWKIND,
     CommitBuilder,
     CommitMessage,
     CommitStateUnknownError,
+    Identifier,
     InvalidArgumentError,
+    NoSuchTableError,
     ReadBuilder,
     Table,
+    TableAlreadyExistsError,
     TableRead,
     WriteBuilder,
     coerce_value,
+    open_catalog,
 )
 from engine import predicate as P
+from engine.options import WRITE_MERGE_SCHEMA, find_option
 from sqlext.source.dynamic import table_overrides
 from sqlext.source.requests import ReadRequest, ReadVersion, WriteRequest
 from sqlext.source.spark_types import spark_arrow_schema, to_spark_batches
@@ -80,6 +88,44 @@ def load_table(request: ReadRequest | WriteRequest) -> Table:
         raise InvalidArgumentError(
             f"system table '{request.target.table}' is read-only and cannot be streamed")
     return table
+
+
+def writable_table(request: WriteRequest, schema: StructType | None) -> Table:
+    """The table a DataFrame write goes to, in the driver: created from the DataFrame's schema
+    when it does not exist (Paimon's ``saveAsTable``: table options among the write's options
+    are stored, ``write.merge-schema*`` are not), and with ``write.merge-schema`` (a write or
+    table option) evolved to take the DataFrame's new columns and fields — the new schema
+    version is published by the job's commit, just before its snapshot (``Table.for_data``)."""
+    if schema is None:
+        return load_table(request)
+    try:
+        table = load_table(request)
+    except NoSuchTableError:
+        request = create_for_write(request, to_arrow_schema(schema))
+        table = load_table(request)
+    if not table.core_options.write_merge_schema:
+        return table
+    return table.for_data(to_arrow_schema(schema))
+
+
+def create_for_write(request: WriteRequest, data_schema: pa.Schema) -> WriteRequest:
+    """Create the missing table of ``request`` (and its database); returns the request without the
+    options the table now stores (they would be refused as dynamic options: ``bucket``, ...)."""
+    target = request.target
+    ident = Identifier.parse(target.table)
+    if ident.branch or ident.system_table or target.branch:
+        raise NoSuchTableError(f"table '{target.table}' does not exist; create the table before writing "
+                               "to a branch or system table of it")
+    stored = {k: v for k, v in request.passthrough.items()
+              if find_option(k) is not None and not k.startswith(WRITE_MERGE_SCHEMA.key)}
+    catalog = open_catalog(target.warehouse, **dict(target.storage))
+    catalog.create_database(ident.database, ignore_if_exists=True)
+    try:
+        catalog.create_table(Identifier(ident.database, ident.table), data_schema, options=stored)
+    except TableAlreadyExistsError:
+        pass  # another writer created it first: write into that one
+    kept = {k: v for k, v in request.passthrough.items() if k not in stored}
+    return dataclasses.replace(request, passthrough=kept)
 
 
 def read_builder(request: ReadRequest, table: Table) -> ReadBuilder:
@@ -284,8 +330,8 @@ class DyntableWriter(DataSourceArrowWriter):
     snapshot exists (or may exist).
     """
 
-    def __init__(self, request: WriteRequest) -> None:
-        table = load_table(request)
+    def __init__(self, request: WriteRequest, schema: StructType | None = None) -> None:
+        table = writable_table(request, schema)
         user = request.commit_user or str(uuid.uuid4())
         # Spark hands the tasks the DataFrame's own partitions (a Python data source cannot ask for
         # a distribution): the tasks are independent writers of dynamic buckets, from the snapshot

@@ -36,10 +36,10 @@ class DyntableDataSource(DataSource):
         return DyntableReader(ReadRequest.from_options(self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DyntableWriter:
-        return DyntableWriter(WriteRequest.from_options(self.options, overwrite))
+        return DyntableWriter(WriteRequest.from_options(self.options, overwrite), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return DyntableStreamReader(ReadRequest.from_options(self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        return DyntableStreamWriter(WriteRequest.from_options(self.options, overwrite))
+        return DyntableStreamWriter(WriteRequest.from_options(self.options, overwrite), schema)

@@ -128,7 +128,8 @@ class TableTarget:
         name = low.get(TABLE) or low.get("path")
         if not warehouse or not name:
             raise InvalidArgumentError(
-                "the dyntable source needs the options 'warehouse' and 'table' (db.table)")
+                "the dyntable source needs the options 'warehouse' and 'table' (db.table); Spark does not "
+                "pass saveAsTable's name to a Python data source, so give it as .option('table', 'db.t') too")
         storage = _json(low, CATALOG_OPTIONS, dict, "a JSON object") or {}
         return cls(warehouse, name, low.get(BRANCH) or None, storage)
 

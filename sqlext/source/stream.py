@@ -39,11 +39,18 @@ from pyspark.sql.datasource import (
     InputPartition,
     WriterCommitMessage,
 )
+from pyspark.sql.types import StructType
 
 from engine import ROWKIND, TableRead
 from engine.errors import InvalidArgumentError, NoSuchSnapshotError
 from engine.options import SCAN_MODE
-from sqlext.source.datasource import DyntableCommitMessage, load_table, projection, write_task
+from sqlext.source.datasource import (
+    DyntableCommitMessage,
+    load_table,
+    projection,
+    writable_table,
+    write_task,
+)
 from sqlext.source.requests import ReadRequest, ReadVersion, WriteRequest
 from sqlext.source.spark_types import spark_arrow_schema, to_spark_batches
 
@@ -289,8 +296,10 @@ def stream_commit_user(request: WriteRequest) -> str:
 class DyntableStreamWriter(DataSourceStreamArrowWriter):
     """One commit per micro-batch, exactly once across restarts."""
 
-    def __init__(self, request: WriteRequest) -> None:
-        table = load_table(request)
+    def __init__(self, request: WriteRequest, schema: StructType | None = None) -> None:
+        # With write.merge-schema the stream's columns evolve the table once, at the first
+        # micro-batch's commit; later commits find that version published (the same schema).
+        table = writable_table(request, schema)
         # A micro-batch's tasks get its rows as they come: independent writers, all from the
         # snapshot the previous micro-batch left.
         self.builder = table.new_write_builder(commit_user=stream_commit_user(request)).for_independent_tasks(

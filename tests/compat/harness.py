@@ -353,6 +353,12 @@ class PyPaimon:
         """Raw Avro records of a snapshot's manifest lists and manifests (bytes as base64)."""
         return self.call("manifest", warehouse=str(warehouse), table=table, snapshot_id=snapshot_id)
 
+    def add_column(self, warehouse: str | os.PathLike[str], table: str, name: str | list[str],
+                   type_: str) -> dict[str, Any]:
+        """ALTER TABLE ADD COLUMN by pypaimon (``name``: a column or a nested field's path); returns
+        the new schema."""
+        return self.call("add_column", warehouse=str(warehouse), table=table, name=name, type=type_)
+
     def schema(self, warehouse: str | os.PathLike[str], table: str) -> dict[str, Any]:
         """The latest table schema as pypaimon loads it (fields, keys, options, bucket mode)."""
         return self.call("schema", warehouse=str(warehouse), table=table)

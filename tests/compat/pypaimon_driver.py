@@ -61,6 +61,7 @@ _ALLOWED_KEYS: dict[str, set[str]] = {
                          "projection", "include_row_kind"},
     "manifest": {"warehouse", "table", "snapshot_id"},
     "schema": {"warehouse", "table"},
+    "add_column": {"warehouse", "table", "name", "type"},
 }
 
 
@@ -413,6 +414,19 @@ def cmd_manifest(req: dict) -> dict:
     return _jsonable(result)
 
 
+def cmd_add_column(req: dict) -> dict:
+    """ALTER TABLE ADD COLUMN through pypaimon's catalog: ``name`` (a column, or a list naming a
+    nested field's path) of ``type`` (Paimon SQL text or a JSON type object)."""
+    from pypaimon.schema.schema_change import SchemaChange
+
+    name = _require(req, "name")
+    path = [name] if isinstance(name, str) else list(name)
+    spec = {"name": path[-1], "type": _require(req, "type")}
+    field = DataTypeParser.parse_data_field(spec, AtomicInteger(-1))
+    _catalog(req).alter_table(_require(req, "table"), [SchemaChange.add_column(path, field.type)])
+    return cmd_schema(req)
+
+
 COMMANDS: dict[str, Callable[[dict], dict]] = {
     "version": cmd_version,
     "create": cmd_create,
@@ -422,6 +436,7 @@ COMMANDS: dict[str, Callable[[dict], dict]] = {
     "read_incremental": cmd_read_incremental,
     "manifest": cmd_manifest,
     "schema": cmd_schema,
+    "add_column": cmd_add_column,
 }
 
 

@@ -121,6 +121,27 @@ def _write_many(root: str, branch: str, n: int, queue) -> None:  # a second proc
     queue.put(outcome)
 
 
+def test_a_branch_deleted_between_the_snapshot_file_and_its_link_is_a_deleted_branch(catalog, table):
+    """Race 1, inside the create: the deletion moves the branch away after the commit wrote its
+    temporary snapshot file and before the link, so the create finds no directory."""
+    table.refs.branches.create("b", from_snapshot=1)
+    stale = catalog.get_table("db.f$branch_b")
+    stale.write_arrow(rows([3]))
+    wanted = f"{stale.store.paths.snapshot_dir}/snapshot-3"
+
+    def delete_the_branch_mid_create(method, path):
+        BranchOps(table.store).delete("b")
+        raise FileNotFoundError(2, "No such file or directory (while trying to create)", path)
+
+    hooked = FailingFileIO(
+        stale.store.io, "try_create", path_contains=wanted, action="hook", hook=delete_the_branch_mid_create
+    )
+    with pytest.raises(NoSuchBranchError, match="deleted"):
+        through(stale, hooked).write_arrow(rows([4]))
+    t = table.refresh()
+    assert t.refs.branches.names() == [] and not os.path.exists(stale.store.paths.branch_root)
+
+
 def test_a_writer_process_racing_delete_branch_never_leaves_a_branch_behind(tmp_path):
     """Race 1 with real processes: whatever the interleaving, no schema-less branch remains."""
     root = str(tmp_path / "wh")

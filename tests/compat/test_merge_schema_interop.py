@@ -1,0 +1,60 @@
+"""Schema evolution on write against pypaimon 2.1: pypaimon reads the rows of tables dyntable's
+merge-schema writes evolved (new columns and nested fields), and dyntable evolves and writes a
+table whose schema pypaimon evolved."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from tests.compat.harness import PyPaimon
+
+pytestmark = pytest.mark.compat
+
+
+def _by_id(rows: list[dict]) -> list[dict]:
+    return sorted(rows, key=lambda r: r["id"])
+
+
+def test_pypaimon_reads_after_evolving_writes(pypaimon: PyPaimon, catalog):
+    info = pa.struct([("f1", pa.string()), ("f2", pa.string())])
+    catalog.create_table("db.t", pa.schema([pa.field("id", pa.int32(), nullable=False), ("info", info)]),
+                         primary_keys=["id"], options={"bucket": "2"})
+    t = catalog.get_table("db.t")
+    t.write_arrow(pa.table({"id": pa.array([1, 2], pa.int32()), "info": [{"f1": "a", "f2": "b"}, None]}))
+    # a new top-level column and a new nested field, then a widened type
+    t.write_arrow(pa.table({"id": pa.array([2, 3], pa.int32()), "info": [{"f2": "y", "f3": "z"}, None],
+                            "extra": [20, 30]}), merge_schema=True)
+    t.refresh().with_options({"write.merge-schema.type-widening": "true"}).write_arrow(
+        pa.table({"id": pa.array([4], pa.int32()), "extra": pa.array([2**40], pa.int64())}),
+        merge_schema=True)
+    t = t.refresh()
+    assert str(t.arrow_schema.field("extra").type) == "int64"
+    ours = _by_id(t.to_arrow().to_pylist())
+    assert ours == [
+        {"id": 1, "info": {"f1": "a", "f2": "b", "f3": None}, "extra": None},
+        {"id": 2, "info": {"f1": None, "f2": "y", "f3": "z"}, "extra": 20},
+        {"id": 3, "info": None, "extra": 30},
+        {"id": 4, "info": None, "extra": 2**40},
+    ]
+    theirs = _by_id(pypaimon.read(catalog.warehouse, "db.t", schema=t.arrow_schema).to_pylist())
+    assert theirs == ours
+    fields = pypaimon.schema(catalog.warehouse, "db.t")["fields"]
+    assert [f["name"] for f in fields] == ["id", "info", "extra"]
+
+
+def test_dyntable_evolves_a_table_pypaimon_evolved(pypaimon: PyPaimon, catalog):
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    pypaimon.create_table(catalog.warehouse, "db.p", schema)
+    pypaimon.write(catalog.warehouse, "db.p", pa.table({"id": [1], "name": ["a"]}, schema=schema))
+    pypaimon.add_column(catalog.warehouse, "db.p", "score", "DOUBLE")
+    t = catalog.get_table("db.p")
+    assert t.schema.id == 1
+    t.write_arrow(pa.table({"id": [2], "score": [2.5], "tags": [["x", "y"]]}), merge_schema=True)
+    t = t.refresh()
+    assert t.schema.id == 2 and t.schema.field_names == ("id", "name", "score", "tags")
+    assert t.schema.highest_field_id == 3  # ids continue after pypaimon's
+    ours = _by_id(t.to_arrow().to_pylist())
+    assert ours == [{"id": 1, "name": "a", "score": None, "tags": None},
+                    {"id": 2, "name": None, "score": 2.5, "tags": ["x", "y"]}]
+    assert _by_id(pypaimon.read(catalog.warehouse, "db.p", schema=t.arrow_schema).to_pylist()) == ours
