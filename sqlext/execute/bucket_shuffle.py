@@ -51,6 +51,7 @@ from pyspark.sql import functions as F
 
 from engine import Table
 from engine.types import DataType, TypeRoot
+from sqlext.parse.names import quoted
 from sqlext.source.requests import TableTarget
 
 if TYPE_CHECKING:
@@ -324,7 +325,7 @@ def shuffle_by_bucket(bucketed: DataFrame, table: Table, *, sort: bool = False) 
     num_buckets = table.core_options.bucket
     parts = list(table.partition_keys)
     if parts:
-        out = bucketed.repartition(*[F.col(_quote(p)) for p in parts], F.col(BUCKET_COLUMN))
+        out = bucketed.repartition(*[F.col(quoted(p)) for p in parts], F.col(BUCKET_COLUMN))
     else:
         n = min(num_buckets, _shuffle_partitions(bucketed.sparkSession))
         spark_partition = (F.col(BUCKET_COLUMN) % n + 1).cast("int")
@@ -332,12 +333,8 @@ def shuffle_by_bucket(bucketed: DataFrame, table: Table, *, sort: bool = False) 
         out = bucketed.repartition(n, target)
     if sort:
         order = [*parts, BUCKET_COLUMN, *table.primary_keys]
-        out = out.sortWithinPartitions(*[F.col(_quote(k)) for k in order])
+        out = out.sortWithinPartitions(*[F.col(quoted(k)) for k in order])
     return out.drop(BUCKET_COLUMN)
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -362,7 +359,7 @@ def table_bucket(frame: DataFrame, table: Table) -> DataFrame | None:
     if any(k not in frame.columns for k in keys):
         return None
     types = [schema.field(k).type for k in keys]
-    return with_bucket(frame, [F.col(_quote(k)) for k in keys], types, buckets)
+    return with_bucket(frame, [F.col(quoted(k)) for k in keys], types, buckets)
 
 
 def _estimated_bytes(frame: DataFrame) -> int | None:

@@ -41,6 +41,7 @@ from pyspark.sql.types import StructField, StructType
 
 from engine import ADD_KINDS, ReadBuilder, Table, TableSchema
 from engine import predicate as P
+from sqlext.parse.names import quoted
 from sqlext.source.datasource import option_filter, projection, read_builder, resolve
 from sqlext.source.requests import ReadRequest, TableTarget
 from sqlext.source.spark_types import spark_schema
@@ -189,7 +190,7 @@ def _group_frame(
             return None  # Spark casts structs by position, the Python path by name
         if all(p.name != old.name for p in physical):
             physical.append(StructField(old.name, read.dataType, True))
-        column = F.col(_quote(old.name))
+        column = F.col(quoted(old.name))
         if read.dataType != out.dataType:
             column = column.cast(out.dataType)
         selected.append(column.alias(name, metadata=out.metadata or {}))  # CHAR(n): Spark's char metadata
@@ -250,10 +251,6 @@ def _nested(t: Any) -> bool:
     from pyspark.sql.types import ArrayType, MapType
 
     return isinstance(t, StructType | ArrayType | MapType)
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _uri(path: str) -> str:
