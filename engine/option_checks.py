@@ -133,7 +133,6 @@ PAIMON_STORED_KEYS = frozenset({
     "write-max-writers-to-spill", "write.batch-memory", "write.batch-size",
     "write.data-evolution.update-conflict-retry.max-attempts",
     "write.data-evolution.update-conflict-retry.wait-ms", "write.hive-style-dynamic-partition.enabled",
-    "write.merge-schema", "write.merge-schema.explicit-cast", "write.merge-schema.type-widening",
     "write.sequence-number-init-mode", "write.use-v2-write", "zorder.var-length-contribution",
 })  # fmt: skip
 # Paimon options dyntable does not implement whose effect a reader or writer would miss: refused
