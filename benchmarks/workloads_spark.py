@@ -639,7 +639,9 @@ def _latency(spark: Any, warehouse: str, table: Table, checkpoint: str) -> tuple
         .start()
     )
     latencies: list[float] = []
-    committed = 0
+    # scan.mode latest starts, as Paimon's Spark source does, with the latest snapshot's own changes
+    # (here the last W9 commit); what the stream delivers after that is what the commits below add.
+    committed = table.refresh().latest_snapshot().delta_record_count
     try:
         # The stream starts at the snapshot that is latest when its first batch resolves the start
         # offset; a commit landing before that is part of the start, not a change to deliver. On a
