@@ -15,7 +15,7 @@ Decisions (Paimon's ``SchemaManager`` rules): dropping or retyping a primary-key
 column is refused, and so is renaming a partition column (partition paths hold its name); a
 primary-key column may be renamed (files address columns by field id; the key list, bucket key
 and per-field options follow the new name); a type may change where Paimon casts implicitly
-(:func:`castable`); options that cannot change (``bucket``,
+(:func:`engine.type_widening.castable`); options that cannot change (``bucket``,
 ``merge-engine``, ...) are refused only once the table has data (``has_snapshots``), as in
 Paimon; a schema read from a file without a ``bucket`` option gets Java's meaning of a missing
 key (``-1``; ``1`` for version-1 files) written explicitly, because dyntable's own default is 1.
@@ -63,7 +63,7 @@ from engine.schema_changes import (
     UpdateColumnType,
     UpdateComment,
 )
-from engine.type_widening import is_widening
+from engine.type_widening import castable
 from engine.types import (
     DataField,
     DataType,
@@ -480,27 +480,6 @@ class _Evolution:
 
 
 # ---- type changes ---------------------------------------------------------------------------------
-
-_NUMBERS = frozenset({TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT, TypeRoot.DECIMAL,
-                      TypeRoot.FLOAT, TypeRoot.DOUBLE})
-
-
-def castable(src: DataType, dst: DataType) -> bool:
-    """Whether ALTER COLUMN TYPE may change ``src`` to ``dst``.
-
-    Lossless widenings (``engine.type_widening.is_widening``), plus Paimon's implicit casts of numbers
-    to FLOAT/DOUBLE (``DataTypeCasts``: every integer and DECIMAL to FLOAT, every number to
-    DOUBLE), which round to the nearest float as Java's conversion does. Paimon's explicit casts
-    (narrowing, text to number, ...) are refused: their read-time behaviour on values that do
-    not fit differs between engines.
-    """
-    if is_widening(src, dst):
-        return True
-    if src.nullable and not dst.nullable:
-        return False
-    floating = {TypeRoot.FLOAT: _NUMBERS - {TypeRoot.DOUBLE}, TypeRoot.DOUBLE: _NUMBERS}
-    return src.root in floating.get(dst.root, frozenset())
-
 
 # ---- validation -------------------------------------------------------------------------------
 

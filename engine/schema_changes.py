@@ -57,7 +57,7 @@ class MoveColumn:
 
 @dataclass(frozen=True, slots=True)
 class UpdateColumnType:
-    """Change a column's type to one Paimon casts to implicitly (see :func:`castable`).
+    """Change a column's type to one Paimon casts to implicitly (see :func:`engine.type_widening.castable`).
 
     With ``keep_nullability`` (the default, as Spark's ALTER COLUMN TYPE) the column keeps its
     nullability whatever ``type`` says.

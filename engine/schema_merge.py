@@ -9,7 +9,7 @@ The rules are Paimon 2.0's (``SchemaMergingUtils.mergeSchemas``), applied to an 
 * ARRAY elements, MAP keys and values and MULTISET elements merge recursively, so new fields
   reach structs inside arrays and maps.
 * A leaf type is kept as it is unless ``type_widening``: then the table type becomes the data's
-  where Paimon casts implicitly (:func:`engine.schema.castable`), a DECIMAL of the same scale
+  where Paimon casts implicitly (:func:`engine.type_widening.castable`), a DECIMAL of the same scale
   takes the larger precision, and a lossy change (a shorter length or precision, or an explicit
   cast) is refused.
 * Names match exactly, or ignoring case unless ``case_sensitive`` (Spark's
@@ -39,7 +39,8 @@ from engine.options import (
     WRITE_MERGE_SCHEMA_TYPE_WIDENING,
     CoreOptions,
 )
-from engine.schema import TableSchema, castable, validate_schema
+from engine.schema import TableSchema, validate_schema
+from engine.type_widening import castable
 from engine.types import DataField, DataType, TypeRoot, from_arrow_field, max_field_id, type_to_sql
 
 

@@ -1,5 +1,6 @@
-"""Which type changes lose no value: the widening rules of ALTER COLUMN TYPE and of schema
-evolution on write (a schema merge widens only along them).
+"""Which type changes a schema may make: the lossless widenings (:func:`is_widening`) and, beyond
+them, Paimon's implicit casts to FLOAT/DOUBLE (:func:`castable`) — the rules of ALTER COLUMN TYPE
+and of schema evolution on write.
 
 Kept apart from :mod:`engine.types`, which defines the types and their serialisations; these rules
 only read them.
@@ -75,3 +76,24 @@ def is_widening(src: DataType, dst: DataType) -> bool:  # noqa: C901 - a table o
     if s is d and s in (TypeRoot.TIME, TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
         return (dst.precision or 0) >= (src.precision or 0)
     return False
+
+
+_NUMBERS = frozenset({TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT, TypeRoot.DECIMAL,
+                      TypeRoot.FLOAT, TypeRoot.DOUBLE})
+
+
+def castable(src: DataType, dst: DataType) -> bool:
+    """Whether ALTER COLUMN TYPE may change ``src`` to ``dst``.
+
+    Lossless widenings (:func:`is_widening`), plus Paimon's implicit casts of numbers
+    to FLOAT/DOUBLE (``DataTypeCasts``: every integer and DECIMAL to FLOAT, every number to
+    DOUBLE), which round to the nearest float as Java's conversion does. Paimon's explicit casts
+    (narrowing, text to number, ...) are refused: their read-time behaviour on values that do
+    not fit differs between engines.
+    """
+    if is_widening(src, dst):
+        return True
+    if src.nullable and not dst.nullable:
+        return False
+    floating = {TypeRoot.FLOAT: _NUMBERS - {TypeRoot.DOUBLE}, TypeRoot.DOUBLE: _NUMBERS}
+    return src.root in floating.get(dst.root, frozenset())
