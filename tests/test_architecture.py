@@ -49,10 +49,11 @@ def test_sqlext_uses_engine_through_modules_that_exist():
     assert not missing, "\n".join(missing)
 
 
-def _runtime_imports(path: Path) -> set[str]:
-    """Modules a file imports when it runs (imports under ``if TYPE_CHECKING:`` are annotations)."""
+def _imports(path: Path, *, annotations: bool) -> set[str]:
+    """Modules a file imports anywhere (top level and functions); imports under
+    ``if TYPE_CHECKING:`` count only with ``annotations``."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    skipped = {
+    skipped = set() if annotations else {
         id(n)
         for node in ast.walk(tree)
         if isinstance(node, ast.If)
@@ -80,7 +81,9 @@ def test_sqlext_has_no_import_cycles():
         modules[name] = path
     graph = {
         name: {
-            m for m in _runtime_imports(path) if m in modules and m != name and not name.startswith(m + ".")
+            m
+            for m in _imports(path, annotations=False)
+            if m in modules and m != name and not name.startswith(m + ".")
         }
         for name, path in modules.items()
     }
@@ -93,18 +96,6 @@ def test_sqlext_has_no_import_cycles():
         for m in leaves:
             del remaining[m]
     assert not remaining, "import cycles among: " + ", ".join(sorted(remaining))
-
-
-def _all_imports(path: Path) -> set[str]:
-    """Modules a file imports anywhere: at the top, in functions, and under ``if TYPE_CHECKING:``."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return names
 
 
 def test_planners_stay_out_of_the_session_circle():
@@ -121,7 +112,7 @@ def test_planners_stay_out_of_the_session_circle():
     for planner in contract["source_modules"]:
         seen, todo = {planner}, [planner]
         while todo:
-            for imported in _all_imports(modules[todo.pop()]):
+            for imported in _imports(modules[todo.pop()], annotations=True):
                 if imported in modules and imported not in seen:
                     seen.add(imported)
                     todo.append(imported)
