@@ -67,7 +67,7 @@ from engine.meta.paths import escape_path_name, partition_value_string
 from engine.meta.snapshot import CommitKind, Snapshot
 from engine.option_checks import near_miss, validate_options
 from engine.scan import predicate
-from engine.scan.incremental import ROWKIND
+from engine.scan.incremental import ROWKIND, IncrementalQuery
 from engine.scan.raw import ADD_KINDS
 from engine.schema import TableSchema
 from engine.system_tables import (
@@ -112,6 +112,7 @@ __all__ = [
     "writes_append_deletion_vectors",
     "BATCH_COMMIT_IDENTIFIER",
     "ROWKIND",
+    "IncrementalQuery",
     "CommitKind",
     "MergeConfig",
     "coerce_spec",

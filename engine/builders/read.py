@@ -32,11 +32,12 @@ from engine.scan.incremental import (
     ROWKIND,
     ChangeReader,
     ChangeSplit,
+    IncrementalQuery,
     IncrementalRange,
     diff_changes,
     diff_key_ordered,
     range_splits,
-    resolve_between,
+    resolve_incremental,
 )
 from engine.scan.planner import DataSplit, Plan, TableScan, resolve_time_travel
 from engine.scan.predicate import Predicate
@@ -136,9 +137,10 @@ class ReadBuilder:
         scans do; batch reads skip it)."""
         return TableRead(self, filter_rows=filter_rows, changes=changes, all_levels=all_levels)
 
-    def new_incremental(self, between: str, mode: str = "auto") -> IncrementalPlan:
-        """Paimon's ``incremental-between`` read: the changes from one snapshot or tag (exclusive)
-        to another, as change splits, or computed here as one table (``mode = 'diff'``).
+    def new_incremental(self, query: IncrementalQuery | str, mode: str = "auto") -> IncrementalPlan:
+        """Paimon's batch incremental read (``query``: an :class:`IncrementalQuery`, or
+        ``incremental-between`` text read with scan mode ``mode``): the changes from one snapshot
+        or tag (exclusive) to another, as change splits, or computed here as one table (a diff).
 
         Raises:
             InvalidArgumentError: combined with time travel, or a bad range.
@@ -146,9 +148,10 @@ class ReadBuilder:
         if self.snapshot is not None:
             from engine.errors import InvalidArgumentError
 
-            raise InvalidArgumentError("incremental-between cannot be combined with time travel options")
-        rng = resolve_between(self.table.store, between, mode)
-        return IncrementalPlan(self, rng)
+            raise InvalidArgumentError("an incremental read cannot be combined with time travel options")
+        if isinstance(query, str):
+            query = IncrementalQuery(between=query, scan_mode=mode)
+        return IncrementalPlan(self, resolve_incremental(self.table.store, query))
 
     def new_stream_scan(self) -> StreamScan:
         from engine.builders.stream import StreamScan
@@ -287,13 +290,14 @@ class IncrementalPlan:
         return self.range.mode == "diff"
 
     def splits(self) -> list[ChangeSplit]:
-        """The change splits (not for a diff)."""
+        """The change splits (none for a diff or an empty range)."""
         return range_splits(self.builder.table.store, self.range)
 
     def diff(self) -> pa.Table | None:
         """A diff's changes (``rowkind`` + the projection), computed from both end states (None:
         both are empty). It compares whole rows — a projection could make different rows
-        equal — then projects.
+        equal — then projects. As in Paimon's incremental diff, a key whose row changed yields its
+        new row only (``+U``; no ``-U`` before it), a new key ``+I`` and a removed key ``-D``.
 
         A primary-key table's states are diffed streamed, bucket by bucket in key order
         (:func:`~engine.scan.incremental.diff_key_ordered`): memory follows the reader's tables and
@@ -319,7 +323,7 @@ class IncrementalPlan:
             buckets = key_ordered_buckets([(reader, before_splits), (reader, after_splits)])
             pairs = [(before, after) for before, after in buckets]
             changes = diff_key_ordered(pairs, b.table.primary_keys, reader.output_schema)
-            return changes.select([ROWKIND, *columns])
+            return _without_before_images(changes).select([ROWKIND, *columns])
 
         def state(chosen: list[DataSplit]) -> pa.Table | None:
             parts = [t for s in chosen for t in reader.read(s)]
@@ -331,4 +335,11 @@ class IncrementalPlan:
         shape = (after if after is not None else before).schema  # type: ignore[union-attr]
         changes = diff_changes(before if before is not None else shape.empty_table(),
                                after if after is not None else shape.empty_table(), b.table.primary_keys)
-        return changes.select([ROWKIND, *columns])
+        return _without_before_images(changes).select([ROWKIND, *columns])
+
+
+def _without_before_images(changes: pa.Table) -> pa.Table:
+    """Paimon's diff emits a changed key's new row only: the ``-U`` rows go."""
+    import pyarrow.compute as pc
+
+    return changes.filter(pc.not_equal(changes.column(ROWKIND), "-U"))
