@@ -234,9 +234,8 @@ class DyntableReader(DataSourceReader):
             .with_merge_only(request.merge_only).with_read_optimized(self.system == "ro")
         )
         self.incremental = None
-        if request.incremental_between is not None:
-            between, mode = request.incremental_between, request.incremental_mode
-            self.incremental = self.builder.new_incremental(between, mode)
+        if request.incremental is not None:
+            self.incremental = self.builder.new_incremental(request.incremental)
         self._read: TableRead | None = None
 
     def partitions(self) -> Sequence[InputPartition]:

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine import Identifier, InvalidArgumentError, OverwriteSpec, Table, open_catalog
+from engine import Identifier, IncrementalQuery, InvalidArgumentError, OverwriteSpec, Table, open_catalog
 
 WAREHOUSE = "warehouse"
 TABLE = "table"
@@ -43,7 +43,12 @@ TIMESTAMP = "scan.timestamp"
 VERSION = "scan.version"
 READ_CHANGELOG = "read.changelog"
 INCREMENTAL_BETWEEN = "incremental-between"
+INCREMENTAL_BETWEEN_TIMESTAMP = "incremental-between-timestamp"
+INCREMENTAL_TO_AUTO_TAG = "incremental-to-auto-tag"
 INCREMENTAL_MODE = "incremental-between-scan-mode"
+INCREMENTAL_TAG_TO_SNAPSHOT = "incremental-between-tag-to-snapshot"
+INCREMENTAL_KEYS = (INCREMENTAL_BETWEEN, INCREMENTAL_BETWEEN_TIMESTAMP, INCREMENTAL_TO_AUTO_TAG,
+                    INCREMENTAL_MODE, INCREMENTAL_TAG_TO_SNAPSHOT)
 #: Set by the native scan on the data source half: plan this snapshot, read only its merge splits.
 MERGE_ONLY = "native-scan.merge-only"
 TIME_TRAVEL_KEYS = (SNAPSHOT_ID, TAG_NAME, TIMESTAMP_MILLIS, TIMESTAMP, VERSION)
@@ -57,8 +62,8 @@ COMMIT_IDENTIFIER = "commit-identifier"
 CHANGE_TRACKING = "change-tracking"
 
 _READ_KEYS = {
-    WAREHOUSE, TABLE, "path", BRANCH, CATALOG_OPTIONS, COLUMNS, FILTER, READ_CHANGELOG, INCREMENTAL_BETWEEN,
-    INCREMENTAL_MODE, MERGE_ONLY, *TIME_TRAVEL_KEYS,
+    WAREHOUSE, TABLE, "path", BRANCH, CATALOG_OPTIONS, COLUMNS, FILTER, READ_CHANGELOG, *INCREMENTAL_KEYS,
+    MERGE_ONLY, *TIME_TRAVEL_KEYS,
 }
 _WRITE_KEYS = {
     WAREHOUSE, TABLE, "path", BRANCH, CATALOG_OPTIONS, OVERWRITE_PARTITION, OVERWRITE_PARTITIONS,
@@ -167,6 +172,22 @@ class ReadVersion:
                    options.get(TIMESTAMP), options.get(VERSION))
 
 
+def incremental_options(query: IncrementalQuery) -> dict[str, str]:
+    """Paimon's option keys of an incremental read."""
+    values = (query.between, query.between_timestamp, query.to_auto_tag, query.scan_mode,
+              "true" if query.tag_to_snapshot else None)
+    return {k: v for k, v in zip(INCREMENTAL_KEYS, values, strict=True) if v is not None}
+
+
+def incremental_query(options: Mapping[str, str]) -> IncrementalQuery | None:
+    """The incremental read Paimon's option keys ask for (lower-case keys), or None."""
+    between, timestamp, to_tag = (options.get(k) for k in INCREMENTAL_KEYS[:3])
+    if between is None and timestamp is None and to_tag is None:
+        return None
+    return IncrementalQuery(between, timestamp, to_tag, options.get(INCREMENTAL_MODE) or "auto",
+                            bool(_bool(options, INCREMENTAL_TAG_TO_SNAPSHOT)))
+
+
 @dataclass(frozen=True)
 class ReadRequest:
     """One batch or streaming read.
@@ -174,9 +195,9 @@ class ReadRequest:
     ``columns``: the projection (Spark pushes no column pruning into Python sources, so the SQL
     layer passes it); ``filter``: a pruning predicate in the engine's JSON form, used only to
     skip partitions, buckets and files (Spark still applies the query's own filter);
-    ``changelog``: add the ``rowkind`` column; ``incremental_between``: ``'start,end'`` (tags or
-    snapshot ids, start exclusive) read as changes, with ``incremental_mode`` (Paimon's
-    ``incremental-between-scan-mode``); ``merge_only``: a snapshot id — read only its splits that
+    ``changelog``: add the ``rowkind`` column; ``incremental``: a batch incremental read (Paimon's
+    ``incremental-between`` / ``-timestamp`` / ``incremental-to-auto-tag`` with the scan mode
+    options; ``engine.IncrementalQuery``); ``merge_only``: a snapshot id — read only its splits that
     need a merge (the native scan reads the others); ``passthrough``: every other option,
     unchanged (streaming ``scan.mode``, ``consumer-id``, ``read.native-scan.enabled``, …).
     """
@@ -186,8 +207,7 @@ class ReadRequest:
     filter: str | None = None
     travel: ReadVersion | None = None
     changelog: bool = False
-    incremental_between: str | None = None
-    incremental_mode: str = "auto"
+    incremental: IncrementalQuery | None = None
     merge_only: int | None = None
     passthrough: Mapping[str, str] = field(default_factory=dict)
 
@@ -204,9 +224,8 @@ class ReadRequest:
             out.update(self.travel.to_options())
         if self.changelog:
             out[READ_CHANGELOG] = "true"
-        if self.incremental_between is not None:
-            out[INCREMENTAL_BETWEEN] = self.incremental_between
-            out[INCREMENTAL_MODE] = self.incremental_mode
+        if self.incremental is not None:
+            out.update(incremental_options(self.incremental))
         return out
 
     @classmethod
@@ -220,8 +239,7 @@ class ReadRequest:
             low.get(FILTER) or None,
             ReadVersion.from_options(low),
             bool(_bool(low, READ_CHANGELOG)),
-            low.get(INCREMENTAL_BETWEEN),
-            low.get(INCREMENTAL_MODE) or "auto",
+            incremental_query(low),
             _int(low, MERGE_ONLY),
             {k: v for k, v in low.items() if k not in _READ_KEYS},
         )
