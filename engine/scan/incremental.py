@@ -216,7 +216,7 @@ class IncrementalRange:
     start_id: int
 
 
-def _empty() -> IncrementalRange:
+def empty_range() -> IncrementalRange:
     return IncrementalRange(None, None, "empty", 0)
 
 
@@ -235,8 +235,9 @@ def _two(text: str, option: str, what: str) -> list[str]:
 
 
 def resolve_incremental(store: FileStore, query: IncrementalQuery) -> IncrementalRange:
-    """Resolve an incremental read as Paimon 2.0 does (``AbstractDataTableScan``'s incremental
-    starting scanners); an empty range reads no rows.
+    """Resolve ``incremental-between`` or ``incremental-between-timestamp`` as Paimon 2.0 does
+    (``AbstractDataTableScan``'s incremental starting scanners); an empty range reads no rows.
+    (``incremental-to-auto-tag`` knows automatic tag names: ``engine.ops.auto_tags``.)
 
     Raises:
         InvalidArgumentError: malformed values, a range that ends before it starts, snapshot ids
@@ -246,9 +247,11 @@ def resolve_incremental(store: FileStore, query: IncrementalQuery) -> Incrementa
     mode = _scan_mode(query.scan_mode)
     if query.between is not None:
         return resolve_between(store, query.between, mode, tag_to_snapshot=query.tag_to_snapshot)
-    if query.between_timestamp is not None:
-        return _between_timestamps(store, query.between_timestamp, mode)
-    return _to_auto_tag(store, query.to_auto_tag or "")
+    if query.between_timestamp is None:
+        raise InvalidArgumentError(
+            "incremental-to-auto-tag is resolved by engine.ops.auto_tags.range_to_auto_tag"
+        )
+    return _between_timestamps(store, query.between_timestamp, mode)
 
 
 def resolve_between(
@@ -273,7 +276,7 @@ def resolve_between(
             )
         check_visible(store, start, f"read incremental-between '{between}' starting at tag {left}")
         if start.id == end.id:
-            return _empty()
+            return empty_range()
         if not tag_to_snapshot:
             return IncrementalRange(start, end, "diff", start.id)
         if mode == "diff":
@@ -294,7 +297,7 @@ def resolve_between(
         )
     check_visible(store, start_id, f"read incremental-between '{between}' starting at {left}")
     if store.snapshots.earliest_id() is None or start_id == end_id:
-        return _empty()
+        return empty_range()
     if mode == "diff":
         return _diff(store, start_id, end_id)
     return _between_ids(store, start_id, end_id, mode, between)
@@ -362,14 +365,14 @@ def _between_timestamps(store: FileStore, text: str, mode: str) -> IncrementalRa
     snaps = store.snapshots
     earliest_id, latest_id = snaps.earliest_id(), snaps.latest_id()
     if earliest_id is None or latest_id is None:
-        return _empty()
+        return empty_range()
     if t2 < t1:
         raise InvalidArgumentError(
             f"incremental-between-timestamp: the end {right} is before the start {left}"
         )
     earliest, latest = snaps.get(earliest_id), snaps.get(latest_id)
     if t1 == t2 or t1 > latest.time_millis or t2 < earliest.time_millis:
-        return _empty()
+        return empty_range()
     start = snaps.at_or_before(t1)
     end = snaps.at_or_before(t2) or latest
     if mode == "diff":
@@ -377,31 +380,6 @@ def _between_timestamps(store: FileStore, text: str, mode: str) -> IncrementalRa
     start_id = earliest.id - 1 if start is None or earliest.time_millis > t1 else start.id
     check_visible(store, start_id, f"read incremental-between-timestamp '{text}'")
     return _between_ids(store, start_id, end.id, mode, f"{start_id},{end.id}")
-
-
-def _to_auto_tag(store: FileStore, end_tag: str) -> IncrementalRange:
-    """``incremental-to-auto-tag``: the diff from the automatic tag before ``end_tag`` to it
-    (empty when either does not exist)."""
-    from engine.meta.refs import TagStore
-    from engine.ops.auto_tags import period_of
-
-    period = period_of(store.options)
-    end_time = period.parse(end_tag)
-    if end_time is None:
-        raise InvalidArgumentError(
-            f"incremental-to-auto-tag: tag '{end_tag}' is not an automatic tag's name for this table's "
-            "tag.creation-period and tag.period-formatter"
-        )
-    tags = TagStore(store.io, store.paths)
-    if not tags.exists(end_tag):
-        return _empty()
-    earlier = [(t, name) for name in tags.names() if (t := period.parse(name)) is not None and t < end_time]
-    if not earlier:
-        return _empty()
-    start = tags.get(max(earlier)[1]).snapshot
-    end = tags.get(end_tag).snapshot
-    check_visible(store, start, f"read incremental-to-auto-tag '{end_tag}'")
-    return IncrementalRange(start, end, "diff", start.id)
 
 
 def range_splits(store: FileStore, rng: IncrementalRange) -> list[ChangeSplit]:

@@ -95,7 +95,8 @@ def _batch(keys, tag: str, kinds=None) -> pa.Table:
 
 def _whole_diff(t, between: str) -> pa.Table:
     """The diff as it was computed before streaming: both states read whole, then diffed (without
-    the ``-U`` rows, which Paimon's incremental diff does not emit)."""
+    the ``-U`` rows, which Paimon's incremental diff does not emit; every row here was upserted, so
+    the end state stores a changed row as ``+I``)."""
     rng = resolve_between(t.store, between, "diff")
 
     def state(snapshot):
@@ -105,7 +106,8 @@ def _whole_diff(t, between: str) -> pa.Table:
         return b.new_read().to_arrow(b.new_scan().plan().splits)
 
     changes = diff_changes(state(rng.start), state(rng.end), ["k"])
-    return changes.filter(pc.not_equal(changes.column("rowkind"), "-U"))
+    changes = changes.filter(pc.not_equal(changes.column("rowkind"), "-U"))
+    return changes.set_column(0, "rowkind", pc.replace_substring(changes.column("rowkind"), "+U", "+I"))
 
 
 @pytest.mark.parametrize("options", [
