@@ -339,6 +339,9 @@ class SqlSession:
         )
         if not streaming and request.travel is not None:
             _check_time_travel(request)
+        if not streaming and request.incremental is not None:
+            # Resolved now (metadata only) so a bad range fails the statement, typed and located.
+            resolve(request)[0].new_read_builder().new_incremental(request.incremental)
         self.read(request, streaming=streaming).createOrReplaceTempView(b.view)
         self._views.append(b.view)
 
