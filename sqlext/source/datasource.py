@@ -79,7 +79,8 @@ def resolve(request: ReadRequest | WriteRequest) -> tuple[Table, str | None]:
     """The table (branch and the request's dynamic table options applied) and the system table
     name, if the request names one."""
     table = request.target.open()
-    overrides = table_overrides(request.passthrough)
+    dynamic = request.dynamic if isinstance(request, WriteRequest) else {}
+    overrides = table_overrides({**dynamic, **request.passthrough})
     return (table.with_options(overrides) if overrides else table), request.target.system_table
 
 

@@ -49,6 +49,9 @@ INCREMENTAL_MODE = "incremental-between-scan-mode"
 INCREMENTAL_TAG_TO_SNAPSHOT = "incremental-between-tag-to-snapshot"
 INCREMENTAL_KEYS = (INCREMENTAL_BETWEEN, INCREMENTAL_BETWEEN_TIMESTAMP, INCREMENTAL_TO_AUTO_TAG,
                     INCREMENTAL_MODE, INCREMENTAL_TAG_TO_SNAPSHOT)
+#: The session's ``spark.paimon.*`` keys, one JSON object: ``from_options`` applies the ones that
+#: name the request's table (or every table) under the explicit options (``sqlext.source.dynamic``).
+SESSION_CONF = "session-conf"
 #: Set by the native scan on the data source half: plan this snapshot, read only its merge splits.
 MERGE_ONLY = "native-scan.merge-only"
 TIME_TRAVEL_KEYS = (SNAPSHOT_ID, TAG_NAME, TIMESTAMP_MILLIS, TIMESTAMP, VERSION)
@@ -63,17 +66,31 @@ CHANGE_TRACKING = "change-tracking"
 
 _READ_KEYS = {
     WAREHOUSE, TABLE, "path", BRANCH, CATALOG_OPTIONS, COLUMNS, FILTER, READ_CHANGELOG, *INCREMENTAL_KEYS,
-    MERGE_ONLY, *TIME_TRAVEL_KEYS,
+    MERGE_ONLY, SESSION_CONF, *TIME_TRAVEL_KEYS,
 }
 _WRITE_KEYS = {
     WAREHOUSE, TABLE, "path", BRANCH, CATALOG_OPTIONS, OVERWRITE_PARTITION, OVERWRITE_PARTITIONS,
     OVERWRITE_MODE.lower(), "dynamic-partition-overwrite", OVERWRITE_BASE_SNAPSHOT, COMMIT_USER,
-    COMMIT_IDENTIFIER, CHANGE_TRACKING,
+    COMMIT_IDENTIFIER, CHANGE_TRACKING, SESSION_CONF,
 }
 
 
 def _lower_keys(options: Mapping[str, str]) -> dict[str, str]:
     return {k.lower(): v for k, v in options.items()}
+
+
+def session_dynamic(options: Mapping[str, str]) -> dict[str, str]:
+    """The dynamic options the session's ``spark.paimon.*`` keys (the ``session-conf`` option,
+    lower-case ``options``) give the request's table: the one place SQL and DataFrame reads and
+    writes resolve them (Paimon's ``OptionUtils``)."""
+    from sqlext.source.dynamic import session_overrides
+
+    conf = _json(options, SESSION_CONF, dict, "a JSON object") or {}
+    name = options.get(TABLE) or options.get("path")
+    if not conf or not name:
+        return {}
+    ident = Identifier.parse(name)
+    return {k.lower(): str(v) for k, v in session_overrides(conf, ident.database, ident.table).items()}
 
 
 def _bool(options: Mapping[str, str], key: str) -> bool | None:
@@ -230,7 +247,10 @@ class ReadRequest:
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ReadRequest:
+        """Parse a source's options; the session's dynamic options (``session-conf``) apply under
+        the explicit ones (a hint or ``.option()`` wins), as every other option does."""
         low = _lower_keys(options)
+        low = {**session_dynamic(low), **low}
         text = low.get(COLUMNS)
         columns = tuple(c.strip() for c in text.split(",") if c.strip()) if text else None
         return cls(
@@ -253,7 +273,9 @@ class WriteRequest:
     ``commit_identifier``: a commit with an identifier this user already committed is skipped
     (exactly-once ``foreachBatch`` writes); ``base_snapshot_id``: an overwrite computed from a
     read of that snapshot conflicts with any change to the replaced partitions after it. Table
-    options such as ``write-only`` travel in ``passthrough`` and apply to the opened table.
+    options such as ``write-only`` travel in ``passthrough`` and apply to the opened table;
+    ``dynamic``: the session's dynamic options for the table (``session-conf``), applied like the
+    passthrough but never stored by a write that creates its table.
     """
 
     target: TableTarget
@@ -263,6 +285,7 @@ class WriteRequest:
     base_snapshot_id: int | None = None
     change_tracking: bool | None = None
     passthrough: Mapping[str, str] = field(default_factory=dict)
+    dynamic: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def save_mode(self) -> str:
@@ -270,7 +293,7 @@ class WriteRequest:
         return "append" if self.overwrite is None else "overwrite"
 
     def to_options(self) -> dict[str, str]:
-        out = dict(self.passthrough)
+        out = {**self.dynamic, **self.passthrough}
         out.update(self.target.to_options())
         o = self.overwrite
         if o is not None and o.dynamic:
@@ -317,4 +340,5 @@ class WriteRequest:
             _int(low, OVERWRITE_BASE_SNAPSHOT),
             _bool(low, CHANGE_TRACKING),
             {k: v for k, v in low.items() if k not in _WRITE_KEYS},
+            session_dynamic(low),
         )
