@@ -73,9 +73,11 @@ from engine.schema import TableSchema
 from engine.system_tables import (
     DATA_TABLES,
     METADATA_TABLES,
+    binlog_schema,
     read_system_table,
     system_table_columns,
     system_table_schema,
+    to_binlog,
 )
 from engine.table import Table
 from engine.write.conform import coerce_spec, coerce_value
@@ -123,6 +125,8 @@ __all__ = [
     "predicate",
     # system tables
     "DATA_TABLES",
+    "binlog_schema",
+    "to_binlog",
     "METADATA_TABLES",
     "read_system_table",
     "system_table_columns",
