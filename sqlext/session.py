@@ -341,6 +341,10 @@ class SqlSession:
         table_overrides(request.passthrough)  # a dynamic option that cannot apply fails the statement
         if not streaming and request.travel is not None:
             _check_time_travel(request)
+        if streaming and request.incremental is not None:
+            raise InvalidArgumentError(
+                f"{ident.full_name}: an incremental read (incremental-between, "
+                "paimon_incremental_query, ...) is a batch read and cannot be streamed")
         if not streaming and request.incremental is not None:
             # Resolved now (metadata only) so a bad range fails the statement, typed and located.
             resolve(request)[0].new_read_builder().new_incremental(request.incremental)

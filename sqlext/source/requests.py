@@ -52,6 +52,9 @@ INCREMENTAL_KEYS = (INCREMENTAL_BETWEEN, INCREMENTAL_BETWEEN_TIMESTAMP, INCREMEN
 #: The session's ``spark.paimon.*`` keys, one JSON object: ``from_options`` applies the ones that
 #: name the request's table (or every table) under the explicit options (``sqlext.source.dynamic``).
 SESSION_CONF = "session-conf"
+#: Set by ``to_options``: the request was resolved already (its dynamic options are among its
+#: options), so a ``session-conf`` added on the way (``sqlext.source.session_conf``) is not applied twice.
+SESSION_APPLIED = "session-conf-applied"
 #: Set by the native scan on the data source half: plan this snapshot, read only its merge splits.
 MERGE_ONLY = "native-scan.merge-only"
 TIME_TRAVEL_KEYS = (SNAPSHOT_ID, TAG_NAME, TIMESTAMP_MILLIS, TIMESTAMP, VERSION)
@@ -66,12 +69,12 @@ CHANGE_TRACKING = "change-tracking"
 
 _READ_KEYS = {
     WAREHOUSE, TABLE, "path", BRANCH, CATALOG_OPTIONS, COLUMNS, FILTER, READ_CHANGELOG, *INCREMENTAL_KEYS,
-    MERGE_ONLY, SESSION_CONF, *TIME_TRAVEL_KEYS,
+    MERGE_ONLY, SESSION_CONF, SESSION_APPLIED, *TIME_TRAVEL_KEYS,
 }
 _WRITE_KEYS = {
     WAREHOUSE, TABLE, "path", BRANCH, CATALOG_OPTIONS, OVERWRITE_PARTITION, OVERWRITE_PARTITIONS,
     OVERWRITE_MODE.lower(), "dynamic-partition-overwrite", OVERWRITE_BASE_SNAPSHOT, COMMIT_USER,
-    COMMIT_IDENTIFIER, CHANGE_TRACKING, SESSION_CONF,
+    COMMIT_IDENTIFIER, CHANGE_TRACKING, SESSION_CONF, SESSION_APPLIED,
 }
 
 
@@ -85,6 +88,8 @@ def session_dynamic(options: Mapping[str, str]) -> dict[str, str]:
     writes resolve them (Paimon's ``OptionUtils``)."""
     from sqlext.source.dynamic import session_overrides
 
+    if options.get(SESSION_APPLIED) == "true":
+        return {}
     conf = _json(options, SESSION_CONF, dict, "a JSON object") or {}
     name = options.get(TABLE) or options.get("path")
     if not conf or not name:
@@ -231,6 +236,7 @@ class ReadRequest:
     def to_options(self) -> dict[str, str]:
         out = dict(self.passthrough)
         out.update(self.target.to_options())
+        out[SESSION_APPLIED] = "true"
         if self.merge_only is not None:
             out[MERGE_ONLY] = str(self.merge_only)
         if self.columns is not None:
@@ -295,6 +301,7 @@ class WriteRequest:
     def to_options(self) -> dict[str, str]:
         out = {**self.dynamic, **self.passthrough}
         out.update(self.target.to_options())
+        out[SESSION_APPLIED] = "true"
         o = self.overwrite
         if o is not None and o.dynamic:
             out[OVERWRITE_MODE] = "dynamic"
