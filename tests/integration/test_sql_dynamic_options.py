@@ -203,3 +203,17 @@ def test_dynamic_options_reach_streaming_reads(spark, session, conf, tmp_path):
     q.awaitTermination(120)
     assert q.exception() is None
     assert sorted(r[0] for r in spark.read.parquet(sink).collect()) == [3]
+
+
+def test_dynamic_options_reach_dataframe_writes(spark, session, conf):
+    run(session, "CREATE TABLE t (id INT)")
+    conf(**{"spark.paimon.*.default.t.tag.automatic-creation": "batch",
+            "spark.paimon.tag.batch.customized-name": "from-conf"})
+    (spark.createDataFrame([(1,)], "id int").write.format("dyntable").option("warehouse", session.warehouse)
+     .option("table", "default.t").mode("append").save())
+    assert tags(session, "t") == ({"from-conf": 1}, 1)
+    # An explicit write option wins over the session's key.
+    (spark.createDataFrame([(2,)], "id int").write.format("dyntable").option("warehouse", session.warehouse)
+     .option("table", "default.t").option("tag.batch.customized-name", "explicit").mode("append").save())
+    assert tags(session, "t") == ({"from-conf": 1, "explicit": 2}, 2)
+    assert "tag.automatic-creation" not in session.table(TableName.parse("t")).options  # never stored

@@ -113,6 +113,21 @@ def test_incremental_query_with_delete_after_compact(session):
     assert run(session, AUDIT_TAGS) == [("-D", 1)]
 
 
+def test_incremental_query_with_delete_after_minor_compact(session):
+    run(session, WRITE_ONLY_PK)
+    run(session, "INSERT INTO t SELECT /*+ REPARTITION(1) */ CAST(id AS INT) FROM range(1, 100001)")
+    run(session, "CALL sys.compact(table => 't')")
+    run(session, "INSERT INTO t VALUES 100001")
+    run(session, "INSERT INTO t VALUES 100002")
+    run(session, "CALL sys.create_tag('t', 'tag1')")
+    # Paimon passes options => 'num-sorted-run.compaction-trigger=2' to the procedure.
+    run(session, "ALTER TABLE t SET TBLPROPERTIES ('num-sorted-run.compaction-trigger' = '2')")
+    run(session, "CALL sys.compact(table => 't', compact_strategy => 'minor')")
+    run(session, "DELETE FROM t WHERE id = 999")
+    run(session, "CALL sys.create_tag('t', 'tag2')")
+    assert run(session, AUDIT_TAGS) == [("-D", 999)]
+
+
 def test_incremental_query_with_delete_after_compact2(session):
     run(session, WRITE_ONLY_PK)
     run(session, "INSERT INTO t VALUES 1")
