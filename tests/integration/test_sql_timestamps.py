@@ -183,7 +183,8 @@ def test_ddl_timestamp_is_sparks_timestamp(ny):
         "st": "STRUCT<at: TIMESTAMP_LTZ, wall: TIMESTAMP_NTZ>", "day": "TIMESTAMP_LTZ",
     }
     # DESCRIBE prints what Spark prints for the same columns
-    described = {r[0]: r[1] for r in _run(ny, "DESCRIBE kinds").dataframe.collect() if r[0] and r[0][0] != "#"}
+    described = {r[0]: r[1] for r in _run(ny, "DESCRIBE kinds").dataframe.collect()
+                 if r[0] and r[0][0] != "#"}
     assert described["at"] == described["inst"] == described["day"] == "timestamp"
     assert described["wall"] == "timestamp_ntz"
     assert described["st"] == "struct<at:timestamp,wall:timestamp_ntz>"
@@ -220,7 +221,8 @@ def test_ddl_timestamp_follows_the_session_setting(ntz_session):
     assert _types(s, "walls") == {"id": "INT", "at": "TIMESTAMP_NTZ", "inst": "TIMESTAMP_LTZ",
                                   "arr": "ARRAY<TIMESTAMP_NTZ>", "added": "TIMESTAMP_NTZ"}
     _run(s, "CREATE TABLE walls_ctas AS SELECT 1 AS id, TIMESTAMP '2024-01-02 03:04:05' AS lit, "
-            "CAST('2024-01-02 03:04:05' AS TIMESTAMP) AS cast_ts, TIMESTAMP_LTZ '2024-01-02 03:04:05' AS inst")
+            "CAST('2024-01-02 03:04:05' AS TIMESTAMP) AS cast_ts, "
+            "TIMESTAMP_LTZ '2024-01-02 03:04:05' AS inst")
     assert _types(s, "walls_ctas") == {"id": "INT NOT NULL", "lit": "TIMESTAMP_NTZ NOT NULL",
                                        "cast_ts": "TIMESTAMP_NTZ", "inst": "TIMESTAMP_LTZ NOT NULL"}
     (row,) = _rows(s, "walls_ctas", "id")
@@ -252,7 +254,8 @@ def test_existing_tables_keep_their_types(ny):
     is still wall-clock: its column reads as Spark's TIMESTAMP_NTZ whatever the session's setting."""
     import pyarrow as pa
 
-    table = ny.catalog.create_table("default.legacy", pa.schema([("id", pa.int32()), ("ts", pa.timestamp("us"))]))
+    schema = pa.schema([("id", pa.int32()), ("ts", pa.timestamp("us"))])
+    table = ny.catalog.create_table("default.legacy", schema)
     table.write_arrow(pa.table({"id": [1], "ts": [dt.datetime(2024, 1, 2, 3, 4, 5)]},
                                schema=table.arrow_schema))
     assert _types(ny, "legacy") == {"id": "INT", "ts": "TIMESTAMP_NTZ"}

@@ -22,7 +22,8 @@ SETUP = [
     "CREATE TABLE shop.orders (id BIGINT NOT NULL COMMENT 'order number', amount DECIMAL(10,2), "
     "placed TIMESTAMP_NTZ, shipped TIMESTAMP, PRIMARY KEY (id) NOT ENFORCED) COMMENT 'one row per order'",
     "CREATE TABLE shop.items (sku STRING, qty INT)",
-    "INSERT INTO shop.orders VALUES (1, 9.5, TIMESTAMP_NTZ'2024-01-01 10:00:00', TIMESTAMP'2024-01-02 10:00:00')",
+    "INSERT INTO shop.orders VALUES (1, 9.5, TIMESTAMP_NTZ'2024-01-01 10:00:00', "
+    "TIMESTAMP'2024-01-02 10:00:00')",
     "CREATE VIEW shop.big_orders COMMENT 'orders over 5' AS SELECT id FROM shop.orders WHERE amount > 5",
 ]
 SYSTEM_TABLES = sorted(f"orders${n}" for n in (*METADATA_TABLES, *DATA_TABLES))

@@ -142,7 +142,8 @@ def test_jdbc_reads_both_kinds_as_sql_timestamps(kinds, timestamps_program):
     lines = [line.split("\t") for line in done.stdout.splitlines()]
     # java.sql.Types.TIMESTAMP is 93; the driver's getObject parses the text into java.sql.Timestamp
     assert lines == [
-        ["column", "id", "int", "4"], ["column", "at", "timestamp", "93"], ["column", "wall", "timestamp", "93"],
+        ["column", "id", "int", "4"], ["column", "at", "timestamp", "93"],
+        ["column", "wall", "timestamp", "93"],
         ["row", "java.lang.Integer=1", "java.sql.Timestamp=2024-01-02 03:04:05.123456",
          "java.sql.Timestamp=2024-01-02 03:04:05.123456"],
         ["row", "java.lang.Integer=2", "null", "null"],
