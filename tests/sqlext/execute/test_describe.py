@@ -363,7 +363,8 @@ def test_describe_extended_lists_column_default_values(ctx):
     # DescribeTableTestBase: the default shows as stored ('Bob'), in Spark's "# Column Default Values"
     from engine.types import INT, STRING, DataField
 
-    ctx.catalog.create_table("default.d", [DataField(0, "id", INT()), DataField(1, "name", STRING(), None, "'Bob'")])
+    fields = [DataField(0, "id", INT()), DataField(1, "name", STRING(), None, "'Bob'")]
+    ctx.catalog.create_table("default.d", fields)
     got = triples(run(ctx, "DESCRIBE EXTENDED d"))
     at = got.index(("# Column Default Values", "", ""))
     assert got[at - 1] == ("", "", "") and got[at + 1:] == [("name", ctx.type_text(STRING()), "'Bob'")]
