@@ -62,7 +62,8 @@ def test_add_and_drop_nested_column(session):
     run(session, "ALTER TABLE t DROP COLUMN v.f2.f1")
     run(
         session,
-        "INSERT INTO t VALUES (1, STRUCT(12, STRUCT(102, 1002), 'one')), (4, STRUCT(42, STRUCT(402, 4002), 'four'))",
+        "INSERT INTO t VALUES (1, STRUCT(12, STRUCT(102, 1002), 'one')), "
+        "(4, STRUCT(42, STRUCT(402, 4002), 'four'))",
     )
     assert rows(session, "SELECT * FROM t") == [
         (1, (12, (102, 1002), "one")),
@@ -148,7 +149,8 @@ def test_add_and_drop_nested_column_in_map(session):
         # testRenameNestedColumnInArray
         (
             "ARRAY<STRUCT<f1: STRING, f2: INT>>",
-            "(1, ARRAY(STRUCT('apple', 100), STRUCT('banana', 101))), (2, ARRAY(STRUCT('cat', 200), STRUCT('dog', 201)))",
+            "(1, ARRAY(STRUCT('apple', 100), STRUCT('banana', 101))), "
+            "(2, ARRAY(STRUCT('cat', 200), STRUCT('dog', 201)))",
             "v.element.f1 to f100",
             "v[0].f100",
             ["apple", "cat"],
@@ -182,7 +184,8 @@ def test_update_nested_column_type(session):
     run(session, "ALTER TABLE t CHANGE COLUMN v.f2.f2 f2 BIGINT")
     run(
         session,
-        "INSERT INTO t VALUES (1, STRUCT(11, STRUCT('APPLE', 101))), (3, STRUCT(31, STRUCT('CHERRY', 3000000000000)))",
+        "INSERT INTO t VALUES (1, STRUCT(11, STRUCT('APPLE', 101))), "
+        "(3, STRUCT(31, STRUCT('CHERRY', 3000000000000)))",
     )
     assert rows(session, "SELECT v.f2.f2, k FROM t") == [(101, 1), (200, 2), (3000000000000, 3)]
 
