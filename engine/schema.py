@@ -691,7 +691,7 @@ def _columns(
 ) -> list[tuple[str, DataType, str | None, str | None]]:
     """(name, type, comment, default value) of each column a caller of ``create`` gives."""
     if isinstance(spec, pa.Schema):
-        out = []
+        out: list[tuple[str, DataType, str | None, str | None]] = []
         for af in spec:
             f = from_arrow_field(af)
             out.append((f.name, f.type, f.description, None))
