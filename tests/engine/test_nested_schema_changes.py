@@ -21,7 +21,7 @@ from engine.schema_changes import (
     UpdateColumnComment,
     UpdateColumnType,
 )
-from engine.types import BIGINT, INT, STRING, parse_sql_type
+from engine.types import BIGINT, INT, STRING, DataField, parse_sql_type
 
 NESTED = "STRUCT<f1: INT, f2: STRUCT<f1: STRING, f2: INT>>"
 
@@ -319,3 +319,50 @@ def test_rename_and_retype_nested_columns_in_arrays_and_maps(catalog):
         "db.t", [AddColumn(("a", "element", "f3"), STRING()), DropColumn(("a", "element", "f100"))]
     )
     assert [r[1] for r in _rows(t)] == [[{"f2": 100, "f3": None}], [{"f2": 3000000000000, "f3": None}]]
+
+
+# ---- column defaults (Paimon 1.2+: the field's defaultValue) -------------------------------------
+
+
+def test_a_null_written_to_a_column_with_a_default_becomes_the_default(catalog):
+    from engine.schema_changes import UpdateColumnDefault
+
+    t = catalog.create_table("db.d", [("a", "INT"), ("b", "INT"), ("c", "STRING"), ("d", "DATE")])
+    t = catalog.alter_table(
+        "db.d",
+        [
+            UpdateColumnDefault("b", "2"),
+            UpdateColumnDefault("c", "'my_value'"),
+            UpdateColumnDefault("d", "'2024-01-02'"),
+        ],
+    )
+    assert t.schema.field("c").default_value == "'my_value'"
+    t.write_arrow(pa.table({"a": pa.array([1, 2], pa.int32()), "b": pa.array([None, 5], pa.int32())}))
+    import datetime as dt
+
+    assert _rows(t) == [(1, 2, "my_value", dt.date(2024, 1, 2)), (2, 5, "my_value", dt.date(2024, 1, 2))]
+    t = catalog.alter_table("db.d", [UpdateColumnDefault("b", None)])
+    assert t.schema.field("b").default_value is None
+    t.write_arrow(pa.table({"a": pa.array([3], pa.int32())}))
+    assert (3, None, "my_value", dt.date(2024, 1, 2)) in _rows(t)
+
+
+@pytest.mark.parametrize(
+    ("type_", "text"),
+    [("INT", "current_timestamp()"), ("INT", "'x'"), ("DATE", "1 + 1"), ("ARRAY<INT>", "ARRAY(1)")],
+)
+def test_defaults_that_do_not_cast_are_refused(type_, text):
+    from engine.schema_changes import UpdateColumnDefault
+
+    s = TableSchema.create([("a", type_)])
+    with pytest.raises(InvalidArgumentError, match="default value"):
+        s.apply_changes([UpdateColumnDefault("a", text)])
+    with pytest.raises(InvalidArgumentError, match="default value"):
+        TableSchema.create([DataField(0, "a", parse_sql_type(type_), None, text)])
+
+
+def test_nested_fields_take_no_default():
+    from engine.schema_changes import UpdateColumnDefault
+
+    with pytest.raises(InvalidArgumentError, match="nested field 'v.f1'"):
+        base().apply_changes([UpdateColumnDefault(("v", "f1"), "1")])
