@@ -465,6 +465,8 @@ class _Evolution:
             if change.default is not None:
                 check_default_value(self.fields[i].type, change.default)
             self.fields[i] = replace(self.fields[i], default_value=change.default)
+            # the option older dyntable versions stored the default in: the field is the one place now
+            self.options.pop(f"fields.{self.fields[i].name}.default-value", None)
         else:
             raise InvalidArgumentError(f"unsupported schema change {change!r}")
 

@@ -366,3 +366,11 @@ def test_nested_fields_take_no_default():
 
     with pytest.raises(InvalidArgumentError, match="nested field 'v.f1'"):
         base().apply_changes([UpdateColumnDefault(("v", "f1"), "1")])
+
+
+def test_setting_or_dropping_a_default_retires_the_older_option():
+    from engine.schema_changes import UpdateColumnDefault
+
+    s = TableSchema.create([("a", "INT"), ("b", "INT")], options={"fields.b.default-value": "0"})
+    assert "fields.b.default-value" not in s.apply_changes([UpdateColumnDefault("b", "1")]).options
+    assert "fields.b.default-value" not in s.apply_changes([UpdateColumnDefault("b", None)]).options
