@@ -24,12 +24,7 @@ from the modules of plain values ``engine.errors``, ``engine.types``, ``engine.o
 (pyproject.toml). Every other module is internal and may change.
 """
 
-from engine.append_deletions import (
-    AppendDeletionCommit,
-    dv_scan_files,
-    group_positions,
-    writes_append_deletion_vectors,
-)
+from engine.append_deletions import AppendDeletionCommit, group_positions
 from engine.builders.commit import CommitBuilder
 from engine.builders.hooks import CompactionRunner, PostCommit
 from engine.builders.read import ReadBuilder, TableRead
@@ -109,10 +104,7 @@ __all__ = [
     # values the SQL layer reads or shows
     "ADD_KINDS",
     "AppendDeletionCommit",
-    "dv_scan_files",
     "group_positions",
-    "writes_append_deletion_vectors",
-    "BATCH_COMMIT_IDENTIFIER",
     "ROWKIND",
     "CommitKind",
     "MergeConfig",

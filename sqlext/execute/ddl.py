@@ -26,8 +26,8 @@ from engine.schema_changes import (
     UpdateColumnType,
     UpdateComment,
 )
-from engine.types import parse_sql_type
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
+from sqlext.execute.column_types import TIMESTAMP_TYPE_SETTING, column_type
 from sqlext.execute.planning import (
     AlterTable,
     CreateDatabase,
@@ -171,7 +171,7 @@ def add_columns(ctx: PlannerContext, n: ast.AddColumns, stmt: Statement) -> Plan
                 "and write the value with UPDATE if rows need it",
                 line=stmt.line, column=stmt.column,
             )
-        dtype = parse_sql_type(c.type.text)
+        dtype = column_type(c.type.text, ctx.engine_setting(TIMESTAMP_TYPE_SETTING))
         position: Any = "first" if added.first else (("after", added.after) if added.after else None)
         name: ColumnName = (*added.parents, c.name) if added.parents else c.name
         changes.append(AddColumn(name, dtype if c.nullable else dtype.copy(False), c.comment, position))
@@ -215,7 +215,8 @@ def alter_column(ctx: PlannerContext, n: ast.AlterColumn, stmt: Statement) -> Pl
         )
     changes: list[SchemaChange] = []
     if n.type is not None:
-        changes.append(UpdateColumnType(n.column, parse_sql_type(n.type.text)))
+        new_type = column_type(n.type.text, ctx.engine_setting(TIMESTAMP_TYPE_SETTING))
+        changes.append(UpdateColumnType(n.column, new_type))
     if n.comment is not None:
         changes.append(UpdateColumnComment(n.column, n.comment))
     if n.default is not None or n.drop_default:
