@@ -35,6 +35,7 @@ from engine.commit_messages import CommitMessage, CommitResult, OverwriteSpec
 from engine.compaction import CompactionTask
 from engine.compaction import run_task as run_compaction_task
 from engine.count_layout import is_count_layout
+from engine.default_values import default_text
 from engine.errors import (
     AlreadyExistsError,
     BranchAlreadyExistsError,
@@ -84,6 +85,7 @@ __all__ = [
     "Snapshot",
     "Table",
     "TableSchema",
+    "default_text",
     "open_catalog",
     # the builders: read, write, commit (engine.builders)
     "CommitBuilder",

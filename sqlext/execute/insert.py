@@ -7,10 +7,11 @@ the engine's builders in one commit (``sqlext.source.write_job``: tasks write, t
 commits). Primary-key writes skip compaction inside the tasks; the commit's post-commit hooks
 compact afterwards in one distributed job (one Spark task per bucket that needs it).
 
-Columns left out of a column list get their declared default (``fields.<c>.default-value``,
-which CREATE TABLE's ``DEFAULT`` stores), a bare ``DEFAULT`` in a ``VALUES`` row stands for the
-default of the column it fills (NULL without one), as in Spark, and a NULL written to a column
-with a default becomes the default (Paimon's documented rule for INSERT, UPDATE and MERGE).
+Columns left out of a column list get their declared default (the field's ``defaultValue``, which
+CREATE TABLE's ``DEFAULT`` and ``ALTER COLUMN ... SET DEFAULT`` store), a bare ``DEFAULT`` in a
+``VALUES`` row stands for the default of the column it fills (NULL without one), as in Spark, and
+a NULL written to a column with a default becomes the default (Paimon's documented rule for
+INSERT, UPDATE and MERGE).
 
 ``INSERT OVERWRITE`` without a full static partition replaces, as Spark and Paimon's Spark
 integration do by default (``static`` mode), the whole table (or everything under the static
@@ -36,7 +37,15 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from engine import ROWKIND, InvalidArgumentError, OverwriteSpec, Table, coerce_spec, is_count_layout
+from engine import (
+    ROWKIND,
+    InvalidArgumentError,
+    OverwriteSpec,
+    Table,
+    coerce_spec,
+    default_text,
+    is_count_layout,
+)
 from engine.options import parse_duration
 from engine.types import TypeRoot
 from sqlext.errors import SqlAnalysisError
@@ -78,32 +87,23 @@ def spark_interval(text: str, stmt: Statement | None = None) -> str:
 
 
 def column_defaults(table: Table) -> dict[str, str]:
-    """``{column: Spark expression of its declared default}`` (``fields.<c>.default-value``)."""
+    """``{column: Spark expression of its declared default}``: the field's ``defaultValue`` (Paimon
+    1.2+; the text without its quotes, cast to the column's type, as Paimon's writers read it), else
+    the older option ``fields.<c>.default-value``."""
     types = {f.name: f.type for f in table.schema.fields}
-    out = {}
+    texts = {}
     for key, value in table.schema.options.items():
         m = _DEFAULT_VALUE.match(key)
         if m and m.group(1) in types:
-            text = str(value).replace("\\", "\\\\").replace("'", "\\'")
-            out[m.group(1)] = f"CAST('{text}' AS {paimon_to_spark_ddl(types[m.group(1)])})"
+            texts[m.group(1)] = str(value)
+    texts.update(
+        {f.name: default_text(f.default_value) for f in table.schema.fields if f.default_value is not None}
+    )
+    out = {}
+    for name, value in texts.items():
+        text = value.replace("\\", "\\\\").replace("'", "\\'")
+        out[name] = f"CAST('{text}' AS {paimon_to_spark_ddl(types[name])})"
     return out
-
-
-def default_value_option(s: SqlSession, column: str, dtype: Any, expression: str,
-                         stmt: Statement | None = None) -> str | None:
-    """The ``fields.<c>.default-value`` text of a column's ``DEFAULT <expression>`` (None: NULL).
-
-    The expression is evaluated once by Spark, cast to the column's type: Paimon's option holds a
-    value, not an expression. ARRAY/MAP/ROW defaults have no text form in that option: refused.
-    """
-    if dtype.is_nested:
-        raise SqlAnalysisError(
-            f"DEFAULT on column '{column}' of type {dtype.root.value} is not supported (only atomic types)",
-            line=stmt.line if stmt else None, column=stmt.column if stmt else None, sqlstate="0A000",
-        )
-    spark_type = paimon_to_spark_ddl(dtype)
-    value = s.spark.sql(f"SELECT CAST(CAST(({expression}) AS {spark_type}) AS STRING) AS v").collect()[0][0]
-    return None if value is None else str(value)
 
 
 # One token of a VALUES list: a quoted string or name, a comment, a word, or any other character.
