@@ -9,8 +9,11 @@ expiration, snapshot expiration — the hooks every commit carries (``CommitBuil
 * automatic tags (``tag.automatic-creation``), always;
 * unless ``write-only``: partition expiration when its check interval passed, then snapshot
   expiration. Paimon's ``write-only`` means exactly that: writers never compact and commits never
-  expire; a dedicated job does both;
-* Iceberg metadata (``metadata.iceberg.storage``, ``engine.iceberg``), always, last.
+  expire; a dedicated job does both.
+
+Iceberg metadata (``metadata.iceberg.storage``) is not a hook here: like Paimon's commit callback
+it follows every snapshot where snapshots are published (``engine.commit``, ``engine.ops.republish``)
+and drops expired snapshots inside expiration, before their files go (``engine.iceberg``).
 
 Each step is guarded on its own: the write is committed, so nothing here can fail it (failures
 are logged and the step is tried again after a later commit).
@@ -52,10 +55,7 @@ class PostCommit:
         from engine.ops.auto_tags import run_after_commit as auto_tags
 
         auto_tags(table.store)  # never raises
-        from engine.iceberg import run_after_commit as iceberg_metadata
-
         if table.core_options.write_only:
-            iceberg_metadata(table.store)  # never raises
             return result  # Paimon's write-only: compaction and expiration belong to a dedicated job
         from engine.ops.expire_partitions import run_after_commit as expire_partitions
         from engine.ops.expire_snapshots import run_after_commit as expire_snapshots
@@ -63,8 +63,6 @@ class PostCommit:
         # Partitions first: their mark-delete commit is a snapshot the expiration then counts.
         expire_partitions(table.store)  # never raises
         expire_snapshots(table.store)  # never raises; sync or async by snapshot.expire.execution-mode
-        # Last: it publishes the snapshots this commit and its compaction made, minus those just expired.
-        iceberg_metadata(table.store)  # never raises
         return result
 
     def _compact(self, table: Table, buckets: set[tuple[bytes, int]], full: bool) -> CommitResult:

@@ -73,16 +73,31 @@ def manifest_entry_schema(partition_fields: Sequence[dict[str, Any]]) -> dict[st
             {"name": "content", "type": "int", "field-id": 134},
             {"name": "file_path", "type": "string", "field-id": 100},
             {"name": "file_format", "type": "string", "field-id": 101},
-            {"name": "partition", "type": {"type": "record", "name": "r102", "fields": list(partition_fields)},
-             "field-id": 102},
+            {
+                "name": "partition",
+                "type": {"type": "record", "name": "r102", "fields": list(partition_fields)},
+                "field-id": 102,
+            },
             {"name": "record_count", "type": "long", "field-id": 103},
             {"name": "file_size_in_bytes", "type": "long", "field-id": 104},
-            {"name": "null_value_counts", "type": _opt(_int_map("null_value_counts", 121, 122, "long")),
-             "default": None, "field-id": 110},
-            {"name": "lower_bounds", "type": _opt(_int_map("lower_bounds", 126, 127, "bytes")),
-             "default": None, "field-id": 125},
-            {"name": "upper_bounds", "type": _opt(_int_map("upper_bounds", 129, 130, "bytes")),
-             "default": None, "field-id": 128},
+            {
+                "name": "null_value_counts",
+                "type": _opt(_int_map("null_value_counts", 121, 122, "long")),
+                "default": None,
+                "field-id": 110,
+            },
+            {
+                "name": "lower_bounds",
+                "type": _opt(_int_map("lower_bounds", 126, 127, "bytes")),
+                "default": None,
+                "field-id": 125,
+            },
+            {
+                "name": "upper_bounds",
+                "type": _opt(_int_map("upper_bounds", 129, 130, "bytes")),
+                "default": None,
+                "field-id": 128,
+            },
         ],
     }
     return {
@@ -127,8 +142,12 @@ def manifest_list_schema() -> dict[str, Any]:
             {"name": "added_rows_count", "type": "long", "field-id": 512},
             {"name": "existing_rows_count", "type": "long", "field-id": 513},
             {"name": "deleted_rows_count", "type": "long", "field-id": 514},
-            {"name": "partitions", "type": _opt({"type": "array", "items": summary, "element-id": 508}),
-             "default": None, "field-id": 507},
+            {
+                "name": "partitions",
+                "type": _opt({"type": "array", "items": summary, "element-id": 508}),
+                "default": None,
+                "field-id": 507,
+            },
         ],
     }
 
@@ -256,10 +275,10 @@ def _read(buf: memoryview) -> tuple[list[dict[str, Any]], dict[str, str]]:
             _, pos = _read_long(buf, pos)
         for _ in range(n):
             klen, pos = _read_long(buf, pos)
-            key = bytes(buf[pos:pos + klen]).decode()
+            key = bytes(buf[pos : pos + klen]).decode()
             pos += klen
             vlen, pos = _read_long(buf, pos)
-            meta[key] = bytes(buf[pos:pos + vlen])
+            meta[key] = bytes(buf[pos : pos + vlen])
             pos += vlen
     pos += 16
     # Logical types are read as their plain values (days, micros, unscaled bytes): the records
@@ -270,7 +289,7 @@ def _read(buf: memoryview) -> tuple[list[dict[str, Any]], dict[str, str]]:
     while pos < len(buf):
         count, pos = _read_long(buf, pos)
         size, pos = _read_long(buf, pos)
-        block = io.BytesIO(_decompress(codec, bytes(buf[pos:pos + size])))
+        block = io.BytesIO(_decompress(codec, bytes(buf[pos : pos + size])))
         pos += size + 16
         for _ in range(count):
             records.append(fastavro.schemaless_reader(block, schema, None))  # type: ignore[arg-type]

@@ -72,9 +72,21 @@ _MANIFEST_LIST_SCHEMA = manifest_list_schema()
 
 
 def _snapshot_summary_keys() -> tuple[str, ...]:
-    return ("added-data-files", "added-records", "added-files-size", "deleted-data-files", "deleted-records",
-            "removed-files-size", "changed-partition-count", "total-records", "total-data-files",
-            "total-files-size", "total-delete-files", "total-position-deletes", "total-equality-deletes")
+    return (
+        "added-data-files",
+        "added-records",
+        "added-files-size",
+        "deleted-data-files",
+        "deleted-records",
+        "removed-files-size",
+        "changed-partition-count",
+        "total-records",
+        "total-data-files",
+        "total-files-size",
+        "total-delete-files",
+        "total-position-deletes",
+        "total-equality-deletes",
+    )
 
 
 @dataclass
@@ -111,7 +123,9 @@ class _Writer:
         return values
 
     def path_of(self, partition: bytes, bucket: int, file: DataFileMeta) -> str:
-        return data_file_path(self.store, self.store.partition_dir(self.partition_values(partition)), bucket, file)
+        return data_file_path(
+            self.store, self.store.partition_dir(self.partition_values(partition)), bucket, file
+        )
 
     def published(self, file: DataFileMeta) -> bool:
         """Paimon's rule: every file of an append table, only top-level files of a key table."""
@@ -129,8 +143,11 @@ class _Writer:
                 ids = {}
             self._field_ids[file.schema_id] = ids
         names = file.value_stats_cols or tuple(ids)
-        return [{"key": ids[n], "value": c} for n, c in zip(names, counts, strict=False)
-                if c is not None and n in ids]
+        return [
+            {"key": ids[n], "value": c}
+            for n, c in zip(names, counts, strict=False)
+            if c is not None and n in ids
+        ]
 
     def data_file(self, path: str, partition: bytes, file: DataFileMeta) -> dict[str, Any]:
         values = self.partition_values(partition)
@@ -138,8 +155,10 @@ class _Writer:
             "content": 0,
             "file_path": path,
             "file_format": file.file_name.rsplit(".", 1)[-1].upper(),
-            "partition": {k: partition_avro_value(v, t)
-                          for k, v, t in zip(self.schema.partition_keys, values, self.partition_types, strict=True)},
+            "partition": {
+                k: partition_avro_value(v, t)
+                for k, v, t in zip(self.schema.partition_keys, values, self.partition_types, strict=True)
+            },
             "record_count": file.row_count,
             "file_size_in_bytes": file.file_size,
             "null_value_counts": self._null_counts(file),
@@ -159,30 +178,38 @@ class _Writer:
         """Manifests of ``entries`` (rolled every 100K entries) and their manifest-list records."""
         metas = []
         for start in range(0, len(entries), _ENTRIES_PER_MANIFEST):
-            chunk = entries[start:start + _ENTRIES_PER_MANIFEST]
+            chunk = entries[start : start + _ENTRIES_PER_MANIFEST]
             path = self.layout.new_manifest()
-            data = write_container(self.entry_schema, chunk, self.layout.codec, {
-                "schema": json.dumps(iceberg_schema(self.schema)),
-                "schema-id": str(self.schema.id),
-                "partition-spec": json.dumps(self.spec["fields"]),
-                "partition-spec-id": "0",
-                "format-version": str(self.layout.format_version),
-                "content": "data",
-            })
+            data = write_container(
+                self.entry_schema,
+                chunk,
+                self.layout.codec,
+                {
+                    "schema": json.dumps(iceberg_schema(self.schema)),
+                    "schema-id": str(self.schema.id),
+                    "partition-spec": json.dumps(self.spec["fields"]),
+                    "partition-spec-id": "0",
+                    "format-version": str(self.layout.format_version),
+                    "content": "data",
+                },
+            )
             self.store.io.write_new(path, data)
             self.written.append(path)
             self._entries[path] = list(chunk)
             metas.append(self._list_record(path, len(data), chunk, snapshot_id))
         return metas
 
-    def _list_record(self, path: str, length: int, entries: Sequence[dict[str, Any]],
-                     snapshot_id: int) -> dict[str, Any]:
+    def _list_record(
+        self, path: str, length: int, entries: Sequence[dict[str, Any]], snapshot_id: int
+    ) -> dict[str, Any]:
         counts = {ADDED: [0, 0], EXISTING: [0, 0], DELETED: [0, 0]}
         for e in entries:
             c = counts[e["status"]]
             c[0] += 1
             c[1] += e["data_file"]["record_count"]
-        values = [tuple(e["data_file"]["partition"].values()) for e in entries] if self.partition_types else []
+        values = (
+            [tuple(e["data_file"]["partition"].values()) for e in entries] if self.partition_types else []
+        )
         return {
             "manifest_path": path,
             "manifest_length": length,
@@ -212,8 +239,11 @@ class _Writer:
 
     def write_list(self, metas: Sequence[dict[str, Any]], snapshot_id: int, parent: int | None) -> str:
         path = self.layout.new_manifest_list()
-        meta = {"snapshot-id": str(snapshot_id), "sequence-number": str(snapshot_id),
-                "format-version": str(self.layout.format_version)}
+        meta = {
+            "snapshot-id": str(snapshot_id),
+            "sequence-number": str(snapshot_id),
+            "format-version": str(self.layout.format_version),
+        }
         if parent is not None:
             meta["parent-snapshot-id"] = str(parent)
         self.store.io.write_new(path, write_container(_MANIFEST_LIST_SCHEMA, metas, self.layout.codec, meta))
@@ -248,12 +278,24 @@ def _delta_entries(store: FileStore, snapshot: Snapshot) -> list[ManifestEntry]:
     return out
 
 
-def _added_entries(w: _Writer, added: dict[str, tuple[bytes, DataFileMeta]], sid: int) -> list[dict[str, Any]]:
-    return [{"status": ADDED, "snapshot_id": sid, "sequence_number": sid, "file_sequence_number": sid,
-             "data_file": w.data_file(path, part, f)} for path, (part, f) in added.items()]
+def _added_entries(
+    w: _Writer, added: dict[str, tuple[bytes, DataFileMeta]], sid: int
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "status": ADDED,
+            "snapshot_id": sid,
+            "sequence_number": sid,
+            "file_sequence_number": sid,
+            "data_file": w.data_file(path, part, f),
+        }
+        for path, (part, f) in added.items()
+    ]
 
 
-def _apply(w: _Writer, base: list[dict[str, Any]], ch: _Changes, sid: int) -> tuple[list[dict[str, Any]], str]:
+def _apply(
+    w: _Writer, base: list[dict[str, Any]], ch: _Changes, sid: int
+) -> tuple[list[dict[str, Any]], str]:
     """The data manifests of snapshot ``sid``: ``base`` with ``ch`` applied; and the operation."""
     if ch.add_only:
         return base + w.write_manifests(_added_entries(w, ch.added, sid), sid), "append"
@@ -279,8 +321,13 @@ def _apply(w: _Writer, base: list[dict[str, Any]], ch: _Changes, sid: int) -> tu
             if e["status"] == DELETED:
                 continue
             gone = e["data_file"]["file_path"] in ch.removed
-            rewritten.append({**e, "status": DELETED if gone else EXISTING,
-                              "snapshot_id": sid if gone else e["snapshot_id"]})
+            rewritten.append(
+                {
+                    **e,
+                    "status": DELETED if gone else EXISTING,
+                    "snapshot_id": sid if gone else e["snapshot_id"],
+                }
+            )
         out.extend(w.write_manifests(rewritten, sid))
     return out + w.write_manifests(_added_entries(w, ch.added, sid), sid), operation
 
@@ -315,8 +362,13 @@ def _live_totals(metas: Sequence[dict[str, Any]]) -> tuple[int, int]:
     return files, rows
 
 
-def _summary(operation: str, snapshot: Snapshot, ch: _Changes, metas: Sequence[dict[str, Any]],
-             base: dict[str, str] | None) -> dict[str, str]:
+def _summary(
+    operation: str,
+    snapshot: Snapshot,
+    ch: _Changes,
+    metas: Sequence[dict[str, Any]],
+    base: dict[str, str] | None,
+) -> dict[str, str]:
     def total(key: str, plus: int, minus: int, fallback: int) -> int:
         prev = (base or {}).get(key)
         return max(0, (int(prev) if prev is not None and prev.isdigit() else fallback) + plus - minus)
@@ -327,12 +379,19 @@ def _summary(operation: str, snapshot: Snapshot, ch: _Changes, metas: Sequence[d
     r_rows, r_size = sum(f.row_count for _, f in removed), sum(f.file_size for _, f in removed)
     files, rows = _live_totals(metas)
     values = {
-        "added-data-files": len(added), "added-records": a_rows, "added-files-size": a_size,
-        "deleted-data-files": len(removed), "deleted-records": r_rows, "removed-files-size": r_size,
+        "added-data-files": len(added),
+        "added-records": a_rows,
+        "added-files-size": a_size,
+        "deleted-data-files": len(removed),
+        "deleted-records": r_rows,
+        "removed-files-size": r_size,
         "changed-partition-count": len({p for p, _ in added} | {p for p, _ in removed}),
-        "total-records": rows, "total-data-files": files,
+        "total-records": rows,
+        "total-data-files": files,
         "total-files-size": total("total-files-size", a_size, r_size, 0) if base is not None else a_size,
-        "total-delete-files": 0, "total-position-deletes": 0, "total-equality-deletes": 0,
+        "total-delete-files": 0,
+        "total-position-deletes": 0,
+        "total-equality-deletes": 0,
     }
     out = {"operation": operation, **{k: str(v) for k, v in values.items()}}
     for k, v in (snapshot.properties or {}).items():
@@ -378,8 +437,9 @@ def _read_hint(store: FileStore, layout: IcebergLayout) -> int | None:
         return None
 
 
-def _new_snapshot(w: _Writer, snapshot: Snapshot, metas: list[dict[str, Any]], summary: dict[str, str],
-                  parent: int | None) -> dict[str, Any]:
+def _new_snapshot(
+    w: _Writer, snapshot: Snapshot, metas: list[dict[str, Any]], summary: dict[str, str], parent: int | None
+) -> dict[str, Any]:
     out: dict[str, Any] = {
         "sequence-number": snapshot.id,
         "snapshot-id": snapshot.id,
@@ -413,7 +473,9 @@ def _fresh(w: _Writer, snapshot: Snapshot) -> dict[str, Any]:
         "current-schema-id": store.schema.id,
         "partition-specs": [spec],
         "default-spec-id": 0,
-        "last-partition-id": max((f["field-id"] for f in spec["fields"]), default=FIRST_PARTITION_FIELD_ID - 1),
+        "last-partition-id": max(
+            (f["field-id"] for f in spec["fields"]), default=FIRST_PARTITION_FIELD_ID - 1
+        ),
         "properties": {},
         "current-snapshot-id": snapshot.id,
         "refs": {},
@@ -425,11 +487,13 @@ def _fresh(w: _Writer, snapshot: Snapshot) -> dict[str, Any]:
     }
 
 
-def _advance(w: _Writer, meta: dict[str, Any], snapshot: Snapshot) -> None:
+def _advance(
+    w: _Writer, meta: dict[str, Any], snapshot: Snapshot, delta: Sequence[ManifestEntry] | None = None
+) -> None:
     """Add Paimon ``snapshot`` (the next after ``meta``'s current one) to ``meta``."""
     current = next(s for s in meta["snapshots"] if s["snapshot-id"] == meta["current-snapshot-id"])
     base = _read_list(w.store, current["manifest-list"])
-    ch = _changes(w, _delta_entries(w.store, snapshot))
+    ch = _changes(w, delta if delta is not None else _delta_entries(w.store, snapshot))
     metas, operation = _apply(w, base, ch, snapshot.id)
     if operation == "overwrite" and snapshot.commit_kind is CommitKind.COMPACT:
         operation = "replace"
@@ -445,7 +509,9 @@ def _advance(w: _Writer, meta: dict[str, Any], snapshot: Snapshot) -> None:
 def _expire(store: FileStore, meta: dict[str, Any], earliest: int) -> list[str]:
     """Drop Iceberg snapshots whose Paimon snapshot is gone; returns the files only they used."""
     snaps = meta["snapshots"]
-    keep = [s for s in snaps if s["snapshot-id"] >= earliest or s["snapshot-id"] == meta["current-snapshot-id"]]
+    keep = [
+        s for s in snaps if s["snapshot-id"] >= earliest or s["snapshot-id"] == meta["current-snapshot-id"]
+    ]
     gone = [s for s in snaps if s not in keep]
     if not gone:
         return []
@@ -457,22 +523,27 @@ def _expire(store: FileStore, meta: dict[str, Any], earliest: int) -> list[str]:
         if s not in gone:
             continue
         nxt = {m["manifest_path"] for m in _read_list(store, ordered[i + 1]["manifest-list"])}
-        doomed.extend(m["manifest_path"] for m in _read_list(store, s["manifest-list"])
-                      if m["manifest_path"] not in nxt)
+        doomed.extend(
+            m["manifest_path"] for m in _read_list(store, s["manifest-list"]) if m["manifest_path"] not in nxt
+        )
         doomed.append(s["manifest-list"])
     return doomed
 
 
 def _refs(store: FileStore, meta: dict[str, Any]) -> dict[str, Any]:
     ids = {s["snapshot-id"] for s in meta["snapshots"]}
-    refs = {name: {"snapshot-id": tag.snapshot.id, "type": "tag"}
-            for name, tag in TagStore(store.io, store.paths).all().items() if tag.snapshot.id in ids}
+    refs = {
+        name: {"snapshot-id": tag.snapshot.id, "type": "tag"}
+        for name, tag in TagStore(store.io, store.paths).all().items()
+        if tag.snapshot.id in ids
+    }
     return dict(sorted(refs.items()))
 
 
-def sync(store: FileStore) -> int | None:
+def sync(store: FileStore, delta: tuple[int, Sequence[ManifestEntry]] | None = None) -> int | None:
     """Publish Iceberg metadata up to the latest snapshot of ``store``'s table.
 
+    ``delta``: a snapshot id and its delta entries, when the caller has them (the commit).
     Returns the Iceberg metadata version now current (= the latest Paimon snapshot id), or None
     when the table publishes none (``metadata.iceberg.storage`` unset, a branch, no snapshot).
 
@@ -491,13 +562,17 @@ def sync(store: FileStore) -> int | None:
     io = store.io
     hint = _read_hint(store, layout)
     earliest = store.snapshots.earliest_id() or latest.id
-    if hint == latest.id and io.exists(layout.metadata_file(latest.id)):
-        return latest.id
+    if hint == latest.id:
+        current = _read_metadata(store, layout.metadata_file(latest.id))
+        if current is not None and current.get("location") == store.paths.root:
+            _refresh(store, layout, current, earliest)
+            return latest.id
     base = None
     if hint is not None and hint < latest.id and hint + 1 >= earliest:
         base = _read_metadata(store, layout.metadata_file(hint))
-        if base is not None and (base.get("location") != store.paths.root
-                                 or base.get("format-version") != layout.format_version):
+        if base is not None and (
+            base.get("location") != store.paths.root or base.get("format-version") != layout.format_version
+        ):
             base = None
     if base is None and latest.id == 1:
         # A table created again under the same name (hadoop-catalog keeps the metadata outside it).
@@ -509,7 +584,8 @@ def sync(store: FileStore) -> int | None:
         else:
             meta = base
             for sid in range(hint + 1, latest.id + 1):  # type: ignore[operator]
-                _advance(w, meta, store.snapshots.get(sid))
+                known = delta[1] if delta is not None and delta[0] == sid else None
+                _advance(w, meta, store.snapshots.get(sid), known)
         doomed = _expire(store, meta, earliest)
         meta["refs"] = _refs(store, meta)
         meta["last-updated-ms"] = int(time.time() * 1000)
@@ -526,6 +602,19 @@ def sync(store: FileStore) -> int | None:
     _delete_quietly(store, doomed)
     _delete_old_versions(store, layout, latest.id, hint)
     return latest.id
+
+
+def _refresh(store: FileStore, layout: IcebergLayout, meta: dict[str, Any], earliest: int) -> None:
+    """The current version again, without the snapshots expired since and with the tags as they are
+    now (after an expiration or a tag change): rewritten in place, as Paimon's tag callback does."""
+    doomed = _expire(store, meta, earliest)
+    refs = _refs(store, meta)
+    if not doomed and refs == meta.get("refs"):
+        return
+    meta["refs"] = refs
+    meta["last-updated-ms"] = int(time.time() * 1000)
+    store.io.write_text(layout.metadata_file(meta["current-snapshot-id"]), json.dumps(meta, indent=2))
+    _delete_quietly(store, doomed)
 
 
 class _LostRace(Exception):
@@ -559,11 +648,16 @@ def _delete_old_versions(store: FileStore, layout: IcebergLayout, latest: int, h
     if below <= 0:
         return
     if hint is None or hint >= latest:  # no known previous version: look at the directory
-        old = [s.path for s in store.io.list_dir(layout.metadata_dir)
-               if (v := metadata_version(s.path.rsplit("/", 1)[-1])) is not None and v < below]
+        old = [
+            s.path
+            for s in store.io.list_dir(layout.metadata_dir)
+            if (v := metadata_version(s.path.rsplit("/", 1)[-1])) is not None and v < below
+        ]
     else:  # versions below hint - max were deleted by earlier runs
         start = max(1, hint - layout.previous_versions_max)
-        old = [layout.metadata_file(v) for v in range(start, below) if store.io.exists(layout.metadata_file(v))]
+        old = [
+            layout.metadata_file(v) for v in range(start, below) if store.io.exists(layout.metadata_file(v))
+        ]
     _delete_quietly(store, old)
 
 

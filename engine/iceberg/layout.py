@@ -2,8 +2,9 @@
 
 One job: the paths and option values of Paimon's Iceberg compatibility, in Paimon's layout:
 
-* ``table-location``: ``<table>/metadata/``; ``hadoop-catalog``: ``<warehouse>/iceberg/<db>/<table>/metadata/``
-  (a directory an Iceberg Hadoop catalog uses as its warehouse). ``metadata.iceberg.storage-location``
+* ``table-location``: ``<table>/metadata/``; ``hadoop-catalog``:
+  ``<warehouse>/iceberg/<db>/<table>/metadata/`` (a directory an Iceberg Hadoop catalog uses as
+  its warehouse). ``metadata.iceberg.storage-location``
   overrides the default of the storage (``table-location`` / ``catalog-location``).
 * In the metadata directory: ``v<N>.metadata.json`` (N = the Paimon snapshot id it describes),
   ``version-hint.text`` (the latest N), manifest lists ``snap-<k>-<uuid>.avro`` and manifests

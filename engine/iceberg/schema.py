@@ -88,7 +88,12 @@ def _type(t: DataType, path: str) -> Any:
 
 
 def _field(f: DataField, path: str) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": f.id, "name": f.name, "required": not f.type.nullable, "type": _type(f.type, path)}
+    out: dict[str, Any] = {
+        "id": f.id,
+        "name": f.name,
+        "required": not f.type.nullable,
+        "type": _type(f.type, path),
+    }
     if f.description:
         out["doc"] = f.description
     return out
@@ -108,8 +113,14 @@ def partition_spec(schema: TableSchema) -> dict[str, Any]:
     fields = []
     for i, key in enumerate(schema.partition_keys):
         f = schema.field(key)
-        fields.append({"name": f.name, "transform": "identity", "source-id": f.id,
-                       "field-id": FIRST_PARTITION_FIELD_ID + i})
+        fields.append(
+            {
+                "name": f.name,
+                "transform": "identity",
+                "source-id": f.id,
+                "field-id": FIRST_PARTITION_FIELD_ID + i,
+            }
+        )
     return {"spec-id": 0, "fields": fields}
 
 
@@ -138,20 +149,35 @@ def _avro_type(t: DataType, name: str) -> Any:
     if r is TypeRoot.TIME:
         return {"type": "long", "logicalType": "time-micros"}
     if r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
-        return {"type": "long", "logicalType": "timestamp-micros",
-                "adjust-to-utc": r is TypeRoot.TIMESTAMP_LTZ}
+        return {
+            "type": "long",
+            "logicalType": "timestamp-micros",
+            "adjust-to-utc": r is TypeRoot.TIMESTAMP_LTZ,
+        }
     if r is TypeRoot.DECIMAL:
         assert t.precision is not None
-        return {"type": "fixed", "name": f"fixed_{name}", "size": _decimal_size(t.precision),
-                "logicalType": "decimal", "precision": t.precision, "scale": t.scale}
-    raise IcebergUnsupportedError(f"partition column {name} has type {r.value}, which has no Iceberg partition value")
+        return {
+            "type": "fixed",
+            "name": f"fixed_{name}",
+            "size": _decimal_size(t.precision),
+            "logicalType": "decimal",
+            "precision": t.precision,
+            "scale": t.scale,
+        }
+    raise IcebergUnsupportedError(
+        f"partition column {name} has type {r.value}, which has no Iceberg partition value"
+    )
 
 
 def partition_avro_fields(schema: TableSchema) -> list[dict[str, Any]]:
     """The Avro fields of the manifests' partition record (``r102``)."""
     return [
-        {"name": key, "type": ["null", _avro_type(schema.field(key).type, f"{1000 + i}")], "default": None,
-         "field-id": FIRST_PARTITION_FIELD_ID + i}
+        {
+            "name": key,
+            "type": ["null", _avro_type(schema.field(key).type, f"{1000 + i}")],
+            "default": None,
+            "field-id": FIRST_PARTITION_FIELD_ID + i,
+        }
         for i, key in enumerate(schema.partition_keys)
     ]
 
@@ -251,6 +277,12 @@ def partition_summaries(values: Sequence[Sequence[Any]], types: Sequence[DataTyp
         if present:
             lower = single_value_bytes(min(present), t)
             upper = single_value_bytes(max(present), t)
-        out.append({"contains_null": len(present) < len(column) and any(v is None for v in column),
-                    "contains_nan": nan, "lower_bound": lower, "upper_bound": upper})
+        out.append(
+            {
+                "contains_null": len(present) < len(column) and any(v is None for v in column),
+                "contains_nan": nan,
+                "lower_bound": lower,
+                "upper_bound": upper,
+            }
+        )
     return out
