@@ -16,6 +16,7 @@ names) into Avro bytes and back.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -225,13 +226,14 @@ def write_container(
 ) -> bytes:
     """One Avro object-container file of ``records`` in one block; ``codec`` is the option's name."""
     avro_codec = _AVRO_CODEC[codec]
-    parsed = fastavro.parse_schema(schema)
+    text = json.dumps(schema)
+    parsed = _parsed(text)
     body = io.BytesIO()
     count = 0
     for rec in records:
         fastavro.schemaless_writer(body, parsed, rec)
         count += 1
-    meta = {"avro.schema": json.dumps(schema).encode(), "avro.codec": avro_codec.encode()}
+    meta = {"avro.schema": text.encode(), "avro.codec": avro_codec.encode()}
     meta.update({k: v.encode() for k, v in metadata.items()})
     sync = os.urandom(16)
     out = bytearray(_MAGIC)
@@ -243,6 +245,13 @@ def write_container(
         block = _compress(avro_codec, body.getvalue())
         out += _long(count) + _long(len(block)) + block + sync
     return bytes(out)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(text: str, plain: bool = False) -> Any:
+    """A parsed schema, by its JSON text (a table's few schemas are parsed once per process)."""
+    schema = json.loads(text)
+    return fastavro.parse_schema(_plain(schema) if plain else schema)
 
 
 def _plain(schema: Any) -> Any:
@@ -283,7 +292,7 @@ def _read(buf: memoryview) -> tuple[list[dict[str, Any]], dict[str, str]]:
     pos += 16
     # Logical types are read as their plain values (days, micros, unscaled bytes): the records
     # are written back unchanged when a manifest is rewritten.
-    schema = fastavro.parse_schema(_plain(json.loads(meta["avro.schema"])))
+    schema = _parsed(meta["avro.schema"].decode(), plain=True)
     codec = meta.get("avro.codec", b"null").decode()
     records: list[dict[str, Any]] = []
     while pos < len(buf):
