@@ -6,10 +6,11 @@ One job: everything type-dependent the Iceberg metadata needs, for format versio
   so renamed and dropped columns keep their ids and added columns get new ones, as Iceberg
   expects. Types: BOOLEAN → boolean; TINYINT, SMALLINT, INT → int; BIGINT → long; FLOAT, DOUBLE;
   DECIMAL(p, s) → decimal(p, s); CHAR, VARCHAR → string; BINARY, VARBINARY → binary; DATE;
-  TIME(≤3) → time; TIMESTAMP(3..6) → timestamp; TIMESTAMP_LTZ(3..6) → timestamptz; ROW → struct.
-  Anything else (ARRAY, MAP, MULTISET, VARIANT, timestamps of precision 0–2 or 7–9, TIME above
-  3) raises :class:`IcebergUnsupportedError` naming the column: the data files dyntable writes
-  carry no Parquet field ids for list elements and map entries, which Iceberg readers need.
+  TIMESTAMP(3..6) → timestamp; TIMESTAMP_LTZ(3..6) → timestamptz; ROW → struct.
+  Anything else raises :class:`IcebergUnsupportedError` naming the column: ARRAY, MAP and MULTISET
+  (the data files dyntable writes carry no Parquet field ids for list elements and map entries,
+  which Iceberg readers need), TIME (stored in milliseconds, which Iceberg readers refuse),
+  timestamps of precision 0–2 or 7–9 (Iceberg v3 types), VARIANT.
 * The partition spec has one identity field per Paimon partition key, field ids 1000 and up.
 * Partition values (Paimon's BinaryRow, decoded) become the Avro values of the partition record,
   and the manifest list's partition summaries carry Iceberg's single-value binary bounds.
@@ -71,8 +72,14 @@ def _type(t: DataType, path: str) -> Any:
         return simple
     if t.root is TypeRoot.DECIMAL:
         return f"decimal({t.precision}, {t.scale})"
-    if t.root is TypeRoot.TIME and (t.precision or 0) <= 3:
-        return "time"
+    if t.root is TypeRoot.TIME:
+        # Paimon stores TIME as Parquet TIME_MILLIS; Iceberg's time is microseconds and Iceberg
+        # readers such as pyiceberg refuse the millisecond column: published, the table would not read.
+        raise IcebergUnsupportedError(
+            f"column {path} has type TIME, stored in milliseconds, which Iceberg readers do not read "
+            "(Iceberg's time is microseconds): dyntable does not publish it as Iceberg metadata "
+            "(metadata.iceberg.storage); see docs/iceberg.md"
+        )
     if t.root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
         p = 6 if t.precision is None else t.precision
         if 3 <= p <= 6:

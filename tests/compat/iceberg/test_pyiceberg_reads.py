@@ -104,6 +104,30 @@ def test_append_every_atomic_type_with_nulls_every_snapshot(catalog, python) -> 
     assert fields["dec"]["type"] == "decimal(12, 3)" and fields["tsz"]["type"] == "timestamptz"
 
 
+def test_char_varchar_binary_and_struct_columns(catalog, python) -> None:
+    from engine.types import BIGINT, BINARY, CHAR, INT, ROW, STRING, VARCHAR, DataField
+
+    fields = [
+        DataField(0, "id", INT()),
+        DataField(1, "c", CHAR(5)),
+        DataField(2, "vc", VARCHAR(10)),
+        DataField(3, "r", ROW([DataField(4, "x", BIGINT()), DataField(5, "y", STRING())])),
+        DataField(6, "bn", BINARY(3)),
+    ]
+    t = catalog.create_table("db.more", fields, options=ICEBERG)
+    rows = {
+        "id": [1, 2, None],
+        "c": ["ab", None, "abcde"],
+        "vc": ["x", "y", None],
+        "r": [{"x": 1, "y": "a"}, None, {"x": None, "y": None}],
+        "bn": [b"abc", None, b"xyz"],
+    }
+    t.write_arrow(pa.table(rows, schema=t.arrow_schema))
+    t = t.refresh()
+    got = read_iceberg(python, _metadata(t))
+    assert got.current.to_pylist() == t.to_arrow().to_pylist()  # one file: the same order
+
+
 def test_partitioned_append_overwrite_and_time_travel(catalog, python) -> None:
     schema = pa.schema([("k", pa.int64()), ("p", pa.string()), ("d", pa.date32()), ("v", pa.string())])
     t = catalog.create_table("db.parts", schema, partition_keys=["p", "d"], options=ICEBERG)

@@ -4,6 +4,7 @@ rebuild. tests/compat/iceberg checks the same metadata with pyiceberg."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import os
@@ -23,6 +24,7 @@ from engine.ops.orphan_files import remove_orphan_files
 from engine.schema_changes import SetOption
 
 ICEBERG = {"metadata.iceberg.storage": "table-location"}
+_VALUES = {pa.list_(pa.int64()).id: [1], pa.time32("ms").id: dt.time(1), pa.int64().id: 1}
 SCHEMA = pa.schema([("a", pa.int64()), ("p", pa.string())])
 
 
@@ -193,6 +195,7 @@ def test_primary_key_tables_publish_the_top_level_only(catalog) -> None:
     ("schema", "options", "why"),
     [
         (pa.schema([("a", pa.list_(pa.int64()))]), {}, "column a has type ARRAY"),
+        (pa.schema([("a", pa.time32("ms"))]), {}, "column a has type TIME"),
         (pa.schema([("a", pa.int64())]), {"deletion-vectors.enabled": "true"}, "deletion-vectors.enabled"),
     ],
 )
@@ -201,7 +204,7 @@ def test_what_iceberg_cannot_describe_is_refused_without_failing_writes(
 ) -> None:
     t = catalog.create_table("db.t", schema, options={**ICEBERG, **options})
     with caplog.at_level(logging.WARNING, logger="engine.iceberg"):
-        t.write_arrow(pa.table({"a": [[1]] if "ARRAY" in why else [1]}, schema=schema))
+        t.write_arrow(pa.table({"a": [_VALUES[schema.field("a").type.id]]}, schema=schema))
     assert why in caplog.text
     assert t.refresh().to_arrow().num_rows == 1
     assert not _meta_dir(t).exists()
