@@ -283,3 +283,15 @@ def test_hadoop_catalog_directory(catalog) -> None:
     d = Path(catalog.warehouse) / "iceberg" / "db" / "t" / "metadata"
     assert (d / "version-hint.text").read_text() == "1" and (d / "v1.metadata.json").exists()
     assert not _meta_dir(t).exists()
+
+
+def test_tags_are_iceberg_refs_as_soon_as_they_change(catalog) -> None:
+    t = catalog.create_table("db.t", SCHEMA, options=ICEBERG)
+    t.write_arrow(_rows(1))
+    t.write_arrow(_rows(2))
+    t.refs.tags.create("first", 1)
+    assert _metadata(t)["refs"] == {"first": {"snapshot-id": 1, "type": "tag"}}
+    t.refs.tags.rename("first", "one")
+    assert _metadata(t)["refs"] == {"one": {"snapshot-id": 1, "type": "tag"}}
+    t.refs.tags.delete("one")
+    assert _metadata(t)["refs"] == {}
