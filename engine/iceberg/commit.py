@@ -39,7 +39,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import NotFoundError, UnsupportedTableError
+from engine.errors import CorruptMetadataError, NotFoundError, UnsupportedTableError
 from engine.files.reader import data_file_path
 from engine.iceberg.avro import (
     MANIFEST_CONTENT_DATA,
@@ -701,8 +701,11 @@ def live_metadata_files(store: FileStore) -> set[str]:
             continue
         keep.add(status.path)
         meta = _read_metadata(store, status.path)
-        if meta is None:
-            continue
+        if meta is None:  # fail closed: what it names cannot be known, so nothing may be called unused
+            raise CorruptMetadataError(
+                f"Iceberg metadata {status.path} is unreadable: the files it needs cannot be known; repair "
+                "or delete it (CALL sys.rebuild_iceberg_metadata publishes the table's metadata afresh)"
+            )
         for s in meta.get("snapshots", []):
             keep.add(s["manifest-list"])
             try:

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 import engine.iceberg.commit as iceberg_commit
-from engine.errors import InvalidArgumentError
+from engine.errors import CorruptMetadataError, InvalidArgumentError
 from engine.files.reader import data_file_path
 from engine.iceberg import live_metadata_files, rebuild, sync
 from engine.iceberg.avro import manifest_list_schema, read_container, write_container
@@ -295,3 +295,19 @@ def test_tags_are_iceberg_refs_as_soon_as_they_change(catalog) -> None:
     assert _metadata(t)["refs"] == {"one": {"snapshot-id": 1, "type": "tag"}}
     t.refs.tags.delete("one")
     assert _metadata(t)["refs"] == {}
+
+
+def test_orphan_cleanup_fails_closed_on_an_unreadable_version(catalog) -> None:
+    t = catalog.create_table(
+        "db.t", SCHEMA, options={**ICEBERG, "metadata.iceberg.previous-versions-max": "1"}
+    )
+    t.write_arrow(_rows(1))
+    t.write_arrow(_rows(2))
+    (_meta_dir(t) / "v1.metadata.json").write_text("{not json")
+    before = sorted(os.listdir(_meta_dir(t)))
+    old = time.time() - 3 * 86_400
+    for p in _meta_dir(t).iterdir():
+        os.utime(p, (old, old))
+    with pytest.raises(CorruptMetadataError, match="v1.metadata.json"):
+        remove_orphan_files(t.store.io, t.path)
+    assert sorted(os.listdir(_meta_dir(t))) == before
