@@ -527,9 +527,11 @@ def _expire(store: FileStore, meta: dict[str, Any]) -> list[str]:
         if s not in gone:
             continue
         nxt = {m["manifest_path"] for m in _read_list(store, ordered[i + 1]["manifest-list"])}
-        doomed.extend(
-            m["manifest_path"] for m in _read_list(store, s["manifest-list"]) if m["manifest_path"] not in nxt
-        )
+        try:
+            mine = _read_list(store, s["manifest-list"])
+        except FileNotFoundError:
+            mine = []  # deleted by an earlier run that stopped before publishing: nothing more to find
+        doomed.extend(m["manifest_path"] for m in mine if m["manifest_path"] not in nxt)
         doomed.append(s["manifest-list"])
     return doomed
 
@@ -567,19 +569,22 @@ def sync(store: FileStore, delta: tuple[int, Sequence[ManifestEntry]] | None = N
     hint = _read_hint(store, layout)
     if hint == latest.id:
         current = _read_metadata(store, layout.metadata_file(latest.id))
-        if current is not None and current.get("location") == store.paths.root:
+        if current is not None and _describes(store, current, latest):
             _refresh(store, layout, current)
             return latest.id
     base = None
     if hint is not None and hint < latest.id and store.snapshots.exists(hint + 1):
         base = _read_metadata(store, layout.metadata_file(hint))
         if base is not None and (
-            base.get("location") != store.paths.root or base.get("format-version") != layout.format_version
+            base.get("format-version") != layout.format_version
+            or not _describes(store, base, store.snapshots.get(hint))
         ):
             base = None
-    if base is None and latest.id == 1:
-        # A table created again under the same name (hadoop-catalog keeps the metadata outside it).
+    if base is None and (latest.id == 1 or (hint is not None and hint >= latest.id)):
+        # Metadata of another table: one created again under the same name (hadoop-catalog keeps the
+        # metadata outside the table), or history Java Paimon's rollback deleted and ids reused.
         io.delete_dir(layout.metadata_dir, recursive=True)
+        hint = None
     w = _Writer(store, layout)
     try:
         if base is None:
@@ -607,6 +612,15 @@ def sync(store: FileStore, delta: tuple[int, Sequence[ManifestEntry]] | None = N
     _delete_quietly(store, doomed)
     _delete_old_versions(store, layout, latest.id, hint)
     return latest.id
+
+
+def _describes(store: FileStore, meta: dict[str, Any], snapshot: Snapshot) -> bool:
+    """Whether ``meta`` was published for ``snapshot`` of this table: the same location, and its
+    current snapshot has the Paimon snapshot's id and commit time (ids alone can be reused)."""
+    if meta.get("location") != store.paths.root or meta.get("current-snapshot-id") != snapshot.id:
+        return False
+    current = next((s for s in meta.get("snapshots", ()) if s.get("snapshot-id") == snapshot.id), None)
+    return current is not None and current.get("timestamp-ms") == snapshot.time_millis
 
 
 def _refresh(store: FileStore, layout: IcebergLayout, meta: dict[str, Any]) -> None:

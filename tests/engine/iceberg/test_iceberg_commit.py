@@ -311,3 +311,19 @@ def test_orphan_cleanup_fails_closed_on_an_unreadable_version(catalog) -> None:
     with pytest.raises(CorruptMetadataError, match="v1.metadata.json"):
         remove_orphan_files(t.store.io, t.path)
     assert sorted(os.listdir(_meta_dir(t))) == before
+
+
+def test_metadata_of_a_dropped_table_of_the_same_name_is_replaced(catalog) -> None:
+    opts = {"metadata.iceberg.storage": "hadoop-catalog"}
+    t = catalog.create_table("db.t", SCHEMA, options=opts)
+    for i in range(3):
+        t.write_arrow(_rows(i))
+    catalog.drop_table("db.t")
+    d = Path(catalog.warehouse) / "iceberg" / "db" / "t" / "metadata"
+    assert (d / "v3.metadata.json").exists()  # outside the table: dropping it leaves it
+    t = catalog.create_table("db.t", SCHEMA, options=opts)
+    t.write_arrow(_rows(7))
+    assert sorted(n for n in os.listdir(d) if n.endswith(".json")) == ["v1.metadata.json"]
+    meta = json.loads((d / "v1.metadata.json").read_text())
+    assert [s["snapshot-id"] for s in meta["snapshots"]] == [1]
+    assert _live_paths(meta["snapshots"][0]) == _data_paths(t)
