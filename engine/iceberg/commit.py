@@ -57,17 +57,34 @@ from engine.iceberg.schema import (
     partition_avro_value,
     partition_spec,
     partition_summaries,
+    single_value_bytes,
 )
 from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import DataFileMeta, FileKind, ManifestEntry
 from engine.meta.refs import TagStore
 from engine.meta.snapshot import CommitKind, Snapshot
+from engine.scan.file_stats import decode_stats
 from engine.store import FileStore
+from engine.types import TypeRoot
 
 __all__ = ["live_metadata_files", "sync"]
 
 ADDED, EXISTING, DELETED = 1, 0, 2
 _ENTRIES_PER_MANIFEST = 100_000
+#: Types whose file statistics are published as Iceberg bounds (see ``_Writer._stats``).
+_BOUNDED = frozenset(
+    {
+        TypeRoot.BOOLEAN,
+        TypeRoot.TINYINT,
+        TypeRoot.SMALLINT,
+        TypeRoot.INT,
+        TypeRoot.BIGINT,
+        TypeRoot.DATE,
+        TypeRoot.DECIMAL,
+        TypeRoot.TIMESTAMP,
+        TypeRoot.TIMESTAMP_LTZ,
+    }
+)
 _MANIFEST_LIST_SCHEMA = manifest_list_schema()
 
 
@@ -112,7 +129,7 @@ class _Writer:
         self._partitions: dict[bytes, tuple[object, ...]] = {}
         self._entries: dict[str, list[dict[str, Any]]] = {}
         self._top_level = store.options.num_levels - 1
-        self._field_ids: dict[int, dict[str, int]] = {}
+        self._current = {f.id: f.type for f in store.schema.fields}
 
     # -- files
     def partition_values(self, partition: bytes) -> tuple[object, ...]:
@@ -131,26 +148,41 @@ class _Writer:
         """Paimon's rule: every file of an append table, only top-level files of a key table."""
         return not self.store.has_primary_key or file.level == self._top_level
 
-    def _null_counts(self, file: DataFileMeta) -> list[dict[str, int]] | None:
-        counts = file.value_stats.null_counts
-        if counts is None:
-            return None
-        ids = self._field_ids.get(file.schema_id)
-        if ids is None:
-            try:
-                ids = {f.name: f.id for f in self.store.schema_by_id(file.schema_id).fields}
-            except NotFoundError:
-                ids = {}
-            self._field_ids[file.schema_id] = ids
-        names = file.value_stats_cols or tuple(ids)
-        return [
-            {"key": ids[n], "value": c}
-            for n, c in zip(names, counts, strict=False)
-            if c is not None and n in ids
-        ]
+    def _stats(
+        self, file: DataFileMeta
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+        """The file's null counts, lower and upper bounds, by Iceberg field id (Paimon's value stats).
+
+        Bounds only for types whose Paimon statistics are exact and whose Iceberg single-value form
+        needs no care (integers, booleans, dates, decimals, timestamps), and only when the column
+        still has the file's type: strings are truncated by ``metadata.stats-mode`` (a truncated
+        maximum is no upper bound), floats have NaN rules, and a promoted type changes the bytes.
+        Anything unknown is left out: a reader then only prunes less."""
+        try:
+            file_schema = self.store.schema_by_id(file.schema_id)
+        except NotFoundError:
+            return [], [], []
+        cols = file.value_stats_cols
+        if cols is None:
+            cols = file.write_cols if file.write_cols is not None else file_schema.field_names
+        fields = [file_schema.field(c) for c in cols if c in file_schema.field_names]
+        nulls, lower, upper = [], [], []
+        for field_id, st in decode_stats(file.value_stats, fields).items():
+            if st.null_count is not None:
+                nulls.append({"key": field_id, "value": st.null_count})
+            now = self._current.get(field_id)
+            if now is None or now.root not in _BOUNDED or st.min is None or st.max is None:
+                continue
+            then = file_schema.field_by_id(field_id).type
+            if (then.root, then.precision, then.scale) != (now.root, now.precision, now.scale):
+                continue
+            lower.append({"key": field_id, "value": single_value_bytes(st.min, now)})
+            upper.append({"key": field_id, "value": single_value_bytes(st.max, now)})
+        return nulls, lower, upper
 
     def data_file(self, path: str, partition: bytes, file: DataFileMeta) -> dict[str, Any]:
         values = self.partition_values(partition)
+        nulls, lower, upper = self._stats(file)
         return {
             "content": 0,
             "file_path": path,
@@ -161,9 +193,9 @@ class _Writer:
             },
             "record_count": file.row_count,
             "file_size_in_bytes": file.file_size,
-            "null_value_counts": self._null_counts(file),
-            "lower_bounds": None,
-            "upper_bounds": None,
+            "null_value_counts": nulls or None,
+            "lower_bounds": lower or None,
+            "upper_bounds": upper or None,
         }
 
     # -- manifests

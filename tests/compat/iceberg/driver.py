@@ -3,7 +3,8 @@ from its metadata file and answers as JSON on stdout, the rows as an Arrow IPC f
 
 Usage: python driver.py REQUEST_JSON. The request: ``metadata`` (a ``v<N>.metadata.json`` path),
 ``out`` (a directory for the Arrow files), ``snapshots`` (the snapshot ids to read besides the
-current one: Iceberg time travel), ``refs`` (tag names to read). Never imported by the test suite.
+current one: Iceberg time travel), ``refs`` (tag names to read), ``filters`` (row filters in
+pyiceberg's syntax, each read on its own). Never imported by the test suite.
 """
 
 import json
@@ -39,6 +40,10 @@ def main() -> None:
         out["files"][name] = path
         if snapshot_id is None:
             out["data_files"] = sorted(t.file.file_path for t in scan.plan_files())
+    for i, text in enumerate(req.get("filters", [])):  # pruned by partition summaries and column bounds
+        path = f"{req['out']}/filter_{i}.arrow"
+        _save(table.scan(row_filter=text).to_arrow(), path)
+        out["files"][f"filter:{i}"] = path
     print(json.dumps(out))
 
 

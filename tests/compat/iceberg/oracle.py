@@ -76,6 +76,7 @@ class IcebergRead:
     refs: dict[str, int]
     schema: dict[str, Any]
     data_files: list[str]
+    filtered: list[pa.Table]
 
 
 def _load(path: str) -> pa.Table:
@@ -84,11 +85,16 @@ def _load(path: str) -> pa.Table:
 
 
 def read_iceberg(
-    python: str, metadata: str | Path, snapshots: list[int] | None = None, tags: list[str] | None = None
+    python: str,
+    metadata: str | Path,
+    snapshots: list[int] | None = None,
+    tags: list[str] | None = None,
+    filters: list[str] | None = None,
 ) -> IcebergRead:
     """Read the Iceberg table of ``metadata`` (a ``v<N>.metadata.json``) with pyiceberg."""
     with tempfile.TemporaryDirectory() as out:
-        request = {"metadata": str(metadata), "out": out, "snapshots": snapshots or [], "refs": tags or []}
+        request = {"metadata": str(metadata), "out": out, "snapshots": snapshots or [], "refs": tags or [],
+                   "filters": filters or []}
         proc = subprocess.run(
             [python, str(DRIVER), json.dumps(request)],
             capture_output=True,
@@ -109,4 +115,5 @@ def read_iceberg(
             refs=answer["refs"],
             schema=answer["schema"],
             data_files=answer["data_files"],
+            filtered=[_load(files[f"filter:{i}"]) for i in range(len(filters or []))],
         )

@@ -327,3 +327,27 @@ def test_metadata_of_a_dropped_table_of_the_same_name_is_replaced(catalog) -> No
     meta = json.loads((d / "v1.metadata.json").read_text())
     assert [s["snapshot-id"] for s in meta["snapshots"]] == [1]
     assert _live_paths(meta["snapshots"][0]) == _data_paths(t)
+
+
+def test_bounds_only_for_exact_statistics(catalog) -> None:
+    schema = pa.schema([("a", pa.int64()), ("s", pa.string()), ("f", pa.float64()), ("d", pa.date32())])
+    t = catalog.create_table("db.t", schema, options=ICEBERG)
+    day = dt.date(2024, 2, 3)
+    t.write_arrow(
+        pa.table(
+            {"a": [5, None, -3], "s": ["x" * 40, "b", None], "f": [1.0, None, 2.0], "d": [day, None, day]},
+            schema=schema,
+        )
+    )
+    (entry,) = _entries(_metadata(t)["snapshots"][0])
+    ids = {f.name: f.id for f in t.schema.fields}
+    data_file = entry["data_file"]
+    lower = {kv["key"]: kv["value"] for kv in data_file["lower_bounds"]}
+    upper = {kv["key"]: kv["value"] for kv in data_file["upper_bounds"]}
+    assert lower == {
+        ids["a"]: (-3).to_bytes(8, "little", signed=True),
+        ids["d"]: (19756).to_bytes(4, "little"),
+    }
+    assert upper == {ids["a"]: (5).to_bytes(8, "little"), ids["d"]: (19756).to_bytes(4, "little")}
+    nulls = {kv["key"]: kv["value"] for kv in data_file["null_value_counts"]}
+    assert nulls == {ids["a"]: 1, ids["s"]: 1, ids["f"]: 1, ids["d"]: 1}
