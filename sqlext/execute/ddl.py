@@ -24,8 +24,8 @@ from engine.schema_changes import (
     UpdateColumnType,
     UpdateComment,
 )
-from engine.types import parse_sql_type
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
+from sqlext.execute.column_types import TIMESTAMP_TYPE_SETTING, column_type
 from sqlext.execute.planning import (
     AlterTable,
     CreateDatabase,
@@ -165,7 +165,7 @@ def add_columns(ctx: PlannerContext, n: ast.AddColumns, stmt: Statement) -> Plan
                 "write the value with UPDATE if rows need it",
                 line=stmt.line, column=stmt.column,
             )
-        dtype = parse_sql_type(c.type.text)
+        dtype = column_type(c.type.text, ctx.engine_setting(TIMESTAMP_TYPE_SETTING))
         position: Any = "first" if added.first else (("after", added.after) if added.after else None)
         changes.append(AddColumn(c.name, dtype if c.nullable else dtype.copy(False), c.comment, position))
     return _alter(ctx, n.table, stmt, changes, f"Added {len(changes)} column(s)")
@@ -190,7 +190,8 @@ def alter_column(ctx: PlannerContext, n: ast.AlterColumn, stmt: Statement) -> Pl
         )
     changes: list[SchemaChange] = []
     if n.type is not None:
-        changes.append(UpdateColumnType(n.column, parse_sql_type(n.type.text)))
+        new_type = column_type(n.type.text, ctx.engine_setting(TIMESTAMP_TYPE_SETTING))
+        changes.append(UpdateColumnType(n.column, new_type))
     if n.comment is not None:
         changes.append(UpdateColumnComment(n.column, n.comment))
     if n.first:

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from engine import OverwriteSpec, coerce_spec
 from engine.schema_changes import RemoveOption, SetOption
-from engine.types import parse_sql_type
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
+from sqlext.execute.column_types import TIMESTAMP_TYPE_SETTING, column_type
 from sqlext.execute.common import (
     done,
     paimon_to_spark_ddl,
@@ -77,7 +77,7 @@ def create_table(s: SqlSession, n: ast.CreateTable, stmt: Statement) -> Statemen
         if isinstance(col, ast.ComputedColumn):
             computed.append(col)
             continue
-        dtype = parse_sql_type(col.type.text)
+        dtype = column_type(col.type.text, s.spark.conf.get(TIMESTAMP_TYPE_SETTING, None))
         fields.append((col.name, dtype if col.nullable else dtype.copy(False), col.comment))
         if col.default is not None:  # stored as Paimon's fields.<c>.default-value (see insert.py)
             from sqlext.execute.insert import default_value_option
