@@ -450,6 +450,11 @@ def _check_supported(store: FileStore) -> None:
             "metadata.iceberg.storage on a table with deletion-vectors.enabled needs Iceberg v3 deletion "
             "vectors, which dyntable does not write: Iceberg readers would see deleted rows"
         )
+    if store.options.retractions_enabled:
+        raise UnsupportedTableError(
+            "metadata.iceberg.storage on a table with retractions.enabled: its rows are counts "
+            "an Iceberg reader would not apply; Iceberg readers would see rows that are gone"
+        )
     iceberg_schema(store.schema)  # refuses a column type Iceberg cannot read
     partition_avro_fields(store.schema)
 

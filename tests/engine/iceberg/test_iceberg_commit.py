@@ -197,6 +197,7 @@ def test_primary_key_tables_publish_the_top_level_only(catalog) -> None:
         (pa.schema([("a", pa.list_(pa.int64()))]), {}, "column a has type ARRAY"),
         (pa.schema([("a", pa.time32("ms"))]), {}, "column a has type TIME"),
         (pa.schema([("a", pa.int64())]), {"deletion-vectors.enabled": "true"}, "deletion-vectors.enabled"),
+        (pa.schema([("a", pa.int64())]), {"retractions.enabled": "true"}, "retractions.enabled"),
     ],
 )
 def test_what_iceberg_cannot_describe_is_refused_without_failing_writes(
