@@ -33,8 +33,10 @@ What Iceberg readers see (Paimon's rules):
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,22 +90,31 @@ _BOUNDED = frozenset(
 _MANIFEST_LIST_SCHEMA = manifest_list_schema()
 
 
-def _snapshot_summary_keys() -> tuple[str, ...]:
-    return (
-        "added-data-files",
-        "added-records",
-        "added-files-size",
-        "deleted-data-files",
-        "deleted-records",
-        "removed-files-size",
-        "changed-partition-count",
-        "total-records",
-        "total-data-files",
-        "total-files-size",
-        "total-delete-files",
-        "total-position-deletes",
-        "total-equality-deletes",
-    )
+class _ManifestCache:
+    """Decoded Iceberg manifests by path (they are immutable), a few hundred at most: the next
+    commit that rewrites or merges manifests finds them decoded."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, path: str) -> list[dict[str, Any]] | None:
+        with self._lock:
+            found = self._items.get(path)
+            if found is not None:
+                self._items.move_to_end(path)
+            return found
+
+    def put(self, path: str, entries: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self._items[path] = entries
+            self._items.move_to_end(path)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
+_MANIFESTS = _ManifestCache(256)
 
 
 @dataclass
@@ -200,10 +211,11 @@ class _Writer:
 
     # -- manifests
     def read_manifest(self, path: str) -> list[dict[str, Any]]:
-        cached = self._entries.get(path)
+        cached = self._entries.get(path) or _MANIFESTS.get(path)
         if cached is None:
             cached = read_container(self.store.io.read_bytes(path), f"Iceberg manifest {path}")[0]
-            self._entries[path] = cached
+            _MANIFESTS.put(path, cached)
+        self._entries[path] = cached
         return cached
 
     def write_manifests(self, entries: Sequence[dict[str, Any]], snapshot_id: int) -> list[dict[str, Any]]:
@@ -228,6 +240,7 @@ class _Writer:
             self.store.io.write_new(path, data)
             self.written.append(path)
             self._entries[path] = list(chunk)
+            _MANIFESTS.put(path, self._entries[path])
             metas.append(self._list_record(path, len(data), chunk, snapshot_id))
         return metas
 
@@ -288,14 +301,17 @@ def _read_list(store: FileStore, path: str) -> list[dict[str, Any]]:
 
 
 def _changes(w: _Writer, entries: Iterable[ManifestEntry]) -> _Changes:
-    """A snapshot's delta as Paimon's callback collects it: by path, in order."""
+    """A snapshot's delta as Paimon's callback collects it: by path, in order. Only files Iceberg
+    sees count: a key table's compaction deleting level-0 files (never published) leaves the
+    previous manifests untouched, and a file moved up to the top level is an addition."""
     ch = _Changes()
     for e in entries:
+        if not w.published(e.file):
+            continue
         path = w.path_of(e.partition, e.bucket, e.file)
         if e.kind is FileKind.ADD:
-            if w.published(e.file):
-                ch.removed.pop(path, None)
-                ch.added[path] = (e.partition, e.file)
+            ch.removed.pop(path, None)
+            ch.added[path] = (e.partition, e.file)
         else:
             ch.add_only = False
             ch.added.pop(path, None)

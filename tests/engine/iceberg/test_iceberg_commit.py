@@ -352,3 +352,19 @@ def test_bounds_only_for_exact_statistics(catalog) -> None:
     assert upper == {ids["a"]: (5).to_bytes(8, "little"), ids["d"]: (19756).to_bytes(4, "little")}
     nulls = {kv["key"]: kv["value"] for kv in data_file["null_value_counts"]}
     assert nulls == {ids["a"]: 1, ids["s"]: 1, ids["f"]: 1, ids["d"]: 1}
+
+
+def test_key_table_writes_below_the_top_level_reuse_every_manifest(catalog) -> None:
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
+    t = catalog.create_table("db.pk", schema, primary_keys=["k"], options={**ICEBERG, "write-only": "true"})
+    t.write_arrow(pa.table({"k": [1, 2], "v": ["a", "b"]}, schema=schema))
+    t.compact(full=True)
+    t = t.refresh()
+    published = _manifest_list(_metadata(t)["snapshots"][-1])
+    for i in range(3):
+        t.write_arrow(pa.table({"k": [10 + i], "v": ["x"]}, schema=schema))
+    snaps = _metadata(t.refresh())["snapshots"]
+    assert len(snaps) == 5
+    for s in snaps[-3:]:  # level-0 files: nothing Iceberg sees changes, no manifest is written
+        assert _manifest_list(s) == published
+        assert s["summary"]["added-data-files"] == "0" and s["summary"]["total-data-files"] == "1"
