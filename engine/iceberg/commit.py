@@ -115,6 +115,7 @@ class _ManifestCache:
 
 
 _MANIFESTS = _ManifestCache(256)
+_LISTS = _ManifestCache(64)
 
 
 @dataclass
@@ -293,11 +294,17 @@ class _Writer:
             meta["parent-snapshot-id"] = str(parent)
         self.store.io.write_new(path, write_container(_MANIFEST_LIST_SCHEMA, metas, self.layout.codec, meta))
         self.written.append(path)
+        _LISTS.put(path, list(metas))
         return path
 
 
 def _read_list(store: FileStore, path: str) -> list[dict[str, Any]]:
-    return read_container(store.io.read_bytes(path), f"Iceberg manifest list {path}")[0]
+    """A manifest list's records (immutable: cached by path like the manifests)."""
+    found = _LISTS.get(path)
+    if found is None:
+        found = read_container(store.io.read_bytes(path), f"Iceberg manifest list {path}")[0]
+        _LISTS.put(path, found)
+    return found
 
 
 def _changes(w: _Writer, entries: Iterable[ManifestEntry]) -> _Changes:
@@ -702,10 +709,12 @@ def _create(store: FileStore, path: str, data: bytes) -> bool:
     directory, name = path.rsplit("/", 1)
     tmp = f"{directory}/.{name}.{uuid.uuid4().hex}.tmp"
     io.write_new(tmp, data)
+    moved = False
     try:
-        return io.rename(tmp, path)
+        moved = io.rename(tmp, path)
+        return moved
     finally:
-        if io.exists(tmp):
+        if not moved:
             io.delete(tmp)
 
 
@@ -747,9 +756,7 @@ def _delete_old_versions(store: FileStore, layout: IcebergLayout, latest: int, h
         ]
     else:  # versions below hint - max were deleted by earlier runs
         start = max(1, hint - layout.previous_versions_max)
-        old = [
-            layout.metadata_file(v) for v in range(start, below) if store.io.exists(layout.metadata_file(v))
-        ]
+        old = [layout.metadata_file(v) for v in range(start, below)]  # a missing one is no error
     _delete_quietly(store, old)
 
 
