@@ -91,22 +91,22 @@ _MANIFEST_LIST_SCHEMA = manifest_list_schema()
 
 
 class _ManifestCache:
-    """Decoded Iceberg manifests by path (they are immutable), a few hundred at most: the next
-    commit that rewrites or merges manifests finds them decoded."""
+    """Decoded Iceberg files by path (manifests and lists are immutable), a bounded number: the
+    next commit that reads, rewrites or merges them finds them decoded."""
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._items: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+        self._items: OrderedDict[str, Any] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, path: str) -> list[dict[str, Any]] | None:
+    def get(self, path: str) -> Any:
         with self._lock:
             found = self._items.get(path)
             if found is not None:
                 self._items.move_to_end(path)
             return found
 
-    def put(self, path: str, entries: list[dict[str, Any]]) -> None:
+    def put(self, path: str, entries: Any) -> None:
         with self._lock:
             self._items[path] = entries
             self._items.move_to_end(path)
@@ -116,6 +116,7 @@ class _ManifestCache:
 
 _MANIFESTS = _ManifestCache(256)
 _LISTS = _ManifestCache(64)
+_VERSIONS = _ManifestCache(16)  # v<N>.metadata.json this process published, by path
 
 
 @dataclass
@@ -482,6 +483,22 @@ def _check_supported(store: FileStore) -> None:
     partition_avro_fields(store.schema)
 
 
+def _published(store: FileStore, path: str) -> dict[str, Any] | None:
+    """A version to build on: the one this process published at ``path`` (no read, no parse), else
+    read. What another process may have changed in place since (``_refresh``: expired snapshots
+    dropped, tags) every step recomputes, so the copy kept here is never wrong to start from. The
+    copy handed out may be changed: its snapshot list is its own, the snapshots themselves are
+    never changed."""
+    kept = _VERSIONS.get(path)
+    if kept is None:
+        return _read_metadata(store, path)
+    return {**kept, "snapshots": list(kept["snapshots"])}
+
+
+def _keep(path: str, meta: dict[str, Any]) -> None:
+    _VERSIONS.put(path, {**meta, "snapshots": list(meta["snapshots"])})
+
+
 def _read_metadata(store: FileStore, path: str) -> dict[str, Any] | None:
     try:
         data = json.loads(store.io.read_bytes(path))
@@ -628,13 +645,13 @@ def sync(store: FileStore, delta: tuple[int, Sequence[ManifestEntry]] | None = N
     io = store.io
     hint = _read_hint(store, layout)
     if hint == latest.id:
-        current = _read_metadata(store, layout.metadata_file(latest.id))
+        current = _published(store, layout.metadata_file(latest.id))
         if current is not None and _describes(store, current, latest):
             _refresh(store, layout, current)
             return latest.id
     base = None
     if hint is not None and hint < latest.id and store.snapshots.exists(hint + 1):
-        base = _read_metadata(store, layout.metadata_file(hint))
+        base = _published(store, layout.metadata_file(hint))
         if base is not None and (
             base.get("format-version") != layout.format_version
             or not _describes(store, base, store.snapshots.get(hint))
@@ -668,6 +685,7 @@ def sync(store: FileStore, delta: tuple[int, Sequence[ManifestEntry]] | None = N
     except BaseException:
         _delete_quietly(store, w.written)
         raise
+    _keep(layout.metadata_file(latest.id), meta)
     io.write_text(layout.version_hint, str(latest.id))
     _delete_quietly(store, doomed)
     _delete_old_versions(store, layout, latest.id, hint)
@@ -692,9 +710,9 @@ def _refresh(store: FileStore, layout: IcebergLayout, meta: dict[str, Any]) -> N
         return
     meta["refs"] = refs
     meta["last-updated-ms"] = int(time.time() * 1000)
-    store.io.write_text(
-        layout.metadata_file(meta["current-snapshot-id"]), json.dumps(meta, separators=(",", ":"))
-    )
+    path = layout.metadata_file(meta["current-snapshot-id"])
+    store.io.write_text(path, json.dumps(meta, separators=(",", ":")))
+    _keep(path, meta)
     _delete_quietly(store, doomed)
 
 
