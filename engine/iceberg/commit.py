@@ -483,6 +483,25 @@ def _check_supported(store: FileStore) -> None:
     partition_avro_fields(store.schema)
 
 
+_SNAPSHOT_TEXT = _ManifestCache(4096)  # a snapshot's JSON text by (id, manifest list): never changes
+_PLACEHOLDER = f'"snapshots-{uuid.uuid4().hex}"'
+
+
+def _to_json(meta: dict[str, Any]) -> str:
+    """The metadata as compact JSON, each snapshot encoded once per process: a version lists every
+    retained snapshot, and re-encoding them all on every commit made its cost grow with them."""
+    texts = []
+    for snap in meta["snapshots"]:
+        key = f"{snap['snapshot-id']}:{snap['manifest-list']}"
+        text = _SNAPSHOT_TEXT.get(key)
+        if text is None:
+            text = json.dumps(snap, separators=(",", ":"))
+            _SNAPSHOT_TEXT.put(key, text)
+        texts.append(text)
+    head = json.dumps({**meta, "snapshots": _PLACEHOLDER[1:-1]}, separators=(",", ":"))
+    return head.replace(_PLACEHOLDER, "[" + ",".join(texts) + "]", 1)
+
+
 def _published(store: FileStore, path: str) -> dict[str, Any] | None:
     """A version to build on: the one this process published at ``path`` (no read, no parse), else
     read. What another process may have changed in place since (``_refresh``: expired snapshots
@@ -676,7 +695,7 @@ def sync(store: FileStore, delta: tuple[int, Sequence[ManifestEntry]] | None = N
         meta["last-updated-ms"] = int(time.time() * 1000)
         meta["last-column-id"] = max(_max_id(s) for s in meta["schemas"])
         if not _create(
-            store, layout.metadata_file(latest.id), json.dumps(meta, separators=(",", ":")).encode()
+            store, layout.metadata_file(latest.id), _to_json(meta).encode()
         ):
             raise _LostRace()
     except _LostRace:
@@ -711,7 +730,7 @@ def _refresh(store: FileStore, layout: IcebergLayout, meta: dict[str, Any]) -> N
     meta["refs"] = refs
     meta["last-updated-ms"] = int(time.time() * 1000)
     path = layout.metadata_file(meta["current-snapshot-id"])
-    store.io.write_text(path, json.dumps(meta, separators=(",", ":")))
+    store.io.write_text(path, _to_json(meta))
     _keep(path, meta)
     _delete_quietly(store, doomed)
 
