@@ -585,6 +585,33 @@ LOG_SCAN_TIMESTAMP_MILLS = _declare("log.scan.timestamp-mills", int, None,
     "Start time for log.scan=from-timestamp.")
 LOG_PATTERN = _declare("log.*", str, None, "Other log-system settings (e.g. log.kafka.bootstrap.servers).")
 
+# -- Iceberg-compatible metadata (engine/iceberg, docs/iceberg.md): Paimon's metadata.iceberg.* keys
+METADATA_ICEBERG_STORAGE = _declare("metadata.iceberg.storage", "enum", "disabled",
+    "Write Iceberg metadata after every commit so Iceberg readers can read the table: table-location "
+    "(under the table's metadata/), hadoop-catalog (under <warehouse>/iceberg/<db>/<table>/metadata/). "
+    "hive-catalog and rest-catalog are refused.",
+    choices=("disabled", "table-location", "hadoop-catalog", "hive-catalog", "rest-catalog"),
+    validator=lambda v: "dyntable writes Iceberg metadata to files only (table-location, hadoop-catalog)"
+    if v in ("hive-catalog", "rest-catalog") else None)
+METADATA_ICEBERG_STORAGE_LOCATION = _declare("metadata.iceberg.storage-location", "enum", None,
+    "Where the Iceberg metadata goes: table-location or catalog-location; default follows "
+    "metadata.iceberg.storage.", choices=("table-location", "catalog-location"))
+METADATA_ICEBERG_FORMAT_VERSION = _declare("metadata.iceberg.format-version", int, 2,
+    "Iceberg format version of the metadata (2; version 3 is refused).",
+    validator=lambda v: None if v == 2 else "dyntable writes Iceberg format version 2 only")
+METADATA_ICEBERG_DELETE_AFTER_COMMIT = _declare("metadata.iceberg.delete-after-commit.enabled", bool, True,
+    "Delete old Iceberg metadata files (vN.metadata.json) after each commit.")
+METADATA_ICEBERG_PREVIOUS_VERSIONS_MAX = _declare("metadata.iceberg.previous-versions-max", int, 0,
+    "How many old Iceberg metadata files to keep after each commit.", validator=_at_least(0))
+METADATA_ICEBERG_MANIFEST_COMPRESSION = _declare("metadata.iceberg.manifest-compression", "enum", "snappy",
+    "Compression of the Iceberg manifests and manifest lists.",
+    choices=("snappy", "deflate", "zstd", "uncompressed"))
+METADATA_ICEBERG_COMPACTION_MIN_FILE_NUM = _declare("metadata.iceberg.compaction.min.file-num", int, 10,
+    "Small Iceberg manifests needed before they are merged (with manifest.target-file-size reached).",
+    validator=_at_least(1))
+METADATA_ICEBERG_COMPACTION_MAX_FILE_NUM = _declare("metadata.iceberg.compaction.max.file-num", int, 50,
+    "Small Iceberg manifests that are merged whatever their total size.", validator=_at_least(1))
+
 # -- internal keys Paimon may store
 PATH = _declare("path", str, None, "Table path (internal).")
 TYPE = _declare("type", str, "table", "Table type (internal).")
