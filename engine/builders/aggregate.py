@@ -21,12 +21,16 @@ def aggregate_from_metadata(
 
     Refuses (None) a builder that reads something other than the table's rows as they are: a
     projection is harmless, but a data filter, ``$ro``, row kinds or merge-only plans are not
-    what ``count(*)`` counts, and a filter on other than partition columns is not exact.
+    what ``count(*)`` counts, and a filter on other than partition columns is not exact. A table
+    whose own ``scan.*`` options shape an unpinned read is refused too (conservative: the read
+    they describe is the data source's to resolve).
     """
     b = builder
     if b.filter is not None or b.read_optimized or b.row_kind or b.merge_only is not None:
         return None
     store = builder.table.store
+    if b.snapshot is None and any(k.startswith("scan.") for k in store.schema.options):
+        return None  # scan.snapshot-id, scan.tag-name, scan.mode, fallback branches...: not decided here
     if partition_filter is not None:
         _, rest = split_by_columns(partition_filter, store.partition_keys)
         if rest is not None:

@@ -126,7 +126,7 @@ def _aggregates(
                 raise _No
             kind = "min" if isinstance(node, exp.Min) else "max"
             aggregates.append(MetadataAggregate(kind, col))
-            names.append(given or f"{kind}({col})")
+            names.append(given or f"{kind}({node.this.name})")  # Spark names it as written
         else:
             raise _No
     if not aggregates:

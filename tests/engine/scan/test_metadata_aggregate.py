@@ -192,3 +192,30 @@ def test_count_matches_rows_read_across_partitions(catalog):
     sel = data.filter(keep)
     got = agg(t, [COUNT, mn("v"), mx("v")], P.is_in("p", [1, 2]))
     assert got == (sel.num_rows, pc.min(sel.column("v")).as_py(), pc.max(sel.column("v")).as_py())
+
+
+def test_scan_options_of_the_table_refuse(catalog):
+    t = catalog.create_table("db.so", ROWS.schema, options={"scan.snapshot-id": "1"})
+    t.write_arrow(ROWS)
+    t.write_arrow(ROWS)
+    assert agg(t, [COUNT]) is None
+    assert agg(t, [COUNT], snapshot_id=2) == (10,)  # pinned explicitly: that snapshot
+
+
+def test_count_layout_tables_refuse(catalog):
+    schema = pa.schema([("k", pa.int64())])
+    t = catalog.create_table("db.cl", schema, options={"retractions.enabled": "true"})
+    t.write_arrow(pa.table({"k": [1, 1, 2]}))
+    assert t.refresh().to_arrow().num_rows == 3
+    assert agg(t, [COUNT]) is None  # rows are counts to expand
+
+
+def test_primary_key_file_counting_deletes_refuses(catalog):
+    t = _pk(catalog, "db.rk", **{"write-only": "true"})
+    t.write_arrow(_kv([1, 2, 3], "x"))
+    t.refresh().compact(full=True)
+    # a retraction of a key beyond the compacted file: no key overlap, but the file counts a delete
+    t.write_arrow(pa.table({"c1": pa.array([9, 10], pa.int32()), "c2": ["z", "z"], "rowkind": ["-D", "+I"]}))
+    t = t.refresh()
+    assert t.to_arrow().num_rows == 4
+    assert agg(t, [COUNT]) is None
