@@ -219,3 +219,13 @@ def test_primary_key_file_counting_deletes_refuses(catalog):
     t = t.refresh()
     assert t.to_arrow().num_rows == 4
     assert agg(t, [COUNT]) is None
+
+
+@pytest.mark.parametrize("write_only", ["true", "false"])
+def test_first_row_counts_what_its_reads_return(catalog, write_only):
+    t = _pk(catalog, f"db.fr{write_only}", **{"merge-engine": "first-row", "write-only": write_only})
+    t.write_arrow(_kv([1, 2, 3], "x"))
+    t.write_arrow(_kv([3, 4], "y"))
+    # first-row batch reads skip level 0: nothing until a compaction (write-only: never) lifts it
+    expected = 0 if write_only == "true" else 4
+    assert agg(t, [COUNT]) == (t.refresh().to_arrow().num_rows,) == (expected,)
