@@ -15,6 +15,7 @@ column): a literal Spark would cast is left to Spark, so the engine's comparison
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -30,6 +31,8 @@ from sqlext.source.session_conf import session_conf
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+# Every select item is an aggregate, so the first one starts the statement.
+_CANDIDATE = re.compile(r"\s*select\s+(count|min|max)\s*\(", re.IGNORECASE)
 _OPS = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
 _INTEGERS = {TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT}
 _STRINGS = {TypeRoot.VARCHAR}  # CHAR(n) compares padded in Spark: left to Spark
@@ -43,8 +46,12 @@ class _No(Exception):  # noqa: N818 - control flow: the statement is not one thi
 
 def answer_from_metadata(session: Any, text: str) -> DataFrame | None:
     """The statement's result from metadata, or None to run it through Spark."""
-    if session.streaming or session_conf(session.spark) or "/*" in text:
-        return None  # a hint (``/*+ OPTIONS(...) */``) may change what is read: Spark's path reads it
+    if not _CANDIDATE.match(text) or "/*" in text or "$" in text:
+        # cheap: most statements stop here; a hint may change what is read; ``t$branch_b`` and
+        # ``t$files`` are other tables (and sqlglot does not keep an unquoted ``$`` in a name)
+        return None
+    if session.streaming or session_conf(session.spark):
+        return None
     try:
         tree = sqlglot.parse_one(text, read="spark")
     except (sqlglot.errors.SqlglotError, RecursionError):

@@ -130,6 +130,8 @@ def test_dynamic_options_and_branches_go_to_spark(sql):
     sql.sql("CALL sys.create_branch('db.T', 'b1')")
     sql.sql("INSERT INTO `T$branch_b1` VALUES (3)")
     check(sql, "SELECT COUNT(*) FROM `T$branch_b1`", [(1,)], from_metadata=False)
+    check(sql, "SELECT COUNT(*) FROM T$branch_b1", [(1,)], from_metadata=False)
+    check(sql, "SELECT count(*) FROM T$schemas", [(1,)], from_metadata=False)
     sql.sql("INSERT INTO T VALUES (4)")
     check(sql, "SELECT COUNT(*) FROM T /*+ OPTIONS('scan.snapshot-id' = '1') */", [(2,)], from_metadata=False)
     sql.sql("SET spark.paimon.scan.snapshot-id = 1")
