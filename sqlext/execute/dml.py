@@ -31,7 +31,7 @@ Merge engines (Paimon's rules, its Spark ``RowLevelOp`` and ``validatePKUpsertDe
 
 Invariants:
 * all data work runs in Spark (no rows reach the driver, except the small list of affected
-  partitions and counts); one data commit per statement through ``insert.write_frame``;
+  partitions and counts); one data commit per statement through ``writes.write_frame``;
 * a failing statement changes nothing: every check (unknown or key columns, a target row matched
   by two source rows) runs before the write, and a failing write job publishes no snapshot;
 * the user's fragments keep their aliases: the target view is aliased as the statement's alias
@@ -60,10 +60,10 @@ from sqlext.execute.dml_common import (
     count_result,
     merge_result,
 )
-from sqlext.execute.insert import write_frame
 from sqlext.execute.merge_plan import MergePlan
 from sqlext.execute.partitions import checked_spec
 from sqlext.execute.results import StatementResult
+from sqlext.execute.writes import write_frame
 from sqlext.parse import ast
 from sqlext.parse.names import quoted
 from sqlext.parse.splitter import Statement

@@ -110,7 +110,7 @@ def _positions(df: DataFrame) -> dict[str, Any]:
 def _write_rows(s: SqlSession, table: Table, df: DataFrame, builder: WriteBuilder) -> list[Any]:
     """Write ``df`` (the table's columns) with engine writers in Spark tasks; their commit messages.
     A failed job deletes the files its finished tasks wrote (``WriteBuilder.abort_job``)."""
-    from sqlext.execute.insert import shape_frame
+    from sqlext.execute.writes import shape_frame
     from sqlext.source.datasource import cluster_for_writers, write_task
 
     columns = list(table.schema.field_names)

@@ -21,8 +21,8 @@ from sqlext.execute.assignments import (
     resolve_assignments,
 )
 from sqlext.execute.dml_common import HELPER, analysis_error, column_names
-from sqlext.execute.insert import column_defaults
 from sqlext.execute.table_options import computed_columns
+from sqlext.execute.writes import spark_defaults as column_defaults
 from sqlext.parse import ast
 from sqlext.parse.names import quoted
 from sqlext.parse.splitter import Statement
