@@ -60,7 +60,7 @@ from sqlext.execute.dml_common import (
     count_result,
     merge_result,
 )
-from sqlext.execute.merge_plan import MergePlan
+from sqlext.execute.merge_plan import MergePlan, merge_evolution
 from sqlext.execute.partitions import checked_spec
 from sqlext.execute.results import StatementResult
 from sqlext.execute.writes import write_frame
@@ -313,10 +313,11 @@ def merge(s: SqlSession, n: ast.Merge, stmt: Statement) -> StatementResult:
     if table is None:
         return _to_spark(s, stmt)
     _check_rewritable(table, "MERGE INTO", stmt)
+    table, merge_schema = merge_evolution(s, table, n, stmt)
     if table.new_write_builder().writes_deletion_vectors():
-        return dml_deletion_vectors.merge(s, table, n, stmt)
+        return dml_deletion_vectors.merge(s, table, n, stmt, merge_schema=merge_schema)
     pinned = _Pinned(s, table)
-    plan = MergePlan(s, table, n, stmt, pinned.view())
+    plan = MergePlan(s, table, n, stmt, pinned.view(), merge_schema=merge_schema)
     if table.primary_keys and plan.ids("delete") and not _deletes_remove_rows(table):
         # The written -D would be dropped (ignore-delete) or refused by the merge engine at read time.
         raise UnsupportedStatementError(

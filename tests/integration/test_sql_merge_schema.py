@@ -1,6 +1,8 @@
-"""SQL writes that evolve the schema (``write.merge-schema``): ``INSERT … BY NAME``.
+"""SQL writes that evolve the schema (``write.merge-schema``): ``INSERT … BY NAME`` and
+``MERGE INTO … UPDATE SET * / INSERT *``.
 
-The cases of Paimon 2.0's ``WriteMergeSchemaTest`` that run SQL, with Paimon's expected rows; then
+The cases of Paimon 2.0's ``WriteMergeSchemaTest`` that run SQL, and the schema-evolution cases of
+its ``MergeIntoAlignmentTest`` and ``MergeIntoTableTestBase``, with Paimon's expected rows; then
 how the option is turned on (session key, per-table key, hint, table option) and what the write
 costs and leaves behind (one schema file with the data, none when the write fails).
 """
@@ -305,3 +307,277 @@ def test_a_primary_key_table_evolves_and_upserts(session):
     session.sql(MERGE)
     session.sql("INSERT INTO k BY NAME SELECT 2 AS id, 'B' AS v, 20 AS n")
     assert rows(session, "SELECT * FROM k ORDER BY id") == [(1, "a", None), (2, "B", 20)]
+
+
+# -- MERGE INTO ... UPDATE SET * / INSERT * ---------------------------------------------------------
+PK = " TBLPROPERTIES ('primary-key' = 'id', 'bucket' = '1')"
+BOTH = "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+
+
+def source(session, sql: str, name: str = "s") -> None:
+    session.spark.sql(sql).createOrReplaceTempView(name)
+
+
+def test_merge_source_uppercase_creates_no_duplicate_columns(session):
+    session.sql(f"CREATE TABLE t (id INT, name STRING, value INT){PK}")
+    session.sql("INSERT INTO t VALUES (1, 'a', 10), (2, 'b', 20)")
+    source(session, "SELECT 1 AS ID, 'A' AS NAME, 100 AS VALUE "
+                    "UNION ALL SELECT 3 AS ID, 'c' AS NAME, 30 AS VALUE")
+    session.sql(MERGE)
+    session.sql(f"MERGE INTO t USING s ON t.id = s.ID {BOTH}")
+    assert columns(session) == ["id", "name", "value"] and schema_ids(session) == [0]
+    assert rows(session, "SELECT * FROM t ORDER BY id") == [(1, "A", 100), (2, "b", 20), (3, "c", 30)]
+
+
+def test_merge_append_only_target_evolves(session):
+    session.sql("CREATE TABLE t (id INT, name STRING)")
+    session.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+    source(session, "SELECT 1 AS id, 'a2' AS name, 100 AS value "
+                    "UNION ALL SELECT 3 AS id, 'c' AS name, 30 AS value")
+    session.sql(MERGE)
+    session.sql(f"MERGE INTO t USING s ON t.id = s.id {BOTH}")
+    assert columns(session) == ["id", "name", "value"]
+    assert rows(session, "SELECT * FROM t ORDER BY id") == [(1, "a2", 100), (2, "b", None), (3, "c", 30)]
+
+
+def test_merge_extra_column_with_case_mismatched_existing_columns(session):
+    session.sql(f"CREATE TABLE t (id INT, name STRING){PK}")
+    session.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+    source(session, "SELECT 1 AS ID, 'A' AS NAME, 100 AS extra_col "
+                    "UNION ALL SELECT 3 AS ID, 'c' AS NAME, 30 AS extra_col")
+    session.sql(MERGE)
+    session.sql(f"MERGE INTO t USING s ON t.id = s.ID {BOTH}")
+    assert columns(session) == ["id", "name", "extra_col"]
+    assert rows(session, "SELECT * FROM t ORDER BY id") == [(1, "A", 100), (2, "b", None), (3, "c", 30)]
+
+
+def test_merge_only_case_differs_changes_no_schema(session):
+    session.sql(f"CREATE TABLE t (id INT, name STRING){PK}")
+    session.sql("INSERT INTO t VALUES (1, 'a')")
+    source(session, "SELECT 1 AS ID, 'A' AS NAME")
+    session.sql(MERGE)
+    session.sql("MERGE INTO t USING s ON t.id = s.ID WHEN MATCHED THEN UPDATE SET *")
+    assert columns(session) == ["id", "name"] and schema_ids(session) == [0]
+    assert rows(session, "SELECT * FROM t") == [(1, "A")]
+
+
+def test_merge_nested_struct_fields_case_mismatch(session):
+    session.sql(f"CREATE TABLE t (id INT, info STRUCT<key1: STRING, key2: STRING>){PK}")
+    session.sql("INSERT INTO t VALUES (1, named_struct('key1', 'a', 'key2', 'b'))")
+    source(session, "SELECT 1 AS id, named_struct('KEY1', 'A', 'KEY2', 'B', 'key3', 'C') AS info")
+    session.sql(MERGE)
+    session.sql(f"MERGE INTO t USING s ON t.id = s.id {BOTH}")
+    info = dict(session.sql("SELECT * FROM t").dtypes)["info"]
+    assert info == "struct<key1:string,key2:string,key3:string>"
+    assert rows(session, "SELECT id, info.key1, info.key2, info.key3 FROM t") == [(1, "A", "B", "C")]
+
+
+def test_merge_repeated_writes_with_alternating_case(session):
+    session.sql(f"CREATE TABLE t (id INT, name STRING){PK}")
+    session.sql("INSERT INTO t VALUES (1, 'a')")
+    session.sql(MERGE)
+    source(session, "SELECT 2 AS ID, 'b' AS NAME", "s1")
+    session.sql("MERGE INTO t USING s1 ON t.id = s1.ID WHEN NOT MATCHED THEN INSERT *")
+    source(session, "SELECT 3 AS Id, 'c' AS NaMe", "s2")
+    session.sql("MERGE INTO t USING s2 ON t.id = s2.Id WHEN NOT MATCHED THEN INSERT *")
+    assert columns(session) == ["id", "name"]
+    assert rows(session, "SELECT * FROM t ORDER BY id") == [(1, "a"), (2, "b"), (3, "c")]
+
+
+@pytest.mark.parametrize("merge_schema", [False, True])
+def test_merge_array_of_bigint_into_array_of_int_keeps_the_target_type(session, merge_schema):
+    session.sql(f"CREATE TABLE t (id INT, ports ARRAY<INT>){PK}")
+    session.sql("INSERT INTO t VALUES (1, array(80, 443))")
+    source(session, "SELECT 1 AS id, array(cast(8080 as bigint), cast(9090 as bigint)) AS ports")
+    if merge_schema:
+        session.sql(MERGE)
+    session.sql(f"MERGE INTO t USING s ON t.id = s.id {BOTH}")
+    assert dict(session.sql("SELECT * FROM t").dtypes)["ports"] == "array<int>"
+    assert rows(session, "SELECT * FROM t") == [(1, [8080, 9090])]
+
+
+def test_merge_type_widening_int_to_bigint(session):
+    session.sql(f"CREATE TABLE t (id INT, v INT){PK}")
+    session.sql("INSERT INTO t VALUES (1, 10)")
+    source(session, "SELECT 1 AS id, cast(200 AS bigint) AS v")
+    session.sql(MERGE)
+    session.sql("SET spark.paimon.write.merge-schema.type-widening = true")
+    session.sql("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *")
+    assert dict(session.sql("SELECT * FROM t").dtypes)["v"] == "bigint"
+    assert rows(session, "SELECT * FROM t") == [(1, 200)]
+
+
+def test_merge_case_sensitive_mode_refuses_names_that_differ_only_by_case(session):
+    # Paimon adds ID and NAME as new columns; dyntable's column names are unique ignoring case.
+    session.sql(f"CREATE TABLE t (id INT, name STRING){PK}")
+    session.sql("INSERT INTO t VALUES (1, 'a')")
+    source(session, "SELECT 1 AS ID, 'A' AS NAME, 100 AS extra")
+    session.sql(MERGE)
+    session.sql("SET spark.sql.caseSensitive = true")
+    try:
+        with pytest.raises(SqlError, match="only by case"):
+            session.sql(f"MERGE INTO t USING s ON t.id = s.ID {BOTH}")
+    finally:
+        session.sql("SET spark.sql.caseSensitive = false")
+    assert columns(session) == ["id", "name"] and rows(session, "SELECT * FROM t") == [(1, "a")]
+
+
+@pytest.mark.parametrize("merge_schema", [False, True])
+def test_merge_source_extra_columns(session, merge_schema):
+    # MergeIntoAlignmentTest: dropped under `*` without merge-schema, evolved into the target with it.
+    session.sql(f"CREATE TABLE t (id INT, name STRING){PK}")
+    session.sql("INSERT INTO t VALUES (1, 'a')")
+    source(session, "SELECT 1 AS id, 'A' AS name, 'upd' AS op "
+                    "UNION ALL SELECT 2 AS id, 'b' AS name, 'ins' AS op")
+    if merge_schema:
+        session.sql(MERGE)
+    session.sql(f"MERGE INTO t USING s ON t.id = s.id {BOTH}")
+    if merge_schema:
+        assert rows(session, "SELECT id, name, op FROM t ORDER BY id") == [(1, "A", "upd"), (2, "b", "ins")]
+    else:
+        assert columns(session) == ["id", "name"]
+        assert rows(session, "SELECT * FROM t ORDER BY id") == [(1, "A"), (2, "b")]
+
+
+def test_merge_target_column_missing_in_source(session):
+    session.sql(MERGE)
+    session.sql("CREATE TABLE news (newsId STRING, newsName STRING, tenantIds ARRAY<STRING>) "
+                "TBLPROPERTIES ('primary-key' = 'newsId', 'bucket' = '1')")
+    session.sql("INSERT INTO news VALUES ('n0', 'old', array('t1'))")
+    source(session, "SELECT 'n0' AS newsId, 'updated' AS newsName "
+                    "UNION ALL SELECT 'n1' AS newsId, 'foo' AS newsName", "checkStatus")
+    session.sql("MERGE INTO news a USING checkStatus b ON a.newsId = b.newsId "
+                "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    assert rows(session, "SELECT * FROM news ORDER BY newsId") == [
+        ("n0", "updated", ["t1"]), ("n1", "foo", None)]
+
+
+@pytest.mark.parametrize("clause", ["WHEN MATCHED THEN UPDATE SET *", "WHEN NOT MATCHED THEN INSERT *"])
+def test_merge_without_merge_schema_a_target_column_missing_in_source_is_an_error(session, clause):
+    session.sql(f"CREATE TABLE t (id INT, name STRING, score INT){PK}")
+    session.sql("INSERT INTO t VALUES (1, 'a', 10)")
+    source(session, "SELECT 1 AS id, 'A' AS name UNION ALL SELECT 2 AS id, 'b' AS name")
+    with pytest.raises(SqlError, match="score") as info:
+        session.sql(f"MERGE INTO t USING s ON t.id = s.id {clause}")
+    assert info.value.sqlstate == "42703"
+    assert rows(session, "SELECT * FROM t") == [(1, "a", 10)]
+
+
+@pytest.mark.parametrize("merge_schema", [False, True])
+def test_merge_update_star_nested_struct_missing_a_leaf(session, merge_schema):
+    session.sql(f"CREATE TABLE t (id INT, info STRUCT<a: STRING, b: STRING>){PK}")
+    session.sql("INSERT INTO t VALUES (1, named_struct('a', 'oldA', 'b', 'oldB'))")
+    source(session, "SELECT 1 AS id, named_struct('a', 'newA') AS info")
+    if not merge_schema:
+        with pytest.raises(SqlError, match="info.b"):
+            session.sql("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *")
+        return
+    session.sql(MERGE)
+    session.sql("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *")
+    assert rows(session, "SELECT id, info.a, info.b FROM t") == [(1, "newA", "oldB")]  # the leaf is kept
+
+
+@pytest.mark.parametrize("merge_schema", [False, True])
+def test_merge_update_star_nested_struct_extra_field(session, merge_schema):
+    session.sql(f"CREATE TABLE t (id INT, info STRUCT<a: STRING>){PK}")
+    session.sql("INSERT INTO t VALUES (1, named_struct('a', 'oldA'))")
+    source(session, "SELECT 1 AS id, named_struct('a', 'newA', 'b', 'newB') AS info")
+    if not merge_schema:
+        with pytest.raises(SqlError, match="info.b"):
+            session.sql("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *")
+        return
+    session.sql(MERGE)
+    session.sql("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *")
+    assert rows(session, "SELECT id, info.a, info.b FROM t") == [(1, "newA", "newB")]
+
+
+@pytest.mark.parametrize("merge_schema", [False, True])
+def test_merge_update_star_null_source_struct_is_a_null_struct(session, merge_schema):
+    session.sql(f"CREATE TABLE t (id INT, info STRUCT<a: STRING, b: STRING>){PK}")
+    session.sql("INSERT INTO t VALUES (1, named_struct('a', 'oldA', 'b', 'oldB'))")
+    source(session, "SELECT 1 AS id, CAST(NULL AS STRUCT<a: STRING, b: STRING>) AS info")
+    if merge_schema:
+        session.sql(MERGE)
+    session.sql("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *")
+    assert rows(session, "SELECT id, info FROM t") == [(1, None)]
+
+
+@pytest.mark.parametrize("merge_schema", [False, True])
+def test_merge_insert_star_nested_struct_missing_a_leaf(session, merge_schema):
+    session.sql(f"CREATE TABLE t (id INT, info STRUCT<a: STRING, b: STRING>){PK}")
+    source(session, "SELECT 2 AS id, named_struct('a', 'newA') AS info")
+    if not merge_schema:
+        with pytest.raises(SqlError, match="info.b"):
+            session.sql("MERGE INTO t USING s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *")
+        return
+    session.sql(MERGE)
+    session.sql("MERGE INTO t USING s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *")
+    assert rows(session, "SELECT id, info.a, info.b FROM t") == [(2, "newA", None)]
+
+
+def test_merge_struct_fields_reordered_go_by_name_without_merge_schema(session):
+    session.sql(f"CREATE TABLE t (id INT, name STRING, address STRUCT<city: STRING, zip: STRING>){PK}")
+    session.sql("INSERT INTO t VALUES (1, 'Alice', struct('Shanghai', '200000')), "
+                "(2, 'Bob', struct('Beijing', '100000'))")
+    session.sql(f"CREATE TABLE src (id INT, name STRING, address STRUCT<zip: STRING, city: STRING>){PK}")
+    session.sql("INSERT INTO src VALUES (1, 'Alice_v2', struct('210000', 'Nanjing')), "
+                "(3, 'Carol', struct('310000', 'Hangzhou'))")
+    session.sql(f"MERGE INTO t USING src ON t.id = src.id {BOTH}")
+    assert rows(session, "SELECT * FROM t ORDER BY id") == [
+        (1, "Alice_v2", ("Nanjing", "210000")), (2, "Bob", ("Beijing", "100000")),
+        (3, "Carol", ("Hangzhou", "310000"))]
+
+
+def test_merge_nested_and_top_level_new_fields_from_a_managed_source(session):
+    session.sql(MERGE)
+    session.sql(f"CREATE TABLE t (id INT, info STRUCT<f1: STRING>){PK}")
+    session.sql("INSERT INTO t VALUES (1, struct('v1')), (2, struct('v2'))")
+    session.sql(f"CREATE TABLE src (id INT, info STRUCT<f1: STRING, f2: STRING>, extra STRING){PK}")
+    session.sql("INSERT INTO src VALUES (1, struct('u1', 'new1'), 'e1'), (3, struct('u3', 'new3'), 'e3')")
+    session.sql(f"MERGE INTO t USING src ON t.id = src.id {BOTH}")
+    assert rows(session, "SELECT * FROM t ORDER BY id") == [
+        (1, ("u1", "new1"), "e1"), (2, ("v2", None), None), (3, ("u3", "new3"), "e3")]
+
+
+def test_merge_with_conditions_deletes_and_new_columns(session):
+    session.sql(MERGE)
+    session.sql(f"CREATE TABLE t (id INT, name STRING, score INT){PK}")
+    session.sql("INSERT INTO t VALUES (1, 'Alice', 80), (2, 'Bob', 70), (3, 'Carol', 60), (4, 'Dave', 50)")
+    session.sql(f"CREATE TABLE src (id INT, name STRING, score INT, grade STRING, "
+                f"info STRUCT<city: STRING, zip: STRING>){PK}")
+    session.sql("INSERT INTO src VALUES (1, 'Alice_v2', 95, 'A', struct('Beijing', '100000')), "
+                "(2, 'Bob_v2', 55, 'C', struct('Shanghai', '200000')), "
+                "(5, 'Eve', 88, 'B', struct('Hangzhou', '310000')), "
+                "(6, 'Frank', 42, 'D', struct('Nanjing', '210000'))")
+    session.sql("MERGE INTO t USING src ON t.id = src.id "
+                "WHEN MATCHED AND src.score >= 60 THEN UPDATE SET * "
+                "WHEN MATCHED AND src.score < 60 THEN DELETE "
+                "WHEN NOT MATCHED AND src.score >= 50 THEN INSERT *")
+    assert rows(session, "SELECT * FROM t ORDER BY id") == [
+        (1, "Alice_v2", 95, "A", ("Beijing", "100000")), (3, "Carol", 60, None, None),
+        (4, "Dave", 50, None, None), (5, "Eve", 88, "B", ("Hangzhou", "310000"))]
+
+
+@pytest.mark.parametrize("layout", ["deletion vectors", "primary key with deletion vectors"])
+def test_merge_schema_on_a_deletion_vector_table(session, layout):
+    keys = "'primary-key' = 'a', 'bucket' = '1', " if layout.startswith("primary") else ""
+    session.sql(MERGE)
+    session.sql(f"CREATE TABLE target (a INT, b STRING) "
+                f"TBLPROPERTIES ({keys}'deletion-vectors.enabled' = 'true')")
+    session.sql("INSERT INTO target VALUES (1, 'v1'), (2, 'v2')")
+    session.sql("CREATE TABLE source (a INT, b STRING, c INT)")
+    session.sql("INSERT INTO source VALUES (1, 'u1', 10), (3, 'u3', 30)")
+    session.sql("MERGE INTO target USING source ON target.a = source.a "
+                "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    assert rows(session, "SELECT * FROM target ORDER BY a") == [(1, "u1", 10), (2, "v2", None), (3, "u3", 30)]
+    assert schema_ids(session, "default.target") == [0, 1]
+
+
+def test_merge_that_fails_its_checks_leaves_no_schema(session):
+    session.sql(MERGE)
+    session.sql(f"CREATE TABLE t (id INT, name STRING){PK}")
+    session.sql("INSERT INTO t VALUES (1, 'a')")
+    source(session, "SELECT 1 AS id, 'x' AS name, 1 AS n UNION ALL SELECT 1 AS id, 'y' AS name, 2 AS n")
+    with pytest.raises(SqlError, match="matched by 2 source rows"):
+        session.sql(f"MERGE INTO t USING s ON t.id = s.id {BOTH}")
+    assert schema_ids(session) == [0] and columns(session) == ["id", "name"]
