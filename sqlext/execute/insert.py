@@ -39,7 +39,6 @@ from typing import Any
 from engine import ROWKIND, InvalidArgumentError, OverwriteSpec, Table, coerce_spec
 from engine.options import parse_duration
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
-from sqlext.execute.ddl import require_managed
 from sqlext.execute.planning import (
     BoundFrame,
     Plan,
@@ -117,9 +116,9 @@ def fill_default_keywords(query: str, columns: Sequence[str], defaults: Mapping[
 
 
 def insert(ctx: PlannerContext, n: ast.Insert, stmt: Statement) -> Plan:
+    """The ``Write`` of an INSERT (see the module docstring); ``ToEngine`` for a table of Spark's."""
     if not ctx.is_managed(n.table):
         return ToEngine(bind=True)  # a table of Spark's (it may read managed tables)
-    require_managed(ctx, n.table, stmt)
     if n.table.system_table:
         raise _error(stmt, f"system table '{n.table}' is read-only", "42809")
     table = ctx.table(n.table)
