@@ -24,12 +24,7 @@ from the modules of plain values ``engine.errors``, ``engine.types``, ``engine.o
 (pyproject.toml). Every other module is internal and may change.
 """
 
-from engine.append_deletions import (
-    AppendDeletionCommit,
-    dv_scan_files,
-    group_positions,
-    writes_append_deletion_vectors,
-)
+from engine.append_deletions import AppendDeletionCommit, group_positions
 from engine.builders.commit import CommitBuilder
 from engine.builders.hooks import CompactionRunner, PostCommit
 from engine.builders.read import ReadBuilder, TableRead
@@ -40,6 +35,7 @@ from engine.commit_messages import CommitMessage, CommitResult, OverwriteSpec
 from engine.compaction import CompactionTask
 from engine.compaction import run_task as run_compaction_task
 from engine.count_layout import is_count_layout
+from engine.default_values import default_text
 from engine.errors import (
     AlreadyExistsError,
     BranchAlreadyExistsError,
@@ -67,15 +63,17 @@ from engine.meta.paths import escape_path_name, partition_value_string
 from engine.meta.snapshot import CommitKind, Snapshot
 from engine.option_checks import near_miss, validate_options
 from engine.scan import predicate
-from engine.scan.incremental import ROWKIND
+from engine.scan.incremental import ROWKIND, IncrementalQuery
 from engine.scan.raw import ADD_KINDS
 from engine.schema import TableSchema
 from engine.system_tables import (
     DATA_TABLES,
     METADATA_TABLES,
+    binlog_schema,
     read_system_table,
     system_table_columns,
     system_table_schema,
+    to_binlog,
 )
 from engine.table import Table
 from engine.write.conform import coerce_spec, coerce_value
@@ -87,6 +85,7 @@ __all__ = [
     "Snapshot",
     "Table",
     "TableSchema",
+    "default_text",
     "open_catalog",
     # the builders: read, write, commit (engine.builders)
     "CommitBuilder",
@@ -107,11 +106,9 @@ __all__ = [
     # values the SQL layer reads or shows
     "ADD_KINDS",
     "AppendDeletionCommit",
-    "dv_scan_files",
     "group_positions",
-    "writes_append_deletion_vectors",
-    "BATCH_COMMIT_IDENTIFIER",
     "ROWKIND",
+    "IncrementalQuery",
     "CommitKind",
     "MergeConfig",
     "coerce_spec",
@@ -122,6 +119,8 @@ __all__ = [
     "predicate",
     # system tables
     "DATA_TABLES",
+    "binlog_schema",
+    "to_binlog",
     "METADATA_TABLES",
     "read_system_table",
     "system_table_columns",

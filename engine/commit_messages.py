@@ -110,6 +110,15 @@ class OverwriteSpec:
     # exactly these partitions (row-level rewrites)
     partitions: tuple[Mapping[str, object], ...] | None = None
 
+    def __post_init__(self) -> None:
+        # One intent per spec: with two, which one wins would be an accident of the commit's code.
+        intents = [name for name, set_ in (("static", bool(self.static)), ("dynamic", self.dynamic),
+                                           ("partitions", self.partitions is not None)) if set_]
+        if len(intents) > 1:
+            from engine.errors import InvalidArgumentError
+
+            raise InvalidArgumentError(f"an overwrite has one intent, not {' and '.join(intents)}")
+
     @classmethod
     def of(cls, shorthand: OverwriteShorthand) -> OverwriteSpec | None:
         """The spec of ``Table.write_arrow``'s shorthand: False/None (append), True (everything),

@@ -273,6 +273,11 @@ DELETION_VECTORS_ENABLED = _declare("deletion-vectors.enabled", bool, False,
 DELETION_VECTORS_MODIFIABLE = _declare("deletion-vectors.modifiable", bool, False,
     "Allow ALTER TABLE to change 'deletion-vectors.enabled' (run a full compaction right after: until "
     "then reads may return duplicates or deleted rows).")
+DELETION_VECTORS_MERGE_ON_READ = _declare("deletion-vectors.merge-on-read", bool, False,
+    "Deletion-vector primary-key tables: batch reads merge level 0 (files not compacted yet) with the "
+    "levels above, so uncompacted rows are visible at some read cost; by default batch reads skip level "
+    "0, as Paimon's do. Streaming and changelog reads are unaffected. Also a dynamic option (SET "
+    "spark.paimon.deletion-vectors.merge-on-read, a hint, a read option).")
 DELETION_VECTORS_BITMAP64 = _declare("deletion-vectors.bitmap64", bool, False,
     "Write 64-bit deletion vectors (Paimon 1.2+; for data files above 2^31 rows). Paimon 0.9 and "
     "pypaimon cannot read them.", immutable=True)
@@ -448,11 +453,24 @@ SCAN_FALLBACK_BRANCH = _declare("scan.fallback-branch", str, None,
     "Batch reads of a partitioned table take the partitions the read branch lacks from the named branch "
     "(same columns and partition columns; streaming reads, writes and maintenance see the read branch only).")
 INCREMENTAL_BETWEEN = _declare("incremental-between", str, None,
-    "Incremental read between two snapshots or tags: 'start,end'.")
+    "Batch read of the changes between two snapshot ids or two tags: 'start,end' (start exclusive). Two "
+    "tags are compared as two states (see incremental-between-tag-to-snapshot). A read option, a hint or "
+    "paimon_incremental_query(...).")
 INCREMENTAL_BETWEEN_TIMESTAMP = _declare("incremental-between-timestamp", str, None,
-    "Incremental read between two epoch-millisecond times: 'start,end'. Not supported by dyntable as a "
-    "table option (use incremental-between with snapshot ids or tags): refused.",
-    validator=_refuse_any("incremental-between-timestamp (use incremental-between)"))
+    "Batch read of the changes committed between two times: 'start,end' as epoch milliseconds or "
+    "timestamps in the local time zone (start exclusive). A read option, a hint or "
+    "paimon_incremental_between_timestamp(...).")
+INCREMENTAL_TO_AUTO_TAG = _declare("incremental-to-auto-tag", str, None,
+    "Batch read of the changes from the automatic tag before the named one to it (empty when either does "
+    "not exist); the names follow tag.creation-period and tag.period-formatter. A read option, a hint or "
+    "paimon_incremental_to_auto_tag(...).")
+INCREMENTAL_BETWEEN_SCAN_MODE = _declare("incremental-between-scan-mode", "enum", "auto",
+    "How an incremental read between snapshots finds changes: delta (the files each snapshot added), "
+    "changelog (its changelog files), auto (changelog when the table has a changelog producer, else delta) "
+    "or diff (the two end states compared).", choices=("auto", "delta", "changelog", "diff"))
+INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT = _declare("incremental-between-tag-to-snapshot", bool, False,
+    "incremental-between two tags reads the snapshots between them (by the scan mode) instead of "
+    "comparing the two tagged states.")
 BRANCH = _declare("branch", str, "main", "Branch to read and write.")
 CONSUMER_ID = _declare("consumer-id", str, None, "Record streaming-read progress under this consumer id.")
 CONSUMER_EXPIRATION_TIME = _declare("consumer.expiration-time", "duration", None,

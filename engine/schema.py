@@ -19,6 +19,8 @@ and per-field options follow the new name); a type may change where Paimon casts
 ``merge-engine``, ...) are refused only once the table has data (``has_snapshots``), as in
 Paimon; a schema read from a file without a ``bucket`` option gets Java's meaning of a missing
 key (``-1``; ``1`` for version-1 files) written explicitly, because dyntable's own default is 1.
+Changes may name nested ROW fields by path (:mod:`engine.schema_nested` applies those); a
+column's default value lives in its field (``defaultValue``, :mod:`engine.default_values`).
 """
 
 from __future__ import annotations
@@ -26,13 +28,15 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
 
+from engine.default_values import check_default_value
 from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchColumnError, UnsupportedTableError
+from engine.field_paths import find_field
 from engine.fileindex.options import check_file_index_options, drop_index_column, rename_index_column
 from engine.frozen import FrozenMap
 from engine.jackson import jackson_json
@@ -52,22 +56,34 @@ from engine.options import (
 )
 from engine.schema_changes import (
     AddColumn,
+    ColumnName,
     DropColumn,
     MoveColumn,
-    Position,
     RemoveOption,
     RenameColumn,
     SchemaChange,
     SetOption,
     UpdateColumnComment,
+    UpdateColumnDefault,
     UpdateColumnType,
     UpdateComment,
 )
-from engine.type_widening import castable
+from engine.schema_nested import (
+    add_field,
+    check_free,
+    comment_field,
+    drop_field,
+    insert_at,
+    move_field,
+    move_in,
+    reassign_ids,
+    rename_field,
+    retype_field,
+    retyped,
+)
 from engine.types import (
     DataField,
     DataType,
-    TypeRoot,
     field_from_json,
     field_to_json,
     from_arrow_field,
@@ -180,7 +196,7 @@ class TableSchema:
         Compatibility (as Java): a missing ``version`` is 1; version ≤ 1 without ``bucket`` means
         ``bucket=1``, a later version without it means Paimon's default ``-1`` (stored explicitly);
         version ≤ 2 without ``file.format`` means ``orc``;
-        a missing ``timeMillis`` is 0; unknown keys (and a field's ``defaultValue``) are ignored.
+        a missing ``timeMillis`` is 0; unknown keys are ignored; a field's ``defaultValue`` is kept.
         Nested fields without ids are numbered after the largest id.
 
         Raises:
@@ -251,7 +267,8 @@ class TableSchema:
 
         Args:
             arrow_or_fields: a ``pa.Schema`` or a list of ``(name, type[, comment])`` tuples (type
-                as DataType or SQL text) or DataFields (their ids are ignored).
+                as DataType or SQL text) or DataFields (their ids are ignored; a default value is
+                kept, checked by :func:`engine.default_values.check_default_value`).
             partition_keys: partition columns (or option ``partition``, not both).
             primary_keys: primary-key columns (or option ``primary-key``, not both); they become
                 NOT NULL unless ``primary-key.nullable`` is true.
@@ -274,11 +291,13 @@ class TableSchema:
         pk_set = set(primary_keys)
         ids = itertools.count()
         fields = []
-        for name, t, desc in columns:
+        for name, t, desc, default in columns:
             fid = next(ids)
             if name in pk_set and not pk_nullable:
                 t = t.copy(False)
-            fields.append(DataField(fid, name, _reassign_ids(t, ids.__next__), desc))
+            if default is not None:
+                check_default_value(t, default)
+            fields.append(DataField(fid, name, reassign_ids(t, ids.__next__), desc, default))
         schema = TableSchema(
             id=0,
             fields=tuple(fields),
@@ -358,13 +377,6 @@ class _Evolution:
                 f"cannot {action} primary-key column '{name}': data files are keyed on it"
             )
 
-    def _check_free(self, name: str, ignore: int = -1) -> None:
-        if not isinstance(name, str) or not name:
-            raise InvalidArgumentError(f"column name must be a non-empty string, got {name!r}")
-        for i, f in enumerate(self.fields):
-            if i != ignore and f.name.lower() == name.lower():
-                raise InvalidArgumentError(f"column '{f.name}' already exists (names are case-insensitive)")
-
     def _check_option_change(self, key: str, new_value: str | None) -> None:
         if key in (PRIMARY_KEY.key, PARTITION.key):
             raise InvalidArgumentError(
@@ -390,7 +402,10 @@ class _Evolution:
         elif isinstance(change, AddColumn):
             self._add(change)
         elif isinstance(change, DropColumn):
-            i = _index_of(self.fields, change.name)
+            if len(path := _path(change.name)) > 1:
+                self.fields = list(drop_field(self.fields, path))
+                return
+            i = _index_of(self.fields, path[0])
             name = self.fields[i].name
             self._key_column(name, "drop")
             if len(self.fields) == 1:
@@ -405,78 +420,84 @@ class _Evolution:
                     del self.options[key]  # its per-column options die with it
             self.options = drop_index_column(self.options, name)
         elif isinstance(change, RenameColumn):
-            i = _index_of(self.fields, change.old)
+            if len(path := _path(change.old)) > 1:
+                self.fields = list(rename_field(self.fields, path, change.new))
+                return
+            i = _index_of(self.fields, path[0])
             old = self.fields[i].name
             if old in self.base.partition_keys:
                 raise InvalidArgumentError(
                     f"cannot rename partition column '{old}': partition paths depend on it"
                 )
-            self._check_free(change.new, ignore=i)
+            check_free(self.fields, change.new, ignore=i)
             self.fields[i] = replace(self.fields[i], name=change.new)
             renamed = _rename_in_options(self.options, old, change.new)
             self.options = rename_index_column(renamed, old, change.new)
             self.primary_keys = tuple(change.new if k == old else k for k in self.primary_keys)
         elif isinstance(change, MoveColumn):
-            i = _index_of(self.fields, change.name)
-            pos = change.position
-            if isinstance(pos, tuple) and len(pos) == 2:
-                if _index_of(self.fields, pos[1]) == i:  # (an unknown reference raises here)
-                    raise InvalidArgumentError(
-                        f"cannot move column '{self.fields[i].name}' relative to itself"
-                    )
-            # Paimon's applyMove refuses a no-op FIRST/LAST ("Cannot move itself for column a").
-            elif (pos == "first" and i == 0) or (pos == "last" and i == len(self.fields) - 1):
-                raise InvalidArgumentError(
-                    f"Cannot move itself for column {self.fields[i].name}: it already is the {pos} column"
-                )
-            self._insert_at(self.fields.pop(i), pos)
+            if len(path := _path(change.name)) > 1:
+                self.fields = list(move_field(self.fields, path, change.position))
+                return
+            move_in(self.fields, _index_of(self.fields, path[0]), change.position)
         elif isinstance(change, UpdateColumnType):
-            i = _index_of(self.fields, change.name)
+            new = parse_sql_type(change.type) if isinstance(change.type, str) else change.type
+            if len(path := _path(change.name)) > 1:
+                self.fields = list(retype_field(self.fields, path, new, change.keep_nullability))
+                return
+            i = _index_of(self.fields, path[0])
             f = self.fields[i]
             self._key_column(f.name, "change the type of")
-            new = parse_sql_type(change.type) if isinstance(change.type, str) else change.type
-            if change.keep_nullability:
-                new = new.copy(f.type.nullable)
-            if not castable(f.type, new):
-                raise InvalidArgumentError(
-                    f"cannot change column '{f.name}' from {type_to_sql(f.type)} to {type_to_sql(new)}: "
-                    "allowed "
-                    "are widenings (e.g. INT -> BIGINT, FLOAT -> DOUBLE, larger DECIMAL or VARCHAR, any "
-                    "non-binary type -> STRING) and numbers to FLOAT/DOUBLE (e.g. BIGINT -> DOUBLE); "
-                    "narrowing casts Paimon allows explicitly (e.g. BIGINT -> INT, STRING -> INT) are refused"
-                )
-            self.fields[i] = replace(f, type=_keep_ids(f.type, new))
+            self.fields[i] = replace(f, type=retyped(f.name, f.type, new, change.keep_nullability))
         elif isinstance(change, UpdateColumnComment):
-            i = _index_of(self.fields, change.name)
+            if len(path := _path(change.name)) > 1:
+                self.fields = list(comment_field(self.fields, path, change.comment))
+                return
+            i = _index_of(self.fields, path[0])
             self.fields[i] = replace(self.fields[i], description=change.comment)
+        elif isinstance(change, UpdateColumnDefault):
+            path = _path(change.name)
+            if len(path) > 1:
+                raise InvalidArgumentError(
+                    f"cannot set a default value on the nested field '{'.'.join(path)}': defaults apply to "
+                    "top-level columns (Paimon's writers fill only those)"
+                )
+            i = _index_of(self.fields, path[0])
+            if change.default is not None:
+                check_default_value(self.fields[i].type, change.default)
+            self.fields[i] = replace(self.fields[i], default_value=change.default)
+            # the option older dyntable versions stored the default in: the field is the one place now
+            self.options.pop(f"fields.{self.fields[i].name}.default-value", None)
         else:
             raise InvalidArgumentError(f"unsupported schema change {change!r}")
 
     def _add(self, change: AddColumn) -> None:
-        self._check_free(change.name)
         t = parse_sql_type(change.type) if isinstance(change.type, str) else change.type
+        path = _path(change.name)
         if not t.nullable:
             raise InvalidArgumentError(
-                f"cannot add column '{change.name}' as NOT NULL: existing rows have no value for it"
+                f"cannot add column '{'.'.join(path)}' as NOT NULL: existing rows have no value for it"
             )
+        if len(path) > 1:
+            fields, self.highest = add_field(
+                self.fields, path, t, change.comment, change.position, self.highest
+            )
+            self.fields = list(fields)
+            return
+        check_free(self.fields, path[0])
         ids = itertools.count(self.highest + 1)
         fid = next(ids)
-        field = DataField(fid, change.name, _reassign_ids(t, ids.__next__), change.comment)
+        field = DataField(fid, path[0], reassign_ids(t, ids.__next__), change.comment)
         self.highest = max(fid, _max_id(field))
-        self._insert_at(field, change.position)
+        insert_at(self.fields, field, change.position)
 
-    def _insert_at(self, field: DataField, pos: Position) -> None:
-        if pos is None or pos == "last":
-            self.fields.append(field)
-        elif pos == "first":
-            self.fields.insert(0, field)
-        elif isinstance(pos, tuple) and len(pos) == 2 and pos[0] in ("after", "before"):
-            ref = _index_of(self.fields, pos[1])
-            self.fields.insert(ref + 1 if pos[0] == "after" else ref, field)
-        else:
-            raise InvalidArgumentError(
-                f"bad column position {pos!r}: use 'first', 'last' or ('after', column)"
-            )
+
+def _path(name: ColumnName) -> tuple[str, ...]:
+    """A change's column as a path (a plain name is a one-step path)."""
+    if isinstance(name, str):
+        return (name,)
+    if not name or not all(isinstance(n, str) and n for n in name):
+        raise InvalidArgumentError(f"a column path must be non-empty names, got {name!r}")
+    return tuple(name)
 
 
 # ---- type changes ---------------------------------------------------------------------------------
@@ -646,15 +667,7 @@ def _now() -> int:
 
 
 def _index_of(fields: Sequence[DataField], name: str) -> int:
-    for i, f in enumerate(fields):
-        if f.name == name:
-            return i
-    matches = [i for i, f in enumerate(fields) if f.name.lower() == str(name).lower()]
-    if len(matches) == 1:
-        return matches[0]
-    raise NoSuchColumnError(
-        f"column '{name}' does not exist; columns are: {', '.join(f.name for f in fields)}"
-    )
+    return find_field(fields, name)
 
 
 def _nested_fields(t: DataType) -> list[DataField]:
@@ -675,55 +688,20 @@ def _max_id(f: DataField) -> int:
     return max(f.id, max_field_id(f.type))
 
 
-def _reassign_ids(t: DataType, next_id: Callable[[], int]) -> DataType:
-    """``t`` with every nested ROW field renumbered depth-first (a field before its children)."""
-    if t.root is TypeRoot.ROW:
-        new = []
-        for f in t.fields:
-            fid = next_id()
-            new.append(DataField(fid, f.name, _reassign_ids(f.type, next_id), f.description))
-        return replace(t, fields=tuple(new))
-    if t.element is not None:
-        return replace(t, element=_reassign_ids(t.element, next_id))
-    if t.key is not None and t.value is not None:
-        key = _reassign_ids(t.key, next_id)
-        return replace(t, key=key, value=_reassign_ids(t.value, next_id))
-    return t
-
-
-def _keep_ids(old: DataType, new: DataType) -> DataType:
-    """``new`` with the ids (and comments) of the matching ROW fields of ``old`` (same shape)."""
-    if new.root is TypeRoot.ROW:
-        kept = tuple(
-            DataField(
-                o.id,
-                n.name,
-                _keep_ids(o.type, n.type),
-                n.description if n.description is not None else o.description,
-            )
-            for o, n in zip(old.fields, new.fields, strict=True)
-        )
-        return replace(new, fields=kept)
-    if new.element is not None and old.element is not None:
-        return replace(new, element=_keep_ids(old.element, new.element))
-    if new.value is not None and old.value is not None and old.key is not None:
-        return replace(new, key=old.key, value=_keep_ids(old.value, new.value))
-    return new
-
-
 def _columns(
     spec: pa.Schema | Sequence[DataField | tuple[Any, ...]],
-) -> list[tuple[str, DataType, str | None]]:
+) -> list[tuple[str, DataType, str | None, str | None]]:
+    """(name, type, comment, default value) of each column a caller of ``create`` gives."""
     if isinstance(spec, pa.Schema):
-        out = []
+        out: list[tuple[str, DataType, str | None, str | None]] = []
         for af in spec:
             f = from_arrow_field(af)
-            out.append((f.name, f.type, f.description))
+            out.append((f.name, f.type, f.description, None))
         return out
-    cols: list[tuple[str, DataType, str | None]] = []
+    cols: list[tuple[str, DataType, str | None, str | None]] = []
     for item in spec:
         if isinstance(item, DataField):
-            cols.append((item.name, item.type, item.description))
+            cols.append((item.name, item.type, item.description, item.default_value))
             continue
         if not isinstance(item, tuple) or len(item) not in (2, 3):
             raise InvalidArgumentError(
@@ -734,7 +712,7 @@ def _columns(
             t = parse_sql_type(t)
         if not isinstance(t, DataType):
             raise InvalidArgumentError(f"column {name!r}: type must be a DataType or SQL text, got {t!r}")
-        cols.append((name, t, item[2] if len(item) == 3 else None))
+        cols.append((name, t, item[2] if len(item) == 3 else None, None))
     return cols
 
 

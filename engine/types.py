@@ -392,10 +392,14 @@ class _TypeParser:
 
     ``spark`` only changes one meaning: a bare ``BINARY`` is Spark's variable-length BYTES,
     while Paimon/Flink read it as ``BINARY(1)`` (Java never writes a bare ``BINARY``).
+    ``timestamp_ltz`` is what the word ``TIMESTAMP`` means without a zone clause: Paimon's
+    wall-clock TIMESTAMP (False, as in Paimon and Flink) or TIMESTAMP_LTZ.
     """
 
-    def __init__(self, text: str, *, spark: bool, ids: Callable[[], int]) -> None:
-        self.text, self.spark, self.ids = text, spark, ids
+    def __init__(
+        self, text: str, *, spark: bool, ids: Callable[[], int], timestamp_ltz: bool = False
+    ) -> None:
+        self.text, self.spark, self.ids, self.timestamp_ltz = text, spark, ids, timestamp_ltz
         self.toks: list[tuple[str, str, int]] = []
         pos = 0
         while (m := _TOKEN.match(text, pos)) is not None:
@@ -455,8 +459,9 @@ class _TypeParser:
             raise self.fail(f"{what} must be between {lo} and {hi}, got {v}")
         return v
 
-    def zone(self, allow_local: bool) -> bool:
-        """Consume ``WITHOUT TIME ZONE`` / ``WITH LOCAL TIME ZONE``; True for the local one."""
+    def zone(self, allow_local: bool) -> bool | None:
+        """Consume ``WITHOUT TIME ZONE`` / ``WITH LOCAL TIME ZONE``: True for the local one, False
+        for the other, None when there is no zone clause."""
         if self.peek("w", "WITHOUT"):
             self.i += 1
             self.take("w", "TIME"), self.take("w", "ZONE")
@@ -468,7 +473,7 @@ class _TypeParser:
             self.i += 1
             self.take("w", "TIME"), self.take("w", "ZONE")
             return True
-        return False
+        return None
 
     def base(self, w: str) -> DataType:  # noqa: C901 - one branch per type keyword
         if w in _PLAIN:
@@ -501,7 +506,11 @@ class _TypeParser:
             return TIME(p)
         if w in ("TIMESTAMP", "TIMESTAMP_NTZ", "TIMESTAMP_LTZ"):
             p = self.one(6, 0, 9, "TIMESTAMP precision")
-            local = self.zone(allow_local=True) if w == "TIMESTAMP" else w == "TIMESTAMP_LTZ"
+            if w == "TIMESTAMP":
+                zone = self.zone(allow_local=True)
+                local = self.timestamp_ltz if zone is None else zone
+            else:
+                local = w == "TIMESTAMP_LTZ"
             return TIMESTAMP_LTZ(p) if local else TIMESTAMP(p)
         if w in ("ARRAY", "MULTISET", "MAP", "ROW", "STRUCT"):
             return self.nested(w)
@@ -551,22 +560,26 @@ def _unquote(lit: str) -> str:
     return re.sub(r"''|\\(.)", lambda m: m.group(1) or "'", lit[1:-1])
 
 
-def parse_sql_type(text: str) -> DataType:
+def parse_sql_type(text: str, *, timestamp_ltz: bool = False) -> DataType:
     """Parse a column type as users write it in CREATE TABLE (Flink or Spark style).
 
     Case-insensitive. Aliases: INTEGER, LONG, SHORT, BYTE, BOOL, REAL, DEC/NUMERIC,
     DOUBLE PRECISION; ``STRUCT<a: T>`` and ``ROW<a T>`` (with ``COMMENT '...'``), ``ARRAY<T>``,
-    ``MAP<K, V>``, ``MULTISET<T>``, a trailing ``NOT NULL``. Decisions: a bare ``TIMESTAMP``
-    and ``TIMESTAMP_NTZ`` are Paimon's wall-clock ``TIMESTAMP(6)`` (not Spark's session-zone
-    meaning); a bare ``BINARY`` is Spark's BYTES; a bare ``VARCHAR``/``CHAR`` is length 1 as
-    in Flink. Nested ROW field ids are numbered 0.. depth-first; TableSchema re-assigns them.
+    ``MAP<K, V>``, ``MULTISET<T>``, a trailing ``NOT NULL``. ``TIMESTAMP_NTZ[(p)]`` and
+    ``TIMESTAMP[(p)] WITHOUT TIME ZONE`` are Paimon's wall-clock ``TIMESTAMP(p)``;
+    ``TIMESTAMP_LTZ[(p)]`` and ``TIMESTAMP[(p)] WITH LOCAL TIME ZONE`` are ``TIMESTAMP_LTZ(p)``;
+    the word ``TIMESTAMP[(p)]`` alone is the wall-clock kind, as in Paimon and Flink, unless
+    ``timestamp_ltz`` (what a Spark session with ``spark.sql.timestampType=TIMESTAMP_LTZ``, its
+    default, means by it). A bare ``BINARY`` is Spark's BYTES; a bare ``VARCHAR``/``CHAR`` is
+    length 1 as in Flink. Nested ROW field ids are numbered 0.. depth-first; TableSchema
+    re-assigns them.
 
     Raises:
         InvalidArgumentError: the text is not a type; the message names the text and position.
     """
     if not isinstance(text, str) or not text.strip():
         raise InvalidArgumentError(f"empty or non-text data type: {text!r}")
-    return _TypeParser(text, spark=True, ids=_IdCounter()).parse()
+    return _TypeParser(text, spark=True, ids=_IdCounter(), timestamp_ltz=timestamp_ltz).parse()
 
 
 _SQL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -579,8 +592,9 @@ def _sql_name(name: str) -> str:
 def type_to_sql(t: DataType) -> str:
     """Spark-SQL style DDL text for display and SHOW CREATE TABLE.
 
-    :func:`parse_sql_type` reads it back to the same type (BYTES prints as ``BINARY``,
-    ``TIMESTAMP(6)`` as ``TIMESTAMP_NTZ``, ``TIMESTAMP_LTZ(6)`` as ``TIMESTAMP_LTZ``).
+    :func:`parse_sql_type` reads it back to the same type whatever a bare ``TIMESTAMP`` means
+    (BYTES prints as ``BINARY``, ``TIMESTAMP(p)`` as ``TIMESTAMP_NTZ`` / ``TIMESTAMP_NTZ(p)``,
+    ``TIMESTAMP_LTZ(p)`` as ``TIMESTAMP_LTZ`` / ``TIMESTAMP_LTZ(p)``: the kind is always named).
     """
     r = t.root
     if r is TypeRoot.DECIMAL:
@@ -588,7 +602,7 @@ def type_to_sql(t: DataType) -> str:
     elif r is TypeRoot.VARBINARY and t.length == MAX_LENGTH:
         s = "BINARY"
     elif r is TypeRoot.TIMESTAMP:
-        s = "TIMESTAMP_NTZ" if t.precision == 6 else f"TIMESTAMP({t.precision})"
+        s = "TIMESTAMP_NTZ" if t.precision == 6 else f"TIMESTAMP_NTZ({t.precision})"
     elif r is TypeRoot.TIMESTAMP_LTZ:
         s = "TIMESTAMP_LTZ" if t.precision == 6 else f"TIMESTAMP_LTZ({t.precision})"
     elif r in (TypeRoot.ARRAY, TypeRoot.MULTISET):

@@ -208,3 +208,23 @@ def test_each_contract_fails_on_a_deliberate_violation(
     assert f"{name} BROKEN" in out, out
     assert module.removesuffix(".py").replace("/", ".") in out, out  # the report names the offender
 
+
+
+def test_the_front_door_lists_only_names_it_has_and_sqlext_or_users_need():
+    """``from engine import *`` works, and each name in ``engine.__all__`` is used by the SQL layer,
+    is a value an engine user handles (an error class, a commit kind), or is a builder type the
+    architecture map documents as the engine's API: internals stay out."""
+    import engine
+    from engine.errors import DyntableError
+
+    sqlext_text = "\n".join(p.read_text() for p in (ROOT / "sqlext").rglob("*.py"))
+    sqlext_text += (ROOT / "docs" / "design" / "architecture.md").read_text()
+    missing = [name for name in engine.__all__ if not hasattr(engine, name)]
+    assert not missing, f"engine.__all__ lists names engine/__init__.py does not define: {missing}"
+    unused = [
+        name for name in engine.__all__
+        if name not in sqlext_text
+        and not (isinstance(getattr(engine, name), type) and issubclass(getattr(engine, name), DyntableError))
+        and name != "CommitKind"
+    ]
+    assert not unused, f"front-door names nothing in sqlext uses (import them from their module): {unused}"

@@ -3,8 +3,8 @@
 A file is written with the schema named by its ``_SCHEMA_ID``. Columns are matched by field id
 between that schema and the current one (Paimon's schema evolution): a renamed column is read
 under its old physical name, a dropped column is skipped, an added column reads as NULL, and a
-widened type is cast. System columns (``_SEQUENCE_NUMBER``, ``_VALUE_KIND``) are passed through
-when asked for.
+widened type is cast; nested ROW fields are matched by id too (:mod:`engine.files.evolve`).
+System columns (``_SEQUENCE_NUMBER``, ``_VALUE_KIND``) are passed through when asked for.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.errors import CorruptDataError, CorruptMetadataError
+from engine.files.evolve import cast_leaf, conform_column
 from engine.meta.manifest import DataFileMeta
 from engine.store import FileStore
 from engine.types import DataField, to_arrow_type
@@ -34,30 +35,18 @@ def arrow_path(path: str) -> str:
     return path
 
 
-def _normalise(column: pa.ChunkedArray | pa.Array, target: pa.DataType) -> pa.ChunkedArray | pa.Array:
-    if column.type.equals(target):
-        return column
-    if pa.types.is_dictionary(column.type):
-        column = column.cast(column.type.value_type)
-    if pa.types.is_floating(target) and not pa.types.is_floating(column.type):
-        # A number retyped to FLOAT/DOUBLE (Paimon's implicit cast) rounds to the nearest float,
-        # as Java's conversion does; Arrow's safe cast would refuse an inexact value instead.
-        return column.cast(target, safe=False)
-    return column.cast(target)
-
-
 def _physical_columns(
     store: FileStore, file: DataFileMeta, fields: Sequence[DataField], system_columns: Sequence[str]
-) -> tuple[list[str | None], list[str]]:
-    """Each field's name in the file's own schema (None: not in the file), and the columns to read."""
+) -> tuple[list[DataField | None], list[str]]:
+    """Each field as the file's own schema has it (None: not in the file), and the columns to read."""
     file_schema = store.schema_by_id(file.schema_id)
-    physical: list[str | None] = []
+    physical: list[DataField | None] = []
     for f in fields:
         try:
-            physical.append(file_schema.field_by_id(f.id).name)
+            physical.append(file_schema.field_by_id(f.id))
         except LookupError:
             physical.append(None)
-    return physical, [p for p in physical if p is not None] + list(system_columns)
+    return physical, [p.name for p in physical if p is not None] + list(system_columns)
 
 
 def _file_error(store: FileStore, file_path: str, e: Exception) -> Exception:
@@ -75,7 +64,7 @@ def _conform(
     file_path: str,
     table: pa.Table,
     fields: Sequence[DataField],
-    physical: Sequence[str | None],
+    physical: Sequence[DataField | None],
     system_columns: Sequence[str],
 ) -> pa.Table:
     """Rows read with the file's schema, as the current schema sees them (see the module docstring)."""
@@ -84,21 +73,21 @@ def _conform(
     names = []
     for f, p in zip(fields, physical, strict=True):
         target = to_arrow_type(f.type)
-        if p is None or p not in table.column_names:
+        if p is None or p.name not in table.column_names:
             arrays.append(pa.nulls(n, target))
         else:
-            column = table.column(p)
+            column = table.column(p.name)
             try:
-                arrays.append(_normalise(column, target))
+                arrays.append(conform_column(column, p.type, f.type))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
                 raise CorruptDataError(
-                    f"data file {file_path}: column '{p}' holds {column.type} values that do not convert to "
-                    f"{target}, the type schema {store.schema.id} gives '{f.name}'; the schema or the file "
-                    f"was altered: {e}"
+                    f"data file {file_path}: column '{p.name}' holds {column.type} values that do not "
+                    f"convert to {target}, the type schema {store.schema.id} gives '{f.name}'; the schema "
+                    f"or the file was altered: {e}"
                 ) from e
         names.append(f.name)
     for s in system_columns:
-        arrays.append(_normalise(table.column(s), _SYSTEM_TYPES.get(s, table.column(s).type)))
+        arrays.append(cast_leaf(table.column(s), _SYSTEM_TYPES.get(s, table.column(s).type)))
         names.append(s)
     return pa.Table.from_arrays(arrays, names=names)
 

@@ -2,8 +2,9 @@
 
 Columns are matched by name (any order); a missing nullable column becomes NULL, an extra column
 or a missing NOT NULL column is an error; values are cast to the column's Arrow type (safe casts
-only: an overflow or a lossy cast is an error naming the column), and NOT NULL columns are
-checked for nulls. Record batches, tables and anything with ``__arrow_c_stream__`` are accepted.
+only: an overflow or a lossy cast is an error naming the column), NULLs of a column with a default
+value become that value (Paimon's ``TableWriteImpl``), and NOT NULL columns are checked for nulls.
+Record batches, tables and anything with ``__arrow_c_stream__`` are accepted.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.default_values import check_default_value
 from engine.errors import InvalidArgumentError
 from engine.options import WRITE_MERGE_SCHEMA, CoreOptions
 from engine.schema import TableSchema
-from engine.types import TypeRoot, to_arrow_type
+from engine.types import DataType, TypeRoot, to_arrow_type
 
 
 def as_table(data: object) -> pa.Table:
@@ -65,6 +67,8 @@ def conform(
             col = pa.chunked_array([pa.nulls(n, target)])
         else:
             raise InvalidArgumentError(f"column '{f.name}' is NOT NULL but the data has no such column")
+        if f.default_value is not None and col.null_count:
+            col = _with_default(col, f.type, f.default_value, f.name)
         if f.type.root is TypeRoot.TIME and (f.type.precision or 0) < 3:
             _check_time_precision(col, f.name, f.type.precision or 0)
         if not f.type.nullable and col.null_count:
@@ -76,6 +80,20 @@ def conform(
             arrays.append(table.column(name).cast(type_))
             fields.append(pa.field(name, type_))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _with_default(col: pa.ChunkedArray, t: DataType, text: str, name: str) -> pa.ChunkedArray:
+    """``col`` with its NULLs replaced by the column's default value (Paimon's writers do this)."""
+    try:
+        value = check_default_value(t, text)
+    except InvalidArgumentError:
+        # A default another writer stored that dyntable cannot read (e.g. a MAP literal): refused
+        # rather than written as NULL, which Paimon would have replaced.
+        raise InvalidArgumentError(
+            f"column '{name}' has the default value `{text}`, which dyntable cannot apply to "
+            f"{t.root.value}; write the column's values explicitly (no NULLs)"
+        ) from None
+    return pc.fill_null(col, pa.scalar(value, col.type))
 
 
 def _match_columns(names: Sequence[str], columns: Sequence[str], extra: set[str]) -> dict[str, str]:

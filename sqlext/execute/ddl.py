@@ -14,6 +14,7 @@ from typing import Any
 from engine import Identifier, coerce_spec
 from engine.schema_changes import (
     AddColumn,
+    ColumnName,
     DropColumn,
     MoveColumn,
     RemoveOption,
@@ -21,11 +22,12 @@ from engine.schema_changes import (
     SchemaChange,
     SetOption,
     UpdateColumnComment,
+    UpdateColumnDefault,
     UpdateColumnType,
     UpdateComment,
 )
-from engine.types import parse_sql_type
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
+from sqlext.execute.column_types import TIMESTAMP_TYPE_SETTING, column_type
 from sqlext.execute.planning import (
     AlterTable,
     CreateDatabase,
@@ -154,50 +156,76 @@ def reset_options(ctx: PlannerContext, n: ast.ResetTableOptions, stmt: Statement
     return _alter(ctx, n.table, stmt, changes, "Table options reset")
 
 
+def _shown(column: ast.ColumnPath) -> str:
+    return column if isinstance(column, str) else ".".join(column)
+
+
 def add_columns(ctx: PlannerContext, n: ast.AddColumns, stmt: Statement) -> Plan:
     changes = []
     for added in n.columns:
         c = added.column
         if c.default is not None:  # refused before anything changes, as Paimon refuses it
             raise UnsupportedStatementError(
-                f"Unsupported table change: Cannot add column [{c.name}] with default value "
-                f"{c.default.text}. Add the column without DEFAULT (existing rows read NULL) and "
-                "write the value with UPDATE if rows need it",
+                f"Unsupported table change: Cannot add column [{_shown((*added.parents, c.name))}] with "
+                f"default value {c.default.text}. Add the column without DEFAULT (existing rows read NULL) "
+                "and write the value with UPDATE if rows need it",
                 line=stmt.line, column=stmt.column,
             )
-        dtype = parse_sql_type(c.type.text)
+        dtype = column_type(c.type.text, ctx.engine_setting(TIMESTAMP_TYPE_SETTING))
         position: Any = "first" if added.first else (("after", added.after) if added.after else None)
-        changes.append(AddColumn(c.name, dtype if c.nullable else dtype.copy(False), c.comment, position))
+        name: ColumnName = (*added.parents, c.name) if added.parents else c.name
+        changes.append(AddColumn(name, dtype if c.nullable else dtype.copy(False), c.comment, position))
     return _alter(ctx, n.table, stmt, changes, f"Added {len(changes)} column(s)")
+
+
+def _exists(fields: Any, column: ast.ColumnPath) -> bool:
+    """Whether ``column`` (a name or a nested path) names a field, for DROP ... IF EXISTS."""
+    t: Any = None
+    for name in (column,) if isinstance(column, str) else column:
+        step = name.lower()
+        if t is not None and step in ("element", "value") and getattr(t, step) is not None:
+            t = getattr(t, step)
+            continue
+        match = [f for f in (fields if t is None else t.fields) if f.name.lower() == step]
+        if not match:
+            return False
+        t = match[0].type
+    return True
 
 
 def drop_columns(ctx: PlannerContext, n: ast.DropColumns, stmt: Statement) -> Plan:
     require_managed(ctx, n.table, stmt)
-    names = list(ctx.table(n.table).schema.field_names)
-    cols = [c for c in n.columns if c in names or not n.if_exists]
+    fields = ctx.table(n.table).schema.fields
+    cols = [c for c in n.columns if not n.if_exists or _exists(fields, c)]
     return _alter(ctx, n.table, stmt, [DropColumn(c) for c in cols], f"Dropped {len(cols)} column(s)")
 
 
 def rename_column(ctx: PlannerContext, n: ast.RenameColumn, stmt: Statement) -> Plan:
-    return _alter(ctx, n.table, stmt, [RenameColumn(n.old, n.new)], f"Renamed column {n.old} to {n.new}")
+    return _alter(
+        ctx, n.table, stmt, [RenameColumn(n.old, n.new)], f"Renamed column {_shown(n.old)} to {n.new}"
+    )
 
 
 def alter_column(ctx: PlannerContext, n: ast.AlterColumn, stmt: Statement) -> Plan:
     if n.nullable is not None:
         raise UnsupportedStatementError(
-            "ALTER COLUMN supports TYPE, COMMENT, FIRST and AFTER; nullability changes are not supported",
+            "ALTER COLUMN supports TYPE, COMMENT, SET/DROP DEFAULT, FIRST and AFTER; nullability changes "
+            "are not supported",
             line=stmt.line, column=stmt.column,
         )
     changes: list[SchemaChange] = []
     if n.type is not None:
-        changes.append(UpdateColumnType(n.column, parse_sql_type(n.type.text)))
+        new_type = column_type(n.type.text, ctx.engine_setting(TIMESTAMP_TYPE_SETTING))
+        changes.append(UpdateColumnType(n.column, new_type))
     if n.comment is not None:
         changes.append(UpdateColumnComment(n.column, n.comment))
+    if n.default is not None or n.drop_default:
+        changes.append(UpdateColumnDefault(n.column, None if n.default is None else n.default.text.strip()))
     if n.first:
         changes.append(MoveColumn(n.column, "first"))
     elif n.after:
         changes.append(MoveColumn(n.column, ("after", n.after)))
-    return _alter(ctx, n.table, stmt, changes, f"Altered column {n.column}")
+    return _alter(ctx, n.table, stmt, changes, f"Altered column {_shown(n.column)}")
 
 
 def drop_partitions(ctx: PlannerContext, n: ast.DropPartitions, stmt: Statement) -> Plan:

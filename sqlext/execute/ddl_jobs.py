@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from engine import OverwriteSpec, coerce_spec
 from engine.schema_changes import RemoveOption, SetOption
-from engine.types import parse_sql_type
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
+from sqlext.execute.column_types import TIMESTAMP_TYPE_SETTING, column_type
 from sqlext.execute.common import (
     done,
     paimon_to_spark_ddl,
@@ -41,9 +41,9 @@ MANAGED_FORMATS = ("dyntable", "paimon")
 
 
 # -- CREATE TABLE ---------------------------------------------------------------------------------
-def _computed_type(s: SqlSession, physical: list[tuple[str, Any, str | None]], expression: str) -> Any:
+def _computed_type(s: SqlSession, physical: list[tuple[Any, ...]], expression: str) -> Any:
     """Derive a computed column's type by letting Spark type the expression over typed NULLs."""
-    cols = ", ".join(f"CAST(NULL AS {paimon_to_spark_ddl(t)}) AS `{name}`" for name, t, _ in physical)
+    cols = ", ".join(f"CAST(NULL AS {paimon_to_spark_ddl(t)}) AS `{name}`" for name, t, *_ in physical)
     df = s.spark.sql(f"SELECT {expression} AS c FROM (SELECT {cols})")
     return spark_to_paimon(df.schema.fields[0].dataType)
 
@@ -71,27 +71,26 @@ def create_table(s: SqlSession, n: ast.CreateTable, stmt: Statement) -> Statemen
         options["bucket"] = str(n.buckets)
     if n.bucket_key:
         options["bucket-key"] = ",".join(n.bucket_key)
-    fields: list[tuple[str, Any, str | None]] = []
+    fields: list[tuple[str, Any, str | None, str | None]] = []
     computed: list[ast.ComputedColumn] = []
     for col in n.columns:
         if isinstance(col, ast.ComputedColumn):
             computed.append(col)
             continue
-        dtype = parse_sql_type(col.type.text)
-        fields.append((col.name, dtype if col.nullable else dtype.copy(False), col.comment))
-        if col.default is not None:  # stored as Paimon's fields.<c>.default-value (see insert.py)
-            from sqlext.execute.writes import default_value_option
-
-            value = default_value_option(s, col.name, dtype, col.default.text, stmt)
-            if value is not None:
-                options[f"fields.{col.name}.default-value"] = value
+        dtype = column_type(col.type.text, s.spark.conf.get(TIMESTAMP_TYPE_SETTING, None))
+        # DEFAULT is stored as Paimon 1.2+ stores it: the field's defaultValue, the literal's text
+        # (the engine refuses text that does not cast to the type, as Paimon); DEFAULT NULL is none.
+        default = None if col.default is None else col.default.text.strip()
+        if default is not None and default.upper() == "NULL":
+            default = None
+        fields.append((col.name, dtype if col.nullable else dtype.copy(False), col.comment, default))
     query_df = None
     if n.query is not None:
         query_df = s.frame(n.query.text)
         if not fields:
-            fields = [(name, t, None) for name, t in struct_fields(query_df.schema)]
+            fields = [(name, t, None, None) for name, t in struct_fields(query_df.schema)]
     for col in computed:
-        fields.append((col.name, _computed_type(s, fields, col.expression.text), col.comment))
+        fields.append((col.name, _computed_type(s, fields, col.expression.text), col.comment, None))
         options[COMPUTED_PREFIX + col.name] = col.expression.text
     if n.watermark is not None:
         options[WATERMARK_PREFIX + n.watermark.column] = n.watermark.expression.text
@@ -113,10 +112,10 @@ def create_table(s: SqlSession, n: ast.CreateTable, stmt: Statement) -> Statemen
     return done(stmt, f"Table {ident.full_name} created")
 
 
-def _fields(fields: list[tuple[str, Any, str | None]]) -> list[Any]:
+def _fields(fields: list[tuple[str, Any, str | None, str | None]]) -> list[Any]:
     from engine.types import DataField
 
-    return [DataField(i, name, t, comment) for i, (name, t, comment) in enumerate(fields)]
+    return [DataField(i, name, t, comment, default) for i, (name, t, comment, default) in enumerate(fields)]
 
 
 def _to_spark(s: SqlSession, stmt: Statement) -> StatementResult:

@@ -7,7 +7,8 @@ Invariants:
   ``timestamp_ntz``, ``struct<a:int>``; nullability shows in SHOW CREATE TABLE), which is what
   Hive clients parse (PyHive's SQLAlchemy dialect reflects column types from it), then
   ``# Partition Information``, then (EXTENDED) ``# Detailed Table Information`` key/value rows,
-  or with a PARTITION ``# Detailed Partition Information``;
+  or with a PARTITION ``# Detailed Partition Information``, then (EXTENDED) ``# Column Default
+  Values`` when a column has a default;
 * SHOW CREATE TABLE prints a Flink/dyntable-style statement that creates an equal schema when run
   under another name (computed columns and the watermark come back from their
   ``dyntable.computed-column.*`` / ``dyntable.watermark.*`` options, which are not repeated in WITH);
@@ -114,11 +115,22 @@ def describe_table(ctx: PlannerContext, n: ast.DescribeTable, stmt: Statement) -
         out.append(("", "", ""))
         out.append(("# Detailed Table Information", "", ""))
         out.extend((k, v, "") for k, v in table_details(table))
+    if n.extended or n.formatted:
+        out.extend(_default_values(ctx, schema.fields))
     return Rows(
         pa.Table.from_pylist(
             [dict(zip(_DESCRIBE_SCHEMA.names, r, strict=True)) for r in out], schema=_DESCRIBE_SCHEMA
         ),
     )
+
+
+def _default_values(ctx: PlannerContext, fields: Any) -> list[tuple[str, str, str | None]]:
+    """Spark's ``# Column Default Values`` section of DESCRIBE EXTENDED: each column's default as
+    stored (the ``defaultValue`` text, e.g. ``'Bob'``); nothing when no column has one."""
+    defaults = [
+        (f.name, ctx.type_text(f.type), f.default_value) for f in fields if f.default_value is not None
+    ]
+    return [("", "", ""), ("# Column Default Values", "", ""), *defaults] if defaults else []
 
 
 def _describe_frame_columns(ctx: PlannerContext, n: ast.DescribeTable, stmt: Statement) -> Plan:
@@ -151,7 +163,7 @@ def table_details(table: Table) -> list[tuple[str, str]]:
         ("Type", "MANAGED"),
         ("Provider", CATALOG_NAME),
     ]
-    if schema.comment:
+    if schema.comment is not None:  # an empty or blank comment is still a comment (Paimon, Spark)
         items.append(("Comment", schema.comment))
     items += [
         ("file.path", table.path),
@@ -188,6 +200,8 @@ def create_table_statement(table: Table) -> str:
             line = f"  {quoted(f.name)} AS {computed[f.name]}"
         else:
             line = f"  {quoted(f.name)} {type_to_sql(f.type)}"
+        if f.default_value is not None:
+            line += f" DEFAULT {f.default_value}"
         if f.description is not None:
             line += f" COMMENT {sql_string(f.description)}"
         lines.append(line)

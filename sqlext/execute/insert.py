@@ -7,8 +7,9 @@ it out (``writes.run_write``: shape, one write job, one commit). Nothing here ru
 
 Columns are matched to the target by position (or by the column list, or with ``BY NAME`` by
 name, case-insensitively as Spark does); columns left out of a column list get their declared
-default (``fields.<c>.default-value``), and a bare ``DEFAULT`` in a ``VALUES`` row stands for the
-default of the column it fills (NULL without one), as in Spark.
+default (the field's ``defaultValue``, which CREATE TABLE's ``DEFAULT`` and ``ALTER COLUMN … SET
+DEFAULT`` store), and a bare ``DEFAULT`` in a ``VALUES`` row stands for the default of the column
+it fills (NULL without one), as in Spark.
 
 **Schema evolution** (``write.merge-schema``: the table option, ``SET spark.paimon.write.merge-schema``
 or a hint ``/*+ OPTIONS('write.merge-schema' = 'true') */``): an ``INSERT … BY NAME`` whose query

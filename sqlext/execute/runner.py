@@ -15,7 +15,7 @@ from engine import FileSystemCatalog, Identifier, Table
 from engine.errors import NoSuchPartitionError
 from engine.types import DataType
 from sqlext.errors import SqlAnalysisError
-from sqlext.execute.common import paimon_to_spark_ddl, spark_to_paimon
+from sqlext.execute.common import spark_to_paimon, spark_type_name
 from sqlext.execute.planning import (
     AlterTable,
     BoundFrame,
@@ -95,7 +95,7 @@ class SessionContext:
         return BoundFrame(frame, bound, columns, frame.isStreaming)
 
     def type_text(self, dtype: DataType) -> str:
-        return paimon_to_spark_ddl(dtype)
+        return spark_type_name(dtype)
 
     def engine_setting(self, key: str) -> str | None:
         try:

@@ -1,14 +1,15 @@
 """The table options statements read besides the engine's: dyntable's own computed columns and
 watermarks, stored as ``dyntable.computed-column.<name>`` / ``dyntable.watermark.<column>`` so
 that any Paimon reader keeps them (and hidden again where options are shown), and Paimon's column
-defaults (``fields.<c>.default-value``) as the SQL expressions writes fill in."""
+defaults (the field's ``defaultValue``, or the older ``fields.<c>.default-value``) as the SQL
+expressions writes fill in."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
 
-from engine import Table
+from engine import Table, default_text
 from engine.types import DataType
 
 COMPUTED_PREFIX = "dyntable.computed-column."
@@ -30,13 +31,21 @@ def watermarks(options: Mapping[str, str]) -> dict[str, str]:
 
 
 def column_defaults(table: Table, type_text: Callable[[DataType], str]) -> dict[str, str]:
-    """``{column: SQL expression of its declared default}`` (``fields.<c>.default-value``), cast to
-    the column's type as ``type_text`` spells it for the SQL engine."""
+    """``{column: SQL expression of its declared default}``: the field's ``defaultValue`` (Paimon
+    1.2+; the text without its quotes, cast to the column's type, as Paimon's writers read it), else
+    the older option ``fields.<c>.default-value``; cast to the type as ``type_text`` spells it for
+    the SQL engine."""
     types = {f.name: f.type for f in table.schema.fields}
-    out = {}
+    texts = {}
     for key, value in table.schema.options.items():
         m = _DEFAULT_VALUE.match(key)
         if m and m.group(1) in types:
-            text = str(value).replace("\\", "\\\\").replace("'", "\\'")
-            out[m.group(1)] = f"CAST('{text}' AS {type_text(types[m.group(1)])})"
+            texts[m.group(1)] = str(value)
+    texts.update(
+        {f.name: default_text(f.default_value) for f in table.schema.fields if f.default_value is not None}
+    )
+    out = {}
+    for name, value in texts.items():
+        text = value.replace("\\", "\\\\").replace("'", "\\'")
+        out[name] = f"CAST('{text}' AS {type_text(types[name])})"
     return out

@@ -8,7 +8,7 @@ hooks compact afterwards in one distributed job (one Spark task per bucket that 
 
 Shaping (``shape_frame``): the query's output columns fill the listed table columns by position,
 static partition values and computed columns are added, columns left out get their declared
-default (``fields.<c>.default-value``), a NULL written to a column with a default becomes the
+default (the field's ``defaultValue``), a NULL written to a column with a default becomes the
 default (Paimon's rule for INSERT, UPDATE and MERGE), CHAR(n) values are padded as Spark stores
 them, and every column is cast to the table's type — except, in a by-name write, columns holding
 structs: the engine's writers align their fields by name (Paimon's byName rule), where Spark's
@@ -49,23 +49,6 @@ if TYPE_CHECKING:
 def spark_defaults(table: Table) -> dict[str, str]:
     """Each column's declared default as a Spark expression."""
     return column_defaults(table, paimon_to_spark_ddl)
-
-
-def default_value_option(s: SqlSession, column: str, dtype: Any, expression: str,
-                         stmt: Statement | None = None) -> str | None:
-    """The ``fields.<c>.default-value`` text of a column's ``DEFAULT <expression>`` (None: NULL).
-
-    The expression is evaluated once by Spark, cast to the column's type: Paimon's option holds a
-    value, not an expression. ARRAY/MAP/ROW defaults have no text form in that option: refused.
-    """
-    if dtype.is_nested:
-        raise SqlAnalysisError(
-            f"DEFAULT on column '{column}' of type {dtype.root.value} is not supported (only atomic types)",
-            line=stmt.line if stmt else None, column=stmt.column if stmt else None, sqlstate="0A000",
-        )
-    spark_type = paimon_to_spark_ddl(dtype)
-    value = s.spark.sql(f"SELECT CAST(CAST(({expression}) AS {spark_type}) AS STRING) AS v").collect()[0][0]
-    return None if value is None else str(value)
 
 
 def _char_padded(value: Any, dtype: Any) -> Any:

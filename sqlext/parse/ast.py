@@ -228,13 +228,22 @@ class ResetTableOptions:
     if_exists: bool = False
 
 
+#: A column: its name, or the path of a nested field (``('v', 'element', 'f1')`` for v.element.f1).
+ColumnPath = str | tuple[str, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class AddedColumn:
-    """One column of ADD COLUMN(S) / MODIFY, with its optional FIRST / AFTER position."""
+    """One column of ADD COLUMN(S) / MODIFY, with its optional FIRST / AFTER position.
+
+    ``parents`` is the path of the ROW a nested field goes into (``ADD COLUMN v.f3 INT``: ``('v',)``,
+    ``column.name`` ``'f3'``); empty for a top-level column.
+    """
 
     column: ColumnDef
     first: bool = False
     after: str | None = None
+    parents: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,36 +256,40 @@ class AddColumns:
 
 @dataclass(frozen=True, slots=True)
 class DropColumns:
-    """ALTER TABLE t DROP [COLUMN|COLUMNS] [IF EXISTS] c, ... | (c, ...)."""
+    """ALTER TABLE t DROP [COLUMN|COLUMNS] [IF EXISTS] c, ... | (c, ...); a nested field is a path."""
 
     table: TableName
-    columns: tuple[str, ...]
+    columns: tuple[ColumnPath, ...]
     if_exists: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class RenameColumn:
-    """ALTER TABLE t RENAME COLUMN a TO b."""
+    """ALTER TABLE t RENAME COLUMN a TO b (``a`` may be a nested field's path: v.f1 TO f10)."""
 
     table: TableName
-    old: str
+    old: ColumnPath
     new: str
 
 
 @dataclass(frozen=True, slots=True)
 class AlterColumn:
-    """ALTER|CHANGE [COLUMN] c {TYPE t | COMMENT 's' | SET/DROP NOT NULL | FIRST | AFTER x}...
+    """ALTER|CHANGE [COLUMN] c {TYPE t | COMMENT 's' | SET/DROP NOT NULL | SET DEFAULT e | DROP DEFAULT
+    | FIRST | AFTER x}...
 
-    Also MODIFY [COLUMN] c type [NOT NULL] [COMMENT] [FIRST|AFTER]. ``None`` means unchanged.
+    Also MODIFY [COLUMN] c type [NOT NULL] [COMMENT] [FIRST|AFTER] and Hive's CHANGE [COLUMN] c c
+    type [COMMENT] [FIRST|AFTER]. ``c`` may be a nested field's path. ``None`` means unchanged.
     """
 
     table: TableName
-    column: str
+    column: ColumnPath
     type: SqlFragment | None = None
     comment: str | None = None
     nullable: bool | None = None
     first: bool = False
     after: str | None = None
+    default: SqlFragment | None = None
+    drop_default: bool = False
 
 
 @dataclass(frozen=True, slots=True)

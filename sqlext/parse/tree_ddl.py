@@ -350,26 +350,35 @@ class DdlBuilder(BuilderBase):
     def after(self, column: Token) -> tuple[str, Any, Any]:
         return "after", str(column), column
 
-    def added_column(self, name: Token, type_tok: Token, *rest: Any) -> ast.AddedColumn:
+    @staticmethod
+    def _path(parts: list[Token]) -> ast.ColumnPath:
+        """A column's name, or a nested field's path (``v.f1`` → ``('v', 'f1')``)."""
+        return str(parts[0]) if len(parts) == 1 else tuple(str(p) for p in parts)
+
+    def added_column(self, parts: list[Token], type_tok: Token, *rest: Any) -> ast.AddedColumn:
         position = rest[-1]
-        column, _ = self._column(name, type_tok, rest[:-1], self._ADD_OPTIONS)
+        column, _ = self._column(parts[-1], type_tok, rest[:-1], self._ADD_OPTIONS)
+        parents = tuple(str(p) for p in parts[:-1])
         if position is None:
-            return ast.AddedColumn(column)
+            return ast.AddedColumn(column, parents=parents)
         return ast.AddedColumn(
-            column, first=position[0] == "first", after=position[1] if position[0] == "after" else None
+            column, first=position[0] == "first", after=position[1] if position[0] == "after" else None,
+            parents=parents,
         )
 
     def alter_add_columns(self, table: ast.TableName, *columns: ast.AddedColumn) -> ast.Node:
         return ast.AddColumns(table, columns)
 
-    def alter_drop_columns(self, table: ast.TableName, if_exists: bool | None, *names: Any) -> ast.Node:
-        columns = (
-            names[0] if len(names) == 1 and isinstance(names[0], tuple) else tuple(str(n) for n in names)
-        )
+    def alter_drop_columns(
+        self, table: ast.TableName, if_exists: bool | None, *names: list[Token]
+    ) -> ast.Node:
+        columns = tuple(self._path(n) for n in names)
+        if len(set(columns)) != len(columns):
+            raise self._fail("DROP COLUMNS names a column twice", names[0][0])
         return ast.DropColumns(table, columns, bool(if_exists))
 
-    def alter_rename_column(self, table: ast.TableName, old: Token, new: Token) -> ast.Node:
-        return ast.RenameColumn(table, str(old), str(new))
+    def alter_rename_column(self, table: ast.TableName, old: list[Token], new: Token) -> ast.Node:
+        return ast.RenameColumn(table, self._path(old), str(new))
 
     def change_type(self, type_tok: Token) -> tuple[str, Any, Any]:
         return "type", self._fragment(type_tok), type_tok
@@ -385,31 +394,59 @@ class DdlBuilder(BuilderBase):
     def drop_not_null(self, meta: Any) -> tuple[str, Any, Any]:
         return "nullable", True, meta
 
+    def set_default(self, expr: Token) -> tuple[str, Any, Any]:
+        return "default", self._fragment(expr), expr
+
+    @v_args(meta=True, inline=True)
+    def drop_default(self, meta: Any) -> tuple[str, Any, Any]:
+        return "default", None, meta
+
     def column_change(self, change: tuple[str, Any, Any]) -> tuple[str, Any, Any]:
         return change
 
-    def alter_column(self, table: ast.TableName, column: Token, *changes: tuple[str, Any, Any]) -> ast.Node:
+    def alter_column(
+        self, table: ast.TableName, parts: list[Token], *changes: tuple[str, Any, Any]
+    ) -> ast.Node:
         seen: dict[str, Any] = {}
+        column = self._path(parts)
         for kind, value, at in changes:
             if kind in seen or (kind in ("first", "after") and ("first" in seen or "after" in seen)):
                 raise self._fail(
-                    f"column {str(column)!r} is changed twice in one statement: keep one", at or column
+                    f"column {'.'.join(p for p in (column if isinstance(column, tuple) else (column,)))!r} "
+                    "is changed twice in one statement: keep one", at or parts[0]
                 )
             seen[kind] = value
         return ast.AlterColumn(
             table,
-            str(column),
+            column,
             seen.get("type"),
             seen.get("comment"),
             seen.get("nullable"),
             bool(seen.get("first")),
             seen.get("after"),
+            seen.get("default"),
+            "default" in seen and seen["default"] is None,
         )
+
+    def alter_change_column(
+        self, table: ast.TableName, parts: list[Token], new: Token, type_tok: Token, *rest: Any
+    ) -> ast.Node:
+        if str(new).lower() != str(parts[-1]).lower():
+            raise self._fail(
+                f"CHANGE COLUMN cannot rename '{parts[-1]}' to '{new}' (as in Spark): use ALTER TABLE ... "
+                "RENAME COLUMN", new
+            )
+        added = self.added_column(parts, type_tok, *rest)
+        c = added.column
+        nullable = None if c.nullable else False
+        path = self._path(parts)
+        return ast.AlterColumn(table, path, c.type, c.comment, nullable, added.first, added.after)
 
     def alter_modify_column(self, table: ast.TableName, added: ast.AddedColumn) -> ast.Node:
         c = added.column
+        column = c.name if not added.parents else (*added.parents, c.name)
         return ast.AlterColumn(
-            table, c.name, c.type, c.comment, None if c.nullable else False, added.first, added.after
+            table, column, c.type, c.comment, None if c.nullable else False, added.first, added.after
         )
 
     def alter_rename_table(self, table: ast.TableName, new_name: ast.TableName) -> ast.Node:

@@ -119,7 +119,7 @@ def native_frame(spark: SparkSession, request: ReadRequest) -> DataFrame | None:
     """The native + Python union for this request, or None when the Python source alone should read."""
     table, system = resolve(request)
     ro = system is not None and system.lower() == "ro"
-    if (system is not None and not ro) or request.changelog or request.incremental_between is not None:
+    if (system is not None and not ro) or request.changelog or request.incremental is not None:
         return None
     if not enabled(spark, request, table) or not _local(table.path):
         return None
@@ -187,7 +187,9 @@ def _group_frame(
             continue
         read = file_struct[old.name]
         if read.dataType != out.dataType and (_nested(read.dataType) or _nested(out.dataType)):
-            return None  # Spark casts structs by position, the Python path by name
+            return None  # Spark casts structs by position, the Python path by field id
+        if _field_ids(old.type) != _field_ids(field.type):
+            return None  # a nested field dropped and added again: the same names, other ids
         if all(p.name != old.name for p in physical):
             physical.append(StructField(old.name, read.dataType, True))
         column = F.col(quoted(old.name))
@@ -244,6 +246,19 @@ def _children(t: Any) -> list[Any]:
             out.append(child)
     for f in getattr(t, "fields", None) or ():
         out.append(f.type)
+    return out
+
+
+def _field_ids(t: Any) -> list[int]:
+    """The ids of the ROW fields nested in ``t``, depth first."""
+    out = []
+    for f in getattr(t, "fields", None) or ():
+        out.append(f.id)
+        out.extend(_field_ids(f.type))
+    for attr in ("element", "key", "value"):
+        child = getattr(t, attr, None)
+        if child is not None and hasattr(child, "root"):
+            out.extend(_field_ids(child))
     return out
 
 

@@ -8,7 +8,14 @@ import os
 import pyarrow as pa
 import pytest
 
-from engine import CommitConflictError, CommitKind, CorruptMetadataError, open_catalog
+from engine import (
+    CommitConflictError,
+    CommitKind,
+    CorruptMetadataError,
+    InvalidArgumentError,
+    OverwriteSpec,
+    open_catalog,
+)
 from engine.commit import FileStoreCommit
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
@@ -59,7 +66,6 @@ def test_overwrite_refuses_to_erase_a_concurrent_append(catalog):
         return original(snapshot)
 
     committer.store.snapshots.try_publish = racing_publish
-    from engine.commit_messages import OverwriteSpec
 
     with pytest.raises(CommitConflictError):
         committer.overwrite(messages, OverwriteSpec(static={"p": "a"}))
@@ -156,7 +162,6 @@ def test_overwrite_from_an_old_base_conflicts_with_later_appends(catalog):
 def test_a_file_added_twice_in_one_commit_is_refused_and_nothing_is_published(catalog):
     """Two messages naming the same file (a reused task name, a message passed twice) would make
     the snapshot unreadable (a double ADD); the commit refuses it and the table stays readable."""
-    from engine import InvalidArgumentError
 
     t = catalog.create_table("db.t", SCHEMA)
     t.write_arrow(pa.table({"id": [1], "p": ["a"]}, schema=SCHEMA))
@@ -170,3 +175,13 @@ def test_a_file_added_twice_in_one_commit_is_refused_and_nothing_is_published(ca
     assert t.to_arrow().column("id").to_pylist() == [1]
     t.write_arrow(pa.table({"id": [3], "p": ["c"]}, schema=SCHEMA))  # the next commit works
     assert sorted(t.refresh().to_arrow().column("id").to_pylist()) == [1, 3]
+
+
+@pytest.mark.parametrize("spec", [
+    {"static": {"p": "a"}, "dynamic": True},
+    {"dynamic": True, "partitions": ({"p": "a"},)},
+    {"static": {"p": "a"}, "partitions": ()},
+])
+def test_an_overwrite_spec_holds_one_intent(spec):
+    with pytest.raises(InvalidArgumentError, match="one intent"):
+        OverwriteSpec(**spec)

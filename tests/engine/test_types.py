@@ -303,6 +303,33 @@ def test_parse_sql_type(text: str, expected: DataType) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("timestamp", TIMESTAMP_LTZ(6)),
+        ("TIMESTAMP(3)", TIMESTAMP_LTZ(3)),
+        ("ARRAY<TIMESTAMP>", ARRAY(TIMESTAMP_LTZ(6))),
+        ("MAP<TIMESTAMP, TIMESTAMP NOT NULL>", MAP(TIMESTAMP_LTZ(6), TIMESTAMP_LTZ(6, False))),
+        ("STRUCT<at: TIMESTAMP>", ROW([DataField(0, "at", TIMESTAMP_LTZ(6))])),
+        # the kinds named by name, or by Paimon's zone clause, are the same under either meaning
+        ("TIMESTAMP_NTZ", TIMESTAMP(6)),
+        ("timestamp_ntz(3)", TIMESTAMP(3)),
+        ("TIMESTAMP(3) WITHOUT TIME ZONE", TIMESTAMP(3)),
+        ("TIMESTAMP_LTZ", TIMESTAMP_LTZ(6)),
+        ("TIMESTAMP WITH LOCAL TIME ZONE", TIMESTAMP_LTZ(6)),
+    ],
+)
+def test_a_bare_timestamp_can_mean_the_local_kind(text: str, expected: DataType) -> None:
+    """What a Spark session with spark.sql.timestampType=TIMESTAMP_LTZ (its default) means."""
+    assert parse_sql_type(text, timestamp_ltz=True) == expected
+
+
+def test_paimon_type_strings_keep_their_meaning() -> None:
+    """Schema files spell the wall-clock kind TIMESTAMP(p): always Paimon's TIMESTAMP there."""
+    assert type_from_json("TIMESTAMP(6)") == TIMESTAMP(6)
+    assert type_from_json("TIMESTAMP(3) WITH LOCAL TIME ZONE") == TIMESTAMP_LTZ(3)
+
+
+@pytest.mark.parametrize(
     "bad",
     [
         "",
@@ -337,8 +364,9 @@ def test_parse_sql_type_errors_name_the_text(bad: str) -> None:
         (MAP(STRING(), INT()), "MAP<STRING,INT>"),
         (ROW([DataField(0, "a", INT())]), "STRUCT<a: INT>"),
         (TIMESTAMP(6), "TIMESTAMP_NTZ"),
-        (TIMESTAMP(3), "TIMESTAMP(3)"),
+        (TIMESTAMP(3), "TIMESTAMP_NTZ(3)"),
         (TIMESTAMP_LTZ(6), "TIMESTAMP_LTZ"),
+        (TIMESTAMP_LTZ(3), "TIMESTAMP_LTZ(3)"),
         (BYTES(), "BINARY"),
         (VARCHAR(5, False), "VARCHAR(5) NOT NULL"),
     ],
@@ -350,7 +378,8 @@ def test_type_to_sql(t: DataType, sql: str) -> None:
 @FAST
 @given(data_types)
 def test_sql_text_round_trip(t: DataType) -> None:
-    assert parse_sql_type(type_to_sql(t)) == t
+    text = type_to_sql(t)  # names each timestamp's kind: the same type whatever a bare TIMESTAMP means
+    assert parse_sql_type(text) == t == parse_sql_type(text, timestamp_ltz=True)
 
 
 # ---- Arrow ------------------------------------------------------------------------------------------

@@ -55,7 +55,7 @@ def test_describe_variants(session, orders):
         ("amount", "decimal(10,2)", None),
         ("tags", "array<string>", None),
         ("addr", "struct<street:string,zip:int>", None),
-        ("ts", "timestamp_ntz", None),
+        ("ts", "timestamp", None),  # TIMESTAMP(3): Spark's TIMESTAMP, an instant (Paimon's TIMESTAMP_LTZ(3))
         ("dt", "string", "day"),
     ]
     assert (out[6][0], out[6][2]) == ("amount_x2", "computed") and out[6][1].startswith("decimal(")

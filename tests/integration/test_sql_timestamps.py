@@ -2,9 +2,11 @@
 
 Spark's ``TIMESTAMP`` is an instant shown in the session's time zone; it becomes Paimon's
 ``TIMESTAMP_LTZ(6)`` (UTC microseconds). ``TIMESTAMP_NTZ`` is a wall-clock time; it becomes
-Paimon's ``TIMESTAMP(6)``. The session here runs in New York (UTC-5 in January, UTC-4 in June),
-so an instant stored as the wall-clock value would be off by hours, and the rows are read back
-through the engine (no Spark) as instants and wall-clock times.
+Paimon's ``TIMESTAMP(6)``. In dyntable's own DDL a bare ``TIMESTAMP`` means what Spark means by
+it: the kind ``spark.sql.timestampType`` names (TIMESTAMP_LTZ unless set). The session here runs in
+New York (UTC-5 in January, UTC-4 in June), so an instant stored as the wall-clock value would be
+off by hours, and the rows are read back through the engine (no Spark) as instants and wall-clock
+times.
 """
 
 from __future__ import annotations
@@ -153,3 +155,113 @@ def test_migrate_table_with_timestamps(ny):
     assert _rows(ny, "mig_ts", "id") == [
         {"id": 1, "at": dt.datetime(2024, 1, 2, 8, 4, 5, tzinfo=UTC),
          "wall": dt.datetime(2024, 1, 2, 3, 4, 5)}]
+
+
+# -- TIMESTAMP in dyntable's DDL means what it means in Spark (spark.sql.timestampType) ---------------
+
+
+@pytest.fixture
+def ntz_session(ny):
+    """The New York session with ``spark.sql.timestampType=TIMESTAMP_NTZ`` (set by SQL, as users do)."""
+    _run(ny, "SET spark.sql.timestampType = TIMESTAMP_NTZ")
+    yield ny
+    _run(ny, "RESET spark.sql.timestampType")
+
+
+def test_ddl_timestamp_is_sparks_timestamp(ny):
+    """Unset, ``spark.sql.timestampType`` is TIMESTAMP_LTZ: a TIMESTAMP column is an instant
+    (Paimon's TIMESTAMP_LTZ, as Paimon's Spark connector stores Spark's TIMESTAMP), nested too."""
+    assert ny.spark.conf.get("spark.sql.timestampType") == "TIMESTAMP_LTZ"
+    _run(ny, "CREATE TABLE kinds (id INT, at TIMESTAMP, wall TIMESTAMP_NTZ, inst TIMESTAMP_LTZ, "
+             "paimon_ltz TIMESTAMP(3) WITH LOCAL TIME ZONE, paimon_ntz TIMESTAMP(3) WITHOUT TIME ZONE, "
+             "milli TIMESTAMP(3), arr ARRAY<TIMESTAMP>, m MAP<STRING, TIMESTAMP>, "
+             "st STRUCT<at: TIMESTAMP, wall: TIMESTAMP_NTZ>) PARTITIONED BY (day TIMESTAMP)")
+    assert _types(ny, "kinds") == {
+        "id": "INT", "at": "TIMESTAMP_LTZ", "wall": "TIMESTAMP_NTZ", "inst": "TIMESTAMP_LTZ",
+        "paimon_ltz": "TIMESTAMP_LTZ(3)", "paimon_ntz": "TIMESTAMP_NTZ(3)", "milli": "TIMESTAMP_LTZ(3)",
+        "arr": "ARRAY<TIMESTAMP_LTZ>", "m": "MAP<STRING,TIMESTAMP_LTZ>",
+        "st": "STRUCT<at: TIMESTAMP_LTZ, wall: TIMESTAMP_NTZ>", "day": "TIMESTAMP_LTZ",
+    }
+    # DESCRIBE prints what Spark prints for the same columns
+    described = {r[0]: r[1] for r in _run(ny, "DESCRIBE kinds").dataframe.collect()
+                 if r[0] and r[0][0] != "#"}
+    assert described["at"] == described["inst"] == described["day"] == "timestamp"
+    assert described["wall"] == "timestamp_ntz"
+    assert described["st"] == "struct<at:timestamp,wall:timestamp_ntz>"
+    # ALTER TABLE: ADD COLUMN(S) and ALTER COLUMN ... TYPE read TIMESTAMP the same way
+    _run(ny, "ALTER TABLE kinds ADD COLUMNS (added TIMESTAMP, added_arr ARRAY<TIMESTAMP>)")
+    _run(ny, "ALTER TABLE kinds ALTER COLUMN milli TYPE TIMESTAMP")  # LTZ(3) -> LTZ(6): a widening
+    types = _types(ny, "kinds")
+    assert (types["added"], types["added_arr"], types["milli"]) == (
+        "TIMESTAMP_LTZ", "ARRAY<TIMESTAMP_LTZ>", "TIMESTAMP_LTZ")
+    # Spark's literal and CAST agree with the column: the New York wall-clock time, stored as its instant
+    _run(ny, "INSERT INTO kinds (id, at, wall, added) VALUES "
+             "(1, TIMESTAMP '2024-01-02 03:04:05', TIMESTAMP_NTZ '2024-01-02 03:04:05', "
+             "CAST('2024-01-02 03:04:05' AS TIMESTAMP))")
+    (row,) = _rows(ny, "kinds", "id")
+    instant = dt.datetime(2024, 1, 2, 8, 4, 5, tzinfo=UTC)
+    assert (row["at"], row["added"], row["wall"]) == (instant, instant, dt.datetime(2024, 1, 2, 3, 4, 5))
+    # SHOW CREATE TABLE names each kind, so it recreates the same schema under either setting
+    [(text,)] = _run(ny, "SHOW CREATE TABLE kinds").dataframe.collect()
+    assert "`at` TIMESTAMP_LTZ" in text and "`wall` TIMESTAMP_NTZ" in text
+    _run(ny, "SET spark.sql.timestampType = TIMESTAMP_NTZ")
+    try:
+        _run(ny, text.replace("CREATE TABLE default.kinds", "CREATE TABLE kinds_copy"))
+    finally:
+        _run(ny, "RESET spark.sql.timestampType")
+    assert _table(ny, "kinds_copy").schema.fields == _table(ny, "kinds").schema.fields
+
+
+def test_ddl_timestamp_follows_the_session_setting(ntz_session):
+    """With ``spark.sql.timestampType=TIMESTAMP_NTZ`` Spark's TIMESTAMP is the wall-clock kind: in
+    DDL, literals and CASTs alike (Spark evaluates those; the statement text reaches it unchanged)."""
+    s = ntz_session
+    _run(s, "CREATE TABLE walls (id INT, at TIMESTAMP, inst TIMESTAMP_LTZ, arr ARRAY<TIMESTAMP>)")
+    _run(s, "ALTER TABLE walls ADD COLUMN added TIMESTAMP")
+    assert _types(s, "walls") == {"id": "INT", "at": "TIMESTAMP_NTZ", "inst": "TIMESTAMP_LTZ",
+                                  "arr": "ARRAY<TIMESTAMP_NTZ>", "added": "TIMESTAMP_NTZ"}
+    _run(s, "CREATE TABLE walls_ctas AS SELECT 1 AS id, TIMESTAMP '2024-01-02 03:04:05' AS lit, "
+            "CAST('2024-01-02 03:04:05' AS TIMESTAMP) AS cast_ts, "
+            "TIMESTAMP_LTZ '2024-01-02 03:04:05' AS inst")
+    assert _types(s, "walls_ctas") == {"id": "INT NOT NULL", "lit": "TIMESTAMP_NTZ NOT NULL",
+                                       "cast_ts": "TIMESTAMP_NTZ", "inst": "TIMESTAMP_LTZ NOT NULL"}
+    (row,) = _rows(s, "walls_ctas", "id")
+    assert row["lit"] == row["cast_ts"] == dt.datetime(2024, 1, 2, 3, 4, 5)
+    assert row["inst"] == dt.datetime(2024, 1, 2, 8, 4, 5, tzinfo=UTC)
+
+
+def test_writes_to_an_instant_column_under_the_wall_clock_setting(ny):
+    """dyntable's own casts to a table's types name the kind (``timestamp_ltz``), so a table of
+    instants is written the same under either setting: INSERT, defaults, computed columns."""
+    _run(ny, "CREATE TABLE stamped (id INT, at TIMESTAMP, "
+             "seen TIMESTAMP DEFAULT TIMESTAMP '2024-06-01 10:00:00', later AS at + INTERVAL 1 HOUR)")
+    assert _types(ny, "stamped") == {"id": "INT", "at": "TIMESTAMP_LTZ", "seen": "TIMESTAMP_LTZ",
+                                     "later": "TIMESTAMP_LTZ"}
+    _run(ny, "SET spark.sql.timestampType = TIMESTAMP_NTZ")
+    try:
+        _run(ny, "INSERT INTO stamped (id, at) VALUES (1, TIMESTAMP '2024-01-02 03:04:05')")
+        _run(ny, "INSERT INTO stamped (id, at) SELECT 2, CAST('2024-01-02 03:04:05' AS TIMESTAMP_LTZ)")
+    finally:
+        _run(ny, "RESET spark.sql.timestampType")
+    rows = _rows(ny, "stamped", "id")
+    instant = dt.datetime(2024, 1, 2, 8, 4, 5, tzinfo=UTC)
+    assert [(r["at"], r["later"]) for r in rows] == [(instant, instant + dt.timedelta(hours=1))] * 2
+    assert [r["seen"] for r in rows] == [dt.datetime(2024, 6, 1, 14, 0, tzinfo=UTC)] * 2
+
+
+def test_existing_tables_keep_their_types(ny):
+    """A table made before (Paimon's TIMESTAMP(6) in its schema file, here written by the engine)
+    is still wall-clock: its column reads as Spark's TIMESTAMP_NTZ whatever the session's setting."""
+    import pyarrow as pa
+
+    schema = pa.schema([("id", pa.int32()), ("ts", pa.timestamp("us"))])
+    table = ny.catalog.create_table("default.legacy", schema)
+    table.write_arrow(pa.table({"id": [1], "ts": [dt.datetime(2024, 1, 2, 3, 4, 5)]},
+                               schema=table.arrow_schema))
+    assert _types(ny, "legacy") == {"id": "INT", "ts": "TIMESTAMP_NTZ"}
+    described = {r[0]: r[1] for r in _run(ny, "DESCRIBE legacy").dataframe.collect()}
+    assert described["ts"] == "timestamp_ntz"
+    shown = _run(ny, "SELECT CAST(ts AS STRING) AS s, typeof(ts) AS t FROM legacy")
+    assert [tuple(r) for r in shown.dataframe.collect()] == [("2024-01-02 03:04:05", "timestamp_ntz")]
+    _run(ny, "ALTER TABLE legacy ADD COLUMN note STRING")  # a change keeps the column's kind
+    assert _types(ny, "legacy") == {"id": "INT", "ts": "TIMESTAMP_NTZ", "note": "STRING"}

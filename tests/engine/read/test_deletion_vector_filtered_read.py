@@ -172,7 +172,8 @@ def test_random_writes_filtered_reads_equal_merge_on_read(tmp_path_factory, step
 
 
 def test_append_table_with_dvs_reads_filter_first_too(catalog):
-    from engine import AppendDeletionCommit, dv_scan_files
+    from engine import AppendDeletionCommit
+    from engine.append_deletions import dv_scan_files
 
     schema = pa.schema([("k", pa.int64()), ("v", pa.string())])
     t = catalog.create_table("db.app", schema, options={**DV, "bucket": "-1"})

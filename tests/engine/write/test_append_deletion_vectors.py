@@ -15,9 +15,9 @@ from engine import (
     AppendDeletionCommit,
     CommitConflictError,
     InvalidArgumentError,
-    dv_scan_files,
     group_positions,
 )
+from engine.append_deletions import dv_scan_files
 from engine.meta.index_files import DELETION_VECTORS_INDEX, IndexStore
 from engine.meta.snapshot import CommitKind
 

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import AppendDeletionCommit, dv_scan_files
+from engine import AppendDeletionCommit
+from engine.append_deletions import dv_scan_files
 from engine.meta.deletion_vectors import (
     DeletionVector,
     read_deletion_vectors,

@@ -20,9 +20,10 @@ from tests.integration.server.test_clients import _beeline
 SETUP = [
     "CREATE DATABASE shop",
     "CREATE TABLE shop.orders (id BIGINT NOT NULL COMMENT 'order number', amount DECIMAL(10,2), "
-    "placed TIMESTAMP, PRIMARY KEY (id) NOT ENFORCED) COMMENT 'one row per order'",
+    "placed TIMESTAMP_NTZ, shipped TIMESTAMP, PRIMARY KEY (id) NOT ENFORCED) COMMENT 'one row per order'",
     "CREATE TABLE shop.items (sku STRING, qty INT)",
-    "INSERT INTO shop.orders VALUES (1, 9.5, TIMESTAMP_NTZ'2024-01-01 10:00:00')",
+    "INSERT INTO shop.orders VALUES (1, 9.5, TIMESTAMP_NTZ'2024-01-01 10:00:00', "
+    "TIMESTAMP'2024-01-02 10:00:00')",
     "CREATE VIEW shop.big_orders COMMENT 'orders over 5' AS SELECT id FROM shop.orders WHERE amount > 5",
 ]
 SYSTEM_TABLES = sorted(f"orders${n}" for n in (*METADATA_TABLES, *DATA_TABLES))
@@ -69,7 +70,7 @@ def test_impyla_metadata_calls(impyla):
     assert {("shop", "orders"), ("shop", "items"), ("shop", "big_orders"), ("", "recent")} <= {
         (row[1], row[2]) for row in impyla.fetchall()}
     assert impyla.get_table_schema("orders", "shop") == [
-        ("id", "BIGINT"), ("amount", "DECIMAL(10,2)"), ("placed", "TIMESTAMP_NTZ")]
+        ("id", "BIGINT"), ("amount", "DECIMAL(10,2)"), ("placed", "TIMESTAMP_NTZ"), ("shipped", "TIMESTAMP")]
     assert impyla.get_table_schema("items") == [("sku", "STRING"), ("qty", "INT")]  # database '.*'
     assert impyla.table_exists("orders", "shop") and not impyla.table_exists("nope", "shop")
     assert impyla.database_exists("shop") and not impyla.database_exists("nowhere")
@@ -161,6 +162,7 @@ def test_jdbc_browsing_as_dbeaver_does(shop, browse_program):
         ["id", "BIGINT", "-5", "NO", "order number"],
         ["amount", "DECIMAL(10,2)", "3", "YES", ""],
         ["placed", "TIMESTAMP_NTZ", "93", "YES", ""],
+        ["shipped", "TIMESTAMP", "93", "YES", ""],
     ]
     assert got["snapshot-columns"] == [["snapshot_id", "BIGINT"]]
     assert got["pk"] == [["id", "1"]]

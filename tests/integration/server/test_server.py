@@ -282,7 +282,7 @@ def test_metadata_calls(none_server):
     try:
         cursor = conn.cursor()
         cursor.execute("CREATE TABLE meta_t (id BIGINT, v STRING, d DECIMAL(10,2), ts TIMESTAMP, "
-                       "PRIMARY KEY (id) NOT ENFORCED)")
+                       "wall TIMESTAMP_NTZ, PRIMARY KEY (id) NOT ENFORCED)")
         c, sh = conn._client, conn._sessionHandle
         schemas = _result(conn, _ok(c.GetSchemas(tt.TGetSchemasReq(sessionHandle=sh))).operationHandle)
         assert "default" in schemas["TABLE_SCHEM"]
@@ -311,7 +311,7 @@ def test_metadata_calls(none_server):
         assert list(zip(cols["COLUMN_NAME"], cols["DATA_TYPE"], cols["TYPE_NAME"], cols["ORDINAL_POSITION"],
                         strict=True)) == [
             ("id", -5, "BIGINT", 1), ("v", 12, "STRING", 2), ("d", 3, "DECIMAL(10,2)", 3),
-            ("ts", 93, "TIMESTAMP_NTZ", 4)]
+            ("ts", 93, "TIMESTAMP", 4), ("wall", 93, "TIMESTAMP_NTZ", 5)]  # Spark's names, JDBC's TIMESTAMP
         assert cols["IS_NULLABLE"][0] == "NO" and cols["DECIMAL_DIGITS"][2] == 2
         snap = _result(conn, _ok(c.GetColumns(tt.TGetColumnsReq(
             sessionHandle=sh, schemaName="default", tableName="meta\\_t$snapshots", columnName="snapshot_id"))

@@ -28,7 +28,7 @@ def engine(plain_server):
         for stmt in (
             "CREATE DATABASE bi",
             "CREATE TABLE bi.orders (id BIGINT NOT NULL, amount DECIMAL(10,2), name STRING, qty INT, "
-            "small SMALLINT, ok BOOLEAN, ratio DOUBLE, d DATE, ts TIMESTAMP_LTZ, wall TIMESTAMP, "
+            "small SMALLINT, ok BOOLEAN, ratio DOUBLE, d DATE, ts TIMESTAMP, wall TIMESTAMP_NTZ, "
             "tags ARRAY<STRING>, PRIMARY KEY (id) NOT ENFORCED) COMMENT 'one row per order'",
             "INSERT INTO bi.orders VALUES (1, 9.50, 'a', 1, 1, true, 0.5, DATE'2024-01-01', "
             "TIMESTAMP'2024-01-01 10:00:00', TIMESTAMP_NTZ'2024-01-01 10:00:00', array('x')), "
@@ -79,8 +79,8 @@ def test_reflected_column_types(engine):
     assert cols["amount"] is HiveDecimal and cols["name"] is sat.String and cols["ok"] is sat.Boolean
     assert cols["ratio"] is sat.Float and cols["d"] is HiveDate and cols["ts"] is HiveTimestamp
     assert cols["tags"] is sat.String  # nested types reflect as strings, as with Hive
-    # PyHive 0.7 knows no timestamp_ntz (Spark's TIMESTAMP_NTZ, dyntable's TIMESTAMP): NullType and
-    # a warning, as against Spark's own Thrift server (docs/server.md says how to cast it).
+    # PyHive 0.7 knows no timestamp_ntz (Spark's TIMESTAMP_NTZ, Paimon's wall-clock TIMESTAMP): NullType
+    # and a warning, as against Spark's own Thrift server (docs/server.md says how to cast it).
     assert cols["wall"] is sat.NullType
     assert [str(w.message) for w in caught] == ["Did not recognize type 'timestamp_ntz' of column 'wall'"]
     # The partition columns of a partitioned table, as Superset's partition picker reads them.

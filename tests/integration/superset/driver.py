@@ -12,7 +12,8 @@ dyntable-server and a table on it, the driver
   user would click through (the database connection, the dataset, the chart's definition) go
   through Superset's REST API with the logged-in browser session;
 * records what each page shows, as JSON, for the test to assert on: the database list, SQL Lab's
-  result grid after pressing Run, the dataset editor's column table, and a time-series chart
+  result grid after pressing Run, the dataset editor's column table, the columns of a dataset
+  over a query (typed from its result set) with Explore's type icons, and a time-series chart
   (whether it drew, and the rows its data request returned); a screenshot of each page goes to
   the work directory.
 
@@ -341,6 +342,25 @@ class Check:
         return {"id": answer["id"], "explore_columns": explore_columns, "editor_columns": editor_columns,
                 "editor_title": title}
 
+    def query_dataset(self) -> dict[str, Any]:
+        """A dataset over a query (SQL Lab's "Save dataset"): Superset types its columns from the
+        result set of the query (``cursor.description``), not from DESCRIBE."""
+        created, answer = self.api("POST", "/api/v1/dataset/", {
+            "database": self.report["database_id"], "schema": self.spec["schema"],
+            "table_name": self.spec["query_dataset"], "sql": self.spec["query_dataset_sql"]})
+        if created != 201:
+            raise RuntimeError(f"creating the query dataset answered {created}: {answer}")
+        status, got = self.api("GET", f"/api/v1/dataset/{answer['id']}")
+        if status != 200:
+            raise RuntimeError(f"reading the query dataset answered {status}: {got}")
+        columns = [{"name": c["column_name"], "type": c["type"], "temporal": c["is_dttm"]}
+                   for c in got["result"]["columns"]]
+        self.open(f"/explore/?datasource_type=table&datasource_id={answer['id']}")
+        self.wait.until(ec.presence_of_element_located(
+            (By.CSS_SELECTOR, "[data-test=DatasourcePanelDragOption]")))
+        return {"id": answer["id"], "columns": columns,
+                "explore_columns": self.d.execute_script(EXPLORE_COLUMNS_JS)}
+
     def chart(self) -> dict[str, Any]:
         time_column, metric_column = self.spec["time_column"], self.spec["metric_column"]
         label = f"SUM({metric_column})"
@@ -389,7 +409,8 @@ class Check:
 
 def main(argv: list[str]) -> int:
     """Run every step; the spec (JSON) names ``hive_uri``, ``database_name``, ``schema``, ``table``,
-    ``query`` (for SQL Lab), ``time_column``, ``metric_column``, ``chart_name`` and ``workdir``."""
+    ``query`` (for SQL Lab), ``query_dataset`` and ``query_dataset_sql`` (a dataset over a query),
+    ``time_column``, ``metric_column``, ``chart_name`` and ``workdir``."""
     spec = json.loads(Path(argv[0]).read_text())
     work = Path(spec["workdir"])
     shots = work / "screenshots"
@@ -404,7 +425,7 @@ def main(argv: list[str]) -> int:
         driver = start_browser(tempfile.mkdtemp(prefix="chromium-profile-", dir=work))
         try:
             check = Check(driver, report["base_url"], spec, shots)
-            for name in ("login", "database", "sqllab", "autocomplete", "dataset", "chart"):
+            for name in ("login", "database", "sqllab", "autocomplete", "dataset", "query_dataset", "chart"):
                 check.step(name, getattr(check, name))
             report.update(check.report, timings={**report["timings"], **check.report["timings"]})
             report["browser"] = driver.capabilities.get("browserVersion")

@@ -9,7 +9,9 @@ python, does the browser work and reports what each page shows, which the tests 
 * SQL Lab: after pressing Run, the result grid shows the query's rows; the function names its
   editor completes (from ``SHOW FUNCTIONS``) are Spark's;
 * a dataset over the table: the dataset editor lists every column with its type, the timestamp
-  column marked temporal (and Explore shows each column's type icon);
+  columns marked temporal (and Explore shows each column's type icon);
+* a dataset over a query: both kinds of timestamps are typed TIMESTAMP and temporal (from the
+  result set's metadata, where the server types both as Hive's TIMESTAMP);
 * a time-series chart over the dataset draws, and its data request returns the rows per day.
 
 The Superset venv is found through ``$DYNTABLE_SUPERSET_PYTHON`` (as ``.ci/run`` sets it) or at
@@ -50,9 +52,13 @@ COLUMNS = (  # name, dyntable type, what Superset's dataset editor shows: type, 
     ("qty", "INT", "INT", False),
     ("paid", "BOOLEAN", "BOOLEAN", False),
     ("ordered_at", "TIMESTAMP_LTZ", "TIMESTAMP", True),
+    # Spark's TIMESTAMP, as a Spark session means it (issue 35): DESCRIBE says `timestamp`
+    ("shipped_at", "TIMESTAMP", "TIMESTAMP", True),
+    # DESCRIBE says `timestamp_ntz`, as Spark does, a name PyHive 0.7's dialect does not know: the
+    # table's dataset cannot type it (docs/server.md); a dataset over a query can (below)
+    ("local_time", "TIMESTAMP_NTZ", "UNKNOWN", False),
 )
-WALL_CLOCK = "local_time"  # a TIMESTAMP (TIMESTAMP_NTZ) column: the same values, wall-clock
-ROWS = (  # id, region, amount, qty, paid, ordered_at (also local_time)
+ROWS = (  # id, region, amount, qty, paid, ordered_at (also shipped_at and local_time)
     (1, "north", Decimal("10.50"), 1, True, "2024-01-01 10:00:00"),
     (2, "south", Decimal("20.00"), 2, False, "2024-01-01 15:30:00"),
     (3, "north", Decimal("7.25"), 3, True, "2024-01-02 09:00:00"),
@@ -60,6 +66,8 @@ ROWS = (  # id, region, amount, qty, paid, ordered_at (also local_time)
     (5, "south", Decimal("12.75"), 5, False, "2024-01-03 18:45:00"),
 )
 QUERY = f"SELECT id, region, amount, ordered_at FROM {TABLE} ORDER BY id"
+QUERY_DATASET = "sales_times"
+QUERY_DATASET_SQL = f"SELECT id, ordered_at, shipped_at, local_time FROM {TABLE}"
 
 
 def locate_superset() -> tuple[str | None, str]:
@@ -99,13 +107,14 @@ def hive_server(spark, tmp_path_factory):
     server = HiveServer(state, "127.0.0.1", 0, auth="NONE", authenticator=Authenticator(None)).start()
     columns = ", ".join(f"{name} {kind}" for name, kind, _, _ in COLUMNS)
     values = ", ".join(
-        f"({i}, '{region}', {amount}, {qty}, {str(paid).lower()}, TIMESTAMP'{at}', TIMESTAMP_NTZ'{at}')"
+        f"({i}, '{region}', {amount}, {qty}, {str(paid).lower()}, TIMESTAMP'{at}', TIMESTAMP'{at}', "
+        f"TIMESTAMP_NTZ'{at}')"
         for i, region, amount, qty, paid, at in ROWS)
     conn = hive.connect("127.0.0.1", port=server.port, username="superset", auth="NONE")
     try:
         cur = conn.cursor()
         cur.execute(f"CREATE DATABASE {SCHEMA}")
-        cur.execute(f"CREATE TABLE {SCHEMA}.{TABLE} ({columns}, {WALL_CLOCK} TIMESTAMP)")
+        cur.execute(f"CREATE TABLE {SCHEMA}.{TABLE} ({columns})")
         cur.execute(f"INSERT INTO {SCHEMA}.{TABLE} VALUES {values}")
     finally:
         conn.close()
@@ -120,6 +129,7 @@ def report(superset_python, hive_server, tmp_path_factory) -> dict[str, Any]:
     spec = {
         "hive_uri": f"hive://superset@127.0.0.1:{hive_server.port}/{SCHEMA}?auth=NONE",
         "database_name": "dyntable", "schema": SCHEMA, "table": TABLE, "query": QUERY,
+        "query_dataset": QUERY_DATASET, "query_dataset_sql": QUERY_DATASET_SQL,
         "time_column": "ordered_at", "metric_column": "amount", "chart_name": "Sales per day",
         "workdir": str(work),
     }
@@ -176,21 +186,26 @@ def test_dataset_lists_every_column_with_its_type(report):
     dataset = step(report, "dataset")
     assert dataset["editor_title"] == f"Edit Dataset {TABLE}"
     shown = {c["name"]: (c["type"], c["temporal"]) for c in dataset["editor_columns"]}
-    assert set(shown) == {name for name, *_ in COLUMNS} | {WALL_CLOCK}
+    assert set(shown) == {name for name, *_ in COLUMNS}
     for name, _, superset_type, temporal in COLUMNS:
         assert shown[name] == (superset_type, temporal), name
     icons = {c["name"]: c["icon"] for c in dataset["explore_columns"]}
-    assert icons["ordered_at"] == "temporal type icon"
+    assert icons["ordered_at"] == icons["shipped_at"] == "temporal type icon"
     assert icons["region"] == "string type icon"
     assert icons["amount"] == icons["id"] == "numeric type icon"
     assert icons["paid"] == "boolean type icon"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 34: DESCRIBE answers `timestamp_ntz`, a type PyHive 0.7 does "
-                   "not know, so Superset reflects dyntable's TIMESTAMP as UNKNOWN and not temporal")
-def test_dataset_marks_a_wall_clock_timestamp_temporal(report):
-    column = next(c for c in step(report, "dataset")["editor_columns"] if c["name"] == WALL_CLOCK)
-    assert (column["type"], column["temporal"]) == ("TIMESTAMP", True)
+def test_a_query_dataset_types_both_timestamp_kinds_temporal(report):
+    """Issue 34: a dashboard's time column may be wall-clock (TIMESTAMP_NTZ) or an instant; over a
+    query Superset types columns from the result set, where both are Hive's TIMESTAMP."""
+    dataset = step(report, "query_dataset")
+    shown = {c["name"]: (c["type"], c["temporal"]) for c in dataset["columns"]}
+    # The types are PyHive's cursor.description codes (Hive's TTypeId names), as against any HiveServer2
+    assert shown == {"id": ("BIGINT_TYPE", False), "ordered_at": ("TIMESTAMP_TYPE", True),
+                     "shipped_at": ("TIMESTAMP_TYPE", True), "local_time": ("TIMESTAMP_TYPE", True)}
+    icons = {c["name"]: c["icon"] for c in dataset["explore_columns"]}
+    assert icons["ordered_at"] == icons["shipped_at"] == icons["local_time"] == "temporal type icon"
 
 
 def test_time_series_chart_draws_the_rows_per_day(report):

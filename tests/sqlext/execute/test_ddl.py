@@ -15,6 +15,7 @@ from engine.schema_changes import (
     RenameColumn,
     SetOption,
     UpdateColumnComment,
+    UpdateColumnDefault,
     UpdateColumnType,
     UpdateComment,
 )
@@ -270,6 +271,63 @@ def test_alter_column_type_comment_and_position(ctx):
 def test_alter_column_nullability_is_refused(ctx):
     with pytest.raises(UnsupportedStatementError):
         run(ctx, "ALTER TABLE t ALTER COLUMN v DROP NOT NULL")
+
+
+# Paimon's SparkSchemaEvolutionITCase nested-column statements (release 2.0), each as its change.
+NESTED = "STRUCT<f1: INT, f2: STRUCT<f1: STRING, f2: INT>>"
+
+
+@pytest.fixture
+def nested(ctx):
+    ctx.catalog.create_table("default.n", [("k", "INT NOT NULL"), ("v", NESTED),
+                                           ("a", "ARRAY<STRUCT<f1: STRING, f2: INT>>"),
+                                           ("m", "MAP<INT, STRUCT<f1: STRING, f2: INT>>")])
+    return ctx
+
+
+@pytest.mark.parametrize(
+    ("sql", "change"),
+    [
+        ("ALTER TABLE n ADD COLUMN v.f3 STRING", AddColumn(("v", "f3"), parse_sql_type("STRING"))),
+        ("ALTER TABLE n ADD COLUMN v.f2.f0 DECIMAL(5, 2) AFTER f2",
+         AddColumn(("v", "f2", "f0"), parse_sql_type("DECIMAL(5, 2)"), None, ("after", "f2"))),
+        ("ALTER TABLE n ADD COLUMN a.element.f3 STRING AFTER f2",
+         AddColumn(("a", "element", "f3"), parse_sql_type("STRING"), None, ("after", "f2"))),
+        ("ALTER TABLE n DROP COLUMN v.f2.f1", DropColumn(("v", "f2", "f1"))),
+        ("ALTER TABLE n DROP COLUMN m.value.f1", DropColumn(("m", "value", "f1"))),
+        ("ALTER TABLE n RENAME COLUMN v.f2.f1 to f100", RenameColumn(("v", "f2", "f1"), "f100")),
+        ("ALTER TABLE n RENAME COLUMN a.element.f1 to f100", RenameColumn(("a", "element", "f1"), "f100")),
+        ("ALTER TABLE n CHANGE COLUMN v.f2.f2 f2 BIGINT",
+         UpdateColumnType(("v", "f2", "f2"), parse_sql_type("BIGINT"))),
+        ("ALTER TABLE n CHANGE COLUMN m.value.f2 f2 BIGINT",
+         UpdateColumnType(("m", "value", "f2"), parse_sql_type("BIGINT"))),
+        ("ALTER TABLE n ALTER COLUMN v.f1 TYPE BIGINT",
+         UpdateColumnType(("v", "f1"), parse_sql_type("BIGINT"))),
+        ("ALTER TABLE n ALTER COLUMN v.f1 COMMENT 'c'", UpdateColumnComment(("v", "f1"), "c")),
+        ("ALTER TABLE n ALTER COLUMN v.f2 FIRST", MoveColumn(("v", "f2"), "first")),
+    ],
+)
+def test_nested_column_changes(nested, sql, change):
+    plan = run(nested, sql)
+    assert plan.changes == (change,)
+    # and the catalog takes it
+    nested.catalog.alter_table(plan.identifier, list(plan.changes))
+
+
+def test_drop_nested_columns_if_exists_skips_unknown_ones(nested):
+    sql = "ALTER TABLE n DROP COLUMN IF EXISTS v.nope, v.f2.f1, a.element.f2, a.element.x, m.key"
+    plan = run(nested, sql)
+    assert plan.changes == (DropColumn(("v", "f2", "f1")), DropColumn(("a", "element", "f2")))
+
+
+def test_nested_add_with_a_default_is_refused(nested):
+    with pytest.raises(UnsupportedStatementError, match=r"Cannot add column \[v.f3\] with default value 1"):
+        run(nested, "ALTER TABLE n ADD COLUMN v.f3 INT DEFAULT 1")
+
+
+def test_set_and_drop_default(ctx):
+    assert alter(ctx, "ALTER TABLE t ALTER COLUMN v SET DEFAULT 'x'") == (UpdateColumnDefault("v", "'x'"),)
+    assert alter(ctx, "ALTER TABLE t ALTER COLUMN v DROP DEFAULT") == (UpdateColumnDefault("v", None),)
 
 
 def test_alter_actions_apply_to_a_real_catalog(ctx):

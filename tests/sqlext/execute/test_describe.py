@@ -348,3 +348,25 @@ def test_show_create_table_quotes_odd_column_names(ctx):
     text = rows(run(ctx, "SHOW CREATE TABLE odd"))[0]["createtab_stmt"]
     assert "  `my col` INT" in text
     assert "  `x``y` INT" in text
+
+
+@pytest.mark.parametrize("comment", ["  ", ""])
+def test_describe_extended_shows_a_blank_or_empty_comment(ctx, comment):
+    # DescribeTableTestBase "describe table comment": '  ' and '' are comments too; none shows no row
+    ctx.catalog.create_table("default.b", pa.schema([("a", pa.int32())]), comment=comment)
+    ctx.catalog.create_table("default.n", pa.schema([("a", pa.int32())]))
+    assert [r[1] for r in triples(run(ctx, "DESCRIBE EXTENDED b")) if r[0] == "Comment"] == [comment]
+    assert [r for r in triples(run(ctx, "DESCRIBE EXTENDED n")) if r[0] == "Comment"] == []
+
+
+def test_describe_extended_lists_column_default_values(ctx):
+    # DescribeTableTestBase: the default shows as stored ('Bob'), in Spark's "# Column Default Values"
+    from engine.types import INT, STRING, DataField
+
+    fields = [DataField(0, "id", INT()), DataField(1, "name", STRING(), None, "'Bob'")]
+    ctx.catalog.create_table("default.d", fields)
+    got = triples(run(ctx, "DESCRIBE EXTENDED d"))
+    at = got.index(("# Column Default Values", "", ""))
+    assert got[at - 1] == ("", "", "") and got[at + 1:] == [("name", ctx.type_text(STRING()), "'Bob'")]
+    assert ("# Column Default Values", "", "") not in triples(run(ctx, "DESCRIBE d"))
+    assert "`name` STRING DEFAULT 'Bob'" in rows(run(ctx, "SHOW CREATE TABLE d"))[0]["createtab_stmt"]
