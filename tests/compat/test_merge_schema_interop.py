@@ -77,6 +77,7 @@ def test_pypaimon_reads_a_table_sql_evolved(pypaimon: PyPaimon, spark, catalog):
         assert t.schema.id == 1 and t.schema.field_names == ("id", "info", "extra")
         ours = _by_id(session.sql("SELECT * FROM t").toArrow().to_pylist())
     finally:
+        session.sql("RESET spark.paimon.write.merge-schema")  # SET reaches the shared Spark conf
         session.stop_jobs()
     assert ours == [{"id": 1, "info": {"f1": "a", "f2": "b", "f3": None}, "extra": None},
                     {"id": 2, "info": {"f1": None, "f2": "y", "f3": "z"}, "extra": 20}]
