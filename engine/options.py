@@ -352,7 +352,9 @@ WRITE_MERGE_SCHEMA = _declare("write.merge-schema", bool, False,
     "fields of structs (also inside arrays and map values) are added, columns or fields the data lacks "
     "are written as NULL; existing types are kept and values cast to them. One new schema version is "
     "published with the write's snapshot, never without it. Also a write option of Table.write_arrow "
-    "and of df.write.format(\"dyntable\").")
+    "and of df.write.format(\"dyntable\"), and in SQL a session key (SET spark.paimon.write.merge-schema) "
+    "or a hint for INSERT ... BY NAME and MERGE INTO ... UPDATE SET * / INSERT * (positional INSERTs "
+    "never evolve the schema, as in Paimon).")
 WRITE_MERGE_SCHEMA_TYPE_WIDENING = _declare("write.merge-schema.type-widening", bool, False,
     "With write.merge-schema: widen an existing column's type to the data's where Paimon casts "
     "implicitly (INT -> BIGINT, a larger DECIMAL precision of the same scale, a longer VARCHAR, numbers "
