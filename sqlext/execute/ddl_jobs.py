@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from engine import OverwriteSpec, coerce_spec
 from engine.schema_changes import RemoveOption, SetOption
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
-from sqlext.execute.column_types import TIMESTAMP_TYPE_SETTING, column_type
+from sqlext.execute.column_types import TIMESTAMP_TYPE_SETTING, ZONE_SETTING, column_type, stored_default
 from sqlext.execute.common import (
     done,
     paimon_to_spark_ddl,
@@ -80,9 +80,8 @@ def create_table(s: SqlSession, n: ast.CreateTable, stmt: Statement) -> Statemen
         dtype = column_type(col.type.text, s.spark.conf.get(TIMESTAMP_TYPE_SETTING, None))
         # DEFAULT is stored as Paimon 1.2+ stores it: the field's defaultValue, the literal's text
         # (the engine refuses text that does not cast to the type, as Paimon); DEFAULT NULL is none.
-        default = None if col.default is None else col.default.text.strip()
-        if default is not None and default.upper() == "NULL":
-            default = None
+        default = stored_default(None if col.default is None else col.default.text, dtype,
+                                 s.spark.conf.get(ZONE_SETTING, None))
         fields.append((col.name, dtype if col.nullable else dtype.copy(False), col.comment, default))
     query_df = None
     if n.query is not None:

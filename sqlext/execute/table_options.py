@@ -6,11 +6,12 @@ expressions writes fill in."""
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Callable, Mapping
 
 from engine import Table, default_text
-from engine.types import DataType
+from engine.types import DataType, TypeRoot
 
 COMPUTED_PREFIX = "dyntable.computed-column."
 WATERMARK_PREFIX = "dyntable.watermark."
@@ -46,6 +47,21 @@ def column_defaults(table: Table, type_text: Callable[[DataType], str]) -> dict[
     )
     out = {}
     for name, value in texts.items():
+        instant = utc_micros(value) if types[name].root is TypeRoot.TIMESTAMP_LTZ else None
+        if instant is not None:  # stored as UTC wall time: a CAST would read it in the session's zone
+            out[name] = f"timestamp_micros({instant})"
+            continue
         text = value.replace("\\", "\\\\").replace("'", "\\'")
         out[name] = f"CAST('{text}' AS {type_text(types[name])})"
     return out
+
+
+def utc_micros(text: str) -> int | None:
+    """Microseconds since the epoch of an instant default stored as UTC wall time (None: not a time)."""
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return (moment - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(microseconds=1)
