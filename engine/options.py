@@ -398,8 +398,9 @@ DYNAMIC_BUCKET_MAX_BUCKETS = _declare("dynamic-bucket.max-buckets", int, -1,
     "Most buckets a partition of a dynamic-bucket table grows to (-1: no limit); past it, new keys go "
     "to the partition's existing buckets. Cross-partition upsert tables have no limit, as in Paimon.")
 DYNAMIC_BUCKET_ASSIGNER_PARALLELISM = _declare("dynamic-bucket.assigner-parallelism", int, None,
-    "Number of bucket assigners of a partition-local dynamic-bucket write (Paimon's Spark default: the "
-    "job's parallelism; dyntable's: dynamic-bucket.initial-buckets, else 1). Each assigner takes the keys "
+    "Number of bucket assigners of a partition-local dynamic-bucket write (default: a Spark write's job "
+    "parallelism, as Paimon's Spark writer; writes without Spark: dynamic-bucket.initial-buckets, else 1). "
+    "Each assigner takes the keys "
     "Paimon's hash routes to it and opens only its own bucket ids, so the layout matches Paimon's. "
     "Cross-partition upsert tables use one assigner.", validator=_at_least(1))
 DYNAMIC_BUCKET_INITIAL_BUCKETS = _declare("dynamic-bucket.initial-buckets", int, None,

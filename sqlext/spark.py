@@ -143,10 +143,11 @@ def scratch_warehouse_dir() -> str:
 def register(spark: SparkSession) -> None:
     """Register the ``dyntable`` format on a session (idempotent), with workers that can run it
     (:func:`point_workers_at_this_python`)."""
-    from sqlext.source.format import DyntableDataSource
+    from sqlext.source.format import for_session
+    from sqlext.source.write_job import job_parallelism
 
     point_workers_at_this_python(spark)
-    spark.dataSource.register(DyntableDataSource)
+    spark.dataSource.register(for_session(job_parallelism(spark)))
 
 
 def point_workers_at_this_python(spark: SparkSession) -> str:
