@@ -293,7 +293,7 @@ def test_create_from_arrow_and_options_keys() -> None:
         ({"partition_keys": ["nope"]}, "nope"),
         ({"primary_keys": ["dt", "nope"]}, "nope"),
         ({"primary_keys": ["dt", "k", "k"]}, "twice"),
-        ({"primary_keys": ["k"]}, "must contain its partition columns"),
+        ({"primary_keys": ["k"], "options": {"sequence.field": "v"}}, "cannot be used with cross-partition"),
         ({"primary_keys": ["dt"]}, "equals the partition keys"),
         ({"arrow_or_fields": [("k", ARRAY(INT())), ("dt", STRING())], "primary_keys": ["dt", "k"]}, "atomic"),
         ({"arrow_or_fields": [("dt", STRING())], "primary_keys": []}, "every column"),
