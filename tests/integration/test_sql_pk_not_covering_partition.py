@@ -29,4 +29,8 @@ def test_fixed_buckets_keep_each_partitions_keys(session, warehouse):
         run(session, "UPDATE f SET dt = 'z' WHERE id = 2")
     assert info.value.sqlstate == "42000" and "partition" in str(info.value)
     run(session, "UPDATE f SET dt = dt WHERE id = 2")  # unchanged: fine
+    with pytest.raises(SqlError) as info:
+        run(session, "MERGE INTO f t USING (SELECT 3 AS id, 'z' AS dt) s ON t.id = s.id "
+                     "WHEN MATCHED THEN UPDATE SET t.dt = s.dt")
+    assert info.value.sqlstate == "42000"
     assert contents(session, "f") == [(1, "A", "y"), (2, "u", "x"), (3, "c", "y")]
