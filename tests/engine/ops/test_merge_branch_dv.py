@@ -57,15 +57,20 @@ def dv_append(catalog, options=None) -> tuple[Table, Table]:
     return t, catalog.get_table("db.T$branch_dev")
 
 
-@pytest.mark.parametrize("bucket", ["-1", "2"])
-def test_append_branch_deletions_reach_the_target(catalog, bucket):
-    t, dev = dv_append(catalog, {"bucket": bucket, **({"bucket-key": "id"} if bucket != "-1" else {})})
+@pytest.mark.parametrize(("bucket", "rolled"), [("-1", False), ("2", False), ("-1", True)])
+def test_append_branch_deletions_reach_the_target(catalog, bucket, rolled):
+    """``rolled``: every deletion vector in its own index file (several per partition)."""
+    options = {"bucket": bucket, **({"bucket-key": "id"} if bucket != "-1" else {}),
+               **({"deletion-vector.index-file.target-size": "1 b"} if rolled else {})}
+    t, dev = dv_append(catalog, options)
     dev.write_arrow(ids(range(10, 14), "n"))
     assert delete_where(dev, lambda c: np.isin(c, [2, 11])) == 2  # a base row and a row of its own
     t.write_arrow(ids([20], "m"))  # main went on meanwhile
     assert delete_where(t, lambda c: c == 4) == 1  # and deleted a base row of its own
     expected = sorted([*[(i, f"b{i}") for i in (1, 3, 5)], *[(i, f"n{i}") for i in (10, 12, 13)],
                        (20, "m20")])
+    dry = merge_branch(t.store, "dev", dry_run=True)
+    assert (dry.upserted, dry.deleted, dry.snapshot_id) == (3, 1, None)
     new_files = len({e.file.file_name for e in dev.store.live_entries(dev.refresh().latest_snapshot())}
                     - {e.file.file_name for e in t.store.live_entries(t.refs.tags.get("base").snapshot)})
     done = merge_branch(t.store, "dev")
@@ -132,3 +137,19 @@ def test_deleting_in_a_merged_file_the_target_compacted_away_is_refused(catalog)
     with pytest.raises(InvalidArgumentError, match="earlier merge copied"):
         merge_branch(t.store, "dev")
     assert rows(t) == expected
+
+
+def test_primary_key_merge_into_a_write_only_target_is_visible(catalog):
+    """A write-only table leaves compaction to a dedicated job; the merge still compacts what it
+    wrote, so its result is visible when it returns."""
+    t = catalog.create_table("db.W", KEYED, primary_keys=["id"],
+                             options={**DV, "bucket": "2", "write-only": "true"})
+    t.write_arrow(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}, schema=KEYED))
+    t.compact(full=True)  # the dedicated job
+    t.refs.tags.create("base", t.latest_snapshot().id)
+    t.refs.branches.create("dev", from_tag="base")
+    dev = catalog.get_table("db.W$branch_dev")
+    dev.write_arrow(pa.table({"id": [2, 4], "v": ["B", "D"]}, schema=KEYED))
+    dev.compact(full=True)
+    merge_branch(t.store, "dev")
+    assert rows(t) == [(1, "a"), (2, "B"), (3, "c"), (4, "D")]
