@@ -526,6 +526,10 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
             "every column is a partition key; a table needs at least one non-partition column"
         )
     opts = CoreOptions(s.options)
+    if str(s.options.get("row-tracking.enabled", "false")).strip().lower() == "true" and (
+            s.primary_keys or opts.bucket != -1):
+        raise InvalidArgumentError(  # Paimon's rule (SchemaValidation.validateRowTracking)
+            "'row-tracking.enabled' = 'true' needs an append table with 'bucket' = '-1' (no primary key)")
     if s.primary_keys:
         missing = [k for k in s.partition_keys if k not in s.primary_keys]
         # A key that does not cover the partition: with dynamic buckets ('bucket' = '-1') a key has

@@ -33,7 +33,7 @@ from engine.append_deletions import (
 )
 from engine.commit_messages import CommitMessage, OverwriteSpec, delete_uncommitted
 from engine.errors import DyntableError
-from engine.features import check_writable
+from engine.features import check_appendable, check_writable
 from engine.meta.paths import FileNamer
 from engine.options import DYNAMIC_BUCKET_ASSIGNER_PARALLELISM
 from engine.write.bucket_assigner import is_cross_partition, is_dynamic_bucket, writer_clustering
@@ -121,7 +121,7 @@ class WriteBuilder:
         """A writer of this table; UnsupportedTableError (engine.features) for a table whose newer
         Paimon features dyntable's writes would not keep."""
         store = self.table.store
-        check_writable(store.schema, store.paths.root)
+        (check_writable if self.overwrite is not None else check_appendable)(store.schema, store.paths.root)
         writer = new_writer(self.table.store, compact=False, sequence_offset=sequence_offset, namer=namer,
                             shared_base=self.shared_base)
         return TableWrite(self.table, writer)

@@ -58,6 +58,7 @@ from engine.errors import (
     NoSuchBranchError,
     NoSuchSnapshotError,
 )
+from engine.features import check_writable
 from engine.identifier import MAIN_BRANCH, validate_name
 from engine.lsm.deletion_vectors import uses_deletion_vectors
 from engine.meta.manifest import ManifestEntry
@@ -131,6 +132,9 @@ def merge_branch(
     src_head = _head(src, f"Cannot merge branch '{source}', because it does not have snapshot")
     dst_head = _head(dst, f"Cannot merge into branch '{target}', because it does not have snapshot")
     _same_columns(src, dst)
+    # Row tracking: the merged files carry the source's row ids, which the target may have given
+    # to its own rows; a merge is refused (engine.features) rather than repeat ids.
+    check_writable(dst.schema, root, "merge a branch into")
     base = _base_snapshot(io_store, source)
     with recorded_run(io_store.io, root, "merge_branch", branch=target, dry_run=dry_run) as rec:
         if not src.has_primary_key and not dst.has_primary_key:
