@@ -169,6 +169,7 @@ class AppendDeletionCommit:
         self._changed: dict[str, DeletionVector] = {}
         self._dropped: set[str] = set()
         self._guarded: set[str] = set()  # rewritten files: must still be live, their slot's DVs unchanged
+        self._new: set[str] = set()  # files this commit adds: markable, not live in any snapshot yet
 
     # -- marking ------------------------------------------------------------------------------------
     def _slot_of(self, file_name: str) -> Slot:
@@ -241,6 +242,13 @@ class AppendDeletionCommit:
             self._changed[name] = merged
         return added
 
+    def include_new(self, entries: Iterable[ManifestEntry]) -> None:
+        """Files this commit's messages add: their rows may be marked too (a merged branch's files
+        come with the branch's deletion vectors)."""
+        for e in entries:
+            self._state.files[e.file.file_name] = e
+            self._new.add(e.file.file_name)
+
     def drop(self, file_names: Iterable[str]) -> None:
         """The files will be gone after this commit (compacted): their DVs are left out.
 
@@ -300,7 +308,7 @@ class AppendDeletionCommit:
         for name in self._guarded:
             touched.setdefault(self._slot_of(name), []).append(name)
         now = _state(self.store, latest)
-        gone = [n for names in touched.values() for n in names if n not in now.files]
+        gone = [n for names in touched.values() for n in names if n not in now.files and n not in self._new]
         changed = [
             slot for slot in touched
             if {e.file.file_name for e in now.dv_entries.get(slot, ())}

@@ -262,8 +262,10 @@ CHANGE_TRACKING = _declare("change-tracking", bool, True,
     "Whether writes produce changes for streaming readers (the managed-table design's option); per "
     "statement as a hint: INSERT INTO t /*+ OPTIONS('change-tracking'='false') */ ...")
 ROW_TRACKING_ENABLED = _declare("row-tracking.enabled", bool, False,
-    "Paimon row tracking (_ROW_ID). Not supported by dyntable: only 'false' is accepted.",
-    immutable=True, validator=_refuse_true("row tracking (row ids)"))
+    "Paimon row tracking (_ROW_ID, Paimon 1.3), append tables with 'bucket' = '-1' only: each appended "
+    "file takes its first row id at commit and the snapshot its nextRowId. dyntable appends to such a "
+    "table; compaction, overwrites and row-level changes of it are refused (they would not keep the ids).",
+    immutable=True)
 DELETION_VECTORS_ENABLED = _declare("deletion-vectors.enabled", bool, False,
     "Deletion vectors (merge-on-write): superseded and deleted rows are marked in per-file bitmaps, so "
     "batch reads need no merge. Primary-key tables: merge engines deduplicate, partial-update and "
@@ -405,8 +407,9 @@ DYNAMIC_BUCKET_MAX_BUCKETS = _declare("dynamic-bucket.max-buckets", int, -1,
     "Most buckets a partition of a dynamic-bucket table grows to (-1: no limit); past it, new keys go "
     "to the partition's existing buckets. Cross-partition upsert tables have no limit, as in Paimon.")
 DYNAMIC_BUCKET_ASSIGNER_PARALLELISM = _declare("dynamic-bucket.assigner-parallelism", int, None,
-    "Number of bucket assigners of a partition-local dynamic-bucket write (Paimon's Spark default: the "
-    "job's parallelism; dyntable's: dynamic-bucket.initial-buckets, else 1). Each assigner takes the keys "
+    "Number of bucket assigners of a partition-local dynamic-bucket write (default: a Spark write's job "
+    "parallelism, as Paimon's Spark writer; writes without Spark: dynamic-bucket.initial-buckets, else 1). "
+    "Each assigner takes the keys "
     "Paimon's hash routes to it and opens only its own bucket ids, so the layout matches Paimon's. "
     "Cross-partition upsert tables use one assigner.", validator=_at_least(1))
 DYNAMIC_BUCKET_INITIAL_BUCKETS = _declare("dynamic-bucket.initial-buckets", int, None,

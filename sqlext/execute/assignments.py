@@ -98,7 +98,11 @@ def resolve_assignments(
     types = {f.name: f.type for f in table.schema.fields}
     # Paimon refuses assignments to primary-key columns only. A partition column outside the key
     # (cross-partition upsert, 'bucket' = '-1') may change: the write moves the key to the new partition.
+    # With fixed buckets nothing moves a key (no global index): the row would also stay in its old
+    # partition, so there its partition columns are kept like its key.
     keys = set(table.primary_keys)
+    if keys and table.core_options.bucket != -1:
+        keys |= set(table.partition_keys)
     whole: dict[str, str] = {}
     nested: dict[str, dict[str, object]] = {}
     for asg in assignments:
