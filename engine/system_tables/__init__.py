@@ -15,7 +15,8 @@ Invariants:
 * The table's branch is the one the ``Table`` object was opened on (tags, consumers, snapshots
   and schemas are per branch; ``$branches`` lists the whole table's branches).
 * ``snapshot_id`` selects the snapshot of the file-based tables (``$files``, ``$manifests``,
-  ``$partitions``, ``$buckets``; default latest, unknown id → NoSuchSnapshotError); the other
+  ``$partitions``, ``$buckets``, ``$file_key_ranges``, ``$table_indexes``, ``$statistics``;
+  default latest, unknown id → NoSuchSnapshotError); the other
   tables describe all versions or the current state and ignore it.
 * Cost: the file-based tables plan the chosen snapshot once (live files, not history);
   ``$snapshots``/``$schemas`` read one small file per version. No Python runs per row of table
@@ -50,8 +51,10 @@ from engine.system_tables.history import (
     read_snapshots,
     read_tags,
 )
+from engine.system_tables.layout import read_file_key_ranges, read_table_indexes
 from engine.system_tables.maintenance import read_maintenance_log
 from engine.system_tables.retention import read_retention
+from engine.system_tables.schema_info import read_aggregation_fields, read_statistics
 
 if TYPE_CHECKING:
     from engine.scan.planner import DataSplit
@@ -62,6 +65,9 @@ _PER_SNAPSHOT: dict[str, Callable[[Table, int | None], pa.Table]] = {
     "manifests": read_manifests,
     "partitions": read_partitions,
     "buckets": read_buckets,
+    "file_key_ranges": read_file_key_ranges,
+    "table_indexes": read_table_indexes,
+    "statistics": read_statistics,
 }
 _WHOLE: dict[str, Callable[[Table], pa.Table]] = {
     "snapshots": read_snapshots,
@@ -70,6 +76,7 @@ _WHOLE: dict[str, Callable[[Table], pa.Table]] = {
     "tags": read_tags,
     "branches": read_branches,
     "consumers": read_consumers,
+    "aggregation_fields": read_aggregation_fields,
     "retention": read_retention,
     "maintenance_log": read_maintenance_log,
 }
@@ -98,7 +105,8 @@ def read_system_table(table: Table, name: str, snapshot_id: int | None = None) -
     Args:
         table: The table (and branch) to describe.
         name: A name of :data:`METADATA_TABLES`, case-insensitive, with or without ``$``.
-        snapshot_id: For ``files``, ``manifests``, ``partitions`` and ``buckets``: the snapshot
+        snapshot_id: For the per-snapshot tables (``files``, ``manifests``, ``partitions``, ``buckets``,
+            ``file_key_ranges``, ``table_indexes``, ``statistics``): the snapshot
             to describe (default: the latest). Ignored by the other tables.
 
     Returns:
