@@ -7,6 +7,8 @@ that name would show, in its exact column names, order, types and nullability
 Public API::
 
     METADATA_TABLES                      # the names served here
+    GLOBAL_TABLES, global_table_schema(name), read_global_table(catalog, name, options)
+                                         # the catalog's sys.tables, sys.partitions, ...
     system_table_schema(table, name)     # pa.Schema of one system table
     read_system_table(table, name, snapshot_id=None)   # pa.Table
 
@@ -41,6 +43,12 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from engine.system_tables.binlog import binlog_schema, to_binlog
+from engine.system_tables.catalog_tables import (
+    GLOBAL_TABLES,
+    SYSTEM_DATABASE,
+    global_table_schema,
+    read_global_table,
+)
 from engine.system_tables.columns import DYNTABLE_TABLES, METADATA_TABLES, arrow_schema, normalize_name
 from engine.system_tables.files import read_buckets, read_files, read_manifests, read_partitions
 from engine.system_tables.history import (
@@ -128,6 +136,10 @@ def read_system_table(table: Table, name: str, snapshot_id: int | None = None) -
 __all__ = [
     "DATA_TABLES",
     "DYNTABLE_TABLES",
+    "GLOBAL_TABLES",
+    "SYSTEM_DATABASE",
+    "global_table_schema",
+    "read_global_table",
     "binlog_schema",
     "to_binlog",
     "METADATA_TABLES",
