@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from engine.errors import UnsupportedTableError
 from engine.system_tables.binlog import binlog_schema, to_binlog
 from engine.system_tables.catalog_tables import (
     GLOBAL_TABLES,
@@ -102,8 +103,10 @@ def system_table_schema(table: Table, name: str) -> pa.Schema:
 
     Raises:
         InvalidArgumentError: ``name`` is not a metadata system table (the message lists them).
+        UnsupportedTableError: ``row_tracking`` (see :func:`refuse_row_tracking`).
     """
-    del table  # the row types are fixed; the argument keeps the call shape of read_system_table
+    if isinstance(name, str) and name.strip().lower().lstrip("$") == "row_tracking":
+        refuse_row_tracking(table)
     return arrow_schema(normalize_name(name))
 
 
@@ -126,6 +129,8 @@ def read_system_table(table: Table, name: str, snapshot_id: int | None = None) -
         NoSuchSnapshotError: ``snapshot_id`` does not exist (never written, or expired).
         CorruptMetadataError: A metadata file is damaged.
     """
+    if isinstance(name, str) and name.strip().lower().lstrip("$") == "row_tracking":
+        refuse_row_tracking(table)
     key = normalize_name(name)
     reader = _PER_SNAPSHOT.get(key)
     if reader is not None:
@@ -144,6 +149,7 @@ __all__ = [
     "to_binlog",
     "METADATA_TABLES",
     "read_optimized_splits",
+    "refuse_row_tracking",
     "read_system_table",
     "system_table_columns",
     "system_table_schema",
@@ -153,10 +159,28 @@ __all__ = [
 DATA_TABLES: tuple[str, ...] = ("audit_log", "binlog", "ro")
 
 
+def refuse_row_tracking(table: Table) -> None:
+    """``$row_tracking`` (Paimon 1.3: the table with ``_ROW_ID`` and ``_SEQUENCE_NUMBER``) is not
+    served: Paimon itself refuses it without ``row-tracking.enabled``, and dyntable does not
+    offer the ``_ROW_ID`` column of tables that have it. Always raises UnsupportedTableError."""
+    enabled = table.schema.options.get("row-tracking.enabled", "false").strip().lower() == "true"
+    if not enabled:
+        raise UnsupportedTableError(
+            f"{table.name}$row_tracking: the table does not track row ids; Paimon serves $row_tracking"
+            " only for tables created with 'row-tracking.enabled' = 'true'"
+        )
+    raise UnsupportedTableError(
+        f"{table.name}$row_tracking: row tracking (Paimon 1.3) is not supported by dyntable: the"
+        " _ROW_ID column of a row-tracking table is not offered; read the table itself"
+    )
+
+
 def system_table_columns(table: Table, name: str) -> list[str]:
     """Column names of any system table, including the data-sized ``$audit_log``, ``$binlog`` and
     ``$ro``."""
     key = name.lower().lstrip("$")
+    if key == "row_tracking":
+        refuse_row_tracking(table)
     if key in ("audit_log", "binlog"):
         return ["rowkind", *table.schema.field_names]
     if key == "ro":
