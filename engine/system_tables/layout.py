@@ -67,7 +67,7 @@ def read_file_key_ranges(table: Table, snapshot_id: int | None) -> pa.Table:
     })
 
 
-def _dv_ranges(raw: Any) -> list[dict[str, Any]] | None:
+def _dv_ranges(raw: Any) -> list[dict[str, Any] | None] | None:
     if raw is None:
         return None
     return [
