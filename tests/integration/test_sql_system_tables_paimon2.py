@@ -108,3 +108,18 @@ def test_catalog_options_when_enabled(spark, warehouse):
     s = SqlSession(spark, warehouse=warehouse, **{"catalog-options-table.enabled": "true"})
     rows = dict(run(s, "SELECT key, value FROM sys.catalog_options"))
     assert rows["catalog-options-table.enabled"] == "true" and rows["warehouse"].endswith("wh")
+
+
+def test_dataframe_source_reads_new_and_global_system_tables(tables, spark, warehouse):
+    def load(name, **options):
+        return (spark.read.format("dyntable").option("warehouse", warehouse).option("table", name)
+                .options(**options).load())
+
+    ranges = load("default.agg$file_key_ranges")
+    assert ranges.columns[:3] == ["partition", "bucket", "file_path"] and ranges.count() == 2
+    assert [tuple(r) for r in load("default.agg$aggregation_fields", columns="field_name,function")
+            .collect()] == [("id", "[]"), ("total", "[sum]"), ("dt", "[]")]
+    listed = load("sys.tables").select("database_name", "table_name", "record_count").collect()
+    assert [tuple(r) for r in listed] == [("default", "agg", 3), ("default", "logs", 1)]
+    assert load("sys.partitions", columns="partition_name").columns == ["partition_name"]
+    assert load("sys.all_table_options").filter("key = 'bucket'").count() == 2
