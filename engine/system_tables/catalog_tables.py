@@ -181,11 +181,13 @@ def read_all_partitions(catalog: FileSystemCatalog) -> pa.Table:
 
 
 def read_all_table_options(catalog: FileSystemCatalog) -> pa.Table:
-    """``sys.all_table_options``: every option of every table (its latest schema)."""
+    """``sys.all_table_options``: every option of every table (its latest schema), then ``path``
+    (the table's location), which Java's catalog adds to every table it loads."""
     cols: dict[str, list[str]] = {name: [] for name in GLOBAL_SCHEMAS["all_table_options"].names}
     for database, name, table in _all_tables(catalog):
         schema = table.store.schemas.latest() or table.schema
-        for key, value in schema.options.items():
+        items = [(k, v) for k, v in schema.options.items() if k != "path"] + [("path", table.path)]
+        for key, value in items:
             cols["database_name"].append(database)
             cols["table_name"].append(name)
             cols["key"].append(key)

@@ -78,10 +78,13 @@ def test_partitions_lists_partitioned_tables_only(filled):
     assert all(abs(r["last_file_creation_time"] - now) < 600_000 for r in out)
 
 
-def test_all_table_options_follow_alter_table(filled):
+def test_all_table_options_list_each_tables_options_and_path(filled):
     out = read(filled, "all_table_options").to_pylist()
     assert {"database_name": "db", "table_name": "parts", "key": "file.format", "value": "parquet"} in out
     assert {"database_name": "db", "table_name": "pk", "key": "bucket", "value": "1"} in out
+    paths = {r["table_name"]: r["value"] for r in out if r["key"] == "path"}  # as Java's catalog adds it
+    assert paths == {n: filled.get_table(f"{d}.{n}").path for d, n in
+                     [("db", "parts"), ("db", "pk"), ("db", "empty"), ("other", "t")]}
     assert {r["table_name"] for r in out} <= {"parts", "pk", "empty", "t"}
 
 
