@@ -25,11 +25,11 @@ import pyarrow as pa
 from engine.meta.index_files import IndexStore
 from engine.system_tables.columns import arrow_schema, build_table
 from engine.system_tables.files import (
+    FileRenderer,
     _by_partition,
-    _FileRenderer,
     _formats,
-    _key_columns,
-    _live_table,
+    key_columns,
+    live_table,
     resolve_snapshot,
 )
 
@@ -42,16 +42,16 @@ def read_file_key_ranges(table: Table, snapshot_id: int | None) -> pa.Table:
     snapshot = resolve_snapshot(table, snapshot_id)
     if snapshot is None:
         return arrow_schema("file_key_ranges").empty_table()
-    live = _live_table(table, snapshot)
+    live = live_table(table, snapshot)
     if live.num_rows == 0:
         return arrow_schema("file_key_ranges").empty_table()
     live = live.sort_by(
         [("partition", "ascending"), ("bucket", "ascending"), ("min_sequence_number", "ascending"),
          ("file_name", "ascending")]
     )
-    render = _FileRenderer(table)
+    render = FileRenderer(table)
     partitions, paths = _by_partition(render, live)
-    min_keys, max_keys = _key_columns(render, live)
+    min_keys, max_keys = key_columns(render, live)
     return build_table("file_key_ranges", {
         "partition": partitions,
         "bucket": live.column("bucket"),
@@ -85,7 +85,7 @@ def read_table_indexes(table: Table, snapshot_id: int | None) -> pa.Table:
     # A missing index manifest is CorruptMetadataError here (Java logs it and lists nothing): a
     # snapshot that names a file it lost is damage to report, not an empty answer.
     entries = IndexStore(table.store.io, table.store.paths).read_manifest(snapshot.index_manifest)
-    render = _FileRenderer(table)
+    render = FileRenderer(table)
     names_by_id = {f.id: f.name for f in table.schema.fields}
     cols: dict[str, list[Any]] = {name: [] for name in arrow_schema("table_indexes").names}
     for e in entries:

@@ -15,7 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine import AppendDeletionCommit, Table, dv_scan_files
+from engine import AppendDeletionCommit, Table
+from engine.append_deletions import dv_scan_files
 from engine.ops.merge_branch import merge_branch
 from tests.compat.harness import PyPaimon
 from tests.compat.java_oracle import arrow_rows
