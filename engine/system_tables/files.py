@@ -242,7 +242,7 @@ def key_columns(render: FileRenderer, live: pa.Table) -> list[pa.Array]:
     return _in_row_order(members, chunks, 2)
 
 
-def _by_partition(render: FileRenderer, live: pa.Table) -> tuple[pa.Array, pa.Array]:
+def by_partition(render: FileRenderer, live: pa.Table) -> tuple[pa.Array, pa.Array]:
     """(``{v1, v2}`` text, file path) of every file; Python formats each distinct partition and
     bucket directory once, pyarrow joins the rest."""
     store = render.store
@@ -264,7 +264,7 @@ def _by_partition(render: FileRenderer, live: pa.Table) -> tuple[pa.Array, pa.Ar
     return texts, pc.coalesce(external, paths)
 
 
-def _formats(names: pa.Array) -> pa.Array:
+def file_formats(names: pa.Array) -> pa.Array:
     """:func:`file_format_of` of every file name, vectorised."""
     last = pc.struct_field(pc.extract_regex(names, r"\.(?P<x>[^./]*)$"), 0)
     second = pc.struct_field(pc.extract_regex(names, r"\.(?P<x>[^./]*)\.[^./]*$"), 0)
@@ -287,7 +287,7 @@ def read_files(table: Table, snapshot_id: int | None) -> pa.Table:
          ("file_name", "ascending")]
     )
     render = FileRenderer(table)
-    partitions, paths = _by_partition(render, live)
+    partitions, paths = by_partition(render, live)
     nulls, mins, maxs = _stats_columns(render, live)
     min_keys, max_keys = key_columns(render, live)
     sources = pa.array(["APPEND", "COMPACT"], pa.string()).take(live.column("file_source").combine_chunks())
@@ -295,7 +295,7 @@ def read_files(table: Table, snapshot_id: int | None) -> pa.Table:
         "partition": partitions,
         "bucket": live.column("bucket"),
         "file_path": paths,
-        "file_format": _formats(live.column("file_name").combine_chunks()),
+        "file_format": file_formats(live.column("file_name").combine_chunks()),
         "schema_id": live.column("schema_id"),
         "level": live.column("level"),
         "record_count": live.column("row_count"),

@@ -26,8 +26,8 @@ from engine.meta.index_files import IndexStore
 from engine.system_tables.columns import arrow_schema, build_table
 from engine.system_tables.files import (
     FileRenderer,
-    _by_partition,
-    _formats,
+    by_partition,
+    file_formats,
     key_columns,
     live_table,
     resolve_snapshot,
@@ -50,13 +50,13 @@ def read_file_key_ranges(table: Table, snapshot_id: int | None) -> pa.Table:
          ("file_name", "ascending")]
     )
     render = FileRenderer(table)
-    partitions, paths = _by_partition(render, live)
+    partitions, paths = by_partition(render, live)
     min_keys, max_keys = key_columns(render, live)
     return build_table("file_key_ranges", {
         "partition": partitions,
         "bucket": live.column("bucket"),
         "file_path": paths,
-        "file_format": _formats(live.column("file_name").combine_chunks()),
+        "file_format": file_formats(live.column("file_name").combine_chunks()),
         "schema_id": live.column("schema_id"),
         "level": live.column("level"),
         "record_count": live.column("row_count"),
