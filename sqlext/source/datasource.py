@@ -346,16 +346,14 @@ class DyntableWriter(DataSourceArrowWriter):
     snapshot exists (or may exist).
     """
 
-    def __init__(self, request: WriteRequest, schema: StructType | None = None, *,
-                 job_parallelism: int | None = None) -> None:
+    def __init__(self, request: WriteRequest, schema: StructType | None = None) -> None:
         table = writable_table(request, schema)
         user = request.commit_user or str(uuid.uuid4())
         # Spark hands the tasks the DataFrame's own partitions (a Python data source cannot ask for
         # a distribution): the tasks are independent writers of dynamic buckets, from the snapshot
         # that is the latest now (engine.write.shared_assignment).
-        # job_parallelism: the session's, the default number of dynamic-bucket assigners (Paimon's).
         self.builder = (table.new_write_builder(request.overwrite, commit_user=user).for_independent_tasks()
-                        .with_job_parallelism(job_parallelism))
+                        .with_job_parallelism(request.job_parallelism))
         self.commit_builder = (
             self.builder.new_commit().with_identifier(request.commit_identifier)
             .with_base_snapshot(request.base_snapshot_id).with_change_tracking(request.change_tracking)

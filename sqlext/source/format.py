@@ -22,13 +22,7 @@ from sqlext.source.stream import DyntableStreamReader, DyntableStreamWriter
 
 
 class DyntableDataSource(DataSource):
-    """``spark.read.format("dyntable")`` / ``df.write.format("dyntable")`` / streaming.
-
-    ``job_parallelism``: the parallelism of the session it was registered on (``for_session``),
-    the default number of dynamic-bucket assigners of its writes; None: one assigner.
-    """
-
-    job_parallelism: int | None = None
+    """``spark.read.format("dyntable")`` / ``df.write.format("dyntable")`` / streaming."""
 
     @classmethod
     def name(cls) -> str:
@@ -50,21 +44,11 @@ class DyntableDataSource(DataSource):
         return DyntableReader(request)
 
     def writer(self, schema: StructType, overwrite: bool) -> DyntableWriter:
-        return DyntableWriter(WriteRequest.from_options(self.options, overwrite), schema,
-                              job_parallelism=self.job_parallelism)
+        return DyntableWriter(WriteRequest.from_options(self.options, overwrite), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return DyntableStreamReader(ReadRequest.from_options(self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        return DyntableStreamWriter(WriteRequest.from_options(self.options, overwrite), schema,
-                                    job_parallelism=self.job_parallelism)
+        return DyntableStreamWriter(WriteRequest.from_options(self.options, overwrite), schema)
 
-
-def for_session(job_parallelism: int) -> type[DyntableDataSource]:
-    """The format as registered on one session: a Python data source sees a write's options only,
-    never the session's configuration, so the session's job parallelism travels in the class
-    (a class made here is pickled by value when Spark ships it to its Python workers)."""
-    attributes = {"job_parallelism": job_parallelism, "__module__": __name__,
-                  "__doc__": DyntableDataSource.__doc__}
-    return type(DyntableDataSource.__name__, (DyntableDataSource,), attributes)

@@ -449,15 +449,14 @@ def _checkpoint_query_id(checkpoint: str) -> str | None:
 class DyntableStreamWriter(DataSourceStreamArrowWriter):
     """One commit per micro-batch, exactly once across restarts."""
 
-    def __init__(self, request: WriteRequest, schema: StructType | None = None, *,
-                 job_parallelism: int | None = None) -> None:
+    def __init__(self, request: WriteRequest, schema: StructType | None = None) -> None:
         # With write.merge-schema the stream's columns evolve the table once, at the first
         # micro-batch's commit; later commits find that version published (the same schema).
         table = writable_table(request, schema)
         # A micro-batch's tasks get its rows as they come: independent writers, all from the
         # snapshot the previous micro-batch left.
         self.builder = table.new_write_builder(commit_user=stream_commit_user(request)).for_independent_tasks(
-            pin=False).with_job_parallelism(job_parallelism)
+            pin=False).with_job_parallelism(request.job_parallelism)
         # outputMode("complete") (Spark truncates the sink): each batch replaces the table's content.
         self.commit_builder = (self.builder.new_commit().with_change_tracking(request.change_tracking)
                                .with_overwrite(request.overwrite))
