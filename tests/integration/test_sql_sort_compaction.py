@@ -1,0 +1,110 @@
+"""Sorted compaction through SQL: ``CALL sys.compact(..., order_strategy, order_by)``.
+
+The cases restate Paimon's CompactProcedureTestBase order-strategy tests ('sort compact', 'sort
+compact with partition', 'with multi-partitions', 'with partition filter', 'with null values in
+string clustering column', 'compact with wrong usage') with Paimon's expected row orders.
+"""
+
+from __future__ import annotations
+
+from sqlext.parse.names import TableName
+from tests.integration.sql_helpers import fails, run
+
+GRID = [(a, b) for a in range(3) for b in range(3)]
+ZORDER = [(0, 0), (0, 1), (1, 0), (1, 1), (0, 2), (1, 2), (2, 0), (2, 1), (2, 2)]
+HILBERT = [(0, 0), (0, 1), (1, 1), (1, 0), (2, 0), (2, 1), (2, 2), (1, 2), (0, 2)]
+
+
+def test_sort_compact_orders_rows_as_paimon(session):
+    """'sort compact': nine one-row commits, then zorder, hilbert and order rewrite the table."""
+    session.sql("CREATE TABLE T (a INT, b INT) TBLPROPERTIES ('bucket' = '-1')")
+    for a, b in GRID:
+        session.sql(f"INSERT INTO T VALUES ({a}, {b})")
+    assert run(session, "SELECT * FROM T") == GRID
+    assert run(session, "CALL sys.compact(table => 'T', order_strategy => 'zorder', order_by => 'a,b')")[0][0]
+    assert run(session, "SELECT * FROM T") == ZORDER
+    assert run(session, "CALL sys.compact(table => 'T', order_strategy => 'hilbert', order_by => 'a,b')")[0][0]
+    assert run(session, "SELECT * FROM T") == HILBERT
+    assert run(session, "CALL sys.compact(table => 'T', order_strategy => 'order', order_by => 'a,b')")[0][0]
+    assert run(session, "SELECT * FROM T") == GRID
+    table = session.table(TableName.parse("T"))
+    assert sum(len(s.files) for s in table.new_scan().plan().splits) == 1
+
+
+def test_sort_compact_one_partition_leaves_the_others(session):
+    """'sort compact with partition': partitions => 'p=0' sorts p=0 only."""
+    session.sql("CREATE TABLE T (p INT, a INT, b INT) PARTITIONED BY (p) TBLPROPERTIES ('bucket' = '-1')")
+    for p in (0, 1):
+        for a, b in GRID:
+            session.sql(f"INSERT INTO T VALUES ({p}, {a}, {b})")
+    p1 = [(1, a, b) for a, b in GRID]
+    for strategy, expected in (("zorder", ZORDER), ("hilbert", HILBERT), ("order", GRID)):
+        run(session, f"CALL sys.compact(table => 'T', partitions => 'p=0', order_strategy => '{strategy}', "
+                     "order_by => 'a,b')")
+        assert run(session, "SELECT * FROM T WHERE p = 0") == [(0, a, b) for a, b in expected]
+        assert run(session, "SELECT * FROM T WHERE p = 1") == p1
+
+
+def test_sort_compact_every_partition(session):
+    """'sort compact with multi-partitions': each partition ends sorted by id."""
+    for strategy in ("order", "zorder"):
+        session.sql("DROP TABLE IF EXISTS T")
+        session.sql("CREATE TABLE T (id INT, pt STRING) PARTITIONED BY (pt)")
+        session.sql("INSERT INTO T VALUES (1, 'p1'), (3, 'p1'), (1, 'p2'), (4, 'p2'), (3, 'p3'), (2, 'p3'), "
+                    "(1, 'p4'), (2, 'p4')")
+        session.sql("INSERT INTO T VALUES (4, 'p1'), (2, 'p1'), (2, 'p2'), (3, 'p2'), (1, 'p3'), (4, 'p3'), "
+                    "(3, 'p4'), (4, 'p4')")
+        assert run(session, f"CALL sys.compact(table => 'T', order_strategy => '{strategy}', order_by => 'id')")[0][0]
+        for pt in ("p1", "p2", "p3", "p4"):
+            assert run(session, f"SELECT id FROM T WHERE pt = '{pt}'") == [(1,), (2,), (3,), (4,)]
+
+
+def test_sort_compact_with_where(session):
+    """'sort compact with partition filter': where => 'pt = 1' (dyntable commits it as COMPACT,
+    Paimon as OVERWRITE: the rows do not change, so streaming readers skip it)."""
+    session.sql("CREATE TABLE t (a INT, pt INT) PARTITIONED BY (pt)")
+    session.sql("INSERT INTO t VALUES (2, 1)")
+    session.sql("INSERT INTO t VALUES (1, 1)")
+    session.sql("INSERT INTO t VALUES (5, 2)")
+    run(session, "CALL sys.compact(table => 't', order_strategy => 'order', where => 'pt = 1', order_by => 'a')")
+    assert run(session, "SELECT * FROM t WHERE pt = 1") == [(1, 1), (2, 1)]
+    table = session.table(TableName.parse("t"))
+    assert table.latest_snapshot().commit_kind.name == "COMPACT"
+    files = {s.partition_values[0]: len(s.files) for s in table.new_scan().plan().splits}
+    assert files == {1: 1, 2: 1}
+
+
+def test_sort_compact_null_strings(session):
+    """'sort compact with null values in string clustering column': no row lost, nulls first."""
+    session.sql("CREATE TABLE T (a STRING, b INT) TBLPROPERTIES ('bucket' = '-1')")
+    session.sql("INSERT INTO T VALUES (null, 1), ('abc', 2), (null, 3), ('def', 4)")
+    session.sql("INSERT INTO T VALUES ('ghi', 5), (null, 6)")
+    run(session, "CALL sys.compact(table => 'T', order_strategy => 'zorder', order_by => 'a,b')")
+    assert run(session, "SELECT * FROM T") == [
+        (None, 1), (None, 3), (None, 6), ("abc", 2), ("def", 4), ("ghi", 5)]
+    session.sql("INSERT INTO T VALUES (null, 7), ('jkl', 8)")
+    run(session, "CALL sys.compact(table => 'T', order_strategy => 'hilbert', order_by => 'a,b')")
+    assert sorted(run(session, "SELECT b FROM T")) == [(i,) for i in range(1, 9)]
+
+
+def test_sort_compact_wrong_usage(session):
+    """'compact with wrong usage' and dyntable's typed refusals; nothing is committed."""
+    session.sql("CREATE TABLE T (id INT, value STRING, pt STRING) PARTITIONED BY (pt) "
+                "TBLPROPERTIES ('bucket' = '-1')")
+    session.sql("INSERT INTO T VALUES (1, 'a', 'p1')")
+    session.sql("CREATE TABLE K (id INT, v INT) TBLPROPERTIES ('primary-key' = 'id', 'bucket' = '1')")
+    session.sql("INSERT INTO K VALUES (1, 1)")
+    cases = [
+        ("CALL sys.compact(table => 'T', order_strategy => 'zorder', order_by => 'pt')", "22023",
+         "should not contain partition"),
+        ("CALL sys.compact(table => 'T', order_strategy => 'sort', order_by => 'id')", "22023", "order_strategy"),
+        ("CALL sys.compact(table => 'T', order_strategy => 'zorder', order_by => 'nope')", "42703", "nope"),
+        ("CALL sys.compact(table => 'T', order_strategy => 'hilbert', order_by => 'id')", "22023", "two"),
+        ("CALL sys.compact(table => 'T', order_by => 'id')", "22023", "none"),
+        ("CALL sys.compact(table => 'T', order_strategy => 'zorder')", "22023", "order_by"),
+        ("CALL sys.compact(table => 'K', order_strategy => 'order', order_by => 'v')", "0A000", "bucket = -1"),
+    ]
+    for sql, state, word in cases:
+        assert fails(session, sql, word).sqlstate == state, sql
+    assert session.table(TableName.parse("T")).latest_snapshot().id == 1
+    assert session.table(TableName.parse("K")).latest_snapshot().id == 1
