@@ -101,15 +101,20 @@ def check_sortable(table: Table, order: SortOrder) -> None:
     """Refuse a sorted compaction Paimon refuses: only bucket-unaware append tables are sorted
     (a key-value or bucketed table's files must stay in key / bucket order), on columns whose
     type has an order encoding."""
-    from engine.errors import UnsupportedTableError
+    from engine.errors import InvalidArgumentError, UnsupportedTableError
     from engine.write.sort_order import sort_indices
 
     store = table.store
     if store.has_primary_key or store.options.bucket != -1:
-        kind = "a primary-key table" if store.has_primary_key else f"a table with bucket = {store.options.bucket}"
+        bucket = store.options.bucket
+        kind = "a primary-key table" if store.has_primary_key else f"a table with bucket = {bucket}"
         raise UnsupportedTableError(
             f"a sorted compaction (order_strategy {order.strategy!r}) only applies to append tables "
             f"with bucket = -1, and {table.name!r} is {kind}")
+    if store.options.to_dict().get("clustering.incremental", "").strip().lower() == "true":
+        raise InvalidArgumentError(
+            f"{table.name!r} has incremental clustering enabled (clustering.incremental); Paimon does not "
+            "sort-compact such a table, and neither does dyntable")
     sort_indices(table.arrow_schema.empty_table(), order)  # refuses a column type it cannot encode
 
 

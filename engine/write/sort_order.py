@@ -113,15 +113,13 @@ def _float_bits(arr: pa.Array) -> np.ndarray:
 
 def _prefix8(arr: pa.Array) -> np.ndarray:
     """The first 8 bytes of each string / binary, big-endian, zero-padded (nulls: 0)."""
-    if pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type):
-        arr = arr.cast(pa.large_binary())
-        offset_type = np.int64
-    else:
-        arr = arr.cast(pa.binary())
-        offset_type = np.int32
+    large = pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
+    arr = arr.cast(pa.large_binary() if large else pa.binary())
+    offset_type = np.dtype(np.int64 if large else np.int32)
     n = len(arr)
     buffers = arr.buffers()
-    offsets = np.frombuffer(buffers[1], dtype=offset_type, count=n + 1, offset=arr.offset * np.dtype(offset_type).itemsize)
+    offsets = np.frombuffer(buffers[1], dtype=offset_type, count=n + 1,
+                            offset=arr.offset * offset_type.itemsize)
     data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
     starts = offsets[:-1].astype(np.int64)
     lengths = (offsets[1:] - offsets[:-1]).astype(np.int64)

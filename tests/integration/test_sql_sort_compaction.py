@@ -21,12 +21,10 @@ def test_sort_compact_orders_rows_as_paimon(session):
     for a, b in GRID:
         session.sql(f"INSERT INTO T VALUES ({a}, {b})")
     assert run(session, "SELECT * FROM T") == GRID
-    assert run(session, "CALL sys.compact(table => 'T', order_strategy => 'zorder', order_by => 'a,b')")[0][0]
-    assert run(session, "SELECT * FROM T") == ZORDER
-    assert run(session, "CALL sys.compact(table => 'T', order_strategy => 'hilbert', order_by => 'a,b')")[0][0]
-    assert run(session, "SELECT * FROM T") == HILBERT
-    assert run(session, "CALL sys.compact(table => 'T', order_strategy => 'order', order_by => 'a,b')")[0][0]
-    assert run(session, "SELECT * FROM T") == GRID
+    for strategy, expected in (("zorder", ZORDER), ("hilbert", HILBERT), ("order", GRID)):
+        call = f"CALL sys.compact(table => 'T', order_strategy => '{strategy}', order_by => 'a,b')"
+        assert run(session, call)[0][0] is True
+        assert run(session, "SELECT * FROM T") == expected
     table = session.table(TableName.parse("T"))
     assert sum(len(s.files) for s in table.new_scan().plan().splits) == 1
 
@@ -54,7 +52,8 @@ def test_sort_compact_every_partition(session):
                     "(1, 'p4'), (2, 'p4')")
         session.sql("INSERT INTO T VALUES (4, 'p1'), (2, 'p1'), (2, 'p2'), (3, 'p2'), (1, 'p3'), (4, 'p3'), "
                     "(3, 'p4'), (4, 'p4')")
-        assert run(session, f"CALL sys.compact(table => 'T', order_strategy => '{strategy}', order_by => 'id')")[0][0]
+        call = f"CALL sys.compact(table => 'T', order_strategy => '{strategy}', order_by => 'id')"
+        assert run(session, call)[0][0] is True
         for pt in ("p1", "p2", "p3", "p4"):
             assert run(session, f"SELECT id FROM T WHERE pt = '{pt}'") == [(1,), (2,), (3,), (4,)]
 
@@ -66,7 +65,8 @@ def test_sort_compact_with_where(session):
     session.sql("INSERT INTO t VALUES (2, 1)")
     session.sql("INSERT INTO t VALUES (1, 1)")
     session.sql("INSERT INTO t VALUES (5, 2)")
-    run(session, "CALL sys.compact(table => 't', order_strategy => 'order', where => 'pt = 1', order_by => 'a')")
+    run(session, "CALL sys.compact(table => 't', order_strategy => 'order', where => 'pt = 1', "
+                 "order_by => 'a')")
     assert run(session, "SELECT * FROM t WHERE pt = 1") == [(1, 1), (2, 1)]
     table = session.table(TableName.parse("t"))
     assert table.latest_snapshot().commit_kind.name == "COMPACT"
@@ -97,12 +97,14 @@ def test_sort_compact_wrong_usage(session):
     cases = [
         ("CALL sys.compact(table => 'T', order_strategy => 'zorder', order_by => 'pt')", "22023",
          "should not contain partition"),
-        ("CALL sys.compact(table => 'T', order_strategy => 'sort', order_by => 'id')", "22023", "order_strategy"),
+        ("CALL sys.compact(table => 'T', order_strategy => 'sort', order_by => 'id')", "22023",
+         "order_strategy"),
         ("CALL sys.compact(table => 'T', order_strategy => 'zorder', order_by => 'nope')", "42703", "nope"),
         ("CALL sys.compact(table => 'T', order_strategy => 'hilbert', order_by => 'id')", "22023", "two"),
         ("CALL sys.compact(table => 'T', order_by => 'id')", "22023", "none"),
         ("CALL sys.compact(table => 'T', order_strategy => 'zorder')", "22023", "order_by"),
-        ("CALL sys.compact(table => 'K', order_strategy => 'order', order_by => 'v')", "0A000", "bucket = -1"),
+        ("CALL sys.compact(table => 'K', order_strategy => 'order', order_by => 'v')", "0A000",
+         "bucket = -1"),
     ]
     for sql, state, word in cases:
         assert fails(session, sql, word).sqlstate == state, sql
