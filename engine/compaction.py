@@ -44,7 +44,9 @@ class CompactionTask:
     bucket: int
     splits: tuple[DataSplit, ...]
     full: bool
-    order: SortOrder | None = None  # a sorted compaction: rewrite every file in this order
+    order: SortOrder | None = None  # a sorted compaction: rewrite the files in this order
+    level: int = 0  # the level of the sorted files (incremental clustering: the unit's output level)
+    cluster_files: tuple[str, ...] | None = None  # incremental clustering: the files picked
 
     @property
     def files(self):
@@ -91,10 +93,31 @@ def plan(
     if order is not None:
         return [t for t in tasks if t.files]
     if not table.store.has_primary_key:
+        from engine.write.clustering import incremental_clustering
+
+        clustering = incremental_clustering(table.store)
+        if clustering is not None:
+            return _cluster_tasks(table, tasks, clustering, full)
+    if not table.store.has_primary_key:
         from engine.write.append_compaction import files_to_compact
 
         return [t for t in tasks if files_to_compact(table.store, t.splits, full)]
     return [t for t in tasks if needs_compaction(table.store, t.files, full)]
+
+
+def _cluster_tasks(table: Table, tasks: list[CompactionTask], order: SortOrder, full: bool) -> list[CompactionTask]:
+    """Incremental clustering: per partition, the unit the clustering strategy picks."""
+    from dataclasses import replace
+
+    from engine.write.clustering import pick
+
+    out = []
+    for task in tasks:
+        unit = pick(table.store, task.files, full)
+        if unit is not None:
+            names = tuple(f.file_name for f in unit.files)
+            out.append(replace(task, order=order, level=unit.output_level, cluster_files=names))
+    return out
 
 
 def check_sortable(table: Table, order: SortOrder) -> None:
@@ -131,7 +154,7 @@ def run_task(store: FileStore, task: CompactionTask) -> list[CommitMessage]:
     from engine.write.append_compaction import compact_bucket, sort_bucket
 
     if task.order is not None:
-        message = sort_bucket(store, task.splits, task.order)
+        message = sort_bucket(store, task.splits, task.order, level=task.level, only=task.cluster_files)
     else:
         message = compact_bucket(store, task.splits, task.full)
     return [message] if message is not None else []

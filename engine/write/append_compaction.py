@@ -85,10 +85,10 @@ def _read_live(store: FileStore, splits: Sequence[DataSplit], picked: Sequence[D
 
 
 def _rewrite(store: FileStore, splits: Sequence[DataSplit], picked: Sequence[DataFileMeta],
-             data: pa.Table) -> CommitMessage:
+             data: pa.Table, level: int = 0) -> CommitMessage:
     first = splits[0]
     part_dir = store.partition_dir(first.partition_values)
-    writer = DataFileWriter(store, part_dir, first.bucket, file_source=FileSource.COMPACT)
+    writer = DataFileWriter(store, part_dir, first.bucket, file_source=FileSource.COMPACT, level=level)
     first_sequence = min(f.min_sequence_number for f in picked)
     after = writer.write_append(data, first_sequence) if data.num_rows else []
     return CommitMessage(first.partition, first.bucket, first.total_buckets, compact_before=tuple(picked),
@@ -103,14 +103,18 @@ def compact_bucket(store: FileStore, splits: Sequence[DataSplit], full: bool) ->
     return _rewrite(store, splits, picked, _read_live(store, splits, picked))
 
 
-def sort_bucket(store: FileStore, splits: Sequence[DataSplit], order: SortOrder) -> CommitMessage | None:
-    """Rewrite every file of one bucket with its rows in ``order`` (sorted compaction, Paimon's
-    ``order_strategy``); the new files roll at the target file size, so each covers a narrow
-    range of the order and a filter on the order columns can skip the others by their stats."""
-    picked = sorted((f for s in splits for f in s.files), key=lambda f: f.min_sequence_number)
+def sort_bucket(store: FileStore, splits: Sequence[DataSplit], order: SortOrder, *, level: int = 0,
+                only: Sequence[str] | None = None) -> CommitMessage | None:
+    """Rewrite every file of one bucket (or the files named ``only``) with their rows in ``order``
+    (sorted compaction, Paimon's ``order_strategy``; incremental clustering, at ``level``); the new
+    files roll at the target file size, so each covers a narrow range of the order and a filter on
+    the order columns can skip the others by their stats."""
+    keep = None if only is None else set(only)
+    picked = sorted((f for s in splits for f in s.files if keep is None or f.file_name in keep),
+                    key=lambda f: f.min_sequence_number)
     if not picked:
         return None
     data = _read_live(store, splits, picked)
     if data.num_rows > 1:
         data = data.take(pa.array(sort_indices(data, order)))
-    return _rewrite(store, splits, picked, data)
+    return _rewrite(store, splits, picked, data, level)

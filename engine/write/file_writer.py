@@ -182,7 +182,7 @@ class DataFileWriter:
                     min_sequence_number=seq,
                     max_sequence_number=seq + n - 1,
                     schema_id=self.store.schema.id,
-                    level=0,
+                    level=self.level,
                     extra_files=extras,
                     creation_time_millis=local_now_millis(),
                     delete_row_count=0,

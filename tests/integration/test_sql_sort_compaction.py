@@ -7,6 +7,8 @@ string clustering column', 'compact with wrong usage') with Paimon's expected ro
 
 from __future__ import annotations
 
+import pyarrow as pa
+
 from sqlext.parse.names import TableName
 from tests.integration.sql_helpers import fails, run
 
@@ -110,3 +112,51 @@ def test_sort_compact_wrong_usage(session):
         assert fails(session, sql, word).sqlstate == state, sql
     assert session.table(TableName.parse("T")).latest_snapshot().id == 1
     assert session.table(TableName.parse("K")).latest_snapshot().id == 1
+
+
+def _levels(session, name):
+    splits = session.table(TableName.parse(name)).new_scan().plan().splits
+    return [f.level for s in splits for f in s.files]
+
+
+def _text(row: int) -> str:
+    """80 CJK characters that differ per row (hardly compressible)."""
+    return "".join(chr(0x4E00 + ((i + 80 * row) * 2654435761 >> 7) % 20000) for i in range(80))
+
+
+def test_incremental_clustering_of_an_unpartitioned_table(session):
+    """'cluster for unpartitioned table': nine one-row commits cluster into level 5; two later
+    commits into level 4 (each level ordered on its own); a full clustering makes one level-5 file.
+
+    Paimon's first rows share one random 40-character string; here each row has its own 80
+    characters, so that in dyntable's Parquet files too the clustered level-5 run outweighs the two
+    new runs and the universal strategy's size ratio leaves it alone (the picks depend on file sizes)."""
+    session.sql("CREATE TABLE T (a INT, b INT, c STRING) TBLPROPERTIES ('bucket' = '-1', 'num-levels' = '6', "
+                "'num-sorted-run.compaction-trigger' = '2', 'clustering.columns' = 'a,b', "
+                "'clustering.strategy' = 'zorder', 'clustering.incremental' = 'true')")
+    text = {(a, b): _text(a * 3 + b) for a, b in GRID}
+    for a, b in GRID:
+        session.sql(f"INSERT INTO T VALUES ({a}, {b}, '{text[a, b]}')")
+    assert run(session, "CALL sys.compact(table => 'T')")[0][0] is True
+    first = [(a, b, text[a, b]) for a, b in ZORDER]
+    assert run(session, "SELECT * FROM T") == first
+    assert _levels(session, "T") == [5]
+    assert session.table(TableName.parse("T")).latest_snapshot().commit_kind.name == "COMPACT"
+    # Two commits of one file each, as Paimon's two stream batches (a SQL INSERT of VALUES may
+    # write one file per Spark task).
+    table = session.table(TableName.parse("T"))
+    for a, b in (([0, 1, 2], [3, 3, 3]), ([3, 3, 3, 3], [0, 1, 2, 3])):
+        table.refresh().write_arrow(pa.table({"a": pa.array(a, pa.int32()), "b": pa.array(b, pa.int32()),
+                                              "c": pa.array([None] * len(a), pa.string())}))
+    run(session, "CALL sys.compact(table => 'T')")
+    assert run(session, "SELECT * FROM T") == first + [
+        (0, 3, None), (1, 3, None), (3, 0, None), (3, 1, None), (2, 3, None), (3, 2, None), (3, 3, None)]
+    assert _levels(session, "T") == [5, 4]
+    run(session, "CALL sys.compact(table => 'T', compact_strategy => 'full')")
+    full = [(0, 0), (0, 1), (1, 0), (1, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 0), (2, 1), (3, 0), (3, 1),
+            (2, 2), (2, 3), (3, 2), (3, 3)]
+    assert run(session, "SELECT * FROM T") == [(a, b, text.get((a, b))) for a, b in full]
+    assert _levels(session, "T") == [5]
+    snapshot = session.table(TableName.parse("T")).latest_snapshot().id
+    run(session, "CALL sys.compact(table => 'T', compact_strategy => 'full')")  # nothing left to do
+    assert session.table(TableName.parse("T")).latest_snapshot().id == snapshot

@@ -29,7 +29,9 @@ def _compact(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     from sqlext.execute.compaction import compact_distributed
 
     table = table_argument(session, args["table"])
-    strategy = (args["compact_strategy"] or "full").strip().lower()
+    # Paimon's default: full, but minor on a table with incremental clustering (cluster what is new).
+    clustering = table.options.get("clustering.incremental", "").strip().lower() == "true"
+    strategy = (args["compact_strategy"] or ("minor" if clustering else "full")).strip().lower()
     if strategy not in ("full", "minor"):
         raise ProcedureArgumentError(
             f"argument 'compact_strategy' must be 'full' or 'minor', not {strategy!r}"
