@@ -125,6 +125,7 @@ def check_sortable(table: Table, order: SortOrder) -> None:
     (a key-value or bucketed table's files must stay in key / bucket order), on columns whose
     type has an order encoding."""
     from engine.errors import InvalidArgumentError, UnsupportedTableError
+    from engine.options import CLUSTERING_INCREMENTAL
     from engine.write.sort_order import sort_indices
 
     store = table.store
@@ -134,7 +135,7 @@ def check_sortable(table: Table, order: SortOrder) -> None:
         raise UnsupportedTableError(
             f"a sorted compaction (order_strategy {order.strategy!r}) only applies to append tables "
             f"with bucket = -1, and {table.name!r} is {kind}")
-    if store.options.to_dict().get("clustering.incremental", "").strip().lower() == "true":
+    if store.options.get(CLUSTERING_INCREMENTAL):
         raise InvalidArgumentError(
             f"{table.name!r} has incremental clustering enabled (clustering.incremental); Paimon does not "
             "sort-compact such a table, and neither does dyntable")

@@ -21,12 +21,9 @@ from engine.errors import InvalidArgumentError, UnsupportedTableError
 from engine.lsm.compact_strategy import CompactUnit
 from engine.lsm.levels import SortedRun
 from engine.meta.manifest import DataFileMeta
+from engine.options import CLUSTERING_COLUMNS, CLUSTERING_INCREMENTAL, CLUSTERING_STRATEGY
 from engine.store import FileStore
 from engine.write.sort_order import SortOrder, sort_order
-
-
-def _options(store: FileStore) -> dict[str, str]:
-    return store.options.to_dict()
 
 
 def incremental_clustering(store: FileStore) -> SortOrder | None:
@@ -37,18 +34,18 @@ def incremental_clustering(store: FileStore) -> SortOrder | None:
         UnsupportedTableError: enabled on a primary-key or bucketed table (dyntable clusters
             bucket-unaware append tables only).
     """
-    opts = _options(store)
-    if opts.get("clustering.incremental", "").strip().lower() != "true":
+    opts = store.options
+    if not opts.get(CLUSTERING_INCREMENTAL):
         return None
     if store.has_primary_key or store.options.bucket != -1:
         raise UnsupportedTableError(
             "incremental clustering (clustering.incremental, Paimon 1.3) is implemented for append tables "
             "with bucket = -1 only")
-    columns = [c for c in opts.get("clustering.columns", "").split(",") if c.strip()]
+    columns = [c for c in (opts.get(CLUSTERING_COLUMNS) or "").split(",") if c.strip()]
     if not columns:
         raise InvalidArgumentError("clustering.incremental = true needs clustering.columns")
-    strategy = opts.get("clustering.strategy", "").strip().lower()
-    if not strategy or strategy == "auto":
+    strategy = opts.get(CLUSTERING_STRATEGY).strip().lower()
+    if strategy == "auto":
         strategy = "order" if len(columns) == 1 else "zorder" if len(columns) < 5 else "hilbert"
     return sort_order(strategy, columns, store.schema.field_names, store.partition_keys)
 
@@ -75,6 +72,6 @@ def pick(store: FileStore, files: Sequence[DataFileMeta], full: bool) -> Compact
     max_level = num_levels - 1
     if len(runs) == 1 and runs[0][0] == max_level:
         written = store.schema_by_id(runs[0][1].files[0].schema_id).options.get("clustering.columns")
-        if written == _options(store).get("clustering.columns"):
+        if written == store.options.get(CLUSTERING_COLUMNS):
             return None  # already one run at the max level, clustered by the same columns
     return CompactUnit(max_level, tuple(f for _, run in runs for f in run.files))
