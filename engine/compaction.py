@@ -105,7 +105,9 @@ def plan(
     return [t for t in tasks if needs_compaction(table.store, t.files, full)]
 
 
-def _cluster_tasks(table: Table, tasks: list[CompactionTask], order: SortOrder, full: bool) -> list[CompactionTask]:
+def _cluster_tasks(
+    table: Table, tasks: list[CompactionTask], order: SortOrder, full: bool
+) -> list[CompactionTask]:
     """Incremental clustering: per partition, the unit the clustering strategy picks."""
     from dataclasses import replace
 

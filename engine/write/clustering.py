@@ -71,7 +71,8 @@ def pick(store: FileStore, files: Sequence[DataFileMeta], full: bool) -> Compact
         return strategy(store).pick(num_levels, runs)
     max_level = num_levels - 1
     if len(runs) == 1 and runs[0][0] == max_level:
-        written = store.schema_by_id(runs[0][1].files[0].schema_id).options.get("clustering.columns")
+        top = [f for f in files if f.level == max_level]
+        written = store.schema_by_id(top[0].schema_id).options.get("clustering.columns")
         if written == store.options.get(CLUSTERING_COLUMNS):
             return None  # already one run at the max level, clustered by the same columns
     return CompactUnit(max_level, tuple(f for _, run in runs for f in run.files))

@@ -59,3 +59,40 @@ def test_java_reads_prunes_writes_and_compacts_after_a_zorder_compaction(java: J
     t = t.refresh()
     assert java.read("db.sorted") == arrow_rows(t.to_arrow())
     assert t.to_arrow().num_rows == 26_001
+
+
+def _clustered(catalog) -> Table:
+    """An incrementally clustered table: files at level 0, at a middle level and at the max level."""
+    t = catalog.create_table("db.clustered", SCHEMA, partition_keys=["dt"],
+                             options={"bucket": "-1", "clustering.columns": "x,y",
+                                      "clustering.incremental": "true",
+                                      "num-sorted-run.compaction-trigger": "2", "target-file-size": "32 kb"})
+    for seed in range(3):
+        t.write_arrow(_rows(4_000, seed, "a"))
+    t.refresh().compact(full=False)
+    for seed in range(3, 5):
+        t.write_arrow(_rows(500, seed, "a"))
+    t.refresh().compact(full=False)
+    t.write_arrow(_rows(300, 7, "a"))
+    t = t.refresh()
+    assert len({f.level for s in t.new_scan().plan().splits for f in s.files}) >= 2
+    return t
+
+
+def test_pypaimon_reads_an_incrementally_clustered_table(pypaimon: PyPaimon, catalog, warehouse):
+    t = _clustered(catalog)
+    for snap in t.snapshots():
+        assert arrow_rows(pypaimon.read(warehouse, "db.clustered", snapshot_id=snap.id)) == \
+            arrow_rows(t.to_arrow(snapshot_id=snap.id)), snap.id
+
+
+@pytest.mark.java
+def test_java_reads_and_appends_to_an_incrementally_clustered_table(java: JavaPaimon, catalog):
+    t = _clustered(catalog)
+    assert java.read("db.clustered") == arrow_rows(t.to_arrow())
+    java.write("db.clustered", [(1, 2, "java", "a")])
+    t = t.refresh()
+    t.compact(full=True)
+    t = t.refresh()
+    assert java.read("db.clustered") == arrow_rows(t.to_arrow())
+    assert t.to_arrow().num_rows == 3 * 4_000 + 2 * 500 + 300 + 1

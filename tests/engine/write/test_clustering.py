@@ -15,7 +15,8 @@ OPTIONS = {"bucket": "-1", "clustering.columns": "x,y", "clustering.incremental"
 
 
 def _batch(rng, n: int, dt: str) -> pa.Table:
-    return pa.table({"x": rng.integers(0, 1000, n), "y": rng.integers(0, 1000, n), "dt": [dt] * n}, schema=SCHEMA)
+    return pa.table({"x": rng.integers(0, 1000, n), "y": rng.integers(0, 1000, n), "dt": [dt] * n},
+                    schema=SCHEMA)
 
 
 def _files(t, dt=None):
@@ -47,13 +48,14 @@ def test_new_files_are_clustered_per_partition_and_level_by_level(catalog):
     from engine.write.sort_order import SortOrder, sort_indices
 
     assert np.array_equal(sort_indices(z, SortOrder("zorder", ("x", "y"))), np.arange(z.num_rows))
-    expected = pa.concat_tables(written).sort_by([("dt", "ascending"), ("x", "ascending"), ("y", "ascending")])
-    got = t.to_arrow().sort_by([("dt", "ascending"), ("x", "ascending"), ("y", "ascending")])
+    by = [("dt", "ascending"), ("x", "ascending"), ("y", "ascending")]
+    expected = pa.concat_tables(written).sort_by(by)
+    got = t.to_arrow().sort_by(by)
     assert got.equals(expected)
     t.compact(full=True)
     t = t.refresh()
     assert {f.level for f in _files(t)} == {t.store.options.num_levels - 1}
-    assert t.to_arrow().sort_by([("dt", "ascending"), ("x", "ascending"), ("y", "ascending")]).equals(expected)
+    assert t.to_arrow().sort_by(by).equals(expected)
     assert t.compact(full=True).last_snapshot_id is None  # one run at the max level, same columns
 
 
