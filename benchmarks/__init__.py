@@ -39,6 +39,7 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload("merge", "merge throughput", "benchmarks.workloads_engine", "run_merge", False),
     Workload("W5", "planning vs history", "benchmarks.workloads_engine", "run_w5", False),
     Workload("W6", "commit latency and flatness", "benchmarks.workloads_engine", "run_w6", False),
+    Workload("W6i", "commit with Iceberg metadata", "benchmarks.workloads_iceberg", "run_w6i", False),
     Workload("P1", "engine vs pypaimon, PK table", "benchmarks.workloads_engine", "run_p1", False),
     Workload(
         "P1a", "engine vs pypaimon, append table", "benchmarks.workloads_engine", "run_p1_append", False

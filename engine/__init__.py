@@ -63,15 +63,17 @@ from engine.meta.paths import escape_path_name, partition_value_string
 from engine.meta.snapshot import CommitKind, Snapshot
 from engine.option_checks import near_miss, validate_options
 from engine.scan import predicate
-from engine.scan.incremental import ROWKIND
+from engine.scan.incremental import ROWKIND, IncrementalQuery
 from engine.scan.raw import ADD_KINDS
 from engine.schema import TableSchema
 from engine.system_tables import (
     DATA_TABLES,
     METADATA_TABLES,
+    binlog_schema,
     read_system_table,
     system_table_columns,
     system_table_schema,
+    to_binlog,
 )
 from engine.table import Table
 from engine.write.conform import coerce_spec, coerce_value
@@ -106,6 +108,7 @@ __all__ = [
     "AppendDeletionCommit",
     "group_positions",
     "ROWKIND",
+    "IncrementalQuery",
     "CommitKind",
     "MergeConfig",
     "coerce_spec",
@@ -116,6 +119,8 @@ __all__ = [
     "predicate",
     # system tables
     "DATA_TABLES",
+    "binlog_schema",
+    "to_binlog",
     "METADATA_TABLES",
     "read_system_table",
     "system_table_columns",

@@ -69,6 +69,7 @@ from engine.errors import (
     StorageError,
 )
 from engine.features import check_writable
+from engine.iceberg import run_after_commit as iceberg_metadata
 from engine.meta.binary_row import deserialize_row
 from engine.meta.index_files import (
     DELETION_VECTORS_INDEX,
@@ -668,6 +669,9 @@ class FileStoreCommit:
                 if published:
                     delta = None  # referenced now: keep
                     changelog_list = None
+                    # Paimon's commit callback: Iceberg metadata (metadata.iceberg.storage) follows
+                    # every snapshot published here; it never fails the commit (engine.iceberg).
+                    iceberg_metadata(store, (snapshot.id, entries))
                     return snapshot.id, entries
                 # Lost the race: the base list depended on `latest`; drop it and try on the new latest.
                 for name in attempt_files:

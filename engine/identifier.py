@@ -18,7 +18,7 @@ DEFAULT_DATABASE = "default"
 MAIN_BRANCH = "main"
 SYSTEM_TABLES = (
     "snapshots", "schemas", "options", "tags", "branches", "files", "manifests", "partitions",
-    "buckets", "consumers", "audit_log", "ro", "retention", "maintenance_log",
+    "buckets", "consumers", "audit_log", "binlog", "ro", "retention", "maintenance_log",
 )
 # Every path component a name becomes, as (prefix, suffix) around the name: the name's byte
 # limit is what keeps the whole component within the 255-byte NAME_MAX of common file systems.

@@ -273,6 +273,11 @@ DELETION_VECTORS_ENABLED = _declare("deletion-vectors.enabled", bool, False,
 DELETION_VECTORS_MODIFIABLE = _declare("deletion-vectors.modifiable", bool, False,
     "Allow ALTER TABLE to change 'deletion-vectors.enabled' (run a full compaction right after: until "
     "then reads may return duplicates or deleted rows).")
+DELETION_VECTORS_MERGE_ON_READ = _declare("deletion-vectors.merge-on-read", bool, False,
+    "Deletion-vector primary-key tables: batch reads merge level 0 (files not compacted yet) with the "
+    "levels above, so uncompacted rows are visible at some read cost; by default batch reads skip level "
+    "0, as Paimon's do. Streaming and changelog reads are unaffected. Also a dynamic option (SET "
+    "spark.paimon.deletion-vectors.merge-on-read, a hint, a read option).")
 DELETION_VECTORS_BITMAP64 = _declare("deletion-vectors.bitmap64", bool, False,
     "Write 64-bit deletion vectors (Paimon 1.2+; for data files above 2^31 rows). Paimon 0.9 and "
     "pypaimon cannot read them.", immutable=True)
@@ -357,7 +362,9 @@ WRITE_MERGE_SCHEMA = _declare("write.merge-schema", bool, False,
     "fields of structs (also inside arrays and map values) are added, columns or fields the data lacks "
     "are written as NULL; existing types are kept and values cast to them. One new schema version is "
     "published with the write's snapshot, never without it. Also a write option of Table.write_arrow "
-    "and of df.write.format(\"dyntable\").")
+    "and of df.write.format(\"dyntable\"), and in SQL a session key (SET spark.paimon.write.merge-schema) "
+    "or a hint for INSERT ... BY NAME and MERGE INTO ... UPDATE SET * / INSERT * (positional INSERTs "
+    "never evolve the schema, as in Paimon).")
 WRITE_MERGE_SCHEMA_TYPE_WIDENING = _declare("write.merge-schema.type-widening", bool, False,
     "With write.merge-schema: widen an existing column's type to the data's where Paimon casts "
     "implicitly (INT -> BIGINT, a larger DECIMAL precision of the same scale, a longer VARCHAR, numbers "
@@ -456,11 +463,24 @@ SCAN_FALLBACK_BRANCH = _declare("scan.fallback-branch", str, None,
     "Batch reads of a partitioned table take the partitions the read branch lacks from the named branch "
     "(same columns and partition columns; streaming reads, writes and maintenance see the read branch only).")
 INCREMENTAL_BETWEEN = _declare("incremental-between", str, None,
-    "Incremental read between two snapshots or tags: 'start,end'.")
+    "Batch read of the changes between two snapshot ids or two tags: 'start,end' (start exclusive). Two "
+    "tags are compared as two states (see incremental-between-tag-to-snapshot). A read option, a hint or "
+    "paimon_incremental_query(...).")
 INCREMENTAL_BETWEEN_TIMESTAMP = _declare("incremental-between-timestamp", str, None,
-    "Incremental read between two epoch-millisecond times: 'start,end'. Not supported by dyntable as a "
-    "table option (use incremental-between with snapshot ids or tags): refused.",
-    validator=_refuse_any("incremental-between-timestamp (use incremental-between)"))
+    "Batch read of the changes committed between two times: 'start,end' as epoch milliseconds or "
+    "timestamps in the local time zone (start exclusive). A read option, a hint or "
+    "paimon_incremental_between_timestamp(...).")
+INCREMENTAL_TO_AUTO_TAG = _declare("incremental-to-auto-tag", str, None,
+    "Batch read of the changes from the automatic tag before the named one to it (empty when either does "
+    "not exist); the names follow tag.creation-period and tag.period-formatter. A read option, a hint or "
+    "paimon_incremental_to_auto_tag(...).")
+INCREMENTAL_BETWEEN_SCAN_MODE = _declare("incremental-between-scan-mode", "enum", "auto",
+    "How an incremental read between snapshots finds changes: delta (the files each snapshot added), "
+    "changelog (its changelog files), auto (changelog when the table has a changelog producer, else delta) "
+    "or diff (the two end states compared).", choices=("auto", "delta", "changelog", "diff"))
+INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT = _declare("incremental-between-tag-to-snapshot", bool, False,
+    "incremental-between two tags reads the snapshots between them (by the scan mode) instead of "
+    "comparing the two tagged states.")
 BRANCH = _declare("branch", str, "main", "Branch to read and write.")
 CONSUMER_ID = _declare("consumer-id", str, None, "Record streaming-read progress under this consumer id.")
 CONSUMER_EXPIRATION_TIME = _declare("consumer.expiration-time", "duration", None,
@@ -576,6 +596,33 @@ LOG_SCAN = _declare("log.scan", "enum", "full", "Startup mode of log consumers."
 LOG_SCAN_TIMESTAMP_MILLS = _declare("log.scan.timestamp-mills", int, None,
     "Start time for log.scan=from-timestamp.")
 LOG_PATTERN = _declare("log.*", str, None, "Other log-system settings (e.g. log.kafka.bootstrap.servers).")
+
+# -- Iceberg-compatible metadata (engine/iceberg, docs/iceberg.md): Paimon's metadata.iceberg.* keys
+METADATA_ICEBERG_STORAGE = _declare("metadata.iceberg.storage", "enum", "disabled",
+    "Write Iceberg metadata after every commit so Iceberg readers can read the table: table-location "
+    "(under the table's metadata/), hadoop-catalog (under <warehouse>/iceberg/<db>/<table>/metadata/). "
+    "hive-catalog and rest-catalog are refused.",
+    choices=("disabled", "table-location", "hadoop-catalog", "hive-catalog", "rest-catalog"),
+    validator=lambda v: "dyntable writes Iceberg metadata to files only (table-location, hadoop-catalog)"
+    if v in ("hive-catalog", "rest-catalog") else None)
+METADATA_ICEBERG_STORAGE_LOCATION = _declare("metadata.iceberg.storage-location", "enum", None,
+    "Where the Iceberg metadata goes: table-location or catalog-location; default follows "
+    "metadata.iceberg.storage.", choices=("table-location", "catalog-location"))
+METADATA_ICEBERG_FORMAT_VERSION = _declare("metadata.iceberg.format-version", int, 2,
+    "Iceberg format version of the metadata (2; version 3 is refused).",
+    validator=lambda v: None if v == 2 else "dyntable writes Iceberg format version 2 only")
+METADATA_ICEBERG_DELETE_AFTER_COMMIT = _declare("metadata.iceberg.delete-after-commit.enabled", bool, True,
+    "Delete old Iceberg metadata files (vN.metadata.json) after each commit.")
+METADATA_ICEBERG_PREVIOUS_VERSIONS_MAX = _declare("metadata.iceberg.previous-versions-max", int, 0,
+    "How many old Iceberg metadata files to keep after each commit.", validator=_at_least(0))
+METADATA_ICEBERG_MANIFEST_COMPRESSION = _declare("metadata.iceberg.manifest-compression", "enum", "snappy",
+    "Compression of the Iceberg manifests and manifest lists.",
+    choices=("snappy", "deflate", "zstd", "uncompressed"))
+METADATA_ICEBERG_COMPACTION_MIN_FILE_NUM = _declare("metadata.iceberg.compaction.min.file-num", int, 10,
+    "Small Iceberg manifests needed before they are merged (with manifest.target-file-size reached).",
+    validator=_at_least(1))
+METADATA_ICEBERG_COMPACTION_MAX_FILE_NUM = _declare("metadata.iceberg.compaction.max.file-num", int, 50,
+    "Small Iceberg manifests that are merged whatever their total size.", validator=_at_least(1))
 
 # -- internal keys Paimon may store
 PATH = _declare("path", str, None, "Table path (internal).")

@@ -157,6 +157,15 @@ class TableMaintenance:
 
         return compact_manifests(self._store, dry_run=dry_run)
 
+    def rebuild_iceberg_metadata(self) -> int | None:
+        """Publish the table's Iceberg metadata (``metadata.iceberg.storage``) afresh from its latest
+        snapshot: for a table that set the option after its first commits, or whose Iceberg metadata
+        was lost. Returns the version published (the latest snapshot id); None when the table
+        publishes none (the option unset, or no snapshot yet)."""
+        from engine.iceberg import rebuild
+
+        return rebuild(self._store)
+
     def rewrite_file_index(
         self, partitions: Sequence[Mapping[str, object]] | None = None, *, dry_run: bool = False
     ) -> FileIndexRewrite:

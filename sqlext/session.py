@@ -51,9 +51,10 @@ from sqlext.parse.views import ViewDefinition
 from sqlext.positions import in_view, is_syntax_error, located, spark_error, spark_names
 from sqlext.source.datasource import read_builder_at, resolve
 from sqlext.source.dynamic import PREFIX as DYNAMIC_PREFIX
-from sqlext.source.dynamic import check_session_key, session_overrides
+from sqlext.source.dynamic import check_session_key, table_overrides
 from sqlext.source.native import load as native_load
 from sqlext.source.requests import ReadRequest, ReadVersion, TableTarget
+from sqlext.source.session_conf import session_conf_option
 from sqlext.spark import register
 
 STORAGE_PREFIX = "table-storage."
@@ -326,7 +327,7 @@ class SqlSession:
         # parses them like any other option map, so a hint can set time travel or a projection.
         hinted = ReadRequest.from_options({
             **self.target(ident.full_name).to_options(),
-            **session_overrides(self.options, ident.database, ident.table),  # SET spark.paimon.*
+            **session_conf_option(self.spark),  # SET spark.paimon.*: resolved with the request
             **b.options,
         })
         request = replace(
@@ -337,8 +338,16 @@ class SqlSession:
             # a continuous INSERT must carry deletes along
             changelog=hinted.changelog or (streaming and "read.changelog" not in b.options),
         )
+        table_overrides(request.passthrough)  # a dynamic option that cannot apply fails the statement
         if not streaming and request.travel is not None:
             _check_time_travel(request)
+        if streaming and request.incremental is not None:
+            raise InvalidArgumentError(
+                f"{ident.full_name}: an incremental read (incremental-between, "
+                "paimon_incremental_query, ...) is a batch read and cannot be streamed")
+        if not streaming and request.incremental is not None:
+            # Resolved now (metadata only) so a bad range fails the statement, typed and located.
+            resolve(request)[0].new_read_builder().new_incremental(request.incremental)
         self.read(request, streaming=streaming).createOrReplaceTempView(b.view)
         self._views.append(b.view)
 
@@ -471,6 +480,9 @@ class SqlSession:
         elif key.startswith(DYNAMIC_PREFIX):
             check_session_key(key, value)  # Paimon's dynamic options: applied to later reads/writes
             self.options[key] = value
+            # In Spark's configuration too, where Paimon keeps them: DataFrame reads and writes of
+            # this session (sqlext.source.session_conf) and SQL reads both resolve them from there.
+            self.spark.conf.set(key, value)
         elif key.startswith(STORAGE_PREFIX):
             from engine import validate_options
 
@@ -486,6 +498,8 @@ class SqlSession:
 
     def reset_option(self, key: str | None) -> None:
         if key is None:
+            for k in [k for k in self.options if k.startswith(DYNAMIC_PREFIX)]:
+                self.spark.conf.unset(k)
             self.options.clear()
             return
         self.options.pop(key.strip(), None)

@@ -142,11 +142,14 @@ def scratch_warehouse_dir() -> str:
 
 def register(spark: SparkSession) -> None:
     """Register the ``dyntable`` format on a session (idempotent), with workers that can run it
-    (:func:`point_workers_at_this_python`)."""
+    (:func:`point_workers_at_this_python`), and make its DataFrame reads and writes carry the
+    session's ``spark.paimon.*`` keys (``sqlext.source.session_conf``)."""
     from sqlext.source.format import DyntableDataSource
+    from sqlext.source.session_conf import install
 
     point_workers_at_this_python(spark)
     spark.dataSource.register(DyntableDataSource)
+    install()  # the session's spark.paimon.* keys reach DataFrame reads and writes
 
 
 def point_workers_at_this_python(spark: SparkSession) -> str:

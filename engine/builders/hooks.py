@@ -11,6 +11,10 @@ expiration, snapshot expiration — the hooks every commit carries (``CommitBuil
   expiration. Paimon's ``write-only`` means exactly that: writers never compact and commits never
   expire; a dedicated job does both.
 
+Iceberg metadata (``metadata.iceberg.storage``) is not a hook here: like Paimon's commit callback
+it follows every snapshot where snapshots are published (``engine.commit``, ``engine.ops.republish``)
+and drops expired snapshots inside expiration, before their files go (``engine.iceberg``).
+
 Each step is guarded on its own: the write is committed, so nothing here can fail it (failures
 are logged and the step is tried again after a later commit).
 """

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 
 from engine.lsm.deletion_vectors import uses_deletion_vectors
@@ -32,11 +33,12 @@ from engine.scan.incremental import (
     ROWKIND,
     ChangeReader,
     ChangeSplit,
+    IncrementalQuery,
     IncrementalRange,
     diff_changes,
     diff_key_ordered,
     range_splits,
-    resolve_between,
+    resolve_incremental,
 )
 from engine.scan.planner import DataSplit, Plan, TableScan, resolve_time_travel
 from engine.scan.predicate import Predicate
@@ -136,9 +138,10 @@ class ReadBuilder:
         scans do; batch reads skip it)."""
         return TableRead(self, filter_rows=filter_rows, changes=changes, all_levels=all_levels)
 
-    def new_incremental(self, between: str, mode: str = "auto") -> IncrementalPlan:
-        """Paimon's ``incremental-between`` read: the changes from one snapshot or tag (exclusive)
-        to another, as change splits, or computed here as one table (``mode = 'diff'``).
+    def new_incremental(self, query: IncrementalQuery | str, mode: str = "auto") -> IncrementalPlan:
+        """Paimon's batch incremental read (``query``: an :class:`IncrementalQuery`, or
+        ``incremental-between`` text read with scan mode ``mode``): the changes from one snapshot
+        or tag (exclusive) to another, as change splits, or computed here as one table (a diff).
 
         Raises:
             InvalidArgumentError: combined with time travel, or a bad range.
@@ -146,9 +149,14 @@ class ReadBuilder:
         if self.snapshot is not None:
             from engine.errors import InvalidArgumentError
 
-            raise InvalidArgumentError("incremental-between cannot be combined with time travel options")
-        rng = resolve_between(self.table.store, between, mode)
-        return IncrementalPlan(self, rng)
+            raise InvalidArgumentError("an incremental read cannot be combined with time travel options")
+        if isinstance(query, str):
+            query = IncrementalQuery(between=query, scan_mode=mode)
+        if query.to_auto_tag is not None:
+            from engine.ops.auto_tags import range_to_auto_tag
+
+            return IncrementalPlan(self, range_to_auto_tag(self.table.store, query.to_auto_tag))
+        return IncrementalPlan(self, resolve_incremental(self.table.store, query))
 
     def new_stream_scan(self) -> StreamScan:
         from engine.builders.stream import StreamScan
@@ -287,13 +295,15 @@ class IncrementalPlan:
         return self.range.mode == "diff"
 
     def splits(self) -> list[ChangeSplit]:
-        """The change splits (not for a diff)."""
+        """The change splits (none for a diff or an empty range)."""
         return range_splits(self.builder.table.store, self.range)
 
     def diff(self) -> pa.Table | None:
         """A diff's changes (``rowkind`` + the projection), computed from both end states (None:
         both are empty). It compares whole rows — a projection could make different rows
-        equal — then projects.
+        equal — then projects. As in Paimon's incremental diff, a key whose row changed or is new
+        yields its new row only (no ``-U`` before it), with the kind the end state stores it with,
+        and a removed key ``-D``.
 
         A primary-key table's states are diffed streamed, bucket by bucket in key order
         (:func:`~engine.scan.incremental.diff_key_ordered`): memory follows the reader's tables and
@@ -319,7 +329,7 @@ class IncrementalPlan:
             buckets = key_ordered_buckets([(reader, before_splits), (reader, after_splits)])
             pairs = [(before, after) for before, after in buckets]
             changes = diff_key_ordered(pairs, b.table.primary_keys, reader.output_schema)
-            return changes.select([ROWKIND, *columns])
+            return self._stored_kinds(_without_before_images(changes)).select([ROWKIND, *columns])
 
         def state(chosen: list[DataSplit]) -> pa.Table | None:
             parts = [t for s in chosen for t in reader.read(s)]
@@ -331,4 +341,42 @@ class IncrementalPlan:
         shape = (after if after is not None else before).schema  # type: ignore[union-attr]
         changes = diff_changes(before if before is not None else shape.empty_table(),
                                after if after is not None else shape.empty_table(), b.table.primary_keys)
-        return changes.select([ROWKIND, *columns])
+        return self._stored_kinds(_without_before_images(changes)).select([ROWKIND, *columns])
+
+    def _stored_kinds(self, changes: pa.Table) -> pa.Table:
+        """A primary-key table's new rows with the kind the end state stores them with (``+I`` of an
+        upsert, ``+U`` of an UPDATE/MERGE), as Paimon's diff returns the end's record: read back
+        for the changed keys only (a filtered key-and-kind read, file by file)."""
+        import pyarrow.compute as pc
+
+        from engine.scan import predicate as P
+
+        keys = list(self.builder.table.primary_keys)
+        added = pc.is_in(changes.column(ROWKIND), value_set=pa.array(["+I", "+U"]))
+        if not keys or self.range.end is None or not pc.any(added).as_py():
+            return changes
+        wanted = changes.filter(added)
+        only = P.and_(*(P.is_in(k, pc.unique(wanted.column(k)).to_pylist()) for k in keys))
+        end = dataclasses.replace(self.builder, columns=tuple(keys), filter=only, row_kind=True,
+                                  snapshot=self.range.end)
+        reader = end.new_read()
+        parts = [t for s in end.new_scan().plan().splits for t in reader.read(s)]
+        if not parts:
+            return changes
+        stored = pa.concat_tables(parts).rename_columns([_STORED, *keys])
+        pos = "__dyntable_pos"
+        numbered = changes.append_column(pos, pa.array(np.arange(changes.num_rows)))
+        hit = numbered.filter(added).select([*keys, pos]).join(stored, keys, join_type="inner")
+        kinds = changes.column(ROWKIND).combine_chunks().to_numpy(zero_copy_only=False).copy()
+        kinds[hit.column(pos).to_numpy()] = hit.column(_STORED).to_numpy(zero_copy_only=False)
+        return changes.set_column(0, ROWKIND, pa.array(kinds, pa.string()))
+
+
+_STORED = "__dyntable_stored_kind"
+
+
+def _without_before_images(changes: pa.Table) -> pa.Table:
+    """Paimon's diff emits a changed key's new row only: the ``-U`` rows go."""
+    import pyarrow.compute as pc
+
+    return changes.filter(pc.not_equal(changes.column(ROWKIND), "-U"))

@@ -31,6 +31,8 @@ Rules (Paimon's ``TagAutoCreation`` / ``TagPeriodHandler`` / ``TagTimeExtractor`
   ``tag.num-retained-max`` counts only these tags here (Paimon counts every tag; the manual ones
   are never deleted by dyntable).
 * ``tag.default-time-retained`` gives new automatic tags a retention.
+* ``incremental-to-auto-tag`` reads between an automatic tag and the one of the period before it
+  (:func:`range_to_auto_tag`): automatic names are what this module knows.
 
 Idempotence and concurrency: periods are derived from the tags on storage at each run, not from
 writer state, so a rerun finds its tag and moves on; tags are published create-if-absent, so two
@@ -51,7 +53,7 @@ from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
 from engine.errors import InvalidArgumentError, NoSuchSnapshotError, SnapshotExpiredConcurrentlyError
-from engine.history.retention_mark import store_mark
+from engine.history.retention_mark import check_visible, store_mark
 from engine.identifier import validate_name
 from engine.meta.publish import publish_ref
 from engine.meta.refs import snapshot_still_exists
@@ -69,6 +71,7 @@ from engine.options import (
     TAG_PERIOD_FORMATTER,
     CoreOptions,
 )
+from engine.scan.incremental import IncrementalRange, empty_range
 from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 
 log = logging.getLogger(__name__)
@@ -348,4 +351,34 @@ def run_after_commit(store: FileStore, now: Clock = _now) -> list[str]:
         return []
 
 
-__all__ = ("AutoTagger", "Period", "period_of", "run_after_commit")
+
+def range_to_auto_tag(store: FileStore, end_tag: str) -> IncrementalRange:
+    """``incremental-to-auto-tag`` (Paimon's ``IncrementalDiffStartingScanner.toEndAutoTag``): the
+    diff from the newest automatic tag of an earlier period to ``end_tag`` (empty when either does
+    not exist).
+
+    Raises:
+        InvalidArgumentError: ``end_tag`` is not an automatic tag's name.
+    """
+    from engine.meta.refs import TagStore
+
+    period = period_of(store.options)
+    end_time = period.parse(end_tag)
+    if end_time is None:
+        raise InvalidArgumentError(
+            f"incremental-to-auto-tag: tag '{end_tag}' is not an automatic tag's name for this table's "
+            "tag.creation-period and tag.period-formatter"
+        )
+    tags = TagStore(store.io, store.paths)
+    if not tags.exists(end_tag):
+        return empty_range()
+    earlier = [(t, name) for name in tags.names() if (t := period.parse(name)) is not None and t < end_time]
+    if not earlier:
+        return empty_range()
+    start = tags.get(max(earlier)[1]).snapshot
+    end = tags.get(end_tag).snapshot
+    check_visible(store, start, f"read incremental-to-auto-tag '{end_tag}'")
+    return IncrementalRange(start, end, "diff", start.id)
+
+
+__all__ = ("AutoTagger", "Period", "period_of", "range_to_auto_tag", "run_after_commit")

@@ -63,6 +63,7 @@ from dataclasses import dataclass
 from engine.errors import DyntableError, InvalidArgumentError
 from engine.features import check_readable
 from engine.history.retention_mark import RetentionMark, mark_dir, mark_root, read_mark
+from engine.iceberg import run_after_commit as iceberg_metadata
 from engine.identifier import MAIN_BRANCH
 from engine.io import FileIO
 from engine.meta.publish import publish_ref
@@ -489,6 +490,8 @@ def expire_snapshots(
     keep = retry_concurrent(
         lambda: keep_with_new_anchors(collector, keep, p.keep_anchors, all_anchors(io, root))
     )
+    # Iceberg metadata (metadata.iceberg.storage) drops the expired snapshots before their files go.
+    iceberg_metadata(store)  # never raises
     # (5) Files no anchor needs, data first.
     doomed = unreferenced(candidates, keep)
     files = parallel_delete(io, doomed, thread_count(store))

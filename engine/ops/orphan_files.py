@@ -13,6 +13,9 @@ What is listed (everything else under the table root is left alone, it is not ou
 * per-branch metadata directories (``schema``, ``snapshot``, ``tag``, ``consumer``,
   ``changelog`` of main and of every ``branch/branch-*``): only the temporary files of an atomic
   write (``.<name>.<32 hex>.tmp``) — the JSON files themselves are anchors or their history;
+* the Iceberg metadata directory (``metadata/``) of a table with ``metadata.iceberg.storage =
+  table-location``: every file a published ``v<N>.metadata.json`` does not need (``engine.iceberg``
+  lists those it does: the versions, the version hint, their manifest lists and manifests);
 * ``.dyntable/`` of the table and of every branch: the abort markers of failed Spark jobs
   (``aborted-jobs/``) and temporary files (e.g. of an interrupted retention-mark publish).
   Maintenance-log records and anything else there are dyntable's own records, never orphans.
@@ -46,11 +49,14 @@ from typing import TypeVar
 
 from engine.errors import DyntableError, InvalidArgumentError, UnsupportedTableError
 from engine.features import check_readable
+from engine.iceberg import IcebergLayout, live_metadata_files
 from engine.io import FileIO
 from engine.io.fileio import FileStatus
 from engine.meta.paths import TablePaths, join
 from engine.meta.schema_store import SchemaStore
 from engine.ops.reachability import FileKindRef, UnsafeToDeleteError, reachable_files
+from engine.schema import TableSchema
+from engine.store import FileStore
 from engine.time_bound import time_bound_millis
 
 DEFAULT_AGE_MS = 86_400_000
@@ -296,8 +302,13 @@ def remove_orphan_files(
     threads = max(1, parallelism or DEFAULT_PARALLELISM)
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="orphan-files") as pool:
         listing = list_candidates(io, root, pool)
+        iceberg = _iceberg_store(io, root, schema)
+        if iceberg is not None:
+            listing.candidates.extend(_iceberg_candidates(iceberg))
         reach = reachable_files(io, root, lean=True)  # only the union of paths is needed
         referenced = set(reach.files)
+        if iceberg is not None:  # read after the listing: a version published meanwhile is seen
+            referenced |= live_metadata_files(iceberg)
         _check_path_style(listing, referenced, root)
         doomed: list[tuple[FileStatus, FileKindRef | None]] = []
         young = 0
@@ -320,6 +331,25 @@ def remove_orphan_files(
                 _pmap(pool, io.delete, group)
             removed = _remove_empty_dirs(io, listing, {p.rsplit("/", 1)[0] for p, _ in files}, young_in)
     return OrphanFilesResult(files, cutoff, dry_run, young, removed, len(listing.candidates), len(referenced))
+
+
+def _iceberg_store(io: FileIO, root: str, schema: TableSchema | None) -> FileStore | None:
+    """The table's main branch when it keeps Iceberg metadata under its root (``table-location``)."""
+    if schema is None:
+        return None
+    store = FileStore(io, TablePaths(root), schema)
+    layout = IcebergLayout.of(store)
+    if layout is None or not layout.metadata_dir.startswith(root + "/"):
+        return None  # none, or a hadoop-catalog directory outside the table: not ours to list
+    return store
+
+
+def _iceberg_candidates(store: FileStore) -> list[tuple[FileStatus, FileKindRef | None]]:
+    """Every file of the Iceberg metadata directory: the versions, lists and manifests no
+    published ``v<N>.metadata.json`` names (a failed or lost Iceberg step) are orphans."""
+    layout = IcebergLayout.of(store)
+    assert layout is not None
+    return [(s, None) for s in store.io.list_dir(layout.metadata_dir) if not s.is_dir]
 
 
 def _rank(path: str, root: str) -> int:

@@ -64,6 +64,7 @@ from engine.errors import (
     NoSuchSnapshotError,
     TagAlreadyExistsError,
 )
+from engine.iceberg import run_after_commit as iceberg_metadata
 from engine.io import FileIO
 from engine.lsm.deletion_vectors import refuse_renaming_files
 from engine.meta.binary_row import deserialize_row
@@ -144,6 +145,8 @@ def republish(
             f"{head.id if head else 0}); nothing was changed — look at the new head and retry"
         )
     attempt.keep()
+    # As after a commit (Paimon calls its commit callbacks after a rollback): Iceberg metadata follows.
+    iceberg_metadata(store)  # never raises
     return Republished(snapshot, backup_tag if head is not None else None)
 
 

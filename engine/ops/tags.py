@@ -51,6 +51,7 @@ from engine.errors import (
     TimeBoundError,
 )
 from engine.history.retention_mark import check_visible
+from engine.iceberg import run_after_commit as iceberg_metadata
 from engine.identifier import MAIN_BRANCH, validate_name
 from engine.meta.paths import TablePaths
 from engine.meta.publish import publish_ref
@@ -145,6 +146,7 @@ class TagOps:
         if not publish_ref(io, paths.tag_file(name), tag.to_json().encode(), replace=replace,
                            verify=lambda: self._still_there(name, tag.snapshot)):
             raise TagAlreadyExistsError(f"tag '{name}' was created concurrently; nothing was changed")
+        iceberg_metadata(self.store)  # Paimon's tag callback: the tag becomes an Iceberg ref; never raises
 
     def _still_there(self, name: str, snapshot: Snapshot) -> None:
         """The tagged snapshot exists now: its snapshot file with the same metadata, or another tag
@@ -225,6 +227,7 @@ class TagOps:
             raise NoSuchTagError(f"tag '{old}' was deleted concurrently; nothing was renamed") from None
         if not moved:
             raise TagAlreadyExistsError(f"tag '{new}' was created concurrently; nothing was renamed")
+        iceberg_metadata(self.store)  # never raises
 
     # -- deleting -------------------------------------------------------------------------------
     def delete(self, names: str | Iterable[str], *, dry_run: bool = False) -> TagDeletion:
@@ -252,6 +255,7 @@ class TagOps:
             if not dry_run:
                 for name in wanted:
                     self.tags.delete(name)
+                iceberg_metadata(self.store)  # the Iceberg refs follow; never raises
             return TagDeletion(tuple(wanted), DeletionReport((), dry_run))
         io, root, branch = self.store.io, self.store.paths.root, self.store.branch
         collector = ReachabilityCollector(io, root)
@@ -267,6 +271,7 @@ class TagOps:
             return TagDeletion(tuple(wanted), delete_files(io, unreferenced(candidates, keep), dry_run=True))
         for name in wanted:
             self.store.io.delete(self.store.paths.tag_file(name))
+        iceberg_metadata(self.store)  # never raises
         counted = [a for a in before if a not in doomed]
         keep = retry_concurrent(
             lambda: keep_with_new_anchors(collector, keep, counted, all_anchors(io, root)))

@@ -12,14 +12,20 @@ COMPACT snapshots carry no new changes (except full-compaction changelog) and ar
 so are OVERWRITE snapshots (a batch rewrite — e.g. ``change-tracking = false`` writes — produces
 no changes for streaming readers; Paimon's ``streaming-read-overwrite = false``).
 
-Batch incremental reads (``incremental-between = 'start,end'``, start exclusive, end inclusive;
-each end a tag name or a snapshot id; a start below the retention mark — ``0`` included when a
-mark exists — is refused) pick their files by ``incremental-between-scan-mode``:
-``delta`` / ``changelog`` read the files above of every snapshot in the range, ``auto`` picks
-by the changelog producer, and ``diff`` compares the two end states row by row (a primary-key
-table's streamed bucket by bucket in key order: :func:`diff_key_ordered`). Between two
-tags ``auto`` becomes ``diff`` when a snapshot inside the range has expired — tags usually
-outlive the snapshots between them, and only their two file sets are still there to compare.
+Batch incremental reads resolve as Paimon 2.0's (:func:`resolve_incremental`; start exclusive,
+end inclusive; a start below the retention mark — ``0`` included when a mark exists — is refused):
+
+* ``incremental-between = 'start,end'``: two snapshot ids pick their files by
+  ``incremental-between-scan-mode`` — ``delta`` / ``changelog`` read the files above of every
+  snapshot in the range, ``auto`` picks by the changelog producer, ``diff`` compares the two end
+  states row by row (a primary-key table's streamed bucket by bucket in key order:
+  :func:`diff_key_ordered`). Two tags are always diffed (tags usually outlive the snapshots
+  between them), unless ``incremental-between-tag-to-snapshot`` reads the snapshots between them.
+  A tag and an id cannot be mixed; equal ends read nothing.
+* ``incremental-between-timestamp = 't1,t2'`` (epoch millis or timestamps in the local zone): the
+  snapshots committed in (t1, t2], by the same scan modes; a range outside the table's reads nothing.
+* ``incremental-to-auto-tag = 'tag'``: the diff from the previous automatic tag to that one
+  (nothing when either is missing).
 """
 
 from __future__ import annotations
@@ -177,76 +183,203 @@ SCAN_MODES = ("auto", "delta", "changelog", "diff")
 
 
 @dataclass(frozen=True, slots=True)
+class IncrementalQuery:
+    """What a batch incremental read asks, in Paimon's option terms (exactly one of the first
+    three is set): ``between`` (``incremental-between``: 'start,end', two tags or two snapshot
+    ids), ``between_timestamp`` (``incremental-between-timestamp``: two epoch-millisecond times
+    or two timestamps), ``to_auto_tag`` (``incremental-to-auto-tag``: an automatic tag, read from
+    the automatic tag before it); ``scan_mode`` (``incremental-between-scan-mode``) and
+    ``tag_to_snapshot`` (``incremental-between-tag-to-snapshot``)."""
+
+    between: str | None = None
+    between_timestamp: str | None = None
+    to_auto_tag: str | None = None
+    scan_mode: str = "auto"
+    tag_to_snapshot: bool = False
+
+    def __post_init__(self) -> None:
+        given = [v for v in (self.between, self.between_timestamp, self.to_auto_tag) if v is not None]
+        if len(given) != 1:
+            raise InvalidArgumentError(
+                "an incremental read takes exactly one of incremental-between, "
+                "incremental-between-timestamp and incremental-to-auto-tag"
+            )
+
+
+@dataclass(frozen=True, slots=True)
 class IncrementalRange:
-    """A resolved ``incremental-between``: snapshots in (start, end] and how to read them."""
+    """A resolved incremental read: snapshots in (start, end] and how to read them."""
 
     start: Snapshot | None  # None: before the first snapshot (start id 0)
-    end: Snapshot
-    mode: str  # "changes" (delta or changelog files per snapshot) or "diff"
+    end: Snapshot | None  # None only for an empty range
+    mode: str  # delta / changelog / auto (the files of each snapshot), diff, or empty (no rows)
     start_id: int
 
 
-def _endpoint(store: FileStore, text: str) -> tuple[Snapshot | None, int, bool]:
-    """(snapshot or None if gone, its id, whether it named a tag) of one end of the range."""
-    from engine.meta.refs import TagStore
-
-    tags = TagStore(store.io, store.paths)
-    if tags.exists(text):
-        snap = tags.get(text).snapshot
-        return snap, snap.id, True
-    if not text.isdigit():
-        raise NoSuchTagError(
-            f"incremental-between: '{text}' is neither a tag of this table nor a snapshot id"
-        )
-    sid = int(text)
-    if sid == 0:
-        return None, 0, False
-    return (store.snapshots.get(sid) if store.snapshots.exists(sid) else None), sid, False
+def empty_range() -> IncrementalRange:
+    return IncrementalRange(None, None, "empty", 0)
 
 
-def resolve_between(store: FileStore, between: str, scan_mode: str = "auto") -> IncrementalRange:
-    """Resolve ``incremental-between`` text ('tag1,tag2' or '3,7') and the scan mode."""
-    parts = [p.strip() for p in between.split(",")]
-    if len(parts) != 2 or not all(parts):
-        raise InvalidArgumentError(
-            f"incremental-between must be 'start,end' (tags or snapshot ids), got '{between}'"
-        )
+def _scan_mode(scan_mode: str | None) -> str:
     mode = (scan_mode or "auto").lower()
     if mode not in SCAN_MODES:
         raise InvalidArgumentError(f"incremental-between-scan-mode '{scan_mode}' is not one of {SCAN_MODES}")
-    start, start_id, start_tag = _endpoint(store, parts[0])
-    end, end_id, end_tag = _endpoint(store, parts[1])
-    # The start is the state the changes are relative to: it must be visible (the end, later, is too).
-    check_visible(store, start if start is not None else start_id,
-                  f"read incremental-between '{between}' starting at {'tag ' if start_tag else ''}{parts[0]}")
-    if end is None:
-        raise NoSuchSnapshotError(
-            f"incremental-between: snapshot {end_id} does not exist (expired or never written)"
-        )
-    if start_id > end_id:
+    return mode
+
+
+def _two(text: str, option: str, what: str) -> list[str]:
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise InvalidArgumentError(f"{option} must be 'start,end' ({what}), got '{text}'")
+    return parts
+
+
+def resolve_incremental(store: FileStore, query: IncrementalQuery) -> IncrementalRange:
+    """Resolve ``incremental-between`` or ``incremental-between-timestamp`` as Paimon 2.0 does
+    (``AbstractDataTableScan``'s incremental starting scanners); an empty range reads no rows.
+    (``incremental-to-auto-tag`` knows automatic tag names: ``engine.ops.auto_tags``.)
+
+    Raises:
+        InvalidArgumentError: malformed values, a range that ends before it starts, snapshot ids
+            outside the table's, a tag that is not an automatic one.
+        NoSuchSnapshotError: snapshots of a delta range have expired.
+    """
+    mode = _scan_mode(query.scan_mode)
+    if query.between is not None:
+        return resolve_between(store, query.between, mode, tag_to_snapshot=query.tag_to_snapshot)
+    if query.between_timestamp is None:
         raise InvalidArgumentError(
-            f"incremental-between: start {parts[0]} (snapshot {start_id}) is after end "
-            f"{parts[1]} (snapshot {end_id})"
+            "incremental-to-auto-tag is resolved by engine.ops.auto_tags.range_to_auto_tag"
         )
-    gone = [i for i in range(start_id + 1, end_id + 1) if not store.snapshots.exists(i)]
-    if mode == "auto" and gone and start_tag and end_tag:
-        mode = "diff"
-    if mode == "diff":
-        if start_id > 0 and start is None:
-            raise NoSuchSnapshotError(
-                f"incremental-between: snapshot {start_id} does not exist; a diff needs both ends"
+    return _between_timestamps(store, query.between_timestamp, mode)
+
+
+def resolve_between(
+    store: FileStore, between: str, scan_mode: str = "auto", *, tag_to_snapshot: bool = False
+) -> IncrementalRange:
+    """Resolve ``incremental-between`` text: two tags ('tag1,tag2') or two snapshot ids ('3,7').
+
+    Two tags are diffed (their two file sets compared; tags usually outlive the snapshots between
+    them) unless ``tag_to_snapshot``, which reads the snapshots between them like two ids.
+    """
+    from engine.meta.refs import TagStore
+
+    mode = _scan_mode(scan_mode)
+    left, right = _two(between, "incremental-between", "two tags or two snapshot ids")
+    tags = TagStore(store.io, store.paths)
+    if tags.exists(left) and tags.exists(right):
+        start, end = tags.get(left).snapshot, tags.get(right).snapshot
+        if end.id < start.id:
+            raise InvalidArgumentError(
+                f"incremental-between: tag end {right} (snapshot {end.id}) is before tag start {left} "
+                f"(snapshot {start.id})"
             )
-        return IncrementalRange(start, end, "diff", start_id)
+        check_visible(store, start, f"read incremental-between '{between}' starting at tag {left}")
+        if start.id == end.id:
+            return empty_range()
+        if not tag_to_snapshot:
+            return IncrementalRange(start, end, "diff", start.id)
+        if mode == "diff":
+            raise InvalidArgumentError(
+                "incremental-between-tag-to-snapshot reads the snapshots between the tags: use "
+                "incremental-between-scan-mode auto, delta or changelog"
+            )
+        return _between_ids(store, start.id, end.id, mode, between)
+    if not (left.isdigit() and right.isdigit()):
+        raise NoSuchTagError(
+            f"incremental-between '{between}': did not find two tags named '{left}' and '{right}', and "
+            "they are not two snapshot ids: give two tags or two snapshot ids"
+        )
+    start_id, end_id = int(left), int(right)
+    if end_id < start_id:
+        raise InvalidArgumentError(
+            f"incremental-between: the end snapshot {end_id} is before the start snapshot {start_id}"
+        )
+    check_visible(store, start_id, f"read incremental-between '{between}' starting at {left}")
+    if store.snapshots.earliest_id() is None or start_id == end_id:
+        return empty_range()
+    if mode == "diff":
+        return _diff(store, start_id, end_id)
+    return _between_ids(store, start_id, end_id, mode, between)
+
+
+def _diff(store: FileStore, start_id: int, end_id: int) -> IncrementalRange:
+    """A diff of two snapshot states; both must exist (start 0: the empty state)."""
+    snaps = store.snapshots
+    for sid in (start_id, end_id):
+        if sid > 0 and not snaps.exists(sid):
+            raise NoSuchSnapshotError(
+                f"incremental-between: snapshot {sid} does not exist; a diff needs both ends"
+            )
+    start = snaps.get(start_id) if start_id > 0 else None
+    return IncrementalRange(start, snaps.get(end_id), "diff", start_id)
+
+
+def _between_ids(store: FileStore, start_id: int, end_id: int, mode: str, between: str) -> IncrementalRange:
+    """The files of every snapshot in (start, end] (Paimon's incremental delta scanner)."""
+    snaps = store.snapshots
+    earliest, latest = snaps.earliest_id(), snaps.latest_id()
+    if earliest is None or latest is None or start_id < earliest - 1 or end_id > latest:
+        raise InvalidArgumentError(
+            f"incremental-between '{between}': the snapshot range [{start_id}, {end_id}] is out of the "
+            f"available snapshots [{earliest}, {latest}]"
+        )
+    gone = [i for i in range(start_id + 1, end_id + 1) if not snaps.exists(i)]
     if gone:
         raise NoSuchSnapshotError(
             f"incremental-between: snapshots {gone[0]}..{gone[-1]} of the range have expired; "
             "read between two tags, or use incremental-between-scan-mode = diff"
         )
-    if mode == "changelog" and store.has_primary_key and store.options.changelog_producer == "none":
+    start = snaps.get(start_id) if start_id > 0 and snaps.exists(start_id) else None
+    return IncrementalRange(start, snaps.get(end_id), mode, start_id)
+
+
+def parse_time_millis(text: str, option: str) -> int:
+    """Epoch milliseconds, or a timestamp ('2024-05-01 12:00:00[.fff]', ISO) in the local time zone
+    unless it names one (Paimon parses in the JVM's default zone)."""
+    import datetime as dt
+
+    text = text.strip()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
         raise InvalidArgumentError(
-            "incremental-between-scan-mode = changelog needs a changelog-producer other than none"
+            f"{option}: '{text}' is neither epoch milliseconds nor a timestamp such as '2024-05-01 12:00:00'"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # the local zone
+    return int(moment.timestamp() * 1000)
+
+
+def _between_timestamps(store: FileStore, text: str, mode: str) -> IncrementalRange:
+    """``incremental-between-timestamp``: the snapshots committed in (t1, t2]."""
+    left, right = _two(text, "incremental-between-timestamp", "two epoch-millisecond times or timestamps")
+    if left.lstrip("-").isdigit() != right.lstrip("-").isdigit():
+        raise InvalidArgumentError(
+            f"incremental-between-timestamp '{text}': give two epoch-millisecond times or two timestamps"
         )
-    return IncrementalRange(start, end, mode, start_id)
+    t1 = parse_time_millis(left, "incremental-between-timestamp")
+    t2 = parse_time_millis(right, "incremental-between-timestamp")
+    snaps = store.snapshots
+    earliest_id, latest_id = snaps.earliest_id(), snaps.latest_id()
+    if earliest_id is None or latest_id is None:
+        return empty_range()
+    if t2 < t1:
+        raise InvalidArgumentError(
+            f"incremental-between-timestamp: the end {right} is before the start {left}"
+        )
+    earliest, latest = snaps.get(earliest_id), snaps.get(latest_id)
+    if t1 == t2 or t1 > latest.time_millis or t2 < earliest.time_millis:
+        return empty_range()
+    start = snaps.at_or_before(t1)
+    end = snaps.at_or_before(t2) or latest
+    if mode == "diff":
+        return _diff(store, (start or earliest).id, end.id)
+    start_id = earliest.id - 1 if start is None or earliest.time_millis > t1 else start.id
+    check_visible(store, start_id, f"read incremental-between-timestamp '{text}'")
+    return _between_ids(store, start_id, end.id, mode, f"{start_id},{end.id}")
 
 
 def range_splits(store: FileStore, rng: IncrementalRange) -> list[ChangeSplit]:
@@ -257,12 +390,16 @@ def range_splits(store: FileStore, rng: IncrementalRange) -> list[ChangeSplit]:
     added and then deleted inside the range is still returned, a DELETE that only wrote DVs adds
     nothing, and an UPDATE/MERGE adds its new rows (the old ones are not retracted).
     """
+    if rng.mode in ("empty", "diff") or rng.end is None:
+        return []
     if rng.mode == "delta" and store.has_primary_key:
         return [
             s
             for snap in store.snapshots.iter_range(rng.start_id, rng.end.id)
             for s in _delta_splits(store, snap)
         ]
+    if rng.mode == "changelog" and (not store.has_primary_key or store.options.changelog_producer == "none"):
+        return []  # no changelog files: Paimon reads nothing
     return incremental_splits(store, rng.start_id, rng.end.id)
 
 

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from engine.system_tables.binlog import binlog_schema, to_binlog
 from engine.system_tables.columns import DYNTABLE_TABLES, METADATA_TABLES, arrow_schema, normalize_name
 from engine.system_tables.files import read_buckets, read_files, read_manifests, read_partitions
 from engine.system_tables.history import (
@@ -119,6 +120,8 @@ def read_system_table(table: Table, name: str, snapshot_id: int | None = None) -
 __all__ = [
     "DATA_TABLES",
     "DYNTABLE_TABLES",
+    "binlog_schema",
+    "to_binlog",
     "METADATA_TABLES",
     "read_optimized_splits",
     "read_system_table",
@@ -127,13 +130,14 @@ __all__ = [
 ]
 
 
-DATA_TABLES: tuple[str, ...] = ("audit_log", "ro")
+DATA_TABLES: tuple[str, ...] = ("audit_log", "binlog", "ro")
 
 
 def system_table_columns(table: Table, name: str) -> list[str]:
-    """Column names of any system table, including the data-sized ``$audit_log`` and ``$ro``."""
+    """Column names of any system table, including the data-sized ``$audit_log``, ``$binlog`` and
+    ``$ro``."""
     key = name.lower().lstrip("$")
-    if key == "audit_log":
+    if key in ("audit_log", "binlog"):
         return ["rowkind", *table.schema.field_names]
     if key == "ro":
         return list(table.schema.field_names)

@@ -51,6 +51,7 @@ from sqlglot import Token, TokenType, exp
 from sqlglot.errors import ParseError, TokenError
 
 from engine.errors import DyntableError, InvalidArgumentError
+from sqlext.bind.functions import incremental_source
 from sqlext.bind.scope import (
     DOLLAR_MARK,
     Reference,
@@ -59,6 +60,7 @@ from sqlext.bind.scope import (
     TimeTravel,
     ident_name,
     ident_span,
+    is_incremental_function,
 )
 from sqlext.bind.tokens import WORD, directory_query_start, is_name, word_token
 from sqlext.errors import (
@@ -373,6 +375,8 @@ class _Binder:
 
     def table_source(self, node: exp.Table) -> Source:
         """Classify a table in a FROM/JOIN position: a CTE, a Spark table, or a managed reference."""
+        if is_incremental_function(node):
+            return incremental_source(self, node)
         idents = [node.args[k] for k in ("catalog", "db", "this") if node.args.get(k) is not None]
         alias_node = node.args.get("alias")
         alias = alias_node.name if alias_node is not None and alias_node.name else None

@@ -13,6 +13,8 @@ Column needs are collected per reference, and are a superset of what Spark will 
 * an unqualified column goes to every managed source of the innermost query that has a column
   of that name (case-insensitively); if no source there surely has it, the enclosing queries are
   searched too, because a source with unknown columns (a Spark table) may or may not have it;
+* a call of one of Paimon's incremental table-valued functions (``paimon_incremental_query``
+  and its two siblings) in a FROM/JOIN position is a reference to the table it names;
 * ``*`` (outside ``count(*)`` and an EXISTS select list), ``t.*``, NATURAL JOIN, PIVOT and
   positional column aliases (``t AS x(a, b)``) make the affected references read all columns;
 * names that resolve nowhere (select aliases, lambda variables, typos) need nothing: Spark
@@ -34,6 +36,14 @@ from sqlext.parse.names import TableName
 DOLLAR_MARK = "\u00a4"
 
 _QUERY = (exp.Select, exp.SetOperation, exp.Subquery)
+# Paimon's incremental table-valued functions: each reads a table (its first argument) and
+# becomes a managed reference, with the option its other arguments set (and how many it takes).
+INCREMENTAL_FUNCTIONS = {
+    "paimon_incremental_query": ("incremental-between", ("start", "end")),
+    "paimon_incremental_between_timestamp": (
+        "incremental-between-timestamp", ("start timestamp", "end timestamp")),
+    "paimon_incremental_to_auto_tag": ("incremental-to-auto-tag", ("end tag name",)),
+}
 # Select arguments the walker handles itself rather than as plain expressions.
 _SELECT_OWN = frozenset({"with_", "from_", "joins", "laterals", "hint", "expressions", "pivots"})
 
@@ -69,7 +79,7 @@ class Reference:
     start: int  # [start, end) of the name in the text
     end: int
     removals: list[tuple[int, int]]  # the OPTIONS hint and time-travel clause, cut from the output
-    options: dict[str, str]
+    options: dict[str, str]  # a hint's, or what an incremental table-valued function sets
     time_travel: TimeTravel | None
     table_columns: tuple[str, ...]
     alias_text: str | None  # the alias to add (None: the text has one, or none is allowed)
@@ -144,6 +154,16 @@ def _alias_columns(node: exp.Expression) -> frozenset[str] | None:
 def _alias_keys(node: exp.Expression) -> frozenset[tuple[str, ...]]:
     name = node.alias
     return frozenset({(name.lower(),)}) if name else frozenset()
+
+
+def is_incremental_function(node: exp.Expression) -> bool:
+    """Whether a FROM item is a call of one of Paimon's incremental table-valued functions."""
+    return (
+        isinstance(node, exp.Table)
+        and isinstance(node.this, exp.Anonymous)
+        and str(node.this.name).lower() in INCREMENTAL_FUNCTIONS
+        and not any(node.args.get(k) for k in ("db", "catalog"))
+    )
 
 
 def output_columns(query: exp.Expression) -> frozenset[str] | None:
@@ -265,7 +285,12 @@ class ScopeWalker:
 
     def _source(self, node: exp.Expression, frame: _Frame, env: dict[str, frozenset[str] | None]) -> None:
         """Add a FROM/JOIN item (and the joins nested in its parentheses) to ``frame``."""
-        if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
+        if isinstance(node, exp.Table) and is_incremental_function(node):
+            source = self._table_source(node)  # (its arguments are literals: they read no column)
+            frame.sources.append(source)
+            if source.ref is not None:
+                self.refs.append(source.ref)
+        elif isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
             parts = [node.args[k] for k in ("catalog", "db") if node.args.get(k) is not None]
             name = ident_name(node.this).lower()
             if not parts and name in env:

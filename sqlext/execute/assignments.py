@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from engine import Table
 from engine.types import DataType, TypeRoot
 from sqlext.errors import SqlAnalysisError
-from sqlext.execute.insert import column_defaults
 from sqlext.execute.table_options import computed_columns
+from sqlext.execute.writes import spark_defaults as column_defaults
 from sqlext.parse import ast
 from sqlext.parse.names import quoted
 from sqlext.parse.splitter import Statement

@@ -102,7 +102,7 @@ def create_table(s: SqlSession, n: ast.CreateTable, stmt: Statement) -> Statemen
         options=options, comment=comment,
     )
     if query_df is not None:
-        from sqlext.execute.insert import write_frame
+        from sqlext.execute.writes import write_frame
 
         try:
             write_frame(s, table, query_df, list(table.schema.field_names), overwrite=None)
@@ -162,7 +162,7 @@ def add_primary_key(s: SqlSession, n: ast.AddPrimaryKey, stmt: Statement) -> Sta
         raise SqlAnalysisError("cannot add a primary key over columns holding NULL values", line=stmt.line,
                                column=stmt.column, sqlstate="23502")
     # A new table with the key is filled by a Spark job, then swapped in place of the old one.
-    from sqlext.execute.insert import write_frame
+    from sqlext.execute.writes import write_frame
 
     tmp = s.identifier(n.table).base()
     staging = type(tmp)(tmp.database, f"{tmp.table}__pk_rewrite_{s.next_id()}")
@@ -201,7 +201,7 @@ def rescale(s: SqlSession, n: ast.RescaleBuckets, stmt: Statement) -> StatementR
 def rescale_table(s: SqlSession, name: TableName, buckets: int) -> None:
     """Rewrite a managed table into ``buckets`` buckets (also CALL sys.rescale); on failure the old
     layout and files stay."""
-    from sqlext.execute.insert import write_frame
+    from sqlext.execute.writes import write_frame
 
     table = s.table(name)
     # Read everything (pinned to the current snapshot), switch the layout, rewrite in one overwrite.

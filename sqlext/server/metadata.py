@@ -35,6 +35,7 @@ from engine import (
     DyntableError,
     FileSystemCatalog,
     Identifier,
+    binlog_schema,
     system_table_schema,
 )
 from sqlext.execute.views import list_views, temporary_names
@@ -206,6 +207,9 @@ def _columns_of(catalog: FileSystemCatalog, db: str, name: str) -> tuple[pa.Sche
         return data, comments
     if system.lower() == "audit_log":
         return pa.schema([pa.field("rowkind", pa.string(), False), *data]), comments
+    if system.lower() == "binlog":
+        return spark_arrow_schema(binlog_schema(pa.schema([pa.field("rowkind", pa.string(), False),
+                                                           *table.arrow_schema]))), {}
     if system.lower() == "ro":
         return data, comments
     return spark_arrow_schema(system_table_schema(table, system)), {}

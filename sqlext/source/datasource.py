@@ -62,8 +62,10 @@ from engine import (
     TableAlreadyExistsError,
     TableRead,
     WriteBuilder,
+    binlog_schema,
     coerce_value,
     open_catalog,
+    to_binlog,
 )
 from engine import predicate as P
 from engine.options import WRITE_MERGE_SCHEMA, find_option
@@ -79,7 +81,8 @@ def resolve(request: ReadRequest | WriteRequest) -> tuple[Table, str | None]:
     """The table (branch and the request's dynamic table options applied) and the system table
     name, if the request names one."""
     table = request.target.open()
-    overrides = table_overrides(request.passthrough)
+    dynamic = request.dynamic if isinstance(request, WriteRequest) else {}
+    overrides = table_overrides({**dynamic, **request.passthrough})
     return (table.with_options(overrides) if overrides else table), request.target.system_table
 
 
@@ -166,9 +169,9 @@ def source_arrow_schema(table: Table, system: str | None, request: ReadRequest) 
         pass
     cols = projection(request, table)
     fields = [table.arrow_schema.field(c) for c in cols]
-    if system == "audit_log" or request.changelog:
+    if system in ("audit_log", "binlog") or request.changelog:
         fields.insert(0, pa.field(ROWKIND, pa.string(), nullable=False))
-    return pa.schema(fields)
+    return binlog_schema(pa.schema(fields)) if system == "binlog" else pa.schema(fields)
 
 
 def projection(request: ReadRequest, table: Table) -> list[str]:
@@ -205,6 +208,7 @@ def option_filter(request: ReadRequest, table: Table) -> P.Predicate | None:
 
 
 _UNFIT = object()
+_DATA_READS = ("audit_log", "binlog", "ro")  # system tables that read the table's rows
 
 
 @dataclass(frozen=True)
@@ -220,23 +224,23 @@ class DyntableReader(DataSourceReader):
         table, self.system = resolve(request)
         builder = read_builder(request, table)
         self.snapshot = builder.snapshot
-        if self.system is None or self.system in ("audit_log", "ro"):
+        if self.system is None or self.system in _DATA_READS:
             table = builder.table
         self.table = table  # metadata tables: the table itself; data: as of the snapshot's schema
-        self.with_kind = request.changelog or self.system == "audit_log"
+        self.with_kind = request.changelog or self.system in ("audit_log", "binlog")
+        self.binlog = self.system == "binlog"  # audit-log rows, every column an array
         declared = source_arrow_schema(table, self.system, request)
         self.columns = list(declared.names[1:] if self.with_kind else declared.names)
         self.arrow_schema = spark_arrow_schema(declared)
         self.builder = (
-            builder.with_projection(self.columns if self.system in (None, "audit_log", "ro") else None)
+            builder.with_projection(self.columns if self.system in (None, *_DATA_READS) else None)
             .with_filter(option_filter(request, table)).with_row_kind(self.with_kind)
             # Set by sqlext.source.native: Spark's Parquet reader reads the rest of this snapshot's plan.
             .with_merge_only(request.merge_only).with_read_optimized(self.system == "ro")
         )
         self.incremental = None
-        if request.incremental_between is not None:
-            between, mode = request.incremental_between, request.incremental_mode
-            self.incremental = self.builder.new_incremental(between, mode)
+        if request.incremental is not None:
+            self.incremental = self.builder.new_incremental(request.incremental)
         self._read: TableRead | None = None
 
     def partitions(self) -> Sequence[InputPartition]:
@@ -247,7 +251,7 @@ class DyntableReader(DataSourceReader):
             snapshot_id = self.snapshot.id if self.snapshot is not None else None
             rows = read_system_table(self.table, self.system, snapshot_id).select(self.columns)
             return [SplitPartition(rows)]
-        if self.incremental is not None and self.system in (None, "audit_log"):
+        if self.incremental is not None and self.system in (None, "audit_log", "binlog"):
             if not self.incremental.is_diff:
                 return [SplitPartition(s, changes=True) for s in self.incremental.splits()]
             # A diff needs both end states side by side: computed here, shipped in one partition.
@@ -261,6 +265,8 @@ class DyntableReader(DataSourceReader):
         if split is None:  # Spark plans one empty partition when the table has no files
             return
         if isinstance(split, pa.Table):
+            if self.binlog:
+                split = to_binlog(split, pack_updates=False)  # a diff: no -U to pack
             yield from to_spark_batches(split, self.arrow_schema)
             return
         if self._read is None:
@@ -273,7 +279,10 @@ class DyntableReader(DataSourceReader):
             self._read = b.new_read(filter_rows=first)
         changes = getattr(partition, "changes", False)
         for table in self._read.read(split):
-            yield from to_spark_batches(self._kinds(table) if changes else table, self.arrow_schema)
+            table = self._kinds(table) if changes else table
+            if self.binlog:  # change splits pack each -U with its +U, as Paimon's streaming splits
+                table = to_binlog(table, pack_updates=changes)
+            yield from to_spark_batches(table, self.arrow_schema)
 
     def _kinds(self, changes: pa.Table) -> pa.Table:
         """Changes as this read shows them: all kinds in ``rowkind``, or only the after-images

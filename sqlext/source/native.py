@@ -119,7 +119,7 @@ def native_frame(spark: SparkSession, request: ReadRequest) -> DataFrame | None:
     """The native + Python union for this request, or None when the Python source alone should read."""
     table, system = resolve(request)
     ro = system is not None and system.lower() == "ro"
-    if (system is not None and not ro) or request.changelog or request.incremental_between is not None:
+    if (system is not None and not ro) or request.changelog or request.incremental is not None:
         return None
     if not enabled(spark, request, table) or not _local(table.path):
         return None

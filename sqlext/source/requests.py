@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine import Identifier, InvalidArgumentError, OverwriteSpec, Table, open_catalog
+from engine import Identifier, IncrementalQuery, InvalidArgumentError, OverwriteSpec, Table, open_catalog
 
 WAREHOUSE = "warehouse"
 TABLE = "table"
@@ -43,7 +43,18 @@ TIMESTAMP = "scan.timestamp"
 VERSION = "scan.version"
 READ_CHANGELOG = "read.changelog"
 INCREMENTAL_BETWEEN = "incremental-between"
+INCREMENTAL_BETWEEN_TIMESTAMP = "incremental-between-timestamp"
+INCREMENTAL_TO_AUTO_TAG = "incremental-to-auto-tag"
 INCREMENTAL_MODE = "incremental-between-scan-mode"
+INCREMENTAL_TAG_TO_SNAPSHOT = "incremental-between-tag-to-snapshot"
+INCREMENTAL_KEYS = (INCREMENTAL_BETWEEN, INCREMENTAL_BETWEEN_TIMESTAMP, INCREMENTAL_TO_AUTO_TAG,
+                    INCREMENTAL_MODE, INCREMENTAL_TAG_TO_SNAPSHOT)
+#: The session's ``spark.paimon.*`` keys, one JSON object: ``from_options`` applies the ones that
+#: name the request's table (or every table) under the explicit options (``sqlext.source.dynamic``).
+SESSION_CONF = "session-conf"
+#: Set by ``to_options``: the request was resolved already (its dynamic options are among its
+#: options), so a ``session-conf`` added on the way (``sqlext.source.session_conf``) is not applied twice.
+SESSION_APPLIED = "session-conf-applied"
 #: Set by the native scan on the data source half: plan this snapshot, read only its merge splits.
 MERGE_ONLY = "native-scan.merge-only"
 TIME_TRAVEL_KEYS = (SNAPSHOT_ID, TAG_NAME, TIMESTAMP_MILLIS, TIMESTAMP, VERSION)
@@ -57,18 +68,34 @@ COMMIT_IDENTIFIER = "commit-identifier"
 CHANGE_TRACKING = "change-tracking"
 
 _READ_KEYS = {
-    WAREHOUSE, TABLE, "path", BRANCH, CATALOG_OPTIONS, COLUMNS, FILTER, READ_CHANGELOG, INCREMENTAL_BETWEEN,
-    INCREMENTAL_MODE, MERGE_ONLY, *TIME_TRAVEL_KEYS,
+    WAREHOUSE, TABLE, "path", BRANCH, CATALOG_OPTIONS, COLUMNS, FILTER, READ_CHANGELOG, *INCREMENTAL_KEYS,
+    MERGE_ONLY, SESSION_CONF, SESSION_APPLIED, *TIME_TRAVEL_KEYS,
 }
 _WRITE_KEYS = {
     WAREHOUSE, TABLE, "path", BRANCH, CATALOG_OPTIONS, OVERWRITE_PARTITION, OVERWRITE_PARTITIONS,
     OVERWRITE_MODE.lower(), "dynamic-partition-overwrite", OVERWRITE_BASE_SNAPSHOT, COMMIT_USER,
-    COMMIT_IDENTIFIER, CHANGE_TRACKING,
+    COMMIT_IDENTIFIER, CHANGE_TRACKING, SESSION_CONF, SESSION_APPLIED,
 }
 
 
 def _lower_keys(options: Mapping[str, str]) -> dict[str, str]:
     return {k.lower(): v for k, v in options.items()}
+
+
+def session_dynamic(options: Mapping[str, str]) -> dict[str, str]:
+    """The dynamic options the session's ``spark.paimon.*`` keys (the ``session-conf`` option,
+    lower-case ``options``) give the request's table: the one place SQL and DataFrame reads and
+    writes resolve them (Paimon's ``OptionUtils``)."""
+    from sqlext.source.dynamic import session_overrides
+
+    if options.get(SESSION_APPLIED) == "true":
+        return {}
+    conf = _json(options, SESSION_CONF, dict, "a JSON object") or {}
+    name = options.get(TABLE) or options.get("path")
+    if not conf or not name:
+        return {}
+    ident = Identifier.parse(name)
+    return {k.lower(): str(v) for k, v in session_overrides(conf, ident.database, ident.table).items()}
 
 
 def _bool(options: Mapping[str, str], key: str) -> bool | None:
@@ -167,6 +194,22 @@ class ReadVersion:
                    options.get(TIMESTAMP), options.get(VERSION))
 
 
+def incremental_options(query: IncrementalQuery) -> dict[str, str]:
+    """Paimon's option keys of an incremental read."""
+    values = (query.between, query.between_timestamp, query.to_auto_tag, query.scan_mode,
+              "true" if query.tag_to_snapshot else None)
+    return {k: v for k, v in zip(INCREMENTAL_KEYS, values, strict=True) if v is not None}
+
+
+def incremental_query(options: Mapping[str, str]) -> IncrementalQuery | None:
+    """The incremental read Paimon's option keys ask for (lower-case keys), or None."""
+    between, timestamp, to_tag = (options.get(k) for k in INCREMENTAL_KEYS[:3])
+    if between is None and timestamp is None and to_tag is None:
+        return None
+    return IncrementalQuery(between, timestamp, to_tag, options.get(INCREMENTAL_MODE) or "auto",
+                            bool(_bool(options, INCREMENTAL_TAG_TO_SNAPSHOT)))
+
+
 @dataclass(frozen=True)
 class ReadRequest:
     """One batch or streaming read.
@@ -174,9 +217,9 @@ class ReadRequest:
     ``columns``: the projection (Spark pushes no column pruning into Python sources, so the SQL
     layer passes it); ``filter``: a pruning predicate in the engine's JSON form, used only to
     skip partitions, buckets and files (Spark still applies the query's own filter);
-    ``changelog``: add the ``rowkind`` column; ``incremental_between``: ``'start,end'`` (tags or
-    snapshot ids, start exclusive) read as changes, with ``incremental_mode`` (Paimon's
-    ``incremental-between-scan-mode``); ``merge_only``: a snapshot id — read only its splits that
+    ``changelog``: add the ``rowkind`` column; ``incremental``: a batch incremental read (Paimon's
+    ``incremental-between`` / ``-timestamp`` / ``incremental-to-auto-tag`` with the scan mode
+    options; ``engine.IncrementalQuery``); ``merge_only``: a snapshot id — read only its splits that
     need a merge (the native scan reads the others); ``passthrough``: every other option,
     unchanged (streaming ``scan.mode``, ``consumer-id``, ``read.native-scan.enabled``, …).
     """
@@ -186,14 +229,14 @@ class ReadRequest:
     filter: str | None = None
     travel: ReadVersion | None = None
     changelog: bool = False
-    incremental_between: str | None = None
-    incremental_mode: str = "auto"
+    incremental: IncrementalQuery | None = None
     merge_only: int | None = None
     passthrough: Mapping[str, str] = field(default_factory=dict)
 
     def to_options(self) -> dict[str, str]:
         out = dict(self.passthrough)
         out.update(self.target.to_options())
+        out[SESSION_APPLIED] = "true"
         if self.merge_only is not None:
             out[MERGE_ONLY] = str(self.merge_only)
         if self.columns is not None:
@@ -204,14 +247,16 @@ class ReadRequest:
             out.update(self.travel.to_options())
         if self.changelog:
             out[READ_CHANGELOG] = "true"
-        if self.incremental_between is not None:
-            out[INCREMENTAL_BETWEEN] = self.incremental_between
-            out[INCREMENTAL_MODE] = self.incremental_mode
+        if self.incremental is not None:
+            out.update(incremental_options(self.incremental))
         return out
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ReadRequest:
+        """Parse a source's options; the session's dynamic options (``session-conf``) apply under
+        the explicit ones (a hint or ``.option()`` wins), as every other option does."""
         low = _lower_keys(options)
+        low = {**session_dynamic(low), **low}
         text = low.get(COLUMNS)
         columns = tuple(c.strip() for c in text.split(",") if c.strip()) if text else None
         return cls(
@@ -220,8 +265,7 @@ class ReadRequest:
             low.get(FILTER) or None,
             ReadVersion.from_options(low),
             bool(_bool(low, READ_CHANGELOG)),
-            low.get(INCREMENTAL_BETWEEN),
-            low.get(INCREMENTAL_MODE) or "auto",
+            incremental_query(low),
             _int(low, MERGE_ONLY),
             {k: v for k, v in low.items() if k not in _READ_KEYS},
         )
@@ -235,7 +279,9 @@ class WriteRequest:
     ``commit_identifier``: a commit with an identifier this user already committed is skipped
     (exactly-once ``foreachBatch`` writes); ``base_snapshot_id``: an overwrite computed from a
     read of that snapshot conflicts with any change to the replaced partitions after it. Table
-    options such as ``write-only`` travel in ``passthrough`` and apply to the opened table.
+    options such as ``write-only`` travel in ``passthrough`` and apply to the opened table;
+    ``dynamic``: the session's dynamic options for the table (``session-conf``), applied like the
+    passthrough but never stored by a write that creates its table.
     """
 
     target: TableTarget
@@ -245,6 +291,7 @@ class WriteRequest:
     base_snapshot_id: int | None = None
     change_tracking: bool | None = None
     passthrough: Mapping[str, str] = field(default_factory=dict)
+    dynamic: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def save_mode(self) -> str:
@@ -252,8 +299,9 @@ class WriteRequest:
         return "append" if self.overwrite is None else "overwrite"
 
     def to_options(self) -> dict[str, str]:
-        out = dict(self.passthrough)
+        out = {**self.dynamic, **self.passthrough}
         out.update(self.target.to_options())
+        out[SESSION_APPLIED] = "true"
         o = self.overwrite
         if o is not None and o.dynamic:
             out[OVERWRITE_MODE] = "dynamic"
@@ -299,4 +347,5 @@ class WriteRequest:
             _int(low, OVERWRITE_BASE_SNAPSHOT),
             _bool(low, CHANGE_TRACKING),
             {k: v for k, v in low.items() if k not in _WRITE_KEYS},
+            session_dynamic(low),
         )

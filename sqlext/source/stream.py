@@ -19,7 +19,9 @@ admitted split by split (``engine.builders.stream.ReadLimits``); ``Trigger.Avail
 what was committed when the query started, in batches of those limits.
 With ``read.changelog = true`` — or reading ``t$audit_log`` — rows carry a ``rowkind`` column
 (+I, -U, +U, -D); without it a stream delivers the after-images only (+I, +U), as Paimon's Spark
-source does, because a Spark row cannot retract. With ``consumer-id`` the reader records the
+source does, because a Spark row cannot retract. ``t$binlog`` streams the same changes with every
+column an array and an update packed into one ``+U`` row of ``[before, after]``
+(``engine.system_tables.binlog``). With ``consumer-id`` the reader records the
 first snapshot it needs when the stream starts (``ConsumerStore.start``: recorded, then checked to
 still exist) and, at each committed micro-batch, the next one; snapshot expiration keeps it and
 every later snapshot. A stream whose start snapshot expires while it starts fails with
@@ -63,7 +65,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from engine import ROWKIND, ReadLimits, StreamPosition, Table, TableRead
+from engine import ROWKIND, ReadLimits, StreamPosition, Table, TableRead, binlog_schema, to_binlog
 from engine.errors import InvalidArgumentError, NoSuchSnapshotError
 from engine.options import SCAN_MODE
 from sqlext.source.datasource import (
@@ -131,12 +133,12 @@ def _timestamp_millis(travel: ReadVersion) -> int | None:
 
 
 def _stream_table(request: ReadRequest) -> Table:
-    """The table a stream reads: a table, or the table under ``t$audit_log`` (its changes with
-    their kinds, as Paimon streams it); other system tables cannot be streamed."""
+    """The table a stream reads: a table, or the table under ``t$audit_log`` / ``t$binlog`` (its
+    changes with their kinds, as Paimon streams them); other system tables cannot be streamed."""
     table, system = resolve(request)
-    if system not in (None, "audit_log"):
+    if system not in (None, "audit_log", "binlog"):
         raise InvalidArgumentError(
-            f"system table '{request.target.table}' cannot be streamed (only $audit_log can)")
+            f"system table '{request.target.table}' cannot be streamed (only $audit_log and $binlog can)")
     return table
 
 
@@ -249,11 +251,14 @@ class DyntableStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._available_now: int | None = None  # the last snapshot a Trigger.AvailableNow query reads
         if self.request.travel is None or self.request.travel.tag is None:
             self.scan.start(self.mode, **self._start_args())  # a mode or option error now
-        self.with_kind = request.changelog or request.target.system_table == "audit_log"
+        system = request.target.system_table
+        self.with_kind = request.changelog or system in ("audit_log", "binlog")
+        self.binlog = system == "binlog"  # every column an array; an update packed into one row
         fields = [table.arrow_schema.field(c) for c in self.columns]
         if self.with_kind:
             fields.insert(0, pa.field(ROWKIND, pa.string(), nullable=False))
-        self.arrow_schema = spark_arrow_schema(pa.schema(fields))
+        declared = binlog_schema(pa.schema(fields)) if self.binlog else pa.schema(fields)
+        self.arrow_schema = spark_arrow_schema(declared)
 
     def _start_args(self) -> dict[str, Any]:
         travel = self.request.travel or ReadVersion()
@@ -367,6 +372,8 @@ class DyntableStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 for t in reader.read(split):
                     if self.with_kind:
                         t = t.add_column(0, ROWKIND, pa.repeat(pa.scalar("+I", pa.string()), t.num_rows))
+                    if self.binlog:
+                        t = to_binlog(t, pack_updates=False)
                     yield from to_spark_batches(t, self.arrow_schema)
             return
         # Append rows are all +I: no filter pass.
@@ -379,6 +386,8 @@ class DyntableStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     if after_images is not None:
                         t = t.filter(pc.is_in(t.column(ROWKIND), value_set=after_images))
                     t = t.drop_columns([ROWKIND])
+                if self.binlog:  # a file's -U is followed by its +U: packed within the file's rows
+                    t = to_binlog(t, pack_updates=True)
                 pending.append(t)
                 rows += t.num_rows
                 if rows >= BATCH_ROWS:

@@ -26,5 +26,8 @@ def session(spark, warehouse):
     s = SqlSession(spark, warehouse=warehouse)
     yield s
     s.stop_jobs()
+    # Spark's configuration outlives the test: a SET spark.paimon.* must not reach the next one.
+    for key in [k for k in spark.conf.getAll if k.startswith("spark.paimon.")]:
+        spark.conf.unset(key)
     for view in [t.name for t in spark.catalog.listTables() if t.isTemporary]:
         spark.catalog.dropTempView(view)

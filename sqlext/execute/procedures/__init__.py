@@ -2,12 +2,23 @@
 
 ``core`` (compact, reset_consumer, list_procedures), ``tags`` (tags and rollback), ``branches``
 ``expire`` (snapshot expiration, the retention mark), ``cleanup`` (orphan files, partition
-expiration), ``maintenance`` (Paimon's further maintenance procedures) and ``tables`` (rescale,
-copy, migrate_table, and Paimon's procedures dyntable refuses) each register their procedures
-here, so importing this package is enough to resolve every ``CALL``.
+expiration), ``iceberg`` (rebuild_iceberg_metadata), ``maintenance`` (Paimon's further
+maintenance procedures) and ``tables`` (rescale, copy, migrate_table, and Paimon's procedures
+dyntable refuses) each register their procedures here, so importing this package is enough to
+resolve every ``CALL``.
 """
 
-from sqlext.execute.procedures import branches, cleanup, core, expire, maintenance, merge, tables, tags
+from sqlext.execute.procedures import (
+    branches,
+    cleanup,
+    core,
+    expire,
+    iceberg,
+    maintenance,
+    merge,
+    tables,
+    tags,
+)
 from sqlext.execute.procedures.registry import (
     REGISTRY,
     Param,
@@ -32,6 +43,7 @@ cleanup.register_cleanup_procedures()
 maintenance.register_maintenance_procedures()
 tables.register_table_procedures()
 merge.register_merge_procedures()
+iceberg.register_iceberg_procedures()
 
 __all__ = [
     "REGISTRY",

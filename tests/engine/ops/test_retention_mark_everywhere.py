@@ -65,7 +65,8 @@ def test_incremental_between_starting_below_the_mark_is_refused(marked):
     t = marked
     latest = t.latest_snapshot().id
     _refused(t, resolve_between, t.store, f"{t.below},{latest}")
-    _refused(t, resolve_between, t.store, f"old,{latest}")
+    t.refs.tags.create("head", latest)
+    _refused(t, resolve_between, t.store, "old,head")
     _refused(t, resolve_between, t.store, f"0,{latest}")  # from the very beginning: below any mark
     _refused(t, resolve_between, t.store, f"{t.below},{latest}", "diff")
     rng = resolve_between(t.store, f"{t.mark.snapshot_id},{latest}")

@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine import InvalidArgumentError, OverwriteSpec
+from engine import IncrementalQuery, InvalidArgumentError, OverwriteSpec
 from sqlext.source.requests import (
+    SESSION_CONF,
     ReadRequest,
     ReadVersion,
     TableTarget,
@@ -38,16 +39,22 @@ versions = st.none() | st.builds(
     st.none() | st.just('{"op": "eq", "column": "p", "literal": 1}'),
     versions,
     st.booleans(),
-    st.none() | st.just("t1,t2"),
+    st.none() | st.builds(
+        IncrementalQuery,
+        st.just("t1,t2"),
+        st.none(),
+        st.none(),
+        st.sampled_from(["auto", "delta", "changelog", "diff"]),
+        st.booleans(),
+    ) | st.builds(lambda t: IncrementalQuery(between_timestamp=t), st.just("1,2"))
+    | st.builds(lambda t: IncrementalQuery(to_auto_tag=t), st.just("2024-12-01")),
     st.none() | st.integers(1, 10**6),
     st.dictionaries(st.sampled_from(["scan.mode", "consumer-id"]), names, max_size=2),
 )
 def test_read_request_round_trips(
     target, columns, filter_json, travel, changelog, between, merge_only, passthrough
 ):
-    request = ReadRequest(
-        target, columns, filter_json, travel, changelog, between, "auto", merge_only, passthrough
-    )
+    request = ReadRequest(target, columns, filter_json, travel, changelog, between, merge_only, passthrough)
     assert ReadRequest.from_options(request.to_options()) == request
 
 
@@ -116,3 +123,22 @@ def test_bad_overwrite_options_are_typed_errors():
     assert OverwriteSpec.of("dynamic") == OverwriteSpec(dynamic=True)
     with pytest.raises(InvalidArgumentError, match="overwrite must be"):
         OverwriteSpec.of("everything")  # type: ignore[arg-type]
+
+
+def test_session_conf_resolves_for_the_request_table_under_the_explicit_options():
+    conf = {
+        "spark.paimon.scan.snapshot-id": "1",  # every table
+        "spark.paimon.*.db.t.scan.snapshot-id": "2",  # this table: wins over the global key
+        "spark.paimon.dyntable.db.other.scan.tag-name": "x",  # another table
+        "spark.paimon.*.*.t.consumer-id": "c",
+    }
+    import json
+
+    base = {**TableTarget("/wh", "db.t").to_options(), SESSION_CONF: json.dumps(conf)}
+    read = ReadRequest.from_options(base)
+    assert read.travel == ReadVersion(snapshot_id=2) and read.passthrough == {"consumer-id": "c"}
+    hinted = ReadRequest.from_options({**base, "scan.snapshot-id": "3"})  # an explicit option wins
+    assert hinted.travel == ReadVersion(snapshot_id=3)
+    write = WriteRequest.from_options({**base, "write-only": "true"}, overwrite=False)
+    assert write.passthrough == {"write-only": "true"}  # what a created table would store
+    assert write.dynamic == {"scan.snapshot-id": "2", "consumer-id": "c"}
