@@ -2,7 +2,8 @@
 
 The cases restate Paimon's CompactProcedureTestBase order-strategy tests ('sort compact', 'sort
 compact with partition', 'with multi-partitions', 'with partition filter', 'with null values in
-string clustering column', 'compact with wrong usage') with Paimon's expected row orders.
+string clustering column', 'compact with wrong usage') with Paimon's expected row orders, and its
+incremental clustering tests ('cluster for unpartitioned table', 'cluster with deletion vectors').
 """
 
 from __future__ import annotations
@@ -160,3 +161,37 @@ def test_incremental_clustering_of_an_unpartitioned_table(session):
     snapshot = session.table(TableName.parse("T")).latest_snapshot().id
     run(session, "CALL sys.compact(table => 'T', compact_strategy => 'full')")  # nothing left to do
     assert session.table(TableName.parse("T")).latest_snapshot().id == snapshot
+
+
+def test_incremental_clustering_with_deletion_vectors(session):
+    """'cluster with deletion vectors': a level-0 file's deletion vector goes with its clustering,
+    the level-5 file's stays; a full clustering leaves none. (Per-row strings as in the test above.)"""
+    session.sql("CREATE TABLE T (a INT, b INT, c STRING) TBLPROPERTIES ('bucket' = '-1', "
+                "'deletion-vectors.enabled' = 'true', 'num-levels' = '6', "
+                "'num-sorted-run.compaction-trigger' = '2', 'clustering.columns' = 'a,b', "
+                "'clustering.strategy' = 'zorder', 'clustering.incremental' = 'true')")
+    text = {(a, b): _text(a * 3 + b) for a, b in GRID}
+    for a, b in GRID:
+        session.sql(f"INSERT INTO T VALUES ({a}, {b}, '{text[a, b]}')")
+    run(session, "CALL sys.compact(table => 'T')")
+    first = [(a, b, text[a, b]) for a, b in ZORDER]
+    assert run(session, "SELECT * FROM T") == first
+    assert _levels(session, "T") == [5]
+    table = session.table(TableName.parse("T"))
+    for a, b in (([0, 1, 2], [3, 3, 3]), ([3, 3, 3, 3], [0, 1, 2, 3])):
+        table.refresh().write_arrow(pa.table({"a": pa.array(a, pa.int32()), "b": pa.array(b, pa.int32()),
+                                              "c": pa.array([None] * len(a), pa.string())}))
+    session.sql("DELETE FROM T WHERE a = 0 AND b = 0")  # in the level-5 file
+    session.sql("DELETE FROM T WHERE a = 0 AND b = 3")  # in a level-0 file
+    run(session, "CALL sys.compact(table => 'T')")
+    assert run(session, "SELECT * FROM T") == first[1:] + [
+        (1, 3, None), (3, 0, None), (3, 1, None), (2, 3, None), (3, 2, None), (3, 3, None)]
+    split = session.table(TableName.parse("T")).new_scan().plan().splits[0]
+    assert [f.level for f in split.files] == [5, 4]
+    with_dv = {d.data_file for d in split.deletion_files}
+    assert with_dv == {split.files[0].file_name}
+    run(session, "CALL sys.compact(table => 'T', compact_strategy => 'full')")
+    split = session.table(TableName.parse("T")).new_scan().plan().splits[0]
+    assert len(split.files) == 1 and not split.deletion_files
+    assert sorted(run(session, "SELECT a, b FROM T")) == sorted(
+        [(a, b) for a, b in GRID if (a, b) != (0, 0)] + [(1, 3), (2, 3), (3, 0), (3, 1), (3, 2), (3, 3)])
