@@ -3,7 +3,8 @@
 The cases restate Paimon's CompactProcedureTestBase order-strategy tests ('sort compact', 'sort
 compact with partition', 'with multi-partitions', 'with partition filter', 'with null values in
 string clustering column', 'compact with wrong usage') with Paimon's expected row orders, and its
-incremental clustering tests ('cluster for unpartitioned table', 'cluster with deletion vectors').
+incremental clustering tests ('cluster for unpartitioned table', 'cluster for partitioned table',
+'cluster with deletion vectors').
 """
 
 from __future__ import annotations
@@ -195,3 +196,37 @@ def test_incremental_clustering_with_deletion_vectors(session):
     assert len(split.files) == 1 and not split.deletion_files
     assert sorted(run(session, "SELECT a, b FROM T")) == sorted(
         [(a, b) for a, b in GRID if (a, b) != (0, 0)] + [(1, 3), (2, 3), (3, 0), (3, 1), (3, 2), (3, 3)])
+
+
+def test_incremental_clustering_of_a_partitioned_table(session):
+    """'cluster for partitioned table': partition 0 (long strings) clusters its new files into level
+    4 beside level 5; partition 1 (nulls: the new runs outweigh level 5) reclusters all into level 5."""
+    session.sql("CREATE TABLE T (a INT, b INT, c STRING, pt INT) PARTITIONED BY (pt) TBLPROPERTIES ("
+                "'bucket' = '-1', 'num-levels' = '6', 'num-sorted-run.compaction-trigger' = '2', "
+                "'clustering.columns' = 'a,b', 'clustering.strategy' = 'zorder', "
+                "'clustering.incremental' = 'true')")
+    text = {(a, b, 0): _text(a * 3 + b) for a, b in GRID}
+    for pt in (0, 1):
+        for a, b in GRID:
+            c = f"'{text[a, b, pt]}'" if pt == 0 else "null"
+            session.sql(f"INSERT INTO T VALUES ({a}, {b}, {c}, {pt})")
+    run(session, "CALL sys.compact(table => 'T')")
+    for pt in (0, 1):
+        expected = [(a, b, text.get((a, b, pt)), pt) for a, b in ZORDER]
+        assert run(session, f"SELECT * FROM T WHERE pt = {pt}") == expected
+    assert _levels(session, "T") == [5, 5]
+    table = session.table(TableName.parse("T"))
+    for pt in (0, 1):
+        for a, b in (([0, 1, 2], [3, 3, 3]), ([3, 3, 3, 3], [0, 1, 2, 3])):
+            table.refresh().write_arrow(pa.table({
+                "a": pa.array(a, pa.int32()), "b": pa.array(b, pa.int32()),
+                "c": pa.array([None] * len(a), pa.string()), "pt": pa.array([pt] * len(a), pa.int32())}))
+    run(session, "CALL sys.compact(table => 'T')")
+    assert run(session, "SELECT * FROM T WHERE pt = 0") == [(a, b, text[a, b, 0], 0) for a, b in ZORDER] + [
+        (0, 3, None, 0), (1, 3, None, 0), (3, 0, None, 0), (3, 1, None, 0), (2, 3, None, 0), (3, 2, None, 0),
+        (3, 3, None, 0)]
+    full = [(0, 0), (0, 1), (1, 0), (1, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 0), (2, 1), (3, 0), (3, 1),
+            (2, 2), (2, 3), (3, 2), (3, 3)]
+    assert run(session, "SELECT * FROM T WHERE pt = 1") == [(a, b, None, 1) for a, b in full]
+    splits = session.table(TableName.parse("T")).new_scan().plan().splits
+    assert {s.partition_values[0]: [f.level for f in s.files] for s in splits} == {0: [5, 4], 1: [5]}
