@@ -51,6 +51,8 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload("FI", "file indexes: lookup, write", "benchmarks.workloads_fileindex", "run_fileindex", False),
     Workload("CL", "z-order clustering: two-column filter", "benchmarks.workloads_clustering",
              "run_clustering", False),
+    Workload("CL2", "z-order clustering: two-column filter in SQL", "benchmarks.workloads_clustering",
+             "run_clustering_sql", True),
     Workload("W1", "append write", "benchmarks.workloads_spark", "run_w1", True),
     Workload("W2", "primary-key upsert write", "benchmarks.workloads_spark", "run_w2", True),
     Workload("W2d", "W2 on a default-bucket table", "benchmarks.workloads_spark", "run_w2d", True),
