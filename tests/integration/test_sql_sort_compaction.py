@@ -4,7 +4,7 @@ The cases restate Paimon's CompactProcedureTestBase order-strategy tests ('sort 
 compact with partition', 'with multi-partitions', 'with partition filter', 'with null values in
 string clustering column', 'compact with wrong usage') with Paimon's expected row orders, and its
 incremental clustering tests ('cluster for unpartitioned table', 'cluster for partitioned table',
-'cluster with deletion vectors').
+'... with partition filter', 'cluster with deletion vectors').
 """
 
 from __future__ import annotations
@@ -230,3 +230,19 @@ def test_incremental_clustering_of_a_partitioned_table(session):
     assert run(session, "SELECT * FROM T WHERE pt = 1") == [(a, b, None, 1) for a, b in full]
     splits = session.table(TableName.parse("T")).new_scan().plan().splits
     assert {s.partition_values[0]: [f.level for f in s.files] for s in splits} == {0: [5, 4], 1: [5]}
+
+
+def test_incremental_clustering_with_a_partition_filter(session):
+    """'cluster for partitioned table with partition filter': where => 'pt = 0' clusters partition 0
+    only ($files levels), then where => 'pt = 1' the other."""
+    session.sql("CREATE TABLE T (a INT, b INT, pt INT) PARTITIONED BY (pt) TBLPROPERTIES ("
+                "'bucket' = '-1', 'num-levels' = '6', 'num-sorted-run.compaction-trigger' = '2', "
+                "'clustering.columns' = 'a,b', 'clustering.strategy' = 'zorder', "
+                "'clustering.incremental' = 'true')")
+    for a, b in GRID:
+        session.sql(f"INSERT INTO T VALUES ({a}, {b}, 0), ({a}, {b}, 1)")
+    levels = "SELECT DISTINCT partition, level FROM `T$files` ORDER BY partition"
+    run(session, "CALL sys.compact(table => 'T', where => 'pt = 0')")
+    assert run(session, levels) == [("{0}", 5), ("{1}", 0)]
+    run(session, "CALL sys.compact(table => 'T', where => 'pt = 1')")
+    assert run(session, levels) == [("{0}", 5), ("{1}", 5)]
