@@ -292,6 +292,16 @@ COMPACTION_DELETE_RATIO_THRESHOLD = _declare("compaction.delete-ratio-threshold"
     "Bucket-unaware append tables with deletion vectors: a data file whose deletion vector marks more "
     "than this fraction of its rows is compacted even when it is not small.",
     validator=lambda v: None if 0.0 <= v <= 1.0 else "must be a fraction from 0 to 1")
+CLUSTERING_COLUMNS = _declare("clustering.columns", str, None,
+    "Append tables: the columns incremental clustering sorts by, 'a,b' (engine.write.clustering).")
+CLUSTERING_STRATEGY = _declare("clustering.strategy", str, "auto",
+    "The order of incremental clustering: order, zorder or hilbert; auto picks order for one column, "
+    "zorder below five, hilbert from five.",
+    validator=lambda v: None if v.strip().lower() in ("auto", "order", "zorder", "hilbert")
+    else "must be auto, order, zorder or hilbert")
+CLUSTERING_INCREMENTAL = _declare("clustering.incremental", bool, False,
+    "Append tables with bucket = -1: compaction clusters the files by clustering.columns, level by level "
+    "(new files first), instead of concatenating small files.")
 DATA_FILE_THIN_MODE = _declare("data-file.thin-mode", bool, False,
     "Omit the _KEY_ columns from primary-key data files. dyntable always writes them: only 'false' is "
     "accepted.", validator=_refuse_true("thin mode (data files without _KEY_ columns)"))
