@@ -19,6 +19,7 @@ import gc
 import json
 import os
 import platform
+import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -472,6 +473,13 @@ def compare(
     return result
 
 
+def _portable(text: str) -> str:
+    """``text`` with the checkout's and the environment's directories cut off the paths, so a
+    recorded traceback names files as ``benchmarks/harness.py`` and ``site-packages/pyspark/...``."""
+    root = str(Path(__file__).resolve().parents[1]) + "/"
+    return re.sub(r'"[^"]*/site-packages/', '"site-packages/', text.replace(root, ""))
+
+
 def failed(key: str, title: str, error: BaseException) -> Result:
     """A result for a workload that raised: recorded and printed (condensed), the suite goes on."""
     import traceback
@@ -482,7 +490,7 @@ def failed(key: str, title: str, error: BaseException) -> Result:
         summary += " ... " + lines[-1]
     if len(summary) > 400:
         summary = summary[:400] + " ..."
-    detail = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    detail = _portable("".join(traceback.format_exception(type(error), error, error.__traceback__)))
     return Result(key, title, error=f"{type(error).__name__}: {summary}", error_detail=detail)
 
 

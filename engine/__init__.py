@@ -70,8 +70,12 @@ from engine.scan.raw import ADD_KINDS
 from engine.schema import TableSchema
 from engine.system_tables import (
     DATA_TABLES,
+    GLOBAL_TABLES,
     METADATA_TABLES,
+    SYSTEM_DATABASE,
     binlog_schema,
+    global_table_schema,
+    read_global_table,
     read_system_table,
     system_table_columns,
     system_table_schema,
@@ -124,6 +128,10 @@ __all__ = [
     "predicate",
     # system tables
     "DATA_TABLES",
+    "GLOBAL_TABLES",
+    "SYSTEM_DATABASE",
+    "global_table_schema",
+    "read_global_table",
     "binlog_schema",
     "to_binlog",
     "METADATA_TABLES",

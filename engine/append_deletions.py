@@ -13,7 +13,8 @@ Paimon 0.9+ does for append tables with ``'deletion-vectors.enabled' = 'true'`` 
       (unchanged ones copied, changed ones merged, those of rewritten files left out);
       index changes = DELETE every old DV file of the slot + ADD the new one
       ▼
- one snapshot (APPEND for DML, COMPACT for compaction), published only if, in the latest
+ one snapshot (OVERWRITE for DML that marks rows, APPEND for DML that only adds rows, COMPACT
+ for compaction; Paimon's kinds), published only if, in the latest
  snapshot, every touched data file is still live and every touched slot has the DV files of S
  (otherwise CommitConflictError: a concurrent DELETE or compaction changed them)
 ```
@@ -168,6 +169,7 @@ class AppendDeletionCommit:
         self._changed: dict[str, DeletionVector] = {}
         self._dropped: set[str] = set()
         self._guarded: set[str] = set()  # rewritten files: must still be live, their slot's DVs unchanged
+        self._new: set[str] = set()  # files this commit adds: markable, not live in any snapshot yet
 
     # -- marking ------------------------------------------------------------------------------------
     def _slot_of(self, file_name: str) -> Slot:
@@ -240,6 +242,13 @@ class AppendDeletionCommit:
             self._changed[name] = merged
         return added
 
+    def include_new(self, entries: Iterable[ManifestEntry]) -> None:
+        """Files this commit's messages add: their rows may be marked too (a merged branch's files
+        come with the branch's deletion vectors)."""
+        for e in entries:
+            self._state.files[e.file.file_name] = e
+            self._new.add(e.file.file_name)
+
     def drop(self, file_names: Iterable[str]) -> None:
         """The files will be gone after this commit (compacted): their DVs are left out.
 
@@ -254,6 +263,11 @@ class AppendDeletionCommit:
                 self._dropped.add(name)
 
     # -- committing ---------------------------------------------------------------------------------
+    @property
+    def marks_rows(self) -> bool:
+        """Whether the commit marks rows deleted."""
+        return bool(self._changed)
+
     def _touched(self) -> dict[Slot, list[str]]:
         out: dict[Slot, list[str]] = {}
         for name in [*self._changed, *self._dropped]:
@@ -294,7 +308,7 @@ class AppendDeletionCommit:
         for name in self._guarded:
             touched.setdefault(self._slot_of(name), []).append(name)
         now = _state(self.store, latest)
-        gone = [n for names in touched.values() for n in names if n not in now.files]
+        gone = [n for names in touched.values() for n in names if n not in now.files and n not in self._new]
         changed = [
             slot for slot in touched
             if {e.file.file_name for e in now.dv_entries.get(slot, ())}
@@ -311,15 +325,20 @@ class AppendDeletionCommit:
         self,
         messages: Sequence[CommitMessage] = (),
         *,
-        kind: CommitKind = CommitKind.APPEND,
+        kind: CommitKind | None = None,
         properties: Mapping[str, str] | None = None,
     ) -> CommitResult:
         """Publish the DV changes and ``messages`` (new files; compaction before/after) as one snapshot.
+
+        ``kind`` (None: Paimon's kind for a row-level change of an append table, OVERWRITE when it
+        marks rows deleted, APPEND when it only adds rows; compaction passes COMPACT).
 
         Nothing to publish returns an empty result. On any failure but ``CommitStateUnknownError``
         every file this commit and ``messages`` wrote is deleted.
         """
         messages = [m for m in messages if not m.is_empty]
+        if kind is None:
+            kind = CommitKind.OVERWRITE if self.marks_rows else CommitKind.APPEND
         touched = self._touched()
         if not touched and not messages and not self._guarded:
             return CommitResult(())

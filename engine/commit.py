@@ -59,7 +59,7 @@ from engine.commit_messages import (
     delete_data_files,
     delete_uncommitted,
 )
-from engine.commit_rebase import SequenceRebase
+from engine.commit_rebase import SequenceRebase, assign_row_ids
 from engine.errors import (
     CommitConflictError,
     CommitStateUnknownError,
@@ -68,7 +68,7 @@ from engine.errors import (
     NoSuchSnapshotError,
     StorageError,
 )
-from engine.features import check_writable
+from engine.features import check_appendable, check_writable, tracks_row_ids
 from engine.iceberg import run_after_commit as iceberg_metadata
 from engine.meta.binary_row import deserialize_row
 from engine.meta.index_files import (
@@ -205,6 +205,7 @@ class FileStoreCommit:
                     watermark,
                     props or None,
                     index_changes=lambda: (index_adds, None),
+                    appends_rows=True,
                 )
             except CommitStateUnknownError:
                 raise
@@ -575,9 +576,11 @@ class FileStoreCommit:
         watermark: int | None,
         properties: Mapping[str, str] | None,
         index_changes: IndexChanges | None = None,
+        appends_rows: bool = False,
     ) -> tuple[int, list[ManifestEntry] | None]:
         """Publish one snapshot; returns its id and its delta entries (None on a retried, already
-        published commit).
+        published commit). ``appends_rows``: the entries only add new rows (a write's APPEND), so a
+        row-tracking table takes them, each new file given its first row id.
 
         Every metadata file written for an attempt that does not become the snapshot is deleted;
         on CommitStateUnknownError nothing is deleted.
@@ -585,7 +588,8 @@ class FileStoreCommit:
         store = self.store
         # Every snapshot dyntable publishes (writes, compactions, maintenance) passes here: a table
         # whose newer Paimon features this commit would not keep is refused (engine.features).
-        check_writable(store.schema, store.paths.root, "commit to")
+        (check_appendable if appends_rows else check_writable)(store.schema, store.paths.root, "commit to")
+        row_ids = appends_rows and tracks_row_ids(store.schema)
         ms = store.manifests
         deadline = None if self.timeout_ms is None else time.monotonic() + self.timeout_ms / 1000
         latest = store.snapshots.latest()
@@ -603,6 +607,10 @@ class FileStoreCommit:
                     if done is not None:
                         return done, None
                 entries = entries_for(latest)
+                next_row_id = latest.next_row_id if latest else None
+                if row_ids:
+                    sid = (latest.id if latest else 0) + 1
+                    entries, next_row_id = assign_row_ids(entries, next_row_id or 0, sid)
                 self._validate(latest, entries)
                 schema_id = max(store.schema.id, latest.schema_id if latest else 0)
                 if delta is None or delta[0] != entries:
@@ -647,6 +655,7 @@ class FileStoreCommit:
                         (delta_name, delta_size),
                         changelog_list[:2] if changelog_list else None,
                         index_name,
+                        next_row_id,
                     )
                     if attempt == 0:
                         self._check_new_files_exist(entries, changelog)
@@ -708,6 +717,7 @@ class FileStoreCommit:
         entries: list[ManifestEntry], changelog: list[ManifestEntry], watermark: int | None,
         properties: Mapping[str, str] | None, base: tuple[str, int], delta: tuple[str, int],
         changelog_list: tuple[str, int] | None, index_manifest: str | None = None,
+        next_row_id: int | None = None,
     ) -> Snapshot:
         added = sum(e.file.row_count for e in entries if e.kind is FileKind.ADD)
         removed = sum(e.file.row_count for e in entries if e.kind is FileKind.DELETE)
@@ -734,6 +744,7 @@ class FileStoreCommit:
             changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
             watermark=watermark,
             properties=dict(properties) if properties else None,
+            next_row_id=next_row_id,
             writer_version=WRITER_VERSION,
             uuid=new_snapshot_uuid(),
         )

@@ -1,4 +1,6 @@
-"""Re-basing a primary-key append's sequence numbers at commit time.
+"""Re-basing a primary-key append's sequence numbers at commit time, and giving a row-tracking
+append its row ids (:func:`assign_row_ids`): what a commit decides about its new files once it
+knows the snapshot it lands on.
 
 Why sequence numbers are re-based at commit time: a primary-key writer numbers its rows after
 the bucket's newest sequence number when it starts. Two writers that start before either
@@ -9,15 +11,16 @@ there: the last committed write of a key wins. The files are rewritten only in t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 from engine.commit_messages import CommitMessage, delete_data_files
-from engine.meta.manifest import DataFileMeta, FileKind, ManifestEntry
+from engine.meta.manifest import DataFileMeta, FileKind, FileSource, ManifestEntry
 from engine.meta.snapshot import Snapshot
 from engine.store import FileStore
 
-__all__ = ["SequenceRebase"]
+__all__ = ["SequenceRebase", "assign_row_ids"]
 
 
 class SequenceRebase:
@@ -110,3 +113,23 @@ class SequenceRebase:
         for original, meta in stale:
             partition, bucket = where[original]
             delete_data_files(self.store, partition, bucket, [meta])
+
+
+def assign_row_ids(
+    entries: list[ManifestEntry], start: int, snapshot_id: int
+) -> tuple[list[ManifestEntry], int]:
+    """Row tracking (Paimon 1.3): each new file a write appends takes the next ``row_count`` row
+    ids, in commit order, from ``start`` (the latest snapshot's ``nextRowId``), and the snapshot's
+    id as the sequence number of its rows (Paimon's ``_SEQUENCE_NUMBER`` of a row-tracking table);
+    returns the entries and the snapshot's ``nextRowId``. Files that have ids already keep them."""
+    out = []
+    for e in entries:
+        f = e.file
+        if e.kind is FileKind.ADD and f.file_source is FileSource.APPEND and f.first_row_id is None:
+            file = dataclasses.replace(f, first_row_id=start, min_sequence_number=snapshot_id,
+                                       max_sequence_number=snapshot_id)
+            out.append(dataclasses.replace(e, file=file))
+            start += f.row_count
+        else:
+            out.append(e)
+    return out, start

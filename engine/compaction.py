@@ -10,7 +10,9 @@
                  new latest snapshot (bounded attempts)
 ```
 The runner is the only thing that differs between the in-process and the distributed path, so
-the plan, the commit and the retry exist once.
+the plan, the commit and the retry exist once. A sorted compaction (``order``: Paimon's
+``order_strategy`` / ``order_by``) is the same operation whose tasks rewrite every file of a
+bucket-unaware append table's partition in that order.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from engine.store import FileStore
 
 if TYPE_CHECKING:
     from engine.table import Table
+    from engine.write.sort_order import SortOrder
 
 Bucket = tuple[bytes, int]
 
@@ -41,6 +44,9 @@ class CompactionTask:
     bucket: int
     splits: tuple[DataSplit, ...]
     full: bool
+    order: SortOrder | None = None  # a sorted compaction: rewrite the files in this order
+    level: int = 0  # the level of the sorted files (incremental clustering: the unit's output level)
+    cluster_files: tuple[str, ...] | None = None  # incremental clustering: the files picked
 
     @property
     def files(self):
@@ -67,9 +73,13 @@ def plan(
     full: bool,
     partitions: Sequence[Mapping[str, object]] | None = None,
     buckets: set[Bucket] | None = None,
+    order: SortOrder | None = None,
 ) -> list[CompactionTask]:
-    """The buckets of the latest snapshot that need compaction (optionally only some partitions/buckets)."""
+    """The buckets of the latest snapshot that need compaction (optionally only some partitions/buckets);
+    with ``order``, every bucket holding files (a sorted compaction rewrites them all)."""
     check_writable(table.store.schema, table.store.paths.root, "compact")
+    if order is not None:
+        check_sortable(table, order)
     from engine.scan.predicate import any_partition
     from engine.write.conform import coerce_spec
 
@@ -79,12 +89,59 @@ def plan(
         key = (split.partition, split.bucket)
         if buckets is None or key in buckets:
             groups.setdefault(key, []).append(split)
-    tasks = [CompactionTask(p, b, tuple(splits), full) for (p, b), splits in groups.items()]
+    tasks = [CompactionTask(p, b, tuple(splits), full, order) for (p, b), splits in groups.items()]
+    if order is not None:
+        return [t for t in tasks if t.files]
+    if not table.store.has_primary_key:
+        from engine.write.clustering import incremental_clustering
+
+        clustering = incremental_clustering(table.store)
+        if clustering is not None:
+            return _cluster_tasks(table, tasks, clustering, full)
     if not table.store.has_primary_key:
         from engine.write.append_compaction import files_to_compact
 
         return [t for t in tasks if files_to_compact(table.store, t.splits, full)]
     return [t for t in tasks if needs_compaction(table.store, t.files, full)]
+
+
+def _cluster_tasks(
+    table: Table, tasks: list[CompactionTask], order: SortOrder, full: bool
+) -> list[CompactionTask]:
+    """Incremental clustering: per partition, the unit the clustering strategy picks."""
+    from dataclasses import replace
+
+    from engine.write.clustering import pick
+
+    out = []
+    for task in tasks:
+        unit = pick(table.store, task.files, full)
+        if unit is not None:
+            names = tuple(f.file_name for f in unit.files)
+            out.append(replace(task, order=order, level=unit.output_level, cluster_files=names))
+    return out
+
+
+def check_sortable(table: Table, order: SortOrder) -> None:
+    """Refuse a sorted compaction Paimon refuses: only bucket-unaware append tables are sorted
+    (a key-value or bucketed table's files must stay in key / bucket order), on columns whose
+    type has an order encoding."""
+    from engine.errors import InvalidArgumentError, UnsupportedTableError
+    from engine.options import CLUSTERING_INCREMENTAL
+    from engine.write.sort_order import sort_indices
+
+    store = table.store
+    if store.has_primary_key or store.options.bucket != -1:
+        bucket = store.options.bucket
+        kind = "a primary-key table" if store.has_primary_key else f"a table with bucket = {bucket}"
+        raise UnsupportedTableError(
+            f"a sorted compaction (order_strategy {order.strategy!r}) only applies to append tables "
+            f"with bucket = -1, and {table.name!r} is {kind}")
+    if store.options.get(CLUSTERING_INCREMENTAL):
+        raise InvalidArgumentError(
+            f"{table.name!r} has incremental clustering enabled (clustering.incremental); Paimon does not "
+            "sort-compact such a table, and neither does dyntable")
+    sort_indices(table.arrow_schema.empty_table(), order)  # refuses a column type it cannot encode
 
 
 def run_task(store: FileStore, task: CompactionTask) -> list[CommitMessage]:
@@ -97,9 +154,12 @@ def run_task(store: FileStore, task: CompactionTask) -> list[CommitMessage]:
         assert not isinstance(writer, AppendWriter)  # a primary-key table: a key-value (or count) writer
         writer.compact_splits(task.splits, full=task.full)
         return writer.prepare_commit()
-    from engine.write.append_compaction import compact_bucket
+    from engine.write.append_compaction import compact_bucket, sort_bucket
 
-    message = compact_bucket(store, task.splits, task.full)
+    if task.order is not None:
+        message = sort_bucket(store, task.splits, task.order, level=task.level, only=task.cluster_files)
+    else:
+        message = compact_bucket(store, task.splits, task.full)
     return [message] if message is not None else []
 
 
@@ -140,11 +200,13 @@ def compact(
     buckets: set[Bucket] | None = None,
     runner: Runner = run_in_process,
     max_attempts: int = 3,
+    order: SortOrder | None = None,
 ) -> CommitResult:
-    """Plan, run and commit a compaction, starting over after losing a race (up to ``max_attempts``)."""
+    """Plan, run and commit a compaction, starting over after losing a race (up to ``max_attempts``);
+    with ``order``, a sorted compaction of every planned bucket."""
     for attempt in range(max_attempts):
         table = table.refresh()
-        tasks = plan(table, full=full, partitions=partitions, buckets=buckets)
+        tasks = plan(table, full=full, partitions=partitions, buckets=buckets, order=order)
         if not tasks:
             return CommitResult(())
         messages = list(runner(table.store, tasks))

@@ -34,8 +34,17 @@ def check_default_value(t: DataType, text: str) -> Any:
         raise InvalidArgumentError(
             f"default values of {t.root.value} columns are not supported (only atomic types): `{text}`"
         )
+    target = to_arrow_type(t)
+    text_array = pa.array([default_text(text)], pa.string())
     try:
-        return pa.array([default_text(text)], pa.string()).cast(to_arrow_type(t))[0].as_py()
+        if pa.types.is_timestamp(target) and target.tz is not None:
+            # An instant's text without a zone is a UTC wall time (Paimon casts it in its JVM's
+            # zone; dyntable's SQL layer stores instants so): cast as wall time, then mark UTC.
+            try:
+                return text_array.cast(target)[0].as_py()
+            except pa.ArrowInvalid:
+                return text_array.cast(pa.timestamp(target.unit)).cast(target)[0].as_py()
+        return text_array.cast(target)[0].as_py()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         raise InvalidArgumentError(
             f"Unsupported default value `{text}` for type {type_to_sql(t)}: give a literal of the "

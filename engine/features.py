@@ -16,7 +16,9 @@ Three checks, each cheap (metadata only, no data file is opened):
 * :func:`check_writable` — a table option whose invariants a writer must keep (row tracking,
   postpone buckets, thin mode, …), plus everything :func:`check_readable` refuses. Called by
   the write builder, every commit (data writes, compaction, maintenance commits) and the
-  maintenance operations that delete files.
+  maintenance operations that delete files. :func:`check_appendable` is its form for a plain
+  append (new rows, no overwrite): row tracking passes there, because the commit gives the new
+  files their row ids (``engine.commit_rebase.assign_row_ids``).
 
 What dyntable reads as Paimon does (and so is *not* refused at read): row-tracking tables
 (their files hold whole rows; the ``_ROW_ID`` column is not offered), postpone-bucket tables
@@ -66,6 +68,8 @@ class Feature:
     since: str | None  # the Paimon version that introduced it (None: Paimon always had it)
     reads: bool  # dyntable reads such a table as Paimon does
     why: str  # what would go wrong (a write, or a read when ``reads`` is False)
+    #: plain appends (new rows only, no primary key) keep it: the commit assigns what it needs
+    appends: bool = False
 
 
 #: Options turning on a feature dyntable does not fully honour. (Those refused at CREATE are in
@@ -77,8 +81,9 @@ FEATURES: tuple[Feature, ...] = (
     Feature("chain-table.enabled", _true, "chain tables", "1.4", False,
             "its snapshots chain to other tables dyntable does not read"),
     Feature("row-tracking.enabled", _true, "row tracking", "1.3", True,
-            "dyntable's writes and compactions would not assign or keep row ids (_FIRST_ROW_ID, "
-            "nextRowId), so Paimon would see NULL or reused row ids"),
+            "dyntable assigns row ids (_FIRST_ROW_ID, nextRowId) to appended rows only; its "
+            "compactions, overwrites and row-level changes would not keep the ids of the rows they "
+            "rewrite", appends=True),
     Feature("bucket", _postpone, "postpone bucket mode (bucket = -2)", "1.1", True,
             "dyntable cannot write the pending files of a postpone bucket nor run a postpone compaction"),
     Feature("data-file.thin-mode", _true, "thin mode (data-file.thin-mode)", "1.0", True,
@@ -133,6 +138,25 @@ def check_writable(schema: TableSchema, table: str, action: str = "write to") ->
     active = _active(schema.options)
     if active:
         raise _refusal(active[0], schema.options, table, action)
+
+
+def check_appendable(schema: TableSchema, table: str, action: str = "write to") -> None:
+    """Refuse to append rows to a table with a feature plain appends would not keep: as
+    :func:`check_writable`, except that row tracking is kept by appends to a table without a
+    primary key (``FileStoreCommit`` gives the new files their first row ids, as Paimon's commit
+    does).
+
+    Raises:
+        UnsupportedTableError: naming the feature and the Paimon version that introduced it.
+    """
+    for feature in _active(schema.options):
+        if not feature.appends or schema.primary_keys:
+            raise _refusal(feature, schema.options, table, action)
+
+
+def tracks_row_ids(schema: TableSchema) -> bool:
+    """Whether the table has ``row-tracking.enabled`` (its appended files get first row ids)."""
+    return _true(str(schema.options.get("row-tracking.enabled", "false")))
 
 
 def check_file_readable(file: DataFileMeta, table: str) -> None:

@@ -19,6 +19,7 @@ MAIN_BRANCH = "main"
 SYSTEM_TABLES = (
     "snapshots", "schemas", "options", "tags", "branches", "files", "manifests", "partitions",
     "buckets", "consumers", "audit_log", "binlog", "ro", "retention", "maintenance_log",
+    "file_key_ranges", "table_indexes", "aggregation_fields", "statistics", "row_tracking",
 )
 # Every path component a name becomes, as (prefix, suffix) around the name: the name's byte
 # limit is what keeps the whole component within the 255-byte NAME_MAX of common file systems.

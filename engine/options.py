@@ -262,8 +262,10 @@ CHANGE_TRACKING = _declare("change-tracking", bool, True,
     "Whether writes produce changes for streaming readers (the managed-table design's option); per "
     "statement as a hint: INSERT INTO t /*+ OPTIONS('change-tracking'='false') */ ...")
 ROW_TRACKING_ENABLED = _declare("row-tracking.enabled", bool, False,
-    "Paimon row tracking (_ROW_ID). Not supported by dyntable: only 'false' is accepted.",
-    immutable=True, validator=_refuse_true("row tracking (row ids)"))
+    "Paimon row tracking (_ROW_ID, Paimon 1.3), append tables with 'bucket' = '-1' only: each appended "
+    "file takes its first row id at commit and the snapshot its nextRowId. dyntable appends to such a "
+    "table; compaction, overwrites and row-level changes of it are refused (they would not keep the ids).",
+    immutable=True)
 DELETION_VECTORS_ENABLED = _declare("deletion-vectors.enabled", bool, False,
     "Deletion vectors (merge-on-write): superseded and deleted rows are marked in per-file bitmaps, so "
     "batch reads need no merge. Primary-key tables: merge engines deduplicate, partial-update and "
@@ -290,6 +292,16 @@ COMPACTION_DELETE_RATIO_THRESHOLD = _declare("compaction.delete-ratio-threshold"
     "Bucket-unaware append tables with deletion vectors: a data file whose deletion vector marks more "
     "than this fraction of its rows is compacted even when it is not small.",
     validator=lambda v: None if 0.0 <= v <= 1.0 else "must be a fraction from 0 to 1")
+CLUSTERING_COLUMNS = _declare("clustering.columns", str, None,
+    "Append tables: the columns incremental clustering sorts by, 'a,b' (engine.write.clustering).")
+CLUSTERING_STRATEGY = _declare("clustering.strategy", str, "auto",
+    "The order of incremental clustering: order, zorder or hilbert; auto picks order for one column, "
+    "zorder below five, hilbert from five.",
+    validator=lambda v: None if v.strip().lower() in ("auto", "order", "zorder", "hilbert")
+    else "must be auto, order, zorder or hilbert")
+CLUSTERING_INCREMENTAL = _declare("clustering.incremental", bool, False,
+    "Append tables with bucket = -1: compaction clusters the files by clustering.columns, level by level "
+    "(new files first), instead of concatenating small files.")
 DATA_FILE_THIN_MODE = _declare("data-file.thin-mode", bool, False,
     "Omit the _KEY_ columns from primary-key data files. dyntable always writes them: only 'false' is "
     "accepted.", validator=_refuse_true("thin mode (data files without _KEY_ columns)"))
@@ -352,7 +364,9 @@ WRITE_MERGE_SCHEMA = _declare("write.merge-schema", bool, False,
     "fields of structs (also inside arrays and map values) are added, columns or fields the data lacks "
     "are written as NULL; existing types are kept and values cast to them. One new schema version is "
     "published with the write's snapshot, never without it. Also a write option of Table.write_arrow "
-    "and of df.write.format(\"dyntable\").")
+    "and of df.write.format(\"dyntable\"), and in SQL a session key (SET spark.paimon.write.merge-schema) "
+    "or a hint for INSERT ... BY NAME and MERGE INTO ... UPDATE SET * / INSERT * (positional INSERTs "
+    "never evolve the schema, as in Paimon).")
 WRITE_MERGE_SCHEMA_TYPE_WIDENING = _declare("write.merge-schema.type-widening", bool, False,
     "With write.merge-schema: widen an existing column's type to the data's where Paimon casts "
     "implicitly (INT -> BIGINT, a larger DECIMAL precision of the same scale, a longer VARCHAR, numbers "
@@ -403,8 +417,9 @@ DYNAMIC_BUCKET_MAX_BUCKETS = _declare("dynamic-bucket.max-buckets", int, -1,
     "Most buckets a partition of a dynamic-bucket table grows to (-1: no limit); past it, new keys go "
     "to the partition's existing buckets. Cross-partition upsert tables have no limit, as in Paimon.")
 DYNAMIC_BUCKET_ASSIGNER_PARALLELISM = _declare("dynamic-bucket.assigner-parallelism", int, None,
-    "Number of bucket assigners of a partition-local dynamic-bucket write (Paimon's Spark default: the "
-    "job's parallelism; dyntable's: dynamic-bucket.initial-buckets, else 1). Each assigner takes the keys "
+    "Number of bucket assigners of a partition-local dynamic-bucket write (default: a Spark write's job "
+    "parallelism, as Paimon's Spark writer; writes without Spark: dynamic-bucket.initial-buckets, else 1). "
+    "Each assigner takes the keys "
     "Paimon's hash routes to it and opens only its own bucket ids, so the layout matches Paimon's. "
     "Cross-partition upsert tables use one assigner.", validator=_at_least(1))
 DYNAMIC_BUCKET_INITIAL_BUCKETS = _declare("dynamic-bucket.initial-buckets", int, None,

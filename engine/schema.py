@@ -547,15 +547,16 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
             "every column is a partition key; a table needs at least one non-partition column"
         )
     opts = CoreOptions(s.options)
+    if str(s.options.get("row-tracking.enabled", "false")).strip().lower() == "true" and (
+            s.primary_keys or opts.bucket != -1):
+        raise InvalidArgumentError(  # Paimon's rule (SchemaValidation.validateRowTracking)
+            "'row-tracking.enabled' = 'true' needs an append table with 'bucket' = '-1' (no primary key)")
     if s.primary_keys:
         missing = [k for k in s.partition_keys if k not in s.primary_keys]
-        # Cross-partition upsert (a key moves between partitions) needs dynamic buckets, as in Paimon.
-        if missing and opts.bucket != -1:
-            raise InvalidArgumentError(
-                f"a partitioned table's primary key must contain its partition columns: primary key "
-                f"{list(s.primary_keys)} lacks {missing}; add them to the primary key, or use dynamic "
-                "buckets ('bucket' = '-1') for cross-partition upsert"
-            )
+        # A key that does not cover the partition: with dynamic buckets ('bucket' = '-1') a key has
+        # one partition (cross-partition upsert, a global index); with fixed buckets each partition
+        # keeps its own keys, as Paimon (1.3+) allows: only a complete changelog from the input
+        # (a delete in the old partition) moves a key.
         if missing and opts.sequence_fields:
             # As Paimon: a key moving between partitions is routed by the global index in input
             # order, which a sequence field could contradict.

@@ -296,9 +296,10 @@ class Table:
                 not keep (engine.features), refused here, in the driver, before any task runs.
         """
         from engine.builders.write import WriteBuilder
-        from engine.features import check_writable
+        from engine.features import check_appendable, check_writable
 
-        check_writable(self.store.schema, self.path)
+        # An append may keep row tracking (the commit assigns row ids); an overwrite may not.
+        (check_writable if overwrite is not None else check_appendable)(self.store.schema, self.path)
         return WriteBuilder(self, overwrite, commit_user)
 
     def new_writer(self):
@@ -384,8 +385,14 @@ class Table:
         buckets: set[tuple[bytes, int]] | None = None,
         max_attempts: int = 3,
         runner: CompactionRunner | None = None,
+        order_strategy: str | None = None,
+        order_by: Sequence[str] = (),
     ) -> CommitResult:
         """Compact the table (primary-key tables: per bucket, full or by the universal strategy).
+
+        ``order_strategy`` (``order``, ``zorder`` or ``hilbert``) with ``order_by`` columns makes it a
+        sorted compaction, as Paimon's: every file of each partition of a bucket-unaware append table
+        is rewritten with the rows in that order (engine.write.sort_order), in files of the target size.
 
         A compaction that loses a race against another commit deleting the same files (the
         commit deletes what it wrote) starts over from the new latest snapshot, up to
@@ -393,9 +400,15 @@ class Table:
         runs the rewrite of each bucket (default: in this process).
         """
         from engine.compaction import compact, run_in_process
+        from engine.write.sort_order import sort_order
 
+        order = None
+        if order_strategy is not None and order_strategy.strip().lower() != "none":
+            order = sort_order(order_strategy, order_by, self.schema.field_names, self.partition_keys)
+        elif order_by:
+            raise InvalidArgumentError('order_strategy "none" cannot work with order_by columns')
         return compact(self, full=full, partitions=partitions, buckets=buckets, max_attempts=max_attempts,
-                       runner=runner or run_in_process)
+                       runner=runner or run_in_process, order=order)
 
     def drop_partitions(
         self, partitions: Sequence[Mapping[str, object]], *, if_exists: bool = True

@@ -13,8 +13,10 @@ INSERT INTO readings VALUES ('s3', 3.0);
 INSERT INTO readings VALUES ('s4', 4.0);
 CALL sys.create_tag(`table` => 'retention_demo.readings', tag => 'first', snapshot => 1);
 
--- A dry run: the summary row, then what would go and, for what stays, why.
+-- A dry run answers, as Paimon does, how many snapshots would go; with detail => true, the
+-- summary row (snapshots, files, bytes), then what would go and, for what stays, why.
 CALL sys.expire_snapshots(`table` => 'retention_demo.readings', retain_max => 2, dry_run => true);
+CALL sys.expire_snapshots(`table` => 'retention_demo.readings', retain_max => 2, dry_run => true, detail => true);
 
 -- Expire for real: snapshots 1 and 2 go, with every file nothing else needs.
 CALL sys.expire_snapshots(`table` => 'retention_demo.readings', retain_max => 2);

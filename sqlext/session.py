@@ -92,6 +92,8 @@ class _Catalog:
 
     def is_managed(self, database: str, table: str) -> bool:
         key = (database.lower(), table.lower())
+        if key not in self._managed and self.session.global_system_table(database, table) is not None:
+            self._managed[key] = True  # sys.tables, ...: bound like a managed table, read from the catalog
         if key not in self._managed:
             try:
                 self._managed[key] = self.session.catalog.table_exists(Identifier(database, table))
@@ -251,6 +253,30 @@ class SqlSession:
     def is_managed(self, name: TableName) -> bool:
         return _Catalog(self).is_managed(name.database or self.current_database, name.table)
 
+    def global_system_table(self, database: str | None, table: str) -> str | None:
+        """The name of Paimon's global system table ``sys.<table>`` (``tables``, ``partitions``,
+        ``all_table_options``, ``catalog_options``) a name refers to, or None. A database of the
+        warehouse named ``sys`` keeps its own tables: only names it lacks are global ones."""
+        from engine import GLOBAL_TABLES, SYSTEM_DATABASE
+
+        if (database or "").lower() != SYSTEM_DATABASE or table.lower() not in GLOBAL_TABLES:
+            return None
+        try:
+            if self.catalog.table_exists(Identifier(SYSTEM_DATABASE, table)):
+                return None
+        except DyntableError:
+            pass
+        return table.lower()
+
+    def _global_of(self, name: TableName) -> str | None:
+        if name.branch is not None or name.system_table is not None:
+            return None
+        return self.global_system_table(name.database or self.current_database, name.table)
+
+    def global_options(self) -> dict[str, object]:
+        """What ``sys.catalog_options`` lists: the warehouse and the catalog options given."""
+        return {"warehouse": self.warehouse, **self.catalog_options}
+
     def table(self, name: TableName) -> Table:
         ident = self.identifier(name)
         return self.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
@@ -260,13 +286,23 @@ class SqlSession:
         (``sqlext.source.spark_types``) while the engine's filter compares the text as written."""
         from engine.types import TypeRoot
 
+        if self._global_of(name) is not None:
+            return []  # a global system table is a small in-memory frame: nothing to push
+
         ident = self.identifier(name)
         table = self.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
         return [f.name for f in table.schema.fields if f.type.root is not TypeRoot.CHAR]
 
     def columns_of(self, name: TableName, time_travel: TimeTravel | None = None) -> list[str]:
         """Columns of a table or system table; with ``time_travel``, as of that snapshot's schema."""
-        from engine import DATA_TABLES, system_table_columns
+        from engine import DATA_TABLES, global_table_schema, system_table_columns
+
+        glob = self._global_of(name)
+        if glob is not None:
+            if time_travel is not None:
+                raise InvalidArgumentError(
+                    f"sys.{glob} is a global system table: it has no versions to travel to")
+            return list(global_table_schema(glob).names)
 
         ident = self.identifier(name)
         base = self.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
@@ -326,6 +362,10 @@ class SqlSession:
         return native_load(self.spark, request)
 
     def register_view(self, b: Binding, *, streaming: bool = False, pruning: Any = None) -> None:
+        glob = self._global_of(b.table)
+        if glob is not None:
+            self._register_global(b, glob, streaming)
+            return
         ident = self.identifier(b.table)
         # Hints (``/*+ OPTIONS(...) */``) are data-source options as written: the typed request
         # parses them like any other option map, so a hint can set time travel or a projection.
@@ -353,6 +393,18 @@ class SqlSession:
             # Resolved now (metadata only) so a bad range fails the statement, typed and located.
             resolve(request)[0].new_read_builder().new_incremental(request.incremental)
         self.read(request, streaming=streaming).createOrReplaceTempView(b.view)
+        self._views.append(b.view)
+
+    def _register_global(self, b: Binding, name: str, streaming: bool) -> None:
+        """``sys.<name>``: the catalog's global system table, read now (metadata only) into a view."""
+        from engine import read_global_table
+
+        if streaming:
+            raise InvalidArgumentError(f"sys.{name} is a global system table: it cannot be streamed")
+        rows = read_global_table(self.catalog, name, self.global_options())
+        if b.columns is not None:
+            rows = rows.select(list(b.columns))
+        self.arrow_frame(rows).createOrReplaceTempView(b.view)
         self._views.append(b.view)
 
     def spark_sql(self, text: str, stmt: Statement | None = None) -> DataFrame:

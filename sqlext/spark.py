@@ -149,7 +149,7 @@ def register(spark: SparkSession) -> None:
 
     point_workers_at_this_python(spark)
     spark.dataSource.register(DyntableDataSource)
-    install()  # the session's spark.paimon.* keys reach DataFrame reads and writes
+    install()  # the session's spark.paimon.* keys and job parallelism reach DataFrame reads and writes
 
 
 def point_workers_at_this_python(spark: SparkSession) -> str:

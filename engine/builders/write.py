@@ -33,9 +33,10 @@ from engine.append_deletions import (
 )
 from engine.commit_messages import CommitMessage, OverwriteSpec, delete_uncommitted
 from engine.errors import DyntableError
-from engine.features import check_writable
+from engine.features import check_appendable, check_writable
 from engine.meta.paths import FileNamer
-from engine.write.bucket_assigner import writer_clustering
+from engine.options import DYNAMIC_BUCKET_ASSIGNER_PARALLELISM
+from engine.write.bucket_assigner import is_cross_partition, is_dynamic_bucket, writer_clustering
 from engine.write.factory import new_writer
 
 if TYPE_CHECKING:
@@ -97,6 +98,20 @@ class WriteBuilder:
         latest = self.table.store.snapshots.latest()
         return dataclasses.replace(self, shared_base=latest.id if latest is not None else 0)
 
+    def with_job_parallelism(self, parallelism: int | None) -> WriteBuilder:
+        """This write as a job of ``parallelism`` tasks lays out dynamic buckets:
+        ``dynamic-bucket.assigner-parallelism`` = ``parallelism`` when neither the table nor the
+        write's options set it (Paimon's Spark writer defaults it to the job's parallelism, so new
+        keys spread over that many assigners' buckets). Other bucket modes, and cross-partition
+        upsert tables (one assigner), are unchanged."""
+        store = self.table.store
+        if (parallelism is None or not is_dynamic_bucket(store) or is_cross_partition(store)
+                or store.options.get(DYNAMIC_BUCKET_ASSIGNER_PARALLELISM) is not None):
+            return self
+        lanes = str(max(1, int(parallelism)))
+        table = self.table.with_options({DYNAMIC_BUCKET_ASSIGNER_PARALLELISM.key: lanes})
+        return dataclasses.replace(self, table=table)
+
     def clustering(self) -> list[str] | None:
         """Columns a distributed write must cluster rows by (dynamic-bucket tables: no two tasks may
         share a key map; ``[]``: one task), None when rows may go to tasks as they come."""
@@ -106,7 +121,7 @@ class WriteBuilder:
         """A writer of this table; UnsupportedTableError (engine.features) for a table whose newer
         Paimon features dyntable's writes would not keep."""
         store = self.table.store
-        check_writable(store.schema, store.paths.root)
+        (check_writable if self.overwrite is not None else check_appendable)(store.schema, store.paths.root)
         writer = new_writer(self.table.store, compact=False, sequence_offset=sequence_offset, namer=namer,
                             shared_base=self.shared_base)
         return TableWrite(self.table, writer)

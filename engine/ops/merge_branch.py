@@ -17,7 +17,12 @@ the same partition and bucket) is not added again, so merging twice changes noth
 refuses a branch whose history is not append-only from snapshot 1 (it has no base to tell what
 the branch wrote); dyntable knows the base, so it only refuses a branch that rewrote files of
 its base (compaction, overwrite, DELETE of base rows): adding the rewritten files would repeat
-the base's rows. The target may have done anything meanwhile.
+the base's rows — or rewrote files an earlier merge took (that merge's target snapshot records
+the source snapshot it took: the target may have compacted its copies away since, so their names
+no longer tell). The target may have done anything meanwhile. With deletion vectors, the rows
+the branch deleted since its base (of base files, of its own files) are marked in the target in
+the same snapshot (``engine.ops.merge_deletions``; refused before any change when the target
+rewrote the file holding them).
 
 **Primary-key tables** (dyntable's key-level merge; Paimon refuses them): the source's rows at
 its head are compared with the base's by key (``engine.ops.merge_keys``). Every key the source
@@ -29,6 +34,8 @@ keys). A key the target changed too since the base (to a different row than the 
 :class:`MergeConflictError` listing them; ``'source'`` takes the branch's row; ``'target'`` keeps
 the target's. Tables with the aggregation merge engine (or the count layout) are refused: a
 branch's aggregate already includes the base's rows, so writing it would count them twice.
+On a deletion-vector table the written buckets are compacted at once: its batch readers skip
+level 0, so the merged keys would otherwise stay invisible until a later compaction.
 
 Both: the source and target must have the same columns now (Paimon's check); ``dry_run`` plans
 and reports without writing. A target that commits while the merge runs makes it fail with
@@ -41,8 +48,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from engine.append_deletions import AppendDeletionCommit
 from engine.commit import FileStoreCommit
-from engine.commit_messages import CommitMessage, delete_uncommitted
+from engine.commit_messages import CommitMessage, CommitResult, delete_uncommitted
 from engine.errors import (
     CommitConflictError,
     CommitStateUnknownError,
@@ -50,7 +58,9 @@ from engine.errors import (
     NoSuchBranchError,
     NoSuchSnapshotError,
 )
+from engine.features import check_writable
 from engine.identifier import MAIN_BRANCH, validate_name
+from engine.lsm.deletion_vectors import uses_deletion_vectors
 from engine.meta.manifest import ManifestEntry
 from engine.meta.paths import TablePaths, join
 from engine.meta.publish import Attempt
@@ -58,6 +68,7 @@ from engine.meta.refs import TagStore, base_tag_name
 from engine.meta.schema_store import SchemaStore
 from engine.meta.snapshot import Snapshot
 from engine.ops.maintenance_log import recorded_run
+from engine.ops.merge_deletions import MergeDeletions, plan_merge_deletions
 from engine.ops.merge_keys import KeyMerge, MergeConflictError, plan_key_merge
 from engine.ops.republish import origin_name, reidentify
 from engine.store import FileStore
@@ -73,8 +84,9 @@ class BranchMerge:
 
     ``mode``: ``files`` (append tables) or ``keys`` (primary-key tables); ``snapshot_id``: the
     target's new snapshot (None: nothing to merge, a dry run, or refused); ``files``: data files
-    added (file mode); ``upserted`` / ``deleted``: keys written / deleted (key mode, including the
-    rows of appended files in file mode); ``conflicts``: the conflicting keys (first
+    added (file mode); ``upserted`` / ``deleted``: keys written / deleted (key mode); in file
+    mode the live rows of the added files / the target's rows the branch's deletion vectors
+    mark; ``conflicts``: the conflicting keys (first
     :data:`~engine.ops.merge_keys.MAX_REPORTED`), ``conflict_count`` all of them.
     """
 
@@ -120,6 +132,9 @@ def merge_branch(
     src_head = _head(src, f"Cannot merge branch '{source}', because it does not have snapshot")
     dst_head = _head(dst, f"Cannot merge into branch '{target}', because it does not have snapshot")
     _same_columns(src, dst)
+    # Row tracking: the merged files carry the source's row ids, which the target may have given
+    # to its own rows; a merge is refused (engine.features) rather than repeat ids.
+    check_writable(dst.schema, root, "merge a branch into")
     base = _base_snapshot(io_store, source)
     with recorded_run(io_store.io, root, "merge_branch", branch=target, dry_run=dry_run) as rec:
         if not src.has_primary_key and not dst.has_primary_key:
@@ -213,20 +228,37 @@ def _merge_files(src: FileStore, dst: FileStore, src_head: Snapshot, dst_head: S
             f"branch '{src.branch}' rewrote {len(rewritten)} data file(s) of its base (snapshot "
             f"{base.id if base else None}) by compaction, overwrite or a row-level change; merging its files "
             f"into '{dst.branch}' would repeat the base's rows, so nothing was merged")
-    merged_before = {(e.partition, e.bucket, origin_name(e.file.file_name))
+    merged_before = {(e.partition, e.bucket, origin_name(e.file.file_name)): e
                      for e in dst.live_entries(dst_head)}
-    new = [e for e in source_live if e.identifier not in base_live
+    # Files an earlier merge took, even if the target compacted its copies away since (their names
+    # then say nothing): the source's files at the snapshot the newest retained merge recorded.
+    last = _last_merged(src, dst, dst_head, base)
+    taken = ({e.identifier for e in src.live_entries(last)} - base_live) if last is not None else set()
+    dropped = taken - live_ids
+    if dropped:
+        raise InvalidArgumentError(
+            f"branch '{src.branch}' rewrote {len(dropped)} data file(s) that an earlier merge into "
+            f"'{dst.branch}' took (compaction or a row-level change since its snapshot "
+            f"{last.id if last else None}); merging the rewritten files would repeat their rows, so nothing "
+            "was merged")
+    new = [e for e in source_live if e.identifier not in base_live and e.identifier not in taken
            and (e.partition, e.bucket, origin_name(e.file.file_name)) not in merged_before]
-    rows = sum(e.file.row_count for e in new)
+    copies = {(e.partition, e.bucket, e.file.file_name): merged_before[key] for e in source_live
+              if (key := (e.partition, e.bucket, origin_name(e.file.file_name))) in merged_before}
+    deletions = plan_merge_deletions(src, dst, src_head, dst_head, base, new, copies, last)
+    rows = sum(e.file.row_count - deletions.deleted_in_new(e.file.file_name) for e in new)
     result = BranchMerge(src.branch, dst.branch, "files", base.id if base else None, src_head.id, None,
-                         files=len(new), upserted=rows, dry_run=dry_run)
-    if dry_run or not new:
+                         files=len(new), upserted=rows, deleted=deletions.deleted, dry_run=dry_run)
+    if dry_run or not (new or deletions):
         return result
     attempt = Attempt(dst.io)
     try:
         linked = reidentify(dst, new, attempt)
         _unchanged_since(dst, dst_head)
-        sid = FileStoreCommit(dst).commit(_messages(linked), properties=_properties(src, src_head))
+        if deletions:
+            sid = _commit_with_deletions(dst, dst_head, new, linked, deletions, _properties(src, src_head))
+        else:
+            sid = FileStoreCommit(dst).commit(_messages(linked), properties=_properties(src, src_head))
     except CommitStateUnknownError:
         raise
     except BaseException:
@@ -234,6 +266,36 @@ def _merge_files(src: FileStore, dst: FileStore, src_head: Snapshot, dst_head: S
         raise
     attempt.keep()
     return replace(result, snapshot_id=sid.snapshot_ids[-1] if sid.snapshot_ids else None)
+
+
+def _commit_with_deletions(dst: FileStore, dst_head: Snapshot, new: list[ManifestEntry],
+                           linked: list[ManifestEntry], deletions: MergeDeletions,
+                           properties: dict[str, str]) -> CommitResult:
+    """The merged files and the rows deleted in them and in the target's files, as one snapshot."""
+    commit = AppendDeletionCommit(dst, dst_head)
+    commit.include_new(linked)
+    commit.delete({copy.file.file_name: deletions.in_new[e.file.file_name]
+                   for e, copy in zip(new, linked, strict=True) if e.file.file_name in deletions.in_new})
+    commit.delete(deletions.in_target)
+    return commit.commit(_messages(linked), properties=properties)
+
+
+def _last_merged(
+    src: FileStore, dst: FileStore, dst_head: Snapshot, base: Snapshot | None
+) -> Snapshot | None:
+    """The source snapshot that the newest merge of ``src`` into ``dst`` still in ``dst``'s history
+    merged (its ``SOURCE_SNAPSHOT_PROPERTY``); None when there is none, or the source expired it.
+    Looks back no further than the branch base's time: no merge of the branch is older."""
+    since = base.time_millis if base is not None else None
+    for sid in sorted((i for i in dst.snapshots.list_ids() if i <= dst_head.id), reverse=True):
+        snap = dst.snapshots.get(sid)
+        if since is not None and snap.time_millis < since:
+            return None
+        props = snap.properties or {}
+        if props.get(SOURCE_PROPERTY) == src.branch and SOURCE_SNAPSHOT_PROPERTY in props:
+            k = int(props[SOURCE_SNAPSHOT_PROPERTY])
+            return src.snapshots.get(k) if src.snapshots.exists(k) else None
+    return None
 
 
 def _messages(entries: list[ManifestEntry]) -> list[CommitMessage]:
@@ -259,7 +321,9 @@ def _merge_keys(src: FileStore, dst: FileStore, src_head: Snapshot, dst_head: Sn
         return result
     from engine.write.factory import new_writer
 
-    writer = new_writer(dst, compact=False)
+    # A deletion-vector table's readers skip level 0: the written keys are compacted up at once
+    # (as every write to such a table is), or the merge would be invisible until a later compaction.
+    writer = new_writer(dst, compact=uses_deletion_vectors(dst))
     messages: list[CommitMessage] = []
     try:
         writer.write(plan.rows)

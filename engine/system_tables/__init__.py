@@ -7,6 +7,8 @@ that name would show, in its exact column names, order, types and nullability
 Public API::
 
     METADATA_TABLES                      # the names served here
+    GLOBAL_TABLES, global_table_schema(name), read_global_table(catalog, name, options)
+                                         # the catalog's sys.tables, sys.partitions, ...
     system_table_schema(table, name)     # pa.Schema of one system table
     read_system_table(table, name, snapshot_id=None)   # pa.Table
 
@@ -15,7 +17,8 @@ Invariants:
 * The table's branch is the one the ``Table`` object was opened on (tags, consumers, snapshots
   and schemas are per branch; ``$branches`` lists the whole table's branches).
 * ``snapshot_id`` selects the snapshot of the file-based tables (``$files``, ``$manifests``,
-  ``$partitions``, ``$buckets``; default latest, unknown id → NoSuchSnapshotError); the other
+  ``$partitions``, ``$buckets``, ``$file_key_ranges``, ``$table_indexes``, ``$statistics``;
+  default latest, unknown id → NoSuchSnapshotError); the other
   tables describe all versions or the current state and ignore it.
 * Cost: the file-based tables plan the chosen snapshot once (live files, not history);
   ``$snapshots``/``$schemas`` read one small file per version. No Python runs per row of table
@@ -39,7 +42,14 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from engine.errors import UnsupportedTableError
 from engine.system_tables.binlog import binlog_schema, to_binlog
+from engine.system_tables.catalog_tables import (
+    GLOBAL_TABLES,
+    SYSTEM_DATABASE,
+    global_table_schema,
+    read_global_table,
+)
 from engine.system_tables.columns import DYNTABLE_TABLES, METADATA_TABLES, arrow_schema, normalize_name
 from engine.system_tables.files import read_buckets, read_files, read_manifests, read_partitions
 from engine.system_tables.history import (
@@ -50,8 +60,10 @@ from engine.system_tables.history import (
     read_snapshots,
     read_tags,
 )
+from engine.system_tables.layout import read_file_key_ranges, read_table_indexes
 from engine.system_tables.maintenance import read_maintenance_log
 from engine.system_tables.retention import read_retention
+from engine.system_tables.schema_info import read_aggregation_fields, read_statistics
 
 if TYPE_CHECKING:
     from engine.scan.planner import DataSplit
@@ -62,6 +74,9 @@ _PER_SNAPSHOT: dict[str, Callable[[Table, int | None], pa.Table]] = {
     "manifests": read_manifests,
     "partitions": read_partitions,
     "buckets": read_buckets,
+    "file_key_ranges": read_file_key_ranges,
+    "table_indexes": read_table_indexes,
+    "statistics": read_statistics,
 }
 _WHOLE: dict[str, Callable[[Table], pa.Table]] = {
     "snapshots": read_snapshots,
@@ -70,6 +85,7 @@ _WHOLE: dict[str, Callable[[Table], pa.Table]] = {
     "tags": read_tags,
     "branches": read_branches,
     "consumers": read_consumers,
+    "aggregation_fields": read_aggregation_fields,
     "retention": read_retention,
     "maintenance_log": read_maintenance_log,
 }
@@ -87,8 +103,10 @@ def system_table_schema(table: Table, name: str) -> pa.Schema:
 
     Raises:
         InvalidArgumentError: ``name`` is not a metadata system table (the message lists them).
+        UnsupportedTableError: ``row_tracking`` (see :func:`refuse_row_tracking`).
     """
-    del table  # the row types are fixed; the argument keeps the call shape of read_system_table
+    if isinstance(name, str) and name.strip().lower().lstrip("$") == "row_tracking":
+        refuse_row_tracking(table)
     return arrow_schema(normalize_name(name))
 
 
@@ -98,7 +116,8 @@ def read_system_table(table: Table, name: str, snapshot_id: int | None = None) -
     Args:
         table: The table (and branch) to describe.
         name: A name of :data:`METADATA_TABLES`, case-insensitive, with or without ``$``.
-        snapshot_id: For ``files``, ``manifests``, ``partitions`` and ``buckets``: the snapshot
+        snapshot_id: For the per-snapshot tables (``files``, ``manifests``, ``partitions``, ``buckets``,
+            ``file_key_ranges``, ``table_indexes``, ``statistics``): the snapshot
             to describe (default: the latest). Ignored by the other tables.
 
     Returns:
@@ -110,6 +129,8 @@ def read_system_table(table: Table, name: str, snapshot_id: int | None = None) -
         NoSuchSnapshotError: ``snapshot_id`` does not exist (never written, or expired).
         CorruptMetadataError: A metadata file is damaged.
     """
+    if isinstance(name, str) and name.strip().lower().lstrip("$") == "row_tracking":
+        refuse_row_tracking(table)
     key = normalize_name(name)
     reader = _PER_SNAPSHOT.get(key)
     if reader is not None:
@@ -120,10 +141,15 @@ def read_system_table(table: Table, name: str, snapshot_id: int | None = None) -
 __all__ = [
     "DATA_TABLES",
     "DYNTABLE_TABLES",
+    "GLOBAL_TABLES",
+    "SYSTEM_DATABASE",
+    "global_table_schema",
+    "read_global_table",
     "binlog_schema",
     "to_binlog",
     "METADATA_TABLES",
     "read_optimized_splits",
+    "refuse_row_tracking",
     "read_system_table",
     "system_table_columns",
     "system_table_schema",
@@ -133,10 +159,28 @@ __all__ = [
 DATA_TABLES: tuple[str, ...] = ("audit_log", "binlog", "ro")
 
 
+def refuse_row_tracking(table: Table) -> None:
+    """``$row_tracking`` (Paimon 1.3: the table with ``_ROW_ID`` and ``_SEQUENCE_NUMBER``) is not
+    served: Paimon itself refuses it without ``row-tracking.enabled``, and dyntable does not
+    offer the ``_ROW_ID`` column of tables that have it. Always raises UnsupportedTableError."""
+    enabled = table.schema.options.get("row-tracking.enabled", "false").strip().lower() == "true"
+    if not enabled:
+        raise UnsupportedTableError(
+            f"{table.name}$row_tracking: the table does not track row ids; Paimon serves $row_tracking"
+            " only for tables created with 'row-tracking.enabled' = 'true'"
+        )
+    raise UnsupportedTableError(
+        f"{table.name}$row_tracking: row tracking (Paimon 1.3) is not supported by dyntable: the"
+        " _ROW_ID column of a row-tracking table is not offered; read the table itself"
+    )
+
+
 def system_table_columns(table: Table, name: str) -> list[str]:
     """Column names of any system table, including the data-sized ``$audit_log``, ``$binlog`` and
     ``$ro``."""
     key = name.lower().lstrip("$")
+    if key == "row_tracking":
+        refuse_row_tracking(table)
     if key in ("audit_log", "binlog"):
         return ["rowkind", *table.schema.field_names]
     if key == "ro":

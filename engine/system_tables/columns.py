@@ -2,8 +2,8 @@
 
 One job: name, order, type and nullability of each column, and turning column lists into an
 Arrow table of exactly that schema. Invariants: column names (including Java's camelCase
-``deleteRowCount``) and order match Paimon's ``*Table.TABLE_TYPE`` (``$files`` adds one column
-after them, ``deletion_vector_cardinality``); a ``!`` (NOT NULL) column is
+``deleteRowCount``, ``mergedRecordCount``) and order match Paimon's ``*Table.TABLE_TYPE``
+(``$files`` adds one column after them, ``deletion_vector_cardinality``); a ``!`` (NOT NULL) column is
 a non-nullable Arrow field and never receives a null; TIMESTAMP(3) is ``pa.timestamp("ms")``
 without a zone (a wall-clock value, see the package docstring for which clock).
 """
@@ -15,7 +15,18 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 
 from engine.errors import InvalidArgumentError
-from engine.types import ARRAY, BIGINT, BOOLEAN, INT, STRING, TIMESTAMP, DataField, DataType, to_arrow_field
+from engine.types import (
+    ARRAY,
+    BIGINT,
+    BOOLEAN,
+    INT,
+    ROW,
+    STRING,
+    TIMESTAMP,
+    DataField,
+    DataType,
+    to_arrow_field,
+)
 
 
 def _row(*columns: tuple[str, DataType]) -> tuple[DataField, ...]:
@@ -125,6 +136,49 @@ ROW_TYPES: dict[str, tuple[DataField, ...]] = {
         ("last_update_time", _ts()),
     ),
     "consumers": _row(("consumer_id", STRING(_NN)), ("next_snapshot_id", BIGINT(_NN))),
+    "file_key_ranges": _row(
+        ("partition", STRING()),
+        ("bucket", INT(_NN)),
+        ("file_path", STRING(_NN)),
+        ("file_format", STRING(_NN)),
+        ("schema_id", BIGINT(_NN)),
+        ("level", INT(_NN)),
+        ("record_count", BIGINT(_NN)),
+        ("file_size_in_bytes", BIGINT(_NN)),
+        ("min_key", STRING()),
+        ("max_key", STRING()),
+        ("first_row_id", BIGINT()),
+    ),
+    "table_indexes": _row(
+        ("partition", STRING()),
+        ("bucket", INT(_NN)),
+        ("index_type", STRING(_NN)),
+        ("file_name", STRING(_NN)),
+        ("file_size", BIGINT(_NN)),
+        ("row_count", BIGINT(_NN)),
+        # Paimon's DeletionVectorMeta row: data file name, offset, length, cardinality.
+        ("dv_ranges", ARRAY(ROW(_row(
+            ("f0", STRING(_NN)), ("f1", INT(_NN)), ("f2", INT(_NN)), ("_CARDINALITY", BIGINT()),
+        )))),
+        ("row_range_start", BIGINT()),
+        ("row_range_end", BIGINT()),
+        ("index_field_id", INT()),
+        ("index_field_name", STRING()),
+    ),
+    "aggregation_fields": _row(
+        ("field_name", STRING(_NN)),
+        ("field_type", STRING(_NN)),
+        ("function", STRING()),
+        ("function_options", STRING()),
+        ("comment", STRING()),
+    ),
+    "statistics": _row(
+        ("snapshot_id", BIGINT(_NN)),
+        ("schema_id", BIGINT(_NN)),
+        ("mergedRecordCount", BIGINT()),
+        ("mergedRecordSize", BIGINT()),
+        ("colstat", STRING()),
+    ),
     # dyntable's own (no Paimon counterpart): engine.system_tables.retention
     "retention": _row(
         ("object_type", STRING(_NN)),
@@ -155,6 +209,7 @@ ROW_TYPES: dict[str, tuple[DataField, ...]] = {
 METADATA_TABLES: tuple[str, ...] = (
     "snapshots", "schemas", "options", "tags", "branches",
     "files", "manifests", "partitions", "buckets", "consumers",
+    "file_key_ranges", "table_indexes", "aggregation_fields", "statistics",
 )  # fmt: skip
 #: dyntable's own system tables (no Paimon counterpart), served like the metadata tables.
 DYNTABLE_TABLES: tuple[str, ...] = ("retention", "maintenance_log")

@@ -68,7 +68,7 @@ def _live_entries(table: Table, snapshot: Snapshot) -> list[ManifestEntry]:
     return TableScan(table.store).with_snapshot(snapshot).read_entries(snapshot)
 
 
-def _live_table(table: Table, snapshot: Snapshot) -> pa.Table:
+def live_table(table: Table, snapshot: Snapshot) -> pa.Table:
     """The snapshot's live files as manifest entry columns (no Python object per file)."""
     return TableScan(table.store).with_snapshot(snapshot).read_entry_table(snapshot)
 
@@ -84,7 +84,7 @@ def file_format_of(file_name: str) -> str:
 
 
 # -- $files -------------------------------------------------------------------------------------
-class _FileRenderer:
+class FileRenderer:
     """Per-call caches (schemas, partitions) and the per-file formatting of ``$files``."""
 
     def __init__(self, table: Table) -> None:
@@ -201,7 +201,7 @@ def _in_row_order(
     return [pa.concat_arrays([c[k] for c in chunks]).take(inverse) for k in range(width)]
 
 
-def _stats_columns(render: _FileRenderer, live: pa.Table) -> list[pa.Array]:
+def _stats_columns(render: FileRenderer, live: pa.Table) -> list[pa.Array]:
     """``null_value_counts``, ``min_value_stats``, ``max_value_stats`` of every file, vectorised per
     statistics layout (schema, stats columns); files the vectorised decoder does not vouch for
     are rendered one by one."""
@@ -222,7 +222,7 @@ def _stats_columns(render: _FileRenderer, live: pa.Table) -> list[pa.Array]:
     return _in_row_order(members, chunks, 3)
 
 
-def _key_columns(render: _FileRenderer, live: pa.Table) -> list[pa.Array]:
+def key_columns(render: FileRenderer, live: pa.Table) -> list[pa.Array]:
     """``min_key`` and ``max_key`` of every file, vectorised per schema."""
     members = _groups(live.column("schema_id").to_numpy())
     chunks: list[list[pa.Array]] = []
@@ -242,7 +242,7 @@ def _key_columns(render: _FileRenderer, live: pa.Table) -> list[pa.Array]:
     return _in_row_order(members, chunks, 2)
 
 
-def _by_partition(render: _FileRenderer, live: pa.Table) -> tuple[pa.Array, pa.Array]:
+def by_partition(render: FileRenderer, live: pa.Table) -> tuple[pa.Array, pa.Array]:
     """(``{v1, v2}`` text, file path) of every file; Python formats each distinct partition and
     bucket directory once, pyarrow joins the rest."""
     store = render.store
@@ -264,7 +264,7 @@ def _by_partition(render: _FileRenderer, live: pa.Table) -> tuple[pa.Array, pa.A
     return texts, pc.coalesce(external, paths)
 
 
-def _formats(names: pa.Array) -> pa.Array:
+def file_formats(names: pa.Array) -> pa.Array:
     """:func:`file_format_of` of every file name, vectorised."""
     last = pc.struct_field(pc.extract_regex(names, r"\.(?P<x>[^./]*)$"), 0)
     second = pc.struct_field(pc.extract_regex(names, r"\.(?P<x>[^./]*)\.[^./]*$"), 0)
@@ -279,23 +279,23 @@ def read_files(table: Table, snapshot_id: int | None) -> pa.Table:
     snapshot = resolve_snapshot(table, snapshot_id)
     if snapshot is None:
         return arrow_schema("files").empty_table()
-    live = _live_table(table, snapshot)
+    live = live_table(table, snapshot)
     if live.num_rows == 0:
         return arrow_schema("files").empty_table()
     live = live.sort_by(
         [("partition", "ascending"), ("bucket", "ascending"), ("min_sequence_number", "ascending"),
          ("file_name", "ascending")]
     )
-    render = _FileRenderer(table)
-    partitions, paths = _by_partition(render, live)
+    render = FileRenderer(table)
+    partitions, paths = by_partition(render, live)
     nulls, mins, maxs = _stats_columns(render, live)
-    min_keys, max_keys = _key_columns(render, live)
+    min_keys, max_keys = key_columns(render, live)
     sources = pa.array(["APPEND", "COMPACT"], pa.string()).take(live.column("file_source").combine_chunks())
     cols: dict[str, Sequence[object] | pa.Array | pa.ChunkedArray] = {
         "partition": partitions,
         "bucket": live.column("bucket"),
         "file_path": paths,
-        "file_format": _formats(live.column("file_name").combine_chunks()),
+        "file_format": file_formats(live.column("file_name").combine_chunks()),
         "schema_id": live.column("schema_id"),
         "level": live.column("level"),
         "record_count": live.column("row_count"),
@@ -423,7 +423,7 @@ def _aggregate(table: Table, snapshot_id: int | None, by_bucket: bool) -> pa.Tab
     snapshot = resolve_snapshot(table, snapshot_id)
     if snapshot is None:
         return None
-    live = _live_table(table, snapshot)
+    live = live_table(table, snapshot)
     if live.num_rows == 0:
         return None
     keys = ["partition", "bucket"] if by_bucket else ["partition"]

@@ -14,6 +14,9 @@ candidate when it is small or when its DV marks more than ``compaction.delete-ra
 of its rows (or records no cardinality, as Paimon 0.9 writes them), and a candidate holding a DV
 is always rewritten, even alone, taking the other candidates of its bucket along. Bucketed append
 tables follow Paimon's bucketed compaction manager, which has no such rule.
+
+A sorted compaction (``sort_bucket``) rewrites every file of the bucket with its rows in a
+``SortOrder`` (``engine.write.sort_order``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from engine.read.deletion_vectors import DeletionVectorLoader, apply_deletion_ve
 from engine.scan.planner import DataSplit
 from engine.store import FileStore
 from engine.write.file_writer import DataFileWriter
+from engine.write.sort_order import SortOrder, sort_indices
 
 
 def _unaware_with_dvs(store: FileStore) -> bool:
@@ -64,11 +68,8 @@ def files_to_compact(store: FileStore, splits: Sequence[DataSplit], full: bool) 
     return picked if len(picked) >= (2 if full else store.options.compaction_min_file_num) else []
 
 
-def compact_bucket(store: FileStore, splits: Sequence[DataSplit], full: bool) -> CommitMessage | None:
-    """Rewrite the small files of one bucket (all ``splits`` share partition and bucket)."""
-    picked = files_to_compact(store, splits, full)
-    if not picked:
-        return None
+def _read_live(store: FileStore, splits: Sequence[DataSplit], picked: Sequence[DataFileMeta]) -> pa.Table:
+    """The live rows of ``picked`` (files of one bucket of ``splits``), DV-deleted rows left out."""
     first = splits[0]
     part_dir = store.partition_dir(first.partition_values)
     fields = list(store.schema.fields)
@@ -80,8 +81,40 @@ def compact_bucket(store: FileStore, splits: Sequence[DataSplit], full: bool) ->
         if loader is not None and f.file_name in dvs:
             part = apply_deletion_vector(part, loader.load(dvs[f.file_name]), f.file_name)
         parts.append(part)
-    data = pa.concat_tables(parts)
-    writer = DataFileWriter(store, part_dir, first.bucket, file_source=FileSource.COMPACT)
-    after = writer.write_append(data, picked[0].min_sequence_number) if data.num_rows else []
+    return pa.concat_tables(parts)
+
+
+def _rewrite(store: FileStore, splits: Sequence[DataSplit], picked: Sequence[DataFileMeta],
+             data: pa.Table, level: int = 0) -> CommitMessage:
+    first = splits[0]
+    part_dir = store.partition_dir(first.partition_values)
+    writer = DataFileWriter(store, part_dir, first.bucket, file_source=FileSource.COMPACT, level=level)
+    first_sequence = min(f.min_sequence_number for f in picked)
+    after = writer.write_append(data, first_sequence) if data.num_rows else []
     return CommitMessage(first.partition, first.bucket, first.total_buckets, compact_before=tuple(picked),
                          compact_after=tuple(after))
+
+
+def compact_bucket(store: FileStore, splits: Sequence[DataSplit], full: bool) -> CommitMessage | None:
+    """Rewrite the small files of one bucket (all ``splits`` share partition and bucket)."""
+    picked = files_to_compact(store, splits, full)
+    if not picked:
+        return None
+    return _rewrite(store, splits, picked, _read_live(store, splits, picked))
+
+
+def sort_bucket(store: FileStore, splits: Sequence[DataSplit], order: SortOrder, *, level: int = 0,
+                only: Sequence[str] | None = None) -> CommitMessage | None:
+    """Rewrite every file of one bucket (or the files named ``only``) with their rows in ``order``
+    (sorted compaction, Paimon's ``order_strategy``; incremental clustering, at ``level``); the new
+    files roll at the target file size, so each covers a narrow range of the order and a filter on
+    the order columns can skip the others by their stats."""
+    keep = None if only is None else set(only)
+    picked = sorted((f for s in splits for f in s.files if keep is None or f.file_name in keep),
+                    key=lambda f: f.min_sequence_number)
+    if not picked:
+        return None
+    data = _read_live(store, splits, picked)
+    if data.num_rows > 1:
+        data = data.take(pa.array(sort_indices(data, order)))
+    return _rewrite(store, splits, picked, data, level)

@@ -124,8 +124,8 @@ def assigner_layout(store: FileStore) -> tuple[int, int]:
     """(channels, assigners) of dynamic-bucket assignment, as Paimon's Spark writer derives them.
 
     Channels: ``dynamic-bucket.assigner-parallelism``, else ``dynamic-bucket.initial-buckets``,
-    else 1 (Paimon's Spark writer defaults to the job's parallelism; dyntable to one assigner, so
-    ``dynamic-bucket.target-row-num`` alone decides the layout), at most
+    else 1 (Spark writes set the option to the job's parallelism, as Paimon's Spark writer does:
+    ``WriteBuilder.with_job_parallelism``), at most
     ``dynamic-bucket.max-buckets``. Assigners: ``min(initial-buckets, channels)``, else channels.
     """
     opts = store.options

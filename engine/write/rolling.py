@@ -18,7 +18,7 @@ from engine.meta.manifest import DataFileMeta, FileSource, SimpleStats
 from engine.meta.paths import FileNamer
 from engine.store import FileStore
 from engine.types import to_arrow_field
-from engine.write.file_writer import ROWS_PER_SLICE, local_now_millis, parquet_writer, write_file_index
+from engine.write.file_writer import local_now_millis, parquet_writer, slice_rows, write_file_index
 from engine.write.stats import StatsAccumulator
 
 
@@ -51,11 +51,12 @@ class RollingAppendFile:
     def write(self, rows: pa.Table) -> None:
         rows = rows.cast(self.schema)
         offset = 0
+        step = slice_rows(rows, self.target_size)
         while offset < rows.num_rows:
             if self._writer is None:
                 self._open()
-            piece = rows.slice(offset, ROWS_PER_SLICE)
-            self._writer.write_table(piece, row_group_size=ROWS_PER_SLICE)  # type: ignore[union-attr]
+            piece = rows.slice(offset, step)
+            self._writer.write_table(piece, row_group_size=step)  # type: ignore[union-attr]
             self._stats.add(piece)  # type: ignore[union-attr]
             if self._indexed:
                 self._pieces.append(piece.select(self._indexed))

@@ -12,7 +12,8 @@ same answer for the same key:
   a key that snapshot holds goes to the bucket its HASH index (or, cross-partition, its live row)
   says, whichever task sees it.
 * **Lanes.** A new key's lane is chosen from the hashes of its partition and key as Paimon's
-  Spark writer chooses an assigner (``dynamic-bucket.assigner-parallelism`` lanes, default 1);
+  Spark writer chooses an assigner (``dynamic-bucket.assigner-parallelism`` lanes; Spark writes
+  default it to the job's parallelism, as Paimon does);
   lane *i* of *A* uses bucket ids ``b % A == i``. All new keys of a lane in one commit go to the
   lane's open bucket *as of the base snapshot*: its lowest-id bucket below
   ``dynamic-bucket.target-row-num`` keys, else its smallest unused id. The choice depends on the

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from engine import Table
 from engine.types import DataType, TypeRoot
 from sqlext.errors import SqlAnalysisError
-from sqlext.execute.insert import column_defaults
 from sqlext.execute.table_options import computed_columns
+from sqlext.execute.writes import spark_defaults as column_defaults
 from sqlext.parse import ast
 from sqlext.parse.names import quoted
 from sqlext.parse.splitter import Statement
@@ -98,7 +98,11 @@ def resolve_assignments(
     types = {f.name: f.type for f in table.schema.fields}
     # Paimon refuses assignments to primary-key columns only. A partition column outside the key
     # (cross-partition upsert, 'bucket' = '-1') may change: the write moves the key to the new partition.
+    # With fixed buckets nothing moves a key (no global index): the row would also stay in its old
+    # partition, so there its partition columns are kept like its key.
     keys = set(table.primary_keys)
+    if keys and table.core_options.bucket != -1:
+        keys |= set(table.partition_keys)
     whole: dict[str, str] = {}
     nested: dict[str, dict[str, object]] = {}
     for asg in assignments:

@@ -36,7 +36,11 @@ def compact_distributed(
     full: bool,
     partitions: Sequence[Mapping[str, Any]] | None = None,
     max_attempts: int = 3,
+    order_strategy: str | None = None,
+    order_by: Sequence[str] = (),
 ) -> CommitResult:
-    """Compact ``table`` (or some partitions) with one Spark task per bucket that needs it; one commit."""
+    """Compact ``table`` (or some partitions) with one Spark task per bucket that needs it; one commit.
+    With ``order_strategy`` / ``order_by``, a sorted compaction (one task per partition)."""
     runner = spark_runner(spark)
-    return table.compact(full=full, partitions=partitions, max_attempts=max_attempts, runner=runner)
+    return table.compact(full=full, partitions=partitions, max_attempts=max_attempts, runner=runner,
+                         order_strategy=order_strategy, order_by=order_by)

@@ -26,8 +26,9 @@ from engine.schema_changes import (
     UpdateColumnType,
     UpdateComment,
 )
+from engine.types import DataType
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
-from sqlext.execute.column_types import TIMESTAMP_TYPE_SETTING, column_type
+from sqlext.execute.column_types import TIMESTAMP_TYPE_SETTING, ZONE_SETTING, column_type, stored_default
 from sqlext.execute.planning import (
     AlterTable,
     CreateDatabase,
@@ -178,6 +179,15 @@ def add_columns(ctx: PlannerContext, n: ast.AddColumns, stmt: Statement) -> Plan
     return _alter(ctx, n.table, stmt, changes, f"Added {len(changes)} column(s)")
 
 
+def _top_level_type(ctx: PlannerContext, name: TableName, column: ast.ColumnPath) -> DataType | None:
+    """A top-level column's type (None for a nested path or an unknown name: the schema change
+    itself reports those)."""
+    if not isinstance(column, str) or not ctx.is_managed(name):
+        return None
+    found = [f.type for f in ctx.table(name).schema.fields if f.name.lower() == column.lower()]
+    return found[0] if found else None
+
+
 def _exists(fields: Any, column: ast.ColumnPath) -> bool:
     """Whether ``column`` (a name or a nested path) names a field, for DROP ... IF EXISTS."""
     t: Any = None
@@ -220,7 +230,11 @@ def alter_column(ctx: PlannerContext, n: ast.AlterColumn, stmt: Statement) -> Pl
     if n.comment is not None:
         changes.append(UpdateColumnComment(n.column, n.comment))
     if n.default is not None or n.drop_default:
-        changes.append(UpdateColumnDefault(n.column, None if n.default is None else n.default.text.strip()))
+        stored = None
+        if n.default is not None:
+            column_now = new_type if n.type is not None else _top_level_type(ctx, n.table, n.column)
+            stored = stored_default(n.default.text, column_now, ctx.engine_setting(ZONE_SETTING))
+        changes.append(UpdateColumnDefault(n.column, stored))
     if n.first:
         changes.append(MoveColumn(n.column, "first"))
     elif n.after:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from engine import OverwriteSpec, coerce_spec
 from engine.schema_changes import RemoveOption, SetOption
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
-from sqlext.execute.column_types import TIMESTAMP_TYPE_SETTING, column_type
+from sqlext.execute.column_types import TIMESTAMP_TYPE_SETTING, ZONE_SETTING, column_type, stored_default
 from sqlext.execute.common import (
     done,
     paimon_to_spark_ddl,
@@ -80,9 +80,8 @@ def create_table(s: SqlSession, n: ast.CreateTable, stmt: Statement) -> Statemen
         dtype = column_type(col.type.text, s.spark.conf.get(TIMESTAMP_TYPE_SETTING, None))
         # DEFAULT is stored as Paimon 1.2+ stores it: the field's defaultValue, the literal's text
         # (the engine refuses text that does not cast to the type, as Paimon); DEFAULT NULL is none.
-        default = None if col.default is None else col.default.text.strip()
-        if default is not None and default.upper() == "NULL":
-            default = None
+        default = stored_default(None if col.default is None else col.default.text, dtype,
+                                 s.spark.conf.get(ZONE_SETTING, None))
         fields.append((col.name, dtype if col.nullable else dtype.copy(False), col.comment, default))
     query_df = None
     if n.query is not None:
@@ -102,7 +101,7 @@ def create_table(s: SqlSession, n: ast.CreateTable, stmt: Statement) -> Statemen
         options=options, comment=comment,
     )
     if query_df is not None:
-        from sqlext.execute.insert import write_frame
+        from sqlext.execute.writes import write_frame
 
         try:
             write_frame(s, table, query_df, list(table.schema.field_names), overwrite=None)
@@ -162,7 +161,7 @@ def add_primary_key(s: SqlSession, n: ast.AddPrimaryKey, stmt: Statement) -> Sta
         raise SqlAnalysisError("cannot add a primary key over columns holding NULL values", line=stmt.line,
                                column=stmt.column, sqlstate="23502")
     # A new table with the key is filled by a Spark job, then swapped in place of the old one.
-    from sqlext.execute.insert import write_frame
+    from sqlext.execute.writes import write_frame
 
     tmp = s.identifier(n.table).base()
     staging = type(tmp)(tmp.database, f"{tmp.table}__pk_rewrite_{s.next_id()}")
@@ -201,7 +200,7 @@ def rescale(s: SqlSession, n: ast.RescaleBuckets, stmt: Statement) -> StatementR
 def rescale_table(s: SqlSession, name: TableName, buckets: int) -> None:
     """Rewrite a managed table into ``buckets`` buckets (also CALL sys.rescale); on failure the old
     layout and files stay."""
-    from sqlext.execute.insert import write_frame
+    from sqlext.execute.writes import write_frame
 
     table = s.table(name)
     # Read everything (pinned to the current snapshot), switch the layout, rewrite in one overwrite.

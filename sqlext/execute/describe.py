@@ -36,7 +36,7 @@ from sqlext.execute.partitions import (
 from sqlext.execute.planning import Plan, PlannerContext, Rows, ToEngine
 from sqlext.execute.table_options import INTERNAL_OPTION_PREFIXES, computed_columns, watermarks
 from sqlext.parse import ast
-from sqlext.parse.names import quote_name, quoted, spark_quote_name, sql_string
+from sqlext.parse.names import TableName, quote_name, quoted, spark_quote_name, sql_string
 from sqlext.parse.splitter import Statement
 from sqlext.parse.views import ViewDefinition
 
@@ -79,7 +79,7 @@ def describe_table(ctx: PlannerContext, n: ast.DescribeTable, stmt: Statement) -
         return describe_view(ctx, view, n, stmt)
     if not ctx.is_managed(n.table):
         return ToEngine()
-    if n.table.system_table is not None:
+    if n.table.system_table is not None or _is_global_system_table(ctx, n.table):
         return _describe_frame_columns(ctx, n, stmt)
     table = ctx.table(n.table)
     schema = table.schema
@@ -131,6 +131,16 @@ def _default_values(ctx: PlannerContext, fields: Any) -> list[tuple[str, str, st
         (f.name, ctx.type_text(f.type), f.default_value) for f in fields if f.default_value is not None
     ]
     return [("", "", ""), ("# Column Default Values", "", ""), *defaults] if defaults else []
+
+
+def _is_global_system_table(ctx: PlannerContext, name: TableName) -> bool:
+    """``sys.tables``, ``sys.partitions``, ...: Paimon's global system tables (a managed database
+    named ``sys`` keeps its own tables of those names)."""
+    from engine import GLOBAL_TABLES, SYSTEM_DATABASE
+
+    if (name.database or "").lower() != SYSTEM_DATABASE or name.table.lower() not in GLOBAL_TABLES:
+        return False
+    return not ctx.catalog.table_exists(ctx.identifier(name))
 
 
 def _describe_frame_columns(ctx: PlannerContext, n: ast.DescribeTable, stmt: Statement) -> Plan:

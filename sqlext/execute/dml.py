@@ -10,7 +10,9 @@
                        are added to their partitions)
 ```
 Merge engines (Paimon's rules, its Spark ``RowLevelOp`` and ``validatePKUpsertDeletable``):
-* DELETE works on every table. A ``-D`` row removes a key only under ``deduplicate``,
+* DELETE works on every table (a ``first-row`` table once compacted, as in Paimon: files still
+  on level 0 where it deletes refuse the statement with SQLSTATE 55000). A ``-D`` row removes a
+  key only under ``deduplicate``,
   ``partial-update`` with ``partial-update.remove-record-on-delete`` and ``aggregation`` with
   ``aggregation.remove-record-on-delete`` (and never with ``ignore-delete``, which drops it). Any
   other key table (``first-row``, ``aggregation``, ``partial-update`` by default) is rewritten
@@ -31,7 +33,7 @@ Merge engines (Paimon's rules, its Spark ``RowLevelOp`` and ``validatePKUpsertDe
 
 Invariants:
 * all data work runs in Spark (no rows reach the driver, except the small list of affected
-  partitions and counts); one data commit per statement through ``insert.write_frame``;
+  partitions and counts); one data commit per statement through ``writes.write_frame``;
 * a failing statement changes nothing: every check (unknown or key columns, a target row matched
   by two source rows) runs before the write, and a failing write job publishes no snapshot;
 * the user's fragments keep their aliases: the target view is aliased as the statement's alias
@@ -60,10 +62,10 @@ from sqlext.execute.dml_common import (
     count_result,
     merge_result,
 )
-from sqlext.execute.insert import write_frame
-from sqlext.execute.merge_plan import MergePlan
+from sqlext.execute.merge_plan import MergePlan, merge_evolution
 from sqlext.execute.partitions import checked_spec
 from sqlext.execute.results import StatementResult
+from sqlext.execute.writes import write_frame
 from sqlext.parse import ast
 from sqlext.parse.names import quoted
 from sqlext.parse.splitter import Statement
@@ -198,6 +200,26 @@ def _in_partitions(
     return df.join(F.broadcast(parts), on=on, how="left_semi")
 
 
+def _require_compacted(table: Table, snapshot_id: int | None, stmt: Statement) -> None:
+    """DELETE on a ``first-row`` table rewrites its files only once they are compacted, as Paimon 2.0
+    does: a file still on level 0 (or holding retractions) refuses the statement (Paimon's "please
+    use 'COMPACT' procedure first"), nothing written. Reads of a ``first-row`` table skip level 0,
+    so rows there could not even be matched. (Paimon looks at the files the WHERE may touch after
+    its filter push-down; dyntable at every file of the snapshot.)"""
+    if snapshot_id is None:
+        return
+    splits = table.new_read_builder().at(snapshot_id=snapshot_id).new_scan().plan().splits
+    pending = [f for split in splits for f in split.files if f.level == 0 or (f.delete_row_count or 0) > 0]
+    if pending:
+        raise analysis_error(
+            stmt,
+            f"DELETE on '{table.name}' (merge engine 'first-row') needs its files compacted first: "
+            f"{len(pending)} file(s) of the rows to delete are not (Paimon rewrites only compacted files); "
+            f"run CALL sys.compact(table => '{table.name}') and DELETE again",
+            "55000",
+        )
+
+
 def _overwrite_of(table: Table, specs: list[dict[str, Any]]) -> OverwriteSpec:
     """What an overwrite replaces: exactly the affected partitions (the whole table if unpartitioned)."""
     return OverwriteSpec(partitions=tuple(specs)) if table.partition_keys else OverwriteSpec()
@@ -223,13 +245,20 @@ def delete(s: SqlSession, n: ast.Delete, stmt: Statement) -> StatementResult:
         df = s.frame(f"SELECT {a}.*, '-D' AS {ROWKIND} FROM {pinned.view()} AS {a} WHERE {cond}", stmt)
         count = write_frame(s, table, df, column_names(table), overwrite=None, stmt=stmt)
         return count_result(s, stmt, count, "deleted")
+    keyed = table.primary_keys
+    first_row = bool(keyed) and MergeConfig.from_options(table.options, keyed).engine == "first-row"
+    if first_row:
+        _require_compacted(table, pinned.snapshot_id, stmt)
     specs, count = _matching_partitions(s, table, pinned, alias, cond, stmt)
     if count == 0:
         return count_result(s, stmt, 0, "deleted")
     keep = s.frame(f"SELECT {a}.* FROM {pinned.view()} AS {a} WHERE NOT ({cond}) OR ({cond}) IS NULL", stmt)
     keep = _in_partitions(s, keep, table, specs)
+    # A first-row table's reads skip level 0: the rewrite's files go up as an ordinary write's do,
+    # even on a 'write-only' table, or the surviving rows would vanish until the next compaction.
+    hints = {"write-only": "false"} if first_row else None
     write_frame(s, table, keep, column_names(table), overwrite=_overwrite_of(table, specs), stmt=stmt,
-                base_snapshot_id=pinned.snapshot_id)
+                hints=hints, base_snapshot_id=pinned.snapshot_id)
     return count_result(s, stmt, count, "deleted")
 
 
@@ -313,10 +342,11 @@ def merge(s: SqlSession, n: ast.Merge, stmt: Statement) -> StatementResult:
     if table is None:
         return _to_spark(s, stmt)
     _check_rewritable(table, "MERGE INTO", stmt)
+    table, merge_schema = merge_evolution(s, table, n, stmt)
     if table.new_write_builder().writes_deletion_vectors():
-        return dml_deletion_vectors.merge(s, table, n, stmt)
+        return dml_deletion_vectors.merge(s, table, n, stmt, merge_schema=merge_schema)
     pinned = _Pinned(s, table)
-    plan = MergePlan(s, table, n, stmt, pinned.view())
+    plan = MergePlan(s, table, n, stmt, pinned.view(), merge_schema=merge_schema)
     if table.primary_keys and plan.ids("delete") and not _deletes_remove_rows(table):
         # The written -D would be dropped (ignore-delete) or refused by the merge engine at read time.
         raise UnsupportedStatementError(

@@ -110,7 +110,7 @@ def _positions(df: DataFrame) -> dict[str, Any]:
 def _write_rows(s: SqlSession, table: Table, df: DataFrame, builder: WriteBuilder) -> list[Any]:
     """Write ``df`` (the table's columns) with engine writers in Spark tasks; their commit messages.
     A failed job deletes the files its finished tasks wrote (``WriteBuilder.abort_job``)."""
-    from sqlext.execute.insert import shape_frame
+    from sqlext.execute.writes import shape_frame
     from sqlext.source.datasource import cluster_for_writers, write_task
 
     columns = list(table.schema.field_names)
@@ -184,7 +184,8 @@ def update(s: SqlSession, table: Table, n: ast.Update, stmt: Statement) -> State
     return count_result(s, stmt, _commit(s, table, snapshot, matched, new_rows), "updated")
 
 
-def merge(s: SqlSession, table: Table, n: ast.Merge, stmt: Statement) -> StatementResult:
+def merge(s: SqlSession, table: Table, n: ast.Merge, stmt: Statement, *,
+          merge_schema: bool = False) -> StatementResult:
     """MERGE on a DV append table: DV the updated/deleted target rows, add updated + inserted rows."""
     from sqlext.execute.dml_common import merge_result
     from sqlext.execute.merge_plan import CLAUSE_COLUMN, MergePlan
@@ -192,7 +193,7 @@ def merge(s: SqlSession, table: Table, n: ast.Merge, stmt: Statement) -> Stateme
     snapshot = table.latest_snapshot()
     view = f"__dyntable_dv_{s.next_id()}"
     positioned_frame(s, table, snapshot).createOrReplaceTempView(view)
-    plan = MergePlan(s, table, n, stmt, view)
+    plan = MergePlan(s, table, n, stmt, view, merge_schema=merge_schema)
     plan.carry = (FILE, POS)
     joined = plan.joined_frame().localCheckpoint()  # evaluated once: checks, counts and the write agree
     plan.check_cardinality(joined)

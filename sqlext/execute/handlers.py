@@ -23,7 +23,6 @@ HANDLERS: dict[type, Any] = {
     ast.CompactTable: ddl_jobs.compact,
     ast.AddPrimaryKey: ddl_jobs.add_primary_key,
     ast.RescaleBuckets: ddl_jobs.rescale,
-    ast.Insert: insert.insert,
     **dml.HANDLERS,
     **show_extended.HANDLERS,
     **views.HANDLERS,
@@ -38,4 +37,5 @@ PLANNERS: dict[type, Any] = {
     **ddl.PLANNERS,
     **session_stmts.PLANNERS,
     **describe.PLANNERS,
+    **insert.PLANNERS,
 }

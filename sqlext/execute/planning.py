@@ -10,12 +10,12 @@ context (docs/design/planners.md). Nothing here imports pyspark or the session.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
 
 import pyarrow as pa
 
-from engine import FileSystemCatalog, Identifier, Table
+from engine import FileSystemCatalog, Identifier, OverwriteSpec, Table, TableSchema
 from engine.schema_changes import SchemaChange
 from engine.types import DataField, DataType
 from sqlext.bind.rewrite import BoundQuery
@@ -31,6 +31,7 @@ class Column:
     name: str
     type_text: str
     nullable: bool = True
+    dtype: DataType | None = None  # the column's type as a Paimon type (None: not known)
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class BoundFrame:
     frame: Any
     query: BoundQuery | None
     columns: tuple[Column, ...]
+    streaming: bool = False  # an unbounded query (it reads a table's changes continuously)
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,11 @@ class PlannerContext(Protocol):
         """The session's options (SET key = value)."""
         ...
 
+    @property
+    def streaming(self) -> bool:
+        """Whether the session runs in streaming mode (``execution.runtime-mode``)."""
+        ...
+
     def is_managed(self, name: TableName) -> bool: ...
 
     def identifier(self, name: TableName) -> Identifier:
@@ -88,8 +95,9 @@ class PlannerContext(Protocol):
         """Whether the SQL engine itself knows a table or view of this name (Spark's catalog)."""
         ...
 
-    def frame(self, sql: str, stmt: Statement | None = None) -> BoundFrame:
-        """A query over managed tables and the engine's own, bound (and analysed, not run)."""
+    def frame(self, sql: str, stmt: Statement | None = None, *, streaming: bool = False) -> BoundFrame:
+        """A query over managed tables and the engine's own, bound (and analysed, not run);
+        ``streaming``: managed tables are read as unbounded changelogs."""
         ...
 
     def type_text(self, dtype: DataType) -> str:
@@ -133,7 +141,10 @@ class Done:
 
 @dataclass(frozen=True)
 class ToEngine:
-    """Run the statement's own text on the SQL engine: it names nothing dyntable owns."""
+    """Run the statement's own text on the SQL engine: it names nothing dyntable owns (as its
+    target; with ``bind``, managed tables it reads are bound first)."""
+
+    bind: bool = False
 
 
 @dataclass(frozen=True)
@@ -235,7 +246,61 @@ CatalogAction: TypeAlias = (
     CreateDatabase | DropDatabase | UseDatabase | CreateTable | AlterTable | RenameTable | DropTable
     | DropPartitions
 )
-Plan: TypeAlias = Rows | Done | ToEngine | SessionAction | CatalogAction
+
+
+# Writes: one plan for every statement that writes rows (docs/design/planners.md, "Writes").
+@dataclass(frozen=True)
+class WriteShape:
+    """How the runner maps the query's output onto the table's columns.
+
+    ``columns``: the table columns the output fills, by position; ``static``: static partition
+    values; the other columns get their default, their computed value or NULL. ``by_name``:
+    struct fields are matched by name (the engine's writers align them), not cast by position.
+    """
+
+    columns: tuple[str, ...]
+    static: Mapping[str, Any] = field(default_factory=dict)
+    by_name: bool = False
+
+
+@dataclass(frozen=True)
+class StreamSettings:
+    """A continuous write: its pipeline (checkpoint and commit user, the same on every run of the
+    same statement), its trigger and the tables it reads (a checkpoint older than one is stale)."""
+
+    pipeline: str
+    checkpoint: str
+    trigger: str  # 'processing-time' or 'available-now'
+    interval: str  # the engine's interval text
+    reads: tuple[Table, ...]
+
+
+@dataclass(frozen=True)
+class Write:
+    """Write a query's rows into a table in one commit (or, with ``stream``, start a continuous job).
+
+    ``table``: the target, with the write's dynamic options applied and, when ``evolve`` is set,
+    at that schema version (not yet published: the write's commit publishes it just before its
+    snapshot, so a failed write leaves no schema); ``frame``: the bound input; ``overwrite``: what
+    the commit replaces (None: append); ``base_snapshot``: the snapshot an overwrite was computed
+    from (a later change to the replaced partitions is a conflict); ``options``: the write's
+    resolved options (session ``spark.paimon.*`` keys, then hints); ``shape``: how to map the
+    output (None: the frame has the table's columns already); ``message``: the status, with
+    ``{count}`` standing for the rows written.
+    """
+
+    table: Table
+    frame: BoundFrame
+    overwrite: OverwriteSpec | None
+    base_snapshot: int | None
+    options: Mapping[str, str]
+    evolve: TableSchema | None
+    shape: WriteShape | None
+    message: str
+    stream: StreamSettings | None = None
+
+
+Plan: TypeAlias = Rows | Done | ToEngine | SessionAction | CatalogAction | Write
 Planner: TypeAlias = Callable[[PlannerContext, Any, Statement], Plan]
 
 

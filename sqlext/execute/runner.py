@@ -15,7 +15,7 @@ from engine import FileSystemCatalog, Identifier, Table
 from engine.errors import NoSuchPartitionError
 from engine.types import DataType
 from sqlext.errors import SqlAnalysisError
-from sqlext.execute.common import spark_type_name
+from sqlext.execute.common import spark_to_paimon, spark_type_name
 from sqlext.execute.planning import (
     AlterTable,
     BoundFrame,
@@ -36,9 +36,11 @@ from sqlext.execute.planning import (
     StopJob,
     ToEngine,
     UseDatabase,
+    Write,
     message_of,
 )
 from sqlext.execute.results import StatementResult
+from sqlext.execute.writes import run_write
 from sqlext.parse.names import TableName
 from sqlext.parse.splitter import Statement
 from sqlext.parse.views import ViewDefinition
@@ -65,6 +67,10 @@ class SessionContext:
     def options(self) -> Mapping[str, str]:
         return self._session.options
 
+    @property
+    def streaming(self) -> bool:
+        return self._session.streaming
+
     def is_managed(self, name: TableName) -> bool:
         return self._session.is_managed(name)
 
@@ -80,10 +86,13 @@ class SessionContext:
         except Exception:  # noqa: BLE001 - a name Spark cannot even parse is no table of Spark's
             return False
 
-    def frame(self, sql: str, stmt: Statement | None = None) -> BoundFrame:
-        frame, bound = self._session.bound_frame(sql, stmt)
-        columns = tuple(Column(f.name, f.dataType.simpleString(), f.nullable) for f in frame.schema.fields)
-        return BoundFrame(frame, bound, columns)
+    def frame(self, sql: str, stmt: Statement | None = None, *, streaming: bool = False) -> BoundFrame:
+        frame, bound = self._session.bound_frame(sql, stmt, streaming=streaming)
+        columns = tuple(
+            Column(f.name, f.dataType.simpleString(), f.nullable, _paimon_type(f.dataType, f.nullable))
+            for f in frame.schema.fields
+        )
+        return BoundFrame(frame, bound, columns, frame.isStreaming)
 
     def type_text(self, dtype: DataType) -> str:
         return spark_type_name(dtype)
@@ -113,6 +122,14 @@ class SessionContext:
         return view_of(self._session, name)
 
 
+def _paimon_type(spark_type: object, nullable: bool) -> DataType | None:
+    """A Spark type as a Paimon type, or None where there is none (NULL's own type, intervals)."""
+    try:
+        return spark_to_paimon(spark_type, nullable)  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001 - any type the mapping refuses has no Paimon type
+        return None
+
+
 class PlanRunner:
     """Carries out the plans of one session."""
 
@@ -126,7 +143,10 @@ class PlanRunner:
         if isinstance(plan, Done):
             return StatementResult(stmt, None, plan.message)
         if isinstance(plan, ToEngine):
-            return StatementResult(stmt, s.spark.sql(stmt.text), None)
+            frame = s.spark_sql(stmt.text, stmt) if plan.bind else s.spark.sql(stmt.text)
+            return StatementResult(stmt, frame, None)
+        if isinstance(plan, Write):
+            return run_write(s, plan, stmt)
         if isinstance(plan, DropPartitions):
             return StatementResult(stmt, None, self._drop_partitions(plan, stmt))
         if isinstance(plan, CatalogAction):

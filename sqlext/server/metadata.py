@@ -9,7 +9,11 @@ defines for it (names, order, types), from the warehouse's catalog.
   (``t$snapshots``, ``t$files``, ``t$audit_log``, …) are ``SYSTEM TABLE`` and are listed only
   when asked for: when the table types name ``SYSTEM TABLE``, or when the table-name pattern has
   a ``$`` (``orders$%``, ``orders$snapshots``). A GUI browsing a schema (DBeaver, DataGrip) so
-  sees each table once, and a query naming a system table still finds its columns.
+  sees each table once, and a query naming a system table still finds its columns. Paimon's
+  global system tables ``sys.tables``, ``sys.partitions`` and ``sys.all_table_options`` are
+  ``SYSTEM TABLE`` of schema ``sys`` under the same rule (asked for by type, or by a schema
+  pattern that is exactly ``sys``); ``sys.catalog_options`` is not listed (it exists only when a
+  catalog option enables it, as Paimon lists it).
 * Name arguments are search patterns as HiveServer2 reads them: JDBC's ``%`` (any text) and
   ``_`` (one character) with ``\\`` escaping, and the Hive forms clients send for "any": ``*``
   and ``.*`` (impyla's default). Null or empty matches everything; comparison ignores case.
@@ -31,11 +35,14 @@ from TCLIService import ttypes as tt
 
 from engine import (
     DATA_TABLES,
+    GLOBAL_TABLES,
     METADATA_TABLES,
+    SYSTEM_DATABASE,
     DyntableError,
     FileSystemCatalog,
     Identifier,
     binlog_schema,
+    global_table_schema,
     system_table_schema,
 )
 from sqlext.execute.views import list_views, temporary_names
@@ -121,13 +128,32 @@ def _system_names(table: str) -> list[str]:
     return [f"{table}${name}" for name in (*METADATA_TABLES, *DATA_TABLES)]
 
 
+# The global system tables a listing shows (sys.catalog_options only exists when enabled).
+_LISTED_GLOBALS = tuple(g for g in GLOBAL_TABLES if g != "catalog_options")
+
+
+def _is_global(catalog: FileSystemCatalog, db: str, name: str) -> bool:
+    return (db.lower() == SYSTEM_DATABASE and name.lower() in GLOBAL_TABLES
+            and not catalog.table_exists(Identifier(db, name)))
+
+
+def _globals_of(catalog: FileSystemCatalog, schema_pattern: str | None, table_regex: re.Pattern[str] | None,
+                system: bool) -> list[tuple[str, str, str]]:
+    named = schema_pattern is not None and schema_pattern.lower() == SYSTEM_DATABASE
+    if not (named or (system and _match(like(schema_pattern), SYSTEM_DATABASE))):
+        return []
+    if catalog.database_exists(SYSTEM_DATABASE):
+        return []  # a warehouse database named sys: its own tables are listed instead
+    return [(SYSTEM_DATABASE, g, SYSTEM_TABLE) for g in _LISTED_GLOBALS if _match(table_regex, g)]
+
+
 def _tables_of(catalog: FileSystemCatalog, schema_pattern: str | None, table_pattern: str | None,
                system: bool = False) -> list[tuple[str, str, str]]:
     """(database, name, type) of every managed table the patterns match, and of their system
     tables when ``system`` or the table pattern names them."""
     schema_regex, table_regex = like(schema_pattern), like(table_pattern)
     system = system or _names_system_tables(table_pattern)
-    found = []
+    found = _globals_of(catalog, schema_pattern, table_regex, system)
     for db in catalog.list_databases():
         if not _match(schema_regex, db):
             continue
@@ -199,6 +225,8 @@ def tables(catalog: FileSystemCatalog, schema_pattern: str | None, table_pattern
 
 def _columns_of(catalog: FileSystemCatalog, db: str, name: str) -> tuple[pa.Schema, dict[str, str]]:
     """The columns of a table or system table as Spark reads them, and the column comments."""
+    if _is_global(catalog, db, name):
+        return spark_arrow_schema(global_table_schema(name)), {}
     base, _, system = name.partition("$")
     table = catalog.get_table(Identifier(db, base))
     data = spark_arrow_schema(table.arrow_schema)

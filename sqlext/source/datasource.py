@@ -352,7 +352,8 @@ class DyntableWriter(DataSourceArrowWriter):
         # Spark hands the tasks the DataFrame's own partitions (a Python data source cannot ask for
         # a distribution): the tasks are independent writers of dynamic buckets, from the snapshot
         # that is the latest now (engine.write.shared_assignment).
-        self.builder = table.new_write_builder(request.overwrite, commit_user=user).for_independent_tasks()
+        self.builder = (table.new_write_builder(request.overwrite, commit_user=user).for_independent_tasks()
+                        .with_job_parallelism(request.job_parallelism))
         self.commit_builder = (
             self.builder.new_commit().with_identifier(request.commit_identifier)
             .with_base_snapshot(request.base_snapshot_id).with_change_tracking(request.change_tracking)

@@ -15,6 +15,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from sqlext.source.datasource import NAME, DyntableReader, DyntableWriter, resolve, source_arrow_schema
+from sqlext.source.global_tables import GlobalTableReader, global_arrow_schema, global_table_of
 from sqlext.source.requests import ReadRequest, WriteRequest
 from sqlext.source.spark_types import spark_schema
 from sqlext.source.stream import DyntableStreamReader, DyntableStreamWriter
@@ -29,11 +30,18 @@ class DyntableDataSource(DataSource):
 
     def schema(self) -> StructType:
         request = ReadRequest.from_options(self.options)
+        glob = global_table_of(request)
+        if glob is not None:
+            return spark_schema(global_arrow_schema(glob, request))
         table, system = resolve(request)
         return spark_schema(source_arrow_schema(table, system, request))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return DyntableReader(ReadRequest.from_options(self.options))
+        request = ReadRequest.from_options(self.options)
+        glob = global_table_of(request)
+        if glob is not None:
+            return GlobalTableReader(request, glob)
+        return DyntableReader(request)
 
     def writer(self, schema: StructType, overwrite: bool) -> DyntableWriter:
         return DyntableWriter(WriteRequest.from_options(self.options, overwrite), schema)
@@ -43,3 +51,4 @@ class DyntableDataSource(DataSource):
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         return DyntableStreamWriter(WriteRequest.from_options(self.options, overwrite), schema)
+

@@ -64,6 +64,9 @@ OVERWRITE_PARTITIONS = "overwrite-partitions"
 OVERWRITE_MODE = "partitionOverwriteMode"
 OVERWRITE_BASE_SNAPSHOT = "overwrite-base-snapshot"
 COMMIT_USER = "commit-user"
+#: Set with ``session-conf`` (``sqlext.source.session_conf``): the writing session's job parallelism,
+#: the default number of dynamic-bucket assigners (Paimon's Spark writer's default).
+JOB_PARALLELISM = "job-parallelism"
 COMMIT_IDENTIFIER = "commit-identifier"
 CHANGE_TRACKING = "change-tracking"
 
@@ -74,7 +77,7 @@ _READ_KEYS = {
 _WRITE_KEYS = {
     WAREHOUSE, TABLE, "path", BRANCH, CATALOG_OPTIONS, OVERWRITE_PARTITION, OVERWRITE_PARTITIONS,
     OVERWRITE_MODE.lower(), "dynamic-partition-overwrite", OVERWRITE_BASE_SNAPSHOT, COMMIT_USER,
-    COMMIT_IDENTIFIER, CHANGE_TRACKING, SESSION_CONF, SESSION_APPLIED,
+    COMMIT_IDENTIFIER, CHANGE_TRACKING, SESSION_CONF, SESSION_APPLIED, JOB_PARALLELISM,
 }
 
 
@@ -281,7 +284,8 @@ class WriteRequest:
     read of that snapshot conflicts with any change to the replaced partitions after it. Table
     options such as ``write-only`` travel in ``passthrough`` and apply to the opened table;
     ``dynamic``: the session's dynamic options for the table (``session-conf``), applied like the
-    passthrough but never stored by a write that creates its table.
+    passthrough but never stored by a write that creates its table; ``job_parallelism``: the
+    writing session's, the default number of dynamic-bucket assigners (None: one).
     """
 
     target: TableTarget
@@ -292,6 +296,7 @@ class WriteRequest:
     change_tracking: bool | None = None
     passthrough: Mapping[str, str] = field(default_factory=dict)
     dynamic: Mapping[str, str] = field(default_factory=dict)
+    job_parallelism: int | None = None
 
     @property
     def save_mode(self) -> str:
@@ -348,4 +353,5 @@ class WriteRequest:
             _bool(low, CHANGE_TRACKING),
             {k: v for k, v in low.items() if k not in _WRITE_KEYS},
             session_dynamic(low),
+            _int(low, JOB_PARALLELISM),
         )

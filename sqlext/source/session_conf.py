@@ -9,7 +9,8 @@ the JVM copies session keys into a source's options only for sources it knows as
 carries them: :func:`install` (run by ``sqlext.spark.register``, hence by ``SqlSession`` and
 ``build_spark``) makes the last call of a ``dyntable`` reader or writer (``load``, ``save``,
 ``start``, ``toTable``) add one option, ``session-conf``, holding the session's ``spark.paimon.*``
-keys as JSON. ``ReadRequest`` / ``WriteRequest.from_options`` resolve them for the table read or
+keys as JSON (and a writer's ``job-parallelism``, Paimon's default number of dynamic-bucket
+assigners). ``ReadRequest`` / ``WriteRequest.from_options`` resolve them for the table read or
 written (``sqlext.source.requests.session_dynamic``), under the explicit options — the same
 resolution SQL statements get, since ``SqlSession`` reads through the same source with the same
 option.
@@ -27,7 +28,8 @@ from collections.abc import Callable
 from typing import Any
 
 from sqlext.source.dynamic import PREFIX
-from sqlext.source.requests import SESSION_CONF
+from sqlext.source.requests import JOB_PARALLELISM, SESSION_CONF
+from sqlext.source.write_job import job_parallelism
 
 NAME = "dyntable"
 _FLAG = "_dyntable_format"  # set on a reader/writer whose format() named dyntable
@@ -64,7 +66,7 @@ def _wrap_format(cls: Any) -> None:
     cls.format = format
 
 
-def _wrap_terminal(cls: type, method: str, format_position: int | None) -> None:
+def _wrap_terminal(cls: type, method: str, format_position: int | None, *, writes: bool) -> None:
     original: Callable[..., Any] = getattr(cls, method)
 
     @functools.wraps(original)
@@ -74,6 +76,8 @@ def _wrap_terminal(cls: type, method: str, format_position: int | None) -> None:
             given = args[format_position]
         if (_named(given) or (given is None and getattr(self, _FLAG, False))) and self._spark is not None:
             option = session_conf_option(self._spark)
+            if writes:  # read when the job starts, so a later change of the settings is followed
+                option[JOB_PARALLELISM] = str(job_parallelism(self._spark))
             if option:
                 self.options(**option)
         return original(self, *args, **kwargs)
@@ -90,9 +94,9 @@ def install() -> None:
         return
     for cls in (DataFrameReader, DataFrameWriter, DataStreamReader, DataStreamWriter):
         _wrap_format(cls)
-    _wrap_terminal(DataFrameReader, "load", 1)  # load(path, format, schema, **options)
-    _wrap_terminal(DataFrameWriter, "save", 1)  # save(path, format, mode, partitionBy, **options)
-    _wrap_terminal(DataStreamReader, "load", 1)
-    _wrap_terminal(DataStreamWriter, "start", 1)  # start(path, format, ...)
-    _wrap_terminal(DataStreamWriter, "toTable", 1)  # toTable(tableName, format, ...)
+    _wrap_terminal(DataFrameReader, "load", 1, writes=False)  # load(path, format, schema, **options)
+    _wrap_terminal(DataFrameWriter, "save", 1, writes=True)  # save(path, format, mode, partitionBy, ...)
+    _wrap_terminal(DataStreamReader, "load", 1, writes=False)
+    _wrap_terminal(DataStreamWriter, "start", 1, writes=True)  # start(path, format, ...)
+    _wrap_terminal(DataStreamWriter, "toTable", 1, writes=True)  # toTable(tableName, format, ...)
     DataFrameReader._dyntable_session_conf = True  # type: ignore[attr-defined]

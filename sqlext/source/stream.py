@@ -456,7 +456,7 @@ class DyntableStreamWriter(DataSourceStreamArrowWriter):
         # A micro-batch's tasks get its rows as they come: independent writers, all from the
         # snapshot the previous micro-batch left.
         self.builder = table.new_write_builder(commit_user=stream_commit_user(request)).for_independent_tasks(
-            pin=False)
+            pin=False).with_job_parallelism(request.job_parallelism)
         # outputMode("complete") (Spark truncates the sink): each batch replaces the table's content.
         self.commit_builder = (self.builder.new_commit().with_change_tracking(request.change_tracking)
                                .with_overwrite(request.overwrite))

@@ -29,9 +29,22 @@ from sqlext.source.datasource import write_task
 _MESSAGES = "messages"
 
 
+def job_parallelism(spark: Any) -> int:
+    """The parallelism Paimon's Spark writer gives a write job: the larger of Spark's default
+    parallelism and ``spark.sql.shuffle.partitions`` (its default number of bucket assigners)."""
+    try:
+        shuffle = int(spark.conf.get("spark.sql.shuffle.partitions") or 0)
+    except (TypeError, ValueError):
+        shuffle = 0
+    return max(1, int(spark.sparkContext.defaultParallelism), shuffle)
+
+
 def write_job(frame: Any, builder: WriteBuilder, commit: CommitBuilder) -> CommitResult:
-    """Write ``frame`` (one task per partition) and commit it; returns the commit's result."""
+    """Write ``frame`` (one task per partition) and commit it; returns the commit's result.
+    Dynamic buckets are laid out by as many assigners as the job's parallelism unless the table
+    says otherwise (:func:`job_parallelism`, Paimon's default)."""
     job = str(uuid.uuid4())
+    builder = builder.with_job_parallelism(job_parallelism(frame.sparkSession))
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         messages = write_task(builder, batches, job, abortable=True)

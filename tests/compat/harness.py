@@ -41,7 +41,6 @@ __all__ = [
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).resolve().with_name("pypaimon_driver.py")
 ENV_PYTHON = "DYNTABLE_PYPAIMON_PYTHON"
-SHARED_VENV_PYTHON = Path("/work/.pypaimon-venv/bin/python")
 REPO_VENV = REPO_ROOT / ".venv-pypaimon"
 VENV_SCRIPT = REPO_ROOT / ".ci" / "pypaimon-venv.sh"
 
@@ -69,9 +68,8 @@ def _is_executable(path: Path) -> bool:
 def locate_venv() -> tuple[str | None, str]:
     """Find the python of a pypaimon venv, creating the repo venv on CI.
 
-    Order: env ``DYNTABLE_PYPAIMON_PYTHON``; ``/work/.pypaimon-venv/bin/python``; the repo's
-    ``.venv-pypaimon/bin/python``; on CI (``CI=true``) create the latter with
-    ``.ci/pypaimon-venv.sh``.
+    Order: env ``DYNTABLE_PYPAIMON_PYTHON``; the repo's ``.venv-pypaimon/bin/python``; on CI
+    (``CI=true``) create the latter with ``.ci/pypaimon-venv.sh``.
 
     Returns:
         ``(python_path, how_found)`` or ``(None, reason_it_is_unavailable)``.
@@ -81,8 +79,6 @@ def locate_venv() -> tuple[str | None, str]:
         if _is_executable(Path(configured)):
             return configured, f"from ${ENV_PYTHON}"
         return None, f"${ENV_PYTHON}={configured!r} is not an executable file"
-    if _is_executable(SHARED_VENV_PYTHON):
-        return str(SHARED_VENV_PYTHON), "shared venv"
     repo_python = REPO_VENV / "bin" / "python"
     if _is_executable(repo_python):
         return str(repo_python), "repo venv"

@@ -283,8 +283,11 @@ def _finish_read(table, result: pa.Table, projection: list | None, keep: list[st
     declared = _table_arrow_schema(table)
     names = projection or declared.names
     target = pa.schema([declared.field(n) for n in names if n in declared.names])
+    # system columns asked for by name (row tracking's _ROW_ID), as pypaimon returns them
+    system = [n for n in (projection or []) if n not in declared.names and n not in keep
+              and n in result.column_names]
     arrays, fields = [], []
-    for name in keep + [f.name for f in target]:
+    for name in keep + system + [f.name for f in target]:
         col = result.column(name)
         if name in target.names:
             field = target.field(name)

@@ -18,7 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine import AppendDeletionCommit, Table, dv_scan_files, open_catalog
+from engine import AppendDeletionCommit, Table, open_catalog
+from engine.append_deletions import dv_scan_files
 from engine.scan.incremental import ChangeReader
 from tests.compat.harness import PyPaimon
 from tests.compat.java_oracle import JavaOracle, JavaPaimon, arrow_rows

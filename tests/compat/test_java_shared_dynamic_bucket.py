@@ -21,8 +21,8 @@ def _kv(ids, v, dt="a") -> pa.Table:
     return pa.table({"id": ids, "v": [f"{v}{i}" for i in ids], "dt": [dt] * len(ids)}, schema=KV)
 
 
-def _tasks_write(t, task_rows):
-    builder = t.new_write_builder().for_independent_tasks()
+def _tasks_write(t, task_rows, job_parallelism=None):
+    builder = t.new_write_builder().for_independent_tasks().with_job_parallelism(job_parallelism)
     job = str(uuid.uuid4())
     messages = [m for i, rows in enumerate(task_rows)
                 for m in builder.new_task_write(job, i).write_all([rows])]
@@ -40,14 +40,17 @@ def _placement(t) -> dict[tuple[str, int], int]:
     return out
 
 
-@pytest.mark.parametrize("cross", [False, True])
-def test_java_reads_a_table_written_by_independent_tasks(java: JavaPaimon, catalog, cross):
+@pytest.mark.parametrize(("cross", "job_parallelism"), [(False, None), (True, None), (False, 4)])
+def test_java_reads_a_table_written_by_independent_tasks(java: JavaPaimon, catalog, cross, job_parallelism):
+    """``job_parallelism``: a Spark job's default number of assigners (4 lanes, each opening its
+    own buckets), as ``df.write`` and SQL writes lay a table out."""
     t = catalog.create_table("db.shared", KV, partition_keys=["dt"],
                              primary_keys=["id"] if cross else ["dt", "id"],
                              options={"dynamic-bucket.target-row-num": "10"})
     for round_ in range(2):
         _tasks_write(t, [_kv(list(range(8 * i, 8 * i + 16)), f"r{round_}t{i}-") for i in range(3)]
-                     + [_kv(list(range(100 + round_ * 5, 110 + round_ * 5)), f"r{round_}b-", "b")])
+                     + [_kv(list(range(100 + round_ * 5, 110 + round_ * 5)), f"r{round_}b-", "b")],
+                     job_parallelism)
         t = t.refresh()
         _placement(t)
         ours = arrow_rows(t.to_arrow())
@@ -55,6 +58,9 @@ def test_java_reads_a_table_written_by_independent_tasks(java: JavaPaimon, catal
         assert theirs == ours
         keys = [(r[0], r[2]) if not cross else r[0] for r in theirs]
         assert len(keys) == len(set(keys))
+    if job_parallelism:
+        # each lane opened a bucket of its own in partition a (one lane would have opened one)
+        assert {b for (dt, _), b in _placement(t).items() if dt == "a"} == {0, 1, 2, 3}
     if cross:
         return  # Java's cross-partition writer needs RocksDB, absent from the oracle's class path
     placed = _placement(t)

@@ -58,3 +58,28 @@ def test_dyntable_evolves_a_table_pypaimon_evolved(pypaimon: PyPaimon, catalog):
     assert ours == [{"id": 1, "name": "a", "score": None, "tags": None},
                     {"id": 2, "name": None, "score": 2.5, "tags": ["x", "y"]}]
     assert _by_id(pypaimon.read(catalog.warehouse, "db.p", schema=t.arrow_schema).to_pylist()) == ours
+
+
+@pytest.mark.spark
+def test_pypaimon_reads_a_table_sql_evolved(pypaimon: PyPaimon, spark, catalog):
+    # INSERT ... BY NAME with SET spark.paimon.write.merge-schema: a new column, a new nested field.
+    from sqlext.session import SqlSession
+
+    session = SqlSession(spark, warehouse=catalog.warehouse, database="db")
+    try:
+        session.sql("CREATE TABLE t (id INT, info STRUCT<f1: STRING, f2: STRING>, "
+                    "PRIMARY KEY (id) NOT ENFORCED) WITH ('bucket' = '2')")
+        session.sql("INSERT INTO t VALUES (1, named_struct('f1', 'a', 'f2', 'b')), (2, NULL)")
+        session.sql("SET spark.paimon.write.merge-schema = true")
+        session.sql("INSERT INTO t BY NAME SELECT 2 AS id, named_struct('f3', 'z', 'f2', 'y') AS info, "
+                    "20L AS extra")
+        t = catalog.get_table("db.t")
+        assert t.schema.id == 1 and t.schema.field_names == ("id", "info", "extra")
+        ours = _by_id(session.sql("SELECT * FROM t").toArrow().to_pylist())
+    finally:
+        session.sql("RESET spark.paimon.write.merge-schema")  # SET reaches the shared Spark conf
+        session.stop_jobs()
+    assert ours == [{"id": 1, "info": {"f1": "a", "f2": "b", "f3": None}, "extra": None},
+                    {"id": 2, "info": {"f1": None, "f2": "y", "f3": "z"}, "extra": 20}]
+    theirs = _by_id(pypaimon.read(catalog.warehouse, "db.t", schema=t.arrow_schema).to_pylist())
+    assert theirs == ours

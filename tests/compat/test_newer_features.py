@@ -32,9 +32,10 @@ SCRIPT = Path(__file__).with_name("pypaimon_features.py")
 ROWS = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
 DOUBLES = pa.schema([pa.field("k", pa.float64(), nullable=False), pa.field("v", pa.string())])
 
-# feature -> (dyntable reads it: "rows" or "refused", dyntable writes it: "ok" or "refused")
+# feature -> (dyntable reads it: "rows" or "refused", dyntable writes it: "ok", "appends" (appends
+# only; compaction and maintenance commits refused) or "refused")
 EXPECTED = {
-    "row_tracking": ("rows", "refused"),
+    "row_tracking": ("rows", "appends"),
     "data_evolution": ("refused", "refused"),
     "data_evolution_one_column": ("refused", "refused"),
     "postpone_bucket": ("rows", "refused"),
@@ -121,9 +122,19 @@ def test_dyntable_reads_or_refuses_and_never_damages(pypaimon: PyPaimon, tmp_pat
             table.to_arrow()
         _refused(e, feature)
 
-    if writes == "refused":
-        for attempt in (lambda: table.write_arrow(_more_rows(feature)), lambda: table.compact(full=True),
-                        lambda: table.maintenance.remove_missing_files()):
+    if writes == "appends":  # row tracking: the appended rows take new row ids (nextRowId goes on)
+        table.write_arrow(_more_rows(feature))
+        ours = _rows(table.refresh().to_arrow())
+        assert _rows(pypaimon.read(warehouse, name)) == ours and len(ours) == len(theirs) + 2
+        ids = pypaimon.read(warehouse, name, projection=["id", "_ROW_ID"]).column("_ROW_ID").to_pylist()
+        assert sorted(ids) == list(range(len(ours)))
+        before = [s["id"] for s in pypaimon.snapshots(warehouse, name)]
+        theirs = ours
+    if writes in ("refused", "appends"):
+        attempts = [lambda: table.compact(full=True), lambda: table.maintenance.remove_missing_files()]
+        if writes == "refused":
+            attempts.insert(0, lambda: table.write_arrow(_more_rows(feature)))
+        for attempt in attempts:
             with pytest.raises(UnsupportedTableError) as e:
                 attempt()
             _refused(e, feature)

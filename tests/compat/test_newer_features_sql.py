@@ -35,8 +35,13 @@ def test_sql_reads_or_refuses_newer_features(pypaimon: PyPaimon, spark, tmp_path
         _fails(session, "SELECT * FROM db.data_evolution", "data-evolution.enabled", "Paimon 1.3")
         rows = session.sql("SELECT id, v FROM db.row_tracking").toArrow()
         assert _rows(rows) == _rows(pypaimon.read(warehouse, "db.row_tracking"))
+        # an INSERT appends with new row ids; an overwrite would not keep the ids and is refused
+        list(session.execute("INSERT INTO db.row_tracking VALUES (9, 'z')"))
+        got = pypaimon.read(warehouse, "db.row_tracking", projection=["id", "_ROW_ID"])
+        assert sorted(got.column("_ROW_ID").to_pylist()) == list(range(got.num_rows))
+        assert 9 in got.column("id").to_pylist()
         before = pypaimon.snapshots(warehouse, "db.row_tracking")
-        _fails(session, "INSERT INTO db.row_tracking VALUES (9, 'z')", "row-tracking.enabled")
+        _fails(session, "INSERT OVERWRITE db.row_tracking VALUES (9, 'z')", "row-tracking.enabled")
         assert pypaimon.snapshots(warehouse, "db.row_tracking") == before
     finally:
         session.stop_jobs()

@@ -190,13 +190,25 @@ def test_bucket_defaults_to_dynamic_as_paimon(catalog):
     assert _rows(cross) == {1: (3, "b"), 2: (2, "a")}
 
 
-def test_fixed_buckets_with_a_cross_partition_key_and_sequence_field_are_refused(catalog):
+def test_fixed_buckets_with_a_key_not_covering_the_partition(catalog):
+    """Paimon 1.3+ ('Cross Partitions Upsert' with bucket N > 0): no global index, each partition
+    keeps its own keys; a key moves only when the input deletes it in its old partition."""
+    f = catalog.create_table("db.f", SCHEMA, partition_keys=["dt"], primary_keys=["id"],
+                             options={"bucket": "2"})
+    f.write_arrow(pa.table({"id": [1, 2], "v": [1, 2], "dt": ["a", "a"]}, schema=SCHEMA))
+    f.write_arrow(pa.table({"id": [1, 2], "v": [3, 20], "dt": ["b", "a"]}, schema=SCHEMA))
+    got = sorted(tuple(r.values()) for r in f.refresh().to_arrow().to_pylist())
+    assert got == [(1, 1, "a"), (1, 3, "b"), (2, 20, "a")]
+    with_kind = pa.schema([*SCHEMA, ("rowkind", pa.string())])
+    f.write_arrow(pa.table({"id": [1], "v": [1], "dt": ["a"], "rowkind": ["-D"]}, schema=with_kind))
+    got = sorted(tuple(r.values()) for r in f.refresh().to_arrow().to_pylist())
+    assert got == [(1, 3, "b"), (2, 20, "a")]
+    assert {s.bucket for s in f.refresh().plan().splits} <= {0, 1}
+
+
+def test_a_sequence_field_with_a_cross_partition_key_is_refused(catalog):
     from engine.errors import InvalidArgumentError
 
-    with pytest.raises(InvalidArgumentError, match="lacks"):
-        catalog.create_table(
-            "db.f", SCHEMA, partition_keys=["dt"], primary_keys=["id"], options={"bucket": "2"}
-        )
     with pytest.raises(InvalidArgumentError, match="sequence.field"):
         catalog.create_table("db.s", SCHEMA, partition_keys=["dt"], primary_keys=["id"],
                              options={"sequence.field": "v"})

@@ -37,11 +37,16 @@ def test_upserts_and_deletes(catalog):
     assert as_dict(t.to_arrow())[7] == ("second", 0)
 
 
-def test_partitioned_primary_key_must_contain_partition_keys(catalog):
+def test_partitioned_primary_key_with_and_without_partition_keys(catalog):
     schema = pa.schema([("id", pa.int64()), ("dt", pa.string())])
     fixed = {"bucket": "1"}  # with the default '-1' the same key makes a cross-partition upsert table
+    # Paimon 1.3+: fixed buckets and a key lacking the partition keep each partition's keys apart
+    apart = catalog.create_table("db.apart", schema, partition_keys=["dt"], primary_keys=["id"],
+                                 options=fixed)
+    apart.write_arrow(pa.table({"id": [1, 1], "dt": ["a", "b"]}))
+    assert apart.refresh().to_arrow().num_rows == 2
     with pytest.raises(InvalidArgumentError):
-        catalog.create_table("db.bad", schema, partition_keys=["dt"], primary_keys=["id"], options=fixed)
+        catalog.create_table("db.bad", schema, partition_keys=["dt"], primary_keys=["dt"], options=fixed)
     t = catalog.create_table("db.ok", schema, partition_keys=["dt"], primary_keys=["dt", "id"])
     t.write_arrow(pa.table({"id": [1, 1], "dt": ["a", "b"]}))
     t.write_arrow(pa.table({"id": [1], "dt": ["a"]}))

@@ -19,7 +19,7 @@ from engine import open_catalog
 from engine.meta.binary_row import deserialize_row, serialize_row
 from engine.schema_changes import AddColumn, RenameColumn
 from engine.system_tables import read_system_table
-from engine.system_tables.files import _FileRenderer, _live_entries
+from engine.system_tables.files import FileRenderer, _live_entries
 from engine.system_tables.render import java_string, key_string
 from engine.system_tables.stats_render import decode_texts, java_key_texts
 from engine.types import (
@@ -150,7 +150,7 @@ def test_files_table_matches_per_file_rendering(tmp_path: object) -> None:
     table.new_commit().commit(w.prepare_commit())
 
     got = read_system_table(table, "files")
-    render = _FileRenderer(table)
+    render = FileRenderer(table)
     by_name = {e.file.file_name: e.file for e in _live_entries(table, table.latest_snapshot())}
     assert got.num_rows == len(by_name) >= 3
     for row in got.to_pylist():

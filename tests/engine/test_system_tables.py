@@ -100,6 +100,29 @@ EXPECTED = {
         ("last_update_time", TS, N),
     ],
     "consumers": [("consumer_id", STR, NN), ("next_snapshot_id", I64, NN)],
+    "file_key_ranges": [
+        ("partition", STR, N), ("bucket", I32, NN), ("file_path", STR, NN),
+        ("file_format", STR, NN), ("schema_id", I64, NN), ("level", I32, NN),
+        ("record_count", I64, NN), ("file_size_in_bytes", I64, NN),
+        ("min_key", STR, N), ("max_key", STR, N), ("first_row_id", I64, N),
+    ],
+    "table_indexes": [
+        ("partition", STR, N), ("bucket", I32, NN), ("index_type", STR, NN), ("file_name", STR, NN),
+        ("file_size", I64, NN), ("row_count", I64, NN),
+        ("dv_ranges", pa.list_(pa.field("element", pa.struct([
+            pa.field("f0", STR, NN), pa.field("f1", I32, NN), pa.field("f2", I32, NN),
+            pa.field("_CARDINALITY", I64, N)]))), N),
+        ("row_range_start", I64, N), ("row_range_end", I64, N), ("index_field_id", I32, N),
+        ("index_field_name", STR, N),
+    ],
+    "aggregation_fields": [
+        ("field_name", STR, NN), ("field_type", STR, NN), ("function", STR, N),
+        ("function_options", STR, N), ("comment", STR, N),
+    ],
+    "statistics": [
+        ("snapshot_id", I64, NN), ("schema_id", I64, NN), ("mergedRecordCount", I64, N),
+        ("mergedRecordSize", I64, N), ("colstat", STR, N),
+    ],
     # dyntable's own: engine.system_tables.maintenance
     "maintenance_log": [
         ("procedure", STR, NN), ("trigger", STR, NN), ("branch", STR, NN), ("started_at", TS, NN),

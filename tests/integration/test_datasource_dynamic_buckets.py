@@ -101,3 +101,16 @@ def test_cross_partition_key_in_two_tasks_and_partitions_is_refused(spark, wareh
     _write(df.repartition(2, "id"), warehouse, "db.clash")
     rows = _read(spark, warehouse, "db.clash").collect()
     assert len(rows) == 2 and {r.id for r in rows} == {7, 8}
+
+
+def test_default_assigners_are_the_sessions_parallelism(spark, warehouse, catalog):
+    """As Paimon's Spark writer: without 'dynamic-bucket.assigner-parallelism', new keys spread over
+    as many assigners as the job's parallelism (two in this session), each opening its own bucket."""
+    for name, options in (("db.lanes", {}), ("db.one", {"dynamic-bucket.assigner-parallelism": "1"})):
+        catalog.create_table(name, pa.schema([("id", pa.int64()), ("v", pa.string())]), primary_keys=["id"],
+                             options=options)
+        _write(spark.range(0, 1_000).repartition(3).selectExpr("id", "concat('a', id) v"), warehouse, name)
+        t = catalog.get_table(name)
+        buckets = {s.bucket for s in t.new_scan().plan().splits}
+        assert buckets == ({0, 1} if name == "db.lanes" else {0})
+        assert _read(spark, warehouse, name).count() == 1_000

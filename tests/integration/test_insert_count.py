@@ -6,7 +6,7 @@ import pyarrow as pa
 
 
 def test_rows_inserted_exclude_a_concurrent_writers_commit(session):
-    from sqlext.execute.insert import write_frame
+    from sqlext.execute.writes import write_frame
 
     session.sql("CREATE TABLE t (id BIGINT, v STRING)")
     table = session.catalog.get_table("default.t")
@@ -26,13 +26,13 @@ def test_rows_inserted_exclude_a_concurrent_writers_commit(session):
 
 
 def test_insert_succeeds_when_the_compaction_after_it_fails(session, monkeypatch):
-    import sqlext.execute.insert
+    import sqlext.execute.writes
 
     def broken(*_a, **_k):
         raise RuntimeError("executor lost")
 
     # The commit's post-commit compaction runs its tasks with this runner: every task is lost.
-    monkeypatch.setattr(sqlext.execute.insert, "spark_runner", lambda _spark: broken)
+    monkeypatch.setattr(sqlext.execute.writes, "spark_runner", lambda _spark: broken)
     session.sql("CREATE TABLE k (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED)")
     session.sql("INSERT INTO k VALUES (1, 'a'), (2, 'b')")  # must not raise: the rows are committed
     assert sorted(tuple(r) for r in session.sql("SELECT id, v FROM k").collect()) == [(1, "a"), (2, "b")]

@@ -116,3 +116,22 @@ def test_paimon_dynamic_bucket_assigner_parallelism_and_initial_buckets(session)
         assert _rows(session, f"SELECT * FROM {name}") == [
             ("1", "a", "p"), ("2", "b", "p"), ("3", "c", "p"), ("4", "d", "p"), ("5", "e", "p")]
         assert _buckets(session, name) == [(0,), (1,), (2,)]
+
+
+def test_paimon_dynamic_bucket_write_with_max_buckets(session):
+    """Paimon's 'write with max buckets': without 'dynamic-bucket.assigner-parallelism' a Spark
+    write has as many assigners as the job's parallelism (two in this session), at most
+    'dynamic-bucket.max-buckets', so six new keys open buckets 0 and 1, not one bucket."""
+    assert session.spark.sparkContext.defaultParallelism == 2
+    run(session, "CREATE TABLE M (pk STRING, v STRING, pt STRING) TBLPROPERTIES ('primary-key' = 'pk, pt', "
+                 "'bucket' = '-1', 'dynamic-bucket.max-buckets' = '2') PARTITIONED BY (pt)")
+    run(session, "INSERT INTO M VALUES ('1', 'a', 'p'), ('2', 'b', 'p'), ('3', 'c', 'p'), ('4', 'd', 'p'), "
+                 "('5', 'e', 'p'), ('6', 'e', 'p')")
+    run(session, "INSERT INTO M VALUES ('11', 'a', 'p'), ('22', 'b', 'p'), ('33', 'c', 'p'), "
+                 "('44', 'd', 'p'), ('55', 'e', 'p'), ('66', 'e', 'p')")
+    assert _buckets(session, "M") == [(0,), (1,)]
+    # the table's own option wins over the job's parallelism
+    run(session, "CREATE TABLE O (pk STRING, v STRING, pt STRING) TBLPROPERTIES ('primary-key' = 'pk, pt', "
+                 "'bucket' = '-1', 'dynamic-bucket.assigner-parallelism' = '1') PARTITIONED BY (pt)")
+    run(session, "INSERT INTO O SELECT CAST(id AS STRING), 'v', 'p' FROM range(100)")
+    assert _buckets(session, "O") == [(0,)]

@@ -18,7 +18,12 @@ def history(session):
 
 
 def test_expire_snapshots_procedure(session, history):
-    dry = run(session, "CALL sys.expire_snapshots(table => 'hist', retain_max => 2, dry_run => true)")
+    # Paimon's answer: one row, one column (ExpireSnapshotsProcedure's deleted_snapshots_count)
+    paimon = "CALL sys.expire_snapshots(table => 'hist', retain_max => 2, dry_run => true)"
+    frame = list(session.execute(paimon))[-1].dataframe
+    assert frame.columns == ["deleted_snapshots_count"] and [tuple(r) for r in frame.collect()] == [(3,)]
+    dry = run(session, "CALL sys.expire_snapshots(table => 'hist', retain_max => 2, dry_run => true, "
+                       "detail => true)")
     summary, details = dry[0], dry[1:]
     assert summary[0] == 3 and summary[1] > 0 and summary[3] is True and summary[4] is None
     assert {r[6] for r in details if r[4] == "delete" and r[5] == "snapshot"} == {"1", "2", "3"}
@@ -32,7 +37,11 @@ def test_expire_snapshots_procedure(session, history):
         5,
     ]
     done = run(session, "CALL sys.expire_snapshots('hist', 2)")
-    assert len(done) == 1 and done[0][0] == 3 and done[0][1] == summary[1] and done[0][2] == summary[2]
+    assert done == [(3,)]
+    # the files and bytes are in the maintenance log, as the detailed dry run announced them
+    logged = run(session, "SELECT deleted_files, deleted_bytes FROM `hist$maintenance_log` "
+                          "WHERE procedure = 'expire_snapshots' AND NOT dry_run")
+    assert logged[-1] == (summary[1], summary[2])
     assert [r[0] for r in run(session, "SELECT snapshot_id FROM `hist$snapshots` ORDER BY snapshot_id")] == [
         4,
         5,

@@ -392,14 +392,14 @@ def test_migrate_table_in_place_and_into_a_target(session):
 
 
 def test_migrate_table_that_fails_loses_nothing(session, monkeypatch):
-    import sqlext.execute.insert as insert
+    import sqlext.execute.writes as writes
 
     _spark_parquet_table(session, "mig_fail")
 
     def broken(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(insert, "write_frame", broken)
+    monkeypatch.setattr(writes, "write_frame", broken)
     with pytest.raises(OSError, match="disk full"):
         list(session.execute("CALL sys.migrate_table(source_type => 'parquet', table => 'default.mig_fail')"))
     assert _spark_has(session, "mig_fail")  # the origin is untouched

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from sqlext.errors import ProcedureArgumentError, UnsupportedStatementError
+from sqlext.errors import ProcedureArgumentError
 from sqlext.execute.procedures.registry import (
     REGISTRY,
     Param,
@@ -29,17 +29,17 @@ def _compact(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     from sqlext.execute.compaction import compact_distributed
 
     table = table_argument(session, args["table"])
-    strategy = (args["compact_strategy"] or "full").strip().lower()
+    # Paimon's default: full, but minor on a table with incremental clustering (cluster what is new).
+    clustering = table.options.get("clustering.incremental", "").strip().lower() == "true"
+    strategy = (args["compact_strategy"] or ("minor" if clustering else "full")).strip().lower()
     if strategy not in ("full", "minor"):
         raise ProcedureArgumentError(
             f"argument 'compact_strategy' must be 'full' or 'minor', not {strategy!r}"
         )
-    order = (args["order_strategy"] or "none").strip().lower()
-    if order != "none" or args["order_by"]:
-        raise UnsupportedStatementError(
-            "sorted compaction (order_strategy / order_by) is not supported by dyntable; "
-            "omit them or use order_strategy => 'none'"
-        )
+    order = (args["order_strategy"] or "none").strip().lower() or "none"
+    order_by = [c for c in (args["order_by"] or "").split(",") if c.strip()]
+    if order == "none" and order_by:
+        raise ProcedureArgumentError('order_strategy "none" cannot work with order_by columns')
     if args["partitions"] and args["where"]:
         raise ProcedureArgumentError("arguments 'partitions' and 'where' cannot be used together; give one")
     specs: list[dict[str, Any]] | None = None
@@ -51,7 +51,10 @@ def _compact(session: SqlSession, args: dict[str, Any]) -> pa.Table:
             return pa.table(
                 {"result": [True], "snapshot_id": pa.array([None], pa.int64()), "partitions": [0]}
             )
-    result = compact_distributed(session.spark, table, full=strategy == "full", partitions=specs)
+    result = compact_distributed(
+        session.spark, table, full=strategy == "full", partitions=specs,
+        order_strategy=None if order == "none" else order, order_by=order_by,
+    )
     return pa.table(
         {
             "result": [True],
@@ -106,7 +109,8 @@ def register_core_procedures() -> None:
             ),
             pa.schema([("result", pa.bool_()), ("snapshot_id", pa.int64()), ("partitions", pa.int32())]),
             _compact,
-            "Compact the table (full or minor), optionally only some partitions (partitions or where).",
+            "Compact the table (full or minor, or sorted by order_strategy / order_by), optionally only "
+            "some partitions (partitions or where).",
         ),
         replace=True,
     )

@@ -1,16 +1,18 @@
 """CALL procedures for snapshot expiration and the retention mark.
 
 One job: bind ``sys.expire_snapshots`` (Paimon's Spark name, parameters — ``table, retain_max,
-retain_min, older_than, max_deletes, options`` — and first output column, plus ``dry_run``) and
+retain_min, older_than, max_deletes, options`` — and output, plus ``dry_run`` and ``detail``) and
 ``sys.retention_mark`` / Databend's ``system$retention_mark([db,] table)`` to
 ``engine.ops.expire_snapshots`` and ``engine.history.retention_mark``.
 
-``expire_snapshots`` output: Paimon's ``deleted_snapshots_count`` first, then dyntable's columns.
-The first row is the summary (``object`` null): snapshots, files and bytes deleted (or, with
-``dry_run => true``, that would be). A dry run adds one row per object: ``action = 'delete'``
-for each snapshot and file that would go, ``'keep'`` with the ``reason`` for each snapshot and
-each file of the expiring snapshots that stays (which snapshot range, tag, branch, consumer or
-retention mark holds it).
+``expire_snapshots`` output: Paimon's, one row of one column ``deleted_snapshots_count`` (with
+``dry_run => true``: that would be deleted). The files and bytes deleted are in the table's
+maintenance log, as for every run. ``detail => true`` (dyntable's) answers dyntable's columns
+instead: the first row is the summary (``object`` null): snapshots, files and bytes deleted (or
+that would be); a dry run adds one row per object: ``action = 'delete'`` for each snapshot and
+file that would go, ``'keep'`` with the ``reason`` for each snapshot and each file of the
+expiring snapshots that stays (which snapshot range, tag, branch, consumer or retention mark
+holds it).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from sqlext.execute.procedures.registry import Param, ParamType, Procedure, regi
 if TYPE_CHECKING:
     from sqlext.session import SqlSession
 
-EXPIRE_OUTPUT = pa.schema(
+EXPIRE_OUTPUT = pa.schema([pa.field("deleted_snapshots_count", pa.int32(), nullable=False)])
+EXPIRE_DETAIL_OUTPUT = pa.schema(
     [
         pa.field("deleted_snapshots_count", pa.int32()),
         pa.field("deleted_files_count", pa.int64()),
@@ -79,6 +82,9 @@ def _expire_snapshots(session: SqlSession, args: dict[str, Any]) -> pa.Table:
         raise  # Procedure.invoke reports it as the argument's error
     except ValueError as e:  # InvalidArgumentError: a bad bound
         raise ProcedureArgumentError(str(e)) from None
+    if not args["detail"]:
+        return pa.table({"deleted_snapshots_count": pa.array([len(report.snapshots)], pa.int32())},
+                        schema=EXPIRE_OUTPUT)
     rows: list[tuple[Any, ...]] = [
         (len(report.snapshots), report.count, report.bytes, report.dry_run, None, None, None, None, None)
     ]
@@ -91,8 +97,8 @@ def _expire_snapshots(session: SqlSession, args: dict[str, Any]) -> pa.Table:
         rows += [(None, None, None, True, "keep", k.kind, k.name, None, k.reason) for k in report.kept]
     columns = list(zip(*rows, strict=True))
     return pa.table(
-        {f.name: pa.array(list(col), f.type) for f, col in zip(EXPIRE_OUTPUT, columns, strict=True)},
-        schema=EXPIRE_OUTPUT,
+        {f.name: pa.array(list(col), f.type) for f, col in zip(EXPIRE_DETAIL_OUTPUT, columns, strict=True)},
+        schema=EXPIRE_DETAIL_OUTPUT,
     )
 
 
@@ -125,13 +131,16 @@ def register_expire_procedures() -> None:
                 Param("max_deletes", N),
                 Param("options", S),
                 Param("dry_run", B, default=False),
+                Param("detail", B, default=False,
+                      description="dyntable's columns: files, bytes and a dry run's plan object by object"),
             ),
             EXPIRE_OUTPUT,
             _expire_snapshots,
             "Expire old snapshots (snapshot.num-retained.*, snapshot.time-retained or older_than, a time "
             "such as 'yyyy-MM-dd HH:mm:ss' or '7 d', at most max_deletes; options 'k=v,...' for this run) "
-            "and the files "
-            "nothing else needs; dry_run reports only.",
+            "and the files nothing else needs; dry_run reports only; detail => true answers the files, "
+            "bytes and a dry run's plan.",
+            output_for=lambda args: EXPIRE_DETAIL_OUTPUT if args.get("detail") else None,
         ),
         replace=True,
     )
@@ -149,4 +158,6 @@ def register_expire_procedures() -> None:
     )
 
 
-__all__ = ["EXPIRE_OUTPUT", "MARK_OUTPUT", "register_expire_procedures", "with_options"]
+__all__ = [
+    "EXPIRE_DETAIL_OUTPUT", "EXPIRE_OUTPUT", "MARK_OUTPUT", "register_expire_procedures", "with_options",
+]

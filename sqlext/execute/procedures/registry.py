@@ -92,6 +92,9 @@ class Procedure:
     #: set for Paimon procedures of features dyntable lacks: binding any call raises this message
     #: as an UnsupportedStatementError (0A000), whatever the arguments.
     unsupported: str | None = None
+    #: an output other than ``output`` chosen by the bound arguments (None: ``output``), for a
+    #: dyntable argument asking for more than Paimon's columns (``expire_snapshots(detail => true)``)
+    output_for: Callable[[dict[str, Any]], pa.Schema | None] | None = None
     _index: dict[str, Param] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -128,8 +131,9 @@ class Procedure:
             result = self.function(session, values)
         except TimeBoundError as e:  # its message starts with the argument's name
             raise ProcedureArgumentError(f"{self.name}: argument {e}") from None
-        if not result.schema.equals(self.output, check_metadata=False):
-            result = result.select(self.output.names).cast(self.output)
+        output = (self.output_for(values) if self.output_for is not None else None) or self.output
+        if not result.schema.equals(output, check_metadata=False):
+            result = result.select(output.names).cast(output)
         return result
 
 

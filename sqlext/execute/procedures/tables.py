@@ -76,7 +76,7 @@ def _rescale(session: SqlSession, args: dict[str, Any]) -> pa.Table:
 
 
 def _copy(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    from sqlext.execute.insert import write_frame
+    from sqlext.execute.writes import write_frame
     from sqlext.parse.names import TableName
     from sqlext.source.requests import ReadRequest, ReadVersion
 
@@ -121,7 +121,7 @@ _MIGRATE_SOURCES = ("hive", "parquet", "spark")
 
 
 def _migrate_table(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    from sqlext.execute.insert import write_frame
+    from sqlext.execute.writes import write_frame
     from sqlext.parse.names import TableName
 
     kind = args["source_type"].strip().lower()

@@ -160,3 +160,29 @@ def test_key_level_merge_of_an_empty_branch_and_refused_engines(catalog):
     catalog.get_table("db.A$branch_b").write_arrow(pa.table({"id": [1], "v": ["a"], "n": [5]}, schema=KEYED))
     with pytest.raises(InvalidArgumentError, match="aggregation"):
         merge_branch(agg.store, "b")
+
+
+def test_a_second_merge_after_the_target_compacted_adds_nothing_twice(catalog):
+    """The target compacting the merged copies away (their names then say nothing) must not make a
+    later merge take the same files again; a branch that rewrote files a merge took is refused."""
+    t = append_table(catalog)
+    t.refs.branches.create("dev", from_tag="tag1")
+    dev = catalog.get_table("db.T$branch_dev")
+    dev.write_arrow(pa.table({"id": [2], "name": ["b"]}, schema=APPEND))
+    merge_branch(t.store, "dev")
+    t.write_arrow(pa.table({"id": [3], "name": ["c"]}, schema=APPEND))
+    t.refresh().compact(full=True)
+    assert merge_branch(t.store, "dev").snapshot_id is None
+    dev.write_arrow(pa.table({"id": [4], "name": ["d"]}, schema=APPEND))
+    assert merge_branch(t.store, "dev").files == 1
+    assert rows(catalog.get_table("db.T")) == [(1, "a"), (2, "b"), (3, "c"), (4, "d")]
+    # the branch compacts its own files, which earlier merges took: the rewrite would repeat them
+    t.refs.branches.create("own")
+    own = catalog.get_table("db.T$branch_own")
+    own.write_arrow(pa.table({"id": [5], "name": ["e"]}, schema=APPEND))
+    merge_branch(t.store, "own")
+    own.write_arrow(pa.table({"id": [6], "name": ["f"]}, schema=APPEND))
+    own.refresh().compact(full=True)
+    with pytest.raises(InvalidArgumentError, match="an earlier merge"):
+        merge_branch(t.store, "own")
+    assert rows(catalog.get_table("db.T")) == [(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e")]

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from engine import FileSystemCatalog, Identifier, Table, open_catalog
 from engine.types import DataType, type_to_sql
+from sqlext.bind.rewrite import Binding, BoundQuery
 from sqlext.errors import SqlAnalysisError
 from sqlext.execute.planning import BoundFrame, Column, JobStatus
 from sqlext.parse.names import TableName
@@ -31,6 +32,9 @@ class FakeContext:
     view_definitions: list[ViewDefinition] = field(default_factory=list)  # permanent and temporary
     engine_tables: set[str] = field(default_factory=set)  # the SQL engine's own tables
     queries: dict[str, tuple[Column, ...]] = field(default_factory=dict)  # sql -> result columns
+    # sql -> (result columns, managed tables read) of the queries that read changelogs when streaming
+    streams: dict[str, tuple[tuple[Column, ...], tuple[TableName, ...]]] = field(default_factory=dict)
+    streaming: bool = False  # the session's runtime mode is streaming
     asked: list[str] = field(default_factory=list)  # the queries planners asked for
 
     def is_managed(self, name: TableName) -> bool:
@@ -48,8 +52,12 @@ class FakeContext:
         database = name.database or self.current_database
         return self.catalog.get_table(Identifier(database, name.table, name.branch))
 
-    def frame(self, sql: str, stmt: Statement | None = None) -> BoundFrame:
+    def frame(self, sql: str, stmt: Statement | None = None, *, streaming: bool = False) -> BoundFrame:
         self.asked.append(sql)
+        if streaming and sql in self.streams:
+            columns, tables = self.streams[sql]
+            bindings = tuple(Binding(f"__v{i}", t, None, None, {}) for i, t in enumerate(tables))
+            return BoundFrame(None, BoundQuery(sql, bindings), columns, streaming=True)
         if sql not in self.queries:
             raise SqlAnalysisError(f"the fake context knows no query {sql!r}", sqlstate="42P01")
         return BoundFrame(None, None, self.queries[sql])

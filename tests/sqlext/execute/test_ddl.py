@@ -419,3 +419,19 @@ def test_use_database_follows_the_current_database_of_later_plans(ctx):
     plan = run(ctx, "USE other")
     ctx.current_database = plan.name  # what the runner does
     assert run(ctx, "DROP TABLE t2").identifier == Identifier("other", "t2")
+
+
+def test_an_instant_default_is_stored_as_utc_wall_time():
+    """``DEFAULT TIMESTAMP '…'`` on an instant column is read in the session's zone, as Spark
+    reads it, and stored as UTC wall time; DATE/TIMESTAMP literals keep only their quoted text."""
+    from engine.types import parse_sql_type
+    from sqlext.execute.column_types import stored_default
+
+    ltz, ntz = parse_sql_type("TIMESTAMP_LTZ(6)"), parse_sql_type("TIMESTAMP(6)")
+    new_york = "America/New_York"
+    assert stored_default("TIMESTAMP '2024-06-01 10:00:00'", ltz, new_york) == "'2024-06-01 14:00:00'"
+    assert stored_default("'2024-06-01 10:00:00+02:00'", ltz, new_york) == "'2024-06-01 08:00:00'"
+    assert stored_default("DATE '2024-06-01'", parse_sql_type("DATE"), None) == "'2024-06-01'"
+    assert stored_default("TIMESTAMP_NTZ '2024-06-01 10:00:00'", ntz, "Asia/Tokyo") == "'2024-06-01 10:00:00'"
+    assert stored_default(" NULL ", ltz, None) is None
+    assert stored_default("5", parse_sql_type("INT"), None) == "5"
