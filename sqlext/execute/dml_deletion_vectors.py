@@ -30,6 +30,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from engine import Table, WriteBuilder, group_positions
+from sqlext.execute.dml_common import count_rows, merge_rows
+from sqlext.execute.planning import MarkDeletions
 from sqlext.parse import ast
 from sqlext.parse.names import quoted
 from sqlext.parse.splitter import Statement
@@ -142,34 +144,24 @@ def _commit(s: SqlSession, table: Table, snapshot: Any, touched: DataFrame,
     return count
 
 
-def delete(s: SqlSession, table: Table, n: ast.Delete, stmt: Statement) -> StatementResult:
-    from sqlext.execute.dml_common import count_result
-
-    snapshot = table.latest_snapshot()
-    if snapshot is None:
-        return count_result(s, stmt, 0, "deleted")
-    if n.where is None:
-        # Paimon truncates: every file goes, with its DV (the count comes from the metadata)
-        files = table.new_write_builder().deletion_scan_files(snapshot)
-        count = sum(f.row_count - f.deleted.size for f in files)
-        if count:
-            table.truncate()
-        return count_result(s, stmt, count, "deleted")
-    alias = quoted(n.alias or n.table.table)
+def mark_deletions(s: SqlSession, plan: MarkDeletions, stmt: Statement) -> StatementResult:
+    """Carry out a ``MarkDeletions`` plan (DELETE … WHERE on a DV table): one snapshot of new DVs."""
+    table, matched = plan.table, plan.matched
+    snapshot = plan.snapshot
+    alias = quoted(matched.alias)
     view = f"__dyntable_dv_{s.next_id()}"
     positioned_frame(s, table, snapshot).createOrReplaceTempView(view)
-    where = f" WHERE {n.where.text}"
-    touched = s.frame(f"SELECT {alias}.{FILE}, {alias}.{POS} FROM {view} AS {alias}{where}", stmt)
-    return count_result(s, stmt, _commit(s, table, snapshot, touched, None), "deleted")
+    where = matched.condition
+    touched = s.frame(f"SELECT {alias}.{FILE}, {alias}.{POS} FROM {view} AS {alias} WHERE {where}", stmt)
+    return s.runner.run(count_rows(_commit(s, table, snapshot, touched, None), plan.verb), stmt)
 
 
 def update(s: SqlSession, table: Table, n: ast.Update, stmt: Statement) -> StatementResult:
     from sqlext.execute.assignments import resolve_assignments
-    from sqlext.execute.dml_common import count_result
 
     snapshot = table.latest_snapshot()
     if snapshot is None:
-        return count_result(s, stmt, 0, "updated")
+        return s.runner.run(count_rows(0, "updated"), stmt)
     alias = n.alias or n.table.table
     a = quoted(alias)
     assigned = resolve_assignments(table, n.assignments, (alias, n.table.table), stmt, a).values
@@ -181,13 +173,12 @@ def update(s: SqlSession, table: Table, n: ast.Update, stmt: Statement) -> State
     matched = s.frame(f"SELECT {select}, {a}.{FILE}, {a}.{POS} FROM {view} AS {a}{where}", stmt)
     matched = matched.localCheckpoint()  # evaluated once: the positions and the new rows agree
     new_rows = matched.drop(FILE, POS)
-    return count_result(s, stmt, _commit(s, table, snapshot, matched, new_rows), "updated")
+    return s.runner.run(count_rows(_commit(s, table, snapshot, matched, new_rows), "updated"), stmt)
 
 
 def merge(s: SqlSession, table: Table, n: ast.Merge, stmt: Statement, *,
           merge_schema: bool = False) -> StatementResult:
     """MERGE on a DV append table: DV the updated/deleted target rows, add updated + inserted rows."""
-    from sqlext.execute.dml_common import merge_result
     from sqlext.execute.merge_plan import CLAUSE_COLUMN, MergePlan
 
     snapshot = table.latest_snapshot()
@@ -204,4 +195,4 @@ def merge(s: SqlSession, table: Table, n: ast.Merge, stmt: Statement, *,
         updated = touched.where(F.col(CLAUSE_COLUMN).isin(plan.ids("update")))
         new_rows = plan.project(updated).unionByName(plan.inserted_rows(joined))
         _commit(s, table, snapshot, touched.select(F.col(FILE), F.col(POS)), new_rows)
-    return merge_result(s, stmt, counts)
+    return s.runner.run(merge_rows(counts), stmt)

@@ -12,6 +12,7 @@ from sqlext.execute import (
     dml,
     insert,
     refs,
+    row_level,
     session_stmts,
     show_extended,
     views,
@@ -38,4 +39,5 @@ PLANNERS: dict[type, Any] = {
     **session_stmts.PLANNERS,
     **describe.PLANNERS,
     **insert.PLANNERS,
+    **row_level.PLANNERS,
 }
