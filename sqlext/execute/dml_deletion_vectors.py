@@ -31,8 +31,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from engine import Table, WriteBuilder, group_positions
 from sqlext.execute.dml_common import count_rows, merge_rows
-from sqlext.execute.planning import MarkDeletions
-from sqlext.parse import ast
+from sqlext.execute.planning import MarkDeletions, MergeInto
 from sqlext.parse.names import quoted
 from sqlext.parse.splitter import Statement
 from sqlext.source.spark_types import spark_schema
@@ -145,54 +144,38 @@ def _commit(s: SqlSession, table: Table, snapshot: Any, touched: DataFrame,
 
 
 def mark_deletions(s: SqlSession, plan: MarkDeletions, stmt: Statement) -> StatementResult:
-    """Carry out a ``MarkDeletions`` plan (DELETE … WHERE on a DV table): one snapshot of new DVs."""
+    """Carry out a ``MarkDeletions`` plan (DELETE … WHERE, UPDATE on a DV table): one snapshot."""
     table, matched = plan.table, plan.matched
     snapshot = plan.snapshot
     alias = quoted(matched.alias)
     view = f"__dyntable_dv_{s.next_id()}"
     positioned_frame(s, table, snapshot).createOrReplaceTempView(view)
-    where = matched.condition
-    touched = s.frame(f"SELECT {alias}.{FILE}, {alias}.{POS} FROM {view} AS {alias} WHERE {where}", stmt)
-    return s.runner.run(count_rows(_commit(s, table, snapshot, touched, None), plan.verb), stmt)
+    where = f" WHERE {matched.condition}" if matched.condition is not None else ""
+    if plan.rows is None:  # DELETE
+        touched = s.frame(f"SELECT {alias}.{FILE}, {alias}.{POS} FROM {view} AS {alias}{where}", stmt)
+        return s.runner.run(count_rows(_commit(s, table, snapshot, touched, None), plan.verb), stmt)
+    # UPDATE: the new rows and the positions they replace, from one evaluation (so they agree).
+    found = s.frame(f"SELECT {plan.rows}, {alias}.{FILE}, {alias}.{POS} FROM {view} AS {alias}{where}", stmt)
+    found = found.localCheckpoint()
+    marked = _commit(s, table, snapshot, found, found.drop(FILE, POS))
+    return s.runner.run(count_rows(marked, plan.verb), stmt)
 
 
-def update(s: SqlSession, table: Table, n: ast.Update, stmt: Statement) -> StatementResult:
-    from sqlext.execute.assignments import resolve_assignments
-
-    snapshot = table.latest_snapshot()
-    if snapshot is None:
-        return s.runner.run(count_rows(0, "updated"), stmt)
-    alias = n.alias or n.table.table
-    a = quoted(alias)
-    assigned = resolve_assignments(table, n.assignments, (alias, n.table.table), stmt, a).values
-    view = f"__dyntable_dv_{s.next_id()}"
-    positioned_frame(s, table, snapshot).createOrReplaceTempView(view)
-    where = f" WHERE {n.where.text}" if n.where is not None else ""
-    select = ", ".join(f"({assigned[c]}) AS {quoted(c)}" if c in assigned else f"{a}.{quoted(c)}"
-                       for c in table.schema.field_names)
-    matched = s.frame(f"SELECT {select}, {a}.{FILE}, {a}.{POS} FROM {view} AS {a}{where}", stmt)
-    matched = matched.localCheckpoint()  # evaluated once: the positions and the new rows agree
-    new_rows = matched.drop(FILE, POS)
-    return s.runner.run(count_rows(_commit(s, table, snapshot, matched, new_rows), "updated"), stmt)
-
-
-def merge(s: SqlSession, table: Table, n: ast.Merge, stmt: Statement, *,
-          merge_schema: bool = False) -> StatementResult:
+def merge(s: SqlSession, plan: MergeInto, stmt: Statement) -> StatementResult:
     """MERGE on a DV append table: DV the updated/deleted target rows, add updated + inserted rows."""
-    from sqlext.execute.merge_plan import CLAUSE_COLUMN, MergePlan
+    from sqlext.execute.merge_plan import CLAUSE_COLUMN, MergeJob
 
-    snapshot = table.latest_snapshot()
+    table, snapshot = plan.table, plan.snapshot
     view = f"__dyntable_dv_{s.next_id()}"
     positioned_frame(s, table, snapshot).createOrReplaceTempView(view)
-    plan = MergePlan(s, table, n, stmt, view, merge_schema=merge_schema)
-    plan.carry = (FILE, POS)
-    joined = plan.joined_frame().localCheckpoint()  # evaluated once: checks, counts and the write agree
-    plan.check_cardinality(joined)
-    plan.check_keys(joined)
-    counts = plan.counts(joined)
+    job = MergeJob(s, plan.clauses, stmt)
+    joined = job.joined_frame(view, (FILE, POS)).localCheckpoint()  # evaluated once: checks, counts, write
+    job.check_cardinality(joined)
+    job.check_keys(joined)
+    counts = job.counts(joined)
     if counts["update"] + counts["delete"] + counts["insert"]:
-        touched = plan.touched(joined)
-        updated = touched.where(F.col(CLAUSE_COLUMN).isin(plan.ids("update")))
-        new_rows = plan.project(updated).unionByName(plan.inserted_rows(joined))
+        touched = job.touched(joined)
+        updated = touched.where(F.col(CLAUSE_COLUMN).isin(job.ids("update")))
+        new_rows = job.project(updated).unionByName(job.inserted_rows(joined))
         _commit(s, table, snapshot, touched.select(F.col(FILE), F.col(POS)), new_rows)
     return s.runner.run(merge_rows(counts), stmt)

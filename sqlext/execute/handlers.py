@@ -9,8 +9,8 @@ from sqlext.execute import (
     ddl,
     ddl_jobs,
     describe,
-    dml,
     insert,
+    merge_clauses,
     refs,
     row_level,
     session_stmts,
@@ -24,7 +24,6 @@ HANDLERS: dict[type, Any] = {
     ast.CompactTable: ddl_jobs.compact,
     ast.AddPrimaryKey: ddl_jobs.add_primary_key,
     ast.RescaleBuckets: ddl_jobs.rescale,
-    **dml.HANDLERS,
     **show_extended.HANDLERS,
     **views.HANDLERS,
     **call.HANDLERS,
@@ -40,4 +39,5 @@ PLANNERS: dict[type, Any] = {
     **describe.PLANNERS,
     **insert.PLANNERS,
     **row_level.PLANNERS,
+    **merge_clauses.PLANNERS,
 }

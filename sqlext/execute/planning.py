@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 import pyarrow as pa
 
@@ -22,6 +22,9 @@ from sqlext.bind.rewrite import BoundQuery
 from sqlext.parse.names import TableName, quoted
 from sqlext.parse.splitter import Statement
 from sqlext.parse.views import ViewDefinition
+
+if TYPE_CHECKING:  # the MERGE planner's own value type (it imports this module)
+    from sqlext.execute.merge_clauses import MergeClauses
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,11 @@ class PlannerContext(Protocol):
 
     def type_text(self, dtype: DataType) -> str:
         """How the SQL engine names a Paimon type (Spark's ``simpleString``)."""
+        ...
+
+    def cast_type(self, dtype: DataType) -> str:
+        """How the SQL engine names a Paimon type in a CAST, the same under any session setting
+        (Spark's ``timestamp_ltz``, not the session-dependent ``timestamp``)."""
         ...
 
     def engine_setting(self, key: str) -> str | None:
@@ -322,10 +330,10 @@ class TargetQuery:
 @dataclass(frozen=True)
 class Matched:
     """The rows a row-level statement changes: the target's rows (read as ``alias``) where
-    ``condition`` (SQL text) is true."""
+    ``condition`` (SQL text) is true (None: every row; only ``MarkDeletions`` takes that)."""
 
     alias: str
-    condition: str
+    condition: str | None
 
 
 @dataclass(frozen=True)
@@ -360,12 +368,17 @@ class RowLevelWrite:
 @dataclass(frozen=True)
 class MarkDeletions:
     """Mark the ``matched`` rows of a deletion-vector table at ``snapshot`` deleted: one snapshot
-    of new deletion vectors, no data file rewritten; the count reported is the rows marked."""
+    of new deletion vectors, no data file rewritten; the count reported is the rows marked.
+
+    ``rows`` (UPDATE): the select list, over the matched rows, of the rows that replace them; they
+    are added in the same snapshot.
+    """
 
     table: Table
     snapshot: Snapshot
     matched: Matched
     verb: str
+    rows: str | None = None
 
 
 @dataclass(frozen=True)
@@ -387,7 +400,22 @@ class TruncateTable:
     message: str
 
 
-RowLevelPlan: TypeAlias = RowLevelWrite | MarkDeletions | TruncateTable
+@dataclass(frozen=True)
+class MergeInto:
+    """MERGE INTO: the target at ``snapshot`` joined with the source in one query (``clauses``:
+    its text, each clause's values and key checks), evaluated once by the runner, which checks it
+    (one source row per target row, keys unchanged), counts the outcome and writes it in one
+    commit: a key table's changes, a deletion-vector table's marked rows and new rows, or an append
+    table's rewritten partitions (an overwrite based on ``snapshot``). ``table`` is at the schema
+    the write publishes when ``write.merge-schema`` evolves it."""
+
+    table: Table
+    snapshot: Snapshot | None
+    clauses: MergeClauses
+    deletion_vectors: bool
+
+
+RowLevelPlan: TypeAlias = RowLevelWrite | MarkDeletions | TruncateTable | MergeInto
 
 Plan: TypeAlias = Rows | Done | ToEngine | SessionAction | CatalogAction | Write | RowLevelPlan
 Planner: TypeAlias = Callable[[PlannerContext, Any, Statement], Plan]

@@ -1,5 +1,5 @@
-"""Planners of the row-level DML on managed tables: DELETE and TRUNCATE, and the checks UPDATE and
-MERGE INTO share with them (those two are still executors in ``dml.py``, which calls these).
+"""Planners of the row-level DML on managed tables: DELETE, UPDATE and TRUNCATE, and the checks
+MERGE INTO shares with them (MERGE is still an executor in ``dml.py``, which calls these).
 
 A planner checks the statement against the table and its metadata and returns what is to happen
 (``planning.RowLevelWrite``, ``MarkDeletions``, ``TruncateTable``, or ``Rows`` when metadata
@@ -18,6 +18,13 @@ runs Spark. The rules are Paimon's (its Spark ``RowLevelOp``, ``DeleteFromPaimon
     table if unpartitioned) are replaced by their surviving rows. A ``first-row`` table must be
     compacted first (files on level 0 refuse the statement, SQLSTATE 55000), and its rewrite goes
     up as an ordinary write's does (``write-only`` off: its reads skip level 0);
+* UPDATE needs a table whose written row becomes the row (append, ``deduplicate``,
+  ``partial-update``; others refuse it, SQLSTATE 0A000) and may set a key column (or a partition
+  column of a key table with fixed buckets) only to itself (42000). A deletion-vector table marks
+  the matched rows and adds their new values; a key table writes the new rows (``+U``); an append
+  table is rewritten copy-on-write (the whole table without WHERE; else the partitions holding a
+  matched row, by the rows' original partition values: an assignment may move a row to another
+  partition, where it is added);
 * TRUNCATE TABLE t [PARTITION (...)] removes every file (of the partition) in one snapshot.
 """
 
@@ -25,7 +32,8 @@ from __future__ import annotations
 
 from engine import ROWKIND, MergeConfig, Table
 from sqlext.errors import UnsupportedStatementError
-from sqlext.execute.dml_common import analysis_error, count_rows
+from sqlext.execute.assignments import key_change_error, resolve_assignments
+from sqlext.execute.dml_common import HELPER, analysis_error, column_names, count_rows
 from sqlext.execute.partitions import checked_spec
 from sqlext.execute.planning import (
     MarkDeletions,
@@ -38,6 +46,7 @@ from sqlext.execute.planning import (
     ToEngine,
     TruncateTable,
 )
+from sqlext.execute.table_options import column_defaults
 from sqlext.parse import ast
 from sqlext.parse.names import quoted
 from sqlext.parse.splitter import Statement
@@ -148,6 +157,56 @@ def delete(ctx: PlannerContext, n: ast.Delete, stmt: Statement) -> Plan:
     return RowLevelWrite(table, snapshot, kept, "matched", Matched(alias, cond), "deleted", options=options)
 
 
+def update(ctx: PlannerContext, n: ast.Update, stmt: Statement) -> Plan:
+    """UPDATE t SET ... [WHERE c] (see the module docstring)."""
+    table = target(ctx, n.table, stmt)
+    if table is None:
+        return TO_ENGINE
+    check_rewritable(table, "UPDATE", stmt)
+    latest = table.latest_snapshot()
+    snapshot = latest.id if latest is not None else None
+    alias = n.alias or n.table.table
+    a = quoted(alias)
+    cond = n.where.text if n.where is not None else None
+    columns = column_names(table)
+    defaults = column_defaults(table, ctx.cast_type)
+    if table.new_write_builder().writes_deletion_vectors():
+        if latest is None:
+            return count_rows(0, "updated")
+        assigned = resolve_assignments(table, n.assignments, (alias, n.table.table), stmt, a, defaults).values
+        return MarkDeletions(table, latest, Matched(alias, cond), "updated", _select(assigned, columns, a))
+    resolved = resolve_assignments(table, n.assignments, (alias, n.table.table), stmt, a, defaults)
+    # Paimon's rule: UPDATE may name a key column only to set it to itself.
+    same = {f"{p}{k}".lower() for k in resolved.keys for p in ("", f"{alias}.", f"{n.table.table}.")}
+    if any(resolved.values[k].strip("() ").replace("`", "").lower() not in same for k in resolved.keys):
+        raise key_change_error(table, resolved, stmt)
+    assigned = resolved.values
+    if table.primary_keys:
+        changes = TargetQuery(f"{_select(assigned, columns, a)}, '+U' AS {ROWKIND}", alias, cond)
+        return RowLevelWrite(table, snapshot, changes, "none", None, "updated")
+    if cond is None:
+        return RowLevelWrite(table, snapshot, TargetQuery(_select(assigned, columns, a), alias), "all", None,
+                             "updated")
+    select = ", ".join(
+        f"CASE WHEN ({cond}) THEN ({assigned[c]}) ELSE {a}.{quoted(c)} END AS {quoted(c)}"
+        if c in assigned
+        else f"{a}.{quoted(c)}"
+        for c in columns
+    )
+    # The partitions are found by the ORIGINAL partition values (an assignment may move a row).
+    keys = table.partition_keys
+    originals = tuple(f"{HELPER}o{i}" for i in range(len(keys)))
+    select += "".join(f", {a}.{quoted(k)} AS {o}" for k, o in zip(keys, originals, strict=True))
+    return RowLevelWrite(table, snapshot, TargetQuery(select, alias), "matched", Matched(alias, cond),
+                         "updated", partition_of=originals)
+
+
+def _select(assigned: dict[str, str], columns: list[str], alias: str) -> str:
+    """The select list of the updated rows: each column's assigned value, or its current one."""
+    return ", ".join(f"({assigned[c]}) AS {quoted(c)}" if c in assigned else f"{alias}.{quoted(c)}"
+                     for c in columns)
+
+
 def truncate(ctx: PlannerContext, n: ast.Truncate, stmt: Statement) -> Plan:
     """TRUNCATE TABLE t [PARTITION (...)]: one snapshot removing every file (of the partition)."""
     table = target(ctx, n.table, stmt)
@@ -157,4 +216,4 @@ def truncate(ctx: PlannerContext, n: ast.Truncate, stmt: Statement) -> Plan:
     return TruncateTable(table, spec, None, None, False, "", f"Table {table.name} truncated")
 
 
-PLANNERS: dict[type, Planner] = {ast.Delete: delete, ast.Truncate: truncate}
+PLANNERS: dict[type, Planner] = {ast.Delete: delete, ast.Update: update, ast.Truncate: truncate}

@@ -15,7 +15,8 @@ from engine import FileSystemCatalog, Identifier, Table
 from engine.errors import NoSuchPartitionError
 from engine.types import DataType
 from sqlext.errors import SqlAnalysisError
-from sqlext.execute.common import spark_to_paimon, spark_type_name
+from sqlext.execute.common import paimon_to_spark_ddl, spark_to_paimon, spark_type_name
+from sqlext.execute.dml import run_merge
 from sqlext.execute.dml_deletion_vectors import mark_deletions
 from sqlext.execute.planning import (
     AlterTable,
@@ -30,6 +31,7 @@ from sqlext.execute.planning import (
     DropTable,
     JobStatus,
     MarkDeletions,
+    MergeInto,
     Plan,
     RenameTable,
     ResetOption,
@@ -102,6 +104,9 @@ class SessionContext:
     def type_text(self, dtype: DataType) -> str:
         return spark_type_name(dtype)
 
+    def cast_type(self, dtype: DataType) -> str:
+        return paimon_to_spark_ddl(dtype)
+
     def engine_setting(self, key: str) -> str | None:
         try:
             return self._session.spark.conf.get(key, None)
@@ -160,6 +165,8 @@ class PlanRunner:
             return mark_deletions(s, plan, stmt)
         if isinstance(plan, TruncateTable):
             return run_truncate(s, plan, stmt)
+        if isinstance(plan, MergeInto):
+            return run_merge(s, plan, stmt)
         if isinstance(plan, DropPartitions):
             return StatementResult(stmt, None, self._drop_partitions(plan, stmt))
         if isinstance(plan, CatalogAction):

@@ -1,4 +1,4 @@
-"""The DELETE and TRUNCATE planners over a fake context (no JVM): the row-level plan each kind of
+"""The DELETE, UPDATE and TRUNCATE planners over a fake context (no JVM): the row-level plan each kind of
 table gets (append, primary-key by merge engine, deletion vectors), what metadata answers alone
 (empty tables, DELETE without WHERE on a DV table), the typed errors with the statement's position,
 and that planning changes nothing and runs no query."""
@@ -267,3 +267,90 @@ def test_count_rows_is_sparks_result_row():
     rows = count_rows(2, "deleted")
     assert isinstance(rows, Rows) and rows.message == "2 row(s) deleted"
     assert rows.table.to_pylist() == [{"num_affected_rows": 2}]
+
+
+# -- UPDATE -----------------------------------------------------------------------------------------
+def test_update_on_a_table_spark_owns_goes_to_spark(ctx):
+    assert plan(ctx, "UPDATE spark_t SET a = 1") == ToEngine(bind=True, row_level=True)
+
+
+@pytest.mark.parametrize("engine", ["first-row", "aggregation"])
+def test_update_on_a_table_whose_written_row_is_not_the_row_is_refused(ctx, engine):
+    create(ctx, "k", pk=True, **{"merge-engine": engine})
+    with pytest.raises(UnsupportedStatementError, match=f"UPDATE is not supported.*'{engine}'") as info:
+        plan(ctx, "UPDATE k SET v = 'x'")
+    assert info.value.sqlstate == "0A000"
+    errors_at_statement(info)
+
+
+def test_update_on_a_key_table_writes_the_new_rows_as_updates(ctx):
+    snapshot = add(create(ctx, "k", pk=True), [1, 2])
+    p = plan(ctx, "UPDATE k AS x SET v = upper(v), x.id = id WHERE id = 1")
+    assert isinstance(p, RowLevelWrite)
+    assert (p.snapshot, p.overwrite, p.matched, p.verb) == (snapshot, "none", None, "updated")
+    assert p.rows.sql("s") == ("SELECT ((id)) AS `id`, ((upper(v))) AS `v`, `x`.`dt`, '+U' AS rowkind "
+                               "FROM s AS `x` WHERE id = 1")
+
+
+@pytest.mark.parametrize("sql", ["UPDATE k SET id = id + 1", "UPDATE k SET dt = 'b' WHERE id = 1"])
+def test_update_may_set_a_key_column_only_to_itself(ctx, sql):
+    # With fixed buckets a key table's partition columns are kept like its key.
+    create(ctx, "k", pk=True, parted=True)
+    with pytest.raises(SqlAnalysisError, match="cannot change key column") as info:
+        plan(ctx, sql)
+    assert info.value.sqlstate == "42000"
+    errors_at_statement(info)
+
+
+def test_update_without_where_on_an_append_table_replaces_the_table(ctx):
+    snapshot = add(create(ctx, "t"), [1])
+    p = plan(ctx, "UPDATE t SET v = 'z'")
+    assert isinstance(p, RowLevelWrite) and (p.snapshot, p.overwrite, p.matched) == (snapshot, "all", None)
+    assert p.rows.sql("s") == "SELECT `t`.`id`, (('z')) AS `v`, `t`.`dt` FROM s AS `t`"
+
+
+def test_update_with_where_on_an_append_table_rewrites_partitions_by_their_original_values(ctx):
+    snapshot = add(create(ctx, "t", parted=True), [1])
+    p = plan(ctx, "UPDATE t SET dt = 'b' WHERE id = 1")
+    assert isinstance(p, RowLevelWrite)
+    assert (p.snapshot, p.overwrite, p.matched) == (snapshot, "matched", Matched("t", "id = 1"))
+    assert p.partition_of == ("__dyn_o0",)  # where the rows' partitions were before the change
+    assert p.rows.sql("s") == ("SELECT `t`.`id`, `t`.`v`, "
+                               "CASE WHEN (id = 1) THEN (('b')) ELSE `t`.`dt` END AS `dt`, "
+                               "`t`.`dt` AS __dyn_o0 FROM s AS `t`")
+
+
+def test_update_on_a_dv_table_marks_the_rows_and_adds_their_new_values(ctx):
+    table = create(ctx, "d", **DV)
+    add(table, [1, 2])
+    p = plan(ctx, "UPDATE d SET v = 'z' WHERE id = 2")
+    assert isinstance(p, MarkDeletions) and p.snapshot.id == table.latest_snapshot().id
+    assert (p.matched, p.verb) == (Matched("d", "id = 2"), "updated")
+    assert p.rows == "`d`.`id`, (('z')) AS `v`, `d`.`dt`"
+    every = plan(ctx, "UPDATE d SET v = 'z'")
+    assert isinstance(every, MarkDeletions) and every.matched == Matched("d", None)
+
+
+def test_update_on_an_empty_dv_table_is_answered_from_metadata(ctx):
+    create(ctx, "d", **DV)
+    assert plan(ctx, "UPDATE d SET v = 'z'") == count_rows(0, "updated")
+
+
+def test_update_default_writes_the_declared_default_cast_as_the_engine_names_the_type(ctx):
+    add(create(ctx, "t", **{"fields.v.default-value": "it's"}), [1])
+    p = plan(ctx, "UPDATE t SET v = DEFAULT")
+    assert isinstance(p, RowLevelWrite) and "(CAST('it\\'s' AS string)) AS `v`" in p.rows.select
+
+
+@pytest.mark.parametrize(("sql", "sqlstate", "message"), [
+    ("UPDATE t SET nope = 1", "42703", "has no column 'nope'"),
+    ("UPDATE t SET v = 'a', v = 'b'", "42701", "assigned more than once"),
+    ("UPDATE t SET q.v = 'a'", "42703", "neither the target table nor a column"),
+])
+def test_update_assignment_errors_point_at_the_statement(ctx, sql, sqlstate, message):
+    create(ctx, "t")
+    with pytest.raises(SqlAnalysisError, match=message) as info:
+        plan(ctx, sql)
+    assert info.value.sqlstate == sqlstate
+    errors_at_statement(info)
+    assert ctx.asked == []
