@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 import pyarrow as pa
 
@@ -358,7 +358,7 @@ class RowLevelWrite:
     table: Table
     snapshot: int | None
     rows: TargetQuery
-    overwrite: str  # 'none', 'matched' or 'all'
+    overwrite: Literal["none", "matched", "all"]
     matched: Matched | None
     verb: str
     partition_of: tuple[str, ...] = ()

@@ -82,6 +82,7 @@ def matching_partitions(
     """The partitions holding the matched rows, and how many such rows (one small job)."""
     keys = table.partition_keys
     a, cond = quoted(matched.alias), matched.condition
+    assert cond is not None, "an overwrite of the matched partitions needs a condition"
     if not keys:
         n = s.frame(f"SELECT count(*) AS c FROM {pinned.view()} AS {a} WHERE {cond}", stmt).collect()[0][0]
         return ([{}] if n else []), int(n)
