@@ -13,13 +13,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from engine import Table
 from engine.types import DataType, TypeRoot
 from sqlext.errors import SqlAnalysisError
 from sqlext.execute.table_options import computed_columns
-from sqlext.execute.writes import spark_defaults as column_defaults
 from sqlext.parse import ast
 from sqlext.parse.names import quoted
 from sqlext.parse.splitter import Statement
@@ -91,10 +91,11 @@ def resolve_assignments(
     aliases: tuple[str, ...],
     stmt: Statement,
     target: str,
+    defaults: Mapping[str, str],
 ) -> Assigned:
-    """Resolve a SET clause; ``target`` qualifies the target's current values (e.g. the alias)."""
+    """Resolve a SET clause; ``target`` qualifies the target's current values (e.g. the alias);
+    ``defaults``: each column's declared default as a SQL expression (``DEFAULT`` writes it)."""
     computed = computed_columns(dict(table.schema.options))
-    defaults = column_defaults(table)
     types = {f.name: f.type for f in table.schema.fields}
     # Paimon refuses assignments to primary-key columns only. A partition column outside the key
     # (cross-partition upsert, 'bucket' = '-1') may change: the write moves the key to the new partition.

@@ -1,21 +1,16 @@
 """What the row-level statements (DELETE, UPDATE, MERGE, TRUNCATE) share: the prefix of the
-helper columns they add, typed errors, and their result rows (Spark's ``num_*_rows``).
-Used by ``dml`` (copy-on-write and key tables), ``merge_plan`` and ``dml_deletion_vectors``."""
+helper columns they add, typed errors, and their result rows (Spark's ``num_*_rows``) as ``Rows``
+plans. Used by the planners (``row_level``) and by the Spark side (``row_level_writes``, ``dml``,
+``merge_plan``, ``dml_deletion_vectors``); nothing here needs Spark or the session."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from engine import Table
 from sqlext.errors import SqlAnalysisError
-from sqlext.execute.common import rows
-from sqlext.execute.results import StatementResult
+from sqlext.execute.planning import Rows
 from sqlext.parse.splitter import Statement
-
-if TYPE_CHECKING:
-    from sqlext.session import SqlSession
 
 HELPER = "__dyn_"  # prefix of the helper columns the row-level statements add (never written)
 _COUNT_SCHEMA = pa.schema([("num_affected_rows", pa.int64())])
@@ -33,24 +28,17 @@ def analysis_error(stmt: Statement, message: str, sqlstate: str) -> SqlAnalysisE
     return SqlAnalysisError(message, line=stmt.line, column=stmt.column, sqlstate=sqlstate)
 
 
-def _message(count: int, verb: str) -> str:
-    return f"{count} row(s) {verb}"
-
-
-def count_result(s: SqlSession, stmt: Statement, count: int, verb: str) -> StatementResult:
-    return rows(
-        s,
-        stmt,
-        pa.table({"num_affected_rows": pa.array([count], pa.int64())}, schema=_COUNT_SCHEMA),
-        _message(count, verb),
-    )
+def count_rows(count: int, verb: str) -> Rows:
+    """DELETE's / UPDATE's result: the rows affected."""
+    table = pa.table({"num_affected_rows": pa.array([count], pa.int64())}, schema=_COUNT_SCHEMA)
+    return Rows(table, f"{count} row(s) {verb}")
 
 
 def column_names(table: Table) -> list[str]:
     return list(table.schema.field_names)
 
 
-def merge_result(s: SqlSession, stmt: Statement, counts: dict[str, int]) -> StatementResult:
+def merge_rows(counts: dict[str, int]) -> Rows:
     """MERGE's result row: affected, updated, deleted and inserted rows."""
     total = counts["update"] + counts["delete"] + counts["insert"]
     result = pa.table(
@@ -62,9 +50,7 @@ def merge_result(s: SqlSession, stmt: Statement, counts: dict[str, int]) -> Stat
         },
         schema=_MERGE_SCHEMA,
     )
-    return rows(
-        s,
-        stmt,
+    return Rows(
         result,
         f"{total} row(s) affected ({counts['update']} updated, {counts['delete']} "
         f"deleted, {counts['insert']} inserted)",

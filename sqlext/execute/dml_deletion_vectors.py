@@ -30,7 +30,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from engine import Table, WriteBuilder, group_positions
-from sqlext.parse import ast
+from sqlext.execute.dml_common import count_rows, merge_rows
+from sqlext.execute.planning import MarkDeletions, MergeInto
 from sqlext.parse.names import quoted
 from sqlext.parse.splitter import Statement
 from sqlext.source.spark_types import spark_schema
@@ -142,66 +143,39 @@ def _commit(s: SqlSession, table: Table, snapshot: Any, touched: DataFrame,
     return count
 
 
-def delete(s: SqlSession, table: Table, n: ast.Delete, stmt: Statement) -> StatementResult:
-    from sqlext.execute.dml_common import count_result
-
-    snapshot = table.latest_snapshot()
-    if snapshot is None:
-        return count_result(s, stmt, 0, "deleted")
-    if n.where is None:
-        # Paimon truncates: every file goes, with its DV (the count comes from the metadata)
-        files = table.new_write_builder().deletion_scan_files(snapshot)
-        count = sum(f.row_count - f.deleted.size for f in files)
-        if count:
-            table.truncate()
-        return count_result(s, stmt, count, "deleted")
-    alias = quoted(n.alias or n.table.table)
+def mark_deletions(s: SqlSession, plan: MarkDeletions, stmt: Statement) -> StatementResult:
+    """Carry out a ``MarkDeletions`` plan (DELETE … WHERE, UPDATE on a DV table): one snapshot."""
+    table, matched = plan.table, plan.matched
+    snapshot = plan.snapshot
+    alias = quoted(matched.alias)
     view = f"__dyntable_dv_{s.next_id()}"
     positioned_frame(s, table, snapshot).createOrReplaceTempView(view)
-    where = f" WHERE {n.where.text}"
-    touched = s.frame(f"SELECT {alias}.{FILE}, {alias}.{POS} FROM {view} AS {alias}{where}", stmt)
-    return count_result(s, stmt, _commit(s, table, snapshot, touched, None), "deleted")
+    where = f" WHERE {matched.condition}" if matched.condition is not None else ""
+    if plan.rows is None:  # DELETE
+        touched = s.frame(f"SELECT {alias}.{FILE}, {alias}.{POS} FROM {view} AS {alias}{where}", stmt)
+        return s.runner.run(count_rows(_commit(s, table, snapshot, touched, None), plan.verb), stmt)
+    # UPDATE: the new rows and the positions they replace, from one evaluation (so they agree).
+    found = s.frame(f"SELECT {plan.rows}, {alias}.{FILE}, {alias}.{POS} FROM {view} AS {alias}{where}", stmt)
+    found = found.localCheckpoint()
+    marked = _commit(s, table, snapshot, found, found.drop(FILE, POS))
+    return s.runner.run(count_rows(marked, plan.verb), stmt)
 
 
-def update(s: SqlSession, table: Table, n: ast.Update, stmt: Statement) -> StatementResult:
-    from sqlext.execute.assignments import resolve_assignments
-    from sqlext.execute.dml_common import count_result
-
-    snapshot = table.latest_snapshot()
-    if snapshot is None:
-        return count_result(s, stmt, 0, "updated")
-    alias = n.alias or n.table.table
-    a = quoted(alias)
-    assigned = resolve_assignments(table, n.assignments, (alias, n.table.table), stmt, a).values
-    view = f"__dyntable_dv_{s.next_id()}"
-    positioned_frame(s, table, snapshot).createOrReplaceTempView(view)
-    where = f" WHERE {n.where.text}" if n.where is not None else ""
-    select = ", ".join(f"({assigned[c]}) AS {quoted(c)}" if c in assigned else f"{a}.{quoted(c)}"
-                       for c in table.schema.field_names)
-    matched = s.frame(f"SELECT {select}, {a}.{FILE}, {a}.{POS} FROM {view} AS {a}{where}", stmt)
-    matched = matched.localCheckpoint()  # evaluated once: the positions and the new rows agree
-    new_rows = matched.drop(FILE, POS)
-    return count_result(s, stmt, _commit(s, table, snapshot, matched, new_rows), "updated")
-
-
-def merge(s: SqlSession, table: Table, n: ast.Merge, stmt: Statement, *,
-          merge_schema: bool = False) -> StatementResult:
+def merge(s: SqlSession, plan: MergeInto, stmt: Statement) -> StatementResult:
     """MERGE on a DV append table: DV the updated/deleted target rows, add updated + inserted rows."""
-    from sqlext.execute.dml_common import merge_result
-    from sqlext.execute.merge_plan import CLAUSE_COLUMN, MergePlan
+    from sqlext.execute.merge_plan import CLAUSE_COLUMN, MergeJob
 
-    snapshot = table.latest_snapshot()
+    table, snapshot = plan.table, plan.snapshot
     view = f"__dyntable_dv_{s.next_id()}"
     positioned_frame(s, table, snapshot).createOrReplaceTempView(view)
-    plan = MergePlan(s, table, n, stmt, view, merge_schema=merge_schema)
-    plan.carry = (FILE, POS)
-    joined = plan.joined_frame().localCheckpoint()  # evaluated once: checks, counts and the write agree
-    plan.check_cardinality(joined)
-    plan.check_keys(joined)
-    counts = plan.counts(joined)
+    job = MergeJob(s, plan.clauses, stmt)
+    joined = job.joined_frame(view, (FILE, POS)).localCheckpoint()  # evaluated once: checks, counts, write
+    job.check_cardinality(joined)
+    job.check_keys(joined)
+    counts = job.counts(joined)
     if counts["update"] + counts["delete"] + counts["insert"]:
-        touched = plan.touched(joined)
-        updated = touched.where(F.col(CLAUSE_COLUMN).isin(plan.ids("update")))
-        new_rows = plan.project(updated).unionByName(plan.inserted_rows(joined))
+        touched = job.touched(joined)
+        updated = touched.where(F.col(CLAUSE_COLUMN).isin(job.ids("update")))
+        new_rows = job.project(updated).unionByName(job.inserted_rows(joined))
         _commit(s, table, snapshot, touched.select(F.col(FILE), F.col(POS)), new_rows)
-    return merge_result(s, stmt, counts)
+    return s.runner.run(merge_rows(counts), stmt)

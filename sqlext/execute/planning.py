@@ -11,17 +11,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 import pyarrow as pa
 
-from engine import FileSystemCatalog, Identifier, OverwriteSpec, Table, TableSchema
+from engine import FileSystemCatalog, Identifier, OverwriteSpec, Snapshot, Table, TableSchema
 from engine.schema_changes import SchemaChange
 from engine.types import DataField, DataType
 from sqlext.bind.rewrite import BoundQuery
-from sqlext.parse.names import TableName
+from sqlext.parse.names import TableName, quoted
 from sqlext.parse.splitter import Statement
 from sqlext.parse.views import ViewDefinition
+
+if TYPE_CHECKING:  # the MERGE planner's own value type (it imports this module)
+    from sqlext.execute.merge_clauses import MergeClauses
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,11 @@ class PlannerContext(Protocol):
         """How the SQL engine names a Paimon type (Spark's ``simpleString``)."""
         ...
 
+    def cast_type(self, dtype: DataType) -> str:
+        """How the SQL engine names a Paimon type in a CAST, the same under any session setting
+        (Spark's ``timestamp_ltz``, not the session-dependent ``timestamp``)."""
+        ...
+
     def engine_setting(self, key: str) -> str | None:
         """The SQL engine's own setting ``key`` (a Spark conf), or None when unset."""
         ...
@@ -145,6 +153,7 @@ class ToEngine:
     target; with ``bind``, managed tables it reads are bound first)."""
 
     bind: bool = False
+    row_level: bool = False  # a row-level change: Spark's bare refusal becomes a typed error
 
 
 @dataclass(frozen=True)
@@ -300,7 +309,115 @@ class Write:
     stream: StreamSettings | None = None
 
 
-Plan: TypeAlias = Rows | Done | ToEngine | SessionAction | CatalogAction | Write
+# Row-level DML (docs/design/planners.md, "Row-level DML"): what is changed depends on the data,
+# so these plans name the queries that find it and leave the finding to the runner. Their queries
+# read the target through the runner: a fresh read of the table at the plan's ``snapshot`` for each
+# query, so every read of one statement sees one version.
+@dataclass(frozen=True)
+class TargetQuery:
+    """``SELECT <select> FROM <the target> AS <alias> [WHERE <where>]``: SQL text over the target."""
+
+    select: str
+    alias: str
+    where: str | None = None
+
+    def sql(self, source: str) -> str:
+        """The query with ``source`` (a view of the target) in its FROM clause."""
+        where = f" WHERE {self.where}" if self.where is not None else ""
+        return f"SELECT {self.select} FROM {source} AS {quoted(self.alias)}{where}"
+
+
+@dataclass(frozen=True)
+class Matched:
+    """The rows a row-level statement changes: the target's rows (read as ``alias``) where
+    ``condition`` (SQL text) is true (None: every row; only ``MarkDeletions`` takes that)."""
+
+    alias: str
+    condition: str | None
+
+
+@dataclass(frozen=True)
+class RowLevelWrite:
+    """A DELETE/UPDATE written as rows into a table read at ``snapshot``, in one commit.
+
+    ``rows``: the query over the target of the rows to write. ``overwrite``:
+
+    * ``"none"``: append them (a primary-key table's changes, with the ``rowkind`` column); the
+      count reported is the rows written;
+    * ``"matched"``: the partitions holding ``matched`` rows (the whole table if unpartitioned)
+      are replaced by those of ``rows`` that were in them (``partition_of``: the columns of
+      ``rows`` holding each row's partition values before the change, default the partition
+      columns); the count reported is the matched rows, and none matched writes nothing;
+    * ``"all"``: they replace the whole table; the count reported is the rows written.
+
+    An overwrite is based on ``snapshot``: a later change to what it replaces fails the statement.
+    ``options``: the write's options beyond the session's. ``verb``: the result says
+    ``{count} row(s) <verb>``.
+    """
+
+    table: Table
+    snapshot: int | None
+    rows: TargetQuery
+    overwrite: Literal["none", "matched", "all"]
+    matched: Matched | None
+    verb: str
+    partition_of: tuple[str, ...] = ()
+    options: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MarkDeletions:
+    """Mark the ``matched`` rows of a deletion-vector table at ``snapshot`` deleted: one snapshot
+    of new deletion vectors, no data file rewritten; the count reported is the rows marked.
+
+    ``rows`` (UPDATE): the select list, over the matched rows, of the rows that replace them; they
+    are added in the same snapshot.
+    """
+
+    table: Table
+    snapshot: Snapshot
+    matched: Matched
+    verb: str
+    rows: str | None = None
+
+
+@dataclass(frozen=True)
+class TruncateTable:
+    """Remove every file of a table (or of one ``partition``, typed) in one snapshot.
+
+    ``count``: for DELETE without WHERE, the rows removed, when metadata knows it (an append table
+    with deletion vectors); ``count_rows``: the runner counts them with a query first (and commits
+    nothing when there are none); the result is then ``{count} row(s) <verb>``. Without either
+    (TRUNCATE) the result is ``message``, with " (it was empty)" when nothing was removed.
+    """
+
+    table: Table
+    partition: Mapping[str, Any] | None
+    snapshot: int | None
+    count: int | None
+    count_rows: bool
+    verb: str
+    message: str
+
+
+@dataclass(frozen=True)
+class MergeInto:
+    """MERGE INTO: the target at ``snapshot`` joined with the source in one query (``clauses``:
+    its text, each clause's values and key checks), evaluated once by the runner, which checks it
+    (one source row per target row, keys unchanged), counts the outcome and writes it in one
+    commit: a key table's changes, a deletion-vector table's marked rows and new rows, or an append
+    table's rewritten partitions (an overwrite based on ``snapshot``). ``table`` is at the schema
+    the write publishes when ``write.merge-schema`` evolves it."""
+
+    table: Table
+    snapshot: Snapshot | None
+    clauses: MergeClauses
+    deletion_vectors: bool
+
+
+RowLevelPlan: TypeAlias = RowLevelWrite | MarkDeletions | TruncateTable | MergeInto
+
+Plan: TypeAlias = Rows | Done | ToEngine | SessionAction | CatalogAction | Write | RowLevelPlan
 Planner: TypeAlias = Callable[[PlannerContext, Any, Statement], Plan]
 
 

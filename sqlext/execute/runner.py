@@ -15,7 +15,9 @@ from engine import FileSystemCatalog, Identifier, Table
 from engine.errors import NoSuchPartitionError
 from engine.types import DataType
 from sqlext.errors import SqlAnalysisError
-from sqlext.execute.common import spark_to_paimon, spark_type_name
+from sqlext.execute.common import paimon_to_spark_ddl, spark_to_paimon, spark_type_name
+from sqlext.execute.dml import run_merge
+from sqlext.execute.dml_deletion_vectors import mark_deletions
 from sqlext.execute.planning import (
     AlterTable,
     BoundFrame,
@@ -28,18 +30,23 @@ from sqlext.execute.planning import (
     DropPartitions,
     DropTable,
     JobStatus,
+    MarkDeletions,
+    MergeInto,
     Plan,
     RenameTable,
     ResetOption,
+    RowLevelWrite,
     Rows,
     SetOption,
     StopJob,
     ToEngine,
+    TruncateTable,
     UseDatabase,
     Write,
     message_of,
 )
 from sqlext.execute.results import StatementResult
+from sqlext.execute.row_level_writes import run_on_engine, run_row_level_write, run_truncate
 from sqlext.execute.writes import run_write
 from sqlext.parse.names import TableName
 from sqlext.parse.splitter import Statement
@@ -97,6 +104,9 @@ class SessionContext:
     def type_text(self, dtype: DataType) -> str:
         return spark_type_name(dtype)
 
+    def cast_type(self, dtype: DataType) -> str:
+        return paimon_to_spark_ddl(dtype)
+
     def engine_setting(self, key: str) -> str | None:
         try:
             return self._session.spark.conf.get(key, None)
@@ -143,10 +153,20 @@ class PlanRunner:
         if isinstance(plan, Done):
             return StatementResult(stmt, None, plan.message)
         if isinstance(plan, ToEngine):
+            if plan.row_level:
+                return run_on_engine(s, stmt)
             frame = s.spark_sql(stmt.text, stmt) if plan.bind else s.spark.sql(stmt.text)
             return StatementResult(stmt, frame, None)
         if isinstance(plan, Write):
             return run_write(s, plan, stmt)
+        if isinstance(plan, RowLevelWrite):
+            return run_row_level_write(s, plan, stmt)
+        if isinstance(plan, MarkDeletions):
+            return mark_deletions(s, plan, stmt)
+        if isinstance(plan, TruncateTable):
+            return run_truncate(s, plan, stmt)
+        if isinstance(plan, MergeInto):
+            return run_merge(s, plan, stmt)
         if isinstance(plan, DropPartitions):
             return StatementResult(stmt, None, self._drop_partitions(plan, stmt))
         if isinstance(plan, CatalogAction):

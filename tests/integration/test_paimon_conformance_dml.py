@@ -87,19 +87,19 @@ def test_delete_on_aggregation_table_removes_the_row(session):
 def test_delete_rewrite_conflicts_with_a_concurrent_write(session, monkeypatch):
     # A copy-on-write DELETE replaces partitions computed from the snapshot it read: a write landing
     # in them meanwhile must fail the DELETE, not be erased by it.
-    from sqlext.execute import dml
+    from sqlext.execute import row_level_writes
 
     run(session, "CREATE TABLE agg (id INT, total BIGINT, PRIMARY KEY (id) NOT ENFORCED) "
                  "WITH ('merge-engine' = 'aggregation', 'fields.total.aggregate-function' = 'sum')")
     run(session, "INSERT INTO agg VALUES (1, 1), (2, 2)")
-    original = dml._matching_partitions
+    original = row_level_writes.matching_partitions
 
     def with_concurrent_write(*args, **kwargs):
         found = original(*args, **kwargs)
         run(session, "INSERT INTO agg VALUES (2, 5), (3, 3)")
         return found
 
-    monkeypatch.setattr(dml, "_matching_partitions", with_concurrent_write)
+    monkeypatch.setattr(row_level_writes, "matching_partitions", with_concurrent_write)
     with pytest.raises(SqlError, match="changed the partitions being overwritten"):
         list(session.execute("DELETE FROM agg WHERE id = 1"))
     assert contents(session, "agg") == [(1, 1), (2, 7), (3, 3)]

@@ -65,6 +65,9 @@ class FakeContext:
     def type_text(self, dtype: DataType) -> str:
         return type_to_sql(dtype).lower()
 
+    def cast_type(self, dtype: DataType) -> str:
+        return type_to_sql(dtype).lower()
+
     def engine_setting(self, key: str) -> str | None:
         return self.settings.get(key)
 

@@ -1,0 +1,161 @@
+"""Carrying out row-level plans in Spark: the runner's side of ``RowLevelWrite``, ``MarkDeletions``
+and ``TruncateTable`` (``planning.py``), and the pieces the row-level executors not yet converted
+(UPDATE, MERGE INTO in ``dml.py``) share with it: the target pinned at one snapshot, the partitions
+holding matched rows, the restriction of a frame to those partitions.
+
+Only the small list of affected partitions and counts reaches the driver; the rows stay in Spark
+and go out in one write job and one commit (``writes.write_frame``).
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from engine import OverwriteSpec, Table
+from sqlext.errors import UnsupportedStatementError
+from sqlext.execute.dml_common import HELPER, column_names, count_rows
+from sqlext.execute.planning import Matched, RowLevelWrite, TruncateTable
+from sqlext.execute.results import StatementResult
+from sqlext.execute.writes import write_frame
+from sqlext.parse.names import quoted
+from sqlext.parse.splitter import Statement
+from sqlext.source.requests import ReadRequest, ReadVersion
+
+if TYPE_CHECKING:
+    from sqlext.session import SqlSession
+
+
+def run_on_engine(s: SqlSession, stmt: Statement) -> StatementResult:
+    """A row-level statement on a table of Spark's: Spark runs it (managed tables it reads bound)."""
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        return StatementResult(stmt, s.spark_sql(stmt.text, stmt), None)
+    except Py4JJavaError as e:
+        # Spark refuses row-level changes on its own v1 tables and views with a bare Java error.
+        text = str(e.java_exception.getMessage() or e).strip().splitlines()
+        raise UnsupportedStatementError(
+            f"Spark cannot run this statement on a table dyntable does not manage: {text[0] if text else e}",
+            line=stmt.line,
+            column=stmt.column,
+        ) from None
+
+
+class Pinned:
+    """Fresh temp views of ``table`` at one snapshot: every pass of a statement reads the same rows.
+
+    Each query gets its own view: the data source keeps the filters Spark pushed into a view's
+    reader, so a view reused by a second query could filter that query's rows too.
+    """
+
+    def __init__(self, s: SqlSession, table: Table, snapshot_id: int | None) -> None:
+        self.s = s
+        self.snapshot_id = snapshot_id
+        travel = ReadVersion(snapshot_id=snapshot_id) if snapshot_id is not None else None
+        self.request = ReadRequest(s.target(table.name), travel=travel)
+        # An empty table (no snapshot, or no live file) is read as an empty frame of its schema
+        # without asking the data source for splits it does not have.
+        self.empty = snapshot_id is None or not (
+            table.new_read_builder().at(snapshot_id=snapshot_id).new_scan().plan().splits)
+
+    @classmethod
+    def latest(cls, s: SqlSession, table: Table) -> Pinned:
+        latest = table.latest_snapshot()
+        return cls(s, table, latest.id if latest is not None else None)
+
+    def view(self) -> str:
+        name = f"__dyntable_dml_{self.s.next_id()}"
+        df = self.s.read(self.request)
+        if self.empty:
+            df = self.s.spark.createDataFrame([], df.schema)
+        df.createOrReplaceTempView(name)
+        return name
+
+
+def matching_partitions(
+    s: SqlSession, table: Table, pinned: Pinned, matched: Matched, stmt: Statement
+) -> tuple[list[dict[str, Any]], int]:
+    """The partitions holding the matched rows, and how many such rows (one small job)."""
+    keys = table.partition_keys
+    a, cond = quoted(matched.alias), matched.condition
+    assert cond is not None, "an overwrite of the matched partitions needs a condition"
+    if not keys:
+        n = s.frame(f"SELECT count(*) AS c FROM {pinned.view()} AS {a} WHERE {cond}", stmt).collect()[0][0]
+        return ([{}] if n else []), int(n)
+    cols = ", ".join(f"{a}.{quoted(k)}" for k in keys)
+    found = s.frame(
+        f"SELECT {cols}, count(*) AS {HELPER}n FROM {pinned.view()} AS {a} WHERE {cond} GROUP BY {cols}",
+        stmt,
+    ).collect()
+    specs = [{k: row[i] for i, k in enumerate(keys)} for row in found]
+    return specs, int(sum(row[len(keys)] for row in found))
+
+
+def in_partitions(
+    s: SqlSession, df: DataFrame, table: Table, specs: list[dict[str, Any]], columns: list[str] | None = None
+) -> DataFrame:
+    """Rows of ``df`` whose partition columns (``columns``, default the keys) equal one of ``specs``.
+
+    A broadcast semi-join with the small list, NULL-safe (a NULL partition value is a partition).
+    """
+    keys = list(table.partition_keys)
+    if not keys:
+        return df
+    cols = columns or keys
+    schema = df.select(*[F.col(quoted(c)).alias(f"{HELPER}p{i}") for i, c in enumerate(cols)]).schema
+    parts = s.spark.createDataFrame([tuple(spec[k] for k in keys) for spec in specs], schema)
+    on = reduce(
+        lambda x, y: x & y, [df[quoted(c)].eqNullSafe(parts[f"{HELPER}p{i}"]) for i, c in enumerate(cols)]
+    )
+    return df.join(F.broadcast(parts), on=on, how="left_semi")
+
+
+def overwrite_of(table: Table, specs: list[dict[str, Any]]) -> OverwriteSpec:
+    """What an overwrite replaces: exactly the affected partitions (the whole table if unpartitioned)."""
+    return OverwriteSpec(partitions=tuple(specs)) if table.partition_keys else OverwriteSpec()
+
+
+def run_row_level_write(s: SqlSession, plan: RowLevelWrite, stmt: Statement) -> StatementResult:
+    """Carry out a ``RowLevelWrite``: find what it replaces, then one write job and one commit."""
+    table, columns = plan.table, column_names(plan.table)
+    pinned = Pinned(s, table, plan.snapshot)
+    hints = dict(plan.options) or None
+    if plan.overwrite == "none":
+        df = s.frame(plan.rows.sql(pinned.view()), stmt)
+        count = write_frame(s, table, df, columns, overwrite=None, stmt=stmt, hints=hints)
+    elif plan.overwrite == "all":
+        df = s.frame(plan.rows.sql(pinned.view()), stmt)
+        count = write_frame(s, table, df, columns, overwrite=OverwriteSpec(), stmt=stmt, hints=hints,
+                            base_snapshot_id=plan.snapshot)
+    else:
+        assert plan.overwrite == "matched" and plan.matched is not None
+        specs, count = matching_partitions(s, table, pinned, plan.matched, stmt)
+        if count:
+            df = s.frame(plan.rows.sql(pinned.view()), stmt)
+            df = in_partitions(s, df, table, specs, list(plan.partition_of) or None)
+            if plan.partition_of:  # the partition values before the change, not written
+                df = df.select(*[quoted(c) for c in columns])
+            write_frame(s, table, df, columns, overwrite=overwrite_of(table, specs), stmt=stmt, hints=hints,
+                        base_snapshot_id=plan.snapshot)
+    return s.runner.run(count_rows(count, plan.verb), stmt)
+
+
+def run_truncate(s: SqlSession, plan: TruncateTable, stmt: Statement) -> StatementResult:
+    """Carry out a ``TruncateTable``: count first when asked, then one snapshot removing the files."""
+    table = plan.table
+    if plan.count is not None or plan.count_rows:
+        count = plan.count
+        if count is None:
+            count = s.spark.table(Pinned(s, table, plan.snapshot).view()).count()
+        if count:
+            table.truncate()
+        return s.runner.run(count_rows(count, plan.verb), stmt)
+    if plan.partition is None:
+        result = table.truncate()
+    else:
+        result = table.drop_partitions([dict(plan.partition)])
+    return StatementResult(stmt, None, plan.message + ("" if result.snapshot_ids else " (it was empty)"))
