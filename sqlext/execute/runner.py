@@ -51,6 +51,7 @@ from sqlext.execute.writes import run_write
 from sqlext.parse.names import TableName
 from sqlext.parse.splitter import Statement
 from sqlext.parse.views import ViewDefinition
+from sqlext.source.session_conf import session_conf
 
 if TYPE_CHECKING:
     from sqlext.session import SqlSession
@@ -72,7 +73,10 @@ class SessionContext:
 
     @property
     def options(self) -> Mapping[str, str]:
-        return self._session.options
+        # Spark's configuration holds the spark.paimon.* keys too (SET writes them there, and a
+        # notebook may call spark.conf.set directly): SQL statements see the same keys as the
+        # session's DataFrame reads and writes.
+        return {**session_conf(self._session.spark), **self._session.options}
 
     @property
     def streaming(self) -> bool:

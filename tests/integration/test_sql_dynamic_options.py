@@ -217,3 +217,16 @@ def test_dynamic_options_reach_dataframe_writes(spark, session, conf):
      .option("table", "default.t").option("tag.batch.customized-name", "explicit").mode("append").save())
     assert tags(session, "t") == ({"from-conf": 1, "explicit": 2}, 2)
     assert "tag.automatic-creation" not in session.table(TableName.parse("t")).options  # never stored
+
+
+def test_dynamic_options_set_in_sparks_configuration_reach_sql_writes(spark, session, conf):
+    """A key set with ``spark.conf.set`` (as a notebook or Paimon's withSparkSQLConf does), not by
+    ``SET``, reaches SQL writes as it reaches SQL reads and DataFrame writes."""
+    run(session, "CREATE TABLE t (id INT)")
+    conf(**{"spark.paimon.*.default.t.tag.automatic-creation": "batch",
+            "spark.paimon.tag.batch.customized-name": "from-spark-conf"})
+    run(session, "INSERT INTO t VALUES 1")
+    assert tags(session, "t") == ({"from-spark-conf": 1}, 1)
+    conf(**{"spark.paimon.write.merge-schema": "true"})
+    run(session, "INSERT INTO t BY NAME SELECT 2 AS id, 'b' AS extra")
+    assert run(session, "SELECT id, extra FROM t ORDER BY id") == [(1, None), (2, "b")]
