@@ -8,7 +8,8 @@
             (*a Python worker process)
 ```
 Options are built and parsed only by ``sqlext.source.requests`` (``ReadRequest`` /
-``WriteRequest``): the table, projection, pruning filter, time travel, changelog, incremental
+``WriteRequest``): the table, projection, filter (pruning; exact when the SQL session says the
+query implies it), split limit, time travel, changelog, incremental
 range, the native scan's merge-only snapshot (``sqlext.source.native`` reads the other splits
 with Spark's Parquet reader), overwrite intent, commit user and identifier, and the storage
 options executors need.
@@ -237,7 +238,12 @@ class DyntableReader(DataSourceReader):
             .with_filter(option_filter(request, table)).with_row_kind(self.with_kind)
             # Set by sqlext.source.native: Spark's Parquet reader reads the rest of this snapshot's plan.
             .with_merge_only(request.merge_only).with_read_optimized(self.system == "ro")
+            .with_limit(request.limit if not self.with_kind else None)
         )
+        # The SQL session's filter is implied by the query: rows that fail it are dropped here,
+        # after the merge, rather than handed to the JVM for Spark to drop (not for reads whose
+        # rows carry change kinds: a -D row's values say nothing about the key's live row).
+        self.exact = request.filter_exact and not self.with_kind and self.builder.filter is not None
         self.incremental = None
         if request.incremental is not None:
             self.incremental = self.builder.new_incremental(request.incremental)
@@ -274,8 +280,8 @@ class DyntableReader(DataSourceReader):
             # rows are filtered here first: handing rows to the JVM costs more than filtering them
             # (not $audit_log / changelog reads, whose rows carry kinds the filter cannot see).
             b = self.builder
-            first = (b.uses_deletion_vectors() and not self.with_kind and b.filter is not None
-                     and b.filter.columns() <= set(b.schema.field_names))
+            first = self.exact or (b.uses_deletion_vectors() and not self.with_kind and b.filter is not None
+                                   and b.filter.columns() <= set(b.schema.field_names))
             self._read = b.new_read(filter_rows=first)
         changes = getattr(partition, "changes", False)
         for table in self._read.read(split):
