@@ -14,9 +14,12 @@ import itertools
 import math
 
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import engine.read.section_merge as section_merge
+from engine.merge import streaming
 from engine.scan import predicate as P
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("x", pa.float64()), ("s", pa.string())])
@@ -82,13 +85,16 @@ def _canon(rows) -> list[tuple]:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(batches=writes, conjuncts=st.lists(leaves, min_size=1, max_size=2))
-def test_the_filter_runs_after_the_merge_as_spark_evaluates_it(catalog, batches, conjuncts):
+@given(batches=writes, conjuncts=st.lists(leaves, min_size=1, max_size=2), chunk=st.sampled_from([None, 4]))
+def test_the_filter_runs_after_the_merge_as_spark_evaluates_it(catalog, batches, conjuncts, chunk):
     t, model = _table(catalog, batches)
     predicate = P.and_(*(_predicate(c) for c in conjuncts))
     builder = t.new_read_builder().with_filter(predicate)
     splits = builder.new_scan().plan().splits
-    got = builder.new_read().to_arrow(splits).to_pylist()
+    with pytest.MonkeyPatch.context() as mp:
+        if chunk is not None:  # sections streamed in key-aligned steps of a few rows
+            mp.setattr(streaming, "MERGE_CHUNK_ROWS", chunk)
+        got = builder.new_read().to_arrow(splits).to_pylist()
     expected = [r for r in model.values() if all(_keeps(c, r) for c in conjuncts)]
     assert _canon(got) == _canon(expected)
 
@@ -130,3 +136,19 @@ def test_a_limited_read_stops_reading_the_split(catalog, monkeypatch):
     assert len(split.files) == 2  # two key ranges apart: two sections, read one after the other
     assert builder.with_limit(3).new_read().to_arrow([split]).num_rows == 3
     assert len(calls) == 1
+
+
+def test_merges_take_only_the_keys_with_a_passing_version(catalog, monkeypatch):
+    batches = [[(k, float(k % 50), False) for k in range(200)],
+               [(k, float(k % 7), False) for k in range(0, 200, 2)]]
+    t, model = _table(catalog, batches, {"bucket": "1"})
+    merged = []
+    merge = section_merge.merge
+    monkeypatch.setattr(section_merge, "merge",
+                        lambda rows, *a, **kw: merged.append(rows.num_rows) or merge(rows, *a, **kw))
+    builder = t.new_read_builder().with_filter(P.equal("x", 3.0))
+    got = builder.new_read().to_arrow(builder.new_scan().plan().splits).to_pylist()
+    assert _canon(got) == _canon([r for r in model.values() if r["x"] == 3.0])
+    # keys with x = 3 in some version: 3, 53, 103, 153 (first write) and 3, 10, 24, ... (second):
+    # their versions go into the merge, not the 300 rows of the section
+    assert merged and sum(merged) < 60
