@@ -63,14 +63,14 @@ def _literal(node: exp.Expression) -> tuple[bool, object]:
             return True, int(text)
         except ValueError:
             try:
-                value = float(text)
+                number = float(text)
             except ValueError:
                 return False, None
             # Spark reads 0.7 as a DECIMAL and converts it to a double exactly as Python does
             # only up to 15 significant digits (above, its long-backed conversion may round twice);
             # with an exponent it is a DOUBLE literal, parsed as Python parses it.
             digits = len(re.sub(r"[^0-9]", "", text.split("e")[0].split("E")[0]).lstrip("0"))
-            return ("e" in text.lower() or digits <= 15), value
+            return ("e" in text.lower() or digits <= 15), number
     if isinstance(node, exp.Boolean):
         return True, bool(node.this)
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:

@@ -21,8 +21,9 @@ def _make(session, name: str) -> dict[int, tuple]:
     run(session, f"CREATE TABLE {name} (id BIGINT, v STRING, n INT) {OPTIONS}")
     state: dict[int, tuple] = {}
     for gen, keys in enumerate((range(300), range(0, 300, 2), range(0, 300, 5))):
-        rows = {k: (f"{k:02d}" if gen == 2 else f"g{gen}k{k}", (k * (gen + 3)) % 100) for k in keys}
-        run(session, f"INSERT INTO {name} VALUES " + ", ".join(f"({k}, '{v}', {n})" for k, (v, n) in rows.items()))
+        rows = {k: (f"g{gen}k{k}", (k * (gen + 3)) % 100) for k in keys}
+        values = ", ".join(f"({k}, '{v}', {n})" for k, (v, n) in rows.items())
+        run(session, f"INSERT INTO {name} VALUES {values}")
         state.update(rows)
     return state
 
