@@ -56,12 +56,14 @@ from engine import (
     CommitStateUnknownError,
     Identifier,
     InvalidArgumentError,
+    NoSuchColumnError,
     NoSuchSnapshotError,
     NoSuchTableError,
     ReadBuilder,
     Table,
     TableAlreadyExistsError,
     TableRead,
+    TableSchema,
     WriteBuilder,
     binlog_schema,
     coerce_value,
@@ -208,6 +210,16 @@ def option_filter(request: ReadRequest, table: Table) -> P.Predicate | None:
     return P.and_(*kept)
 
 
+def _same_types(columns: set[str], latest: TableSchema, read: TableSchema) -> bool:
+    """Whether ``columns`` have the same kind of type in the read's schema as in the latest one,
+    whose types the SQL session checked the filter against (a time-travel read may see an older
+    type: a FLOAT since widened to DOUBLE compares otherwise in Spark)."""
+    try:
+        return all(latest.field(c).type.root == read.field(c).type.root for c in columns)
+    except NoSuchColumnError:
+        return False
+
+
 _UNFIT = object()
 _DATA_READS = ("audit_log", "binlog", "ro")  # system tables that read the table's rows
 
@@ -223,6 +235,7 @@ class DyntableReader(DataSourceReader):
 
     def __init__(self, request: ReadRequest) -> None:
         table, self.system = resolve(request)
+        latest = table.schema
         builder = read_builder(request, table)
         self.snapshot = builder.snapshot
         if self.system is None or self.system in _DATA_READS:
@@ -243,7 +256,8 @@ class DyntableReader(DataSourceReader):
         # The SQL session's filter is implied by the query: rows that fail it are dropped here,
         # after the merge, rather than handed to the JVM for Spark to drop (not for reads whose
         # rows carry change kinds: a -D row's values say nothing about the key's live row).
-        self.exact = request.filter_exact and not self.with_kind and self.builder.filter is not None
+        self.exact = (request.filter_exact and not self.with_kind and self.builder.filter is not None
+                      and _same_types(self.builder.filter.columns(), latest, self.builder.schema))
         self.incremental = None
         if request.incremental is not None:
             self.incremental = self.builder.new_incremental(request.incremental)
