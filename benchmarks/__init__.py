@@ -59,6 +59,7 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload("W2s", "PK upsert shuffled by bucket", "benchmarks.workloads_shuffle", "run_w2s", True),
     Workload("W3", "merge-on-read scan", "benchmarks.workloads_spark", "run_w3", True),
     Workload("W3b", "scan after full compaction", "benchmarks.workloads_spark", "run_w3b", True),
+    Workload("W3q", "1% filter on merge-on-read, SQL", "benchmarks.workloads_filters", "run_w3q", True),
     Workload("W3c", "small files before/after compaction", "benchmarks.workloads_spark", "run_w3c", True),
     Workload("W4", "full compaction", "benchmarks.workloads_spark", "run_w4", True),
     Workload("W9", "streaming change read", "benchmarks.workloads_spark", "run_w9", True),

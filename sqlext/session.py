@@ -38,7 +38,8 @@ from pyspark.sql import DataFrame, SparkSession
 from engine import DyntableError, Identifier, InvalidArgumentError, Table, open_catalog
 from engine import predicate as engine_predicate
 from engine.identifier import DEFAULT_DATABASE
-from sqlext.bind.pruning import extract as extract_pruning
+from sqlext.bind.pruning import Pushdown
+from sqlext.bind.pruning import pushdown as extract_pushdown
 from sqlext.bind.rewrite import VIEW_PREFIX, Binding, BoundQuery, TimeTravel, bind
 from sqlext.errors import SqlAnalysisError, SqlError, SqlParseError, StatementTooComplexError, sqlstate_for
 from sqlext.execute.metadata_answers import answer_from_metadata
@@ -281,17 +282,16 @@ class SqlSession:
         ident = self.identifier(name)
         return self.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
 
-    def _prunable_columns(self, name: TableName) -> list[str]:
-        """The columns WHERE conditions may be pushed on: not CHAR(n) ones, which Spark compares padded
-        (``sqlext.source.spark_types``) while the engine's filter compares the text as written."""
-        from engine.types import TypeRoot
-
+    def _prunable_columns(self, name: TableName) -> dict[str, Any]:
+        """The columns WHERE conditions may be pushed on, with their types (``sqlext.bind.pruning``
+        pushes only comparisons the engine evaluates as Spark does; CHAR(n) never: Spark compares
+        it padded)."""
         if self._global_of(name) is not None:
-            return []  # a global system table is a small in-memory frame: nothing to push
+            return {}  # a global system table is a small in-memory frame: nothing to push
 
         ident = self.identifier(name)
         table = self.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
-        return [f.name for f in table.schema.fields if f.type.root is not TypeRoot.CHAR]
+        return {f.name: f.type for f in table.schema.fields}
 
     def columns_of(self, name: TableName, time_travel: TimeTravel | None = None) -> list[str]:
         """Columns of a table or system table; with ``time_travel``, as of that snapshot's schema."""
@@ -344,9 +344,9 @@ class SqlSession:
         if not streaming:
             views = {b.view: self._prunable_columns(b.table)
                      for b in bound.bindings if not b.table.system_table}
-            filters = extract_pruning(bound.sql, views)
+            filters = extract_pushdown(bound.sql, views)
         for b in bound.bindings:
-            self.register_view(b, streaming=streaming, pruning=filters.get(b.view))
+            self.register_view(b, streaming=streaming, pushed=filters.get(b.view))
         return bound
 
     def target(self, table: str) -> TableTarget:
@@ -361,7 +361,7 @@ class SqlSession:
             return self.spark.readStream.format("dyntable").options(**request.to_options()).load()
         return native_load(self.spark, request)
 
-    def register_view(self, b: Binding, *, streaming: bool = False, pruning: Any = None) -> None:
+    def register_view(self, b: Binding, *, streaming: bool = False, pushed: Pushdown | None = None) -> None:
         glob = self._global_of(b.table)
         if glob is not None:
             self._register_global(b, glob, streaming)
@@ -377,7 +377,10 @@ class SqlSession:
         request = replace(
             hinted,
             columns=tuple(b.columns) if b.columns is not None else hinted.columns,
-            filter=engine_predicate.to_json(pruning) if pruning is not None else hinted.filter,
+            # The binder's filter is implied by the query: the source drops the rows that fail it.
+            filter=engine_predicate.to_json(pushed.filter) if pushed and pushed.filter else hinted.filter,
+            filter_exact=bool(pushed and pushed.filter),
+            limit=pushed.limit if pushed else None,
             travel=read_version(b.time_travel) if b.time_travel is not None else hinted.travel,
             # a continuous INSERT must carry deletes along
             changelog=hinted.changelog or (streaming and "read.changelog" not in b.options),

@@ -2,7 +2,7 @@
 in tasks.
 
 ```
- ReadBuilder  (immutable, picklable)  time travel · projection · pruning filter · row kind
+ ReadBuilder  (immutable, picklable)  time travel · projection · filter · row kind · split limit
    .new_scan().plan()        ─► Plan(snapshot, splits)       driver
    .new_read().read(split)   ─► Arrow tables                  task (data or change splits)
    .new_incremental(...)     ─► IncrementalPlan               driver (incremental-between)
@@ -11,7 +11,8 @@ in tasks.
 ```
 A time-travel builder reads in the schema its snapshot was written with (``table`` is that
 view). The filter prunes partitions, buckets and files in the scan; ``new_read`` applies it to
-rows too unless asked not to (a Spark source leaves the row filter to Spark).
+rows too (after the merge) unless asked not to. A limit stops each split's read once it has
+yielded that many rows (the caller keeps the global limit).
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ class ReadBuilder:
     """What one read reads: ``table`` (as of ``snapshot``'s schema), the pinned ``snapshot`` (None:
     the latest when planned), ``columns`` (None: all), a pruning ``filter``, ``row_kind`` (a
     ``rowkind`` column first: the merged rows' kinds), ``merge_only`` (a snapshot id: plan it and
-    keep only the splits that need a merge) and ``read_optimized`` (Paimon's ``$ro``)."""
+    keep only the splits that need a merge), ``read_optimized`` (Paimon's ``$ro``) and ``limit``
+    (rows per data split that are enough: a read stops there; None: all)."""
 
     table: Table
     snapshot: Snapshot | None = None
@@ -66,6 +68,7 @@ class ReadBuilder:
     row_kind: bool = False
     merge_only: int | None = None
     read_optimized: bool = False
+    limit: int | None = None
 
     # -- configuration -------------------------------------------------------------------------
     def at(
@@ -110,6 +113,14 @@ class ReadBuilder:
 
     def with_read_optimized(self, read_optimized: bool = True) -> ReadBuilder:
         return dataclasses.replace(self, read_optimized=read_optimized)
+
+    def with_limit(self, limit: int | None) -> ReadBuilder:
+        """Each data split's read stops after ``limit`` rows (change splits are read whole)."""
+        if limit is not None and limit < 0:
+            from engine.errors import InvalidArgumentError
+
+            raise InvalidArgumentError(f"a read limit must be >= 0, not {limit}")
+        return dataclasses.replace(self, limit=limit)
 
     # -- what it reads -------------------------------------------------------------------------
     @property
@@ -266,7 +277,21 @@ class TableRead:
                 self._changes = self._change_reader()
             yield from self._changes.read(split)
             return
-        yield from self._data_reader().read(split)
+        limit = self.builder.limit
+        if limit is None:
+            yield from self._data_reader().read(split)
+            return
+        left = limit
+        if left == 0:
+            return
+        # Tables come one file or merged section at a time: the rest of the split is never read.
+        for table in self._data_reader().read(split):
+            if table.num_rows > left:
+                table = table.slice(0, left)
+            left -= table.num_rows
+            yield table
+            if left == 0:
+                return
 
     def to_arrow(self, splits: Sequence[DataSplit]) -> pa.Table:
         parts = [t for split in splits for t in self.read(split)]

@@ -7,6 +7,10 @@ larger one is streamed (``engine.merge.streaming``): every run is read batch by 
 minus its deletion vector, the vector's positions offset by the batch's place in the file), so a
 merge-on-read or a compaction holds a few batches per run whatever the bucket holds.
 Both the merge-on-read reader and compaction merge through here, so they agree row for row.
+
+A reader under a filter may hand a ``narrow`` step: applied to the rows just before they merge
+(whole section or streamed step: all versions of a key are together), it keeps the rows of the
+keys that can still pass (``engine.read.split_reader``), so the merge sorts far fewer rows.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND, data_file_path, ite
 from engine.lsm.levels import SortedRun
 from engine.merge import streaming
 from engine.merge.functions import MergeConfig, merge
-from engine.merge.streaming import merge_sorted_runs, run_batch_rows
+from engine.merge.streaming import aligned_rows, merge_sorted_runs, run_batch_rows
 from engine.meta.deletion_vectors import DeletionVector
 from engine.meta.manifest import DataFileMeta
 from engine.read.deletion_vectors import apply_deletion_vector, apply_deletion_vector_batches
@@ -47,6 +51,7 @@ def merge_section(
     drop_deletes: bool,
     deletion_vector: DeletionVectorOf | None = None,
     chunk_rows: int | None = None,
+    narrow: Callable[[pa.Table], pa.Table] | None = None,
 ) -> Iterator[pa.Table]:
     """The section's rows merged by ``config``: merged kv tables (``fields`` plus
     ``_SEQUENCE_NUMBER``/``_VALUE_KIND``) in key order, one table for a small section, chunks
@@ -58,6 +63,8 @@ def merge_section(
             partition_by_key_intervals` gives them (their files are ``DataFileMeta``).
         fields: the current-schema fields to read (must include the key and ordering columns).
         deletion_vector: ``file -> its DV`` (None: no file has one).
+        narrow: rows → the rows whose keys may survive (all versions of those keys), before the
+            merge (see the module docstring).
 
     Raises:
         CorruptMetadataError / CorruptDataError: a file is missing or unreadable, or a DV points
@@ -70,12 +77,17 @@ def merge_section(
         parts = [_read_whole(store, part_dir, bucket, f, fields, deletion_vector)
                  for run in runs for f in run]
         if parts:
-            yield merge(pa.concat_tables(parts), keys, config, drop_deletes=drop_deletes)
+            rows = pa.concat_tables(parts)
+            yield merge(narrow(rows) if narrow else rows, keys, config, drop_deletes=drop_deletes)
         return
     batch_rows = run_batch_rows(len(runs), chunk_rows)
     streams = [_run_batches(store, part_dir, bucket, run, fields, deletion_vector, batch_rows)
                for run in runs]
-    yield from merge_sorted_runs(streams, keys, config, drop_deletes=drop_deletes, chunk_rows=chunk_rows)
+    if narrow is None:
+        yield from merge_sorted_runs(streams, keys, config, drop_deletes=drop_deletes, chunk_rows=chunk_rows)
+        return
+    for step in aligned_rows(streams, keys, chunk_rows):  # every version of a key is in one step
+        yield merge(narrow(step), keys, config, drop_deletes=drop_deletes)
 
 
 def _read_whole(

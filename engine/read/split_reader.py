@@ -9,7 +9,10 @@ key, transitively). A section holding one sorted run is read straight ("raw conv
 dropping retraction rows; a section with several runs is concatenated and merged with the
 table's merge engine, vectorised. Sections are independent, so memory is bounded by the largest
 section, not the bucket. Filters are applied after merging (a filter before the merge could
-drop the newest version of a row and resurrect an older one).
+drop the newest version of a row and resurrect an older one). Where the merged row is always one
+of the key's versions, whole (``deduplicate``, ``first-row``), the rows go into the merge narrowed
+to the keys with at least one version that passes the filter: a key none of whose versions pass
+cannot pass once merged, and a kept key keeps all its versions, so the merge picks the same row.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from engine.lsm.changelog import kinds_to_rowkind
 from engine.lsm.deletion_vectors import batch_reads_skip_level0, uses_deletion_vectors
 from engine.lsm.intervals import partition_by_key_intervals
 from engine.lsm.key_order import key_range_decoder
-from engine.merge.functions import COUNT_COLUMN, MergeConfig
+from engine.merge.functions import COUNT_COLUMN, MergeConfig, keys_present_in
 from engine.meta.deletion_vectors import DeletionVector
 from engine.meta.manifest import DataFileMeta
 from engine.meta.schema_store import SchemaStore
@@ -165,8 +168,27 @@ class SplitReader:
             for merged in merge_section(
                 self.store, part_dir, split.bucket, section, self.read_fields, self.merge_config,
                 drop_deletes=not self.keep_deletes, deletion_vector=functools.partial(self._dv_of, split),
+                narrow=self._narrow if self._narrows() else None,
             ):
                 yield self._finish(merged)
+
+    def _narrows(self) -> bool:
+        """Whether merges may take only the keys with a passing version (module docstring)."""
+        return (self.filter is not None and not self.keep_deletes and not self.count_layout
+                and self.merge_config.engine in ("deduplicate", "first-row"))
+
+    def _narrow(self, rows: pa.Table) -> pa.Table:
+        """``rows`` (every version of their keys) minus the keys none of whose versions pass."""
+        passing = filter_table(rows, self.filter)
+        if passing.num_rows == rows.num_rows:
+            return rows
+        keys = list(self.store.schema.primary_keys)
+        column = rows.column(keys[0])
+        if len(keys) == 1 and (pa.types.is_integer(column.type) or pa.types.is_string(column.type)):
+            mask = pc.is_in(column, value_set=pc.unique(passing.column(keys[0])))
+        else:  # floats and composite keys: Paimon's key equality (NaN, -0.0)
+            mask = pa.array(keys_present_in(rows, passing.select(keys), keys))
+        return rows.filter(mask)
 
     def read_table(self, split: DataSplit) -> pa.Table:
         tables = list(self.read(split))

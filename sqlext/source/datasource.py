@@ -8,7 +8,8 @@
             (*a Python worker process)
 ```
 Options are built and parsed only by ``sqlext.source.requests`` (``ReadRequest`` /
-``WriteRequest``): the table, projection, pruning filter, time travel, changelog, incremental
+``WriteRequest``): the table, projection, filter (pruning; exact when the SQL session says the
+query implies it), split limit, time travel, changelog, incremental
 range, the native scan's merge-only snapshot (``sqlext.source.native`` reads the other splits
 with Spark's Parquet reader), overwrite intent, commit user and identifier, and the storage
 options executors need.
@@ -55,12 +56,14 @@ from engine import (
     CommitStateUnknownError,
     Identifier,
     InvalidArgumentError,
+    NoSuchColumnError,
     NoSuchSnapshotError,
     NoSuchTableError,
     ReadBuilder,
     Table,
     TableAlreadyExistsError,
     TableRead,
+    TableSchema,
     WriteBuilder,
     binlog_schema,
     coerce_value,
@@ -207,6 +210,16 @@ def option_filter(request: ReadRequest, table: Table) -> P.Predicate | None:
     return P.and_(*kept)
 
 
+def _same_types(columns: set[str], latest: TableSchema, read: TableSchema) -> bool:
+    """Whether ``columns`` have the same kind of type in the read's schema as in the latest one,
+    whose types the SQL session checked the filter against (a time-travel read may see an older
+    type: a FLOAT since widened to DOUBLE compares otherwise in Spark)."""
+    try:
+        return all(latest.field(c).type.root == read.field(c).type.root for c in columns)
+    except NoSuchColumnError:
+        return False
+
+
 _UNFIT = object()
 _DATA_READS = ("audit_log", "binlog", "ro")  # system tables that read the table's rows
 
@@ -222,6 +235,7 @@ class DyntableReader(DataSourceReader):
 
     def __init__(self, request: ReadRequest) -> None:
         table, self.system = resolve(request)
+        latest = table.schema
         builder = read_builder(request, table)
         self.snapshot = builder.snapshot
         if self.system is None or self.system in _DATA_READS:
@@ -237,7 +251,13 @@ class DyntableReader(DataSourceReader):
             .with_filter(option_filter(request, table)).with_row_kind(self.with_kind)
             # Set by sqlext.source.native: Spark's Parquet reader reads the rest of this snapshot's plan.
             .with_merge_only(request.merge_only).with_read_optimized(self.system == "ro")
+            .with_limit(request.limit if not self.with_kind else None)
         )
+        # The SQL session's filter is implied by the query: rows that fail it are dropped here,
+        # after the merge, rather than handed to the JVM for Spark to drop (not for reads whose
+        # rows carry change kinds: a -D row's values say nothing about the key's live row).
+        self.exact = (request.filter_exact and not self.with_kind and self.builder.filter is not None
+                      and _same_types(self.builder.filter.columns(), latest, self.builder.schema))
         self.incremental = None
         if request.incremental is not None:
             self.incremental = self.builder.new_incremental(request.incremental)
@@ -274,8 +294,8 @@ class DyntableReader(DataSourceReader):
             # rows are filtered here first: handing rows to the JVM costs more than filtering them
             # (not $audit_log / changelog reads, whose rows carry kinds the filter cannot see).
             b = self.builder
-            first = (b.uses_deletion_vectors() and not self.with_kind and b.filter is not None
-                     and b.filter.columns() <= set(b.schema.field_names))
+            first = self.exact or (b.uses_deletion_vectors() and not self.with_kind and b.filter is not None
+                                   and b.filter.columns() <= set(b.schema.field_names))
             self._read = b.new_read(filter_rows=first)
         changes = getattr(partition, "changes", False)
         for table in self._read.read(split):

@@ -8,7 +8,8 @@ Nothing else spells an option key of the source.
 
 ```
  TableTarget   warehouse, table name (db.t, db.t$branch_b, db.t$snapshots), branch, storage options
- ReadRequest   target + projection, pruning filter (engine JSON), time travel, changelog, passthrough
+ ReadRequest   target + projection, filter (engine JSON; pruning, or exact), split limit, time travel,
+               changelog, passthrough
  WriteRequest  target + overwrite (engine.OverwriteSpec), commit user/identifier, base snapshot,
                change tracking, passthrough (dynamic table options such as ``write-only``)
 ```
@@ -36,6 +37,11 @@ CATALOG_OPTIONS = "catalog-options"
 
 COLUMNS = "columns"
 FILTER = "filter"
+#: Set by the SQL session when ``filter`` is implied by the query (``sqlext.bind.pruning``): the
+#: source drops the rows that fail it, after the merge, instead of handing them to Spark.
+FILTER_EXACT = "filter.exact"
+#: Set by the SQL session for a plain ``LIMIT n``: rows per split that are enough.
+LIMIT = "read.split-limit"
 SNAPSHOT_ID = "scan.snapshot-id"
 TAG_NAME = "scan.tag-name"
 TIMESTAMP_MILLIS = "scan.timestamp-millis"
@@ -71,8 +77,8 @@ COMMIT_IDENTIFIER = "commit-identifier"
 CHANGE_TRACKING = "change-tracking"
 
 _READ_KEYS = {
-    WAREHOUSE, TABLE, "path", BRANCH, CATALOG_OPTIONS, COLUMNS, FILTER, READ_CHANGELOG, *INCREMENTAL_KEYS,
-    MERGE_ONLY, SESSION_CONF, SESSION_APPLIED, *TIME_TRAVEL_KEYS,
+    WAREHOUSE, TABLE, "path", BRANCH, CATALOG_OPTIONS, COLUMNS, FILTER, FILTER_EXACT, LIMIT, READ_CHANGELOG,
+    *INCREMENTAL_KEYS, MERGE_ONLY, SESSION_CONF, SESSION_APPLIED, *TIME_TRAVEL_KEYS,
 }
 _WRITE_KEYS = {
     WAREHOUSE, TABLE, "path", BRANCH, CATALOG_OPTIONS, OVERWRITE_PARTITION, OVERWRITE_PARTITIONS,
@@ -218,8 +224,10 @@ class ReadRequest:
     """One batch or streaming read.
 
     ``columns``: the projection (Spark pushes no column pruning into Python sources, so the SQL
-    layer passes it); ``filter``: a pruning predicate in the engine's JSON form, used only to
-    skip partitions, buckets and files (Spark still applies the query's own filter);
+    layer passes it); ``filter``: a pruning predicate in the engine's JSON form, used to skip
+    partitions, buckets and files (Spark still applies the query's own filter); ``filter_exact``:
+    the filter is implied by the query, so the source may also drop the rows that fail it (after
+    the merge); ``limit``: each split may stop after this many rows (a plain ``LIMIT``);
     ``changelog``: add the ``rowkind`` column; ``incremental``: a batch incremental read (Paimon's
     ``incremental-between`` / ``-timestamp`` / ``incremental-to-auto-tag`` with the scan mode
     options; ``engine.IncrementalQuery``); ``merge_only``: a snapshot id — read only its splits that
@@ -235,9 +243,15 @@ class ReadRequest:
     incremental: IncrementalQuery | None = None
     merge_only: int | None = None
     passthrough: Mapping[str, str] = field(default_factory=dict)
+    filter_exact: bool = False
+    limit: int | None = None
 
     def to_options(self) -> dict[str, str]:
         out = dict(self.passthrough)
+        if self.filter and self.filter_exact:
+            out[FILTER_EXACT] = "true"
+        if self.limit is not None:
+            out[LIMIT] = str(self.limit)
         out.update(self.target.to_options())
         out[SESSION_APPLIED] = "true"
         if self.merge_only is not None:
@@ -271,6 +285,8 @@ class ReadRequest:
             incremental_query(low),
             _int(low, MERGE_ONLY),
             {k: v for k, v in low.items() if k not in _READ_KEYS},
+            bool(_bool(low, FILTER_EXACT)),
+            _int(low, LIMIT),
         )
 
 
