@@ -71,6 +71,7 @@ WORKLOADS: tuple[Workload, ...] = (
         ("W3dvf", "filtered scan, DV vs merge-on-read", "run_w3dvf"))),
     Workload("W12dv", "2M-row DV tables in a 1 GB driver", "benchmarks.workloads_dv_scale", "run_w12dv",
              True),
+    Workload("Q1", "count/min/max answered from metadata", "benchmarks.workloads_answers", "run_q1", True),
 )
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 

@@ -25,6 +25,7 @@ from the modules of plain values ``engine.errors``, ``engine.types``, ``engine.o
 """
 
 from engine.append_deletions import AppendDeletionCommit, group_positions
+from engine.builders.aggregate import aggregate_from_metadata
 from engine.builders.commit import CommitBuilder
 from engine.builders.hooks import CompactionRunner, PostCommit
 from engine.builders.read import ReadBuilder, TableRead
@@ -64,6 +65,7 @@ from engine.meta.snapshot import CommitKind, Snapshot
 from engine.option_checks import near_miss, validate_options
 from engine.scan import predicate
 from engine.scan.incremental import ROWKIND, IncrementalQuery
+from engine.scan.metadata_aggregate import MetadataAggregate, type_allows_minmax
 from engine.scan.raw import ADD_KINDS
 from engine.schema import TableSchema
 from engine.system_tables import (
@@ -94,6 +96,9 @@ __all__ = [
     # the builders: read, write, commit (engine.builders)
     "CommitBuilder",
     "CommitMessage",
+    "MetadataAggregate",
+    "aggregate_from_metadata",
+    "type_allows_minmax",
     "CommitResult",
     "CompactionRunner",
     "CompactionTask",

@@ -41,6 +41,7 @@ from engine.identifier import DEFAULT_DATABASE
 from sqlext.bind.pruning import extract as extract_pruning
 from sqlext.bind.rewrite import VIEW_PREFIX, Binding, BoundQuery, TimeTravel, bind
 from sqlext.errors import SqlAnalysisError, SqlError, SqlParseError, StatementTooComplexError, sqlstate_for
+from sqlext.execute.metadata_answers import answer_from_metadata
 from sqlext.execute.planning import Planner
 from sqlext.execute.results import StatementResult, StreamingJob
 from sqlext.execute.views import CachedQuery, load_view
@@ -186,6 +187,9 @@ class SqlSession:
                             sqlstate="0A000",
                         )
                     return handler(self, node, stmt)
+                answered = answer_from_metadata(self, stmt.text)  # count/min/max from manifests
+                if answered is not None:
+                    return StatementResult(stmt, answered)
                 return StatementResult(stmt, self.spark_sql(stmt.text, stmt))
             except SqlError as e:
                 raise located(e, stmt) from None
