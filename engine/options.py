@@ -282,7 +282,8 @@ DELETION_VECTORS_MERGE_ON_READ = _declare("deletion-vectors.merge-on-read", bool
     "spark.paimon.deletion-vectors.merge-on-read, a hint, a read option).")
 DELETION_VECTORS_BITMAP64 = _declare("deletion-vectors.bitmap64", bool, False,
     "Write 64-bit deletion vectors (Paimon 1.2+; for data files above 2^31 rows). Paimon 0.9 and "
-    "pypaimon cannot read them.", immutable=True)
+    "pypaimon cannot read them. Alterable, as in Paimon: DVs written before keep their kind, and a "
+    "file's DV that gains positions is widened to 64-bit when either side is.")
 DELETION_VECTOR_INDEX_FILE_TARGET_SIZE = _declare("deletion-vector.index-file.target-size", "memory_size",
     2 * _MB,
     "Bucket-unaware append tables: a partition's deletion vectors roll into a new index file once one "

@@ -148,8 +148,10 @@ class StreamScan:
             mode = ("from-timestamp" if timestamp_millis is not None
                     else "from-snapshot" if snapshot_id is not None else "latest-full")
         if mode not in STREAM_START_MODES:
+            # Paimon's words first for the incremental mode: users search for them.
+            lead = "Cannot read incremental in streaming mode: " if mode == "incremental" else ""
             raise InvalidArgumentError(
-                f"scan.mode '{mode}' cannot start a stream; use one of {', '.join(STREAM_START_MODES)}")
+                f"{lead}scan.mode '{mode}' cannot start a stream; use one of {', '.join(STREAM_START_MODES)}")
         latest = self.latest_id()
         earliest = self.earliest_id()
         if mode in ("from-snapshot", "from-snapshot-full"):
