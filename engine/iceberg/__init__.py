@@ -17,8 +17,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from engine.iceberg.commit import live_metadata_files, sync
+from engine.iceberg.commit import sync
 from engine.iceberg.layout import IcebergLayout
+from engine.iceberg.versions import live_metadata_files
 from engine.meta.manifest import ManifestEntry
 from engine.store import FileStore
 

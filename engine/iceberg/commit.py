@@ -33,15 +33,13 @@ What Iceberg readers see (Paimon's rules):
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import CorruptMetadataError, NotFoundError, UnsupportedTableError
+from engine.errors import NotFoundError, UnsupportedTableError
 from engine.files.reader import data_file_path
 from engine.iceberg.avro import (
     MANIFEST_CONTENT_DATA,
@@ -50,7 +48,7 @@ from engine.iceberg.avro import (
     read_container,
     write_container,
 )
-from engine.iceberg.layout import IcebergLayout, metadata_version
+from engine.iceberg.layout import IcebergLayout
 from engine.iceberg.schema import (
     FIRST_PARTITION_FIELD_ID,
     from_avro_value,
@@ -61,6 +59,18 @@ from engine.iceberg.schema import (
     partition_summaries,
     single_value_bytes,
 )
+from engine.iceberg.versions import (
+    MANIFEST_LISTS,
+    ManifestCache,
+    create_if_absent,
+    delete_old_versions,
+    delete_quietly,
+    keep_published,
+    published,
+    read_hint,
+    read_list,
+    to_json,
+)
 from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import DataFileMeta, FileKind, ManifestEntry
 from engine.meta.refs import TagStore
@@ -69,7 +79,7 @@ from engine.scan.file_stats import decode_stats
 from engine.store import FileStore
 from engine.types import TypeRoot
 
-__all__ = ["live_metadata_files", "sync"]
+__all__ = ["sync"]
 
 ADDED, EXISTING, DELETED = 1, 0, 2
 _ENTRIES_PER_MANIFEST = 100_000
@@ -90,33 +100,7 @@ _BOUNDED = frozenset(
 _MANIFEST_LIST_SCHEMA = manifest_list_schema()
 
 
-class _ManifestCache:
-    """Decoded Iceberg files by path (manifests and lists are immutable), a bounded number: the
-    next commit that reads, rewrites or merges them finds them decoded."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._items: OrderedDict[str, Any] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, path: str) -> Any:
-        with self._lock:
-            found = self._items.get(path)
-            if found is not None:
-                self._items.move_to_end(path)
-            return found
-
-    def put(self, path: str, entries: Any) -> None:
-        with self._lock:
-            self._items[path] = entries
-            self._items.move_to_end(path)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
-
-
-_MANIFESTS = _ManifestCache(256)
-_LISTS = _ManifestCache(64)
-_VERSIONS = _ManifestCache(16)  # v<N>.metadata.json this process published, by path
+_MANIFESTS = ManifestCache(256)
 
 
 @dataclass
@@ -295,17 +279,8 @@ class _Writer:
             meta["parent-snapshot-id"] = str(parent)
         self.store.io.write_new(path, write_container(_MANIFEST_LIST_SCHEMA, metas, self.layout.codec, meta))
         self.written.append(path)
-        _LISTS.put(path, list(metas))
+        MANIFEST_LISTS.put(path, list(metas))
         return path
-
-
-def _read_list(store: FileStore, path: str) -> list[dict[str, Any]]:
-    """A manifest list's records (immutable: cached by path like the manifests)."""
-    found = _LISTS.get(path)
-    if found is None:
-        found = read_container(store.io.read_bytes(path), f"Iceberg manifest list {path}")[0]
-        _LISTS.put(path, found)
-    return found
 
 
 def _changes(w: _Writer, entries: Iterable[ManifestEntry]) -> _Changes:
@@ -483,56 +458,6 @@ def _check_supported(store: FileStore) -> None:
     partition_avro_fields(store.schema)
 
 
-_SNAPSHOT_TEXT = _ManifestCache(4096)  # a snapshot's JSON text by (id, manifest list): never changes
-_PLACEHOLDER = f'"snapshots-{uuid.uuid4().hex}"'
-
-
-def _to_json(meta: dict[str, Any]) -> str:
-    """The metadata as compact JSON, each snapshot encoded once per process: a version lists every
-    retained snapshot, and re-encoding them all on every commit made its cost grow with them."""
-    texts = []
-    for snap in meta["snapshots"]:
-        key = f"{snap['snapshot-id']}:{snap['manifest-list']}"
-        text = _SNAPSHOT_TEXT.get(key)
-        if text is None:
-            text = json.dumps(snap, separators=(",", ":"))
-            _SNAPSHOT_TEXT.put(key, text)
-        texts.append(text)
-    head = json.dumps({**meta, "snapshots": _PLACEHOLDER[1:-1]}, separators=(",", ":"))
-    return head.replace(_PLACEHOLDER, "[" + ",".join(texts) + "]", 1)
-
-
-def _published(store: FileStore, path: str) -> dict[str, Any] | None:
-    """A version to build on: the one this process published at ``path`` (no read, no parse), else
-    read. What another process may have changed in place since (``_refresh``: expired snapshots
-    dropped, tags) every step recomputes, so the copy kept here is never wrong to start from. The
-    copy handed out may be changed: its snapshot list is its own, the snapshots themselves are
-    never changed."""
-    kept = _VERSIONS.get(path)
-    if kept is None:
-        return _read_metadata(store, path)
-    return {**kept, "snapshots": list(kept["snapshots"])}
-
-
-def _keep(path: str, meta: dict[str, Any]) -> None:
-    _VERSIONS.put(path, {**meta, "snapshots": list(meta["snapshots"])})
-
-
-def _read_metadata(store: FileStore, path: str) -> dict[str, Any] | None:
-    try:
-        data = json.loads(store.io.read_bytes(path))
-    except (FileNotFoundError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _read_hint(store: FileStore, layout: IcebergLayout) -> int | None:
-    try:
-        return int(store.io.read_text(layout.version_hint).strip())
-    except (FileNotFoundError, ValueError):
-        return None
-
-
 def _new_snapshot(
     w: _Writer, snapshot: Snapshot, metas: list[dict[str, Any]], summary: dict[str, str], parent: int | None
 ) -> dict[str, Any]:
@@ -588,7 +513,7 @@ def _advance(
 ) -> None:
     """Add Paimon ``snapshot`` (the next after ``meta``'s current one) to ``meta``."""
     current = next(s for s in meta["snapshots"] if s["snapshot-id"] == meta["current-snapshot-id"])
-    base = _read_list(w.store, current["manifest-list"])
+    base = read_list(w.store, current["manifest-list"])
     ch = _changes(w, delta if delta is not None else _delta_entries(w.store, snapshot))
     metas, operation = _apply(w, base, ch, snapshot.id)
     if operation == "overwrite" and snapshot.commit_kind is CommitKind.COMPACT:
@@ -622,9 +547,9 @@ def _expire(store: FileStore, meta: dict[str, Any]) -> list[str]:
     for i, s in enumerate(ordered[:-1]):
         if s not in gone:
             continue
-        nxt = {m["manifest_path"] for m in _read_list(store, ordered[i + 1]["manifest-list"])}
+        nxt = {m["manifest_path"] for m in read_list(store, ordered[i + 1]["manifest-list"])}
         try:
-            mine = _read_list(store, s["manifest-list"])
+            mine = read_list(store, s["manifest-list"])
         except FileNotFoundError:
             mine = []  # deleted by an earlier run that stopped before publishing: nothing more to find
         doomed.extend(m["manifest_path"] for m in mine if m["manifest_path"] not in nxt)
@@ -662,15 +587,15 @@ def sync(store: FileStore, delta: tuple[int, Sequence[ManifestEntry]] | None = N
         return None
     _check_supported(store)
     io = store.io
-    hint = _read_hint(store, layout)
+    hint = read_hint(store, layout)
     if hint == latest.id:
-        current = _published(store, layout.metadata_file(latest.id))
+        current = published(store, layout.metadata_file(latest.id))
         if current is not None and _describes(store, current, latest):
             _refresh(store, layout, current)
             return latest.id
     base = None
     if hint is not None and hint < latest.id and store.snapshots.exists(hint + 1):
-        base = _published(store, layout.metadata_file(hint))
+        base = published(store, layout.metadata_file(hint))
         if base is not None and (
             base.get("format-version") != layout.format_version
             or not _describes(store, base, store.snapshots.get(hint))
@@ -694,20 +619,20 @@ def sync(store: FileStore, delta: tuple[int, Sequence[ManifestEntry]] | None = N
         meta["refs"] = _refs(store, meta)
         meta["last-updated-ms"] = int(time.time() * 1000)
         meta["last-column-id"] = max(_max_id(s) for s in meta["schemas"])
-        if not _create(
-            store, layout.metadata_file(latest.id), _to_json(meta).encode()
+        if not create_if_absent(
+            store, layout.metadata_file(latest.id), to_json(meta).encode()
         ):
             raise _LostRace()
     except _LostRace:
-        _delete_quietly(store, w.written)
+        delete_quietly(store, w.written)
         return latest.id
     except BaseException:
-        _delete_quietly(store, w.written)
+        delete_quietly(store, w.written)
         raise
-    _keep(layout.metadata_file(latest.id), meta)
+    keep_published(layout.metadata_file(latest.id), meta)
     io.write_text(layout.version_hint, str(latest.id))
-    _delete_quietly(store, doomed)
-    _delete_old_versions(store, layout, latest.id, hint)
+    delete_quietly(store, doomed)
+    delete_old_versions(store, layout, latest.id, hint)
     return latest.id
 
 
@@ -730,29 +655,9 @@ def _refresh(store: FileStore, layout: IcebergLayout, meta: dict[str, Any]) -> N
     meta["refs"] = refs
     meta["last-updated-ms"] = int(time.time() * 1000)
     path = layout.metadata_file(meta["current-snapshot-id"])
-    store.io.write_text(path, _to_json(meta))
-    _keep(path, meta)
-    _delete_quietly(store, doomed)
-
-
-def _create(store: FileStore, path: str, data: bytes) -> bool:
-    """Create ``path`` atomically unless it exists. On local disk: a temporary file moved into place
-    by a no-replace rename, without the fsync of ``FileIO.try_create`` (half of this step's cost):
-    the metadata is derived from the Paimon snapshot, which is durable, and a version lost to a
-    crash is rebuilt by the next commit (as in Paimon, whose local file system does not sync either)."""
-    io = store.io
-    if not io.is_local:
-        return io.try_create(path, data)
-    directory, name = path.rsplit("/", 1)
-    tmp = f"{directory}/.{name}.{uuid.uuid4().hex}.tmp"
-    io.write_new(tmp, data)
-    moved = False
-    try:
-        moved = io.rename(tmp, path)
-        return moved
-    finally:
-        if not moved:
-            io.delete(tmp)
+    store.io.write_text(path, to_json(meta))
+    keep_published(path, meta)
+    delete_quietly(store, doomed)
 
 
 class _LostRace(Exception):
@@ -769,58 +674,3 @@ def _max_id(schema: dict[str, Any]) -> int:
             stack.extend(f["type"].get("fields", ()))
     return best
 
-
-def _delete_quietly(store: FileStore, paths: Iterable[str]) -> None:
-    for p in paths:
-        try:
-            store.io.delete(p)
-        except OSError:
-            pass  # an orphan for orphan-file cleanup; nothing refers to it
-
-
-def _delete_old_versions(store: FileStore, layout: IcebergLayout, latest: int, hint: int | None) -> None:
-    """Paimon's rule: keep ``previous-versions-max`` older ``v<N>.metadata.json`` files."""
-    if not layout.delete_after_commit:
-        return
-    below = latest - layout.previous_versions_max
-    if below <= 0:
-        return
-    if hint is None or hint >= latest:  # no known previous version: look at the directory
-        old = [
-            s.path
-            for s in store.io.list_dir(layout.metadata_dir)
-            if (v := metadata_version(s.path.rsplit("/", 1)[-1])) is not None and v < below
-        ]
-    else:  # versions below hint - max were deleted by earlier runs
-        start = max(1, hint - layout.previous_versions_max)
-        old = [layout.metadata_file(v) for v in range(start, below)]  # a missing one is no error
-    _delete_quietly(store, old)
-
-
-def live_metadata_files(store: FileStore) -> set[str]:
-    """Every Iceberg metadata file a published ``v<N>.metadata.json`` still needs (for orphan
-    cleanup): the metadata files, the version hint, their manifest lists and manifests."""
-    layout = IcebergLayout.of(store)
-    if layout is None:
-        return set()
-    keep: set[str] = set()
-    for status in store.io.list_dir(layout.metadata_dir):
-        name = status.path.rsplit("/", 1)[-1]
-        if name == "version-hint.text":
-            keep.add(status.path)
-        if metadata_version(name) is None:
-            continue
-        keep.add(status.path)
-        meta = _read_metadata(store, status.path)
-        if meta is None:  # fail closed: what it names cannot be known, so nothing may be called unused
-            raise CorruptMetadataError(
-                f"Iceberg metadata {status.path} is unreadable: the files it needs cannot be known; repair "
-                "or delete it (CALL sys.rebuild_iceberg_metadata publishes the table's metadata afresh)"
-            )
-        for s in meta.get("snapshots", []):
-            keep.add(s["manifest-list"])
-            try:
-                keep.update(m["manifest_path"] for m in _read_list(store, s["manifest-list"]))
-            except FileNotFoundError:
-                continue
-    return keep
