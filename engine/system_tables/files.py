@@ -275,17 +275,25 @@ def file_formats(names: pa.Array) -> pa.Array:
     return pc.fill_null(pc.utf8_lower(chosen), "")
 
 
-def read_files(table: Table, snapshot_id: int | None) -> pa.Table:
-    snapshot = resolve_snapshot(table, snapshot_id)
+def sorted_live_files(table: Table, snapshot: Snapshot | None) -> pa.Table | None:
+    """The live files of ``snapshot`` as manifest entry columns, in ``$files`` order (partition,
+    bucket, sequence, name); None when there is no snapshot or no file."""
     if snapshot is None:
-        return arrow_schema("files").empty_table()
+        return None
     live = live_table(table, snapshot)
     if live.num_rows == 0:
-        return arrow_schema("files").empty_table()
-    live = live.sort_by(
+        return None
+    return live.sort_by(
         [("partition", "ascending"), ("bucket", "ascending"), ("min_sequence_number", "ascending"),
          ("file_name", "ascending")]
     )
+
+
+def read_files(table: Table, snapshot_id: int | None) -> pa.Table:
+    snapshot = resolve_snapshot(table, snapshot_id)
+    live = sorted_live_files(table, snapshot)
+    if snapshot is None or live is None:
+        return arrow_schema("files").empty_table()
     render = FileRenderer(table)
     partitions, paths = by_partition(render, live)
     nulls, mins, maxs = _stats_columns(render, live)

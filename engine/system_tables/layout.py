@@ -29,8 +29,8 @@ from engine.system_tables.files import (
     by_partition,
     file_formats,
     key_columns,
-    live_table,
     resolve_snapshot,
+    sorted_live_files,
 )
 
 if TYPE_CHECKING:
@@ -39,16 +39,9 @@ if TYPE_CHECKING:
 
 def read_file_key_ranges(table: Table, snapshot_id: int | None) -> pa.Table:
     """``$file_key_ranges``: every live file's location, level, size and key range."""
-    snapshot = resolve_snapshot(table, snapshot_id)
-    if snapshot is None:
+    live = sorted_live_files(table, resolve_snapshot(table, snapshot_id))
+    if live is None:
         return arrow_schema("file_key_ranges").empty_table()
-    live = live_table(table, snapshot)
-    if live.num_rows == 0:
-        return arrow_schema("file_key_ranges").empty_table()
-    live = live.sort_by(
-        [("partition", "ascending"), ("bucket", "ascending"), ("min_sequence_number", "ascending"),
-         ("file_name", "ascending")]
-    )
     render = FileRenderer(table)
     partitions, paths = by_partition(render, live)
     min_keys, max_keys = key_columns(render, live)
