@@ -1,4 +1,6 @@
-"""Parsing and printing option values: durations, memory sizes and booleans as Paimon writes them.
+"""Parsing and printing option values: durations, memory sizes and booleans as Paimon writes them,
+and :class:`ConfigOption`, one option's declaration (its key, type, default and checks), which
+parses a value by them. The options themselves are declared in :mod:`engine.options`.
 
 Durations take Paimon's units (``ns`` to ``d``, a bare number is milliseconds) and ISO-8601
 (``PT1H``); memory sizes take binary units (``kb`` … ``tb``, a bare number is bytes). Printing
@@ -8,6 +10,9 @@ gives the shortest exact text, so a value survives a parse/print round trip.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from engine.errors import InvalidArgumentError
 
@@ -94,3 +99,102 @@ def format_memory_size(n: int) -> str:
         if n and n % size == 0:
             return f"{n // size} {unit}"
     return f"{n} b"
+
+
+_TYPE_NAMES = {str: "string", int: "int", bool: "boolean", float: "float"}
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigOption:
+    """One table option.
+
+    ``type`` is ``str``, ``int``, ``bool``, ``float`` or one of ``"duration"`` (parsed to
+    milliseconds), ``"memory_size"`` (bytes), ``"enum"`` (one of ``choices``, case-insensitive,
+    parsed to the canonical lower-case choice) or ``"list"`` (comma list → tuple of names).
+    ``default`` is the parsed value (None: no default). A ``*`` in ``key`` makes it a pattern
+    whose ``*`` stands for a column name (``fields.*.aggregate-function``). ``validator`` gets
+    the parsed value and returns an error text or None. ``immutable`` options cannot change once
+    the table has data.
+    """
+
+    key: str
+    type: Any
+    default: Any
+    description: str
+    immutable: bool = False
+    choices: tuple[str, ...] | None = None
+    validator: Callable[[Any], str | None] | None = None
+
+    @property
+    def is_pattern(self) -> bool:
+        return "*" in self.key
+
+    @property
+    def type_name(self) -> str:
+        return _TYPE_NAMES.get(self.type, self.type) if not isinstance(self.type, str) else self.type
+
+    @property
+    def default_text(self) -> str:
+        """The default as a user would write it (``"1 h"``, ``"256 mb"``), or ``""`` for none."""
+        d = self.default
+        if d is None:
+            return ""
+        if self.type == "duration":
+            return format_duration(d)
+        if self.type == "memory_size":
+            return format_memory_size(d)
+        if isinstance(d, bool):
+            return str(d).lower()
+        if isinstance(d, tuple):
+            return ",".join(d)
+        return str(d)
+
+    def expected(self) -> str:
+        if self.choices:
+            return "one of " + ", ".join(self.choices)
+        return {
+            "duration": "a duration such as '1 h' or '30 s'",
+            "memory_size": "a memory size such as '256 mb'",
+            "list": "a comma-separated list of column names",
+        }.get(self.type_name, "an integer" if self.type is int else f"a {self.type_name}")
+
+    def parse(self, text: str, key: str | None = None, *, validate: bool = True) -> Any:
+        """Parse a value; InvalidArgumentError names the key, the value and what was expected.
+
+        ``validate=False`` skips the policy checks (ranges, parquet-only, ...): used when reading
+        options a table already has, which another engine may have set legitimately.
+        """
+        key = key or self.key
+        try:
+            value = self._parse(text)
+        except (InvalidArgumentError, ValueError):
+            raise InvalidArgumentError(
+                f"option '{key}' = '{text}' is invalid: expected {self.expected()}"
+            ) from None
+        problem = self.validator(value) if self.validator and validate else None
+        if problem:
+            raise InvalidArgumentError(f"option '{key}' = '{text}' is invalid: {problem}")
+        return value
+
+    def _parse(self, text: str) -> Any:
+        if not isinstance(text, str):
+            raise ValueError(text)
+        t = self.type
+        if t is int:
+            return int(text.strip())
+        if t is float:
+            return float(text.strip())
+        if t is bool:
+            return parse_bool(text)
+        if t == "duration":
+            return parse_duration(text)
+        if t == "memory_size":
+            return parse_memory_size(text)
+        if t == "list":
+            return tuple(p.strip() for p in text.split(",") if p.strip())
+        if t == "enum":
+            low = text.strip().lower()
+            if self.choices is None or low not in self.choices:
+                raise ValueError(text)
+            return low
+        return text
