@@ -25,6 +25,10 @@ class Memory:
         self.query = (reader.options(**options).load().writeStream.format("memory").queryName(name)
                       .option("checkpointLocation", str(tmp_path / f"ckpt-{name}"))
                       .outputMode("append").start())
+        # The stream fixes its start on its first trigger, which runs in the query's own thread:
+        # wait for it here, or a statement run right after could land before the start (and be
+        # read as the starting snapshot's rows instead of as changes).
+        self.query.processAllAvailable()
 
     def rows(self):
         self.query.processAllAvailable()
