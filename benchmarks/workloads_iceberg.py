@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from benchmarks.harness import Arm, CheckFailed, Context, Outcome, Result, compare, fmt_seconds
-from benchmarks.workloads_engine import _tiny_messages, build_snapshots
+from benchmarks.harness import CheckFailed, Context, Outcome, Result, compare, fmt_seconds
+from benchmarks.workloads_engine import build_snapshots, commits_arm
 from engine import Table, open_catalog
 
 ICEBERG = {"metadata.iceberg.storage": "table-location"}
@@ -54,20 +53,6 @@ def run_w6i(ctx: Context) -> list[Result]:
     iceberg = catalog.create_table("db.iceberg", schema, options=ICEBERG)
     for table in (plain, iceberg):
         build_snapshots(table, 10, 60.0)
-    state: dict[str, Any] = {}
-
-    def commit_arm(table: Table) -> Arm:
-        def setup() -> None:
-            state[table.name] = _tiny_messages(table, k)
-
-        def run() -> Outcome:
-            committer = table.new_commit()
-            made = 0
-            for messages in state[table.name]:
-                made += len(committer.commit(messages).snapshot_ids)
-            return Outcome(made)
-
-        return Arm(run=run, setup=setup)
 
     def check(ours: Outcome, baseline: Outcome) -> None:
         if ours.rows != baseline.rows:
@@ -77,8 +62,8 @@ def run_w6i(ctx: Context) -> list[Result]:
     result = compare(
         "W6i",
         f"commit 1-file append x{k} with Iceberg metadata",
-        commit_arm(iceberg),
-        commit_arm(plain),
+        commits_arm(iceberg, k),
+        commits_arm(plain, k),
         pairs=ctx.pairs,
         target=">= 0.5",
         check=check,
