@@ -378,6 +378,8 @@ class DyntableWriter(DataSourceArrowWriter):
             self.builder.new_commit().with_identifier(request.commit_identifier)
             .with_base_snapshot(request.base_snapshot_id).with_change_tracking(request.change_tracking)
         )
+        if request.compaction_by_driver:  # the writing driver compacts as Spark tasks after the job
+            self.commit_builder = self.commit_builder.with_deferred_compaction()
         self.job_token = str(uuid.uuid4())
         self.started_millis = int(time.time() * 1000)
 
