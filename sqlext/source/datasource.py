@@ -5,7 +5,8 @@
  executors: reader.read(split)   ──  ReadBuilder.new_read() → Arrow record batches (never rows)
  executors: writer.write(batches) ── WriteBuilder.new_task_write() → files + picklable commit messages
  driver*:   writer.commit(messages) ── CommitBuilder.commit: one snapshot, then the post-commit hooks
-            (*a Python worker process)
+            (*a Python worker process; with ``sqlext.source.session_conf`` installed, the
+            compaction is left to the writing driver, which runs it as one Spark task per bucket)
 ```
 Options are built and parsed only by ``sqlext.source.requests`` (``ReadRequest`` /
 ``WriteRequest``): the table, projection, filter (pruning; exact when the SQL session says the
