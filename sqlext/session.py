@@ -45,6 +45,7 @@ from sqlext.errors import SqlAnalysisError, SqlError, SqlParseError, StatementTo
 from sqlext.execute.metadata_answers import answer_from_metadata
 from sqlext.execute.planning import Planner
 from sqlext.execute.results import StatementResult, StreamingJob
+from sqlext.execute.table_options import STORAGE_PREFIX, table_defaults
 from sqlext.execute.views import CachedQuery, load_view
 from sqlext.parse.names import TableName, spark_quote_name
 from sqlext.parse.parser import parse_statement
@@ -59,7 +60,6 @@ from sqlext.source.requests import ReadRequest, ReadVersion, TableTarget
 from sqlext.source.session_conf import session_conf_option
 from sqlext.spark import register
 
-STORAGE_PREFIX = "table-storage."
 _VIEW_NUMBERS = itertools.count(1)  # view/staging numbers, unique in the process
 CATALOG_PREFIX = "catalog."  # session conf keys that are storage/catalog options (endpoint, credentials)
 RUNTIME_MODE = "execution.runtime-mode"
@@ -573,7 +573,7 @@ class SqlSession:
         return self.options.get(RUNTIME_MODE, "batch") == "streaming"
 
     def table_defaults(self) -> dict[str, str]:
-        return {k[len(STORAGE_PREFIX):]: v for k, v in self.options.items() if k.startswith(STORAGE_PREFIX)}
+        return table_defaults(self.options)
 
     # -- helpers for executors ------------------------------------------------------------------
     def next_id(self) -> int:

@@ -80,10 +80,6 @@ def spark_ddl(t: SparkType) -> str:
     return t.simpleString()
 
 
-def struct_fields(schema: StructType) -> list[tuple[str, DataType]]:
-    return [(f.name, spark_to_paimon(f.dataType, f.nullable)) for f in schema.fields]
-
-
 def require_managed(session: SqlSession, name: TableName, stmt: Statement) -> None:
     if not session.is_managed(name):
         raise SqlAnalysisError(

@@ -9,9 +9,10 @@ that runs Spark or writes data (CREATE TABLE, rewrites, COMPACT) is in
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from engine import Identifier, coerce_spec
+from engine import Identifier, InvalidArgumentError, coerce_spec
 from engine.schema_changes import (
     AddColumn,
     ColumnName,
@@ -26,13 +27,15 @@ from engine.schema_changes import (
     UpdateColumnType,
     UpdateComment,
 )
-from engine.types import DataType
+from engine.types import DataField, DataType
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
 from sqlext.execute.column_types import TIMESTAMP_TYPE_SETTING, ZONE_SETTING, column_type, stored_default
 from sqlext.execute.planning import (
     AlterTable,
+    Column,
     CreateDatabase,
     CreateTable,
+    CreateTableAs,
     Done,
     DropDatabase,
     DropPartitions,
@@ -43,10 +46,11 @@ from sqlext.execute.planning import (
     ToEngine,
     UseDatabase,
 )
-from sqlext.execute.table_options import COMMENT_PROPERTY
+from sqlext.execute.table_options import COMMENT_PROPERTY, COMPUTED_PREFIX, WATERMARK_PREFIX, table_defaults
 from sqlext.parse import ast
-from sqlext.parse.names import TableName
+from sqlext.parse.names import TableName, quoted
 from sqlext.parse.splitter import Statement
+from sqlext.source.dynamic import session_overrides, table_overrides
 
 
 def _error(stmt: Statement, message: str, sqlstate: str) -> SqlAnalysisError:
@@ -97,6 +101,81 @@ def use_database(ctx: PlannerContext, n: ast.UseDatabase, stmt: Statement) -> Pl
 
 
 # -- tables ---------------------------------------------------------------------------------------
+MANAGED_FORMATS = ("dyntable", "paimon")
+
+
+def create_table(ctx: PlannerContext, n: ast.CreateTable, stmt: Statement) -> Plan:
+    """CREATE TABLE [AS SELECT] (see the module docstring): a ``CreateTable`` action, or with a
+    query a ``CreateTableAs`` whose write is the one INSERT plans; ``USING`` another format goes to
+    the SQL engine unchanged."""
+    if n.using and n.using.lower() not in MANAGED_FORMATS:
+        return ToEngine()
+    ident = ctx.identifier(n.name)
+    if ctx.catalog.table_exists(ident):
+        if n.if_not_exists:
+            return Done(f"Table {ident.full_name} already exists")
+        raise _error(stmt, f"table '{ident.full_name}' already exists", "42710")
+    if ctx.view_of(replace(n.name, database=ident.database)) is not None:
+        raise _error(stmt, f"'{ident.full_name}' is a view: a table cannot have its name (DROP VIEW first, or"
+                     " pick another name)", "42710")
+    options = {**table_defaults(ctx.options), **{k: str(v) for k, v in n.options.items()}}
+    comment = options.pop(COMMENT_PROPERTY, None)  # TBLPROPERTIES ('comment' = ...), as Paimon's SparkCatalog
+    comment = n.comment if n.comment is not None else comment
+    if n.buckets is not None:
+        options["bucket"] = str(n.buckets)
+    if n.bucket_key:
+        options["bucket-key"] = ",".join(n.bucket_key)
+    fields: list[DataField] = []
+    computed: list[ast.ComputedColumn] = []
+    for col in n.columns:
+        if isinstance(col, ast.ComputedColumn):
+            computed.append(col)
+            continue
+        dtype = column_type(col.type.text, ctx.engine_setting(TIMESTAMP_TYPE_SETTING))
+        # DEFAULT is stored as Paimon 1.2+ stores it: the field's defaultValue, the literal's text
+        # (the engine refuses text that does not cast to the type, as Paimon); DEFAULT NULL is none.
+        default = stored_default(None if col.default is None else col.default.text, dtype,
+                                 ctx.engine_setting(ZONE_SETTING))
+        fields.append(DataField(len(fields), col.name, dtype if col.nullable else dtype.copy(False),
+                                col.comment, default))
+    query = None
+    if n.query is not None:
+        query = ctx.frame(n.query.text)
+        if not fields:
+            fields = [DataField(i, c.name, _column_type(c)) for i, c in enumerate(query.columns)]
+    for col in computed:
+        fields.append(DataField(len(fields), col.name, _computed_type(ctx, fields, col.expression.text),
+                                col.comment))
+        options[COMPUTED_PREFIX + col.name] = col.expression.text
+    if n.watermark is not None:
+        options[WATERMARK_PREFIX + n.watermark.column] = n.watermark.expression.text
+    if not fields:
+        raise _error(stmt, "CREATE TABLE needs at least one column", "42601")
+    create = CreateTable(ident, tuple(fields), tuple(n.partitioned_by), tuple(n.primary_key), options,
+                         comment, f"Table {ident.full_name} created")
+    if query is None:
+        return create
+    # The write's options as INSERT resolves them (the session's spark.paimon.* keys for the table).
+    write = {**session_overrides(ctx.options, ident.database, ident.table)}
+    table_overrides(write)  # an unknown, immutable or malformed option is refused before the table exists
+    return CreateTableAs(create, query, write, create.message)
+
+
+def _column_type(column: Column) -> DataType:
+    """A query column's Paimon type (CREATE TABLE … AS SELECT without a column list)."""
+    if column.dtype is None:
+        raise InvalidArgumentError(f"Arrow type of column `{column.name}` ({column.type_text}) has no Paimon "
+                                   "equivalent; cast the column first")
+    return column.dtype
+
+
+def _computed_type(ctx: PlannerContext, physical: list[DataField], expression: str) -> DataType:
+    """A computed column's type: the SQL engine types the expression over typed NULLs."""
+    cols = ", ".join(f"CAST(NULL AS {ctx.cast_type(f.type)}) AS {quoted(f.name)}" for f in physical)
+    typed = ctx.frame(f"SELECT {expression} AS c FROM (SELECT {cols})")
+    return _column_type(typed.columns[0]).copy(True)
+
+
 def create_table_like(ctx: PlannerContext, n: ast.CreateTableLike, stmt: Statement) -> Plan:
     require_managed(ctx, n.source, stmt)
     source = ctx.table(n.source)
@@ -268,6 +347,7 @@ PLANNERS: dict[type, Any] = {
     ast.CreateDatabase: create_database,
     ast.DropDatabase: drop_database,
     ast.UseDatabase: use_database,
+    ast.CreateTable: create_table,
     ast.CreateTableLike: create_table_like,
     ast.DropTable: drop_table,
     ast.RenameTable: rename_table,

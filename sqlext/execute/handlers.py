@@ -20,7 +20,6 @@ from sqlext.execute import (
 from sqlext.parse import ast
 
 HANDLERS: dict[type, Any] = {
-    ast.CreateTable: ddl_jobs.create_table,
     ast.CompactTable: ddl_jobs.compact,
     ast.AddPrimaryKey: ddl_jobs.add_primary_key,
     ast.RescaleBuckets: ddl_jobs.rescale,

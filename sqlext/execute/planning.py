@@ -22,6 +22,7 @@ from sqlext.bind.rewrite import BoundQuery
 from sqlext.parse.names import TableName, quoted
 from sqlext.parse.splitter import Statement
 from sqlext.parse.views import ViewDefinition
+from sqlext.source.dynamic import table_overrides
 
 if TYPE_CHECKING:  # the MERGE planner's own value type (it imports this module)
     from sqlext.execute.merge_clauses import MergeClauses
@@ -309,6 +310,28 @@ class Write:
     stream: StreamSettings | None = None
 
 
+@dataclass(frozen=True)
+class CreateTableAs:
+    """CREATE TABLE … AS SELECT: create ``create``'s table, then carry out ``write_for(table)``,
+    the ``Write`` an ``INSERT INTO t SELECT`` of the same query plans (every column by position,
+    the write's resolved ``options``); a failed write drops the table again (all or nothing).
+
+    The write needs the created table, so the plan names the write's parts and ``write_for``
+    assembles it once the runner has the table; deciding nothing there, it stays a value.
+    """
+
+    create: CreateTable
+    query: BoundFrame
+    options: Mapping[str, str]
+    message: str
+
+    def write_for(self, table: Table) -> Write:
+        overrides = table_overrides(self.options)
+        target = table.with_options(overrides) if overrides else table
+        return Write(target, self.query, None, None, self.options, None,
+                     WriteShape(tuple(table.schema.field_names)), self.message)
+
+
 # Row-level DML (docs/design/planners.md, "Row-level DML"): what is changed depends on the data,
 # so these plans name the queries that find it and leave the finding to the runner. Their queries
 # read the target through the runner: a fresh read of the table at the plan's ``snapshot`` for each
@@ -417,7 +440,9 @@ class MergeInto:
 
 RowLevelPlan: TypeAlias = RowLevelWrite | MarkDeletions | TruncateTable | MergeInto
 
-Plan: TypeAlias = Rows | Done | ToEngine | SessionAction | CatalogAction | Write | RowLevelPlan
+Plan: TypeAlias = (
+    Rows | Done | ToEngine | SessionAction | CatalogAction | Write | CreateTableAs | RowLevelPlan
+)
 Planner: TypeAlias = Callable[[PlannerContext, Any, Statement], Plan]
 
 

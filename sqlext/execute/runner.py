@@ -25,6 +25,7 @@ from sqlext.execute.planning import (
     Column,
     CreateDatabase,
     CreateTable,
+    CreateTableAs,
     Done,
     DropDatabase,
     DropPartitions,
@@ -163,6 +164,13 @@ class PlanRunner:
             return StatementResult(stmt, frame, None)
         if isinstance(plan, Write):
             return run_write(s, plan, stmt)
+        if isinstance(plan, CreateTableAs):
+            table = self._create_table(plan.create)
+            try:
+                return run_write(s, plan.write_for(table), stmt)
+            except BaseException:
+                s.catalog.drop_table(plan.create.identifier, ignore_if_not_exists=True)  # all or nothing
+                raise
         if isinstance(plan, RowLevelWrite):
             return run_row_level_write(s, plan, stmt)
         if isinstance(plan, MarkDeletions):
@@ -201,6 +209,12 @@ class PlanRunner:
             ) from None
         return plan.message + ("" if result.snapshot_ids else " (nothing matched)")
 
+    def _create_table(self, action: CreateTable) -> Table:
+        return self._session.catalog.create_table(
+            action.identifier, list(action.fields), action.partition_keys, action.primary_keys,
+            dict(action.options), action.comment,
+        )
+
     def _catalog_action(self, action: CatalogAction) -> None:
         s = self._session
         catalog = s.catalog
@@ -213,10 +227,7 @@ class PlanRunner:
         elif isinstance(action, UseDatabase):
             s.current_database = action.name
         elif isinstance(action, CreateTable):
-            catalog.create_table(
-                action.identifier, list(action.fields), action.partition_keys, action.primary_keys,
-                dict(action.options), action.comment,
-            )
+            self._create_table(action)
         elif isinstance(action, AlterTable):
             catalog.alter_table(action.identifier, list(action.changes))
         elif isinstance(action, RenameTable):
