@@ -24,8 +24,9 @@ from sqlext.parse.splitter import Statement
 from sqlext.parse.views import ViewDefinition
 from sqlext.source.dynamic import table_overrides
 
-if TYPE_CHECKING:  # the MERGE planner's own value type (it imports this module)
+if TYPE_CHECKING:  # the MERGE planner's own value type (it imports this module), CALL's procedures
     from sqlext.execute.merge_clauses import MergeClauses
+    from sqlext.execute.procedures.registry import Procedure
 
 
 @dataclass(frozen=True)
@@ -332,6 +333,19 @@ class CreateTableAs:
                      WriteShape(tuple(table.schema.field_names)), self.message)
 
 
+@dataclass(frozen=True)
+class CallProcedure:
+    """CALL: invoke ``procedure`` with its bound and checked ``values``; its result table is the
+    answer, with ``message``. ``argument_at``: where each given argument's value is written in the
+    statement (by parameter name), so an error about one (``ProcedureTargetError``) points there.
+    A procedure does its work over the session (compactions, rewrites): the runner's side."""
+
+    procedure: Procedure
+    values: Mapping[str, Any]
+    argument_at: Mapping[str, int]
+    message: str
+
+
 # Row-level DML (docs/design/planners.md, "Row-level DML"): what is changed depends on the data,
 # so these plans name the queries that find it and leave the finding to the runner. Their queries
 # read the target through the runner: a fresh read of the table at the plan's ``snapshot`` for each
@@ -441,7 +455,8 @@ class MergeInto:
 RowLevelPlan: TypeAlias = RowLevelWrite | MarkDeletions | TruncateTable | MergeInto
 
 Plan: TypeAlias = (
-    Rows | Done | ToEngine | SessionAction | CatalogAction | Write | CreateTableAs | RowLevelPlan
+    Rows | Done | ToEngine | SessionAction | CatalogAction | Write | CreateTableAs | CallProcedure
+    | RowLevelPlan
 )
 Planner: TypeAlias = Callable[[PlannerContext, Any, Statement], Plan]
 

@@ -11,16 +11,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
 from engine import FileSystemCatalog, Identifier, Table
 from engine.errors import NoSuchPartitionError
 from engine.types import DataType
-from sqlext.errors import SqlAnalysisError
+from sqlext.errors import ProcedureTargetError, SqlAnalysisError, SqlError
+from sqlext.execute.call import located_at
 from sqlext.execute.common import paimon_to_spark_ddl, spark_to_paimon, spark_type_name
 from sqlext.execute.dml import run_merge
 from sqlext.execute.dml_deletion_vectors import mark_deletions
 from sqlext.execute.planning import (
     AlterTable,
     BoundFrame,
+    CallProcedure,
     CatalogAction,
     Column,
     CreateDatabase,
@@ -145,6 +149,23 @@ def _paimon_type(spark_type: object, nullable: bool) -> DataType | None:
         return None
 
 
+def _invoke(s: SqlSession, plan: CallProcedure, stmt: Statement) -> pa.Table:
+    """Run a CALL's procedure; an error about one argument points at where it is written."""
+    try:
+        return plan.procedure.invoke(s, dict(plan.values))
+    except ProcedureTargetError as e:
+        at = plan.argument_at.get(e.argument)
+        if at is None:
+            raise located_at(e, stmt) from None
+        error = ProcedureTargetError.at(
+            e.message, stmt.text, at, line=stmt.line, column=stmt.column, sqlstate=e.sqlstate
+        )
+        error.argument = e.argument
+        raise error from None
+    except SqlError as e:
+        raise located_at(e, stmt) from None
+
+
 class PlanRunner:
     """Carries out the plans of one session."""
 
@@ -171,6 +192,8 @@ class PlanRunner:
             except BaseException:
                 s.catalog.drop_table(plan.create.identifier, ignore_if_not_exists=True)  # all or nothing
                 raise
+        if isinstance(plan, CallProcedure):
+            return StatementResult(stmt, s.arrow_frame(_invoke(s, plan, stmt)), plan.message)
         if isinstance(plan, RowLevelWrite):
             return run_row_level_write(s, plan, stmt)
         if isinstance(plan, MarkDeletions):
