@@ -25,7 +25,6 @@ HANDLERS: dict[type, Any] = {
     ast.RescaleBuckets: ddl_jobs.rescale,
     **show_extended.HANDLERS,
     **views.HANDLERS,
-    **refs.HANDLERS,
 }
 
 
@@ -39,4 +38,5 @@ PLANNERS: dict[type, Any] = {
     **row_level.PLANNERS,
     **merge_clauses.PLANNERS,
     **call.PLANNERS,
+    **refs.PLANNERS,
 }

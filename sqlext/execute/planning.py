@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 import pyarrow as pa
@@ -259,6 +260,61 @@ CatalogAction: TypeAlias = (
 )
 
 
+# Tags and branches of a table (metadata only); the runner reports what happened.
+@dataclass(frozen=True)
+class CreateTag:
+    """Create (or, with ``replace``, replace) a tag of ``table`` at snapshot ``version`` (None: the
+    latest), kept for ``retain`` (None: until dropped). With ``if_not_exists`` an existing tag is
+    left as it is."""
+
+    table: Table
+    tag: str
+    version: int | None
+    retain: timedelta | None
+    replace: bool
+    if_not_exists: bool
+
+
+@dataclass(frozen=True)
+class DropTags:
+    """Delete tags of ``table`` (each exists: the planner left out the missing ones it may skip)."""
+
+    table: Table
+    tags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RenameTag:
+    table: Table
+    old: str
+    new: str
+    message: str
+
+
+@dataclass(frozen=True)
+class CreateBranch:
+    """Create a branch of ``table`` from a tag, a snapshot or the latest snapshot; with
+    ``if_not_exists`` an existing branch is left as it is."""
+
+    table: Table
+    branch: str
+    from_tag: str | None
+    from_snapshot: int | None
+    if_not_exists: bool
+
+
+@dataclass(frozen=True)
+class DropBranch:
+    """Delete a branch of ``table`` (the planner checked it exists)."""
+
+    table: Table
+    branch: str
+    message: str
+
+
+RefAction: TypeAlias = CreateTag | DropTags | RenameTag | CreateBranch | DropBranch
+
+
 # Writes: one plan for every statement that writes rows (docs/design/planners.md, "Writes").
 @dataclass(frozen=True)
 class WriteShape:
@@ -455,8 +511,8 @@ class MergeInto:
 RowLevelPlan: TypeAlias = RowLevelWrite | MarkDeletions | TruncateTable | MergeInto
 
 Plan: TypeAlias = (
-    Rows | Done | ToEngine | SessionAction | CatalogAction | Write | CreateTableAs | CallProcedure
-    | RowLevelPlan
+    Rows | Done | ToEngine | SessionAction | CatalogAction | RefAction | Write | CreateTableAs
+    | CallProcedure | RowLevelPlan
 )
 Planner: TypeAlias = Callable[[PlannerContext, Any, Statement], Plan]
 

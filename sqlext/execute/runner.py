@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from engine import FileSystemCatalog, Identifier, Table
-from engine.errors import NoSuchPartitionError
+from engine.errors import BranchAlreadyExistsError, NoSuchPartitionError, TagAlreadyExistsError
 from engine.types import DataType
 from sqlext.errors import ProcedureTargetError, SqlAnalysisError, SqlError
 from sqlext.execute.call import located_at
@@ -27,18 +27,23 @@ from sqlext.execute.planning import (
     CallProcedure,
     CatalogAction,
     Column,
+    CreateBranch,
     CreateDatabase,
     CreateTable,
     CreateTableAs,
+    CreateTag,
     Done,
     DropDatabase,
     DropPartitions,
     DropTable,
+    DropTags,
     JobStatus,
     MarkDeletions,
     MergeInto,
     Plan,
+    RefAction,
     RenameTable,
+    RenameTag,
     ResetOption,
     RowLevelWrite,
     Rows,
@@ -149,6 +154,37 @@ def _paimon_type(spark_type: object, nullable: bool) -> DataType | None:
         return None
 
 
+def _ref_action(action: RefAction) -> str:
+    """Apply a tag or branch action; the message says what happened."""
+    refs = action.table.refs
+    if isinstance(action, CreateTag):
+        if action.replace:
+            refs.tags.replace(action.tag, action.version, action.retain)
+            return f"Tag '{action.tag}' replaced"
+        try:
+            refs.tags.create(action.tag, action.version, action.retain)
+        except TagAlreadyExistsError:
+            if not action.if_not_exists:
+                raise
+            return f"Tag '{action.tag}' exists already"
+        return f"Tag '{action.tag}' created"
+    if isinstance(action, DropTags):
+        return f"Dropped tag(s) {', '.join(refs.tags.delete(list(action.tags)).tags)}"
+    if isinstance(action, RenameTag):
+        refs.tags.rename(action.old, action.new)
+        return action.message
+    if isinstance(action, CreateBranch):
+        try:
+            refs.branches.create(action.branch, from_tag=action.from_tag, from_snapshot=action.from_snapshot)
+        except BranchAlreadyExistsError:
+            if not action.if_not_exists:
+                raise
+            return f"Branch '{action.branch}' exists already"
+        return f"Branch '{action.branch}' created"
+    refs.branches.delete(action.branch)
+    return action.message
+
+
 def _invoke(s: SqlSession, plan: CallProcedure, stmt: Statement) -> pa.Table:
     """Run a CALL's procedure; an error about one argument points at where it is written."""
     try:
@@ -192,6 +228,8 @@ class PlanRunner:
             except BaseException:
                 s.catalog.drop_table(plan.create.identifier, ignore_if_not_exists=True)  # all or nothing
                 raise
+        if isinstance(plan, RefAction):
+            return StatementResult(stmt, None, _ref_action(plan))
         if isinstance(plan, CallProcedure):
             return StatementResult(stmt, s.arrow_frame(_invoke(s, plan, stmt)), plan.message)
         if isinstance(plan, RowLevelWrite):
