@@ -1,10 +1,19 @@
-"""Planners of the metadata-only DDL: CREATE/DROP/USE DATABASE, CREATE TABLE ... LIKE, DROP TABLE,
-ALTER TABLE (options, columns, RENAME TO, DROP PARTITION).
+"""Planners of the DDL: CREATE/DROP/USE DATABASE, CREATE TABLE (with AS SELECT, and … LIKE), DROP
+TABLE, ALTER TABLE (options, columns, RENAME TO, DROP PARTITION), and the rewrites (COMPACT, ADD
+PRIMARY KEY, CLUSTERED INTO n BUCKETS).
 
-Each checks the statement against the catalog and returns a catalog action (``planning.py``)
-that the session's runner applies; a name dyntable does not own goes to Spark unchanged. The DDL
-that runs Spark or writes data (CREATE TABLE, rewrites, COMPACT) is in
-``ddl_jobs.py``.
+Each checks the statement against the catalog and returns a plan (``planning.py``) that the
+session's runner carries out: a catalog action; for CREATE TABLE … AS SELECT, the table to create
+and the write INSERT would plan into it; for a rewrite, a table job (the runner's side is
+``ddl_jobs.py``). A name dyntable does not own goes to Spark unchanged.
+
+CREATE TABLE accepts the Flink style of the managed-table design (``PRIMARY KEY … NOT
+ENFORCED``, ``PARTITIONED BY``, ``WITH (...)``, computed columns, ``WATERMARK FOR``) and the Spark
+style (``USING dyntable``, ``TBLPROPERTIES``); a ``USING`` another format goes to Spark. Computed
+columns are materialised: their type is the SQL engine's for the expression over typed NULLs,
+their expression is stored as the table option ``dyntable.computed-column.<name>`` and evaluated on
+every INSERT; the watermark expression is kept as ``dyntable.watermark.<column>`` (metadata for
+SHOW CREATE TABLE and streaming readers).
 """
 
 from __future__ import annotations
@@ -31,8 +40,10 @@ from engine.types import DataField, DataType
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
 from sqlext.execute.column_types import TIMESTAMP_TYPE_SETTING, ZONE_SETTING, column_type, stored_default
 from sqlext.execute.planning import (
+    AddPrimaryKey,
     AlterTable,
     Column,
+    Compact,
     CreateDatabase,
     CreateTable,
     CreateTableAs,
@@ -43,6 +54,7 @@ from sqlext.execute.planning import (
     Plan,
     PlannerContext,
     RenameTable,
+    Rescale,
     ToEngine,
     UseDatabase,
 )
@@ -174,6 +186,41 @@ def _computed_type(ctx: PlannerContext, physical: list[DataField], expression: s
     cols = ", ".join(f"CAST(NULL AS {ctx.cast_type(f.type)}) AS {quoted(f.name)}" for f in physical)
     typed = ctx.frame(f"SELECT {expression} AS c FROM (SELECT {cols})")
     return _column_type(typed.columns[0]).copy(True)
+
+
+# -- rewrites (run by the runner's ddl_jobs.py) -------------------------------------------------------
+def compact(ctx: PlannerContext, n: ast.CompactTable, stmt: Statement) -> Plan:
+    require_managed(ctx, n.table, stmt)
+    table = ctx.table(n.table)
+    partitions = (coerce_spec(table.schema, n.partition.values()),) if n.partition else None
+    return Compact(table, partitions)
+
+
+def add_primary_key(ctx: PlannerContext, n: ast.AddPrimaryKey, stmt: Statement) -> Plan:
+    """An append table rewritten as a primary-key table (the runner refuses duplicate keys)."""
+    require_managed(ctx, n.table, stmt)
+    table = ctx.table(n.table)
+    if table.primary_keys:
+        raise _error(stmt, f"table '{table.name}' already has a primary key {list(table.primary_keys)}",
+                     "42000")
+    snapshot = table.latest_snapshot()
+    # The new table keeps the old one's options but its bucket layout: the session's default, if any.
+    options = {k: v for k, v in table.options.items() if k not in ("bucket", "bucket-key")}
+    options.update({k: v for k, v in table_defaults(ctx.options).items() if k == "bucket"})
+    return AddPrimaryKey(table, tuple(n.columns), snapshot.id if snapshot else None, options)
+
+
+def rescale(ctx: PlannerContext, n: ast.RescaleBuckets, stmt: Statement) -> Plan:
+    """CLUSTERED INTO n BUCKETS: every file rewritten into the new bucket layout in one overwrite."""
+    require_managed(ctx, n.table, stmt)
+    if n.partition is not None:
+        raise UnsupportedStatementError(
+            "rescaling a single partition is not supported: dyntable keeps one bucket count per table "
+            "(rescale the whole table)", line=stmt.line, column=stmt.column,
+        )
+    if n.buckets < 1:
+        raise _error(stmt, "the bucket count must be at least 1", "22023")
+    return Rescale(n.table, n.buckets, f"Table rewritten into {n.buckets} bucket(s)")
 
 
 def create_table_like(ctx: PlannerContext, n: ast.CreateTableLike, stmt: Statement) -> Plan:
@@ -348,6 +395,9 @@ PLANNERS: dict[type, Any] = {
     ast.DropDatabase: drop_database,
     ast.UseDatabase: use_database,
     ast.CreateTable: create_table,
+    ast.CompactTable: compact,
+    ast.AddPrimaryKey: add_primary_key,
+    ast.RescaleBuckets: rescale,
     ast.CreateTableLike: create_table_like,
     ast.DropTable: drop_table,
     ast.RenameTable: rename_table,

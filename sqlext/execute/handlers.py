@@ -7,7 +7,6 @@ from typing import Any
 from sqlext.execute import (
     call,
     ddl,
-    ddl_jobs,
     describe,
     insert,
     merge_clauses,
@@ -17,12 +16,8 @@ from sqlext.execute import (
     show_extended,
     views,
 )
-from sqlext.parse import ast
 
 HANDLERS: dict[type, Any] = {
-    ast.CompactTable: ddl_jobs.compact,
-    ast.AddPrimaryKey: ddl_jobs.add_primary_key,
-    ast.RescaleBuckets: ddl_jobs.rescale,
     **show_extended.HANDLERS,
     **views.HANDLERS,
 }

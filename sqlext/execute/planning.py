@@ -260,6 +260,39 @@ CatalogAction: TypeAlias = (
 )
 
 
+# Table rewrites: DDL that runs Spark jobs over a table's data (the runner's ``ddl_jobs.py``).
+@dataclass(frozen=True)
+class Compact:
+    """Compact ``table`` fully (only ``partitions``, typed, when given) in one distributed job."""
+
+    table: Table
+    partitions: tuple[Mapping[str, Any], ...] | None
+
+
+@dataclass(frozen=True)
+class AddPrimaryKey:
+    """Rewrite the append ``table``, read at ``snapshot``, as a table keyed by ``columns`` with
+    ``options``, swapped in place of it; the runner first checks the data (no duplicate key, no
+    NULL in a key column) and changes nothing when it fails."""
+
+    table: Table
+    columns: tuple[str, ...]
+    snapshot: int | None
+    options: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Rescale:
+    """Rewrite every file of the table ``name`` into ``buckets`` buckets, in one overwrite."""
+
+    name: TableName
+    buckets: int
+    message: str
+
+
+TableJob: TypeAlias = Compact | AddPrimaryKey | Rescale
+
+
 # Tags and branches of a table (metadata only); the runner reports what happened.
 @dataclass(frozen=True)
 class CreateTag:
@@ -511,8 +544,8 @@ class MergeInto:
 RowLevelPlan: TypeAlias = RowLevelWrite | MarkDeletions | TruncateTable | MergeInto
 
 Plan: TypeAlias = (
-    Rows | Done | ToEngine | SessionAction | CatalogAction | RefAction | Write | CreateTableAs
-    | CallProcedure | RowLevelPlan
+    Rows | Done | ToEngine | SessionAction | CatalogAction | RefAction | TableJob | Write
+    | CreateTableAs | CallProcedure | RowLevelPlan
 )
 Planner: TypeAlias = Callable[[PlannerContext, Any, Statement], Plan]
 

@@ -19,6 +19,7 @@ from engine.types import DataType
 from sqlext.errors import ProcedureTargetError, SqlAnalysisError, SqlError
 from sqlext.execute.call import located_at
 from sqlext.execute.common import paimon_to_spark_ddl, spark_to_paimon, spark_type_name
+from sqlext.execute.ddl_jobs import run_table_job
 from sqlext.execute.dml import run_merge
 from sqlext.execute.dml_deletion_vectors import mark_deletions
 from sqlext.execute.planning import (
@@ -49,6 +50,7 @@ from sqlext.execute.planning import (
     Rows,
     SetOption,
     StopJob,
+    TableJob,
     ToEngine,
     TruncateTable,
     UseDatabase,
@@ -228,6 +230,8 @@ class PlanRunner:
             except BaseException:
                 s.catalog.drop_table(plan.create.identifier, ignore_if_not_exists=True)  # all or nothing
                 raise
+        if isinstance(plan, TableJob):
+            return StatementResult(stmt, None, run_table_job(s, plan, stmt))
         if isinstance(plan, RefAction):
             return StatementResult(stmt, None, _ref_action(plan))
         if isinstance(plan, CallProcedure):
