@@ -14,12 +14,11 @@ from sqlext.execute import (
     row_level,
     session_stmts,
     show_extended,
-    views,
+    view_stmts,
 )
 
 HANDLERS: dict[type, Any] = {
     **show_extended.HANDLERS,
-    **views.HANDLERS,
 }
 
 
@@ -34,4 +33,5 @@ PLANNERS: dict[type, Any] = {
     **merge_clauses.PLANNERS,
     **call.PLANNERS,
     **refs.PLANNERS,
+    **view_stmts.PLANNERS,
 }

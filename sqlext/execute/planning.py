@@ -133,6 +133,18 @@ class PlannerContext(Protocol):
         """The dyntable view a name refers to (a temporary view first, as Spark resolves), or None."""
         ...
 
+    def temporary_view(self, name: str) -> ViewDefinition | None:
+        """The session's own temporary dyntable view of this name, or None."""
+        ...
+
+    def is_cached(self, name: str) -> bool:
+        """Whether ``name`` is a cached table of the session (CACHE TABLE over managed tables)."""
+        ...
+
+    def engine_temp_views(self) -> list[str]:
+        """The SQL engine's own temporary views (cached tables among them), by name."""
+        ...
+
 
 # -- plans ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -258,6 +270,55 @@ CatalogAction: TypeAlias = (
     CreateDatabase | DropDatabase | UseDatabase | CreateTable | AlterTable | RenameTable | DropTable
     | DropPartitions
 )
+
+
+# Views and cached tables (docs: sqlext.execute.views); the runner keeps them in the session or
+# the warehouse.
+@dataclass(frozen=True)
+class CreateView:
+    """Keep a dyntable view: a temporary one (``view.database`` None) in the session, replacing,
+    with ``replaces``, the session's temporary view, cached table or engine view of the name; a
+    permanent one in the warehouse (the planner checked what may be replaced)."""
+
+    view: ViewDefinition
+    replaces: bool
+    message: str
+
+
+@dataclass(frozen=True)
+class DropView:
+    """Forget the session's temporary view or cached table ``temporary``, or delete the
+    warehouse's view ``stored``. With ``then_engine`` the statement's text then runs on the SQL
+    engine (CREATE OR REPLACE of a view of its own over a name the session's view had)."""
+
+    temporary: str | None
+    stored: ViewDefinition | None
+    message: str
+    then_engine: bool = False
+
+
+@dataclass(frozen=True)
+class CacheTable:
+    """Cache the query ``sql`` (bound in ``current_database``) as the temporary table ``name``,
+    replacing a cached table of the name; rebuilt when a table it reads changes."""
+
+    name: str
+    sql: str
+    current_database: str
+    lazy: bool
+    options: Mapping[str, str]
+    message: str
+
+
+@dataclass(frozen=True)
+class UncacheTable:
+    """Release the session's cached table ``name`` and its temporary view."""
+
+    name: str
+    message: str
+
+
+ViewAction: TypeAlias = CreateView | DropView | CacheTable | UncacheTable
 
 
 # Table rewrites: DDL that runs Spark jobs over a table's data (the runner's ``ddl_jobs.py``).
@@ -544,8 +605,8 @@ class MergeInto:
 RowLevelPlan: TypeAlias = RowLevelWrite | MarkDeletions | TruncateTable | MergeInto
 
 Plan: TypeAlias = (
-    Rows | Done | ToEngine | SessionAction | CatalogAction | RefAction | TableJob | Write
-    | CreateTableAs | CallProcedure | RowLevelPlan
+    Rows | Done | ToEngine | SessionAction | CatalogAction | RefAction | ViewAction | TableJob
+    | Write | CreateTableAs | CallProcedure | RowLevelPlan
 )
 Planner: TypeAlias = Callable[[PlannerContext, Any, Statement], Plan]
 

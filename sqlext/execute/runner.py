@@ -54,11 +54,13 @@ from sqlext.execute.planning import (
     ToEngine,
     TruncateTable,
     UseDatabase,
+    ViewAction,
     Write,
     message_of,
 )
 from sqlext.execute.results import StatementResult
 from sqlext.execute.row_level_writes import run_on_engine, run_row_level_write, run_truncate
+from sqlext.execute.views import run_view_action
 from sqlext.execute.writes import run_write
 from sqlext.parse.names import TableName
 from sqlext.parse.splitter import Statement
@@ -147,6 +149,17 @@ class SessionContext:
 
         return view_of(self._session, name)
 
+    def temporary_view(self, name: str) -> ViewDefinition | None:
+        return self._session.temp_views.get(name.lower())
+
+    def is_cached(self, name: str) -> bool:
+        return name.lower() in self._session.cached
+
+    def engine_temp_views(self) -> list[str]:
+        from sqlext.execute.views import spark_temp_views
+
+        return spark_temp_views(self._session)
+
 
 def _paimon_type(spark_type: object, nullable: bool) -> DataType | None:
     """A Spark type as a Paimon type, or None where there is none (NULL's own type, intervals)."""
@@ -230,6 +243,8 @@ class PlanRunner:
             except BaseException:
                 s.catalog.drop_table(plan.create.identifier, ignore_if_not_exists=True)  # all or nothing
                 raise
+        if isinstance(plan, ViewAction):
+            return run_view_action(s, plan, stmt)
         if isinstance(plan, TableJob):
             return StatementResult(stmt, None, run_table_job(s, plan, stmt))
         if isinstance(plan, RefAction):
