@@ -17,9 +17,7 @@ from sqlext.execute import (
     view_stmts,
 )
 
-HANDLERS: dict[type, Any] = {
-    **show_extended.HANDLERS,
-}
+HANDLERS: dict[type, Any] = {}
 
 
 
@@ -34,4 +32,5 @@ PLANNERS: dict[type, Any] = {
     **call.PLANNERS,
     **refs.PLANNERS,
     **view_stmts.PLANNERS,
+    **show_extended.PLANNERS,
 }

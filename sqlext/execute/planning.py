@@ -133,6 +133,10 @@ class PlannerContext(Protocol):
         """The dyntable view a name refers to (a temporary view first, as Spark resolves), or None."""
         ...
 
+    def temporary_views(self) -> list[ViewDefinition]:
+        """The session's own temporary dyntable views."""
+        ...
+
     def temporary_view(self, name: str) -> ViewDefinition | None:
         """The session's own temporary dyntable view of this name, or None."""
         ...
@@ -143,6 +147,24 @@ class PlannerContext(Protocol):
 
     def engine_temp_views(self) -> list[str]:
         """The SQL engine's own temporary views (cached tables among them), by name."""
+        ...
+
+    # How the SQL engine shows schemas and its own views (SHOW TABLE EXTENDED answers in its words).
+    def schema_tree(self, schema: pa.Schema) -> str | None:
+        """The engine's tree text of a table's columns (Spark's ``treeString``); None: no columns."""
+        ...
+
+    def query_tree(self, sql: str) -> str | None:
+        """The tree text of a query's result columns; None when it does not bind or has none."""
+        ...
+
+    def engine_view_tree(self, name: str) -> str | None:
+        """The tree text of one of the engine's temporary views; None when it no longer resolves."""
+        ...
+
+    def engine_view_information(self, pattern: str) -> dict[str, str]:
+        """The engine's own SHOW TABLE EXTENDED ``information`` of its temporary views matching
+        ``pattern``, by name (those it describes)."""
         ...
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+from pyspark.errors import PySparkException
 
 from engine import FileSystemCatalog, Identifier, Table
 from engine.errors import BranchAlreadyExistsError, NoSuchPartitionError, TagAlreadyExistsError
@@ -62,10 +63,11 @@ from sqlext.execute.results import StatementResult
 from sqlext.execute.row_level_writes import run_on_engine, run_row_level_write, run_truncate
 from sqlext.execute.views import run_view_action
 from sqlext.execute.writes import run_write
-from sqlext.parse.names import TableName
+from sqlext.parse.names import TableName, quoted
 from sqlext.parse.splitter import Statement
 from sqlext.parse.views import ViewDefinition
 from sqlext.source.session_conf import session_conf
+from sqlext.source.spark_types import spark_schema
 
 if TYPE_CHECKING:
     from sqlext.session import SqlSession
@@ -149,6 +151,9 @@ class SessionContext:
 
         return view_of(self._session, name)
 
+    def temporary_views(self) -> list[ViewDefinition]:
+        return list(self._session.temp_views.values())
+
     def temporary_view(self, name: str) -> ViewDefinition | None:
         return self._session.temp_views.get(name.lower())
 
@@ -159,6 +164,33 @@ class SessionContext:
         from sqlext.execute.views import spark_temp_views
 
         return spark_temp_views(self._session)
+
+    def schema_tree(self, schema: pa.Schema) -> str | None:
+        struct = spark_schema(schema)
+        return struct.treeString() if struct.fields else None
+
+    def query_tree(self, sql: str) -> str | None:
+        try:
+            struct = self._session.frame(sql, None).schema
+        except (SqlError, PySparkException):
+            return None
+        return struct.treeString() if struct.fields else None
+
+    def engine_view_tree(self, name: str) -> str | None:
+        try:
+            struct = self._session.spark.table(quoted(name)).schema
+        except PySparkException:
+            return None
+        return struct.treeString() if struct.fields else None
+
+    def engine_view_information(self, pattern: str) -> dict[str, str]:
+        # Temporary views are listed whatever the database, so Spark's ``default`` is asked.
+        escaped = pattern.replace("\\", "\\\\").replace("'", "\\'")
+        try:
+            found = self._session.spark.sql(f"SHOW TABLE EXTENDED IN default LIKE '{escaped}'").collect()
+        except PySparkException:
+            return {}
+        return {r[1]: r[3] for r in found if r[2]}
 
 
 def _paimon_type(spark_type: object, nullable: bool) -> DataType | None:
