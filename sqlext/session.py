@@ -26,7 +26,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -147,10 +147,9 @@ class SqlSession:
         self._lock = threading.RLock()
         for key, value in conf.items():
             self.set_option(key, value)
-        from sqlext.execute.handlers import HANDLERS, PLANNERS
+        from sqlext.execute.handlers import PLANNERS
         from sqlext.execute.runner import PlanRunner, SessionContext
 
-        self._handlers: dict[type, Callable[[SqlSession, Any, Statement], StatementResult]] = HANDLERS
         self._planners: dict[type, Planner] = PLANNERS
         self.context = SessionContext(self)  # what planners read
         self.runner = PlanRunner(self)  # what carries their plans out
@@ -177,17 +176,14 @@ class SqlSession:
                 if classify(stmt.text) == "dyntable":
                     node = parse_statement(stmt.text, stmt.line, stmt.column, offset=stmt.offset)
                     planner = self._planners.get(type(node))
-                    if planner is not None:
-                        return self.runner.run(planner(self.context, node, stmt), stmt)
-                    handler = self._handlers.get(type(node))
-                    if handler is None:
+                    if planner is None:
                         raise SqlAnalysisError(
                             f"statement {type(node).__name__} is not executable",
                             line=stmt.line,
                             column=stmt.column,
                             sqlstate="0A000",
                         )
-                    return handler(self, node, stmt)
+                    return self.runner.run(planner(self.context, node, stmt), stmt)
                 answered = answer_from_metadata(self, stmt.text)  # count/min/max from manifests
                 if answered is not None:
                     return StatementResult(stmt, answered)

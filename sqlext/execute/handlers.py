@@ -1,4 +1,4 @@
-"""The statement table: which executor or planner runs each dyntable statement (by AST node type)."""
+"""The statement table: which planner plans each dyntable statement (by AST node type)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,8 @@ from sqlext.execute import (
     view_stmts,
 )
 
-HANDLERS: dict[type, Any] = {}
-
-
-
-# Statements planned over the narrow context (sqlext.execute.planning); the session runs their plans.
+# Every statement is planned over the narrow context (sqlext.execute.planning); the session's
+# runner carries the plans out.
 PLANNERS: dict[type, Any] = {
     **ddl.PLANNERS,
     **session_stmts.PLANNERS,
