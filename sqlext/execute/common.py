@@ -11,7 +11,6 @@ from engine.types import to_arrow_type as paimon_to_arrow
 from sqlext.parse.names import quoted
 from sqlext.source.spark_types import spark_arrow_type
 
-
 # Spark's TIMESTAMP (local time zone) becomes an Arrow timestamp with a zone, which the engine
 # reads as TIMESTAMP_LTZ whatever the zone: any zone names the kind, and values are UTC instants.
 KIND_OF_ZONE = "UTC"
