@@ -33,7 +33,8 @@ def test_a_call_is_its_procedure_and_bound_values(ctx):
     p = plan(ctx, sql)
     assert p.procedure.name == "create_tag"
     assert p.values == {"table": "default.t", "tag": "v1", "snapshot": 1, "time_retained": None}
-    assert p.argument_at == {"table": sql.index("'default.t'"), "tag": sql.index("'v1'"), "snapshot": sql.index("1)")}
+    assert p.argument_at == {"table": sql.index("'default.t'"), "tag": sql.index("'v1'"),
+                             "snapshot": sql.index("1)")}
     assert p.message == "Procedure create_tag finished"
     assert ctx.catalog.get_table("default.t").refs.tags.names() == []  # planning runs nothing
 

@@ -120,7 +120,8 @@ def test_defaults_are_stored_as_the_fields_default_value(ctx):
 
 
 def test_a_computed_column_is_typed_by_the_sql_engine_over_typed_nulls(ctx):
-    typing_query = "SELECT id * 2 AS c FROM (SELECT CAST(NULL AS bigint) AS `id`, CAST(NULL AS string) AS `v`)"
+    typing_query = ("SELECT id * 2 AS c FROM "
+                    "(SELECT CAST(NULL AS bigint) AS `id`, CAST(NULL AS string) AS `v`)")
     ctx.queries[typing_query] = (col("c", "BIGINT", nullable=False),)
     p = created(ctx, "CREATE TABLE t (id BIGINT, v STRING, d AS id * 2, "
                      "WATERMARK FOR v AS v) WITH ('bucket' = '-1')")
@@ -149,7 +150,8 @@ def test_ctas_takes_the_querys_columns_and_writes_them_as_insert_does(ctx):
 
 
 def test_the_ctas_write_is_the_insert_write_of_the_same_query(ctx):
-    ctx.options.update({"spark.paimon.write-only": "true", "spark.paimon.*.default.other.write-only": "false"})
+    ctx.options.update({"spark.paimon.write-only": "true",
+                        "spark.paimon.*.default.other.write-only": "false"})
     query = "SELECT 1 AS id, 'x' AS v"
     ctx.queries[query] = (col("id", "INT"), col("v", "STRING"))
     p = plan(ctx, f"CREATE TABLE t AS {query}")

@@ -22,7 +22,8 @@ def ctx(tmp_path) -> FakeContext:
     ctx = fake_context(tmp_path)
     ctx.catalog.create_table("default.t", pa.schema([("id", pa.int64()), ("v", pa.string())]),
                              options={"bucket": "-1"})
-    reads_t = BoundQuery("SELECT id, v FROM __v0", (Binding("__v0", TableName.parse("default.t"), None, None, {}),))
+    reads_t = BoundQuery("SELECT id, v FROM __v0",
+                         (Binding("__v0", TableName.parse("default.t"), None, None, {}),))
     ctx.queries[QUERY] = (Column("id", "bigint"), Column("v", "string"))
     ctx.bound[QUERY] = reads_t
     ctx.queries["SELECT 1 AS a"] = (Column("a", "int"),)  # reads nothing managed
@@ -152,7 +153,8 @@ def test_drop_view_finds_what_the_name_is(ctx):
 # -- CACHE / UNCACHE -------------------------------------------------------------------------------
 def test_cache_a_query_over_managed_tables(ctx):
     p = plan(ctx, f"CACHE LAZY TABLE c OPTIONS ('storageLevel' 'DISK_ONLY') AS {QUERY}")
-    assert p == CacheTable("c", QUERY, "default", True, {"storageLevel": "DISK_ONLY"}, "Table c cached (lazily)")
+    assert p == CacheTable("c", QUERY, "default", True, {"storageLevel": "DISK_ONLY"},
+                           "Table c cached (lazily)")
     assert plan(ctx, "CACHE TABLE c AS SELECT 1 AS a") == ToEngine()
 
 
