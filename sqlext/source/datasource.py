@@ -5,7 +5,8 @@
  executors: reader.read(split)   ──  ReadBuilder.new_read() → Arrow record batches (never rows)
  executors: writer.write(batches) ── WriteBuilder.new_task_write() → files + picklable commit messages
  driver*:   writer.commit(messages) ── CommitBuilder.commit: one snapshot, then the post-commit hooks
-            (*a Python worker process)
+            (*a Python worker process; with ``sqlext.source.session_conf`` installed, the
+            compaction is left to the writing driver, which runs it as one Spark task per bucket)
 ```
 Options are built and parsed only by ``sqlext.source.requests`` (``ReadRequest`` /
 ``WriteRequest``): the table, projection, filter (pruning; exact when the SQL session says the
@@ -378,6 +379,8 @@ class DyntableWriter(DataSourceArrowWriter):
             self.builder.new_commit().with_identifier(request.commit_identifier)
             .with_base_snapshot(request.base_snapshot_id).with_change_tracking(request.change_tracking)
         )
+        if request.compaction_by_driver:  # the writing driver compacts as Spark tasks after the job
+            self.commit_builder = self.commit_builder.with_deferred_compaction()
         self.job_token = str(uuid.uuid4())
         self.started_millis = int(time.time() * 1000)
 
