@@ -131,10 +131,6 @@ def test_aggregation_and_watermark(session, spark, warehouse, tmp_path):
         query.stop()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "merge-schema with type-widening does not widen a primary-key column: 'cannot change key "
-    "column a from INT NOT NULL to BIGINT NOT NULL on write' (engine/schema_merge.py keeps key, "
-    "partition and bucket-key types), where Paimon widens a to BIGINT and casts b STRING to DATE"))
 def test_enable_schema_evolution(session, spark, warehouse, tmp_path, pk_table):
     date = dt.date(2023, 8, 10)
     sql(session, "INSERT INTO T VALUES (1, '2023-08-09'), (2, '2023-08-09')")
