@@ -28,7 +28,10 @@ a read through the ``dyntable`` source has no estimate and is not shuffled), unl
 whose runs trigger the base rewrite; on a 2,000-row INSERT it is 2x slower (the extra exchange
 stage dominates), hence the size threshold. Below it (``auto``, a size Spark knows) the input is
 coalesced into one task instead: no exchange, and still one level-0 file per bucket and write,
-as Paimon's Spark write leaves it (its deletion vectors then fall where Paimon's do). The rows
+as Paimon's Spark write leaves it (its deletion vectors then fall where Paimon's do); measured on
+a 2,000-row upsert into a 4-bucket table (medians of 6, a loaded 2-core machine), coalesced 0.17 s
+against 0.37 s unshuffled from 2 input partitions and 0.17 s against 1.13 s from 8 (whose 8 runs
+per bucket trigger the compaction), shuffled 0.70 s. The rows
 are not sorted in the JVM: the writer sorts its buffer anyway, and ``sortWithinPartitions``
 measured slower (W2ss).
 
