@@ -96,7 +96,7 @@ def test_append_mode(session, spark, warehouse, tmp_path, pk_table):
 @pytest.mark.xfail(strict=True, reason=(
     "outputMode('update') is accepted and written as append: Spark's Python data-source sink API "
     "hands the writer only an overwrite flag (complete mode), not the output mode, where Paimon's "
-    "sink refuses update mode at start()"))
+    "sink refuses update mode at start(); a platform limit, docs/compatibility.md"))
 def test_update_mode_is_refused(session, spark, warehouse, tmp_path, pk_table):
     stream = FileStream(spark, tmp_path, AB, "a INT, b STRING")
     with pytest.raises(Exception) as info:  # noqa: B017 (Paimon intercepts any RuntimeException)
