@@ -271,11 +271,13 @@ WRITE_MERGE_SCHEMA = _declare("write.merge-schema", bool, False,
 WRITE_MERGE_SCHEMA_TYPE_WIDENING = _declare("write.merge-schema.type-widening", bool, False,
     "With write.merge-schema: widen an existing column's type to the data's where Paimon casts "
     "implicitly (INT -> BIGINT, a larger DECIMAL precision of the same scale, a longer VARCHAR, numbers "
-    "to DOUBLE). Primary-key, partition and bucket-key columns keep their types.")
+    "to DOUBLE). A primary-key or bucket-key column widens only where its stored keys keep their bytes "
+    "(a wider integer when no stored key is negative, a longer VARCHAR); partition columns keep their types.")
 WRITE_MERGE_SCHEMA_EXPLICIT_CAST = _declare("write.merge-schema.explicit-cast", bool, False,
-    "With write.merge-schema.type-widening: Paimon also allows lossy type changes (BIGINT -> INT, "
-    "STRING -> DATE). dyntable refuses them as it refuses them in ALTER COLUMN TYPE: existing files "
-    "would be read through a cast whose result on values that do not fit differs between engines.")
+    "With write.merge-schema.type-widening: also Paimon's explicit casts (STRING -> DATE, BIGINT -> INT, "
+    "a shorter length), taken only when every stored value of the column converts (old files are read "
+    "through the cast); casts whose result differs between readers (instants and numbers, time zones) "
+    "are refused.")
 
 # -- snapshots, commits, retention
 SNAPSHOT_NUM_RETAINED_MIN = _declare("snapshot.num-retained.min", int, 10,

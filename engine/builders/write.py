@@ -36,7 +36,7 @@ from engine.errors import DyntableError
 from engine.features import check_appendable, check_writable
 from engine.meta.paths import FileNamer
 from engine.options import DYNAMIC_BUCKET_ASSIGNER_PARALLELISM
-from engine.write.bucket_assigner import is_cross_partition, is_dynamic_bucket, writer_clustering
+from engine.write.bucket_assigner import is_dynamic_bucket, writer_clustering
 from engine.write.factory import new_writer
 
 if TYPE_CHECKING:
@@ -102,10 +102,10 @@ class WriteBuilder:
         """This write as a job of ``parallelism`` tasks lays out dynamic buckets:
         ``dynamic-bucket.assigner-parallelism`` = ``parallelism`` when neither the table nor the
         write's options set it (Paimon's Spark writer defaults it to the job's parallelism, so new
-        keys spread over that many assigners' buckets). Other bucket modes, and cross-partition
-        upsert tables (one assigner), are unchanged."""
+        keys spread over that many assigners' buckets; cross-partition upsert tables too, as
+        Paimon's ``GlobalIndexAssigner`` job). Other bucket modes are unchanged."""
         store = self.table.store
-        if (parallelism is None or not is_dynamic_bucket(store) or is_cross_partition(store)
+        if (parallelism is None or not is_dynamic_bucket(store)
                 or store.options.get(DYNAMIC_BUCKET_ASSIGNER_PARALLELISM) is not None):
             return self
         lanes = str(max(1, int(parallelism)))

@@ -218,11 +218,7 @@ def test_delete_for_append_partitioned_table(session, bucket, bitmap64):
 
 
 @pytest.mark.parametrize("shuffle", [
-    pytest.param("", marks=pytest.mark.xfail(strict=True, reason=(
-        "a small INSERT into a fixed-bucket primary-key table is not bucket-shuffled (deliberate: "
-        "sqlext/execute/bucket_shuffle.py, below MIN_ESTIMATED_BYTES), so the 3 VALUES rows land in "
-        "two level-0 files of bucket 0 and the update's DVs fall on two files where Paimon's one "
-        "file has positions 0 and 2"))),
+    "",
     "SET write.bucket-shuffle = true",
 ])
 @pytest.mark.parametrize("bitmap64", ["true", "false"])
