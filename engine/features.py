@@ -105,6 +105,10 @@ FEATURES: tuple[Feature, ...] = (
 )
 
 
+#: The features a rewrite that keeps every row id keeps (a data-evolution compaction).
+ROW_ID_FEATURES = ("data-evolution.enabled", "row-tracking.enabled")
+
+
 def _active(options: Mapping[str, str]) -> list[Feature]:
     return [f for f in FEATURES if f.key in options and f.applies(str(options[f.key]))]
 
@@ -218,6 +222,7 @@ def skipped_by_readers(bucket: int) -> bool:
 __all__ = [
     "FEATURES",
     "POSTPONE_BUCKET",
+    "ROW_ID_FEATURES",
     "Feature",
     "check_file_readable",
     "check_incremental_readable",

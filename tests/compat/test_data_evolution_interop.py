@@ -94,12 +94,12 @@ def test_dyntable_appends_and_compaction_keep_the_table_pypaimons(pypaimon: PyPa
     _pypaimon_writes(warehouse, scenario)
     name = f"db.{scenario}"
     table = open_catalog(str(warehouse)).get_table(name)
-    ids_before = _rows(pypaimon.read(warehouse, name, projection=["id", "_ROW_ID"]))
+    ids_before = _rows(pypaimon.read(warehouse, name, projection=["id", "_ROW_ID"]), ["id", "_ROW_ID"])
 
     table.write_arrow(_more_rows(table))
     ours = _rows(table.refresh().to_arrow())
     assert _rows(pypaimon.read(warehouse, name), table.schema.field_names) == ours
-    ids = _rows(pypaimon.read(warehouse, name, projection=["id", "_ROW_ID"]))
+    ids = _rows(pypaimon.read(warehouse, name, projection=["id", "_ROW_ID"]), ["id", "_ROW_ID"])
     assert [r for r in ids if r[0] < 100] == ids_before  # the old rows keep their ids
     assert len({r[1] for r in ids}) == len(ids)  # the new rows take new ones
 
@@ -114,6 +114,6 @@ def test_dyntable_appends_and_compaction_keep_the_table_pypaimons(pypaimon: PyPa
     table = table.refresh()
     assert _rows(table.to_arrow()) == ours
     assert _rows(pypaimon.read(warehouse, name), table.schema.field_names) == ours
-    assert _rows(pypaimon.read(warehouse, name, projection=["id", "_ROW_ID"])) == ids
+    assert _rows(pypaimon.read(warehouse, name, projection=["id", "_ROW_ID"]), ["id", "_ROW_ID"]) == ids
     for split in table.new_scan().plan().splits:  # every range is one whole-row file now
         assert all(len(g) == 1 and g[0].write_cols is None for g in group_by_row_id(split.files))
