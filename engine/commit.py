@@ -79,8 +79,8 @@ from engine.meta.index_files import (
 )
 from engine.meta.manifest import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta
 from engine.meta.manifest_merge import merge_manifests
-from engine.meta.row_ranges import check_ranges_kept, is_data_evolution
 from engine.meta.publish import next_time_millis, publish_snapshot
+from engine.meta.row_ranges import check_ranges_kept, is_data_evolution
 from engine.meta.snapshot import CommitKind, Snapshot, new_snapshot_uuid
 from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 
@@ -590,7 +590,8 @@ class FileStoreCommit:
         # Every snapshot dyntable publishes (writes, compactions, maintenance) passes here: a table
         # whose newer Paimon features this commit would not keep is refused (engine.features).
         # A data-evolution table's compaction keeps its row ids (checked on the entries below).
-        keeps_ranges = kind is CommitKind.COMPACT and not appends_rows and is_data_evolution(store.schema.options)
+        keeps_ranges = (kind is CommitKind.COMPACT and not appends_rows
+                        and is_data_evolution(store.schema.options))
         if appends_rows:
             check_appendable(store.schema, store.paths.root, "commit to")
         else:

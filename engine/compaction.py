@@ -11,7 +11,8 @@
 ```
 The runner is the only thing that differs between the in-process and the distributed path, so
 the plan, the commit and the retry exist once. A data-evolution table's tasks merge the files of
-adjacent row-id ranges keeping the row ids (``engine.write.data_evolution_compaction``). A sorted compaction (``order``: Paimon's
+adjacent row-id ranges keeping the row ids (``engine.write.data_evolution_compaction``). A sorted
+compaction (``order``: Paimon's
 ``order_strategy`` / ``order_by``) is the same operation whose tasks rewrite every file of a
 bucket-unaware append table's partition in that order.
 """

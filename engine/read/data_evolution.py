@@ -62,7 +62,11 @@ def assign_columns(
 
 
 def read_group(
-    store: FileStore, partition_dir: str, bucket: int, group: Sequence[DataFileMeta], fields: Sequence[DataField]
+    store: FileStore,
+    partition_dir: str,
+    bucket: int,
+    group: Sequence[DataFileMeta],
+    fields: Sequence[DataField],
 ) -> pa.Table:
     """The rows of one group (files newest first, all spanning one row-id range) with ``fields``
     (current schema), in row-id order, before any deletion vector.
@@ -87,8 +91,11 @@ def read_group(
             )
         for fd in mine:
             columns[fd.id] = part.column(fd.name)
-    arrays = [columns[fd.id] if fd.id in columns else pa.chunked_array([pa.nulls(rows, to_arrow_type(fd.type))])
-              for fd in fields]
+    def column(fd: DataField) -> pa.ChunkedArray:
+        found = columns.get(fd.id)
+        return pa.chunked_array([pa.nulls(rows, to_arrow_type(fd.type))]) if found is None else found
+
+    arrays = [column(fd) for fd in fields]
     if not fields:
         # No column asked for (a count): the rows still count.
         return pa.table({"_": pa.nulls(rows)}).drop_columns(["_"])

@@ -6,7 +6,8 @@ answer ``None`` (the caller then reads the data):
 
 * **count(*)**: every split's merged row count must be known from metadata —
   append splits (a data-evolution split only when no row-id range is held by several files,
-  ``DataSplit.raw_convertible``): the files' row counts minus their deletion vectors' cardinalities (a DV whose
+  ``DataSplit.raw_convertible``): the files' row counts minus their deletion vectors'
+  cardinalities (a DV whose
   cardinality is unknown refuses); primary-key splits: the files a batch read uses (level 0 is
   skipped by deletion-vector tables and ``first-row``) must need no merge — no two overlap by key,
   or the table uses deletion vectors and none is on level 0 — and every file must count zero

@@ -79,14 +79,17 @@ def bins_to_compact(store: FileStore, splits: Sequence[DataSplit], full: bool) -
     return [b for b in bins if sum(len(g) for g in b) >= threshold]
 
 
-def _rewrite(store: FileStore, split: DataSplit, groups: Sequence[Group]) -> tuple[list[DataFileMeta], DataFileMeta]:
+def _rewrite(
+    store: FileStore, split: DataSplit, groups: Sequence[Group]
+) -> tuple[list[DataFileMeta], DataFileMeta]:
     """One bin's files, and the one whole-row file that replaces them."""
     part_dir = store.partition_dir(split.partition_values)
     fields = list(store.schema.fields)
     parts = []
     for g in groups:
         if len(g) == 1:
-            parts.append(read_data_file(store, data_file_path(store, part_dir, split.bucket, g[0]), g[0], fields))
+            path = data_file_path(store, part_dir, split.bucket, g[0])
+            parts.append(read_data_file(store, path, g[0], fields))
         else:
             parts.append(read_group(store, part_dir, split.bucket, g, fields))
     rows = pa.concat_tables(parts)

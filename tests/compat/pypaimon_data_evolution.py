@@ -117,7 +117,8 @@ def partitioned(w: Writer) -> None:
     schema = pa.schema([*ROWS, pa.field("p", pa.string())])
     t = w.create("partitioned", schema, partition_keys=["p"], options=EVOLUTION)
     w.write(t, pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()), "v": ["a", "b", "c", "d"],
-                         "n": pa.array([10, 20, 30, 40], pa.int32()), "p": ["x", "y", "x", "y"]}, schema=schema))
+                         "n": pa.array([10, 20, 30, 40], pa.int32()), "p": ["x", "y", "x", "y"]},
+                        schema=schema))
     ids = _row_ids(t)
     _update(w, t, [ids[1], ids[2]], {"v": pa.array(["B", "C"])})
 
@@ -144,7 +145,8 @@ def main(argv: list[str]) -> int:
             SCENARIOS[name](writer)
             out[name] = {"ok": True}
         except Exception as e:  # reported to the test, which fails on it
-            out[name] = {"ok": False, "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
+            out[name] = {"ok": False, "error": f"{type(e).__name__}: {e}",
+                         "traceback": traceback.format_exc()}
     print(json.dumps(out))
     return 0
 

@@ -123,7 +123,7 @@ def test_dyntable_reads_or_refuses_and_never_damages(pypaimon: PyPaimon, tmp_pat
             table.to_arrow()
         _refused(e, feature)
 
-    if writes in ("appends", "compacts"):  # row tracking: the appended rows take new row ids (nextRowId goes on)
+    if writes in ("appends", "compacts"):  # row tracking: appended rows take new row ids (nextRowId goes on)
         table.write_arrow(_more_rows(feature))
         ours = _rows(table.refresh().to_arrow())
         assert _rows(pypaimon.read(warehouse, name)) == ours and len(ours) == len(theirs) + 2

@@ -109,7 +109,8 @@ def test_merge_into_not_matched_insert_only(session):
     sql(session, "INSERT INTO s VALUES (1, 11), (2, 22)")
     sql(session, f"CREATE TABLE t (id INT, b INT, c INT) TBLPROPERTIES ({EVOLUTION})")
     sql(session, "INSERT INTO t SELECT /*+ REPARTITION(1) */ id, id AS b, id AS c FROM range(2, 4)")
-    sql(session, "MERGE INTO t USING s ON t.id = s.id WHEN NOT MATCHED THEN INSERT (id, b, c) VALUES (id, b, 11)")
+    sql(session, "MERGE INTO t USING s ON t.id = s.id "
+                 "WHEN NOT MATCHED THEN INSERT (id, b, c) VALUES (id, b, 11)")
     assert sql(session, "SELECT *, _ROW_ID, _SEQUENCE_NUMBER FROM t ORDER BY id") == [
         (1, 11, 11, 2, 2), (2, 2, 2, 0, 1), (3, 3, 3, 1, 1)]
 

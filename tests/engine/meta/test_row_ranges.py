@@ -8,10 +8,18 @@ import pytest
 
 from engine.errors import CorruptMetadataError, InvalidArgumentError
 from engine.meta.manifest import DataFileMeta, SimpleStats
-from engine.meta.row_ranges import anchor_file, check_ranges_kept, group_by_row_id, is_data_evolution, row_range
+from engine.meta.row_ranges import (
+    anchor_file,
+    check_ranges_kept,
+    group_by_row_id,
+    is_data_evolution,
+    row_range,
+)
 
 
-def _file(name: str, first: int | None, rows: int, seq: int, cols: tuple[str, ...] | None = None) -> DataFileMeta:
+def _file(
+    name: str, first: int | None, rows: int, seq: int, cols: tuple[str, ...] | None = None
+) -> DataFileMeta:
     meta = DataFileMeta(
         file_name=name, file_size=10, row_count=rows, min_key=b"", max_key=b"", key_stats=SimpleStats.EMPTY,
         value_stats=SimpleStats.EMPTY, min_sequence_number=seq, max_sequence_number=seq, schema_id=0, level=0,

@@ -41,7 +41,8 @@ def _update(table, first_row_id: int, columns: dict[str, list], sequence: int) -
     meta = replace(meta, first_row_id=first_row_id, write_cols=tuple(columns), min_sequence_number=sequence,
                    max_sequence_number=sequence)
     split = table.new_scan().plan().splits[0]
-    table.new_commit().commit([CommitMessage(split.partition, split.bucket, split.total_buckets, new_files=(meta,))])
+    message = CommitMessage(split.partition, split.bucket, split.total_buckets, new_files=(meta,))
+    table.new_commit().commit([message])
 
 
 def _sorted(table: pa.Table) -> list[tuple]:
