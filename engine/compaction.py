@@ -82,10 +82,7 @@ def plan(
     with ``order``, every bucket holding files (a sorted compaction rewrites them all)."""
     evolution = not table.store.has_primary_key and is_data_evolution(table.store.schema.options)
     if evolution and order is None:  # its own compaction keeps the row ids (checked at commit)
-        from engine.write.data_evolution_compaction import check_compactable
-
         check_writable(table.store.schema, table.store.paths.root, "compact", keeps=ROW_ID_FEATURES)
-        check_compactable(table.store)
     else:
         check_writable(table.store.schema, table.store.paths.root, "compact")
     if order is not None:
@@ -207,7 +204,18 @@ def _commit(table: Table, tasks: Sequence[CompactionTask], messages: list[Commit
 
     planned = table.store.snapshots.get(tasks[0].splits[0].snapshot_id)
     dv = AppendDeletionCommit(table.store, planned)
+    carried = None
+    if is_data_evolution(table.store.schema.options):  # deleted rows were kept: so are their DVs
+        from engine.write.data_evolution_compaction import carried_deletions
+
+        carried = carried_deletions(messages, dv.current)
     dv.drop(f.file_name for m in messages for f in m.compact_before)
+    if carried is not None:
+        from engine.meta.manifest import FileKind, ManifestEntry
+
+        dv.include_new(ManifestEntry(FileKind.ADD, m.partition, m.bucket, m.total_buckets, f)
+                       for m in messages for f in m.compact_after)
+        dv.delete(carried)
     return dv.commit(messages, kind=CommitKind.COMPACT)
 
 

@@ -15,24 +15,26 @@ and ``DataEvolutionNormalCompactTask``:
   sequence numbers of the files it replaces; the commit checks that the new files hold exactly
   the row ids of the files they replace (``engine.meta.row_ranges.check_ranges_kept``).
 
-Tables with deletion vectors are refused (SQLSTATE 0A000): a group's deletion vector belongs to
-its oldest file, and moving it to the new file (Paimon's ``DataEvolutionCompactDeletionVectorRewriter``)
-is not implemented.
+With deletion vectors, the rewrite keeps the deleted rows (their row ids stay taken) and the
+commit moves each group's deletion vector — its anchor's, the oldest file's — onto the new file,
+its positions shifted by where the group starts in it (:func:`carried_deletions`; Paimon's
+``DataEvolutionCompactDeletionVectorRewriter`` does the same), so every reader hides the same rows
+before and after.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from engine.commit_messages import CommitMessage
-from engine.errors import UnsupportedTableError
 from engine.files.reader import data_file_path, read_data_file
-from engine.lsm.deletion_vectors import uses_deletion_vectors
 from engine.meta.manifest import DataFileMeta, FileSource
-from engine.meta.row_ranges import group_by_row_id, row_range
+from engine.meta.deletion_vectors import DeletionVector
+from engine.meta.row_ranges import anchor_file, group_by_row_id, row_range
 from engine.read.data_evolution import read_group
 from engine.scan.planner import DataSplit
 from engine.store import FileStore
@@ -41,19 +43,28 @@ from engine.write.file_writer import DataFileWriter
 Group = list[DataFileMeta]
 
 
-def check_compactable(store: FileStore) -> None:
-    """Refuse to compact a data-evolution table with deletion vectors.
-
-    Raises:
-        UnsupportedTableError: SQLSTATE 0A000, nothing was written.
-    """
-    if uses_deletion_vectors(store):
-        raise UnsupportedTableError(
-            f"cannot compact table {store.paths.root}: it uses data evolution with deletion vectors "
-            "('data-evolution.enabled', 'deletion-vectors.enabled'); a compaction would have to move each "
-            "row-id range's deletion vector to the file that replaces it, which dyntable does not do. "
-            "Use Paimon 1.3 or later to compact this table."
-        )
+def carried_deletions(
+    messages: Sequence[CommitMessage], current: Callable[[str], DeletionVector | None]
+) -> dict[str, np.ndarray]:
+    """The positions each new file of a data-evolution compaction must mark deleted: for every
+    group it replaces, the group's deletion vector (``current`` of its anchor, as the commit would
+    write it) shifted by the group's first row id minus the new file's."""
+    out: dict[str, np.ndarray] = {}
+    for m in messages:
+        groups = group_by_row_id(list(m.compact_before))
+        for new in m.compact_after:
+            lo, hi = row_range(new)
+            parts = []
+            for g in groups:
+                start, end = row_range(g[0])
+                if start < lo or end > hi:
+                    continue
+                dv = current(anchor_file(g).file_name)
+                if dv is not None and dv.cardinality:
+                    parts.append(dv.positions() + (start - lo))
+            if parts:
+                out[new.file_name] = np.concatenate(parts)
+    return out
 
 
 def bins_to_compact(store: FileStore, splits: Sequence[DataSplit], full: bool) -> list[list[Group]]:
@@ -107,8 +118,8 @@ def _rewrite(
 
 
 def compact_bucket(store: FileStore, splits: Sequence[DataSplit], full: bool) -> CommitMessage | None:
-    """Rewrite one bucket's bins (all ``splits`` share partition and bucket); None when none is due."""
-    check_compactable(store)
+    """Rewrite one bucket's bins (all ``splits`` share partition and bucket); None when none is due.
+    Deleted rows are kept: the commit carries the deletion vectors over (:func:`carried_deletions`)."""
     bins = bins_to_compact(store, splits, full)
     if not bins:
         return None
@@ -123,4 +134,4 @@ def compact_bucket(store: FileStore, splits: Sequence[DataSplit], full: bool) ->
                          compact_before=tuple(before), compact_after=tuple(after))
 
 
-__all__ = ["bins_to_compact", "check_compactable", "compact_bucket"]
+__all__ = ["bins_to_compact", "carried_deletions", "compact_bucket"]
