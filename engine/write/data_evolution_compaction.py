@@ -32,8 +32,8 @@ import pyarrow as pa
 
 from engine.commit_messages import CommitMessage
 from engine.files.reader import data_file_path, read_data_file
-from engine.meta.manifest import DataFileMeta, FileSource
 from engine.meta.deletion_vectors import DeletionVector
+from engine.meta.manifest import DataFileMeta, FileSource
 from engine.meta.row_ranges import anchor_file, group_by_row_id, row_range
 from engine.read.data_evolution import read_group
 from engine.scan.planner import DataSplit
