@@ -54,7 +54,7 @@ def test_small_files_compact_into_one_keeping_rows(session):
 
 def test_inserts_with_an_added_column(session):
     """DataEvolutionDeletionTestBase's table before its DELETE: rows written before the column
-    was added read it as NULL."""
+    was added read it as NULL, before and after a compaction."""
     sql(session, f"CREATE TABLE t (id INT, b INT, c INT) TBLPROPERTIES ({EVOLUTION}, "
                  "'deletion-vectors.enabled' = 'true')")
     sql(session, "INSERT INTO t SELECT /*+ REPARTITION(1) */ id, id AS b, id AS c FROM range(0, 5)")
@@ -62,8 +62,11 @@ def test_inserts_with_an_added_column(session):
     sql(session, "ALTER TABLE t ADD COLUMNS (d INT)")
     sql(session, "INSERT INTO t SELECT /*+ REPARTITION(1) */ id, id AS b, id AS c, id + 100 AS d "
                  "FROM range(10, 13)")
-    assert sql(session, "SELECT * FROM t ORDER BY id") == (
-        [(i, i, i, None) for i in range(10)] + [(i, i, i, i + 100) for i in range(10, 13)])
+    expected = [(i, i, i, None) for i in range(10)] + [(i, i, i, i + 100) for i in range(10, 13)]
+    assert sql(session, "SELECT * FROM t ORDER BY id") == expected
+    sql(session, "CALL sys.compact(table => 't')")  # three adjacent files of two schema versions
+    assert sql(session, "SELECT * FROM t ORDER BY id") == expected
+    assert sql(session, "SELECT count(*) FROM `t$files`") == [(1,)]
 
 
 def test_delete_without_deletion_vectors_is_refused(session):
