@@ -9,8 +9,9 @@ before the first byte is read or written.
 
 Three checks, each cheap (metadata only, no data file is opened):
 
-* :func:`check_readable` — a table option whose effect a reader must apply (data evolution,
-  chain tables). Called by every scan plan (batch, incremental, streaming).
+* :func:`check_readable` — a table option whose effect a reader must apply (chain tables).
+  Called by every scan plan (batch, incremental, streaming); :func:`check_incremental_readable`
+  also refuses data evolution for incremental and streaming reads.
 * :func:`check_file_readable` — one data file: a partial-column file of a data-evolution table
   (``_WRITE_COLS``) or a format other than Parquet. Called for every file a plan hands a reader.
 * :func:`check_writable` — a table option whose invariants a writer must keep (row tracking,
@@ -20,7 +21,10 @@ Three checks, each cheap (metadata only, no data file is opened):
   append (new rows, no overwrite): row tracking passes there, because the commit gives the new
   files their row ids (``engine.commit_rebase.assign_row_ids``).
 
-What dyntable reads as Paimon does (and so is *not* refused at read): row-tracking tables
+What dyntable reads as Paimon does (and so is *not* refused at read): data-evolution tables in
+batch (rows assembled from the files of each row-id range, ``engine.read.data_evolution``; their
+appends take row ids as row tracking's do, and their compaction merges a range's files into one,
+``engine.write.data_evolution_compaction``), row-tracking tables
 (their files hold whole rows; the ``_ROW_ID`` column is not offered), postpone-bucket tables
 (their pending ``bucket-postpone`` files are skipped, as Paimon's batch readers skip them until a
 postpone compaction), thin-mode files, dense statistics (``_VALUE_STATS_COLS``), 64-bit deletion
@@ -30,7 +34,7 @@ types BLOB, VARIANT and VECTOR are refused when the schema is loaded (``engine.t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from engine.errors import UnsupportedTableError
@@ -75,9 +79,9 @@ class Feature:
 #: Options turning on a feature dyntable does not fully honour. (Those refused at CREATE are in
 #: ``engine.option_checks``; a table created by another engine carries them anyway.)
 FEATURES: tuple[Feature, ...] = (
-    Feature("data-evolution.enabled", _true, "data evolution", "1.3", False,
-            "its data files may hold only some columns of a row and rows updated by row id, which "
-            "dyntable would return as separate rows"),
+    Feature("data-evolution.enabled", _true, "data evolution", "1.3", True,
+            "dyntable's overwrites, row-level changes (DELETE, UPDATE, MERGE) and branch merges would "
+            "not keep the row-id ranges its files share (appends and compaction do)", appends=True),
     Feature("chain-table.enabled", _true, "chain tables", "1.4", False,
             "its snapshots chain to other tables dyntable does not read"),
     Feature("row-tracking.enabled", _true, "row tracking", "1.3", True,
@@ -99,6 +103,10 @@ FEATURES: tuple[Feature, ...] = (
     Feature("file.format", _not_parquet, "data files in a format other than Parquet", None, True,
             "dyntable writes only Parquet data files"),
 )
+
+
+#: The features a rewrite that keeps every row id keeps (a data-evolution compaction).
+ROW_ID_FEATURES = ("data-evolution.enabled", "row-tracking.enabled")
 
 
 def _active(options: Mapping[str, str]) -> list[Feature]:
@@ -128,16 +136,38 @@ def check_readable(schema: TableSchema, table: str, action: str = "read") -> Non
             raise _refusal(feature, schema.options, table, action)
 
 
-def check_writable(schema: TableSchema, table: str, action: str = "write to") -> None:
+def check_writable(
+    schema: TableSchema, table: str, action: str = "write to", *, keeps: Collection[str] = ()
+) -> None:
     """Refuse to write to (commit to, compact, clean up) a table with a feature dyntable does
-    not keep; ``action`` words the refusal ("compact", "expire snapshots of", ...).
+    not keep; ``action`` words the refusal ("compact", "expire snapshots of", ...). ``keeps``: the
+    option keys of the features the caller keeps (a data-evolution compaction keeps row tracking
+    and data evolution).
 
     Raises:
         UnsupportedTableError: naming the feature and the Paimon version that introduced it.
     """
-    active = _active(schema.options)
+    active = [f for f in _active(schema.options) if f.key not in keeps]
     if active:
         raise _refusal(active[0], schema.options, table, action)
+
+
+def check_incremental_readable(schema: TableSchema, table: str) -> None:
+    """Refuse an incremental or streaming read of a table whose changes dyntable cannot read as
+    changes: everything :func:`check_readable` refuses, and data evolution (a snapshot that
+    rewrote some columns by row id adds files that hold only those columns, not new rows).
+
+    Raises:
+        UnsupportedTableError: naming the feature and the Paimon version that introduced it.
+    """
+    check_readable(schema, table)
+    if _true(str(schema.options.get("data-evolution.enabled", "false"))):
+        raise UnsupportedTableError(
+            f"cannot read the changes of table {table} incrementally or as a stream: it uses data "
+            "evolution ('data-evolution.enabled' = 'true', Paimon 1.3), whose updates by row id "
+            "add files holding only the rewritten columns, which dyntable does not read as changes. "
+            "Read it in batch (any snapshot), or use Paimon 1.3 or later for this read."
+        )
 
 
 def check_appendable(schema: TableSchema, table: str, action: str = "write to") -> None:
@@ -159,14 +189,16 @@ def tracks_row_ids(schema: TableSchema) -> bool:
     return _true(str(schema.options.get("row-tracking.enabled", "false")))
 
 
-def check_file_readable(file: DataFileMeta, table: str) -> None:
-    """Refuse a data file dyntable cannot read as Paimon does: a data-evolution file holding only
-    some columns (``_WRITE_COLS``, Paimon 1.3), or a file in a format other than Parquet.
+def check_file_readable(file: DataFileMeta, table: str, *, partial_columns: bool = False) -> None:
+    """Refuse a data file dyntable cannot read as Paimon does: a file in a format other than
+    Parquet, or (unless ``partial_columns``: a batch read of a data-evolution table, which
+    assembles rows from the files of a row-id range, ``engine.read.data_evolution``) a file
+    holding only some columns (``_WRITE_COLS``, Paimon 1.3).
 
     Raises:
         UnsupportedTableError: naming the file and the feature.
     """
-    if file.write_cols is not None:
+    if file.write_cols is not None and not partial_columns:
         raise UnsupportedTableError(
             f"cannot read table {table}: data file {file.file_name} holds only the columns "
             f"{list(file.write_cols)} of its rows (_WRITE_COLS: data evolution, Paimon 1.3), which "
@@ -190,8 +222,10 @@ def skipped_by_readers(bucket: int) -> bool:
 __all__ = [
     "FEATURES",
     "POSTPONE_BUCKET",
+    "ROW_ID_FEATURES",
     "Feature",
     "check_file_readable",
+    "check_incremental_readable",
     "check_readable",
     "check_writable",
     "skipped_by_readers",

@@ -143,7 +143,6 @@ UNSUPPORTED_PAIMON_OPTIONS: dict[str, str] = {
     "record-level.expire-time": "dyntable does not expire single records",
     "record-level.time-field": "dyntable does not expire single records",
     "ignore-update-before": "dyntable does not drop UPDATE_BEFORE rows on write (use ignore-delete)",
-    "data-evolution.enabled": "data evolution (row-id based column updates) is not supported",
     "chain-table.enabled": "chain tables are not supported",
 }
 

@@ -166,6 +166,12 @@ ROW_TRACKING_ENABLED = _declare("row-tracking.enabled", bool, False,
     "file takes its first row id at commit and the snapshot its nextRowId. dyntable appends to such a "
     "table; compaction, overwrites and row-level changes of it are refused (they would not keep the ids).",
     immutable=True)
+DATA_EVOLUTION_ENABLED = _declare("data-evolution.enabled", bool, False,
+    "Paimon data evolution (Paimon 1.3; needs 'row-tracking.enabled'): a row-id range's columns may be "
+    "rewritten by later files holding only those columns. dyntable reads such tables in batch (each column "
+    "from the newest file holding it), appends to them and compacts them (a range's files merged into one, "
+    "row ids and deletion vectors kept); overwrites, DELETE/UPDATE/MERGE and incremental or "
+    "streaming reads of them are refused.", immutable=True)
 DELETION_VECTORS_ENABLED = _declare("deletion-vectors.enabled", bool, False,
     "Deletion vectors (merge-on-write): superseded and deleted rows are marked in per-file bitmaps, so "
     "batch reads need no merge. Primary-key tables: merge engines deduplicate, partial-update and "

@@ -3,7 +3,9 @@
 A file is written with the schema named by its ``_SCHEMA_ID``. Columns are matched by field id
 between that schema and the current one (Paimon's schema evolution): a renamed column is read
 under its old physical name, a dropped column is skipped, an added column reads as NULL, and a
-widened type is cast; nested ROW fields are matched by id too (:mod:`engine.files.evolve`).
+widened type is cast; nested ROW fields are matched by id too (:mod:`engine.files.evolve`). A
+data-evolution file holding only some columns (``_WRITE_COLS``) reads the others as NULL; the
+reader of its row-id group takes them from the files that hold them (:mod:`engine.read.data_evolution`).
 System columns (``_SEQUENCE_NUMBER``, ``_VALUE_KIND``) are passed through when asked for.
 """
 
@@ -40,12 +42,15 @@ def _physical_columns(
 ) -> tuple[list[DataField | None], list[str]]:
     """Each field as the file's own schema has it (None: not in the file), and the columns to read."""
     file_schema = store.schema_by_id(file.schema_id)
+    # A data-evolution file (``_WRITE_COLS``) holds only those columns of its schema version.
+    written = None if file.write_cols is None else set(file.write_cols)
     physical: list[DataField | None] = []
     for f in fields:
         try:
-            physical.append(file_schema.field_by_id(f.id))
+            p = file_schema.field_by_id(f.id)
         except LookupError:
-            physical.append(None)
+            p = None
+        physical.append(p if p is None or written is None or p.name in written else None)
     return physical, [p.name for p in physical if p is not None] + list(system_columns)
 
 

@@ -1,5 +1,9 @@
 """Split → Arrow data. Append splits concatenate; primary-key splits merge.
 
+A data-evolution split (append, not raw convertible) is read row-id group by row-id group, each
+group's columns taken from the newest file holding them (:mod:`engine.read.data_evolution`) and
+the group's deletion vector (its oldest file's) applied to the assembled rows.
+
 Tables with deletion vectors are read as Paimon's batch readers read them, without merging:
 every file (for a primary-key table every file above level 0) is read raw, and the rows its
 deletion vector marks are dropped by a vectorised mask (``engine.read.deletion_vectors``).
@@ -36,7 +40,9 @@ from engine.lsm.key_order import key_range_decoder
 from engine.merge.functions import COUNT_COLUMN, MergeConfig, keys_present_in
 from engine.meta.deletion_vectors import DeletionVector
 from engine.meta.manifest import DataFileMeta
+from engine.meta.row_ranges import anchor_file, group_by_row_id, is_data_evolution
 from engine.meta.schema_store import SchemaStore
+from engine.read.data_evolution import read_group
 from engine.read.deletion_vectors import DeletionVectorLoader, apply_deletion_vector
 from engine.read.section_merge import merge_section
 from engine.scan.planner import DataSplit
@@ -76,6 +82,7 @@ class SplitReader:
         self._fallback_readers: dict[str, SplitReader] = {}
         schema = store.schema
         self.count_layout = is_count_layout(schema)
+        self.data_evolution = not store.has_primary_key and is_data_evolution(schema.options)
         # (A count-layout table shows counts as repeated rows; a retraction is a count, not a row.)
         self.keep_deletes = row_kind and not self.count_layout
         visible = logical_schema(schema).field_names if self.count_layout else schema.field_names
@@ -138,6 +145,9 @@ class SplitReader:
 
     def _read(self, split: DataSplit) -> Iterator[pa.Table]:
         part_dir = self.store.partition_dir(split.partition_values)
+        if self.data_evolution and not split.raw_convertible:
+            yield from self._read_evolved(part_dir, split)
+            return
         if not self.store.has_primary_key:
             for f in split.files:
                 path = data_file_path(self.store, part_dir, split.bucket, f)
@@ -171,6 +181,23 @@ class SplitReader:
                 narrow=self._narrow if self._narrows() else None,
             ):
                 yield self._finish(merged)
+
+    def _read_evolved(self, part_dir: str, split: DataSplit) -> Iterator[pa.Table]:
+        """A data-evolution split (the only append splits not raw convertible): each row-id group
+        of several files assembled column-wise (:mod:`engine.read.data_evolution`), minus its
+        anchor's deletion vector; a group of one file read as any append file."""
+        for group in group_by_row_id(split.files):
+            if len(group) == 1:
+                f = group[0]
+                path = data_file_path(self.store, part_dir, split.bucket, f)
+                if self._probes():
+                    yield self._finish(self._probe_then_read(path, split, f, kinds=False))
+                else:
+                    yield self._finish(self._apply_dv(read_data_file(self.store, path, f, self.read_fields),
+                                                      split, f))
+                continue
+            rows = read_group(self.store, part_dir, split.bucket, group, self.read_fields)
+            yield self._finish(self._apply_dv(rows, split, anchor_file(group)))
 
     def _narrows(self) -> bool:
         """Whether merges may take only the keys with a passing version (module docstring)."""

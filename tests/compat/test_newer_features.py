@@ -33,11 +33,12 @@ ROWS = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.s
 DOUBLES = pa.schema([pa.field("k", pa.float64(), nullable=False), pa.field("v", pa.string())])
 
 # feature -> (dyntable reads it: "rows" or "refused", dyntable writes it: "ok", "appends" (appends
-# only; compaction and maintenance commits refused) or "refused")
+# only; compaction and maintenance commits refused), "compacts" (appends and compaction; maintenance
+# commits refused) or "refused")
 EXPECTED = {
     "row_tracking": ("rows", "appends"),
-    "data_evolution": ("refused", "refused"),
-    "data_evolution_one_column": ("refused", "refused"),
+    "data_evolution": ("rows", "compacts"),
+    "data_evolution_one_column": ("rows", "compacts"),
     "postpone_bucket": ("rows", "refused"),
     "external_paths_append": ("rows", "ok"),
     "external_paths_pk": ("rows", "ok"),
@@ -122,7 +123,7 @@ def test_dyntable_reads_or_refuses_and_never_damages(pypaimon: PyPaimon, tmp_pat
             table.to_arrow()
         _refused(e, feature)
 
-    if writes == "appends":  # row tracking: the appended rows take new row ids (nextRowId goes on)
+    if writes in ("appends", "compacts"):  # row tracking: appended rows take new row ids (nextRowId goes on)
         table.write_arrow(_more_rows(feature))
         ours = _rows(table.refresh().to_arrow())
         assert _rows(pypaimon.read(warehouse, name)) == ours and len(ours) == len(theirs) + 2
@@ -130,8 +131,14 @@ def test_dyntable_reads_or_refuses_and_never_damages(pypaimon: PyPaimon, tmp_pat
         assert sorted(ids) == list(range(len(ours)))
         before = [s["id"] for s in pypaimon.snapshots(warehouse, name)]
         theirs = ours
-    if writes in ("refused", "appends"):
-        attempts = [lambda: table.compact(full=True), lambda: table.maintenance.remove_missing_files()]
+    if writes == "compacts":  # data evolution: one whole-row file per row-id range, the same rows
+        table.compact(full=True)
+        assert _rows(table.refresh().to_arrow()) == theirs == _rows(pypaimon.read(warehouse, name))
+        before = [s["id"] for s in pypaimon.snapshots(warehouse, name)]
+    if writes in ("refused", "appends", "compacts"):
+        attempts = [lambda: table.maintenance.remove_missing_files()]
+        if writes != "compacts":
+            attempts.insert(0, lambda: table.compact(full=True))
         if writes == "refused":
             attempts.insert(0, lambda: table.write_arrow(_more_rows(feature)))
         for attempt in attempts:
