@@ -154,6 +154,4 @@ def iter_data_file(
 
 def data_file_path(store: FileStore, partition_dir: str, bucket: int, file: DataFileMeta) -> str:
     """Where ``file`` of ``bucket`` in the partition directory lives (its external path, if any)."""
-    if file.external_path:
-        return store.paths.external_file(file.external_path)
-    return store.paths.data_file(partition_dir, bucket, file.file_name)
+    return store.paths.data_file(partition_dir, bucket, file.file_name, file.external_path)

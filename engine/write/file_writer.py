@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from engine.fileindex import FileIndexBlob, FileIndexConfig, build_blob, file_index_config
 from engine.files.reader import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, arrow_path
 from engine.meta.binary_row import EMPTY_ROW
+from engine.meta.external_paths import ExternalPaths
 from engine.meta.manifest import DataFileMeta, FileSource, SimpleStats
 from engine.meta.paths import FileNamer
 from engine.options import CoreOptions
@@ -103,12 +104,14 @@ def kv_arrow_schema(fields: Sequence[DataField], key_fields: Sequence[DataField]
 
 
 def write_file_index(
-    store: FileStore, partition_dir: str, bucket: int, data_file: str, rows: pa.Table, config: FileIndexConfig
+    store: FileStore, partition_dir: str, bucket: int, data_file: str, rows: pa.Table,
+    config: FileIndexConfig, external_path: str | None = None,
 ) -> tuple[bytes | None, tuple[str, ...]]:
     """Build the file indexes of one data file's ``rows``: (embedded blob, extra files).
 
     A blob over ``file-index.in-manifest-threshold`` is written next to the data file as
-    ``<data file>.index`` and named in the extra files, as Paimon does; a smaller one is embedded.
+    ``<data file>.index`` (at its external path's directory, when it has one) and named in the
+    extra files, as Paimon does; a smaller one is embedded.
     """
     blob = build_blob(rows, store.schema.fields, config)
     if blob is None:
@@ -116,8 +119,33 @@ def write_file_index(
     if blob.embedded:
         return blob.data, ()
     name = FileIndexBlob.file_name(data_file)
-    store.io.write_bytes(store.paths.data_file(partition_dir, bucket, name), blob.data)
+    store.io.write_bytes(store.paths.extra_file(partition_dir, bucket, name, external_path), blob.data)
     return None, (name,)
+
+
+class FileLocator:
+    """Where the new data files of one (partition, bucket) writer go: the bucket directory, or the
+    table's external paths (``data-file.external-paths``, ``engine.meta.external_paths``)."""
+
+    def __init__(self, store: FileStore, partition_dir: str, bucket: int) -> None:
+        self.store = store
+        self.partition_dir = partition_dir
+        self.bucket = bucket
+        external = ExternalPaths.of(store.schema.options)
+        self.provider = (external.provider(store.paths.relative_bucket_dir(partition_dir, bucket))
+                         if external is not None else None)
+
+    def new_file(self, name: str) -> tuple[str, str | None]:
+        """(the path to write the new file ``name`` at, its ``_EXTERNAL_PATH`` or None); the
+        directory exists afterwards."""
+        paths = self.store.paths
+        if self.provider is None:
+            self.store.io.mkdirs(paths.bucket_dir(self.partition_dir, self.bucket))
+            return paths.data_file(self.partition_dir, self.bucket, name), None
+        external = self.provider.next(name)
+        path = paths.external_file(external)  # refuses a root of another file system than the table's
+        self.store.io.mkdirs(path.rsplit("/", 1)[0])
+        return path, external
 
 
 def local_now_millis() -> int:
@@ -155,11 +183,13 @@ class DataFileWriter:
         # Data files (written and compacted) carry the table's file indexes; changelog files do not.
         self.file_index = file_index_config(opts.to_dict()) if self.prefix == opts.data_file_prefix \
             else FileIndexConfig()
+        self.locator = FileLocator(store, partition_dir, bucket)
 
-    def _index(self, name: str, rows: pa.Table) -> tuple[bytes | None, tuple[str, ...]]:
+    def _index(self, name: str, rows: pa.Table, external: str | None) -> tuple[bytes | None, tuple[str, ...]]:
         if self.file_index.empty:
             return None, ()
-        return write_file_index(self.store, self.partition_dir, self.bucket, name, rows, self.file_index)
+        return write_file_index(
+            self.store, self.partition_dir, self.bucket, name, rows, self.file_index, external)
 
     # -- append layout --------------------------------------------------------------------------
     def write_append(self, table: pa.Table, first_sequence: int) -> list[DataFileMeta]:
@@ -167,9 +197,9 @@ class DataFileWriter:
         schema = pa.schema([to_arrow_field(f) for f in self.fields])
         metas = []
         seq = first_sequence
-        for chunk, name, size in self._roll(table, schema):
+        for chunk, name, size, external in self._roll(table, schema):
             n = chunk.num_rows
-            embedded, extras = self._index(name, chunk)
+            embedded, extras = self._index(name, chunk, external)
             metas.append(
                 DataFileMeta(
                     file_name=name,
@@ -189,7 +219,7 @@ class DataFileWriter:
                     embedded_file_index=embedded,
                     file_source=self.file_source,
                     value_stats_cols=None,
-                    external_path=None,
+                    external_path=external,
                     first_row_id=None,
                     write_cols=None,
                 )
@@ -206,15 +236,15 @@ class DataFileWriter:
 
     # -- rolling --------------------------------------------------------------------------------
     def _roll(self, table: pa.Table, schema: pa.Schema):
-        """Write ``table`` into files of about ``target_size``; yields (rows, file name, size) per file."""
+        """Write ``table`` into files of about ``target_size``; yields (rows, file name, size,
+        external path) per file."""
         table = table.cast(schema)
         fs = self.store.io.arrow_fs()
         offset, total = 0, table.num_rows
         step = slice_rows(table, self.target_size)
         while offset < total:
             name = self.namer.data_file(self.prefix, "parquet")
-            path = self.store.paths.data_file(self.partition_dir, self.bucket, name)
-            self.store.io.mkdirs(self.store.paths.bucket_dir(self.partition_dir, self.bucket))
+            path, external = self.locator.new_file(name)
             start = offset
             with fs.open_output_stream(arrow_path(path)) as sink:
                 writer = parquet_writer(sink, schema, self.store.options)
@@ -226,4 +256,4 @@ class DataFileWriter:
                         break
                 writer.close()
                 size = sink.tell()
-            yield table.slice(start, offset - start), name, size
+            yield table.slice(start, offset - start), name, size, external

@@ -45,6 +45,7 @@ class RollingKvWriter:
         self._metas: list[DataFileMeta] = []
         self._writer: pq.ParquetWriter | None = None
         self._sink = None
+        self._external: str | None = None
 
     def write_all(self, chunks: Iterable[pa.Table]) -> list[DataFileMeta]:
         """Write every chunk, finish the last file; the files written, in key order. If reading
@@ -101,8 +102,7 @@ class RollingKvWriter:
         w = self.w
         store = w.store
         self._name = w.namer.data_file(w.prefix, "parquet")
-        path = store.paths.data_file(w.partition_dir, w.bucket, self._name)
-        store.io.mkdirs(store.paths.bucket_dir(w.partition_dir, w.bucket))
+        path, self._external = w.locator.new_file(self._name)
         self._sink = store.io.arrow_fs().open_output_stream(arrow_path(path))
         self._writer = parquet_writer(self._sink, self.schema, store.options)
         self._rows = 0
@@ -149,7 +149,7 @@ class RollingKvWriter:
         if self._indexed:
             rows = pa.concat_tables(self._index_pieces)
             embedded, extras = write_file_index(
-                w.store, w.partition_dir, w.bucket, self._name, rows, w.file_index
+                w.store, w.partition_dir, w.bucket, self._name, rows, w.file_index, self._external
             )
             self._index_pieces = []
         key_types = [k.type for k in w.key_fields]
@@ -172,7 +172,7 @@ class RollingKvWriter:
                 embedded_file_index=embedded,
                 file_source=w.file_source,
                 value_stats_cols=None,
-                external_path=None,
+                external_path=self._external,
                 first_row_id=None,
                 write_cols=None,
             )

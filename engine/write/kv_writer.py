@@ -288,8 +288,8 @@ class KeyValueWriter:
         ] + list(after)
         # A file produced by an earlier compaction of this same commit and compacted again is an
         # intermediate: it never becomes visible, so drop it from both lists (and from disk if rewritten).
-        produced = {(f.file_name, f.level) for f in self.compact_after[key]}
-        intermediate = gone & produced
+        produced_files = {(f.file_name, f.level): f for f in self.compact_after[key]}
+        intermediate = gone & set(produced_files)
         self.compact_after[key] = [
             f for f in self.compact_after[key] if (f.file_name, f.level) not in intermediate
         ]
@@ -298,9 +298,11 @@ class KeyValueWriter:
         still_used = {f.file_name for f in self._bucket_files[key]} | {
             f.file_name for f in self.new_files[key]
         }
-        for name, _level in intermediate:
+        for name, level in intermediate:
             if name not in still_used:
-                self.store.io.delete(self.store.paths.data_file(self._partition_dirs[key[0]], key[1], name))
+                f = produced_files[(name, level)]
+                self.store.io.delete(
+                    self.store.paths.data_file(self._partition_dirs[key[0]], key[1], name, f.external_path))
 
     def compact_splits(self, splits: Sequence[DataSplit], full: bool) -> None:
         """Compact committed buckets (``ALTER TABLE … COMPACT``, ``CALL sys.compact``)."""

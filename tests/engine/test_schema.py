@@ -304,7 +304,7 @@ def test_create_from_arrow_and_options_keys() -> None:
         ({"primary_keys": [], "options": {"changelog-producer": "input"}}, "needs a primary key"),
         ({"options": {"bucket-key": "v"}}, "subset of the primary key"),
         ({"options": {"bucket-key": "dt"}}, "partition keys"),
-        ({"options": {"data-file.external-paths": "data"}}, "not supported"),
+        ({"options": {"data-file.external-paths": "data"}}, "no scheme"),
         ({"options": {"bucket": "many"}}, "bucket"),
         ({"options": {"sequence.field": "zz"}}, "zz"),
         ({"options": {"fields.zz.aggregate-function": "sum"}}, "zz"),

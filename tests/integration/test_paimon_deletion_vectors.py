@@ -330,9 +330,6 @@ def test_delete_from_non_pk_table_with_data_file_directory(session):
     assert sql(session, "SELECT count(*) FROM T") == [(49665,)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "'data-file.external-paths' is refused at CREATE TABLE (dyntable writes data files inside the "
-    "table directory only; it reads files other writers put at external paths)"))
 def test_delete_from_non_pk_table_with_data_file_external_paths(session, tmp_path):
     external = tmp_path / "external"
     external.mkdir()
