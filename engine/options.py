@@ -217,8 +217,8 @@ CLUSTERING_INCREMENTAL = _declare("clustering.incremental", bool, False,
     "Append tables with bucket = -1: compaction clusters the files by clustering.columns, level by level "
     "(new files first), instead of concatenating small files.")
 DATA_FILE_THIN_MODE = _declare("data-file.thin-mode", bool, False,
-    "Omit the _KEY_ columns from primary-key data files. dyntable always writes them: only 'false' is "
-    "accepted.", validator=_refuse_true("thin mode (data files without _KEY_ columns)"))
+    "Primary-key data files without the _KEY_ columns (the key is read from its value columns), as Paimon "
+    "1.0 writes them; readers of Paimon 0.9 cannot read such files.")
 
 # -- files
 FILE_FORMAT = _declare("file.format", str, "parquet",

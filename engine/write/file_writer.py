@@ -2,7 +2,8 @@
 
 Two physical layouts (docs/design/format-notes.md §8.1): append files hold exactly the table columns;
 primary-key ("kv") files hold ``_KEY_<pk>`` columns, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``,
-then every table column, sorted by key with unique keys. Every Parquet field carries its
+then every table column, sorted by key with unique keys (in thin mode, ``data-file.thin-mode``,
+without the ``_KEY_`` columns: every key field is a value column too). Every Parquet field carries its
 Paimon field id. Each finished file is described by a :class:`DataFileMeta` with exact size,
 row count, sequence range, key range and statistics.
 """
@@ -88,10 +89,13 @@ def _field_with_id(name: str, type_: pa.DataType, field_id: int, nullable: bool 
     return pa.field(name, type_, nullable=nullable, metadata={b"PARQUET:field_id": str(field_id).encode()})
 
 
-def kv_arrow_schema(fields: Sequence[DataField], key_fields: Sequence[DataField]) -> pa.Schema:
-    """Physical schema of a primary-key data file."""
+def kv_arrow_schema(
+    fields: Sequence[DataField], key_fields: Sequence[DataField], thin: bool = False
+) -> pa.Schema:
+    """Physical schema of a primary-key data file; ``thin`` (``data-file.thin-mode``, Paimon 1.0):
+    without the ``_KEY_`` columns, the key being read from its value columns."""
     key_cols = []
-    for k in key_fields:
+    for k in () if thin else key_fields:
         af = to_arrow_field(k)
         key_cols.append(
             _field_with_id(KEY_PREFIX + k.name, af.type, KEY_FIELD_ID_OFFSET + k.id, k.type.nullable)

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from engine.files.reader import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, arrow_path
 from engine.meta.binary_row import serialize_row
 from engine.meta.manifest import DataFileMeta
+from engine.options import DATA_FILE_THIN_MODE
 from engine.write.file_writer import (
     ROWS_PER_SLICE,
     DataFileWriter,
@@ -37,8 +38,10 @@ class RollingKvWriter:
 
     def __init__(self, writer: DataFileWriter) -> None:
         self.w = writer
-        self.schema = kv_arrow_schema(writer.fields, writer.key_fields)
-        self.key_names = [KEY_PREFIX + k.name for k in writer.key_fields]
+        self.thin = writer.store.options.get(DATA_FILE_THIN_MODE)
+        self.schema = kv_arrow_schema(writer.fields, writer.key_fields, self.thin)
+        # the columns the key is read from: the value columns themselves in thin mode
+        self.key_names = [k.name if self.thin else KEY_PREFIX + k.name for k in writer.key_fields]
         self._indexed = [c for c in writer.file_index.columns if c in self.schema.names]
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
@@ -75,7 +78,7 @@ class RollingKvWriter:
             return
         w = self.w
         physical = pa.table({
-            **{KEY_PREFIX + k.name: table.column(k.name) for k in w.key_fields},
+            **({} if self.thin else {KEY_PREFIX + k.name: table.column(k.name) for k in w.key_fields}),
             SEQUENCE_NUMBER: table.column(SEQUENCE_NUMBER),
             VALUE_KIND: table.column(VALUE_KIND),
             **{f.name: table.column(f.name) for f in w.fields},
@@ -130,7 +133,8 @@ class RollingKvWriter:
         self._seq_max = hi if self._seq_max is None else max(self._seq_max, hi)
         kinds = rows.column(VALUE_KIND).to_numpy()
         self._deletes += int(np.count_nonzero((kinds == 1) | (kinds == 3)))
-        self._key_stats.add(pa.table({k.name: rows.column(KEY_PREFIX + k.name) for k in self.w.key_fields}))
+        keys = zip(self.w.key_fields, self.key_names, strict=True)
+        self._key_stats.add(pa.table({k.name: rows.column(c) for k, c in keys}))
         self._value_stats.add(rows)
         if self._indexed:
             self._index_pieces.append(rows.select(self._indexed))

@@ -46,7 +46,7 @@ EXPECTED = {
     "dynamic_bucket": ("rows", "ok"),
     "blob_column": ("refused", "refused"),
     "variant_column": ("refused", "refused"),
-    "thin_mode": ("rows", "refused"),
+    "thin_mode": ("rows", "ok"),
     "dense_stats": ("rows", "ok"),
     "double_keys": ("rows", "ok"),
 }
@@ -56,7 +56,7 @@ FILTERS = {"dense_stats": (("v", "x"), ("v", "b"), ("id", 7), ("id", 4))}
 NAMED = {  # words the refusal must contain
     "row_tracking": "row-tracking.enabled", "data_evolution": "data-evolution.enabled",
     "data_evolution_one_column": "data-evolution.enabled", "postpone_bucket": "bucket = -2",
-    "blob_column": "BLOB", "variant_column": "VARIANT", "thin_mode": "data-file.thin-mode",
+    "blob_column": "BLOB", "variant_column": "VARIANT",
 }
 
 

@@ -269,7 +269,6 @@ def test_valid_options(ok: dict[str, str]) -> None:
         ({"full-compaction.delta-commits": "0"}, ["full-compaction.delta-commits"]),
         ({"consumer.ignore-progress": "true"}, ["not supported"]),
         ({"incremental-between-scan-mode": "sideways"}, ["incremental-between-scan-mode"]),
-        ({"data-file.thin-mode": "true"}, ["not supported"]),
         ({"bucket-function.type": "mod"}, ["not supported"]),
         ({"manifest.format": "orc"}, ["avro"]),
         ({"log.system": "kafka"}, ["log system"]),

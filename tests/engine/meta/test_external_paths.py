@@ -53,7 +53,8 @@ def test_round_robin_takes_the_roots_in_turn():
 
 
 def test_specific_fs_writes_only_to_roots_of_that_scheme():
-    p = ExternalPaths.of(opts("file:///a,s3://b/t,s3://c/t", "specific-fs", specific_fs="s3")).provider("bucket-0")
+    paths = ExternalPaths.of(opts("file:///a,s3://b/t,s3://c/t", "specific-fs", specific_fs="s3"))
+    p = paths.provider("bucket-0")
     assert {p.next("f").rsplit("/bucket-0/", 1)[0] for _ in range(6)} == {"s3://b/t", "s3://c/t"}
     with pytest.raises(InvalidArgumentError, match="specific-fs"):
         ExternalPaths.of(opts("file:///a", "specific-fs"))
