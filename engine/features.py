@@ -12,7 +12,7 @@ Three checks, each cheap (metadata only, no data file is opened):
 * :func:`check_readable` — a table option whose effect a reader must apply (data evolution,
   chain tables). Called by every scan plan (batch, incremental, streaming).
 * :func:`check_file_readable` — one data file: a partial-column file of a data-evolution table
-  (``_WRITE_COLS``) or a format other than Parquet. Called for every file a plan hands a reader.
+  (``_WRITE_COLS``) or a format other than Parquet and ORC. Called for every file a plan hands a reader.
 * :func:`check_writable` — a table option whose invariants a writer must keep (row tracking,
   postpone buckets, …), plus everything :func:`check_readable` refuses. Called by
   the write builder, every commit (data writes, compaction, maintenance commits) and the
@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from engine.errors import UnsupportedTableError
+from engine.meta.file_formats import FORMATS, format_of, readable
 from engine.meta.manifest import DataFileMeta
 from engine.schema import TableSchema
 
@@ -52,7 +53,7 @@ def _set(value: str) -> bool:
 
 
 def _not_parquet(value: str) -> bool:
-    return value.strip().lower() != "parquet"
+    return value.strip().lower() not in FORMATS
 
 
 def _postpone(value: str) -> bool:
@@ -94,8 +95,8 @@ FEATURES: tuple[Feature, ...] = (
             "dyntable's writes would keep UPDATE_BEFORE rows this table drops"),
     Feature("record-level.expire-time", _set, "record-level expiration", "0.8", True,
             "dyntable's compactions would keep records this table expires"),
-    Feature("file.format", _not_parquet, "data files in a format other than Parquet", None, True,
-            "dyntable writes only Parquet data files"),
+    Feature("file.format", _not_parquet, "data files in a format other than Parquet and ORC", None, True,
+            "dyntable writes only Parquet and ORC data files (pyarrow has no Avro data reader)"),
 )
 
 
@@ -159,7 +160,7 @@ def tracks_row_ids(schema: TableSchema) -> bool:
 
 def check_file_readable(file: DataFileMeta, table: str) -> None:
     """Refuse a data file dyntable cannot read as Paimon does: a data-evolution file holding only
-    some columns (``_WRITE_COLS``, Paimon 1.3), or a file in a format other than Parquet.
+    some columns (``_WRITE_COLS``, Paimon 1.3), or a file in a format other than Parquet and ORC.
 
     Raises:
         UnsupportedTableError: naming the file and the feature.
@@ -171,11 +172,11 @@ def check_file_readable(file: DataFileMeta, table: str) -> None:
             "dyntable does not support. Use Paimon 1.3 or later for this table."
         )
     name = file.file_name
-    if not name.endswith(".parquet"):
-        fmt = name.rsplit(".", 1)[-1] if "." in name else "unknown"
+    if not readable(name):
+        fmt = format_of(name) or "unknown"
         raise UnsupportedTableError(
             f"cannot read table {table}: data file {name} is in the '{fmt}' format; dyntable reads "
-            "only Parquet data files. Use Paimon for this table."
+            "Parquet and ORC data files. Use Paimon for this table."
         )
 
 

@@ -3,9 +3,9 @@
 Keys and defaults are Paimon's (``CoreOptions``) wherever Paimon has the option, so a table
 written here reads the same in Java Paimon / pypaimon. Deliberate differences:
 
-* ``file.format`` accepts only ``parquet`` when set through :func:`validate_options` (dyntable
-  writes Parquet only); tables written elsewhere with ``orc``/``avro`` still load, they are
-  just not validated on read.
+* ``file.format`` accepts ``parquet`` and ``orc`` when set through :func:`validate_options`
+  (``engine.meta.file_formats``); tables written elsewhere with ``avro`` still load, they are just
+  not validated on read.
 * ``deletion-vectors.enabled`` is checked against the table at CREATE/ALTER (``engine.schema``);
   dyntable writes deletion vectors for append and primary-key tables (``docs/deletion-vectors.md``).
 * ``change-tracking`` (default true) and the ``log.*`` keys come from the managed-table design;
@@ -222,9 +222,10 @@ DATA_FILE_THIN_MODE = _declare("data-file.thin-mode", bool, False,
 
 # -- files
 FILE_FORMAT = _declare("file.format", str, "parquet",
-    "Data file format. dyntable writes only parquet; tables written by Paimon with orc/avro are loaded "
-    "without validation but cannot be written here.",
-    validator=lambda v: None if v.strip().lower() == "parquet" else "dyntable writes only parquet data files")
+    "Data file format of new files: parquet or orc (a table may change it; files of both formats read "
+    "together). Tables written by Paimon with avro load, but their Avro files are refused.",
+    validator=lambda v: None if v.strip().lower() in ("parquet", "orc")
+    else "dyntable writes parquet and orc data files (avro is not supported)")
 FILE_COMPRESSION = _declare("file.compression", "enum", "zstd", "Data file compression.",
     choices=("zstd", "snappy", "gzip", "brotli", "lz4", "none", "uncompressed"))
 FILE_COMPRESSION_ZSTD_LEVEL = _declare("file.compression.zstd-level", int, 1,

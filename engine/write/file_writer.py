@@ -20,6 +20,7 @@ from engine.fileindex import FileIndexBlob, FileIndexConfig, build_blob, file_in
 from engine.files.reader import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, arrow_path
 from engine.meta.binary_row import EMPTY_ROW
 from engine.meta.external_paths import ExternalPaths
+from engine.meta.file_formats import OrcWriter
 from engine.meta.manifest import DataFileMeta, FileSource, SimpleStats
 from engine.meta.paths import FileNamer
 from engine.options import CoreOptions
@@ -66,6 +67,14 @@ def parquet_writer(sink: pa.NativeFile, schema: pa.Schema, options: CoreOptions)
         write_statistics=_statistics_columns(schema), dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT,
         store_decimal_as_integer=True,
     )
+
+
+def format_writer(sink: pa.NativeFile, schema: pa.Schema, options: CoreOptions, fmt: str | None = None
+                  ) -> pq.ParquetWriter | OrcWriter:
+    """The writer of a new data file in ``fmt`` (default: the table's ``file.format``)."""
+    if (fmt or options.file_format) == "orc":
+        return OrcWriter(sink, schema, options.file_compression)
+    return parquet_writer(sink, schema, options)
 
 
 def _statistics_columns(schema: pa.Schema) -> list[str]:
@@ -247,11 +256,11 @@ class DataFileWriter:
         offset, total = 0, table.num_rows
         step = slice_rows(table, self.target_size)
         while offset < total:
-            name = self.namer.data_file(self.prefix, "parquet")
+            name = self.namer.data_file(self.prefix, self.store.options.file_format)
             path, external = self.locator.new_file(name)
             start = offset
             with fs.open_output_stream(arrow_path(path)) as sink:
-                writer = parquet_writer(sink, schema, self.store.options)
+                writer = format_writer(sink, schema, self.store.options)
                 while offset < total:
                     piece = table.slice(offset, step)
                     writer.write_table(piece, row_group_size=step)

@@ -19,14 +19,15 @@ import pyarrow.parquet as pq
 
 from engine.files.reader import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, arrow_path
 from engine.meta.binary_row import serialize_row
+from engine.meta.file_formats import OrcWriter
 from engine.meta.manifest import DataFileMeta
 from engine.options import DATA_FILE_THIN_MODE
 from engine.write.file_writer import (
     ROWS_PER_SLICE,
     DataFileWriter,
+    format_writer,
     kv_arrow_schema,
     local_now_millis,
-    parquet_writer,
     write_file_index,
 )
 from engine.write.stats import StatsAccumulator
@@ -46,7 +47,7 @@ class RollingKvWriter:
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
         self._metas: list[DataFileMeta] = []
-        self._writer: pq.ParquetWriter | None = None
+        self._writer: pq.ParquetWriter | OrcWriter | None = None
         self._sink = None
         self._external: str | None = None
 
@@ -104,10 +105,10 @@ class RollingKvWriter:
     def _open(self) -> None:
         w = self.w
         store = w.store
-        self._name = w.namer.data_file(w.prefix, "parquet")
+        self._name = w.namer.data_file(w.prefix, store.options.file_format)
         path, self._external = w.locator.new_file(self._name)
         self._sink = store.io.arrow_fs().open_output_stream(arrow_path(path))
-        self._writer = parquet_writer(self._sink, self.schema, store.options)
+        self._writer = format_writer(self._sink, self.schema, store.options)
         self._rows = 0
         self._first: list[object] | None = None
         self._last: list[object] = []

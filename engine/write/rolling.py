@@ -14,14 +14,15 @@ import pyarrow.parquet as pq
 from engine.fileindex import file_index_config
 from engine.files.reader import arrow_path
 from engine.meta.binary_row import EMPTY_ROW
+from engine.meta.file_formats import OrcWriter
 from engine.meta.manifest import DataFileMeta, FileSource, SimpleStats
 from engine.meta.paths import FileNamer
 from engine.store import FileStore
 from engine.types import to_arrow_field
 from engine.write.file_writer import (
     FileLocator,
+    format_writer,
     local_now_millis,
-    parquet_writer,
     slice_rows,
     write_file_index,
 )
@@ -47,7 +48,7 @@ class RollingAppendFile:
         self.locator = FileLocator(store, partition_dir, bucket)
         self._external: str | None = None
         self._sink = None
-        self._writer: pq.ParquetWriter | None = None
+        self._writer: pq.ParquetWriter | OrcWriter | None = None
         self._name = ""
         self._rows = 0
         self._stats: StatsAccumulator | None = None
@@ -74,11 +75,11 @@ class RollingAppendFile:
                 self._close()
 
     def _open(self) -> None:
-        self._name = self.namer.data_file(self.prefix, "parquet")
+        self._name = self.namer.data_file(self.prefix, self.store.options.file_format)
         path, self._external = self.locator.new_file(self._name)
         self.written_paths.append(path)
         self._sink = self.store.io.arrow_fs().open_output_stream(arrow_path(path))
-        self._writer = parquet_writer(self._sink, self.schema, self.store.options)
+        self._writer = format_writer(self._sink, self.schema, self.store.options)
         self._rows = 0
         self._stats = StatsAccumulator(self.fields, self.stats_mode)
 

@@ -12,14 +12,14 @@ import dataclasses
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from engine.files.reader import SEQUENCE_NUMBER, arrow_path
 from engine.meta.binary_row import deserialize_row
+from engine.meta.file_formats import format_of, read_table
 from engine.meta.manifest import DataFileMeta
 from engine.meta.paths import FileNamer
 from engine.store import FileStore
-from engine.write.file_writer import ROWS_PER_SLICE, FileLocator, parquet_writer
+from engine.write.file_writer import ROWS_PER_SLICE, FileLocator, format_writer
 
 
 def rewrite_with_sequence_shift(
@@ -29,7 +29,7 @@ def rewrite_with_sequence_shift(
     part_dir = store.partition_dir(deserialize_row(partition, store.partition_types))
     source = store.paths.data_file(part_dir, bucket, file.file_name, file.external_path)
     fs = store.io.arrow_fs()
-    table = pq.read_table(arrow_path(source), filesystem=fs)
+    table = read_table(fs, source, None)
     index = table.schema.get_field_index(SEQUENCE_NUMBER)
     shifted = pc.add(table.column(index), pa.scalar(shift, pa.int64()))
     table = table.set_column(index, table.schema.field(index), shifted)
@@ -37,7 +37,7 @@ def rewrite_with_sequence_shift(
     name = FileNamer().data_file(prefix, file.file_name.rsplit(".", 1)[-1])
     target, external = FileLocator(store, part_dir, bucket).new_file(name)
     with fs.open_output_stream(arrow_path(target)) as sink:
-        with parquet_writer(sink, table.schema, store.options) as writer:
+        with format_writer(sink, table.schema, store.options, format_of(file.file_name)) as writer:
             writer.write_table(table, row_group_size=ROWS_PER_SLICE)
         size = sink.tell()
     return dataclasses.replace(
