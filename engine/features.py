@@ -14,7 +14,7 @@ Three checks, each cheap (metadata only, no data file is opened):
 * :func:`check_file_readable` — one data file: a partial-column file of a data-evolution table
   (``_WRITE_COLS``) or a format other than Parquet and ORC. Called for every file a plan hands a reader.
 * :func:`check_writable` — a table option whose invariants a writer must keep (row tracking,
-  postpone buckets, …), plus everything :func:`check_readable` refuses. Called by
+  global indexes, …), plus everything :func:`check_readable` refuses. Called by
   the write builder, every commit (data writes, compaction, maintenance commits) and the
   maintenance operations that delete files. :func:`check_appendable` is its form for a plain
   append (new rows, no overwrite): row tracking passes there, because the commit gives the new
@@ -22,10 +22,12 @@ Three checks, each cheap (metadata only, no data file is opened):
 
 What dyntable reads as Paimon does (and so is *not* refused at read): row-tracking tables
 (their files hold whole rows; the ``_ROW_ID`` column is not offered), postpone-bucket tables
-(their pending ``bucket-postpone`` files are skipped, as Paimon's batch readers skip them until a
-postpone compaction), dense statistics (``_VALUE_STATS_COLS``), 64-bit deletion vectors,
-``deletion-vectors.merge-on-read`` (level 0 is merged). Read and written as Paimon writes them:
-thin-mode files (``data-file.thin-mode``) and external data paths (``engine.meta.external_paths``).
+(their pending ``bucket-postpone`` files are skipped, as Paimon's batch readers skip them until
+a postpone compaction; writes go to real buckets, ``engine.write.kv_writer``, and a compaction
+with pending files is refused, ``engine.compaction``), dense statistics (``_VALUE_STATS_COLS``),
+64-bit deletion vectors, ``deletion-vectors.merge-on-read`` (level 0 is merged). Read and written
+as Paimon writes them: thin-mode files (``data-file.thin-mode``) and external data paths
+(``engine.meta.external_paths``).
 The column types BLOB, VARIANT and VECTOR are refused when the schema is loaded (``engine.types``).
 """
 
@@ -56,10 +58,6 @@ def _not_parquet(value: str) -> bool:
     return value.strip().lower() not in FORMATS
 
 
-def _postpone(value: str) -> bool:
-    return value.strip() == str(POSTPONE_BUCKET)
-
-
 @dataclass(frozen=True)
 class Feature:
     """A Paimon table feature, the option that turns it on, and what dyntable can do with it."""
@@ -86,8 +84,6 @@ FEATURES: tuple[Feature, ...] = (
             "dyntable assigns row ids (_FIRST_ROW_ID, nextRowId) to appended rows only; its "
             "compactions, overwrites and row-level changes would not keep the ids of the rows they "
             "rewrite", appends=True),
-    Feature("bucket", _postpone, "postpone bucket mode (bucket = -2)", "1.1", True,
-            "dyntable cannot write the pending files of a postpone bucket nor run a postpone compaction"),
     Feature("global-index.enabled", _true, "global indexes", "1.4", True,
             "dyntable's writes would not update the table's global indexes, so index lookups would "
             "miss the new rows"),

@@ -85,7 +85,7 @@ PAIMON_STORED_KEYS = frozenset({
     "pk-btree.index.columns", "pk-clustering-override", "pk-full-text.index.columns",
     "pk-multivalue.index.columns", "pk-vector.index.columns", "postpone.batch-write-fixed-bucket",
     "postpone.batch-write-fixed-bucket.max-parallelism",
-    "postpone.batch-write-fixed-bucket.rescale-load-factor", "postpone.default-bucket-num",
+    "postpone.batch-write-fixed-bucket.rescale-load-factor",
     "postpone.merge-on-read", "postpone.target-row-num-per-bucket", "postpone.target-size-per-bucket",
     "precommit-compact", "query-auth.enabled", "read.allow.fullScan", "read.batch-size", "read.changelog",
     "read.shuffle-bucket-with-partition", "read.stream.maxBytesPerTrigger",

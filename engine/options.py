@@ -392,6 +392,9 @@ DATA_FILE_EXTERNAL_PATHS_SPECIFIC_FS = _declare("data-file.external-paths.specif
 DATA_FILE_EXTERNAL_PATHS_WEIGHTS = _declare("data-file.external-paths.weights", str, None,
     "Positive integer weights of the external roots for the weight-robin strategy, '10,5,15' (in the "
     "order of data-file.external-paths).", validator=lambda v: _weights_ok(v))
+POSTPONE_DEFAULT_BUCKET_NUM = _declare("postpone.default-bucket-num", int, 1,
+    "Postpone-bucket tables (bucket = -2): the bucket count of a partition written for the first time (a "
+    "partition with files in real buckets keeps their count).", validator=_at_least(1))
 SCAN_FALLBACK_BRANCH = _declare("scan.fallback-branch", str, None,
     "Batch reads of a partitioned table take the partitions the read branch lacks from the named branch "
     "(same columns and partition columns; streaming reads, writes and maintenance see the read branch only).")

@@ -31,8 +31,8 @@ BUCKETS = [(3, "true"), (-1, "false")]
 PT_TABLE = "CREATE TABLE T (id INT, name STRING, pt STRING) PARTITIONED BY (pt) "
 PT_ROWS = "INSERT INTO T VALUES (1, 'a', '2024'), (2, 'b', '2024'), (3, 'c', '2025'), (4, 'd', '2025')"
 
-# dyntable writes Parquet data files only (docs/compatibility.md, "data files in ORC, Avro or
-# another non-Parquet format": refused); Paimon's cases pick ORC and Avro too.
+# dyntable writes Parquet and ORC data files, not Avro (docs/compatibility.md); Paimon's cases pick
+# ORC and Avro too.
 NOT_AVRO = pytest.mark.xfail(strict=True, reason=(
     "dyntable writes Parquet and ORC data files, not Avro (pyarrow has no Avro data reader): CREATE "
     "TABLE with 'file.format' = 'avro' is refused (SqlAnalysisError) where Paimon writes that format"))
