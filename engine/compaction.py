@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine.commit_messages import CommitMessage, CommitResult
-from engine.errors import CommitConflictError
-from engine.features import ROW_ID_FEATURES, check_writable
+from engine.errors import CommitConflictError, UnsupportedTableError
+from engine.features import POSTPONE_BUCKET, ROW_ID_FEATURES, check_writable
+from engine.meta.file_formats import format_of
 from engine.meta.row_ranges import is_data_evolution
 from engine.scan.planner import DataSplit
 from engine.store import FileStore
@@ -70,6 +71,27 @@ def needs_compaction(store: FileStore, files: Sequence, full: bool) -> bool:
     return unit is not None
 
 
+def check_no_pending_postpone_files(store: FileStore) -> None:
+    """Refuse to compact a postpone-bucket table (``bucket = -2``) holding pending files in
+    ``bucket-postpone`` (written by another engine): Paimon's compaction would move them into real
+    buckets first, and dyntable does not (Paimon writes them in Avro, which pyarrow cannot read).
+
+    Raises:
+        UnsupportedTableError: naming the pending files' count and format.
+    """
+    if store.options.bucket != POSTPONE_BUCKET:
+        return
+    pending = [e.file.file_name for e in store.live_entries(store.snapshots.latest())
+               if e.bucket == POSTPONE_BUCKET]
+    if pending:
+        formats = sorted({format_of(n) for n in pending})
+        raise UnsupportedTableError(
+            f"cannot compact table {store.paths.root}: it holds {len(pending)} pending files of postpone "
+            f"bucket mode (bucket = -2, Paimon 1.1; {', '.join(formats)}) that a postpone compaction must "
+            "move into real buckets first, which dyntable does not do. Run Paimon's compaction on this "
+            "table; dyntable's writes go to real buckets and read like Paimon's.")
+
+
 def plan(
     table: Table,
     *,
@@ -85,6 +107,7 @@ def plan(
         check_writable(table.store.schema, table.store.paths.root, "compact", keeps=ROW_ID_FEATURES)
     else:
         check_writable(table.store.schema, table.store.paths.root, "compact")
+    check_no_pending_postpone_files(table.store)
     if order is not None:
         check_sortable(table, order)
     from engine.scan.predicate import any_partition

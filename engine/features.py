@@ -13,9 +13,9 @@ Three checks, each cheap (metadata only, no data file is opened):
   Called by every scan plan (batch, incremental, streaming); :func:`check_incremental_readable`
   also refuses data evolution for incremental and streaming reads.
 * :func:`check_file_readable` — one data file: a partial-column file of a data-evolution table
-  (``_WRITE_COLS``) or a format other than Parquet. Called for every file a plan hands a reader.
+  (``_WRITE_COLS``) or a format other than Parquet and ORC. Called for every file a plan hands a reader.
 * :func:`check_writable` — a table option whose invariants a writer must keep (row tracking,
-  postpone buckets, thin mode, …), plus everything :func:`check_readable` refuses. Called by
+  global indexes, …), plus everything :func:`check_readable` refuses. Called by
   the write builder, every commit (data writes, compaction, maintenance commits) and the
   maintenance operations that delete files. :func:`check_appendable` is its form for a plain
   append (new rows, no overwrite): row tracking passes there, because the commit gives the new
@@ -26,10 +26,13 @@ batch (rows assembled from the files of each row-id range, ``engine.read.data_ev
 appends take row ids as row tracking's do, and their compaction merges a range's files into one,
 ``engine.write.data_evolution_compaction``), row-tracking tables
 (their files hold whole rows; the ``_ROW_ID`` column is not offered), postpone-bucket tables
-(their pending ``bucket-postpone`` files are skipped, as Paimon's batch readers skip them until a
-postpone compaction), thin-mode files, dense statistics (``_VALUE_STATS_COLS``), 64-bit deletion
-vectors, ``deletion-vectors.merge-on-read`` (level 0 is merged), external data paths. The column
-types BLOB, VARIANT and VECTOR are refused when the schema is loaded (``engine.types``).
+(their pending ``bucket-postpone`` files are skipped, as Paimon's batch readers skip them until
+a postpone compaction; writes go to real buckets, ``engine.write.kv_writer``, and a compaction
+with pending files is refused, ``engine.compaction``), dense statistics (``_VALUE_STATS_COLS``),
+64-bit deletion vectors, ``deletion-vectors.merge-on-read`` (level 0 is merged). Read and written
+as Paimon writes them: thin-mode files (``data-file.thin-mode``) and external data paths
+(``engine.meta.external_paths``).
+The column types BLOB, VARIANT and VECTOR are refused when the schema is loaded (``engine.types``).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from engine.errors import UnsupportedTableError
+from engine.meta.file_formats import FORMATS, format_of, readable
 from engine.meta.manifest import DataFileMeta
 from engine.schema import TableSchema
 
@@ -55,11 +59,7 @@ def _set(value: str) -> bool:
 
 
 def _not_parquet(value: str) -> bool:
-    return value.strip().lower() != "parquet"
-
-
-def _postpone(value: str) -> bool:
-    return value.strip() == str(POSTPONE_BUCKET)
+    return value.strip().lower() not in FORMATS
 
 
 @dataclass(frozen=True)
@@ -88,11 +88,6 @@ FEATURES: tuple[Feature, ...] = (
             "dyntable assigns row ids (_FIRST_ROW_ID, nextRowId) to appended rows only; its "
             "compactions, overwrites and row-level changes would not keep the ids of the rows they "
             "rewrite", appends=True),
-    Feature("bucket", _postpone, "postpone bucket mode (bucket = -2)", "1.1", True,
-            "dyntable cannot write the pending files of a postpone bucket nor run a postpone compaction"),
-    Feature("data-file.thin-mode", _true, "thin mode (data-file.thin-mode)", "1.0", True,
-            "dyntable writes primary-key files with their _KEY_ columns, which a thin-mode table's "
-            "readers do not expect"),
     Feature("global-index.enabled", _true, "global indexes", "1.4", True,
             "dyntable's writes would not update the table's global indexes, so index lookups would "
             "miss the new rows"),
@@ -100,8 +95,8 @@ FEATURES: tuple[Feature, ...] = (
             "dyntable's writes would keep UPDATE_BEFORE rows this table drops"),
     Feature("record-level.expire-time", _set, "record-level expiration", "0.8", True,
             "dyntable's compactions would keep records this table expires"),
-    Feature("file.format", _not_parquet, "data files in a format other than Parquet", None, True,
-            "dyntable writes only Parquet data files"),
+    Feature("file.format", _not_parquet, "data files in a format other than Parquet and ORC", None, True,
+            "dyntable writes only Parquet and ORC data files (pyarrow has no Avro data reader)"),
 )
 
 
@@ -191,7 +186,7 @@ def tracks_row_ids(schema: TableSchema) -> bool:
 
 def check_file_readable(file: DataFileMeta, table: str, *, partial_columns: bool = False) -> None:
     """Refuse a data file dyntable cannot read as Paimon does: a file in a format other than
-    Parquet, or (unless ``partial_columns``: a batch read of a data-evolution table, which
+    Parquet and ORC, or (unless ``partial_columns``: a batch read of a data-evolution table, which
     assembles rows from the files of a row-id range, ``engine.read.data_evolution``) a file
     holding only some columns (``_WRITE_COLS``, Paimon 1.3).
 
@@ -205,11 +200,11 @@ def check_file_readable(file: DataFileMeta, table: str, *, partial_columns: bool
             "dyntable does not support. Use Paimon 1.3 or later for this table."
         )
     name = file.file_name
-    if not name.endswith(".parquet"):
-        fmt = name.rsplit(".", 1)[-1] if "." in name else "unknown"
+    if not readable(name):
+        fmt = format_of(name) or "unknown"
         raise UnsupportedTableError(
             f"cannot read table {table}: data file {name} is in the '{fmt}' format; dyntable reads "
-            "only Parquet data files. Use Paimon for this table."
+            "Parquet and ORC data files. Use Paimon for this table."
         )
 
 

@@ -34,6 +34,7 @@ from engine.append_deletions import (
 from engine.commit_messages import CommitMessage, OverwriteSpec, delete_uncommitted
 from engine.errors import DyntableError
 from engine.features import check_appendable, check_writable
+from engine.meta.external_paths import ExternalPaths
 from engine.meta.paths import FileNamer
 from engine.options import DYNAMIC_BUCKET_ASSIGNER_PARALLELISM
 from engine.write.bucket_assigner import is_dynamic_bucket, writer_clustering
@@ -151,8 +152,12 @@ class WriteBuilder:
 
     def delete_job_files(self, job: str) -> None:
         """Delete every data and changelog file the job wrote (found by its token in the name)."""
-        io = self.table.store.io
-        for status in io.list_files_recursive(self.table.path):
+        store = self.table.store
+        io = store.io
+        external = ExternalPaths.of(store.schema.options)
+        roots = [self.table.path,
+                 *(store.paths.external_file(r) for r in (external.roots if external else ()))]
+        for status in (s for root in roots for s in io.list_files_recursive(root)):
             name = status.path.rsplit("/", 1)[-1]
             if job in name and (name.startswith("data-") or name.startswith("changelog-")):
                 io.delete(status.path)

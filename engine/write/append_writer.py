@@ -115,7 +115,7 @@ class AppendWriter:
     def abort(self) -> None:
         """Delete every file started so far (nothing was committed)."""
         store = self.store
-        for (_partition, bucket), rolling in self._files.items():
-            for name in rolling.discard():
-                store.io.delete(store.paths.data_file(rolling.partition_dir, bucket, name))
+        for rolling in self._files.values():
+            for path in rolling.discard():
+                store.io.delete(path)
         self._files, self._pending, self._pending_rows, self._pending_bytes = {}, {}, {}, 0
