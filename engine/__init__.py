@@ -67,6 +67,7 @@ from engine.scan import predicate
 from engine.scan.incremental import ROWKIND, IncrementalQuery
 from engine.scan.metadata_aggregate import MetadataAggregate, type_allows_minmax
 from engine.scan.raw import ADD_KINDS
+from engine.row_tracking import metadata_fields, metadata_names
 from engine.schema import TableSchema
 from engine.system_tables import (
     DATA_TABLES,
@@ -126,6 +127,8 @@ __all__ = [
     "is_count_layout",
     "partition_value_string",
     "predicate",
+    "metadata_fields",
+    "metadata_names",
     # system tables
     "DATA_TABLES",
     "GLOBAL_TABLES",

@@ -40,6 +40,7 @@ from engine.scan.file_index_filter import FileIndexFilter
 from engine.scan.file_stats import decode_stats, key_stats_by_name, value_stats_by_name
 from engine.scan.predicate import ColumnStats, Predicate, equality_values, split_by_columns
 from engine.store import FileStore
+from engine.row_tracking import metadata_names
 
 SPLIT_TARGET_SIZE = 128 * 1024 * 1024
 OPEN_FILE_COST = 4 * 1024 * 1024
@@ -132,7 +133,8 @@ class TableScan:
 
     def with_projection(self, columns: Sequence[str] | None) -> TableScan:
         if columns is not None:
-            names = set(self.store.schema.field_names)
+            # Paimon's metadata columns (_ROW_ID, __paimon_file_path, ...) may be named too.
+            names = {*self.store.schema.field_names, *metadata_names(self.store.schema)}
             unknown = [c for c in columns if c not in names]
             if unknown:
                 raise NoSuchColumnError(

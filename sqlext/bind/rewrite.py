@@ -56,6 +56,7 @@ from sqlext.bind.scope import (
     DOLLAR_MARK,
     Reference,
     ScopeWalker,
+    StarUse,
     Source,
     TimeTravel,
     ident_name,
@@ -127,6 +128,11 @@ class Catalog(Protocol):
         With ``time_travel``, those of the schema the chosen snapshot was written with (Paimon
         reads an old snapshot in its own schema).
         """
+        ...
+
+    def metadata_columns(self, name: TableName) -> list[str]:
+        """Paimon's metadata columns of the table ``name`` (``_ROW_ID``, ``__paimon_file_path``, ...):
+        readable when named, never part of ``*``. Optional: a catalog without it offers none."""
         ...
 
     def has_tag(self, name: TableName, tag: str) -> bool:
@@ -241,6 +247,7 @@ class _Binder:
             # sqlglot keeps statements it does not know as raw text; Spark reports its own errors.
             return BoundQuery(self.sql, ())
         walker = ScopeWalker(self.table_source)
+        self.star_uses = walker.star_uses
         walker.statement(tree)
         refs = walker.finish()
         return self.assemble(refs, walker.qualifier_edits, counter)
@@ -431,7 +438,9 @@ class _Binder:
         name = self.located(name, start)
         end_of_reference, options, travel = self.suffixes(node, end, name)
         columns = self.table_columns(name, start, travel)  # a snapshot's own schema (Paimon)
+        hidden = getattr(self.catalog, "metadata_columns", None)
         ref = Reference(
+            metadata_columns=tuple(hidden(name)) if hidden is not None and not name.system_table else (),
             table=name,
             start=start,
             end=end,
@@ -521,6 +530,51 @@ class _Binder:
         return TableName(
             None, name.database, name.table, name.branch, name.system_table, self.line + row, column, start
         )
+
+    def spelled_star(
+        self, star: StarUse, view_of: dict[int, str], hides: dict[int, bool],
+        qualifier_edits: list[tuple[int, int, Reference]],
+    ) -> str | None:
+        """The text replacing a star that would otherwise show a view's metadata columns: the
+        visible columns spelled out (None: the star stays, nothing hidden is under it, or a
+        source has no name to qualify its own star with)."""
+
+        def qualifier(ref: Reference, keys: frozenset[tuple[str, ...]]) -> str | None:
+            if ref.qualify_by_view:
+                return view_of[id(ref)]
+            if ref.alias_text is not None:
+                return ref.alias_text
+            ones = sorted(k[0] for k in keys if len(k) == 1)
+            return spark_identifier(ones[0]) if ones else None
+
+        def spelled(q: str, ref: Reference) -> str:
+            return ", ".join(f"{q}.{spark_identifier(c)}" for c in ref.table_columns)
+
+        if star.ref is not None:
+            ref = star.ref
+            if not hides.get(id(ref)) or star.qualifier is None:
+                return None
+            qs, qe = star.qualifier
+            q = self.sql[qs:qe]
+            for start, end, edited in qualifier_edits:
+                if (start, end) == (qs, qe) and edited is ref:
+                    q = view_of[id(ref)] if ref.qualify_by_view else (ref.alias_text or q)
+            return spelled(q, ref)
+        if star.frame is None or not any(s.ref is not None and hides.get(id(s.ref)) for s in star.frame.sources):
+            return None
+        parts: list[str] = []
+        for source in star.frame.sources:
+            if source.ref is not None:
+                q = qualifier(source.ref, source.keys)
+                if q is None:
+                    return None
+                parts.append(spelled(q, source.ref) if hides.get(id(source.ref)) else f"{q}.*")
+                continue
+            ones = sorted(k[0] for k in source.keys if len(k) == 1)
+            if not ones:
+                return None
+            parts.append(f"{spark_identifier(ones[0])}.*")
+        return ", ".join(parts)
 
     def table_columns(self, name: TableName, start: int, travel: TimeTravel | None = None) -> list[str]:
         key = (
@@ -719,6 +773,7 @@ class _Binder:
             groups[views[key]].append(ref)
         bindings: list[Binding] = []
         view_of: dict[int, str] = {}
+        hides: dict[int, bool] = {}  # references whose view carries metadata columns
         for group in groups:
             first = group[0]
             safe = re.sub(r"[^A-Za-z0-9_]", "_", first.table.object_name)[:48]
@@ -733,6 +788,12 @@ class _Binder:
             columns = None
             if needed is not None:
                 columns = tuple(c for c in first.table_columns if c.lower() in needed)
+            meta: set[str] = set().union(*(r.metadata_needed for r in group))
+            if meta:  # named metadata columns come last, in the table's order of them
+                hidden = tuple(c for c in first.metadata_columns if c.lower() in meta)
+                columns = (columns if columns is not None else first.table_columns) + hidden
+                for ref in group:
+                    hides[id(ref)] = True
             bindings.append(Binding(view, first.table, columns, first.time_travel, dict(first.options)))
         edits: list[tuple[int, int, str]] = []
         for ref in refs:
@@ -755,6 +816,12 @@ class _Binder:
                 alias = f" AS {spark_identifier(vref.view.name)}"
             edits.append((vref.start, vref.end, text + alias))
         seen: set[tuple[int, int]] = set()
+        for star in getattr(self, "star_uses", ()):
+            text = self.spelled_star(star, view_of, hides, qualifier_edits)
+            if text is not None:
+                edits.append((star.start, star.end, text))
+                if star.qualifier is not None:
+                    seen.add(star.qualifier)
         for start, end, ref in qualifier_edits:
             qualifier = view_of[id(ref)] if ref.qualify_by_view else ref.alias_text
             # Two sources may match one qualifier (Spark then reports the ambiguity): edit once.
