@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from engine.commit_messages import CommitMessage, CommitResult
 from engine.errors import CommitConflictError
-from engine.features import check_writable
+from engine.features import check_rewritable
 from engine.scan.planner import DataSplit
 from engine.store import FileStore
 
@@ -77,7 +77,7 @@ def plan(
 ) -> list[CompactionTask]:
     """The buckets of the latest snapshot that need compaction (optionally only some partitions/buckets);
     with ``order``, every bucket holding files (a sorted compaction rewrites them all)."""
-    check_writable(table.store.schema, table.store.paths.root, "compact")
+    check_rewritable(table.store.schema, table.store.paths.root, "compact")
     if order is not None:
         check_sortable(table, order)
     from engine.scan.predicate import any_partition

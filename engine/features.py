@@ -18,10 +18,13 @@ Three checks, each cheap (metadata only, no data file is opened):
   the write builder, every commit (data writes, compaction, maintenance commits) and the
   maintenance operations that delete files. :func:`check_appendable` is its form for a plain
   append (new rows, no overwrite): row tracking passes there, because the commit gives the new
-  files their row ids (``engine.commit_rebase.assign_row_ids``).
+  files their row ids (``engine.commit_rebase.assign_row_ids``); :func:`check_rewritable` is its
+  form for compaction, overwrites and row-level changes, which keep row ids too
+  (``engine.row_tracking``).
 
 What dyntable reads as Paimon does (and so is *not* refused at read): row-tracking tables
-(their files hold whole rows; the ``_ROW_ID`` column is not offered), postpone-bucket tables
+(their files hold whole rows, rewritten ones with their rows' ``_ROW_ID`` and
+``_SEQUENCE_NUMBER``, listed in ``_WRITE_COLS``), postpone-bucket tables
 (their pending ``bucket-postpone`` files are skipped, as Paimon's batch readers skip them until a
 postpone compaction), thin-mode files, dense statistics (``_VALUE_STATS_COLS``), 64-bit deletion
 vectors, ``deletion-vectors.merge-on-read`` (level 0 is merged), external data paths. The column
@@ -70,6 +73,8 @@ class Feature:
     why: str  # what would go wrong (a write, or a read when ``reads`` is False)
     #: plain appends (new rows only, no primary key) keep it: the commit assigns what it needs
     appends: bool = False
+    #: compaction, overwrites and row-level changes (DELETE/UPDATE/MERGE) keep it too
+    rewrites: bool = False
 
 
 #: Options turning on a feature dyntable does not fully honour. (Those refused at CREATE are in
@@ -81,9 +86,9 @@ FEATURES: tuple[Feature, ...] = (
     Feature("chain-table.enabled", _true, "chain tables", "1.4", False,
             "its snapshots chain to other tables dyntable does not read"),
     Feature("row-tracking.enabled", _true, "row tracking", "1.3", True,
-            "dyntable assigns row ids (_FIRST_ROW_ID, nextRowId) to appended rows only; its "
-            "compactions, overwrites and row-level changes would not keep the ids of the rows they "
-            "rewrite", appends=True),
+            "dyntable keeps row ids through appends, overwrites, compaction and row-level changes, "
+            "but merge_branch and remove_missing_files would not keep the ids of the rows they "
+            "carry over", appends=True, rewrites=True),
     Feature("bucket", _postpone, "postpone bucket mode (bucket = -2)", "1.1", True,
             "dyntable cannot write the pending files of a postpone bucket nor run a postpone compaction"),
     Feature("data-file.thin-mode", _true, "thin mode (data-file.thin-mode)", "1.0", True,
@@ -154,6 +159,21 @@ def check_appendable(schema: TableSchema, table: str, action: str = "write to") 
             raise _refusal(feature, schema.options, table, action)
 
 
+def check_rewritable(schema: TableSchema, table: str, action: str = "write to") -> None:
+    """Refuse to rewrite rows (compaction, overwrite, DELETE/UPDATE/MERGE, their commits) of a
+    table with a feature such a rewrite would not keep: as :func:`check_writable`, except that row
+    tracking is kept on tables without a primary key — rewritten rows carry their ``_ROW_ID`` and
+    ``_SEQUENCE_NUMBER`` into the new files (``engine.row_tracking``), new rows take new ids at
+    commit, as in Paimon.
+
+    Raises:
+        UnsupportedTableError: naming the feature and the Paimon version that introduced it.
+    """
+    for feature in _active(schema.options):
+        if not feature.rewrites or schema.primary_keys:
+            raise _refusal(feature, schema.options, table, action)
+
+
 def tracks_row_ids(schema: TableSchema) -> bool:
     """Whether the table has ``row-tracking.enabled`` (its appended files get first row ids)."""
     return _true(str(schema.options.get("row-tracking.enabled", "false")))
@@ -166,7 +186,7 @@ def check_file_readable(file: DataFileMeta, table: str) -> None:
     Raises:
         UnsupportedTableError: naming the file and the feature.
     """
-    if file.write_cols is not None:
+    if file.write_cols is not None and "_ROW_ID" not in file.write_cols:
         raise UnsupportedTableError(
             f"cannot read table {table}: data file {file.file_name} holds only the columns "
             f"{list(file.write_cols)} of its rows (_WRITE_COLS: data evolution, Paimon 1.3), which "
@@ -193,6 +213,7 @@ __all__ = [
     "Feature",
     "check_file_readable",
     "check_readable",
+    "check_rewritable",
     "check_writable",
     "skipped_by_readers",
 ]

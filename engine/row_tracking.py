@@ -23,6 +23,7 @@ Everything here is vectorised: a file's columns are built from one ``arange`` an
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -31,7 +32,7 @@ import pyarrow.compute as pc
 
 from engine.meta.manifest import DataFileMeta
 from engine.schema import TableSchema
-from engine.types import BIGINT, INT, ROW, STRING, DataField, to_arrow_type
+from engine.types import BIGINT, INT, ROW, STRING, DataField, to_arrow_field, to_arrow_type
 
 _INT_MAX = 2**31 - 1
 ROW_ID = "_ROW_ID"
@@ -148,6 +149,46 @@ def split_metadata(field: DataField, num_rows: int, partition_values: Sequence[o
     return pc.take(one, pa.array(np.zeros(num_rows, dtype=np.int64)))
 
 
+def tracking_arrow_fields() -> list[pa.Field]:
+    """``_ROW_ID`` and ``_SEQUENCE_NUMBER`` as a rewritten file stores them (Paimon's field ids;
+    nullable in Parquet: an updated row's sequence number is NULL until its commit's snapshot)."""
+    return [to_arrow_field(DataField(f.id, f.name, BIGINT())) for f in (ROW_ID_FIELD, SEQUENCE_NUMBER_FIELD)]
+
+
+def tracking_stats_fields() -> list[DataField]:
+    """The fields a rewritten file's value statistics cover after the table's own (as Paimon's
+    writer collects them over its whole write type)."""
+    return [DataField(f.id, f.name, BIGINT()) for f in (ROW_ID_FIELD, SEQUENCE_NUMBER_FIELD)]
+
+
+def tracked_file(meta: DataFileMeta, field_names: Sequence[str], rows: pa.Table) -> DataFileMeta:
+    """The metadata of a file written with its rows' own ``_ROW_ID`` / ``_SEQUENCE_NUMBER``
+    (``rows``: the file's rows, those two columns among them), by Paimon's rules for such files
+    (``RowDataFileSequenceNumberTracker``, ``RowTrackingCommitUtils``):
+
+    * ``_WRITE_COLS`` lists the table's columns and the two, so the commit gives the file no new
+      ids and readers take each row's own;
+    * the sequence range is the rows' (minimum 0 when every row's is NULL, maximum 0 when some
+      row's is: the commit then puts its snapshot id there, the NULL rows' sequence number);
+    * ``_FIRST_ROW_ID`` is set when the ids are exactly ``first .. first + n - 1``, which is what a
+      reader that ignores the physical column (pypaimon 2.1) needs to read the same ids; Java
+      Paimon reads the physical column either way.
+    """
+    ids = _combined(rows.column(ROW_ID)).cast(pa.int64())
+    seqs = _combined(rows.column(SEQUENCE_NUMBER)).cast(pa.int64())
+    n = rows.num_rows
+    present = pc.drop_null(seqs)
+    lo = int(pc.min(present).as_py()) if len(present) else 0
+    hi = 0 if seqs.null_count or not len(present) else int(pc.max(present).as_py())
+    first = None
+    if n and ids.null_count == 0:
+        values = ids.to_numpy(zero_copy_only=False)
+        if np.array_equal(values, np.arange(values[0], values[0] + n, dtype=np.int64)):
+            first = int(values[0])
+    return dataclasses.replace(meta, min_sequence_number=lo, max_sequence_number=hi, first_row_id=first,
+                               write_cols=(*field_names, ROW_ID, SEQUENCE_NUMBER), value_stats_cols=None)
+
+
 def _combined(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
 
@@ -172,4 +213,7 @@ __all__ = [
     "sequence_number_column",
     "split_columns",
     "split_metadata",
+    "tracked_file",
+    "tracking_arrow_fields",
+    "tracking_stats_fields",
 ]

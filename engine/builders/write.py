@@ -33,7 +33,7 @@ from engine.append_deletions import (
 )
 from engine.commit_messages import CommitMessage, OverwriteSpec, delete_uncommitted
 from engine.errors import DyntableError
-from engine.features import check_appendable, check_writable
+from engine.features import check_appendable, check_rewritable
 from engine.meta.paths import FileNamer
 from engine.options import DYNAMIC_BUCKET_ASSIGNER_PARALLELISM
 from engine.write.bucket_assigner import is_cross_partition, is_dynamic_bucket, writer_clustering
@@ -85,7 +85,7 @@ class WriteBuilder:
         """Rows of ``snapshot``'s files to mark deleted; publish it with
         ``new_commit().commit_with_deletions``."""
         store = self.table.store
-        check_writable(store.schema, store.paths.root)
+        check_rewritable(store.schema, store.paths.root)  # deletion vectors keep every other row's id
         return AppendDeletionCommit(store, snapshot, self.commit_user)
 
     def for_independent_tasks(self, *, pin: bool = True) -> WriteBuilder:
@@ -121,7 +121,7 @@ class WriteBuilder:
         """A writer of this table; UnsupportedTableError (engine.features) for a table whose newer
         Paimon features dyntable's writes would not keep."""
         store = self.table.store
-        (check_writable if self.overwrite is not None else check_appendable)(store.schema, store.paths.root)
+        (check_rewritable if self.overwrite is not None else check_appendable)(store.schema, store.paths.root)
         writer = new_writer(self.table.store, compact=False, sequence_offset=sequence_offset, namer=namer,
                             shared_base=self.shared_base)
         return TableWrite(self.table, writer)

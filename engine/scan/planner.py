@@ -36,11 +36,11 @@ from engine.meta.index_files import IndexStore
 from engine.meta.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta, SimpleStats, live_files
 from engine.meta.manifest_arrow import ENTRY_SCHEMA, entries_from_table, live_entry_rows
 from engine.meta.snapshot import Snapshot
+from engine.row_tracking import metadata_names
 from engine.scan.file_index_filter import FileIndexFilter
 from engine.scan.file_stats import decode_stats, key_stats_by_name, value_stats_by_name
 from engine.scan.predicate import ColumnStats, Predicate, equality_values, split_by_columns
 from engine.store import FileStore
-from engine.row_tracking import metadata_names
 
 SPLIT_TARGET_SIZE = 128 * 1024 * 1024
 OPEN_FILE_COST = 4 * 1024 * 1024
