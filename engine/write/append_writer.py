@@ -13,6 +13,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine import row_tracking
 
 from engine.commit_messages import CommitMessage
 from engine.meta.binary_row import serialize_row
@@ -25,7 +28,7 @@ from engine.write.file_writer import ROWS_PER_SLICE
 from engine.write.rolling import RollingAppendFile
 from engine.write.routing import group_rows
 
-Bucket = tuple[bytes, int]
+Bucket = tuple[bytes, int, bool]  # partition, bucket, whether its rows keep their row ids
 
 
 class AppendWriter:
@@ -46,6 +49,7 @@ class AppendWriter:
             latest = store.snapshots.latest()
             first_sequence = latest.total_record_count if latest else 0
         self._sequence = first_sequence
+        self.tracking = row_tracking.enabled(store.schema)
 
     def _partition(self, values: tuple[object, ...]) -> tuple[bytes, str]:
         cached = self._partition_dirs.get(values)
@@ -59,7 +63,21 @@ class AppendWriter:
 
     def write(self, data: object) -> None:
         store = self.store
-        table = conform(data, store.schema)
+        names = data.column_names if isinstance(data, pa.Table | pa.RecordBatch) else []
+        if self.tracking and row_tracking.ROW_ID in names:
+            # Rewritten rows of a row-tracking table keep their ids (and sequence numbers, NULL for
+            # updated rows): written into files of their own. Rows without an id are new rows.
+            table = conform(data, store.schema, [(c, pa.int64()) for c in row_tracking.TRACKING_COLUMNS])
+            if row_tracking.SEQUENCE_NUMBER not in table.column_names:
+                table = table.append_column(row_tracking.SEQUENCE_NUMBER, pa.nulls(table.num_rows, pa.int64()))
+            has_id = pc.is_valid(table.column(row_tracking.ROW_ID))
+            self._route(table.filter(has_id), tracked=True)
+            self._route(table.filter(pc.invert(has_id)).drop_columns(list(row_tracking.TRACKING_COLUMNS)))
+            return
+        self._route(conform(data, store.schema))
+
+    def _route(self, table: pa.Table, tracked: bool = False) -> None:
+        store = self.store
         if table.num_rows == 0:
             return
         num_buckets = store.options.bucket
@@ -71,9 +89,9 @@ class AppendWriter:
             )
         for values, bucket, rows in group_rows(table, store.partition_keys, buckets):
             partition, part_dir = self._partition(values)
-            key = (partition, bucket)
+            key = (partition, bucket, tracked)
             if key not in self._files:
-                self._files[key] = RollingAppendFile(store, part_dir, bucket, self.namer)
+                self._files[key] = RollingAppendFile(store, part_dir, bucket, self.namer, tracked=tracked)
             self._pending.setdefault(key, []).append(rows)
             self._pending_rows[key] = self._pending_rows.get(key, 0) + rows.num_rows
             self._pending_bytes += rows.nbytes
@@ -94,9 +112,13 @@ class AppendWriter:
             self._drain(key)
         total = self.store.options.bucket
         messages = []
-        for (partition, bucket), rolling in self._files.items():
-            metas: list[DataFileMeta] = []
+        by_bucket: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+        for (partition, bucket, tracked), rolling in self._files.items():
+            metas = by_bucket.setdefault((partition, bucket), [])
             for meta, rows in rolling.close():
+                if tracked:  # the sequence range of its rows (engine.row_tracking.tracked_file)
+                    metas.append(meta)
+                    continue
                 metas.append(
                     replace(
                         meta,
@@ -105,6 +127,7 @@ class AppendWriter:
                     )
                 )
                 self._sequence += rows
+        for (partition, bucket), metas in by_bucket.items():
             if metas:
                 messages.append(
                     CommitMessage(partition, bucket, total if total > 0 else -1, new_files=tuple(metas))
@@ -115,7 +138,7 @@ class AppendWriter:
     def abort(self) -> None:
         """Delete every file started so far (nothing was committed)."""
         store = self.store
-        for (_partition, bucket), rolling in self._files.items():
+        for (_partition, bucket, _tracked), rolling in self._files.items():
             for name in rolling.discard():
                 store.io.delete(store.paths.data_file(rolling.partition_dir, bucket, name))
         self._files, self._pending, self._pending_rows, self._pending_bytes = {}, {}, {}, 0

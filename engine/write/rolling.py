@@ -11,6 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from engine import row_tracking
 from engine.fileindex import file_index_config
 from engine.files.reader import arrow_path
 from engine.meta.binary_row import EMPTY_ROW
@@ -25,7 +26,9 @@ from engine.write.stats import StatsAccumulator
 class RollingAppendFile:
     """The growing data file(s) of one bucket of an append table."""
 
-    def __init__(self, store: FileStore, partition_dir: str, bucket: int, namer: FileNamer) -> None:
+    def __init__(
+        self, store: FileStore, partition_dir: str, bucket: int, namer: FileNamer, *, tracked: bool = False
+    ) -> None:
         self.store = store
         self.partition_dir = partition_dir
         self.bucket = bucket
@@ -35,7 +38,13 @@ class RollingAppendFile:
         self.stats_mode = opts.metadata_stats_mode
         self.target_size = opts.target_file_size(False)
         self.fields = list(store.schema.fields)
-        self.schema = pa.schema([to_arrow_field(f) for f in self.fields])
+        # ``tracked``: rows of a row-tracking table that keep their _ROW_ID / _SEQUENCE_NUMBER,
+        # written into the file after the table's columns (engine.row_tracking).
+        self.tracked = tracked
+        self.stats_fields = [*self.fields, *row_tracking.tracking_stats_fields()] if tracked else self.fields
+        self.schema = pa.schema([to_arrow_field(f) for f in self.fields]
+                                + (row_tracking.tracking_arrow_fields() if tracked else []))
+        self._tracking: list[pa.Table] = []
         self.finished: list[tuple[DataFileMeta, int]] = []  # (meta without sequence numbers, rows)
         self.written_names: list[str] = []  # every file started, for abort
         self._sink = None
@@ -60,6 +69,8 @@ class RollingAppendFile:
             self._stats.add(piece)  # type: ignore[union-attr]
             if self._indexed:
                 self._pieces.append(piece.select(self._indexed))
+            if self.tracked:
+                self._tracking.append(piece.select(list(row_tracking.TRACKING_COLUMNS)))
             self._rows += piece.num_rows
             offset += piece.num_rows
             if self._sink is not None and self._sink.tell() >= self.target_size:
@@ -73,7 +84,7 @@ class RollingAppendFile:
         self._sink = self.store.io.arrow_fs().open_output_stream(arrow_path(path))
         self._writer = parquet_writer(self._sink, self.schema, self.store.options)
         self._rows = 0
-        self._stats = StatsAccumulator(self.fields, self.stats_mode)
+        self._stats = StatsAccumulator(self.stats_fields, self.stats_mode)
 
     def _close(self) -> None:
         assert self._writer is not None and self._sink is not None and self._stats is not None
@@ -96,6 +107,9 @@ class RollingAppendFile:
             file_source=FileSource.APPEND, value_stats_cols=None, external_path=None, first_row_id=None,
             write_cols=None,
         )
+        if self.tracked:
+            meta = row_tracking.tracked_file(meta, [f.name for f in self.fields], pa.concat_tables(self._tracking))
+            self._tracking = []
         self.finished.append((meta, self._rows))
         self._writer = self._sink = self._stats = None
 
@@ -116,4 +130,5 @@ class RollingAppendFile:
                 pass
         self._writer = self._sink = self._stats = None
         self._pieces = []
+        self._tracking = []
         return self.written_names

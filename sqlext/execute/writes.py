@@ -26,7 +26,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from engine import ROWKIND, OverwriteSpec, Table, is_count_layout
+from engine import ROWKIND, OverwriteSpec, Table, is_count_layout, metadata_names
 from engine.types import DataType, TypeRoot
 from sqlext.errors import SqlAnalysisError
 from sqlext.execute import bucket_shuffle
@@ -81,7 +81,11 @@ def shape_frame(
     schema = table.schema
     computed = computed_columns(dict(schema.options))
     defaults = spark_defaults(table)
-    out_cols = [c for c in df.columns if c != ROWKIND or ROWKIND in schema.field_names]
+    # Rows of a row-tracking table rewritten by DELETE/UPDATE/MERGE carry their _ROW_ID and
+    # _SEQUENCE_NUMBER (read as metadata columns): passed through to the writer, which keeps them.
+    hidden = set(metadata_names(schema)) & {"_ROW_ID", "_SEQUENCE_NUMBER"}
+    tracking = [c for c in df.columns if c in hidden]
+    out_cols = [c for c in df.columns if (c != ROWKIND or ROWKIND in schema.field_names) and c not in hidden]
     has_kind = ROWKIND in df.columns and ROWKIND not in schema.field_names
     if len(out_cols) != len(columns):
         raise SqlAnalysisError(
@@ -93,7 +97,7 @@ def shape_frame(
     # By position: output names may repeat (``SELECT 1, 'a', 1`` names two columns `1`), so
     # every output column gets a fresh name before it is addressed.
     fresh = iter(f"__dyntable_col{i}" for i in range(len(out_cols)))
-    df = df.toDF(*[c if has_kind and c == ROWKIND else next(fresh) for c in df.columns])
+    df = df.toDF(*[c if (has_kind and c == ROWKIND) or c in tracking else next(fresh) for c in df.columns])
     exprs = []
     provided = dict(zip(columns, (f"__dyntable_col{i}" for i in range(len(out_cols))), strict=True))
     for f in schema.fields:
@@ -116,6 +120,7 @@ def shape_frame(
             exprs.append(F.lit(None).cast(spark_type).alias(f.name))
     if has_kind:
         exprs.append(F.col(ROWKIND))
+    exprs += [F.col(c).cast("bigint") for c in tracking]
     shaped = df.select(*exprs)
     if computed:
         shaped = shaped.select(
@@ -125,6 +130,7 @@ def shape_frame(
                 for f in schema.fields
             ],
             *([F.col(ROWKIND)] if has_kind else []),
+            *[F.col(c) for c in tracking],
         )
     return shaped
 

@@ -38,3 +38,90 @@ def test_row_tracking_system_table_with_filter(session):
     sql(session, "INSERT INTO t VALUES (1, 10), (2, 20), (3, 30)")
     assert sql(session, "SELECT a, b FROM `t$row_tracking` WHERE a > 1 ORDER BY a") == [(2, 20), (3, 30)]
     assert sql(session, "SELECT * FROM `t$row_tracking` ORDER BY a") == [(1, 10, 0, 1), (2, 20, 1, 1), (3, 30, 2, 1)]
+
+
+def rows(session, table="t", order="id"):
+    return sql(session, f"SELECT *, _ROW_ID, _SEQUENCE_NUMBER FROM {table} ORDER BY {order}")
+
+
+def files(session, table="t", order="min_sequence_number"):
+    return sql(session, f"SELECT min_sequence_number, max_sequence_number FROM `{table}$files` ORDER BY {order}")
+
+
+def _compact_then_update(session):
+    sql(session, "CREATE TABLE t (id INT, data INT) TBLPROPERTIES ('row-tracking.enabled' = 'true', "
+                 "'compaction.min.file-num'='2')")
+    for i in (1, 2, 3):
+        sql(session, f"INSERT INTO t VALUES ({i}, {i})")
+    assert rows(session) == [(1, 1, 0, 1), (2, 2, 1, 2), (3, 3, 2, 3)]
+    sql(session, "CALL sys.compact(table => 't')")
+    assert sql(session, "SELECT commit_kind FROM `t$snapshots` ORDER BY snapshot_id DESC LIMIT 1") == [("COMPACT",)]
+    assert rows(session) == [(1, 1, 0, 1), (2, 2, 1, 2), (3, 3, 2, 3)]
+    sql(session, "INSERT INTO t VALUES (4, '4')")
+    sql(session, "INSERT INTO t VALUES (5, '5')")
+    sql(session, "CALL sys.compact(table => 't')")  # snapshot 7: files with sequence numbers [1, 6]
+    assert files(session) == [(1, 6)]
+    sql(session, "UPDATE t SET data = 22 WHERE id = 2")  # snapshot 8: the updated row's sequence is NULL
+    sql(session, "INSERT INTO t SELECT /*+ REPARTITION(1) */ id, id AS data FROM range(6, 8)")
+    sql(session, "UPDATE t SET data = 67 WHERE _SEQUENCE_NUMBER = 9")
+
+
+def test_compact_table(session):
+    _compact_then_update(session)
+    assert rows(session) == [(1, 1, 0, 1), (2, 22, 1, 8), (3, 3, 2, 3), (4, 4, 3, 5), (5, 5, 4, 6),
+                             (6, 67, 5, 10), (7, 67, 6, 10)]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "dyntable's copy-on-write UPDATE rewrites every file of the partitions holding a matched row "
+    "(here the whole table, one file [1, 10]); Paimon rewrites only the files holding one, so it "
+    "keeps two files, [1, 8] and [10, 10]"))
+def test_compact_table_rewrites_only_touched_files(session):
+    _compact_then_update(session)
+    assert files(session) == [(1, 8), (10, 10)]
+
+
+@pytest.mark.parametrize("dv", ["false", "true"])
+def test_delete_table(session, dv):
+    sql(session, "CREATE TABLE t (id INT, data INT) TBLPROPERTIES ('row-tracking.enabled' = 'true', "
+                 f"'deletion-vectors.enabled' = '{dv}')")
+    sql(session, "INSERT INTO t SELECT /*+ REPARTITION(1) */ id, id AS data FROM range(1, 4)")
+    sql(session, "DELETE FROM t WHERE id = 2")
+    assert rows(session) == [(1, 1, 0, 1), (3, 3, 2, 1)]
+    sql(session, "DELETE FROM t WHERE _ROW_ID = 2")
+    assert rows(session) == [(1, 1, 0, 1)]
+
+
+def test_delete_preserves_row_tracking_metadata_for_update(session):
+    sql(session, f"CREATE TABLE t (id INT, data INT) {RT}")
+    sql(session, "INSERT INTO t SELECT /*+ REPARTITION(1) */ id, id AS data FROM range(1, 4)")
+    sql(session, "DELETE FROM t WHERE id = 2")
+    sql(session, "UPDATE t SET data = 33 WHERE _ROW_ID = 2")
+    assert rows(session) == [(1, 1, 0, 1), (3, 33, 2, 3)]
+
+
+@pytest.mark.parametrize("dv", ["false", "true"])
+def test_update_table(session, dv):
+    sql(session, "CREATE TABLE t (id INT, data INT) TBLPROPERTIES ('row-tracking.enabled' = 'true', "
+                 f"'deletion-vectors.enabled' = '{dv}')")
+    sql(session, "INSERT INTO t SELECT /*+ REPARTITION(1) */ id, id AS data FROM range(1, 4)")
+    assert rows(session) == [(1, 1, 0, 1), (2, 2, 1, 1), (3, 3, 2, 1)]
+    sql(session, "UPDATE t SET data = 22 WHERE id = 2")
+    assert rows(session) == [(1, 1, 0, 1), (2, 22, 1, 2), (3, 3, 2, 1)]
+    sql(session, "UPDATE t SET data = 222 WHERE _ROW_ID = 1")
+    assert rows(session) == [(1, 1, 0, 1), (2, 222, 1, 3), (3, 3, 2, 1)]
+
+
+def test_update_table_without_condition(session):
+    sql(session, f"CREATE TABLE t (id INT, data INT) {RT}")
+    sql(session, "INSERT INTO t SELECT /*+ REPARTITION(1) */ id, id AS data FROM range(1, 4)")
+    sql(session, "UPDATE t SET data = 22")
+    assert rows(session) == [(1, 22, 0, 2), (2, 22, 1, 2), (3, 22, 2, 2)]
+
+
+def test_update_then_insert(session):
+    sql(session, f"CREATE TABLE t (id INT, data INT) {RT}")
+    sql(session, "INSERT INTO t SELECT /*+ REPARTITION(1) */ id, id AS data FROM range(1, 4)")
+    sql(session, "UPDATE t SET data = 22 WHERE id = 2")
+    sql(session, "INSERT INTO t VALUES (4, 4), (5, 5)")
+    assert rows(session) == [(1, 1, 0, 1), (2, 22, 1, 2), (3, 3, 2, 1), (4, 4, 3, 3), (5, 5, 4, 3)]
