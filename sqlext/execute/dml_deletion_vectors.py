@@ -187,13 +187,16 @@ def merge(s: SqlSession, plan: MergeInto, stmt: Statement) -> StatementResult:
     view = f"__dyntable_dv_{s.next_id()}"
     positioned_frame(s, table, snapshot).createOrReplaceTempView(view)
     job = MergeJob(s, plan.clauses, stmt)
-    joined = job.joined_frame(view, (FILE, POS)).localCheckpoint()  # evaluated once: checks, counts, write
+    tracking = tuple(c for c in ("_ROW_ID", "_SEQUENCE_NUMBER") if c in metadata_names(table.schema))
+    joined = job.joined_frame(view, (FILE, POS, *tracking)).localCheckpoint()  # evaluated once: checks, counts, write
     job.check_cardinality(joined)
     job.check_keys(joined)
     counts = job.counts(joined)
     if counts["update"] + counts["delete"] + counts["insert"]:
         touched = job.touched(joined)
         updated = touched.where(F.col(CLAUSE_COLUMN).isin(job.ids("update")))
-        new_rows = job.project(updated).unionByName(job.inserted_rows(joined))
+        # Updated rows keep their _ROW_ID; inserted ones have none and take new ids at commit.
+        new_rows = job.tracked(updated, tracking).unionByName(job.inserted_rows(joined),
+                                                              allowMissingColumns=bool(tracking))
         _commit(s, table, snapshot, touched.select(F.col(FILE), F.col(POS)), new_rows)
     return s.runner.run(merge_rows(counts), stmt)

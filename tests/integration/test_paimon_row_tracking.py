@@ -125,3 +125,61 @@ def test_update_then_insert(session):
     sql(session, "UPDATE t SET data = 22 WHERE id = 2")
     sql(session, "INSERT INTO t VALUES (4, 4), (5, 5)")
     assert rows(session) == [(1, 1, 0, 1), (2, 22, 1, 2), (3, 3, 2, 1), (4, 4, 3, 3), (5, 5, 4, 3)]
+
+
+def _merge_tables(session, target_dv="false"):
+    sql(session, f"CREATE TABLE s (id INT, b INT) {RT}")
+    sql(session, "INSERT INTO s VALUES (1, 11), (2, 22)")
+    sql(session, "CREATE TABLE t (id INT, b INT) TBLPROPERTIES ('row-tracking.enabled' = 'true', "
+                 f"'deletion-vectors.enabled' = '{target_dv}')")
+    sql(session, "INSERT INTO t SELECT /*+ REPARTITION(1) */ id, id AS b FROM range(2, 4)")
+
+
+@pytest.mark.parametrize("dv", ["false", "true"])
+def test_merge_into_table(session, dv):
+    _merge_tables(session, dv)
+    assert rows(session) == [(2, 2, 0, 1), (3, 3, 1, 1)]
+    sql(session, "MERGE INTO t USING s ON t.id = s.id "
+                 "WHEN MATCHED THEN UPDATE SET t.b = s.b WHEN NOT MATCHED THEN INSERT *")
+    assert rows(session) == [(1, 11, 2, 2), (2, 22, 0, 2), (3, 3, 1, 1)]
+
+
+def test_merge_into_table_with_only_insert(session):
+    _merge_tables(session)
+    sql(session, "MERGE INTO t USING s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *")
+    assert rows(session) == [(1, 11, 2, 2), (2, 2, 0, 1), (3, 3, 1, 1)]
+
+
+def test_merge_into_table_with_only_delete(session):
+    _merge_tables(session)
+    sql(session, "MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN DELETE")
+    assert rows(session) == [(3, 3, 1, 1)]
+
+
+def test_merge_into_table_with_only_update(session):
+    _merge_tables(session)
+    sql(session, "MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *")
+    assert rows(session) == [(2, 22, 0, 2), (3, 3, 1, 1)]
+
+
+def test_merge_into_table_not_matched_by_source(session):
+    sql(session, "CREATE TABLE source (a INT, b INT, c STRING) TBLPROPERTIES ('row-tracking.enabled' = 'true')")
+    sql(session, "INSERT INTO source VALUES (1, 100, 'c11'), (3, 300, 'c33'), (5, 500, 'c55'), "
+                 "(7, 700, 'c77'), (9, 900, 'c99')")
+    sql(session, "CREATE TABLE target (a INT, b INT, c STRING) TBLPROPERTIES ('row-tracking.enabled' = 'true')")
+    sql(session, "INSERT INTO target values (1, 10, 'c1'), (2, 20, 'c2'), (3, 30, 'c3'), (4, 40, 'c4'), "
+                 "(5, 50, 'c5')")
+    sql(session, """
+        MERGE INTO target
+        USING source
+        ON target.a = source.a
+        WHEN MATCHED AND target.a = 5 THEN UPDATE SET b = source.b + target.b
+        WHEN MATCHED AND source.c > 'c2' THEN UPDATE SET *
+        WHEN NOT MATCHED AND c > 'c9' THEN INSERT (a, b, c) VALUES (a, b * 1.1, c)
+        WHEN NOT MATCHED THEN INSERT *
+        WHEN NOT MATCHED BY SOURCE AND a = 2 THEN UPDATE SET b = b * 10
+        WHEN NOT MATCHED BY SOURCE THEN DELETE
+        """)
+    assert rows(session, "target", "a") == [
+        (1, 10, "c1", 0, 1), (2, 200, "c2", 1, 2), (3, 300, "c33", 2, 2), (5, 550, "c5", 4, 2),
+        (7, 700, "c77", 5, 2), (9, 990, "c99", 6, 2)]
