@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from engine import row_tracking
 from engine.commit_messages import CommitMessage
@@ -116,7 +117,12 @@ def compact_bucket(store: FileStore, splits: Sequence[DataSplit], full: bool) ->
     picked = files_to_compact(store, splits, full)
     if not picked:
         return None
-    return _rewrite(store, splits, picked, _read_live(store, splits, picked))
+    data = _read_live(store, splits, picked)
+    if row_tracking.ROW_ID in data.column_names and data.num_rows > 1:
+        # Rows in id order: a file whose ids run without a gap also gets its _FIRST_ROW_ID, which
+        # readers that ignore the file's _ROW_ID column (pypaimon 2.1) need (engine.row_tracking).
+        data = data.take(pc.sort_indices(data.column(row_tracking.ROW_ID)))
+    return _rewrite(store, splits, picked, data)
 
 
 def sort_bucket(store: FileStore, splits: Sequence[DataSplit], order: SortOrder, *, level: int = 0,
