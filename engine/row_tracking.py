@@ -57,8 +57,8 @@ def enabled(schema: TableSchema) -> bool:
 def metadata_fields(schema: TableSchema) -> list[DataField]:
     """The metadata columns a read of ``schema``'s table may name, in Paimon's order (ids are
     Paimon's Spark metadata-column ids; the row-tracking pair only with row tracking)."""
-    out = [DataField(ROW_ID_FIELD.id, ROW_ID, BIGINT()), DataField(SEQUENCE_NUMBER_FIELD.id, SEQUENCE_NUMBER, BIGINT())
-           ] if enabled(schema) else []
+    tracking = (ROW_ID_FIELD, SEQUENCE_NUMBER_FIELD) if enabled(schema) else ()
+    out = [DataField(f.id, f.name, BIGINT()) for f in tracking]
     partition = ROW([schema.field(k) for k in schema.partition_keys])
     out += [
         DataField(_INT_MAX - 101, FILE_PATH, STRING()),
@@ -88,7 +88,9 @@ def has_physical_row_tracking(file: DataFileMeta) -> bool:
     return file.write_cols is not None and ROW_ID in file.write_cols
 
 
-def row_id_column(file: DataFileMeta, num_rows: int, physical: pa.ChunkedArray | pa.Array | None = None) -> pa.Array:
+def row_id_column(
+    file: DataFileMeta, num_rows: int, physical: pa.ChunkedArray | pa.Array | None = None
+) -> pa.Array:
     """The ``_ROW_ID`` of the ``num_rows`` rows of ``file`` (all of them, in file order)."""
     computed: pa.Array | None = None
     if file.first_row_id is not None:
@@ -123,11 +125,9 @@ def file_metadata(
     out: list[pa.Array] = []
     for f in fields:
         if f.name == ROW_ID:
-            col = physical.column(ROW_ID) if physical is not None and ROW_ID in physical.column_names else None
-            out.append(row_id_column(file, num_rows, col))
+            out.append(row_id_column(file, num_rows, _physical(physical, ROW_ID)))
         elif f.name == SEQUENCE_NUMBER:
-            has = physical is not None and SEQUENCE_NUMBER in physical.column_names
-            out.append(sequence_number_column(file, num_rows, physical.column(SEQUENCE_NUMBER) if has else None))
+            out.append(sequence_number_column(file, num_rows, _physical(physical, SEQUENCE_NUMBER)))
         elif f.name == FILE_PATH:
             out.append(pa.repeat(pa.scalar(path, pa.string()), num_rows))
         elif f.name == ROW_INDEX:
@@ -137,7 +137,9 @@ def file_metadata(
     return out
 
 
-def split_metadata(field: DataField, num_rows: int, partition_values: Sequence[object], bucket: int) -> pa.Array:
+def split_metadata(
+    field: DataField, num_rows: int, partition_values: Sequence[object], bucket: int
+) -> pa.Array:
     """``__paimon_partition`` / ``__paimon_bucket`` of ``num_rows`` rows of one split."""
     if field.name == BUCKET:
         return pa.array(np.full(num_rows, bucket, dtype=np.int32))
@@ -187,6 +189,10 @@ def tracked_file(meta: DataFileMeta, field_names: Sequence[str], rows: pa.Table)
             first = int(values[0])
     return dataclasses.replace(meta, min_sequence_number=lo, max_sequence_number=hi, first_row_id=first,
                                write_cols=(*field_names, ROW_ID, SEQUENCE_NUMBER), value_stats_cols=None)
+
+
+def _physical(table: pa.Table | None, name: str) -> pa.ChunkedArray | None:
+    return table.column(name) if table is not None and name in table.column_names else None
 
 
 def _combined(column: pa.ChunkedArray | pa.Array) -> pa.Array:

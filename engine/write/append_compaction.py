@@ -92,9 +92,10 @@ def _read_live(store: FileStore, splits: Sequence[DataSplit], picked: Sequence[D
             # reads and writes with the row-tracking columns), taken before the DV drops rows.
             own = part.select(list(physical)) if physical else None
             part = part.drop_columns(list(physical))
-            ids, seqs = row_tracking.file_metadata(
-                [row_tracking.ROW_ID_FIELD, row_tracking.SEQUENCE_NUMBER_FIELD], f, "", part.num_rows, (), 0, own)
-            part = part.append_column(row_tracking.ROW_ID, ids).append_column(row_tracking.SEQUENCE_NUMBER, seqs)
+            pair = [row_tracking.ROW_ID_FIELD, row_tracking.SEQUENCE_NUMBER_FIELD]
+            for field, values in zip(pair, row_tracking.file_metadata(
+                    pair, f, "", part.num_rows, (), 0, own), strict=True):
+                part = part.append_column(field.name, values)
         if loader is not None and f.file_name in dvs:
             part = apply_deletion_vector(part, loader.load(dvs[f.file_name]), f.file_name)
         parts.append(part)

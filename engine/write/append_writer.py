@@ -16,7 +16,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine import row_tracking
-
 from engine.commit_messages import CommitMessage
 from engine.meta.binary_row import serialize_row
 from engine.meta.bucket import bucket_ids
@@ -69,7 +68,8 @@ class AppendWriter:
             # updated rows): written into files of their own. Rows without an id are new rows.
             table = conform(data, store.schema, [(c, pa.int64()) for c in row_tracking.TRACKING_COLUMNS])
             if row_tracking.SEQUENCE_NUMBER not in table.column_names:
-                table = table.append_column(row_tracking.SEQUENCE_NUMBER, pa.nulls(table.num_rows, pa.int64()))
+                nulls = pa.nulls(table.num_rows, pa.int64())
+                table = table.append_column(row_tracking.SEQUENCE_NUMBER, nulls)
             has_id = pc.is_valid(table.column(row_tracking.ROW_ID))
             self._route(table.filter(has_id), tracked=True)
             self._route(table.filter(pc.invert(has_id)).drop_columns(list(row_tracking.TRACKING_COLUMNS)))

@@ -169,7 +169,8 @@ class DataFileWriter:
         ``_SEQUENCE_NUMBER``, written into the file as Paimon does: ``engine.row_tracking``)."""
         tracked = ROW_ID in table.column_names
         stats_fields = [*self.fields, *tracking_stats_fields()] if tracked else self.fields
-        schema = pa.schema([to_arrow_field(f) for f in self.fields] + (tracking_arrow_fields() if tracked else []))
+        schema = pa.schema([to_arrow_field(f) for f in self.fields]
+                           + (tracking_arrow_fields() if tracked else []))
         metas = []
         seq = first_sequence
         for chunk, name, size in self._roll(table, schema):

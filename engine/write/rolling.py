@@ -108,7 +108,8 @@ class RollingAppendFile:
             write_cols=None,
         )
         if self.tracked:
-            meta = row_tracking.tracked_file(meta, [f.name for f in self.fields], pa.concat_tables(self._tracking))
+            names = [f.name for f in self.fields]
+            meta = row_tracking.tracked_file(meta, names, pa.concat_tables(self._tracking))
             self._tracking = []
         self.finished.append((meta, self._rows))
         self._writer = self._sink = self._stats = None

@@ -229,6 +229,7 @@ class _Binder:
         self.tokens: list[Token] = []
         self.table_statement = False  # a bare `TABLE name` query: no alias may follow the name
         self._columns_cache: dict[tuple[object, ...], list[str]] = {}
+        self.star_uses: list[StarUse] = []  # the statement's stars (spelled out over metadata columns)
 
     # ----------------------------------------------------------------------------- errors
 
@@ -560,15 +561,16 @@ class _Binder:
                 if (start, end) == (qs, qe) and edited is ref:
                     q = view_of[id(ref)] if ref.qualify_by_view else (ref.alias_text or q)
             return spelled(q, ref)
-        if star.frame is None or not any(s.ref is not None and hides.get(id(s.ref)) for s in star.frame.sources):
+        if star.frame is None or not any(
+                s.ref is not None and hides.get(id(s.ref)) for s in star.frame.sources):
             return None
         parts: list[str] = []
         for source in star.frame.sources:
             if source.ref is not None:
-                q = qualifier(source.ref, source.keys)
-                if q is None:
+                named = qualifier(source.ref, source.keys)
+                if named is None:
                     return None
-                parts.append(spelled(q, source.ref) if hides.get(id(source.ref)) else f"{q}.*")
+                parts.append(spelled(named, source.ref) if hides.get(id(source.ref)) else f"{named}.*")
                 continue
             ones = sorted(k[0] for k in source.keys if len(k) == 1)
             if not ones:
@@ -816,10 +818,10 @@ class _Binder:
                 alias = f" AS {spark_identifier(vref.view.name)}"
             edits.append((vref.start, vref.end, text + alias))
         seen: set[tuple[int, int]] = set()
-        for star in getattr(self, "star_uses", ()):
-            text = self.spelled_star(star, view_of, hides, qualifier_edits)
-            if text is not None:
-                edits.append((star.start, star.end, text))
+        for star in self.star_uses:
+            spelled_out = self.spelled_star(star, view_of, hides, qualifier_edits)
+            if spelled_out is not None:
+                edits.append((star.start, star.end, spelled_out))
                 if star.qualifier is not None:
                     seen.add(star.qualifier)
         for start, end, ref in qualifier_edits:

@@ -363,7 +363,8 @@ class ScopeWalker:
                 if not isinstance(node.parent, exp.Count):
                     self._stars.append(frame)
                     if "start" in node.meta:
-                        self.star_uses.append(StarUse(int(node.meta["start"]), int(node.meta["end"]) + 1, frame))
+                        span = int(node.meta["start"]), int(node.meta["end"]) + 1
+                        self.star_uses.append(StarUse(*span, frame))
             elif not isinstance(node, (exp.Hint, exp.JoinHint)):
                 stack.extend(node.iter_expressions())
 

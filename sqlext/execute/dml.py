@@ -77,7 +77,8 @@ def run_merge(s: SqlSession, plan: MergeInto, stmt: Statement) -> StatementResul
     job = MergeJob(s, plan.clauses, stmt)
     pinned = Pinned(s, table, plan.snapshot.id if plan.snapshot is not None else None)
     tracking = tracking_columns(table)  # a row-tracking table's rows keep their ids
-    joined = job.joined_frame(pinned.view(), tracking).localCheckpoint()  # evaluated once: checks, counts, write
+    # evaluated once: checks, counts, write agree
+    joined = job.joined_frame(pinned.view(), tracking).localCheckpoint()
     job.check_cardinality(joined)
     job.check_keys(joined)
     counts = job.counts(joined)

@@ -188,7 +188,8 @@ def merge(s: SqlSession, plan: MergeInto, stmt: Statement) -> StatementResult:
     positioned_frame(s, table, snapshot).createOrReplaceTempView(view)
     job = MergeJob(s, plan.clauses, stmt)
     tracking = tuple(c for c in ("_ROW_ID", "_SEQUENCE_NUMBER") if c in metadata_names(table.schema))
-    joined = job.joined_frame(view, (FILE, POS, *tracking)).localCheckpoint()  # evaluated once: checks, counts, write
+    # evaluated once: checks, counts, write agree
+    joined = job.joined_frame(view, (FILE, POS, *tracking)).localCheckpoint()
     job.check_cardinality(joined)
     job.check_keys(joined)
     counts = job.counts(joined)

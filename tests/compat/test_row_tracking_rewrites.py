@@ -45,10 +45,11 @@ def test_pypaimon_reads_row_ids_after_update_merge_and_compaction(pypaimon: PyPa
         list(session.execute("INSERT INTO s VALUES (4, 44), (5, 55)"))
         list(session.execute("MERGE INTO t USING s ON t.id = s.id "
                              "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"))
-        assert _ours(session, "t") == [(0, 1, 1, 1), (1, 3, 2, 22), (2, 1, 3, 3), (3, 4, 4, 44), (4, 4, 5, 55)]
+        merged = [(0, 1, 1, 1), (1, 3, 2, 22), (2, 1, 3, 3), (3, 4, 4, 44), (4, 4, 5, 55)]
+        assert _ours(session, "t") == merged
         assert _theirs(pypaimon, warehouse, "default.t") == _ours(session, "t")
         list(session.execute("CALL sys.compact(table => 't', compact_strategy => 'full')"))
-        assert _ours(session, "t") == [(0, 1, 1, 1), (1, 3, 2, 22), (2, 1, 3, 3), (3, 4, 4, 44), (4, 4, 5, 55)]
+        assert _ours(session, "t") == merged
         assert _theirs(pypaimon, warehouse, "default.t") == _ours(session, "t")
         # pypaimon's next write continues after nextRowId
         pypaimon.write(warehouse, "default.t", pa.table({"id": pa.array([6], pa.int32()),

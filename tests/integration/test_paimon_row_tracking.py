@@ -25,7 +25,8 @@ RT = "TBLPROPERTIES ('row-tracking.enabled' = 'true')"
 def test_read_row_tracking(session):
     sql(session, f"CREATE TABLE t (id INT, data STRING) {RT}")
     sql(session, "INSERT INTO t VALUES (11, 'a'), (22, 'b')")
-    assert sorted(sql(session, "SELECT *, _ROW_ID, _SEQUENCE_NUMBER FROM t")) == [(11, "a", 0, 1), (22, "b", 1, 1)]
+    assert sorted(sql(session, "SELECT *, _ROW_ID, _SEQUENCE_NUMBER FROM t")) == [
+        (11, "a", 0, 1), (22, "b", 1, 1)]
     assert sorted(sql(session, "SELECT _ROW_ID, data, _SEQUENCE_NUMBER, id FROM t")) == [
         (0, "a", 1, 11), (1, "b", 1, 22)]
     # hidden from a star, qualified or not
@@ -37,7 +38,8 @@ def test_row_tracking_system_table_with_filter(session):
     sql(session, "CREATE TABLE t (a INT, b INT) TBLPROPERTIES ('row-tracking.enabled' = 'true')")
     sql(session, "INSERT INTO t VALUES (1, 10), (2, 20), (3, 30)")
     assert sql(session, "SELECT a, b FROM `t$row_tracking` WHERE a > 1 ORDER BY a") == [(2, 20), (3, 30)]
-    assert sql(session, "SELECT * FROM `t$row_tracking` ORDER BY a") == [(1, 10, 0, 1), (2, 20, 1, 1), (3, 30, 2, 1)]
+    assert sql(session, "SELECT * FROM `t$row_tracking` ORDER BY a") == [
+        (1, 10, 0, 1), (2, 20, 1, 1), (3, 30, 2, 1)]
 
 
 def rows(session, table="t", order="id"):
@@ -45,7 +47,8 @@ def rows(session, table="t", order="id"):
 
 
 def files(session, table="t", order="min_sequence_number"):
-    return sql(session, f"SELECT min_sequence_number, max_sequence_number FROM `{table}$files` ORDER BY {order}")
+    return sql(session, "SELECT min_sequence_number, max_sequence_number "
+                        f"FROM `{table}$files` ORDER BY {order}")
 
 
 def _compact_then_update(session):
@@ -55,7 +58,8 @@ def _compact_then_update(session):
         sql(session, f"INSERT INTO t VALUES ({i}, {i})")
     assert rows(session) == [(1, 1, 0, 1), (2, 2, 1, 2), (3, 3, 2, 3)]
     sql(session, "CALL sys.compact(table => 't')")
-    assert sql(session, "SELECT commit_kind FROM `t$snapshots` ORDER BY snapshot_id DESC LIMIT 1") == [("COMPACT",)]
+    last = "SELECT commit_kind FROM `t$snapshots` ORDER BY snapshot_id DESC LIMIT 1"
+    assert sql(session, last) == [("COMPACT",)]
     assert rows(session) == [(1, 1, 0, 1), (2, 2, 1, 2), (3, 3, 2, 3)]
     sql(session, "INSERT INTO t VALUES (4, '4')")
     sql(session, "INSERT INTO t VALUES (5, '5')")
@@ -163,10 +167,10 @@ def test_merge_into_table_with_only_update(session):
 
 
 def test_merge_into_table_not_matched_by_source(session):
-    sql(session, "CREATE TABLE source (a INT, b INT, c STRING) TBLPROPERTIES ('row-tracking.enabled' = 'true')")
+    sql(session, f"CREATE TABLE source (a INT, b INT, c STRING) {RT}")
     sql(session, "INSERT INTO source VALUES (1, 100, 'c11'), (3, 300, 'c33'), (5, 500, 'c55'), "
                  "(7, 700, 'c77'), (9, 900, 'c99')")
-    sql(session, "CREATE TABLE target (a INT, b INT, c STRING) TBLPROPERTIES ('row-tracking.enabled' = 'true')")
+    sql(session, f"CREATE TABLE target (a INT, b INT, c STRING) {RT}")
     sql(session, "INSERT INTO target values (1, 10, 'c1'), (2, 20, 'c2'), (3, 30, 'c3'), (4, 40, 'c4'), "
                  "(5, 50, 'c5')")
     sql(session, """
