@@ -267,8 +267,12 @@ class SplitReader:
             return table
         physical = table.select([c for c in TRACKING_COLUMNS if c in table.column_names])
         table = table.drop_columns(physical.column_names)
-        values = file_metadata(self.meta_fields, f, path, table.num_rows, split.partition_values,
+        # A read of metadata columns only reads no column of the file: its rows are the file's.
+        n = table.num_rows if table.num_columns or physical.num_columns else f.row_count
+        values = file_metadata(self.meta_fields, f, path, n, split.partition_values,
                                split.bucket, physical if physical.num_columns else None)
+        if not table.num_columns:
+            return pa.table(dict(zip([m.name for m in self.meta_fields], values, strict=True)))
         for m, v in zip(self.meta_fields, values, strict=True):
             table = table.append_column(m.name, v)
         return table

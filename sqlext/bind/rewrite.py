@@ -33,7 +33,12 @@ Invariants:
   (``db.t JOIN sales.t``) no alias is added and such qualifiers name the view instead;
 * ``Binding.columns`` is a superset of the columns the statement reads from the reference (or
   ``None`` = all): when the analysis is unsure it adds columns or falls back to ``None``, never
-  drops one (:mod:`sqlext.bind.scope` does the column analysis).
+  drops one (:mod:`sqlext.bind.scope` does the column analysis);
+* Paimon's metadata columns (``_ROW_ID``, ``__paimon_file_path``, ...; ``Catalog.metadata_columns``)
+  join a binding only when the statement names them, after the table's columns; a star over
+  such a view (``*``, ``t.*``) is spelled out as the table's own columns, so a star never shows
+  them (Paimon's ``SELECT *`` hides them too). A star over a source without a name to qualify
+  it stays a star.
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ def test_read_row_tracking(session):
         (11, "a", 0, 1), (22, "b", 1, 1)]
     assert sorted(sql(session, "SELECT _ROW_ID, data, _SEQUENCE_NUMBER, id FROM t")) == [
         (0, "a", 1, 11), (1, "b", 1, 22)]
+    assert sorted(sql(session, "SELECT _ROW_ID FROM t")) == [(0,), (1,)]  # no column of the table read
     # hidden from a star, qualified or not
     assert sorted(sql(session, "SELECT * FROM t")) == [(11, "a"), (22, "b")]
     assert sorted(sql(session, "SELECT x.*, x._ROW_ID FROM t x")) == [(11, "a", 0), (22, "b", 1)]
