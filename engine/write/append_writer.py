@@ -34,7 +34,8 @@ class AppendWriter:
     """Routes rows to per-bucket rolling files; ``prepare_commit`` finishes them and returns the messages."""
 
     def __init__(
-        self, store: FileStore, first_sequence: int | None = None, namer: FileNamer | None = None
+        self, store: FileStore, first_sequence: int | None = None, namer: FileNamer | None = None,
+        *, keep_row_ids: bool = False,
     ) -> None:
         self.store = store
         self.namer = namer or FileNamer()
@@ -48,7 +49,9 @@ class AppendWriter:
             latest = store.snapshots.latest()
             first_sequence = latest.total_record_count if latest else 0
         self._sequence = first_sequence
-        self.tracking = row_tracking.enabled(store.schema)
+        # Only a rewrite asks for it (WriteBuilder.keeping_row_ids): a plain write's _ROW_ID column
+        # is not the table's and is refused like any unknown column.
+        self.tracking = keep_row_ids and row_tracking.enabled(store.schema)
 
     def _partition(self, values: tuple[object, ...]) -> tuple[bytes, str]:
         cached = self._partition_dirs.get(values)

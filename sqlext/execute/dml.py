@@ -114,4 +114,4 @@ def _merge_copy_on_write(
     # Inserted rows have no _ROW_ID: they take new ids at commit.
     out = job.tracked(kept, tracking).unionByName(inserts, allowMissingColumns=bool(tracking))
     write_frame(s, table, out, column_names(table), overwrite=overwrite_of(table, specs), stmt=stmt,
-                base_snapshot_id=base_snapshot_id)
+                base_snapshot_id=base_snapshot_id, row_ids=bool(tracking))

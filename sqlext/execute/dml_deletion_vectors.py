@@ -133,7 +133,7 @@ def _write_rows(s: SqlSession, table: Table, df: DataFrame, builder: WriteBuilde
     from sqlext.source.datasource import cluster_for_writers, write_task
 
     columns = list(table.schema.field_names)
-    frame = cluster_for_writers(shape_frame(s, table, df, columns), table)
+    frame = cluster_for_writers(shape_frame(s, table, df, columns, row_ids=True), table)
     job = f"dml-{uuid.uuid4().hex[:12]}"
 
     def task(batches: Any) -> Any:
@@ -151,7 +151,8 @@ def _write_rows(s: SqlSession, table: Table, df: DataFrame, builder: WriteBuilde
 def _commit(s: SqlSession, table: Table, snapshot: Any, touched: DataFrame,
             new_rows: DataFrame | None) -> int:
     """Mark ``touched`` rows deleted and add ``new_rows``; one snapshot. Returns the rows marked."""
-    builder = table.new_write_builder(None, commit_user=f"dv-{uuid.uuid4()}")
+    # (a row-tracking table's updated rows keep their ids: WriteBuilder.keeping_row_ids)
+    builder = table.new_write_builder(None, commit_user=f"dv-{uuid.uuid4()}").keeping_row_ids()
     deletions = builder.new_deletion_commit(snapshot)
     count = deletions.delete(_positions(touched)) if snapshot is not None else 0
     messages = _write_rows(s, table, new_rows, builder) if new_rows is not None else []

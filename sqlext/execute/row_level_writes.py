@@ -137,11 +137,11 @@ def run_row_level_write(s: SqlSession, plan: RowLevelWrite, stmt: Statement) -> 
     hints = dict(plan.options) or None
     if plan.overwrite == "none":
         df = s.frame(plan.rows.sql(pinned.view()), stmt)
-        count = write_frame(s, table, df, columns, overwrite=None, stmt=stmt, hints=hints)
+        count = write_frame(s, table, df, columns, overwrite=None, stmt=stmt, hints=hints, row_ids=True)
     elif plan.overwrite == "all":
         df = s.frame(plan.rows.sql(pinned.view()), stmt)
         count = write_frame(s, table, df, columns, overwrite=OverwriteSpec(), stmt=stmt, hints=hints,
-                            base_snapshot_id=plan.snapshot)
+                            base_snapshot_id=plan.snapshot, row_ids=True)
     else:
         assert plan.overwrite == "matched" and plan.matched is not None
         specs, count = matching_partitions(s, table, pinned, plan.matched, stmt)
@@ -151,7 +151,7 @@ def run_row_level_write(s: SqlSession, plan: RowLevelWrite, stmt: Statement) -> 
             if plan.partition_of:  # the partition values before the change, not written
                 df = df.select(*[quoted(c) for c in (*columns, *tracking_columns(table))])
             write_frame(s, table, df, columns, overwrite=overwrite_of(table, specs), stmt=stmt, hints=hints,
-                        base_snapshot_id=plan.snapshot)
+                        base_snapshot_id=plan.snapshot, row_ids=True)
     return s.runner.run(count_rows(count, plan.verb), stmt)
 
 

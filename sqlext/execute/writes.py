@@ -74,16 +74,18 @@ def shape_frame(
     stmt: Statement | None = None,
     *,
     by_name: bool = False,
+    row_ids: bool = False,
 ) -> DataFrame:
     """Map query output onto the table: by position to ``columns``, plus static values and computed
-    columns (see the module docstring)."""
+    columns (see the module docstring). ``row_ids``: a row-level statement's rows, whose
+    ``_ROW_ID`` / ``_SEQUENCE_NUMBER`` columns (row-tracking tables) go to the writer too."""
     static = static or {}
     schema = table.schema
     computed = computed_columns(dict(schema.options))
     defaults = spark_defaults(table)
     # Rows of a row-tracking table rewritten by DELETE/UPDATE/MERGE carry their _ROW_ID and
     # _SEQUENCE_NUMBER (read as metadata columns): passed through to the writer, which keeps them.
-    hidden = set(metadata_names(schema)) & {"_ROW_ID", "_SEQUENCE_NUMBER"}
+    hidden = set(metadata_names(schema)) & {"_ROW_ID", "_SEQUENCE_NUMBER"} if row_ids else set()
     tracking = [c for c in df.columns if c in hidden]
     out_cols = [c for c in df.columns if (c != ROWKIND or ROWKIND in schema.field_names) and c not in hidden]
     has_kind = ROWKIND in df.columns and ROWKIND not in schema.field_names
@@ -165,20 +167,25 @@ def write_frame(
     shaped: bool = False,
     by_name: bool = False,
     base_snapshot_id: int | None = None,
+    row_ids: bool = False,
 ) -> int:
     """Write a DataFrame into a managed table in one commit; returns the rows added (the commit's).
 
     ``overwrite``: what the commit replaces (None: append). ``base_snapshot_id``: for an
     overwrite computed from a read of that snapshot (row-level DELETE/UPDATE/MERGE), any change
     to the replaced partitions after it is a conflict. ``options``: the write's resolved options
-    (a plan's); without them, the session's ``spark.paimon.*`` keys and ``hints``.
+    (a plan's); without them, the session's ``spark.paimon.*`` keys and ``hints``. ``row_ids``:
+    rows rewritten by a row-level statement, which keep their row ids (row-tracking tables).
     """
-    frame = df if shaped else shape_frame(s, table, df, columns, static, stmt, by_name=by_name)
+    frame = df if shaped else shape_frame(s, table, df, columns, static, stmt, by_name=by_name,
+                                          row_ids=row_ids)
     resolved = options if options is not None else resolved_options(s, table, hints)
     request = write_request(s, table, resolved, overwrite=overwrite)
     overrides = table_overrides(request.passthrough)
     target = table.with_options(overrides) if overrides else table  # e.g. tag.batch.customized-name
     builder = target.new_write_builder(overwrite, commit_user=request.commit_user or f"sql-{uuid.uuid4()}")
+    if row_ids:
+        builder = builder.keeping_row_ids()
     commit = (
         builder.new_commit().with_identifier(request.commit_identifier)
         .with_base_snapshot(base_snapshot_id if overwrite is not None else None)
