@@ -122,3 +122,21 @@ def test_what_would_not_keep_ids_stays_refused(catalog):
         merge_branch(t.store, "dev")
     with pytest.raises(UnsupportedTableError, match="row-tracking.enabled"):
         t.maintenance.remove_missing_files()
+
+
+def test_only_a_rewrite_writes_row_ids(catalog):
+    """A plain write's _ROW_ID column is not the table's (Paimon refuses it too); a rewrite that asks
+    for it (WriteBuilder.keeping_row_ids) keeps the ids it is given."""
+    from engine.errors import InvalidArgumentError
+
+    t = catalog.create_table("db.w", SCHEMA, options={"row-tracking.enabled": "true"})
+    t.write_arrow(_rows([1, 2]))
+    carried = _rows([2]).append_column("_ROW_ID", pa.array([1], pa.int64()))
+    with pytest.raises(InvalidArgumentError, match="_ROW_ID"):
+        t.write_arrow(carried)
+    builder = t.refresh().new_write_builder().keeping_row_ids()
+    messages = builder.new_write().write_all([carried.to_batches()[0]])
+    builder.new_commit().commit(messages)
+    # the rewritten row keeps id 1; its NULL sequence number becomes the commit's snapshot (2)
+    assert [r for r in _read(t) if r[0] == 2] == [(2, "v2", 1, 1), (2, "v2", 1, 2)]
+    assert t.refresh().latest_snapshot().next_row_id == 2
