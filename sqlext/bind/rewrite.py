@@ -34,11 +34,8 @@ Invariants:
 * ``Binding.columns`` is a superset of the columns the statement reads from the reference (or
   ``None`` = all): when the analysis is unsure it adds columns or falls back to ``None``, never
   drops one (:mod:`sqlext.bind.scope` does the column analysis);
-* Paimon's metadata columns (``_ROW_ID``, ``__paimon_file_path``, ...; ``Catalog.metadata_columns``)
-  join a binding only when the statement names them, after the table's columns; a star over
-  such a view (``*``, ``t.*``) is spelled out as the table's own columns, so a star never shows
-  them (Paimon's ``SELECT *`` hides them too). A star over a source without a name to qualify
-  it stays a star.
+* Paimon's metadata columns (``_ROW_ID``, ...; ``Catalog.metadata_columns``) join a binding only
+  when named, after the table's columns; a star never shows them (:mod:`sqlext.bind.stars`).
 """
 
 from __future__ import annotations
@@ -68,6 +65,7 @@ from sqlext.bind.scope import (
     ident_span,
     is_incremental_function,
 )
+from sqlext.bind.stars import spelled_star
 from sqlext.bind.tokens import WORD, directory_query_start, is_name, word_token
 from sqlext.errors import (
     SYNTAX_ERROR,
@@ -136,8 +134,7 @@ class Catalog(Protocol):
         ...
 
     def metadata_columns(self, name: TableName) -> list[str]:
-        """Paimon's metadata columns of the table ``name`` (``_ROW_ID``, ``__paimon_file_path``, ...):
-        readable when named, never part of ``*``. Optional: a catalog without it offers none."""
+        """Paimon's metadata columns of ``name`` (``_ROW_ID``, ...); optional (without: none)."""
         ...
 
     def has_tag(self, name: TableName, tag: str) -> bool:
@@ -537,52 +534,6 @@ class _Binder:
             None, name.database, name.table, name.branch, name.system_table, self.line + row, column, start
         )
 
-    def spelled_star(
-        self, star: StarUse, view_of: dict[int, str], hides: dict[int, bool],
-        qualifier_edits: list[tuple[int, int, Reference]],
-    ) -> str | None:
-        """The text replacing a star that would otherwise show a view's metadata columns: the
-        visible columns spelled out (None: the star stays, nothing hidden is under it, or a
-        source has no name to qualify its own star with)."""
-
-        def qualifier(ref: Reference, keys: frozenset[tuple[str, ...]]) -> str | None:
-            if ref.qualify_by_view:
-                return view_of[id(ref)]
-            if ref.alias_text is not None:
-                return ref.alias_text
-            ones = sorted(k[0] for k in keys if len(k) == 1)
-            return spark_identifier(ones[0]) if ones else None
-
-        def spelled(q: str, ref: Reference) -> str:
-            return ", ".join(f"{q}.{spark_identifier(c)}" for c in ref.table_columns)
-
-        if star.ref is not None:
-            ref = star.ref
-            if not hides.get(id(ref)) or star.qualifier is None:
-                return None
-            qs, qe = star.qualifier
-            q = self.sql[qs:qe]
-            for start, end, edited in qualifier_edits:
-                if (start, end) == (qs, qe) and edited is ref:
-                    q = view_of[id(ref)] if ref.qualify_by_view else (ref.alias_text or q)
-            return spelled(q, ref)
-        if star.frame is None or not any(
-                s.ref is not None and hides.get(id(s.ref)) for s in star.frame.sources):
-            return None
-        parts: list[str] = []
-        for source in star.frame.sources:
-            if source.ref is not None:
-                named = qualifier(source.ref, source.keys)
-                if named is None:
-                    return None
-                parts.append(spelled(named, source.ref) if hides.get(id(source.ref)) else f"{named}.*")
-                continue
-            ones = sorted(k[0] for k in source.keys if len(k) == 1)
-            if not ones:
-                return None
-            parts.append(f"{spark_identifier(ones[0])}.*")
-        return ", ".join(parts)
-
     def table_columns(self, name: TableName, start: int, travel: TimeTravel | None = None) -> list[str]:
         key = (
             name.database.lower() if name.database else None,
@@ -824,7 +775,7 @@ class _Binder:
             edits.append((vref.start, vref.end, text + alias))
         seen: set[tuple[int, int]] = set()
         for star in self.star_uses:
-            spelled_out = self.spelled_star(star, view_of, hides, qualifier_edits)
+            spelled_out = spelled_star(self.sql, star, view_of, hides, qualifier_edits, spark_identifier)
             if spelled_out is not None:
                 edits.append((star.start, star.end, spelled_out))
                 if star.qualifier is not None:
