@@ -188,3 +188,14 @@ def test_merge_into_table_not_matched_by_source(session):
     assert rows(session, "target", "a") == [
         (1, 10, "c1", 0, 1), (2, 200, "c2", 1, 2), (3, 300, "c33", 2, 2), (5, 550, "c5", 4, 2),
         (7, 700, "c77", 5, 2), (9, 990, "c99", 6, 2)]
+
+
+def test_dataframe_reads_metadata_columns(session, spark, warehouse):
+    """DataFrame users name the metadata columns in the read's projection (``columns``)."""
+    from sqlext.source.native import read_table
+
+    sql(session, f"CREATE TABLE t (id INT, data INT) {RT}")
+    sql(session, "INSERT INTO t SELECT /*+ REPARTITION(1) */ id, id AS data FROM range(1, 3)")  # one file
+    df = read_table(spark, "default.t", warehouse, columns=["id", "_ROW_ID", "__paimon_row_index"])
+    assert sorted(tuple(r) for r in df.collect()) == [(1, 0, 0), (2, 1, 1)]
+    assert read_table(spark, "default.t", warehouse).columns == ["id", "data"]
