@@ -31,6 +31,7 @@ from engine.builders.hooks import CompactionRunner, PostCommit
 from engine.builders.read import ReadBuilder, TableRead
 from engine.builders.stream import ReadLimits, StreamPosition
 from engine.builders.write import JobAbortedError, TableWrite, WriteBuilder
+from engine.builders.write_job import JobTasks, WriteJob
 from engine.catalog import FileSystemCatalog, open_catalog
 from engine.commit_messages import CommitMessage, CommitResult, OverwriteSpec
 from engine.compaction import CompactionTask
@@ -104,6 +105,7 @@ __all__ = [
     "CompactionRunner",
     "CompactionTask",
     "JobAbortedError",
+    "JobTasks",
     "OverwriteSpec",
     "PostCommit",
     "ReadBuilder",
@@ -112,6 +114,7 @@ __all__ = [
     "TableRead",
     "TableWrite",
     "WriteBuilder",
+    "WriteJob",
     "run_compaction_task",
     # values the SQL layer reads or shows
     "ADD_KINDS",

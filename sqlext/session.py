@@ -26,7 +26,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -45,6 +45,7 @@ from sqlext.errors import SqlAnalysisError, SqlError, SqlParseError, StatementTo
 from sqlext.execute.metadata_answers import answer_from_metadata
 from sqlext.execute.planning import Planner
 from sqlext.execute.results import StatementResult, StreamingJob
+from sqlext.execute.table_options import STORAGE_PREFIX, table_defaults
 from sqlext.execute.views import CachedQuery, load_view
 from sqlext.parse.names import TableName, spark_quote_name
 from sqlext.parse.parser import parse_statement
@@ -59,7 +60,6 @@ from sqlext.source.requests import ReadRequest, ReadVersion, TableTarget
 from sqlext.source.session_conf import session_conf_option
 from sqlext.spark import register
 
-STORAGE_PREFIX = "table-storage."
 _VIEW_NUMBERS = itertools.count(1)  # view/staging numbers, unique in the process
 CATALOG_PREFIX = "catalog."  # session conf keys that are storage/catalog options (endpoint, credentials)
 RUNTIME_MODE = "execution.runtime-mode"
@@ -156,10 +156,9 @@ class SqlSession:
         self._lock = threading.RLock()
         for key, value in conf.items():
             self.set_option(key, value)
-        from sqlext.execute.handlers import HANDLERS, PLANNERS
+        from sqlext.execute.handlers import PLANNERS
         from sqlext.execute.runner import PlanRunner, SessionContext
 
-        self._handlers: dict[type, Callable[[SqlSession, Any, Statement], StatementResult]] = HANDLERS
         self._planners: dict[type, Planner] = PLANNERS
         self.context = SessionContext(self)  # what planners read
         self.runner = PlanRunner(self)  # what carries their plans out
@@ -186,17 +185,14 @@ class SqlSession:
                 if classify(stmt.text) == "dyntable":
                     node = parse_statement(stmt.text, stmt.line, stmt.column, offset=stmt.offset)
                     planner = self._planners.get(type(node))
-                    if planner is not None:
-                        return self.runner.run(planner(self.context, node, stmt), stmt)
-                    handler = self._handlers.get(type(node))
-                    if handler is None:
+                    if planner is None:
                         raise SqlAnalysisError(
                             f"statement {type(node).__name__} is not executable",
                             line=stmt.line,
                             column=stmt.column,
                             sqlstate="0A000",
                         )
-                    return handler(self, node, stmt)
+                    return self.runner.run(planner(self.context, node, stmt), stmt)
                 answered = answer_from_metadata(self, stmt.text)  # count/min/max from manifests
                 if answered is not None:
                     return StatementResult(stmt, answered)
@@ -582,7 +578,7 @@ class SqlSession:
         return self.options.get(RUNTIME_MODE, "batch") == "streaming"
 
     def table_defaults(self) -> dict[str, str]:
-        return {k[len(STORAGE_PREFIX):]: v for k, v in self.options.items() if k.startswith(STORAGE_PREFIX)}
+        return table_defaults(self.options)
 
     # -- helpers for executors ------------------------------------------------------------------
     def next_id(self) -> int:

@@ -17,6 +17,7 @@ result) and its messages' files are left to the caller (``abort``) to delete.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -25,12 +26,15 @@ from engine.builders.hooks import CompactionRunner, PostCommit
 from engine.commit import FileStoreCommit
 from engine.commit_messages import CommitMessage, CommitResult, OverwriteSpec, delete_uncommitted
 from engine.errors import CommitStateUnknownError
+from engine.meta.snapshot import CommitKind
 from engine.store import BATCH_COMMIT_IDENTIFIER
 from engine.write.shared_assignment import delete_replaced, merge_task_messages
 
 if TYPE_CHECKING:
     from engine.append_deletions import AppendDeletionCommit
     from engine.table import Table
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,34 @@ class CommitBuilder:
     def with_compaction_runner(self, runner: CompactionRunner | None) -> CommitBuilder:
         """Run the post-commit compaction's tasks with ``runner`` (e.g. one Spark task per bucket)."""
         return dataclasses.replace(self, hooks=dataclasses.replace(self.hooks, compaction_runner=runner))
+
+    def with_deferred_compaction(self) -> CommitBuilder:
+        """Publish without the post-commit compaction; the caller runs :meth:`compact_deferred`."""
+        return dataclasses.replace(self, hooks=dataclasses.replace(self.hooks, defer_compaction=True))
+
+    def compact_deferred(self, after_snapshot_id: int | None) -> CommitResult:
+        """The post-commit compaction a commit of this user with deferred compaction left: of the
+        buckets its snapshots after ``after_snapshot_id`` (None: all) wrote, with this builder's
+        runner. Nothing to do when the user published nothing since. Never raises."""
+        table = self.table.refresh()
+        store = table.store
+        buckets: set[tuple[bytes, int]] = set()
+        latest = store.snapshots.latest_id()
+        first = (after_snapshot_id or 0) + 1
+        try:
+            earliest = store.snapshots.earliest_id() or first
+            for sid in range(max(first, earliest), (latest or 0) + 1):
+                snapshot = store.snapshots.get(sid)
+                if snapshot.commit_user != self.commit_user or snapshot.commit_kind is CommitKind.COMPACT:
+                    continue
+                for meta in store.manifests.read_list(snapshot.delta_manifest_list):
+                    entries = store.manifests.read_entries(meta.file_name)
+                    buckets.update((e.partition, e.bucket) for e in entries)
+        except Exception as e:  # noqa: BLE001 - the write is committed; its outcome must not change
+            log.warning("the compaction after a write to %s was not run (a later write retries): %s",
+                        table.name, e)
+            return CommitResult(())
+        return self.hooks.compact(table, buckets, self.identifier)
 
     def _committer(self) -> FileStoreCommit:
         return FileStoreCommit(self.table.store, self.commit_user)

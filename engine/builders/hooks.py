@@ -41,17 +41,21 @@ CompactionRunner = Callable[["FileStore", Sequence["CompactionTask"]], list[Comm
 
 @dataclass(frozen=True)
 class PostCommit:
-    """The hooks of one commit. ``compaction_runner``: None compacts in this process."""
+    """The hooks of one commit. ``compaction_runner``: None compacts in this process;
+    ``defer_compaction``: the compaction is left to the caller, who runs :meth:`compact` later
+    where it has a better runner (a DataFrame write's driver, while its commit runs in a worker)."""
 
     compaction_runner: CompactionRunner | None = None
+    defer_compaction: bool = False
 
     def run(
         self, table: Table, messages: Sequence[CommitMessage], identifier: int | None = None
     ) -> CommitResult:
         """Run every hook after ``table`` published ``messages`` (with commit ``identifier``,
         None: a batch commit); returns the compaction's result. Never raises."""
-        full = _full_compaction_due(table, identifier)
-        result = self._compact(table, {(m.partition, m.bucket) for m in messages}, full)
+        result = CommitResult(())
+        if not self.defer_compaction:
+            result = self.compact(table, {(m.partition, m.bucket) for m in messages}, identifier)
         from engine.ops.auto_tags import run_after_commit as auto_tags
 
         auto_tags(table.store)  # never raises
@@ -65,9 +69,12 @@ class PostCommit:
         expire_snapshots(table.store)  # never raises; sync or async by snapshot.expire.execution-mode
         return result
 
-    def _compact(self, table: Table, buckets: set[tuple[bytes, int]], full: bool) -> CommitResult:
+    def compact(self, table: Table, buckets: set[tuple[bytes, int]], identifier: int | None) -> CommitResult:
+        """The post-commit compaction of ``buckets`` (``(partition, bucket)`` a commit with
+        ``identifier`` wrote), as the table's options say. Never raises."""
         if not table.has_primary_key or table.core_options.write_only or not buckets:
             return CommitResult(())
+        full = _full_compaction_due(table, identifier)
         try:
             return table.compact(full=full, buckets=buckets, runner=self.compaction_runner)
         except Exception as e:  # noqa: BLE001 - the write is committed; its outcome must not change

@@ -1,5 +1,5 @@
 """Iceberg's Avro files: the manifest and manifest-list schemas of the Iceberg spec (format
-version 2, with their field ids) and an object-container codec for them.
+versions 2 and 3, with their field ids) and an object-container codec for them.
 
 One job: turn Iceberg manifest entries and manifest-list entries (plain dicts, the spec's field
 names) into Avro bytes and back.
@@ -32,6 +32,7 @@ from engine.errors import CorruptMetadataError
 
 __all__ = [
     "MANIFEST_CONTENT_DATA",
+    "MANIFEST_CONTENT_DELETES",
     "manifest_entry_schema",
     "manifest_list_schema",
     "read_container",
@@ -40,6 +41,7 @@ __all__ = [
 
 _MAGIC = b"Obj\x01"
 MANIFEST_CONTENT_DATA = 0  # manifest_file.content: 0 data files, 1 delete files
+MANIFEST_CONTENT_DELETES = 1
 
 #: The option's names → the Avro codec names in the file header.
 _AVRO_CODEC = {"snappy": "snappy", "deflate": "deflate", "zstd": "zstandard", "uncompressed": "null"}
@@ -99,6 +101,11 @@ def manifest_entry_schema(partition_fields: Sequence[dict[str, Any]]) -> dict[st
                 "default": None,
                 "field-id": 128,
             },
+            # Format version 3's deletion vectors: the data file a DV blob belongs to and the
+            # blob's range in its Puffin file (absent, i.e. null, for data files).
+            {"name": "referenced_data_file", "type": _opt("string"), "default": None, "field-id": 143},
+            {"name": "content_offset", "type": _opt("long"), "default": None, "field-id": 144},
+            {"name": "content_size_in_bytes", "type": _opt("long"), "default": None, "field-id": 145},
         ],
     }
     return {

@@ -25,9 +25,11 @@ What Iceberg readers see (Paimon's rules):
   built afresh from the latest snapshot's live files. A failed step (the post-commit hook logs
   it) is therefore repaired by the next one. ``v<N>.metadata.json`` is created only if absent:
   of two concurrent publishers one wins, the other deletes its own manifests.
-* Deletion vectors would need Iceberg v3 deletion vectors: a table with
-  ``deletion-vectors.enabled`` is refused (UnsupportedTableError), as are column types Iceberg
-  cannot read from dyntable's files (``engine.iceberg.schema``).
+* Deletion vectors: with ``metadata.iceberg.format-version = 3`` a key table publishes every file
+  above level 0 (what a DV reader reads) and each DV as an Iceberg v3 deletion vector
+  (``engine.iceberg.deletes``); with version 2 a table with ``deletion-vectors.enabled`` is refused
+  (UnsupportedTableError), as are column types Iceberg cannot read from dyntable's files
+  (``engine.iceberg.schema``).
 """
 
 from __future__ import annotations
@@ -43,11 +45,13 @@ from engine.errors import NotFoundError, UnsupportedTableError
 from engine.files.reader import data_file_path
 from engine.iceberg.avro import (
     MANIFEST_CONTENT_DATA,
+    MANIFEST_CONTENT_DELETES,
     manifest_entry_schema,
     manifest_list_schema,
     read_container,
     write_container,
 )
+from engine.iceberg.deletes import delete_manifests, unused_mirrors
 from engine.iceberg.layout import IcebergLayout
 from engine.iceberg.schema import (
     FIRST_PARTITION_FIELD_ID,
@@ -83,7 +87,7 @@ __all__ = ["sync"]
 
 ADDED, EXISTING, DELETED = 1, 0, 2
 _ENTRIES_PER_MANIFEST = 100_000
-#: Types whose file statistics are published as Iceberg bounds (see ``_Writer._stats``).
+#: Types whose file statistics are published as Iceberg bounds (see ``VersionWriter._stats``).
 _BOUNDED = frozenset(
     {
         TypeRoot.BOOLEAN,
@@ -112,7 +116,7 @@ class _Changes:
     add_only: bool = True
 
 
-class _Writer:
+class VersionWriter:
     """Everything one sync run writes, so a lost race can delete exactly its own files."""
 
     def __init__(self, store: FileStore, layout: IcebergLayout) -> None:
@@ -126,6 +130,8 @@ class _Writer:
         self._partitions: dict[bytes, tuple[object, ...]] = {}
         self._entries: dict[str, list[dict[str, Any]]] = {}
         self._top_level = store.options.num_levels - 1
+        #: Iceberg v3 deletion vectors mirror the table's (engine.iceberg.deletes).
+        self.deletion_vectors = layout.format_version >= 3 and store.options.deletion_vectors_enabled
         self._current = {f.id: f.type for f in store.schema.fields}
 
     # -- files
@@ -142,8 +148,11 @@ class _Writer:
         )
 
     def published(self, file: DataFileMeta) -> bool:
-        """Paimon's rule: every file of an append table, only top-level files of a key table."""
-        return not self.store.has_primary_key or file.level == self._top_level
+        """Paimon's rule: every file of an append table; of a key table, the top-level files, or
+        with deletion vectors published, every file above level 0 (what a DV reader reads)."""
+        if not self.store.has_primary_key:
+            return True
+        return file.level > 0 if self.deletion_vectors else file.level == self._top_level
 
     def _stats(
         self, file: DataFileMeta
@@ -177,17 +186,19 @@ class _Writer:
             upper.append({"key": field_id, "value": single_value_bytes(st.max, now)})
         return nulls, lower, upper
 
+    def avro_partition(self, values: tuple[object, ...]) -> dict[str, Any]:
+        return {
+            k: partition_avro_value(v, t)
+            for k, v, t in zip(self.schema.partition_keys, values, self.partition_types, strict=True)
+        }
+
     def data_file(self, path: str, partition: bytes, file: DataFileMeta) -> dict[str, Any]:
-        values = self.partition_values(partition)
         nulls, lower, upper = self._stats(file)
         return {
             "content": 0,
             "file_path": path,
             "file_format": file.file_name.rsplit(".", 1)[-1].upper(),
-            "partition": {
-                k: partition_avro_value(v, t)
-                for k, v, t in zip(self.schema.partition_keys, values, self.partition_types, strict=True)
-            },
+            "partition": self.avro_partition(self.partition_values(partition)),
             "record_count": file.row_count,
             "file_size_in_bytes": file.file_size,
             "null_value_counts": nulls or None,
@@ -204,8 +215,11 @@ class _Writer:
         self._entries[path] = cached
         return cached
 
-    def write_manifests(self, entries: Sequence[dict[str, Any]], snapshot_id: int) -> list[dict[str, Any]]:
-        """Manifests of ``entries`` (rolled every 100K entries) and their manifest-list records."""
+    def write_manifests(
+        self, entries: Sequence[dict[str, Any]], snapshot_id: int, content: int = MANIFEST_CONTENT_DATA
+    ) -> list[dict[str, Any]]:
+        """Manifests of ``entries`` (rolled every 100K entries) and their manifest-list records;
+        ``content``: data or delete files."""
         metas = []
         for start in range(0, len(entries), _ENTRIES_PER_MANIFEST):
             chunk = entries[start : start + _ENTRIES_PER_MANIFEST]
@@ -220,18 +234,18 @@ class _Writer:
                     "partition-spec": json.dumps(self.spec["fields"]),
                     "partition-spec-id": "0",
                     "format-version": str(self.layout.format_version),
-                    "content": "data",
+                    "content": "data" if content == MANIFEST_CONTENT_DATA else "deletes",
                 },
             )
             self.store.io.write_new(path, data)
             self.written.append(path)
             self._entries[path] = list(chunk)
             _MANIFESTS.put(path, self._entries[path])
-            metas.append(self._list_record(path, len(data), chunk, snapshot_id))
+            metas.append(self._list_record(path, len(data), chunk, snapshot_id, content))
         return metas
 
     def _list_record(
-        self, path: str, length: int, entries: Sequence[dict[str, Any]], snapshot_id: int
+        self, path: str, length: int, entries: Sequence[dict[str, Any]], snapshot_id: int, content: int
     ) -> dict[str, Any]:
         counts = {ADDED: [0, 0], EXISTING: [0, 0], DELETED: [0, 0]}
         for e in entries:
@@ -245,7 +259,7 @@ class _Writer:
             "manifest_path": path,
             "manifest_length": length,
             "partition_spec_id": 0,
-            "content": MANIFEST_CONTENT_DATA,
+            "content": content,
             "sequence_number": snapshot_id,
             "min_sequence_number": min((e["sequence_number"] for e in entries), default=snapshot_id),
             "added_snapshot_id": snapshot_id,
@@ -283,7 +297,7 @@ class _Writer:
         return path
 
 
-def _changes(w: _Writer, entries: Iterable[ManifestEntry]) -> _Changes:
+def _changes(w: VersionWriter, entries: Iterable[ManifestEntry]) -> _Changes:
     """A snapshot's delta as Paimon's callback collects it: by path, in order. Only files Iceberg
     sees count: a key table's compaction deleting level-0 files (never published) leaves the
     previous manifests untouched, and a file moved up to the top level is an addition."""
@@ -297,7 +311,8 @@ def _changes(w: _Writer, entries: Iterable[ManifestEntry]) -> _Changes:
             ch.added[path] = (e.partition, e.file)
         else:
             ch.add_only = False
-            ch.added.pop(path, None)
+            if path in ch.added:  # the same file at another level (an upgrade): it stays live
+                continue
             ch.removed[path] = (e.partition, e.file)
     return ch
 
@@ -310,7 +325,7 @@ def _delta_entries(store: FileStore, snapshot: Snapshot) -> list[ManifestEntry]:
 
 
 def _added_entries(
-    w: _Writer, added: dict[str, tuple[bytes, DataFileMeta]], sid: int
+    w: VersionWriter, added: dict[str, tuple[bytes, DataFileMeta]], sid: int
 ) -> list[dict[str, Any]]:
     return [
         {
@@ -325,7 +340,7 @@ def _added_entries(
 
 
 def _apply(
-    w: _Writer, base: list[dict[str, Any]], ch: _Changes, sid: int
+    w: VersionWriter, base: list[dict[str, Any]], ch: _Changes, sid: int
 ) -> tuple[list[dict[str, Any]], str]:
     """The data manifests of snapshot ``sid``: ``base`` with ``ch`` applied; and the operation."""
     if ch.add_only:
@@ -363,7 +378,7 @@ def _apply(
     return out + w.write_manifests(_added_entries(w, ch.added, sid), sid), operation
 
 
-def _compact(w: _Writer, metas: list[dict[str, Any]], sid: int) -> list[dict[str, Any]]:
+def _compact(w: VersionWriter, metas: list[dict[str, Any]], sid: int) -> list[dict[str, Any]]:
     """Merge small manifests as ``metadata.iceberg.compaction.*`` and the target size say."""
     target = w.layout.manifest_target_size
     small = [m for m in metas if m["manifest_length"] < target * 2 // 3]
@@ -398,6 +413,7 @@ def _summary(
     snapshot: Snapshot,
     ch: _Changes,
     metas: Sequence[dict[str, Any]],
+    deletes: Sequence[dict[str, Any]],
     base: dict[str, str] | None,
 ) -> dict[str, str]:
     def total(key: str, plus: int, minus: int, fallback: int) -> int:
@@ -420,8 +436,8 @@ def _summary(
         "total-records": rows,
         "total-data-files": files,
         "total-files-size": total("total-files-size", a_size, r_size, 0) if base is not None else a_size,
-        "total-delete-files": 0,
-        "total-position-deletes": 0,
+        "total-delete-files": _live_totals(deletes)[0],
+        "total-position-deletes": _live_totals(deletes)[1],
         "total-equality-deletes": 0,
     }
     out = {"operation": operation, **{k: str(v) for k, v in values.items()}}
@@ -443,12 +459,19 @@ def _schemas(store: FileStore, have: Sequence[dict[str, Any]]) -> list[dict[str,
     return sorted(out, key=lambda s: s["schema-id"])
 
 
-def _check_supported(store: FileStore) -> None:
+def _check_supported(store: FileStore, layout: IcebergLayout) -> None:
     if store.options.deletion_vectors_enabled:
-        raise UnsupportedTableError(
-            "metadata.iceberg.storage on a table with deletion-vectors.enabled needs Iceberg v3 deletion "
-            "vectors, which dyntable does not write: Iceberg readers would see deleted rows"
-        )
+        if layout.format_version < 3:
+            raise UnsupportedTableError(
+                "metadata.iceberg.storage on a table with deletion-vectors.enabled needs Iceberg v3 "
+                "deletion vectors: set 'metadata.iceberg.format-version' = '3' (with version 2, Iceberg "
+                "readers would see deleted rows)"
+            )
+        if store.schema.options.get("data-file.external-paths"):
+            raise UnsupportedTableError(
+                "metadata.iceberg.storage on a deletion-vector table with data-file.external-paths: "
+                "an Iceberg deletion vector names its data file by the bucket path"
+            )
     if store.options.retractions_enabled:
         raise UnsupportedTableError(
             "metadata.iceberg.storage on a table with retractions.enabled: its rows are counts "
@@ -459,7 +482,11 @@ def _check_supported(store: FileStore) -> None:
 
 
 def _new_snapshot(
-    w: _Writer, snapshot: Snapshot, metas: list[dict[str, Any]], summary: dict[str, str], parent: int | None
+    w: VersionWriter,
+    snapshot: Snapshot,
+    metas: list[dict[str, Any]],
+    summary: dict[str, str],
+    parent: int | None,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {
         "sequence-number": snapshot.id,
@@ -474,13 +501,15 @@ def _new_snapshot(
     return out
 
 
-def _fresh(w: _Writer, snapshot: Snapshot) -> dict[str, Any]:
+def _fresh(w: VersionWriter, snapshot: Snapshot) -> dict[str, Any]:
     """Metadata describing only ``snapshot``: its live published files."""
     ch = _Changes()
     for e in w.store.live_entries(snapshot):
         if w.published(e.file):
             ch.added[w.path_of(e.partition, e.bucket, e.file)] = (e.partition, e.file)
     metas = w.write_manifests(_added_entries(w, ch.added, snapshot.id), snapshot.id)
+    deletes = delete_manifests(w, snapshot, [])[0] if w.deletion_vectors else []
+    summary = _summary("append", snapshot, ch, metas, deletes, None)
     store = w.store
     spec = w.spec
     return {
@@ -500,7 +529,7 @@ def _fresh(w: _Writer, snapshot: Snapshot) -> dict[str, Any]:
         "properties": {},
         "current-snapshot-id": snapshot.id,
         "refs": {},
-        "snapshots": [_new_snapshot(w, snapshot, metas, _summary("append", snapshot, ch, metas, None), None)],
+        "snapshots": [_new_snapshot(w, snapshot, metas + deletes, summary, None)],
         "snapshot-log": [],
         "metadata-log": [],
         "sort-orders": [{"order-id": 0, "fields": []}],
@@ -509,18 +538,25 @@ def _fresh(w: _Writer, snapshot: Snapshot) -> dict[str, Any]:
 
 
 def _advance(
-    w: _Writer, meta: dict[str, Any], snapshot: Snapshot, delta: Sequence[ManifestEntry] | None = None
+    w: VersionWriter, meta: dict[str, Any], snapshot: Snapshot, delta: Sequence[ManifestEntry] | None = None
 ) -> None:
     """Add Paimon ``snapshot`` (the next after ``meta``'s current one) to ``meta``."""
     current = next(s for s in meta["snapshots"] if s["snapshot-id"] == meta["current-snapshot-id"])
-    base = read_list(w.store, current["manifest-list"])
+    listed = read_list(w.store, current["manifest-list"])
+    base = [m for m in listed if m["content"] == MANIFEST_CONTENT_DATA]
     ch = _changes(w, delta if delta is not None else _delta_entries(w.store, snapshot))
     metas, operation = _apply(w, base, ch, snapshot.id)
     if operation == "overwrite" and snapshot.commit_kind is CommitKind.COMPACT:
         operation = "replace"
     metas = _compact(w, metas, snapshot.id)
-    summary = _summary(operation, snapshot, ch, metas, current.get("summary"))
-    meta["snapshots"].append(_new_snapshot(w, snapshot, metas, summary, current["snapshot-id"]))
+    deletes: list[dict[str, Any]] = []
+    if w.deletion_vectors:
+        before = [m for m in listed if m["content"] == MANIFEST_CONTENT_DELETES]
+        deletes, changed = delete_manifests(w, snapshot, before)
+        if changed and not ch.added and not ch.removed:
+            operation = "delete"
+    summary = _summary(operation, snapshot, ch, metas, deletes, current.get("summary"))
+    meta["snapshots"].append(_new_snapshot(w, snapshot, metas + deletes, summary, current["snapshot-id"]))
     meta["current-snapshot-id"] = snapshot.id
     meta["last-sequence-number"] = snapshot.id
     meta["schemas"] = _schemas(w.store, meta["schemas"])
@@ -547,12 +583,15 @@ def _expire(store: FileStore, meta: dict[str, Any]) -> list[str]:
     for i, s in enumerate(ordered[:-1]):
         if s not in gone:
             continue
-        nxt = {m["manifest_path"] for m in read_list(store, ordered[i + 1]["manifest-list"])}
+        nxt = {m["manifest_path"] for m in read_list(store, ordered[i + 1]["manifest-list"])}  # cached
         try:
             mine = read_list(store, s["manifest-list"])
         except FileNotFoundError:
             mine = []  # deleted by an earlier run that stopped before publishing: nothing more to find
-        doomed.extend(m["manifest_path"] for m in mine if m["manifest_path"] not in nxt)
+        following = read_list(store, ordered[i + 1]["manifest-list"])
+        gone_metas = [m for m in mine if m["manifest_path"] not in nxt]
+        doomed.extend(m["manifest_path"] for m in gone_metas)
+        doomed.extend(unused_mirrors(store, gone_metas, following))
         doomed.append(s["manifest-list"])
     return doomed
 
@@ -585,7 +624,7 @@ def sync(store: FileStore, delta: tuple[int, Sequence[ManifestEntry]] | None = N
     latest = store.snapshots.latest()
     if latest is None:
         return None
-    _check_supported(store)
+    _check_supported(store, layout)
     io = store.io
     hint = read_hint(store, layout)
     if hint == latest.id:
@@ -606,7 +645,7 @@ def sync(store: FileStore, delta: tuple[int, Sequence[ManifestEntry]] | None = N
         # metadata outside the table), or history Java Paimon's rollback deleted and ids reused.
         io.delete_dir(layout.metadata_dir, recursive=True)
         hint = None
-    w = _Writer(store, layout)
+    w = VersionWriter(store, layout)
     try:
         if base is None:
             meta = _fresh(w, latest)

@@ -14,6 +14,7 @@ from typing import Any
 
 from engine.errors import CorruptMetadataError
 from engine.iceberg.avro import read_container
+from engine.iceberg.deletes import live_mirrors
 from engine.iceberg.layout import IcebergLayout, metadata_version
 from engine.store import FileStore
 
@@ -152,7 +153,8 @@ def delete_old_versions(store: FileStore, layout: IcebergLayout, latest: int, hi
 
 def live_metadata_files(store: FileStore) -> set[str]:
     """Every Iceberg metadata file a published ``v<N>.metadata.json`` still needs (for orphan
-    cleanup): the metadata files, the version hint, their manifest lists and manifests."""
+    cleanup): the metadata files, the version hint, their manifest lists and manifests, and the
+    Puffin mirrors of deletion vectors their delete manifests name."""
     layout = IcebergLayout.of(store)
     if layout is None:
         return set()
@@ -173,7 +175,9 @@ def live_metadata_files(store: FileStore) -> set[str]:
         for s in meta.get("snapshots", []):
             keep.add(s["manifest-list"])
             try:
-                keep.update(m["manifest_path"] for m in read_list(store, s["manifest-list"]))
+                listed = read_list(store, s["manifest-list"])
             except FileNotFoundError:
                 continue
+            keep.update(m["manifest_path"] for m in listed)
+            keep.update(live_mirrors(store, listed))
     return keep

@@ -1,27 +1,26 @@
-"""Executor of CALL: resolve the procedure, bind the arguments, run it, show its result table.
+"""The CALL planner: resolve the procedure, bind and check the arguments, say where each is written.
+
+``CALL [sys.]name(args)`` becomes a ``CallProcedure`` plan (``planning.py``): the procedure, its
+bound values, and the offset of each argument's value in the statement's text. The session's
+runner invokes it (procedures do their work over the session: compactions, rewrites, tag and
+snapshot operations) and answers with its result table.
 
 Invariants: every procedure error carries the CALL statement's position (a
-``ProcedureTargetError`` that of the argument it names); an argument problem is a
-``ProcedureArgumentError`` (22023) and an unknown procedure a ``SqlAnalysisError`` (42883), both
-raised before the procedure does anything.
+``ProcedureTargetError`` that of the argument it names, which the runner finds in the plan); an
+argument problem is a ``ProcedureArgumentError`` (22023) and an unknown procedure a
+``SqlAnalysisError`` (42883), both raised here, before the procedure does anything.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from sqlext.errors import ProcedureTargetError, SqlError
-from sqlext.execute.common import rows
-from sqlext.execute.procedures import bind_arguments, resolve
-from sqlext.execute.results import StatementResult
+from sqlext.errors import SqlError
+from sqlext.execute.planning import CallProcedure, Plan, Planner, PlannerContext
+from sqlext.execute.procedures.registry import bind_arguments, resolve
 from sqlext.parse import ast
 from sqlext.parse.splitter import Statement
 
-if TYPE_CHECKING:
-    from sqlext.session import SqlSession
 
-
-def _located(error: SqlError, stmt: Statement) -> SqlError:
+def located_at(error: SqlError, stmt: Statement) -> SqlError:
     """Give an error raised away from the parser the statement's position (if it has none)."""
     if error.line is None:
         error.line, error.column = stmt.line, stmt.column
@@ -63,36 +62,30 @@ def argument_starts(text: str) -> list[int]:
     return starts
 
 
-def _argument_offset(n: ast.Call, parameters: list[str], argument: str, text: str) -> int | None:
-    """Where the argument for parameter ``argument`` is written in the CALL's ``text`` (None: not given)."""
+def argument_offsets(n: ast.Call, parameters: list[str], text: str) -> dict[str, int]:
+    """Where each given argument's value is written in the CALL's ``text``, by parameter name (as
+    written for a named one); empty when the text cannot be split as the parser saw it (a comment
+    or an unusual spelling: no guess)."""
     starts = argument_starts(text)
     if len(starts) != len(n.args):
-        return None  # a comment or unusual spelling: no guess
+        return {}
+    offsets: dict[str, int] = {}
     for i, arg in enumerate(n.args):
         name = arg.name.lower() if arg.name is not None else (parameters[i] if i < len(parameters) else None)
-        if name == argument:
-            return starts[i]
-    return None
+        if name is not None:
+            offsets.setdefault(name, starts[i])
+    return offsets
 
 
-def call(s: SqlSession, n: ast.Call, stmt: Statement) -> StatementResult:
-    """CALL [sys.]name(args): the procedure's result table and a status message."""
+def call(ctx: PlannerContext, n: ast.Call, stmt: Statement) -> Plan:
+    """CALL [sys.]name(args): the procedure to invoke, its arguments bound and checked."""
     try:
         procedure = resolve(n.name, n.qualifier)
         values = bind_arguments(procedure, n.args)
-        result = procedure.invoke(s, values)
-    except ProcedureTargetError as e:
-        at = _argument_offset(n, [p.name for p in procedure.parameters], e.argument, stmt.text)
-        if at is None:
-            raise _located(e, stmt) from None
-        error = ProcedureTargetError.at(
-            e.message, stmt.text, at, line=stmt.line, column=stmt.column, sqlstate=e.sqlstate
-        )
-        error.argument = e.argument
-        raise error from None
     except SqlError as e:
-        raise _located(e, stmt) from None
-    return rows(s, stmt, result, f"Procedure {procedure.name} finished")
+        raise located_at(e, stmt) from None
+    offsets = argument_offsets(n, [p.name for p in procedure.parameters], stmt.text)
+    return CallProcedure(procedure, values, offsets, f"Procedure {procedure.name} finished")
 
 
-HANDLERS: dict[type, Any] = {ast.Call: call}
+PLANNERS: dict[type, Planner] = {ast.Call: call}

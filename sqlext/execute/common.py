@@ -1,39 +1,15 @@
-"""Helpers shared by the statement executors: results, type bridging, name checks."""
+"""Type bridging between Spark and Paimon for the runner's side of statements (and the context's)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import ArrayType, MapType, StructType, TimestampType
 from pyspark.sql.types import DataType as SparkType
 
 from engine.types import DataType, from_arrow_type
 from engine.types import to_arrow_type as paimon_to_arrow
-from sqlext.errors import SqlAnalysisError
-from sqlext.execute.results import StatementResult
-from sqlext.parse.names import TableName, quoted
-from sqlext.parse.splitter import Statement
+from sqlext.parse.names import quoted
 from sqlext.source.spark_types import spark_arrow_type
-
-if TYPE_CHECKING:
-    from sqlext.session import SqlSession
-
-
-def done(
-    stmt: Statement, message: str, session: SqlSession | None = None, frame: object = None
-) -> StatementResult:
-
-    return StatementResult(stmt, frame, message)  # type: ignore[arg-type]
-
-
-def rows(
-    session: SqlSession, stmt: Statement, table: pa.Table, message: str | None = None
-) -> StatementResult:
-
-    return StatementResult(stmt, session.arrow_frame(table), message)
-
 
 # Spark's TIMESTAMP (local time zone) becomes an Arrow timestamp with a zone, which the engine
 # reads as TIMESTAMP_LTZ whatever the zone: any zone names the kind, and values are UTC instants.
@@ -78,15 +54,3 @@ def spark_ddl(t: SparkType) -> str:
     if isinstance(t, StructType):
         return "struct<" + ",".join(f"{quoted(f.name)}:{spark_ddl(f.dataType)}" for f in t.fields) + ">"
     return t.simpleString()
-
-
-def struct_fields(schema: StructType) -> list[tuple[str, DataType]]:
-    return [(f.name, spark_to_paimon(f.dataType, f.nullable)) for f in schema.fields]
-
-
-def require_managed(session: SqlSession, name: TableName, stmt: Statement) -> None:
-    if not session.is_managed(name):
-        raise SqlAnalysisError(
-            f"table or view not found: {session.identifier(name).base().full_name}",
-            line=name.line or stmt.line, column=name.column or stmt.column, sqlstate="42P01",
-        )

@@ -1,10 +1,6 @@
-"""Distributed compaction: the engine's compaction operation with one Spark task per bucket.
-
-Planning, the commit and the retry after a lost race are the engine's (``Table.compact``); this
-module only supplies the runner that rewrites each planned bucket in a Spark task, so a cluster
-compacts in parallel while the driver handles metadata only. The same runner is what a SQL
-write's commit hands its post-commit compaction (``CommitBuilder.with_compaction_runner``).
-"""
+"""Distributed compaction: the engine's compaction operation with one Spark task per bucket
+(the runner is ``sqlext.source.spark_compaction``; planning, the commit and the retry after a lost
+race are the engine's ``Table.compact``)."""
 
 from __future__ import annotations
 
@@ -13,20 +9,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from engine import CommitMessage, CommitResult, CompactionRunner, CompactionTask, Table, run_compaction_task
-
-
-def spark_runner(spark: SparkSession) -> CompactionRunner:
-    """A compaction runner that rewrites each planned bucket in its own Spark task."""
-
-    def run_on_spark(store: Any, tasks: Sequence[CompactionTask]) -> list[CommitMessage]:
-        def rewrite(task: CompactionTask) -> list[CommitMessage]:  # shipped to the executors
-            return run_compaction_task(store, task)
-
-        results = spark.sparkContext.parallelize(list(tasks), len(tasks)).map(rewrite).collect()
-        return [m for ms in results for m in ms]
-
-    return run_on_spark
+from engine import CommitResult, Table
+from sqlext.source.spark_compaction import spark_runner
 
 
 def compact_distributed(

@@ -1,17 +1,27 @@
-"""Planners of the metadata-only DDL: CREATE/DROP/USE DATABASE, CREATE TABLE ... LIKE, DROP TABLE,
-ALTER TABLE (options, columns, RENAME TO, DROP PARTITION).
+"""Planners of the DDL: CREATE/DROP/USE DATABASE, CREATE TABLE (with AS SELECT, and … LIKE), DROP
+TABLE, ALTER TABLE (options, columns, RENAME TO, DROP PARTITION), and the rewrites (COMPACT, ADD
+PRIMARY KEY, CLUSTERED INTO n BUCKETS).
 
-Each checks the statement against the catalog and returns a catalog action (``planning.py``)
-that the session's runner applies; a name dyntable does not own goes to Spark unchanged. The DDL
-that runs Spark or writes data (CREATE TABLE, rewrites, COMPACT) is in
-``ddl_jobs.py``.
+Each checks the statement against the catalog and returns a plan (``planning.py``) that the
+session's runner carries out: a catalog action; for CREATE TABLE … AS SELECT, the table to create
+and the write INSERT would plan into it; for a rewrite, a table job (the runner's side is
+``ddl_jobs.py``). A name dyntable does not own goes to Spark unchanged.
+
+CREATE TABLE accepts the Flink style of the managed-table design (``PRIMARY KEY … NOT
+ENFORCED``, ``PARTITIONED BY``, ``WITH (...)``, computed columns, ``WATERMARK FOR``) and the Spark
+style (``USING dyntable``, ``TBLPROPERTIES``); a ``USING`` another format goes to Spark. Computed
+columns are materialised: their type is the SQL engine's for the expression over typed NULLs,
+their expression is stored as the table option ``dyntable.computed-column.<name>`` and evaluated on
+every INSERT; the watermark expression is kept as ``dyntable.watermark.<column>`` (metadata for
+SHOW CREATE TABLE and streaming readers).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from engine import Identifier, coerce_spec
+from engine import Identifier, InvalidArgumentError, coerce_spec
 from engine.schema_changes import (
     AddColumn,
     ColumnName,
@@ -26,13 +36,17 @@ from engine.schema_changes import (
     UpdateColumnType,
     UpdateComment,
 )
-from engine.types import DataType
+from engine.types import DataField, DataType
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
 from sqlext.execute.column_types import TIMESTAMP_TYPE_SETTING, ZONE_SETTING, column_type, stored_default
 from sqlext.execute.planning import (
+    AddPrimaryKey,
     AlterTable,
+    Column,
+    Compact,
     CreateDatabase,
     CreateTable,
+    CreateTableAs,
     Done,
     DropDatabase,
     DropPartitions,
@@ -40,13 +54,15 @@ from sqlext.execute.planning import (
     Plan,
     PlannerContext,
     RenameTable,
+    Rescale,
     ToEngine,
     UseDatabase,
 )
-from sqlext.execute.table_options import COMMENT_PROPERTY
+from sqlext.execute.table_options import COMMENT_PROPERTY, COMPUTED_PREFIX, WATERMARK_PREFIX, table_defaults
 from sqlext.parse import ast
-from sqlext.parse.names import TableName
+from sqlext.parse.names import TableName, quoted
 from sqlext.parse.splitter import Statement
+from sqlext.source.dynamic import session_overrides, table_overrides
 
 
 def _error(stmt: Statement, message: str, sqlstate: str) -> SqlAnalysisError:
@@ -97,6 +113,116 @@ def use_database(ctx: PlannerContext, n: ast.UseDatabase, stmt: Statement) -> Pl
 
 
 # -- tables ---------------------------------------------------------------------------------------
+MANAGED_FORMATS = ("dyntable", "paimon")
+
+
+def create_table(ctx: PlannerContext, n: ast.CreateTable, stmt: Statement) -> Plan:
+    """CREATE TABLE [AS SELECT] (see the module docstring): a ``CreateTable`` action, or with a
+    query a ``CreateTableAs`` whose write is the one INSERT plans; ``USING`` another format goes to
+    the SQL engine unchanged."""
+    if n.using and n.using.lower() not in MANAGED_FORMATS:
+        return ToEngine()
+    ident = ctx.identifier(n.name)
+    if ctx.catalog.table_exists(ident):
+        if n.if_not_exists:
+            return Done(f"Table {ident.full_name} already exists")
+        raise _error(stmt, f"table '{ident.full_name}' already exists", "42710")
+    if ctx.view_of(replace(n.name, database=ident.database)) is not None:
+        raise _error(stmt, f"'{ident.full_name}' is a view: a table cannot have its name (DROP VIEW first, or"
+                     " pick another name)", "42710")
+    options = {**table_defaults(ctx.options), **{k: str(v) for k, v in n.options.items()}}
+    comment = options.pop(COMMENT_PROPERTY, None)  # TBLPROPERTIES ('comment' = ...), as Paimon's SparkCatalog
+    comment = n.comment if n.comment is not None else comment
+    if n.buckets is not None:
+        options["bucket"] = str(n.buckets)
+    if n.bucket_key:
+        options["bucket-key"] = ",".join(n.bucket_key)
+    fields: list[DataField] = []
+    computed: list[ast.ComputedColumn] = []
+    for col in n.columns:
+        if isinstance(col, ast.ComputedColumn):
+            computed.append(col)
+            continue
+        dtype = column_type(col.type.text, ctx.engine_setting(TIMESTAMP_TYPE_SETTING))
+        # DEFAULT is stored as Paimon 1.2+ stores it: the field's defaultValue, the literal's text
+        # (the engine refuses text that does not cast to the type, as Paimon); DEFAULT NULL is none.
+        default = stored_default(None if col.default is None else col.default.text, dtype,
+                                 ctx.engine_setting(ZONE_SETTING))
+        fields.append(DataField(len(fields), col.name, dtype if col.nullable else dtype.copy(False),
+                                col.comment, default))
+    query = None
+    if n.query is not None:
+        query = ctx.frame(n.query.text)
+        if not fields:
+            fields = [DataField(i, c.name, _column_type(c)) for i, c in enumerate(query.columns)]
+    for col in computed:
+        fields.append(DataField(len(fields), col.name, _computed_type(ctx, fields, col.expression.text),
+                                col.comment))
+        options[COMPUTED_PREFIX + col.name] = col.expression.text
+    if n.watermark is not None:
+        options[WATERMARK_PREFIX + n.watermark.column] = n.watermark.expression.text
+    if not fields:
+        raise _error(stmt, "CREATE TABLE needs at least one column", "42601")
+    create = CreateTable(ident, tuple(fields), tuple(n.partitioned_by), tuple(n.primary_key), options,
+                         comment, f"Table {ident.full_name} created")
+    if query is None:
+        return create
+    # The write's options as INSERT resolves them (the session's spark.paimon.* keys for the table).
+    write = {**session_overrides(ctx.options, ident.database, ident.table)}
+    table_overrides(write)  # an unknown, immutable or malformed option is refused before the table exists
+    return CreateTableAs(create, query, write, create.message)
+
+
+def _column_type(column: Column) -> DataType:
+    """A query column's Paimon type (CREATE TABLE … AS SELECT without a column list)."""
+    if column.dtype is None:
+        raise InvalidArgumentError(f"Arrow type of column `{column.name}` ({column.type_text}) has no Paimon "
+                                   "equivalent; cast the column first")
+    return column.dtype
+
+
+def _computed_type(ctx: PlannerContext, physical: list[DataField], expression: str) -> DataType:
+    """A computed column's type: the SQL engine types the expression over typed NULLs."""
+    cols = ", ".join(f"CAST(NULL AS {ctx.cast_type(f.type)}) AS {quoted(f.name)}" for f in physical)
+    typed = ctx.frame(f"SELECT {expression} AS c FROM (SELECT {cols})")
+    return _column_type(typed.columns[0]).copy(True)
+
+
+# -- rewrites (run by the runner's ddl_jobs.py) -------------------------------------------------------
+def compact(ctx: PlannerContext, n: ast.CompactTable, stmt: Statement) -> Plan:
+    require_managed(ctx, n.table, stmt)
+    table = ctx.table(n.table)
+    partitions = (coerce_spec(table.schema, n.partition.values()),) if n.partition else None
+    return Compact(table, partitions)
+
+
+def add_primary_key(ctx: PlannerContext, n: ast.AddPrimaryKey, stmt: Statement) -> Plan:
+    """An append table rewritten as a primary-key table (the runner refuses duplicate keys)."""
+    require_managed(ctx, n.table, stmt)
+    table = ctx.table(n.table)
+    if table.primary_keys:
+        raise _error(stmt, f"table '{table.name}' already has a primary key {list(table.primary_keys)}",
+                     "42000")
+    snapshot = table.latest_snapshot()
+    # The new table keeps the old one's options but its bucket layout: the session's default, if any.
+    options = {k: v for k, v in table.options.items() if k not in ("bucket", "bucket-key")}
+    options.update({k: v for k, v in table_defaults(ctx.options).items() if k == "bucket"})
+    return AddPrimaryKey(table, tuple(n.columns), snapshot.id if snapshot else None, options)
+
+
+def rescale(ctx: PlannerContext, n: ast.RescaleBuckets, stmt: Statement) -> Plan:
+    """CLUSTERED INTO n BUCKETS: every file rewritten into the new bucket layout in one overwrite."""
+    require_managed(ctx, n.table, stmt)
+    if n.partition is not None:
+        raise UnsupportedStatementError(
+            "rescaling a single partition is not supported: dyntable keeps one bucket count per table "
+            "(rescale the whole table)", line=stmt.line, column=stmt.column,
+        )
+    if n.buckets < 1:
+        raise _error(stmt, "the bucket count must be at least 1", "22023")
+    return Rescale(n.table, n.buckets, f"Table rewritten into {n.buckets} bucket(s)")
+
+
 def create_table_like(ctx: PlannerContext, n: ast.CreateTableLike, stmt: Statement) -> Plan:
     require_managed(ctx, n.source, stmt)
     source = ctx.table(n.source)
@@ -268,6 +394,10 @@ PLANNERS: dict[type, Any] = {
     ast.CreateDatabase: create_database,
     ast.DropDatabase: drop_database,
     ast.UseDatabase: use_database,
+    ast.CreateTable: create_table,
+    ast.CompactTable: compact,
+    ast.AddPrimaryKey: add_primary_key,
+    ast.RescaleBuckets: rescale,
     ast.CreateTableLike: create_table_like,
     ast.DropTable: drop_table,
     ast.RenameTable: rename_table,

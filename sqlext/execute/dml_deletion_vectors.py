@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from engine import Table, WriteBuilder, group_positions, metadata_names
+from engine import Table, WriteBuilder, WriteJob, group_positions, metadata_names
 from sqlext.execute.dml_common import count_rows, merge_rows
 from sqlext.execute.planning import MarkDeletions, MergeInto
 from sqlext.parse.names import quoted
@@ -128,22 +128,23 @@ def _positions(df: DataFrame) -> dict[str, Any]:
 
 def _write_rows(s: SqlSession, table: Table, df: DataFrame, builder: WriteBuilder) -> list[Any]:
     """Write ``df`` (the table's columns) with engine writers in Spark tasks; their commit messages.
-    A failed job deletes the files its finished tasks wrote (``WriteBuilder.abort_job``)."""
+    A failed job deletes the files its finished tasks wrote (``WriteJob.tasks_failed``)."""
     from sqlext.execute.writes import shape_frame
     from sqlext.source.datasource import cluster_for_writers, write_task
 
     columns = list(table.schema.field_names)
     frame = cluster_for_writers(shape_frame(s, table, df, columns, row_ids=True), table)
-    job = f"dml-{uuid.uuid4().hex[:12]}"
+    job = WriteJob.for_batch(builder, prefix="dml-")
+    tasks = job.tasks()
 
     def task(batches: Any) -> Any:
-        messages = write_task(builder, batches, job, abortable=True)
+        messages = write_task(tasks, batches)
         yield pa.RecordBatch.from_pydict({"m": [pickle.dumps(messages)]}, pa.schema([("m", pa.binary())]))
 
     try:
         blobs = frame.mapInArrow(task, "m binary").toArrow().column("m").to_pylist()
     except BaseException:
-        builder.abort_job(job)
+        job.tasks_failed()
         raise
     return [m for blob in blobs for m in pickle.loads(blob)]
 

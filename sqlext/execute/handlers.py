@@ -1,4 +1,4 @@
-"""The statement table: which executor or planner runs each dyntable statement (by AST node type)."""
+"""The statement table: which planner plans each dyntable statement (by AST node type)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from typing import Any
 from sqlext.execute import (
     call,
     ddl,
-    ddl_jobs,
     describe,
     insert,
     merge_clauses,
@@ -15,24 +14,11 @@ from sqlext.execute import (
     row_level,
     session_stmts,
     show_extended,
-    views,
+    view_stmts,
 )
-from sqlext.parse import ast
 
-HANDLERS: dict[type, Any] = {
-    ast.CreateTable: ddl_jobs.create_table,
-    ast.CompactTable: ddl_jobs.compact,
-    ast.AddPrimaryKey: ddl_jobs.add_primary_key,
-    ast.RescaleBuckets: ddl_jobs.rescale,
-    **show_extended.HANDLERS,
-    **views.HANDLERS,
-    **call.HANDLERS,
-    **refs.HANDLERS,
-}
-
-
-
-# Statements planned over the narrow context (sqlext.execute.planning); the session runs their plans.
+# Every statement is planned over the narrow context (sqlext.execute.planning); the session's
+# runner carries the plans out.
 PLANNERS: dict[type, Any] = {
     **ddl.PLANNERS,
     **session_stmts.PLANNERS,
@@ -40,4 +26,8 @@ PLANNERS: dict[type, Any] = {
     **insert.PLANNERS,
     **row_level.PLANNERS,
     **merge_clauses.PLANNERS,
+    **call.PLANNERS,
+    **refs.PLANNERS,
+    **view_stmts.PLANNERS,
+    **show_extended.PLANNERS,
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 import pyarrow as pa
@@ -22,9 +23,11 @@ from sqlext.bind.rewrite import BoundQuery
 from sqlext.parse.names import TableName, quoted
 from sqlext.parse.splitter import Statement
 from sqlext.parse.views import ViewDefinition
+from sqlext.source.dynamic import table_overrides
 
-if TYPE_CHECKING:  # the MERGE planner's own value type (it imports this module)
+if TYPE_CHECKING:  # the MERGE planner's own value type (it imports this module), CALL's procedures
     from sqlext.execute.merge_clauses import MergeClauses
+    from sqlext.execute.procedures.registry import Procedure
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,40 @@ class PlannerContext(Protocol):
 
     def view_of(self, name: TableName) -> ViewDefinition | None:
         """The dyntable view a name refers to (a temporary view first, as Spark resolves), or None."""
+        ...
+
+    def temporary_views(self) -> list[ViewDefinition]:
+        """The session's own temporary dyntable views."""
+        ...
+
+    def temporary_view(self, name: str) -> ViewDefinition | None:
+        """The session's own temporary dyntable view of this name, or None."""
+        ...
+
+    def is_cached(self, name: str) -> bool:
+        """Whether ``name`` is a cached table of the session (CACHE TABLE over managed tables)."""
+        ...
+
+    def engine_temp_views(self) -> list[str]:
+        """The SQL engine's own temporary views (cached tables among them), by name."""
+        ...
+
+    # How the SQL engine shows schemas and its own views (SHOW TABLE EXTENDED answers in its words).
+    def schema_tree(self, schema: pa.Schema) -> str | None:
+        """The engine's tree text of a table's columns (Spark's ``treeString``); None: no columns."""
+        ...
+
+    def query_tree(self, sql: str) -> str | None:
+        """The tree text of a query's result columns; None when it does not bind or has none."""
+        ...
+
+    def engine_view_tree(self, name: str) -> str | None:
+        """The tree text of one of the engine's temporary views; None when it no longer resolves."""
+        ...
+
+    def engine_view_information(self, pattern: str) -> dict[str, str]:
+        """The engine's own SHOW TABLE EXTENDED ``information`` of its temporary views matching
+        ``pattern``, by name (those it describes)."""
         ...
 
 
@@ -257,6 +294,143 @@ CatalogAction: TypeAlias = (
 )
 
 
+# Views and cached tables (docs: sqlext.execute.views); the runner keeps them in the session or
+# the warehouse.
+@dataclass(frozen=True)
+class CreateView:
+    """Keep a dyntable view: a temporary one (``view.database`` None) in the session, replacing,
+    with ``replaces``, the session's temporary view, cached table or engine view of the name; a
+    permanent one in the warehouse (the planner checked what may be replaced)."""
+
+    view: ViewDefinition
+    replaces: bool
+    message: str
+
+
+@dataclass(frozen=True)
+class DropView:
+    """Forget the session's temporary view or cached table ``temporary``, or delete the
+    warehouse's view ``stored``. With ``then_engine`` the statement's text then runs on the SQL
+    engine (CREATE OR REPLACE of a view of its own over a name the session's view had)."""
+
+    temporary: str | None
+    stored: ViewDefinition | None
+    message: str
+    then_engine: bool = False
+
+
+@dataclass(frozen=True)
+class CacheTable:
+    """Cache the query ``sql`` (bound in ``current_database``) as the temporary table ``name``,
+    replacing a cached table of the name; rebuilt when a table it reads changes."""
+
+    name: str
+    sql: str
+    current_database: str
+    lazy: bool
+    options: Mapping[str, str]
+    message: str
+
+
+@dataclass(frozen=True)
+class UncacheTable:
+    """Release the session's cached table ``name`` and its temporary view."""
+
+    name: str
+    message: str
+
+
+ViewAction: TypeAlias = CreateView | DropView | CacheTable | UncacheTable
+
+
+# Table rewrites: DDL that runs Spark jobs over a table's data (the runner's ``ddl_jobs.py``).
+@dataclass(frozen=True)
+class Compact:
+    """Compact ``table`` fully (only ``partitions``, typed, when given) in one distributed job."""
+
+    table: Table
+    partitions: tuple[Mapping[str, Any], ...] | None
+
+
+@dataclass(frozen=True)
+class AddPrimaryKey:
+    """Rewrite the append ``table``, read at ``snapshot``, as a table keyed by ``columns`` with
+    ``options``, swapped in place of it; the runner first checks the data (no duplicate key, no
+    NULL in a key column) and changes nothing when it fails."""
+
+    table: Table
+    columns: tuple[str, ...]
+    snapshot: int | None
+    options: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Rescale:
+    """Rewrite every file of the table ``name`` into ``buckets`` buckets, in one overwrite."""
+
+    name: TableName
+    buckets: int
+    message: str
+
+
+TableJob: TypeAlias = Compact | AddPrimaryKey | Rescale
+
+
+# Tags and branches of a table (metadata only); the runner reports what happened.
+@dataclass(frozen=True)
+class CreateTag:
+    """Create (or, with ``replace``, replace) a tag of ``table`` at snapshot ``version`` (None: the
+    latest), kept for ``retain`` (None: until dropped). With ``if_not_exists`` an existing tag is
+    left as it is."""
+
+    table: Table
+    tag: str
+    version: int | None
+    retain: timedelta | None
+    replace: bool
+    if_not_exists: bool
+
+
+@dataclass(frozen=True)
+class DropTags:
+    """Delete tags of ``table`` (each exists: the planner left out the missing ones it may skip)."""
+
+    table: Table
+    tags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RenameTag:
+    table: Table
+    old: str
+    new: str
+    message: str
+
+
+@dataclass(frozen=True)
+class CreateBranch:
+    """Create a branch of ``table`` from a tag, a snapshot or the latest snapshot; with
+    ``if_not_exists`` an existing branch is left as it is."""
+
+    table: Table
+    branch: str
+    from_tag: str | None
+    from_snapshot: int | None
+    if_not_exists: bool
+
+
+@dataclass(frozen=True)
+class DropBranch:
+    """Delete a branch of ``table`` (the planner checked it exists)."""
+
+    table: Table
+    branch: str
+    message: str
+
+
+RefAction: TypeAlias = CreateTag | DropTags | RenameTag | CreateBranch | DropBranch
+
+
 # Writes: one plan for every statement that writes rows (docs/design/planners.md, "Writes").
 @dataclass(frozen=True)
 class WriteShape:
@@ -307,6 +481,41 @@ class Write:
     shape: WriteShape | None
     message: str
     stream: StreamSettings | None = None
+
+
+@dataclass(frozen=True)
+class CreateTableAs:
+    """CREATE TABLE … AS SELECT: create ``create``'s table, then carry out ``write_for(table)``,
+    the ``Write`` an ``INSERT INTO t SELECT`` of the same query plans (every column by position,
+    the write's resolved ``options``); a failed write drops the table again (all or nothing).
+
+    The write needs the created table, so the plan names the write's parts and ``write_for``
+    assembles it once the runner has the table; deciding nothing there, it stays a value.
+    """
+
+    create: CreateTable
+    query: BoundFrame
+    options: Mapping[str, str]
+    message: str
+
+    def write_for(self, table: Table) -> Write:
+        overrides = table_overrides(self.options)
+        target = table.with_options(overrides) if overrides else table
+        return Write(target, self.query, None, None, self.options, None,
+                     WriteShape(tuple(table.schema.field_names)), self.message)
+
+
+@dataclass(frozen=True)
+class CallProcedure:
+    """CALL: invoke ``procedure`` with its bound and checked ``values``; its result table is the
+    answer, with ``message``. ``argument_at``: where each given argument's value is written in the
+    statement (by parameter name), so an error about one (``ProcedureTargetError``) points there.
+    A procedure does its work over the session (compactions, rewrites): the runner's side."""
+
+    procedure: Procedure
+    values: Mapping[str, Any]
+    argument_at: Mapping[str, int]
+    message: str
 
 
 # Row-level DML (docs/design/planners.md, "Row-level DML"): what is changed depends on the data,
@@ -417,7 +626,10 @@ class MergeInto:
 
 RowLevelPlan: TypeAlias = RowLevelWrite | MarkDeletions | TruncateTable | MergeInto
 
-Plan: TypeAlias = Rows | Done | ToEngine | SessionAction | CatalogAction | Write | RowLevelPlan
+Plan: TypeAlias = (
+    Rows | Done | ToEngine | SessionAction | CatalogAction | RefAction | ViewAction | TableJob
+    | Write | CreateTableAs | CallProcedure | RowLevelPlan
+)
 Planner: TypeAlias = Callable[[PlannerContext, Any, Statement], Plan]
 
 

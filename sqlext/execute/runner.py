@@ -11,47 +11,63 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+from pyspark.errors import PySparkException
+
 from engine import FileSystemCatalog, Identifier, Table
-from engine.errors import NoSuchPartitionError
+from engine.errors import BranchAlreadyExistsError, NoSuchPartitionError, TagAlreadyExistsError
 from engine.types import DataType
-from sqlext.errors import SqlAnalysisError
+from sqlext.errors import ProcedureTargetError, SqlAnalysisError, SqlError
+from sqlext.execute.call import located_at
 from sqlext.execute.common import paimon_to_spark_ddl, spark_to_paimon, spark_type_name
+from sqlext.execute.ddl_jobs import run_table_job
 from sqlext.execute.dml import run_merge
 from sqlext.execute.dml_deletion_vectors import mark_deletions
 from sqlext.execute.planning import (
     AlterTable,
     BoundFrame,
+    CallProcedure,
     CatalogAction,
     Column,
+    CreateBranch,
     CreateDatabase,
     CreateTable,
+    CreateTableAs,
+    CreateTag,
     Done,
     DropDatabase,
     DropPartitions,
     DropTable,
+    DropTags,
     JobStatus,
     MarkDeletions,
     MergeInto,
     Plan,
+    RefAction,
     RenameTable,
+    RenameTag,
     ResetOption,
     RowLevelWrite,
     Rows,
     SetOption,
     StopJob,
+    TableJob,
     ToEngine,
     TruncateTable,
     UseDatabase,
+    ViewAction,
     Write,
     message_of,
 )
 from sqlext.execute.results import StatementResult
 from sqlext.execute.row_level_writes import run_on_engine, run_row_level_write, run_truncate
+from sqlext.execute.views import run_view_action
 from sqlext.execute.writes import run_write
-from sqlext.parse.names import TableName
+from sqlext.parse.names import TableName, quoted
 from sqlext.parse.splitter import Statement
 from sqlext.parse.views import ViewDefinition
 from sqlext.source.session_conf import session_conf
+from sqlext.source.spark_types import spark_schema
 
 if TYPE_CHECKING:
     from sqlext.session import SqlSession
@@ -135,6 +151,47 @@ class SessionContext:
 
         return view_of(self._session, name)
 
+    def temporary_views(self) -> list[ViewDefinition]:
+        return list(self._session.temp_views.values())
+
+    def temporary_view(self, name: str) -> ViewDefinition | None:
+        return self._session.temp_views.get(name.lower())
+
+    def is_cached(self, name: str) -> bool:
+        return name.lower() in self._session.cached
+
+    def engine_temp_views(self) -> list[str]:
+        from sqlext.execute.views import spark_temp_views
+
+        return spark_temp_views(self._session)
+
+    def schema_tree(self, schema: pa.Schema) -> str | None:
+        struct = spark_schema(schema)
+        return struct.treeString() if struct.fields else None
+
+    def query_tree(self, sql: str) -> str | None:
+        try:
+            struct = self._session.frame(sql, None).schema
+        except (SqlError, PySparkException):
+            return None
+        return struct.treeString() if struct.fields else None
+
+    def engine_view_tree(self, name: str) -> str | None:
+        try:
+            struct = self._session.spark.table(quoted(name)).schema
+        except PySparkException:
+            return None
+        return struct.treeString() if struct.fields else None
+
+    def engine_view_information(self, pattern: str) -> dict[str, str]:
+        # Temporary views are listed whatever the database, so Spark's ``default`` is asked.
+        escaped = pattern.replace("\\", "\\\\").replace("'", "\\'")
+        try:
+            found = self._session.spark.sql(f"SHOW TABLE EXTENDED IN default LIKE '{escaped}'").collect()
+        except PySparkException:
+            return {}
+        return {r[1]: r[3] for r in found if r[2]}
+
 
 def _paimon_type(spark_type: object, nullable: bool) -> DataType | None:
     """A Spark type as a Paimon type, or None where there is none (NULL's own type, intervals)."""
@@ -142,6 +199,54 @@ def _paimon_type(spark_type: object, nullable: bool) -> DataType | None:
         return spark_to_paimon(spark_type, nullable)  # type: ignore[arg-type]
     except Exception:  # noqa: BLE001 - any type the mapping refuses has no Paimon type
         return None
+
+
+def _ref_action(action: RefAction) -> str:
+    """Apply a tag or branch action; the message says what happened."""
+    refs = action.table.refs
+    if isinstance(action, CreateTag):
+        if action.replace:
+            refs.tags.replace(action.tag, action.version, action.retain)
+            return f"Tag '{action.tag}' replaced"
+        try:
+            refs.tags.create(action.tag, action.version, action.retain)
+        except TagAlreadyExistsError:
+            if not action.if_not_exists:
+                raise
+            return f"Tag '{action.tag}' exists already"
+        return f"Tag '{action.tag}' created"
+    if isinstance(action, DropTags):
+        return f"Dropped tag(s) {', '.join(refs.tags.delete(list(action.tags)).tags)}"
+    if isinstance(action, RenameTag):
+        refs.tags.rename(action.old, action.new)
+        return action.message
+    if isinstance(action, CreateBranch):
+        try:
+            refs.branches.create(action.branch, from_tag=action.from_tag, from_snapshot=action.from_snapshot)
+        except BranchAlreadyExistsError:
+            if not action.if_not_exists:
+                raise
+            return f"Branch '{action.branch}' exists already"
+        return f"Branch '{action.branch}' created"
+    refs.branches.delete(action.branch)
+    return action.message
+
+
+def _invoke(s: SqlSession, plan: CallProcedure, stmt: Statement) -> pa.Table:
+    """Run a CALL's procedure; an error about one argument points at where it is written."""
+    try:
+        return plan.procedure.invoke(s, dict(plan.values))
+    except ProcedureTargetError as e:
+        at = plan.argument_at.get(e.argument)
+        if at is None:
+            raise located_at(e, stmt) from None
+        error = ProcedureTargetError.at(
+            e.message, stmt.text, at, line=stmt.line, column=stmt.column, sqlstate=e.sqlstate
+        )
+        error.argument = e.argument
+        raise error from None
+    except SqlError as e:
+        raise located_at(e, stmt) from None
 
 
 class PlanRunner:
@@ -163,6 +268,21 @@ class PlanRunner:
             return StatementResult(stmt, frame, None)
         if isinstance(plan, Write):
             return run_write(s, plan, stmt)
+        if isinstance(plan, CreateTableAs):
+            table = self._create_table(plan.create)
+            try:
+                return run_write(s, plan.write_for(table), stmt)
+            except BaseException:
+                s.catalog.drop_table(plan.create.identifier, ignore_if_not_exists=True)  # all or nothing
+                raise
+        if isinstance(plan, ViewAction):
+            return run_view_action(s, plan, stmt)
+        if isinstance(plan, TableJob):
+            return StatementResult(stmt, None, run_table_job(s, plan, stmt))
+        if isinstance(plan, RefAction):
+            return StatementResult(stmt, None, _ref_action(plan))
+        if isinstance(plan, CallProcedure):
+            return StatementResult(stmt, s.arrow_frame(_invoke(s, plan, stmt)), plan.message)
         if isinstance(plan, RowLevelWrite):
             return run_row_level_write(s, plan, stmt)
         if isinstance(plan, MarkDeletions):
@@ -201,6 +321,12 @@ class PlanRunner:
             ) from None
         return plan.message + ("" if result.snapshot_ids else " (nothing matched)")
 
+    def _create_table(self, action: CreateTable) -> Table:
+        return self._session.catalog.create_table(
+            action.identifier, list(action.fields), action.partition_keys, action.primary_keys,
+            dict(action.options), action.comment,
+        )
+
     def _catalog_action(self, action: CatalogAction) -> None:
         s = self._session
         catalog = s.catalog
@@ -213,10 +339,7 @@ class PlanRunner:
         elif isinstance(action, UseDatabase):
             s.current_database = action.name
         elif isinstance(action, CreateTable):
-            catalog.create_table(
-                action.identifier, list(action.fields), action.partition_keys, action.primary_keys,
-                dict(action.options), action.comment,
-            )
+            self._create_table(action)
         elif isinstance(action, AlterTable):
             catalog.alter_table(action.identifier, list(action.changes))
         elif isinstance(action, RenameTable):

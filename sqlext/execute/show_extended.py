@@ -1,4 +1,4 @@
-"""Executor of SHOW TABLE EXTENDED [IN|FROM db] LIKE 'pattern' [PARTITION (k = v, ...)].
+"""The planner of SHOW TABLE EXTENDED [IN|FROM db] LIKE 'pattern' [PARTITION (k = v, ...)].
 
 Answers Spark's four columns ``namespace, tableName, isTemporary, information`` the way Spark's
 session catalog does (``ShowTablesCommand``), because clients parse the ``information`` text:
@@ -20,34 +20,27 @@ Invariants:
 * a database dyntable does not know goes to Spark unchanged (its own tables, and its
   ``SCHEMA_NOT_FOUND`` error, which dbt-spark reads as an empty schema).
 
-Metadata only: the tables' schemas and options, the views' bound queries; no Spark job runs.
+Metadata only: the tables' schemas and options, the views' bound queries; no Spark job runs. The
+answer is ``Rows``; what only the SQL engine knows (how it prints a schema tree, its own temporary
+views and their descriptions) the planner asks of its context.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from pyspark.errors import PySparkException
-from pyspark.sql.types import StructType
 
 from engine import Table, partition_value_string
-from sqlext.errors import SqlAnalysisError, SqlError
-from sqlext.execute.common import rows
+from sqlext.errors import SqlAnalysisError
 from sqlext.execute.describe import CATALOG_NAME, table_properties
 from sqlext.execute.partitions import checked_spec, partition_details
-from sqlext.execute.results import StatementResult
-from sqlext.execute.views import list_views, spark_temp_views
+from sqlext.execute.planning import Plan, Planner, PlannerContext, Rows, ToEngine
 from sqlext.parse import ast
 from sqlext.parse.names import TableName, quoted
 from sqlext.parse.splitter import Statement
 from sqlext.parse.views import ViewDefinition
-from sqlext.source.spark_types import spark_schema
-
-if TYPE_CHECKING:
-    from sqlext.session import SqlSession
 
 _SCHEMA = pa.schema(
     [
@@ -70,10 +63,11 @@ def spark_pattern_matches(names: list[str], pattern: str) -> list[str]:
     return [n for n in names if any(r.fullmatch(n) for r in regexes)]
 
 
-def _information(items: list[tuple[str, str]], schema: StructType | None) -> str:
+def _information(items: list[tuple[str, str]], tree: str | None) -> str:
+    """``Key: value`` lines, then the schema's tree (None: no columns, or none known)."""
     lines = [key if not value else f"{key}: {value}" for key, value in items]
-    if schema is not None and schema.fields:
-        lines.append(f"Schema: {schema.treeString()}")
+    if tree is not None:
+        lines.append(f"Schema: {tree}")
         return "\n".join(lines) + "\n"  # the tree ends with its own newline, as Spark's does
     return "\n".join(lines) + "\n"
 
@@ -87,7 +81,7 @@ def _bracketed(values: list[str]) -> str:
     return "[" + ", ".join(values) + "]"
 
 
-def table_information(table: Table) -> str:
+def table_information(ctx: PlannerContext, table: Table) -> str:
     """The ``information`` text of a managed table."""
     ident = table.identifier
     schema = table.schema
@@ -108,19 +102,10 @@ def table_information(table: Table) -> str:
     if table.partition_keys:
         items.append(("Partition Provider", "Catalog"))
         items.append(("Partition Columns", _bracketed([f"`{k}`" for k in table.partition_keys])))
-    return _information(items, spark_schema(table.arrow_schema))
+    return _information(items, ctx.schema_tree(table.arrow_schema))
 
 
-def _view_schema(s: SqlSession, reference: str) -> StructType | None:
-    """The columns a view returns, or None when its query no longer binds (a table under it was
-    dropped): the listing still names the view, as Spark's does, and reading it gives the error."""
-    try:
-        return s.frame(f"SELECT * FROM {reference}", None).schema
-    except (SqlError, PySparkException):
-        return None
-
-
-def view_information(s: SqlSession, view: ViewDefinition) -> str:
+def view_information(ctx: PlannerContext, view: ViewDefinition) -> str:
     """The ``information`` text of a dyntable view (permanent or temporary)."""
     items: list[tuple[str, str]] = []
     if view.database is not None:
@@ -141,81 +126,59 @@ def view_information(s: SqlSession, view: ViewDefinition) -> str:
     if view.properties:
         pairs = [f"{k}={v}" for k, v in sorted(view.properties.items())]
         items.append(("Table Properties", _bracketed(pairs)))
-    return _information(items, _view_schema(s, _reference(view.database, view.name)))
-
-
-def _spark_view_informations(s: SqlSession, pattern: str) -> dict[str, str]:
-    """Spark's own ``information`` of its temporary views matching ``pattern`` (temporary views are
-    listed whatever the database, so Spark's ``default`` is asked)."""
-    escaped = pattern.replace("\\", "\\\\").replace("'", "\\'")
-    try:
-        found = s.spark.sql(f"SHOW TABLE EXTENDED IN default LIKE '{escaped}'").collect()
-    except PySparkException:
-        return {}
-    return {r[1]: r[3] for r in found if r[2]}
-
-
-def _spark_view_information(s: SqlSession, name: str) -> str:
-    """The ``information`` text of a temporary view Spark did not describe (a cached table's)."""
-    try:
-        schema: StructType | None = s.spark.table(quoted(name)).schema
-    except PySparkException:  # a view Spark can no longer resolve still gets its row
-        schema = None
-    return _information([("Table", name), ("Last Access", "UNKNOWN"), ("Type", "VIEW")], schema)
+    # A view whose query no longer binds (a table under it was dropped) has no tree: the listing
+    # still names it, as Spark's does, and reading it gives the error.
+    return _information(items, ctx.query_tree(f"SELECT * FROM {_reference(view.database, view.name)}"))
 
 
 def _reference(database: str | None, name: str) -> str:
     return ".".join(quoted(p) for p in ([database] if database else []) + [name])
 
 
-def _to_spark(s: SqlSession, stmt: Statement) -> StatementResult:
-    return StatementResult(stmt, s.spark.sql(stmt.text), None)
-
-
-def _result(s: SqlSession, stmt: Statement, entries: list[tuple[str, str, bool, str]]) -> StatementResult:
+def _result(entries: list[tuple[str, str, bool, str]]) -> Rows:
     columns = [[e[i] for e in entries] for i in range(len(_SCHEMA))]
     arrays = [pa.array(c, f.type) for c, f in zip(columns, _SCHEMA, strict=True)]
-    return rows(s, stmt, pa.Table.from_arrays(arrays, schema=_SCHEMA))
+    return Rows(pa.Table.from_arrays(arrays, schema=_SCHEMA))
 
 
-def show_table_extended(s: SqlSession, n: ast.ShowTableExtended, stmt: Statement) -> StatementResult:
+def show_table_extended(ctx: PlannerContext, n: ast.ShowTableExtended, stmt: Statement) -> Plan:
     """SHOW TABLE EXTENDED [IN|FROM db] LIKE 'pattern' [PARTITION (...)]."""
-    database = n.database or s.current_database
+    database = n.database or ctx.current_database
     other_catalog = n.catalog is not None and n.catalog.lower() != CATALOG_NAME
-    if other_catalog or not s.catalog.database_exists(database):
-        return _to_spark(s, stmt)
+    if other_catalog or not ctx.catalog.database_exists(database):
+        return ToEngine()
     if n.partition is not None:
-        return _partition_row(s, n, database, stmt)
-    tables = {name: TableName(None, database, name) for name in s.catalog.list_tables(database)}
-    views = {v.name: v for v in list_views(s, database) if v.name not in tables}
+        return _partition_row(ctx, n, database, stmt)
+    tables = {name: TableName(None, database, name) for name in ctx.catalog.list_tables(database)}
+    views = {v.name: v for v in ctx.views(database) if v.name not in tables}
     entries: list[tuple[str, str, bool, str]] = []
     for name in sorted(spark_pattern_matches([*tables, *views], n.like)):
         if name in tables:
-            text = table_information(s.table(tables[name]))
+            text = table_information(ctx, ctx.table(tables[name]))
         else:
-            text = view_information(s, views[name])
+            text = view_information(ctx, views[name])
         entries.append((database, name, False, text))
     # Temporary views: the session's over managed tables, then Spark's own (and cached tables).
-    session_views = {v.name: v for v in s.temp_views.values()}
-    spark_views = [name for name in spark_temp_views(s) if name not in session_views]
-    spark_texts = _spark_view_informations(s, n.like) if spark_views else {}
+    session_views = {v.name: v for v in ctx.temporary_views()}
+    spark_views = [name for name in ctx.engine_temp_views() if name not in session_views]
+    spark_texts = ctx.engine_view_information(n.like) if spark_views else {}
     for name in sorted(spark_pattern_matches([*session_views, *spark_views], n.like), key=str.lower):
         view = session_views.get(name)
         if view is not None:
-            text = view_information(s, view)
+            text = view_information(ctx, view)
         else:
-            text = spark_texts.get(name) or _spark_view_information(s, name)
+            # A temporary view the engine did not describe (a cached table's): its own lines.
+            text = spark_texts.get(name) or _information(
+                [("Table", name), ("Last Access", "UNKNOWN"), ("Type", "VIEW")], ctx.engine_view_tree(name))
         entries.append(("", name, True, text))
-    return _result(s, stmt, entries)
+    return _result(entries)
 
 
-def _partition_row(
-    s: SqlSession, n: ast.ShowTableExtended, database: str, stmt: Statement
-) -> StatementResult:
+def _partition_row(ctx: PlannerContext, n: ast.ShowTableExtended, database: str, stmt: Statement) -> Plan:
     """One partition of the table ``n.like`` names: Spark's ``Partition Values`` … lines."""
     name = TableName(None, database, n.like)
-    if not s.is_managed(name):
-        if any(v.name.lower() == n.like.lower() for v in list_views(s, database)):
+    if not ctx.is_managed(name):
+        if any(v.name.lower() == n.like.lower() for v in ctx.views(database)):
             raise SqlAnalysisError(
                 f"{database}.{n.like} is a view: SHOW TABLE EXTENDED … PARTITION needs a partitioned table",
                 line=stmt.line, column=stmt.column, sqlstate="42809",
@@ -226,7 +189,7 @@ def _partition_row(
             line=stmt.line, column=stmt.column, sqlstate="42P01",
         )
     assert n.partition is not None
-    table = s.table(name)
+    table = ctx.table(name)
     spec = checked_spec(table, n.partition, stmt, full=True)
     details = dict(partition_details(table, spec, stmt))
     keys = table.partition_keys
@@ -244,7 +207,7 @@ def _partition_row(
         ("Partition Statistics", f"{size} bytes, {count} rows"),
     ]
     information = _information(items, None)
-    return _result(s, stmt, [(database, table.identifier.table, False, information)])
+    return _result([(database, table.identifier.table, False, information)])
 
 
-HANDLERS: dict[type, Any] = {ast.ShowTableExtended: show_table_extended}
+PLANNERS: dict[type, Planner] = {ast.ShowTableExtended: show_table_extended}

@@ -18,6 +18,8 @@ WATERMARK_PREFIX = "dyntable.watermark."
 INTERNAL_OPTION_PREFIXES = (COMPUTED_PREFIX, WATERMARK_PREFIX)
 # The property that is the table's comment, not an option (Spark's reserved key; Paimon's schema comment).
 COMMENT_PROPERTY = "comment"
+# Session options ``SET table-storage.<option> = …`` are the options of the tables CREATE TABLE makes.
+STORAGE_PREFIX = "table-storage."
 _DEFAULT_VALUE = re.compile(r"^fields\.(.+)\.default-value$")
 
 
@@ -65,3 +67,8 @@ def utc_micros(text: str) -> int | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
     return (moment - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(microseconds=1)
+
+
+def table_defaults(options: Mapping[str, str]) -> dict[str, str]:
+    """The table options a session's ``table-storage.*`` options give every table it creates."""
+    return {k[len(STORAGE_PREFIX):]: v for k, v in options.items() if k.startswith(STORAGE_PREFIX)}

@@ -31,7 +31,6 @@ from engine.types import DataType, TypeRoot
 from sqlext.errors import SqlAnalysisError
 from sqlext.execute import bucket_shuffle
 from sqlext.execute.common import paimon_to_spark_ddl
-from sqlext.execute.compaction import spark_runner
 from sqlext.execute.planning import Write
 from sqlext.execute.results import StatementResult, StreamingJob
 from sqlext.execute.table_options import column_defaults, computed_columns
@@ -40,6 +39,7 @@ from sqlext.parse.splitter import Statement
 from sqlext.source.datasource import cluster_for_writers
 from sqlext.source.dynamic import session_overrides, table_overrides
 from sqlext.source.requests import WriteRequest
+from sqlext.source.spark_compaction import spark_runner
 from sqlext.source.write_job import write_job
 
 if TYPE_CHECKING:

@@ -5,7 +5,8 @@
  executors: reader.read(split)   ──  ReadBuilder.new_read() → Arrow record batches (never rows)
  executors: writer.write(batches) ── WriteBuilder.new_task_write() → files + picklable commit messages
  driver*:   writer.commit(messages) ── CommitBuilder.commit: one snapshot, then the post-commit hooks
-            (*a Python worker process)
+            (*a Python worker process; with ``sqlext.source.session_conf`` installed, the
+            compaction is left to the writing driver, which runs it as one Spark task per bucket)
 ```
 Options are built and parsed only by ``sqlext.source.requests`` (``ReadRequest`` /
 ``WriteRequest``): the table, projection, filter (pruning; exact when the SQL session says the
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -51,11 +51,10 @@ from pyspark.sql.types import StructType
 
 from engine import (
     ROWKIND,
-    CommitBuilder,
     CommitMessage,
-    CommitStateUnknownError,
     Identifier,
     InvalidArgumentError,
+    JobTasks,
     NoSuchColumnError,
     NoSuchSnapshotError,
     NoSuchTableError,
@@ -64,7 +63,7 @@ from engine import (
     TableAlreadyExistsError,
     TableRead,
     TableSchema,
-    WriteBuilder,
+    WriteJob,
     binlog_schema,
     coerce_value,
     metadata_fields,
@@ -81,7 +80,6 @@ from sqlext.source.requests import ReadRequest, ReadVersion, WriteRequest
 from sqlext.source.spark_types import spark_arrow_schema, to_spark_batches
 
 NAME = "dyntable"
-COMMIT_CLOCK_SLACK_MS = 10 * 60 * 1000  # how far before the job's start a commit lookup still searches
 
 
 def resolve(request: ReadRequest | WriteRequest) -> tuple[Table, str | None]:
@@ -342,37 +340,22 @@ def cluster_for_writers(frame: Any, table: Table) -> Any:
     return frame.repartition(*columns) if columns else frame.repartition(1)
 
 
-def write_task(
-    builder: WriteBuilder, batches: Iterator[pa.RecordBatch], job_token: str, *, abortable: bool = False
-) -> list[CommitMessage]:
-    """The executor side of a write: one engine writer per Spark task (its index and attempt
-    name its files, see ``WriteBuilder.new_task_write``). ``abortable`` (batch jobs): a task that
-    finishes after its job was aborted deletes its files and raises JobAbortedError."""
+def write_task(job: JobTasks, batches: Iterator[pa.RecordBatch]) -> list[CommitMessage]:
+    """The executor side of a write: one engine writer per Spark task, named by the task's index
+    and attempt (``engine.JobTasks``)."""
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
     task = ctx.partitionId() if ctx is not None else 0
     attempt = ctx.attemptNumber() if ctx is not None else 0
-    return builder.new_task_write(job_token, task, attempt, abortable=abortable).write_all(batches)
-
-
-def job_committed(commit: CommitBuilder, identifier: int | None, started_millis: int) -> bool | None:
-    """Whether the commit user published ``identifier`` (since the job started); None when it
-    cannot be told."""
-    try:
-        return commit.is_published(identifier, not_before_millis=started_millis - COMMIT_CLOCK_SLACK_MS)
-    except Exception:  # noqa: BLE001 - unreadable metadata: the outcome is unknown
-        return None
+    return job.write(task, attempt, batches)
 
 
 class DyntableWriter(DataSourceArrowWriter):
     """Batch write: Arrow batches in, one snapshot published by the driver-side commit.
 
-    ``commit`` and ``abort`` run in Python worker processes, possibly different ones: whether
-    the job's commit was published is read back from the table (by the job's commit user and
-    identifier), never kept in memory. Nothing after the publish can raise out of ``commit``
-    (the post-commit hooks never raise), and ``abort`` never deletes files once the job's
-    snapshot exists (or may exist).
+    ``commit`` and ``abort`` run in Python worker processes, possibly different ones; the job's
+    rules for cleanup, replays and aborts are ``engine.WriteJob``'s.
     """
 
     def __init__(self, request: WriteRequest, schema: StructType | None = None) -> None:
@@ -381,33 +364,25 @@ class DyntableWriter(DataSourceArrowWriter):
         # Spark hands the tasks the DataFrame's own partitions (a Python data source cannot ask for
         # a distribution): the tasks are independent writers of dynamic buckets, from the snapshot
         # that is the latest now (engine.write.shared_assignment).
-        self.builder = (table.new_write_builder(request.overwrite, commit_user=user).for_independent_tasks()
-                        .with_job_parallelism(request.job_parallelism))
-        self.commit_builder = (
-            self.builder.new_commit().with_identifier(request.commit_identifier)
+        builder = (table.new_write_builder(request.overwrite, commit_user=user).for_independent_tasks()
+                   .with_job_parallelism(request.job_parallelism))
+        commit = (
+            builder.new_commit().with_identifier(request.commit_identifier)
             .with_base_snapshot(request.base_snapshot_id).with_change_tracking(request.change_tracking)
         )
-        self.job_token = str(uuid.uuid4())
-        self.started_millis = int(time.time() * 1000)
+        if request.compaction_by_driver:  # the writing driver compacts as Spark tasks after the job
+            commit = commit.with_deferred_compaction()
+        self.job = WriteJob.for_batch(builder, commit)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> DyntableCommitMessage:
-        return DyntableCommitMessage(write_task(self.builder, iterator, self.job_token, abortable=True))
+        return DyntableCommitMessage(write_task(self.job.tasks(), iterator))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        flat = [m for msg in messages if msg is not None for m in msg.messages]  # type: ignore[attr-defined]
-        try:
-            result = self.commit_builder.commit(flat)
-        except CommitStateUnknownError:
-            raise  # the snapshot may reference these files: keep them
-        except BaseException:
-            # The commit deleted its messages' files; this gets the rest.
-            self.builder.delete_job_files(self.job_token)
-            raise
-        if self.commit_builder.identifier is not None and not result.snapshot_ids and flat:
-            self.builder.delete_job_files(self.job_token)  # a replayed, already-committed identifier
+        self.job.commit(flat_messages(messages))
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        commit = self.commit_builder
-        if job_committed(commit, commit.identifier, self.started_millis) is not False:
-            return  # published (or cannot tell): the files are, or may be, part of the table
-        self.builder.abort_job(self.job_token)
+        self.job.abort(flat_messages(messages))
+
+
+def flat_messages(messages: Sequence[WriterCommitMessage | None]) -> list[CommitMessage]:
+    return [m for msg in messages if msg is not None for m in msg.messages]  # type: ignore[attr-defined]

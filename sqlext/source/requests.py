@@ -75,6 +75,9 @@ COMMIT_USER = "commit-user"
 JOB_PARALLELISM = "job-parallelism"
 COMMIT_IDENTIFIER = "commit-identifier"
 CHANGE_TRACKING = "change-tracking"
+#: Set with ``session-conf`` on a batch DataFrame write: the commit (in a Python worker) leaves
+#: the post-commit compaction to the writing driver, which runs it as Spark tasks.
+COMPACTION_BY_DRIVER = "post-commit.compaction-by-driver"
 
 _READ_KEYS = {
     WAREHOUSE, TABLE, "path", BRANCH, CATALOG_OPTIONS, COLUMNS, FILTER, FILTER_EXACT, LIMIT, READ_CHANGELOG,
@@ -83,7 +86,7 @@ _READ_KEYS = {
 _WRITE_KEYS = {
     WAREHOUSE, TABLE, "path", BRANCH, CATALOG_OPTIONS, OVERWRITE_PARTITION, OVERWRITE_PARTITIONS,
     OVERWRITE_MODE.lower(), "dynamic-partition-overwrite", OVERWRITE_BASE_SNAPSHOT, COMMIT_USER,
-    COMMIT_IDENTIFIER, CHANGE_TRACKING, SESSION_CONF, SESSION_APPLIED, JOB_PARALLELISM,
+    COMMIT_IDENTIFIER, CHANGE_TRACKING, SESSION_CONF, SESSION_APPLIED, JOB_PARALLELISM, COMPACTION_BY_DRIVER,
 }
 
 
@@ -301,7 +304,8 @@ class WriteRequest:
     options such as ``write-only`` travel in ``passthrough`` and apply to the opened table;
     ``dynamic``: the session's dynamic options for the table (``session-conf``), applied like the
     passthrough but never stored by a write that creates its table; ``job_parallelism``: the
-    writing session's, the default number of dynamic-bucket assigners (None: one).
+    writing session's, the default number of dynamic-bucket assigners (None: one);
+    ``compaction_by_driver``: the commit leaves its compaction to the writing driver.
     """
 
     target: TableTarget
@@ -313,6 +317,7 @@ class WriteRequest:
     passthrough: Mapping[str, str] = field(default_factory=dict)
     dynamic: Mapping[str, str] = field(default_factory=dict)
     job_parallelism: int | None = None
+    compaction_by_driver: bool = False
 
     @property
     def save_mode(self) -> str:
@@ -338,6 +343,8 @@ class WriteRequest:
             out[OVERWRITE_BASE_SNAPSHOT] = str(self.base_snapshot_id)
         if self.change_tracking is not None:
             out[CHANGE_TRACKING] = str(self.change_tracking).lower()
+        if self.compaction_by_driver:
+            out[COMPACTION_BY_DRIVER] = "true"
         return out
 
     @classmethod
@@ -370,4 +377,5 @@ class WriteRequest:
             {k: v for k, v in low.items() if k not in _WRITE_KEYS},
             session_dynamic(low),
             _int(low, JOB_PARALLELISM),
+            bool(_bool(low, COMPACTION_BY_DRIVER)),
         )

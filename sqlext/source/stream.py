@@ -41,7 +41,6 @@ import datetime as dt
 import hashlib
 import json
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -65,11 +64,12 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from engine import ROWKIND, ReadLimits, StreamPosition, Table, TableRead, binlog_schema, to_binlog
+from engine import ROWKIND, ReadLimits, StreamPosition, Table, TableRead, WriteJob, binlog_schema, to_binlog
 from engine.errors import InvalidArgumentError, NoSuchSnapshotError
 from engine.options import SCAN_MODE
 from sqlext.source.datasource import (
     DyntableCommitMessage,
+    flat_messages,
     projection,
     resolve,
     writable_table,
@@ -455,29 +455,18 @@ class DyntableStreamWriter(DataSourceStreamArrowWriter):
         table = writable_table(request, schema)
         # A micro-batch's tasks get its rows as they come: independent writers, all from the
         # snapshot the previous micro-batch left.
-        self.builder = table.new_write_builder(commit_user=stream_commit_user(request)).for_independent_tasks(
+        builder = table.new_write_builder(commit_user=stream_commit_user(request)).for_independent_tasks(
             pin=False).with_job_parallelism(request.job_parallelism)
         # outputMode("complete") (Spark truncates the sink): each batch replaces the table's content.
-        self.commit_builder = (self.builder.new_commit().with_change_tracking(request.change_tracking)
-                               .with_overwrite(request.overwrite))
-        self.job_token = str(uuid.uuid4())
+        commit = builder.new_commit().with_change_tracking(request.change_tracking).with_overwrite(
+            request.overwrite)
+        self.job = WriteJob.for_stream(builder, commit)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-        return DyntableCommitMessage(write_task(self.builder, iterator, self.job_token))
+        return DyntableCommitMessage(write_task(self.job.tasks(), iterator))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
-        flat = [m for msg in messages if msg is not None for m in msg.messages]  # type: ignore[attr-defined]
-        commit = self.commit_builder.with_identifier(batchId)
-        result = commit.commit(flat)  # then the post-commit hooks
-        if not result.snapshot_ids and flat:
-            commit.abort(flat)  # an already-committed batch replayed after a restart
+        self.job.commit(flat_messages(messages), batchId)  # a replayed batch after a restart commits nothing
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
-        try:
-            done = self.commit_builder.latest_committed_identifier()
-        except Exception:  # noqa: BLE001 - unreadable metadata: the batch may be published, keep its files
-            return
-        if done is not None and done >= batchId:
-            return  # this batch is published: its files belong to the table
-        flat = [m for msg in messages if msg is not None for m in msg.messages]  # type: ignore[attr-defined]
-        self.commit_builder.abort(flat)  # earlier micro-batches share the token: delete by message
+        self.job.abort(flat_messages(messages), batchId)  # nothing, once this batch is published

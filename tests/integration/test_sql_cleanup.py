@@ -115,9 +115,9 @@ def test_a_spark_job_aborted_mid_write_leaves_only_what_cleanup_finds(spark, ses
         os.path.join(d, f)
         for d, _, fs in os.walk(t.path)
         for f in fs
-        if dead.job_token in f or "/aborted-jobs/" in os.path.join(d, f)
+        if dead.job.token in f or "/aborted-jobs/" in os.path.join(d, f)
     ]
-    assert any("/aborted-jobs/" in p for p in leftovers) and any(dead.job_token in p for p in leftovers)
+    assert any("/aborted-jobs/" in p for p in leftovers) and any(dead.job.token in p for p in leftovers)
     age(t.path)
     expected_bytes = sum(os.path.getsize(p) for p in leftovers)
     assert run(session, "CALL sys.remove_orphan_files(table => 'jobs')") == [(len(leftovers), expected_bytes)]

@@ -8,6 +8,7 @@ dyntable refuses) each register their procedures here, so importing this package
 resolve every ``CALL``.
 """
 
+from sqlext.execute.partitions import live_partitions
 from sqlext.execute.procedures import (
     branches,
     cleanup,
@@ -27,13 +28,12 @@ from sqlext.execute.procedures.registry import (
     ProcedureRegistry,
     bind_arguments,
     coerce_argument,
-    live_partitions,
     parse_partitions,
-    partitions_where,
     register,
     resolve,
     table_argument,
 )
+from sqlext.execute.procedures.where import partitions_where
 
 core.register_core_procedures()
 tags.register_tag_procedures()

@@ -9,17 +9,17 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from sqlext.errors import ProcedureArgumentError
+from sqlext.execute.partitions import live_partitions
 from sqlext.execute.procedures.registry import (
     REGISTRY,
     Param,
     ParamType,
     Procedure,
-    live_partitions,
     parse_partitions,
-    partitions_where,
     register,
     table_argument,
 )
+from sqlext.execute.procedures.where import partitions_where
 
 if TYPE_CHECKING:
     from sqlext.session import SqlSession

@@ -28,18 +28,17 @@ import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
 from engine.errors import InvalidArgumentError, TimeBoundError
 from sqlext.errors import ProcedureArgumentError, SqlAnalysisError, UnsupportedStatementError
-from sqlext.execute.partitions import live_partitions
 from sqlext.parse.ast import CallArgument
 
 if TYPE_CHECKING:
-    from engine import Table, TableSchema
-    from sqlext.session import SqlSession
+    from engine import Identifier, Table, TableSchema
+    from sqlext.parse.names import TableName
 
 UNDEFINED_FUNCTION = "42883"
 SYSTEM_QUALIFIERS = ("sys", "system")
@@ -77,7 +76,19 @@ class Param:
         return (self.name, *self.aliases)
 
 
-ProcedureFunction = Callable[["SqlSession", dict[str, Any]], pa.Table]
+# A procedure's function gets the session that runs it (the runner's, a ``SqlSession``; typed
+# loosely so that resolving and binding a CALL, which planners do, needs no session type).
+ProcedureFunction = Callable[[Any, dict[str, Any]], pa.Table]
+
+
+class Tables(Protocol):
+    """What naming a table argument needs: the session's (or a planner context's) name lookups."""
+
+    def is_managed(self, name: TableName) -> bool: ...
+
+    def identifier(self, name: TableName) -> Identifier: ...
+
+    def table(self, name: TableName) -> Table: ...
 
 
 @dataclass(frozen=True)
@@ -122,7 +133,7 @@ class Procedure:
             f"{self.name}(" + ", ".join(p.name + ("" if p.required else "?") for p in self.parameters) + ")"
         )
 
-    def invoke(self, session: SqlSession, values: dict[str, Any]) -> pa.Table:
+    def invoke(self, session: Any, values: dict[str, Any]) -> pa.Table:
         """Run the procedure on bound values; the result is cast to the declared output schema.
 
         A time argument the engine cannot read (``TimeBoundError``) is reported as the argument's
@@ -346,7 +357,7 @@ def _coerce(t: ParamType, value: Any) -> Any:  # noqa: C901 - one branch per typ
 # -- helpers for procedure functions ------------------------------------------------------------
 
 
-def table_argument(session: SqlSession, text: str, param: str = "table") -> Table:
+def table_argument(session: Tables, text: str, param: str = "table") -> Table:
     """The managed table a ``table`` argument names (``db.t``, ``t``, ``db.t$branch_b``).
 
     Raises:
@@ -416,36 +427,3 @@ def parse_partitions(schema: TableSchema, text: str) -> list[dict[str, Any]]:
             "argument 'partitions' is empty; write e.g. 'dt=2024-01-01;dt=2024-01-02'"
         )
     return specs
-
-
-def partitions_where(session: SqlSession, table: Table, where: str) -> list[dict[str, Any]]:
-    """The live partitions for which the SQL predicate ``where`` (over partition columns) is true.
-
-    The partition list is small (metadata), so it becomes a tiny Spark DataFrame and the predicate
-    is evaluated by Spark: the full SQL expression language works, and a reference to a
-    non-partition column fails analysis.
-
-    Raises:
-        ProcedureArgumentError: the table is not partitioned, or ``where`` is not a valid
-            predicate over the partition columns.
-    """
-    from pyspark.errors import PySparkException
-
-    from engine.types import to_arrow_type
-
-    keys = table.partition_keys
-    if not keys:
-        raise ProcedureArgumentError("argument 'where': the table is not partitioned")
-    parts = live_partitions(table)
-    if not parts:
-        return []
-    schema = pa.schema([pa.field(k, to_arrow_type(table.schema.field(k).type)) for k in keys])
-    arrow = pa.Table.from_pylist(parts, schema=schema)
-    try:
-        rows = session.arrow_frame(arrow).where(where).collect()
-    except PySparkException as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ProcedureArgumentError(
-            f"argument 'where' must be a predicate over the partition columns {list(keys)}: {first}"
-        ) from None
-    return [{k: row[k] for k in keys} for row in rows]

@@ -254,7 +254,7 @@ _REWRITE = pa.schema([
 
 
 def _rewrite_file_index(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    from sqlext.execute.procedures.registry import partitions_where
+    from sqlext.execute.procedures.where import partitions_where
 
     table = table_argument(session, args["table"])
     specs = partitions_where(session, table, args["where"]) if args["where"] else None

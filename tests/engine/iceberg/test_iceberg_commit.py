@@ -216,8 +216,42 @@ def test_what_iceberg_cannot_describe_is_refused_without_failing_writes(
 def test_unsupported_storage_and_format_version_are_refused(catalog) -> None:
     with pytest.raises(InvalidArgumentError, match="files only"):
         catalog.create_table("db.t", SCHEMA, options={"metadata.iceberg.storage": "hive-catalog"})
-    with pytest.raises(InvalidArgumentError, match="format version 2"):
-        catalog.create_table("db.t", SCHEMA, options={**ICEBERG, "metadata.iceberg.format-version": "3"})
+    with pytest.raises(InvalidArgumentError, match="format versions 2 and 3"):
+        catalog.create_table("db.t", SCHEMA, options={**ICEBERG, "metadata.iceberg.format-version": "4"})
+
+
+def test_format_version_3_publishes_puffin_deletion_vectors(catalog) -> None:
+    """A v3 delete entry names a Puffin file holding a deletion-vector-v1 blob at its range, for the
+    data file it references (pyiceberg reads them in tests/compat/iceberg)."""
+    import struct
+
+    t = catalog.create_table(
+        "db.t", SCHEMA, primary_keys=["a", "p"],
+        options={**ICEBERG, "metadata.iceberg.format-version": "3", "deletion-vectors.enabled": "true",
+                 "bucket": "1"},
+    )
+    t.write_arrow(_rows(1, 2, 3))
+    t.refresh().compact(full=True)
+    t.write_arrow(_rows(2))  # its compaction after the commit marks the old row 2 in a DV
+    t = t.refresh()
+    meta = _metadata(t)
+    assert meta["format-version"] == 3
+    current = next(s for s in meta["snapshots"] if s["snapshot-id"] == meta["current-snapshot-id"])
+    listed = _manifest_list(current)
+    deletes = [m for m in listed if m["content"] == 1]
+    assert deletes and current["summary"]["total-delete-files"] == "1"
+    entry = read_container(Path(deletes[0]["manifest_path"]).read_bytes(), "manifest")[0][0]
+    df = entry["data_file"]
+    assert (df["content"], df["file_format"], df["record_count"]) == (1, "PUFFIN", 1)
+    data = Path(df["file_path"]).read_bytes()
+    assert data[:4] == data[-4:] == b"PFA1"
+    blob = data[df["content_offset"] : df["content_offset"] + df["content_size_in_bytes"]]
+    assert blob[4:8] == bytes([0xD1, 0xD3, 0x39, 0x64])  # the spec's deletion-vector magic
+    assert struct.unpack(">i", blob[:4])[0] == len(blob) - 8
+    assert df["referenced_data_file"] in _live_paths(current)
+    footer_size = struct.unpack("<i", data[-12:-8])[0]
+    footer = json.loads(data[-12 - footer_size : -12])
+    assert footer["blobs"][0]["properties"]["referenced-data-file"] == df["referenced_data_file"]
 
 
 def test_previous_versions_max(catalog) -> None:

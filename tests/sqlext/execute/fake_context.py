@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import pyarrow as pa
+
 from engine import FileSystemCatalog, Identifier, Table, open_catalog
 from engine.types import DataType, type_to_sql
 from sqlext.bind.rewrite import Binding, BoundQuery
@@ -36,6 +38,12 @@ class FakeContext:
     streams: dict[str, tuple[tuple[Column, ...], tuple[TableName, ...]]] = field(default_factory=dict)
     streaming: bool = False  # the session's runtime mode is streaming
     asked: list[str] = field(default_factory=list)  # the queries planners asked for
+    temp_views: dict[str, ViewDefinition] = field(default_factory=dict)  # the session's, by lower name
+    cached: set[str] = field(default_factory=set)  # the session's cached tables (lower names)
+    engine_views: list[str] = field(default_factory=list)  # the SQL engine's own temporary views
+    # sql -> the query's binding (what it reads) where a test says; else it reads nothing managed
+    bound: dict[str, BoundQuery] = field(default_factory=dict)
+    engine_informations: dict[str, str] = field(default_factory=dict)  # the engine's own view texts
 
     def is_managed(self, name: TableName) -> bool:
         return self.catalog.table_exists(
@@ -60,7 +68,7 @@ class FakeContext:
             return BoundFrame(None, BoundQuery(sql, bindings), columns, streaming=True)
         if sql not in self.queries:
             raise SqlAnalysisError(f"the fake context knows no query {sql!r}", sqlstate="42P01")
-        return BoundFrame(None, None, self.queries[sql])
+        return BoundFrame(None, self.bound.get(sql), self.queries[sql])
 
     def type_text(self, dtype: DataType) -> str:
         return type_to_sql(dtype).lower()
@@ -80,12 +88,48 @@ class FakeContext:
     def views(self, database: str) -> list[ViewDefinition]:
         return [v for v in self.view_definitions if v.database == database]
 
+    def temporary_views(self) -> list[ViewDefinition]:
+        return list(self.temp_views.values())
+
+    def temporary_view(self, name: str) -> ViewDefinition | None:
+        return self.temp_views.get(name.lower())
+
+    def is_cached(self, name: str) -> bool:
+        return name.lower() in self.cached
+
+    def engine_temp_views(self) -> list[str]:
+        return list(self.engine_views)
+
+    # Trees in the engine's shape (`` |-- name: type (nullable = …)``), flat: enough for planners.
+    def schema_tree(self, schema: pa.Schema) -> str | None:
+        columns = [Column(f.name, str(f.type), f.nullable) for f in schema]
+        return _tree(columns)
+
+    def query_tree(self, sql: str) -> str | None:
+        self.asked.append(sql)
+        return _tree(self.queries[sql]) if sql in self.queries else None
+
+    def engine_view_tree(self, name: str) -> str | None:
+        return _tree(self.queries[f"TABLE {name}"]) if f"TABLE {name}" in self.queries else None
+
+    def engine_view_information(self, pattern: str) -> dict[str, str]:
+        return dict(self.engine_informations)
+
     def view_of(self, name: TableName) -> ViewDefinition | None:
+        if name.database is None and name.table.lower() in self.temp_views:
+            return self.temp_views[name.table.lower()]
         database = name.database or self.current_database
         for v in self.view_definitions:
             if v.name == name.table and (v.database is None or v.database == database):
                 return v
         return None
+
+
+def _tree(columns: tuple[Column, ...] | list[Column]) -> str | None:
+    if not columns:
+        return None
+    return "root\n" + "".join(f" |-- {c.name}: {c.type_text} (nullable = {str(c.nullable).lower()})\n"
+                              for c in columns)
 
 
 def fake_context(tmp_path, **kw) -> FakeContext:

@@ -435,3 +435,48 @@ def test_an_instant_default_is_stored_as_utc_wall_time():
     assert stored_default("TIMESTAMP_NTZ '2024-06-01 10:00:00'", ntz, "Asia/Tokyo") == "'2024-06-01 10:00:00'"
     assert stored_default(" NULL ", ltz, None) is None
     assert stored_default("5", parse_sql_type("INT"), None) == "5"
+
+
+# -- rewrites: table jobs the runner carries out ------------------------------------------------------
+def test_compact_plans_the_table_and_its_typed_partition(ctx):
+    ctx.catalog.create_table("default.p", pa.schema([("v", pa.string()), ("dt", pa.int32())]),
+                             partition_keys=["dt"], options={"bucket": "-1"})
+    p = run(ctx, "ALTER TABLE p PARTITION (dt = '7') COMPACT")
+    assert isinstance(p, planning.Compact) and p.table.name == "default.p" and p.partitions == ({"dt": 7},)
+    p = run(ctx, "ALTER TABLE t COMPACT")
+    assert isinstance(p, planning.Compact) and p.partitions is None
+    with pytest.raises(SqlAnalysisError, match="table or view not found"):
+        run(ctx, "ALTER TABLE nope COMPACT")
+
+
+def test_add_primary_key_plans_the_rewrite_at_the_latest_snapshot(ctx):
+    table = ctx.catalog.get_table("default.t")
+    table.write_arrow(pa.table({"id": [1], "v": ["a"]}))
+    ctx.options.update({"table-storage.bucket": "4", "table-storage.file.format": "orc"})
+    p = run(ctx, "ALTER TABLE t ADD PRIMARY KEY (id) NOT ENFORCED")
+    assert isinstance(p, planning.AddPrimaryKey)
+    assert (p.columns, p.snapshot) == (("id",), 1)
+    # the table's own options but its bucket layout: the session's bucket default (no other default)
+    assert p.options["bucket"] == "4" and p.options["file.format"] == "parquet"
+    assert "bucket-key" not in p.options
+
+
+def test_add_primary_key_refuses_a_keyed_table(ctx):
+    ctx.catalog.create_table("default.k", pa.schema([("id", pa.int64())]), primary_keys=["id"],
+                             options={"bucket": "1"})
+    with pytest.raises(SqlAnalysisError, match="already has a primary key") as info:
+        run(ctx, "ALTER TABLE k ADD PRIMARY KEY (id)")
+    assert info.value.sqlstate == "42000"
+
+
+def test_rescale_checks_the_bucket_count_and_the_partition(ctx):
+    p = run(ctx, "ALTER TABLE t CLUSTERED INTO 3 BUCKETS")
+    assert isinstance(p, planning.Rescale) and (p.name.table, p.buckets) == ("t", 3)
+    assert p.message == "Table rewritten into 3 bucket(s)"
+    with pytest.raises(SqlAnalysisError, match="at least 1") as info:
+        run(ctx, "ALTER TABLE t CLUSTERED INTO 0 BUCKETS")
+    assert info.value.sqlstate == "22023"
+    ctx.catalog.create_table("default.p", pa.schema([("v", pa.string()), ("dt", pa.int32())]),
+                             partition_keys=["dt"], options={"bucket": "-1"})
+    with pytest.raises(UnsupportedStatementError, match="single partition"):
+        run(ctx, "ALTER TABLE p PARTITION (dt = 1) CLUSTERED INTO 2 BUCKETS")

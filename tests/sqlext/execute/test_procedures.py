@@ -281,7 +281,7 @@ class _FakeSession:
         return table
 
 
-def test_call_executor_locates_errors_and_returns_the_result_table():
+def test_call_planner_locates_errors_and_its_plan_returns_the_result_table():
     from sqlext.execute.call import call
     from sqlext.parse.splitter import Statement
 
@@ -297,9 +297,10 @@ def test_call_executor_locates_errors_and_returns_the_result_table():
     try:
         session = _FakeSession()
         stmt = Statement("CALL sys.fake_echo('21')", 3, 5, 40)
-        result = call(session, parse_statement(stmt.text), stmt)
-        assert result.dataframe.to_pylist() == [{"n": 42}]
-        assert result.dataframe.schema.field("n").type == pa.int64()  # cast to the declared output
+        plan = call(session, parse_statement(stmt.text), stmt)
+        result = plan.procedure.invoke(session, dict(plan.values))  # what the runner does
+        assert result.to_pylist() == [{"n": 42}]
+        assert result.schema.field("n").type == pa.int64()  # cast to the declared output
         with pytest.raises(ProcedureArgumentError) as info:
             call(session, parse_statement("CALL sys.fake_echo(n => 'x')"), stmt)
         assert (info.value.line, info.value.column) == (3, 5)

@@ -83,6 +83,6 @@ def test_a_task_that_finishes_after_the_abort_deletes_its_own_files(warehouse, p
     _in_another_worker(writer).abort([None])
     # ... then the task finishes writing: it finds the abort marker and removes its files.
     with pytest.raises(JobAbortedError):
-        write_task(writer.builder, _batches([5, 6]), writer.job_token, abortable=True)
+        write_task(writer.job.tasks(), _batches([5, 6]))
     assert _data_files(pk_table.path) == before
     assert pk_table.refresh().latest_snapshot() is None
