@@ -68,7 +68,7 @@ from engine.errors import (
     NoSuchSnapshotError,
     StorageError,
 )
-from engine.features import ROW_ID_FEATURES, check_appendable, check_writable, tracks_row_ids
+from engine.features import ROW_ID_FEATURES, check_appendable, check_rewritable, tracks_row_ids
 from engine.iceberg import run_after_commit as iceberg_metadata
 from engine.meta.binary_row import deserialize_row
 from engine.meta.index_files import (
@@ -595,9 +595,10 @@ class FileStoreCommit:
         if appends_rows:
             check_appendable(store.schema, store.paths.root, "commit to")
         else:
-            check_writable(store.schema, store.paths.root, "commit to",
-                           keeps=ROW_ID_FEATURES if keeps_ranges else ())
-        row_ids = appends_rows and tracks_row_ids(store.schema)
+            check_rewritable(store.schema, store.paths.root, "commit to",
+                             keeps=ROW_ID_FEATURES if keeps_ranges else ())
+        # Row tracking: every commit stamps its files (new ids, sequence numbers), as Paimon's does.
+        row_ids = tracks_row_ids(store.schema)
         ms = store.manifests
         deadline = None if self.timeout_ms is None else time.monotonic() + self.timeout_ms / 1000
         latest = store.snapshots.latest()

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from engine.commit_messages import CommitMessage, CommitResult
 from engine.errors import CommitConflictError, UnsupportedTableError
-from engine.features import POSTPONE_BUCKET, ROW_ID_FEATURES, check_writable
+from engine.features import POSTPONE_BUCKET, ROW_ID_FEATURES, check_rewritable
 from engine.meta.file_formats import format_of
 from engine.meta.row_ranges import is_data_evolution
 from engine.scan.planner import DataSplit
@@ -104,9 +104,9 @@ def plan(
     with ``order``, every bucket holding files (a sorted compaction rewrites them all)."""
     evolution = not table.store.has_primary_key and is_data_evolution(table.store.schema.options)
     if evolution and order is None:  # its own compaction keeps the row ids (checked at commit)
-        check_writable(table.store.schema, table.store.paths.root, "compact", keeps=ROW_ID_FEATURES)
+        check_rewritable(table.store.schema, table.store.paths.root, "compact", keeps=ROW_ID_FEATURES)
     else:
-        check_writable(table.store.schema, table.store.paths.root, "compact")
+        check_rewritable(table.store.schema, table.store.paths.root, "compact")
     check_no_pending_postpone_files(table.store)
     if order is not None:
         check_sortable(table, order)

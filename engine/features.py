@@ -19,13 +19,16 @@ Three checks, each cheap (metadata only, no data file is opened):
   the write builder, every commit (data writes, compaction, maintenance commits) and the
   maintenance operations that delete files. :func:`check_appendable` is its form for a plain
   append (new rows, no overwrite): row tracking passes there, because the commit gives the new
-  files their row ids (``engine.commit_rebase.assign_row_ids``).
+  files their row ids (``engine.commit_rebase.assign_row_ids``); :func:`check_rewritable` is its
+  form for compaction, overwrites and row-level changes, which keep row ids too
+  (``engine.row_tracking``).
 
 What dyntable reads as Paimon does (and so is *not* refused at read): data-evolution tables in
 batch (rows assembled from the files of each row-id range, ``engine.read.data_evolution``; their
 appends take row ids as row tracking's do, and their compaction merges a range's files into one,
 ``engine.write.data_evolution_compaction``), row-tracking tables
-(their files hold whole rows; the ``_ROW_ID`` column is not offered), postpone-bucket tables
+(their files hold whole rows, rewritten ones with their rows' ``_ROW_ID`` and
+``_SEQUENCE_NUMBER``, listed in ``_WRITE_COLS``), postpone-bucket tables
 (their pending ``bucket-postpone`` files are skipped, as Paimon's batch readers skip them until
 a postpone compaction; writes go to real buckets, ``engine.write.kv_writer``, and a compaction
 with pending files is refused, ``engine.compaction``), dense statistics (``_VALUE_STATS_COLS``),
@@ -74,6 +77,8 @@ class Feature:
     why: str  # what would go wrong (a write, or a read when ``reads`` is False)
     #: plain appends (new rows only, no primary key) keep it: the commit assigns what it needs
     appends: bool = False
+    #: compaction, overwrites and row-level changes (DELETE/UPDATE/MERGE) keep it too
+    rewrites: bool = False
 
 
 #: Options turning on a feature dyntable does not fully honour. (Those refused at CREATE are in
@@ -85,9 +90,9 @@ FEATURES: tuple[Feature, ...] = (
     Feature("chain-table.enabled", _true, "chain tables", "1.4", False,
             "its snapshots chain to other tables dyntable does not read"),
     Feature("row-tracking.enabled", _true, "row tracking", "1.3", True,
-            "dyntable assigns row ids (_FIRST_ROW_ID, nextRowId) to appended rows only; its "
-            "compactions, overwrites and row-level changes would not keep the ids of the rows they "
-            "rewrite", appends=True),
+            "dyntable keeps row ids through appends, overwrites, compaction and row-level changes, "
+            "but merge_branch and remove_missing_files would not keep the ids of the rows they "
+            "carry over", appends=True, rewrites=True),
     Feature("global-index.enabled", _true, "global indexes", "1.4", True,
             "dyntable's writes would not update the table's global indexes, so index lookups would "
             "miss the new rows"),
@@ -179,6 +184,25 @@ def check_appendable(schema: TableSchema, table: str, action: str = "write to") 
             raise _refusal(feature, schema.options, table, action)
 
 
+def check_rewritable(
+    schema: TableSchema, table: str, action: str = "write to", *, keeps: Collection[str] = ()
+) -> None:
+    """Refuse to rewrite rows (compaction, overwrite, DELETE/UPDATE/MERGE, their commits) of a
+    table with a feature such a rewrite would not keep: as :func:`check_writable`, except that row
+    tracking is kept on tables without a primary key — rewritten rows carry their ``_ROW_ID`` and
+    ``_SEQUENCE_NUMBER`` into the new files (``engine.row_tracking``), new rows take new ids at
+    commit, as in Paimon. ``keeps``: as :func:`check_writable`'s.
+
+    Raises:
+        UnsupportedTableError: naming the feature and the Paimon version that introduced it.
+    """
+    for feature in _active(schema.options):
+        if feature.key in keeps:
+            continue
+        if not feature.rewrites or schema.primary_keys:
+            raise _refusal(feature, schema.options, table, action)
+
+
 def tracks_row_ids(schema: TableSchema) -> bool:
     """Whether the table has ``row-tracking.enabled`` (its appended files get first row ids)."""
     return _true(str(schema.options.get("row-tracking.enabled", "false")))
@@ -193,7 +217,7 @@ def check_file_readable(file: DataFileMeta, table: str, *, partial_columns: bool
     Raises:
         UnsupportedTableError: naming the file and the feature.
     """
-    if file.write_cols is not None and not partial_columns:
+    if file.write_cols is not None and not partial_columns and "_ROW_ID" not in file.write_cols:
         raise UnsupportedTableError(
             f"cannot read table {table}: data file {file.file_name} holds only the columns "
             f"{list(file.write_cols)} of its rows (_WRITE_COLS: data evolution, Paimon 1.3), which "
@@ -222,6 +246,7 @@ __all__ = [
     "check_file_readable",
     "check_incremental_readable",
     "check_readable",
+    "check_rewritable",
     "check_writable",
     "skipped_by_readers",
 ]

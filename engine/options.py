@@ -175,9 +175,9 @@ CHANGE_TRACKING = _declare("change-tracking", bool, True,
     "Whether writes produce changes for streaming readers (the managed-table design's option); per "
     "statement as a hint: INSERT INTO t /*+ OPTIONS('change-tracking'='false') */ ...")
 ROW_TRACKING_ENABLED = _declare("row-tracking.enabled", bool, False,
-    "Paimon row tracking (_ROW_ID, Paimon 1.3), append tables with 'bucket' = '-1' only: each appended "
-    "file takes its first row id at commit and the snapshot its nextRowId. dyntable appends to such a "
-    "table; compaction, overwrites and row-level changes of it are refused (they would not keep the ids).",
+    "Paimon row tracking (_ROW_ID, Paimon 1.3), append tables with 'bucket' = '-1' only: each new "
+    "file takes its first row id at commit and the snapshot its nextRowId; compaction, DELETE, UPDATE "
+    "and MERGE keep the ids of the rows they rewrite. _ROW_ID and _SEQUENCE_NUMBER are readable by name.",
     immutable=True)
 DATA_EVOLUTION_ENABLED = _declare("data-evolution.enabled", bool, False,
     "Paimon data evolution (Paimon 1.3; needs 'row-tracking.enabled'): a row-id range's columns may be "

@@ -301,10 +301,10 @@ class Table:
                 not keep (engine.features), refused here, in the driver, before any task runs.
         """
         from engine.builders.write import WriteBuilder
-        from engine.features import check_appendable, check_writable
+        from engine.features import check_appendable, check_rewritable
 
-        # An append may keep row tracking (the commit assigns row ids); an overwrite may not.
-        (check_writable if overwrite is not None else check_appendable)(self.store.schema, self.path)
+        # Row tracking is kept by appends and overwrites (the commit assigns the new rows' ids).
+        (check_rewritable if overwrite is not None else check_appendable)(self.store.schema, self.path)
         return WriteBuilder(self, overwrite, commit_user)
 
     def new_writer(self):

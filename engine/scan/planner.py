@@ -40,6 +40,7 @@ from engine.meta.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta, 
 from engine.meta.manifest_arrow import ENTRY_SCHEMA, entries_from_table, live_entry_rows
 from engine.meta.row_ranges import group_by_row_id, is_data_evolution
 from engine.meta.snapshot import Snapshot
+from engine.row_tracking import metadata_names
 from engine.scan.file_index_filter import FileIndexFilter
 from engine.scan.file_stats import decode_stats, key_stats_by_name, value_stats_by_name
 from engine.scan.predicate import ColumnStats, Predicate, equality_values, split_by_columns
@@ -136,7 +137,8 @@ class TableScan:
 
     def with_projection(self, columns: Sequence[str] | None) -> TableScan:
         if columns is not None:
-            names = set(self.store.schema.field_names)
+            # Paimon's metadata columns (_ROW_ID, __paimon_file_path, ...) may be named too.
+            names = {*self.store.schema.field_names, *metadata_names(self.store.schema)}
             unknown = [c for c in columns if c not in names]
             if unknown:
                 raise NoSuchColumnError(

@@ -24,6 +24,7 @@ from engine.meta.file_formats import OrcWriter
 from engine.meta.manifest import DataFileMeta, FileSource, SimpleStats
 from engine.meta.paths import FileNamer
 from engine.options import CoreOptions
+from engine.row_tracking import ROW_ID, tracked_file, tracking_arrow_fields, tracking_stats_fields
 from engine.store import FileStore
 from engine.types import DataField, to_arrow_field
 from engine.write.stats import compute_stats
@@ -206,8 +207,13 @@ class DataFileWriter:
 
     # -- append layout --------------------------------------------------------------------------
     def write_append(self, table: pa.Table, first_sequence: int) -> list[DataFileMeta]:
-        """Write rows of an append table (columns = the table's, already cast to its Arrow schema)."""
-        schema = pa.schema([to_arrow_field(f) for f in self.fields])
+        """Write rows of an append table (columns = the table's, already cast to its Arrow schema;
+        rows of a row-tracking table that keep their ids also carry ``_ROW_ID`` and
+        ``_SEQUENCE_NUMBER``, written into the file as Paimon does: ``engine.row_tracking``)."""
+        tracked = ROW_ID in table.column_names
+        stats_fields = [*self.fields, *tracking_stats_fields()] if tracked else self.fields
+        schema = pa.schema([to_arrow_field(f) for f in self.fields]
+                           + (tracking_arrow_fields() if tracked else []))
         metas = []
         seq = first_sequence
         for chunk, name, size, external in self._roll(table, schema):
@@ -221,7 +227,7 @@ class DataFileWriter:
                     min_key=EMPTY_ROW,
                     max_key=EMPTY_ROW,
                     key_stats=SimpleStats.EMPTY,
-                    value_stats=compute_stats(chunk, self.fields, self.stats_mode),
+                    value_stats=compute_stats(chunk, stats_fields, self.stats_mode),
                     min_sequence_number=seq,
                     max_sequence_number=seq + n - 1,
                     schema_id=self.store.schema.id,
@@ -237,6 +243,8 @@ class DataFileWriter:
                     write_cols=None,
                 )
             )
+            if tracked:
+                metas[-1] = tracked_file(metas[-1], [f.name for f in self.fields], chunk)
             seq += n
         return metas
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from engine import row_tracking
 from engine.fileindex import file_index_config
 from engine.files.reader import arrow_path
 from engine.meta.binary_row import EMPTY_ROW
@@ -32,7 +33,9 @@ from engine.write.stats import StatsAccumulator
 class RollingAppendFile:
     """The growing data file(s) of one bucket of an append table."""
 
-    def __init__(self, store: FileStore, partition_dir: str, bucket: int, namer: FileNamer) -> None:
+    def __init__(
+        self, store: FileStore, partition_dir: str, bucket: int, namer: FileNamer, *, tracked: bool = False
+    ) -> None:
         self.store = store
         self.partition_dir = partition_dir
         self.bucket = bucket
@@ -42,7 +45,13 @@ class RollingAppendFile:
         self.stats_mode = opts.metadata_stats_mode
         self.target_size = opts.target_file_size(False)
         self.fields = list(store.schema.fields)
-        self.schema = pa.schema([to_arrow_field(f) for f in self.fields])
+        # ``tracked``: rows of a row-tracking table that keep their _ROW_ID / _SEQUENCE_NUMBER,
+        # written into the file after the table's columns (engine.row_tracking).
+        self.tracked = tracked
+        self.stats_fields = [*self.fields, *row_tracking.tracking_stats_fields()] if tracked else self.fields
+        self.schema = pa.schema([to_arrow_field(f) for f in self.fields]
+                                + (row_tracking.tracking_arrow_fields() if tracked else []))
+        self._tracking: list[pa.Table] = []
         self.finished: list[tuple[DataFileMeta, int]] = []  # (meta without sequence numbers, rows)
         self.written_paths: list[str] = []  # every file started, for abort
         self.locator = FileLocator(store, partition_dir, bucket)
@@ -69,6 +78,8 @@ class RollingAppendFile:
             self._stats.add(piece)  # type: ignore[union-attr]
             if self._indexed:
                 self._pieces.append(piece.select(self._indexed))
+            if self.tracked:
+                self._tracking.append(piece.select(list(row_tracking.TRACKING_COLUMNS)))
             self._rows += piece.num_rows
             offset += piece.num_rows
             if self._sink is not None and self._sink.tell() >= self.target_size:
@@ -81,7 +92,7 @@ class RollingAppendFile:
         self._sink = self.store.io.arrow_fs().open_output_stream(arrow_path(path))
         self._writer = format_writer(self._sink, self.schema, self.store.options)
         self._rows = 0
-        self._stats = StatsAccumulator(self.fields, self.stats_mode)
+        self._stats = StatsAccumulator(self.stats_fields, self.stats_mode)
 
     def _close(self) -> None:
         assert self._writer is not None and self._sink is not None and self._stats is not None
@@ -106,6 +117,10 @@ class RollingAppendFile:
             file_source=FileSource.APPEND, value_stats_cols=None, external_path=self._external,
             first_row_id=None, write_cols=None,
         )
+        if self.tracked:
+            names = [f.name for f in self.fields]
+            meta = row_tracking.tracked_file(meta, names, pa.concat_tables(self._tracking))
+            self._tracking = []
         self.finished.append((meta, self._rows))
         self._writer = self._sink = self._stats = None
 
@@ -126,4 +141,5 @@ class RollingAppendFile:
                 pass
         self._writer = self._sink = self._stats = None
         self._pieces = []
+        self._tracking = []
         return self.written_paths

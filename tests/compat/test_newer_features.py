@@ -33,8 +33,9 @@ ROWS = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.s
 DOUBLES = pa.schema([pa.field("k", pa.float64(), nullable=False), pa.field("v", pa.string())])
 
 # feature -> (dyntable reads it: "rows" or "refused", dyntable writes it: "ok", "appends" (appends
-# only; compaction and maintenance commits refused), "compacts" (appends and compaction; maintenance
-# commits refused) or "refused")
+# and compaction keep the row ids; remove_missing_files refused), "compacts" (data evolution: appends and
+# compaction; remove_missing_files refused), "postpone" (writes into real buckets, compaction of
+# pending files refused) or "refused")
 EXPECTED = {
     "row_tracking": ("rows", "appends"),
     "data_evolution": ("rows", "compacts"),
@@ -129,6 +130,10 @@ def test_dyntable_reads_or_refuses_and_never_damages(pypaimon: PyPaimon, tmp_pat
         assert _rows(pypaimon.read(warehouse, name)) == ours and len(ours) == len(theirs) + 2
         ids = pypaimon.read(warehouse, name, projection=["id", "_ROW_ID"]).column("_ROW_ID").to_pylist()
         assert sorted(ids) == list(range(len(ours)))
+        # a compaction keeps every row's id (written into its file): pypaimon reads the same ids
+        by_id = _rows(pypaimon.read(warehouse, name, projection=["_ROW_ID", "id"]))
+        table.refresh().compact(full=True)
+        assert _rows(pypaimon.read(warehouse, name, projection=["_ROW_ID", "id"])) == by_id
         before = [s["id"] for s in pypaimon.snapshots(warehouse, name)]
         theirs = ours
     if writes == "postpone":  # new rows go to real buckets; pending Avro files keep compaction refused
@@ -146,10 +151,8 @@ def test_dyntable_reads_or_refuses_and_never_damages(pypaimon: PyPaimon, tmp_pat
         before = [s["id"] for s in pypaimon.snapshots(warehouse, name)]
     if writes in ("refused", "appends", "compacts"):
         attempts = [lambda: table.maintenance.remove_missing_files()]
-        if writes != "compacts":
-            attempts.insert(0, lambda: table.compact(full=True))
         if writes == "refused":
-            attempts.insert(0, lambda: table.write_arrow(_more_rows(feature)))
+            attempts[:0] = [lambda: table.write_arrow(_more_rows(feature)), lambda: table.compact(full=True)]
         for attempt in attempts:
             with pytest.raises(UnsupportedTableError) as e:
                 attempt()

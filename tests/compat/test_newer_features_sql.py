@@ -42,13 +42,17 @@ def test_sql_reads_or_refuses_newer_features(pypaimon: PyPaimon, spark, tmp_path
         assert session.sql("SELECT count(*) FROM db.`data_evolution$files`").collect()[0][0] == 1
         rows = session.sql("SELECT id, v FROM db.row_tracking").toArrow()
         assert _rows(rows) == _rows(pypaimon.read(warehouse, "db.row_tracking"))
-        # an INSERT appends with new row ids; an overwrite would not keep the ids and is refused
+        # an INSERT appends with new row ids, which dyntable reads as pypaimon does
         list(session.execute("INSERT INTO db.row_tracking VALUES (9, 'z')"))
         got = pypaimon.read(warehouse, "db.row_tracking", projection=["id", "_ROW_ID"])
         assert sorted(got.column("_ROW_ID").to_pylist()) == list(range(got.num_rows))
         assert 9 in got.column("id").to_pylist()
-        before = pypaimon.snapshots(warehouse, "db.row_tracking")
-        _fails(session, "INSERT OVERWRITE db.row_tracking VALUES (9, 'z')", "row-tracking.enabled")
-        assert pypaimon.snapshots(warehouse, "db.row_tracking") == before
+        ours = session.sql("SELECT _ROW_ID, id FROM db.row_tracking").toArrow()
+        assert _rows(ours) == _rows(got.select(["_ROW_ID", "id"]))
+        # an overwrite's rows are new rows: new ids after nextRowId, as in Paimon
+        n = got.num_rows
+        list(session.execute("INSERT OVERWRITE db.row_tracking VALUES (9, 'z')"))
+        got = pypaimon.read(warehouse, "db.row_tracking", projection=["id", "_ROW_ID"])
+        assert got.column("_ROW_ID").to_pylist() == [n] and got.column("id").to_pylist() == [9]
     finally:
         session.stop_jobs()

@@ -360,9 +360,6 @@ def test_work_v1_with_v2(session, fmt):
     assert sorted(sql(session, "SELECT * FROM T")) == [(2,), (4,)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Paimon's metadata columns __paimon_file_path and __paimon_row_index (used by the suite's "
-    "getFilePathAndRowIndex) are not offered: UNRESOLVED_COLUMN"))
 def test_metadata_columns_file_path_and_row_index(session):
     # Paimon's getFilePathAndRowIndex: the metadata columns a user selects to see where a row lives.
     sql(session, "CREATE TABLE T (id INT, name STRING) TBLPROPERTIES ('deletion-vectors.enabled' = 'true')")
