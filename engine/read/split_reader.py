@@ -47,9 +47,13 @@ from engine.read.deletion_vectors import DeletionVectorLoader, apply_deletion_ve
 from engine.read.section_merge import merge_section
 from engine.row_tracking import (
     FILE_COLUMNS,
+    ROW_ID,
+    SEQUENCE_NUMBER,
     TRACKING_COLUMNS,
     file_metadata,
     has_physical_row_tracking,
+    row_id_column,
+    sequence_number_column,
     split_columns,
     split_metadata,
 )
@@ -211,11 +215,35 @@ class SplitReader:
                 if self._probes():
                     yield self._finish(self._probe_then_read(path, split, f, kinds=False))
                 else:
-                    yield self._finish(self._apply_dv(read_data_file(self.store, path, f, self.read_fields),
-                                                      split, f))
+                    table = read_data_file(self.store, path, f, self.read_fields, self._physical(f))
+                    yield self._finish(self._apply_dv(self._with_metadata(table, split, f, path), split, f))
                 continue
             rows = read_group(self.store, part_dir, split.bucket, group, self.read_fields)
-            yield self._finish(self._apply_dv(rows, split, anchor_file(group)))
+            anchor = anchor_file(group)
+            rows = self._with_group_metadata(rows, split, group, anchor)
+            yield self._finish(self._apply_dv(rows, split, anchor))
+
+    def _with_group_metadata(
+        self, rows: pa.Table, split: DataSplit, group: Sequence[DataFileMeta], anchor: DataFileMeta
+    ) -> pa.Table:
+        """A data-evolution group's rows (its whole row-id range, in order) with the metadata
+        columns asked for: ``_ROW_ID`` from the range's first id, ``_SEQUENCE_NUMBER`` the newest
+        file's, as Paimon's data-evolution reader gives them. A row comes from several files, so
+        its file path and row index are refused as for merged rows."""
+        if any(m.name in FILE_COLUMNS for m in self.meta_fields):
+            raise UnsupportedTableError(
+                f"{FILE_COLUMNS[0]} and {FILE_COLUMNS[1]} are not offered for rows a data-evolution table "
+                "assembles from several files (a row-id range rewritten column by column)")
+        newest = max(group, key=lambda f: f.max_sequence_number)
+        for m in self.meta_fields:
+            if m.name == ROW_ID:
+                column = row_id_column(anchor, rows.num_rows)
+            elif m.name == SEQUENCE_NUMBER:
+                column = sequence_number_column(newest, rows.num_rows)
+            else:
+                column = split_metadata(m, rows.num_rows, split.partition_values, split.bucket)
+            rows = rows.append_column(m.name, column)
+        return rows
 
     def _narrows(self) -> bool:
         """Whether merges may take only the keys with a passing version (module docstring)."""

@@ -105,7 +105,6 @@ def test_merge_into_updates_one_column_and_inserts(session):
         (1, 11, 11, 2, 2), (2, 22, 2, 0, 2), (3, 3, 3, 1, 2)]
 
 
-@MERGE_GAP
 def test_merge_into_not_matched_insert_only(session):
     """'Data Evolution: insert into table with data-evolution'."""
     sql(session, "CREATE TABLE s (id INT, b INT)")
