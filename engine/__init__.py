@@ -83,6 +83,7 @@ from engine.system_tables import (
 )
 from engine.table import Table
 from engine.write.conform import coerce_spec, coerce_value
+from engine.write.kv_import import KvFileImport, StagedFile
 
 __all__ = [
     # tables and catalogs
@@ -103,10 +104,12 @@ __all__ = [
     "CompactionRunner",
     "CompactionTask",
     "JobAbortedError",
+    "KvFileImport",
     "OverwriteSpec",
     "PostCommit",
     "ReadBuilder",
     "ReadLimits",
+    "StagedFile",
     "StreamPosition",
     "TableRead",
     "TableWrite",
