@@ -83,7 +83,7 @@ from engine.system_tables import (
 )
 from engine.table import Table
 from engine.write.conform import coerce_spec, coerce_value
-from engine.write.kv_import import KvFileImport, StagedFile
+from engine.write.kv_import import KvFileImport, SequenceStarts, StagedFile
 
 __all__ = [
     # tables and catalogs
@@ -109,6 +109,7 @@ __all__ = [
     "PostCommit",
     "ReadBuilder",
     "ReadLimits",
+    "SequenceStarts",
     "StagedFile",
     "StreamPosition",
     "TableRead",

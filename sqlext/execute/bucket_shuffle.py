@@ -58,8 +58,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = [
-    "BUCKET_COLUMN", "binary_row", "shuffle_by_bucket", "shuffle_partitions", "should_shuffle", "shuffles",
-    "with_bucket",
+    "BUCKET_COLUMN", "binary_row", "shuffle_by_bucket", "shuffle_partitions", "should_shuffle",
+    "wants_shuffle", "with_bucket",
 ]
 
 BUCKET_COLUMN = "__dyntable_bucket"
@@ -416,10 +416,10 @@ def should_shuffle(frame: DataFrame, mode: str = "auto") -> bool:
     return size is not None and size >= MIN_ESTIMATED_BYTES
 
 
-def shuffles(frame: DataFrame, table: Table, session_options: dict[str, str] | None = None) -> bool:
-    """Whether a write of ``frame`` into ``table`` is grouped by bucket (:func:`for_write`)."""
-    return table_bucket(frame, table) is not None and should_shuffle(
-        frame, _mode(frame.sparkSession, session_options))
+def wants_shuffle(frame: DataFrame, session_options: dict[str, str] | None = None) -> bool:
+    """Whether a write of ``frame`` is grouped by bucket (:func:`for_write`) when the table has a
+    bucket expression (the session's setting, else its size)."""
+    return should_shuffle(frame, _mode(frame.sparkSession, session_options))
 
 
 def for_write(frame: DataFrame, table: Table, session_options: dict[str, str] | None = None) -> DataFrame:

@@ -24,12 +24,17 @@ the input order (the id's gaps are kept: numbers need to order rows, not to be d
 commit re-bases them if another write commits first.
 
 When: a fixed-bucket primary-key table the import accepts (``KvFileImport.unsupported``), on the
-local file system, whose write is shuffled by bucket anyway (``bucket_shuffle.shuffles``: inputs
-of 8 MB or more, or ``write.bucket-shuffle`` = true), whose rows already have the table's column
-names and Spark types (SQL writes shape them; a DataFrame's columns may also widen losslessly),
-and unless ``write.native-write.enabled`` = false (a write option, table option, session setting
-or ``spark.dyntable.write.native-write.enabled``, first found wins). Anything else takes the
-Python writer (``sqlext.source.write_job``), unchanged.
+local file system, whose write is shuffled by bucket anyway (``bucket_shuffle.wants_shuffle``:
+inputs of 8 MB or more, or ``write.bucket-shuffle`` = true), whose rows already have the table's
+column names and Spark types (SQL writes shape them; a DataFrame's columns may also widen
+losslessly), and when ``write.native-write.enabled`` = true (a write option, table option,
+session setting or ``spark.dyntable.write.native-write.enabled``, first found wins). Anything
+else takes the Python writer (``sqlext.source.write_job``), unchanged.
+
+Off by default: measured on 2 shared cores (``docs/benchmarks.md``, W2n), the Python writer is
+faster. Spark's part alone (exchange, sort, the window that keeps one row per key, parquet-mr
+with zstd) takes longer than the exchange, the Arrow crossing and the engine's writer (pyarrow's
+sort and C++ Parquet writer) together.
 
 A failed Spark job or import publishes nothing: the staging directory goes, and the job's abort
 (``WriteBuilder.abort_job``) deletes any file already moved into a bucket.
@@ -52,6 +57,7 @@ from engine import (
     InvalidArgumentError,
     KvFileImport,
     MergeConfig,
+    SequenceStarts,
     StagedFile,
     Table,
     WriteBuilder,
@@ -77,6 +83,8 @@ _RANK = "__dyntable_rank"
 _START = "__dyntable_start"
 _ERROR_MARK = "[dyntable-native-write] "
 _KINDS = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
+#: The engine's writer bounds dictionary pages at this size too (engine.write.file_writer).
+_DICTIONARY_PAGE_BYTES = 128 * 1024
 _CODECS = {"zstd": "zstd", "snappy": "snappy", "gzip": "gzip", "lz4": "lz4_raw", "none": "none",
            "uncompressed": "none"}
 _WIDENINGS = {
@@ -99,12 +107,12 @@ def _conf(spark: Any, key: str) -> str | None:
 def enabled(spark: Any, table: Table, options: Mapping[str, str] | None = None,
             session_options: Mapping[str, str] | None = None) -> bool:
     """Whether the native write is on: write option, table option, session setting, Spark
-    setting, default true."""
+    setting, default false (see the module docstring)."""
     for value in ((options or {}).get(ENABLED), table.options.get(ENABLED),
                   (session_options or {}).get(ENABLED), _conf(spark, ENABLED), _conf(spark, SPARK_CONF)):
         if value is not None:
-            return str(value).strip().lower() != "false"
-    return True
+            return str(value).strip().lower() == "true"
+    return False
 
 
 def _local(path: str) -> bool:
@@ -149,8 +157,8 @@ def _typed_columns(frame: DataFrame, table: Table) -> list[Column] | None:
     return out
 
 
-def _kind(frame: DataFrame) -> Column:
-    if ROWKIND not in frame.columns:
+def _kind(columns: list[str]) -> Column:
+    if ROWKIND not in columns:
         return F.lit(0).cast("byte")
     kind = F.col(ROWKIND)
     expr = None
@@ -161,18 +169,20 @@ def _kind(frame: DataFrame) -> Column:
 
 
 def files_frame(
-    frame: DataFrame, table: Table, imp: KvFileImport, session: Any
+    frame: DataFrame, table: Table, imp: KvFileImport, starts: SequenceStarts, session: Any
 ) -> tuple[DataFrame, bool] | None:
     """The DataFrame Spark writes (one row per key and bucket, sorted by key within its file) and
-    whether it is written partitioned by :data:`DIR`; None when a column or type is not covered."""
+    whether it is written partitioned by :data:`DIR`; None when a column or type is not covered.
+    ``starts``: the sequence numbers each bucket continues."""
     schema = table.schema
     config = MergeConfig.from_options(schema.options, schema.primary_keys)
     if ROWKIND in frame.columns and config.engine == "first-row":
         return None  # retractions are an error or dropped there: the engine's writer says which
+    names = frame.columns
     columns = _typed_columns(frame, table)
-    if columns is None or any(c not in [f.name for f in schema.fields] + [ROWKIND] for c in frame.columns):
+    if columns is None or any(c not in [f.name for f in schema.fields] + [ROWKIND] for c in names):
         return None
-    rows = frame.select(*columns, _kind(frame).alias(_KIND))
+    rows = frame.select(*columns, _kind(names).alias(_KIND))
     if config.ignore_delete:
         rows = rows.where(~F.col(_KIND).isin(1, 3))
     rows = rows.withColumn(_MONO, F.monotonically_increasing_id())
@@ -181,7 +191,6 @@ def files_frame(
         return None
     bucket = F.col(bucket_shuffle.BUCKET_COLUMN)
     buckets = table.core_options.bucket
-    starts = imp.sequence_starts()
     parts = list(schema.partition_keys)
     one_per_task = not parts and buckets <= bucket_shuffle.shuffle_partitions(session)
     if parts:
@@ -217,9 +226,9 @@ def files_frame(
         shuffled = bucketed.repartition(F.col(DIR))
         window = Window.partitionBy(F.col(DIR), *keys).orderBy(newest_first)
     kept = shuffled.withColumn(_RANK, F.row_number().over(window)).where(F.col(_RANK) == 1)
-    physical = spark_schema(imp.physical_schema())
+    arrow = imp.physical_schema()
     out = []
-    for field in physical.fields:
+    for field in spark_schema(arrow).fields:
         name = field.name
         if name.startswith("_KEY_"):
             source = F.col(quoted(name[len("_KEY_"):]))
@@ -229,7 +238,7 @@ def files_frame(
             source = F.col(_KIND)
         else:
             source = F.col(quoted(name))
-        field_id = int((imp.physical_schema().field(name).metadata or {})[b"PARQUET:field_id"])
+        field_id = int((arrow.field(name).metadata or {})[b"PARQUET:field_id"])
         out.append(source.cast(field.dataType).alias(name, metadata={"parquet.field.id": field_id}))
     partitioned = not one_per_task
     if partitioned:
@@ -260,7 +269,10 @@ def _staged_files(imp: KvFileImport, partitioned: bool) -> list[StagedFile]:
 
 def _writer(out: DataFrame, table: Table, partitioned: bool) -> Any:
     opts = table.core_options
-    writer = out.write.option("compression", _CODECS[opts.file_compression])
+    # Bounded dictionaries, as the engine's writer: a high-cardinality column (keys, hashes) would
+    # otherwise build a 1 MB dictionary it then throws away.
+    writer = out.write.option("compression", _CODECS[opts.file_compression]).option(
+        "parquet.dictionary.page.size", str(_DICTIONARY_PAGE_BYTES))
     if opts.file_compression_level is not None:
         writer = writer.option("parquet.compression.codec.zstd.level", str(opts.file_compression_level))
     # TIMESTAMP_LTZ as INT64 microseconds (UTC-adjusted), as Paimon stores it; Spark's default is INT96.
@@ -283,15 +295,15 @@ def write(
     if (not enabled(spark, table, options, session_options) or not _local(table.path)
             or table.core_options.file_compression not in _CODECS
             or builder.kv_import_unsupported() is not None
-            or not bucket_shuffle.shuffles(frame, table, dict(session_options or {}))):
+            or not bucket_shuffle.wants_shuffle(frame, dict(session_options or {}))):
         return None
     job = str(uuid.uuid4())
     imp = builder.new_kv_import(job)
-    planned = files_frame(frame, table, imp, spark)
+    starts = imp.sequence_starts()
+    planned = files_frame(frame, table, imp, starts, spark)
     if planned is None:
         return None
     out, partitioned = planned
-    starts_from = imp.sequence_starts().snapshot_id
     try:
         try:
             _writer(out, table, partitioned).parquet(_uri(imp.staging_dir))
@@ -300,7 +312,7 @@ def write(
                 message = str(e).split(_ERROR_MARK, 1)[1].split("\n", 1)[0].split(" SQLSTATE", 1)[0]
                 raise InvalidArgumentError(message) from None
             raise
-        messages = imp.import_files(_staged_files(imp, partitioned), starts_from)
+        messages = imp.import_files(_staged_files(imp, partitioned), starts.snapshot_id)
     except BaseException:
         imp.delete_staging()
         builder.abort_job(job)  # nothing was committed

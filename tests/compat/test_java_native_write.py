@@ -39,6 +39,7 @@ def test_java_merges_compacts_and_expires_native_files(java: JavaPaimon, catalog
                         for i in range(0, 300, 3)])
     session = SqlSession(spark, warehouse=catalog.warehouse)
     list(session.execute("SET write.bucket-shuffle = true"))
+    list(session.execute("SET write.native-write.enabled = true"))
     # duplicates of every key from other Spark partitions: the last in input order wins
     list(session.execute(f"INSERT INTO db.t {SOURCE.format(n=200)} UNION ALL "
                          f"SELECT id, name, concat('last-', id), d, m, w, dt FROM ({SOURCE.format(n=100)})"))

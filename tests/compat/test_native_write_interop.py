@@ -26,7 +26,8 @@ SOURCE = ("SELECT id, concat('s', id), id / 3, CAST(id AS DECIMAL(10, 2)) / 8, "
 
 def test_pypaimon_reads_native_files_and_writes_over_them(pypaimon: PyPaimon, catalog, spark):
     session = SqlSession(spark, warehouse=catalog.warehouse)
-    for sql in (DDL, "SET write.bucket-shuffle = true", f"INSERT INTO db.t {SOURCE.format(n=300)}",
+    for sql in (DDL, "SET write.bucket-shuffle = true", "SET write.native-write.enabled = true",
+                f"INSERT INTO db.t {SOURCE.format(n=300)}",
                 f"INSERT INTO db.t {SOURCE.format(n=100)}"):
         list(session.execute(sql))
     table = catalog.get_table("db.t")

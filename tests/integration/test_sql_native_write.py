@@ -41,10 +41,10 @@ def _both(session, ddl, query, options=""):
     for name in ("nat", "py"):
         run(session, ddl.format(name=name) + options)
     run(session, "SET write.bucket-shuffle = true")
+    run(session, "SET write.native-write.enabled = true")
     run(session, f"INSERT INTO nat {query}")
     run(session, "SET write.native-write.enabled = false")
     run(session, f"INSERT INTO py {query}")
-    run(session, "SET write.native-write.enabled = true")
 
 
 TYPES = (
@@ -117,7 +117,6 @@ def test_more_buckets_than_tasks(session):
 def test_later_writes_merge_with_older_files_and_compact(session, spark, warehouse):
     run(session, "CREATE TABLE t (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED) "
                  "TBLPROPERTIES ('bucket' = '2')")
-    run(session, "SET write.native-write.enabled = false")
     run(session, "INSERT INTO t SELECT id, concat('base', id) FROM range(0, 100)")  # the engine's writer
     run(session, "SET write.native-write.enabled = true")
     files = _files(session, "t")
@@ -127,7 +126,7 @@ def test_later_writes_merge_with_older_files_and_compact(session, spark, warehou
         + [(200, "new", "+I"), (200, "newer", "+I")],
         "id bigint, v string, rowkind string",
     )
-    write_table(changes, "default.t", warehouse, shuffle="true")
+    write_table(changes, "default.t", warehouse, shuffle="true", **{"write.native-write.enabled": "true"})
     new = [(b, f) for _, b, f, _ in _files(session, "t") if f.min_sequence_number > before[b]]
     assert new and all(f.level == 0 for _, f in new)
     assert sum(f.delete_row_count for _, f in new) == 10
@@ -146,6 +145,7 @@ def test_a_failed_job_publishes_nothing_and_leaves_no_file(session):
     run(session, "CREATE TABLE t (id BIGINT, v STRING NOT NULL, PRIMARY KEY (id) NOT ENFORCED) "
                  "TBLPROPERTIES ('bucket' = '2')")
     run(session, "SET write.bucket-shuffle = true")
+    run(session, "SET write.native-write.enabled = true")
     with pytest.raises(SqlError, match="NOT NULL"):
         run(session, "INSERT INTO t SELECT id, IF(id = 7, NULL, 'x') FROM range(0, 20)")
     t = table(session, "t")
@@ -158,6 +158,7 @@ def test_tables_whose_merge_needs_the_engine_keep_its_writer(session):
     run(session, "CREATE TABLE t (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED) "
                  "TBLPROPERTIES ('bucket' = '2', 'merge-engine' = 'partial-update')")
     run(session, "SET write.bucket-shuffle = true")
+    run(session, "SET write.native-write.enabled = true")
     run(session, "INSERT INTO t VALUES (1, 'a'), (2, 'b')")
     assert _spark_written(session, "t") == {False}
     assert contents(session, "t") == [(1, "a"), (2, "b")]
