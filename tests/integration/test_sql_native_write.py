@@ -162,3 +162,22 @@ def test_tables_whose_merge_needs_the_engine_keep_its_writer(session):
     run(session, "INSERT INTO t VALUES (1, 'a'), (2, 'b')")
     assert _spark_written(session, "t") == {False}
     assert contents(session, "t") == [(1, "a"), (2, "b")]
+
+
+@pytest.mark.parametrize("option", ["'deletion-vectors.enabled' = 'true'",
+                                    "'changelog-producer' = 'full-compaction'"])
+def test_deletion_vector_tables_and_full_compaction_changelogs(session, option):
+    for name in ("nat", "py"):
+        run(session, f"CREATE TABLE {name} (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED) "
+                     f"TBLPROPERTIES ('bucket' = '2', {option})")
+        run(session, f"INSERT INTO {name} SELECT id, concat('base', id) FROM range(0, 50)")
+    run(session, "SET write.bucket-shuffle = true")
+    for name, native in (("nat", "true"), ("py", "false")):
+        run(session, f"SET write.native-write.enabled = {native}")
+        run(session, f"INSERT INTO {name} SELECT id, concat('new', id) FROM range(25, 75, 1, 3)")
+    expected = sorted([(i, f"base{i}") for i in range(25)] + [(i, f"new{i}") for i in range(25, 75)])
+    assert True in _spark_written(session, "nat")  # the base stays the engine's (no compaction yet)
+    assert contents(session, "nat") == contents(session, "py") == expected
+    for name in ("nat", "py"):
+        run(session, f"CALL sys.compact(table => 'default.{name}', compact_strategy => 'full')")
+    assert contents(session, "nat") == contents(session, "py") == expected
