@@ -57,6 +57,8 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload("W2", "primary-key upsert write", "benchmarks.workloads_spark", "run_w2", True),
     Workload("W2d", "W2 on a default-bucket table", "benchmarks.workloads_spark", "run_w2d", True),
     Workload("W2s", "PK upsert shuffled by bucket", "benchmarks.workloads_shuffle", "run_w2s", True),
+    Workload("W2n", "SQL INSERT into a PK table vs bucketed Parquet", "benchmarks.workloads_shuffle",
+             "run_w2n", True),
     Workload("W3", "merge-on-read scan", "benchmarks.workloads_spark", "run_w3", True),
     Workload("W3b", "scan after full compaction", "benchmarks.workloads_spark", "run_w3b", True),
     Workload("W3q", "1% filter on merge-on-read, SQL", "benchmarks.workloads_filters", "run_w3q", True),

@@ -86,7 +86,7 @@ def run_w2dv(ctx: Context) -> list[Result]:
 def _w2dv_shuffled(ctx: Context, w2: UpsertFixture, merged: Any, layout: dict[str, str]) -> Result:
     """W2dvs (context): the same batch through ``write_table`` with the bucket shuffle, so each
     bucket gets one level-0 file, which the compaction moves up without rewriting it."""
-    from sqlext.execute.bucket_shuffle import write_table
+    from sqlext.execute.native_write import write_table
 
     def shuffled() -> Table:
         table = w2.state["table"]

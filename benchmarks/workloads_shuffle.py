@@ -10,6 +10,10 @@
   primary-key write. W2's cached input has one partition per core (2 here): 2 runs per bucket.
 * ``W2m``: the same with the input in 8 partitions, where the unshuffled write adds 8 runs per
   bucket and so triggers the compaction that rewrites the base.
+* ``W2n``: SQL ``INSERT INTO t SELECT * FROM batch`` of T8 rows (unique keys) into an empty PK table
+  (bucket 4) vs Spark's ``repartition(4, id).sortWithinPartitions(id).write.parquet`` of the same
+  rows: the primary-key write against Spark's own bucketed, sorted Parquet write (issue 39's
+  target; the SQL path writes such tables with Spark's Parquet writer, ``native_write``).
 
 Each arm writes into a fresh byte copy of the same 1M-row PK table (bucket 4, as W2) and is
 checked against the base merged with the batch by pyarrow. The notes give the data files each
@@ -36,7 +40,8 @@ def _files_per_bucket(table: Table) -> str:
 
 def run_w2s(ctx: Context) -> list[Result]:
     """W2's upsert shuffled by bucket: via ``write_table`` and via SQL INSERT."""
-    from sqlext.execute.bucket_shuffle import shuffle_by_bucket, table_bucket, write_table
+    from sqlext.execute.bucket_shuffle import shuffle_by_bucket, table_bucket
+    from sqlext.execute.native_write import write_table
     from sqlext.session import SqlSession
 
     spark = get_spark(ctx)
@@ -115,3 +120,58 @@ def run_w2s(ctx: Context) -> list[Result]:
     many.unpersist()
     df.unpersist()
     return [w2s, w2ss, w2i, w2m]
+
+
+def run_w2n(ctx: Context) -> list[Result]:
+    """SQL INSERT of unique-key T8 rows into an empty PK table (bucket 4) vs Spark's bucketed, sorted
+    Parquet write of the same rows."""
+    import uuid
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from benchmarks import data
+    from benchmarks.workloads_spark import cached_df
+    from engine import open_catalog
+    from sqlext.session import SqlSession
+
+    spark = get_spark(ctx)
+    rows = data.t8(ctx.size.rows, seed=5)
+    expected = arrow_checksum(rows, T8_COLUMNS)
+    df = cached_df(spark, rows, ctx.path("w2n-input"))
+    df.createOrReplaceTempView("w2n_batch")
+    warehouse = ctx.path("w2n")
+    catalog = open_catalog(warehouse)
+    catalog.create_database("db")
+    session = SqlSession(spark, warehouse=warehouse)
+    state: dict[str, Any] = {}
+
+    def fresh() -> None:
+        name = f"db.w2n_{uuid.uuid4().hex[:8]}"
+        state["table"] = catalog.create_table(name, data.T8_SCHEMA, primary_keys=["id"],
+                                              options={"bucket": str(PK_BUCKETS)})
+
+    def insert() -> Table:
+        table = state["table"]
+        list(session.execute(f"INSERT INTO {table.name} SELECT * FROM w2n_batch"))
+        return table
+
+    out_root = Path(ctx.path("w2n-parquet"))
+
+    def base_setup() -> None:
+        state["path"] = str(out_root / uuid.uuid4().hex)
+
+    def base_run() -> str:
+        df.repartition(PK_BUCKETS, "id").sortWithinPartitions("id").write.parquet(state["path"])
+        return state["path"]
+
+    result = compare(
+        "W2n", f"SQL INSERT into an empty PK table (bucket {PK_BUCKETS})",
+        Arm(insert, fresh, lambda t: arrow_checksum(t.refresh().to_arrow(), T8_COLUMNS)),
+        Arm(base_run, base_setup, lambda path: arrow_checksum(pq.read_table(path), T8_COLUMNS)),
+        pairs=ctx.pairs, rows=rows.num_rows, target=">= 0.9", check=expect(expected, expected),
+    )
+    result.notes.append(f"unique keys, input in {df.rdd.getNumPartitions()} partitions; "
+                        "the baseline is repartition(4, id).sortWithinPartitions(id).write.parquet")
+    df.unpersist()
+    return [result]

@@ -85,6 +85,7 @@ from engine.system_tables import (
 )
 from engine.table import Table
 from engine.write.conform import coerce_spec, coerce_value
+from engine.write.kv_import import KvFileImport, SequenceStarts, StagedFile
 
 __all__ = [
     # tables and catalogs
@@ -106,10 +107,13 @@ __all__ = [
     "CompactionTask",
     "JobAbortedError",
     "JobTasks",
+    "KvFileImport",
     "OverwriteSpec",
     "PostCommit",
     "ReadBuilder",
     "ReadLimits",
+    "SequenceStarts",
+    "StagedFile",
     "StreamPosition",
     "TableRead",
     "TableWrite",

@@ -381,6 +381,11 @@ SCAN_TIMESTAMP = _declare("scan.timestamp", str, None, "scan.timestamp-millis as
 SCAN_VERSION = _declare("scan.version", str, None, "A snapshot id or tag name to read.")
 READ_NATIVE_SCAN = _declare("read.native-scan.enabled", bool, True,
     "dyntable (Spark): batch reads return splits that need no merge through Spark's own Parquet reader.")
+WRITE_NATIVE_WRITE = _declare("write.native-write.enabled", bool, False,
+    "dyntable (Spark): primary-key writes shuffled by bucket (deduplicate and first-row merge engines, fixed "
+    "bucket) are sorted, deduplicated and written as level-0 files by Spark's own Parquet writer, then "
+    "committed by the engine; false: the Python writer (measured faster on 2 cores: docs/benchmarks.md, "
+    "W2n). Also a write option, a session setting and spark.dyntable.write.native-write.enabled.")
 DATA_FILE_PATH_DIRECTORY = _declare("data-file.path-directory", str, None,
     "Directory (relative to the table) holding the partition and bucket directories of the data files, "
     "as Paimon lays them out (<table>/<dir>/<partition>/bucket-N). Immutable: readers find existing files "

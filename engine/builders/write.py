@@ -6,6 +6,7 @@ commit messages; one commit (``engine.builders.commit``) publishes them.
    .new_write(sequence_offset=, namer=)      ─► TableWrite   one writer, e.g. Table.write_arrow
    .new_task_write(job, task, attempt)       ─► TableWrite   one task of a distributed job
    .new_commit()                             ─► CommitBuilder
+   .new_kv_import(job)                       ─► KvFileImport  level-0 files another Parquet writer wrote
    .abort_job(job) / .delete_job_files(job)     a failed job's files, found by its token
 ```
 Tasks of one job never share file names or sequence numbers: each task writes ``data-<job>-<n>``
@@ -39,6 +40,7 @@ from engine.meta.paths import FileNamer
 from engine.options import DYNAMIC_BUCKET_ASSIGNER_PARALLELISM
 from engine.write.bucket_assigner import is_dynamic_bucket, writer_clustering
 from engine.write.factory import new_writer
+from engine.write.kv_import import KvFileImport
 
 if TYPE_CHECKING:
     from engine.builders.commit import CommitBuilder
@@ -142,6 +144,18 @@ class WriteBuilder:
         write.abort_marker = self.abort_marker(job) if abortable else None
         write.job = job
         return write
+
+    # -- level-0 files written outside the engine (engine.write.kv_import) --------------------------
+    def kv_import_unsupported(self) -> str | None:
+        """Why this write cannot import level-0 files written by another Parquet writer (None: it can)."""
+        return KvFileImport.unsupported(self.table.store)
+
+    def new_kv_import(self, job: str) -> KvFileImport:
+        """An import of job ``job``'s outside-written level-0 files; UnsupportedTableError as
+        :meth:`new_write`."""
+        store = self.table.store
+        (check_rewritable if self.overwrite is not None else check_appendable)(store.schema, store.paths.root)
+        return KvFileImport(store, job)
 
     def new_commit(self) -> CommitBuilder:
         from engine.builders.commit import CommitBuilder

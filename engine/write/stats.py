@@ -110,3 +110,24 @@ class StatsAccumulator:
         maxs = [None if u else v for v, u in zip(self._maxs, self._unknown, strict=True)]
         types = [stats_type(f.type) for f in self.fields]
         return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), tuple(self._nulls))
+
+
+def bounded_stats(
+    fields: Sequence[DataField], bounds: Sequence[tuple[Any, Any, int | None]], mode: str
+) -> SimpleStats:
+    """SimpleStats over ``fields`` from known (min, max, null count) per field, e.g. a Parquet
+    footer's, kept as ``mode`` keeps them (the same truncation as :func:`column_stats`; None: unknown)."""
+    kind, length = parse_stats_mode(mode)
+    if kind == "none":
+        return SimpleStats.EMPTY
+    mins: list[Any] = []
+    maxs: list[Any] = []
+    for f, (lo, hi, _) in zip(fields, bounds, strict=True):
+        if kind == "counts" or f.type.is_nested or lo is None or hi is None:
+            lo = hi = None
+        elif kind == "truncate" and length is not None and isinstance(lo, str | bytes):
+            lo, hi = lo[:length], _truncate_max(hi, length)
+        mins.append(lo)
+        maxs.append(hi)
+    types = [stats_type(f.type) for f in fields]
+    return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), tuple(n for _, _, n in bounds))

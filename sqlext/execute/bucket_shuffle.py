@@ -40,16 +40,17 @@ Spark's partitioner (``pmod(murmur3(value, 42), n)``) sends bucket ``b`` to Spar
 ``b % n`` exactly: ``n = min(bucket, spark.sql.shuffle.partitions)`` tasks, each holding whole
 buckets, none left idle. Partitioned tables are hash-partitioned by (partition columns, bucket).
 
-``write_table`` is the DataFrame counterpart of ``sqlext.source.native.read_table``: the shuffle
-(when it pays) and ``df.write.format("dyntable")``. The plain ``df.write.format("dyntable")``
-is unchanged: it writes rows as they come.
+``sqlext.execute.native_write.write_table`` is the DataFrame counterpart of an INSERT: the
+shuffle (when it pays) and ``df.write.format("dyntable")``, or Spark's own Parquet writer where
+the table allows it. The plain ``df.write.format("dyntable")`` is unchanged: it writes rows as
+they come.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pyspark.sql import Column, DataFrame
@@ -58,12 +59,14 @@ from pyspark.sql import functions as F
 from engine import Table
 from engine.types import DataType, TypeRoot
 from sqlext.parse.names import quoted
-from sqlext.source.requests import TableTarget
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["BUCKET_COLUMN", "shuffle_by_bucket", "should_shuffle", "with_bucket", "write_table"]
+__all__ = [
+    "BUCKET_COLUMN", "binary_row", "shuffle_by_bucket", "shuffle_partitions", "should_shuffle",
+    "wants_shuffle", "with_bucket",
+]
 
 BUCKET_COLUMN = "__dyntable_bucket"
 HASH_SEED = 42  # Spark's ``hash`` and Paimon's ``MurmurHashUtils`` share it
@@ -180,6 +183,14 @@ def _header_longs(columns: Sequence[Column]) -> list[Column]:
 def _bytes_bucket(columns: Sequence[Column], types: Sequence[DataType], num_buckets: int) -> Column | None:
     """The bucket from the row's ``BinaryRow`` bytes built as BINARY and hashed by Spark's ``hash``;
     None when a key type is not covered."""
+    row = binary_row(columns, types)
+    return None if row is None else F.abs(F.hash(row) % F.lit(num_buckets))
+
+
+def binary_row(columns: Sequence[Column], types: Sequence[DataType]) -> Column | None:
+    """The ``BinaryRow`` bytes of the row formed by ``columns`` (of Paimon ``types``) as a BINARY
+    expression, as the engine's ``serialize_row`` writes them (a partition's bytes in manifests);
+    None when a type is not covered."""
     cursor = _long(_null_bits_size(len(types)) + 8 * len(types))
     slots: list[Column] = []
     vars_: list[Column] = []
@@ -193,8 +204,7 @@ def _bytes_bucket(columns: Sequence[Column], types: Sequence[DataType], num_buck
         slots.append(slot)
         vars_.append(var)
         cursor = cursor + var_len
-    row = F.concat(*[_le8(h) for h in _header_longs(columns)], *slots, *vars_)
-    return F.abs(F.hash(row) % F.lit(num_buckets))
+    return F.concat(*[_le8(h) for h in _header_longs(columns)], *slots, *vars_)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -317,6 +327,11 @@ def stand_ins(partitions: int) -> list[int]:
     return [found[p] for p in range(partitions)]
 
 
+def shuffle_partitions(spark: SparkSession) -> int:
+    """``spark.sql.shuffle.partitions`` (200 when unreadable)."""
+    return _shuffle_partitions(spark)
+
+
 def _shuffle_partitions(spark: SparkSession) -> int:
     try:
         return max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or "200"))
@@ -407,6 +422,12 @@ def should_shuffle(frame: DataFrame, mode: str = "auto") -> bool:
     return size is not None and size >= MIN_ESTIMATED_BYTES
 
 
+def wants_shuffle(frame: DataFrame, session_options: dict[str, str] | None = None) -> bool:
+    """Whether a write of ``frame`` is grouped by bucket (:func:`for_write`) when the table has a
+    bucket expression (the session's setting, else its size)."""
+    return should_shuffle(frame, _mode(frame.sparkSession, session_options))
+
+
 def for_write(frame: DataFrame, table: Table, session_options: dict[str, str] | None = None) -> DataFrame:
     """``frame`` as the ``dyntable`` writer should receive it for ``table``: grouped by bucket when
     that pays (see the module docstring); below the size where it pays, in one task (``auto``
@@ -432,30 +453,3 @@ def is_small(frame: DataFrame) -> bool:
     size = _estimated_bytes(frame)
     return size is not None and size < MIN_ESTIMATED_BYTES
 
-
-def write_table(
-    df: DataFrame,
-    name: str,
-    warehouse: str,
-    *,
-    mode: str = "append",
-    shuffle: str | None = None,
-    catalog_options: dict[str, Any] | None = None,
-    **options: str,
-) -> None:
-    """Write ``df`` into managed table ``name`` (``db.t``) through the ``dyntable`` source, grouped
-    by bucket first when that pays (:func:`for_write`): the DataFrame counterpart of an INSERT.
-
-    Args:
-        df: rows with the table's column names (a ``rowkind`` column gives each row's change kind).
-        name: the table.
-        warehouse: the warehouse path.
-        mode: ``append`` or ``overwrite`` (as ``df.write.mode``).
-        shuffle: ``auto``, ``true`` or ``false`` (default: the Spark setting
-            ``spark.dyntable.write.bucket-shuffle``, else ``auto``).
-        catalog_options: storage options for ``open_catalog``.
-        **options: any write option of the ``dyntable`` source.
-    """
-    target = TableTarget(warehouse, name, storage=dict(catalog_options or {}))
-    frame = for_write(df, target.open(), {SETTING: shuffle} if shuffle is not None else None)
-    frame.write.format("dyntable").options(**target.to_options(), **options).mode(mode).save()

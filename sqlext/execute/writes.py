@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 from engine import ROWKIND, OverwriteSpec, Table, is_count_layout, metadata_names
 from engine.types import DataType, TypeRoot
 from sqlext.errors import SqlAnalysisError
-from sqlext.execute import bucket_shuffle
+from sqlext.execute import bucket_shuffle, native_write
 from sqlext.execute.common import paimon_to_spark_ddl
 from sqlext.execute.planning import Write
 from sqlext.execute.results import StatementResult, StreamingJob
@@ -193,6 +193,9 @@ def write_frame(
         .with_compaction_runner(spark_runner(s.spark))  # the post-commit compaction: one task per bucket
     )
     frame = cluster_for_writers(frame, target)
+    native = native_write.write(frame, builder, commit, options=resolved, session_options=s.options)
+    if native is not None:  # Spark wrote the level-0 files itself
+        return native.rows_added
     frame = bucket_shuffle.for_write(frame, target, s.options)  # rows grouped by bucket when it pays
     return write_job(frame, builder, commit).rows_added
 

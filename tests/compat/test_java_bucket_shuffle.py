@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from sqlext.execute.bucket_shuffle import write_table
+from sqlext.execute.native_write import write_table
 from tests.compat.java_oracle import JavaPaimon, arrow_rows
 
 pytestmark = [pytest.mark.java, pytest.mark.spark]

@@ -7,7 +7,8 @@ from collections import Counter
 
 import pytest
 
-from sqlext.execute.bucket_shuffle import MIN_ESTIMATED_BYTES, should_shuffle, write_table
+from sqlext.execute.bucket_shuffle import MIN_ESTIMATED_BYTES, should_shuffle
+from sqlext.execute.native_write import write_table
 from tests.integration.test_sql_dml import contents, run, table
 
 # 8 input partitions of 500 keys each; every partition holds keys of every bucket.
