@@ -39,7 +39,8 @@ def physical_create_args(
     for f in fields:
         if f.type.is_unordered:
             raise InvalidArgumentError(
-                f"'{LAYOUT_OPTION}' tables key on the whole row; column '{f.name}' has a nested or VARIANT type, which "
+                f"'{LAYOUT_OPTION}' tables key on the whole row; column '{f.name}' has a nested or VARIANT "
+                "type, which "
                 "cannot be part of a key"
             )
         if f.name == COUNT_COLUMN:

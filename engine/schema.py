@@ -537,8 +537,8 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
                     f"{what} column '{c}' is not a column of the table ({', '.join(s.field_names)})"
                 )
             if s.field(c).type.root is TypeRoot.VARIANT:  # Paimon's documented limitation
-                raise InvalidArgumentError(f"{what} column '{c}' is a VARIANT; Paimon does not allow a VARIANT "
-                                           f"{what} column")
+                raise InvalidArgumentError(
+                    f"{what} column '{c}' is a VARIANT; Paimon does not allow a VARIANT {what} column")
             if atomic and s.field(c).type.is_nested:
                 raise InvalidArgumentError(
                     f"{what} column '{c}' has nested type {type_to_sql(s.field(c).type)}; use an atomic type"

@@ -9,12 +9,10 @@ each variant as its ``(value, metadata)`` bytes. Left out: the "Paimon Variant p
 
 from __future__ import annotations
 
-import pytest
 from pyspark.sql import Row
 from pyspark.sql.types import StructType, VariantType, VariantVal
 
 from tests.integration.sql_helpers import fails, run
-
 
 
 def shred(column: str) -> str:
@@ -63,18 +61,20 @@ def test_read_and_write_variant(session):
         (1, '{"age":26,"city":"Beijing"}'), (2, '{"age":27,"city":"Hangzhou"}')]
 
 
-def test_read_and_write_array_variant(session):
+def test_read_and_write_array_variant(session, spark):
     # VariantTestBase "Paimon Variant: read and write array variant"
     run(session, "CREATE TABLE T (id INT, v ARRAY<VARIANT>)")
     run(session, """INSERT INTO T VALUES
         (1, array(parse_json('{"age":26,"city":"Beijing"}'), parse_json('{"age":27,"city":"Hangzhou"}'))),
         (2, array(parse_json('{"age":27,"city":"Shanghai"}')))""")
-    run(session, "SET spark.sql.ansi.enabled = false")
+    ansi = spark.conf.get("spark.sql.ansi.enabled")
+    run(session, "SET spark.sql.ansi.enabled = false")  # Paimon's withSparkSQLConf
     try:
-        assert run(session, "SELECT id, variant_get(v[1], '$.age', 'int'), variant_get(v[0], '$.city', 'string') "
-                            "FROM T ORDER BY id") == [(1, 27, "Beijing"), (2, None, "Shanghai")]
+        assert run(session, "SELECT id, variant_get(v[1], '$.age', 'int'), "
+                            "variant_get(v[0], '$.city', 'string') FROM T ORDER BY id") == [
+            (1, 27, "Beijing"), (2, None, "Shanghai")]
     finally:
-        run(session, "SET spark.sql.ansi.enabled = true")
+        spark.conf.set("spark.sql.ansi.enabled", ansi)
 
 
 COMPLEX_JSON = """{
@@ -125,7 +125,8 @@ def test_read_and_write_shredded_variant(session):
     assert run(session, "SELECT variant_get(v, '$.age', 'int') FROM T ORDER BY id") == [
         (27,), (27,), (None,), (None,), (27,), (None,), (None,)]
     assert run(session, "SELECT variant_get(v, '$.city', 'string') FROM T "
-                        "WHERE variant_get(v, '$.age', 'int') = 27 ORDER BY id") == [("Beijing",), (None,), (None,)]
+                        "WHERE variant_get(v, '$.age', 'int') = 27 ORDER BY id") == [
+        ("Beijing",), (None,), (None,)]
 
 
 def test_read_and_write_shredded_and_unshredded_variant(session):
@@ -153,7 +154,8 @@ def test_read_and_write_variant_with_null_value(session):
     run(session, "CREATE TABLE target_tbl (id INT, v VARIANT)")
     run(session, "INSERT INTO target_tbl SELECT id, parse_json(js) FROM source_tbl")
     got = rows(session, """SELECT variant_get(v, '$.name', 'string'), variant_get(v, '$.tags', 'string'),
-        variant_get(v, '$.tags', 'array<string>'), variant_get(v, '$.tags', 'array<struct<type string, level int>>'),
+        variant_get(v, '$.tags', 'array<string>'),
+        variant_get(v, '$.tags', 'array<struct<type string, level int>>'),
         variant_get(v, '$.tags[0]', 'string'), variant_get(v, '$.tags[0]', 'struct<type string, level int>'),
         variant_get(v, '$.tags[1].type', 'string'), variant_get(v, '$.address', 'string')
         FROM target_tbl where v IS NOT NULL""")
@@ -208,10 +210,12 @@ def test_edge_case_special_characters_and_unicode(session):
 def test_edge_case_extreme_numeric_values(session):
     # VariantTestBase "Paimon Variant: edge case json - extreme numeric values"
     inserts = [(1, """parse_json('{"max_long":9223372036854775807}')"""),
-               (2, """parse_json('{"min_long":-9223372036854775808}')"""), (3, """parse_json('{"zero":0}')"""),
+               (2, """parse_json('{"min_long":-9223372036854775808}')"""),
+               (3, """parse_json('{"zero":0}')"""),
                (4, """parse_json('{"neg_zero":-0}')"""),
                (5, """parse_json('{"large_decimal":123456789012345678901234567890.123456789}')"""),
-               (6, """parse_json('{"scientific":1.23e10}')"""), (7, """parse_json('{"neg_scientific":-4.56e-7}')""")]
+               (6, """parse_json('{"scientific":1.23e10}')"""),
+               (7, """parse_json('{"neg_scientific":-4.56e-7}')""")]
     n = None
     _replayed(session, inserts, (
         "SELECT id, variant_get(v, '$.max_long', 'long'), variant_get(v, '$.min_long', 'long'), "
@@ -252,7 +256,8 @@ def test_edge_case_mixed_types_in_arrays(session):
 
 def test_primitive_types_as_variant(session):
     # VariantTestBase "Paimon Variant: primitive types as variant"
-    literals = ["42", "-99", "9223372036854775807", "3.14", "1.23e10", "'hello'", "''", "true", "false", "null"]
+    literals = ["42", "-99", "9223372036854775807", "3.14", "1.23e10", "'hello'", "''", "true", "false",
+                "null"]
     inserts = [(i, f"CAST({lit} AS VARIANT)") for i, lit in enumerate(literals, 1)]
     _replayed(session, inserts, (
         "SELECT id, variant_get(v, '$', 'string') FROM T ORDER BY id",
@@ -318,7 +323,8 @@ def test_nested_variant_in_struct(session):
     assert run(session, "SELECT id, data.name, variant_get(data.v, '$.score', 'int'), "
                         "variant_get(data.v, '$.grade', 'string') FROM T ORDER BY id") == [
         (1, "Alice", 95, "A"), (2, "Bob", 88, "B")]
-    assert run(session, "SELECT data.name FROM T WHERE variant_get(data.v, '$.score', 'int') > 90") == [("Alice",)]
+    assert run(session, "SELECT data.name FROM T WHERE variant_get(data.v, '$.score', 'int') > 90") == [
+        ("Alice",)]
 
 
 def test_nested_variant_in_array(session):
@@ -354,7 +360,8 @@ def test_complex_nested_variant_in_struct_with_array_and_map(session):
     attrs = ("""map('color', parse_json('{"r":255,"g":0,"b":0}'), """
              """'size', parse_json('{"width":100,"height":200}'))""")
     run(session, f"INSERT INTO T VALUES (1, struct({tags}, {attrs}))")
-    same(session, "SELECT * FROM T", f"SELECT 1 AS id, named_struct('tags', {tags}, 'attrs', {attrs}) AS data")
+    same(session, "SELECT * FROM T",
+         f"SELECT 1 AS id, named_struct('tags', {tags}, 'attrs', {attrs}) AS data")
     assert run(session, "SELECT id, variant_get(data.tags[0], '$.tag', 'string'), "
                         "variant_get(data.attrs['color'], '$.r', 'int') FROM T") == [(1, "important", 255)]
     assert run(session, "SELECT size(data.tags), size(data.attrs) FROM T WHERE id = 1") == [(2, 2)]
@@ -379,7 +386,8 @@ def test_alter_table_add_variant_column_and_df_write(session, spark, warehouse):
     run(session, "ALTER TABLE T ADD COLUMN v VARIANT")
     run(session, """INSERT INTO T VALUES (2, parse_json('{"a":[1,2]}'))""")
     df = spark.sql("""SELECT 3 AS id, parse_json('{"a":[3]}') AS v""")
-    df.write.format("dyntable").option("warehouse", warehouse).option("table", "default.T").mode("append").save()
+    (df.write.format("dyntable").option("warehouse", warehouse).option("table", "default.T")
+     .mode("append").save())
     assert run(session, "SELECT id, to_json(v) FROM T ORDER BY id") == [
         (1, None), (2, '{"a":[1,2]}'), (3, '{"a":[3]}')]
     assert run(session, "DESCRIBE T")[1][:2] == ("v", "variant")
