@@ -62,7 +62,8 @@ def _write(catalog, name, schema, columns, **kwargs):
 
 def test_schema_file_parquet_layout_and_statistics(catalog, warehouse):
     schema = pa.schema([pa.field("id", pa.int32()), pa.field("v", VARIANT_ARROW)])
-    values = pa.array([{"value": FIVE, "metadata": META}, None, {"value": HI, "metadata": META}], VARIANT_ARROW)
+    values = pa.array([{"value": FIVE, "metadata": META}, None, {"value": HI, "metadata": META}],
+                      VARIANT_ARROW)
     table = _write(catalog, "db.v", schema, {"id": pa.array([1, 2, 3], pa.int32()), "v": values})
     schema_file = json.loads(open(glob.glob(f"{warehouse}/**/schema/schema-0", recursive=True)[0]).read())
     assert schema_file["fields"][1] == {"id": 1, "name": "v", "type": "VARIANT"}
