@@ -24,8 +24,9 @@ What dyntable reads as Paimon does (and so is *not* refused at read): row-tracki
 (their files hold whole rows; the ``_ROW_ID`` column is not offered), postpone-bucket tables
 (their pending ``bucket-postpone`` files are skipped, as Paimon's batch readers skip them until a
 postpone compaction), thin-mode files, dense statistics (``_VALUE_STATS_COLS``), 64-bit deletion
-vectors, ``deletion-vectors.merge-on-read`` (level 0 is merged), external data paths. The column
-types BLOB, VARIANT and VECTOR are refused when the schema is loaded (``engine.types``).
+vectors, ``deletion-vectors.merge-on-read`` (level 0 is merged), external data paths, VARIANT
+columns (a shredded variant is refused by ``engine.files.evolve``). The column types BLOB and
+VECTOR are refused when the schema is loaded (``engine.types``).
 """
 
 from __future__ import annotations
