@@ -396,4 +396,5 @@ def test_alter_table_add_variant_column_and_df_write(session, spark, warehouse):
 def test_create_table_as_select_keeps_the_variant_type(session):
     run(session, """CREATE TABLE c AS SELECT 1 AS id, parse_json('{"k":[1,{"x":null}]}') AS v""")
     assert run(session, "DESCRIBE c")[1][:2] == ("v", "variant")
-    assert run(session, "SELECT to_json(v), variant_get(v, '$.k[0]', 'int') FROM c") == [('{"k":[1,{"x":null}]}', 1)]
+    assert run(session, "SELECT to_json(v), variant_get(v, '$.k[0]', 'int') FROM c") == [
+        ('{"k":[1,{"x":null}]}', 1)]
