@@ -9,6 +9,7 @@ each variant as its ``(value, metadata)`` bytes. Left out: the "Paimon Variant p
 
 from __future__ import annotations
 
+import pytest
 from pyspark.sql import Row
 from pyspark.sql.types import StructType, VariantType, VariantVal
 
@@ -398,3 +399,15 @@ def test_create_table_as_select_keeps_the_variant_type(session):
     assert run(session, "DESCRIBE c")[1][:2] == ("v", "variant")
     assert run(session, "SELECT to_json(v), variant_get(v, '$.k[0]', 'int') FROM c") == [
         ('{"k":[1,{"x":null}]}', 1)]
+
+
+@pytest.mark.parametrize("props", ["'primary-key' = 'id', 'bucket' = '2'", "'bucket' = '-1'"])
+def test_update_delete_merge_and_compact_keep_variants(session, props):
+    run(session, f"CREATE TABLE t (id INT, v VARIANT) TBLPROPERTIES ({props})")
+    run(session, """INSERT INTO t VALUES (1, parse_json('{"a":1}')), (2, parse_json('{"a":2}')), (3, NULL)""")
+    run(session, """UPDATE t SET v = parse_json('{"a":20}') WHERE variant_get(v, '$.a', 'int') = 2""")
+    run(session, "DELETE FROM t WHERE id = 1")
+    run(session, """MERGE INTO t USING (SELECT 4 AS id, parse_json('[4]') AS v) s ON t.id = s.id
+                    WHEN NOT MATCHED THEN INSERT *""")
+    run(session, "CALL sys.compact(table => 't')")
+    assert run(session, "SELECT id, to_json(v) FROM t ORDER BY id") == [(2, '{"a":20}'), (3, None), (4, "[4]")]
