@@ -140,6 +140,63 @@ def test_read_and_write_shredded_and_unshredded_variant(session):
                         "variant_get(v3, '$.age', 'int') FROM T") == [(26, 26, 26)]
 
 
+ALL_TYPES_SHRED = {"type": "ROW", "fields": [{"name": "v", "type": {"type": "ROW", "fields": [
+    {"name": "object_col", "type": {"type": "ROW", "fields": [{"name": "name", "type": "STRING"},
+                                                              {"name": "age", "type": "INT"}]}},
+    {"name": "array_col", "type": {"type": "ARRAY", "element": "INT"}},
+    {"name": "string_col", "type": "STRING"}, {"name": "byte_col", "type": "TINYINT"},
+    {"name": "short_col", "type": "SMALLINT"}, {"name": "int_col", "type": "INT"},
+    {"name": "long_col", "type": "BIGINT"}, {"name": "float_col", "type": "FLOAT"},
+    {"name": "double_col", "type": "DOUBLE"}, {"name": "decimal_col", "type": "DECIMAL(5, 2)"},
+    {"name": "boolean_col", "type": "BOOLEAN"}]}}]}
+ALL_TYPES_JSON = [
+    '{"object_col": {"name": "Apache Paimon", "age": 3}, "array_col": [1, 2, 3, 4, 5], '
+    '"string_col": "hello", '
+    '"byte_col": 1, "short_col": 3000, "int_col": 40000, "long_col": 12345678901234, "float_col": 5.2, '
+    '"double_col": 1.012345678901, "decimal_col": 100.99, "boolean_col": true}',
+    '{"object_col": {"name": "Tom", "age": 35}, "array_col": [6, 7, 8], "string_col": "hi", "byte_col": 2, '
+    '"short_col": 4000, "int_col": 50000, "long_col": 62345678901234, "float_col": 7.2, '
+    '"double_col": 2.012345678901, "decimal_col": 111.99, "boolean_col": false}',
+]
+
+
+@pytest.mark.parametrize("pk", [True, False])
+def test_read_and_write_shredded_variant_with_all_types(session, pk):
+    # VariantTestBase "Paimon Variant: read and write shredded variant with all types"
+    import json
+    from decimal import Decimal
+
+    pk_props = "'primary-key' = 'id', " if pk else ""
+    run(session, f"CREATE TABLE t (id INT, v VARIANT) TBLPROPERTIES ({pk_props}"
+                 f"'parquet.variant.shreddingSchema' = '{json.dumps(ALL_TYPES_SHRED)}')")
+    run(session, f"""INSERT INTO t SELECT /*+ REPARTITION(1) */ CAST(id AS INT), CASE
+        WHEN id = 0 THEN parse_json('{ALL_TYPES_JSON[0]}') WHEN id = 1 THEN parse_json('{ALL_TYPES_JSON[1]}')
+        END v FROM range(2)""")
+    assert run(session, "SELECT id, CAST(v AS STRING) FROM t ORDER BY id") == [
+        (0, '{"array_col":[1,2,3,4,5],"boolean_col":true,"byte_col":1,"decimal_col":100.99,'
+            '"double_col":1.012345678901,"float_col":5.2,"int_col":40000,"long_col":12345678901234,'
+            '"object_col":{"age":3,"name":"Apache Paimon"},"short_col":3000,"string_col":"hello"}'),
+        (1, '{"array_col":[6,7,8],"boolean_col":false,"byte_col":2,"decimal_col":111.99,'
+            '"double_col":2.012345678901,"float_col":7.2,"int_col":50000,"long_col":62345678901234,'
+            '"object_col":{"age":35,"name":"Tom"},"short_col":4000,"string_col":"hi"}')]
+    got = rows(session, """SELECT variant_get(v, '$.object_col', 'struct<name string, age int>'),
+        variant_get(v, '$.object_col.name', 'string'), variant_get(v, '$.array_col', 'array<int>'),
+        variant_get(v, '$.array_col[2]', 'int'), variant_get(v, '$.array_col[3]', 'int'),
+        variant_get(v, '$.string_col', 'string'), variant_get(v, '$.byte_col', 'byte'),
+        variant_get(v, '$.short_col', 'short'), variant_get(v, '$.int_col', 'int'),
+        variant_get(v, '$.long_col', 'long'), variant_get(v, '$.float_col', 'float'),
+        variant_get(v, '$.double_col', 'double'), variant_get(v, '$.boolean_col', 'boolean'),
+        variant_get(v, '$.decimal_col', 'decimal(5, 2)') FROM t ORDER BY id""")
+    floats = [r[10] for r in got]  # a Spark FLOAT collected as a Python float: compare as float32
+    assert [round(f, 5) for f in floats] == [5.2, 7.2]
+    assert [r[:10] + r[11:] for r in got] == [
+        (("Apache Paimon", 3), "Apache Paimon", [1, 2, 3, 4, 5], 3, 4, "hello", 1, 3000, 40000,
+         12345678901234,
+         1.012345678901, True, Decimal("100.99")),
+        (("Tom", 35), "Tom", [6, 7, 8], 8, None, "hi", 2, 4000, 50000, 62345678901234, 2.012345678901, False,
+         Decimal("111.99"))]
+
+
 def test_read_and_write_variant_with_null_value(session):
     # VariantTestBase "Paimon Variant: read and write variant with null value"
     run(session, "CREATE TABLE source_tbl (id INT, js STRING)")
@@ -410,4 +467,5 @@ def test_update_delete_merge_and_compact_keep_variants(session, props):
     run(session, """MERGE INTO t USING (SELECT 4 AS id, parse_json('[4]') AS v) s ON t.id = s.id
                     WHEN NOT MATCHED THEN INSERT *""")
     run(session, "CALL sys.compact(table => 't')")
-    assert run(session, "SELECT id, to_json(v) FROM t ORDER BY id") == [(2, '{"a":20}'), (3, None), (4, "[4]")]
+    assert run(session, "SELECT id, to_json(v) FROM t ORDER BY id") == [
+        (2, '{"a":20}'), (3, None), (4, "[4]")]
