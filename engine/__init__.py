@@ -64,6 +64,7 @@ from engine.merge.functions import MergeConfig
 from engine.meta.paths import escape_path_name, partition_value_string
 from engine.meta.snapshot import CommitKind, Snapshot
 from engine.option_checks import near_miss, validate_options
+from engine.row_tracking import metadata_fields, metadata_names
 from engine.scan import predicate
 from engine.scan.incremental import ROWKIND, IncrementalQuery
 from engine.scan.metadata_aggregate import MetadataAggregate, type_allows_minmax
@@ -129,6 +130,8 @@ __all__ = [
     "is_count_layout",
     "partition_value_string",
     "predicate",
+    "metadata_fields",
+    "metadata_names",
     # system tables
     "DATA_TABLES",
     "GLOBAL_TABLES",

@@ -102,6 +102,10 @@ class DvScanFile:
     schema_id: int
     row_count: int
     deleted: np.ndarray
+    # Row tracking: the file's first row id and its rows' default sequence number (a rewritten
+    # file holds its rows' own in its _ROW_ID / _SEQUENCE_NUMBER columns: engine.row_tracking).
+    first_row_id: int | None = None
+    max_sequence_number: int = 0
 
 
 def dv_scan_files(store: FileStore, snapshot: Snapshot) -> list[DvScanFile]:
@@ -120,6 +124,7 @@ def dv_scan_files(store: FileStore, snapshot: Snapshot) -> list[DvScanFile]:
             out.append(DvScanFile(
                 f.file_name, data_file_path(store, part_dir, split.bucket, f), f.schema_id, f.row_count,
                 loader.load(dv).positions() if dv is not None else none,
+                f.first_row_id, f.max_sequence_number,
             ))
     return out
 

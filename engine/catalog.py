@@ -181,11 +181,14 @@ class FileSystemCatalog:
                 list(table_schema.fields), table_schema.partition_keys, opts
             )
             table_schema = TableSchema.create(fields, table_schema.partition_keys, keys, opts, comment)
-        if table_schema.primary_keys and int(opts["bucket"]) < 1 and int(opts["bucket"]) != -1:
+        if table_schema.primary_keys and int(opts["bucket"]) < 1 and int(opts["bucket"]) not in (-1, -2):
             raise InvalidArgumentError(
-                "primary-key tables need a fixed bucket count ('bucket' >= 1) or dynamic buckets (-1); "
-                "the postpone bucket mode (-2) is not supported by dyntable writers"
+                "primary-key tables need a fixed bucket count ('bucket' >= 1), dynamic buckets (-1) or "
+                "postpone buckets (-2)"
             )
+        if not table_schema.primary_keys and int(opts["bucket"]) == -2:
+            raise InvalidArgumentError(
+                "the postpone bucket mode ('bucket' = '-2') is for primary-key tables, as in Paimon")
         path = self.table_path(ident)
         if self.table_exists(ident):
             if ignore_if_exists:

@@ -68,7 +68,7 @@ from engine.errors import (
     NoSuchSnapshotError,
     StorageError,
 )
-from engine.features import check_appendable, check_writable, tracks_row_ids
+from engine.features import ROW_ID_FEATURES, check_appendable, check_rewritable, tracks_row_ids
 from engine.iceberg import run_after_commit as iceberg_metadata
 from engine.meta.binary_row import deserialize_row
 from engine.meta.index_files import (
@@ -80,6 +80,7 @@ from engine.meta.index_files import (
 from engine.meta.manifest import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta
 from engine.meta.manifest_merge import merge_manifests
 from engine.meta.publish import next_time_millis, publish_snapshot
+from engine.meta.row_ranges import check_ranges_kept, is_data_evolution
 from engine.meta.snapshot import CommitKind, Snapshot, new_snapshot_uuid
 from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 
@@ -588,8 +589,16 @@ class FileStoreCommit:
         store = self.store
         # Every snapshot dyntable publishes (writes, compactions, maintenance) passes here: a table
         # whose newer Paimon features this commit would not keep is refused (engine.features).
-        (check_appendable if appends_rows else check_writable)(store.schema, store.paths.root, "commit to")
-        row_ids = appends_rows and tracks_row_ids(store.schema)
+        # A data-evolution table's compaction keeps its row ids (checked on the entries below).
+        keeps_ranges = (kind is CommitKind.COMPACT and not appends_rows
+                        and is_data_evolution(store.schema.options))
+        if appends_rows:
+            check_appendable(store.schema, store.paths.root, "commit to")
+        else:
+            check_rewritable(store.schema, store.paths.root, "commit to",
+                             keeps=ROW_ID_FEATURES if keeps_ranges else ())
+        # Row tracking: every commit stamps its files (new ids, sequence numbers), as Paimon's does.
+        row_ids = tracks_row_ids(store.schema)
         ms = store.manifests
         deadline = None if self.timeout_ms is None else time.monotonic() + self.timeout_ms / 1000
         latest = store.snapshots.latest()
@@ -607,6 +616,9 @@ class FileStoreCommit:
                     if done is not None:
                         return done, None
                 entries = entries_for(latest)
+                if keeps_ranges:
+                    check_ranges_kept([e.file for e in entries if e.kind is FileKind.DELETE],
+                                      [e.file for e in entries if e.kind is FileKind.ADD], store.paths.root)
                 next_row_id = latest.next_row_id if latest else None
                 if row_ids:
                     sid = (latest.id if latest else 0) + 1

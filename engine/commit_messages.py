@@ -67,9 +67,9 @@ def delete_data_files(
         return
     part_dir = store.partition_dir(deserialize_row(partition, store.partition_types))
     for f in files:
-        store.io.delete(store.paths.data_file(part_dir, bucket, f.file_name))
+        store.io.delete(store.paths.data_file(part_dir, bucket, f.file_name, f.external_path))
         for extra in f.extra_files:  # its separate file index, written with it
-            store.io.delete(store.paths.data_file(part_dir, bucket, extra))
+            store.io.delete(store.paths.extra_file(part_dir, bucket, extra, f.external_path))
 
 
 def compaction_outputs(m: CommitMessage) -> list[DataFileMeta]:

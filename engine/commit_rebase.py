@@ -118,18 +118,31 @@ class SequenceRebase:
 def assign_row_ids(
     entries: list[ManifestEntry], start: int, snapshot_id: int
 ) -> tuple[list[ManifestEntry], int]:
-    """Row tracking (Paimon 1.3): each new file a write appends takes the next ``row_count`` row
-    ids, in commit order, from ``start`` (the latest snapshot's ``nextRowId``), and the snapshot's
-    id as the sequence number of its rows (Paimon's ``_SEQUENCE_NUMBER`` of a row-tracking table);
-    returns the entries and the snapshot's ``nextRowId``. Files that have ids already keep them."""
+    """Row tracking (Paimon 1.3), on every commit of such a table, by Paimon's
+    ``RowTrackingCommitUtils``; returns the entries and the snapshot's ``nextRowId``.
+
+    Sequence numbers of the added files: a file whose minimum is 0 (new rows) takes the
+    snapshot's id as both bounds, one whose maximum is 0 (rewritten rows, some updated: their
+    own sequence number is NULL) keeps its minimum and takes the snapshot's id as maximum, any
+    other (a compaction's, whose rows all keep theirs) keeps its range. Appended files
+    (``APPEND``) without ids that do not hold their rows' ids themselves take the next
+    ``row_count`` ids, in commit order, from ``start`` (the latest snapshot's ``nextRowId``).
+    A plain write's files come with a writer's sequence range: they are new rows, so they are
+    stamped as Paimon's (whose new files start at 0) are."""
     out = []
     for e in entries:
         f = e.file
-        if e.kind is FileKind.ADD and f.file_source is FileSource.APPEND and f.first_row_id is None:
-            file = dataclasses.replace(f, first_row_id=start, min_sequence_number=snapshot_id,
-                                       max_sequence_number=snapshot_id)
-            out.append(dataclasses.replace(e, file=file))
-            start += f.row_count
-        else:
+        if e.kind is not FileKind.ADD:
             out.append(e)
+            continue
+        holds_ids = f.write_cols is not None and "_ROW_ID" in f.write_cols
+        if f.file_source is FileSource.APPEND and not holds_ids and f.first_row_id is None:
+            f = dataclasses.replace(f, first_row_id=start, min_sequence_number=snapshot_id,
+                                    max_sequence_number=snapshot_id)
+            start += f.row_count
+        elif f.min_sequence_number == 0:
+            f = dataclasses.replace(f, min_sequence_number=snapshot_id, max_sequence_number=snapshot_id)
+        elif f.max_sequence_number == 0:
+            f = dataclasses.replace(f, max_sequence_number=snapshot_id)
+        out.append(e if f is e.file else dataclasses.replace(e, file=f))
     return out, start

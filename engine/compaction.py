@@ -10,7 +10,9 @@
                  new latest snapshot (bounded attempts)
 ```
 The runner is the only thing that differs between the in-process and the distributed path, so
-the plan, the commit and the retry exist once. A sorted compaction (``order``: Paimon's
+the plan, the commit and the retry exist once. A data-evolution table's tasks merge the files of
+adjacent row-id ranges keeping the row ids (``engine.write.data_evolution_compaction``). A sorted
+compaction (``order``: Paimon's
 ``order_strategy`` / ``order_by``) is the same operation whose tasks rewrite every file of a
 bucket-unaware append table's partition in that order.
 """
@@ -24,8 +26,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine.commit_messages import CommitMessage, CommitResult
-from engine.errors import CommitConflictError
-from engine.features import check_writable
+from engine.errors import CommitConflictError, UnsupportedTableError
+from engine.features import POSTPONE_BUCKET, ROW_ID_FEATURES, check_rewritable
+from engine.meta.file_formats import format_of
+from engine.meta.row_ranges import is_data_evolution
 from engine.scan.planner import DataSplit
 from engine.store import FileStore
 
@@ -67,6 +71,27 @@ def needs_compaction(store: FileStore, files: Sequence, full: bool) -> bool:
     return unit is not None
 
 
+def check_no_pending_postpone_files(store: FileStore) -> None:
+    """Refuse to compact a postpone-bucket table (``bucket = -2``) holding pending files in
+    ``bucket-postpone`` (written by another engine): Paimon's compaction would move them into real
+    buckets first, and dyntable does not (Paimon writes them in Avro, which pyarrow cannot read).
+
+    Raises:
+        UnsupportedTableError: naming the pending files' count and format.
+    """
+    if store.options.bucket != POSTPONE_BUCKET:
+        return
+    pending = [e.file.file_name for e in store.live_entries(store.snapshots.latest())
+               if e.bucket == POSTPONE_BUCKET]
+    if pending:
+        formats = sorted({format_of(n) for n in pending})
+        raise UnsupportedTableError(
+            f"cannot compact table {store.paths.root}: it holds {len(pending)} pending files of postpone "
+            f"bucket mode (bucket = -2, Paimon 1.1; {', '.join(formats)}) that a postpone compaction must "
+            "move into real buckets first, which dyntable does not do. Run Paimon's compaction on this "
+            "table; dyntable's writes go to real buckets and read like Paimon's.")
+
+
 def plan(
     table: Table,
     *,
@@ -77,7 +102,12 @@ def plan(
 ) -> list[CompactionTask]:
     """The buckets of the latest snapshot that need compaction (optionally only some partitions/buckets);
     with ``order``, every bucket holding files (a sorted compaction rewrites them all)."""
-    check_writable(table.store.schema, table.store.paths.root, "compact")
+    evolution = not table.store.has_primary_key and is_data_evolution(table.store.schema.options)
+    if evolution and order is None:  # its own compaction keeps the row ids (checked at commit)
+        check_rewritable(table.store.schema, table.store.paths.root, "compact", keeps=ROW_ID_FEATURES)
+    else:
+        check_rewritable(table.store.schema, table.store.paths.root, "compact")
+    check_no_pending_postpone_files(table.store)
     if order is not None:
         check_sortable(table, order)
     from engine.scan.predicate import any_partition
@@ -92,6 +122,10 @@ def plan(
     tasks = [CompactionTask(p, b, tuple(splits), full, order) for (p, b), splits in groups.items()]
     if order is not None:
         return [t for t in tasks if t.files]
+    if evolution:
+        from engine.write.data_evolution_compaction import bins_to_compact
+
+        return [t for t in tasks if bins_to_compact(table.store, t.splits, full)]
     if not table.store.has_primary_key:
         from engine.write.clustering import incremental_clustering
 
@@ -156,6 +190,11 @@ def run_task(store: FileStore, task: CompactionTask) -> list[CommitMessage]:
         return writer.prepare_commit()
     from engine.write.append_compaction import compact_bucket, sort_bucket
 
+    if task.order is None and is_data_evolution(store.schema.options):
+        from engine.write import data_evolution_compaction
+
+        message = data_evolution_compaction.compact_bucket(store, task.splits, task.full)
+        return [message] if message is not None else []
     if task.order is not None:
         message = sort_bucket(store, task.splits, task.order, level=task.level, only=task.cluster_files)
     else:
@@ -188,7 +227,18 @@ def _commit(table: Table, tasks: Sequence[CompactionTask], messages: list[Commit
 
     planned = table.store.snapshots.get(tasks[0].splits[0].snapshot_id)
     dv = AppendDeletionCommit(table.store, planned)
+    carried = None
+    if is_data_evolution(table.store.schema.options):  # deleted rows were kept: so are their DVs
+        from engine.write.data_evolution_compaction import carried_deletions
+
+        carried = carried_deletions(messages, dv.current)
     dv.drop(f.file_name for m in messages for f in m.compact_before)
+    if carried is not None:
+        from engine.meta.manifest import FileKind, ManifestEntry
+
+        dv.include_new(ManifestEntry(FileKind.ADD, m.partition, m.bucket, m.total_buckets, f)
+                       for m in messages for f in m.compact_after)
+        dv.delete(carried)
     return dv.commit(messages, kind=CommitKind.COMPACT)
 
 

@@ -45,7 +45,7 @@ PAIMON_STORED_KEYS = frozenset({
     "data-evolution.merge-into.source-persist", "data-evolution.reassign.skip-contiguous-row-count",
     "data-evolution.row-id-conflict-rewrite.max-size", "data-evolution.row-sidecar.enabled",
     "data-evolution.row-sidecar.max-selected-rows", "data-evolution.row-sidecar.max-selection-ratio",
-    "data-file.external-paths.weights", "delete.force-produce-changelog",
+    "delete.force-produce-changelog",
     "disable-explicit-type-casting", "dynamic-partition-overwrite", "end-input.watermark",
     "file-operation.thread-num", "file-reader-async-threshold", "file.block-size",
     "file.compression.per.level", "file.format.per.level", "file.suffix.include.compression",
@@ -85,7 +85,7 @@ PAIMON_STORED_KEYS = frozenset({
     "pk-btree.index.columns", "pk-clustering-override", "pk-full-text.index.columns",
     "pk-multivalue.index.columns", "pk-vector.index.columns", "postpone.batch-write-fixed-bucket",
     "postpone.batch-write-fixed-bucket.max-parallelism",
-    "postpone.batch-write-fixed-bucket.rescale-load-factor", "postpone.default-bucket-num",
+    "postpone.batch-write-fixed-bucket.rescale-load-factor",
     "postpone.merge-on-read", "postpone.target-row-num-per-bucket", "postpone.target-size-per-bucket",
     "precommit-compact", "query-auth.enabled", "read.allow.fullScan", "read.batch-size", "read.changelog",
     "read.shuffle-bucket-with-partition", "read.stream.maxBytesPerTrigger",
@@ -138,13 +138,9 @@ PAIMON_STORED_KEYS = frozenset({
 # Paimon options dyntable does not implement whose effect a reader or writer would miss: refused
 # (a value set by another engine on a shared table is kept and never re-validated on read).
 UNSUPPORTED_PAIMON_OPTIONS: dict[str, str] = {
-    "data-file.external-paths": "dyntable writes data files inside the table directory only",
-    "data-file.external-paths.strategy": "dyntable writes data files inside the table directory only",
-    "data-file.external-paths.specific-fs": "dyntable writes data files inside the table directory only",
     "record-level.expire-time": "dyntable does not expire single records",
     "record-level.time-field": "dyntable does not expire single records",
     "ignore-update-before": "dyntable does not drop UPDATE_BEFORE rows on write (use ignore-delete)",
-    "data-evolution.enabled": "data evolution (row-id based column updates) is not supported",
     "chain-table.enabled": "chain tables are not supported",
 }
 

@@ -3,9 +3,9 @@
 Keys and defaults are Paimon's (``CoreOptions``) wherever Paimon has the option, so a table
 written here reads the same in Java Paimon / pypaimon. Deliberate differences:
 
-* ``file.format`` accepts only ``parquet`` when set through :func:`validate_options` (dyntable
-  writes Parquet only); tables written elsewhere with ``orc``/``avro`` still load, they are
-  just not validated on read.
+* ``file.format`` accepts ``parquet`` and ``orc`` when set through :func:`validate_options`
+  (``engine.meta.file_formats``); tables written elsewhere with ``avro`` still load, they are just
+  not validated on read.
 * ``deletion-vectors.enabled`` is checked against the table at CREATE/ALTER (``engine.schema``);
   dyntable writes deletion vectors for append and primary-key tables (``docs/deletion-vectors.md``).
 * ``change-tracking`` (default true) and the ``log.*`` keys come from the managed-table design;
@@ -20,8 +20,7 @@ Keys a user sets (CREATE / ALTER / dynamic options), as Paimon treats table prop
   the values that would need it (``file-index.bsi.columns``, ...);
 * a Paimon option that would change where files live or what a read or write returns, and that
   dyntable does not implement, is refused with the reason
-  (``engine.option_checks.UNSUPPORTED_PAIMON_OPTIONS``: ``data-file.external-paths``,
-  ``record-level.expire-time``);
+  (``engine.option_checks.UNSUPPORTED_PAIMON_OPTIONS``: ``record-level.expire-time``, ...);
 * any other key is stored as given (Paimon keeps arbitrary properties such as ``'k1'='v1'``, and
   tables shared with Java jobs carry them), unless it is a near-miss of a known key (difflib):
   that is refused, naming the key it probably means, so ``'bukcet'`` does not pass unnoticed
@@ -96,6 +95,20 @@ def _relative_dir_ok(v: str) -> str | None:
     return None
 
 
+def _external_paths_ok(v: str) -> str | None:
+    # The same rule as engine.meta.external_paths (Paimon: "scheme should not be null").
+    for root in v.split(","):
+        if root.strip() and not re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:", root.strip()):
+            return f"{root.strip()!r} has no scheme; give URIs such as 'file:///data/t' or 's3://bucket/t'"
+    return None
+
+
+def _weights_ok(v: str) -> str | None:
+    if all(p.strip().isdigit() and int(p) > 0 for p in v.split(",")):
+        return None
+    return "must be positive integer weights, '10,5,15'"
+
+
 def _stats_mode_ok(v: str) -> str | None:
     ok = re.fullmatch(r"none|counts|full|truncate\(\d+\)", v.strip().lower())
     return None if ok else "expected none, counts, full or truncate(N)"
@@ -162,10 +175,16 @@ CHANGE_TRACKING = _declare("change-tracking", bool, True,
     "Whether writes produce changes for streaming readers (the managed-table design's option); per "
     "statement as a hint: INSERT INTO t /*+ OPTIONS('change-tracking'='false') */ ...")
 ROW_TRACKING_ENABLED = _declare("row-tracking.enabled", bool, False,
-    "Paimon row tracking (_ROW_ID, Paimon 1.3), append tables with 'bucket' = '-1' only: each appended "
-    "file takes its first row id at commit and the snapshot its nextRowId. dyntable appends to such a "
-    "table; compaction, overwrites and row-level changes of it are refused (they would not keep the ids).",
+    "Paimon row tracking (_ROW_ID, Paimon 1.3), append tables with 'bucket' = '-1' only: each new "
+    "file takes its first row id at commit and the snapshot its nextRowId; compaction, DELETE, UPDATE "
+    "and MERGE keep the ids of the rows they rewrite. _ROW_ID and _SEQUENCE_NUMBER are readable by name.",
     immutable=True)
+DATA_EVOLUTION_ENABLED = _declare("data-evolution.enabled", bool, False,
+    "Paimon data evolution (Paimon 1.3; needs 'row-tracking.enabled'): a row-id range's columns may be "
+    "rewritten by later files holding only those columns. dyntable reads such tables in batch (each column "
+    "from the newest file holding it), appends to them and compacts them (a range's files merged into one, "
+    "row ids and deletion vectors kept); overwrites, DELETE/UPDATE/MERGE and incremental or "
+    "streaming reads of them are refused.", immutable=True)
 DELETION_VECTORS_ENABLED = _declare("deletion-vectors.enabled", bool, False,
     "Deletion vectors (merge-on-write): superseded and deleted rows are marked in per-file bitmaps, so "
     "batch reads need no merge. Primary-key tables: merge engines deduplicate, partial-update and "
@@ -204,14 +223,15 @@ CLUSTERING_INCREMENTAL = _declare("clustering.incremental", bool, False,
     "Append tables with bucket = -1: compaction clusters the files by clustering.columns, level by level "
     "(new files first), instead of concatenating small files.")
 DATA_FILE_THIN_MODE = _declare("data-file.thin-mode", bool, False,
-    "Omit the _KEY_ columns from primary-key data files. dyntable always writes them: only 'false' is "
-    "accepted.", validator=_refuse_true("thin mode (data files without _KEY_ columns)"))
+    "Primary-key data files without the _KEY_ columns (the key is read from its value columns), as Paimon "
+    "1.0 writes them; readers of Paimon 0.9 cannot read such files.")
 
 # -- files
 FILE_FORMAT = _declare("file.format", str, "parquet",
-    "Data file format. dyntable writes only parquet; tables written by Paimon with orc/avro are loaded "
-    "without validation but cannot be written here.",
-    validator=lambda v: None if v.strip().lower() == "parquet" else "dyntable writes only parquet data files")
+    "Data file format of new files: parquet or orc (a table may change it; files of both formats read "
+    "together). Tables written by Paimon with avro load, but their Avro files are refused.",
+    validator=lambda v: None if v.strip().lower() in ("parquet", "orc")
+    else "dyntable writes parquet and orc data files (avro is not supported)")
 FILE_COMPRESSION = _declare("file.compression", "enum", "zstd", "Data file compression.",
     choices=("zstd", "snappy", "gzip", "brotli", "lz4", "none", "uncompressed"))
 FILE_COMPRESSION_ZSTD_LEVEL = _declare("file.compression.zstd-level", int, 1,
@@ -271,11 +291,13 @@ WRITE_MERGE_SCHEMA = _declare("write.merge-schema", bool, False,
 WRITE_MERGE_SCHEMA_TYPE_WIDENING = _declare("write.merge-schema.type-widening", bool, False,
     "With write.merge-schema: widen an existing column's type to the data's where Paimon casts "
     "implicitly (INT -> BIGINT, a larger DECIMAL precision of the same scale, a longer VARCHAR, numbers "
-    "to DOUBLE). Primary-key, partition and bucket-key columns keep their types.")
+    "to DOUBLE). A primary-key or bucket-key column widens only where its stored keys keep their bytes "
+    "(a wider integer when no stored key is negative, a longer VARCHAR); partition columns keep their types.")
 WRITE_MERGE_SCHEMA_EXPLICIT_CAST = _declare("write.merge-schema.explicit-cast", bool, False,
-    "With write.merge-schema.type-widening: Paimon also allows lossy type changes (BIGINT -> INT, "
-    "STRING -> DATE). dyntable refuses them as it refuses them in ALTER COLUMN TYPE: existing files "
-    "would be read through a cast whose result on values that do not fit differs between engines.")
+    "With write.merge-schema.type-widening: also Paimon's explicit casts (STRING -> DATE, BIGINT -> INT, "
+    "a shorter length), taken only when every stored value of the column converts (old files are read "
+    "through the cast); casts whose result differs between readers (instants and numbers, time zones) "
+    "are refused.")
 
 # -- snapshots, commits, retention
 SNAPSHOT_NUM_RETAINED_MIN = _declare("snapshot.num-retained.min", int, 10,
@@ -363,6 +385,24 @@ DATA_FILE_PATH_DIRECTORY = _declare("data-file.path-directory", str, None,
     "Directory (relative to the table) holding the partition and bucket directories of the data files, "
     "as Paimon lays them out (<table>/<dir>/<partition>/bucket-N). Immutable: readers find existing files "
     "through it.", immutable=True, validator=lambda v: _relative_dir_ok(v))
+DATA_FILE_EXTERNAL_PATHS = _declare("data-file.external-paths", str, None,
+    "External roots new data files are written under, comma-separated URIs with a scheme "
+    "('file:///data/t', 's3://bucket/t'; on the table's own file system), each mirroring the table's "
+    "partition and bucket directories; used when data-file.external-paths.strategy is not none.",
+    validator=lambda v: _external_paths_ok(v))
+DATA_FILE_EXTERNAL_PATHS_STRATEGY = _declare("data-file.external-paths.strategy", "enum", "none",
+    "How a new data file picks an external root: none (the table directory), round-robin, specific-fs "
+    "(round-robin over the roots of data-file.external-paths.specific-fs), entropy-inject (round-robin, "
+    "hash directories before the name) or weight-robin (random by data-file.external-paths.weights).",
+    choices=("none", "specific-fs", "round-robin", "entropy-inject", "weight-robin"))
+DATA_FILE_EXTERNAL_PATHS_SPECIFIC_FS = _declare("data-file.external-paths.specific-fs", str, None,
+    "The scheme of the external roots the specific-fs strategy writes to (e.g. s3, oss).")
+DATA_FILE_EXTERNAL_PATHS_WEIGHTS = _declare("data-file.external-paths.weights", str, None,
+    "Positive integer weights of the external roots for the weight-robin strategy, '10,5,15' (in the "
+    "order of data-file.external-paths).", validator=lambda v: _weights_ok(v))
+POSTPONE_DEFAULT_BUCKET_NUM = _declare("postpone.default-bucket-num", int, 1,
+    "Postpone-bucket tables (bucket = -2): the bucket count of a partition written for the first time (a "
+    "partition with files in real buckets keeps their count).", validator=_at_least(1))
 SCAN_FALLBACK_BRANCH = _declare("scan.fallback-branch", str, None,
     "Batch reads of a partitioned table take the partitions the read branch lacks from the named branch "
     "(same columns and partition columns; streaming reads, writes and maintenance see the read branch only).")

@@ -556,6 +556,10 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
             s.primary_keys or opts.bucket != -1):
         raise InvalidArgumentError(  # Paimon's rule (SchemaValidation.validateRowTracking)
             "'row-tracking.enabled' = 'true' needs an append table with 'bucket' = '-1' (no primary key)")
+    if str(s.options.get("data-evolution.enabled", "false")).strip().lower() == "true" and (
+            str(s.options.get("row-tracking.enabled", "false")).strip().lower() != "true"):
+        raise InvalidArgumentError(  # Paimon's rule (SchemaValidation)
+            "'data-evolution.enabled' = 'true' needs 'row-tracking.enabled' = 'true'")
     if s.primary_keys:
         missing = [k for k in s.partition_keys if k not in s.primary_keys]
         # A key that does not cover the partition: with dynamic buckets ('bucket' = '-1') a key has

@@ -10,17 +10,20 @@ The rules are Paimon 2.0's (``SchemaMergingUtils.mergeSchemas``), applied to an 
   reach structs inside arrays and maps.
 * A leaf type is kept as it is unless ``type_widening``: then the table type becomes the data's
   where Paimon casts implicitly (:func:`engine.type_widening.castable`), a DECIMAL of the same scale
-  takes the larger precision, and a lossy change (a shorter length or precision, or an explicit
-  cast) is refused.
+  takes the larger precision; with ``explicit_cast`` also where Paimon casts explicitly
+  (:func:`engine.type_widening.explicit_castable`; whether the stored values convert is checked
+  against the table's files by :mod:`engine.write.type_changes`).
 * Names match exactly, or ignoring case unless ``case_sensitive`` (Spark's
   ``spark.sql.caseSensitive``, false by default).
 
 Refused with :class:`engine.errors.SchemaMergeError`, where Paimon refuses (types that do not
-merge) and where dyntable is stricter, each for a stated reason: explicit (lossy) casts, as ALTER
-COLUMN TYPE refuses them (old files would be read through a cast whose result on values that do
-not fit differs between engines); retyping a primary-key, partition or bucket-key column (files
-and buckets are keyed on the stored type); and a data column that differs from a table column
-only by case under ``case_sensitive`` (dyntable's column names are unique ignoring case).
+merge) and where dyntable is stricter, each for a stated reason: explicit casts whose result
+differs between readers (instants and numbers, time zones, nested values as text); retyping a
+partition column (its values are stored as the old type in paths and manifests) and retyping a
+primary-key or bucket-key column beyond the changes that keep a stored key's bytes
+(:func:`engine.type_widening.key_bytes_kept`: buckets and key ranges are computed from them);
+and a data column that differs from a table column only by case under ``case_sensitive``
+(dyntable's column names are unique ignoring case).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from engine.options import (
     CoreOptions,
 )
 from engine.schema import TableSchema, validate_schema
-from engine.type_widening import castable
+from engine.type_widening import castable, explicit_castable, key_bytes_kept
 from engine.types import DataField, DataType, TypeRoot, from_arrow_field, max_field_id, type_to_sql
 
 
@@ -100,7 +103,23 @@ class _Merger:
     def __init__(self, flags: MergeSchemaFlags, next_id: Callable[[], int], table: TableSchema) -> None:
         self.flags = flags
         self.next_id = next_id
-        self.keyed = {*table.primary_keys, *table.partition_keys, *table.core_options.bucket_keys}
+        self.partition_keys = set(table.partition_keys)
+        self.hashed = {*table.primary_keys, *table.core_options.bucket_keys}
+
+    def _check_key_change(self, f: DataField, t: DataType) -> None:
+        change = f"'{f.name}' from {type_to_sql(f.type)} to {type_to_sql(t)}"
+        if f.name in self.partition_keys:
+            raise SchemaMergeError(
+                f"cannot change partition column {change} on write: partition values are stored "
+                "(in directory names and manifests) as the type they were written with"
+            )
+        if f.name in self.hashed and key_bytes_kept(f.type, t) is None:
+            raise SchemaMergeError(
+                f"cannot change key column {change} on write: stored keys would no longer match "
+                "their buckets and key ranges (a primary-key or bucket-key column widens only to "
+                "an integer of more bytes, a longer text or binary, or a DECIMAL or TIMESTAMP of "
+                "the same storage)"
+            )
 
     def _find(self, fields: Sequence[DataField], name: str) -> DataField | None:
         for f in fields:
@@ -123,11 +142,8 @@ class _Merger:
                 continue
             where = f"{path}{f.name}"
             t = self.merge_type(f.type, u.type, where)
-            if t != f.type and not path and f.name in self.keyed:
-                raise SchemaMergeError(
-                    f"cannot change key column '{f.name}' from {type_to_sql(f.type)} to {type_to_sql(t)} "
-                    "on write: primary-key, partition and bucket-key columns keep their types"
-                )
+            if t != f.type and not path:
+                self._check_key_change(f, t)
             out.append(f if t == f.type else replace(f, type=t))
         for u in update:
             if self._find(base, u.name) is not None:
@@ -180,17 +196,18 @@ class _Merger:
                 )
             return replace(base, precision=max(base.precision or 0, update.precision or 0))
         widened = update.copy(base.nullable)
-        if castable(base, widened):
+        if castable(base, widened) or (self.flags.explicit_cast and explicit_castable(base, widened)):
             return widened
-        lossy = _same_kind_narrower(base, update)
-        why = ("a shorter length or lower precision loses data" if lossy
-               else "Paimon casts it only explicitly")
-        hint = (" dyntable refuses explicit casts on write as in ALTER COLUMN TYPE: old files would be read "
-                "through a cast whose result on values that do not fit differs between engines"
-                if self.flags.explicit_cast else
-                " ('write.merge-schema.explicit-cast' is off)")
+        if self.flags.explicit_cast:
+            why = ("dyntable makes no such cast on write (between instants and numbers, across time "
+                   "zones, or of nested values as text, its result differs between readers)")
+        elif _same_kind_narrower(base, update):
+            why = ("a shorter length or lower precision loses data; "
+                   "'write.merge-schema.explicit-cast' is off")
+        else:
+            why = "Paimon casts it only explicitly; 'write.merge-schema.explicit-cast' is off"
         raise SchemaMergeError(
-            f"cannot widen '{where}' from {type_to_sql(base)} to {type_to_sql(update)}: {why};{hint}"
+            f"cannot widen '{where}' from {type_to_sql(base)} to {type_to_sql(update)}: {why}"
         )
 
 

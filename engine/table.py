@@ -165,7 +165,8 @@ class Table:
         Without it, or when the data changes nothing, this table (at the latest schema when merging).
 
         Raises:
-            SchemaMergeError: the data cannot evolve the schema by Paimon's rules.
+            SchemaMergeError: the data cannot evolve the schema by Paimon's rules, or the rows the
+                table stores forbid a type change (engine.write.type_changes).
         """
         from engine.options import WRITE_MERGE_SCHEMA
         from engine.schema_merge import MergeSchemaFlags
@@ -187,6 +188,10 @@ class Table:
                 f"table '{self.name}' stores rows as counts ('retractions.enabled'): its schema does not "
                 "evolve on write; use ALTER TABLE ADD COLUMN"
             )
+        if merged is not latest:
+            from engine.write.type_changes import check_stored_rows
+
+            check_stored_rows(store, latest, merged)  # a key widened, an explicit cast: per stored row
         evolved = Table(self.catalog, self.identifier, store.io, store.paths, merged,
                         pending_schema=None if merged is latest else merged)
         return evolved.with_options(dynamic) if dynamic else evolved
@@ -296,10 +301,10 @@ class Table:
                 not keep (engine.features), refused here, in the driver, before any task runs.
         """
         from engine.builders.write import WriteBuilder
-        from engine.features import check_appendable, check_writable
+        from engine.features import check_appendable, check_rewritable
 
-        # An append may keep row tracking (the commit assigns row ids); an overwrite may not.
-        (check_writable if overwrite is not None else check_appendable)(self.store.schema, self.path)
+        # Row tracking is kept by appends and overwrites (the commit assigns the new rows' ids).
+        (check_rewritable if overwrite is not None else check_appendable)(self.store.schema, self.path)
         return WriteBuilder(self, overwrite, commit_user)
 
     def new_writer(self):

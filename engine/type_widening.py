@@ -97,3 +97,77 @@ def castable(src: DataType, dst: DataType) -> bool:
         return False
     floating = {TypeRoot.FLOAT: _NUMBERS - {TypeRoot.DOUBLE}, TypeRoot.DOUBLE: _NUMBERS}
     return src.root in floating.get(dst.root, frozenset())
+
+
+_STRINGS = frozenset({TypeRoot.CHAR, TypeRoot.VARCHAR})
+_BINARIES = frozenset({TypeRoot.BINARY, TypeRoot.VARBINARY})
+_INTEGERS = frozenset(_INT_ORDER)
+_TIMESTAMPS = frozenset({TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ})
+# Paimon's explicit casting rules (``DataTypeCasts``), target -> the sources it casts explicitly,
+# without the casts whose value is not the same in every reader: numbers and booleans to or from
+# instants (epoch seconds in Paimon, the storage unit in Arrow), text or wall-clock times to
+# TIMESTAMP_LTZ and back (they depend on the reader's time zone), and nested values as text.
+_ATOMIC = frozenset(TypeRoot) - {TypeRoot.ARRAY, TypeRoot.MULTISET, TypeRoot.MAP, TypeRoot.ROW}
+_EXPLICIT: dict[TypeRoot, frozenset[TypeRoot]] = {
+    **dict.fromkeys(_STRINGS, _ATOMIC),
+    TypeRoot.BOOLEAN: _STRINGS | _INTEGERS,
+    **dict.fromkeys(_BINARIES, _STRINGS | _BINARIES),
+    TypeRoot.DECIMAL: _STRINGS | _NUMBERS - {TypeRoot.FLOAT, TypeRoot.DOUBLE},
+    **dict.fromkeys(_INTEGERS, _NUMBERS | _STRINGS | {TypeRoot.BOOLEAN}),
+    TypeRoot.FLOAT: _NUMBERS | _STRINGS | {TypeRoot.BOOLEAN},
+    TypeRoot.DOUBLE: _NUMBERS | _STRINGS | {TypeRoot.BOOLEAN},
+    TypeRoot.DATE: _STRINGS | {TypeRoot.DATE, TypeRoot.TIMESTAMP},
+    TypeRoot.TIME: _STRINGS | {TypeRoot.TIME, TypeRoot.TIMESTAMP},
+    TypeRoot.TIMESTAMP: _STRINGS | {TypeRoot.DATE, TypeRoot.TIME, TypeRoot.TIMESTAMP},
+    TypeRoot.TIMESTAMP_LTZ: frozenset({TypeRoot.TIMESTAMP_LTZ}),
+}
+
+
+def explicit_castable(src: DataType, dst: DataType) -> bool:
+    """Whether ``write.merge-schema.explicit-cast`` may change ``src`` to ``dst``: :func:`castable`,
+    or one of Paimon's explicit casts (``DataTypeCasts``: text to numbers, dates and times,
+    narrower numbers, shorter lengths, lower precisions, ...) whose result is the same in every
+    reader (the exclusions are listed at ``_EXPLICIT``). Such a cast may fail on a value, so the
+    rows already stored must be checked before a schema makes it (engine.write.type_changes).
+    Atomic types only; nested types change only through their members.
+    """
+    if castable(src, dst):
+        return True
+    if src.is_nested or dst.is_nested:
+        return False
+    return src.root in _EXPLICIT.get(dst.root, frozenset())
+
+
+#: :func:`key_bytes_kept`'s answers: every value keeps its bytes, or only values >= 0 do.
+ALWAYS = "always"
+NON_NEGATIVE = "non-negative"
+_COMPACT_DECIMAL = 18  # Paimon's BinaryRow keeps precision <= 18 in the fixed slot, larger out of it
+_COMPACT_TIMESTAMP = 3
+
+
+def key_bytes_kept(src: DataType, dst: DataType) -> str | None:
+    """Whether a key column's values keep their BinaryRow bytes when ``src`` widens to ``dst``.
+
+    A primary-key or bucket-key value is stored as BinaryRow bytes (a file's key range and key
+    statistics) and hashed from them (its bucket, the dynamic-bucket index). A type change that
+    keeps the bytes keeps every stored key valid: text and binary of a larger length, a DECIMAL of
+    the same scale on the same side of the compact limit, a TIMESTAMP likewise (:data:`ALWAYS`);
+    an integer widened to a wider integer keeps the bytes of values >= 0 only: the slot is
+    little-endian and zero-padded, so a negative value gains sign bytes (:data:`NON_NEGATIVE`).
+    None: the bytes change (a number as a float, a date as a timestamp, ...).
+    """
+    if src.copy(True) == dst.copy(True):
+        return ALWAYS
+    if not is_widening(src.copy(True), dst.copy(True)):
+        return None
+    if (src.is_string and dst.is_string) or (src.is_binary and dst.is_binary):
+        return ALWAYS
+    if src.is_integer and dst.is_integer:
+        return NON_NEGATIVE
+    if src.root is dst.root and src.root is TypeRoot.DECIMAL and src.scale == dst.scale:
+        compact = _COMPACT_DECIMAL
+    elif src.root is dst.root and src.root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
+        compact = _COMPACT_TIMESTAMP
+    else:
+        return None
+    return ALWAYS if ((src.precision or 0) <= compact) == ((dst.precision or 0) <= compact) else None

@@ -105,6 +105,15 @@ class _Catalog:
     def columns(self, name: TableName, time_travel: TimeTravel | None = None) -> list[str]:
         return list(self.session.columns_of(name, time_travel))
 
+    def metadata_columns(self, name: TableName) -> list[str]:
+        from engine import metadata_names
+
+        if self.session._global_of(name) is not None:
+            return []
+        ident = self.session.identifier(name)
+        table = self.session.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
+        return metadata_names(table.schema)
+
     def has_tag(self, name: TableName, tag: str) -> bool:
         ident = self.session.identifier(name)  # a branch has its own tags
         table = self.session.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))

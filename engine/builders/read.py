@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from engine.features import check_incremental_readable
 from engine.lsm.deletion_vectors import uses_deletion_vectors
 from engine.meta.snapshot import Snapshot
 from engine.read.key_ordered import key_ordered_buckets, reads_in_key_order
@@ -161,6 +162,8 @@ class ReadBuilder:
             from engine.errors import InvalidArgumentError
 
             raise InvalidArgumentError("an incremental read cannot be combined with time travel options")
+        store = self.table.store
+        check_incremental_readable(store.schema, store.paths.root)
         if isinstance(query, str):
             query = IncrementalQuery(between=query, scan_mode=mode)
         if query.to_auto_tag is not None:
@@ -172,6 +175,8 @@ class ReadBuilder:
     def new_stream_scan(self) -> StreamScan:
         from engine.builders.stream import StreamScan
 
+        store = self.table.store
+        check_incremental_readable(store.schema, store.paths.root)
         return StreamScan(self)
 
     def uses_deletion_vectors(self) -> bool:

@@ -33,10 +33,11 @@ from engine.append_deletions import (
 )
 from engine.commit_messages import CommitMessage, OverwriteSpec, delete_uncommitted
 from engine.errors import DyntableError
-from engine.features import check_appendable, check_writable
+from engine.features import check_appendable, check_rewritable
+from engine.meta.external_paths import ExternalPaths
 from engine.meta.paths import FileNamer
 from engine.options import DYNAMIC_BUCKET_ASSIGNER_PARALLELISM
-from engine.write.bucket_assigner import is_cross_partition, is_dynamic_bucket, writer_clustering
+from engine.write.bucket_assigner import is_dynamic_bucket, writer_clustering
 from engine.write.factory import new_writer
 
 if TYPE_CHECKING:
@@ -64,6 +65,9 @@ class WriteBuilder:
     # dynamic buckets from (0: the table had none; -1: the latest when the task starts, for
     # micro-batches, which start after the previous one committed); None: a single writer.
     shared_base: int | None = None
+    # Rows of a row-tracking table that come with their _ROW_ID / _SEQUENCE_NUMBER keep them
+    # (DELETE/UPDATE/MERGE rewriting rows; engine.row_tracking); other writes refuse such columns.
+    row_ids: bool = False
 
     def with_overwrite(self, overwrite: OverwriteSpec | None) -> WriteBuilder:
         return dataclasses.replace(self, overwrite=overwrite)
@@ -72,6 +76,10 @@ class WriteBuilder:
         return dataclasses.replace(self, commit_user=commit_user)
 
     # -- row-level changes of append tables with deletion vectors (engine.append_deletions) ----------
+    def keeping_row_ids(self) -> WriteBuilder:
+        """This write, for rows that keep their row ids (see ``row_ids``)."""
+        return dataclasses.replace(self, row_ids=True)
+
     def writes_deletion_vectors(self) -> bool:
         """Whether DELETE/UPDATE/MERGE of this table mark rows in deletion vectors (an append table
         with ``deletion-vectors.enabled``) instead of rewriting files."""
@@ -85,7 +93,7 @@ class WriteBuilder:
         """Rows of ``snapshot``'s files to mark deleted; publish it with
         ``new_commit().commit_with_deletions``."""
         store = self.table.store
-        check_writable(store.schema, store.paths.root)
+        check_rewritable(store.schema, store.paths.root)  # deletion vectors keep every other row's id
         return AppendDeletionCommit(store, snapshot, self.commit_user)
 
     def for_independent_tasks(self, *, pin: bool = True) -> WriteBuilder:
@@ -102,10 +110,10 @@ class WriteBuilder:
         """This write as a job of ``parallelism`` tasks lays out dynamic buckets:
         ``dynamic-bucket.assigner-parallelism`` = ``parallelism`` when neither the table nor the
         write's options set it (Paimon's Spark writer defaults it to the job's parallelism, so new
-        keys spread over that many assigners' buckets). Other bucket modes, and cross-partition
-        upsert tables (one assigner), are unchanged."""
+        keys spread over that many assigners' buckets; cross-partition upsert tables too, as
+        Paimon's ``GlobalIndexAssigner`` job). Other bucket modes are unchanged."""
         store = self.table.store
-        if (parallelism is None or not is_dynamic_bucket(store) or is_cross_partition(store)
+        if (parallelism is None or not is_dynamic_bucket(store)
                 or store.options.get(DYNAMIC_BUCKET_ASSIGNER_PARALLELISM) is not None):
             return self
         lanes = str(max(1, int(parallelism)))
@@ -121,9 +129,9 @@ class WriteBuilder:
         """A writer of this table; UnsupportedTableError (engine.features) for a table whose newer
         Paimon features dyntable's writes would not keep."""
         store = self.table.store
-        (check_writable if self.overwrite is not None else check_appendable)(store.schema, store.paths.root)
+        (check_rewritable if self.overwrite is not None else check_appendable)(store.schema, store.paths.root)
         writer = new_writer(self.table.store, compact=False, sequence_offset=sequence_offset, namer=namer,
-                            shared_base=self.shared_base)
+                            shared_base=self.shared_base, keep_row_ids=self.row_ids)
         return TableWrite(self.table, writer)
 
     def new_task_write(self, job: str, task: int, attempt: int = 0, *, abortable: bool = False) -> TableWrite:
@@ -151,8 +159,12 @@ class WriteBuilder:
 
     def delete_job_files(self, job: str) -> None:
         """Delete every data and changelog file the job wrote (found by its token in the name)."""
-        io = self.table.store.io
-        for status in io.list_files_recursive(self.table.path):
+        store = self.table.store
+        io = store.io
+        external = ExternalPaths.of(store.schema.options)
+        roots = [self.table.path,
+                 *(store.paths.external_file(r) for r in (external.roots if external else ()))]
+        for status in (s for root in roots for s in io.list_files_recursive(root)):
             name = status.path.rsplit("/", 1)[-1]
             if job in name and (name.startswith("data-") or name.startswith("changelog-")):
                 io.delete(status.path)

@@ -3,7 +3,9 @@
 A file is written with the schema named by its ``_SCHEMA_ID``. Columns are matched by field id
 between that schema and the current one (Paimon's schema evolution): a renamed column is read
 under its old physical name, a dropped column is skipped, an added column reads as NULL, and a
-widened type is cast; nested ROW fields are matched by id too (:mod:`engine.files.evolve`).
+widened type is cast; nested ROW fields are matched by id too (:mod:`engine.files.evolve`). A
+data-evolution file holding only some columns (``_WRITE_COLS``) reads the others as NULL; the
+reader of its row-id group takes them from the files that hold them (:mod:`engine.read.data_evolution`).
 System columns (``_SEQUENCE_NUMBER``, ``_VALUE_KIND``) are passed through when asked for.
 """
 
@@ -12,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from engine.errors import CorruptDataError, CorruptMetadataError
 from engine.files.evolve import cast_leaf, conform_column
+from engine.meta.file_formats import arrow_path, iter_tables, read_table  # noqa: F401 - arrow_path re-exported
 from engine.meta.manifest import DataFileMeta
 from engine.store import FileStore
 from engine.types import DataField, to_arrow_type
@@ -26,26 +28,20 @@ KEY_PREFIX = "_KEY_"
 _SYSTEM_TYPES = {SEQUENCE_NUMBER: pa.int64(), VALUE_KIND: pa.int8()}
 
 
-def arrow_path(path: str) -> str:
-    """The path form pyarrow file systems expect (no URL scheme)."""
-    if path.startswith("file://"):
-        return path[len("file://") :]
-    if "://" in path:
-        return path.split("://", 1)[1]
-    return path
-
-
 def _physical_columns(
     store: FileStore, file: DataFileMeta, fields: Sequence[DataField], system_columns: Sequence[str]
 ) -> tuple[list[DataField | None], list[str]]:
     """Each field as the file's own schema has it (None: not in the file), and the columns to read."""
     file_schema = store.schema_by_id(file.schema_id)
+    # A data-evolution file (``_WRITE_COLS``) holds only those columns of its schema version.
+    written = None if file.write_cols is None else set(file.write_cols)
     physical: list[DataField | None] = []
     for f in fields:
         try:
-            physical.append(file_schema.field_by_id(f.id))
+            p = file_schema.field_by_id(f.id)
         except LookupError:
-            physical.append(None)
+            p = None
+        physical.append(p if p is None or written is None or p.name in written else None)
     return physical, [p.name for p in physical if p is not None] + list(system_columns)
 
 
@@ -56,7 +52,7 @@ def _file_error(store: FileStore, file_path: str, e: Exception) -> Exception:
     # Ask the file system, not the message: Arrow's "magic bytes not found" means truncated.
     if not store.io.exists(file_path):
         return CorruptMetadataError(f"data file {file_path} is listed by the snapshot but missing")
-    return CorruptDataError(f"data file {file_path} is corrupt (truncated, or not a Parquet file): {e}")
+    return CorruptDataError(f"data file {file_path} is corrupt (truncated, or not in its format): {e}")
 
 
 def _conform(
@@ -107,13 +103,7 @@ def read_data_file(
     """
     physical, read_cols = _physical_columns(store, file, fields, system_columns)
     try:
-        table = pq.read_table(
-            arrow_path(file_path),
-            columns=read_cols,
-            filesystem=store.io.arrow_fs(),
-            use_threads=True,
-            pre_buffer=True,
-        )
+        table = read_table(store.io.arrow_fs(), file_path, read_cols)
     except (OSError, pa.ArrowInvalid) as e:
         raise _file_error(store, file_path, e) from e
     return _conform(store, file_path, table, fields, physical, system_columns)
@@ -140,13 +130,7 @@ def iter_data_file(
         raise _file_error(store, file_path, e) from e
     with source:
         try:
-            # No pre-buffering: pyarrow's cache of pre-buffered ranges keeps every row group read
-            # so far until the file is closed (measured: a 3M-row file read in batches grew to
-            # 113 MiB of Arrow memory instead of 17), which is what a streaming read must avoid.
-            parquet = pq.ParquetFile(source, pre_buffer=False)
-            batches = parquet.iter_batches(batch_size=batch_rows, columns=read_cols, use_threads=True)
-            for batch in batches:
-                table = pa.Table.from_batches([batch])
+            for table in iter_tables(source, file_path, read_cols, batch_rows):
                 yield _conform(store, file_path, table, fields, physical, system_columns)
         except (OSError, pa.ArrowInvalid) as e:
             raise _file_error(store, file_path, e) from e
@@ -154,6 +138,4 @@ def iter_data_file(
 
 def data_file_path(store: FileStore, partition_dir: str, bucket: int, file: DataFileMeta) -> str:
     """Where ``file`` of ``bucket`` in the partition directory lives (its external path, if any)."""
-    if file.external_path:
-        return store.paths.external_file(file.external_path)
-    return store.paths.data_file(partition_dir, bucket, file.file_name)
+    return store.paths.data_file(partition_dir, bucket, file.file_name, file.external_path)

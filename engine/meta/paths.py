@@ -296,12 +296,28 @@ class TablePaths:
     def manifest_file(self, name: str) -> str:
         return join(self.manifest_dir, name)
 
-    def bucket_dir(self, partition_dir: str, bucket: int) -> str:
+    def relative_bucket_dir(self, partition_dir: str, bucket: int) -> str:
+        """A bucket's directory relative to the table root (Paimon's ``relativeBucketPath``: below
+        ``data-file.path-directory``, then the partition); external paths mirror it."""
         name = "bucket-postpone" if bucket == -2 else f"bucket-{bucket}"
-        return join(self.data_root, partition_dir, name)
+        return join(self.data_dir or "", partition_dir, name)
 
-    def data_file(self, partition_dir: str, bucket: int, file_name: str) -> str:
+    def bucket_dir(self, partition_dir: str, bucket: int) -> str:
+        return join(self.root, self.relative_bucket_dir(partition_dir, bucket))
+
+    def data_file(self, partition_dir: str, bucket: int, file_name: str,
+                  external_path: str | None = None) -> str:
+        """Where a data file lives: its ``_EXTERNAL_PATH`` when it has one, else its bucket directory."""
+        if external_path:
+            return self.external_file(external_path)
         return join(self.bucket_dir(partition_dir, bucket), file_name)
+
+    def extra_file(self, partition_dir: str, bucket: int, name: str, external_path: str | None = None) -> str:
+        """Where an extra file (a file index) of a data file lives: beside the data file, also when
+        that is at an external path (Paimon's ``toAlignedPath``)."""
+        if external_path:
+            return join(self.external_file(external_path).rsplit("/", 1)[0], name)
+        return join(self.bucket_dir(partition_dir, bucket), name)
 
     def external_file(self, path: str) -> str:
         """An ``_EXTERNAL_PATH`` in this table's path style (:func:`resolve_external_path`)."""

@@ -13,6 +13,10 @@ What is listed (everything else under the table root is left alone, it is not ou
 * per-branch metadata directories (``schema``, ``snapshot``, ``tag``, ``consumer``,
   ``changelog`` of main and of every ``branch/branch-*``): only the temporary files of an atomic
   write (``.<name>.<32 hex>.tmp``) — the JSON files themselves are anchors or their history;
+* the data directories below each of the table's external paths (``data-file.external-paths``,
+  as the current schema names them, below ``data-file.path-directory`` when set), as Paimon lists
+  them: every file below a ``bucket-N`` directory there is a candidate (at any depth: the
+  ``entropy-inject`` strategy puts files in hash directories), nothing else under the root;
 * the Iceberg metadata directory (``metadata/``) of a table with ``metadata.iceberg.storage =
   table-location``: every file a published ``v<N>.metadata.json`` does not need (``engine.iceberg``
   lists those it does: the versions, the version hint, their manifest lists and manifests);
@@ -52,7 +56,8 @@ from engine.features import check_readable
 from engine.iceberg import IcebergLayout, live_metadata_files
 from engine.io import FileIO
 from engine.io.fileio import FileStatus
-from engine.meta.paths import TablePaths, join
+from engine.meta.external_paths import ExternalPaths
+from engine.meta.paths import TablePaths, join, resolve_external_path
 from engine.meta.schema_store import SchemaStore
 from engine.ops.reachability import FileKindRef, UnsafeToDeleteError, reachable_files
 from engine.schema import TableSchema
@@ -172,9 +177,23 @@ def list_candidates(io: FileIO, root: str, pool: ThreadPoolExecutor | None = Non
     partitions: list[str] = []
     privates: list[str] = []  # the table's and each branch's ``.dyntable``
     top = io.list_dir(root)
-    data_dir = _data_dir(io, root)
+    schema = _schema(io, root)
+    data_dir = _data_dir(schema)
     if data_dir is not None:  # data-file.path-directory: the partition/bucket directories live below it
         top = top + [c for c in io.list_dir(join(root, data_dir)) if c.is_dir and _is_data_dir(_name(c.path))]
+    deep: list[str] = []  # bucket directories below external paths: listed recursively
+    externals = _external_roots(root, schema)
+    external_prefixes = tuple(e + "/" for e in externals)
+    for ext in externals:
+        ext_top = io.list_dir(join(ext, data_dir) if data_dir else ext)
+        for s in ext_top:
+            name = _name(s.path)
+            if s.is_dir and name.startswith("bucket-"):
+                deep.append(s.path)
+                out.data_dirs[s.path] = None
+            elif s.is_dir and "=" in name:
+                partitions.append(s.path)
+                out.data_dirs[s.path] = None
     for s in top:
         name = _name(s.path)
         if not s.is_dir:
@@ -206,7 +225,10 @@ def list_candidates(io: FileIO, root: str, pool: ThreadPoolExecutor | None = Non
                 if not c.is_dir:
                     continue
                 if cname.startswith("bucket-"):
-                    flat.append((c.path, FileKindRef.DATA))
+                    if c.path.startswith(external_prefixes):
+                        deep.append(c.path)
+                    else:
+                        flat.append((c.path, FileKindRef.DATA))
                     out.data_dirs[c.path] = parent
                 elif "=" in cname:
                     below.append(c.path)
@@ -221,6 +243,9 @@ def list_candidates(io: FileIO, root: str, pool: ThreadPoolExecutor | None = Non
         out.candidates.extend((s, kind) for s in files)
     for statuses in listed[len(flat) :]:
         out.candidates.extend((s, None) for s in statuses if not s.is_dir and _TEMP_FILE.match(_name(s.path)))
+    for d, statuses in zip(deep, _pmap(pool, io.list_files_recursive, deep), strict=True):
+        out.files_in[d] = len(statuses)
+        out.candidates.extend((s, FileKindRef.DATA) for s in statuses)
     for private in privates:
         for s in io.list_files_recursive(private):  # [] when absent
             rel = s.path[len(private) :].lstrip("/")
@@ -233,19 +258,35 @@ def _is_data_dir(name: str) -> bool:
     return name.startswith("bucket-") or "=" in name
 
 
-def _data_dir(io: FileIO, root: str) -> str | None:
-    """The table's ``data-file.path-directory`` (immutable, so main's latest schema says it)."""
-    from engine.options import DATA_FILE_PATH_DIRECTORY, CoreOptions
-
+def _schema(io: FileIO, root: str) -> TableSchema | None:
+    """Main's latest schema (where the data directories are; fails closed)."""
     try:
-        schema = SchemaStore(io, TablePaths(root)).latest()
+        return SchemaStore(io, TablePaths(root)).latest()
     except (DyntableError, OSError) as e:
         raise UnsafeToDeleteError(
             f"the schema of {root} cannot be read ({e}); nothing was deleted", root) from e
+
+
+def _data_dir(schema: TableSchema | None) -> str | None:
+    """The table's ``data-file.path-directory`` (immutable, so main's latest schema says it)."""
+    from engine.options import DATA_FILE_PATH_DIRECTORY, CoreOptions
+
     if schema is None:
         return None
     data_dir = CoreOptions(schema.options).get(DATA_FILE_PATH_DIRECTORY)
     return data_dir.strip("/") if data_dir else None
+
+
+def _external_roots(root: str, schema: TableSchema | None) -> list[str]:
+    """The table's external data roots (``data-file.external-paths``) in the table's path style;
+    none when the strategy is ``none`` (nothing is written there). A root of another file system
+    than the table's is refused by the resolution, before anything is deleted."""
+    if schema is None:
+        return []
+    external = ExternalPaths.of(schema.options)
+    if external is None:
+        return []
+    return [resolve_external_path(root, r).rstrip("/") for r in external.roots]
 
 
 def _check_path_style(listing: _Listing, referenced: set[str], root: str) -> None:
@@ -353,6 +394,8 @@ def _iceberg_candidates(store: FileStore) -> list[tuple[FileStatus, FileKindRef 
 
 
 def _rank(path: str, root: str) -> int:
+    if not path.startswith(root + "/"):
+        return 0  # a data file at an external path
     rel = path[len(root) + 1 :]
     if rel.startswith("manifest/"):
         name = _name(rel)

@@ -510,6 +510,12 @@ class ReachabilityCollector:
             return r.paths.external_file(e.file.external_path)  # refuses a path it cannot resolve
         return join(r.bucket_dir(e.partition, e.bucket), e.file.file_name)
 
+    def _extra_path(self, r: _BranchResolver, e: ManifestEntry, extra: str) -> str:
+        """An extra file (file index) lives beside its data file, at an external path too."""
+        if e.file.external_path:
+            return join(r.paths.external_file(e.file.external_path).rsplit("/", 1)[0], extra)
+        return join(r.bucket_dir(e.partition, e.bucket), extra)
+
     def collect(self, anchors: Sequence[Anchor], *, explain: bool = False) -> Reachable:
         """The files ``anchors`` reference (see the module docstring); fail closed."""
         out = Reachable(anchors=list(anchors), reasons={} if explain else None)
@@ -637,10 +643,8 @@ class ReachabilityCollector:
     ) -> None:
         path = self._data_path(r, e)
         out._add(path, kind, e.file.file_size)
-        bucket_dir = None
         for extra in e.file.extra_files:
-            bucket_dir = bucket_dir or r.bucket_dir(e.partition, e.bucket)
-            out._add(join(bucket_dir, extra), FileKindRef.EXTRA, None)
+            out._add(self._extra_path(r, e, extra), FileKindRef.EXTRA, None)
         self._reason_file(r, e, out, anchor)
 
     def _reason_file(self, r: _BranchResolver, e: ManifestEntry, out: Reachable, anchor: Anchor) -> None:
@@ -648,7 +652,7 @@ class ReachabilityCollector:
             return
         self._reason(out, self._data_path(r, e), anchor)
         for extra in e.file.extra_files:
-            self._reason(out, join(r.bucket_dir(e.partition, e.bucket), extra), anchor)
+            self._reason(out, self._extra_path(r, e, extra), anchor)
 
     @staticmethod
     def _reason(out: Reachable, path: str, anchor: Anchor) -> None:

@@ -269,8 +269,10 @@ def reidentify(
         extras = tuple(_extra_name(x, f.file_name, new_name) for x in f.extra_files)
         pairs += [(f"{directory}/{old}", f"{directory}/{new}")
                   for old, new in zip(f.extra_files, extras, strict=True)]
+        # An external file keeps its external directory, spelled as its writer spelled it.
+        external = f"{f.external_path.rsplit('/', 1)[0]}/{new_name}" if f.external_path else None
         out.append(ManifestEntry(e.kind, e.partition, e.bucket, e.total_buckets, _renamed(
-            f, new_name, extras, dst if f.external_path else None)))
+            f, new_name, extras, external)))
     for _, dst in pairs:
         attempt.record(dst)  # before linking: an interrupted attempt's undo finds every link made
     _link_all(store.io, pairs, missing)

@@ -1,5 +1,9 @@
 """Split → Arrow data. Append splits concatenate; primary-key splits merge.
 
+A data-evolution split (append, not raw convertible) is read row-id group by row-id group, each
+group's columns taken from the newest file holding them (:mod:`engine.read.data_evolution`) and
+the group's deletion vector (its oldest file's) applied to the assembled rows.
+
 Tables with deletion vectors are read as Paimon's batch readers read them, without merging:
 every file (for a primary-key table every file above level 0) is read raw, and the rows its
 deletion vector marks are dropped by a vectorised mask (``engine.read.deletion_vectors``).
@@ -26,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.count_layout import expand, is_count_layout, logical_schema
-from engine.errors import CorruptMetadataError, NoSuchBranchError
+from engine.errors import CorruptMetadataError, NoSuchBranchError, UnsupportedTableError
 from engine.files.reader import VALUE_KIND, data_file_path, read_data_file
 from engine.history.expiry import explain_missing
 from engine.lsm.changelog import kinds_to_rowkind
@@ -36,13 +40,23 @@ from engine.lsm.key_order import key_range_decoder
 from engine.merge.functions import COUNT_COLUMN, MergeConfig, keys_present_in
 from engine.meta.deletion_vectors import DeletionVector
 from engine.meta.manifest import DataFileMeta
+from engine.meta.row_ranges import anchor_file, group_by_row_id, is_data_evolution
 from engine.meta.schema_store import SchemaStore
+from engine.read.data_evolution import read_group
 from engine.read.deletion_vectors import DeletionVectorLoader, apply_deletion_vector
 from engine.read.section_merge import merge_section
+from engine.row_tracking import (
+    FILE_COLUMNS,
+    TRACKING_COLUMNS,
+    file_metadata,
+    has_physical_row_tracking,
+    split_columns,
+    split_metadata,
+)
 from engine.scan.planner import DataSplit
 from engine.scan.predicate import Predicate, filter_table
 from engine.store import FileStore
-from engine.types import DataField, to_arrow_type
+from engine.types import DataField, to_arrow_field, to_arrow_type
 
 
 # Built on first use: any pyarrow array construction imports pandas (~0.2-0.4 s), and processes
@@ -76,12 +90,15 @@ class SplitReader:
         self._fallback_readers: dict[str, SplitReader] = {}
         schema = store.schema
         self.count_layout = is_count_layout(schema)
+        self.data_evolution = not store.has_primary_key and is_data_evolution(schema.options)
         # (A count-layout table shows counts as repeated rows; a retraction is a count, not a row.)
         self.keep_deletes = row_kind and not self.count_layout
         visible = logical_schema(schema).field_names if self.count_layout else schema.field_names
         self.columns = list(columns) if columns is not None else list(visible)
         self.filter = filter
-        needed = list(self.columns)
+        # Paimon's metadata columns (engine.row_tracking) are computed per file, never read as such.
+        own, self.meta_fields = split_columns(schema, self.columns)
+        needed = list(own)
         for c in sorted(filter.columns()) if filter is not None else []:
             if c not in needed:
                 needed.append(c)
@@ -104,7 +121,8 @@ class SplitReader:
                     needed.append(c)
         self.expanded = [c for c in needed if c != COUNT_COLUMN]
         self.read_fields: list[DataField] = [schema.field(c) for c in needed]
-        out = [schema.arrow_schema().field(c) for c in self.columns]
+        meta = {f.name: to_arrow_field(f).with_metadata(None) for f in self.meta_fields}
+        out = [meta[c] if c in meta else schema.arrow_schema().field(c) for c in self.columns]
         if row_kind:
             out.insert(0, pa.field(ROWKIND, pa.string(), nullable=False))
         self.output_schema = pa.schema(out)
@@ -138,13 +156,17 @@ class SplitReader:
 
     def _read(self, split: DataSplit) -> Iterator[pa.Table]:
         part_dir = self.store.partition_dir(split.partition_values)
+        if self.data_evolution and not split.raw_convertible:
+            yield from self._read_evolved(part_dir, split)
+            return
         if not self.store.has_primary_key:
             for f in split.files:
                 path = data_file_path(self.store, part_dir, split.bucket, f)
                 if self._probes():
                     yield self._finish(self._probe_then_read(path, split, f, kinds=False))
                     continue
-                table = read_data_file(self.store, path, f, self.read_fields)
+                table = self._with_metadata(read_data_file(self.store, path, f, self.read_fields,
+                                                           self._physical(f)), split, f, path)
                 yield self._finish(self._apply_dv(table, split, f))
             return
         files = split.files
@@ -157,6 +179,12 @@ class SplitReader:
             for f in files:
                 yield self._finish(self._read_kv(part_dir, split, f))
             return
+        if any(m.name in FILE_COLUMNS for m in self.meta_fields):
+            # Paimon's readers refuse them too: a merged row comes from no single file.
+            raise UnsupportedTableError(
+                f"{FILE_COLUMNS[0]} and {FILE_COLUMNS[1]} are offered only where rows are read "
+                "straight from their files (tables without a primary key, or with deletion vectors); "
+                "this split's rows are merged from several files")
         schema = self.store.schema
         key_range = key_range_decoder([schema.field(k).type for k in schema.trimmed_primary_keys])
         for section in partition_by_key_intervals(files, key_range):
@@ -170,7 +198,24 @@ class SplitReader:
                 drop_deletes=not self.keep_deletes, deletion_vector=functools.partial(self._dv_of, split),
                 narrow=self._narrow if self._narrows() else None,
             ):
-                yield self._finish(merged)
+                yield self._finish(self._with_split_metadata(merged, split))
+
+    def _read_evolved(self, part_dir: str, split: DataSplit) -> Iterator[pa.Table]:
+        """A data-evolution split (the only append splits not raw convertible): each row-id group
+        of several files assembled column-wise (:mod:`engine.read.data_evolution`), minus its
+        anchor's deletion vector; a group of one file read as any append file."""
+        for group in group_by_row_id(split.files):
+            if len(group) == 1:
+                f = group[0]
+                path = data_file_path(self.store, part_dir, split.bucket, f)
+                if self._probes():
+                    yield self._finish(self._probe_then_read(path, split, f, kinds=False))
+                else:
+                    yield self._finish(self._apply_dv(read_data_file(self.store, path, f, self.read_fields),
+                                                      split, f))
+                continue
+            rows = read_group(self.store, part_dir, split.bucket, group, self.read_fields)
+            yield self._finish(self._apply_dv(rows, split, anchor_file(group)))
 
     def _narrows(self) -> bool:
         """Whether merges may take only the keys with a passing version (module docstring)."""
@@ -213,6 +258,13 @@ class SplitReader:
         path = data_file_path(self.store, part_dir, split.bucket, f)
         if self._probes():
             return self._probe_then_read(path, split, f)
+        if self.meta_fields:
+            table = self._with_metadata(read_data_file(self.store, path, f, self.read_fields, (VALUE_KIND,)),
+                                        split, f, path)
+            table = self._apply_dv(table, split, f)
+            keep = table if self.keep_deletes else table.filter(
+                pc.is_in(table.column(VALUE_KIND), value_set=_add_kinds()))
+            return keep
         # The kinds are always read and filtered: a file's deleteRowCount is not proof that it
         # holds no retractions (pypaimon writes 0 for files holding -D rows), and one int8 column
         # costs little next to the values. The DV goes first: its positions number the file's rows.
@@ -225,7 +277,39 @@ class SplitReader:
         """Whether files are read filter-first: a deletion-vector table's files (read unmerged by
         the callers' raw paths) under a filter, without retractions kept ($audit_log keeps them)."""
         return (self.deletion_vectors is not None and self.filter is not None and not self.keep_deletes
-                and not self.count_layout)
+                and not self.count_layout and not self.meta_fields)
+
+    def _physical(self, f: DataFileMeta) -> tuple[str, ...]:
+        """The row-tracking columns ``f`` holds itself and this read needs."""
+        wanted = [m.name for m in self.meta_fields if m.name in TRACKING_COLUMNS]
+        if not wanted or not has_physical_row_tracking(f):
+            return ()
+        assert f.write_cols is not None
+        return tuple(c for c in TRACKING_COLUMNS if c in f.write_cols)
+
+    def _with_metadata(self, table: pa.Table, split: DataSplit, f: DataFileMeta, path: str) -> pa.Table:
+        """``table`` (all rows of ``f``, in file order; the physical row-tracking columns last)
+        with the metadata columns this read asks for, computed before any row is dropped."""
+        if not self.meta_fields:
+            return table
+        physical = table.select([c for c in TRACKING_COLUMNS if c in table.column_names])
+        table = table.drop_columns(physical.column_names)
+        # A read of metadata columns only reads no column of the file: its rows are the file's.
+        n = table.num_rows if table.num_columns or physical.num_columns else f.row_count
+        values = file_metadata(self.meta_fields, f, path, n, split.partition_values,
+                               split.bucket, physical if physical.num_columns else None)
+        if not table.num_columns:
+            return pa.table(dict(zip([m.name for m in self.meta_fields], values, strict=True)))
+        for m, v in zip(self.meta_fields, values, strict=True):
+            table = table.append_column(m.name, v)
+        return table
+
+    def _with_split_metadata(self, table: pa.Table, split: DataSplit) -> pa.Table:
+        """Merged rows with the split-level metadata columns (partition, bucket) asked for."""
+        for m in self.meta_fields:
+            table = table.append_column(m.name, split_metadata(m, table.num_rows, split.partition_values,
+                                                               split.bucket))
+        return table
 
     def _probe_then_read(self, path: str, split: DataSplit, f: DataFileMeta, kinds: bool = True) -> pa.Table:
         """A deletion-vector file read under a filter, in two passes (no merge follows, so the

@@ -22,7 +22,6 @@ read (lost outside the table's control) only means its data file is read unfilte
 from __future__ import annotations
 
 import logging
-import posixpath
 from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -78,9 +77,7 @@ class FileIndexFilter:
             return None
         store, f = self.store, e.file
         part_dir = store.partition_dir(deserialize_row(e.partition, store.partition_types))
-        path = (store.paths.external_file(f.external_path) if f.external_path
-                else store.paths.data_file(part_dir, e.bucket, f.file_name))
-        return posixpath.join(posixpath.dirname(path), names[0])
+        return store.paths.extra_file(part_dir, e.bucket, names[0], f.external_path)
 
     def _load(self, path: str) -> bytes | None:
         try:

@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 
 from engine.count_layout import expand_changes, is_count_layout, logical_schema
 from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchSnapshotError, NoSuchTagError
-from engine.features import check_file_readable, check_readable, skipped_by_readers
+from engine.features import check_file_readable, check_incremental_readable, skipped_by_readers
 from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND, data_file_path, read_data_file
 from engine.history.expiry import explain_missing
 from engine.history.retention_mark import check_visible
@@ -89,6 +89,7 @@ def change_splits(store: FileStore, snapshot: Snapshot) -> list[ChangeSplit]:
     DELETE that only wrote DVs produces no change, and an UPDATE/MERGE produces its new rows.
 
     """
+    check_incremental_readable(store.schema, store.paths.root)
     if not produces_changes(store, snapshot):
         return []
     ms = store.manifests
@@ -129,7 +130,7 @@ class ChangeReader:
     def __init__(
         self, store: FileStore, columns: Sequence[str] | None = None, filter: Predicate | None = None
     ) -> None:
-        check_readable(store.schema, store.paths.root)
+        check_incremental_readable(store.schema, store.paths.root)
         self.store = store
         self.count_layout = is_count_layout(store.schema)
         visible = logical_schema(store.schema).field_names if self.count_layout else store.schema.field_names

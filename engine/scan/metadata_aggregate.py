@@ -5,7 +5,9 @@ The rule is Paimon's aggregate push-down (``AggregatePushDownUtils``, ``DataSpli
 answer ``None`` (the caller then reads the data):
 
 * **count(*)**: every split's merged row count must be known from metadata —
-  append splits: the files' row counts minus their deletion vectors' cardinalities (a DV whose
+  append splits (a data-evolution split only when no row-id range is held by several files,
+  ``DataSplit.raw_convertible``): the files' row counts minus their deletion vectors'
+  cardinalities (a DV whose
   cardinality is unknown refuses); primary-key splits: the files a batch read uses (level 0 is
   skipped by deletion-vector tables and ``first-row``) must need no merge — no two overlap by key,
   or the table uses deletion vectors and none is on level 0 — and every file must count zero
@@ -147,6 +149,8 @@ def _merged_row_count(store: FileStore, split: DataSplit) -> int | None:
         if not merged_by_dv and not _no_key_overlap(store, files):
             return None
     else:
+        if not split.raw_convertible:
+            return None  # data evolution: several files hold the same rows (Paimon's rule too)
         files = list(split.files)
     total = 0
     for f in files:
@@ -169,7 +173,11 @@ def _minmax_allowed(store: FileStore, splits: Sequence[DataSplit], columns: Sequ
             return False
     dv = uses_deletion_vectors(store)
     for split in splits:
+        if not split.raw_convertible:
+            return False  # data evolution: an older file's statistics describe replaced values
         for f in split.files:
+            if f.write_cols is not None:
+                return False  # data evolution: the file's other columns are elsewhere
             if f.delete_row_count is None or f.delete_row_count > 0:
                 return False
             d = split.deletion_file(f.file_name) if dv else None

@@ -12,7 +12,10 @@
    and by data-file indexes under Paimon's rules (:mod:`engine.scan.file_index_filter`);
 5. group by (partition, bucket) into splits; append buckets are cut by size, primary-key
    buckets stay whole (their files must be merged together). A split whose files do not
-   overlap by key is marked ``raw_convertible`` and is read without merging.
+   overlap by key is marked ``raw_convertible`` and is read without merging. A data-evolution
+   table's files are cut by row-id group (:mod:`engine.meta.row_ranges`), never dividing one; its
+   split is ``raw_convertible`` only when no group holds more than one file, and only files alone
+   in their group are pruned by statistics and indexes.
 """
 
 from __future__ import annotations
@@ -35,7 +38,9 @@ from engine.meta.deletion_vectors import DeletionFile, deletion_files
 from engine.meta.index_files import IndexStore
 from engine.meta.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta, SimpleStats, live_files
 from engine.meta.manifest_arrow import ENTRY_SCHEMA, entries_from_table, live_entry_rows
+from engine.meta.row_ranges import group_by_row_id, is_data_evolution
 from engine.meta.snapshot import Snapshot
+from engine.row_tracking import metadata_names
 from engine.scan.file_index_filter import FileIndexFilter
 from engine.scan.file_stats import decode_stats, key_stats_by_name, value_stats_by_name
 from engine.scan.predicate import ColumnStats, Predicate, equality_values, split_by_columns
@@ -132,7 +137,8 @@ class TableScan:
 
     def with_projection(self, columns: Sequence[str] | None) -> TableScan:
         if columns is not None:
-            names = set(self.store.schema.field_names)
+            # Paimon's metadata columns (_ROW_ID, __paimon_file_path, ...) may be named too.
+            names = {*self.store.schema.field_names, *metadata_names(self.store.schema)}
             unknown = [c for c in columns if c not in names]
             if unknown:
                 raise NoSuchColumnError(
@@ -180,10 +186,17 @@ class TableScan:
         else:
             # Pruned on columns: records only for the entries the plan keeps.
             live = entries_from_table(self.read_entry_table(snapshot, manifests))
+        if is_data_evolution(store.schema.options):
+            # A file of a multi-file row-id group holds columns some of which a newer file of the
+            # group replaced: its statistics and indexes prove nothing about the assembled rows.
+            # Only files that are their range's whole group are pruned.
+            live, kept = _whole_row_files(live)
+        else:
+            kept = []
         if self.filter is not None:
             live = [e for e in live if self._file_might_match(e.file)]
         index_filter = FileIndexFilter.of(store, self.filter)
-        return live if index_filter is None else index_filter.apply(live)
+        return kept + (live if index_filter is None else index_filter.apply(live))
 
     def read_entry_table(
         self, snapshot: Snapshot, manifests: list[ManifestFileMeta] | None = None
@@ -261,11 +274,12 @@ class TableScan:
         store = self.store
         table = store.paths.root
         check_readable(store.schema, table)
+        evolution = is_data_evolution(store.schema.options) and not store.has_primary_key
         groups: dict[tuple[bytes, int], list[ManifestEntry]] = defaultdict(list)
         for e in entries:
             if skipped_by_readers(e.bucket):
                 continue
-            check_file_readable(e.file, table)
+            check_file_readable(e.file, table, partial_columns=evolution)
             groups[(e.partition, e.bucket)].append(e)
         splits: list[DataSplit] = []
         key_types = [store.schema.field(k).type for k in store.schema.trimmed_primary_keys]
@@ -278,6 +292,12 @@ class TableScan:
                 splits.append(
                     DataSplit(snapshot_id, partition, values, bucket, total_buckets, tuple(files), raw)
                 )
+                continue
+            if evolution:  # whole row-id groups per split; raw only when no group needs assembling
+                for packed in _pack_groups(group_by_row_id(files)):
+                    flat = tuple(f for g in packed for f in g)
+                    raw = all(len(g) == 1 for g in packed)
+                    splits.append(DataSplit(snapshot_id, partition, values, bucket, total_buckets, flat, raw))
                 continue
             for chunk in _pack_by_size(files):
                 splits.append(
@@ -306,7 +326,8 @@ def attach_deletion_files(
         else:
             dvs = by_partition.get(s.partition, {})
         found = tuple(dvs[f.file_name] for f in s.files if f.file_name in dvs)
-        out.append(replace(s, deletion_files=found, raw_convertible=True))
+        raw = True if store.has_primary_key else s.raw_convertible  # (data evolution keeps its own)
+        out.append(replace(s, deletion_files=found, raw_convertible=raw))
     return out
 
 
@@ -325,6 +346,40 @@ def _pack_by_size(files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:
     if current:
         chunks.append(current)
     return chunks
+
+
+def _pack_groups(groups: Sequence[list[DataFileMeta]]) -> list[list[list[DataFileMeta]]]:
+    """Data-evolution groups (in row-id order) cut into splits of about SPLIT_TARGET_SIZE; a
+    group is never divided (its files are read together)."""
+    chunks: list[list[list[DataFileMeta]]] = []
+    current: list[list[DataFileMeta]] = []
+    weight = 0
+    for g in groups:
+        cost = max(sum(f.file_size for f in g), OPEN_FILE_COST)
+        if current and weight + cost > SPLIT_TARGET_SIZE:
+            chunks.append(current)
+            current, weight = [], 0
+        current.append(g)
+        weight += cost
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _whole_row_files(entries: list[ManifestEntry]) -> tuple[list[ManifestEntry], list[ManifestEntry]]:
+    """A data-evolution table's live entries as (files alone in their row-id range and holding
+    whole rows: prunable by their own statistics, the others: kept)."""
+    by_bucket: dict[tuple[bytes, int], list[ManifestEntry]] = defaultdict(list)
+    for e in entries:
+        by_bucket[(e.partition, e.bucket)].append(e)
+    alone: list[ManifestEntry] = []
+    kept: list[ManifestEntry] = []
+    for bucket_entries in by_bucket.values():
+        of = {id(e.file): e for e in bucket_entries}
+        for g in group_by_row_id([e.file for e in bucket_entries]):
+            target = alone if len(g) == 1 and g[0].write_cols is None else kept
+            target.extend(of[id(f)] for f in g)
+    return alone, kept
 
 
 def store_at(store: FileStore, snapshot: Snapshot | None) -> FileStore:

@@ -11,7 +11,7 @@ dropping retraction rows (``-U``/``-D``) file by file:
 
 It is not raw readable when the bucket holds overlapping runs, when the table uses the
 count layout (rows are counts to expand), or a file is not Parquet or names its columns with
-``write_cols`` (data evolution).
+``write_cols`` (data evolution), or (data evolution) a row-id range is held by several files.
 
 Deletion-vector tables: a split is raw readable when none of its files (above level 0, for a
 primary-key table: Paimon's batch reads skip level 0 of DV tables and never merge) has a deletion
@@ -103,6 +103,8 @@ def raw_files(
     dv = uses_deletion_vectors(store)
     if pk and not (split.raw_convertible or read_optimized or dv):
         return None
+    if not pk and not split.raw_convertible:
+        return None  # data evolution: a row-id group's columns are assembled from several files
     files: Sequence[DataFileMeta] = split.files
     if pk and ((dv and batch_reads_skip_level0(store)) or _first_row(store)):
         files = [f for f in files if f.level > 0]

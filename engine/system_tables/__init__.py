@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from engine import row_tracking
 from engine.errors import UnsupportedTableError
 from engine.system_tables.binlog import binlog_schema, to_binlog
 from engine.system_tables.catalog_tables import (
@@ -156,23 +157,21 @@ __all__ = [
 ]
 
 
-DATA_TABLES: tuple[str, ...] = ("audit_log", "binlog", "ro")
+DATA_TABLES: tuple[str, ...] = ("audit_log", "binlog", "ro", "row_tracking")
 
 
 def refuse_row_tracking(table: Table) -> None:
-    """``$row_tracking`` (Paimon 1.3: the table with ``_ROW_ID`` and ``_SEQUENCE_NUMBER``) is not
-    served: Paimon itself refuses it without ``row-tracking.enabled``, and dyntable does not
-    offer the ``_ROW_ID`` column of tables that have it. Always raises UnsupportedTableError."""
-    enabled = table.schema.options.get("row-tracking.enabled", "false").strip().lower() == "true"
-    if not enabled:
+    """``$row_tracking`` (Paimon 1.3: the table's rows with ``_ROW_ID`` and ``_SEQUENCE_NUMBER``,
+    a data table like ``$ro``) exists only for tables with ``row-tracking.enabled``, as in Paimon.
+
+    Raises:
+        UnsupportedTableError: the table does not track row ids.
+    """
+    if not row_tracking.enabled(table.schema):
         raise UnsupportedTableError(
             f"{table.name}$row_tracking: the table does not track row ids; Paimon serves $row_tracking"
             " only for tables created with 'row-tracking.enabled' = 'true'"
         )
-    raise UnsupportedTableError(
-        f"{table.name}$row_tracking: row tracking (Paimon 1.3) is not supported by dyntable: the"
-        " _ROW_ID column of a row-tracking table is not offered; read the table itself"
-    )
 
 
 def system_table_columns(table: Table, name: str) -> list[str]:
@@ -181,6 +180,7 @@ def system_table_columns(table: Table, name: str) -> list[str]:
     key = name.lower().lstrip("$")
     if key == "row_tracking":
         refuse_row_tracking(table)
+        return [*table.schema.field_names, *row_tracking.TRACKING_COLUMNS]
     if key in ("audit_log", "binlog"):
         return ["rowkind", *table.schema.field_names]
     if key == "ro":

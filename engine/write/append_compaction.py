@@ -4,6 +4,10 @@ Append rows have no key, so compaction only concatenates (in sequence order) and
 files; it runs for a bucket holding at least ``compaction.min.file-num`` small files, or for
 every bucket with more than one small file when a full compaction is asked for.
 
+Row-tracking tables (``row-tracking.enabled``): every row keeps its ``_ROW_ID`` and
+``_SEQUENCE_NUMBER``, written into the new files as Paimon's compaction writes them
+(``engine.row_tracking``).
+
 With deletion vectors (``deletion-vectors.enabled``) each file is read minus the rows its DV
 marks, so the new files hold only live rows; a full compaction also rewrites every file that
 has a DV, whatever its size, so afterwards no DV is left. The commit
@@ -24,7 +28,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from engine import row_tracking
 from engine.commit_messages import CommitMessage
 from engine.files.reader import data_file_path, read_data_file
 from engine.lsm.deletion_vectors import uses_deletion_vectors
@@ -75,9 +81,21 @@ def _read_live(store: FileStore, splits: Sequence[DataSplit], picked: Sequence[D
     fields = list(store.schema.fields)
     dvs = {d.data_file: d for s in splits for d in s.deletion_files}
     loader = DeletionVectorLoader(store.io) if uses_deletion_vectors(store) and dvs else None
+    tracking = row_tracking.enabled(store.schema)
     parts = []
     for f in picked:
-        part = read_data_file(store, data_file_path(store, part_dir, first.bucket, f), f, fields)
+        physical = tuple(c for c in row_tracking.TRACKING_COLUMNS if f.write_cols and c in f.write_cols)
+        part = read_data_file(store, data_file_path(store, part_dir, first.bucket, f), f, fields,
+                              physical if tracking else ())
+        if tracking:
+            # Each row keeps its id and sequence number: the new file holds them (Paimon's compaction
+            # reads and writes with the row-tracking columns), taken before the DV drops rows.
+            own = part.select(list(physical)) if physical else None
+            part = part.drop_columns(list(physical))
+            pair = [row_tracking.ROW_ID_FIELD, row_tracking.SEQUENCE_NUMBER_FIELD]
+            for field, values in zip(pair, row_tracking.file_metadata(
+                    pair, f, "", part.num_rows, (), 0, own), strict=True):
+                part = part.append_column(field.name, values)
         if loader is not None and f.file_name in dvs:
             part = apply_deletion_vector(part, loader.load(dvs[f.file_name]), f.file_name)
         parts.append(part)
@@ -100,7 +118,12 @@ def compact_bucket(store: FileStore, splits: Sequence[DataSplit], full: bool) ->
     picked = files_to_compact(store, splits, full)
     if not picked:
         return None
-    return _rewrite(store, splits, picked, _read_live(store, splits, picked))
+    data = _read_live(store, splits, picked)
+    if row_tracking.ROW_ID in data.column_names and data.num_rows > 1:
+        # Rows in id order: a file whose ids run without a gap also gets its _FIRST_ROW_ID, which
+        # readers that ignore the file's _ROW_ID column (pypaimon 2.1) need (engine.row_tracking).
+        data = data.take(pc.sort_indices(data.column(row_tracking.ROW_ID)))
+    return _rewrite(store, splits, picked, data)
 
 
 def sort_bucket(store: FileStore, splits: Sequence[DataSplit], order: SortOrder, *, level: int = 0,

@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from engine import row_tracking
 from engine.commit_messages import CommitMessage
 from engine.meta.binary_row import serialize_row
 from engine.meta.bucket import bucket_ids
@@ -25,14 +27,15 @@ from engine.write.file_writer import ROWS_PER_SLICE
 from engine.write.rolling import RollingAppendFile
 from engine.write.routing import group_rows
 
-Bucket = tuple[bytes, int]
+Bucket = tuple[bytes, int, bool]  # partition, bucket, whether its rows keep their row ids
 
 
 class AppendWriter:
     """Routes rows to per-bucket rolling files; ``prepare_commit`` finishes them and returns the messages."""
 
     def __init__(
-        self, store: FileStore, first_sequence: int | None = None, namer: FileNamer | None = None
+        self, store: FileStore, first_sequence: int | None = None, namer: FileNamer | None = None,
+        *, keep_row_ids: bool = False,
     ) -> None:
         self.store = store
         self.namer = namer or FileNamer()
@@ -46,6 +49,9 @@ class AppendWriter:
             latest = store.snapshots.latest()
             first_sequence = latest.total_record_count if latest else 0
         self._sequence = first_sequence
+        # Only a rewrite asks for it (WriteBuilder.keeping_row_ids): a plain write's _ROW_ID column
+        # is not the table's and is refused like any unknown column.
+        self.tracking = keep_row_ids and row_tracking.enabled(store.schema)
 
     def _partition(self, values: tuple[object, ...]) -> tuple[bytes, str]:
         cached = self._partition_dirs.get(values)
@@ -59,7 +65,22 @@ class AppendWriter:
 
     def write(self, data: object) -> None:
         store = self.store
-        table = conform(data, store.schema)
+        names = data.column_names if isinstance(data, pa.Table | pa.RecordBatch) else []
+        if self.tracking and row_tracking.ROW_ID in names:
+            # Rewritten rows of a row-tracking table keep their ids (and sequence numbers, NULL for
+            # updated rows): written into files of their own. Rows without an id are new rows.
+            table = conform(data, store.schema, [(c, pa.int64()) for c in row_tracking.TRACKING_COLUMNS])
+            if row_tracking.SEQUENCE_NUMBER not in table.column_names:
+                nulls = pa.nulls(table.num_rows, pa.int64())
+                table = table.append_column(row_tracking.SEQUENCE_NUMBER, nulls)
+            has_id = pc.is_valid(table.column(row_tracking.ROW_ID))
+            self._route(table.filter(has_id), tracked=True)
+            self._route(table.filter(pc.invert(has_id)).drop_columns(list(row_tracking.TRACKING_COLUMNS)))
+            return
+        self._route(conform(data, store.schema))
+
+    def _route(self, table: pa.Table, tracked: bool = False) -> None:
+        store = self.store
         if table.num_rows == 0:
             return
         num_buckets = store.options.bucket
@@ -71,9 +92,9 @@ class AppendWriter:
             )
         for values, bucket, rows in group_rows(table, store.partition_keys, buckets):
             partition, part_dir = self._partition(values)
-            key = (partition, bucket)
+            key = (partition, bucket, tracked)
             if key not in self._files:
-                self._files[key] = RollingAppendFile(store, part_dir, bucket, self.namer)
+                self._files[key] = RollingAppendFile(store, part_dir, bucket, self.namer, tracked=tracked)
             self._pending.setdefault(key, []).append(rows)
             self._pending_rows[key] = self._pending_rows.get(key, 0) + rows.num_rows
             self._pending_bytes += rows.nbytes
@@ -94,9 +115,13 @@ class AppendWriter:
             self._drain(key)
         total = self.store.options.bucket
         messages = []
-        for (partition, bucket), rolling in self._files.items():
-            metas: list[DataFileMeta] = []
+        by_bucket: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+        for (partition, bucket, tracked), rolling in self._files.items():
+            metas = by_bucket.setdefault((partition, bucket), [])
             for meta, rows in rolling.close():
+                if tracked:  # the sequence range of its rows (engine.row_tracking.tracked_file)
+                    metas.append(meta)
+                    continue
                 metas.append(
                     replace(
                         meta,
@@ -105,6 +130,7 @@ class AppendWriter:
                     )
                 )
                 self._sequence += rows
+        for (partition, bucket), metas in by_bucket.items():
             if metas:
                 messages.append(
                     CommitMessage(partition, bucket, total if total > 0 else -1, new_files=tuple(metas))
@@ -115,7 +141,7 @@ class AppendWriter:
     def abort(self) -> None:
         """Delete every file started so far (nothing was committed)."""
         store = self.store
-        for (_partition, bucket), rolling in self._files.items():
-            for name in rolling.discard():
-                store.io.delete(store.paths.data_file(rolling.partition_dir, bucket, name))
+        for rolling in self._files.values():
+            for path in rolling.discard():
+                store.io.delete(path)
         self._files, self._pending, self._pending_rows, self._pending_bytes = {}, {}, {}, 0

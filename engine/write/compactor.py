@@ -121,7 +121,7 @@ def read_kv(store: FileStore, partition_dir: str, bucket: int, files: Sequence[D
     parts = [
         read_data_file(
             store,
-            store.paths.data_file(partition_dir, bucket, f.file_name),
+            store.paths.data_file(partition_dir, bucket, f.file_name, f.external_path),
             f,
             fields,
             (SEQUENCE_NUMBER, VALUE_KIND),
@@ -136,7 +136,7 @@ def holds_retractions(store: FileStore, partition_dir: str, bucket: int, f: Data
     not proof (pypaimon writes 0 for files holding deletes), so only a positive count is trusted."""
     if f.delete_row_count:
         return True
-    path = store.paths.data_file(partition_dir, bucket, f.file_name)
+    path = store.paths.data_file(partition_dir, bucket, f.file_name, f.external_path)
     kinds = read_data_file(store, path, f, [], (VALUE_KIND,)).column(VALUE_KIND)
     return bool(pc.any(pc.is_in(kinds, value_set=_retract_kinds())).as_py())
 

@@ -35,15 +35,17 @@ def new_writer(
     sequence_offset: int = 0,
     namer: FileNamer | None = None,
     shared_base: int | None = None,
+    keep_row_ids: bool = False,
 ) -> AppendWriter | KeyValueWriter | CountWriter:
     """The writer for ``store``'s layout; ``compact=False`` leaves compaction to the caller;
     ``shared_base``: the snapshot independent writers of one commit assign dynamic buckets from
-    (``engine.write.shared_assignment``)."""
+    (``engine.write.shared_assignment``); ``keep_row_ids``: rows of a row-tracking table that come
+    with ``_ROW_ID`` / ``_SEQUENCE_NUMBER`` keep them (a row-level statement's rewrite)."""
     if is_count_layout(store.schema):
         return CountWriter(store, compact=compact, sequence_offset=sequence_offset, namer=namer,
                            shared_base=shared_base)
     if store.has_primary_key:
         return KeyValueWriter(store, compact=compact, sequence_offset=sequence_offset, namer=namer,
                               shared_base=shared_base)
-    return AppendWriter(store, namer=namer)
+    return AppendWriter(store, namer=namer, keep_row_ids=keep_row_ids)
 

@@ -2,7 +2,8 @@
 
 Two physical layouts (docs/design/format-notes.md §8.1): append files hold exactly the table columns;
 primary-key ("kv") files hold ``_KEY_<pk>`` columns, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``,
-then every table column, sorted by key with unique keys. Every Parquet field carries its
+then every table column, sorted by key with unique keys (in thin mode, ``data-file.thin-mode``,
+without the ``_KEY_`` columns: every key field is a value column too). Every Parquet field carries its
 Paimon field id. Each finished file is described by a :class:`DataFileMeta` with exact size,
 row count, sequence range, key range and statistics.
 """
@@ -18,9 +19,12 @@ import pyarrow.parquet as pq
 from engine.fileindex import FileIndexBlob, FileIndexConfig, build_blob, file_index_config
 from engine.files.reader import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, arrow_path
 from engine.meta.binary_row import EMPTY_ROW
+from engine.meta.external_paths import ExternalPaths
+from engine.meta.file_formats import OrcWriter
 from engine.meta.manifest import DataFileMeta, FileSource, SimpleStats
 from engine.meta.paths import FileNamer
 from engine.options import CoreOptions
+from engine.row_tracking import ROW_ID, tracked_file, tracking_arrow_fields, tracking_stats_fields
 from engine.store import FileStore
 from engine.types import DataField, to_arrow_field
 from engine.write.stats import compute_stats
@@ -66,6 +70,14 @@ def parquet_writer(sink: pa.NativeFile, schema: pa.Schema, options: CoreOptions)
     )
 
 
+def format_writer(sink: pa.NativeFile, schema: pa.Schema, options: CoreOptions, fmt: str | None = None
+                  ) -> pq.ParquetWriter | OrcWriter:
+    """The writer of a new data file in ``fmt`` (default: the table's ``file.format``)."""
+    if (fmt or options.file_format) == "orc":
+        return OrcWriter(sink, schema, options.file_compression)
+    return parquet_writer(sink, schema, options)
+
+
 def _statistics_columns(schema: pa.Schema) -> list[str]:
     """The top-level columns whose Parquet statistics are safe for every reader (not floating)."""
     return [f.name for f in schema if not _holds_floats(f.type)]
@@ -87,10 +99,13 @@ def _field_with_id(name: str, type_: pa.DataType, field_id: int, nullable: bool 
     return pa.field(name, type_, nullable=nullable, metadata={b"PARQUET:field_id": str(field_id).encode()})
 
 
-def kv_arrow_schema(fields: Sequence[DataField], key_fields: Sequence[DataField]) -> pa.Schema:
-    """Physical schema of a primary-key data file."""
+def kv_arrow_schema(
+    fields: Sequence[DataField], key_fields: Sequence[DataField], thin: bool = False
+) -> pa.Schema:
+    """Physical schema of a primary-key data file; ``thin`` (``data-file.thin-mode``, Paimon 1.0):
+    without the ``_KEY_`` columns, the key being read from its value columns."""
     key_cols = []
-    for k in key_fields:
+    for k in () if thin else key_fields:
         af = to_arrow_field(k)
         key_cols.append(
             _field_with_id(KEY_PREFIX + k.name, af.type, KEY_FIELD_ID_OFFSET + k.id, k.type.nullable)
@@ -103,12 +118,14 @@ def kv_arrow_schema(fields: Sequence[DataField], key_fields: Sequence[DataField]
 
 
 def write_file_index(
-    store: FileStore, partition_dir: str, bucket: int, data_file: str, rows: pa.Table, config: FileIndexConfig
+    store: FileStore, partition_dir: str, bucket: int, data_file: str, rows: pa.Table,
+    config: FileIndexConfig, external_path: str | None = None,
 ) -> tuple[bytes | None, tuple[str, ...]]:
     """Build the file indexes of one data file's ``rows``: (embedded blob, extra files).
 
     A blob over ``file-index.in-manifest-threshold`` is written next to the data file as
-    ``<data file>.index`` and named in the extra files, as Paimon does; a smaller one is embedded.
+    ``<data file>.index`` (at its external path's directory, when it has one) and named in the
+    extra files, as Paimon does; a smaller one is embedded.
     """
     blob = build_blob(rows, store.schema.fields, config)
     if blob is None:
@@ -116,8 +133,33 @@ def write_file_index(
     if blob.embedded:
         return blob.data, ()
     name = FileIndexBlob.file_name(data_file)
-    store.io.write_bytes(store.paths.data_file(partition_dir, bucket, name), blob.data)
+    store.io.write_bytes(store.paths.extra_file(partition_dir, bucket, name, external_path), blob.data)
     return None, (name,)
+
+
+class FileLocator:
+    """Where the new data files of one (partition, bucket) writer go: the bucket directory, or the
+    table's external paths (``data-file.external-paths``, ``engine.meta.external_paths``)."""
+
+    def __init__(self, store: FileStore, partition_dir: str, bucket: int) -> None:
+        self.store = store
+        self.partition_dir = partition_dir
+        self.bucket = bucket
+        external = ExternalPaths.of(store.schema.options)
+        self.provider = (external.provider(store.paths.relative_bucket_dir(partition_dir, bucket))
+                         if external is not None else None)
+
+    def new_file(self, name: str) -> tuple[str, str | None]:
+        """(the path to write the new file ``name`` at, its ``_EXTERNAL_PATH`` or None); the
+        directory exists afterwards."""
+        paths = self.store.paths
+        if self.provider is None:
+            self.store.io.mkdirs(paths.bucket_dir(self.partition_dir, self.bucket))
+            return paths.data_file(self.partition_dir, self.bucket, name), None
+        external = self.provider.next(name)
+        path = paths.external_file(external)  # refuses a root of another file system than the table's
+        self.store.io.mkdirs(path.rsplit("/", 1)[0])
+        return path, external
 
 
 def local_now_millis() -> int:
@@ -155,21 +197,28 @@ class DataFileWriter:
         # Data files (written and compacted) carry the table's file indexes; changelog files do not.
         self.file_index = file_index_config(opts.to_dict()) if self.prefix == opts.data_file_prefix \
             else FileIndexConfig()
+        self.locator = FileLocator(store, partition_dir, bucket)
 
-    def _index(self, name: str, rows: pa.Table) -> tuple[bytes | None, tuple[str, ...]]:
+    def _index(self, name: str, rows: pa.Table, external: str | None) -> tuple[bytes | None, tuple[str, ...]]:
         if self.file_index.empty:
             return None, ()
-        return write_file_index(self.store, self.partition_dir, self.bucket, name, rows, self.file_index)
+        return write_file_index(
+            self.store, self.partition_dir, self.bucket, name, rows, self.file_index, external)
 
     # -- append layout --------------------------------------------------------------------------
     def write_append(self, table: pa.Table, first_sequence: int) -> list[DataFileMeta]:
-        """Write rows of an append table (columns = the table's, already cast to its Arrow schema)."""
-        schema = pa.schema([to_arrow_field(f) for f in self.fields])
+        """Write rows of an append table (columns = the table's, already cast to its Arrow schema;
+        rows of a row-tracking table that keep their ids also carry ``_ROW_ID`` and
+        ``_SEQUENCE_NUMBER``, written into the file as Paimon does: ``engine.row_tracking``)."""
+        tracked = ROW_ID in table.column_names
+        stats_fields = [*self.fields, *tracking_stats_fields()] if tracked else self.fields
+        schema = pa.schema([to_arrow_field(f) for f in self.fields]
+                           + (tracking_arrow_fields() if tracked else []))
         metas = []
         seq = first_sequence
-        for chunk, name, size in self._roll(table, schema):
+        for chunk, name, size, external in self._roll(table, schema):
             n = chunk.num_rows
-            embedded, extras = self._index(name, chunk)
+            embedded, extras = self._index(name, chunk, external)
             metas.append(
                 DataFileMeta(
                     file_name=name,
@@ -178,7 +227,7 @@ class DataFileWriter:
                     min_key=EMPTY_ROW,
                     max_key=EMPTY_ROW,
                     key_stats=SimpleStats.EMPTY,
-                    value_stats=compute_stats(chunk, self.fields, self.stats_mode),
+                    value_stats=compute_stats(chunk, stats_fields, self.stats_mode),
                     min_sequence_number=seq,
                     max_sequence_number=seq + n - 1,
                     schema_id=self.store.schema.id,
@@ -189,11 +238,13 @@ class DataFileWriter:
                     embedded_file_index=embedded,
                     file_source=self.file_source,
                     value_stats_cols=None,
-                    external_path=None,
+                    external_path=external,
                     first_row_id=None,
                     write_cols=None,
                 )
             )
+            if tracked:
+                metas[-1] = tracked_file(metas[-1], [f.name for f in self.fields], chunk)
             seq += n
         return metas
 
@@ -206,18 +257,18 @@ class DataFileWriter:
 
     # -- rolling --------------------------------------------------------------------------------
     def _roll(self, table: pa.Table, schema: pa.Schema):
-        """Write ``table`` into files of about ``target_size``; yields (rows, file name, size) per file."""
+        """Write ``table`` into files of about ``target_size``; yields (rows, file name, size,
+        external path) per file."""
         table = table.cast(schema)
         fs = self.store.io.arrow_fs()
         offset, total = 0, table.num_rows
         step = slice_rows(table, self.target_size)
         while offset < total:
-            name = self.namer.data_file(self.prefix, "parquet")
-            path = self.store.paths.data_file(self.partition_dir, self.bucket, name)
-            self.store.io.mkdirs(self.store.paths.bucket_dir(self.partition_dir, self.bucket))
+            name = self.namer.data_file(self.prefix, self.store.options.file_format)
+            path, external = self.locator.new_file(name)
             start = offset
             with fs.open_output_stream(arrow_path(path)) as sink:
-                writer = parquet_writer(sink, schema, self.store.options)
+                writer = format_writer(sink, schema, self.store.options)
                 while offset < total:
                     piece = table.slice(offset, step)
                     writer.write_table(piece, row_group_size=step)
@@ -226,4 +277,4 @@ class DataFileWriter:
                         break
                 writer.close()
                 size = sink.tell()
-            yield table.slice(start, offset - start), name, size
+            yield table.slice(start, offset - start), name, size, external

@@ -19,8 +19,12 @@ whose key lives in another partition follows the merge engine (``GlobalIndexAssi
 Within a batch, rows of one key apply in input order. A new key goes to the first bucket (by
 id) of its partition holding fewer than ``dynamic-bucket.target-row-num`` keys, else to the
 smallest unused bucket id (``crosspartition.BucketAssigner``; as Java, this mode has no
-``dynamic-bucket.max-buckets`` bound). Java keeps no HASH index files in this mode, nor does
-dyntable. One writer owns the index of a table at a time (see
+``dynamic-bucket.max-buckets`` bound). With ``dynamic-bucket.assigner-parallelism`` = n, as
+Paimon's Spark write: n assigners, a key's assigner ``|hash(key) % n|`` (the trimmed primary
+key's BinaryRow hash, Paimon's shuffle by key hash), each counting only its own keys and
+filling and opening only buckets ``b`` with ``b % n`` = its id (``GlobalIndexAssigner
+.isAssignBucket``); one writer plays all n, so the layout is Paimon's. Java keeps no HASH
+index files in this mode, nor does dyntable. One writer owns the index of a table at a time (see
 :func:`engine.write.bucket_assigner.writer_clustering`).
 """
 
@@ -32,7 +36,9 @@ import pyarrow.compute as pc
 
 from engine.errors import InvalidArgumentError
 from engine.meta.binary_row import deserialize_row
+from engine.meta.bucket import hash_codes
 from engine.meta.snapshot import Snapshot
+from engine.options import DYNAMIC_BUCKET_ASSIGNER_PARALLELISM
 from engine.store import FileStore
 from engine.write.bucket_assigner import (
     BUCKET,
@@ -51,6 +57,7 @@ from engine.write.shared_assignment import encode_claims, key_hash64, open_bucke
 _VALUE_KIND = "_VALUE_KIND"
 _DELETE = 3
 _NO_LIMIT = 2**31 - 1  # Java's crosspartition.BucketAssigner has no bucket limit
+LANE = "__dyntable_assigner"
 
 
 class CrossPartitionAssigner:
@@ -65,16 +72,32 @@ class CrossPartitionAssigner:
         self._touched: list[pa.Table] = []
         self.target = target_rows(store)
         self.keys = list(store.schema.trimmed_primary_keys)
+        self.key_types = [store.schema.field(k).type for k in self.keys]
         self.engine = store.options.merge_engine
+        # Independent writers each count the whole partition (engine.write.shared_assignment).
+        self.lanes = 1 if shared else max(1, int(store.options.get(DYNAMIC_BUCKET_ASSIGNER_PARALLELISM) or 1))
         self.loc = live_keys(store, snapshot, self.keys)
-        self.counts: dict[bytes, dict[int, int]] = {}
-        self._filled = pa.table({PART: pa.array([], pa.binary()), BUCKET: pa.array([], pa.int32())})
+        # Keys per bucket, per (assigner, partition): an assigner counts only its own keys.
+        self.counts: dict[tuple[int, bytes], dict[int, int]] = {}
+        self._filled = _empty_filled()
+        self.base_counts: dict[bytes, dict[int, int]] = {}
         if self.loc.num_rows:
-            stats = self.loc.group_by([PART, BUCKET]).aggregate([([], "count_all")])
-            for p, b, c in zip(stats.column(PART).to_pylist(), stats.column(BUCKET).to_pylist(),
-                               stats.column("count_all").to_pylist(), strict=True):
-                self.counts.setdefault(p, {})[b] = c
-        self.base_counts = {p: dict(c) for p, c in self.counts.items()}
+            located = self.loc.append_column(LANE, pa.array(self._lanes(self.loc)))
+            stats = located.group_by([LANE, PART, BUCKET]).aggregate([([], "count_all")])
+            for lane, p, b, c in zip(stats.column(LANE).to_pylist(), stats.column(PART).to_pylist(),
+                                     stats.column(BUCKET).to_pylist(), stats.column("count_all").to_pylist(),
+                                     strict=True):
+                self.counts.setdefault((lane, p), {})[b] = c
+                whole = self.base_counts.setdefault(p, {})
+                whole[b] = whole.get(b, 0) + c
+
+    def _lanes(self, keys: pa.Table) -> np.ndarray:
+        """The assigner of every row's key: ``|hash % n|`` of its trimmed primary key (Java int
+        arithmetic, as Paimon's ``ModPartitioner``)."""
+        if self.lanes == 1:
+            return np.zeros(keys.num_rows, dtype=np.int32)
+        h = hash_codes([keys.column(k) for k in self.keys], self.key_types).astype(np.int64)
+        return np.abs(np.fmod(h, self.lanes)).astype(np.int32)
 
     def route(self, table: pa.Table) -> tuple[pa.Table, np.ndarray]:
         n = table.num_rows
@@ -165,7 +188,7 @@ class CrossPartitionAssigner:
         here = pc.fill_null(pc.equal(j.column("__sp"), j.column(PART)), False).to_numpy(zero_copy_only=False)
         buckets = np.empty(m, dtype=np.int32)
         buckets[here] = j.column("__sb").to_numpy(zero_copy_only=False)[here].astype(np.int32)
-        self._filled = pa.table({PART: pa.array([], pa.binary()), BUCKET: pa.array([], pa.int32())})
+        self._filled = _empty_filled()
         if not here.all():
             need = t.filter(pa.array(~here))
             pairs = (
@@ -175,23 +198,32 @@ class CrossPartitionAssigner:
             )
             assigned = np.empty(pairs.num_rows, dtype=np.int32)
             pcol = pairs.column(PART)
+            lanes = self._lanes(pairs)
             for p in pc.unique(pcol).to_pylist():
-                rows = np.nonzero(pc.equal(pcol, p).to_numpy(zero_copy_only=False))[0]
+                in_part = pc.equal(pcol, p).to_numpy(zero_copy_only=False)
                 if self.shared:
+                    rows = np.nonzero(in_part)[0]
                     assigned[rows] = open_buckets(
                         self.base_counts.get(p, {}), np.zeros(len(rows), np.int64),
                         np.zeros(len(rows), np.int32), 1, self.target, None, _NO_LIMIT,
                     )
-                    self.counts.setdefault(p, {})
+                    counts = self.counts.setdefault((0, p), {})
                     for b in np.unique(assigned[rows]).tolist():
-                        self.counts[p][b] = self.counts[p].get(b, 0) + int((assigned[rows] == b).sum())
+                        counts[b] = counts.get(b, 0) + int((assigned[rows] == b).sum())
                     continue
-                counts = self.counts.setdefault(p, {})
-                assigned[rows] = fill_buckets(
-                    counts, len(rows), self.target, None, np.zeros(len(rows), np.int32), _NO_LIMIT
-                )
+                for lane in np.unique(lanes[in_part]).tolist():
+                    rows = np.nonzero(in_part & (lanes == lane))[0]
+                    counts = self.counts.setdefault((lane, p), {})
+                    # The assigner fills and opens only its own bucket ids (b % n == its id).
+                    own = {b: c for b, c in counts.items() if b % self.lanes == lane}
+                    assigned[rows] = fill_buckets(
+                        own, len(rows), self.target, None, np.zeros(len(rows), np.int32), _NO_LIMIT,
+                        family=(self.lanes, lane),
+                    )
+                    counts.update(own)
             pairs = pairs.drop_columns([f"{ROW}_min"]).append_column("__nb", pa.array(assigned))
-            self._filled = pa.table({PART: pairs.column(PART), BUCKET: pa.array(assigned)})
+            self._filled = pa.table({LANE: pa.array(lanes, pa.int32()), PART: pairs.column(PART),
+                                     BUCKET: pa.array(assigned)})
             back = need.join(pairs, self.keys + [PART], join_type="left outer").sort_by(ROW)
             buckets[~here] = back.column("__nb").to_numpy(zero_copy_only=False)
         return buckets
@@ -244,8 +276,10 @@ class CrossPartitionAssigner:
         parts = []
         for t, weight in ((after, 1), (before, -1), (self._filled, -1)):
             if t.num_rows:
+                lanes = t.column(LANE) if LANE in t.column_names else pa.array(self._lanes(t))
                 parts.append(
                     pa.table({
+                        LANE: lanes,
                         PART: t.column(PART),
                         BUCKET: t.column(BUCKET).cast(pa.int32()),
                         "__w": pa.array(np.full(t.num_rows, weight, dtype=np.int64)),
@@ -253,13 +287,19 @@ class CrossPartitionAssigner:
                 )
         if not parts:
             return
-        delta = pa.concat_tables(parts).group_by([PART, BUCKET], use_threads=False)
+        delta = pa.concat_tables(parts).group_by([LANE, PART, BUCKET], use_threads=False)
         delta = delta.aggregate([("__w", "sum")])
         delta = delta.filter(pc.not_equal(delta.column("__w_sum"), 0))
-        for p, b, d in zip(delta.column(PART).to_pylist(), delta.column(BUCKET).to_pylist(),
-                           delta.column("__w_sum").to_pylist(), strict=True):
-            counts = self.counts.setdefault(p, {})
+        for lane, p, b, d in zip(delta.column(LANE).to_pylist(), delta.column(PART).to_pylist(),
+                                 delta.column(BUCKET).to_pylist(), delta.column("__w_sum").to_pylist(),
+                                 strict=True):
+            counts = self.counts.setdefault((lane, p), {})
             counts[b] = counts.get(b, 0) + d
+
+
+def _empty_filled() -> pa.Table:
+    return pa.table({LANE: pa.array([], pa.int32()), PART: pa.array([], pa.binary()),
+                     BUCKET: pa.array([], pa.int32())})
 
 
 def _with_partition(table: pa.Table, partitions: pa.Array, store: FileStore) -> pa.Table:

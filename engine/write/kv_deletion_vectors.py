@@ -134,7 +134,7 @@ def live_rows(
     dvs: BucketDeletionVectors,
 ) -> tuple[pa.Table, np.ndarray]:
     """The rows of ``f`` its DV leaves, and their positions in the file."""
-    path = store.paths.data_file(part_dir, bucket, f.file_name)
+    path = store.paths.data_file(part_dir, bucket, f.file_name, f.external_path)
     table = read_data_file(store, path, f, fields, system_columns)
     positions = np.arange(table.num_rows, dtype=np.int64)
     dv = dvs.get(f.file_name)
@@ -295,7 +295,7 @@ def _move_level0_up(
     parts: list[pa.Table] = []
     kept: list[tuple[DataFileMeta, np.ndarray]] = []  # (file, positions of its retractions)
     for f in files:
-        path = store.paths.data_file(part_dir, bucket, f.file_name)
+        path = store.paths.data_file(part_dir, bucket, f.file_name, f.external_path)
         rows = read_data_file(store, path, f, key_fields, (VALUE_KIND,))
         retract = ~np.isin(rows.column(VALUE_KIND).to_numpy(), _ADD_KINDS)
         if not retract.all():
@@ -359,7 +359,7 @@ def compact_unit(
         if not holds_retractions(store, part_dir, bucket, f) and (not above or not with_values):
             if above:
                 probe = read_data_file(
-                    store, store.paths.data_file(part_dir, bucket, f.file_name), f,
+                    store, store.paths.data_file(part_dir, bucket, f.file_name, f.external_path), f,
                     [schema.field(k) for k in schema.primary_keys],
                 )
                 lookup_above(store, part_dir, bucket, probe, above, dvs, with_values=False)

@@ -19,13 +19,15 @@ import pyarrow.parquet as pq
 
 from engine.files.reader import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, arrow_path
 from engine.meta.binary_row import serialize_row
+from engine.meta.file_formats import OrcWriter
 from engine.meta.manifest import DataFileMeta
+from engine.options import DATA_FILE_THIN_MODE
 from engine.write.file_writer import (
     ROWS_PER_SLICE,
     DataFileWriter,
+    format_writer,
     kv_arrow_schema,
     local_now_millis,
-    parquet_writer,
     write_file_index,
 )
 from engine.write.stats import StatsAccumulator
@@ -37,14 +39,17 @@ class RollingKvWriter:
 
     def __init__(self, writer: DataFileWriter) -> None:
         self.w = writer
-        self.schema = kv_arrow_schema(writer.fields, writer.key_fields)
-        self.key_names = [KEY_PREFIX + k.name for k in writer.key_fields]
+        self.thin = writer.store.options.get(DATA_FILE_THIN_MODE)
+        self.schema = kv_arrow_schema(writer.fields, writer.key_fields, self.thin)
+        # the columns the key is read from: the value columns themselves in thin mode
+        self.key_names = [k.name if self.thin else KEY_PREFIX + k.name for k in writer.key_fields]
         self._indexed = [c for c in writer.file_index.columns if c in self.schema.names]
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
         self._metas: list[DataFileMeta] = []
-        self._writer: pq.ParquetWriter | None = None
+        self._writer: pq.ParquetWriter | OrcWriter | None = None
         self._sink = None
+        self._external: str | None = None
 
     def write_all(self, chunks: Iterable[pa.Table]) -> list[DataFileMeta]:
         """Write every chunk, finish the last file; the files written, in key order. If reading
@@ -74,7 +79,7 @@ class RollingKvWriter:
             return
         w = self.w
         physical = pa.table({
-            **{KEY_PREFIX + k.name: table.column(k.name) for k in w.key_fields},
+            **({} if self.thin else {KEY_PREFIX + k.name: table.column(k.name) for k in w.key_fields}),
             SEQUENCE_NUMBER: table.column(SEQUENCE_NUMBER),
             VALUE_KIND: table.column(VALUE_KIND),
             **{f.name: table.column(f.name) for f in w.fields},
@@ -100,11 +105,10 @@ class RollingKvWriter:
     def _open(self) -> None:
         w = self.w
         store = w.store
-        self._name = w.namer.data_file(w.prefix, "parquet")
-        path = store.paths.data_file(w.partition_dir, w.bucket, self._name)
-        store.io.mkdirs(store.paths.bucket_dir(w.partition_dir, w.bucket))
+        self._name = w.namer.data_file(w.prefix, store.options.file_format)
+        path, self._external = w.locator.new_file(self._name)
         self._sink = store.io.arrow_fs().open_output_stream(arrow_path(path))
-        self._writer = parquet_writer(self._sink, self.schema, store.options)
+        self._writer = format_writer(self._sink, self.schema, store.options)
         self._rows = 0
         self._first: list[object] | None = None
         self._last: list[object] = []
@@ -130,7 +134,8 @@ class RollingKvWriter:
         self._seq_max = hi if self._seq_max is None else max(self._seq_max, hi)
         kinds = rows.column(VALUE_KIND).to_numpy()
         self._deletes += int(np.count_nonzero((kinds == 1) | (kinds == 3)))
-        self._key_stats.add(pa.table({k.name: rows.column(KEY_PREFIX + k.name) for k in self.w.key_fields}))
+        keys = zip(self.w.key_fields, self.key_names, strict=True)
+        self._key_stats.add(pa.table({k.name: rows.column(c) for k, c in keys}))
         self._value_stats.add(rows)
         if self._indexed:
             self._index_pieces.append(rows.select(self._indexed))
@@ -149,7 +154,7 @@ class RollingKvWriter:
         if self._indexed:
             rows = pa.concat_tables(self._index_pieces)
             embedded, extras = write_file_index(
-                w.store, w.partition_dir, w.bucket, self._name, rows, w.file_index
+                w.store, w.partition_dir, w.bucket, self._name, rows, w.file_index, self._external
             )
             self._index_pieces = []
         key_types = [k.type for k in w.key_fields]
@@ -172,7 +177,7 @@ class RollingKvWriter:
                 embedded_file_index=embedded,
                 file_source=w.file_source,
                 value_stats_cols=None,
-                external_path=None,
+                external_path=self._external,
                 first_row_id=None,
                 write_cols=None,
             )

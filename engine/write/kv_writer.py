@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 
 from engine.commit_messages import CommitMessage, delete_uncommitted
 from engine.errors import InvalidArgumentError
+from engine.features import POSTPONE_BUCKET
 from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND, data_file_path, iter_data_file
 from engine.lsm.changelog import rowkind_to_kinds
 from engine.lsm.compact_strategy import should_stall_writes
@@ -43,6 +44,7 @@ from engine.meta.bucket import bucket_ids
 from engine.meta.index_files import IndexFileMeta, IndexManifestEntry, IndexStore
 from engine.meta.manifest import DataFileMeta
 from engine.meta.paths import FileNamer
+from engine.options import POSTPONE_DEFAULT_BUCKET_NUM
 from engine.read.deletion_vectors import apply_deletion_vector_batches
 from engine.scan.planner import DataSplit
 from engine.store import FileStore
@@ -96,12 +98,13 @@ class KeyValueWriter:
         self.sequence_offset = sequence_offset
         self.config = MergeConfig.from_options(schema.options, schema.primary_keys)
         self.num_buckets = opts.bucket
-        if self.num_buckets < 1 and self.num_buckets != -1:
+        if self.num_buckets < 1 and self.num_buckets not in (-1, POSTPONE_BUCKET):
             raise InvalidArgumentError(
                 f"table has bucket = {self.num_buckets}; dyntable writes primary-key tables with a fixed "
-                "bucket "
-                "count or dynamic buckets (-1), not postpone buckets (-2)"
+                "bucket count, dynamic buckets (-1) or postpone buckets (-2)"
             )
+        # Postpone-bucket tables (bucket = -2): each partition's own fixed bucket count.
+        self._partition_buckets: dict[bytes, int] = {}
         # dynamic buckets, on first write
         self._assigner: HashBucketAssigner | CrossPartitionAssigner | None = None
         self.compact = (not opts.write_only) if compact is None else compact
@@ -144,12 +147,43 @@ class KeyValueWriter:
                     base = store.snapshots.get(base_id) if base_id else None
                 self._assigner = new_assigner(store, base, shared)
             table, buckets = self._assigner.route(table)
+        elif self.num_buckets == POSTPONE_BUCKET:
+            self._write_postpone(table)
+            return
         else:
             keys = store.schema.logical_bucket_keys
             buckets = bucket_ids(
                 [table.column(k) for k in keys], [store.schema.field(k).type for k in keys], self.num_buckets
             )
-        for values, bucket, rows in group_rows(table, store.partition_keys, buckets):
+        self._buffer(group_rows(table, store.partition_keys, buckets))
+
+    def _write_postpone(self, table: pa.Table) -> None:
+        """A batch write into a postpone-bucket table, as Paimon's Spark writer does it by default
+        (``postpone.batch-write-fixed-bucket``): straight into real buckets, each partition with its
+        known bucket count (that of its files in real buckets) or, for a new partition,
+        ``postpone.default-bucket-num``."""
+        store = self.store
+        keys = store.schema.logical_bucket_keys
+        types = [store.schema.field(k).type for k in keys]
+        for values, _, part_rows in group_rows(table, store.partition_keys, None):
+            partition = serialize_row(list(values), store.partition_types)
+            n = self._postpone_bucket_count(partition)
+            buckets = bucket_ids([part_rows.column(k) for k in keys], types, n)
+            self._buffer((values, bucket, rows) for _, bucket, rows in group_rows(part_rows, (), buckets))
+
+    def _postpone_bucket_count(self, partition: bytes) -> int:
+        n = self._partition_buckets.get(partition)
+        if n is None:
+            latest = self.store.snapshots.latest()
+            known = [e.total_buckets for e in self.store.live_entries(latest, lambda p: p == partition)
+                     if e.bucket >= 0 and e.total_buckets > 0]
+            n = self._partition_buckets[partition] = (
+                max(known) if known else int(self.store.options.get(POSTPONE_DEFAULT_BUCKET_NUM)))
+        return n
+
+    def _buffer(self, groups: Iterable[tuple[tuple[object, ...], int, pa.Table]]) -> None:
+        store = self.store
+        for values, bucket, rows in groups:
             partition = serialize_row(list(values), store.partition_types)
             if partition not in self._partition_dirs:
                 self._partition_dirs[partition] = store.partition_dir(values)
@@ -288,8 +322,8 @@ class KeyValueWriter:
         ] + list(after)
         # A file produced by an earlier compaction of this same commit and compacted again is an
         # intermediate: it never becomes visible, so drop it from both lists (and from disk if rewritten).
-        produced = {(f.file_name, f.level) for f in self.compact_after[key]}
-        intermediate = gone & produced
+        produced_files = {(f.file_name, f.level): f for f in self.compact_after[key]}
+        intermediate = gone & set(produced_files)
         self.compact_after[key] = [
             f for f in self.compact_after[key] if (f.file_name, f.level) not in intermediate
         ]
@@ -298,14 +332,18 @@ class KeyValueWriter:
         still_used = {f.file_name for f in self._bucket_files[key]} | {
             f.file_name for f in self.new_files[key]
         }
-        for name, _level in intermediate:
+        for name, level in intermediate:
             if name not in still_used:
-                self.store.io.delete(self.store.paths.data_file(self._partition_dirs[key[0]], key[1], name))
+                f = produced_files[(name, level)]
+                self.store.io.delete(
+                    self.store.paths.data_file(self._partition_dirs[key[0]], key[1], name, f.external_path))
 
     def compact_splits(self, splits: Sequence[DataSplit], full: bool) -> None:
         """Compact committed buckets (``ALTER TABLE … COMPACT``, ``CALL sys.compact``)."""
         for split in splits:
             key = (split.partition, split.bucket)
+            if self.num_buckets == POSTPONE_BUCKET:  # a real bucket of a postpone-bucket table
+                self._partition_buckets[split.partition] = split.total_buckets
             self._partition_dirs[split.partition] = self.store.partition_dir(split.partition_values)
             self._restored_partitions.add(split.partition)
             self._sequence_base[split.partition] = split.snapshot_id
@@ -349,7 +387,7 @@ class KeyValueWriter:
         )
         messages = [
             CommitMessage(
-                partition=p, bucket=b, total_buckets=self.num_buckets,
+                partition=p, bucket=b, total_buckets=self._partition_buckets.get(p, self.num_buckets),
                 new_files=tuple(self.new_files.get((p, b), ())),
                 changelog_files=tuple(self.changelog.get((p, b), ())),
                 compact_before=tuple(self.compact_before.get((p, b), ())),

@@ -11,21 +11,31 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from engine import row_tracking
 from engine.fileindex import file_index_config
 from engine.files.reader import arrow_path
 from engine.meta.binary_row import EMPTY_ROW
+from engine.meta.file_formats import OrcWriter
 from engine.meta.manifest import DataFileMeta, FileSource, SimpleStats
 from engine.meta.paths import FileNamer
 from engine.store import FileStore
 from engine.types import to_arrow_field
-from engine.write.file_writer import local_now_millis, parquet_writer, slice_rows, write_file_index
+from engine.write.file_writer import (
+    FileLocator,
+    format_writer,
+    local_now_millis,
+    slice_rows,
+    write_file_index,
+)
 from engine.write.stats import StatsAccumulator
 
 
 class RollingAppendFile:
     """The growing data file(s) of one bucket of an append table."""
 
-    def __init__(self, store: FileStore, partition_dir: str, bucket: int, namer: FileNamer) -> None:
+    def __init__(
+        self, store: FileStore, partition_dir: str, bucket: int, namer: FileNamer, *, tracked: bool = False
+    ) -> None:
         self.store = store
         self.partition_dir = partition_dir
         self.bucket = bucket
@@ -35,11 +45,19 @@ class RollingAppendFile:
         self.stats_mode = opts.metadata_stats_mode
         self.target_size = opts.target_file_size(False)
         self.fields = list(store.schema.fields)
-        self.schema = pa.schema([to_arrow_field(f) for f in self.fields])
+        # ``tracked``: rows of a row-tracking table that keep their _ROW_ID / _SEQUENCE_NUMBER,
+        # written into the file after the table's columns (engine.row_tracking).
+        self.tracked = tracked
+        self.stats_fields = [*self.fields, *row_tracking.tracking_stats_fields()] if tracked else self.fields
+        self.schema = pa.schema([to_arrow_field(f) for f in self.fields]
+                                + (row_tracking.tracking_arrow_fields() if tracked else []))
+        self._tracking: list[pa.Table] = []
         self.finished: list[tuple[DataFileMeta, int]] = []  # (meta without sequence numbers, rows)
-        self.written_names: list[str] = []  # every file started, for abort
+        self.written_paths: list[str] = []  # every file started, for abort
+        self.locator = FileLocator(store, partition_dir, bucket)
+        self._external: str | None = None
         self._sink = None
-        self._writer: pq.ParquetWriter | None = None
+        self._writer: pq.ParquetWriter | OrcWriter | None = None
         self._name = ""
         self._rows = 0
         self._stats: StatsAccumulator | None = None
@@ -60,20 +78,21 @@ class RollingAppendFile:
             self._stats.add(piece)  # type: ignore[union-attr]
             if self._indexed:
                 self._pieces.append(piece.select(self._indexed))
+            if self.tracked:
+                self._tracking.append(piece.select(list(row_tracking.TRACKING_COLUMNS)))
             self._rows += piece.num_rows
             offset += piece.num_rows
             if self._sink is not None and self._sink.tell() >= self.target_size:
                 self._close()
 
     def _open(self) -> None:
-        self._name = self.namer.data_file(self.prefix, "parquet")
-        self.written_names.append(self._name)
-        path = self.store.paths.data_file(self.partition_dir, self.bucket, self._name)
-        self.store.io.mkdirs(self.store.paths.bucket_dir(self.partition_dir, self.bucket))
+        self._name = self.namer.data_file(self.prefix, self.store.options.file_format)
+        path, self._external = self.locator.new_file(self._name)
+        self.written_paths.append(path)
         self._sink = self.store.io.arrow_fs().open_output_stream(arrow_path(path))
-        self._writer = parquet_writer(self._sink, self.schema, self.store.options)
+        self._writer = format_writer(self._sink, self.schema, self.store.options)
         self._rows = 0
-        self._stats = StatsAccumulator(self.fields, self.stats_mode)
+        self._stats = StatsAccumulator(self.stats_fields, self.stats_mode)
 
     def _close(self) -> None:
         assert self._writer is not None and self._sink is not None and self._stats is not None
@@ -84,18 +103,24 @@ class RollingAppendFile:
         if self._indexed:
             empty = self.schema.empty_table().select(self._indexed)
             rows = pa.concat_tables(self._pieces) if self._pieces else empty
-            embedded, extras = write_file_index(
-                self.store, self.partition_dir, self.bucket, self._name, rows, self.file_index)
-            self.written_names.extend(extras)
+            embedded, extras = write_file_index(self.store, self.partition_dir, self.bucket, self._name, rows,
+                                                self.file_index, self._external)
+            paths = self.store.paths
+            self.written_paths.extend(
+                paths.extra_file(self.partition_dir, self.bucket, x, self._external) for x in extras)
             self._pieces = []
         meta = DataFileMeta(
             file_name=self._name, file_size=size, row_count=self._rows, min_key=EMPTY_ROW, max_key=EMPTY_ROW,
             key_stats=SimpleStats.EMPTY, value_stats=self._stats.result(), min_sequence_number=0,
             max_sequence_number=0, schema_id=self.store.schema.id, level=0, extra_files=extras,
             creation_time_millis=local_now_millis(), delete_row_count=0, embedded_file_index=embedded,
-            file_source=FileSource.APPEND, value_stats_cols=None, external_path=None, first_row_id=None,
-            write_cols=None,
+            file_source=FileSource.APPEND, value_stats_cols=None, external_path=self._external,
+            first_row_id=None, write_cols=None,
         )
+        if self.tracked:
+            names = [f.name for f in self.fields]
+            meta = row_tracking.tracked_file(meta, names, pa.concat_tables(self._tracking))
+            self._tracking = []
         self.finished.append((meta, self._rows))
         self._writer = self._sink = self._stats = None
 
@@ -107,7 +132,7 @@ class RollingAppendFile:
         return done
 
     def discard(self) -> list[str]:
-        """Close without finishing (abort); returns the names of every file this writer started."""
+        """Close without finishing (abort); returns the paths of every file this writer started."""
         for closer in (self._writer, self._sink):
             try:
                 if closer is not None:
@@ -116,4 +141,5 @@ class RollingAppendFile:
                 pass
         self._writer = self._sink = self._stats = None
         self._pieces = []
-        return self.written_names
+        self._tracking = []
+        return self.written_paths

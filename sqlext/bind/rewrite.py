@@ -33,7 +33,9 @@ Invariants:
   (``db.t JOIN sales.t``) no alias is added and such qualifiers name the view instead;
 * ``Binding.columns`` is a superset of the columns the statement reads from the reference (or
   ``None`` = all): when the analysis is unsure it adds columns or falls back to ``None``, never
-  drops one (:mod:`sqlext.bind.scope` does the column analysis).
+  drops one (:mod:`sqlext.bind.scope` does the column analysis);
+* Paimon's metadata columns (``_ROW_ID``, ...; ``Catalog.metadata_columns``) join a binding only
+  when named, after the table's columns; a star never shows them (:mod:`sqlext.bind.stars`).
 """
 
 from __future__ import annotations
@@ -57,11 +59,13 @@ from sqlext.bind.scope import (
     Reference,
     ScopeWalker,
     Source,
+    StarUse,
     TimeTravel,
     ident_name,
     ident_span,
     is_incremental_function,
 )
+from sqlext.bind.stars import spelled_star
 from sqlext.bind.tokens import WORD, directory_query_start, is_name, word_token
 from sqlext.errors import (
     SYNTAX_ERROR,
@@ -127,6 +131,10 @@ class Catalog(Protocol):
         With ``time_travel``, those of the schema the chosen snapshot was written with (Paimon
         reads an old snapshot in its own schema).
         """
+        ...
+
+    def metadata_columns(self, name: TableName) -> list[str]:
+        """Paimon's metadata columns of ``name`` (``_ROW_ID``, ...); optional (without: none)."""
         ...
 
     def has_tag(self, name: TableName, tag: str) -> bool:
@@ -223,6 +231,7 @@ class _Binder:
         self.tokens: list[Token] = []
         self.table_statement = False  # a bare `TABLE name` query: no alias may follow the name
         self._columns_cache: dict[tuple[object, ...], list[str]] = {}
+        self.star_uses: list[StarUse] = []  # the statement's stars (spelled out over metadata columns)
 
     # ----------------------------------------------------------------------------- errors
 
@@ -241,6 +250,7 @@ class _Binder:
             # sqlglot keeps statements it does not know as raw text; Spark reports its own errors.
             return BoundQuery(self.sql, ())
         walker = ScopeWalker(self.table_source)
+        self.star_uses = walker.star_uses
         walker.statement(tree)
         refs = walker.finish()
         return self.assemble(refs, walker.qualifier_edits, counter)
@@ -431,7 +441,9 @@ class _Binder:
         name = self.located(name, start)
         end_of_reference, options, travel = self.suffixes(node, end, name)
         columns = self.table_columns(name, start, travel)  # a snapshot's own schema (Paimon)
+        hidden = getattr(self.catalog, "metadata_columns", None)
         ref = Reference(
+            metadata_columns=tuple(hidden(name)) if hidden is not None and not name.system_table else (),
             table=name,
             start=start,
             end=end,
@@ -719,6 +731,7 @@ class _Binder:
             groups[views[key]].append(ref)
         bindings: list[Binding] = []
         view_of: dict[int, str] = {}
+        hides: dict[int, bool] = {}  # references whose view carries metadata columns
         for group in groups:
             first = group[0]
             safe = re.sub(r"[^A-Za-z0-9_]", "_", first.table.object_name)[:48]
@@ -733,6 +746,12 @@ class _Binder:
             columns = None
             if needed is not None:
                 columns = tuple(c for c in first.table_columns if c.lower() in needed)
+            meta: set[str] = set().union(*(r.metadata_needed for r in group))
+            if meta:  # named metadata columns come last, in the table's order of them
+                hidden = tuple(c for c in first.metadata_columns if c.lower() in meta)
+                columns = (columns if columns is not None else first.table_columns) + hidden
+                for ref in group:
+                    hides[id(ref)] = True
             bindings.append(Binding(view, first.table, columns, first.time_travel, dict(first.options)))
         edits: list[tuple[int, int, str]] = []
         for ref in refs:
@@ -755,6 +774,12 @@ class _Binder:
                 alias = f" AS {spark_identifier(vref.view.name)}"
             edits.append((vref.start, vref.end, text + alias))
         seen: set[tuple[int, int]] = set()
+        for star in self.star_uses:
+            spelled_out = spelled_star(self.sql, star, view_of, hides, qualifier_edits, spark_identifier)
+            if spelled_out is not None:
+                edits.append((star.start, star.end, spelled_out))
+                if star.qualifier is not None:
+                    seen.add(star.qualifier)
         for start, end, ref in qualifier_edits:
             qualifier = view_of[id(ref)] if ref.qualify_by_view else ref.alias_text
             # Two sources may match one qualifier (Spark then reports the ambiguity): edit once.

@@ -89,19 +89,25 @@ class Reference:
     # no alias is added, and qualifiers that name this table (db.t.id) name the view instead.
     qualify_by_view: bool = False
     needed: set[str] | None = field(default_factory=set)  # lower-case column names; None = all
+    # Paimon's metadata columns (_ROW_ID, __paimon_file_path, ...): read only when named, never by `*`.
+    metadata_columns: tuple[str, ...] = ()
+    metadata_needed: set[str] = field(default_factory=set)  # lower-case
 
     def __post_init__(self) -> None:
         self._lower = {c.lower() for c in self.table_columns}
+        self._meta = {c.lower() for c in self.metadata_columns} - self._lower
         if self.alias_at < 0:
             self.alias_at = self.end
 
     def has(self, column: str) -> bool:
-        """Whether the table has ``column`` (lower-case)."""
-        return column in self._lower
+        """Whether the table has ``column`` (lower-case), a metadata column included."""
+        return column in self._lower or column in self._meta
 
     def need(self, column: str) -> None:
         """Mark ``column`` (lower-case) as read, if the table has it."""
-        if self.needed is not None and column in self._lower:
+        if column in self._meta:
+            self.metadata_needed.add(column)
+        elif self.needed is not None and column in self._lower:
             self.needed.add(column)
 
     def need_all(self) -> None:
@@ -124,6 +130,18 @@ class Source:
         if self.ref is not None:
             return self.ref.has(column)
         return None
+
+
+@dataclass(eq=False)
+class StarUse:
+    """A star in the text: ``*`` over a SELECT's sources (``frame``), or ``t.*`` of ``ref``
+    (``qualifier``: the [start, end) of its ``t``)."""
+
+    start: int
+    end: int
+    frame: _Frame | None
+    ref: Reference | None = None
+    qualifier: tuple[int, int] | None = None
 
 
 @dataclass(eq=False)
@@ -199,6 +217,9 @@ class ScopeWalker:
         self._columns: list[tuple[exp.Column, _Frame]] = []
         self._stars: list[_Frame] = []
         self._frames: list[_Frame] = []
+        # Every `*` / `t.*` with its [start, end): spelled out when a source it expands also
+        # reads metadata columns, which a star must not show (sqlext.bind.rewrite).
+        self.star_uses: list[StarUse] = []
 
     # ------------------------------------------------------------------------- traversal
 
@@ -341,6 +362,9 @@ class ScopeWalker:
             elif isinstance(node, exp.Star):
                 if not isinstance(node.parent, exp.Count):
                     self._stars.append(frame)
+                    if "start" in node.meta:
+                        span = int(node.meta["start"]), int(node.meta["end"]) + 1
+                        self.star_uses.append(StarUse(*span, frame))
             elif not isinstance(node, (exp.Hint, exp.JoinHint)):
                 stack.extend(node.iter_expressions())
 
@@ -387,6 +411,10 @@ class ScopeWalker:
                         continue
                     if k == len(names):
                         ref.need_all()  # t.*
+                        if "start" in column.this.meta:
+                            self.star_uses.append(StarUse(
+                                ident_span(qualifier[0])[0], int(column.this.meta["end"]) + 1, None, ref,
+                                (ident_span(qualifier[0])[0], ident_span(qualifier[k - 1])[1])))
                     else:
                         ref.need(names[k])
                     if k > 1 or DOLLAR_MARK in str(qualifier[0].name):

@@ -26,8 +26,14 @@ a read through the ``dyntable`` source has no estimate and is not shuffled), unl
 ``write.bucket-shuffle`` says otherwise. Measured (``docs/benchmarks.md``, W2s/W2i/W2m): on a
 1M-row upsert the shuffled SQL INSERT is 1.06-2.45x faster (medians) than the unshuffled one,
 whose runs trigger the base rewrite; on a 2,000-row INSERT it is 2x slower (the extra exchange
-stage dominates), hence the size threshold. The rows are not sorted in the JVM: the writer sorts its
-buffer anyway, and ``sortWithinPartitions`` measured slower (W2ss).
+stage dominates), hence the size threshold. Below it (``auto``, a size Spark knows) the input is
+coalesced into one task instead: no exchange, and still one level-0 file per bucket and write,
+as Paimon's Spark write leaves it (its deletion vectors then fall where Paimon's do); measured on
+a 2,000-row upsert into a 4-bucket table (medians of 6, a loaded 2-core machine), coalesced 0.17 s
+against 0.37 s unshuffled from 2 input partitions and 0.17 s against 1.13 s from 8 (whose 8 runs
+per bucket trigger the compaction), shuffled 0.70 s. The rows
+are not sorted in the JVM: the writer sorts its buffer anyway, and ``sortWithinPartitions``
+measured slower (W2ss).
 
 Unpartitioned tables are hash-partitioned by a stand-in integer per bucket, chosen so that
 Spark's partitioner (``pmod(murmur3(value, 42), n)``) sends bucket ``b`` to Spark partition
@@ -403,12 +409,28 @@ def should_shuffle(frame: DataFrame, mode: str = "auto") -> bool:
 
 def for_write(frame: DataFrame, table: Table, session_options: dict[str, str] | None = None) -> DataFrame:
     """``frame`` as the ``dyntable`` writer should receive it for ``table``: grouped by bucket when
-    that pays (see the module docstring), else unchanged. ``session_options``: the SQL session's
-    settings (``SET write.bucket-shuffle = …``)."""
+    that pays (see the module docstring); below the size where it pays, in one task (``auto``
+    only, :func:`is_small`); else unchanged. ``session_options``: the SQL session's settings
+    (``SET write.bucket-shuffle = …``)."""
+    if not table.has_primary_key or table.core_options.bucket < 1:
+        return frame
+    mode = _mode(frame.sparkSession, session_options)
+    if mode == "auto" and is_small(frame):
+        # One writer sees every row, so each bucket gets one level-0 file per write, as Paimon's
+        # Spark write (always bucket-shuffled) leaves it, without the exchange stage a small
+        # input does not pay for: coalesce merges the input's tasks, it does not shuffle.
+        return frame.coalesce(1)
     bucketed = table_bucket(frame, table)
-    if bucketed is None or not should_shuffle(frame, _mode(frame.sparkSession, session_options)):
+    if bucketed is None or not should_shuffle(frame, mode):
         return frame
     return shuffle_by_bucket(bucketed, table)
+
+
+def is_small(frame: DataFrame) -> bool:
+    """Whether Spark estimates ``frame`` below :data:`MIN_ESTIMATED_BYTES` (an input it cannot
+    size is not small: it may be a whole table)."""
+    size = _estimated_bytes(frame)
+    return size is not None and size < MIN_ESTIMATED_BYTES
 
 
 def write_table(

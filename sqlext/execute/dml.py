@@ -60,6 +60,7 @@ from sqlext.execute.row_level_writes import (
     Pinned,
     in_partitions,
     overwrite_of,
+    tracking_columns,
 )
 from sqlext.execute.writes import write_frame
 from sqlext.parse.splitter import Statement
@@ -75,7 +76,9 @@ def run_merge(s: SqlSession, plan: MergeInto, stmt: Statement) -> StatementResul
     table = plan.table
     job = MergeJob(s, plan.clauses, stmt)
     pinned = Pinned(s, table, plan.snapshot.id if plan.snapshot is not None else None)
-    joined = job.joined_frame(pinned.view()).localCheckpoint()  # evaluated once: checks, counts, write agree
+    tracking = tracking_columns(table)  # a row-tracking table's rows keep their ids
+    # evaluated once: checks, counts, write agree
+    joined = job.joined_frame(pinned.view(), tracking).localCheckpoint()
     job.check_cardinality(joined)
     job.check_keys(joined)
     counts = job.counts(joined)
@@ -84,13 +87,13 @@ def run_merge(s: SqlSession, plan: MergeInto, stmt: Statement) -> StatementResul
         if table.primary_keys:
             write_frame(s, table, job.changes(joined), column_names(table), overwrite=None, stmt=stmt)
         else:
-            _merge_copy_on_write(s, table, job, joined, stmt, pinned.snapshot_id)
+            _merge_copy_on_write(s, table, job, joined, stmt, pinned.snapshot_id, tracking)
     return s.runner.run(merge_rows(counts), stmt)
 
 
 def _merge_copy_on_write(
     s: SqlSession, table: Table, job: MergeJob, joined: DataFrame, stmt: Statement,
-    base_snapshot_id: int | None,
+    base_snapshot_id: int | None, tracking: tuple[str, ...] = (),
 ) -> None:
     """Append table: rewrite the partitions holding updated/deleted rows; inserted rows are added."""
     keys = list(table.partition_keys)
@@ -108,6 +111,7 @@ def _merge_copy_on_write(
     kept = job.target_rows(joined)
     if keys:
         kept = in_partitions(s, kept, table, specs, original)
-    out = job.project(kept).unionByName(inserts)
+    # Inserted rows have no _ROW_ID: they take new ids at commit.
+    out = job.tracked(kept, tracking).unionByName(inserts, allowMissingColumns=bool(tracking))
     write_frame(s, table, out, column_names(table), overwrite=overwrite_of(table, specs), stmt=stmt,
-                base_snapshot_id=base_snapshot_id)
+                base_snapshot_id=base_snapshot_id, row_ids=bool(tracking))

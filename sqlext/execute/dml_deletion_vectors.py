@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from engine import Table, WriteBuilder, WriteJob, group_positions
+from engine import Table, WriteBuilder, WriteJob, group_positions, metadata_names
 from sqlext.execute.dml_common import count_rows, merge_rows
 from sqlext.execute.planning import MarkDeletions, MergeInto
 from sqlext.parse.names import quoted
@@ -55,8 +55,10 @@ def positioned_frame(s: SqlSession, table: Table, snapshot: Any) -> DataFrame:
     current = table.schema_by_id(snapshot.schema_id) if snapshot is not None else table.schema
     target = spark_schema(current.arrow_schema())
     out = [StructField(FILE, StringType()), StructField(POS, LongType())]
+    tracked = [c for c in ("_ROW_ID", "_SEQUENCE_NUMBER") if c in metadata_names(table.schema)]
+    extra = [StructField(c, LongType()) for c in tracked]
     if not files:
-        return spark.createDataFrame([], StructType([*target.fields, *out]))
+        return spark.createDataFrame([], StructType([*target.fields, *extra, *out]))
     frames = []
     for schema_id in sorted({f.schema_id for f in files}):
         old = table.schema_by_id(schema_id)
@@ -72,12 +74,17 @@ def positioned_frame(s: SqlSession, table: Table, snapshot: Any) -> DataFrame:
             physical.append(old_struct[before.name])
             cols.append(F.col(quoted(before.name)).cast(out_field.dataType).alias(field.name))
         paths = [_uri(f.path) for f in files if f.schema_id == schema_id]
+        # A rewritten file of a row-tracking table holds its rows' ids; others read NULL there.
+        physical += extra
+        cols += [F.col(c) for c in tracked]
         frame = _read_parquet(s, StructType(physical), paths)
         frames.append(frame.select(*cols, F.col("_metadata.file_name").alias(FILE),
                                    F.col("_metadata.row_index").alias(POS)))
     frame = frames[0]
     for other in frames[1:]:
         frame = frame.unionByName(other)
+    if tracked:
+        frame = _with_row_tracking(s, frame, files)
     deleted = [f for f in files if f.deleted.size]
     if deleted:
         sizes = [f.deleted.size for f in deleted]
@@ -86,6 +93,17 @@ def positioned_frame(s: SqlSession, table: Table, snapshot: Any) -> DataFrame:
         gone = pa.table({FILE: pa.array(names, pa.string()), POS: positions})
         frame = frame.join(F.broadcast(spark.createDataFrame(gone.to_pandas())), [FILE, POS], "left_anti")
     return frame
+
+
+def _with_row_tracking(s: SqlSession, frame: DataFrame, files: list[Any]) -> DataFrame:
+    """``_ROW_ID`` / ``_SEQUENCE_NUMBER`` as Paimon's readers give them: a file's own value, else
+    its first row id plus the row's position, and its maximum sequence number (engine.row_tracking)."""
+    meta = s.spark.createDataFrame([(f.name, f.first_row_id, f.max_sequence_number) for f in files],
+                                   f"{FILE} string, __dyn_first bigint, __dyn_seq bigint")
+    frame = frame.join(F.broadcast(meta), [FILE], "left")
+    return (frame.withColumn("_ROW_ID", F.coalesce(F.col("_ROW_ID"), F.col("__dyn_first") + F.col(POS)))
+            .withColumn("_SEQUENCE_NUMBER", F.coalesce(F.col("_SEQUENCE_NUMBER"), F.col("__dyn_seq")))
+            .drop("__dyn_first", "__dyn_seq"))
 
 
 def _read_parquet(s: SqlSession, schema: StructType, paths: list[str]) -> DataFrame:
@@ -115,7 +133,7 @@ def _write_rows(s: SqlSession, table: Table, df: DataFrame, builder: WriteBuilde
     from sqlext.source.datasource import cluster_for_writers, write_task
 
     columns = list(table.schema.field_names)
-    frame = cluster_for_writers(shape_frame(s, table, df, columns), table)
+    frame = cluster_for_writers(shape_frame(s, table, df, columns, row_ids=True), table)
     job = WriteJob.for_batch(builder, prefix="dml-")
     tasks = job.tasks()
 
@@ -134,7 +152,8 @@ def _write_rows(s: SqlSession, table: Table, df: DataFrame, builder: WriteBuilde
 def _commit(s: SqlSession, table: Table, snapshot: Any, touched: DataFrame,
             new_rows: DataFrame | None) -> int:
     """Mark ``touched`` rows deleted and add ``new_rows``; one snapshot. Returns the rows marked."""
-    builder = table.new_write_builder(None, commit_user=f"dv-{uuid.uuid4()}")
+    # (a row-tracking table's updated rows keep their ids: WriteBuilder.keeping_row_ids)
+    builder = table.new_write_builder(None, commit_user=f"dv-{uuid.uuid4()}").keeping_row_ids()
     deletions = builder.new_deletion_commit(snapshot)
     count = deletions.delete(_positions(touched)) if snapshot is not None else 0
     messages = _write_rows(s, table, new_rows, builder) if new_rows is not None else []
@@ -170,13 +189,17 @@ def merge(s: SqlSession, plan: MergeInto, stmt: Statement) -> StatementResult:
     view = f"__dyntable_dv_{s.next_id()}"
     positioned_frame(s, table, snapshot).createOrReplaceTempView(view)
     job = MergeJob(s, plan.clauses, stmt)
-    joined = job.joined_frame(view, (FILE, POS)).localCheckpoint()  # evaluated once: checks, counts, write
+    tracking = tuple(c for c in ("_ROW_ID", "_SEQUENCE_NUMBER") if c in metadata_names(table.schema))
+    # evaluated once: checks, counts, write agree
+    joined = job.joined_frame(view, (FILE, POS, *tracking)).localCheckpoint()
     job.check_cardinality(joined)
     job.check_keys(joined)
     counts = job.counts(joined)
     if counts["update"] + counts["delete"] + counts["insert"]:
         touched = job.touched(joined)
         updated = touched.where(F.col(CLAUSE_COLUMN).isin(job.ids("update")))
-        new_rows = job.project(updated).unionByName(job.inserted_rows(joined))
+        # Updated rows keep their _ROW_ID; inserted ones have none and take new ids at commit.
+        new_rows = job.tracked(updated, tracking).unionByName(job.inserted_rows(joined),
+                                                              allowMissingColumns=bool(tracking))
         _commit(s, table, snapshot, touched.select(F.col(FILE), F.col(POS)), new_rows)
     return s.runner.run(merge_rows(counts), stmt)

@@ -9,7 +9,9 @@ row per target row, keys unchanged) before its one write. Nothing here runs Spar
 to the target (``merge_evolution``; the write's commit publishes that version), a target column or
 struct field the source lacks keeps its value under ``UPDATE SET *`` and gets its default (or
 NULL) under ``INSERT *``, and struct fields are matched by name. Without it a target column the
-source lacks is an error and the source's extra columns are ignored.
+source lacks is an error and the source's extra columns are ignored. Explicit clauses evolve the
+target too (Paimon 2.0): with ``write.merge-schema``, a column an ``UPDATE SET c = …`` or ``INSERT
+(…, c) VALUES …`` names that the target lacks is added with the type of the source's column ``c``.
 
 MERGE scoping (Spark's): NOT MATCHED clauses see only the source (unqualified names resolve
 there), NOT MATCHED BY SOURCE clauses only the target, MATCHED clauses both.
@@ -47,18 +49,52 @@ def source_sql(n: ast.Merge) -> str:
 
 
 def merge_evolution(ctx: PlannerContext, table: Table, n: ast.Merge, stmt: Statement) -> tuple[Table, bool]:
-    """The table a MERGE writes, and whether ``write.merge-schema`` is on for it: with it and an
-    ``UPDATE SET *`` / ``INSERT *`` clause, the table at the schema that takes the source's columns
-    (not yet published: the write's commit publishes it); else ``table`` itself."""
+    """The table a MERGE writes, and whether ``write.merge-schema`` is on for it: with it, the table
+    at the schema that takes the source's columns (not yet published: the write's commit publishes
+    it) — all of them when a clause is ``UPDATE SET *`` / ``INSERT *``, else the source columns an
+    explicit clause assigns by a name the target lacks (``UPDATE SET score = s.score``, ``INSERT
+    (id, score) VALUES …``: Paimon 2.0's "source-bound" assignment keys, which add that column with
+    the source column's type); else ``table`` itself."""
     evolving = with_options(table, write_options(ctx, table, {}))
     if not evolving.core_options.write_merge_schema:
         return table, False
     stars = any(isinstance(c.action, (ast.MergeUpdate, ast.MergeInsert)) and c.action.all_columns
                 for c in n.clauses)
-    if not stars:
+    new = _new_column_names(table, n)
+    if not stars and not new:
         return table, True
-    source = ctx.frame(f"SELECT * FROM {source_sql(n)}", stmt)
-    return evolved_for(ctx, evolving, source.columns, stmt), True
+    source = ctx.frame(f"SELECT * FROM {source_sql(n)}", stmt).columns
+    if not stars:
+        sensitive = case_sensitive(ctx)
+        wanted = {c if sensitive else c.lower() for c in new}
+        source = tuple(c for c in source if (c.name if sensitive else c.name.lower()) in wanted)
+        if not source:
+            return table, True  # no source column of those names: resolving the clause names the error
+    return evolved_for(ctx, evolving, source, stmt), True
+
+
+def _new_column_names(table: Table, n: ast.Merge) -> list[str]:
+    """The top-level columns the MATCHED / NOT MATCHED clauses assign explicitly (``c`` or
+    ``<target>.c``) that the target lacks (names compared ignoring case: dyntable's are unique so)."""
+    aliases = {a.lower() for a in (n.target_alias, n.target.table) if a}
+    have = {c.lower() for c in table.schema.field_names}
+    named: list[str] = []
+    for clause in n.clauses:
+        if clause.match == "not_matched_by_source":
+            continue
+        act = clause.action
+        if isinstance(act, ast.MergeUpdate) and not act.all_columns:
+            named += [a.column for a in act.assignments]
+        elif isinstance(act, ast.MergeInsert) and not act.all_columns:
+            named += list(act.columns)
+    out = []
+    for text in named:
+        parts = [p.strip().strip("`") for p in text.split(".")]
+        if len(parts) == 2 and parts[0].lower() in aliases and parts[0].lower() not in have:
+            parts = parts[1:]
+        if len(parts) == 1 and parts[0].lower() not in have and parts[0] not in out:
+            out.append(parts[0])
+    return out
 
 
 class MergeClauses:

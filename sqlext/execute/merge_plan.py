@@ -108,6 +108,17 @@ class MergeJob:
             exprs.append(value.alias(col))
         return df.select(*exprs, *extra)
 
+    def tracked(self, df: DataFrame, tracking: tuple[str, ...]) -> DataFrame:
+        """:meth:`project` of target rows, with their carried ``_ROW_ID`` and ``_SEQUENCE_NUMBER``
+        (``tracking``: both, for a row-tracking table, else nothing): a row keeps its id, an
+        updated row's sequence number becomes NULL (its commit's snapshot id, as in Paimon)."""
+        if not tracking:
+            return self.project(df)
+        row_id, seq = tracking
+        updated = F.col(CLAUSE_COLUMN).isin(self.ids("update"))
+        return self.project(df, F.col(row_id),
+                            F.when(updated, F.lit(None).cast("bigint")).otherwise(F.col(seq)).alias(seq))
+
     def changes(self, joined: DataFrame) -> DataFrame:
         """Primary-key table: only the changed rows, each with its row kind."""
         clause = F.col(CLAUSE_COLUMN)

@@ -30,7 +30,7 @@ runs Spark. The rules are Paimon's (its Spark ``RowLevelOp``, ``DeleteFromPaimon
 
 from __future__ import annotations
 
-from engine import ROWKIND, MergeConfig, Table
+from engine import ROWKIND, MergeConfig, Table, metadata_names
 from sqlext.errors import UnsupportedStatementError
 from sqlext.execute.assignments import key_change_error, resolve_assignments
 from sqlext.execute.dml_common import HELPER, analysis_error, column_names, count_rows
@@ -174,7 +174,10 @@ def update(ctx: PlannerContext, n: ast.Update, stmt: Statement) -> Plan:
         if latest is None:
             return count_rows(0, "updated")
         assigned = resolve_assignments(table, n.assignments, (alias, n.table.table), stmt, a, defaults).values
-        return MarkDeletions(table, latest, Matched(alias, cond), "updated", _select(assigned, columns, a))
+        select = _select(assigned, columns, a)
+        if row_tracked(table):  # the new values keep the row's id; its sequence number: this commit's
+            select += f", {a}._ROW_ID AS _ROW_ID, CAST(NULL AS BIGINT) AS _SEQUENCE_NUMBER"
+        return MarkDeletions(table, latest, Matched(alias, cond), "updated", select)
     resolved = resolve_assignments(table, n.assignments, (alias, n.table.table), stmt, a, defaults)
     # Paimon's rule: UPDATE may name a key column only to set it to itself.
     same = {f"{p}{k}".lower() for k in resolved.keys for p in ("", f"{alias}.", f"{n.table.table}.")}
@@ -184,21 +187,34 @@ def update(ctx: PlannerContext, n: ast.Update, stmt: Statement) -> Plan:
     if table.primary_keys:
         changes = TargetQuery(f"{_select(assigned, columns, a)}, '+U' AS {ROWKIND}", alias, cond)
         return RowLevelWrite(table, snapshot, changes, "none", None, "updated")
+    # A row-tracking table's rows keep their _ROW_ID; an updated row's _SEQUENCE_NUMBER becomes
+    # NULL, which the commit turns into its snapshot id (Paimon's UpdatePaimonTableCommand).
+    tracked = row_tracked(table)
     if cond is None:
-        return RowLevelWrite(table, snapshot, TargetQuery(_select(assigned, columns, a), alias), "all", None,
-                             "updated")
+        select = _select(assigned, columns, a)
+        if tracked:
+            select += f", {a}._ROW_ID AS _ROW_ID, CAST(NULL AS BIGINT) AS _SEQUENCE_NUMBER"
+        return RowLevelWrite(table, snapshot, TargetQuery(select, alias), "all", None, "updated")
     select = ", ".join(
         f"CASE WHEN ({cond}) THEN ({assigned[c]}) ELSE {a}.{quoted(c)} END AS {quoted(c)}"
         if c in assigned
         else f"{a}.{quoted(c)}"
         for c in columns
     )
+    if tracked:
+        select += (f", {a}._ROW_ID AS _ROW_ID, CASE WHEN ({cond}) THEN CAST(NULL AS BIGINT) "
+                   f"ELSE {a}._SEQUENCE_NUMBER END AS _SEQUENCE_NUMBER")
     # The partitions are found by the ORIGINAL partition values (an assignment may move a row).
     keys = table.partition_keys
     originals = tuple(f"{HELPER}o{i}" for i in range(len(keys)))
     select += "".join(f", {a}.{quoted(k)} AS {o}" for k, o in zip(keys, originals, strict=True))
     return RowLevelWrite(table, snapshot, TargetQuery(select, alias), "matched", Matched(alias, cond),
                          "updated", partition_of=originals)
+
+
+def row_tracked(table: Table) -> bool:
+    """Whether ``table`` tracks row ids (its rows' ``_ROW_ID`` can be read and must be kept)."""
+    return "_ROW_ID" in metadata_names(table.schema)
 
 
 def _select(assigned: dict[str, str], columns: list[str], alias: str) -> str:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from engine import OverwriteSpec, Table
+from engine import OverwriteSpec, Table, metadata_names
 from sqlext.errors import UnsupportedStatementError
 from sqlext.execute.dml_common import HELPER, column_names, count_rows
 from sqlext.execute.planning import Matched, RowLevelWrite, TruncateTable
@@ -56,7 +56,11 @@ class Pinned:
         self.s = s
         self.snapshot_id = snapshot_id
         travel = ReadVersion(snapshot_id=snapshot_id) if snapshot_id is not None else None
-        self.request = ReadRequest(s.target(table.name), travel=travel)
+        # A row-tracking table's rows are read with their _ROW_ID and _SEQUENCE_NUMBER, which the
+        # rows a statement rewrites carry into their new files (Paimon keeps a rewritten row's id).
+        tracking = tracking_columns(table)
+        columns = (*table.schema.field_names, *tracking) if tracking else None
+        self.request = ReadRequest(s.target(table.name), travel=travel, columns=columns)
         # An empty table (no snapshot, or no live file) is read as an empty frame of its schema
         # without asking the data source for splits it does not have.
         self.empty = snapshot_id is None or not (
@@ -74,6 +78,13 @@ class Pinned:
             df = self.s.spark.createDataFrame([], df.schema)
         df.createOrReplaceTempView(name)
         return name
+
+
+def tracking_columns(table: Table) -> tuple[str, ...]:
+    """``_ROW_ID`` and ``_SEQUENCE_NUMBER`` for a row-tracking table (its rewritten rows keep
+    them), else nothing."""
+    hidden = metadata_names(table.schema)
+    return tuple(c for c in ("_ROW_ID", "_SEQUENCE_NUMBER") if c in hidden)
 
 
 def matching_partitions(
@@ -126,11 +137,11 @@ def run_row_level_write(s: SqlSession, plan: RowLevelWrite, stmt: Statement) -> 
     hints = dict(plan.options) or None
     if plan.overwrite == "none":
         df = s.frame(plan.rows.sql(pinned.view()), stmt)
-        count = write_frame(s, table, df, columns, overwrite=None, stmt=stmt, hints=hints)
+        count = write_frame(s, table, df, columns, overwrite=None, stmt=stmt, hints=hints, row_ids=True)
     elif plan.overwrite == "all":
         df = s.frame(plan.rows.sql(pinned.view()), stmt)
         count = write_frame(s, table, df, columns, overwrite=OverwriteSpec(), stmt=stmt, hints=hints,
-                            base_snapshot_id=plan.snapshot)
+                            base_snapshot_id=plan.snapshot, row_ids=True)
     else:
         assert plan.overwrite == "matched" and plan.matched is not None
         specs, count = matching_partitions(s, table, pinned, plan.matched, stmt)
@@ -138,9 +149,9 @@ def run_row_level_write(s: SqlSession, plan: RowLevelWrite, stmt: Statement) -> 
             df = s.frame(plan.rows.sql(pinned.view()), stmt)
             df = in_partitions(s, df, table, specs, list(plan.partition_of) or None)
             if plan.partition_of:  # the partition values before the change, not written
-                df = df.select(*[quoted(c) for c in columns])
+                df = df.select(*[quoted(c) for c in (*columns, *tracking_columns(table))])
             write_frame(s, table, df, columns, overwrite=overwrite_of(table, specs), stmt=stmt, hints=hints,
-                        base_snapshot_id=plan.snapshot)
+                        base_snapshot_id=plan.snapshot, row_ids=True)
     return s.runner.run(count_rows(count, plan.verb), stmt)
 
 

@@ -26,7 +26,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from engine import ROWKIND, OverwriteSpec, Table, is_count_layout
+from engine import ROWKIND, OverwriteSpec, Table, is_count_layout, metadata_names
 from engine.types import DataType, TypeRoot
 from sqlext.errors import SqlAnalysisError
 from sqlext.execute import bucket_shuffle
@@ -74,14 +74,20 @@ def shape_frame(
     stmt: Statement | None = None,
     *,
     by_name: bool = False,
+    row_ids: bool = False,
 ) -> DataFrame:
     """Map query output onto the table: by position to ``columns``, plus static values and computed
-    columns (see the module docstring)."""
+    columns (see the module docstring). ``row_ids``: a row-level statement's rows, whose
+    ``_ROW_ID`` / ``_SEQUENCE_NUMBER`` columns (row-tracking tables) go to the writer too."""
     static = static or {}
     schema = table.schema
     computed = computed_columns(dict(schema.options))
     defaults = spark_defaults(table)
-    out_cols = [c for c in df.columns if c != ROWKIND or ROWKIND in schema.field_names]
+    # Rows of a row-tracking table rewritten by DELETE/UPDATE/MERGE carry their _ROW_ID and
+    # _SEQUENCE_NUMBER (read as metadata columns): passed through to the writer, which keeps them.
+    hidden = set(metadata_names(schema)) & {"_ROW_ID", "_SEQUENCE_NUMBER"} if row_ids else set()
+    tracking = [c for c in df.columns if c in hidden]
+    out_cols = [c for c in df.columns if (c != ROWKIND or ROWKIND in schema.field_names) and c not in hidden]
     has_kind = ROWKIND in df.columns and ROWKIND not in schema.field_names
     if len(out_cols) != len(columns):
         raise SqlAnalysisError(
@@ -93,7 +99,7 @@ def shape_frame(
     # By position: output names may repeat (``SELECT 1, 'a', 1`` names two columns `1`), so
     # every output column gets a fresh name before it is addressed.
     fresh = iter(f"__dyntable_col{i}" for i in range(len(out_cols)))
-    df = df.toDF(*[c if has_kind and c == ROWKIND else next(fresh) for c in df.columns])
+    df = df.toDF(*[c if (has_kind and c == ROWKIND) or c in tracking else next(fresh) for c in df.columns])
     exprs = []
     provided = dict(zip(columns, (f"__dyntable_col{i}" for i in range(len(out_cols))), strict=True))
     for f in schema.fields:
@@ -116,6 +122,7 @@ def shape_frame(
             exprs.append(F.lit(None).cast(spark_type).alias(f.name))
     if has_kind:
         exprs.append(F.col(ROWKIND))
+    exprs += [F.col(c).cast("bigint") for c in tracking]
     shaped = df.select(*exprs)
     if computed:
         shaped = shaped.select(
@@ -125,6 +132,7 @@ def shape_frame(
                 for f in schema.fields
             ],
             *([F.col(ROWKIND)] if has_kind else []),
+            *[F.col(c) for c in tracking],
         )
     return shaped
 
@@ -159,20 +167,25 @@ def write_frame(
     shaped: bool = False,
     by_name: bool = False,
     base_snapshot_id: int | None = None,
+    row_ids: bool = False,
 ) -> int:
     """Write a DataFrame into a managed table in one commit; returns the rows added (the commit's).
 
     ``overwrite``: what the commit replaces (None: append). ``base_snapshot_id``: for an
     overwrite computed from a read of that snapshot (row-level DELETE/UPDATE/MERGE), any change
     to the replaced partitions after it is a conflict. ``options``: the write's resolved options
-    (a plan's); without them, the session's ``spark.paimon.*`` keys and ``hints``.
+    (a plan's); without them, the session's ``spark.paimon.*`` keys and ``hints``. ``row_ids``:
+    rows rewritten by a row-level statement, which keep their row ids (row-tracking tables).
     """
-    frame = df if shaped else shape_frame(s, table, df, columns, static, stmt, by_name=by_name)
+    frame = df if shaped else shape_frame(s, table, df, columns, static, stmt, by_name=by_name,
+                                          row_ids=row_ids)
     resolved = options if options is not None else resolved_options(s, table, hints)
     request = write_request(s, table, resolved, overwrite=overwrite)
     overrides = table_overrides(request.passthrough)
     target = table.with_options(overrides) if overrides else table  # e.g. tag.batch.customized-name
     builder = target.new_write_builder(overwrite, commit_user=request.commit_user or f"sql-{uuid.uuid4()}")
+    if row_ids:
+        builder = builder.keeping_row_ids()
     commit = (
         builder.new_commit().with_identifier(request.commit_identifier)
         .with_base_snapshot(base_snapshot_id if overwrite is not None else None)

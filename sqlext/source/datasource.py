@@ -66,11 +66,15 @@ from engine import (
     WriteJob,
     binlog_schema,
     coerce_value,
+    metadata_fields,
+    metadata_names,
     open_catalog,
+    system_table_columns,
     to_binlog,
 )
 from engine import predicate as P
 from engine.options import WRITE_MERGE_SCHEMA, find_option
+from engine.types import to_arrow_field
 from sqlext.source.dynamic import table_overrides
 from sqlext.source.requests import ReadRequest, ReadVersion, WriteRequest
 from sqlext.source.spark_types import spark_arrow_schema, to_spark_batches
@@ -169,7 +173,9 @@ def source_arrow_schema(table: Table, system: str | None, request: ReadRequest) 
         # version when it is created and fails there.
         pass
     cols = projection(request, table)
-    fields = [table.arrow_schema.field(c) for c in cols]
+    meta = {f.name: f for f in metadata_fields(table.schema)}
+    fields = [to_arrow_field(meta[c]).with_metadata(None) if c in meta and c not in table.arrow_schema.names
+              else table.arrow_schema.field(c) for c in cols]
     if system in ("audit_log", "binlog") or request.changelog:
         fields.insert(0, pa.field(ROWKIND, pa.string(), nullable=False))
     return binlog_schema(pa.schema(fields)) if system == "binlog" else pa.schema(fields)
@@ -177,10 +183,13 @@ def source_arrow_schema(table: Table, system: str | None, request: ReadRequest) 
 
 def projection(request: ReadRequest, table: Table) -> list[str]:
     if not request.columns:
+        if (request.target.system_table or "").lower() == "row_tracking":  # the rows with their ids
+            return system_table_columns(table, "row_tracking")
         return list(table.schema.field_names)
     names = set(table.schema.field_names)
     # ``rowkind`` in a projection means the change kind, unless the table has such a column.
     cols = [c for c in request.columns if c != ROWKIND or ROWKIND in names]
+    names |= set(metadata_names(table.schema))  # Paimon's metadata columns, named explicitly
     unknown = [c for c in cols if c not in names]
     if unknown:
         raise InvalidArgumentError(f"unknown column(s) {unknown} in option 'columns'")
@@ -219,7 +228,7 @@ def _same_types(columns: set[str], latest: TableSchema, read: TableSchema) -> bo
 
 
 _UNFIT = object()
-_DATA_READS = ("audit_log", "binlog", "ro")  # system tables that read the table's rows
+_DATA_READS = ("audit_log", "binlog", "ro", "row_tracking")  # system tables that read the table's rows
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
-from engine import ADD_KINDS, ReadBuilder, Table, TableSchema
+from engine import ADD_KINDS, ReadBuilder, Table, TableSchema, metadata_names
 from engine import predicate as P
 from sqlext.parse.names import quoted
 from sqlext.source.datasource import option_filter, projection, read_builder, resolve
@@ -128,6 +128,8 @@ def native_frame(spark: SparkSession, request: ReadRequest) -> DataFrame | None:
     builder = read_builder(request, table)
     table = builder.table  # a snapshot reads in its own schema
     columns = projection(request, table)
+    if set(columns) & set(metadata_names(table.schema)):
+        return None  # _ROW_ID, __paimon_file_path, ...: computed per file by the Python source
     builder = builder.with_filter(option_filter(request, table)).with_read_optimized(ro)
     plan = builder.new_scan().plan()
     if plan.snapshot is None:

@@ -83,3 +83,26 @@ def test_pypaimon_reads_a_table_sql_evolved(pypaimon: PyPaimon, spark, catalog):
                     {"id": 2, "info": {"f1": None, "f2": "y", "f3": "z"}, "extra": 20}]
     theirs = _by_id(pypaimon.read(catalog.warehouse, "db.t", schema=t.arrow_schema).to_pylist())
     assert theirs == ours
+
+
+@pytest.mark.parametrize("bucket", [3, -1])
+def test_pypaimon_reads_a_widened_primary_key_and_an_explicit_cast(pypaimon: PyPaimon, catalog, bucket):
+    # PaimonSinkTest "enable schema evolution": key a INT -> BIGINT, b STRING -> DATE, c added.
+    import datetime as dt
+
+    catalog.create_table("db.k", pa.schema([pa.field("a", pa.int32(), nullable=False), ("b", pa.string())]),
+                         primary_keys=["a"], options={"bucket": str(bucket)})
+    t = catalog.get_table("db.k")
+    t.write_arrow(pa.table({"a": pa.array([1, 2], pa.int32()), "b": ["2023-08-09", "2023-08-09"]}))
+    day = dt.date(2023, 8, 10)
+    evolving = t.with_options({"write.merge-schema": "true", "write.merge-schema.type-widening": "true",
+                               "write.merge-schema.explicit-cast": "true"})
+    evolving.write_arrow(pa.table({"a": pa.array([1, 3], pa.int64()), "b": [day, day],
+                                   "c": pa.array([1, 3], pa.int32())}))
+    t = t.refresh()
+    ours = sorted(t.to_arrow().to_pylist(), key=lambda r: r["a"])
+    assert ours == [{"a": 1, "b": day, "c": 1}, {"a": 2, "b": dt.date(2023, 8, 9), "c": None},
+                    {"a": 3, "b": day, "c": 3}]
+    theirs = sorted(pypaimon.read(catalog.warehouse, "db.k", schema=t.arrow_schema).to_pylist(),
+                    key=lambda r: r["a"])
+    assert theirs == ours

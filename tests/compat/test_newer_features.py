@@ -33,19 +33,21 @@ ROWS = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.s
 DOUBLES = pa.schema([pa.field("k", pa.float64(), nullable=False), pa.field("v", pa.string())])
 
 # feature -> (dyntable reads it: "rows" or "refused", dyntable writes it: "ok", "appends" (appends
-# only; compaction and maintenance commits refused) or "refused")
+# and compaction keep the row ids; remove_missing_files refused), "compacts" (data evolution: appends and
+# compaction; remove_missing_files refused), "postpone" (writes into real buckets, compaction of
+# pending files refused) or "refused")
 EXPECTED = {
     "row_tracking": ("rows", "appends"),
-    "data_evolution": ("refused", "refused"),
-    "data_evolution_one_column": ("refused", "refused"),
-    "postpone_bucket": ("rows", "refused"),
+    "data_evolution": ("rows", "compacts"),
+    "data_evolution_one_column": ("rows", "compacts"),
+    "postpone_bucket": ("rows", "postpone"),
     "external_paths_append": ("rows", "ok"),
     "external_paths_pk": ("rows", "ok"),
     "dv_merge_on_read": ("rows", "ok"),
     "deletion_vectors": ("rows", "ok"),
     "dynamic_bucket": ("rows", "ok"),
     "blob_column": ("refused", "refused"),
-    "thin_mode": ("rows", "refused"),
+    "thin_mode": ("rows", "ok"),
     "dense_stats": ("rows", "ok"),
     "double_keys": ("rows", "ok"),
 }
@@ -55,7 +57,7 @@ FILTERS = {"dense_stats": (("v", "x"), ("v", "b"), ("id", 7), ("id", 4))}
 NAMED = {  # words the refusal must contain
     "row_tracking": "row-tracking.enabled", "data_evolution": "data-evolution.enabled",
     "data_evolution_one_column": "data-evolution.enabled", "postpone_bucket": "bucket = -2",
-    "blob_column": "BLOB", "thin_mode": "data-file.thin-mode",
+    "blob_column": "BLOB",
 }
 
 
@@ -121,18 +123,35 @@ def test_dyntable_reads_or_refuses_and_never_damages(pypaimon: PyPaimon, tmp_pat
             table.to_arrow()
         _refused(e, feature)
 
-    if writes == "appends":  # row tracking: the appended rows take new row ids (nextRowId goes on)
+    if writes in ("appends", "compacts"):  # row tracking: appended rows take new row ids (nextRowId goes on)
         table.write_arrow(_more_rows(feature))
         ours = _rows(table.refresh().to_arrow())
         assert _rows(pypaimon.read(warehouse, name)) == ours and len(ours) == len(theirs) + 2
         ids = pypaimon.read(warehouse, name, projection=["id", "_ROW_ID"]).column("_ROW_ID").to_pylist()
         assert sorted(ids) == list(range(len(ours)))
+        # a compaction keeps every row's id (written into its file): pypaimon reads the same ids
+        by_id = _rows(pypaimon.read(warehouse, name, projection=["_ROW_ID", "id"]))
+        table.refresh().compact(full=True)
+        assert _rows(pypaimon.read(warehouse, name, projection=["_ROW_ID", "id"])) == by_id
         before = [s["id"] for s in pypaimon.snapshots(warehouse, name)]
         theirs = ours
-    if writes in ("refused", "appends"):
-        attempts = [lambda: table.compact(full=True), lambda: table.maintenance.remove_missing_files()]
+    if writes == "postpone":  # new rows go to real buckets; pending Avro files keep compaction refused
+        table.write_arrow(_more_rows(feature))
+        ours = _rows(table.refresh().to_arrow())
+        assert _rows(pypaimon.read(warehouse, name)) == ours == sorted([*theirs, (2, "w2"), (9, "w9")])
+        with pytest.raises(UnsupportedTableError) as e:
+            table.compact(full=True)
+        _refused(e, feature)
+        assert table.maintenance.remove_missing_files().paths == ()
+        return
+    if writes == "compacts":  # data evolution: one whole-row file per row-id range, the same rows
+        table.compact(full=True)
+        assert _rows(table.refresh().to_arrow()) == theirs == _rows(pypaimon.read(warehouse, name))
+        before = [s["id"] for s in pypaimon.snapshots(warehouse, name)]
+    if writes in ("refused", "appends", "compacts"):
+        attempts = [lambda: table.maintenance.remove_missing_files()]
         if writes == "refused":
-            attempts.insert(0, lambda: table.write_arrow(_more_rows(feature)))
+            attempts[:0] = [lambda: table.write_arrow(_more_rows(feature)), lambda: table.compact(full=True)]
         for attempt in attempts:
             with pytest.raises(UnsupportedTableError) as e:
                 attempt()

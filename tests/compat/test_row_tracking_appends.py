@@ -36,12 +36,17 @@ def test_appends_assign_row_ids_pypaimon_reads_them(pypaimon: PyPaimon, catalog,
     ids = _row_ids(pypaimon, warehouse, "db.rt")
     assert sorted(ids) == list(range(13)) and sorted(ids.values()) == list(range(13))
     assert t.refresh().latest_snapshot().next_row_id == 13
-    # what would not keep the ids stays refused, before anything is written
-    before = t.refresh().latest_snapshot().id
-    for attempt in (lambda: t.compact(full=True), lambda: t.write_arrow(_rows([1]), overwrite=True)):
-        with pytest.raises(UnsupportedTableError, match="row-tracking.enabled"):
-            attempt()
-    assert t.refresh().latest_snapshot().id == before
+    # a compaction keeps every row's id (written into the new file): pypaimon reads the same ids
+    before = ids
+    t.refresh().compact(full=True)
+    t = t.refresh()
+    assert t.latest_snapshot().commit_kind.name == "COMPACT"
+    assert len([f for s in t.new_read_builder().new_scan().plan().splits for f in s.files]) == 1
+    assert _row_ids(pypaimon, warehouse, "db.rt") == before
+    # an overwrite's rows are new rows: new ids, after nextRowId, as in Paimon
+    t.write_arrow(_rows([1, 2]), overwrite=True)
+    assert _row_ids(pypaimon, warehouse, "db.rt") == {13: 1, 14: 2}
+    assert t.refresh().latest_snapshot().next_row_id == 15
 
 
 def test_merge_branch_of_a_row_tracking_table_is_refused(catalog):

@@ -303,6 +303,38 @@ def test_assigners_as_paimons_spark_writer(catalog, options, buckets):
     assert {s.bucket: s.row_count for s in t.plan().splits} == before
 
 
+def _buckets_of_keys(t) -> dict[int, int]:
+    return {k: s.bucket for s in t.plan().splits for part in t.new_read().read(s)
+            for k in part.column("id").to_pylist()}
+
+
+def test_cross_partition_assigners_each_fill_their_own_buckets(catalog):
+    """Paimon's GlobalIndexAssigner with dynamic-bucket.assigner-parallelism = 3: a key's assigner
+    is |hash(key) % 3| (Paimon's shuffle by key hash), and assigner i counts only its keys and
+    fills and opens only buckets b with b % 3 == i."""
+    opts = {"dynamic-bucket.target-row-num": "2", "dynamic-bucket.assigner-parallelism": "3"}
+    t = catalog.create_table("db.x", SCHEMA, partition_keys=["dt"], primary_keys=["id"], options=opts)
+    ids = list(range(1, 13))
+    t.write_arrow(pa.table({"id": ids, "v": ids, "dt": ["a"] * 12}, schema=SCHEMA))
+    lanes = np.abs(np.fmod(hash_codes([pa.array(ids, pa.int64())], [BIGINT(False)]).astype(np.int64), 3))
+    where = _buckets_of_keys(t)
+    per_lane: dict[int, dict[int, int]] = {}
+    for k, lane in zip(ids, lanes.tolist(), strict=True):
+        assert where[k] % 3 == lane
+        per_lane.setdefault(lane, {}).setdefault(where[k], 0)
+        per_lane[lane][where[k]] += 1
+    for lane, buckets in per_lane.items():  # each assigner: 2 keys per bucket, its ids in order
+        n = sum(buckets.values())
+        assert sorted(buckets) == [lane + 3 * i for i in range((n + 1) // 2)]
+        assert all(c == 2 for b, c in buckets.items() if b != max(buckets))
+    # A new writer bootstraps per assigner: an existing key stays, a new key joins its assigner's buckets.
+    t.write_arrow(pa.table({"id": [1, 100], "v": [0, 0], "dt": ["a", "a"]}, schema=SCHEMA))
+    lane_100 = int(abs(np.fmod(int(hash_codes([pa.array([100], pa.int64())], [BIGINT(False)])[0]), 3)))
+    after = _buckets_of_keys(t)
+    assert after[1] == where[1] and after[100] % 3 == lane_100
+    assert _rows(t)[1] == (0, "a")
+
+
 def test_assigners_are_capped_by_max_buckets(catalog):
     opts = {"dynamic-bucket.max-buckets": "2", "dynamic-bucket.assigner-parallelism": "5"}
     t = catalog.create_table(

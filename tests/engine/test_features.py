@@ -57,7 +57,8 @@ def test_unresolvable_external_paths_are_refused(root, path):
 
 @pytest.mark.parametrize("feature", FEATURES, ids=lambda f: f.key)
 def test_every_feature_is_refused_at_write_and_named(feature):
-    value = {"bucket": "-2", "file.format": "orc", "record-level.expire-time": "1 d"}.get(feature.key, "true")
+    special = {"bucket": "-2", "file.format": "avro", "record-level.expire-time": "1 d"}
+    value = special.get(feature.key, "true")
     schema = _schema(**{feature.key: value})
     with pytest.raises(UnsupportedTableError) as e:
         check_writable(schema, "t")
@@ -73,7 +74,7 @@ def test_every_feature_is_refused_at_write_and_named(feature):
 def test_defaults_and_honoured_options_are_not_refused():
     schema = _schema(**{"deletion-vectors.enabled": "true", "deletion-vectors.merge-on-read": "true",
                         "deletion-vectors.bitmap64": "true", "metadata.stats-dense-store": "true",
-                        "row-tracking.enabled": "false", "bucket": "2", "file.format": "parquet"})
+                        "row-tracking.enabled": "false", "bucket": "2", "file.format": "orc"})
     check_readable(schema, "t")
     check_writable(schema, "t")
 
@@ -87,11 +88,15 @@ def test_newer_types_are_unsupported_features_not_corruption(encoded, since):
         type_from_json(encoded)
 
 
-def test_partial_column_and_non_parquet_files_are_refused_at_read():
+def test_partial_column_files_outside_data_evolution_and_avro_files_are_refused_at_read():
     base = _data_file("data-1.parquet")
     check_file_readable(base, "t")
+    check_file_readable(_data_file("data-1.orc"), "t")
+    check_file_readable(_data_file("data-1.zstd.orc"), "t")  # file.suffix.include.compression
     with pytest.raises(UnsupportedTableError, match="_WRITE_COLS"):
         check_file_readable(_data_file("data-2.parquet", write_cols=("v",)), "t")
+    # a batch read of a data-evolution table assembles such files (engine.read.data_evolution)
+    check_file_readable(_data_file("data-2.parquet", write_cols=("v",)), "t", partial_columns=True)
     with pytest.raises(UnsupportedTableError, match="'avro' format"):
         check_file_readable(_data_file("data-3.avro"), "t")
 

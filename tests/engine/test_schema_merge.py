@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from engine.errors import SchemaMergeError
 from engine.schema import TableSchema
 from engine.schema_merge import MergeSchemaFlags, merge_schema
+from engine.type_widening import ALWAYS, NON_NEGATIVE, key_bytes_kept
 from engine.types import TypeRoot, type_to_sql
 
 MERGE = MergeSchemaFlags(enabled=True)
@@ -129,17 +130,35 @@ def test_decimal_scales_that_differ_are_refused():
         merge_schema(_table(("c", pa.decimal128(10, 2))), pa.schema([("c", pa.decimal128(10, 3))]), WIDEN)
 
 
-@pytest.mark.parametrize(("table_type", "data_type"), [
-    (pa.int64(), pa.int32()),          # narrowing: an explicit cast in Paimon
-    (pa.string(), pa.date32()),        # STRING -> DATE: explicit
-    (pa.float64(), pa.int32()),        # DOUBLE -> INT: explicit
-    (pa.timestamp("us"), pa.timestamp("ms")),  # a lower precision
+EXPLICIT = MergeSchemaFlags(True, True, True)
+
+
+@pytest.mark.parametrize(("table_type", "data_type", "widened"), [
+    (pa.int64(), pa.int32(), "INT"),          # narrowing: an explicit cast in Paimon
+    (pa.string(), pa.date32(), "DATE"),       # STRING -> DATE (PaimonSinkTest "enable schema evolution")
+    (pa.float64(), pa.int32(), "INT"),        # DOUBLE -> INT
+    (pa.timestamp("us"), pa.timestamp("ms"), "TIMESTAMP_NTZ(3)"),  # a lower precision
 ])
-def test_lossy_changes_are_refused_with_and_without_explicit_cast(table_type, data_type):
+def test_explicit_casts_need_explicit_cast(table_type, data_type, widened):
+    # Paimon's SchemaMergingUtils: refused with type-widening alone, taken with explicit-cast
+    # (whether the stored rows convert is engine.write.type_changes' check).
     t = _table(("v", table_type))
-    for flags in (WIDEN, MergeSchemaFlags(True, True, True)):
-        with pytest.raises(SchemaMergeError, match="cannot widen 'v'"):
-            merge_schema(t, pa.schema([("v", data_type)]), flags)
+    with pytest.raises(SchemaMergeError, match="cannot widen 'v'.*explicit-cast' is off"):
+        merge_schema(t, pa.schema([("v", data_type)]), WIDEN)
+    assert _sql(merge_schema(t, pa.schema([("v", data_type)]), EXPLICIT)) == {"v": widened}
+
+
+@pytest.mark.parametrize(("table_type", "data_type"), [
+    (pa.timestamp("us"), pa.int64()),            # an instant as a number: epoch seconds in Paimon
+    (pa.int64(), pa.timestamp("us")),            # and back
+    (pa.string(), pa.timestamp("us", tz="UTC")),  # text to TIMESTAMP_LTZ: the reader's time zone
+    (pa.timestamp("us"), pa.timestamp("us", tz="UTC")),
+    (pa.struct([("f", pa.int32())]), pa.string()),  # nested values as text
+])
+def test_explicit_casts_whose_value_differs_between_readers_are_refused(table_type, data_type):
+    t = _table(("v", table_type))
+    with pytest.raises(SchemaMergeError, match="cannot (widen|merge) 'v'"):
+        merge_schema(t, pa.schema([("v", data_type)]), EXPLICIT)
 
 
 def test_nested_and_atomic_types_do_not_merge_when_widening():
@@ -148,14 +167,38 @@ def test_nested_and_atomic_types_do_not_merge_when_widening():
         merge_schema(t, pa.schema([("payload", pa.struct([("value", pa.int32())]))]), WIDEN)
 
 
-def test_key_columns_keep_their_types():
-    t = _table(("k", pa.int32()), ("pt", pa.int32()), ("v", pa.int32()), primary_keys=["k", "pt"],
-               partition_keys=["pt"], options={"bucket": "2"})
-    for col in ("k", "pt"):
-        data = pa.schema([(col, pa.int64())])
-        with pytest.raises(SchemaMergeError, match=f"key column '{col}'"):
-            merge_schema(t, data, WIDEN)
+def test_key_columns_widen_only_where_stored_keys_keep_their_bytes():
+    # Paimon widens a primary key (PaimonSinkTest "enable schema evolution": INT -> BIGINT); its
+    # partition columns and keys whose stored bytes would change are refused here.
+    t = _table(("k", pa.int32()), ("s", pa.string()), ("pt", pa.int32()), ("v", pa.int32()),
+               primary_keys=["k", "s", "pt"], partition_keys=["pt"], options={"bucket": "2"})
+    assert _sql(merge_schema(t, pa.schema([("k", pa.int64())]), WIDEN))["k"] == "BIGINT NOT NULL"
+    with pytest.raises(SchemaMergeError, match="partition column 'pt'"):
+        merge_schema(t, pa.schema([("pt", pa.int64())]), WIDEN)
+    for data in (pa.schema([("k", pa.float64())]), pa.schema([("s", pa.date32())])):
+        with pytest.raises(SchemaMergeError, match="key column '[ks]'.*buckets and key ranges"):
+            merge_schema(t, data, MergeSchemaFlags(True, True, True))
     assert _sql(merge_schema(t, pa.schema([("v", pa.int64())]), WIDEN))["v"] == "BIGINT"
+    b = _table(("k", pa.int32()), ("v", pa.int32()), options={"bucket": "2", "bucket-key": "k"})
+    with pytest.raises(SchemaMergeError, match="key column 'k'"):
+        merge_schema(b, pa.schema([("k", pa.float64())]), WIDEN)
+
+
+@pytest.mark.parametrize(("src", "dst", "kept"), [
+    ("INT", "BIGINT", NON_NEGATIVE), ("TINYINT", "INT", NON_NEGATIVE), ("VARCHAR(3)", "STRING", ALWAYS),
+    ("DECIMAL(10,2)", "DECIMAL(18,2)", ALWAYS), ("DECIMAL(10,2)", "DECIMAL(20,2)", None),
+    ("TIMESTAMP(3)", "TIMESTAMP(6)", None), ("TIMESTAMP(6)", "TIMESTAMP(9)", ALWAYS),
+    ("INT", "DOUBLE", None), ("DATE", "TIMESTAMP(3)", None), ("INT", "INT", ALWAYS),
+])
+def test_which_widenings_keep_a_keys_bytes(src, dst, kept):
+    from engine.meta.binary_row import serialize_row
+    from engine.types import parse_sql_type
+
+    s, d = parse_sql_type(src), parse_sql_type(dst)
+    assert key_bytes_kept(s, d) == kept
+    if kept == NON_NEGATIVE:  # the claim itself, on Paimon's BinaryRow bytes
+        assert serialize_row([7], [s]) == serialize_row([7], [d])
+        assert serialize_row([-7], [s]) != serialize_row([-7], [d])
 
 
 def test_flags_follow_the_options_chain():

@@ -116,7 +116,7 @@ def test_partition_column_starting_with_dot_is_refused_at_create(catalog, wareho
 @pytest.mark.parametrize(
     ("options", "words"),
     [
-        ({"data-file.external-paths": "d"}, "not supported"),
+        ({"data-file.external-paths": "d"}, "no scheme"),
         ({"file-index.range-bitmap.columns": "a"}, "not supported"),
         ({"bucket": "99999999999"}, "32-bit"),
         ({"bucket": "2147483648"}, "32-bit"),

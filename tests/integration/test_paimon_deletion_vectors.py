@@ -31,11 +31,11 @@ BUCKETS = [(3, "true"), (-1, "false")]
 PT_TABLE = "CREATE TABLE T (id INT, name STRING, pt STRING) PARTITIONED BY (pt) "
 PT_ROWS = "INSERT INTO T VALUES (1, 'a', '2024'), (2, 'b', '2024'), (3, 'c', '2025'), (4, 'd', '2025')"
 
-# dyntable writes Parquet data files only (docs/compatibility.md, "data files in ORC, Avro or
-# another non-Parquet format": refused); Paimon's cases pick ORC and Avro too.
-NOT_PARQUET = pytest.mark.xfail(strict=True, reason=(
-    "dyntable writes only Parquet data files: CREATE TABLE with 'file.format' = 'orc' or 'avro' is "
-    "refused (SqlAnalysisError) where Paimon writes that format"))
+# dyntable writes Parquet and ORC data files, not Avro (docs/compatibility.md); Paimon's cases pick
+# ORC and Avro too.
+NOT_AVRO = pytest.mark.xfail(strict=True, reason=(
+    "dyntable writes Parquet and ORC data files, not Avro (pyarrow has no Avro data reader): CREATE "
+    "TABLE with 'file.format' = 'avro' is refused (SqlAnalysisError) where Paimon writes that format"))
 
 
 def sql(session, text):
@@ -218,11 +218,7 @@ def test_delete_for_append_partitioned_table(session, bucket, bitmap64):
 
 
 @pytest.mark.parametrize("shuffle", [
-    pytest.param("", marks=pytest.mark.xfail(strict=True, reason=(
-        "a small INSERT into a fixed-bucket primary-key table is not bucket-shuffled (deliberate: "
-        "sqlext/execute/bucket_shuffle.py, below MIN_ESTIMATED_BYTES), so the 3 VALUES rows land in "
-        "two level-0 files of bucket 0 and the update's DVs fall on two files where Paimon's one "
-        "file has positions 0 and 2"))),
+    "",
     "SET write.bucket-shuffle = true",
 ])
 @pytest.mark.parametrize("bitmap64", ["true", "false"])
@@ -252,8 +248,8 @@ def test_deletion_vector_write_verification(session, bitmap64, shuffle):
 
 @pytest.mark.parametrize(("bucket", "changelog", "fmt"), [
     ("-1", "lookup", "parquet"), ("3", "none", "parquet"),
-    pytest.param("3", "none", "orc", marks=NOT_PARQUET),
-    pytest.param("1", "lookup", "avro", marks=NOT_PARQUET)])
+    ("3", "none", "orc"),
+    pytest.param("1", "lookup", "avro", marks=NOT_AVRO)])
 def test_e2e_random_write(session, bucket, changelog, fmt):
     rnd = random.Random(f"{bucket}{changelog}{fmt}")
     sql(session, f"""CREATE TABLE dv_tbl (id INT, name STRING, pt STRING) TBLPROPERTIES (
@@ -292,8 +288,7 @@ def test_e2e_random_write(session, bucket, changelog, fmt):
         check()
 
 
-@pytest.mark.parametrize("fmt", ["parquet", pytest.param("orc", marks=NOT_PARQUET),
-                                 pytest.param("avro", marks=NOT_PARQUET)])
+@pytest.mark.parametrize("fmt", ["parquet", "orc", pytest.param("avro", marks=NOT_AVRO)])
 def test_select_with_format_filter_push_down(session, spark, fmt):
     sql(session, "CREATE TABLE T (id INT, name STRING) TBLPROPERTIES ('primary-key' = 'id', "
                  f"'deletion-vectors.enabled' = 'true', 'deletion-vectors.bitmap64' = 'false', "
@@ -330,9 +325,6 @@ def test_delete_from_non_pk_table_with_data_file_directory(session):
     assert sql(session, "SELECT count(*) FROM T") == [(49665,)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "'data-file.external-paths' is refused at CREATE TABLE (dyntable writes data files inside the "
-    "table directory only; it reads files other writers put at external paths)"))
 def test_delete_from_non_pk_table_with_data_file_external_paths(session, tmp_path):
     external = tmp_path / "external"
     external.mkdir()
@@ -355,7 +347,7 @@ def test_delete_from_non_pk_table_with_data_file_external_paths(session, tmp_pat
     assert any(external.rglob("data-*"))  # the data went to the external path
 
 
-@pytest.mark.parametrize("fmt", [pytest.param("avro", marks=NOT_PARQUET), "parquet"])
+@pytest.mark.parametrize("fmt", [pytest.param("avro", marks=NOT_AVRO), "parquet"])
 def test_work_v1_with_v2(session, fmt):
     # Paimon's case is Avro; the Parquet variant shows the 32-bit then 64-bit DVs themselves work.
     sql(session, "CREATE TABLE T (id INT) TBLPROPERTIES ('deletion-vectors.enabled' = 'true', "
@@ -368,9 +360,6 @@ def test_work_v1_with_v2(session, fmt):
     assert sorted(sql(session, "SELECT * FROM T")) == [(2,), (4,)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Paimon's metadata columns __paimon_file_path and __paimon_row_index (used by the suite's "
-    "getFilePathAndRowIndex) are not offered: UNRESOLVED_COLUMN"))
 def test_metadata_columns_file_path_and_row_index(session):
     # Paimon's getFilePathAndRowIndex: the metadata columns a user selects to see where a row lives.
     sql(session, "CREATE TABLE T (id INT, name STRING) TBLPROPERTIES ('deletion-vectors.enabled' = 'true')")

@@ -5,19 +5,12 @@ statements and expected rows."""
 
 from __future__ import annotations
 
-import pytest
-
 
 def sql(session, text):
     frame = list(session.execute(text))[-1].dataframe
     return [tuple(r) for r in frame.collect()] if frame is not None else None
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cross-partition upsert tables ignore 'dynamic-bucket.assigner-parallelism': the global key "
-    "index (engine/write/global_index.py) assigns new keys with one assigner, filling bucket 0 then "
-    "1 (buckets {0, 1} for 5 keys, target 3) where Paimon's 3 assigners each open their own bucket "
-    "(b % 3 == assigner id): buckets {0, 1, 2}"))
 def test_cross_partition_user_defined_assigner_parallelism(session):
     sql(session, "CREATE TABLE T (pt INT, pk INT, v INT) TBLPROPERTIES ('primary-key' = 'pk', "
                  "'bucket' = '-1', 'dynamic-bucket.target-row-num'='3', "

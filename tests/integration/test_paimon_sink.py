@@ -96,7 +96,7 @@ def test_append_mode(session, spark, warehouse, tmp_path, pk_table):
 @pytest.mark.xfail(strict=True, reason=(
     "outputMode('update') is accepted and written as append: Spark's Python data-source sink API "
     "hands the writer only an overwrite flag (complete mode), not the output mode, where Paimon's "
-    "sink refuses update mode at start()"))
+    "sink refuses update mode at start(); a platform limit, docs/compatibility.md"))
 def test_update_mode_is_refused(session, spark, warehouse, tmp_path, pk_table):
     stream = FileStream(spark, tmp_path, AB, "a INT, b STRING")
     with pytest.raises(Exception) as info:  # noqa: B017 (Paimon intercepts any RuntimeException)
@@ -131,10 +131,6 @@ def test_aggregation_and_watermark(session, spark, warehouse, tmp_path):
         query.stop()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "merge-schema with type-widening does not widen a primary-key column: 'cannot change key "
-    "column a from INT NOT NULL to BIGINT NOT NULL on write' (engine/schema_merge.py keeps key, "
-    "partition and bucket-key types), where Paimon widens a to BIGINT and casts b STRING to DATE"))
 def test_enable_schema_evolution(session, spark, warehouse, tmp_path, pk_table):
     date = dt.date(2023, 8, 10)
     sql(session, "INSERT INTO T VALUES (1, '2023-08-09'), (2, '2023-08-09')")

@@ -58,7 +58,8 @@ def test_equal_null_safe(session):
 @pytest.mark.xfail(strict=True, reason=(
     "spark.readStream.format('dyntable').table('test_tbl') resolves the name in Spark's session "
     "catalog, which has no dyntable tables (dyntable plugs no Spark catalog in; a stream names its "
-    "table with .option('warehouse', ...).option('table', ...))"))
+    "table with .option('warehouse', ...).option('table', ...)); a platform limit, "
+    "docs/compatibility.md"))
 def test_default_scan_mode_with_table_api(spark, warehouse, catalog, tmp_path):
     t, every, _ = _prepare(catalog, 3, name="test_tbl")
     query = (spark.readStream.format("dyntable").option("warehouse", warehouse).table("db.test_tbl")

@@ -42,6 +42,15 @@ def test_insert_from_many_partitions_writes_one_file_per_bucket(session):
     assert len(contents(session, "shuffled")) == 4000
 
 
+def test_auto_writes_a_small_input_from_many_partitions_in_one_task(session):
+    # Below MIN_ESTIMATED_BYTES no exchange: the 8 input tasks are coalesced into one writer, so
+    # each bucket still gets one level-0 file, as Paimon's (always shuffled) Spark write leaves it.
+    _create(session, "t")
+    run(session, f"INSERT INTO t {SOURCE}")
+    assert _layout(session, "t") == {((), b, 0): 1 for b in range(4)}
+    assert len(contents(session, "t")) == 4000
+
+
 def test_upserts_add_one_run_per_bucket_and_leave_the_base_alone(session):
     _create(session, "t")
     run(session, "SET write.bucket-shuffle = true")

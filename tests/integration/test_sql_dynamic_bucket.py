@@ -81,7 +81,9 @@ def test_update_and_merge_move_a_key_between_partitions(session):
                  "WHEN MATCHED THEN UPDATE SET t.v = s.v, t.dt = s.dt WHEN NOT MATCHED THEN INSERT *")
     assert contents(session, "t") == [(1, "A", "d2"), (2, "B", "d3"), (3, "c", "d2"), (4, "d", "d1")]
     table(session, "t").compact(full=True)
-    parts = {s.partition_values: s.row_count for s in table(session, "t").plan().splits}
+    parts: dict[tuple, int] = {}
+    for s in table(session, "t").plan().splits:  # a partition may have several buckets (assigners)
+        parts[s.partition_values] = parts.get(s.partition_values, 0) + s.row_count
     assert parts == {("d1",): 1, ("d2",): 2, ("d3",): 1}  # no copy of a moved key is left behind
 
 

@@ -58,7 +58,7 @@ def test_set_spark_paimon_options_apply_to_later_writes_and_reads(session):
         ("spark.paimon.bucket", "4", ["'bucket' cannot change for a statement"]),
         ("spark.paimon.scan.snapshot-idd", "1", ["not a table option", "Did you mean 'scan.snapshot-id'"]),
         ("spark.paimon.*.default.t.snapshot.num-retained.min", "zero", ["snapshot.num-retained.min"]),
-        ("spark.paimon.data-file.external-paths", "x", ["not supported by dyntable"]),
+        ("spark.paimon.record-level.expire-time", "1 d", ["not supported by dyntable"]),
     ],
 )
 def test_a_dynamic_option_that_cannot_apply_is_refused(session, key, value, words):

@@ -581,3 +581,56 @@ def test_merge_that_fails_its_checks_leaves_no_schema(session):
     with pytest.raises(SqlError, match="matched by 2 source rows"):
         session.sql(f"MERGE INTO t USING s ON t.id = s.id {BOTH}")
     assert schema_ids(session) == [0] and columns(session) == ["id", "name"]
+
+
+# -- explicit assignments to columns the target lacks (MergeIntoAlignmentTest, Paimon 2.0) --------------
+def test_merge_explicit_insert_of_a_new_column_evolves_the_target(session):
+    session.sql(MERGE)
+    session.sql(f"CREATE TABLE t (id INT, name STRING){PK}")
+    source(session, "SELECT 2 AS id, 'b' AS name, 99 AS score")
+    session.sql("MERGE INTO t USING s ON t.id = s.id "
+                "WHEN NOT MATCHED THEN INSERT (id, name, score) VALUES (s.id, s.name, s.score)")
+    assert rows(session, "SELECT id, name, score FROM t ORDER BY id") == [(2, "b", 99)]
+    assert schema_ids(session) == [0, 1]
+
+
+@pytest.mark.parametrize("key", ["score", "t.score"])
+def test_merge_explicit_update_set_of_a_new_column_evolves_the_target(session, key):
+    session.sql(MERGE)
+    session.sql(f"CREATE TABLE t (id INT, name STRING){PK}")
+    session.sql("INSERT INTO t VALUES (1, 'a'), (3, 'c')")
+    source(session, "SELECT 1 AS id, 'A' AS name, 99 AS score")
+    session.sql("MERGE INTO t USING s ON t.id = s.id "
+                f"WHEN MATCHED THEN UPDATE SET t.id = s.id, t.name = s.name, {key} = s.score")
+    assert rows(session, "SELECT id, name, score FROM t ORDER BY id") == [(1, "A", 99), (3, "c", None)]
+    assert session.sql("SELECT score FROM t").schema.fields[0].dataType.simpleString() == "int"
+
+
+def test_merge_explicit_insert_evolves_only_the_mentioned_columns(session):
+    session.sql(MERGE)
+    session.sql(f"CREATE TABLE t (id INT, name STRING){PK}")
+    source(session, "SELECT 2 AS id, 'b' AS name, 10 AS new_col1, 20 AS new_col2")
+    session.sql("MERGE INTO t USING s ON t.id = s.id "
+                "WHEN NOT MATCHED THEN INSERT (id, name, new_col1) VALUES (s.id, s.name, s.new_col1)")
+    assert columns(session) == ["id", "name", "new_col1"]
+    assert rows(session, "SELECT id, name, new_col1 FROM t") == [(2, "b", 10)]
+
+
+def test_merge_explicit_insert_of_a_new_column_without_merge_schema_fails(session):
+    session.sql(f"CREATE TABLE t (id INT, name STRING){PK}")
+    source(session, "SELECT 2 AS id, 'b' AS name, 99 AS score")
+    with pytest.raises(SqlError, match="score"):
+        session.sql("MERGE INTO t USING s ON t.id = s.id "
+                    "WHEN NOT MATCHED THEN INSERT (id, name, score) VALUES (s.id, s.name, s.score)")
+    assert schema_ids(session) == [0] and columns(session) == ["id", "name"]
+
+
+def test_merge_explicit_new_column_the_source_lacks_is_an_error(session):
+    # Paimon's new column takes a source column's type; a name the source lacks resolves nowhere.
+    session.sql(MERGE)
+    session.sql(f"CREATE TABLE t (id INT, name STRING){PK}")
+    source(session, "SELECT 2 AS id, 'b' AS name")
+    with pytest.raises(SqlError, match="score"):
+        session.sql("MERGE INTO t USING s ON t.id = s.id "
+                    "WHEN NOT MATCHED THEN INSERT (id, name, score) VALUES (s.id, s.name, 1)")
+    assert schema_ids(session) == [0]

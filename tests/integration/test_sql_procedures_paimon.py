@@ -134,10 +134,8 @@ def test_arbitrary_table_properties_are_stored_as_paimon_stores_them(session):
           "Did you mean 'snapshot.num-retained.max'?")
     assert "snapshot.num-retained.mx" not in table(session, "T").options
     # An option dyntable cannot honour is refused, and nothing changes.
-    fails(
-        session, "ALTER TABLE T SET TBLPROPERTIES ('data-file.external-paths' = 'file:///x')", "not supported"
-    )
-    assert "data-file.external-paths" not in table(session, "T").options
+    fails(session, "ALTER TABLE T SET TBLPROPERTIES ('record-level.expire-time' = '1 d')", "not supported")
+    assert "record-level.expire-time" not in table(session, "T").options
 
 
 # -- Paimon's further maintenance procedures --------------------------------------------------------

@@ -223,7 +223,7 @@ def test_alter_table_columns_options_rename(session, warehouse):
     unchanged(session, "t", "ALTER TABLE t RENAME COLUMN nope TO x", "42703", "nope")
     unchanged(session, "t", "ALTER TABLE t DROP COLUMN nope", "42703", "nope")
     unchanged(session, "t", "ALTER TABLE t DROP COLUMN dt", "22023", "partition column")
-    unchanged(session, "t", "ALTER TABLE t SET ('data-file.external-paths' = 'd')", "22023", "not supported")
+    unchanged(session, "t", "ALTER TABLE t SET ('data-file.external-paths' = 'd')", "22023", "no scheme")
     unchanged(session, "t", "ALTER TABLE t SET ('bucket' = '2')", "22023", "CLUSTERED INTO")
     unchanged(session, "t", "ALTER TABLE t SET ('snapshot.num-retained.max' = 'lots')", "22023", "lots")
     fails(session, "ALTER TABLE nope ADD COLUMN x INT", "42P01", "default.nope")
