@@ -449,6 +449,7 @@ def test_alter_table_add_variant_column_and_df_write(session, spark, warehouse):
     assert run(session, "SELECT id, to_json(v) FROM T ORDER BY id") == [
         (1, None), (2, '{"a":[1,2]}'), (3, '{"a":[3]}')]
     assert run(session, "DESCRIBE T")[1][:2] == ("v", "variant")
+    assert "`v` VARIANT" in run(session, "SHOW CREATE TABLE T")[0][0]
 
 
 def test_create_table_as_select_keeps_the_variant_type(session):
