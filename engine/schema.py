@@ -538,7 +538,7 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
                 )
             if s.field(c).type.root is TypeRoot.VARIANT:  # Paimon's documented limitation
                 raise InvalidArgumentError(
-                    f"{what} column '{c}' is a VARIANT; Paimon does not allow a VARIANT {what} column")
+                    f"{what} column '{c}' is a VARIANT, which cannot be a {what} column (no order or hash)")
             if atomic and s.field(c).type.is_nested:
                 raise InvalidArgumentError(
                     f"{what} column '{c}' has nested type {type_to_sql(s.field(c).type)}; use an atomic type"

@@ -116,10 +116,12 @@ def test_stored_variant_children_are_taken_by_name_and_shredding_is_refused():
 
 def test_variant_keys_partitions_and_other_formats_are_refused():
     fields = [("id", INT()), ("v", VARIANT())]
-    with pytest.raises(InvalidArgumentError, match="VARIANT primary key"):
+    with pytest.raises(InvalidArgumentError, match="VARIANT, which cannot be a primary key column"):
         TableSchema.create(fields, primary_keys=["v"], options={"bucket": "1"})
-    with pytest.raises(InvalidArgumentError, match="VARIANT partition"):
+    with pytest.raises(InvalidArgumentError, match="VARIANT, which cannot be a partition column"):
         TableSchema.create(fields, partition_keys=["v"])
+    with pytest.raises(InvalidArgumentError, match="VARIANT, which cannot be a bucket-key column"):
+        TableSchema.create(fields, options={"bucket": "2", "bucket-key": "v"})
     schema = TableSchema.create([("id", INT()), ("a", ARRAY(VARIANT()))])
     for fmt in ("orc", "avro"):
         with pytest.raises(UnsupportedTableError, match="only in Parquet"):
