@@ -164,7 +164,7 @@ class FileSystemCatalog:
         bucketed_append = not table_schema.primary_keys and not is_count_layout(table_schema)
         if bucketed_append and int(opts["bucket"]) > 0 and "bucket-key" not in opts:
             # Bucketed append tables hash a bucket key (Java Paimon requires one): the atomic columns.
-            atomic = [f.name for f in table_schema.fields if not f.type.is_nested]
+            atomic = [f.name for f in table_schema.fields if not f.type.is_unordered]
             if not atomic:
                 raise InvalidArgumentError(
                     "a bucketed table needs at least one column of an atomic type to hash"

@@ -37,9 +37,10 @@ def physical_create_args(
 ) -> tuple[list[DataField], tuple[str, ...], dict[str, str]]:
     """Fields, primary key and options of the stored table for a logical no-key table."""
     for f in fields:
-        if f.type.is_nested:
+        if f.type.is_unordered:
             raise InvalidArgumentError(
-                f"'{LAYOUT_OPTION}' tables key on the whole row; column '{f.name}' has a nested type, which "
+                f"'{LAYOUT_OPTION}' tables key on the whole row; column '{f.name}' has a nested or VARIANT "
+                "type, which "
                 "cannot be part of a key"
             )
         if f.name == COUNT_COLUMN:

@@ -34,8 +34,9 @@ a postpone compaction; writes go to real buckets, ``engine.write.kv_writer``, an
 with pending files is refused, ``engine.compaction``), dense statistics (``_VALUE_STATS_COLS``),
 64-bit deletion vectors, ``deletion-vectors.merge-on-read`` (level 0 is merged). Read and written
 as Paimon writes them: thin-mode files (``data-file.thin-mode``) and external data paths
-(``engine.meta.external_paths``).
-The column types BLOB, VARIANT and VECTOR are refused when the schema is loaded (``engine.types``).
+(``engine.meta.external_paths``); VARIANT columns (a shredded variant is refused by
+``engine.files.evolve``). The column types BLOB and VECTOR are refused when the schema is loaded
+(``engine.types``).
 """
 
 from __future__ import annotations

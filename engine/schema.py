@@ -84,6 +84,7 @@ from engine.schema_nested import (
 from engine.types import (
     DataField,
     DataType,
+    TypeRoot,
     field_from_json,
     field_to_json,
     from_arrow_field,
@@ -535,6 +536,9 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
                 raise InvalidArgumentError(
                     f"{what} column '{c}' is not a column of the table ({', '.join(s.field_names)})"
                 )
+            if s.field(c).type.root is TypeRoot.VARIANT:  # Paimon's documented limitation
+                raise InvalidArgumentError(
+                    f"{what} column '{c}' is a VARIANT, which cannot be a {what} column (no order or hash)")
             if atomic and s.field(c).type.is_nested:
                 raise InvalidArgumentError(
                     f"{what} column '{c}' has nested type {type_to_sql(s.field(c).type)}; use an atomic type"
@@ -547,6 +551,7 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
             "every column is a partition key; a table needs at least one non-partition column"
         )
     opts = CoreOptions(s.options)
+    _check_variant_format(s, opts)
     if str(s.options.get("row-tracking.enabled", "false")).strip().lower() == "true" and (
             s.primary_keys or opts.bucket != -1):
         raise InvalidArgumentError(  # Paimon's rule (SchemaValidation.validateRowTracking)
@@ -635,6 +640,22 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
         raise InvalidArgumentError(
             "field ids must be unique and at most highest_field_id"
         )  # internal invariant
+
+
+def _check_variant_format(s: TableSchema, opts: CoreOptions) -> None:
+    """VARIANT data lives only in Parquet: Paimon's ORC and Avro writers have no variant encoding."""
+    if opts.file_format.lower() == "parquet":
+        return
+    for f in _all_fields(s.fields):
+        if f.type.root is TypeRoot.VARIANT or _holds_variant(f.type):
+            raise UnsupportedTableError(
+                f"column '{f.name}' holds a VARIANT, which Paimon stores only in Parquet; "
+                f"'file.format' = '{opts.file_format}' cannot hold it (use 'parquet')")
+
+
+def _holds_variant(t: DataType) -> bool:
+    return any(m is not None and (m.root is TypeRoot.VARIANT or _holds_variant(m))
+               for m in (t.element, t.key, t.value))
 
 
 def _validate_deletion_vectors(s: TableSchema, opts: CoreOptions) -> None:

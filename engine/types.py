@@ -58,6 +58,9 @@ class TypeRoot(str, enum.Enum):
     MULTISET = "MULTISET"
     MAP = "MAP"
     ROW = "ROW"
+    #: Semi-structured value in the Parquet Variant binary encoding (Paimon 1.1); atomic in the
+    #: schema, stored as a group of ``value`` and ``metadata`` binaries (see :func:`to_arrow_type`).
+    VARIANT = "VARIANT"
 
 
 _NESTED = frozenset({TypeRoot.ARRAY, TypeRoot.MULTISET, TypeRoot.MAP, TypeRoot.ROW})
@@ -99,6 +102,11 @@ class DataType:
     @property
     def is_nested(self) -> bool:
         return self.root in _NESTED
+
+    @property
+    def is_unordered(self) -> bool:
+        """Nested or VARIANT: values with no order, so no min/max statistics and no key."""
+        return self.root in _NESTED or self.root is TypeRoot.VARIANT
 
     @property
     def is_string(self) -> bool:
@@ -186,6 +194,10 @@ def TIMESTAMP_LTZ(precision: int = 6, nullable: bool = True) -> DataType:  # noq
     return DataType(TypeRoot.TIMESTAMP_LTZ, nullable, precision=precision)
 
 
+def VARIANT(nullable: bool = True) -> DataType:  # noqa: N802
+    return DataType(TypeRoot.VARIANT, nullable)
+
+
 def ARRAY(element: DataType, nullable: bool = True) -> DataType:  # noqa: N802
     return DataType(TypeRoot.ARRAY, nullable, element=element)
 
@@ -209,7 +221,7 @@ def ROW(fields: tuple[DataField, ...] | list[DataField], nullable: bool = True) 
 _SIMPLE_ROOTS = frozenset(
     {
         TypeRoot.BOOLEAN, TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT,
-        TypeRoot.FLOAT, TypeRoot.DOUBLE, TypeRoot.DATE,
+        TypeRoot.FLOAT, TypeRoot.DOUBLE, TypeRoot.DATE, TypeRoot.VARIANT,
     }
 )  # fmt: skip
 _NOT_NULL = " NOT NULL"
@@ -322,7 +334,7 @@ def _max_json_id(v: Any) -> int:
 
 #: Paimon types newer than dyntable's type system, with the Paimon version that introduced each:
 #: a schema holding one is refused as an unsupported feature (0A000), not as a corrupt schema.
-NEWER_TYPES: dict[str, str] = {"VARIANT": "1.1", "BLOB": "1.4", "VECTOR": "1.4"}
+NEWER_TYPES: dict[str, str] = {"BLOB": "1.4", "VECTOR": "1.4"}
 
 
 def _newer_type(word: str) -> UnsupportedTableError:
@@ -514,6 +526,8 @@ class _TypeParser:
             return TIMESTAMP_LTZ(p) if local else TIMESTAMP(p)
         if w in ("ARRAY", "MULTISET", "MAP", "ROW", "STRUCT"):
             return self.nested(w)
+        if w == "VARIANT":
+            return VARIANT()
         if w in NEWER_TYPES:
             raise _newer_type(w)
         self.i -= 1
@@ -639,6 +653,29 @@ _ARROW_SIMPLE: dict[TypeRoot, pa.DataType] = {
 }  # fmt: skip
 
 
+#: A VARIANT as Paimon's Parquet writer lays it out: a group of the required binaries ``value``
+#: (field id 0) then ``metadata`` (field id 1), no logical-type annotation. The ``variant`` tag on
+#: ``metadata`` is pyspark's marker for its VariantType in Arrow (``pyspark.sql.pandas.types``), so
+#: the same struct crosses into Spark as a VARIANT; Parquet keeps only the field ids.
+VARIANT_ARROW = pa.struct([
+    pa.field("value", pa.binary(), False, metadata={FIELD_ID_KEY: b"0"}),
+    pa.field("metadata", pa.binary(), False, metadata={FIELD_ID_KEY: b"1", b"variant": b"true"}),
+])  # fmt: skip
+
+
+def is_variant_arrow(a: pa.DataType) -> bool:
+    """Whether an Arrow type is a variant struct: ``value`` and ``metadata`` binaries, the latter
+    tagged ``variant=true`` (pyspark's marker) — a plain two-binary ROW stays a ROW."""
+    if not pa.types.is_struct(a) or a.num_fields != 2:
+        return False
+    names = {a.field(i).name: a.field(i) for i in range(2)}
+    meta = names.get("metadata")
+    return (
+        "value" in names and meta is not None and (meta.metadata or {}).get(b"variant") == b"true"
+        and all(pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type) for f in names.values())
+    )
+
+
 def to_arrow_type(t: DataType) -> pa.DataType:
     """The Arrow type dyntable uses in memory and in Parquet for a Paimon type.
 
@@ -672,6 +709,8 @@ def to_arrow_type(t: DataType) -> pa.DataType:
         return pa.map_(pa.field("key", to_arrow_type(t.key), False), value)
     if r is TypeRoot.ROW:
         return pa.struct([to_arrow_field(f) for f in t.fields])
+    if r is TypeRoot.VARIANT:
+        return VARIANT_ARROW
     raise InvalidArgumentError(f"no Arrow mapping for {r.value}")
 
 
@@ -754,6 +793,8 @@ def from_arrow_type(a: pa.DataType, nullable: bool = True) -> DataType:  # noqa:
         return ARRAY(from_arrow_field(vf).type, nullable)
     if pa.types.is_map(a):
         return MAP(from_arrow_type(a.key_type, False), from_arrow_field(a.item_field).type, nullable)
+    if is_variant_arrow(a):
+        return VARIANT(nullable)
     if pa.types.is_struct(a):
         return ROW([from_arrow_field(a.field(i), i) for i in range(a.num_fields)], nullable)
     raise InvalidArgumentError(f"Arrow type {a} has no Paimon equivalent; cast the column first")

@@ -6,7 +6,10 @@ A column keeps its field id for life, and so does every nested ROW field: a file
 dropped and given to a new field): a ROW is rebuilt field by field from the file's field of the
 same id, a field added later reads as NULL, a dropped one is left out, and ARRAY elements and
 MAP values are converted the same way inside. Leaves are cast (a widened type), as top-level
-columns are. All of it is vectorised over whole Arrow arrays.
+columns are. A VARIANT (``value`` and ``metadata`` binaries) is taken by child name, in any order;
+a shredded variant (a ``typed_value`` child, written by engines that shred) is refused as an
+unsupported feature: dropping ``typed_value`` would lose the shredded part of each value. All of
+it is vectorised over whole Arrow arrays.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.errors import UnsupportedTableError
 from engine.types import DataType, TypeRoot, to_arrow_type
 
 
@@ -38,7 +42,7 @@ def conform_column(
     Raises what Arrow raises for a leaf that does not cast (the caller names the file).
     """
     target = to_arrow_type(new)
-    if _layout(old) == _layout(new):
+    if _layout(old) == _layout(new) and (column.type.equals(target) or not _holds_variant(new)):
         return cast_leaf(column, target)  # the same nested fields: at most leaf types differ
     if isinstance(column, pa.ChunkedArray):
         return pa.chunked_array([_by_id(c, old, new) for c in column.chunks], type=target)
@@ -56,6 +60,27 @@ def _layout(t: DataType) -> object:
     return None
 
 
+def _holds_variant(t: DataType) -> bool:
+    if t.root is TypeRoot.VARIANT:
+        return True
+    members = [f.type for f in t.fields] + [m for m in (t.element, t.key, t.value) if m is not None]
+    return any(_holds_variant(m) for m in members)
+
+
+def _variant(arr: pa.Array, target: pa.DataType) -> pa.Array:
+    """A stored variant group as dyntable's ``value``/``metadata`` struct, children taken by name."""
+    names = [arr.type.field(i).name for i in range(arr.type.num_fields)]
+    if "typed_value" in names:
+        raise UnsupportedTableError(
+            "this data file holds a shredded VARIANT (a 'typed_value' column, variant shredding of "
+            "Paimon 1.1+ / Parquet), which dyntable does not read; read it with Paimon, or rewrite "
+            "the table without 'variant.shreddingSchema'")
+    if sorted(names) != ["metadata", "value"]:
+        raise pa.ArrowInvalid(f"a VARIANT group needs the binaries 'value' and 'metadata', found {names}")
+    children = [cast_leaf(arr.field(names.index(f.name)), f.type) for f in target]
+    return pa.StructArray.from_arrays(children, fields=list(target), mask=_mask(arr))
+
+
 def _mask(arr: pa.Array) -> pa.Array | None:
     return arr.is_null() if arr.null_count else None
 
@@ -71,6 +96,8 @@ def _entries(arr: pa.Array, child: pa.Array) -> tuple[pa.Array, pa.Array]:
 
 def _by_id(arr: pa.Array, old: DataType, new: DataType) -> pa.Array:
     target = to_arrow_type(new)
+    if new.root is TypeRoot.VARIANT and old.root is TypeRoot.VARIANT:
+        return _variant(arr, target)
     if new.root is TypeRoot.ROW and old.root is TypeRoot.ROW:
         where = {f.id: i for i, f in enumerate(old.fields)}
         children = []

@@ -91,7 +91,10 @@ _INT_RANGES = {
 }
 _I64 = struct.Struct("<q")
 _U64 = struct.Struct("<Q")
-_ATOMIC = frozenset(TypeRoot) - {TypeRoot.ARRAY, TypeRoot.MULTISET, TypeRoot.MAP, TypeRoot.ROW}
+# VARIANT is atomic in a schema but has no BinaryRow form here: it is never a key or partition
+# value, and its statistics slot is empty.
+_ATOMIC = frozenset(TypeRoot) - {
+    TypeRoot.ARRAY, TypeRoot.MULTISET, TypeRoot.MAP, TypeRoot.ROW, TypeRoot.VARIANT}
 
 
 # --------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from engine.types import BIGINT, DataField, DataType
 
 def stats_type(dtype: DataType) -> DataType:
     """The type a stats slot is decoded with: nested columns carry no min/max (a null slot)."""
-    return BIGINT() if dtype.is_nested else dtype.copy(True)
+    return BIGINT() if dtype.is_unordered else dtype.copy(True)
 
 
 def decode_stats(stats: SimpleStats, fields: Sequence[DataField]) -> dict[int, ColumnStats]:

@@ -3,7 +3,8 @@
 Columns are matched by name (any order); a missing nullable column becomes NULL, an extra column
 or a missing NOT NULL column is an error; values are cast to the column's Arrow type (safe casts
 only: an overflow or a lossy cast is an error naming the column), NULLs of a column with a default
-value become that value (Paimon's ``TableWriteImpl``), and NOT NULL columns are checked for nulls.
+value become that value (Paimon's ``TableWriteImpl``), NULL variants get non-NULL children
+(:mod:`engine.write.variant_input`), and NOT NULL columns are checked for nulls.
 Record batches, tables and anything with ``__arrow_c_stream__`` are accepted.
 """
 
@@ -19,6 +20,7 @@ from engine.errors import InvalidArgumentError
 from engine.options import WRITE_MERGE_SCHEMA, CoreOptions
 from engine.schema import TableSchema
 from engine.types import DataType, TypeRoot, to_arrow_type
+from engine.write.variant_input import fill_variant_children
 
 
 def as_table(data: object) -> pa.Table:
@@ -56,6 +58,7 @@ def conform(
             if pa.types.is_dictionary(col.type):
                 col = col.cast(col.type.value_type)
             col = _align_nested(col, target, f.name, fill_nested)
+            col = fill_variant_children(col, f.type, f.name)
             if not col.type.equals(target):
                 try:
                     col = _cast(col, target)

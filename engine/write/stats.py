@@ -49,7 +49,7 @@ def column_stats(
     """(min, max, null_count) of one column as Python values (None when unknown)."""
     nulls = column.null_count
     kind, length = parse_stats_mode(mode)
-    if kind in ("none", "counts") or field.type.is_nested or len(column) == nulls:
+    if kind in ("none", "counts") or field.type.is_unordered or len(column) == nulls:
         return None, None, nulls
     if pa.types.is_dictionary(column.type):
         column = column.cast(column.type.value_type)

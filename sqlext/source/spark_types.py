@@ -21,7 +21,7 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
-from engine.types import PAIMON_TYPE_KEY, TypeRoot, type_from_json
+from engine.types import PAIMON_TYPE_KEY, VARIANT_ARROW, TypeRoot, is_variant_arrow, type_from_json
 from sqlext.output import trim_fraction
 
 
@@ -41,6 +41,8 @@ def spark_arrow_type(t: pa.DataType) -> pa.DataType:
     if pa.types.is_map(t):
         value = pa.field("value", spark_arrow_type(t.item_type), t.item_field.nullable)
         return pa.map_(spark_arrow_type(t.key_type), value)
+    if is_variant_arrow(t):  # kept whole: the ``variant`` field tag makes it Spark's VariantType
+        return VARIANT_ARROW
     if pa.types.is_struct(t):
         return pa.struct([pa.field(f.name, spark_arrow_type(f.type), f.nullable) for f in t])
     return t

@@ -145,11 +145,29 @@ def blob_column(w: Writer) -> None:
     w.write(t, pa.table({"id": [1, 2], "b": pa.array([b"xx", b"yy"], pa.large_binary())}, schema=schema))
 
 
+VARIANT = pa.struct([pa.field("value", pa.binary(), nullable=False),
+                     pa.field("metadata", pa.binary(), nullable=False)])
+VARIANT_VALUES = [{"age": 26, "city": "Beijing"}, [1, 2.5, "x"], "text", None]
+
+
+def _variants(name: str, w: Writer, options: dict[str, str] | None = None) -> None:
+    from pypaimon.data.generic_variant import GenericVariant
+
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("x", VARIANT)])
+    t = w.create(name, schema, options=options)
+    col = GenericVariant.to_arrow_array(
+        [None if v is None else GenericVariant.from_python(v) for v in VARIANT_VALUES])
+    w.write(t, pa.table({"id": pa.array(range(len(VARIANT_VALUES)), pa.int64()), "x": col}, schema=schema))
+
+
 def variant_column(w: Writer) -> None:
-    variant = pa.struct([pa.field("value", pa.binary(), nullable=False),
-                         pa.field("metadata", pa.binary(), nullable=False)])
-    schema = pa.schema([pa.field("id", pa.int64()), pa.field("x", variant)])
-    w.create("variant_column", schema)
+    _variants("variant_column", w)
+
+
+def variant_shredded(w: Writer) -> None:
+    shred = {"type": "ROW", "fields": [{"id": 0, "name": "x", "type": {"type": "ROW", "fields": [
+        {"id": 0, "name": "age", "type": "BIGINT"}, {"id": 1, "name": "city", "type": "STRING"}]}}]}
+    _variants("variant_shredded", w, {"variant.shreddingSchema": json.dumps(shred)})
 
 
 def thin_mode(w: Writer) -> None:
@@ -180,7 +198,7 @@ def double_keys(w: Writer) -> None:
 FEATURES: dict[str, Callable[[Writer], None]] = {f.__name__: f for f in (
     row_tracking, data_evolution, data_evolution_one_column, postpone_bucket, external_paths_append,
     external_paths_pk, dv_merge_on_read, deletion_vectors, dynamic_bucket, blob_column, variant_column,
-    thin_mode, dense_stats, double_keys,
+    variant_shredded, thin_mode, dense_stats, double_keys,
 )}
 
 

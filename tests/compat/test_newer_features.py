@@ -47,7 +47,6 @@ EXPECTED = {
     "deletion_vectors": ("rows", "ok"),
     "dynamic_bucket": ("rows", "ok"),
     "blob_column": ("refused", "refused"),
-    "variant_column": ("refused", "refused"),
     "thin_mode": ("rows", "ok"),
     "dense_stats": ("rows", "ok"),
     "double_keys": ("rows", "ok"),
@@ -58,7 +57,7 @@ FILTERS = {"dense_stats": (("v", "x"), ("v", "b"), ("id", 7), ("id", 4))}
 NAMED = {  # words the refusal must contain
     "row_tracking": "row-tracking.enabled", "data_evolution": "data-evolution.enabled",
     "data_evolution_one_column": "data-evolution.enabled", "postpone_bucket": "bucket = -2",
-    "blob_column": "BLOB", "variant_column": "VARIANT",
+    "blob_column": "BLOB",
 }
 
 
@@ -102,7 +101,7 @@ def test_dyntable_reads_or_refuses_and_never_damages(pypaimon: PyPaimon, tmp_pat
     reads, writes = EXPECTED[feature]
     catalog = open_catalog(str(warehouse))
 
-    if feature in ("blob_column", "variant_column"):  # the schema itself is refused, for every use
+    if feature == "blob_column":  # the schema itself is refused, for every use
         with pytest.raises(UnsupportedTableError) as e:
             catalog.get_table(name)
         _refused(e, feature)

@@ -80,7 +80,7 @@ def test_defaults_and_honoured_options_are_not_refused():
 
 
 @pytest.mark.parametrize(("encoded", "since"), [
-    ("VARIANT", "1.1"), ("BLOB NOT NULL", "1.4"),
+    ("BLOB NOT NULL", "1.4"),
     ({"type": "VECTOR", "element": "FLOAT", "length": 3, "nullable": True}, "1.4"),  # pypaimon's encoding
 ])
 def test_newer_types_are_unsupported_features_not_corruption(encoded, since):

@@ -217,7 +217,6 @@ def test_nested_fields_without_ids_get_fresh_ones() -> None:
 @pytest.mark.parametrize(
     "bad",
     [
-        "VARIANT",
         "INT NOT",
         "DECIMAL(40, 2)",
         "DECIMAL(5, 6)",
