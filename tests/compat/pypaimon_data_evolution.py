@@ -15,16 +15,14 @@ Usage: ``python pypaimon_data_evolution.py WAREHOUSE [SCENARIO ...]`` (all when 
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import traceback
 from collections.abc import Callable
 
 import pyarrow as pa
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pypaimon_features import Writer  # noqa: E402 - the sibling script, by path
+from pypaimon_features import Writer, run  # noqa: E402 - the sibling script, by path
 
 ROWS = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string()),
                   pa.field("n", pa.int32())])
@@ -137,18 +135,7 @@ SCENARIOS: dict[str, Callable[[Writer], None]] = {f.__name__: f for f in (
 
 
 def main(argv: list[str]) -> int:
-    warehouse, names = argv[1], argv[2:] or list(SCENARIOS)
-    writer = Writer(warehouse)
-    out: dict[str, dict[str, object]] = {}
-    for name in names:
-        try:
-            SCENARIOS[name](writer)
-            out[name] = {"ok": True}
-        except Exception as e:  # reported to the test, which fails on it
-            out[name] = {"ok": False, "error": f"{type(e).__name__}: {e}",
-                         "traceback": traceback.format_exc()}
-    print(json.dumps(out))
-    return 0
+    return run(SCENARIOS, argv)
 
 
 if __name__ == "__main__":

@@ -202,19 +202,25 @@ FEATURES: dict[str, Callable[[Writer], None]] = {f.__name__: f for f in (
 )}
 
 
-def main(argv: list[str]) -> int:
-    warehouse, names = argv[1], argv[2:] or list(FEATURES)
+def run(scenarios: dict[str, Callable[[Writer], None]], argv: list[str]) -> int:
+    """Write the scenarios ``argv`` names (all when none) into the warehouse ``argv[1]``; print one
+    JSON object of their outcomes (a failure is reported to the test, which fails on it)."""
+    warehouse, names = argv[1], argv[2:] or list(scenarios)
     writer = Writer(warehouse)
     out: dict[str, dict[str, object]] = {}
     for name in names:
         try:
-            FEATURES[name](writer)
+            scenarios[name](writer)
             out[name] = {"ok": True}
         except Exception as e:  # reported to the test, which fails on it
             out[name] = {"ok": False, "error": f"{type(e).__name__}: {e}",
                          "traceback": traceback.format_exc()}
     print(json.dumps(out))
     return 0
+
+
+def main(argv: list[str]) -> int:
+    return run(FEATURES, argv)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ same rows.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
@@ -25,6 +24,7 @@ from engine import open_catalog
 from engine.meta.row_ranges import group_by_row_id
 from engine.scan.predicate import equal
 from tests.compat.harness import PyPaimon, locate_venv
+from tests.compat.test_newer_features import pypaimon_writes
 
 pytestmark = pytest.mark.compat
 
@@ -33,15 +33,8 @@ SCENARIOS = ["update_all_columns", "update_one_column", "backfilled_column", "co
              "deletion_vectors", "partitioned"]
 
 
-def _pypaimon_writes(warehouse: Path, scenario: str) -> None:
-    python, how = locate_venv()
-    assert python is not None, how  # the pypaimon fixture skipped already when it is missing
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    proc = subprocess.run([python, str(SCRIPT), str(warehouse), scenario], capture_output=True, text=True,
-                          timeout=300, check=False, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(proc.stdout.strip().splitlines()[-1])[scenario]
-    assert result["ok"], result.get("traceback")
+def _writes(warehouse: Path, scenario: str) -> None:
+    pypaimon_writes(warehouse, scenario, SCRIPT)
 
 
 def _rows(table: pa.Table, columns: list[str] | None = None) -> list[tuple]:
@@ -61,7 +54,7 @@ def _more_rows(table) -> pa.Table:
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_dyntable_reads_pypaimon_rows_at_every_snapshot(pypaimon: PyPaimon, tmp_path, scenario):
     warehouse = tmp_path / "wh"
-    _pypaimon_writes(warehouse, scenario)
+    _writes(warehouse, scenario)
     name = f"db.{scenario}"
     table = open_catalog(str(warehouse)).get_table(name)
     snapshots = [s["id"] for s in pypaimon.snapshots(warehouse, name)]
@@ -83,7 +76,7 @@ def test_dyntable_reads_pypaimon_rows_at_every_snapshot(pypaimon: PyPaimon, tmp_
 def test_update_of_every_column_reads_three_rows(pypaimon: PyPaimon, tmp_path):
     """Issue 36, defect 1: after pypaimon rewrites every column by _ROW_ID, three rows, the new ones."""
     warehouse = tmp_path / "wh"
-    _pypaimon_writes(warehouse, "update_all_columns")
+    _writes(warehouse, "update_all_columns")
     rows = _rows(open_catalog(str(warehouse)).get_table("db.update_all_columns").to_arrow())
     assert rows == [(1, "x", 11), (2, "y", 21), (3, "z", 31)]
 
@@ -91,7 +84,7 @@ def test_update_of_every_column_reads_three_rows(pypaimon: PyPaimon, tmp_path):
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_dyntable_appends_and_compaction_keep_the_table_pypaimons(pypaimon: PyPaimon, tmp_path, scenario):
     warehouse = tmp_path / "wh"
-    _pypaimon_writes(warehouse, scenario)
+    _writes(warehouse, scenario)
     name = f"db.{scenario}"
     table = open_catalog(str(warehouse)).get_table(name)
     ids_before = _rows(pypaimon.read(warehouse, name, projection=["id", "_ROW_ID"]), ["id", "_ROW_ID"])

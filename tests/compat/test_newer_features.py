@@ -61,11 +61,13 @@ NAMED = {  # words the refusal must contain
 }
 
 
-def _pypaimon_writes(warehouse: Path, feature: str) -> None:
+def pypaimon_writes(warehouse: Path, feature: str, script: Path = SCRIPT) -> None:
+    """Run one scenario of a pypaimon writer script (``pypaimon_features.py`` by default) into
+    ``warehouse``, in pypaimon's own venv."""
     python, how = locate_venv()
     assert python is not None, how  # the pypaimon fixture skipped already when it is missing
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    proc = subprocess.run([python, str(SCRIPT), str(warehouse), feature], capture_output=True, text=True,
+    proc = subprocess.run([python, str(script), str(warehouse), feature], capture_output=True, text=True,
                           timeout=300, check=False, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])[feature]
@@ -94,7 +96,7 @@ def _more_rows(feature: str) -> pa.Table:
 @pytest.mark.parametrize("feature", sorted(EXPECTED))
 def test_dyntable_reads_or_refuses_and_never_damages(pypaimon: PyPaimon, tmp_path, feature):
     warehouse = tmp_path / "wh"
-    _pypaimon_writes(warehouse, feature)
+    pypaimon_writes(warehouse, feature)
     name = f"db.{feature}"
     theirs = _rows(pypaimon.read(warehouse, name))
     before = [s["id"] for s in pypaimon.snapshots(warehouse, name)]
@@ -175,7 +177,7 @@ def test_external_paths_written_as_file_uris_resolve(pypaimon: PyPaimon, tmp_pat
     remove_missing_files keeps it (it once resolved the path against the working directory,
     called the live file missing and committed a snapshot without it)."""
     warehouse = tmp_path / "wh"
-    _pypaimon_writes(warehouse, "external_paths_append")
+    pypaimon_writes(warehouse, "external_paths_append")
     table = open_catalog(str(warehouse)).get_table("db.external_paths_append")
     files = [f for s in table.new_scan().plan().splits for f in s.files]
     assert files and all(f.external_path and f.external_path.startswith("file:/") for f in files)

@@ -11,7 +11,7 @@ import pytest
 
 from sqlext.errors import sqlstate_for
 from tests.compat.harness import PyPaimon
-from tests.compat.test_newer_features import _pypaimon_writes, _rows
+from tests.compat.test_newer_features import _rows, pypaimon_writes
 
 pytestmark = [pytest.mark.compat, pytest.mark.spark]
 
@@ -29,7 +29,7 @@ def test_sql_reads_or_refuses_newer_features(pypaimon: PyPaimon, spark, tmp_path
 
     warehouse = tmp_path / "wh"
     for feature in ("data_evolution", "row_tracking"):
-        _pypaimon_writes(warehouse, feature)
+        pypaimon_writes(warehouse, feature)
     session = SqlSession(spark, warehouse=str(warehouse))
     try:
         rows = session.sql("SELECT id, v FROM db.data_evolution").toArrow()  # every column updated by row id

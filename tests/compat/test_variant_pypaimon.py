@@ -16,7 +16,7 @@ from engine.errors import UnsupportedTableError
 from engine.types import VARIANT_ARROW
 from sqlext.errors import sqlstate_for
 from tests.compat.harness import PyPaimon
-from tests.compat.test_newer_features import _pypaimon_writes
+from tests.compat.test_newer_features import pypaimon_writes
 
 pytestmark = pytest.mark.compat
 
@@ -32,7 +32,7 @@ def _rows(table: pa.Table) -> list[tuple]:
 
 def test_pypaimon_variant_read_by_dyntable_and_dyntable_rows_read_by_pypaimon(pypaimon: PyPaimon, tmp_path):
     warehouse = tmp_path / "wh"
-    _pypaimon_writes(warehouse, "variant_column")
+    pypaimon_writes(warehouse, "variant_column")
     name = "db.variant_column"
     theirs = _rows(pypaimon.read(warehouse, name))
     assert len(theirs) == 4 and sum(r[1] is None for r in theirs) == 1
@@ -64,7 +64,7 @@ def test_dyntable_variant_table_read_by_pypaimon(pypaimon: PyPaimon, tmp_path):
 
 def test_shredded_variant_is_refused_and_left_intact(pypaimon: PyPaimon, tmp_path):
     warehouse = tmp_path / "wh"
-    _pypaimon_writes(warehouse, "variant_shredded")
+    pypaimon_writes(warehouse, "variant_shredded")
     name = "db.variant_shredded"
     theirs = _rows(pypaimon.read(warehouse, name))
     table = open_catalog(str(warehouse)).get_table(name)
