@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -331,39 +332,36 @@ def attach_deletion_files(
     return out
 
 
-def _pack_by_size(files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:
-    """Cut a bucket's append files into splits of about SPLIT_TARGET_SIZE (order kept)."""
-    chunks: list[list[DataFileMeta]] = []
-    current: list[DataFileMeta] = []
+_T = TypeVar("_T")
+
+
+def _pack(items: Sequence[_T], size: Callable[[_T], int]) -> list[list[_T]]:
+    """Cut ``items`` into splits of about SPLIT_TARGET_SIZE (order kept; each item costs at
+    least OPEN_FILE_COST)."""
+    chunks: list[list[_T]] = []
+    current: list[_T] = []
     weight = 0
-    for f in files:
-        cost = max(f.file_size, OPEN_FILE_COST)
+    for item in items:
+        cost = max(size(item), OPEN_FILE_COST)
         if current and weight + cost > SPLIT_TARGET_SIZE:
             chunks.append(current)
             current, weight = [], 0
-        current.append(f)
+        current.append(item)
         weight += cost
     if current:
         chunks.append(current)
     return chunks
+
+
+def _pack_by_size(files: Sequence[DataFileMeta]) -> list[list[DataFileMeta]]:
+    """A bucket's append files cut into splits of about SPLIT_TARGET_SIZE (order kept)."""
+    return _pack(files, lambda f: f.file_size)
 
 
 def _pack_groups(groups: Sequence[list[DataFileMeta]]) -> list[list[list[DataFileMeta]]]:
     """Data-evolution groups (in row-id order) cut into splits of about SPLIT_TARGET_SIZE; a
     group is never divided (its files are read together)."""
-    chunks: list[list[list[DataFileMeta]]] = []
-    current: list[list[DataFileMeta]] = []
-    weight = 0
-    for g in groups:
-        cost = max(sum(f.file_size for f in g), OPEN_FILE_COST)
-        if current and weight + cost > SPLIT_TARGET_SIZE:
-            chunks.append(current)
-            current, weight = [], 0
-        current.append(g)
-        weight += cost
-    if current:
-        chunks.append(current)
-    return chunks
+    return _pack(groups, lambda g: sum(f.file_size for f in g))
 
 
 def _whole_row_files(entries: list[ManifestEntry]) -> tuple[list[ManifestEntry], list[ManifestEntry]]:
