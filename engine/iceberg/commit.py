@@ -29,7 +29,8 @@ What Iceberg readers see (Paimon's rules):
   above level 0 (what a DV reader reads) and each DV as an Iceberg v3 deletion vector
   (``engine.iceberg.deletes``); with version 2 a table with ``deletion-vectors.enabled`` is refused
   (UnsupportedTableError), as are column types Iceberg cannot read from dyntable's files
-  (``engine.iceberg.schema``).
+  (``engine.iceberg.schema``) and collection columns of files without member field ids
+  (``engine.iceberg.nested``: only each snapshot's added files are checked).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from engine.iceberg.avro import (
 )
 from engine.iceberg.deletes import delete_manifests, unused_mirrors
 from engine.iceberg.layout import IcebergLayout
+from engine.iceberg.nested import check_nested_ids
 from engine.iceberg.schema import (
     FIRST_PARTITION_FIELD_ID,
     from_avro_value,
@@ -507,6 +509,7 @@ def _fresh(w: VersionWriter, snapshot: Snapshot) -> dict[str, Any]:
     for e in w.store.live_entries(snapshot):
         if w.published(e.file):
             ch.added[w.path_of(e.partition, e.bucket, e.file)] = (e.partition, e.file)
+    check_nested_ids(w.store, ((p, f) for p, (_, f) in ch.added.items()))
     metas = w.write_manifests(_added_entries(w, ch.added, snapshot.id), snapshot.id)
     deletes = delete_manifests(w, snapshot, [])[0] if w.deletion_vectors else []
     summary = _summary("append", snapshot, ch, metas, deletes, None)
@@ -545,6 +548,7 @@ def _advance(
     listed = read_list(w.store, current["manifest-list"])
     base = [m for m in listed if m["content"] == MANIFEST_CONTENT_DATA]
     ch = _changes(w, delta if delta is not None else _delta_entries(w.store, snapshot))
+    check_nested_ids(w.store, ((p, f) for p, (_, f) in ch.added.items()))  # the rest: vouched for
     metas, operation = _apply(w, base, ch, snapshot.id)
     if operation == "overwrite" and snapshot.commit_kind is CommitKind.COMPACT:
         operation = "replace"

@@ -6,11 +6,13 @@ One job: everything type-dependent the Iceberg metadata needs, for format versio
   so renamed and dropped columns keep their ids and added columns get new ones, as Iceberg
   expects. Types: BOOLEAN → boolean; TINYINT, SMALLINT, INT → int; BIGINT → long; FLOAT, DOUBLE;
   DECIMAL(p, s) → decimal(p, s); CHAR, VARCHAR → string; BINARY, VARBINARY → binary; DATE;
-  TIMESTAMP(3..6) → timestamp; TIMESTAMP_LTZ(3..6) → timestamptz; ROW → struct.
-  Anything else raises :class:`IcebergUnsupportedError` naming the column: ARRAY, MAP and MULTISET
-  (the data files dyntable writes carry no Parquet field ids for list elements and map entries,
-  which Iceberg readers need), TIME (stored in milliseconds, which Iceberg readers refuse),
-  timestamps of precision 0–2 or 7–9 (Iceberg v3 types), VARIANT.
+  TIMESTAMP(3..6) → timestamp; TIMESTAMP_LTZ(3..6) → timestamptz; ROW → struct; ARRAY → list,
+  MAP → map, MULTISET → map to a required int (its count), their element, key and value ids
+  being the Parquet field ids Paimon 2.0 gives them (``engine.write.nested_ids``). Whether the
+  data files carry those ids is the commit's check (``engine.iceberg.nested``).
+  Anything else raises :class:`IcebergUnsupportedError` naming the column: TIME (stored in
+  milliseconds, which Iceberg readers refuse), timestamps of precision 0–2 or 7–9 (Iceberg v3
+  types), VARIANT.
 * The partition spec has one identity field per Paimon partition key, field ids 1000 and up.
 * Partition values (Paimon's BinaryRow, decoded) become the Avro values of the partition record,
   and the manifest list's partition summaries carry Iceberg's single-value binary bounds.
@@ -29,6 +31,7 @@ import numpy as np
 from engine.errors import UnsupportedTableError
 from engine.schema import TableSchema
 from engine.types import DataField, DataType, TypeRoot
+from engine.write.nested_ids import array_element_id, map_key_id, map_value_id
 
 __all__ = [
     "FIRST_PARTITION_FIELD_ID",
@@ -66,7 +69,9 @@ _SIMPLE = {
 }
 
 
-def _type(t: DataType, path: str) -> Any:
+def _type(t: DataType, path: str, field_id: int, depth: int = 0) -> Any:
+    """The Iceberg type of ``t``, at ``depth`` below the field ``field_id`` (Paimon's
+    ``IcebergDataField``: collection members take ids from the field holding them)."""
     simple = _SIMPLE.get(t.root)
     if simple is not None:
         return simple
@@ -86,6 +91,32 @@ def _type(t: DataType, path: str) -> Any:
             return "timestamptz" if t.root is TypeRoot.TIMESTAMP_LTZ else "timestamp"
     if t.root is TypeRoot.ROW:
         return {"type": "struct", "fields": [_field(f, f"{path}.{f.name}") for f in t.fields]}
+    d = depth + 1
+    if t.root is TypeRoot.ARRAY:
+        assert t.element is not None
+        return {
+            "type": "list",
+            "element-id": array_element_id(field_id, d),
+            "element-required": not t.element.nullable,
+            "element": _type(t.element, f"{path}.element", field_id, d),
+        }
+    if t.root in (TypeRoot.MAP, TypeRoot.MULTISET):
+        key = t.element if t.root is TypeRoot.MULTISET else t.key
+        assert key is not None
+        value: Any = "int"  # a MULTISET's count, never NULL
+        value_required = True
+        if t.root is TypeRoot.MAP:
+            assert t.value is not None
+            value = _type(t.value, f"{path}.value", field_id, d)
+            value_required = not t.value.nullable
+        return {
+            "type": "map",
+            "key-id": map_key_id(field_id, d),
+            "key": _type(key, f"{path}.key", field_id, d),
+            "value-id": map_value_id(field_id, d),
+            "value-required": value_required,
+            "value": value,
+        }
     raise IcebergUnsupportedError(
         f"column {path} has type {t.root.value}"
         + (f"({t.precision})" if t.precision is not None else "")
@@ -99,7 +130,7 @@ def _field(f: DataField, path: str) -> dict[str, Any]:
         "id": f.id,
         "name": f.name,
         "required": not f.type.nullable,
-        "type": _type(f.type, path),
+        "type": _type(f.type, path, f.id),
     }
     if f.description:
         out["doc"] = f.description

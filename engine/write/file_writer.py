@@ -4,7 +4,8 @@ Two physical layouts (docs/design/format-notes.md §8.1): append files hold exac
 primary-key ("kv") files hold ``_KEY_<pk>`` columns, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``,
 then every table column, sorted by key with unique keys (in thin mode, ``data-file.thin-mode``,
 without the ``_KEY_`` columns: every key field is a value column too). Every Parquet field carries its
-Paimon field id. Each finished file is described by a :class:`DataFileMeta` with exact size,
+Paimon field id, and so do list elements and map keys/values (Paimon 2.0's ids,
+``engine.write.nested_ids``). Each finished file is described by a :class:`DataFileMeta` with exact size,
 row count, sequence range, key range and statistics.
 """
 
@@ -27,6 +28,7 @@ from engine.options import CoreOptions
 from engine.row_tracking import ROW_ID, tracked_file, tracking_arrow_fields, tracking_stats_fields
 from engine.store import FileStore
 from engine.types import DataField, to_arrow_field
+from engine.write.nested_ids import with_nested_ids
 from engine.write.stats import compute_stats
 
 KEY_FIELD_ID_OFFSET = 1073741823  # Integer.MAX_VALUE / 2
@@ -62,9 +64,12 @@ def parquet_writer(sink: pa.NativeFile, schema: pa.Schema, options: CoreOptions)
     Decimals of precision up to 18 are stored as INT32/INT64, as Paimon's own writer stores them:
     Paimon 0.9's Java reader cannot read them as fixed-length binary (a dictionary-encoded
     FIXED_LEN_BYTE_ARRAY column fails in its vectorised reader).
+
+    List elements and map keys/values get Paimon 2.0's field ids (``engine.write.nested_ids``):
+    Iceberg readers of the table's Iceberg metadata find them by id.
     """
     return pq.ParquetWriter(
-        sink, schema, compression=options.file_compression, compression_level=options.file_compression_level,
+        sink, with_nested_ids(schema), compression=options.file_compression, compression_level=options.file_compression_level,
         write_statistics=_statistics_columns(schema), dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT,
         store_decimal_as_integer=True,
     )
