@@ -54,7 +54,7 @@ from engine.iceberg.avro import (
 )
 from engine.iceberg.deletes import delete_manifests, unused_mirrors
 from engine.iceberg.layout import IcebergLayout
-from engine.iceberg.nested import check_nested_ids
+from engine.iceberg.nested import MissingNestedIds, check_nested_ids
 from engine.iceberg.schema import (
     FIRST_PARTITION_FIELD_ID,
     from_avro_value,
@@ -654,10 +654,15 @@ def sync(store: FileStore, delta: tuple[int, Sequence[ManifestEntry]] | None = N
         if base is None:
             meta = _fresh(w, latest)
         else:
-            meta = base
-            for sid in range(hint + 1, latest.id + 1):  # type: ignore[operator]
-                known = delta[1] if delta is not None and delta[0] == sid else None
-                _advance(w, meta, store.snapshots.get(sid), known)
+            try:
+                meta = base
+                for sid in range(hint + 1, latest.id + 1):  # type: ignore[operator]
+                    known = delta[1] if delta is not None and delta[0] == sid else None
+                    _advance(w, meta, store.snapshots.get(sid), known)
+            except MissingNestedIds:  # a refused file of a snapshot in between: perhaps gone by now
+                delete_quietly(store, w.written)
+                w.written.clear()
+                meta = _fresh(w, latest)
         doomed = _expire(store, meta)
         meta["refs"] = _refs(store, meta)
         meta["last-updated-ms"] = int(time.time() * 1000)

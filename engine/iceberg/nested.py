@@ -10,7 +10,8 @@ the files it lists; the first publication and a rebuild check every live file), 
 schema has a collection column the current schema still has, and each by its Parquet footer
 alone, remembered per file path (data files never change). A refusal stops at the first such
 file, and the file found last is checked first next time, so a refused table costs one footer
-per commit until that file is gone.
+per commit until that file is gone. Catching up over a snapshot that added such a file falls back
+to publishing the latest snapshot afresh (``engine.iceberg.commit``): the file may be gone since.
 """
 
 from __future__ import annotations
@@ -28,13 +29,17 @@ from engine.store import FileStore
 from engine.types import DataType, TypeRoot
 from engine.write.nested_ids import lacking_nested_ids
 
-__all__ = ["check_nested_ids"]
+__all__ = ["MissingNestedIds", "check_nested_ids"]
 
 _COLLECTIONS = (TypeRoot.ARRAY, TypeRoot.MAP, TypeRoot.MULTISET)
 _CACHE_SIZE = 4096
 # file path → the top-level field ids lacking them; None: not Parquet, so no field ids to find
 _lacking: OrderedDict[str, frozenset[int] | None] = OrderedDict()
 _last_refused: dict[str, str] = {}  # table root → the file path that last refused it
+
+
+class MissingNestedIds(IcebergUnsupportedError):
+    """A file to publish holds a collection column without field ids on its members."""
 
 
 def _holds_collection(t: DataType) -> bool:
@@ -81,7 +86,7 @@ def check_nested_ids(store: FileStore, files: Iterable[tuple[str, DataFileMeta]]
         lacking = _file_lacking(store, path)
         if lacking is None or lacking & ids:
             _last_refused[store.paths.root] = path
-            raise IcebergUnsupportedError(
+            raise MissingNestedIds(
                 f"data file {path} holds an ARRAY, MAP or MULTISET column without Parquet field ids on "
                 "its list elements or map keys and values (written before dyntable wrote them, or by "
                 "another writer), which Iceberg readers need: dyntable does not publish the table as "
