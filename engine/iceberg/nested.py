@@ -3,7 +3,8 @@
 One job: refuse to publish a table whose ARRAY, MAP or MULTISET columns an Iceberg reader could
 not read from some live file. Iceberg readers find a list's element and a map's key and value by
 Parquet field id; dyntable writes Paimon 2.0's ids there (``engine.write.nested_ids``), but files
-written before it did, by Spark's Parquet writer, or by other writers, may carry none.
+written before it did, or by other writers (Java Paimon before 2.0), may carry none. (The opt-in
+Spark native write's level-0 files carry none either; Iceberg readers never see level 0.)
 
 Cheap by construction: only the files a commit adds are checked (a published version vouches for
 the files it lists; the first publication and a rebuild check every live file), only files whose
@@ -77,7 +78,8 @@ def check_nested_ids(store: FileStore, files: Iterable[tuple[str, DataFileMeta]]
     for path, meta in files:
         ids = schema_ids.get(meta.schema_id)
         if ids is None:
-            ids = schema_ids[meta.schema_id] = collection_ids(store.schemas.get(meta.schema_id).fields) & wanted
+            ids = collection_ids(store.schemas.get(meta.schema_id).fields) & wanted
+            schema_ids[meta.schema_id] = ids
         if ids:
             candidates.append((path, ids))
     last = _last_refused.get(store.paths.root)

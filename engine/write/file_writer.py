@@ -69,7 +69,8 @@ def parquet_writer(sink: pa.NativeFile, schema: pa.Schema, options: CoreOptions)
     Iceberg readers of the table's Iceberg metadata find them by id.
     """
     return pq.ParquetWriter(
-        sink, with_nested_ids(schema), compression=options.file_compression, compression_level=options.file_compression_level,
+        sink, with_nested_ids(schema), compression=options.file_compression,
+        compression_level=options.file_compression_level,
         write_statistics=_statistics_columns(schema), dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT,
         store_decimal_as_integer=True,
     )

@@ -70,9 +70,11 @@ def _type(t: pa.DataType, field_id: int | None, depth: int) -> pa.DataType:
     if pa.types.is_map(t):
         key, item = t.key_field, t.item_field
         d = depth + 1
+        key_id = None if field_id is None else map_key_id(field_id, d)
+        value_id = None if field_id is None else map_value_id(field_id, d)
         return pa.map_(
-            _with_id(key, _type(key.type, field_id, d), None if field_id is None else map_key_id(field_id, d)),
-            _with_id(item, _type(item.type, field_id, d), None if field_id is None else map_value_id(field_id, d)),
+            _with_id(key, _type(key.type, field_id, d), key_id),
+            _with_id(item, _type(item.type, field_id, d), value_id),
             keys_sorted=t.keys_sorted,
         )
     if pa.types.is_list(t) or pa.types.is_large_list(t):

@@ -19,7 +19,8 @@ from engine.write.nested_ids import (
 ROW = pa.struct([("x", pa.int32()), ("l", pa.list_(pa.int64()))])
 SCHEMA = pa.schema([
     ("k", pa.int32()), ("a", pa.list_(pa.int32())), ("ar", pa.list_(ROW)),
-    ("m", pa.map_(pa.string(), pa.int32())), ("s", pa.struct([("mm", pa.map_(pa.string(), pa.list_(pa.int32())))])),
+    ("m", pa.map_(pa.string(), pa.int32())),
+    ("s", pa.struct([("mm", pa.map_(pa.string(), pa.list_(pa.int32())))])),
 ])  # fmt: skip
 # ids: k 0, a 1, ar 2, ar.x 3, ar.l 4, m 5, s 6, s.mm 7
 
