@@ -117,3 +117,12 @@ def test_catching_up_over_a_refused_snapshot_publishes_once_its_file_is_gone(cat
     meta = _current(t)
     assert meta["current-snapshot-id"] == 3
     assert [s["snapshot-id"] for s in meta["snapshots"]] == [3]  # afresh: snapshot 2 never was readable
+
+
+def test_orc_files_with_collections_are_refused(catalog, caplog) -> None:
+    # ORC files carry no Parquet field ids: an Iceberg reader could not find the members
+    t = catalog.create_table("db.t", SCHEMA, options={**ICEBERG, "file.format": "orc"})
+    with caplog.at_level(logging.WARNING, logger="engine.iceberg"):
+        t.write_arrow(_rows(1, 2))
+    assert WHY in caplog.text and not _meta_dir(t).exists()
+    assert t.refresh().to_arrow().num_rows == 2
