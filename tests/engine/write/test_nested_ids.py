@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 import engine.write.file_writer as file_writer
 from engine.write.nested_ids import (
@@ -97,12 +98,15 @@ def test_key_files_compaction_and_changelog_carry_them(catalog) -> None:
     assert got == _rows(1, 2, 3, 4).to_pylist()
 
 
-def test_files_without_the_ids_still_read_alongside_new_ones(catalog, monkeypatch) -> None:
-    t = catalog.create_table("db.t", SCHEMA)
+@pytest.mark.parametrize("key", [False, True], ids=["append", "primary-key"])
+def test_files_without_the_ids_still_read_alongside_new_ones(catalog, monkeypatch, key) -> None:
+    schema = pa.schema([pa.field("k", pa.int32(), nullable=not key), *list(SCHEMA)[1:]])
+    t = catalog.create_table("db.t", schema, primary_keys=["k"] if key else [],
+                             options={"bucket": "1"} if key else {})
     with monkeypatch.context() as m:  # a file as dyntable wrote them before, or another writer
         m.setattr(file_writer, "with_nested_ids", lambda s: s)
-        t.write_arrow(_rows(1, 2))
-    t.refresh().write_arrow(_rows(3, 4))
+        t.write_arrow(_rows(1, 2).cast(schema))
+    t.refresh().write_arrow(_rows(3, 4).cast(schema))
     lacking = sorted(len(lacking_nested_ids(pq.read_schema(p))) for p in _files(t))
     assert lacking == [0, 4]  # a, ar, m, s in the old file
     assert t.refresh().to_arrow().sort_by("k").to_pylist() == _rows(1, 2, 3, 4).to_pylist()
