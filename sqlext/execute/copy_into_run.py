@@ -27,15 +27,17 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
 
 from sqlext.errors import SqlAnalysisError
 from sqlext.execute.planning import BoundFrame, CopyIntoTable, CopyToLocation
+from sqlext.execute.results import StatementResult
 from sqlext.execute.writes import run_write
 from sqlext.parse.names import quoted
 
 if TYPE_CHECKING:
     from sqlext.parse.splitter import Statement
-    from sqlext.session import SqlSession, StatementResult
+    from sqlext.session import SqlSession
 
 RESULT = pa.schema([("file_name", pa.string()), ("status", pa.string()), ("rows_loaded", pa.int64()),
                     ("rows_parsed", pa.int64()), ("errors_seen", pa.int64()), ("first_error", pa.string())])
@@ -95,8 +97,6 @@ def _read(s: SqlSession, plan: CopyIntoTable, paths: list[str], tolerant: bool) 
     reader = s.spark.read.options(**plan.reader_options)
     if plan.format == "PARQUET":
         return reader.parquet(*paths)
-    from pyspark.sql.types import StringType, StructField, StructType
-
     names = list(plan.columns) if plan.format == "JSON" else [f"_c{i}" for i in range(len(plan.columns))]
     fields = [StructField(n, StringType()) for n in names]
     if tolerant:
@@ -157,8 +157,6 @@ def _malformed(e: Exception) -> bool:
 
 
 def run_copy_into(s: SqlSession, plan: CopyIntoTable, stmt: Statement) -> StatementResult:
-    from sqlext.session import StatementResult
-
     listed = _files(plan.source, plan.pattern)
     history = _History(plan)
     load: list[tuple[pafs.FileInfo, str, int]] = []
@@ -237,8 +235,6 @@ def _load(s: SqlSession, plan: CopyIntoTable, stmt: Statement, load: list[tuple[
 
 
 def run_copy_to_location(s: SqlSession, plan: CopyToLocation, stmt: Statement) -> StatementResult:
-    from sqlext.session import StatementResult
-
     frame = plan.frame.frame
     count = frame.count()
     fs, root = (pafs.FileSystem.from_uri(plan.target) if "://" in plan.target

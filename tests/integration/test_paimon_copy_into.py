@@ -35,15 +35,21 @@ def test_basic_csv_import(session, tmp_path):
     assert _rows(session, "SELECT * FROM t ORDER BY id") == [(1, "Alice", 30), (2, "Bob", 25)]
 
 
-@pytest.mark.parametrize(("options", "text", "expected"), [
-    ("FIELD_DELIMITER = '|'", "1|Alice\n2|Bob\n", [(1, "Alice"), (2, "Bob")]),
-    ("SKIP_HEADER = 1", "id,name\n1,Alice\n2,Bob\n", [(1, "Alice"), (2, "Bob")]),
-    ("QUOTE = '\"', ESCAPE = '\"'", '1,"Alice ""the great"""\n2,"Bob"\n',
-     [(1, 'Alice "the great"'), (2, "Bob")]),
-    ("NULL_IF = ('NULL', 'N/A')", "1,NULL\n2,N/A\n3,Carol\n", [(1, None), (2, None), (3, "Carol")]),
-    ("EMPTY_FIELD_AS_NULL = TRUE", "1,\n2,Bob\n", [(1, None), (2, "Bob")]),
-    ("field_delimiter = '|'", "1|Alice\n", [(1, "Alice")]),  # lowercase options
-])
+@pytest.mark.parametrize(
+    ("options", "text", "expected"),
+    [
+        ("FIELD_DELIMITER = '|'", "1|Alice\n2|Bob\n", [(1, "Alice"), (2, "Bob")]),
+        ("SKIP_HEADER = 1", "id,name\n1,Alice\n2,Bob\n", [(1, "Alice"), (2, "Bob")]),
+        (
+            "QUOTE = '\"', ESCAPE = '\"'",
+            '1,"Alice ""the great"""\n2,"Bob"\n',
+            [(1, 'Alice "the great"'), (2, "Bob")],
+        ),
+        ("NULL_IF = ('NULL', 'N/A')", "1,NULL\n2,N/A\n3,Carol\n", [(1, None), (2, None), (3, "Carol")]),
+        ("EMPTY_FIELD_AS_NULL = TRUE", "1,\n2,Bob\n", [(1, None), (2, "Bob")]),
+        ("field_delimiter = '|'", "1|Alice\n", [(1, "Alice")]),  # lowercase options
+    ],
+)
 def test_csv_options(session, tmp_path, options, text, expected):
     session.sql("CREATE TABLE t (id INT, name STRING)")
     _write(tmp_path, "data.csv", text)
@@ -65,7 +71,9 @@ def test_explicit_column_list_and_default(session, tmp_path):
     _write(tmp_path, "data.csv", "1,Alice\n2,Bob\n")
     session.sql(f"COPY INTO t (id, name) FROM '{tmp_path}' FILE_FORMAT = (TYPE = CSV)")
     assert _rows(session, "SELECT * FROM t ORDER BY id") == [
-        (1, "Alice", "active", None), (2, "Bob", "active", None)]
+        (1, "Alice", "active", None),
+        (2, "Bob", "active", None),
+    ]
 
 
 def test_force_false_skips_loaded_files_and_force_true_reloads(session, tmp_path):
@@ -79,11 +87,14 @@ def test_force_false_skips_loaded_files_and_force_true_reloads(session, tmp_path
     assert _rows(session, "SELECT count(*) FROM t") == [(2,)]
 
 
-@pytest.mark.parametrize(("text", "sqlstate"), [
-    ("abc,Alice\n", "22018"),  # a bad numeric cast
-    ("1,Alice,extra\n", "22P02"),  # too many CSV columns
-    ("1\n", "22P02"),  # too few
-])
+@pytest.mark.parametrize(
+    ("text", "sqlstate"),
+    [
+        ("abc,Alice\n", "22018"),  # a bad numeric cast
+        ("1,Alice,extra\n", "22P02"),  # too many CSV columns
+        ("1\n", "22P02"),  # too few
+    ],
+)
 def test_abort_statement_refuses_bad_data_and_writes_nothing(session, tmp_path, text, sqlstate):
     session.sql("CREATE TABLE t (id INT, name STRING)")
     _write(tmp_path, "data.csv", "2,Bob\n")
@@ -94,15 +105,18 @@ def test_abort_statement_refuses_bad_data_and_writes_nothing(session, tmp_path, 
     assert _rows(session, "SELECT count(*) FROM t") == [(0,)]
 
 
-@pytest.mark.parametrize(("options", "message", "sqlstate"), [
-    ("TYPE = ORC", "Unsupported file format type", "0A000"),
-    ("FIELD_DELIMITER = ','", "FILE_FORMAT must include TYPE", "42601"),
-    ("TYPE = CSV, TYPE = CSV", "Duplicate FILE_FORMAT option", "42601"),
-    ("TYPE = CSV, BOGUS_OPTION = TRUE", "Unsupported FILE_FORMAT options", "22023"),
-    ("TYPE = CSV, SKIP_HEADER = 2", "SKIP_HEADER supports only 0 or 1", "22023"),
-    ("TYPE = JSON, FIELD_DELIMITER = ','", "Unsupported FILE_FORMAT options for import", "22023"),
-    ("TYPE = PARQUET, SKIP_HEADER = 1", "Unsupported FILE_FORMAT options for import", "22023"),
-])
+@pytest.mark.parametrize(
+    ("options", "message", "sqlstate"),
+    [
+        ("TYPE = ORC", "Unsupported file format type", "0A000"),
+        ("FIELD_DELIMITER = ','", "FILE_FORMAT must include TYPE", "42601"),
+        ("TYPE = CSV, TYPE = CSV", "Duplicate FILE_FORMAT option", "42601"),
+        ("TYPE = CSV, BOGUS_OPTION = TRUE", "Unsupported FILE_FORMAT options", "22023"),
+        ("TYPE = CSV, SKIP_HEADER = 2", "SKIP_HEADER supports only 0 or 1", "22023"),
+        ("TYPE = JSON, FIELD_DELIMITER = ','", "Unsupported FILE_FORMAT options for import", "22023"),
+        ("TYPE = PARQUET, SKIP_HEADER = 1", "Unsupported FILE_FORMAT options for import", "22023"),
+    ],
+)
 def test_bad_file_format_is_refused(session, tmp_path, options, message, sqlstate):
     session.sql("CREATE TABLE t (id INT)")
     _write(tmp_path, "data.csv", "1\n")
@@ -190,8 +204,10 @@ def test_export_table_to_csv_and_overwrite(session, tmp_path):
     assert df.columns == ["output_path", "file_count", "rows_written"] and row[2] == 2 and row[1] >= 1
     with pytest.raises(SqlError):
         session.sql(f"COPY INTO '{out}' FROM t FILE_FORMAT = (TYPE = CSV)")
-    session.sql(f"COPY INTO '{out}' FROM (SELECT id FROM t WHERE id IN (1)) FILE_FORMAT = (TYPE = JSON)"
-                " OVERWRITE = TRUE")
+    session.sql(
+        f"COPY INTO '{out}' FROM (SELECT id FROM t WHERE id IN (1)) FILE_FORMAT = (TYPE = JSON)"
+        " OVERWRITE = TRUE"
+    )
     session.sql("CREATE TABLE back (id INT, name STRING)")
     session.sql(f"COPY INTO back FROM '{out}' FILE_FORMAT = (TYPE = JSON) PATTERN = '.*[.]json'")
     assert _rows(session, "SELECT * FROM back") == [(1, None)]
