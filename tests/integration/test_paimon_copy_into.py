@@ -217,3 +217,114 @@ def test_export_rejects_import_only_options(session, tmp_path):
     session.sql("CREATE TABLE t (id INT)")
     with pytest.raises(SqlError, match="Unsupported FILE_FORMAT options for export"):
         session.sql(f"COPY INTO '{tmp_path}/o' FROM t FILE_FORMAT = (TYPE = CSV, SKIP_HEADER = 1)")
+
+
+def test_json_date_and_timestamp_columns(session, tmp_path):
+    session.sql("CREATE TABLE t (id INT, dt DATE, ts TIMESTAMP)")
+    _write(
+        tmp_path,
+        "data.json",
+        '{"id":"1","dt":"2024-01-15","ts":"2024-01-15T10:30:00"}\n'
+        '{"id":"2","dt":"2024-06-20","ts":"2024-06-20T14:45:30"}\n',
+    )
+    session.sql(f"COPY INTO t FROM '{tmp_path}' FILE_FORMAT = (TYPE = JSON)")
+    rows = _rows(session, "SELECT id, CAST(dt AS STRING), CAST(ts AS STRING) FROM t ORDER BY id")
+    assert rows == [(1, "2024-01-15", "2024-01-15 10:30:00"), (2, "2024-06-20", "2024-06-20 14:45:30")]
+
+
+def test_case_insensitive_column_list_and_no_namespace(session, tmp_path):
+    session.sql("CREATE TABLE t (id INT, name STRING, age INT)")
+    _write(tmp_path, "data.csv", "1,Alice\n")
+    session.sql(f"COPY INTO t (ID, NAME) FROM '{tmp_path}' FILE_FORMAT = (TYPE = CSV)")
+    assert _rows(session, "SELECT * FROM t") == [(1, "Alice", None)]
+
+
+def test_rows_loaded_counts_each_file(session, tmp_path):
+    session.sql("CREATE TABLE t (id INT, name STRING)")
+    _write(tmp_path, "a.csv", "1,a\n2,b\n3,c\n")
+    _write(tmp_path, "b.json", "")  # no rows: listed, nothing parsed
+    result = _copy(session, f"COPY INTO t FROM '{tmp_path}' FILE_FORMAT = (TYPE = CSV) PATTERN = 'a[.]csv'")
+    assert result == [("a.csv", "LOADED", 3, 3, 0, None)]
+
+
+def _parquet(path, ids, names):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"id": pa.array(ids, pa.string()), "name": names}), path)
+
+
+def test_parquet_continue_and_skip_file_on_cast_errors(session, tmp_path):
+    session.sql("CREATE TABLE c (id INT, name STRING)")
+    one = tmp_path / "one"
+    one.mkdir()
+    _parquet(one / "data.parquet", ["1", "abc", "3"], ["Alice", "Bad", "Charlie"])
+    result = _copy(session, f"COPY INTO c FROM '{one}' FILE_FORMAT = (TYPE = PARQUET) ON_ERROR = CONTINUE")
+    assert result[0][:5] == ("data.parquet", "PARTIALLY_LOADED", 2, 3, 1)
+    assert _rows(session, "SELECT id FROM c ORDER BY id") == [(1,), (3,)]
+
+    session.sql("CREATE TABLE s (id INT, name STRING)")
+    two = tmp_path / "two"
+    two.mkdir()
+    _parquet(two / "good.parquet", ["1", "2"], ["Alice", "Bob"])
+    _parquet(two / "bad.parquet", ["abc"], ["Bad"])
+    result = _copy(session, f"COPY INTO s FROM '{two}' FILE_FORMAT = (TYPE = PARQUET) ON_ERROR = SKIP_FILE")
+    assert sorted(r[:2] for r in result) == [("bad.parquet", "LOAD_FAILED"), ("good.parquet", "LOADED")]
+    assert _rows(session, "SELECT * FROM s ORDER BY id") == [(1, "Alice"), (2, "Bob")]
+
+
+def test_parquet_abort_on_cast_failure_and_force_false_skips(session, tmp_path):
+    session.sql("CREATE TABLE t (id INT, name STRING)")
+    _parquet(tmp_path / "d.parquet", ["1", "x"], ["a", "b"])
+    with pytest.raises(SqlError, match="Cast failure in column 'id'"):
+        session.sql(f"COPY INTO t FROM '{tmp_path}' FILE_FORMAT = (TYPE = PARQUET)")
+    _parquet(tmp_path / "d.parquet", ["1", "2"], ["a", "b"])
+    sql = f"COPY INTO t FROM '{tmp_path}' FILE_FORMAT = (TYPE = PARQUET)"
+    assert _copy(session, sql)[0][1] == "LOADED"
+    assert _copy(session, sql)[0][1] == "SKIPPED"
+    assert _rows(session, "SELECT count(*) FROM t") == [(2,)]
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("1,Alice\n2,Bob,20\n", [(2, "Bob", 20)]),  # a row with fewer columns
+        ("1,Alice,30,extra\n2,Bob,20\n", [(2, "Bob", 20)]),  # a row with more
+    ],
+)
+def test_continue_skips_csv_rows_with_a_wrong_column_count(session, tmp_path, text, kept):
+    session.sql("CREATE TABLE t (id INT, name STRING, age INT)")
+    _write(tmp_path, "data.csv", text)
+    result = _copy(session, f"COPY INTO t FROM '{tmp_path}' FILE_FORMAT = (TYPE = CSV) ON_ERROR = CONTINUE")
+    assert result[0][1:3] == ("PARTIALLY_LOADED", 1) and result[0][4] == 1
+    assert _rows(session, "SELECT * FROM t") == kept
+
+
+def test_continue_json_cast_errors_are_reported(session, tmp_path):
+    session.sql("CREATE TABLE t (id INT, name STRING)")
+    _write(tmp_path, "data.json", '{"id": "1", "name": "a"}\n{"id": "x", "name": "b"}\n')
+    result = _copy(session, f"COPY INTO t FROM '{tmp_path}' FILE_FORMAT = (TYPE = JSON) ON_ERROR = CONTINUE")
+    assert result[0][:5] == ("data.json", "PARTIALLY_LOADED", 1, 2, 1)
+    assert "Cast failure in column 'id'" in result[0][5]
+
+
+def test_parquet_export_then_import_round_trip(session, tmp_path):
+    session.sql("CREATE TABLE src (id INT, name STRING, score DOUBLE)")
+    session.sql("INSERT INTO src VALUES (1, 'Alice', 95.5), (2, 'Bob', 87.3)")
+    session.sql("CREATE TABLE dst (id INT, name STRING, score DOUBLE)")
+    out = tmp_path / "export"
+    session.sql(f"COPY INTO '{out}' FROM src FILE_FORMAT = (TYPE = PARQUET)")
+    session.sql(f"COPY INTO dst FROM '{out}' FILE_FORMAT = (TYPE = PARQUET) PATTERN = '.*[.]parquet'")
+    assert _rows(session, "SELECT * FROM dst ORDER BY id") == [(1, "Alice", 95.5), (2, "Bob", 87.3)]
+
+
+def test_export_of_values_and_refusal_of_side_effects(session, tmp_path):
+    df = session.sql(f"COPY INTO '{tmp_path}/v' FROM (VALUES (1, 'a'), (2, 'b')) FILE_FORMAT = (TYPE = CSV)")
+    assert tuple(df.collect()[0])[2] == 2
+    session.sql("CREATE TABLE t (id INT)")
+    session.sql("INSERT INTO t VALUES (1), (2)")
+    for query in ("DROP TABLE t", "INSERT INTO t VALUES (3)"):
+        with pytest.raises(SqlError) as e:
+            session.sql(f"COPY INTO '{tmp_path}/r' FROM ({query}) FILE_FORMAT = (TYPE = CSV)")
+        assert e.value.sqlstate == "42601"
+    assert _rows(session, "SELECT count(*) FROM t") == [(2,)]
