@@ -177,7 +177,8 @@ def _load(s: SqlSession, plan: CopyIntoTable, stmt: Statement, load: list[tuple[
           history: _History) -> list[tuple[str, str, int, int, int, str | None]]:
     tolerant = plan.on_error != "ABORT_STATEMENT"
     raw = _read(s, plan, [uri for _, uri, _ in load], tolerant)
-    raw = raw.withColumn(_FILE, F.element_at(F.split(F.input_file_name(), "/"), -1))
+    # the base name as listed: input_file_name() is a URI (a space is %20)
+    raw = raw.withColumn(_FILE, F.expr("url_decode(element_at(split(input_file_name(), '/'), -1))"))
     checked, bad = _cast(plan, _nulls(plan, raw))
     parse_bad = F.col(_CORRUPT).isNotNull() if tolerant and plan.format != "PARQUET" else F.lit(False)
     checked = checked.withColumn("__parse_bad", parse_bad)

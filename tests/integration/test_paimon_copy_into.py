@@ -179,10 +179,10 @@ def test_on_error_continue_all_rows_fail_is_load_failed_and_does_not_block_rerun
 def test_on_error_skip_file(session, tmp_path):
     session.sql("CREATE TABLE t (id INT, name STRING)")
     _write(tmp_path, "good.csv", "1,Alice\n2,Bob\n")
-    _write(tmp_path, "bad.csv", "3,Carol\nabc,Dave\n")
+    _write(tmp_path, "bad file.csv", "3,Carol\nabc,Dave\n")  # a name a URI escapes
     sql = f"COPY INTO t FROM '{tmp_path}' FILE_FORMAT = (TYPE = CSV) ON_ERROR = SKIP_FILE"
     result = sorted(_copy(session, sql))
-    assert [r[:5] for r in result] == [("bad.csv", "LOAD_FAILED", 0, 2, 1), ("good.csv", "LOADED", 2, 2, 0)]
+    assert [r[:5] for r in result] == [("bad file.csv", "LOAD_FAILED", 0, 2, 1), ("good.csv", "LOADED", 2, 2, 0)]
     assert _rows(session, "SELECT * FROM t ORDER BY id") == [(1, "Alice"), (2, "Bob")]
 
 
