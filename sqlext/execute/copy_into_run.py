@@ -21,10 +21,10 @@ import json
 import posixpath
 import re
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
@@ -47,19 +47,34 @@ _CAST_FAILURE = ("Cast failure in column '{}'. Source data contains values that 
                  "target type.")
 
 
-def _files(source: str, pattern: str | None) -> list[pafs.FileInfo]:
-    fs, root = pafs.FileSystem.from_uri(source) if "://" in source else (pafs.LocalFileSystem(), source)
-    try:
-        infos = fs.get_file_info(pafs.FileSelector(root, recursive=False))
-    except FileNotFoundError:
+@dataclass(frozen=True)
+class _File:
+    """One listed source file, as Hadoop's file system (Spark's and Paimon's) reports it."""
+
+    uri: str
+    name: str
+    size: int
+    mtime: int  # epoch milliseconds
+
+
+def _hadoop_fs(s: SqlSession, path: str) -> tuple[Any, Any]:
+    jvm = s.spark.sparkContext._jvm
+    assert jvm is not None, "a running SparkSession has a JVM gateway"
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    return hpath.getFileSystem(s.spark._jsc.hadoopConfiguration()), hpath
+
+
+def _files(s: SqlSession, source: str, pattern: str | None) -> list[_File]:
+    """The directory's direct files whose base name ``pattern`` finds, listed by Spark's Hadoop
+    file system: the same paths, sizes and times Paimon records, under the session's storage
+    settings (a listing, not a data path: one entry per file)."""
+    fs, path = _hadoop_fs(s, source)
+    if not fs.exists(path):
         return []
     regex = re.compile(pattern) if pattern is not None else None
-    return sorted((i for i in infos if i.type == pafs.FileType.File
-                   and (regex is None or regex.search(i.base_name))), key=lambda i: i.path)
-
-
-def _uri(source: str, info: pafs.FileInfo) -> str:
-    return info.path if "://" in source else "file:" + info.path
+    files = [_File(st.getPath().toString(), st.getPath().getName(), st.getLen(), st.getModificationTime())
+             for st in fs.listStatus(path) if st.isFile()]
+    return sorted((f for f in files if regex is None or regex.search(f.name)), key=lambda f: f.name)
 
 
 class _History:
@@ -157,26 +172,23 @@ def _malformed(e: Exception) -> bool:
 
 
 def run_copy_into(s: SqlSession, plan: CopyIntoTable, stmt: Statement) -> StatementResult:
-    listed = _files(plan.source, plan.pattern)
     history = _History(plan)
-    load: list[tuple[pafs.FileInfo, str, int]] = []
-    skipped: list[tuple[pafs.FileInfo, str, int]] = []
-    for info in listed:
-        uri, mtime = _uri(plan.source, info), int(info.mtime_ns // 1_000_000) if info.mtime_ns else 0
-        done = not plan.force and history.loaded(uri, info.size or 0, mtime)
-        (skipped if done else load).append((info, uri, mtime))
+    load: list[_File] = []
+    skipped: list[_File] = []
+    for f in _files(s, plan.source, plan.pattern):
+        (skipped if not plan.force and history.loaded(f.uri, f.size, f.mtime) else load).append(f)
     rows: list[tuple[str, str, int, int, int, str | None]] = []
     if load:
         rows = _load(s, plan, stmt, load, history)
-    rows += [(i.base_name, "SKIPPED", 0, 0, 0, None) for i, _, _ in skipped]
+    rows += [(f.name, "SKIPPED", 0, 0, 0, None) for f in skipped]
     table = pa.Table.from_pylist([dict(zip(RESULT.names, r, strict=True)) for r in rows], schema=RESULT)
     return StatementResult(stmt, s.arrow_frame(table), f"{len(load)} files loaded")
 
 
-def _load(s: SqlSession, plan: CopyIntoTable, stmt: Statement, load: list[tuple[pafs.FileInfo, str, int]],
+def _load(s: SqlSession, plan: CopyIntoTable, stmt: Statement, load: list[_File],
           history: _History) -> list[tuple[str, str, int, int, int, str | None]]:
     tolerant = plan.on_error != "ABORT_STATEMENT"
-    raw = _read(s, plan, [uri for _, uri, _ in load], tolerant)
+    raw = _read(s, plan, [f.uri for f in load], tolerant)
     # the base name as listed: input_file_name() is a URI (a space is %20)
     raw = raw.withColumn(_FILE, F.expr("url_decode(element_at(split(input_file_name(), '/'), -1))"))
     checked, bad = _cast(plan, _nulls(plan, raw))
@@ -221,32 +233,31 @@ def _load(s: SqlSession, plan: CopyIntoTable, stmt: Statement, load: list[tuple[
     latest = s.catalog.get_table(plan.table.identifier).latest_snapshot()
     snapshot = latest.id if latest is not None else None
     out = []
-    for info, uri, mtime in load:
-        parsed, p, c = counts.get(info.base_name, (0, 0, 0))
+    for f in load:
+        parsed, p, c = counts.get(f.name, (0, 0, 0))
         errs = p + c
         if plan.on_error == "SKIP_FILE" and errs:
-            out.append((info.base_name, "LOAD_FAILED", 0, parsed, errs, errors.get(info.base_name)))
+            out.append((f.name, "LOAD_FAILED", 0, parsed, errs, errors.get(f.name)))
             continue
         loaded = max(0, parsed - errs)
         status = "LOAD_FAILED" if errs and not loaded else "PARTIALLY_LOADED" if errs else "LOADED"
         if loaded or not errs:
-            history.record(uri, info.size or 0, mtime, snapshot, loaded)
-        out.append((info.base_name, status, loaded, parsed, errs, errors.get(info.base_name)))
+            history.record(f.uri, f.size, f.mtime, snapshot, loaded)
+        out.append((f.name, status, loaded, parsed, errs, errors.get(f.name)))
     return out
 
 
 def run_copy_to_location(s: SqlSession, plan: CopyToLocation, stmt: Statement) -> StatementResult:
     frame = plan.frame.frame
     count = frame.count()
-    fs, root = (pafs.FileSystem.from_uri(plan.target) if "://" in plan.target
-                else (pafs.LocalFileSystem(), plan.target))
-    if not plan.overwrite and fs.get_file_info(root).type != pafs.FileType.NotFound:
+    fs, path = _hadoop_fs(s, plan.target)
+    if not plan.overwrite and fs.exists(path):
         raise SqlAnalysisError(f"Target path already exists: {plan.target}; use OVERWRITE = TRUE",
                                line=stmt.line, column=stmt.column, sqlstate="42710")
     mode = "overwrite" if plan.overwrite else "errorifexists"
     frame.write.format(plan.format).options(**plan.options).mode(mode).save(plan.target)
-    written = [i for i in fs.get_file_info(pafs.FileSelector(root)) if i.type == pafs.FileType.File
-               and not i.base_name.startswith(("_", "."))]
+    written = [st for st in fs.listStatus(path) if st.isFile()
+               and not st.getPath().getName().startswith(("_", "."))]  # not _SUCCESS, not .crc
     table = pa.table({"output_path": pa.array([plan.target]),
                       "file_count": pa.array([len(written)], pa.int32()),
                       "rows_written": pa.array([count], pa.int64())})
