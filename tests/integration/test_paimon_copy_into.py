@@ -182,7 +182,10 @@ def test_on_error_skip_file(session, tmp_path):
     _write(tmp_path, "bad file.csv", "3,Carol\nabc,Dave\n")  # a name a URI escapes
     sql = f"COPY INTO t FROM '{tmp_path}' FILE_FORMAT = (TYPE = CSV) ON_ERROR = SKIP_FILE"
     result = sorted(_copy(session, sql))
-    assert [r[:5] for r in result] == [("bad file.csv", "LOAD_FAILED", 0, 2, 1), ("good.csv", "LOADED", 2, 2, 0)]
+    assert [r[:5] for r in result] == [
+        ("bad file.csv", "LOAD_FAILED", 0, 2, 1),
+        ("good.csv", "LOADED", 2, 2, 0),
+    ]
     assert _rows(session, "SELECT * FROM t ORDER BY id") == [(1, "Alice"), (2, "Bob")]
 
 
@@ -328,3 +331,49 @@ def test_export_of_values_and_refusal_of_side_effects(session, tmp_path):
             session.sql(f"COPY INTO '{tmp_path}/r' FROM ({query}) FILE_FORMAT = (TYPE = CSV)")
         assert e.value.sqlstate == "42601"
     assert _rows(session, "SELECT count(*) FROM t") == [(2,)]
+
+
+def test_json_null_if(session, tmp_path):
+    session.sql("CREATE TABLE t (id INT, name STRING)")
+    _write(
+        tmp_path,
+        "data.json",
+        '{"id":"1","name":"NULL"}\n{"id":"2","name":"\\\\N"}\n{"id":"3","name":"Alice"}\n',
+    )
+    session.sql(f"COPY INTO t FROM '{tmp_path}' FILE_FORMAT = (TYPE = JSON, NULL_IF = ('NULL', '\\\\N'))")
+    assert _rows(session, "SELECT * FROM t ORDER BY id") == [(1, None), (2, None), (3, "Alice")]
+
+
+def test_json_malformed_data_aborts(session, tmp_path):
+    session.sql("CREATE TABLE t (id INT, name STRING)")
+    _write(tmp_path, "data.json", '{"id":"1","name":"Alice"}\n{this is not valid json}\n')
+    with pytest.raises(SqlError) as e:
+        session.sql(f"COPY INTO t FROM '{tmp_path}' FILE_FORMAT = (TYPE = JSON)")
+    assert e.value.sqlstate == "22P02"
+    assert _rows(session, "SELECT count(*) FROM t") == [(0,)]
+
+
+def test_json_export_with_compression_and_round_trip(session, tmp_path):
+    session.sql("CREATE TABLE src (id INT, name STRING)")
+    session.sql("INSERT INTO src VALUES (1, 'Alice'), (2, 'Bob')")
+    out = tmp_path / "out"
+    df = session.sql(f"COPY INTO '{out}' FROM src FILE_FORMAT = (TYPE = JSON, COMPRESSION = GZIP)")
+    assert tuple(df.collect()[0])[2] == 2
+    assert any(p.name.endswith(".gz") for p in out.iterdir())
+    session.sql("CREATE TABLE dst (id INT, name STRING)")
+    session.sql(
+        f"COPY INTO dst FROM '{out}' FILE_FORMAT = (TYPE = JSON, COMPRESSION = GZIP) PATTERN = '[.]json'"
+    )
+    assert _rows(session, "SELECT * FROM dst ORDER BY id") == [(1, "Alice"), (2, "Bob")]
+
+
+def test_primary_key_partitioned_table_upserts(session, tmp_path):
+    session.sql(
+        "CREATE TABLE k (id INT, dt STRING, v INT, PRIMARY KEY (id, dt) NOT ENFORCED) PARTITIONED BY (dt)"
+        " TBLPROPERTIES ('bucket' = '2')"
+    )
+    session.sql("INSERT INTO k VALUES (1, 'a', 10)")
+    _write(tmp_path, "d.csv", "1,a,11\n2,b,20\n")
+    result = _copy(session, f"COPY INTO k FROM '{tmp_path}' FILE_FORMAT = (TYPE = CSV)")
+    assert result == [("d.csv", "LOADED", 2, 2, 0, None)]
+    assert _rows(session, "SELECT * FROM k ORDER BY id") == [(1, "a", 11), (2, "b", 20)]
