@@ -78,7 +78,8 @@ def _files(s: SqlSession, source: str, pattern: str | None) -> list[_File]:
 
 
 class _History:
-    """The table's COPY INTO load history, in Paimon's layout: ``copy-into/history/load-<sha>-<ms>``."""
+    """The table's COPY INTO load history, in Paimon's layout: ``copy-into/history/load-<sha>-<ms>``
+    (the first 16 hex digits of the path's SHA-256, then the load time), one JSON record per load."""
 
     def __init__(self, plan: CopyIntoTable) -> None:
         self.io = plan.table.store.io
@@ -88,18 +89,19 @@ class _History:
     def _key(path: str) -> str:
         return hashlib.sha256(path.encode()).hexdigest()[:16]
 
-    def loaded(self, path: str, size: int, mtime: int) -> bool:
-        prefix = f"load-{self._key(path)}-"
+    def loaded(self) -> set[tuple[str, int, int]]:
+        """``(path, size, modification time)`` of every file the history records as loaded (one
+        listing per statement); an unreadable record is no load, as Paimon reads it."""
+        out = set()
         for status in self.io.list_dir(self.dir):
-            name = posixpath.basename(status.path)
-            if name.startswith(prefix):
-                try:
-                    record = json.loads(self.io.read_text(status.path))
-                except ValueError:
-                    continue  # an unreadable record is not a load, as Paimon reads it
-                if record.get("fileSize") == size and record.get("lastModified") == mtime:
-                    return True
-        return False
+            if not posixpath.basename(status.path).startswith("load-"):
+                continue
+            try:
+                record = json.loads(self.io.read_text(status.path))
+                out.add((str(record["filePath"]), int(record["fileSize"]), int(record["lastModified"])))
+            except (ValueError, KeyError, TypeError):
+                continue
+        return out
 
     def record(self, path: str, size: int, mtime: int, snapshot: int | None, rows: int) -> None:
         now = int(time.time() * 1000)
@@ -175,8 +177,9 @@ def run_copy_into(s: SqlSession, plan: CopyIntoTable, stmt: Statement) -> Statem
     history = _History(plan)
     load: list[_File] = []
     skipped: list[_File] = []
+    done = history.loaded() if not plan.force else set()
     for f in _files(s, plan.source, plan.pattern):
-        (skipped if not plan.force and history.loaded(f.uri, f.size, f.mtime) else load).append(f)
+        (skipped if (f.uri, f.size, f.mtime) in done else load).append(f)
     rows: list[tuple[str, str, int, int, int, str | None]] = []
     if load:
         rows = _load(s, plan, stmt, load, history)

@@ -377,3 +377,27 @@ def test_primary_key_partitioned_table_upserts(session, tmp_path):
     result = _copy(session, f"COPY INTO k FROM '{tmp_path}' FILE_FORMAT = (TYPE = CSV)")
     assert result == [("d.csv", "LOADED", 2, 2, 0, None)]
     assert _rows(session, "SELECT * FROM k ORDER BY id") == [(1, "a", 11), (2, "b", 20)]
+
+
+def test_load_history_has_paimons_layout_and_a_changed_file_loads_again(session, tmp_path):
+    import hashlib
+    import json
+    import os
+
+    session.sql("CREATE TABLE t (id INT, name STRING)")
+    src = tmp_path / "src"
+    src.mkdir()
+    data = _write(src, "data.csv", "1,Alice\n")
+    sql = f"COPY INTO t FROM '{src}' FILE_FORMAT = (TYPE = CSV)"
+    session.sql(sql)
+    history = os.path.join(session.catalog.get_table("default.t").path, "copy-into", "history")
+    (name,) = os.listdir(history)
+    uri = f"file:{data}"
+    assert name.startswith(f"load-{hashlib.sha256(uri.encode()).hexdigest()[:16]}-")
+    record = json.loads(open(os.path.join(history, name)).read())
+    assert set(record) == {"filePath", "fileSize", "lastModified", "loadedAt", "snapshotId", "rowsLoaded"}
+    assert (record["filePath"], record["fileSize"], record["rowsLoaded"]) == (uri, 8, 1)
+    assert record["snapshotId"] == session.catalog.get_table("default.t").latest_snapshot().id
+    data.write_text("2,Bob\n3,Carol\n")  # another size: eligible again
+    assert _copy(session, sql) == [("data.csv", "LOADED", 2, 2, 0, None)]
+    assert _rows(session, "SELECT count(*) FROM t") == [(3,)]
