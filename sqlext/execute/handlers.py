@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlext.execute import (
     call,
+    copy_into,
     ddl,
     describe,
     insert,
@@ -27,6 +28,7 @@ PLANNERS: dict[type, Any] = {
     **row_level.PLANNERS,
     **merge_clauses.PLANNERS,
     **call.PLANNERS,
+    **copy_into.PLANNERS,
     **refs.PLANNERS,
     **view_stmts.PLANNERS,
     **show_extended.PLANNERS,

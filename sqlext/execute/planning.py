@@ -484,6 +484,52 @@ class Write:
 
 
 @dataclass(frozen=True)
+class CopyIntoTable:
+    """COPY INTO a table from files (Paimon 2.0): what the runner reads, checks and writes.
+
+    ``source``: the directory (its direct files; ``pattern`` a regex over their base names);
+    ``format``: CSV, JSON or PARQUET; ``reader_options``: Spark's reader options for it;
+    ``null_if`` / ``empty_as_null``: values read as NULL; ``columns``: the table columns the
+    files fill (CSV by position, JSON and Parquet by name), each cast to ``casts`` (a CAST's type
+    text; ``strings``: which are strings, never a cast failure); ``force``: ignore the load
+    history; ``on_error``: ABORT_STATEMENT, CONTINUE or SKIP_FILE; ``options``: the write's
+    resolved options. The rows go through the ``Write`` an INSERT with that column list plans.
+    """
+
+    table: Table
+    source: str
+    format: str
+    reader_options: Mapping[str, str]
+    null_if: tuple[str, ...]
+    empty_as_null: bool
+    columns: tuple[str, ...]
+    casts: tuple[str, ...]
+    strings: tuple[bool, ...]
+    pattern: str | None
+    force: bool
+    on_error: str
+    options: Mapping[str, str]
+
+    def write_for(self, frame: BoundFrame) -> Write:
+        """The ``Write`` of the checked rows (``frame`` has ``columns``, already cast)."""
+        return Write(self.table, frame, None, None, self.options, None, WriteShape(self.columns),
+                     "{count} rows loaded")
+
+
+@dataclass(frozen=True)
+class CopyToLocation:
+    """COPY INTO a location from a table or query: Spark writes ``frame`` as ``format`` files
+    (``options``: Spark's writer options) into ``target``; without ``overwrite`` an existing
+    target is refused."""
+
+    frame: BoundFrame
+    target: str
+    format: str
+    options: Mapping[str, str]
+    overwrite: bool
+
+
+@dataclass(frozen=True)
 class CreateTableAs:
     """CREATE TABLE … AS SELECT: create ``create``'s table, then carry out ``write_for(table)``,
     the ``Write`` an ``INSERT INTO t SELECT`` of the same query plans (every column by position,
@@ -628,7 +674,7 @@ RowLevelPlan: TypeAlias = RowLevelWrite | MarkDeletions | TruncateTable | MergeI
 
 Plan: TypeAlias = (
     Rows | Done | ToEngine | SessionAction | CatalogAction | RefAction | ViewAction | TableJob
-    | Write | CreateTableAs | CallProcedure | RowLevelPlan
+    | Write | CreateTableAs | CallProcedure | RowLevelPlan | CopyIntoTable | CopyToLocation
 )
 Planner: TypeAlias = Callable[[PlannerContext, Any, Statement], Plan]
 

@@ -20,6 +20,7 @@ from engine.types import DataType
 from sqlext.errors import ProcedureTargetError, SqlAnalysisError, SqlError
 from sqlext.execute.call import located_at
 from sqlext.execute.common import paimon_to_spark_ddl, spark_to_paimon, spark_type_name
+from sqlext.execute.copy_into_run import run_copy_into, run_copy_to_location
 from sqlext.execute.ddl_jobs import run_table_job
 from sqlext.execute.dml import run_merge
 from sqlext.execute.dml_deletion_vectors import mark_deletions
@@ -29,6 +30,8 @@ from sqlext.execute.planning import (
     CallProcedure,
     CatalogAction,
     Column,
+    CopyIntoTable,
+    CopyToLocation,
     CreateBranch,
     CreateDatabase,
     CreateTable,
@@ -268,6 +271,10 @@ class PlanRunner:
             return StatementResult(stmt, frame, None)
         if isinstance(plan, Write):
             return run_write(s, plan, stmt)
+        if isinstance(plan, CopyIntoTable):
+            return run_copy_into(s, plan, stmt)
+        if isinstance(plan, CopyToLocation):
+            return run_copy_to_location(s, plan, stmt)
         if isinstance(plan, CreateTableAs):
             table = self._create_table(plan.create)
             try:

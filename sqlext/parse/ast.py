@@ -479,6 +479,40 @@ class Merge:
 
 
 @dataclass(frozen=True, slots=True)
+class FileFormat:
+    """``FILE_FORMAT = (TYPE = …, option = value, …)`` of COPY INTO: the type (upper-case, as
+    written: checked by the planner) and the other options, keys upper-case, lists (``NULL_IF``)
+    as tuples; ``positions``: where each option key was written (line, column), for errors."""
+
+    type: str
+    options: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict)
+    positions: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CopyInto:
+    """COPY INTO t [(cols)] FROM 'path' FILE_FORMAT = (…) [PATTERN = '…'] [FORCE = b] [ON_ERROR = m]."""
+
+    table: TableName
+    source: str
+    file_format: FileFormat
+    columns: tuple[str, ...] | None = None
+    pattern: str | None = None
+    force: bool = False
+    on_error: Literal["ABORT_STATEMENT", "CONTINUE", "SKIP_FILE"] = "ABORT_STATEMENT"
+
+
+@dataclass(frozen=True, slots=True)
+class CopyIntoLocation:
+    """COPY INTO 'path' FROM {t | (query)} FILE_FORMAT = (…) [OVERWRITE = b]."""
+
+    target: str
+    source: TableName | SqlFragment
+    file_format: FileFormat
+    overwrite: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Truncate:
     """TRUNCATE TABLE t [PARTITION (...)]."""
 
@@ -625,6 +659,8 @@ class UncacheTable:
 
 Node: TypeAlias = (
     CreateDatabase
+    | CopyInto
+    | CopyIntoLocation
     | CreateView
     | DropView
     | ShowViews

@@ -98,7 +98,7 @@ class _Grammar:
             if terminal.pattern.type != "str":
                 continue
             value = terminal.pattern.value
-            if value.isalpha():
+            if value.replace("_", "").isalpha():  # FILE_FORMAT, ON_ERROR are words too
                 self.keywords[value.upper()] = terminal.name
             else:
                 punctuation.append((value, terminal.name))

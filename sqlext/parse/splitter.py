@@ -191,6 +191,7 @@ _OURS_ALWAYS = frozenset(
     {"USE", "INSERT", "DELETE", "UPDATE", "MERGE", "TRUNCATE", "SET", "RESET", "CALL", "CACHE", "UNCACHE"}
 )
 _OURS_AFTER = {
+    "COPY": frozenset({"INTO"}),
     "CREATE": frozenset({"TABLE", "DATABASE", "SCHEMA"}),
     "DROP": frozenset({"TABLE", "DATABASE", "SCHEMA", "VIEW"}),
     "ALTER": frozenset({"TABLE"}),
@@ -232,7 +233,8 @@ def classify(text: str) -> Literal["dyntable", "spark"]:
         ``"dyntable"`` for CREATE/DROP/ALTER TABLE, CREATE/DROP DATABASE|SCHEMA, CREATE/DROP VIEW,
         USE, SHOW TABLES/VIEWS/DATABASES/CREATE TABLE/PARTITIONS/JOBS/TAGS/BRANCHES, SHOW TABLE
         EXTENDED, DESCRIBE,
-        INSERT, DELETE, UPDATE, MERGE, TRUNCATE, SET, RESET, CALL, CACHE/UNCACHE TABLE and STOP JOB;
+        INSERT, DELETE, UPDATE, MERGE, TRUNCATE, SET, RESET, CALL, CACHE/UNCACHE TABLE, COPY INTO and
+        STOP JOB;
         ``"spark"`` for everything else (SELECT, WITH, VALUES, EXPLAIN, functions, ALTER VIEW,
         INSERT OVERWRITE DIRECTORY, ...).
     """

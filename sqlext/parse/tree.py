@@ -149,6 +149,79 @@ class TreeBuilder(DdlBuilder):
     ) -> ast.Node:
         return ast.Merge(target, source, self._fragment(on), clauses, target_alias, source_alias)
 
+    # ------------------------------------------------------------ COPY INTO
+    def copy_columns(self, *names: Token) -> tuple[str, ...]:
+        listed = tuple(str(self.name(n)) for n in names)
+        seen: set[str] = set()
+        for tok, name in zip(names, listed, strict=True):
+            if name.lower() in seen:  # Paimon's words for it
+                raise self._fail(f"Duplicate columns in column list: {name}", tok)
+            seen.add(name.lower())
+        return listed
+
+    def string_list(self, *items: Token) -> tuple[str, ...]:
+        return tuple(str(i) for i in items)
+
+    def format_option(self, key: Token, value: Any) -> tuple[Token, str | tuple[str, ...]]:
+        if isinstance(value, bool):
+            return key, "TRUE" if value else "FALSE"
+        return key, value if isinstance(value, tuple) else str(value)
+
+    def file_format(self, *options: tuple[Token, str | tuple[str, ...]]) -> ast.FileFormat:
+        values: dict[str, str | tuple[str, ...]] = {}
+        positions: dict[str, tuple[int, int]] = {}
+        for key, value in options:
+            upper = str(key).upper()
+            if upper in values:
+                raise self._fail(f"Duplicate FILE_FORMAT option: {upper}", key)
+            values[upper] = value
+            positions[upper] = (key.line or 1, key.column or 1)
+        kind = values.pop("TYPE", None)
+        if kind is None:
+            raise self._fail("FILE_FORMAT must include TYPE", options[0][0])
+        if isinstance(kind, tuple):
+            raise self._fail("FILE_FORMAT TYPE takes one value: CSV, JSON or PARQUET", options[0][0])
+        return ast.FileFormat(kind.upper(), values, positions)
+
+    def copy_pattern(self, pattern: Token) -> tuple[str, str]:
+        return "pattern", str(pattern)
+
+    def copy_force(self, value: bool) -> tuple[str, bool]:
+        return "force", value
+
+    def copy_overwrite(self, value: bool) -> bool:
+        return value
+
+    def copy_on_error(self, mode: str) -> tuple[str, str]:
+        return "on_error", mode
+
+    def abort_statement(self) -> str:
+        return "ABORT_STATEMENT"
+
+    def continue_loading(self) -> str:
+        return "CONTINUE"
+
+    def skip_file(self) -> str:
+        return "SKIP_FILE"
+
+    def copy_into(
+        self, table: ast.TableName, columns: tuple[str, ...] | None, source: Token,
+        file_format: ast.FileFormat, *settings: tuple[str, Any] | None,
+    ) -> ast.Node:
+        given = dict(s for s in settings if s is not None)
+        return ast.CopyInto(
+            table, str(source), file_format, columns, pattern=given.get("pattern"),
+            force=bool(given.get("force", False)), on_error=given.get("on_error", "ABORT_STATEMENT"),
+        )
+
+    def copy_into_location(
+        self, target: Token, source: ast.TableName | ast.SqlFragment, file_format: ast.FileFormat,
+        overwrite: bool | None,
+    ) -> ast.Node:
+        if isinstance(source, ast.SqlFragment) and not source.text.strip():
+            raise self._fail("COPY INTO <location> FROM (<query>) requires a non-empty query", target)
+        return ast.CopyIntoLocation(str(target), source, file_format, bool(overwrite))
+
     def truncate(self, table: ast.TableName, partition: ast.PartitionSpec | None) -> ast.Node:
         return ast.Truncate(table, partition)
 
