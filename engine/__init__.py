@@ -38,6 +38,8 @@ from engine.compaction import CompactionTask
 from engine.compaction import run_task as run_compaction_task
 from engine.count_layout import is_count_layout
 from engine.default_values import default_text
+from engine.format_table import FORMATS as FORMAT_TABLE_FORMATS
+from engine.format_table import FormatTable, FormatTableError
 from engine.errors import (
     AlreadyExistsError,
     BranchAlreadyExistsError,
@@ -90,6 +92,9 @@ from engine.write.kv_import import KvFileImport, SequenceStarts, StagedFile
 __all__ = [
     # tables and catalogs
     "FileSystemCatalog",
+    "FormatTable",
+    "FormatTableError",
+    "FORMAT_TABLE_FORMATS",
     "Identifier",
     "Snapshot",
     "Table",
