@@ -40,6 +40,7 @@ from engine.count_layout import is_count_layout
 from engine.default_values import default_text
 from engine.format_table import FORMATS as FORMAT_TABLE_FORMATS
 from engine.format_table import FormatTable, FormatTableError
+from engine.format_table import refuse as refuse_format_table
 from engine.errors import (
     AlreadyExistsError,
     BranchAlreadyExistsError,
@@ -95,6 +96,7 @@ __all__ = [
     "FormatTable",
     "FormatTableError",
     "FORMAT_TABLE_FORMATS",
+    "refuse_format_table",
     "Identifier",
     "Snapshot",
     "Table",

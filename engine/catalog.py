@@ -24,7 +24,7 @@ from engine.errors import (
     NoSuchTableError,
     TableAlreadyExistsError,
 )
-from engine.format_table import FORMAT_KEY, FormatTable, format_table_options, is_format_table, refuse
+from engine.format_table import FORMAT_KEY, SPARK_NATIVE, FormatTable, format_table_options, is_format_table, refuse
 from engine.identifier import DEFAULT_DATABASE, Identifier, validate_name
 from engine.io import FileIO
 from engine.meta.paths import TablePaths, join
@@ -262,7 +262,8 @@ class FileSystemCatalog:
         opts = format_table_options(file_format, {k: str(v) for k, v in (options or {}).items()})
         # The data-table option checks do not apply to a format table's own keys (its file.format
         # is not a data file format of dyntable's): checked without them, stored with them.
-        checked = {k: v for k, v in opts.items() if k not in (FORMAT_KEY, "type")}
+        checked = {k: v for k, v in opts.items()
+                   if k not in (FORMAT_KEY, "type", "file.compression") and k.lower() not in SPARK_NATIVE}
         table_schema = TableSchema.create(list(fields), partition_keys, (), checked, comment)
         table_schema = replace(table_schema, options={k: v for k, v in opts.items()})
         if self.table_exists(ident):

@@ -50,8 +50,9 @@ _SPARK_OPTIONS = {
     "file.compression": "compression",
 }
 # Spark's own spellings are taken as they are (Paimon's Spark catalog accepts both).
-_SPARK_NATIVE = frozenset({"sep", "lineSep", "quote", "escape", "header", "nullValue", "mode", "compression",
-                           "delimiter"})
+# (Spark's option names are case-insensitive.)
+SPARK_NATIVE = frozenset({"sep", "linesep", "quote", "escape", "header", "nullvalue", "mode", "compression",
+                          "delimiter"})
 _NOT_EMPTY = ("csv.field-delimiter", "csv.line-delimiter", "csv.quote-character", "csv.escape-character",
               "json.line-delimiter")
 
@@ -112,7 +113,7 @@ class FormatTable:
         for key, value in self.options.items():
             if key in _SPARK_OPTIONS:
                 out[_SPARK_OPTIONS[key]] = value
-            elif key in _SPARK_NATIVE:
+            elif key.lower() in SPARK_NATIVE:
                 out[key] = value
         if self.format == "parquet" and out.get("compression", "").lower() == "none":
             out["compression"] = "uncompressed"  # Spark's Parquet writer spells "none" so

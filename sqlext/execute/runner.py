@@ -32,6 +32,7 @@ from sqlext.execute.planning import (
     CreateBranch,
     CreateDatabase,
     CreateTable,
+    FormatWrite,
     CreateTableAs,
     CreateTag,
     Done,
@@ -66,6 +67,7 @@ from sqlext.execute.writes import run_write
 from sqlext.parse.names import TableName, quoted
 from sqlext.parse.splitter import Statement
 from sqlext.parse.views import ViewDefinition
+from sqlext.source.format_tables import write_format_table
 from sqlext.source.session_conf import session_conf
 from sqlext.source.spark_types import spark_schema
 
@@ -268,6 +270,10 @@ class PlanRunner:
             return StatementResult(stmt, frame, None)
         if isinstance(plan, Write):
             return run_write(s, plan, stmt)
+        if isinstance(plan, FormatWrite):
+            write_format_table(plan.frame.frame, self._session.catalog.io, plan.table, plan.expressions,
+                               plan.overwrite, plan.static)
+            return StatementResult(stmt, None, plan.message)
         if isinstance(plan, CreateTableAs):
             table = self._create_table(plan.create)
             try:
@@ -322,6 +328,8 @@ class PlanRunner:
         return plan.message + ("" if result.snapshot_ids else " (nothing matched)")
 
     def _create_table(self, action: CreateTable) -> Table:
+        if action.file_format is not None:
+            raise TypeError("a format table is created by _catalog_action")  # pragma: no cover
         return self._session.catalog.create_table(
             action.identifier, list(action.fields), action.partition_keys, action.primary_keys,
             dict(action.options), action.comment,
@@ -338,6 +346,9 @@ class PlanRunner:
             catalog.drop_database(action.name, ignore_if_not_exists=action.if_exists, cascade=action.cascade)
         elif isinstance(action, UseDatabase):
             s.current_database = action.name
+        elif isinstance(action, CreateTable) and action.file_format is not None:
+            catalog.create_format_table(action.identifier, list(action.fields), action.file_format,
+                                        action.partition_keys, dict(action.options), action.comment)
         elif isinstance(action, CreateTable):
             self._create_table(action)
         elif isinstance(action, AlterTable):
