@@ -38,9 +38,6 @@ from engine.compaction import CompactionTask
 from engine.compaction import run_task as run_compaction_task
 from engine.count_layout import is_count_layout
 from engine.default_values import default_text
-from engine.format_table import FORMATS as FORMAT_TABLE_FORMATS
-from engine.format_table import FormatTable, FormatTableError
-from engine.format_table import refuse as refuse_format_table
 from engine.errors import (
     AlreadyExistsError,
     BranchAlreadyExistsError,
@@ -62,6 +59,9 @@ from engine.errors import (
     TableAlreadyExistsError,
     TagAlreadyExistsError,
 )
+from engine.format_table import FORMATS as FORMAT_TABLE_FORMATS
+from engine.format_table import FormatTable, FormatTableError
+from engine.format_table import refuse as refuse_format_table
 from engine.identifier import Identifier
 from engine.merge.functions import MergeConfig
 from engine.meta.paths import escape_path_name, partition_value_string

@@ -24,7 +24,14 @@ from engine.errors import (
     NoSuchTableError,
     TableAlreadyExistsError,
 )
-from engine.format_table import FORMAT_KEY, SPARK_NATIVE, FormatTable, format_table_options, is_format_table, refuse
+from engine.format_table import (
+    FORMAT_KEY,
+    SPARK_NATIVE,
+    FormatTable,
+    format_table_options,
+    is_format_table,
+    refuse,
+)
 from engine.identifier import DEFAULT_DATABASE, Identifier, validate_name
 from engine.io import FileIO
 from engine.meta.paths import TablePaths, join
@@ -241,8 +248,8 @@ class FileSystemCatalog:
         if schema is None or not is_format_table(schema.options):
             return None
         options = dict(schema.options)
-        return FormatTable(ident, path, options[FORMAT_KEY], tuple(schema.fields), tuple(schema.partition_keys),
-                           options, schema.comment)
+        return FormatTable(ident, path, options[FORMAT_KEY], tuple(schema.fields),
+                           tuple(schema.partition_keys), options, schema.comment)
 
     def create_format_table(
         self,

@@ -165,7 +165,7 @@ class FormatTable:
                 if io.exists(root):
                     for path in _files_under(io, root, top=not d):
                         io.delete(path)
-        for rel, path in zip(relative, moved):
+        for rel, path in zip(relative, moved, strict=True):
             target = join(self.location, rel)
             parent = target.rsplit("/", 1)[0]
             io.mkdirs(parent)
@@ -181,7 +181,8 @@ def _files_under(io: FileIO, root: str, *, top: bool) -> list[str]:
         directory = pending.pop()
         for status in io.list_dir(directory):
             name = status.path.rstrip("/").rsplit("/", 1)[-1]
-            if name.startswith(("_", ".")) or (top and directory == root and name == SCHEMA_DIR and status.is_dir):
+            metadata = top and directory == root and name == SCHEMA_DIR and status.is_dir
+            if name.startswith(("_", ".")) or metadata:
                 continue
             if status.is_dir:
                 pending.append(status.path)

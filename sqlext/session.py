@@ -36,8 +36,8 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
 from engine import DyntableError, FormatTable, Identifier, InvalidArgumentError, Table, open_catalog
-from engine import refuse_format_table as refuse_format
 from engine import predicate as engine_predicate
+from engine import refuse_format_table as refuse_format
 from engine.identifier import DEFAULT_DATABASE
 from sqlext.bind.pruning import Pushdown
 from sqlext.bind.pruning import pushdown as extract_pushdown
@@ -55,8 +55,8 @@ from sqlext.parse.views import ViewDefinition
 from sqlext.positions import in_view, is_syntax_error, located, spark_error, spark_names
 from sqlext.source.datasource import read_builder_at, resolve
 from sqlext.source.dynamic import PREFIX as DYNAMIC_PREFIX
-from sqlext.source.format_tables import read_format_table
 from sqlext.source.dynamic import check_session_key, table_overrides
+from sqlext.source.format_tables import read_format_table
 from sqlext.source.native import load as native_load
 from sqlext.source.requests import ReadRequest, ReadVersion, TableTarget
 from sqlext.source.session_conf import session_conf_option

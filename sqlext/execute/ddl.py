@@ -123,6 +123,10 @@ def create_table(ctx: PlannerContext, n: ast.CreateTable, stmt: Statement) -> Pl
     file_format = n.using.lower() if n.using and n.using.lower() in FORMAT_TABLE_FORMATS else None
     if n.using and n.using.lower() not in MANAGED_FORMATS and file_format is None:
         return ToEngine()
+    if file_format is not None and n.query is not None:
+        raise UnsupportedStatementError(
+            "CREATE TABLE … AS SELECT is not supported for a format table: create it, then INSERT",
+            line=stmt.line, column=stmt.column)
     ident = ctx.identifier(n.name)
     if ctx.catalog.table_exists(ident):
         if n.if_not_exists:
@@ -166,10 +170,6 @@ def create_table(ctx: PlannerContext, n: ast.CreateTable, stmt: Statement) -> Pl
         raise _error(stmt, "CREATE TABLE needs at least one column", "42601")
     if file_format is not None:
         # A Paimon format table: a directory of files (engine.format_table), no snapshots.
-        if query is not None:
-            raise UnsupportedStatementError(
-                "CREATE TABLE … AS SELECT is not supported for a format table: create it, then INSERT",
-                line=stmt.line, column=stmt.column)
         if computed or n.watermark is not None or n.buckets is not None:
             raise _error(stmt, "a format table has no computed columns, watermarks or buckets", "0A000")
         fmt_options = {**{k: str(v) for k, v in n.options.items()}}

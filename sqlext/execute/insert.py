@@ -201,7 +201,8 @@ def _format_write(ctx: PlannerContext, table: FormatTable, n: ast.Insert, stmt: 
     if n.columns:
         unknown = [c for c in n.columns if c not in names]
         if unknown:
-            raise _error(stmt, f"unknown column(s) {unknown} in INSERT column list of '{table.name}'", "42703")
+            raise _error(stmt, f"unknown column(s) {unknown} in INSERT column list of '{table.name}'",
+                         "42703")
     columns = [c for c in (n.columns or names) if c not in static]
     frame = ctx.frame(n.query.text)
     if len(frame.columns) != len(columns):
@@ -213,7 +214,8 @@ def _format_write(ctx: PlannerContext, table: FormatTable, n: ast.Insert, stmt: 
         type_text = ctx.cast_type(f.type)
         if f.name in static:
             value = static[f.name]
-            literal = "NULL" if value is None else "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+            text = str(value).replace("\\", "\\\\").replace("'", "\\'")
+            literal = "NULL" if value is None else f"'{text}'"
             expressions.append(f"CAST({literal} AS {type_text}) AS {quoted(f.name)}")
         elif f.name in position:
             expressions.append(f"CAST(_c{position[f.name]} AS {type_text}) AS {quoted(f.name)}")

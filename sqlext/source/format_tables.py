@@ -11,17 +11,17 @@ prefix, or the partitions written). No row passes through Python.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from engine import FormatTable
-from engine.io import FileIO
 from engine.types import to_arrow_field
 from sqlext.source.spark_types import spark_schema
 
 
-def read_format_table(spark: SparkSession, io: FileIO, table: FormatTable) -> DataFrame:
+def read_format_table(spark: SparkSession, io: Any, table: FormatTable) -> DataFrame:
     """The table's rows as a DataFrame read by Spark's own reader (empty when it has no files)."""
     schema = spark_schema(pa.schema([to_arrow_field(f) for f in table.fields]))
     files = table.data_files(io)
@@ -29,11 +29,12 @@ def read_format_table(spark: SparkSession, io: FileIO, table: FormatTable) -> Da
         return spark.createDataFrame([], schema)
     reader = spark.read.format(table.format).schema(schema).options(**table.reader_options())
     # Partition values come from the directories below basePath, typed by the given schema.
-    return reader.option("basePath", table.location).load(files).select(*[f"`{n}`" for n in table.field_names])
+    frame = reader.option("basePath", table.location).load(files)
+    return frame.select(*[f"`{n}`" for n in table.field_names])
 
 
 def write_format_table(
-    frame: DataFrame, io: FileIO, table: FormatTable, expressions: Sequence[str], overwrite: str,
+    frame: DataFrame, io: Any, table: FormatTable, expressions: Sequence[str], overwrite: str,
     static: Mapping[str, str],
 ) -> int:
     """Writes ``frame`` (columns renamed ``_c0`` … and shaped by ``expressions`` onto the table's
