@@ -147,9 +147,10 @@ class FormatTable:
                       static: Mapping[str, str] | None = None) -> int:
         """Moves a write's staged files into the table; returns how many files moved.
 
-        ``overwrite``: ``none`` appends; ``static`` first deletes the data under the ``static``
-        partition prefix (the whole table without one); ``dynamic`` first deletes the partitions
-        the staged files belong to. Paths inside ``staged`` are relative to the table location."""
+        ``overwrite`` (Paimon's ``FormatTableCommit``): ``none`` appends; ``static`` first deletes
+        the data under the ``static`` partition prefix (the whole table without one) and leaves
+        its directory; ``dynamic`` first deletes the partitions the staged files belong to.
+        Paths inside ``staged`` are relative to the table location."""
         moved = _files_under(io, staged, top=False)
         base = staged.rstrip("/") + "/"
         relative = [p[len(base):] for p in moved]
@@ -158,6 +159,8 @@ class FormatTable:
             root = join(self.location, prefix) if prefix else self.location
             for path in _files_under(io, root, top=not prefix) if io.exists(root) else []:
                 io.delete(path)
+            if prefix:
+                io.mkdirs(root)  # the partition exists after an overwrite, even an empty one (Paimon)
         elif overwrite == "dynamic":
             dirs = {"/".join(r.split("/")[: len(self.partition_keys)]) for r in relative}
             for d in dirs:

@@ -187,7 +187,7 @@ def insert(ctx: PlannerContext, n: ast.Insert, stmt: Statement) -> Plan:
 
 def _format_write(ctx: PlannerContext, table: FormatTable, n: ast.Insert, stmt: Statement) -> Plan:
     """INSERT into a format table: the query's columns by position (or column list) onto the
-    table's, static partition values as literals; overwrite static, or dynamic as INSERT's mode."""
+    table's, static partition values as literals; an overwrite as Paimon's format-table commit."""
     if n.by_name:
         raise UnsupportedStatementError("INSERT … BY NAME is not supported for a format table",
                                         line=stmt.line, column=stmt.column)
@@ -221,12 +221,10 @@ def _format_write(ctx: PlannerContext, table: FormatTable, n: ast.Insert, stmt: 
             expressions.append(f"CAST(_c{position[f.name]} AS {type_text}) AS {quoted(f.name)}")
         else:
             expressions.append(f"CAST(NULL AS {type_text}) AS {quoted(f.name)}")
-    overwrite = "none"
-    if n.overwrite:
-        full_static = bool(table.partition_keys) and set(static) >= set(table.partition_keys)
-        hints = {k: str(v) for k, v in n.options.items()}
-        dynamic = hints.get(DYNAMIC_OVERWRITE, ctx.engine_setting(OVERWRITE_MODE) or "static")
-        overwrite = "dynamic" if not full_static and str(dynamic).lower() in ("dynamic", "true") else "static"
+    # Paimon's format-table commit: an overwrite with static partition values replaces everything
+    # under them; without, the partitions the write produced (the whole table when unpartitioned
+    # and written), whatever Spark's partitionOverwriteMode says.
+    overwrite = ("static" if static else "dynamic") if n.overwrite else "none"
     static_text = {k: "" if v is None else str(v) for k, v in static.items()}
     return FormatWrite(table, frame, tuple(expressions), overwrite, static_text,
                        f"Inserted into format table {table.name}")

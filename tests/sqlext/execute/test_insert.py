@@ -314,14 +314,14 @@ def test_a_format_table_insert_casts_by_position(fmt_ctx):
     assert (p.overwrite, dict(p.static)) == ("none", {})
 
 
-def test_a_format_table_overwrite_static_partition_and_dynamic_mode(fmt_ctx):
+def test_a_format_table_overwrite_by_static_partition_else_the_partitions_written(fmt_ctx):
     fmt_ctx.queries["VALUES (1, 10)"] = (col("col1", "INT"), col("col2", "INT"))
     p = plan(fmt_ctx, "INSERT OVERWRITE f PARTITION (ds=2024, hh) VALUES (1, 10)")
     assert p.expressions[1] == "CAST('2024' AS bigint) AS `ds`"
     assert (p.overwrite, dict(p.static)) == ("static", {"ds": "2024"})
-    fmt_ctx.settings["spark.sql.sources.partitionOverwriteMode"] = "dynamic"
-    p = plan(fmt_ctx, "INSERT OVERWRITE f PARTITION (ds=2024, hh) VALUES (1, 10)")
-    assert p.overwrite == "dynamic"
+    # Without static values Paimon replaces the partitions written, under any Spark mode.
+    fmt_ctx.queries["VALUES (1, 2, 10)"] = (col("col1", "INT"), col("col2", "INT"), col("col3", "INT"))
+    assert plan(fmt_ctx, "INSERT OVERWRITE f VALUES (1, 2, 10)").overwrite == "dynamic"
 
 
 def test_a_format_table_insert_checks_the_column_count(fmt_ctx):
