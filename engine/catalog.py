@@ -248,6 +248,8 @@ class FileSystemCatalog:
         if schema is None or not is_format_table(schema.options):
             return None
         options = dict(schema.options)
+        if options.get("bucket") == "-1":
+            del options["bucket"]  # the loader's default for data tables; a format table has no buckets
         return FormatTable(ident, path, options[FORMAT_KEY], tuple(schema.fields),
                            tuple(schema.partition_keys), options, schema.comment)
 

@@ -172,3 +172,24 @@ def test_paimon_refusals(session):
         session.sql("CREATE TABLE k (id INT, v STRING) USING csv TBLPROPERTIES ('primary-key'='id')")
     with pytest.raises((SqlError, ValueError), match="csv.quote-character must not be empty"):
         session.sql("CREATE TABLE q (f0 INT, f1 STRING) USING CSV OPTIONS ('csv.quote-character' '')")
+
+
+@pytest.mark.parametrize(("fmt", "compression"), FORMATS)
+def test_show_partitions(session, fmt, compression):
+    session.sql(f"CREATE TABLE t (id INT, p1 INT, p2 STRING) USING {fmt} PARTITIONED BY (p1, p2) "
+                f"TBLPROPERTIES ('file.compression'='{compression}')")
+    for values in ("(1, 1, '1')", "(2, 1, '1')", "(3, 2, '1')", "(3, 2, '2')"):
+        session.sql(f"INSERT INTO t VALUES {values}")
+    assert rows(session, "SHOW PARTITIONS t") == [("p1=1/p2=1",), ("p1=2/p2=1",), ("p1=2/p2=2",)]
+    assert rows(session, "SHOW PARTITIONS t PARTITION (p1=1)") == [("p1=1/p2=1",)]
+    assert rows(session, "SHOW PARTITIONS t PARTITION (p1=2, p2='2')") == [("p1=2/p2=2",)]
+
+
+def test_show_create_table_and_describe(session):
+    session.sql("CREATE TABLE t1 (id INT, p1 INT, p2 INT) USING csv PARTITIONED BY (p1, p2) "
+                "OPTIONS ('csv.field-delimiter' ';')")
+    text = rows(session, "SHOW CREATE TABLE t1")[0][0]
+    assert "PARTITIONED BY (p1, p2)" in text and "'csv.field-delimiter' = ';'" in text and "USING csv" in text
+    assert rows(session, "DESCRIBE t1")[:3] == [("id", "int", None), ("p1", "int", None), ("p2", "int", None)]
+    assert ("csv.field-delimiter", ";") in rows(session, "SHOW TBLPROPERTIES t1")
+    assert ("default", "t1", False) in rows(session, "SHOW TABLES")
