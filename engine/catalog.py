@@ -28,9 +28,11 @@ from engine.format_table import (
     FORMAT_KEY,
     SPARK_NATIVE,
     FormatTable,
+    alter_format_table,
     format_table_options,
     is_format_table,
     refuse,
+    stored_options,
 )
 from engine.identifier import DEFAULT_DATABASE, Identifier, validate_name
 from engine.io import FileIO
@@ -247,9 +249,7 @@ class FileSystemCatalog:
         schema = SchemaStore(self.io, TablePaths(path)).latest()
         if schema is None or not is_format_table(schema.options):
             return None
-        options = dict(schema.options)
-        if options.get("bucket") == "-1":
-            del options["bucket"]  # the loader's default for data tables; a format table has no buckets
+        options = stored_options(schema.options)
         return FormatTable(ident, path, options[FORMAT_KEY], tuple(schema.fields),
                            tuple(schema.partition_keys), options, schema.comment)
 
@@ -317,6 +317,18 @@ class FileSystemCatalog:
             lambda latest: latest.apply_changes(changes, allow_immutable=allow_immutable)
         )
         return self.get_table(identifier)
+
+    def alter_format_table(self, identifier: str | Identifier,
+                           changes: Sequence[SchemaChange]) -> FormatTable:
+        """Set or remove options (or the comment) of a format table: one new schema version."""
+        fmt = self.get_format_table(identifier)
+        if fmt is None:
+            raise NoSuchTableError(f"no format table '{self._identifier(identifier).full_name}'")
+        SchemaStore(self.io, TablePaths(fmt.location)).commit_change(
+            lambda latest: alter_format_table(fmt.name, latest, changes))
+        altered = self.get_format_table(identifier)
+        assert altered is not None
+        return altered
 
 
 def _refuse_hidden_partition_columns(keys: Sequence[str]) -> None:

@@ -18,14 +18,17 @@ read as a data table) is refused with :class:`FormatTableError`, SQLSTATE 0A000.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from posixpath import join
 
 from engine.errors import InvalidArgumentError, UnsupportedTableError
 from engine.identifier import Identifier
 from engine.io import FileIO
+from engine.schema import TableSchema
+from engine.schema_changes import RemoveOption, SchemaChange, SetOption, UpdateComment
 from engine.types import DataField
 
 TYPE_KEY = "type"
@@ -85,6 +88,35 @@ def refuse(table: str, operation: str) -> FormatTableError:
     return FormatTableError(
         f"'{table}' is a format table (a directory of files, without snapshots): {operation} is not"
         " supported on it, as in Paimon")
+
+
+def stored_options(options: Mapping[str, str]) -> dict[str, str]:
+    """A format table's options as stored: the schema loader's ``bucket = -1`` (what a data table's
+    schema file without ``bucket`` means) is no option of a format table, which has no buckets."""
+    return {k: v for k, v in options.items() if not (k == "bucket" and v == "-1")}
+
+
+def alter_format_table(name: str, latest: TableSchema, changes: Sequence[SchemaChange]) -> TableSchema:
+    """The next schema version of a format table: options set or removed, the comment changed.
+    Column changes are refused: the files already written keep their columns."""
+    options = stored_options(latest.options)
+    comment = latest.comment
+    for change in changes:
+        if isinstance(change, SetOption):
+            if change.key in (TYPE_KEY, FORMAT_KEY):
+                raise refuse(name, f"changing '{change.key}'")
+            options[change.key] = change.value
+        elif isinstance(change, RemoveOption):
+            if change.key in (TYPE_KEY, FORMAT_KEY):
+                raise refuse(name, f"removing '{change.key}'")
+            options.pop(change.key, None)
+        elif isinstance(change, UpdateComment):
+            comment = change.comment
+        else:
+            raise refuse(name, f"ALTER TABLE {type(change).__name__}")
+    format_table_options(options[FORMAT_KEY], options)
+    return replace(latest, id=latest.id + 1, options=options, comment=comment,
+                   time_millis=int(time.time() * 1000))
 
 
 @dataclass(frozen=True)

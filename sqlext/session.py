@@ -112,7 +112,7 @@ class _Catalog:
 
         if self.session._global_of(name) is not None:
             return []
-        if self.session._format_table(name) is not None:
+        if self.session.format_table(name) is not None:
             return []
         ident = self.session.identifier(name)
         table = self.session.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
@@ -299,12 +299,13 @@ class SqlSession:
             return {}  # a global system table is a small in-memory frame: nothing to push
 
         ident = self.identifier(name)
-        if self._format_table(name) is not None:
+        if self.format_table(name) is not None:
             return {}  # Spark's own file reader filters a format table
         table = self.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
         return {f.name: f.type for f in table.schema.fields}
 
-    def _format_table(self, name: TableName) -> FormatTable | None:
+    def format_table(self, name: TableName) -> FormatTable | None:
+        """The format table ``name`` names (``engine.FormatTable``), or None."""
         if name.branch is not None or name.system_table is not None:
             return None
         ident = self.identifier(name)
@@ -389,7 +390,7 @@ class SqlSession:
         if glob is not None:
             self._register_global(b, glob, streaming)
             return
-        fmt = self._format_table(b.table)
+        fmt = self.format_table(b.table)
         if fmt is not None:
             if streaming:
                 raise refuse_format(fmt.name, "a streaming read")

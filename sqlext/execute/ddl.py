@@ -39,6 +39,7 @@ from engine.schema_changes import (
 from engine.types import DataField, DataType
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
 from sqlext.execute.column_types import TIMESTAMP_TYPE_SETTING, ZONE_SETTING, column_type, stored_default
+from sqlext.execute.format_describe import format_table_of
 from sqlext.execute.planning import (
     AddPrimaryKey,
     AlterTable,
@@ -240,10 +241,16 @@ def rescale(ctx: PlannerContext, n: ast.RescaleBuckets, stmt: Statement) -> Plan
 
 def create_table_like(ctx: PlannerContext, n: ast.CreateTableLike, stmt: Statement) -> Plan:
     require_managed(ctx, n.source, stmt)
-    source = ctx.table(n.source)
     ident = ctx.identifier(n.name)
     if ctx.catalog.table_exists(ident) and n.if_not_exists:
         return Done(f"Table {ident.full_name} already exists")
+    fmt = format_table_of(ctx, n.source)
+    if fmt is not None:  # a format table like another: its format, partitions, options and comment
+        options = {k: v for k, v in fmt.options.items() if k not in ("type", "file.format")}
+        options.update({k: str(v) for k, v in n.options.items()})
+        return CreateTable(ident, fmt.fields, fmt.partition_keys, (), options, fmt.comment,
+                           f"Table {ident.full_name} created", fmt.format)
+    source = ctx.table(n.source)
     return CreateTable(
         ident,
         tuple(source.schema.fields),

@@ -351,6 +351,8 @@ class PlanRunner:
                                         action.partition_keys, dict(action.options), action.comment)
         elif isinstance(action, CreateTable):
             self._create_table(action)
+        elif isinstance(action, AlterTable) and catalog.get_format_table(action.identifier) is not None:
+            catalog.alter_format_table(action.identifier, list(action.changes))
         elif isinstance(action, AlterTable):
             catalog.alter_table(action.identifier, list(action.changes))
         elif isinstance(action, RenameTable):

@@ -193,3 +193,45 @@ def test_show_create_table_and_describe(session):
     assert rows(session, "DESCRIBE t1")[:3] == [("id", "int", None), ("p1", "int", None), ("p2", "int", None)]
     assert ("csv.field-delimiter", ";") in rows(session, "SHOW TBLPROPERTIES t1")
     assert ("default", "t1", False) in rows(session, "SHOW TABLES")
+
+
+def test_count_and_join_with_a_data_table(session):
+    session.sql("CREATE TABLE t1 (f0 INT, f1 INT) USING CSV")
+    session.sql("CREATE TABLE t2 (f0 INT, f2 INT)")  # a Paimon data table
+    session.sql("INSERT INTO t1 VALUES (1, 1), (2, 2)")
+    session.sql("INSERT INTO t2 VALUES (1, 10)")
+    assert rows(session, "SELECT count(*) FROM t1") == [(2,)]
+    assert rows(session, "SELECT t1.f0, t1.f1, t2.f2 FROM t1, t2 WHERE t1.f0 = t2.f0") == [(1, 1, 10)]
+    session.sql("INSERT INTO t2 SELECT f0, f1 FROM t1 WHERE f0 = 2")  # a format table read into a data table
+    assert sorted(rows(session, "SELECT * FROM t2")) == [(1, 10), (2, 2)]
+
+
+def test_create_table_like_copies_the_format_table(session):
+    """PaimonFormatTableTest: create table like copies properties for same provider."""
+    session.sql("CREATE TABLE source_tbl (id INT, pt STRING) USING CSV PARTITIONED BY (pt) "
+                "COMMENT 'source comment' TBLPROPERTIES ('k' = 'v', 'csv.field-delimiter' = ';')")
+    session.sql("CREATE TABLE target_tbl LIKE source_tbl")
+    text = rows(session, "SHOW CREATE TABLE target_tbl")[0][0]
+    assert "USING csv" in text and "PARTITIONED BY (pt)" in text and "COMMENT 'source comment'" in text
+    assert "'k' = 'v'" in text and "'csv.field-delimiter' = ';'" in text
+
+
+def test_alter_table_properties_change_the_reader(session, warehouse):
+    """PaimonFormatTableRead: csv mode; ALTER TABLE SET TBLPROPERTIES ('mode'='dropmalformed')."""
+    session.sql("CREATE TABLE t (f0 INT, f1 STRING, f2 INT) USING CSV TBLPROPERTIES ('sep'='|')")
+    with open(os.path.join(warehouse, "default.db", "t", "part-0.csv"), "w") as f:
+        f.write("1|a|aaaa|10\n2|b|11")
+    assert sorted(rows(session, "SELECT * FROM t")) == [(1, "a", None), (2, "b", 11)]
+    session.sql("ALTER TABLE t SET TBLPROPERTIES ('mode'='dropmalformed')")
+    assert rows(session, "SELECT * FROM t") == [(2, "b", 11)]
+
+
+def test_more_refusals(session):
+    session.sql("CREATE TABLE t (id INT, v STRING) USING csv")
+    session.sql("CREATE TABLE s (id INT, v STRING)")
+    for sql in ("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN DELETE", "TRUNCATE TABLE t",
+                "CALL sys.create_tag(table => 't', tag => 'x')", "ALTER TABLE t ADD COLUMN w INT",
+                "SELECT * FROM t$snapshots"):
+        with pytest.raises((SqlError, FormatTableError)) as info:
+            session.sql(sql).collect()
+        assert "format table" in str(info.value), sql
