@@ -235,3 +235,11 @@ def test_more_refusals(session):
         with pytest.raises((SqlError, FormatTableError)) as info:
             session.sql(sql).collect()
         assert "format table" in str(info.value), sql
+
+
+def test_show_table_extended_lists_a_format_table(session):
+    session.sql("CREATE TABLE f (id INT, dt STRING) USING json PARTITIONED BY (dt)")
+    session.sql("CREATE TABLE d (id INT)")
+    listed = {r[1]: r[3] for r in rows(session, "SHOW TABLE EXTENDED LIKE '*'")}
+    assert "Provider: json" in listed["f"] and "Partition Columns: [`dt`]" in listed["f"]
+    assert "Provider: dyntable" in listed["d"]
