@@ -250,7 +250,8 @@ class FileSystemCatalog:
         if schema is None or not is_format_table(schema.options):
             return None
         options = stored_options(schema.options)
-        return FormatTable(ident, path, options[FORMAT_KEY], tuple(schema.fields),
+        location = options.get("path", path)  # LOCATION: an external table's files
+        return FormatTable(ident, location.rstrip("/"), options[FORMAT_KEY], tuple(schema.fields),
                            tuple(schema.partition_keys), options, schema.comment)
 
     def create_format_table(

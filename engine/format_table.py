@@ -153,7 +153,7 @@ class FormatTable:
 
     def data_files(self, io: FileIO) -> list[str]:
         """Every data file of the table (hidden names, staging trees and ``schema/`` skipped)."""
-        return _files_under(io, self.location, top=True)
+        return _files_under(io, self.location, top=True) if io.exists(self.location) else []
 
     def partition_dirs(self, io: FileIO) -> list[dict[str, str]]:
         """The partitions holding at least one data file, as ``{key: value text}`` in key order."""

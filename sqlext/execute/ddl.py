@@ -177,6 +177,8 @@ def create_table(ctx: PlannerContext, n: ast.CreateTable, stmt: Statement) -> Pl
         fmt_options.pop(COMMENT_PROPERTY, None)
         if n.primary_key:
             fmt_options["primary-key"] = ",".join(n.primary_key)
+        if n.location is not None:  # an external format table: its files there (Paimon's `path`)
+            fmt_options["path"] = n.location
         return CreateTable(ident, tuple(fields), tuple(n.partitioned_by), (), fmt_options, comment,
                            f"Table {ident.full_name} created", file_format)
     create = CreateTable(ident, tuple(fields), tuple(n.partitioned_by), tuple(n.primary_key), options,

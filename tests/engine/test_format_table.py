@@ -83,3 +83,32 @@ def test_commit_staged(tmp_path, mode, static, left):
     assert {p[len(prefix):] for p in t.data_files(cat.io)} == left
     assert not os.path.exists(staged)
     assert cat.get_format_table("default.t") is not None  # the schema survives every overwrite
+
+
+def test_alter_options_and_refusals(tmp_path):
+    from engine.schema_changes import AddColumn, RemoveOption, SetOption, UpdateComment
+
+    cat = open_catalog(str(tmp_path))
+    cat.create_format_table("default.t", _fields(), "csv", options={"sep": "|"})
+    t = cat.alter_format_table("default.t", [SetOption("mode", "dropmalformed"), RemoveOption("sep"),
+                                             UpdateComment("c")])
+    assert t.options == {"mode": "dropmalformed", "type": "format-table", "file.format": "csv"}
+    assert t.comment == "c"
+    assert (tmp_path / "default.db" / "t" / "schema" / "schema-1").exists()
+    with pytest.raises(FormatTableError, match="changing 'file.format'"):
+        cat.alter_format_table("default.t", [SetOption("file.format", "parquet")])
+    with pytest.raises(FormatTableError, match="AddColumn"):
+        cat.alter_format_table("default.t", [AddColumn("w", INT())])
+    with pytest.raises(InvalidArgumentError, match="csv.field-delimiter must not be empty"):
+        cat.alter_format_table("default.t", [SetOption("csv.field-delimiter", "")])
+
+
+def test_external_location(tmp_path):
+    cat = open_catalog(str(tmp_path / "wh"))
+    data = str(tmp_path / "files")
+    t = cat.create_format_table("default.t", _fields(), "parquet", options={"path": data})
+    assert t.location == data and t.data_files(cat.io) == []
+    _touch(f"{data}/part-0.parquet")
+    assert t.data_files(cat.io) == [f"{data}/part-0.parquet"]
+    cat.drop_table("default.t")
+    assert os.path.exists(f"{data}/part-0.parquet")  # an external table's files outlive it

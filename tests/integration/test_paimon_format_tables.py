@@ -243,3 +243,34 @@ def test_show_table_extended_lists_a_format_table(session):
     listed = {r[1]: r[3] for r in rows(session, "SHOW TABLE EXTENDED LIKE '*'")}
     assert "Provider: json" in listed["f"] and "Partition Columns: [`dt`]" in listed["f"]
     assert "Provider: dyntable" in listed["d"]
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "orc"])
+def test_case_insensitive_read_of_an_external_location(session, tmp_path, fmt):
+    """FormatTableCaseInsensitiveTest: two tables over one LOCATION, columns spelled differently
+    (the catalog's case-sensitive = false half; Spark matches names case-insensitively)."""
+    data = str(tmp_path / f"{fmt}_ci")
+    session.sql(f"CREATE TABLE writer_tbl (Event_Name STRING, Campaign_ID STRING, Amount BIGINT) "
+                f"USING {fmt} LOCATION '{data}'")
+    session.sql("INSERT INTO writer_tbl VALUES ('install', 'c001', 100), ('purchase', 'c002', 200)")
+    session.sql(f"CREATE TABLE reader_tbl (event_name STRING, campaign_id STRING, amount BIGINT) "
+                f"USING {fmt} LOCATION '{data}'")
+    assert rows(session, "SELECT * FROM reader_tbl ORDER BY amount") == [
+        ("install", "c001", 100), ("purchase", "c002", 200)]
+    assert rows(session, "SELECT event_name, amount FROM reader_tbl ORDER BY amount") == [
+        ("install", 100), ("purchase", 200)]
+    session.sql("DROP TABLE reader_tbl")  # the files stay: another table reads them
+    assert len(rows(session, "SELECT * FROM writer_tbl")) == 2
+
+
+def test_case_insensitive_nested_struct(session, tmp_path):
+    data = str(tmp_path / "nested")
+    session.sql("CREATE TABLE nested_writer (Event_Name STRING, User_Info STRUCT<User_Name: STRING, "
+                f"User_Age: BIGINT>) USING parquet LOCATION '{data}'")
+    session.sql("INSERT INTO nested_writer VALUES"
+                " ('install', named_struct('User_Name', 'alice', 'User_Age', 20L)),"
+                " ('login', named_struct('User_Name', 'bob', 'User_Age', 30L))")
+    session.sql("CREATE TABLE nested_reader (event_name STRING, user_info STRUCT<user_name: STRING, "
+                f"user_age: BIGINT>) USING parquet LOCATION '{data}'")
+    assert rows(session, "SELECT event_name, user_info.user_name, user_info.user_age FROM nested_reader "
+                         "ORDER BY event_name") == [("install", "alice", 20), ("login", "bob", 30)]
