@@ -59,6 +59,9 @@ from engine.errors import (
     TableAlreadyExistsError,
     TagAlreadyExistsError,
 )
+from engine.format_table import FORMATS as FORMAT_TABLE_FORMATS
+from engine.format_table import FormatTable, FormatTableError
+from engine.format_table import refuse as refuse_format_table
 from engine.identifier import Identifier
 from engine.merge.functions import MergeConfig
 from engine.meta.paths import escape_path_name, partition_value_string
@@ -90,6 +93,10 @@ from engine.write.kv_import import KvFileImport, SequenceStarts, StagedFile
 __all__ = [
     # tables and catalogs
     "FileSystemCatalog",
+    "FormatTable",
+    "FormatTableError",
+    "FORMAT_TABLE_FORMATS",
+    "refuse_format_table",
     "Identifier",
     "Snapshot",
     "Table",

@@ -11,6 +11,7 @@ options are passed to fsspec as storage options (e.g. ``client_kwargs`` for S3).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -22,6 +23,16 @@ from engine.errors import (
     NoSuchDatabaseError,
     NoSuchTableError,
     TableAlreadyExistsError,
+)
+from engine.format_table import (
+    FORMAT_KEY,
+    SPARK_NATIVE,
+    FormatTable,
+    alter_format_table,
+    format_table_options,
+    is_format_table,
+    refuse,
+    stored_options,
 )
 from engine.identifier import DEFAULT_DATABASE, Identifier, validate_name
 from engine.io import FileIO
@@ -225,7 +236,52 @@ class FileSystemCatalog:
                     f"table '{ident.full_name}' does not exist (no database '{ident.database}')"
                 )
             raise NoSuchTableError(f"table '{ident.full_name}' does not exist")
+        if is_format_table(schema.options):
+            raise refuse(ident.full_name, "reading or writing it as a Paimon data table")
         return Table(self, ident, self.io, paths, schema)
+
+    def get_format_table(self, identifier: str | Identifier) -> FormatTable | None:
+        """The format table of that name, or None when the table is a Paimon data table (or absent)."""
+        ident = self._identifier(identifier)
+        if ident.branch or ident.system_table:
+            return None
+        path = self.table_path(ident)
+        schema = SchemaStore(self.io, TablePaths(path)).latest()
+        if schema is None or not is_format_table(schema.options):
+            return None
+        options = stored_options(schema.options)
+        location = options.get("path", path)  # LOCATION: an external table's files
+        return FormatTable(ident, location.rstrip("/"), options[FORMAT_KEY], tuple(schema.fields),
+                           tuple(schema.partition_keys), options, schema.comment)
+
+    def create_format_table(
+        self,
+        identifier: str | Identifier,
+        fields: Sequence[DataField],
+        file_format: str,
+        partition_keys: Sequence[str] = (),
+        options: Mapping[str, str] | None = None,
+        comment: str | None = None,
+    ) -> FormatTable:
+        """Create a format table: its schema file as Paimon stores one (``type = format-table``,
+        ``file.format``); its files go under the table's directory (``engine.format_table``)."""
+        ident = self._identifier(identifier)
+        if ident.branch or ident.system_table:
+            raise InvalidArgumentError(f"cannot create '{ident.full_name}': create the base table instead")
+        self._require_database(ident.database)
+        opts = format_table_options(file_format, {k: str(v) for k, v in (options or {}).items()})
+        # The data-table option checks do not apply to a format table's own keys (its file.format
+        # is not a data file format of dyntable's): checked without them, stored with them.
+        checked = {k: v for k, v in opts.items()
+                   if k not in (FORMAT_KEY, "type", "file.compression") and k.lower() not in SPARK_NATIVE}
+        table_schema = TableSchema.create(list(fields), partition_keys, (), checked, comment)
+        table_schema = replace(table_schema, options={k: v for k, v in opts.items()})
+        if self.table_exists(ident):
+            raise TableAlreadyExistsError(f"table '{ident.full_name}' already exists")
+        SchemaStore(self.io, TablePaths(self.table_path(ident))).create(table_schema)
+        table = self.get_format_table(ident)
+        assert table is not None
+        return table
 
     def drop_table(self, identifier: str | Identifier, ignore_if_not_exists: bool = False) -> None:
         """Drop a table and delete its storage."""
@@ -262,6 +318,18 @@ class FileSystemCatalog:
             lambda latest: latest.apply_changes(changes, allow_immutable=allow_immutable)
         )
         return self.get_table(identifier)
+
+    def alter_format_table(self, identifier: str | Identifier,
+                           changes: Sequence[SchemaChange]) -> FormatTable:
+        """Set or remove options (or the comment) of a format table: one new schema version."""
+        fmt = self.get_format_table(identifier)
+        if fmt is None:
+            raise NoSuchTableError(f"no format table '{self._identifier(identifier).full_name}'")
+        SchemaStore(self.io, TablePaths(fmt.location)).commit_change(
+            lambda latest: alter_format_table(fmt.name, latest, changes))
+        altered = self.get_format_table(identifier)
+        assert altered is not None
+        return altered
 
 
 def _refuse_hidden_partition_columns(keys: Sequence[str]) -> None:

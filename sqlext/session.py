@@ -35,8 +35,9 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
-from engine import DyntableError, Identifier, InvalidArgumentError, Table, open_catalog
+from engine import DyntableError, FormatTable, Identifier, InvalidArgumentError, Table, open_catalog
 from engine import predicate as engine_predicate
+from engine import refuse_format_table as refuse_format
 from engine.identifier import DEFAULT_DATABASE
 from sqlext.bind.pruning import Pushdown
 from sqlext.bind.pruning import pushdown as extract_pushdown
@@ -47,7 +48,7 @@ from sqlext.execute.planning import Planner
 from sqlext.execute.results import StatementResult, StreamingJob
 from sqlext.execute.table_options import STORAGE_PREFIX, table_defaults
 from sqlext.execute.views import CachedQuery, load_view
-from sqlext.parse.names import TableName, spark_quote_name
+from sqlext.parse.names import TableName, quoted, spark_quote_name
 from sqlext.parse.parser import parse_statement
 from sqlext.parse.splitter import Statement, classify, split_statements
 from sqlext.parse.views import ViewDefinition
@@ -55,6 +56,7 @@ from sqlext.positions import in_view, is_syntax_error, located, spark_error, spa
 from sqlext.source.datasource import read_builder_at, resolve
 from sqlext.source.dynamic import PREFIX as DYNAMIC_PREFIX
 from sqlext.source.dynamic import check_session_key, table_overrides
+from sqlext.source.format_tables import read_format_table
 from sqlext.source.native import load as native_load
 from sqlext.source.requests import ReadRequest, ReadVersion, TableTarget
 from sqlext.source.session_conf import session_conf_option
@@ -109,6 +111,8 @@ class _Catalog:
         from engine import metadata_names
 
         if self.session._global_of(name) is not None:
+            return []
+        if self.session.format_table(name) is not None:
             return []
         ident = self.session.identifier(name)
         table = self.session.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
@@ -295,8 +299,17 @@ class SqlSession:
             return {}  # a global system table is a small in-memory frame: nothing to push
 
         ident = self.identifier(name)
+        if self.format_table(name) is not None:
+            return {}  # Spark's own file reader filters a format table
         table = self.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
         return {f.name: f.type for f in table.schema.fields}
+
+    def format_table(self, name: TableName) -> FormatTable | None:
+        """The format table ``name`` names (``engine.FormatTable``), or None."""
+        if name.branch is not None or name.system_table is not None:
+            return None
+        ident = self.identifier(name)
+        return self.catalog.get_format_table(Identifier(ident.database, ident.table))
 
     def columns_of(self, name: TableName, time_travel: TimeTravel | None = None) -> list[str]:
         """Columns of a table or system table; with ``time_travel``, as of that snapshot's schema."""
@@ -310,6 +323,12 @@ class SqlSession:
             return list(global_table_schema(glob).names)
 
         ident = self.identifier(name)
+        fmt = self.catalog.get_format_table(Identifier(ident.database, ident.table)) \
+            if not ident.branch and not ident.system_table else None
+        if fmt is not None:
+            if time_travel is not None:  # Paimon: a format table has no versions
+                raise refuse_format(fmt.name, "time travel")
+            return fmt.field_names
         base = self.catalog.get_table(Identifier(ident.database, ident.table, ident.branch))
         if time_travel is not None and (not ident.system_table or ident.system_table.lower() in DATA_TABLES):
             try:
@@ -370,6 +389,16 @@ class SqlSession:
         glob = self._global_of(b.table)
         if glob is not None:
             self._register_global(b, glob, streaming)
+            return
+        fmt = self.format_table(b.table)
+        if fmt is not None:
+            if streaming:
+                raise refuse_format(fmt.name, "a streaming read")
+            frame = read_format_table(self.spark, self.catalog.io, fmt)
+            if b.columns is not None:
+                frame = frame.select(*[quoted(c) for c in b.columns])
+            frame.createOrReplaceTempView(b.view)
+            self._views.append(b.view)
             return
         ident = self.identifier(b.table)
         # Hints (``/*+ OPTIONS(...) */``) are data-source options as written: the typed request

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from engine import Identifier, InvalidArgumentError, coerce_spec
+from engine import FORMAT_TABLE_FORMATS, Identifier, InvalidArgumentError, coerce_spec
 from engine.schema_changes import (
     AddColumn,
     ColumnName,
@@ -39,6 +39,7 @@ from engine.schema_changes import (
 from engine.types import DataField, DataType
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
 from sqlext.execute.column_types import TIMESTAMP_TYPE_SETTING, ZONE_SETTING, column_type, stored_default
+from sqlext.execute.format_describe import format_table_of
 from sqlext.execute.planning import (
     AddPrimaryKey,
     AlterTable,
@@ -120,8 +121,13 @@ def create_table(ctx: PlannerContext, n: ast.CreateTable, stmt: Statement) -> Pl
     """CREATE TABLE [AS SELECT] (see the module docstring): a ``CreateTable`` action, or with a
     query a ``CreateTableAs`` whose write is the one INSERT plans; ``USING`` another format goes to
     the SQL engine unchanged."""
-    if n.using and n.using.lower() not in MANAGED_FORMATS:
+    file_format = n.using.lower() if n.using and n.using.lower() in FORMAT_TABLE_FORMATS else None
+    if n.using and n.using.lower() not in MANAGED_FORMATS and file_format is None:
         return ToEngine()
+    if file_format is not None and n.query is not None:
+        raise UnsupportedStatementError(
+            "CREATE TABLE … AS SELECT is not supported for a format table: create it, then INSERT",
+            line=stmt.line, column=stmt.column)
     ident = ctx.identifier(n.name)
     if ctx.catalog.table_exists(ident):
         if n.if_not_exists:
@@ -163,6 +169,18 @@ def create_table(ctx: PlannerContext, n: ast.CreateTable, stmt: Statement) -> Pl
         options[WATERMARK_PREFIX + n.watermark.column] = n.watermark.expression.text
     if not fields:
         raise _error(stmt, "CREATE TABLE needs at least one column", "42601")
+    if file_format is not None:
+        # A Paimon format table: a directory of files (engine.format_table), no snapshots.
+        if computed or n.watermark is not None or n.buckets is not None:
+            raise _error(stmt, "a format table has no computed columns, watermarks or buckets", "0A000")
+        fmt_options = {**{k: str(v) for k, v in n.options.items()}}
+        fmt_options.pop(COMMENT_PROPERTY, None)
+        if n.primary_key:
+            fmt_options["primary-key"] = ",".join(n.primary_key)
+        if n.location is not None:  # an external format table: its files there (Paimon's `path`)
+            fmt_options["path"] = n.location
+        return CreateTable(ident, tuple(fields), tuple(n.partitioned_by), (), fmt_options, comment,
+                           f"Table {ident.full_name} created", file_format)
     create = CreateTable(ident, tuple(fields), tuple(n.partitioned_by), tuple(n.primary_key), options,
                          comment, f"Table {ident.full_name} created")
     if query is None:
@@ -225,10 +243,16 @@ def rescale(ctx: PlannerContext, n: ast.RescaleBuckets, stmt: Statement) -> Plan
 
 def create_table_like(ctx: PlannerContext, n: ast.CreateTableLike, stmt: Statement) -> Plan:
     require_managed(ctx, n.source, stmt)
-    source = ctx.table(n.source)
     ident = ctx.identifier(n.name)
     if ctx.catalog.table_exists(ident) and n.if_not_exists:
         return Done(f"Table {ident.full_name} already exists")
+    fmt = format_table_of(ctx, n.source)
+    if fmt is not None:  # a format table like another: its format, partitions, options and comment
+        options = {k: v for k, v in fmt.options.items() if k not in ("type", "file.format")}
+        options.update({k: str(v) for k, v in n.options.items()})
+        return CreateTable(ident, fmt.fields, fmt.partition_keys, (), options, fmt.comment,
+                           f"Table {ident.full_name} created", fmt.format)
+    source = ctx.table(n.source)
     return CreateTable(
         ident,
         tuple(source.schema.fields),

@@ -26,6 +26,8 @@ from engine import Table
 from engine.options import format_duration
 from engine.types import type_to_sql
 from sqlext.errors import SqlAnalysisError
+from sqlext.execute import format_describe
+from sqlext.execute.format_describe import format_table_of
 from sqlext.execute.partitions import (
     checked_spec,
     live_partitions,
@@ -50,6 +52,9 @@ def show_partitions(ctx: PlannerContext, n: ast.ShowPartitions, stmt: Statement)
     """SHOW PARTITIONS t [PARTITION (...)]: one ``partition`` row per live partition."""
     if not ctx.is_managed(n.table):
         return ToEngine()
+    fmt = format_table_of(ctx, n.table)
+    if fmt is not None:
+        return format_describe.show_partitions(ctx, fmt, n, stmt)
     table = ctx.table(n.table)
     keys = table.partition_keys
     if not keys:
@@ -81,6 +86,9 @@ def describe_table(ctx: PlannerContext, n: ast.DescribeTable, stmt: Statement) -
         return ToEngine()
     if n.table.system_table is not None or _is_global_system_table(ctx, n.table):
         return _describe_frame_columns(ctx, n, stmt)
+    fmt = format_table_of(ctx, n.table)
+    if fmt is not None:
+        return format_describe.describe(ctx, fmt, n)
     table = ctx.table(n.table)
     schema = table.schema
     if n.column is not None:
@@ -248,6 +256,9 @@ def show_create_table(ctx: PlannerContext, n: ast.ShowCreateTable, stmt: Stateme
             column=stmt.column,
             sqlstate="42809",
         )
+    fmt = format_table_of(ctx, n.table)
+    if fmt is not None:
+        return format_describe.show_create(fmt)
     return Rows(pa.table({"createtab_stmt": [create_table_statement(ctx.table(n.table))]}))
 
 
@@ -333,6 +344,9 @@ def show_tblproperties(ctx: PlannerContext, n: ast.ShowTableProperties, stmt: St
     """
     if not ctx.is_managed(n.table):
         return ToEngine()
+    fmt = format_table_of(ctx, n.table)
+    if fmt is not None:
+        return format_describe.show_tblproperties(fmt, n)
     table = ctx.table(n.table)
     props = table_properties(table)
     if n.key is not None:

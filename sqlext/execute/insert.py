@@ -37,11 +37,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine import ROWKIND, InvalidArgumentError, OverwriteSpec, Table, coerce_spec
+from engine import ROWKIND, FormatTable, Identifier, InvalidArgumentError, OverwriteSpec, Table, coerce_spec
 from engine.options import parse_duration
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
 from sqlext.execute.planning import (
     BoundFrame,
+    FormatWrite,
     Plan,
     Planner,
     PlannerContext,
@@ -53,6 +54,7 @@ from sqlext.execute.planning import (
 from sqlext.execute.table_options import column_defaults, computed_columns
 from sqlext.execute.write_schema import evolved_for, with_options, write_options
 from sqlext.parse import ast
+from sqlext.parse.names import quoted
 from sqlext.parse.splitter import Statement
 
 STREAMING_TRIGGER = "execution.streaming.trigger"
@@ -122,6 +124,11 @@ def insert(ctx: PlannerContext, n: ast.Insert, stmt: Statement) -> Plan:
         return ToEngine(bind=True)  # a table of Spark's (it may read managed tables)
     if n.table.system_table:
         raise _error(stmt, f"system table '{n.table}' is read-only", "42809")
+    if n.table.branch is None:
+        ident = ctx.identifier(n.table)
+        fmt = ctx.catalog.get_format_table(Identifier(ident.database, ident.table))
+        if fmt is not None:
+            return _format_write(ctx, fmt, n, stmt)
     table = ctx.table(n.table)
     schema = table.schema
     computed = computed_columns(dict(schema.options))
@@ -176,6 +183,51 @@ def insert(ctx: PlannerContext, n: ast.Insert, stmt: Statement) -> Plan:
     return Write(target, frame, overwrite, None, options, evolve,
                  WriteShape(tuple(columns), static, by_name=n.by_name),
                  f"{{count}} row(s) {verb} into {table.name}")
+
+
+def _format_write(ctx: PlannerContext, table: FormatTable, n: ast.Insert, stmt: Statement) -> Plan:
+    """INSERT into a format table: the query's columns by position (or column list) onto the
+    table's, static partition values as literals; an overwrite as Paimon's format-table commit."""
+    if n.by_name:
+        raise UnsupportedStatementError("INSERT … BY NAME is not supported for a format table",
+                                        line=stmt.line, column=stmt.column)
+    spec = n.partition.values() if n.partition else {}
+    dynamic_parts = [e.column for e in n.partition.entries if e.dynamic] if n.partition else []
+    static = {k: v for k, v in spec.items() if k not in dynamic_parts}
+    for col in list(static) + dynamic_parts:
+        if col not in table.partition_keys:
+            raise _error(stmt, f"'{col}' is not a partition column of '{table.name}'", "42703")
+    names = table.field_names
+    if n.columns:
+        unknown = [c for c in n.columns if c not in names]
+        if unknown:
+            raise _error(stmt, f"unknown column(s) {unknown} in INSERT column list of '{table.name}'",
+                         "42703")
+    columns = [c for c in (n.columns or names) if c not in static]
+    frame = ctx.frame(n.query.text)
+    if len(frame.columns) != len(columns):
+        raise _error(stmt, f"'{table.name}' expects {len(columns)} column(s) from the query, got "
+                     f"{len(frame.columns)}", "21S01")
+    position = {c: i for i, c in enumerate(columns)}
+    expressions = []
+    for f in table.fields:
+        type_text = ctx.cast_type(f.type)
+        if f.name in static:
+            value = static[f.name]
+            text = str(value).replace("\\", "\\\\").replace("'", "\\'")
+            literal = "NULL" if value is None else f"'{text}'"
+            expressions.append(f"CAST({literal} AS {type_text}) AS {quoted(f.name)}")
+        elif f.name in position:
+            expressions.append(f"CAST(_c{position[f.name]} AS {type_text}) AS {quoted(f.name)}")
+        else:
+            expressions.append(f"CAST(NULL AS {type_text}) AS {quoted(f.name)}")
+    # Paimon's format-table commit: an overwrite with static partition values replaces everything
+    # under them; without, the partitions the write produced (the whole table when unpartitioned
+    # and written), whatever Spark's partitionOverwriteMode says.
+    overwrite = ("static" if static else "dynamic") if n.overwrite else "none"
+    static_text = {k: "" if v is None else str(v) for k, v in static.items()}
+    return FormatWrite(table, frame, tuple(expressions), overwrite, static_text,
+                       f"Inserted into format table {table.name}")
 
 
 def _by_name_columns(table: Table, names: list[str], static: Mapping[str, Any], stmt: Statement) -> list[str]:

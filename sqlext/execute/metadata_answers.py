@@ -79,8 +79,8 @@ def _answer(session: Any, tree: Any) -> DataFrame:
     key = ref.name.lower()
     if not ref.db and (key in session.temp_views or key in session.cached):
         raise _No
-    if key in session.cached or not session.is_managed(name):
-        raise _No
+    if key in session.cached or not session.is_managed(name) or session.format_table(name) is not None:
+        raise _No  # a format table has no manifests: Spark counts its files
     table = session.table(name)
     schema = table.schema
     alias = ref.alias_or_name

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 import pyarrow as pa
 
-from engine import FileSystemCatalog, Identifier, OverwriteSpec, Snapshot, Table, TableSchema
+from engine import FileSystemCatalog, FormatTable, Identifier, OverwriteSpec, Snapshot, Table, TableSchema
 from engine.schema_changes import SchemaChange
 from engine.types import DataField, DataType
 from sqlext.bind.rewrite import BoundQuery
@@ -251,6 +251,22 @@ class CreateTable:
     primary_keys: tuple[str, ...]
     options: Mapping[str, str]
     comment: str | None
+    message: str
+    file_format: str | None = None  # csv, parquet, json, orc: a Paimon format table of those files
+
+
+@dataclass(frozen=True)
+class FormatWrite:
+    """INSERT into a format table (``engine.FormatTable``): the query's columns (``_c0`` …) shaped
+    onto the table's by ``expressions`` (casts, static partition values), written by the SQL
+    engine's file writer; ``overwrite``: ``none``, ``static`` (under ``static``, or everything) or
+    ``dynamic`` (the partitions written)."""
+
+    table: FormatTable
+    frame: BoundFrame
+    expressions: tuple[str, ...]
+    overwrite: str
+    static: Mapping[str, str]
     message: str
 
 
@@ -674,7 +690,7 @@ RowLevelPlan: TypeAlias = RowLevelWrite | MarkDeletions | TruncateTable | MergeI
 
 Plan: TypeAlias = (
     Rows | Done | ToEngine | SessionAction | CatalogAction | RefAction | ViewAction | TableJob
-    | Write | CreateTableAs | CallProcedure | RowLevelPlan | CopyIntoTable | CopyToLocation
+    | Write | FormatWrite | CreateTableAs | CallProcedure | RowLevelPlan | CopyIntoTable | CopyToLocation
 )
 Planner: TypeAlias = Callable[[PlannerContext, Any, Statement], Plan]
 

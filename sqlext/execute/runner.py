@@ -42,6 +42,7 @@ from sqlext.execute.planning import (
     DropPartitions,
     DropTable,
     DropTags,
+    FormatWrite,
     JobStatus,
     MarkDeletions,
     MergeInto,
@@ -69,6 +70,7 @@ from sqlext.execute.writes import run_write
 from sqlext.parse.names import TableName, quoted
 from sqlext.parse.splitter import Statement
 from sqlext.parse.views import ViewDefinition
+from sqlext.source.format_tables import write_format_table
 from sqlext.source.session_conf import session_conf
 from sqlext.source.spark_types import spark_schema
 
@@ -275,6 +277,10 @@ class PlanRunner:
             return run_copy_into(s, plan, stmt)
         if isinstance(plan, CopyToLocation):
             return run_copy_to_location(s, plan, stmt)
+        if isinstance(plan, FormatWrite):
+            write_format_table(plan.frame.frame, self._session.catalog.io, plan.table, plan.expressions,
+                               plan.overwrite, plan.static)
+            return StatementResult(stmt, None, plan.message)
         if isinstance(plan, CreateTableAs):
             table = self._create_table(plan.create)
             try:
@@ -329,6 +335,8 @@ class PlanRunner:
         return plan.message + ("" if result.snapshot_ids else " (nothing matched)")
 
     def _create_table(self, action: CreateTable) -> Table:
+        if action.file_format is not None:
+            raise TypeError("a format table is created by _catalog_action")  # pragma: no cover
         return self._session.catalog.create_table(
             action.identifier, list(action.fields), action.partition_keys, action.primary_keys,
             dict(action.options), action.comment,
@@ -345,8 +353,13 @@ class PlanRunner:
             catalog.drop_database(action.name, ignore_if_not_exists=action.if_exists, cascade=action.cascade)
         elif isinstance(action, UseDatabase):
             s.current_database = action.name
+        elif isinstance(action, CreateTable) and action.file_format is not None:
+            catalog.create_format_table(action.identifier, list(action.fields), action.file_format,
+                                        action.partition_keys, dict(action.options), action.comment)
         elif isinstance(action, CreateTable):
             self._create_table(action)
+        elif isinstance(action, AlterTable) and catalog.get_format_table(action.identifier) is not None:
+            catalog.alter_format_table(action.identifier, list(action.changes))
         elif isinstance(action, AlterTable):
             catalog.alter_table(action.identifier, list(action.changes))
         elif isinstance(action, RenameTable):

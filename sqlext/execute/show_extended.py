@@ -32,9 +32,12 @@ import time
 
 import pyarrow as pa
 
-from engine import Table, partition_value_string
+from engine import FormatTable, Table, partition_value_string
+from engine.types import to_arrow_field
 from sqlext.errors import SqlAnalysisError
+from sqlext.execute import format_describe
 from sqlext.execute.describe import CATALOG_NAME, table_properties
+from sqlext.execute.format_describe import format_table_of
 from sqlext.execute.partitions import checked_spec, partition_details
 from sqlext.execute.planning import Plan, Planner, PlannerContext, Rows, ToEngine
 from sqlext.parse import ast
@@ -105,6 +108,24 @@ def table_information(ctx: PlannerContext, table: Table) -> str:
     return _information(items, ctx.schema_tree(table.arrow_schema))
 
 
+def format_table_information(ctx: PlannerContext, table: FormatTable) -> str:
+    """The ``information`` text of a format table: its file format as the provider."""
+    ident = table.identifier
+    items: list[tuple[str, str]] = [
+        ("Catalog", CATALOG_NAME), ("Database", ident.database), ("Table", ident.table),
+        ("Last Access", "UNKNOWN"), ("Type", "MANAGED"), ("Provider", table.format),
+    ]
+    if table.comment:
+        items.append(("Comment", table.comment))
+    props = format_describe.properties(table)
+    if props:
+        items.append(("Table Properties", _bracketed([f"{k}={v}" for k, v in sorted(props.items())])))
+    items.append(("Location", table.location))
+    if table.partition_keys:
+        items.append(("Partition Columns", _bracketed([f"`{k}`" for k in table.partition_keys])))
+    return _information(items, ctx.schema_tree(pa.schema([to_arrow_field(f) for f in table.fields])))
+
+
 def view_information(ctx: PlannerContext, view: ViewDefinition) -> str:
     """The ``information`` text of a dyntable view (permanent or temporary)."""
     items: list[tuple[str, str]] = []
@@ -153,7 +174,10 @@ def show_table_extended(ctx: PlannerContext, n: ast.ShowTableExtended, stmt: Sta
     views = {v.name: v for v in ctx.views(database) if v.name not in tables}
     entries: list[tuple[str, str, bool, str]] = []
     for name in sorted(spark_pattern_matches([*tables, *views], n.like)):
-        if name in tables:
+        fmt = format_table_of(ctx, tables[name]) if name in tables else None
+        if fmt is not None:
+            text = format_table_information(ctx, fmt)
+        elif name in tables:
             text = table_information(ctx, ctx.table(tables[name]))
         else:
             text = view_information(ctx, views[name])
@@ -189,6 +213,11 @@ def _partition_row(ctx: PlannerContext, n: ast.ShowTableExtended, database: str,
             line=stmt.line, column=stmt.column, sqlstate="42P01",
         )
     assert n.partition is not None
+    if format_table_of(ctx, name) is not None:
+        raise SqlAnalysisError(
+            f"{database}.{n.like} is a format table: SHOW TABLE EXTENDED … PARTITION is not supported"
+            " for it (SHOW PARTITIONS lists its partitions)",
+            line=stmt.line, column=stmt.column, sqlstate="0A000")
     table = ctx.table(name)
     spec = checked_spec(table, n.partition, stmt, full=True)
     details = dict(partition_details(table, spec, stmt))

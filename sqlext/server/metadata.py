@@ -45,6 +45,7 @@ from engine import (
     global_table_schema,
     system_table_schema,
 )
+from engine.types import to_arrow_field
 from sqlext.execute.views import list_views, temporary_names
 from sqlext.server.results import hive_type, type_name
 from sqlext.source.spark_types import spark_arrow_schema
@@ -180,6 +181,9 @@ def _comment(catalog: FileSystemCatalog, db: str, name: str) -> str:
     if "$" in name:
         return ""
     try:
+        fmt = catalog.get_format_table(Identifier(db, name))
+        if fmt is not None:
+            return fmt.comment or ""
         return catalog.get_table(Identifier(db, name)).schema.comment or ""
     except DyntableError:
         return ""  # dropped while we listed
@@ -228,6 +232,10 @@ def _columns_of(catalog: FileSystemCatalog, db: str, name: str) -> tuple[pa.Sche
     if _is_global(catalog, db, name):
         return spark_arrow_schema(global_table_schema(name)), {}
     base, _, system = name.partition("$")
+    fmt = catalog.get_format_table(Identifier(db, base)) if not system else None
+    if fmt is not None:  # a format table: its columns, from its schema file
+        columns = pa.schema([to_arrow_field(f) for f in fmt.fields])
+        return spark_arrow_schema(columns), {f.name: f.description for f in fmt.fields if f.description}
     table = catalog.get_table(Identifier(db, base))
     data = spark_arrow_schema(table.arrow_schema)
     comments = {f.name: f.description for f in table.schema.fields if f.description}

@@ -9,7 +9,7 @@ import pytest
 
 from engine import Identifier, InvalidArgumentError
 from engine.types import DataField, parse_sql_type
-from sqlext.errors import SqlAnalysisError
+from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
 from sqlext.execute import ddl, insert
 from sqlext.execute.planning import Column, CreateTable, CreateTableAs, Done, ToEngine, Write, WriteShape
 from tests.sqlext.execute.fake_context import FakeContext, fake_context, plan_of, view
@@ -74,7 +74,21 @@ def test_session_table_storage_options_are_every_new_tables_defaults(ctx):
 
 
 def test_another_format_goes_to_the_sql_engine(ctx):
-    assert plan(ctx, "CREATE TABLE s (id INT) USING parquet") == ToEngine()
+    assert plan(ctx, "CREATE TABLE s (id INT) USING avro") == ToEngine()
+
+
+def test_a_file_format_makes_a_paimon_format_table(ctx):
+    created = plan(ctx, "CREATE TABLE s (id INT, p STRING) USING CSV PARTITIONED BY (p) "
+                        "OPTIONS ('csv.field-delimiter' ';')")
+    assert created.file_format == "csv"
+    assert created.partition_keys == ("p",)
+    assert created.options == {"csv.field-delimiter": ";"}
+    assert created.primary_keys == ()
+
+
+def test_a_format_table_has_no_ctas(ctx):
+    with pytest.raises(UnsupportedStatementError, match="format table"):
+        plan(ctx, "CREATE TABLE s USING parquet AS SELECT 1 AS id")
 
 
 def test_an_existing_table_is_refused_or_skipped(ctx):

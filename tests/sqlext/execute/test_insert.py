@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from engine import InvalidArgumentError, OverwriteSpec, SchemaMergeError
-from engine.types import parse_sql_type, type_to_sql
+from engine.types import DataField, parse_sql_type, type_to_sql
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
 from sqlext.execute.insert import PLANNERS
-from sqlext.execute.planning import Column, ToEngine, Write, WriteShape
+from sqlext.execute.planning import Column, FormatWrite, ToEngine, Write, WriteShape
 from sqlext.parse.names import TableName
 from tests.sqlext.execute.fake_context import FakeContext, fake_context, plan_of
 
@@ -293,3 +293,38 @@ def _set(key: str, value: str):
     from engine.schema_changes import SetOption
 
     return SetOption(key, value)
+
+
+# -- format tables ------------------------------------------------------------------------------
+@pytest.fixture
+def fmt_ctx(ctx: FakeContext) -> FakeContext:
+    ctx.catalog.create_format_table("default.f", [DataField(0, "id", parse_sql_type("INT")),
+                                                  DataField(1, "ds", parse_sql_type("BIGINT")),
+                                                  DataField(2, "hh", parse_sql_type("INT"))],
+                                    "csv", ["ds", "hh"])
+    return ctx
+
+
+def test_a_format_table_insert_casts_by_position(fmt_ctx):
+    fmt_ctx.queries["VALUES (1, 2, 3)"] = (col("col1", "INT"), col("col2", "INT"), col("col3", "INT"))
+    p = plan(fmt_ctx, "INSERT INTO f VALUES (1, 2, 3)")
+    assert isinstance(p, FormatWrite)
+    assert p.expressions == ("CAST(_c0 AS int) AS `id`", "CAST(_c1 AS bigint) AS `ds`",
+                             "CAST(_c2 AS int) AS `hh`")
+    assert (p.overwrite, dict(p.static)) == ("none", {})
+
+
+def test_a_format_table_overwrite_by_static_partition_else_the_partitions_written(fmt_ctx):
+    fmt_ctx.queries["VALUES (1, 10)"] = (col("col1", "INT"), col("col2", "INT"))
+    p = plan(fmt_ctx, "INSERT OVERWRITE f PARTITION (ds=2024, hh) VALUES (1, 10)")
+    assert p.expressions[1] == "CAST('2024' AS bigint) AS `ds`"
+    assert (p.overwrite, dict(p.static)) == ("static", {"ds": "2024"})
+    # Without static values Paimon replaces the partitions written, under any Spark mode.
+    fmt_ctx.queries["VALUES (1, 2, 10)"] = (col("col1", "INT"), col("col2", "INT"), col("col3", "INT"))
+    assert plan(fmt_ctx, "INSERT OVERWRITE f VALUES (1, 2, 10)").overwrite == "dynamic"
+
+
+def test_a_format_table_insert_checks_the_column_count(fmt_ctx):
+    fmt_ctx.queries["VALUES (1)"] = (col("col1", "INT"),)
+    with pytest.raises(SqlAnalysisError, match="expects 3 column"):
+        plan(fmt_ctx, "INSERT INTO f VALUES (1)")
