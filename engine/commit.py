@@ -59,7 +59,7 @@ from engine.commit_messages import (
     delete_data_files,
     delete_uncommitted,
 )
-from engine.commit_rebase import SequenceRebase, assign_row_ids
+from engine.commit_rebase import SequenceRebase, assign_row_ids, check_deletion_vector_base
 from engine.errors import (
     CommitConflictError,
     CommitStateUnknownError,
@@ -103,45 +103,6 @@ def _index_adds(messages: Sequence[CommitMessage], dv: bool = False) -> list[Ind
 
 
 IndexChanges = Callable[[], tuple[list[IndexManifestEntry], Callable[[bytes], bool] | None]]
-
-
-def _check_deletion_vector_base(
-    store: FileStore, messages: Sequence[CommitMessage], latest: Snapshot | None
-) -> None:
-    """Refuse new deletion vectors of a bucket whose DVs changed since the snapshot they were
-    computed from (``sequence_base``): the bucket's index file replaces the previous one whole, so
-    a concurrent compaction's marks would be lost (and rows it rewrote would show twice)."""
-    changed = [m for m in messages if m.sequence_base is not None
-               and any(f.index_type == DELETION_VECTORS_INDEX for f in m.new_index_files)]
-    if not changed or latest is None:
-        return
-    index = IndexStore(store.io, store.paths)
-
-    def dv_files(snapshot_id: int | None) -> dict[tuple[bytes, int], str]:
-        if snapshot_id is None:
-            name = latest.index_manifest
-        else:
-            try:
-                name = store.snapshots.get(snapshot_id).index_manifest
-            except NoSuchSnapshotError:
-                raise CommitConflictError(
-                    f"snapshot {snapshot_id}, which this compaction started from, has expired; it runs again"
-                ) from None
-        return {(e.partition, e.bucket): e.file.file_name for e in index.read_manifest(name)
-                if e.file.index_type == DELETION_VECTORS_INDEX}
-
-    now = dv_files(None)
-    for base in {m.sequence_base for m in changed}:
-        if base == latest.id:
-            continue
-        before = dv_files(base) if base else {}
-        for m in changed:
-            slot = (m.partition, m.bucket)
-            if m.sequence_base == base and before.get(slot) != now.get(slot):
-                raise CommitConflictError(
-                    f"the deletion vectors of bucket {m.bucket} of {store.paths.root} changed since snapshot "
-                    f"{base}, which this compaction started from; it is dropped and runs again"
-                )
 
 
 def _entries(
@@ -227,7 +188,7 @@ class FileStoreCommit:
             compact_changelog = _entries(FileKind.ADD, messages, lambda m: m.compact_changelog)
             try:
                 def compact_entries(latest: Snapshot | None) -> list[ManifestEntry]:
-                    _check_deletion_vector_base(self.store, messages, latest)
+                    check_deletion_vector_base(self.store, messages, latest)
                     return compact
 
                 sid, _ = self._publish(

@@ -1,6 +1,7 @@
-"""Re-basing a primary-key append's sequence numbers at commit time, and giving a row-tracking
-append its row ids (:func:`assign_row_ids`): what a commit decides about its new files once it
-knows the snapshot it lands on.
+"""Re-basing a primary-key append's sequence numbers at commit time, giving a row-tracking
+append its row ids (:func:`assign_row_ids`), and refusing a compaction's deletion vectors computed
+from a state that changed since (:func:`check_deletion_vector_base`): what a commit decides about
+its new files once it knows the snapshot it lands on.
 
 Why sequence numbers are re-based at commit time: a primary-key writer numbers its rows after
 the bucket's newest sequence number when it starts. Two writers that start before either
@@ -16,11 +17,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine.commit_messages import CommitMessage, delete_data_files
+from engine.errors import CommitConflictError, NoSuchSnapshotError
+from engine.meta.index_files import DELETION_VECTORS_INDEX, IndexStore
 from engine.meta.manifest import DataFileMeta, FileKind, FileSource, ManifestEntry
 from engine.meta.snapshot import Snapshot
 from engine.store import FileStore
 
-__all__ = ["SequenceRebase", "assign_row_ids"]
+__all__ = ["SequenceRebase", "assign_row_ids", "check_deletion_vector_base"]
 
 
 class SequenceRebase:
@@ -146,3 +149,42 @@ def assign_row_ids(
             f = dataclasses.replace(f, max_sequence_number=snapshot_id)
         out.append(e if f is e.file else dataclasses.replace(e, file=f))
     return out, start
+
+
+def check_deletion_vector_base(
+    store: FileStore, messages: Sequence[CommitMessage], latest: Snapshot | None
+) -> None:
+    """Refuse new deletion vectors of a bucket whose DVs changed since the snapshot they were
+    computed from (``sequence_base``): the bucket's index file replaces the previous one whole, so
+    a concurrent compaction's marks would be lost (and rows it rewrote would show twice)."""
+    changed = [m for m in messages if m.sequence_base is not None
+               and any(f.index_type == DELETION_VECTORS_INDEX for f in m.new_index_files)]
+    if not changed or latest is None:
+        return
+    index = IndexStore(store.io, store.paths)
+
+    def dv_files(snapshot_id: int | None) -> dict[tuple[bytes, int], str]:
+        if snapshot_id is None:
+            name = latest.index_manifest
+        else:
+            try:
+                name = store.snapshots.get(snapshot_id).index_manifest
+            except NoSuchSnapshotError:
+                raise CommitConflictError(
+                    f"snapshot {snapshot_id}, which this compaction started from, has expired; it runs again"
+                ) from None
+        return {(e.partition, e.bucket): e.file.file_name for e in index.read_manifest(name)
+                if e.file.index_type == DELETION_VECTORS_INDEX}
+
+    now = dv_files(None)
+    for base in {m.sequence_base for m in changed}:
+        if base == latest.id:
+            continue
+        before = dv_files(base) if base else {}
+        for m in changed:
+            slot = (m.partition, m.bucket)
+            if m.sequence_base == base and before.get(slot) != now.get(slot):
+                raise CommitConflictError(
+                    f"the deletion vectors of bucket {m.bucket} of {store.paths.root} changed since snapshot "
+                    f"{base}, which this compaction started from; it is dropped and runs again"
+                )
