@@ -103,7 +103,7 @@ class StreamScan:
 
     def __init__(self, builder: ReadBuilder) -> None:
         self.builder = builder
-        self.store = builder.table.store
+        self.store = builder.store
 
     def latest_id(self) -> int | None:
         return self.store.snapshots.latest_id()

@@ -286,7 +286,7 @@ def test_a_compaction_whose_bucket_dvs_changed_meanwhile_conflicts_and_loses_not
                              options={"bucket": "1", "deletion-vectors.enabled": "true"})
     t.write_arrow(_batch(range(BASE), "a"))
     t.refresh().write_arrow(_batch(range(0, BASE, 3), "b"))
-    stale = run_in_process(t.store, plan(t.refresh(), full=True))  # computed, not yet committed
+    stale = run_in_process(t.store, plan(t.refresh().store, full=True))  # computed, not yet committed
     t.refresh().write_arrow(_batch(range(1, BASE, 5), "c"))  # marks rows of the files it rewrites
     with pytest.raises(CommitConflictError, match="deletion vectors of bucket 0"):
         t.refresh().new_commit().commit(stale)
