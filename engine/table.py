@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from engine.builders.hooks import CompactionRunner
     from engine.builders.read import ReadBuilder
     from engine.builders.write import WriteBuilder
-    from engine.catalog import FileSystemCatalog
 
 log = logging.getLogger(__name__)
 
@@ -62,12 +61,20 @@ class SchemaHistory:
         return self._store.all()
 
 
+class Catalog(Protocol):
+    """What a table asks of the catalog that opened it (``engine.catalog.FileSystemCatalog``,
+    which sits above the facade: named here by what it does)."""
+
+    def get_table(self, identifier: str | Identifier) -> Table: ...
+
+
 class Table:
-    """A table branch as of one schema version."""
+    """A table branch as of one schema version: the facade over one :class:`FileStore` (the
+    table's identity below this module) and the catalog it was opened from."""
 
     def __init__(
         self,
-        catalog: FileSystemCatalog | None,
+        catalog: Catalog | None,
         identifier: Identifier,
         io: FileIO,
         paths: TablePaths,

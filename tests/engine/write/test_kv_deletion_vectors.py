@@ -237,7 +237,7 @@ def test_files_system_table_shows_each_files_dv_cardinality(catalog):
     _, dv = _tables(catalog, "deduplicate")
     dv.write_arrow(_batch(range(BASE), "a"))
     dv.refresh().write_arrow(_batch(range(0, BASE, 10), "b"))
-    files = read_files(dv.refresh(), None).to_pylist()
+    files = read_files(dv.refresh().store, None).to_pylist()
     expected = {n: d.cardinality for n, d in _dvs_of(dv).items() if d.cardinality}
     shown = {r["file_path"].rsplit("/", 1)[-1]: r["deletion_vector_cardinality"] for r in files}
     assert {n: c for n, c in shown.items() if c} == expected and sum(expected.values()) == BASE // 10
