@@ -186,7 +186,7 @@ class ReadBuilder(Generic[T]):
 
         store = self.store
         check_incremental_readable(store.schema, store.paths.root)
-        return StreamScan(self)
+        return StreamScan(self.store)
 
     def uses_deletion_vectors(self) -> bool:
         """Whether the table has deletion vectors (batch reads then never merge: Paimon's rule)."""
