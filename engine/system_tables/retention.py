@@ -32,7 +32,8 @@ import pyarrow as pa
 from engine.history.retention_mark import read_mark
 from engine.identifier import MAIN_BRANCH
 from engine.meta.refs import TagStore
-from engine.ops.expire_snapshots import ExpirePolicy, describe_anchors, judge_snapshots, live_consumers
+from engine.ops.expire_snapshots import ExpirePolicy, describe_anchors, judge_snapshots
+from engine.ops.expiry_files import live_consumers
 from engine.ops.reachability import Anchor, FileKindRef, ReachabilityCollector, all_anchors, branch_names
 from engine.system_tables.columns import build_table
 
