@@ -1,5 +1,7 @@
 """The ``Table`` facade: one table branch, its schema, and the operations on it.
 
+A Table is a store (``engine.store.FileStore``: the table's one identity below this module,
+which every module below takes) and the catalog it was opened from; no module below names it.
 Everything here delegates. Reads, writes and commits go through the builders
 (``engine.builders``: ``new_read_builder``, ``new_write_builder``), which also carry the
 post-commit hooks; references and rollback are the ``refs`` group (``engine.table_refs``),
