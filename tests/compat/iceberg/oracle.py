@@ -64,6 +64,18 @@ def pyiceberg_python() -> str:
     pytest.skip(f"pyiceberg unavailable: {how}")
 
 
+def require_polars(python: str) -> None:
+    """polars must be in pyiceberg's venv (``.ci/pyiceberg-venv.sh`` installs it); under CI its
+    absence fails the test, elsewhere (an older venv) it skips it."""
+    proc = subprocess.run([python, "-c", "import polars"], capture_output=True, text=True, check=False)
+    if proc.returncode == 0:
+        return
+    why = f"polars is not in pyiceberg's venv {python}: rerun `bash .ci/pyiceberg-venv.sh`"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(why, pytrace=False)
+    pytest.skip(f"pyiceberg unavailable: {why}")
+
+
 @dataclass
 class IcebergRead:
     """What pyiceberg saw: the current rows, the rows at each requested snapshot or tag, and the metadata."""

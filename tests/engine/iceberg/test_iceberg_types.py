@@ -17,7 +17,7 @@ import pytest
 
 from engine.iceberg import sync
 from engine.iceberg.avro import read_container
-from engine.iceberg.schema import IcebergUnsupportedError, iceberg_schema
+from engine.iceberg.schema import IcebergUnsupportedError, iceberg_schema, partition_avro_fields
 from engine.schema import TableSchema
 from engine.schema_changes import SetOption
 from engine.types import INT, TIME, TIMESTAMP, TIMESTAMP_LTZ, DataField
@@ -25,9 +25,6 @@ from engine.types import INT, TIME, TIMESTAMP, TIMESTAMP_LTZ, DataField
 ICEBERG = {"metadata.iceberg.storage": "table-location"}
 V3 = {**ICEBERG, "metadata.iceberg.format-version": "3"}
 NANOS = np.datetime64("2024-05-06T07:08:09.123456789", "ns")
-#: A partition value of a nanosecond column; whole microseconds, because dyntable's commit cannot
-#: yet name the directory of a partition value with sub-microsecond digits.
-PART_NANOS = np.datetime64("2024-05-06T07:08:09.123456", "ns")
 
 
 def _types(s: TableSchema, version: int) -> dict[str, object]:
@@ -86,38 +83,41 @@ def test_what_paimon_refuses_is_refused_in_both_versions(column: str, why: str) 
             iceberg_schema(s, version)
 
 
-def test_nanosecond_and_time_partitions_and_bounds(catalog) -> None:
-    """Partition values in Avro (``timestamp-nanos``, ``time-micros``) and the nanosecond bounds
-    of a data file: Iceberg's single-value form of a timestamp_ns is its nanoseconds, little-endian."""
-    fields = [
-        DataField(0, "id", INT()),
-        DataField(1, "pts", TIMESTAMP(9)),
-        DataField(2, "pt", TIME(3)),
-        DataField(3, "tz", TIMESTAMP_LTZ(9)),
-    ]
-    t = catalog.create_table("db.ns", fields, partition_keys=["pts", "pt"], options=V3)
+def test_time_partitions_and_nanosecond_bounds(catalog) -> None:
+    """A TIME partition value in Avro (``time-micros``) and the nanosecond bounds of a data file:
+    Iceberg's single-value form of a timestamp_ns is its nanoseconds, little-endian."""
+    fields = [DataField(0, "id", INT()), DataField(1, "pt", TIME(3)), DataField(2, "tz", TIMESTAMP_LTZ(9))]
+    t = catalog.create_table("db.ns", fields, partition_keys=["pt"], options=V3)
     tz = pa.array([NANOS, NANOS + 7, NANOS - 3], pa.timestamp("ns")).cast(pa.timestamp("ns", "UTC"))
-    data = {"id": [1, 2, 3], "pts": pa.array([PART_NANOS] * 3, pa.timestamp("ns")),
-            "pt": [dt.time(1, 2, 3, 456000)] * 3, "tz": tz}  # fmt: skip
+    data = {"id": [1, 2, 3], "pt": [dt.time(1, 2, 3, 456000)] * 3, "tz": tz}
     t.write_arrow(pa.table(data, schema=t.arrow_schema))
     meta = _current(t)
-    assert {f["name"]: f["type"] for f in meta["schemas"][-1]["fields"]}["pts"] == "timestamp_ns"
+    assert {f["name"]: f["type"] for f in meta["schemas"][-1]["fields"]}["tz"] == "timestamptz_ns"
     [entry] = _entries(meta)
-    nanos, part = int(NANOS.astype(np.int64)), int(PART_NANOS.astype(np.int64))
-    assert entry["data_file"]["partition"] == {"pts": part, "pt": 3_723_456_000}
-    bounds = {b["key"]: b["value"] for b in entry["data_file"]["lower_bounds"]}
-    uppers = {b["key"]: b["value"] for b in entry["data_file"]["upper_bounds"]}
-    assert bounds[3] == struct.pack("<q", nanos - 3) and uppers[3] == struct.pack("<q", nanos + 7)
-    snapshot = meta["snapshots"][-1]
-    [listed] = read_container(Path(snapshot["manifest-list"]).read_bytes(), "list")[0]
+    micros = 3_723_456_000
+    assert entry["data_file"]["partition"] == {"pt": micros}
+    nanos = int(NANOS.astype(np.int64))
+    lower = {b["key"]: b["value"] for b in entry["data_file"]["lower_bounds"]}
+    upper = {b["key"]: b["value"] for b in entry["data_file"]["upper_bounds"]}
+    assert lower[2] == struct.pack("<q", nanos - 3) and upper[2] == struct.pack("<q", nanos + 7)
+    [listed] = read_container(Path(meta["snapshots"][-1]["manifest-list"]).read_bytes(), "list")[0]
     summary = listed["partitions"][0]
-    assert summary["lower_bound"] == summary["upper_bound"] == struct.pack("<q", part)
+    assert summary["lower_bound"] == summary["upper_bound"] == struct.pack("<q", micros)
     with open(listed["manifest_path"], "rb") as f:
         manifest_schema = fastavro.reader(f).writer_schema
     assert manifest_schema is not None
-    partition = next(f for f in manifest_schema["fields"] if f["name"] == "data_file")["type"]["fields"]
-    record = next(f for f in partition if f["name"] == "partition")["type"]["fields"]
-    assert [f["type"][1]["logicalType"] for f in record] == ["timestamp-nanos", "time-micros"]
+    data_file = next(f for f in manifest_schema["fields"] if f["name"] == "data_file")["type"]["fields"]
+    record = next(f for f in data_file if f["name"] == "partition")["type"]["fields"]
+    assert [f["type"][1]["logicalType"] for f in record] == ["time-micros"]
+
+
+def test_nanosecond_partition_keys_are_refused() -> None:
+    """Iceberg's Avro timestamp-nanos partition values are read by no pyiceberg release, and
+    Paimon's Avro manifest writer refuses them: the table is not published."""
+    s = TableSchema.create([("k", "INT"), ("p", "TIMESTAMP_LTZ(9)")], partition_keys=["p"])
+    iceberg_schema(s, 3)  # the column itself is fine
+    with pytest.raises(IcebergUnsupportedError, match=r"partition column p has type TIMESTAMP_LTZ\(9\)"):
+        partition_avro_fields(s)
 
 
 def test_version_2_refuses_nanosecond_timestamps_until_version_3_is_set(catalog, caplog) -> None:
