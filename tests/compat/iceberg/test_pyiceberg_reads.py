@@ -186,9 +186,20 @@ def test_primary_key_table_shows_the_top_level_only(catalog, python) -> None:
     _same(read_iceberg(python, _metadata(t)).current, t.to_arrow(snapshot_id=t.latest_snapshot().id - 1))
     t.compact(full=True)
     t = t.refresh()
-    got = read_iceberg(python, _metadata(t))
+    ids = [s.id for s in t.snapshots()]
+    got = read_iceberg(python, _metadata(t), snapshots=ids)
     _same(got.current, t.to_arrow())
     assert sorted(got.current.column("k").to_pylist()) == [1, 2, 3, 4, 5]
+    # Time travel: each Iceberg snapshot shows the table as its last full compaction left it (empty
+    # before the first), a state that really existed, never a key twice.
+    compacted = [s.id for s in t.snapshots() if s.commit_kind == "COMPACT"]
+    assert len(compacted) == 2
+    for sid in ids:
+        last = max((c for c in compacted if c <= sid), default=None)
+        if last is None:
+            assert got.at[sid].num_rows == 0
+        else:
+            _same(got.at[sid], t.to_arrow(snapshot_id=last))
 
 
 def test_schema_evolution_keeps_field_ids(catalog, python) -> None:
@@ -234,11 +245,16 @@ def test_rollback_and_tags(catalog, python) -> None:
     t.refs.tags.create("t2", 2)
     t.refs.rollback_to(2)
     t = t.refresh()
-    got = read_iceberg(python, _metadata(t), tags=["t2"])
+    got = read_iceberg(python, _metadata(t), snapshots=[1, 2, 3, 4], tags=["t2"])
     assert got.current_snapshot_id == t.latest_snapshot().id == 4
     _same(got.current, t.to_arrow())
     assert _rows(got.current) == [(0,), (1,)]
     _same(got.tags["t2"], t.to_arrow(tag="t2"))
+    # Time travel to every exposed snapshot, the rolled-back one (3) included, shows what it held.
+    assert got.snapshot_ids == [1, 2, 3, 4]
+    for sid in (1, 2, 3, 4):
+        _same(got.at[sid], t.to_arrow(snapshot_id=sid))
+    assert _rows(got.at[3]) == [(0,), (1,), (2,)]
     t.write_arrow(pa.table({"a": [9]}, schema=schema))
     t = t.refresh()
     _same(read_iceberg(python, _metadata(t)).current, t.to_arrow())
