@@ -202,6 +202,42 @@ def test_primary_key_table_shows_the_top_level_only(catalog, python) -> None:
             _same(got.at[sid], t.to_arrow(snapshot_id=last))
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"merge-engine": "deduplicate"},
+        {"merge-engine": "partial-update"},
+        {"merge-engine": "aggregation", "fields.n.aggregate-function": "sum"},
+        {"merge-engine": "first-row"},
+    ],
+    ids=lambda o: o["merge-engine"],
+)
+def test_primary_key_merge_engines_compacted_after_every_commit(catalog, python, options) -> None:
+    """``full-compaction.delta-commits = 1``: each batch write compacts fully, so Iceberg sees every
+    commit's merged rows (each merge engine's), at every snapshot."""
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string()), ("n", pa.int64())])
+    t = catalog.create_table(
+        "db.pkm", schema, primary_keys=["k"],
+        options={**ICEBERG, **options, "bucket": "2", "full-compaction.delta-commits": "1"},
+    )  # fmt: skip
+    t.write_arrow(pa.table({"k": [1, 2, 3], "v": ["a", None, "c"], "n": [1, 2, 3]}, schema=schema))
+    t.write_arrow(pa.table({"k": [2, 3, 4], "v": ["B", None, "D"], "n": [10, None, 40]}, schema=schema))
+    t = t.refresh()
+    ids = [s.id for s in t.snapshots()]
+    got = read_iceberg(python, _metadata(t), snapshots=ids)
+    ours = t.to_arrow()
+    _same(got.current, ours)
+    assert sorted(got.current.column("k").to_pylist()) == [1, 2, 3, 4]
+    compactions = [s.id for s in t.snapshots() if s.commit_kind == "COMPACT"]
+    assert len(compactions) == 2  # one full compaction after each write
+    for sid in ids:  # a write's snapshot shows the previous compaction's state, a compaction its own
+        compacted = max((c for c in compactions if c <= sid), default=None)
+        if compacted is None:
+            assert got.at[sid].num_rows == 0
+        else:
+            _same(got.at[sid], t.to_arrow(snapshot_id=compacted))
+
+
 def test_schema_evolution_keeps_field_ids(catalog, python) -> None:
     schema = pa.schema([("a", pa.int64()), ("b", pa.string()), ("c", pa.float64())])
     t = catalog.create_table("db.evolve", schema, options=ICEBERG)
