@@ -88,7 +88,9 @@ def to_arrow_type(t: DataType) -> pa.DataType:
         assert t.precision is not None and t.scale is not None
         return pa.decimal128(t.precision, t.scale)
     if r is TypeRoot.TIME:
-        return pa.time32("ms") if (t.precision or 0) <= 3 else pa.time64("us")
+        # Paimon keeps a TIME of any precision as milliseconds of the day (Parquet INT32
+        # TIME_MILLIS); Java Paimon reads no other layout.
+        return pa.time32("ms")
     if r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
         p = 6 if t.precision is None else t.precision
         unit = next(u for limit, u in _TS_UNIT if p <= limit)
