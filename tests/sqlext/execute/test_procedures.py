@@ -15,13 +15,16 @@ from sqlext.errors import ProcedureArgumentError, SqlAnalysisError
 from sqlext.execute import procedures as P
 from sqlext.execute.procedures import Param, ParamType, Procedure, ProcedureRegistry, bind_arguments
 from sqlext.parse.ast import Call, CallArgument
+from sqlext.execute.planning import CallProcedure
+from sqlext.execute.procedures.plans import Answer
 from sqlext.parse.parser import parse_statement
+from tests.sqlext.execute.fake_context import FakeContext, carry_out
 
 OUT = pa.schema([("result", pa.bool_())])
 
 
-def _echo(session, args):
-    return pa.table({"result": [True]})
+def _echo(ctx, args):
+    return Answer(pa.table({"result": [True]}))
 
 
 def _registry():
@@ -270,18 +273,7 @@ def test_live_partitions_lists_partitions_with_data(tmp_path):
     assert P.live_partitions(t) == [{"dt": "a"}, {"dt": "b"}, {"dt": None}]
 
 
-class _FakeSession:
-    """Just enough of SqlSession for the CALL executor without Spark."""
-
-    def __init__(self):
-        self.frames = []
-
-    def arrow_frame(self, table):
-        self.frames.append(table)
-        return table
-
-
-def test_call_planner_locates_errors_and_its_plan_returns_the_result_table():
+def test_call_planner_locates_errors_and_its_plan_returns_the_result_table(tmp_path):
     from sqlext.execute.call import call
     from sqlext.parse.splitter import Statement
 
@@ -290,15 +282,15 @@ def test_call_planner_locates_errors_and_its_plan_returns_the_result_table():
             "fake_echo",
             (Param("n", ParamType.INT, True),),
             pa.schema([("n", pa.int64())]),
-            lambda s, a: pa.table({"n": [a["n"] * 2]}),
+            lambda ctx, a: Answer(pa.table({"n": [a["n"] * 2]})),
         ),
         replace=True,
     )
     try:
-        session = _FakeSession()
+        session = _CatalogSession(open_catalog(str(tmp_path / "wh")))
         stmt = Statement("CALL sys.fake_echo('21')", 3, 5, 40)
         plan = call(session, parse_statement(stmt.text), stmt)
-        result = plan.procedure.invoke(session, dict(plan.values))  # what the runner does
+        result = carry_out(plan)  # what the runner does
         assert result.to_pylist() == [{"n": 42}]
         assert result.schema.field("n").type == pa.int64()  # cast to the declared output
         with pytest.raises(ProcedureArgumentError) as info:
@@ -349,18 +341,8 @@ def test_procedures_of_missing_features_refuse_any_arguments_naming_the_feature(
 FAR_FUTURE = dt.datetime(2099, 1, 1)
 
 
-class _CatalogSession:
-    """Just enough of SqlSession for procedures that only name a table (no Spark)."""
-
-    def __init__(self, catalog):
-        self.catalog = catalog
-        self.current_database = "db"
-
-    def is_managed(self, name):
-        return True
-
-    def table(self, name):
-        return self.catalog.get_table(f"{name.database or 'db'}.{name.table}")
+def _CatalogSession(catalog):  # noqa: N802 - the planner context of a session whose database is db
+    return FakeContext(catalog, current_database="db")
 
 
 @pytest.fixture
@@ -376,8 +358,10 @@ def tagged(tmp_path):
 
 
 def _call(session, name, *positional, **named):
+    """Plan a procedure over the context and carry out its metadata work, as the runner does."""
     proc = P.REGISTRY.get(name)
-    return proc.invoke(session, bind_arguments(proc, args(*positional, **named)))
+    values = bind_arguments(proc, args(*positional, **named))
+    return carry_out(CallProcedure(proc, values, {}, "", proc.plan(session, values)))
 
 
 @pytest.mark.parametrize(
