@@ -10,8 +10,8 @@ import pytest
 from sqlext.errors import ProcedureArgumentError, ProcedureTargetError, SqlAnalysisError
 from sqlext.execute.call import PLANNERS, argument_offsets
 from sqlext.execute.planning import CallProcedure
-from sqlext.parse.parser import parse_statement
 from sqlext.execute.procedures.plans import EngineWork
+from sqlext.parse.parser import parse_statement
 from tests.sqlext.execute.fake_context import FakeContext, carry_out, fake_context, plan_of
 
 

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from engine import open_catalog
 from sqlext.errors import ProcedureArgumentError, SqlAnalysisError
 from sqlext.execute import procedures as P
-from sqlext.execute.procedures import Param, ParamType, Procedure, ProcedureRegistry, bind_arguments
-from sqlext.parse.ast import Call, CallArgument
 from sqlext.execute.planning import CallProcedure
+from sqlext.execute.procedures import Param, ParamType, Procedure, ProcedureRegistry, bind_arguments
 from sqlext.execute.procedures.plans import Answer
+from sqlext.parse.ast import Call, CallArgument
 from sqlext.parse.parser import parse_statement
 from tests.sqlext.execute.fake_context import FakeContext, carry_out
 
