@@ -287,7 +287,7 @@ def test_call_planner_locates_errors_and_its_plan_returns_the_result_table(tmp_p
         replace=True,
     )
     try:
-        session = _CatalogSession(open_catalog(str(tmp_path / "wh")))
+        session = in_db(open_catalog(str(tmp_path / "wh")))
         stmt = Statement("CALL sys.fake_echo('21')", 3, 5, 40)
         plan = call(session, parse_statement(stmt.text), stmt)
         result = carry_out(plan)  # what the runner does
@@ -341,7 +341,8 @@ def test_procedures_of_missing_features_refuse_any_arguments_naming_the_feature(
 FAR_FUTURE = dt.datetime(2099, 1, 1)
 
 
-def _CatalogSession(catalog):  # noqa: N802 - the planner context of a session whose database is db
+def in_db(catalog) -> FakeContext:
+    """The planner context of a session whose current database is ``db``."""
     return FakeContext(catalog, current_database="db")
 
 
@@ -354,14 +355,14 @@ def tagged(tmp_path):
         t.write_arrow(pa.table({"id": [i]}, schema=t.arrow_schema))
     t.refs.tags.create("a", 1)
     t.refs.tags.create("b", 2)
-    return _CatalogSession(cat), t
+    return in_db(cat), t
 
 
-def _call(session, name, *positional, **named):
+def call_procedure(ctx, name, *positional, **named):
     """Plan a procedure over the context and carry out its metadata work, as the runner does."""
     proc = P.REGISTRY.get(name)
     values = bind_arguments(proc, args(*positional, **named))
-    return carry_out(CallProcedure(proc, values, {}, "", proc.plan(session, values)))
+    return carry_out(CallProcedure(proc, values, {}, "", proc.plan(ctx, values)))
 
 
 @pytest.mark.parametrize(
@@ -371,14 +372,14 @@ def _call(session, name, *positional, **named):
 )
 def test_expire_tags_reads_text_like_a_timestamp_literal(tagged, older_than):
     session, t = tagged
-    result = _call(session, "expire_tags", "t", older_than=older_than)
+    result = call_procedure(session, "expire_tags", "t", older_than=older_than)
     assert result.column("expired_tags").to_pylist() == ["a", "b"] and t.refs.tags.names() == []
 
 
 def test_expire_tags_with_a_past_bound_expires_nothing(tagged):
     session, t = tagged
     for past in ("2000-01-01 00:00:00", "1 d"):
-        result = _call(session, "expire_tags", "t", older_than=past)
+        result = call_procedure(session, "expire_tags", "t", older_than=past)
         assert result.column(0).to_pylist() == ["No expired tags."]
     assert t.refs.tags.names() == ["a", "b"]
 
@@ -396,7 +397,7 @@ def test_expire_tags_with_a_past_bound_expires_nothing(tagged):
 def test_a_bad_time_is_the_arguments_error_in_every_procedure(tagged, procedure, argument, named):
     session, t = tagged
     with pytest.raises(ProcedureArgumentError) as info:
-        _call(session, procedure, "t", **named)
+        call_procedure(session, procedure, "t", **named)
     assert info.value.sqlstate == "22023"
     assert str(info.value).startswith(f"{procedure}: argument {argument} = 'someday' is not a point in time")
     assert t.refs.tags.names() == ["a", "b"] and t.latest_snapshot().id == 3
