@@ -17,8 +17,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.arrow_types import to_arrow_type
 from engine.errors import UnsupportedTableError
-from engine.types import DataType, TypeRoot, to_arrow_type
+from engine.types import DataType, TypeRoot
 
 
 def cast_leaf(column: pa.ChunkedArray | pa.Array, target: pa.DataType) -> pa.ChunkedArray | pa.Array:

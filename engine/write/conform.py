@@ -15,11 +15,12 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.arrow_types import to_arrow_type
 from engine.default_values import check_default_value
 from engine.errors import InvalidArgumentError
 from engine.options import WRITE_MERGE_SCHEMA, CoreOptions
 from engine.schema import TableSchema
-from engine.types import DataType, TypeRoot, to_arrow_type
+from engine.types import DataType, TypeRoot
 from engine.write.variant_input import fill_variant_children
 
 

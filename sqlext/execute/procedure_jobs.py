@@ -17,7 +17,7 @@ import pyarrow as pa
 from pyspark.errors import PySparkException
 
 from engine import CommitResult, OverwriteSpec, Table
-from engine.types import to_arrow_type
+from engine.arrow_types import to_arrow_type
 from sqlext.errors import ProcedureArgumentError, SqlAnalysisError, SqlError, UnsupportedStatementError
 from sqlext.execute.call import located_in_call
 from sqlext.execute.ddl_jobs import rescale_table

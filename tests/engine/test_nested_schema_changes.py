@@ -173,7 +173,7 @@ def test_conform_matches_nested_fields_by_id_in_sliced_arrays_with_nulls():
         .field("v")
         .type
     )
-    from engine.types import to_arrow_type
+    from engine.arrow_types import to_arrow_type
 
     arr = pa.array(
         [
@@ -205,7 +205,7 @@ def test_conform_inside_lists_and_maps():
             RenameColumn(("m", "value", "f1"), "g"),
         ]
     )
-    from engine.types import to_arrow_type
+    from engine.arrow_types import to_arrow_type
 
     a0, a1 = s0.field("a").type, s1.field("a").type
     arr = pa.array(
