@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 import decimal
+import os
 
 import pyarrow as pa
 import pytest
