@@ -28,7 +28,8 @@ def test_time_text_becomes_time_values_and_nulls_stay_null():
 def test_a_time_finer_than_a_millisecond_is_refused_as_paimon_stores_milliseconds():
     # TIME(6) is stored as Paimon stores every TIME: milliseconds of the day (Parquet TIME_MILLIS).
     data = pa.table({"id": pa.array([1], pa.int32()), "t6": pa.array(["01:02:03.456789"])})
-    with pytest.raises(InvalidArgumentError, match="column 't6' is TIME\\(6\\), which Paimon stores in milliseconds"):
+    stored_in_millis = "column 't6' is TIME\\(6\\), which Paimon stores in milliseconds"
+    with pytest.raises(InvalidArgumentError, match=stored_in_millis):
         conform(data, SCHEMA)
     micros = pa.table({"id": pa.array([1], pa.int32()), "t6": pa.array([1_000], pa.time64("us"))})
     assert conform(micros, SCHEMA).column("t6").to_pylist() == [dt.time(0, 0, 0, 1000)]
