@@ -13,7 +13,7 @@ Three checks, each cheap (metadata only, no data file is opened):
   Called by every scan plan (batch, incremental, streaming); :func:`check_incremental_readable`
   also refuses data evolution for incremental and streaming reads.
 * :func:`check_file_readable` — one data file: a partial-column file of a data-evolution table
-  (``_WRITE_COLS``) or a format other than Parquet and ORC. Called for every file a plan hands a reader.
+  (``_WRITE_COLS``) or a format other than Parquet, ORC and Avro. Called for every file a plan hands a reader.
 * :func:`check_writable` — a table option whose invariants a writer must keep (row tracking,
   global indexes, …), plus everything :func:`check_readable` refuses. Called by
   the write builder, every commit (data writes, compaction, maintenance commits) and the
@@ -101,8 +101,9 @@ FEATURES: tuple[Feature, ...] = (
             "dyntable's writes would keep UPDATE_BEFORE rows this table drops"),
     Feature("record-level.expire-time", _set, "record-level expiration", "0.8", True,
             "dyntable's compactions would keep records this table expires"),
-    Feature("file.format", _not_parquet, "data files in a format other than Parquet and ORC", None, True,
-            "dyntable writes only Parquet and ORC data files (pyarrow has no Avro data reader)"),
+    Feature("file.format", _not_parquet, "data files in a format other than Parquet, ORC and Avro", None,
+            True,
+            "dyntable reads and writes only Parquet, ORC and Avro data files"),
 )
 
 
@@ -211,7 +212,7 @@ def tracks_row_ids(schema: TableSchema) -> bool:
 
 def check_file_readable(file: DataFileMeta, table: str, *, partial_columns: bool = False) -> None:
     """Refuse a data file dyntable cannot read as Paimon does: a file in a format other than
-    Parquet and ORC, or (unless ``partial_columns``: a batch read of a data-evolution table, which
+    Parquet, ORC and Avro, or (unless ``partial_columns``: a batch read of a data-evolution table, which
     assembles rows from the files of a row-id range, ``engine.read.data_evolution``) a file
     holding only some columns (``_WRITE_COLS``, Paimon 1.3).
 
@@ -229,7 +230,7 @@ def check_file_readable(file: DataFileMeta, table: str, *, partial_columns: bool
         fmt = format_of(name) or "unknown"
         raise UnsupportedTableError(
             f"cannot read table {table}: data file {name} is in the '{fmt}' format; dyntable reads "
-            "Parquet and ORC data files. Use Paimon for this table."
+            "Parquet, ORC and Avro data files. Use Paimon for this table."
         )
 
 
