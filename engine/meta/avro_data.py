@@ -46,11 +46,13 @@ import importlib
 import io
 import json
 import lzma
+import os
+import struct
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
-from fastavro.write import Writer
 
 from engine.errors import CorruptDataError, UnsupportedTableError
 
@@ -296,17 +298,20 @@ def read_avro(data: bytes, path: str, columns: Sequence[str] | None = None,
 
     Raises:
         UnsupportedTableError: a type or codec Paimon never writes and polars cannot decode.
-        ValueError: the bytes are not a readable Avro data file (the caller types it).
+        pyarrow.ArrowInvalid: the bytes are not a readable Avro data file (the caller types it).
     """
     try:
         table, fields = _decode(data, columns)
     except UnsupportedTableError as e:
         raise UnsupportedTableError(f"cannot read Avro data file {path}: it holds {e}, which dyntable "
                                     "does not read") from e
-    except (IndexError, KeyError, json.JSONDecodeError) as e:
-        raise ValueError(f"the Avro header is damaged ({e})") from e
+    except (ValueError, IndexError, KeyError, TypeError, json.JSONDecodeError) as e:
+        # ArrowInvalid: what the data-file reader types as a corrupt file, as for Parquet and ORC
+        raise pa.ArrowInvalid(f"not a readable Avro data file ({type(e).__name__}: {e})") from e
     if table.num_columns == 0:
         return table
+    if columns is not None:  # polars gives the file's order
+        table = table.select([c for c in columns if c in table.column_names])
     arrays = []
     for name in table.column_names:
         target = (types or {}).get(name) or _arrow_type(fields[name])
@@ -460,20 +465,31 @@ def _shape(node: Any) -> Any:
     return kind
 
 
-class _Block:
-    """What fastavro's ``Writer.write_block`` reads of a block: its record count and bytes."""
-
-    __slots__ = ("bytes_", "num_records")
-
-    def __init__(self, num_records: int, data: bytes) -> None:
-        self.num_records = num_records
-        self.bytes_ = io.BytesIO(data)
+def _compressor(codec: str, level: int | None) -> Callable[[bytes], bytes]:
+    """A block's compression under an Avro codec (snappy: raw snappy + the big-endian CRC32 of the
+    plain bytes, as Avro frames it; pyarrow's snappy, since fastavro's needs another library)."""
+    if codec == "null":
+        return lambda data: data
+    if codec == "deflate":
+        def deflate(data: bytes) -> bytes:
+            c = zlib.compressobj(wbits=-15)
+            return c.compress(data) + c.flush()
+        return deflate
+    if codec == "snappy":
+        return lambda data: (pa.compress(data, codec="snappy", asbytes=True)
+                             + struct.pack(">I", zlib.crc32(data)))
+    if codec == "bzip2":
+        return bz2.compress
+    if codec == "xz":
+        return lzma.compress
+    zstd = _zstd()
+    return lambda data: zstd.compress(data, level or 1)
 
 
 class AvroWriter:
     """An Avro data file written piece by piece (the interface of the rolling writers:
-    ``write_table``, ``close``): polars encodes each piece's rows, fastavro frames the blocks with
-    the file's codec and sync marker, so ``sink.tell()`` grows as pieces are written."""
+    ``write_table``, ``close``): polars encodes each piece's rows, its blocks are compressed with
+    the file's codec and framed with its sync marker, so ``sink.tell()`` grows as pieces are written."""
 
     def __init__(self, sink: Any, schema: pa.Schema, options: Mapping[str, str], compression: str) -> None:
         self.schema = schema
@@ -481,7 +497,18 @@ class AvroWriter:
         self._header = avro_schema(schema)
         self._shape = _shape(self._header)
         codec, level = avro_codec(options, compression)
-        self._writer = Writer(sink, self._header, codec=codec, compression_level=level)
+        self._compress = _compressor(codec, level)
+        self._sync = os.urandom(16)
+        header = bytearray(_MAGIC)
+        meta = {b"avro.schema": json.dumps(self._header).encode(), b"avro.codec": codec.encode()}
+        _put_long(header, len(meta))
+        for key, value in meta.items():
+            _put_long(header, len(key))
+            header += key
+            _put_long(header, len(value))
+            header += value
+        _put_long(header, 0)
+        sink.write(bytes(header) + self._sync)
         self._checked = False
 
     def write_table(self, table: pa.Table, row_group_size: int | None = None) -> None:
@@ -501,10 +528,14 @@ class AvroWriter:
                     f"polars encodes these columns as {written}, not the declared {self._shape}")
             self._checked = True
         for count, block in _blocks(data, pos, sync):
-            self._writer.write_block(_Block(count, block))
+            stored = self._compress(block)
+            out = bytearray()
+            _put_long(out, count)
+            _put_long(out, len(stored))
+            self._sink.write(bytes(out) + stored + self._sync)
 
     def close(self) -> None:
-        self._writer.flush()
+        """Nothing is buffered: every piece's blocks are on the sink already."""
 
     def __enter__(self) -> AvroWriter:
         return self
