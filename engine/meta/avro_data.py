@@ -12,8 +12,9 @@ named ``<its parent record>_<field>``; TINYINT/SMALLINT/INT as ``int``, DECIMAL 
 the ``decimal`` logical type, DATE as ``date``, TIME(≤3) as ``time-millis``, TIMESTAMP(≤3 / ≤6) as
 ``timestamp-millis`` / ``timestamp-micros`` and the local-time-zone kind as
 ``local-timestamp-millis`` / ``-micros``; a MAP with string keys as an Avro ``map`` and any other
-MAP as an array of ``key``/``value`` records (logical type ``map``). Avro files carry no
-statistics: Paimon collects them from the rows it writes, as dyntable's writers do for every format.
+MAP as an array of ``key``/``value`` records (logical type ``map``); Paimon's Java writer declares
+the row itself as ``["null", record]``. Avro files carry no statistics: Paimon collects them from
+the rows it writes, as dyntable's writers do for every format.
 
 What differs from Paimon's own writer, and why it reads the same everywhere:
 
@@ -22,11 +23,13 @@ What differs from Paimon's own writer, and why it reads the same everywhere:
   so the header declares the unions polars wrote, with Paimon's names and logical types; the
   encoded bytes must match the header, which :class:`AvroWriter` checks against polars' own
   header once per file.
-* a MAP is written as an array of ``key``/``value`` records (the layout Paimon uses for non-string
-  keys; Paimon's readers pick their map reader by the column's type, not by the Avro type).
+* MAP and MULTISET columns are not written (refused with 0A000 at CREATE and by the writer):
+  polars encodes list elements as unions too, and Paimon's map reader wants the entry records
+  plain. Maps in Avro files other engines wrote are read.
 
-Reading: polars cannot open a file whose schema holds an Avro ``map`` (it panics), so the header
-is rewritten to the byte-identical array of ``key``/``value`` records first; zstandard, bzip2 and
+Reading: polars cannot open a file whose schema holds an Avro ``map`` (it panics) or whose
+top-level type is a union, so the header is rewritten to byte-identical forms first (an array of
+``key``/``value`` records; a record of one field holding the union); zstandard, bzip2 and
 xz blocks (polars reads null, deflate and snappy) are decompressed block by block. Types polars
 maps differently (``large_*`` strings and lists, ``timestamp-*`` as UTC, ``local-timestamp-*`` as
 naive, ``time-millis`` as nanoseconds, maps as lists of records) are converted with vectorised
@@ -61,6 +64,7 @@ __all__ = ["AvroWriter", "avro_codec", "avro_schema", "iter_avro", "read_avro"]
 RECORD = "org.apache.paimon.avro.generated.record"
 _TIMESTAMPS = ("timestamp-millis", "timestamp-micros", "local-timestamp-millis", "local-timestamp-micros")
 _MAGIC = b"Obj\x01"
+_ROW = "paimon_row"
 
 
 # -- container framing -----------------------------------------------------------------------------
@@ -249,9 +253,19 @@ def _decode(data: bytes, columns: Sequence[str] | None) -> tuple[pa.Table, dict[
     """polars' decoding of the container (re-framed for it) and the file's fields by name."""
     meta, sync, pos = _header(data)
     schema = json.loads(meta[b"avro.schema"])
-    if not isinstance(schema, dict) or schema.get("type") != "record":
+    wrapped = isinstance(schema, list)
+    if wrapped:
+        # Paimon's Java writer declares the row itself nullable: a top-level ["null", record], which
+        # polars cannot read. A record of one field of that union is encoded by the same bytes.
+        rows = [b for b in schema if b != "null"]
+        if len(rows) != 1 or not isinstance(rows[0], dict):
+            raise ValueError("an Avro data file holds records")
+        fields = {f["name"]: f["type"] for f in rows[0]["fields"]}
+        schema = {"type": "record", "name": "paimon_nullable_row", "fields": [{"name": _ROW, "type": schema}]}
+    elif isinstance(schema, dict) and schema.get("type") == "record":
+        fields = {f["name"]: f["type"] for f in schema["fields"]}
+    else:
         raise ValueError("an Avro data file holds records")
-    fields = {f["name"]: f["type"] for f in schema["fields"]}
     codec = meta.get(b"avro.codec", b"null")
     out = bytearray(_MAGIC)
     readable = codec in (b"null", b"deflate", b"snappy")
@@ -283,12 +297,17 @@ def _decode(data: bytes, columns: Sequence[str] | None) -> tuple[pa.Table, dict[
         n = sum(c for c, _ in _blocks(data, pos, sync))
         return pa.table({}).append_column("_", pa.nulls(n)).drop(["_"]), fields
     try:
-        frame = pl.read_avro(io.BytesIO(bytes(out)), columns=cols)
+        frame = pl.read_avro(io.BytesIO(bytes(out)), columns=[_ROW] if wrapped else cols)
     except BaseException as e:  # noqa: BLE001 -- polars raises a PanicException (a BaseException) too
         if isinstance(e, (KeyboardInterrupt, SystemExit)):
             raise
         raise ValueError(f"polars cannot decode it: {type(e).__name__}: {e}") from e
-    return frame.to_arrow(), fields
+    table = frame.to_arrow()
+    if wrapped:  # Java never writes a null row (its reader refuses one): the fields are the columns
+        row = table.column(_ROW)
+        table = pa.table({c: pa.chunked_array([chunk.field(c) for chunk in row.chunks],
+                                              type=row.type.field(c).type) for c in cols})
+    return table, fields
 
 
 def read_avro(data: bytes, path: str, columns: Sequence[str] | None = None,
@@ -359,10 +378,6 @@ def _writable_type(t: pa.DataType) -> pa.DataType:
         return pa.int32()
     if pa.types.is_timestamp(t):
         return pa.timestamp("ms" if t.unit in ("s", "ms") else t.unit)
-    if pa.types.is_map(t):
-        entry = pa.struct([pa.field("key", _writable_type(t.key_type)),
-                           pa.field("value", _writable_type(t.item_type))])
-        return pa.list_(entry)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return pa.list_(_writable_type(t.value_type))
     if pa.types.is_struct(t):
@@ -378,11 +393,6 @@ def _writable(arr: pa.Array, t: pa.DataType) -> pa.Array:
     if arr.offset:  # rebuilding from offsets and a null mask needs an unsliced array
         arr = pa.concat_arrays([arr])
     mask = arr.is_null() if arr.null_count else None
-    if pa.types.is_map(arr.type):
-        entries = pa.StructArray.from_arrays(
-            [_writable(arr.keys, arr.type.key_type), _writable(arr.items, arr.type.item_type)],
-            fields=list(target.value_type))
-        return pa.ListArray.from_arrays(arr.offsets, entries, type=target, mask=mask)
     if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
         values = _writable(arr.values, arr.type.value_type)
         return pa.ListArray.from_arrays(arr.offsets.cast(pa.int32()), values, type=target, mask=mask)
@@ -433,10 +443,10 @@ def _paimon_plain(t: pa.DataType, name: str) -> Any:
         return {"type": "record", "name": name, "fields": [
             {"name": f.name, "type": _paimon_type(f.type, f"{name}_{f.name}"), "default": None} for f in t]}
     if pa.types.is_map(t):
-        entry = {"type": "record", "name": name, "fields": [
-            {"name": "key", "type": _paimon_type(t.key_type, f"{name}_key")},
-            {"name": "value", "type": _paimon_type(t.item_type, f"{name}_value"), "default": None}]}
-        return {"type": "array", "items": ["null", entry], "logicalType": "map"}
+        raise UnsupportedTableError(
+            "a MAP (or MULTISET) column cannot be written to an Avro data file by dyntable: polars encodes "
+            "a map's entries as a nullable union, which Paimon's readers do not read as a map; dyntable "
+            "reads such columns in Avro files other engines wrote. Use 'file.format' = 'parquet' or 'orc'")
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return {"type": "array", "items": _paimon_type(t.value_type, name)}
     raise UnsupportedTableError(f"the Arrow type {t} has no Avro encoding in Paimon")
