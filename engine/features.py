@@ -31,7 +31,7 @@ appends take row ids as row tracking's do, and their compaction merges a range's
 ``_SEQUENCE_NUMBER``, listed in ``_WRITE_COLS``), postpone-bucket tables
 (their pending ``bucket-postpone`` files are skipped, as Paimon's batch readers skip them until
 a postpone compaction; writes go to real buckets, ``engine.write.kv_writer``, and a compaction
-with pending files is refused, ``engine.compaction``), dense statistics (``_VALUE_STATS_COLS``),
+moves pending files into real buckets first, ``engine.write.postpone_compaction``), dense statistics (``_VALUE_STATS_COLS``),
 64-bit deletion vectors, ``deletion-vectors.merge-on-read`` (level 0 is merged). Read and written
 as Paimon writes them: thin-mode files (``data-file.thin-mode``) and external data paths
 (``engine.meta.external_paths``); VARIANT columns (a shredded variant is refused by
