@@ -23,17 +23,17 @@ Three checks, each cheap (metadata only, no data file is opened):
   form for compaction, overwrites and row-level changes, which keep row ids too
   (``engine.row_tracking``).
 
-What dyntable reads as Paimon does (and so is *not* refused at read): data-evolution tables in
-batch (rows assembled from the files of each row-id range, ``engine.read.data_evolution``; their
-appends take row ids as row tracking's do, and their compaction merges a range's files into one,
-``engine.write.data_evolution_compaction``), row-tracking tables
-(their files hold whole rows, rewritten ones with their rows' ``_ROW_ID`` and
-``_SEQUENCE_NUMBER``, listed in ``_WRITE_COLS``), postpone-bucket tables
-(their pending ``bucket-postpone`` files are skipped, as Paimon's batch readers skip them until
-a postpone compaction; writes go to real buckets, ``engine.write.kv_writer``, and a compaction
-moves pending files into real buckets first, ``engine.write.postpone_compaction``), dense statistics (``_VALUE_STATS_COLS``),
-64-bit deletion vectors, ``deletion-vectors.merge-on-read`` (level 0 is merged). Read and written
-as Paimon writes them: thin-mode files (``data-file.thin-mode``) and external data paths
+What dyntable reads as Paimon does (and so is *not* refused at read): data-evolution tables in batch
+(rows assembled from the files of each row-id range, ``engine.read.data_evolution``; their appends
+take row ids as row tracking's do, and their compaction merges a range's files into one,
+``engine.write.data_evolution_compaction``), row-tracking tables (their files hold whole rows,
+rewritten ones with their rows' ``_ROW_ID`` and ``_SEQUENCE_NUMBER``, listed in ``_WRITE_COLS``),
+postpone-bucket tables (their pending ``bucket-postpone`` files are skipped, as Paimon's batch
+readers skip them until a postpone compaction; writes go to real buckets,
+``engine.write.kv_writer``, and a compaction moves pending files into real buckets first,
+``engine.write.postpone_compaction``), dense statistics (``_VALUE_STATS_COLS``), 64-bit deletion
+vectors, ``deletion-vectors.merge-on-read`` (level 0 is merged). Read and written as Paimon writes
+them: thin-mode files (``data-file.thin-mode``) and external data paths
 (``engine.meta.external_paths``); VARIANT columns (a shredded variant is refused by
 ``engine.files.evolve``). The column types BLOB and VECTOR are refused when the schema is loaded
 (``engine.types``).
