@@ -23,6 +23,9 @@ What differs from Paimon's own writer, and why it reads the same everywhere:
   so the header declares the unions polars wrote, with Paimon's names and logical types; the
   encoded bytes must match the header, which :class:`AvroWriter` checks against polars' own
   header once per file.
+* a DECIMAL's bytes are encoded here (vectorised, a fixed width per precision) and handed to polars
+  as binary: polars' own decimal encoding drops the sign byte of positive values whose top bit
+  is set, which would read back negative (found by this module's tests).
 * MAP and MULTISET columns are not written (refused with 0A000 at CREATE and by the writer):
   polars encodes list elements as unions too, and Paimon's map reader wants the entry records
   plain. Maps in Avro files other engines wrote are read.
@@ -49,12 +52,14 @@ import importlib
 import io
 import json
 import lzma
+import math
 import os
 import struct
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from engine.errors import CorruptDataError, UnsupportedTableError
@@ -378,6 +383,8 @@ def _writable_type(t: pa.DataType) -> pa.DataType:
         return pa.int32()
     if pa.types.is_timestamp(t):
         return pa.timestamp("ms" if t.unit in ("s", "ms") else t.unit)
+    if pa.types.is_decimal(t):
+        return pa.binary()  # its two's-complement bytes, encoded here (see _decimal_bytes)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return pa.list_(_writable_type(t.value_type))
     if pa.types.is_struct(t):
@@ -399,6 +406,8 @@ def _writable(arr: pa.Array, t: pa.DataType) -> pa.Array:
     if pa.types.is_struct(arr.type):
         children = [_writable(arr.field(i), arr.type.field(i).type) for i in range(arr.type.num_fields)]
         return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+    if pa.types.is_decimal(arr.type):
+        return _decimal_bytes(arr)
     if pa.types.is_time32(arr.type):
         return arr.view(pa.int32())  # time-millis: milliseconds of the day, an Avro int
     if pa.types.is_timestamp(arr.type):
@@ -406,6 +415,21 @@ def _writable(arr: pa.Array, t: pa.DataType) -> pa.Array:
             arr = arr.view(pa.timestamp(arr.type.unit))
         return arr.cast(target)  # seconds → milliseconds (Paimon's precision ≤ 3 kind), exact
     return arr.cast(target)
+
+
+def _decimal_bytes(arr: pa.Array) -> pa.Array:
+    """A decimal column as the bytes of Avro's ``decimal`` logical type: each unscaled value in
+    big-endian two's complement, in the fewest bytes every value of the precision fits (4 for
+    DECIMAL(9), 8 for 18, 16 for 38). polars' own decimal encoding is not used: it drops the sign
+    byte of a positive value whose top bit is set (32768 is written as 0x8000, read back as -32768)."""
+    arr = arr.cast(pa.decimal128(arr.type.precision, arr.type.scale))
+    width = min(16, (math.ceil(arr.type.precision * math.log2(10)) + 1 + 7) // 8)
+    raw = np.frombuffer(arr.buffers()[1], dtype=np.uint8)[arr.offset * 16 : (arr.offset + len(arr)) * 16]
+    # little-endian int128s → big-endian, keeping the low ``width`` bytes (sign included)
+    big_endian = raw.reshape(-1, 16)[:, ::-1][:, 16 - width :]
+    data = pa.py_buffer(np.ascontiguousarray(big_endian).tobytes())
+    valid = arr.is_valid().buffers()[1] if arr.null_count else None
+    return pa.Array.from_buffers(pa.binary(width), len(arr), [valid, data]).cast(pa.binary())
 
 
 def _paimon_type(t: pa.DataType, name: str) -> Any:

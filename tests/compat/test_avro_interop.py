@@ -122,7 +122,7 @@ def test_dyntable_reads_java_avro_and_java_reads_dyntables(java: JavaPaimon, cat
     assert _formats(t) == {"avro"}
     assert arrow_rows(t.to_arrow()) == java.read(name)
     assert arrow_rows(t.to_arrow())[0][:3] == (1, "a", D("1.25"))
-    more = pa.table({"k": pa.array([2, 3], pa.int32()), "s": ["b", "c"], "d": [None, D("9.99")],
+    more = pa.table({"k": pa.array([2, 3], pa.int32()), "s": ["b", "c"], "d": [D("327.68"), D("-9.99")],
                      "ts": [None, dt.datetime(2020, 1, 1)], "ts3": [dt.datetime(1999, 1, 1), None],
                      "dt": [None, dt.date(2000, 1, 1)], "b": [b"", None], "f": [None, -0.5],
                      "t": pa.array([None, 7], pa.int8())}).cast(t.arrow_schema)

@@ -14,6 +14,7 @@ import io
 import json
 
 import fastavro
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -444,3 +445,24 @@ def test_a_top_level_nullable_row_as_javas_writer_declares_it_reads():
     fastavro.writer(buf, ["null", row], [{"k": 1, "v": "a"}, {"k": 2, "v": None}], codec="deflate")
     back = read_avro(buf.getvalue(), "java.avro", ["v", "k"], {"k": pa.int32(), "v": pa.string()})
     assert back.to_pylist() == [{"v": "a", "k": 1}, {"v": None, "k": 2}]
+
+
+@pytest.mark.parametrize("precision", [5, 9, 18, 19, 38])
+def test_decimals_round_trip_at_every_width_and_sign(precision):
+    """Values whose top bit is set (327.68 = 0x8000 unscaled) keep their sign: polars' own decimal
+    encoding would drop the sign byte, so the writer encodes the bytes itself."""
+    rng = np.random.default_rng(precision)
+    limit = 10**precision
+    unscaled = [
+        u for u in (0, 1, -1, 128, 32768, -32768, 2**31, 2**63, limit - 1, 1 - limit) if abs(u) < limit
+    ]
+    digits = min(precision, 18)
+    unscaled += [int(x) * 10 ** (precision - digits) for x in rng.integers(1 - 10**digits, 10**digits, 200)]
+    text = [("-" if u < 0 else "") + f"{abs(u) // 100}.{abs(u) % 100:02d}" for u in unscaled]
+    t = pa.table({"d": pa.array([*text, None]).cast(pa.decimal128(precision, 2))})
+    data = _write(t, pieces=3)
+    assert (
+        read_avro(data, "d.avro", None, {"d": t.schema.field("d").type}).column("d").to_pylist()
+        == t.column("d").to_pylist()
+    )
+    assert [r["d"] for r in fastavro.reader(io.BytesIO(data))] == t.column("d").to_pylist()
