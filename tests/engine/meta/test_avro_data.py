@@ -466,3 +466,26 @@ def test_decimals_round_trip_at_every_width_and_sign(precision):
         == t.column("d").to_pylist()
     )
     assert [r["d"] for r in fastavro.reader(io.BytesIO(data))] == t.column("d").to_pylist()
+
+
+def test_racing_writers_rebase_avro_files(catalog):
+    """The commit rewrites a racing writer's Avro file with shifted sequence numbers
+    (``engine.write.sequence_rebase``), in Avro, and the later commit's rows win."""
+    from tests.engine.test_commit_races import KV, _kv, _rows
+
+    t = catalog.create_table(
+        "db.t",
+        KV,
+        primary_keys=["p", "id"],
+        partition_keys=["p"],
+        options={"bucket": "1", "write-only": "true", "file.format": "avro"},
+    )
+    t.write_arrow(_kv([1], "start"))
+    wa, wb = t.new_writer(), t.new_writer()
+    wa.write(_kv([1, 2], "A"))
+    wb.write(_kv([1], "B"))
+    ma, mb = wa.prepare_commit(), wb.prepare_commit()
+    t.new_commit().commit(mb)
+    t.new_commit().commit(ma)
+    assert _rows(catalog.get_table("db.t")) == [(1, "A", "a"), (2, "A", "a")]
+    assert _formats(t) == {"avro"}
