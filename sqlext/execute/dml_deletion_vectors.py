@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import pickle
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -100,7 +101,7 @@ def positioned_frame(s: SqlSession, table: Table, snapshot: Any) -> DataFrame:
 
 
 def _engine_positioned_frame(s: SqlSession, table: Table, snapshot: Any, current: Any, target: StructType,
-                             tracked: list[str]) -> DataFrame:
+                             tracked: Sequence[str]) -> DataFrame:
     """:func:`positioned_frame` for tables holding ORC or Avro files, which Spark's Parquet scan
     cannot read: the engine reads them (the data source, deletion vectors applied) with Paimon's
     ``__paimon_file_path`` / ``__paimon_row_index`` metadata columns (positions before the DVs)."""
