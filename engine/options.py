@@ -559,7 +559,8 @@ METADATA_ICEBERG_STORAGE_LOCATION = _declare("metadata.iceberg.storage-location"
     "Where the Iceberg metadata goes: table-location or catalog-location; default follows "
     "metadata.iceberg.storage.", choices=("table-location", "catalog-location"))
 METADATA_ICEBERG_FORMAT_VERSION = _declare("metadata.iceberg.format-version", int, 2,
-    "Iceberg format version of the metadata: 2, or 3 (which publishes deletion vectors).",
+    "Iceberg format version of the metadata: 2, or 3 (which publishes deletion vectors and "
+    "nanosecond timestamps).",
     validator=lambda v: None if v in (2, 3) else "dyntable writes Iceberg format versions 2 and 3")
 METADATA_ICEBERG_DELETE_AFTER_COMMIT = _declare("metadata.iceberg.delete-after-commit.enabled", bool, True,
     "Delete old Iceberg metadata files (vN.metadata.json) after each commit.")

@@ -34,6 +34,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from engine.arrow_types import from_arrow_field, to_arrow_field
 from engine.default_values import check_default_value
 from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchColumnError, UnsupportedTableError
 from engine.field_paths import find_field
@@ -87,10 +88,8 @@ from engine.types import (
     TypeRoot,
     field_from_json,
     field_to_json,
-    from_arrow_field,
     max_field_id,
     parse_sql_type,
-    to_arrow_field,
     type_to_sql,
 )
 

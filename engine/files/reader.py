@@ -15,12 +15,13 @@ from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 
+from engine.arrow_types import to_arrow_type
 from engine.errors import CorruptDataError, CorruptMetadataError
 from engine.files.evolve import cast_leaf, conform_column
 from engine.meta.file_formats import arrow_path, iter_tables, read_table  # noqa: F401 - arrow_path re-exported
 from engine.meta.manifest import DataFileMeta
 from engine.store import FileStore
-from engine.types import DataField, to_arrow_type
+from engine.types import DataField
 
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
 VALUE_KIND = "_VALUE_KIND"

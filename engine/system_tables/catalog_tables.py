@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.arrow_types import to_arrow_field
 from engine.errors import DyntableError, NoSuchTableError
 from engine.system_tables.files import read_partitions
-from engine.types import BIGINT, BOOLEAN, STRING, DataField, to_arrow_field
+from engine.types import BIGINT, BOOLEAN, STRING, DataField
 
 if TYPE_CHECKING:
     from engine.catalog import FileSystemCatalog

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from engine.arrow_types import to_arrow_field
 from engine.fileindex import FileIndexBlob, FileIndexConfig, build_blob, file_index_config
 from engine.files.reader import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, arrow_path
 from engine.meta.avro_data import AvroWriter
@@ -28,7 +29,7 @@ from engine.meta.paths import FileNamer
 from engine.options import CoreOptions
 from engine.row_tracking import ROW_ID, tracked_file, tracking_arrow_fields, tracking_stats_fields
 from engine.store import FileStore
-from engine.types import DataField, to_arrow_field
+from engine.types import DataField
 from engine.write.nested_ids import with_nested_ids
 from engine.write.stats import compute_stats
 

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine import row_tracking
+from engine.arrow_types import to_arrow_field
 from engine.fileindex import file_index_config
 from engine.files.reader import arrow_path
 from engine.meta.avro_data import AvroWriter
@@ -20,7 +21,6 @@ from engine.meta.file_formats import OrcWriter
 from engine.meta.manifest import DataFileMeta, FileSource, SimpleStats
 from engine.meta.paths import FileNamer
 from engine.store import FileStore
-from engine.types import to_arrow_field
 from engine.write.file_writer import (
     FileLocator,
     format_writer,

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.arrow_types import to_arrow_field
 from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchColumnError
 from engine.schema import TableSchema
 from engine.schema_changes import (
@@ -33,7 +34,6 @@ from engine.types import (
     STRING,
     DataField,
     DataType,
-    to_arrow_field,
     type_from_json,
     type_to_sql,
 )

@@ -29,7 +29,7 @@ def partitions_where(session: SqlSession, table: Table, where: str) -> list[dict
     """
     from pyspark.errors import PySparkException
 
-    from engine.types import to_arrow_type
+    from engine.arrow_types import to_arrow_type
 
     keys = table.partition_keys
     if not keys:
