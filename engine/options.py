@@ -228,10 +228,11 @@ DATA_FILE_THIN_MODE = _declare("data-file.thin-mode", bool, False,
 
 # -- files
 FILE_FORMAT = _declare("file.format", str, "parquet",
-    "Data file format of new files: parquet or orc (a table may change it; files of both formats read "
-    "together). Tables written by Paimon with avro load, but their Avro files are refused.",
-    validator=lambda v: None if v.strip().lower() in ("parquet", "orc")
-    else "dyntable writes parquet and orc data files (avro is not supported)")
+    "Data file format of new files: parquet, orc or avro (a table may change it; files of every format "
+    "read together). Avro files are Paimon's layout, decoded and encoded by polars; their codec is "
+    "'avro.codec' when set, else file.compression (zstd, snappy, gzip as deflate, none).",
+    validator=lambda v: None if v.strip().lower() in ("parquet", "orc", "avro")
+    else "dyntable writes parquet, orc and avro data files")
 FILE_COMPRESSION = _declare("file.compression", "enum", "zstd", "Data file compression.",
     choices=("zstd", "snappy", "gzip", "brotli", "lz4", "none", "uncompressed"))
 FILE_COMPRESSION_ZSTD_LEVEL = _declare("file.compression.zstd-level", int, 1,

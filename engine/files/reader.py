@@ -46,6 +46,16 @@ def _physical_columns(
     return physical, [p.name for p in physical if p is not None] + list(system_columns)
 
 
+def _read_types(
+    physical: Sequence[DataField | None], system_columns: Sequence[str]
+) -> dict[str, pa.DataType]:
+    """The Arrow type of each column to read, as the file's own schema has it (Avro files, whose
+    types are coarser, are converted to these)."""
+    types = {p.name: to_arrow_type(p.type) for p in physical if p is not None}
+    types.update({s: _SYSTEM_TYPES[s] for s in system_columns if s in _SYSTEM_TYPES})
+    return types
+
+
 def _file_error(store: FileStore, file_path: str, e: Exception) -> Exception:
     """The typed error for a failed read: missing (metadata names a file that is gone) or corrupt."""
     if isinstance(e, FileNotFoundError):
@@ -104,7 +114,7 @@ def read_data_file(
     """
     physical, read_cols = _physical_columns(store, file, fields, system_columns)
     try:
-        table = read_table(store.io.arrow_fs(), file_path, read_cols)
+        table = read_table(store.io.arrow_fs(), file_path, read_cols, _read_types(physical, system_columns))
     except (OSError, pa.ArrowInvalid) as e:
         raise _file_error(store, file_path, e) from e
     return _conform(store, file_path, table, fields, physical, system_columns)
@@ -131,7 +141,8 @@ def iter_data_file(
         raise _file_error(store, file_path, e) from e
     with source:
         try:
-            for table in iter_tables(source, file_path, read_cols, batch_rows):
+            types = _read_types(physical, system_columns)
+            for table in iter_tables(source, file_path, read_cols, batch_rows, types):
                 yield _conform(store, file_path, table, fields, physical, system_columns)
         except (OSError, pa.ArrowInvalid) as e:
             raise _file_error(store, file_path, e) from e

@@ -309,7 +309,7 @@ def test_create_from_arrow_and_options_keys() -> None:
         ({"options": {"sequence.field": "zz"}}, "zz"),
         ({"options": {"fields.zz.aggregate-function": "sum"}}, "zz"),
         ({"options": {"primary-key": "k"}}, "not both"),
-        ({"options": {"file.format": "avro"}}, "parquet"),
+        ({"options": {"file.format": "lance"}}, "parquet"),
         ({"arrow_or_fields": [("k", "BIGINT"), ("v", "NOT A TYPE"), ("dt", "STRING")]}, "NOT A TYPE"),
         ({"arrow_or_fields": [("k",)]}, "(name, type"),
     ],
