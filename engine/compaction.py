@@ -11,8 +11,9 @@
 ```
 The runner is the only thing that differs between the in-process and the distributed path, so
 the plan, the commit and the retry exist once. A data-evolution table's tasks merge the files of
-adjacent row-id ranges keeping the row ids (``engine.write.data_evolution_compaction``). A sorted
-compaction (``order``: Paimon's
+adjacent row-id ranges keeping the row ids (``engine.write.data_evolution_compaction``). A
+postpone-bucket table's pending files are first moved into real buckets
+(``engine.write.postpone_compaction``). A sorted compaction (``order``: Paimon's
 ``order_strategy`` / ``order_by``) is the same operation whose tasks rewrite every file of a
 bucket-unaware append table's partition in that order.
 """
@@ -27,9 +28,8 @@ from typing import TYPE_CHECKING
 
 from engine.commit import FileStoreCommit
 from engine.commit_messages import CommitMessage, CommitResult
-from engine.errors import CommitConflictError, UnsupportedTableError
-from engine.features import POSTPONE_BUCKET, ROW_ID_FEATURES, check_rewritable
-from engine.meta.file_formats import format_of
+from engine.errors import CommitConflictError
+from engine.features import ROW_ID_FEATURES, check_rewritable
 from engine.meta.row_ranges import is_data_evolution
 from engine.scan.planner import DataSplit, TableScan
 from engine.store import FileStore
@@ -71,27 +71,6 @@ def needs_compaction(store: FileStore, files: Sequence, full: bool) -> bool:
     return unit is not None
 
 
-def check_no_pending_postpone_files(store: FileStore) -> None:
-    """Refuse to compact a postpone-bucket table (``bucket = -2``) holding pending files in
-    ``bucket-postpone`` (written by another engine): Paimon's compaction would move them into real
-    buckets first, and dyntable does not (Paimon writes them in Avro, which pyarrow cannot read).
-
-    Raises:
-        UnsupportedTableError: naming the pending files' count and format.
-    """
-    if store.options.bucket != POSTPONE_BUCKET:
-        return
-    pending = [e.file.file_name for e in store.live_entries(store.snapshots.latest())
-               if e.bucket == POSTPONE_BUCKET]
-    if pending:
-        formats = sorted({format_of(n) for n in pending})
-        raise UnsupportedTableError(
-            f"cannot compact table {store.paths.root}: it holds {len(pending)} pending files of postpone "
-            f"bucket mode (bucket = -2, Paimon 1.1; {', '.join(formats)}) that a postpone compaction must "
-            "move into real buckets first, which dyntable does not do. Run Paimon's compaction on this "
-            "table; dyntable's writes go to real buckets and read like Paimon's.")
-
-
 def plan(
     store: FileStore,
     *,
@@ -107,7 +86,6 @@ def plan(
         check_rewritable(store.schema, store.paths.root, "compact", keeps=ROW_ID_FEATURES)
     else:
         check_rewritable(store.schema, store.paths.root, "compact")
-    check_no_pending_postpone_files(store)
     if order is not None:
         check_sortable(store, order)
     from engine.scan.predicate import any_partition
@@ -241,6 +219,24 @@ def _commit(store: FileStore, tasks: Sequence[CompactionTask], messages: list[Co
     return dv.commit(messages, kind=CommitKind.COMPACT)
 
 
+def _compact_postpone(store: FileStore, partitions: Sequence[Mapping[str, object]] | None) -> None:
+    """A postpone-bucket table's pending files moved into real buckets, in one commit
+    (``engine.write.postpone_compaction``), before the buckets are compacted."""
+    from engine.write.postpone_compaction import move_pending_files, pending_entries
+
+    entries = pending_entries(store)
+    if not entries:
+        return
+    if partitions:
+        from engine.errors import InvalidArgumentError
+
+        raise InvalidArgumentError(
+            f"table {store.name!r} holds pending files of postpone bucket mode (bucket = -2): its compaction "
+            "moves every partition's pending files into real buckets and takes no partitions, as Paimon's")
+    check_rewritable(store.schema, store.paths.root, "compact")
+    FileStoreCommit(store).commit(move_pending_files(store, entries))
+
+
 def compact(
     store: FileStore,
     *,
@@ -253,6 +249,8 @@ def compact(
 ) -> CommitResult:
     """Plan, run and commit a compaction, starting over after losing a race (up to ``max_attempts``);
     with ``order``, a sorted compaction of every planned bucket."""
+    if buckets is None:  # a compaction of the table (not a write's buckets) moves pending files too
+        _compact_postpone(store.refresh(), partitions)
     for attempt in range(max_attempts):
         store = store.refresh()
         tasks = plan(store, full=full, partitions=partitions, buckets=buckets, order=order)

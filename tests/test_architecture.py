@@ -167,6 +167,17 @@ def test_sqlext_has_no_import_cycles():
     assert not remaining, "import cycles among: " + ", ".join(sorted(remaining))
 
 
+def _with_packages(names: set[str]) -> set[str]:
+    """``names`` and the packages below ``sqlext`` they are in: importing ``sqlext.execute.procedures.core``
+    runs ``sqlext/execute/procedures/__init__.py`` first. (``sqlext`` itself is left out: it imports the
+    session only on first use of ``sqlext.SqlSession``.)"""
+    out = set(names)
+    for name in names:
+        parts = name.split(".")
+        out.update(".".join(parts[:i]) for i in range(2, len(parts)))
+    return out
+
+
 # The engine's import circles left (annotation imports counted), each inside one package; a circle
 # may shrink or go, never grow or appear. The 18-module circle through the Table facade is gone
 # (issue 37: one table identity below the facade).
@@ -254,7 +265,7 @@ def test_planners_stay_out_of_the_session_circle():
     for planner in contract["source_modules"]:
         seen, todo = {planner}, [planner]
         while todo:
-            for imported in _imports(modules[todo.pop()], annotations=True):
+            for imported in _with_packages(_imports(modules[todo.pop()], annotations=True)):
                 if imported in modules and imported not in seen:
                     seen.add(imported)
                     todo.append(imported)

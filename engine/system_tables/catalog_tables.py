@@ -28,10 +28,11 @@ from typing import Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.arrow_types import to_arrow_field
 from engine.errors import DyntableError, NoSuchTableError
 from engine.store import FileStore, OverStore
 from engine.system_tables.files import read_partitions
-from engine.types import BIGINT, BOOLEAN, STRING, DataField, to_arrow_field
+from engine.types import BIGINT, BOOLEAN, STRING, DataField
 
 SYSTEM_DATABASE = "sys"
 

@@ -3,7 +3,9 @@
 ```
  pinned snapshot S ──► every live file read by Spark's native Parquet scan, per schema version
                        (columns mapped by field id), plus _metadata.file_name / row_index,
-                       minus the rows its DV marks already (broadcast anti-join)
+                       minus the rows its DV marks already (broadcast anti-join); a table holding
+                       ORC or Avro files is read by the engine with Paimon's file-path / row-index
+                       metadata columns instead
         │ the statement's condition / MERGE join runs in Spark on that view
         ▼
  matched (file, position) pairs ──► driver (Arrow) ──► engine.AppendDeletionCommit: Roaring DVs
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import pickle
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -59,6 +62,8 @@ def positioned_frame(s: SqlSession, table: Table, snapshot: Any) -> DataFrame:
     extra = [StructField(c, LongType()) for c in tracked]
     if not files:
         return spark.createDataFrame([], StructType([*target.fields, *extra, *out]))
+    if any(not f.name.endswith(".parquet") for f in files):
+        return _engine_positioned_frame(s, table, snapshot, current, target, tracked)
     frames = []
     for schema_id in sorted({f.schema_id for f in files}):
         old = table.schema_by_id(schema_id)
@@ -93,6 +98,23 @@ def positioned_frame(s: SqlSession, table: Table, snapshot: Any) -> DataFrame:
         gone = pa.table({FILE: pa.array(names, pa.string()), POS: positions})
         frame = frame.join(F.broadcast(spark.createDataFrame(gone.to_pandas())), [FILE, POS], "left_anti")
     return frame
+
+
+def _engine_positioned_frame(s: SqlSession, table: Table, snapshot: Any, current: Any, target: StructType,
+                             tracked: Sequence[str]) -> DataFrame:
+    """:func:`positioned_frame` for tables holding ORC or Avro files, which Spark's Parquet scan
+    cannot read: the engine reads them (the data source, deletion vectors applied) with Paimon's
+    ``__paimon_file_path`` / ``__paimon_row_index`` metadata columns (positions before the DVs)."""
+    from sqlext.source.requests import ReadRequest, ReadVersion
+
+    path, index = "__paimon_file_path", "__paimon_row_index"
+    columns = (*current.field_names, *tracked, path, index)
+    request = ReadRequest(s.target(table.name), travel=ReadVersion(snapshot_id=snapshot.id), columns=columns)
+    frame = s.spark.read.format("dyntable").options(**request.to_options()).load()
+    pairs = zip(current.fields, target.fields, strict=True)
+    cols = [F.col(quoted(f.name)).cast(t.dataType).alias(t.name) for f, t in pairs]
+    return frame.select(*cols, *[F.col(c) for c in tracked],
+                        F.element_at(F.split(F.col(path), "/"), -1).alias(FILE), F.col(index).alias(POS))
 
 
 def _with_row_tracking(s: SqlSession, frame: DataFrame, files: list[Any]) -> DataFrame:
