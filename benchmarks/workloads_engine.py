@@ -75,8 +75,9 @@ def merge_input(rows: int, runs: int = MERGE_RUNS, seed: int = 5) -> pa.Table:
 def run_merge(ctx: Context) -> list[Result]:
     """Rows/s of ``engine.merge.functions.merge`` (deduplicate) vs ``pyarrow.Table.sort_by`` of the
     same rows."""
+    from engine.merge.config import MergeConfig
     from engine.merge.engines import SEQUENCE_COLUMN
-    from engine.merge.functions import MergeConfig, merge
+    from engine.merge.functions import merge
 
     table = merge_input(ctx.size.merge_rows)
     config = MergeConfig.from_options({}, ["id"])

@@ -63,7 +63,7 @@ from engine.format_table import FORMATS as FORMAT_TABLE_FORMATS
 from engine.format_table import FormatTable, FormatTableError
 from engine.format_table import refuse as refuse_format_table
 from engine.identifier import Identifier
-from engine.merge.functions import MergeConfig
+from engine.merge.config import MergeConfig
 from engine.meta.paths import escape_path_name, partition_value_string
 from engine.meta.snapshot import CommitKind, Snapshot
 from engine.option_checks import near_miss, validate_options

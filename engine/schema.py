@@ -631,7 +631,7 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
         _validate_deletion_vectors(s, opts)
     if s.primary_keys:
         # The merge options fail at CREATE/ALTER, not at the first write into the table.
-        from engine.merge.functions import MergeConfig
+        from engine.merge.config import MergeConfig
 
         MergeConfig.from_options(s.options, s.primary_keys)
     ids = [f.id for f in _all_fields(s.fields)]

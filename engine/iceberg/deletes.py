@@ -26,19 +26,38 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from engine.iceberg.avro import MANIFEST_CONTENT_DELETES, read_container
+from engine.iceberg.avro import MANIFEST_CONTENT_DATA, MANIFEST_CONTENT_DELETES, read_container
+from engine.iceberg.layout import IcebergLayout
 from engine.meta.deletion_vectors import dv_metas, read_index_file
 from engine.meta.index_files import DELETION_VECTORS_INDEX, IndexManifestEntry, IndexStore
 from engine.meta.paths import join
 from engine.meta.snapshot import Snapshot
 from engine.store import FileStore
 
-if TYPE_CHECKING:
-    from engine.iceberg.commit import VersionWriter
-
 __all__ = ["delete_manifests", "live_mirrors", "unused_mirrors", "write_puffin"]
+
+
+
+class VersionWriter(Protocol):
+    """What the delete manifests need of the Iceberg version being written
+    (:class:`engine.iceberg.commit.VersionWriter`, which imports this module)."""
+
+    store: FileStore
+    layout: IcebergLayout
+    written: list[str]
+
+    def partition_values(self, partition: bytes) -> tuple[object, ...]: ...
+
+    def avro_partition(self, values: tuple[object, ...]) -> dict[str, Any]: ...
+
+    def read_manifest(self, path: str) -> list[dict[str, Any]]: ...
+
+    def write_manifests(
+        self, entries: Sequence[dict[str, Any]], snapshot_id: int, content: int = MANIFEST_CONTENT_DATA
+    ) -> list[dict[str, Any]]: ...
+
 
 _PUFFIN_MAGIC = b"PFA1"
 #: Iceberg's ``_pos`` metadata column: the field a deletion vector is about.

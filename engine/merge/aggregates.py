@@ -33,13 +33,13 @@ from __future__ import annotations
 import decimal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.errors import InvalidArgumentError
+from engine.merge.config import RETRACTABLE_FUNCTIONS, MergeConfig, normalize_function
 from engine.merge.engines import (
     DELETE,
     INSERT,
@@ -50,45 +50,6 @@ from engine.merge.engines import (
     take_or_null,
     validity,
 )
-
-if TYPE_CHECKING:
-    from engine.merge.functions import MergeConfig
-
-DEFAULT_FUNCTION = "last_non_null_value"
-SUPPORTED_FUNCTIONS = frozenset(
-    {
-        "sum",
-        "min",
-        "max",
-        "count",
-        "product",
-        "last_value",
-        "last_non_null_value",
-        "first_value",
-        "first_non_null_value",
-        "listagg",
-        "bool_and",
-        "bool_or",
-    }
-)
-RETRACTABLE_FUNCTIONS = frozenset({"sum", "product", "count", "last_value", "last_non_null_value"})
-#: Functions whose result does not depend on the order of their inputs (Paimon's ``agg`` and
-#: ``aggReversed`` agree): the ones a partial-update sequence group can aggregate.
-ORDER_FREE_FUNCTIONS = frozenset({"sum", "product", "min", "max", "bool_and", "bool_or"})
-_ALIASES = {"first_not_null_value": "first_non_null_value"}
-
-
-def normalize_function(name: str, column: str | None = None) -> str:
-    """The canonical name of an aggregate function, or InvalidArgumentError if unsupported."""
-    canonical = name.strip().lower()
-    canonical = _ALIASES.get(canonical, canonical)
-    if canonical not in SUPPORTED_FUNCTIONS:
-        where = f" for column '{column}'" if column else ""
-        raise InvalidArgumentError(
-            f"Unsupported aggregate function '{name}'{where}: use one of "
-            f"{', '.join(sorted(SUPPORTED_FUNCTIONS))}."
-        )
-    return canonical
 
 
 @dataclass(frozen=True)

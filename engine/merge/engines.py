@@ -35,15 +35,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from engine.errors import InvalidArgumentError
-
-if TYPE_CHECKING:
-    from engine.merge.functions import MergeConfig
+from engine.merge.config import MergeConfig
 
 SEQUENCE_COLUMN = "_SEQUENCE_NUMBER"
 KIND_COLUMN = "_VALUE_KIND"

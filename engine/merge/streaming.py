@@ -34,7 +34,8 @@ import numpy as np
 import pyarrow as pa
 
 from engine.errors import CorruptDataError
-from engine.merge.functions import MergeConfig, key_sort_codes, merge
+from engine.merge.config import MergeConfig
+from engine.merge.functions import key_sort_codes, merge
 
 # Rows per merge step, shared by the runs of a section (each run reads batches of about
 # MERGE_CHUNK_ROWS / runs rows). Measured on the T8 benchmark rows (8 columns), one bucket of

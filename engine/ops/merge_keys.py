@@ -41,7 +41,8 @@ import pyarrow as pa
 
 from engine.count_layout import is_count_layout
 from engine.errors import CommitConflictError, InvalidArgumentError
-from engine.merge.functions import MergeConfig, keys_present_in
+from engine.merge.config import MergeConfig
+from engine.merge.functions import keys_present_in
 from engine.merge.streaming import align_sorted_runs
 from engine.meta.snapshot import Snapshot
 from engine.read.key_ordered import key_ordered_buckets, reads_in_key_order

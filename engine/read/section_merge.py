@@ -23,7 +23,8 @@ import pyarrow as pa
 from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND, data_file_path, iter_data_file, read_data_file
 from engine.lsm.levels import SortedRun
 from engine.merge import streaming
-from engine.merge.functions import MergeConfig, merge
+from engine.merge.config import MergeConfig
+from engine.merge.functions import merge
 from engine.merge.streaming import aligned_rows, merge_sorted_runs, run_batch_rows
 from engine.meta.deletion_vectors import DeletionVector
 from engine.meta.manifest import DataFileMeta

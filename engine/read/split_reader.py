@@ -38,7 +38,8 @@ from engine.lsm.changelog import kinds_to_rowkind
 from engine.lsm.deletion_vectors import batch_reads_skip_level0, uses_deletion_vectors
 from engine.lsm.intervals import partition_by_key_intervals
 from engine.lsm.key_order import key_range_decoder
-from engine.merge.functions import COUNT_COLUMN, MergeConfig, keys_present_in
+from engine.merge.config import MergeConfig
+from engine.merge.functions import COUNT_COLUMN, keys_present_in
 from engine.meta.deletion_vectors import DeletionVector
 from engine.meta.manifest import DataFileMeta
 from engine.meta.row_ranges import anchor_file, group_by_row_id, is_data_evolution

@@ -37,7 +37,7 @@ from typing import Any
 from engine.count_layout import is_count_layout
 from engine.lsm.deletion_vectors import batch_reads_skip_level0, uses_deletion_vectors
 from engine.lsm.key_order import orderable_key
-from engine.merge.functions import MergeConfig
+from engine.merge.config import MergeConfig
 from engine.meta.binary_row import deserialize_row
 from engine.meta.manifest import DataFileMeta
 from engine.scan.file_stats import value_stats_by_name

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from engine.count_layout import is_count_layout
 from engine.files.reader import data_file_path
 from engine.lsm.deletion_vectors import batch_reads_skip_level0, uses_deletion_vectors
-from engine.merge.functions import MergeConfig
+from engine.merge.config import MergeConfig
 from engine.meta.manifest import DataFileMeta
 from engine.scan.planner import DataSplit
 from engine.store import FileStore

@@ -37,7 +37,8 @@ from engine.lsm.deletion_vectors import uses_deletion_vectors
 from engine.lsm.intervals import partition_by_key_intervals
 from engine.lsm.key_order import key_range_decoder
 from engine.lsm.levels import FileMeta, Levels
-from engine.merge.functions import COUNT_COLUMN, MergeConfig, keys_present_in, merge
+from engine.merge.config import MergeConfig
+from engine.merge.functions import COUNT_COLUMN, keys_present_in, merge
 from engine.merge.streaming import align_sorted_runs, run_batch_rows
 from engine.meta.manifest import DataFileMeta, FileSource
 from engine.meta.paths import FileNamer
@@ -368,4 +369,4 @@ def _write_changelog_rows(
         file_source=FileSource.COMPACT,
         prefix=store.options.changelog_file_prefix,
     )
-    return tuple(writer.write_kv(table))
+    return tuple(RollingKvWriter(writer).write_all([table]))

@@ -259,13 +259,6 @@ class DataFileWriter:
             seq += n
         return metas
 
-    # -- key-value layout -----------------------------------------------------------------------
-    def write_kv(self, table: pa.Table) -> list[DataFileMeta]:
-        """Write sorted, key-unique kv rows: table columns + ``_SEQUENCE_NUMBER`` + ``_VALUE_KIND``."""
-        from engine.write.kv_rolling import RollingKvWriter  # (it builds on this module)
-
-        return RollingKvWriter(self).write_all([table])
-
     # -- rolling --------------------------------------------------------------------------------
     def _roll(self, table: pa.Table, schema: pa.Schema):
         """Write ``table`` into files of about ``target_size``; yields (rows, file name, size,

@@ -46,7 +46,8 @@ from engine.lsm.intervals import partition_by_key_intervals
 from engine.lsm.key_order import orderable_key
 from engine.lsm.levels import Levels
 from engine.merge import streaming
-from engine.merge.functions import MergeConfig, key_sort_codes, keys_present_in, merge
+from engine.merge.config import MergeConfig
+from engine.merge.functions import key_sort_codes, keys_present_in, merge
 from engine.merge.streaming import aligned_rows, run_batch_rows
 from engine.meta.deletion_vectors import DeletionVector, read_deletion_vectors, write_deletion_vectors
 from engine.meta.index_files import DELETION_VECTORS_INDEX, IndexFileMeta, IndexManifestEntry, IndexStore

@@ -44,7 +44,7 @@ from engine.commit_messages import CommitMessage, delete_uncommitted
 from engine.errors import CorruptDataError
 from engine.fileindex import file_index_config
 from engine.files.reader import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, arrow_path
-from engine.merge.functions import MergeConfig
+from engine.merge.config import MergeConfig
 from engine.meta.binary_row import EMPTY_ROW, deserialize_row, serialize_row
 from engine.meta.bucket import bucket_ids
 from engine.meta.manifest import DataFileMeta, FileSource

@@ -1,12 +1,11 @@
 """Key-value data files written from a stream of sorted chunks (a flush's or a compaction's output).
 
-A streaming compaction hands its rows over chunk by chunk, so the output is never held whole;
-:meth:`DataFileWriter.write_kv <engine.write.file_writer.DataFileWriter.write_kv>` is the same
-writer fed one table. :class:`RollingKvWriter` keeps one Parquet file open, gathers chunks into
-full row groups (``ROWS_PER_SLICE`` rows), rolls to a new file at ``target-file-size`` and describes
-each finished file: key range from its first and last rows, sequence range, delete count, key and
-value statistics merged piece by piece, and the table's file indexes built from the indexed
-columns of its rows."""
+A streaming compaction hands its rows over chunk by chunk, so the output is never held whole; a
+flush feeds it one sorted table (``write_all([table])``). :class:`RollingKvWriter` keeps one
+Parquet file open, gathers chunks into full row groups (``ROWS_PER_SLICE`` rows), rolls to a new
+file at ``target-file-size`` and describes each finished file: key range from its first and last
+rows, sequence range, delete count, key and value statistics merged piece by piece, and the
+table's file indexes built from the indexed columns of its rows."""
 
 from __future__ import annotations
 

@@ -37,7 +37,8 @@ from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND, data_file_path, ite
 from engine.lsm.changelog import rowkind_to_kinds
 from engine.lsm.compact_strategy import should_stall_writes
 from engine.lsm.deletion_vectors import uses_deletion_vectors
-from engine.merge.functions import MergeConfig, merge
+from engine.merge.config import MergeConfig
+from engine.merge.functions import merge
 from engine.merge.streaming import MERGE_CHUNK_ROWS
 from engine.meta.binary_row import serialize_row
 from engine.meta.bucket import bucket_ids
@@ -54,6 +55,7 @@ from engine.write.conform import conform
 from engine.write.file_writer import DataFileWriter
 from engine.write.global_index import CrossPartitionAssigner, new_assigner
 from engine.write.kv_deletion_vectors import BucketDeletionVectors, compact_unit
+from engine.write.kv_rolling import RollingKvWriter
 from engine.write.routing import group_rows
 
 ROWKIND = "rowkind"
@@ -262,9 +264,9 @@ class KeyValueWriter:
                     namer=self.namer,
                     prefix=self.store.options.changelog_file_prefix,
                 )
-                self.changelog[key].extend(writer.write_kv(sorted_input))
+                self.changelog[key].extend(RollingKvWriter(writer).write_all([sorted_input]))
             writer = DataFileWriter(self.store, part_dir, bucket, namer=self.namer)
-            files = writer.write_kv(merged)
+            files = RollingKvWriter(writer).write_all([merged])
             self.new_files[key].extend(files)
             self._bucket_files.setdefault(key, []).extend(files)
         self._buffers.clear()

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from engine.errors import InvalidArgumentError
 from engine.lsm.changelog import diff_changelog, kinds_to_rowkind, rowkind_to_kinds
-from engine.merge.functions import MergeConfig, merge
+from engine.merge.config import MergeConfig
+from engine.merge.functions import merge
 
 
 def rows(table: pa.Table) -> list[tuple]:

@@ -15,7 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine.errors import InvalidArgumentError
-from engine.merge.functions import MergeConfig, key_sort_codes, merge, sort_kv
+from engine.merge.config import MergeConfig
+from engine.merge.functions import key_sort_codes, merge, sort_kv
 
 SYSTEM = [
     pa.field("_SEQUENCE_NUMBER", pa.int64(), nullable=False),

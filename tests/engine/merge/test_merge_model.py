@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.errors import InvalidArgumentError
-from engine.merge.functions import COUNT_COLUMN, MergeConfig, expand_counts, merge, merge_counts
+from engine.merge.config import MergeConfig
+from engine.merge.functions import COUNT_COLUMN, expand_counts, merge, merge_counts
 
 FIELDS = [
     pa.field("_SEQUENCE_NUMBER", pa.int64(), nullable=False),

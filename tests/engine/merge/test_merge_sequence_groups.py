@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from engine import open_catalog
 from engine.errors import InvalidArgumentError
-from engine.merge.functions import MergeConfig, merge
+from engine.merge.config import MergeConfig
+from engine.merge.functions import merge
 from tests.engine.merge.test_merge import kv_table, rows_of, run
 
 INT = pa.int64()

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from engine.errors import CorruptDataError
 from engine.merge import streaming
-from engine.merge.functions import MergeConfig, key_sort_codes, merge
+from engine.merge.config import MergeConfig
+from engine.merge.functions import key_sort_codes, merge
 from engine.merge.streaming import align_sorted_runs, merge_sorted_runs, run_batch_rows
 
 SEQ, KIND = "_SEQUENCE_NUMBER", "_VALUE_KIND"

@@ -10,6 +10,7 @@ import pytest
 
 from engine.errors import InvalidArgumentError
 from engine.schema_changes import SetOption
+from engine.write.kv_rolling import RollingKvWriter
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.string()),
                     pa.field("pt", pa.string(), nullable=False)])
@@ -67,7 +68,8 @@ def _pending(t, ks, v, pt, first_seq, kinds=None):
     n = data.num_rows
     data = data.append_column("_SEQUENCE_NUMBER", pa.array(range(first_seq, first_seq + n), pa.int64()))
     data = data.append_column("_VALUE_KIND", pa.array(kinds or [0] * n, pa.int8()))
-    files = DataFileWriter(store, store.partition_dir([pt]), POSTPONE_BUCKET).write_kv(data)
+    writer = DataFileWriter(store, store.partition_dir([pt]), POSTPONE_BUCKET)
+    files = RollingKvWriter(writer).write_all([data])
     partition = serialize_row([pt], store.partition_types)
     t.new_commit().commit([CommitMessage(partition=partition, bucket=POSTPONE_BUCKET,
                                          total_buckets=POSTPONE_BUCKET, new_files=tuple(files))])
