@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import engine.read.late_materialise as late
 import engine.read.split_reader as split_reader
 from engine.lsm.intervals import partition_by_key_intervals
 from engine.lsm.key_order import key_range_decoder
@@ -181,8 +182,6 @@ def test_whole_sections_and_files_without_survivors(catalog, monkeypatch):
     (section,) = [s for s in partition_by_key_intervals(split.files, key_range) if len(s) > 1]
     reader = SplitReader(store, None, P.is_null("s"))  # only the third write has no s where it writes
     opened: list[str] = []
-    import engine.read.late_materialise as late
-
     rows_of = late.read_data_file_rows
     monkeypatch.setattr(late, "read_data_file_rows", lambda s, p, f, *a: opened.append(f.file_name)
                         or rows_of(s, p, f, *a))
