@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from engine.arrow_types import to_arrow_type
 from engine.errors import CorruptDataError, CorruptMetadataError
 from engine.files.evolve import cast_leaf, conform_column
-from engine.meta.file_formats import arrow_path, iter_tables, read_table  # noqa: F401 - arrow_path re-exported
+from engine.meta.file_formats import arrow_path, iter_tables, read_rows, read_table  # noqa: F401 - arrow_path re-exported
 from engine.meta.manifest import DataFileMeta
 from engine.store import FileStore
 from engine.types import DataField
@@ -118,6 +119,28 @@ def read_data_file(
     except (OSError, pa.ArrowInvalid) as e:
         raise _file_error(store, file_path, e) from e
     return _conform(store, file_path, table, fields, physical, system_columns)
+
+
+def read_data_file_rows(
+    store: FileStore,
+    file_path: str,
+    file: DataFileMeta,
+    fields: Sequence[DataField],
+    positions: np.ndarray,
+) -> pa.Table:
+    """:func:`read_data_file` of the rows at ``positions`` only (ascending file positions, before
+    any deletion vector), in that order; a Parquet file decodes only the row groups holding them.
+    Raises as :func:`read_data_file`."""
+    physical, read_cols = _physical_columns(store, file, fields, ())
+    if not read_cols:  # every field is missing from this file: NULLs
+        return pa.table({f.name: pa.nulls(len(positions), to_arrow_type(f.type)) for f in fields})
+    try:
+        table = read_rows(store.io.arrow_fs(), file_path, read_cols, positions)
+    except (OSError, pa.ArrowInvalid) as e:
+        raise _file_error(store, file_path, e) from e
+    except IndexError as e:  # a position past the file's end: the metadata does not match the file
+        raise CorruptDataError(f"data file {file_path} holds fewer rows than its metadata says: {e}") from e
+    return _conform(store, file_path, table, fields, physical, ())
 
 
 def iter_data_file(

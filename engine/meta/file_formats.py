@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -79,6 +80,28 @@ def read_table(fs: Any, path: str, columns: Sequence[str] | None,
         with fs.open_input_file(arrow_path(path)) as source:
             return orc.ORCFile(source).read(columns=cols)
     return pq.read_table(arrow_path(path), columns=cols, filesystem=fs, use_threads=True, pre_buffer=True)
+
+
+def read_rows(fs: Any, path: str, columns: Sequence[str], positions: np.ndarray) -> pa.Table:
+    """The ``columns`` of one data file at the row ``positions`` (ascending, in file order), in that
+    order. Parquet decodes only the row groups holding a position; other formats read whole."""
+    if format_of(path) != "parquet":
+        return read_table(fs, path, columns).take(pa.array(positions, pa.int64()))
+    with fs.open_input_file(arrow_path(path)) as source:
+        parquet = pq.ParquetFile(source)
+        meta = parquet.metadata
+        counts = np.array([meta.row_group(g).num_rows for g in range(meta.num_row_groups)], np.int64)
+        ends = np.cumsum(counts)
+        group = np.searchsorted(ends, positions, side="right")  # the row group of each position
+        groups = np.unique(group)
+        if len(groups) == len(counts):
+            table = parquet.read(columns=list(columns), use_threads=True)
+            return table.take(pa.array(positions, pa.int64()))
+        # A position's place in the selected groups read back to back.
+        shift = (ends - counts)[groups] - np.concatenate([[0], np.cumsum(counts[groups])[:-1]])
+        local = positions - shift[np.searchsorted(groups, group)]
+        table = parquet.read_row_groups(groups.tolist(), columns=list(columns), use_threads=True)
+        return table.take(pa.array(local, pa.int64()))
 
 
 def iter_tables(
@@ -158,6 +181,6 @@ class OrcWriter:
 
 
 __all__ = [
-    "FORMATS", "ORC_ID", "OrcWriter", "arrow_path", "format_of", "iter_tables", "orc_schema", "read_table",
-    "readable",
+    "FORMATS", "ORC_ID", "OrcWriter", "arrow_path", "format_of", "iter_tables", "orc_schema", "read_rows",
+    "read_table", "readable",
 ]

@@ -17,6 +17,8 @@ drop the newest version of a row and resurrect an older one). Where the merged r
 of the key's versions, whole (``deduplicate``, ``first-row``), the rows go into the merge narrowed
 to the keys with at least one version that passes the filter: a key none of whose versions pass
 cannot pass once merged, and a kept key keeps all its versions, so the merge picks the same row.
+For the same engines the columns the filter, key and ordering do not need are read last, for the
+merged rows that pass only (``engine.read.late_materialise``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from engine.lsm.changelog import kinds_to_rowkind
 from engine.lsm.deletion_vectors import batch_reads_skip_level0, uses_deletion_vectors
 from engine.lsm.intervals import partition_by_key_intervals
 from engine.lsm.key_order import key_range_decoder
+from engine.lsm.levels import SortedRun
 from engine.merge.config import MergeConfig
 from engine.merge.functions import COUNT_COLUMN, keys_present_in
 from engine.meta.deletion_vectors import DeletionVector
@@ -46,6 +49,7 @@ from engine.meta.row_ranges import anchor_file, group_by_row_id, is_data_evoluti
 from engine.meta.schema_store import SchemaStore
 from engine.read.data_evolution import read_group
 from engine.read.deletion_vectors import DeletionVectorLoader, apply_deletion_vector
+from engine.read.late_materialise import merge_section_late, pays, probe_columns
 from engine.read.section_merge import merge_section
 from engine.row_tracking import (
     FILE_COLUMNS,
@@ -199,6 +203,14 @@ class SplitReader:
                 for run_file in section[0].files:
                     yield self._finish(self._read_kv(part_dir, split, cast(DataFileMeta, run_file)))
                 continue
+            if self._late(section):
+                for merged in merge_section_late(
+                    self.store, part_dir, split.bucket, section, self.read_fields, self.merge_config,
+                    cast(Predicate, self.filter), self._narrow,
+                    deletion_vector=functools.partial(self._dv_of, split),
+                ):
+                    yield self._finish(merged)
+                continue
             for merged in merge_section(
                 self.store, part_dir, split.bucket, section, self.read_fields, self.merge_config,
                 drop_deletes=not self.keep_deletes, deletion_vector=functools.partial(self._dv_of, split),
@@ -252,12 +264,26 @@ class SplitReader:
         return (self.filter is not None and not self.keep_deletes and not self.count_layout
                 and self.merge_config.engine in ("deduplicate", "first-row"))
 
+    def _late(self, section: Sequence[SortedRun]) -> bool:
+        """Whether this merged section is read probe first, the other columns for survivors only
+        (``engine.read.late_materialise``: exact where the merge keeps whole rows, as narrowing;
+        used where it can skip decoding, see :func:`~engine.read.late_materialise.pays`)."""
+        if not self._narrows() or self.meta_fields or not pays(section):
+            return False
+        assert self.filter is not None
+        keys = self.store.schema.primary_keys
+        probe = probe_columns(self.read_fields, keys, self.merge_config, self.filter)
+        return len(probe) < len(self.read_fields)
+
     def _narrow(self, rows: pa.Table) -> pa.Table:
         """``rows`` (every version of their keys) minus the keys none of whose versions pass."""
-        passing = filter_table(rows, self.filter)
+        assert self.filter is not None
+        keys = list(self.store.schema.primary_keys)
+        # Filtered over the key and the filter's columns only: the other columns are not copied.
+        passing = filter_table(rows.select(list(dict.fromkeys([*keys, *sorted(self.filter.columns())]))),
+                               self.filter)
         if passing.num_rows == rows.num_rows:
             return rows
-        keys = list(self.store.schema.primary_keys)
         column = rows.column(keys[0])
         if len(keys) == 1 and (pa.types.is_integer(column.type) or pa.types.is_string(column.type)):
             mask = pc.is_in(column, value_set=pc.unique(passing.column(keys[0])))
