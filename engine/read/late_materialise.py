@@ -52,6 +52,7 @@ from engine.merge import streaming
 from engine.merge.config import MergeConfig
 from engine.merge.functions import merge
 from engine.merge.streaming import aligned_rows, run_batch_rows
+from engine.meta.file_formats import format_of
 from engine.meta.manifest import DataFileMeta
 from engine.read.deletion_vectors import apply_deletion_vector, apply_deletion_vector_batches
 from engine.read.section_merge import KV_SYSTEM_COLUMNS, DeletionVectorOf, section_rows
@@ -70,7 +71,12 @@ def pays(section: Sequence[SortedRun]) -> bool:
     """Whether the section holds a file of more than one row group's rows (the writers' row
     groups hold :data:`~engine.merge.streaming.MERGE_CHUNK_ROWS` rows), where the second pass may
     skip row groups (see the module docstring). Read at call time (tests lower it)."""
-    return any(f.row_count > streaming.MERGE_CHUNK_ROWS for run in section for f in run.files)
+    # Only Parquet files are read by row group; other formats are read whole either way.
+    return any(
+        f.row_count > streaming.MERGE_CHUNK_ROWS and format_of(f.file_name) == "parquet"
+        for run in section
+        for f in run.files
+    )
 
 
 def probe_columns(fields: Sequence[DataField], keys: Sequence[str], config: MergeConfig,
