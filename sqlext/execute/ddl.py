@@ -46,6 +46,7 @@ from sqlext.execute.planning import (
     Column,
     Compact,
     CreateDatabase,
+    CreateFormatTableAs,
     CreateTable,
     CreateTableAs,
     Done,
@@ -124,10 +125,6 @@ def create_table(ctx: PlannerContext, n: ast.CreateTable, stmt: Statement) -> Pl
     file_format = n.using.lower() if n.using and n.using.lower() in FORMAT_TABLE_FORMATS else None
     if n.using and n.using.lower() not in MANAGED_FORMATS and file_format is None:
         return ToEngine()
-    if file_format is not None and n.query is not None:
-        raise UnsupportedStatementError(
-            "CREATE TABLE … AS SELECT is not supported for a format table: create it, then INSERT",
-            line=stmt.line, column=stmt.column)
     ident = ctx.identifier(n.name)
     if ctx.catalog.table_exists(ident):
         if n.if_not_exists:
@@ -179,8 +176,20 @@ def create_table(ctx: PlannerContext, n: ast.CreateTable, stmt: Statement) -> Pl
             fmt_options["primary-key"] = ",".join(n.primary_key)
         if n.location is not None:  # an external format table: its files there (Paimon's `path`)
             fmt_options["path"] = n.location
-        return CreateTable(ident, tuple(fields), tuple(n.partitioned_by), (), fmt_options, comment,
-                           f"Table {ident.full_name} created", file_format)
+        fmt = CreateTable(ident, tuple(fields), tuple(n.partitioned_by), (), fmt_options, comment,
+                          f"Table {ident.full_name} created", file_format)
+        if query is None:
+            return fmt
+        if n.partitioned_by:  # as Paimon's format-table CTAS (an UnsupportedOperationException there)
+            raise UnsupportedStatementError(
+                "CREATE TABLE … AS SELECT of a partitioned format table is not supported: create it, "
+                "then INSERT", line=stmt.line, column=stmt.column)
+        if len(query.columns) != len(fields):
+            raise _error(stmt, f"'{ident.full_name}' declares {len(fields)} column(s), the query gives "
+                         f"{len(query.columns)}", "21S01")
+        expressions = tuple(f"CAST(_c{i} AS {ctx.cast_type(f.type)}) AS {quoted(f.name)}"
+                            for i, f in enumerate(fields))
+        return CreateFormatTableAs(fmt, query, expressions, fmt.message)
     create = CreateTable(ident, tuple(fields), tuple(n.partitioned_by), tuple(n.primary_key), options,
                          comment, f"Table {ident.full_name} created")
     if query is None:

@@ -569,6 +569,18 @@ class CreateTableAs:
 
 
 @dataclass(frozen=True)
+class CreateFormatTableAs:
+    """CREATE TABLE … USING <format> AS SELECT: create ``create``'s format table, then write the
+    query's columns (``_c0`` …) onto it by position through ``expressions``, as an INSERT into a
+    format table does (:class:`FormatWrite`); a failed write drops the table again."""
+
+    create: CreateTable
+    query: BoundFrame
+    expressions: tuple[str, ...]
+    message: str
+
+
+@dataclass(frozen=True)
 class CallProcedure:
     """CALL: ``procedure`` with its bound and checked ``values``, and ``work``, what it planned
     (``procedures.plans``: metadata work through the engine, compactions, rewrites); the runner
@@ -693,7 +705,8 @@ RowLevelPlan: TypeAlias = RowLevelWrite | MarkDeletions | TruncateTable | MergeI
 
 Plan: TypeAlias = (
     Rows | Done | ToEngine | SessionAction | CatalogAction | RefAction | ViewAction | TableJob
-    | Write | FormatWrite | CreateTableAs | CallProcedure | RowLevelPlan | CopyIntoTable | CopyToLocation
+    | Write | FormatWrite | CreateTableAs | CreateFormatTableAs | CallProcedure | RowLevelPlan
+    | CopyIntoTable | CopyToLocation
 )
 Planner: TypeAlias = Callable[[PlannerContext, Any, Statement], Plan]
 

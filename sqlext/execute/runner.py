@@ -33,6 +33,7 @@ from sqlext.execute.planning import (
     CopyToLocation,
     CreateBranch,
     CreateDatabase,
+    CreateFormatTableAs,
     CreateTable,
     CreateTableAs,
     CreateTag,
@@ -263,6 +264,16 @@ class PlanRunner:
         if isinstance(plan, FormatWrite):
             write_format_table(plan.frame.frame, self._session.catalog.io, plan.table, plan.expressions,
                                plan.overwrite, plan.static)
+            return StatementResult(stmt, None, plan.message)
+        if isinstance(plan, CreateFormatTableAs):
+            self._catalog_action(plan.create)
+            try:
+                created = s.catalog.get_format_table(plan.create.identifier)
+                assert created is not None
+                write_format_table(plan.query.frame, s.catalog.io, created, plan.expressions, "none", {})
+            except BaseException:
+                s.catalog.drop_table(plan.create.identifier, ignore_if_not_exists=True)  # all or nothing
+                raise
             return StatementResult(stmt, None, plan.message)
         if isinstance(plan, CreateTableAs):
             table = self._create_table(plan.create)

@@ -285,8 +285,6 @@ def test_ctas_with_partitioned_table_is_refused(session):
     assert info.value.sqlstate == "0A000"
 
 
-@pytest.mark.xfail(strict=True, reason="CREATE TABLE … USING <format> AS SELECT of an unpartitioned format "
-                   "table, which Paimon's Spark catalog runs, is refused here (create it, then INSERT)")
 def test_ctas_of_an_unpartitioned_format_table(session):
     session.sql("CREATE TABLE t USING csv AS SELECT CAST(2 AS BIGINT) AS id, 'new' AS data")
     assert rows(session, "SELECT * FROM t") == [(2, "new")]

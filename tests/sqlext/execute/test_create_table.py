@@ -11,7 +11,16 @@ from engine import Identifier, InvalidArgumentError
 from engine.types import DataField, parse_sql_type
 from sqlext.errors import SqlAnalysisError, UnsupportedStatementError
 from sqlext.execute import ddl, insert
-from sqlext.execute.planning import Column, CreateTable, CreateTableAs, Done, ToEngine, Write, WriteShape
+from sqlext.execute.planning import (
+    Column,
+    CreateFormatTableAs,
+    CreateTable,
+    CreateTableAs,
+    Done,
+    ToEngine,
+    Write,
+    WriteShape,
+)
 from tests.sqlext.execute.fake_context import FakeContext, fake_context, plan_of, view
 
 
@@ -86,9 +95,23 @@ def test_a_file_format_makes_a_paimon_format_table(ctx):
     assert created.primary_keys == ()
 
 
-def test_a_format_table_has_no_ctas(ctx):
-    with pytest.raises(UnsupportedStatementError, match="format table"):
-        plan(ctx, "CREATE TABLE s USING parquet AS SELECT 1 AS id")
+def test_a_format_table_ctas_writes_the_query_by_position(ctx):
+    ctx.queries["SELECT 1 AS id, 'a' AS p"] = (col("id", "INT"), col("p", "STRING"))
+    p = plan(ctx, "CREATE TABLE s USING parquet AS SELECT 1 AS id, 'a' AS p")
+    assert isinstance(p, CreateFormatTableAs)
+    assert p.create.file_format == "parquet" and p.create.partition_keys == ()
+    assert [f.name for f in p.create.fields] == ["id", "p"]
+    assert p.expressions == ("CAST(_c0 AS int) AS `id`", "CAST(_c1 AS string) AS `p`")
+    assert not ctx.catalog.table_exists("default.s")  # planning creates nothing
+    # As in Paimon, a partitioned format table is created first, then written.
+    with pytest.raises(UnsupportedStatementError, match="partitioned format table"):
+        plan(ctx, "CREATE TABLE s USING parquet PARTITIONED BY (p) AS SELECT 1 AS id, 'a' AS p")
+
+
+def test_a_format_table_ctas_checks_a_declared_column_list(ctx):
+    ctx.queries["SELECT 1 AS id"] = (col("id", "INT"),)
+    with pytest.raises(SqlAnalysisError, match="declares 2 column"):
+        plan(ctx, "CREATE TABLE s (id INT, v STRING) USING csv AS SELECT 1 AS id")
 
 
 def test_an_existing_table_is_refused_or_skipped(ctx):
