@@ -49,7 +49,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from engine.commit_messages import (
     CommitMessage,
@@ -539,10 +539,13 @@ class FileStoreCommit:
         properties: Mapping[str, str] | None,
         index_changes: IndexChanges | None = None,
         appends_rows: bool = False,
+        keeps: Collection[str] = (),
     ) -> tuple[int, list[ManifestEntry] | None]:
         """Publish one snapshot; returns its id and its delta entries (None on a retried, already
         published commit). ``appends_rows``: the entries only add new rows (a write's APPEND), so a
-        row-tracking table takes them, each new file given its first row id.
+        row-tracking table takes them, each new file given its first row id. ``keeps``: the
+        features the caller keeps (``engine.features.check_rewritable``): a data-evolution table's
+        row-level changes by row id keep its row-id ranges (``engine.write.data_evolution_update``).
 
         Every metadata file written for an attempt that does not become the snapshot is deleted;
         on CommitStateUnknownError nothing is deleted.
@@ -557,7 +560,7 @@ class FileStoreCommit:
             check_appendable(store.schema, store.paths.root, "commit to")
         else:
             check_rewritable(store.schema, store.paths.root, "commit to",
-                             keeps=ROW_ID_FEATURES if keeps_ranges else ())
+                             keeps=ROW_ID_FEATURES if keeps_ranges else keeps)
         # Row tracking: every commit stamps its files (new ids, sequence numbers), as Paimon's does.
         row_ids = tracks_row_ids(store.schema)
         ms = store.manifests

@@ -51,7 +51,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from engine import Table
-from sqlext.execute import dml_deletion_vectors
+from sqlext.execute import dml_data_evolution, dml_deletion_vectors
 from sqlext.execute.dml_common import column_names, merge_rows
 from sqlext.execute.merge_plan import MergeJob
 from sqlext.execute.planning import MergeInto
@@ -71,6 +71,8 @@ if TYPE_CHECKING:
 # -- MERGE ------------------------------------------------------------------------------------------------
 def run_merge(s: SqlSession, plan: MergeInto, stmt: Statement) -> StatementResult:
     """Carry out a ``MergeInto`` plan: one joined query, checked, then one write."""
+    if plan.data_evolution:
+        return dml_data_evolution.merge(s, plan, stmt)
     if plan.deletion_vectors:
         return dml_deletion_vectors.merge(s, plan, stmt)
     table = plan.table

@@ -126,7 +126,7 @@ def _positions(df: DataFrame) -> dict[str, Any]:
     return group_positions(arrow.column(FILE), arrow.column(POS))
 
 
-def _write_rows(s: SqlSession, table: Table, df: DataFrame, builder: WriteBuilder) -> list[Any]:
+def write_rows(s: SqlSession, table: Table, df: DataFrame, builder: WriteBuilder) -> list[Any]:
     """Write ``df`` (the table's columns) with engine writers in Spark tasks; their commit messages.
     A failed job deletes the files its finished tasks wrote (``WriteJob.tasks_failed``)."""
     from sqlext.execute.writes import shape_frame
@@ -156,7 +156,7 @@ def _commit(s: SqlSession, table: Table, snapshot: Any, touched: DataFrame,
     builder = table.new_write_builder(None, commit_user=f"dv-{uuid.uuid4()}").keeping_row_ids()
     deletions = builder.new_deletion_commit(snapshot)
     count = deletions.delete(_positions(touched)) if snapshot is not None else 0
-    messages = _write_rows(s, table, new_rows, builder) if new_rows is not None else []
+    messages = write_rows(s, table, new_rows, builder) if new_rows is not None else []
     if count or messages:
         # One snapshot, then the post-commit hooks (tags, expiration; compaction of new files).
         builder.new_commit().commit_with_deletions(deletions, messages)
@@ -165,6 +165,10 @@ def _commit(s: SqlSession, table: Table, snapshot: Any, touched: DataFrame,
 
 def mark_deletions(s: SqlSession, plan: MarkDeletions, stmt: Statement) -> StatementResult:
     """Carry out a ``MarkDeletions`` plan (DELETE … WHERE, UPDATE on a DV table): one snapshot."""
+    if plan.by_row_id:  # a data-evolution table: rows found by row id, marked on their ranges' anchors
+        from sqlext.execute import dml_data_evolution
+
+        return dml_data_evolution.delete(s, plan, stmt)
     table, matched = plan.table, plan.matched
     snapshot = plan.snapshot
     alias = quoted(matched.alias)

@@ -2,28 +2,19 @@
 cases and DataEvolutionDeletionTestBase), with Paimon's expected rows.
 
 What dyntable does with a data-evolution table (docs/compatibility.md): it creates one, appends to
-it, reads it in batch (each column from the newest file of its row-id range) and compacts it (the
-files of adjacent ranges merged into one, row ids kept). MERGE INTO and UPDATE, which Paimon
-answers by writing only the changed columns, and DELETE with deletion vectors are refused with
-SQLSTATE 0A000 here: those cases are strict xfails naming the gap. Cases that need the
-``_ROW_ID`` / ``_SEQUENCE_NUMBER`` columns wait for them as well.
+it, reads it in batch (each column from the newest file of its row-id range), compacts it (the
+files of adjacent ranges merged into one, row ids kept), and changes rows by row id as Paimon
+does: MERGE INTO and UPDATE write only the changed columns over the touched row-id ranges, DELETE
+(with deletion vectors) marks rows on each range's anchor file.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from sqlext.errors import SqlError, sqlstate_for
+from sqlext.errors import sqlstate_for
 
 EVOLUTION = "'row-tracking.enabled' = 'true', 'data-evolution.enabled' = 'true'"
-
-MERGE_GAP = pytest.mark.xfail(strict=True, raises=SqlError, reason=(
-    "MERGE INTO / UPDATE on a data-evolution table (Paimon writes only the changed columns, "
-    "MergeIntoPaimonDataEvolutionTable) are refused with 0A000 by dyntable"))
-DELETE_GAP = pytest.mark.xfail(strict=True, raises=SqlError, reason=(
-    "DELETE on a data-evolution table with deletion vectors (a deletion vector on each row-id "
-    "range's anchor file) is refused with 0A000 by dyntable"))
-
 
 def sql(session, text):
     frame = list(session.execute(text))[-1].dataframe
@@ -91,7 +82,6 @@ def test_streaming_and_incremental_reads_are_refused(session):
     _refused(session, "SELECT * FROM t /*+ OPTIONS('incremental-between' = '1,2') */")
 
 
-@MERGE_GAP
 def test_merge_into_updates_one_column_and_inserts(session):
     """'Data Evolution: merge into table with data-evolution'."""
     sql(session, "CREATE TABLE s (id INT, b INT)")
@@ -117,7 +107,6 @@ def test_merge_into_not_matched_insert_only(session):
         (1, 11, 11, 2, 2), (2, 2, 2, 0, 1), (3, 3, 3, 1, 1)]
 
 
-@MERGE_GAP
 def test_update_writes_the_changed_column(session):
     """'Data Evolution: V1 update table with data-evolution'."""
     sql(session, f"CREATE TABLE t (id INT, b INT, c INT) TBLPROPERTIES ({EVOLUTION})")
@@ -127,7 +116,6 @@ def test_update_writes_the_changed_column(session):
         (2, 22, 2, 0, 2), (3, 3, 3, 1, 2)]
 
 
-@MERGE_GAP
 def test_compact_after_merge_into(session):
     """'Data Evolution: compact fields action'."""
     sql(session, "CREATE TABLE s (id INT, b INT)")
@@ -145,7 +133,6 @@ def test_compact_after_merge_into(session):
     assert sql(session, "SELECT count(*) FROM `t$files`") == [(1,)]
 
 
-@DELETE_GAP
 def test_delete_with_deletion_vectors(session):
     """DataEvolutionDeletionTestBase: 'delete from table with deletion vectors'."""
     sql(session, f"CREATE TABLE t (id INT, b INT, c INT) TBLPROPERTIES ({EVOLUTION}, "
@@ -165,7 +152,6 @@ def test_delete_with_deletion_vectors(session):
         (10, 10, 10, 110, 10), (12, 12, 12, 112, 12)]
 
 
-@DELETE_GAP
 def test_merge_matched_delete_writes_deletion_vectors_only(session):
     """DataEvolutionDeletionTestBase: 'merge matched delete writes deletion vectors only'."""
     sql(session, "CREATE TABLE s (id INT)")
