@@ -241,6 +241,14 @@ class FileStoreCommit:
             return CommitResult(())
         messages = [m for m in messages if not m.is_empty]
         adds = _entries(FileKind.ADD, messages, lambda m: m.new_files)
+        if spec.files is not None:
+            try:
+                return self._replace_files(spec.files, adds, identifier, properties, base_snapshot_id)
+            except CommitStateUnknownError:
+                raise
+            except BaseException:
+                delete_uncommitted(self.store, messages)
+                raise
         select: Callable[[bytes], bool]
         if spec.dynamic:
             targets = {m.partition for m in messages if m.new_files}
@@ -432,6 +440,35 @@ class FileStoreCommit:
         # Index files of the replaced partitions go with their data (Java: OverwriteChangesProvider).
         sid, _ = self._publish(CommitKind.OVERWRITE, identifier, entries_for, [], None, properties,
                                index_changes=lambda: (list(index_adds), select))
+        return CommitResult((sid,), sum(e.file.row_count for e in adds))
+
+    def _replace_files(
+        self,
+        names: Sequence[str],
+        adds: list[ManifestEntry],
+        identifier: int,
+        properties: Mapping[str, str] | None,
+        base_snapshot_id: int | None,
+    ) -> CommitResult:
+        """Replace exactly the live data files ``names`` of the base snapshot with ``adds``, in one
+        OVERWRITE snapshot (a row-level rewrite of an append table). Each must still be live, by
+        full identity, in the snapshot the commit lands on (``_validate``): a concurrent rewrite,
+        DELETE or compaction of one of them is a conflict; other commits, even to the same
+        partitions, are not (Paimon's rule for its copy-on-write row-level commands)."""
+        snapshots = self.store.snapshots
+        start = snapshots.latest() if base_snapshot_id is None else snapshots.get(base_snapshot_id)
+        wanted = set(names)
+        doomed = [e for e in self.store.live_entries(start) if e.file.file_name in wanted]
+        missing = wanted - {e.file.file_name for e in doomed}
+        if missing:
+            raise CommitConflictError(
+                f"data file {sorted(missing)[0]} of {self.store.paths.root} is not live in snapshot "
+                f"{start.id if start else 0}; nothing was committed — run the statement again")
+        entries = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
+                   for e in doomed] + adds
+        if not entries:
+            return CommitResult(())
+        sid, _ = self._publish(CommitKind.OVERWRITE, identifier, lambda _l: entries, [], None, properties)
         return CommitResult((sid,), sum(e.file.row_count for e in adds))
 
     def _check_unchanged(

@@ -48,9 +48,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
-from engine import Table
+from engine import FILE_PATH, OverwriteSpec, Table
 from sqlext.execute import dml_data_evolution, dml_deletion_vectors
 from sqlext.execute.dml_common import column_names, merge_rows
 from sqlext.execute.merge_plan import MergeJob
@@ -58,8 +57,9 @@ from sqlext.execute.planning import MergeInto
 from sqlext.execute.results import StatementResult
 from sqlext.execute.row_level_writes import (
     Pinned,
-    in_partitions,
-    overwrite_of,
+    file_name,
+    in_files,
+    rewrites_files,
     tracking_columns,
 )
 from sqlext.execute.writes import write_frame
@@ -77,10 +77,12 @@ def run_merge(s: SqlSession, plan: MergeInto, stmt: Statement) -> StatementResul
         return dml_deletion_vectors.merge(s, plan, stmt)
     table = plan.table
     job = MergeJob(s, plan.clauses, stmt)
-    pinned = Pinned(s, table, plan.snapshot.id if plan.snapshot is not None else None)
+    by_file = rewrites_files(table)  # an append table: only the files holding a matched row are rewritten
+    pinned = Pinned(s, table, plan.snapshot.id if plan.snapshot is not None else None, files=by_file)
     tracking = tracking_columns(table)  # a row-tracking table's rows keep their ids
     # evaluated once: checks, counts, write agree
-    joined = job.joined_frame(pinned.view(), tracking).localCheckpoint()
+    carry = (*tracking, FILE_PATH) if by_file else tracking
+    joined = job.joined_frame(pinned.view(), carry).localCheckpoint()
     job.check_cardinality(joined)
     job.check_keys(joined)
     counts = job.counts(joined)
@@ -89,31 +91,25 @@ def run_merge(s: SqlSession, plan: MergeInto, stmt: Statement) -> StatementResul
         if table.primary_keys:
             write_frame(s, table, job.changes(joined), column_names(table), overwrite=None, stmt=stmt)
         else:
-            _merge_copy_on_write(s, table, job, joined, stmt, pinned.snapshot_id, tracking)
+            _merge_rewriting_files(s, table, job, joined, stmt, pinned.snapshot_id, tracking)
     return s.runner.run(merge_rows(counts), stmt)
 
 
-def _merge_copy_on_write(
+def _merge_rewriting_files(
     s: SqlSession, table: Table, job: MergeJob, joined: DataFrame, stmt: Statement,
-    base_snapshot_id: int | None, tracking: tuple[str, ...] = (),
+    base_snapshot_id: int | None, tracking: tuple[str, ...],
 ) -> None:
-    """Append table: rewrite the partitions holding updated/deleted rows; inserted rows are added."""
-    keys = list(table.partition_keys)
+    """Append table (Paimon's rule): rewrite only the data files holding an updated or deleted row,
+    their other rows kept; inserted rows are added. One commit replacing exactly those files."""
     inserts = job.inserted_rows(joined)
-    touched = job.touched(joined)
-    if keys:
-        original = [job.clauses.target_column(k) for k in keys]
-        found = touched.select(*[F.col(c) for c in original]).distinct().collect()
-        specs = [{k: row[i] for i, k in enumerate(keys)} for row in found]
-    else:
-        original, specs = [], ([{}] if touched.take(1) else [])
-    if not specs:
+    touched = job.touched(joined).select(FILE_PATH).distinct().collect()
+    names = [file_name(r[0]) for r in touched if r[0] is not None]
+    if not names:
         write_frame(s, table, inserts, column_names(table), overwrite=None, stmt=stmt)
         return
     kept = job.target_rows(joined)
-    if keys:
-        kept = in_partitions(s, kept, table, specs, original)
+    kept = in_files(s, kept, names)
     # Inserted rows have no _ROW_ID: they take new ids at commit.
     out = job.tracked(kept, tracking).unionByName(inserts, allowMissingColumns=bool(tracking))
-    write_frame(s, table, out, column_names(table), overwrite=overwrite_of(table, specs), stmt=stmt,
+    write_frame(s, table, out, column_names(table), overwrite=OverwriteSpec(files=tuple(names)), stmt=stmt,
                 base_snapshot_id=base_snapshot_id, row_ids=bool(tracking))

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from engine import OverwriteSpec, Table, metadata_names
+from engine import FILE_PATH, OverwriteSpec, Table, metadata_names
 from sqlext.errors import UnsupportedStatementError
 from sqlext.execute.dml_common import HELPER, column_names, count_rows
-from sqlext.execute.planning import Matched, RowLevelWrite, TruncateTable
+from sqlext.execute.planning import Matched, RowLevelWrite, TargetQuery, TruncateTable
 from sqlext.execute.results import StatementResult
 from sqlext.execute.writes import write_frame
 from sqlext.parse.names import quoted
@@ -52,14 +52,18 @@ class Pinned:
     reader, so a view reused by a second query could filter that query's rows too.
     """
 
-    def __init__(self, s: SqlSession, table: Table, snapshot_id: int | None) -> None:
+    def __init__(self, s: SqlSession, table: Table, snapshot_id: int | None, *, files: bool = False) -> None:
         self.s = s
         self.snapshot_id = snapshot_id
         travel = ReadVersion(snapshot_id=snapshot_id) if snapshot_id is not None else None
         # A row-tracking table's rows are read with their _ROW_ID and _SEQUENCE_NUMBER, which the
-        # rows a statement rewrites carry into their new files (Paimon keeps a rewritten row's id).
-        tracking = tracking_columns(table)
-        columns = (*table.schema.field_names, *tracking) if tracking else None
+        # rows a statement rewrites carry into their new files (Paimon keeps a rewritten row's id);
+        # ``files``: with each row's data file (a copy-on-write rewrite replaces those it touches).
+        extra = (*tracking_columns(table), *((FILE_PATH,) if files else ()))
+        # The snapshot is read in its own schema (a write's merge-schema evolution is not there yet).
+        read_schema = table.schema if snapshot_id is None else \
+            table.schema_by_id(table.store.snapshots.get(snapshot_id).schema_id)
+        columns = (*read_schema.field_names, *extra) if extra else None
         self.request = ReadRequest(s.target(table.name), travel=travel, columns=columns)
         # An empty table (no snapshot, or no live file) is read as an empty frame of its schema
         # without asking the data source for splits it does not have.
@@ -85,6 +89,34 @@ def tracking_columns(table: Table) -> tuple[str, ...]:
     them), else nothing."""
     hidden = metadata_names(table.schema)
     return tuple(c for c in ("_ROW_ID", "_SEQUENCE_NUMBER") if c in hidden)
+
+
+def rewrites_files(table: Table) -> bool:
+    """Whether a copy-on-write rewrite of ``table`` replaces only the data files holding a matched
+    row (append tables, as Paimon does) rather than whole partitions (key tables)."""
+    return not table.primary_keys
+
+
+def matching_files(s: SqlSession, pinned: Pinned, matched: Matched, stmt: Statement) -> tuple[list[str], int]:
+    """The data files (names) holding the matched rows, and how many such rows (one small job)."""
+    a, cond = quoted(matched.alias), matched.condition
+    assert cond is not None, "a rewrite of the matched files needs a condition"
+    found = s.frame(f"SELECT {a}.{FILE_PATH} AS f, count(*) AS n FROM {pinned.view()} AS {a} "
+                    f"WHERE {cond} GROUP BY {a}.{FILE_PATH}", stmt).collect()
+    return [file_name(row[0]) for row in found], int(sum(row[1] for row in found))
+
+
+def file_name(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def in_files(s: SqlSession, df: DataFrame, names: list[str], column: str = FILE_PATH) -> DataFrame:
+    """Rows of ``df`` whose data file (``column``, a full path) is one of ``names`` (a broadcast
+    semi-join with the small list); the column is dropped."""
+    listed = s.spark.createDataFrame([(n,) for n in names], f"{HELPER}name string")
+    name = F.element_at(F.split(F.col(column), "/"), -1)
+    kept = df.join(F.broadcast(listed), on=name == listed[f"{HELPER}name"], how="left_semi")
+    return kept.drop(column)
 
 
 def matching_partitions(
@@ -133,7 +165,8 @@ def overwrite_of(table: Table, specs: list[dict[str, Any]]) -> OverwriteSpec:
 def run_row_level_write(s: SqlSession, plan: RowLevelWrite, stmt: Statement) -> StatementResult:
     """Carry out a ``RowLevelWrite``: find what it replaces, then one write job and one commit."""
     table, columns = plan.table, column_names(plan.table)
-    pinned = Pinned(s, table, plan.snapshot)
+    by_file = plan.overwrite == "matched" and rewrites_files(table)
+    pinned = Pinned(s, table, plan.snapshot, files=by_file)
     hints = dict(plan.options) or None
     if plan.overwrite == "none":
         df = s.frame(plan.rows.sql(pinned.view()), stmt)
@@ -142,6 +175,20 @@ def run_row_level_write(s: SqlSession, plan: RowLevelWrite, stmt: Statement) -> 
         df = s.frame(plan.rows.sql(pinned.view()), stmt)
         count = write_frame(s, table, df, columns, overwrite=OverwriteSpec(), stmt=stmt, hints=hints,
                             base_snapshot_id=plan.snapshot, row_ids=True)
+    elif by_file:  # Paimon's rule for append tables: only the files holding a matched row
+        assert plan.matched is not None
+        names, count = matching_files(s, pinned, plan.matched, stmt)
+        if count:
+            rows = plan.rows
+            query = TargetQuery(f"{rows.select}, {quoted(rows.alias)}.{FILE_PATH} AS {HELPER}file",
+                                rows.alias, rows.where)
+            df = in_files(s, s.frame(query.sql(pinned.view()), stmt), names, f"{HELPER}file")
+            if FILE_PATH not in columns:  # a star over the view carried it: not written
+                df = df.drop(FILE_PATH)
+            if plan.partition_of:  # the partition values before the change, not written
+                df = df.select(*[quoted(c) for c in (*columns, *tracking_columns(table))])
+            write_frame(s, table, df, columns, overwrite=OverwriteSpec(files=tuple(names)), stmt=stmt,
+                        hints=hints, base_snapshot_id=plan.snapshot, row_ids=True)
     else:
         assert plan.overwrite == "matched" and plan.matched is not None
         specs, count = matching_partitions(s, table, pinned, plan.matched, stmt)
