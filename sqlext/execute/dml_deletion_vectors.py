@@ -48,10 +48,12 @@ def _uri(path: str) -> str:
     return path if "://" in path else "file://" + path
 
 
-def positioned_frame(s: SqlSession, table: Table, snapshot: Any) -> DataFrame:
-    """The live rows of ``snapshot``, each with its data file and position (``__dyn_file``/``__dyn_pos``)."""
+def positioned_frame(s: SqlSession, table: Table, snapshot: Any, files: list[Any] | None = None) -> DataFrame:
+    """The live rows of ``snapshot``, each with its data file and position (``__dyn_file``/``__dyn_pos``);
+    ``files``: only those of its live files (``WriteBuilder.deletion_scan_files``), default all."""
     spark = s.spark
-    files = table.new_write_builder().deletion_scan_files(snapshot) if snapshot is not None else []
+    if files is None:
+        files = table.new_write_builder().deletion_scan_files(snapshot) if snapshot is not None else []
     current = table.schema_by_id(snapshot.schema_id) if snapshot is not None else table.schema
     target = spark_schema(current.arrow_schema())
     out = [StructField(FILE, StringType()), StructField(POS, LongType())]

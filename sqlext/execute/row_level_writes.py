@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from engine import FILE_PATH, OverwriteSpec, Table, metadata_names
 from sqlext.errors import UnsupportedStatementError
 from sqlext.execute.dml_common import HELPER, column_names, count_rows
+from sqlext.execute.dml_deletion_vectors import FILE, POS, positioned_frame
 from sqlext.execute.planning import Matched, RowLevelWrite, TargetQuery, TruncateTable
 from sqlext.execute.results import StatementResult
 from sqlext.execute.writes import write_frame
@@ -97,6 +98,21 @@ def rewrites_files(table: Table) -> bool:
     return not table.primary_keys
 
 
+def parquet_files(table: Table, snapshot_id: int) -> list[Any] | None:
+    """The live data files of the snapshot (with their paths and schema versions) when Spark's own
+    Parquet reader can read them all, else None."""
+    snapshot = table.store.snapshots.get(snapshot_id)
+    files = table.new_write_builder().deletion_scan_files(snapshot)
+    return files if all(f.name.endswith(".parquet") for f in files) else None
+
+
+def _positioned_view(s: SqlSession, table: Table, snapshot: Any, files: list[Any]) -> str:
+    """A temp view of the rows of ``files`` of the snapshot, each with its file's name (``FILE``)."""
+    name = f"__dyntable_dml_{s.next_id()}"
+    positioned_frame(s, table, snapshot, files).createOrReplaceTempView(name)
+    return name
+
+
 def matching_files(s: SqlSession, pinned: Pinned, matched: Matched, stmt: Statement) -> tuple[list[str], int]:
     """The data files (names) holding the matched rows, and how many such rows (one small job)."""
     a, cond = quoted(matched.alias), matched.condition
@@ -166,7 +182,8 @@ def run_row_level_write(s: SqlSession, plan: RowLevelWrite, stmt: Statement) -> 
     """Carry out a ``RowLevelWrite``: find what it replaces, then one write job and one commit."""
     table, columns = plan.table, column_names(plan.table)
     by_file = plan.overwrite == "matched" and rewrites_files(table)
-    pinned = Pinned(s, table, plan.snapshot, files=by_file)
+    live = parquet_files(table, plan.snapshot) if by_file and plan.snapshot is not None else None
+    pinned = Pinned(s, table, plan.snapshot, files=by_file and live is None)
     hints = dict(plan.options) or None
     if plan.overwrite == "none":
         df = s.frame(plan.rows.sql(pinned.view()), stmt)
@@ -175,7 +192,25 @@ def run_row_level_write(s: SqlSession, plan: RowLevelWrite, stmt: Statement) -> 
         df = s.frame(plan.rows.sql(pinned.view()), stmt)
         count = write_frame(s, table, df, columns, overwrite=OverwriteSpec(), stmt=stmt, hints=hints,
                             base_snapshot_id=plan.snapshot, row_ids=True)
-    elif by_file:  # Paimon's rule for append tables: only the files holding a matched row
+    elif live is not None:
+        # Paimon's rule for append tables: only the files holding a matched row are rewritten; the
+        # match reads every file natively, the rewrite only the touched ones.
+        assert plan.matched is not None
+        snapshot = table.store.snapshots.get(plan.snapshot)
+        view = _positioned_view(s, table, snapshot, live)
+        a = quoted(plan.matched.alias)
+        found = s.frame(f"SELECT {a}.{FILE} AS f, count(*) AS n FROM {view} AS {a} "
+                        f"WHERE {plan.matched.condition} GROUP BY {a}.{FILE}", stmt).collect()
+        names, count = [r[0] for r in found], int(sum(r[1] for r in found))
+        if count:
+            touched = set(names)
+            view = _positioned_view(s, table, snapshot, [f for f in live if f.name in touched])
+            df = s.frame(plan.rows.sql(view), stmt).drop(FILE, POS)
+            if plan.partition_of:  # the partition values before the change, not written
+                df = df.select(*[quoted(c) for c in (*columns, *tracking_columns(table))])
+            write_frame(s, table, df, columns, overwrite=OverwriteSpec(files=tuple(names)), stmt=stmt,
+                        hints=hints, base_snapshot_id=plan.snapshot, row_ids=True)
+    elif by_file:  # (files in another format: read by the data source, with each row's file path)
         assert plan.matched is not None
         names, count = matching_files(s, pinned, plan.matched, stmt)
         if count:
