@@ -8,9 +8,10 @@ TRUNCATE in ``row_level``, MERGE in ``merge_clauses``); the runner's side of the
  user's fragments + view ──► Spark query (session.bind binds other managed tables they name)
    primary-key table:  changed rows only, with a rowkind column ('-D', '+U', '+I') ──► write (append)
    append table with deletion vectors: rows marked in DVs, no file rewritten (dml_deletion_vectors)
-   append table:       copy-on-write: the affected partitions rewritten ──► write (overwrite of
-                       exactly those partitions; rows an UPDATE/MERGE moves or inserts elsewhere
-                       are added to their partitions)
+   data-evolution:     changed columns by row id, deletions on anchors (dml_data_evolution)
+   append table:       copy-on-write: the data files holding an updated/deleted row rewritten ──►
+                       write (an overwrite of exactly those files, Paimon's rule; rows an
+                       UPDATE/MERGE moves or inserts elsewhere are added to their partitions)
 ```
 Merge engines (Paimon's rules, its Spark ``RowLevelOp`` and ``validatePKUpsertDeletable``):
 * DELETE works on every table (a ``first-row`` table once compacted, as in Paimon: files still
@@ -22,7 +23,8 @@ Merge engines (Paimon's rules, its Spark ``RowLevelOp`` and ``validatePKUpsertDe
   copy-on-write like an append table: the merged rows that survive, of the partitions holding a
   deleted row (the whole table if unpartitioned), replace those partitions in one overwrite
   commit based on the snapshot read, so a concurrent change to them fails the statement instead
-  of being lost. (Paimon rewrites the affected files only; dyntable's unit is the partition.)
+  of being lost. (Paimon rewrites the affected files only; for key tables dyntable's unit is the
+  partition, for append tables the file, as Paimon's.)
 * UPDATE and MERGE need a table whose written row becomes the row: append, ``deduplicate`` or
   ``partial-update``; ``first-row`` and ``aggregation`` tables refuse them (SQLSTATE 0A000), as
   Paimon does, instead of ignoring or aggregating the new values.

@@ -14,17 +14,20 @@ runs Spark. The rules are Paimon's (its Spark ``RowLevelOp``, ``DeleteFromPaimon
   - a primary-key table whose merge engine lets a ``-D`` row remove its key writes those rows
     (``deduplicate``; ``partial-update`` / ``aggregation`` with ``…remove-record-on-delete``; never
     with ``ignore-delete``);
-  - any other table is rewritten copy-on-write: the partitions holding a matched row (the whole
+  - a data-evolution table needs deletion vectors (Paimon's rule; refused otherwise, 0A000);
+  - an append table is rewritten copy-on-write: the data files holding a matched row are replaced
+    by their surviving rows (Paimon's rule: other files, even of the same partition, stay);
+  - any other key table is rewritten copy-on-write: the partitions holding a matched row (the whole
     table if unpartitioned) are replaced by their surviving rows. A ``first-row`` table must be
     compacted first (files on level 0 refuse the statement, SQLSTATE 55000), and its rewrite goes
     up as an ordinary write's does (``write-only`` off: its reads skip level 0);
 * UPDATE needs a table whose written row becomes the row (append, ``deduplicate``,
   ``partial-update``; others refuse it, SQLSTATE 0A000) and may set a key column (or a partition
   column of a key table with fixed buckets) only to itself (42000). A deletion-vector table marks
-  the matched rows and adds their new values; a key table writes the new rows (``+U``); an append
-  table is rewritten copy-on-write (the whole table without WHERE; else the partitions holding a
-  matched row, by the rows' original partition values: an assignment may move a row to another
-  partition, where it is added);
+  the matched rows and adds their new values; a key table writes the new rows (``+U``); a
+  data-evolution table writes only the changed columns by row id (``UpdateColumns``); an append
+  table is rewritten copy-on-write (the whole table without WHERE; else the data files holding a
+  matched row: an assignment may move a row to another partition, where it is added);
 * TRUNCATE TABLE t [PARTITION (...)] removes every file (of the partition) in one snapshot.
 """
 

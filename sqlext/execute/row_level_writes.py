@@ -1,7 +1,10 @@
 """Carrying out row-level plans in Spark: the runner's side of ``RowLevelWrite``, ``MarkDeletions``
 and ``TruncateTable`` (``planning.py``), and the pieces the row-level executors not yet converted
-(UPDATE, MERGE INTO in ``dml.py``) share with it: the target pinned at one snapshot, the partitions
-holding matched rows, the restriction of a frame to those partitions.
+(UPDATE, MERGE INTO in ``dml.py``) share with it: the target pinned at one snapshot, the data files
+(append tables: only those are rewritten, as in Paimon) or partitions (key tables) holding matched
+rows, the restriction of a frame to them. An append table's match reads every live file with
+Spark's Parquet reader (``dml_deletion_vectors.positioned_frame``), its rewrite only the touched
+files; files in another format are read by the data source with each row's file path.
 
 Only the small list of affected partitions and counts reaches the driver; the rows stay in Spark
 and go out in one write job and one commit (``writes.write_frame``).
