@@ -184,7 +184,7 @@ def check_ranges_updated(store: FileStore, latest: Snapshot | None, entries: Seq
             for e in store.live_entries(latest) if e.file.first_row_id is not None}
     for e in updates:
         if (e.partition, e.bucket, e.file.first_row_id, e.file.row_count) not in live:
-            lo, n = e.file.first_row_id, e.file.row_count
+            lo, n = e.file.first_row_id or 0, e.file.row_count
             raise CommitConflictError(
                 f"the rows {lo}..{lo + n - 1} of {store.paths.root} are no longer one row-id range "
                 "(another commit, e.g. a compaction, rewrote them) after this statement read them; "

@@ -198,7 +198,7 @@ def run_row_level_write(s: SqlSession, plan: RowLevelWrite, stmt: Statement) -> 
     elif live is not None:
         # Paimon's rule for append tables: only the files holding a matched row are rewritten; the
         # match reads every file natively, the rewrite only the touched ones.
-        assert plan.matched is not None
+        assert plan.matched is not None and plan.snapshot is not None
         snapshot = table.store.snapshots.get(plan.snapshot)
         view = _positioned_view(s, table, snapshot, live)
         a = quoted(plan.matched.alias)
