@@ -89,7 +89,7 @@ from engine.system_tables import (
 )
 from engine.table import Table
 from engine.write.conform import coerce_spec, coerce_value
-from engine.write.data_evolution_update import ColumnUpdateWriter, RowIdRange
+from engine.write.data_evolution_update import ColumnUpdateWriter
 from engine.write.kv_import import KvFileImport, SequenceStarts, StagedFile
 
 __all__ = [
@@ -134,7 +134,6 @@ __all__ = [
     "AppendDeletionCommit",
     "ColumnUpdateWriter",
     "RowIdChanges",
-    "RowIdRange",
     "group_positions",
     "is_data_evolution",
     "ROWKIND",

@@ -167,10 +167,6 @@ def _commit(s: SqlSession, table: Table, snapshot: Any, touched: DataFrame,
 
 def mark_deletions(s: SqlSession, plan: MarkDeletions, stmt: Statement) -> StatementResult:
     """Carry out a ``MarkDeletions`` plan (DELETE … WHERE, UPDATE on a DV table): one snapshot."""
-    if plan.by_row_id:  # a data-evolution table: rows found by row id, marked on their ranges' anchors
-        from sqlext.execute import dml_data_evolution
-
-        return dml_data_evolution.delete(s, plan, stmt)
     table, matched = plan.table, plan.matched
     snapshot = plan.snapshot
     alias = quoted(matched.alias)

@@ -301,6 +301,8 @@ class PlanRunner:
         if isinstance(plan, RowLevelWrite):
             return run_row_level_write(s, plan, stmt)
         if isinstance(plan, MarkDeletions):
+            if plan.by_row_id:  # a data-evolution table: marked on its row-id ranges' anchor files
+                return dml_data_evolution.delete(s, plan, stmt)
             return mark_deletions(s, plan, stmt)
         if isinstance(plan, UpdateColumns):
             return dml_data_evolution.update(s, plan, stmt)
