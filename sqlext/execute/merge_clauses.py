@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from engine import Snapshot, Table
+from engine import Snapshot, Table, metadata_names
 from engine.types import DataType, TypeRoot
 from sqlext.errors import UnsupportedStatementError
 from sqlext.execute.assignments import (
@@ -118,9 +118,16 @@ class MergeClauses:
         stored = table.schemas.latest() if table.store.pending_schema is not None else None
         self.stored = {f.name: f.type for f in (stored or table.schema).fields}
         self.target_alias = n.target_alias or n.target.table
+        self.source_metadata: tuple[str, ...] = ()
         if isinstance(n.source, ast.TableName):
             self.source_alias = n.source_alias or n.source.table
             self.source_from = f"{source_sql(n)} AS {quoted(self.source_alias)}"
+            # Metadata columns of a managed source the statement names (``ON t._ROW_ID =
+            # s._ROW_ID``, Paimon's self-merge): selected by name, as a star never shows them.
+            if ctx.is_managed(n.source) and n.source.system_table is None:
+                text = stmt.text.lower()
+                self.source_metadata = tuple(
+                    m for m in metadata_names(ctx.table(n.source).schema) if m.lower() in text)
         else:
             self.source_alias = n.source_alias or f"{HELPER}source"
             self.source_from = f"({n.source.text}) AS {quoted(self.source_alias)}"
@@ -334,7 +341,8 @@ class MergeClauses:
             f"SELECT {', '.join(select)} "
             f"FROM (SELECT {ta}.*, true AS {TARGET_MARK}, monotonically_increasing_id() AS {ROW_ID}"
             f"{''.join(', ' + e for e in t_inner)} FROM {view} AS {ta}) AS {ta} "
-            f"{join} JOIN (SELECT {sa}.*, true AS {SOURCE_MARK}{''.join(', ' + e for e in s_inner)} "
+            f"{join} JOIN (SELECT {sa}.*, {''.join(f'{sa}.{quoted(m)}, ' for m in self.source_metadata)}"
+            f"true AS {SOURCE_MARK}{''.join(', ' + e for e in s_inner)} "
             f"FROM {self.source_from}) AS {sa} ON {self.n.on.text}"
         )
 

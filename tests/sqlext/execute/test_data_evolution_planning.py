@@ -117,3 +117,13 @@ def test_merge_not_matched_by_source_may_only_delete(ctx):
             "NOT MATCHED BY SOURCE supports only DELETE")
     p = plan(ctx, "MERGE INTO t USING s ON t.id = s.id WHEN NOT MATCHED BY SOURCE THEN DELETE")
     assert isinstance(p, MergeInto) and p.data_evolution and p.update_columns == ()
+
+
+def test_a_self_merge_on_row_id_selects_the_sources_metadata_column(ctx):
+    """Paimon's self-merge (``USING t AS source ON t._ROW_ID = source._ROW_ID``): the source's
+    ``_ROW_ID`` is selected by name in the joined query (a star never shows a metadata column)."""
+    create(ctx)
+    p = plan(ctx, "MERGE INTO t USING t AS source ON t._ROW_ID = source._ROW_ID "
+                  "WHEN MATCHED THEN UPDATE SET t.n = source.n + 1")
+    assert isinstance(p, MergeInto) and p.clauses.source_metadata == ("_ROW_ID",)
+    assert "(SELECT `source`.*, `source`.`_ROW_ID`, true AS __dyn_s" in p.clauses.joined_sql("v")
