@@ -1,7 +1,7 @@
 """Compaction as one operation: a plan of picklable per-bucket tasks, a runner, one commit with retry.
 
 ```
- plan(table)  ── metadata only: the latest snapshot's splits, grouped per (partition, bucket),
+ plan(store)  ── metadata only: the latest snapshot's splits, grouped per (partition, bucket),
                  kept where the bucket needs it (universal strategy / full; small append files)
  run(tasks)   ── rewrites each bucket's files → commit messages; in this process
                  (Table.compact) or one Spark task per bucket (sqlext.execute.compaction)
@@ -11,8 +11,9 @@
 ```
 The runner is the only thing that differs between the in-process and the distributed path, so
 the plan, the commit and the retry exist once. A data-evolution table's tasks merge the files of
-adjacent row-id ranges keeping the row ids (``engine.write.data_evolution_compaction``). A sorted
-compaction (``order``: Paimon's
+adjacent row-id ranges keeping the row ids (``engine.write.data_evolution_compaction``). A
+postpone-bucket table's pending files are first moved into real buckets
+(``engine.write.postpone_compaction``). A sorted compaction (``order``: Paimon's
 ``order_strategy`` / ``order_by``) is the same operation whose tasks rewrite every file of a
 bucket-unaware append table's partition in that order.
 """
@@ -25,16 +26,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from engine.commit import FileStoreCommit
 from engine.commit_messages import CommitMessage, CommitResult
-from engine.errors import CommitConflictError, UnsupportedTableError
-from engine.features import POSTPONE_BUCKET, ROW_ID_FEATURES, check_rewritable
-from engine.meta.file_formats import format_of
+from engine.errors import CommitConflictError
+from engine.features import ROW_ID_FEATURES, check_rewritable
 from engine.meta.row_ranges import is_data_evolution
-from engine.scan.planner import DataSplit
+from engine.scan.planner import DataSplit, TableScan
 from engine.store import FileStore
 
 if TYPE_CHECKING:
-    from engine.table import Table
     from engine.write.sort_order import SortOrder
 
 Bucket = tuple[bytes, int]
@@ -71,29 +71,8 @@ def needs_compaction(store: FileStore, files: Sequence, full: bool) -> bool:
     return unit is not None
 
 
-def check_no_pending_postpone_files(store: FileStore) -> None:
-    """Refuse to compact a postpone-bucket table (``bucket = -2``) holding pending files in
-    ``bucket-postpone`` (written by another engine): Paimon's compaction would move them into real
-    buckets first, and dyntable does not (Paimon writes them in Avro, which pyarrow cannot read).
-
-    Raises:
-        UnsupportedTableError: naming the pending files' count and format.
-    """
-    if store.options.bucket != POSTPONE_BUCKET:
-        return
-    pending = [e.file.file_name for e in store.live_entries(store.snapshots.latest())
-               if e.bucket == POSTPONE_BUCKET]
-    if pending:
-        formats = sorted({format_of(n) for n in pending})
-        raise UnsupportedTableError(
-            f"cannot compact table {store.paths.root}: it holds {len(pending)} pending files of postpone "
-            f"bucket mode (bucket = -2, Paimon 1.1; {', '.join(formats)}) that a postpone compaction must "
-            "move into real buckets first, which dyntable does not do. Run Paimon's compaction on this "
-            "table; dyntable's writes go to real buckets and read like Paimon's.")
-
-
 def plan(
-    table: Table,
+    store: FileStore,
     *,
     full: bool,
     partitions: Sequence[Mapping[str, object]] | None = None,
@@ -102,20 +81,19 @@ def plan(
 ) -> list[CompactionTask]:
     """The buckets of the latest snapshot that need compaction (optionally only some partitions/buckets);
     with ``order``, every bucket holding files (a sorted compaction rewrites them all)."""
-    evolution = not table.store.has_primary_key and is_data_evolution(table.store.schema.options)
+    evolution = not store.has_primary_key and is_data_evolution(store.schema.options)
     if evolution and order is None:  # its own compaction keeps the row ids (checked at commit)
-        check_rewritable(table.store.schema, table.store.paths.root, "compact", keeps=ROW_ID_FEATURES)
+        check_rewritable(store.schema, store.paths.root, "compact", keeps=ROW_ID_FEATURES)
     else:
-        check_rewritable(table.store.schema, table.store.paths.root, "compact")
-    check_no_pending_postpone_files(table.store)
+        check_rewritable(store.schema, store.paths.root, "compact")
     if order is not None:
-        check_sortable(table, order)
+        check_sortable(store, order)
     from engine.scan.predicate import any_partition
     from engine.write.conform import coerce_spec
 
-    predicate = any_partition([coerce_spec(table.schema, p) for p in partitions or ()])
+    predicate = any_partition([coerce_spec(store.logical_schema, p) for p in partitions or ()])
     groups: dict[Bucket, list[DataSplit]] = {}
-    for split in table.new_scan().with_filter(predicate).plan().splits:
+    for split in TableScan(store).with_filter(predicate).plan().splits:
         key = (split.partition, split.bucket)
         if buckets is None or key in buckets:
             groups.setdefault(key, []).append(split)
@@ -125,22 +103,22 @@ def plan(
     if evolution:
         from engine.write.data_evolution_compaction import bins_to_compact
 
-        return [t for t in tasks if bins_to_compact(table.store, t.splits, full)]
-    if not table.store.has_primary_key:
+        return [t for t in tasks if bins_to_compact(store, t.splits, full)]
+    if not store.has_primary_key:
         from engine.write.clustering import incremental_clustering
 
-        clustering = incremental_clustering(table.store)
+        clustering = incremental_clustering(store)
         if clustering is not None:
-            return _cluster_tasks(table, tasks, clustering, full)
-    if not table.store.has_primary_key:
+            return _cluster_tasks(store, tasks, clustering, full)
+    if not store.has_primary_key:
         from engine.write.append_compaction import files_to_compact
 
-        return [t for t in tasks if files_to_compact(table.store, t.splits, full)]
-    return [t for t in tasks if needs_compaction(table.store, t.files, full)]
+        return [t for t in tasks if files_to_compact(store, t.splits, full)]
+    return [t for t in tasks if needs_compaction(store, t.files, full)]
 
 
 def _cluster_tasks(
-    table: Table, tasks: list[CompactionTask], order: SortOrder, full: bool
+    store: FileStore, tasks: list[CompactionTask], order: SortOrder, full: bool
 ) -> list[CompactionTask]:
     """Incremental clustering: per partition, the unit the clustering strategy picks."""
     from dataclasses import replace
@@ -149,14 +127,14 @@ def _cluster_tasks(
 
     out = []
     for task in tasks:
-        unit = pick(table.store, task.files, full)
+        unit = pick(store, task.files, full)
         if unit is not None:
             names = tuple(f.file_name for f in unit.files)
             out.append(replace(task, order=order, level=unit.output_level, cluster_files=names))
     return out
 
 
-def check_sortable(table: Table, order: SortOrder) -> None:
+def check_sortable(store: FileStore, order: SortOrder) -> None:
     """Refuse a sorted compaction Paimon refuses: only bucket-unaware append tables are sorted
     (a key-value or bucketed table's files must stay in key / bucket order), on columns whose
     type has an order encoding."""
@@ -164,18 +142,17 @@ def check_sortable(table: Table, order: SortOrder) -> None:
     from engine.options import CLUSTERING_INCREMENTAL
     from engine.write.sort_order import sort_indices
 
-    store = table.store
     if store.has_primary_key or store.options.bucket != -1:
         bucket = store.options.bucket
         kind = "a primary-key table" if store.has_primary_key else f"a table with bucket = {bucket}"
         raise UnsupportedTableError(
             f"a sorted compaction (order_strategy {order.strategy!r}) only applies to append tables "
-            f"with bucket = -1, and {table.name!r} is {kind}")
+            f"with bucket = -1, and {store.name!r} is {kind}")
     if store.options.get(CLUSTERING_INCREMENTAL):
         raise InvalidArgumentError(
-            f"{table.name!r} has incremental clustering enabled (clustering.incremental); Paimon does not "
+            f"{store.name!r} has incremental clustering enabled (clustering.incremental); Paimon does not "
             "sort-compact such a table, and neither does dyntable")
-    sort_indices(table.arrow_schema.empty_table(), order)  # refuses a column type it cannot encode
+    sort_indices(store.logical_schema.arrow_schema().empty_table(), order)  # refuses a type it cannot sort
 
 
 def run_task(store: FileStore, task: CompactionTask) -> list[CommitMessage]:
@@ -217,18 +194,18 @@ def run_in_process(store: FileStore, tasks: Sequence[CompactionTask]) -> list[Co
         return [m for messages in pool.map(lambda t: run_task(store, t), tasks) for m in messages]
 
 
-def _commit(table: Table, tasks: Sequence[CompactionTask], messages: list[CommitMessage]) -> CommitResult:
+def _commit(store: FileStore, tasks: Sequence[CompactionTask], messages: list[CommitMessage]) -> CommitResult:
     """One COMPACT snapshot; append tables with deletion vectors also drop the rewritten files' DVs."""
     from engine.append_deletions import AppendDeletionCommit, writes_append_deletion_vectors
 
-    if not writes_append_deletion_vectors(table.store):
-        return table.new_commit().commit(messages)
+    if not writes_append_deletion_vectors(store):
+        return FileStoreCommit(store).commit(messages)
     from engine.meta.snapshot import CommitKind
 
-    planned = table.store.snapshots.get(tasks[0].splits[0].snapshot_id)
-    dv = AppendDeletionCommit(table.store, planned)
+    planned = store.snapshots.get(tasks[0].splits[0].snapshot_id)
+    dv = AppendDeletionCommit(store, planned)
     carried = None
-    if is_data_evolution(table.store.schema.options):  # deleted rows were kept: so are their DVs
+    if is_data_evolution(store.schema.options):  # deleted rows were kept: so are their DVs
         from engine.write.data_evolution_compaction import carried_deletions
 
         carried = carried_deletions(messages, dv.current)
@@ -242,8 +219,26 @@ def _commit(table: Table, tasks: Sequence[CompactionTask], messages: list[Commit
     return dv.commit(messages, kind=CommitKind.COMPACT)
 
 
+def _compact_postpone(store: FileStore, partitions: Sequence[Mapping[str, object]] | None) -> None:
+    """A postpone-bucket table's pending files moved into real buckets, in one commit
+    (``engine.write.postpone_compaction``), before the buckets are compacted."""
+    from engine.write.postpone_compaction import move_pending_files, pending_entries
+
+    entries = pending_entries(store)
+    if not entries:
+        return
+    if partitions:
+        from engine.errors import InvalidArgumentError
+
+        raise InvalidArgumentError(
+            f"table {store.name!r} holds pending files of postpone bucket mode (bucket = -2): its compaction "
+            "moves every partition's pending files into real buckets and takes no partitions, as Paimon's")
+    check_rewritable(store.schema, store.paths.root, "compact")
+    FileStoreCommit(store).commit(move_pending_files(store, entries))
+
+
 def compact(
-    table: Table,
+    store: FileStore,
     *,
     full: bool = True,
     partitions: Sequence[Mapping[str, object]] | None = None,
@@ -254,16 +249,18 @@ def compact(
 ) -> CommitResult:
     """Plan, run and commit a compaction, starting over after losing a race (up to ``max_attempts``);
     with ``order``, a sorted compaction of every planned bucket."""
+    if buckets is None:  # a compaction of the table (not a write's buckets) moves pending files too
+        _compact_postpone(store.refresh(), partitions)
     for attempt in range(max_attempts):
-        table = table.refresh()
-        tasks = plan(table, full=full, partitions=partitions, buckets=buckets, order=order)
+        store = store.refresh()
+        tasks = plan(store, full=full, partitions=partitions, buckets=buckets, order=order)
         if not tasks:
             return CommitResult(())
-        messages = list(runner(table.store, tasks))
+        messages = list(runner(store, tasks))
         if not messages:
             return CommitResult(())
         try:
-            return _commit(table, tasks, messages)
+            return _commit(store, tasks, messages)
         except CommitConflictError:  # the commit deleted what the tasks wrote
             if attempt == max_attempts - 1:
                 raise

@@ -17,8 +17,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from engine.arrow_types import to_arrow_type
 from engine.errors import InvalidArgumentError
-from engine.types import DataType, to_arrow_type, type_to_sql
+from engine.types import DataType, type_to_sql
 
 
 def default_text(text: str) -> str:

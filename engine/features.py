@@ -13,7 +13,7 @@ Three checks, each cheap (metadata only, no data file is opened):
   Called by every scan plan (batch, incremental, streaming); :func:`check_incremental_readable`
   also refuses data evolution for incremental and streaming reads.
 * :func:`check_file_readable` — one data file: a partial-column file of a data-evolution table
-  (``_WRITE_COLS``) or a format other than Parquet and ORC. Called for every file a plan hands a reader.
+  (``_WRITE_COLS``) or a format other than Parquet, ORC and Avro. Called for every file a plan hands a reader.
 * :func:`check_writable` — a table option whose invariants a writer must keep (row tracking,
   global indexes, …), plus everything :func:`check_readable` refuses. Called by
   the write builder, every commit (data writes, compaction, maintenance commits) and the
@@ -23,18 +23,18 @@ Three checks, each cheap (metadata only, no data file is opened):
   form for compaction, overwrites and row-level changes, which keep row ids too
   (``engine.row_tracking``).
 
-What dyntable reads as Paimon does (and so is *not* refused at read): data-evolution tables in
-batch (rows assembled from the files of each row-id range, ``engine.read.data_evolution``; their
-appends take row ids as row tracking's do, their compaction merges a range's files into one,
+What dyntable reads as Paimon does (and so is *not* refused at read): data-evolution tables in batch
+(rows assembled from the files of each row-id range, ``engine.read.data_evolution``; their appends
+take row ids as row tracking's do, their compaction merges a range's files into one,
 ``engine.write.data_evolution_compaction``, and their row-level changes go by row id,
-``engine.write.data_evolution_update``), row-tracking tables
-(their files hold whole rows, rewritten ones with their rows' ``_ROW_ID`` and
-``_SEQUENCE_NUMBER``, listed in ``_WRITE_COLS``), postpone-bucket tables
-(their pending ``bucket-postpone`` files are skipped, as Paimon's batch readers skip them until
-a postpone compaction; writes go to real buckets, ``engine.write.kv_writer``, and a compaction
-with pending files is refused, ``engine.compaction``), dense statistics (``_VALUE_STATS_COLS``),
-64-bit deletion vectors, ``deletion-vectors.merge-on-read`` (level 0 is merged). Read and written
-as Paimon writes them: thin-mode files (``data-file.thin-mode``) and external data paths
+``engine.write.data_evolution_update``), row-tracking tables (their files hold whole rows,
+rewritten ones with their rows' ``_ROW_ID`` and ``_SEQUENCE_NUMBER``, listed in ``_WRITE_COLS``),
+postpone-bucket tables (their pending ``bucket-postpone`` files are skipped, as Paimon's batch
+readers skip them until a postpone compaction; writes go to real buckets,
+``engine.write.kv_writer``, and a compaction moves pending files into real buckets first,
+``engine.write.postpone_compaction``), dense statistics (``_VALUE_STATS_COLS``), 64-bit deletion
+vectors, ``deletion-vectors.merge-on-read`` (level 0 is merged). Read and written as Paimon writes
+them: thin-mode files (``data-file.thin-mode``) and external data paths
 (``engine.meta.external_paths``); VARIANT columns (a shredded variant is refused by
 ``engine.files.evolve``). The column types BLOB and VECTOR are refused when the schema is loaded
 (``engine.types``).
@@ -102,8 +102,9 @@ FEATURES: tuple[Feature, ...] = (
             "dyntable's writes would keep UPDATE_BEFORE rows this table drops"),
     Feature("record-level.expire-time", _set, "record-level expiration", "0.8", True,
             "dyntable's compactions would keep records this table expires"),
-    Feature("file.format", _not_parquet, "data files in a format other than Parquet and ORC", None, True,
-            "dyntable writes only Parquet and ORC data files (pyarrow has no Avro data reader)"),
+    Feature("file.format", _not_parquet, "data files in a format other than Parquet, ORC and Avro", None,
+            True,
+            "dyntable reads and writes only Parquet, ORC and Avro data files"),
 )
 
 
@@ -212,7 +213,7 @@ def tracks_row_ids(schema: TableSchema) -> bool:
 
 def check_file_readable(file: DataFileMeta, table: str, *, partial_columns: bool = False) -> None:
     """Refuse a data file dyntable cannot read as Paimon does: a file in a format other than
-    Parquet and ORC, or (unless ``partial_columns``: a batch read of a data-evolution table, which
+    Parquet, ORC and Avro, or (unless ``partial_columns``: a batch read of a data-evolution table, which
     assembles rows from the files of a row-id range, ``engine.read.data_evolution``) a file
     holding only some columns (``_WRITE_COLS``, Paimon 1.3).
 
@@ -230,7 +231,7 @@ def check_file_readable(file: DataFileMeta, table: str, *, partial_columns: bool
         fmt = format_of(name) or "unknown"
         raise UnsupportedTableError(
             f"cannot read table {table}: data file {name} is in the '{fmt}' format; dyntable reads "
-            "Parquet and ORC data files. Use Paimon for this table."
+            "Parquet, ORC and Avro data files. Use Paimon for this table."
         )
 
 

@@ -228,10 +228,11 @@ DATA_FILE_THIN_MODE = _declare("data-file.thin-mode", bool, False,
 
 # -- files
 FILE_FORMAT = _declare("file.format", str, "parquet",
-    "Data file format of new files: parquet or orc (a table may change it; files of both formats read "
-    "together). Tables written by Paimon with avro load, but their Avro files are refused.",
-    validator=lambda v: None if v.strip().lower() in ("parquet", "orc")
-    else "dyntable writes parquet and orc data files (avro is not supported)")
+    "Data file format of new files: parquet, orc or avro (a table may change it; files of every format "
+    "read together). Avro files are Paimon's layout, decoded and encoded by polars; their codec is "
+    "'avro.codec' when set, else file.compression (zstd, snappy, gzip as deflate, none).",
+    validator=lambda v: None if v.strip().lower() in ("parquet", "orc", "avro")
+    else "dyntable writes parquet, orc and avro data files")
 FILE_COMPRESSION = _declare("file.compression", "enum", "zstd", "Data file compression.",
     choices=("zstd", "snappy", "gzip", "brotli", "lz4", "none", "uncompressed"))
 FILE_COMPRESSION_ZSTD_LEVEL = _declare("file.compression.zstd-level", int, 1,
@@ -558,7 +559,8 @@ METADATA_ICEBERG_STORAGE_LOCATION = _declare("metadata.iceberg.storage-location"
     "Where the Iceberg metadata goes: table-location or catalog-location; default follows "
     "metadata.iceberg.storage.", choices=("table-location", "catalog-location"))
 METADATA_ICEBERG_FORMAT_VERSION = _declare("metadata.iceberg.format-version", int, 2,
-    "Iceberg format version of the metadata: 2, or 3 (which publishes deletion vectors).",
+    "Iceberg format version of the metadata: 2, or 3 (which publishes deletion vectors and "
+    "nanosecond timestamps).",
     validator=lambda v: None if v in (2, 3) else "dyntable writes Iceberg format versions 2 and 3")
 METADATA_ICEBERG_DELETE_AFTER_COMMIT = _declare("metadata.iceberg.delete-after-commit.enabled", bool, True,
     "Delete old Iceberg metadata files (vN.metadata.json) after each commit.")

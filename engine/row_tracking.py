@@ -30,9 +30,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.arrow_types import to_arrow_field, to_arrow_type
 from engine.meta.manifest import DataFileMeta
 from engine.schema import TableSchema
-from engine.types import BIGINT, INT, ROW, STRING, DataField, to_arrow_field, to_arrow_type
+from engine.types import BIGINT, INT, ROW, STRING, DataField
 
 _INT_MAX = 2**31 - 1
 ROW_ID = "_ROW_ID"

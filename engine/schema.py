@@ -34,6 +34,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from engine.arrow_types import from_arrow_field, to_arrow_field
 from engine.default_values import check_default_value
 from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchColumnError, UnsupportedTableError
 from engine.field_paths import find_field
@@ -87,10 +88,8 @@ from engine.types import (
     TypeRoot,
     field_from_json,
     field_to_json,
-    from_arrow_field,
     max_field_id,
     parse_sql_type,
-    to_arrow_field,
     type_to_sql,
 )
 
@@ -642,10 +641,36 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
         )  # internal invariant
 
 
+def _avro_refusal(t: DataType) -> str | None:
+    """Why a new Avro data file cannot hold ``t`` (None: it can): as Paimon's
+    ``AvroSchemaConverter`` decides (timestamps up to precision 6, TIME up to 3), and no MAP or
+    MULTISET, which dyntable's Avro writer cannot encode as Paimon's readers read them."""
+    r = t.root
+    if r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ) and (6 if t.precision is None else t.precision) > 6:
+        return f"{t.root.value} of precision {t.precision} (Avro holds timestamps of precision up to 6)"
+    if r is TypeRoot.TIME and (t.precision or 0) > 3:
+        return f"TIME of precision {t.precision} (Avro holds TIME of precision up to 3)"
+    if r in (TypeRoot.MAP, TypeRoot.MULTISET):  # engine.meta.avro_data: reads them, cannot write them
+        return f"{r.value} (dyntable's Avro writer cannot write maps Paimon's readers read)"
+    nested = [f.type for f in t.fields] if r is TypeRoot.ROW else []
+    for member in (*nested, t.element, t.key, t.value):
+        why = None if member is None else _avro_refusal(member)
+        if why:
+            return why
+    return None
+
+
 def _check_variant_format(s: TableSchema, opts: CoreOptions) -> None:
-    """VARIANT data lives only in Parquet: Paimon's ORC and Avro writers have no variant encoding."""
+    """VARIANT data lives only in Parquet: Paimon's ORC and Avro writers have no variant encoding.
+    An Avro table's columns must be types Paimon's Avro schema holds."""
     if opts.file_format.lower() == "parquet":
         return
+    if opts.file_format.lower() == "avro":
+        for f in s.fields:
+            why = _avro_refusal(f.type)
+            if why:
+                raise UnsupportedTableError(
+                    f"column '{f.name}' is a {why}; 'file.format' = 'avro' cannot hold it (use 'parquet')")
     for f in _all_fields(s.fields):
         if f.type.root is TypeRoot.VARIANT or _holds_variant(f.type):
             raise UnsupportedTableError(

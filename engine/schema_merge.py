@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
+from engine.arrow_types import from_arrow_field
 from engine.errors import InvalidArgumentError, SchemaMergeError
 from engine.options import (
     WRITE_MERGE_SCHEMA,
@@ -44,7 +45,7 @@ from engine.options import (
 )
 from engine.schema import TableSchema, validate_schema
 from engine.type_widening import castable, explicit_castable, key_bytes_kept
-from engine.types import DataField, DataType, TypeRoot, from_arrow_field, max_field_id, type_to_sql
+from engine.types import DataField, DataType, TypeRoot, max_field_id, type_to_sql
 
 
 @dataclass(frozen=True, slots=True)

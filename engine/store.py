@@ -1,15 +1,24 @@
-"""The per-table bundle of stores that planning, reading, writing and committing share.
+"""The one identity of a table below the facade: a table branch at one schema version.
 
-A :class:`FileStore` is one table seen from one branch at one schema: its FileIO, paths,
-snapshot/schema/manifest stores, the current schema and typed options. It is cheap to build
-and picklable (Spark ships it to executors); the caches inside it rebuild lazily.
+A :class:`FileStore` is one table seen from one branch at one schema: its name, FileIO, paths,
+snapshot/schema/manifest stores, the stored and the logical schema, and typed options. Every
+engine module below ``engine.table`` takes it (never the ``Table`` facade, which wraps one store
+and its catalog): builders, compaction, the post-commit hooks, maintenance, references and system
+tables. It is cheap to build and picklable (Spark ships it to executors); the caches inside it
+rebuild lazily. Deriving another view of the same table (:meth:`refresh`, :meth:`with_options`,
+:meth:`with_schema`) keeps its name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, Self
 
+from engine.count_layout import is_count_layout, logical_schema
+from engine.identifier import Identifier
 from engine.io import FileIO
 from engine.meta.manifest import ManifestEntry, live_files
 from engine.meta.manifest_store import ManifestStore
@@ -17,6 +26,7 @@ from engine.meta.paths import MAIN_BRANCH, TablePaths, partition_path
 from engine.meta.schema_store import SchemaStore
 from engine.meta.snapshot import Snapshot
 from engine.meta.snapshot_store import SnapshotStore
+from engine.option_checks import validate_options
 from engine.options import DATA_FILE_PATH_DIRECTORY, CoreOptions
 from engine.schema import TableSchema
 from engine.types import DataType
@@ -35,6 +45,8 @@ class FileStore:
     #: it plus the write's dynamic options; the commit carrying the write's data publishes it just
     #: before its snapshot.
     pending_schema: TableSchema | None = None
+    #: The table's name in its catalog (None: a store opened from a path alone).
+    identifier: Identifier | None = None
     snapshots: SnapshotStore = field(init=False)
     schemas: SchemaStore = field(init=False)
     manifests: ManifestStore = field(init=False)
@@ -48,6 +60,16 @@ class FileStore:
         self.snapshots = SnapshotStore(self.io, self.paths)
         self.schemas = SchemaStore(self.io, self.paths)
         self.manifests = ManifestStore(self.io, self.paths, codec=self.options.manifest_compression)
+
+    @property
+    def name(self) -> str:
+        """The table's full name for messages (its path when it was opened without a name)."""
+        return self.identifier.full_name if self.identifier is not None else self.paths.root
+
+    @functools.cached_property
+    def logical_schema(self) -> TableSchema:
+        """The schema users see: for count-layout tables, without the stored key and count."""
+        return logical_schema(self.schema) if is_count_layout(self.schema) else self.schema
 
     @property
     def branch(self) -> str:
@@ -98,15 +120,47 @@ class FileStore:
         return self.schemas.get(schema_id)
 
     def with_schema(self, schema: TableSchema) -> FileStore:
-        return FileStore(self.io, self.paths, schema)
+        return FileStore(self.io, self.paths, schema, identifier=self.identifier)
+
+    def refresh(self) -> FileStore:
+        """This table at its latest schema version, without options given for one operation."""
+        return self.with_schema(self.schemas.latest() or self.schema)
+
+    def with_options(self, options: Mapping[str, str]) -> FileStore:
+        """This table with ``options`` overriding its own (Paimon's dynamic options); nothing is stored.
+
+        Raises:
+            InvalidArgumentError: an unknown option or a bad value.
+        """
+        validate_options(options)
+        schema = dataclasses.replace(self.schema, options={**self.schema.options, **options})
+        return FileStore(self.io, self.paths, schema, self.pending_schema, self.identifier)
 
     def __getstate__(self) -> dict[str, object]:
         return {"io": self.io, "paths": self.paths, "schema": self.schema,
-                "pending_schema": self.pending_schema}
+                "pending_schema": self.pending_schema, "identifier": self.identifier}
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.io = state["io"]  # type: ignore[assignment]
         self.paths = state["paths"]  # type: ignore[assignment]
         self.schema = state["schema"]  # type: ignore[assignment]
         self.pending_schema = state.get("pending_schema")  # type: ignore[assignment]
+        self.identifier = state.get("identifier")  # type: ignore[assignment]
         self.__post_init__()
+
+
+class OverStore(Protocol):
+    """What a builder hands back as its ``table``: the facade over a store (``engine.table.Table``),
+    named here by what it does so that nothing below the facade names the facade. ``over(store)``
+    is the same object over another view of the table (a snapshot's schema, write options)."""
+
+    @property
+    def store(self) -> FileStore: ...
+
+    def over(self, store: FileStore) -> Self: ...
+
+
+def store_of(table: FileStore | OverStore) -> FileStore:
+    """The store of a table given as a store or as its facade (the functions the front door
+    exports take either)."""
+    return table if isinstance(table, FileStore) else table.store

@@ -1,5 +1,7 @@
 """The ``Table`` facade: one table branch, its schema, and the operations on it.
 
+A Table is a store (``engine.store.FileStore``: the table's one identity below this module,
+which every module below takes) and the catalog it was opened from; no module below names it.
 Everything here delegates. Reads, writes and commits go through the builders
 (``engine.builders``: ``new_read_builder``, ``new_write_builder``), which also carry the
 post-commit hooks; references and rollback are the ``refs`` group (``engine.table_refs``),
@@ -10,23 +12,21 @@ its catalog (tasks get it).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 
 from engine.commit import FileStoreCommit
 from engine.commit_messages import CommitMessage, CommitResult, OverwriteShorthand, OverwriteSpec
-from engine.count_layout import is_count_layout, logical_schema
+from engine.count_layout import is_count_layout
 from engine.errors import InvalidArgumentError, SchemaMergeError
 from engine.identifier import Identifier
 from engine.io import FileIO
 from engine.meta.paths import TablePaths
 from engine.meta.schema_store import SchemaStore
 from engine.meta.snapshot import Snapshot
-from engine.option_checks import validate_options
 from engine.options import CoreOptions
 from engine.read.split_reader import SplitReader
 from engine.scan.planner import Plan, TableScan, store_at
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from engine.builders.hooks import CompactionRunner
     from engine.builders.read import ReadBuilder
     from engine.builders.write import WriteBuilder
-    from engine.catalog import FileSystemCatalog
 
 log = logging.getLogger(__name__)
 
@@ -64,12 +63,20 @@ class SchemaHistory:
         return self._store.all()
 
 
+class Catalog(Protocol):
+    """What a table asks of the catalog that opened it (``engine.catalog.FileSystemCatalog``,
+    which sits above the facade: named here by what it does)."""
+
+    def get_table(self, identifier: str | Identifier) -> Table: ...
+
+
 class Table:
-    """A table branch as of one schema version."""
+    """A table branch as of one schema version: the facade over one :class:`FileStore` (the
+    table's identity below this module) and the catalog it was opened from."""
 
     def __init__(
         self,
-        catalog: FileSystemCatalog | None,
+        catalog: Catalog | None,
         identifier: Identifier,
         io: FileIO,
         paths: TablePaths,
@@ -78,10 +85,15 @@ class Table:
         pending_schema: TableSchema | None = None,
     ) -> None:
         self.catalog = catalog
-        self.identifier = identifier
-        self.store = FileStore(io, paths, schema, pending_schema)
-        # Count-layout tables are stored with a key and a count column; users see neither.
-        self._logical = logical_schema(schema) if is_count_layout(schema) else schema
+        self.store = FileStore(io, paths, schema, pending_schema, identifier)
+
+    def over(self, store: FileStore) -> Table:
+        """The facade over ``store`` (another view of this table: a snapshot's schema, write
+        options), with this table's catalog."""
+        table = Table.__new__(Table)
+        table.catalog = self.catalog
+        table.store = store
+        return table
 
     def __getstate__(self) -> dict[str, object]:
         # A table crosses to tasks (builders pickle it) without its catalog: a task needs the
@@ -90,8 +102,13 @@ class Table:
 
     # -- description ----------------------------------------------------------------------------
     @property
+    def identifier(self) -> Identifier:
+        assert self.store.identifier is not None  # a Table is always opened by its name
+        return self.store.identifier
+
+    @property
     def name(self) -> str:
-        return self.identifier.full_name
+        return self.store.name
 
     @property
     def path(self) -> str:
@@ -104,7 +121,7 @@ class Table:
     @property
     def schema(self) -> TableSchema:
         """The schema users see (for count-layout tables, without the stored key and count)."""
-        return self._logical
+        return self.store.logical_schema
 
     @property
     def arrow_schema(self) -> pa.Schema:
@@ -140,7 +157,7 @@ class Table:
     @property
     def maintenance(self) -> TableMaintenance:
         """Expiration, orphan and missing files, the retention mark, purge (engine.table_maintenance)."""
-        return TableMaintenance(self)
+        return TableMaintenance(self.store)
 
     def with_options(self, options: Mapping[str, str]) -> Table:
         """This table with ``options`` overriding its own for the operations of the returned
@@ -149,11 +166,7 @@ class Table:
         Raises:
             InvalidArgumentError: an unknown option or a bad value.
         """
-        validate_options(options)
-        stored = self.store.schema
-        schema = dataclasses.replace(stored, options={**stored.options, **options})
-        return Table(self.catalog, self.identifier, self.store.io, self.store.paths, schema,
-                     pending_schema=self.store.pending_schema)
+        return self.over(self.store.with_options(options))
 
     def for_data(
         self, data_schema: pa.Schema, *, merge_schema: bool | None = None, case_sensitive: bool = False
@@ -197,8 +210,8 @@ class Table:
         return evolved.with_options(dynamic) if dynamic else evolved
 
     def refresh(self) -> Table:
-        latest = self.store.schemas.latest()
-        return Table(self.catalog, self.identifier, self.store.io, self.store.paths, latest or self.schema)
+        """This table at its latest schema version (options given for one operation are dropped)."""
+        return self.over(self.store.refresh())
 
     def snapshots(self) -> list[Snapshot]:
         return self.store.snapshots.all()
@@ -229,18 +242,16 @@ class Table:
         return self.store.has_primary_key
 
     # -- reading --------------------------------------------------------------------------------
-    def new_read_builder(self) -> ReadBuilder:
+    def new_read_builder(self) -> ReadBuilder[Table]:
         """The distributed read: plan splits (driver), read them (tasks); see engine.builders.read."""
         from engine.builders.read import ReadBuilder
 
-        return ReadBuilder(self)
+        return ReadBuilder(self, self.store)
 
     def travelled(self, snapshot: Snapshot | None) -> Table:
         """This table as ``snapshot`` was written: in the schema it names (None: this table)."""
         store = store_at(self.store, snapshot)
-        if store is self.store:
-            return self
-        return Table(self.catalog, self.identifier, store.io, store.paths, store.schema)
+        return self if store is self.store else self.over(store)
 
     def new_scan(self) -> TableScan:
         return TableScan(self.store)
@@ -255,7 +266,7 @@ class Table:
         timestamp_millis: int | None,
         columns: Sequence[str] | None,
         filter: Predicate | None,
-    ) -> ReadBuilder:
+    ) -> ReadBuilder[Table]:
         builder = self.new_read_builder().with_projection(columns).with_filter(filter)
         if snapshot_id is None and tag is None and timestamp_millis is None:
             return builder
@@ -292,7 +303,7 @@ class Table:
     # -- writing --------------------------------------------------------------------------------
     def new_write_builder(
         self, overwrite: OverwriteSpec | None = None, *, commit_user: str | None = None
-    ) -> WriteBuilder:
+    ) -> WriteBuilder[Table]:
         """The distributed write: writers (tasks) hand commit messages to one commit that runs the
         post-commit hooks; see engine.builders.write and engine.builders.commit.
 
@@ -305,7 +316,7 @@ class Table:
 
         # Row tracking is kept by appends and overwrites (the commit assigns the new rows' ids).
         (check_rewritable if overwrite is not None else check_appendable)(self.store.schema, self.path)
-        return WriteBuilder(self, overwrite, commit_user)
+        return WriteBuilder(self, self.store, overwrite, commit_user)
 
     def new_writer(self):
         """A writer for this table's layout (append, primary key, or count layout)."""
@@ -412,8 +423,8 @@ class Table:
             order = sort_order(order_strategy, order_by, self.schema.field_names, self.partition_keys)
         elif order_by:
             raise InvalidArgumentError('order_strategy "none" cannot work with order_by columns')
-        return compact(self, full=full, partitions=partitions, buckets=buckets, max_attempts=max_attempts,
-                       runner=runner or run_in_process, order=order)
+        return compact(self.store, full=full, partitions=partitions, buckets=buckets,
+                       max_attempts=max_attempts, runner=runner or run_in_process, order=order)
 
     def drop_partitions(
         self, partitions: Sequence[Mapping[str, object]], *, if_exists: bool = True

@@ -36,15 +36,14 @@ if TYPE_CHECKING:
     from engine.ops.orphan_files import OrphanFilesResult
     from engine.ops.purge import PurgeReport
     from engine.ops.rewrite_file_index import FileIndexRewrite
-    from engine.table import Table
+    from engine.store import FileStore
 
 
 class TableMaintenance:
     """``table.maintenance``: the maintenance operations of one table branch."""
 
-    def __init__(self, table: Table) -> None:
-        self._table = table
-        self._store = table.store
+    def __init__(self, store: FileStore) -> None:
+        self._store = store
 
     # -- expiration --------------------------------------------------------------------------------
     def expire_snapshots(
@@ -148,7 +147,7 @@ class TableMaintenance:
         """Drop branches, tags, consumers, data and history; the schema stays (engine.ops.purge)."""
         from engine.ops.purge import purge_files
 
-        return purge_files(self._table, dry_run=dry_run)
+        return purge_files(self._store, dry_run=dry_run)
 
     # -- metadata upkeep ---------------------------------------------------------------------------
     def compact_manifests(self, *, dry_run: bool = False) -> ManifestCompaction:
@@ -186,7 +185,7 @@ class TableMaintenance:
         ``rescale``): ``with table.maintenance.recorded("rescale") as rec: ...; rec.details = {...}``."""
         from engine.ops.maintenance_log import recorded_run
 
-        return recorded_run(self._store.io, self._table.path, operation, branch=self._table.branch)
+        return recorded_run(self._store.io, self._store.paths.root, operation, branch=self._store.branch)
 
     def mark_partitions_done(self, partitions: Sequence[Mapping[str, object]]) -> list[str]:
         """Run ``partition.mark-done-action`` on each partition (engine.ops.partition_done)."""

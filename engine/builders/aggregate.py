@@ -28,7 +28,7 @@ def aggregate_from_metadata(
     b = builder
     if b.filter is not None or b.read_optimized or b.row_kind or b.merge_only is not None:
         return None
-    store = builder.table.store
+    store = builder.store
     if b.snapshot is None and any(k.startswith("scan.") for k in store.schema.options):
         return None  # scan.snapshot-id, scan.tag-name, scan.mode, fallback branches...: not decided here
     if partition_filter is not None:

@@ -27,23 +27,22 @@ from engine.commit import FileStoreCommit
 from engine.commit_messages import CommitMessage, CommitResult, OverwriteSpec, delete_uncommitted
 from engine.errors import CommitStateUnknownError
 from engine.meta.snapshot import CommitKind
-from engine.store import BATCH_COMMIT_IDENTIFIER
+from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
 from engine.write.shared_assignment import delete_replaced, merge_task_messages
 
 if TYPE_CHECKING:
     from engine.append_deletions import AppendDeletionCommit
-    from engine.table import Table
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class CommitBuilder:
-    """One commit of ``table``. ``identifier``: None is a batch commit; ``base_snapshot_id``: the
+    """One commit to ``store``'s table. ``identifier``: None is a batch commit; ``base_snapshot_id``: the
     snapshot an overwrite's new content was computed from (a change to the replaced partitions
     since then is a CommitConflictError); ``change_tracking``: None follows the table option."""
 
-    table: Table
+    store: FileStore
     overwrite: OverwriteSpec | None = None
     commit_user: str | None = None
     identifier: int | None = None
@@ -78,8 +77,7 @@ class CommitBuilder:
         """The post-commit compaction a commit of this user with deferred compaction left: of the
         buckets its snapshots after ``after_snapshot_id`` (None: all) wrote, with this builder's
         runner. Nothing to do when the user published nothing since. Never raises."""
-        table = self.table.refresh()
-        store = table.store
+        store = self.store.refresh()
         buckets: set[tuple[bytes, int]] = set()
         latest = store.snapshots.latest_id()
         first = (after_snapshot_id or 0) + 1
@@ -94,12 +92,12 @@ class CommitBuilder:
                     buckets.update((e.partition, e.bucket) for e in entries)
         except Exception as e:  # noqa: BLE001 - the write is committed; its outcome must not change
             log.warning("the compaction after a write to %s was not run (a later write retries): %s",
-                        table.name, e)
+                        store.name, e)
             return CommitResult(())
-        return self.hooks.compact(table, buckets, self.identifier)
+        return self.hooks.compact(store, buckets, self.identifier)
 
     def _committer(self) -> FileStoreCommit:
-        return FileStoreCommit(self.table.store, self.commit_user)
+        return FileStoreCommit(self.store, self.commit_user)
 
     def commit(self, messages: Sequence[CommitMessage]) -> CommitResult:
         """Publish ``messages`` (append, or the overwrite), then run the post-commit hooks.
@@ -110,13 +108,13 @@ class CommitBuilder:
         committer = self._committer()
         identifier = BATCH_COMMIT_IDENTIFIER if self.identifier is None else self.identifier
         # Independent tasks of one write: one HASH file per bucket, and keys left in one place.
-        store = self.table.store
+        store = self.store
         messages, replaced = merge_task_messages(store, messages)
         try:
             if self.overwrite is None:
                 tracking = self.change_tracking
                 if tracking is None:
-                    tracking = self.table.core_options.change_tracking
+                    tracking = store.options.change_tracking
                 result = committer.commit(messages, identifier, change_tracking=tracking)
             else:
                 result = committer.overwrite(messages, self.overwrite, identifier,
@@ -128,7 +126,7 @@ class CommitBuilder:
             raise
         delete_replaced(store, replaced)
         if result.snapshot_ids:
-            compaction = self.hooks.run(self.table, messages, self.identifier)
+            compaction = self.hooks.run(self.store, messages, self.identifier)
             result = CommitResult(result.snapshot_ids + compaction.snapshot_ids, result.rows_added)
         return result
 
@@ -140,13 +138,13 @@ class CommitBuilder:
         hooks, as :meth:`commit` does."""
         result = deletions.commit(messages)
         if result.snapshot_ids:
-            compaction = self.hooks.run(self.table, messages)
+            compaction = self.hooks.run(self.store, messages)
             result = CommitResult(result.snapshot_ids + compaction.snapshot_ids, result.rows_added)
         return result
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:
         """Delete the files of messages that were never committed."""
-        delete_uncommitted(self.table.store, messages)
+        delete_uncommitted(self.store, messages)
 
     def is_published(self, identifier: int | None = None, *, not_before_millis: int | None = None) -> bool:
         """Whether this commit user published ``identifier`` (None: the batch identifier), looking

@@ -31,7 +31,6 @@ from engine.commit_messages import CommitMessage, CommitResult
 if TYPE_CHECKING:
     from engine.compaction import CompactionTask
     from engine.store import FileStore
-    from engine.table import Table
 
 log = logging.getLogger(__name__)
 
@@ -49,44 +48,48 @@ class PostCommit:
     defer_compaction: bool = False
 
     def run(
-        self, table: Table, messages: Sequence[CommitMessage], identifier: int | None = None
+        self, store: FileStore, messages: Sequence[CommitMessage], identifier: int | None = None
     ) -> CommitResult:
-        """Run every hook after ``table`` published ``messages`` (with commit ``identifier``,
-        None: a batch commit); returns the compaction's result. Never raises."""
+        """Run every hook after a commit to ``store``'s table published ``messages`` (with commit
+        ``identifier``, None: a batch commit); returns the compaction's result. Never raises."""
         result = CommitResult(())
         if not self.defer_compaction:
-            result = self.compact(table, {(m.partition, m.bucket) for m in messages}, identifier)
+            result = self.compact(store, {(m.partition, m.bucket) for m in messages}, identifier)
         from engine.ops.auto_tags import run_after_commit as auto_tags
 
-        auto_tags(table.store)  # never raises
-        if table.core_options.write_only:
+        auto_tags(store)  # never raises
+        if store.options.write_only:
             return result  # Paimon's write-only: compaction and expiration belong to a dedicated job
         from engine.ops.expire_partitions import run_after_commit as expire_partitions
         from engine.ops.expire_snapshots import run_after_commit as expire_snapshots
 
         # Partitions first: their mark-delete commit is a snapshot the expiration then counts.
-        expire_partitions(table.store)  # never raises
-        expire_snapshots(table.store)  # never raises; sync or async by snapshot.expire.execution-mode
+        expire_partitions(store)  # never raises
+        expire_snapshots(store)  # never raises; sync or async by snapshot.expire.execution-mode
         return result
 
-    def compact(self, table: Table, buckets: set[tuple[bytes, int]], identifier: int | None) -> CommitResult:
+    def compact(
+        self, store: FileStore, buckets: set[tuple[bytes, int]], identifier: int | None
+    ) -> CommitResult:
         """The post-commit compaction of ``buckets`` (``(partition, bucket)`` a commit with
         ``identifier`` wrote), as the table's options say. Never raises."""
-        if not table.has_primary_key or table.core_options.write_only or not buckets:
+        if not store.has_primary_key or store.options.write_only or not buckets:
             return CommitResult(())
-        full = _full_compaction_due(table, identifier)
+        full = _full_compaction_due(store, identifier)
         try:
-            return table.compact(full=full, buckets=buckets, runner=self.compaction_runner)
+            from engine.compaction import compact, run_in_process
+
+            return compact(store, full=full, buckets=buckets, runner=self.compaction_runner or run_in_process)
         except Exception as e:  # noqa: BLE001 - the write is committed; its outcome must not change
             log.warning(
-                "automatic compaction of %s failed and will be retried after a later write: %s", table.name, e
+                "automatic compaction of %s failed and will be retried after a later write: %s", store.name, e
             )
             return CommitResult(())
 
 
-def _full_compaction_due(table: Table, identifier: int | None) -> bool:
+def _full_compaction_due(store: FileStore, identifier: int | None) -> bool:
     """Whether this commit's compaction is a full one by ``full-compaction.delta-commits``."""
-    delta = table.core_options.full_compaction_delta_commits
+    delta = store.options.full_compaction_delta_commits
     if delta is None:
         return False
     from engine.store import BATCH_COMMIT_IDENTIFIER

@@ -9,8 +9,9 @@ in tasks.
    .native_plan(plan)        ─► NativePlan                    driver (files readable as plain Parquet)
    .new_stream_scan()        ─► engine.builders.stream.StreamScan
 ```
-A time-travel builder reads in the schema its snapshot was written with (``table`` is that
-view). The filter prunes partitions, buckets and files in the scan; ``new_read`` applies it to
+A time-travel builder reads in the schema its snapshot was written with (``store`` is that
+view, and ``table`` the caller's facade over it). The filter prunes partitions, buckets and
+files in the scan; ``new_read`` applies it to
 rows too (after the merge) unless asked not to. A limit stops each split's read once it has
 yielded that many rows (the caller keeps the global limit).
 """
@@ -20,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -42,27 +43,30 @@ from engine.scan.incremental import (
     range_splits,
     resolve_incremental,
 )
-from engine.scan.planner import DataSplit, Plan, TableScan, resolve_time_travel
+from engine.scan.planner import DataSplit, Plan, TableScan, resolve_time_travel, store_at
 from engine.scan.predicate import Predicate
 from engine.scan.raw import RawFile, RawGroup, classify_raw, group_raw_files, needs_merge, table_reads_raw
 from engine.schema import TableSchema
+from engine.store import FileStore, OverStore
 
 if TYPE_CHECKING:
     from engine.builders.stream import StreamScan
-    from engine.table import Table
 
 Split = DataSplit | ChangeSplit
+T = TypeVar("T", bound=OverStore)
 
 
 @dataclass(frozen=True)
-class ReadBuilder:
-    """What one read reads: ``table`` (as of ``snapshot``'s schema), the pinned ``snapshot`` (None:
+class ReadBuilder(Generic[T]):
+    """What one read reads: ``store`` (as of ``snapshot``'s schema; ``source`` is the facade the
+    builder was made from, whose view of ``store`` is :attr:`table`), the pinned ``snapshot`` (None:
     the latest when planned), ``columns`` (None: all), a pruning ``filter``, ``row_kind`` (a
     ``rowkind`` column first: the merged rows' kinds), ``merge_only`` (a snapshot id: plan it and
     keep only the splits that need a merge), ``read_optimized`` (Paimon's ``$ro``) and ``limit``
     (rows per data split that are enough: a read stops there; None: all)."""
 
-    table: Table
+    source: T
+    store: FileStore
     snapshot: Snapshot | None = None
     columns: tuple[str, ...] | None = None
     filter: Predicate | None = None
@@ -79,7 +83,7 @@ class ReadBuilder:
         tag: str | None = None,
         timestamp_millis: int | None = None,
         version: str | None = None,
-    ) -> ReadBuilder:
+    ) -> ReadBuilder[T]:
         """Pinned to a snapshot id, a tag, a point in time, or ``version`` (``VERSION AS OF``: a
         snapshot id unless a tag has that name); with none of them, to what the table's own
         ``scan.*`` options ask (else the latest, resolved when planned). The table is then seen in
@@ -89,7 +93,7 @@ class ReadBuilder:
             NoSuchSnapshotError / NoSuchTagError: the version does not exist.
             InvalidArgumentError: more than one version given.
         """
-        store = self.table.store
+        store = self.store
         if version is not None:
             from engine.meta.refs import TagStore
 
@@ -98,24 +102,24 @@ class ReadBuilder:
             else:
                 tag = version
         snapshot = resolve_time_travel(store, snapshot_id, tag, timestamp_millis)
-        return dataclasses.replace(self, table=self.table.travelled(snapshot), snapshot=snapshot)
+        return dataclasses.replace(self, store=store_at(store, snapshot), snapshot=snapshot)
 
-    def with_projection(self, columns: Sequence[str] | None) -> ReadBuilder:
+    def with_projection(self, columns: Sequence[str] | None) -> ReadBuilder[T]:
         return dataclasses.replace(self, columns=tuple(columns) if columns is not None else None)
 
-    def with_filter(self, predicate: Predicate | None) -> ReadBuilder:
+    def with_filter(self, predicate: Predicate | None) -> ReadBuilder[T]:
         return dataclasses.replace(self, filter=predicate)
 
-    def with_row_kind(self, row_kind: bool = True) -> ReadBuilder:
+    def with_row_kind(self, row_kind: bool = True) -> ReadBuilder[T]:
         return dataclasses.replace(self, row_kind=row_kind)
 
-    def with_merge_only(self, snapshot_id: int | None) -> ReadBuilder:
+    def with_merge_only(self, snapshot_id: int | None) -> ReadBuilder[T]:
         return dataclasses.replace(self, merge_only=snapshot_id)
 
-    def with_read_optimized(self, read_optimized: bool = True) -> ReadBuilder:
+    def with_read_optimized(self, read_optimized: bool = True) -> ReadBuilder[T]:
         return dataclasses.replace(self, read_optimized=read_optimized)
 
-    def with_limit(self, limit: int | None) -> ReadBuilder:
+    def with_limit(self, limit: int | None) -> ReadBuilder[T]:
         """Each data split's read stops after ``limit`` rows (change splits are read whole)."""
         if limit is not None and limit < 0:
             from engine.errors import InvalidArgumentError
@@ -125,17 +129,22 @@ class ReadBuilder:
 
     # -- what it reads -------------------------------------------------------------------------
     @property
+    def table(self) -> T:
+        """The caller's table as this read sees it (a time-travel read: in its snapshot's schema)."""
+        return self.source if self.source.store is self.store else self.source.over(self.store)
+
+    @property
     def schema(self) -> TableSchema:
         """The schema rows are read in (a time-travel read's: its snapshot's)."""
-        return self.table.schema
+        return self.store.logical_schema
 
     @property
     def has_primary_key(self) -> bool:
-        return self.table.has_primary_key
+        return self.store.has_primary_key
 
     def schema_of(self, schema_id: int) -> TableSchema:
         """A stored schema version (the one a data file was written with)."""
-        return self.table.store.schema_by_id(schema_id)
+        return self.store.schema_by_id(schema_id)
 
     # -- the steps -----------------------------------------------------------------------------
     def new_scan(self) -> BatchScan:
@@ -162,40 +171,40 @@ class ReadBuilder:
             from engine.errors import InvalidArgumentError
 
             raise InvalidArgumentError("an incremental read cannot be combined with time travel options")
-        store = self.table.store
+        store = self.store
         check_incremental_readable(store.schema, store.paths.root)
         if isinstance(query, str):
             query = IncrementalQuery(between=query, scan_mode=mode)
         if query.to_auto_tag is not None:
             from engine.ops.auto_tags import range_to_auto_tag
 
-            return IncrementalPlan(self, range_to_auto_tag(self.table.store, query.to_auto_tag))
-        return IncrementalPlan(self, resolve_incremental(self.table.store, query))
+            return IncrementalPlan(self, range_to_auto_tag(self.store, query.to_auto_tag))
+        return IncrementalPlan(self, resolve_incremental(self.store, query))
 
     def new_stream_scan(self) -> StreamScan:
         from engine.builders.stream import StreamScan
 
-        store = self.table.store
+        store = self.store
         check_incremental_readable(store.schema, store.paths.root)
-        return StreamScan(self)
+        return StreamScan(self.store)
 
     def uses_deletion_vectors(self) -> bool:
         """Whether the table has deletion vectors (batch reads then never merge: Paimon's rule)."""
-        return uses_deletion_vectors(self.table.store)
+        return uses_deletion_vectors(self.store)
 
     def reads_raw(self) -> bool:
         """Whether some files of this table can be read as plain Parquet (no merge, no DVs).
 
         Not with a fallback branch (``scan.fallback-branch``): its splits are read with that
         branch's own table definition, by :class:`TableRead`."""
-        store = self.table.store
+        store = self.store
         if not self.read_optimized and fallback_branch(store) is not None:
             return False
         return table_reads_raw(store)
 
     def native_plan(self, splits: Sequence[DataSplit]) -> NativePlan:
         """The files of ``splits`` a plain Parquet reader may read, and the splits that need a merge."""
-        raw, merge = classify_raw(self.table.store, splits, read_optimized=self.read_optimized)
+        raw, merge = classify_raw(self.store, splits, read_optimized=self.read_optimized)
         return NativePlan(tuple(raw), tuple(group_raw_files(raw)), tuple(merge))
 
 
@@ -215,7 +224,7 @@ class BatchScan:
     def plan(self) -> Plan:
         """The splits of the pinned snapshot (else the ``merge_only`` one, else the latest)."""
         b = self.builder
-        store = b.table.store
+        store = b.store
         scan = TableScan(store).with_projection(b.columns).with_filter(b.filter)
         pinned = b.snapshot if b.snapshot is not None else b.merge_only
         if pinned is not None:
@@ -227,7 +236,7 @@ class BatchScan:
         if b.read_optimized:
             from engine.system_tables import read_optimized_splits
 
-            splits = read_optimized_splits(b.table, splits)
+            splits = read_optimized_splits(b.store, splits)
         if b.merge_only is not None:
             splits = [s for s in splits if needs_merge(store, s, read_optimized=b.read_optimized)]
         return Plan(plan.snapshot, tuple(splits))
@@ -261,7 +270,7 @@ class TableRead:
 
     def _change_reader(self) -> ChangeReader:
         b = self.builder
-        return ChangeReader(b.table.store, list(b.columns) if b.columns is not None else None)
+        return ChangeReader(b.store, list(b.columns) if b.columns is not None else None)
 
     @property
     def output_schema(self) -> pa.Schema:
@@ -270,7 +279,7 @@ class TableRead:
     def _data_reader(self) -> SplitReader:
         if self._data is None:
             b = self.builder
-            self._data = SplitReader(b.table.store, b.columns, b.filter if self.filter_rows else None,
+            self._data = SplitReader(b.store, b.columns, b.filter if self.filter_rows else None,
                                      row_kind=b.row_kind, all_levels=self.all_levels)
         return self._data
 
@@ -326,7 +335,7 @@ class IncrementalPlan:
 
     def splits(self) -> list[ChangeSplit]:
         """The change splits (none for a diff or an empty range)."""
-        return range_splits(self.builder.table.store, self.range)
+        return range_splits(self.builder.store, self.range)
 
     def diff(self) -> pa.Table | None:
         """A diff's changes (``rowkind`` + the projection), computed from both end states (None:
@@ -354,11 +363,11 @@ class IncrementalPlan:
             return None
         reader = whole.new_read()
         columns = list(b.columns) if b.columns is not None else list(b.schema.field_names)
-        store = b.table.store
+        store = b.store
         if reads_in_key_order(store, [*after_splits, *before_splits]):
             buckets = key_ordered_buckets([(reader, before_splits), (reader, after_splits)])
             pairs = [(before, after) for before, after in buckets]
-            changes = diff_key_ordered(pairs, b.table.primary_keys, reader.output_schema)
+            changes = diff_key_ordered(pairs, b.store.logical_schema.primary_keys, reader.output_schema)
             return self._stored_kinds(_without_before_images(changes)).select([ROWKIND, *columns])
 
         def state(chosen: list[DataSplit]) -> pa.Table | None:
@@ -370,7 +379,8 @@ class IncrementalPlan:
             return None
         shape = (after if after is not None else before).schema  # type: ignore[union-attr]
         changes = diff_changes(before if before is not None else shape.empty_table(),
-                               after if after is not None else shape.empty_table(), b.table.primary_keys)
+                               after if after is not None else shape.empty_table(),
+                               b.store.logical_schema.primary_keys)
         return self._stored_kinds(_without_before_images(changes)).select([ROWKIND, *columns])
 
     def _stored_kinds(self, changes: pa.Table) -> pa.Table:
@@ -381,7 +391,7 @@ class IncrementalPlan:
 
         from engine.scan import predicate as P
 
-        keys = list(self.builder.table.primary_keys)
+        keys = list(self.builder.store.logical_schema.primary_keys)
         added = pc.is_in(changes.column(ROWKIND), value_set=pa.array(["+I", "+U"]))
         if not keys or self.range.end is None or not pc.any(added).as_py():
             return changes

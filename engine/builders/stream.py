@@ -39,7 +39,7 @@ from engine.scan.incremental import ChangeSplit, change_splits
 from engine.scan.planner import DataSplit, TableScan
 
 if TYPE_CHECKING:
-    from engine.builders.read import ReadBuilder
+    from engine.store import FileStore
 
 
 #: The ``scan.mode`` values a stream can start with (``full`` is Paimon's old name of ``latest-full``).
@@ -99,11 +99,10 @@ class _Admission:
 
 
 class StreamScan:
-    """The snapshots of a branch as a stream sees them."""
+    """The snapshots of ``store``'s branch as a stream sees them."""
 
-    def __init__(self, builder: ReadBuilder) -> None:
-        self.builder = builder
-        self.store = builder.table.store
+    def __init__(self, store: FileStore) -> None:
+        self.store = store
 
     def latest_id(self) -> int | None:
         return self.store.snapshots.latest_id()

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from engine.append_deletions import (
     AppendDeletionCommit,
@@ -38,6 +38,7 @@ from engine.features import check_appendable, check_rewritable
 from engine.meta.external_paths import ExternalPaths
 from engine.meta.paths import FileNamer
 from engine.options import DYNAMIC_BUCKET_ASSIGNER_PARALLELISM
+from engine.store import FileStore, OverStore
 from engine.write.bucket_assigner import is_dynamic_bucket, writer_clustering
 from engine.write.factory import new_writer
 from engine.write.kv_import import KvFileImport
@@ -45,7 +46,8 @@ from engine.write.kv_import import KvFileImport
 if TYPE_CHECKING:
     from engine.builders.commit import CommitBuilder
     from engine.meta.snapshot import Snapshot
-    from engine.table import Table
+
+T = TypeVar("T", bound=OverStore)
 
 SEQUENCE_STRIDE_BITS = 32  # 4G rows per task and commit
 FILE_COUNTER_BITS = 24  # 16M files per task attempt
@@ -57,10 +59,13 @@ class JobAbortedError(DyntableError):
 
 
 @dataclass(frozen=True)
-class WriteBuilder:
-    """One write (one commit) of ``table``: ``overwrite`` (None: append) and the commit user."""
+class WriteBuilder(Generic[T]):
+    """One write (one commit) of ``store``'s table: ``overwrite`` (None: append) and the commit
+    user. ``source`` is the facade the builder was made from, whose view of ``store`` (with the
+    write's options) is :attr:`table`."""
 
-    table: Table
+    source: T
+    store: FileStore
     overwrite: OverwriteSpec | None = None
     commit_user: str | None = None
     # Independent tasks (rows not clustered for the writers): the snapshot every task assigns
@@ -71,70 +76,75 @@ class WriteBuilder:
     # (DELETE/UPDATE/MERGE rewriting rows; engine.row_tracking); other writes refuse such columns.
     row_ids: bool = False
 
-    def with_overwrite(self, overwrite: OverwriteSpec | None) -> WriteBuilder:
+    @property
+    def table(self) -> T:
+        """The caller's table as this write sees it (with the write's options)."""
+        return self.source if self.source.store is self.store else self.source.over(self.store)
+
+    def with_overwrite(self, overwrite: OverwriteSpec | None) -> WriteBuilder[T]:
         return dataclasses.replace(self, overwrite=overwrite)
 
-    def with_commit_user(self, commit_user: str | None) -> WriteBuilder:
+    def with_commit_user(self, commit_user: str | None) -> WriteBuilder[T]:
         return dataclasses.replace(self, commit_user=commit_user)
 
     # -- row-level changes of append tables with deletion vectors (engine.append_deletions) ----------
-    def keeping_row_ids(self) -> WriteBuilder:
+    def keeping_row_ids(self) -> WriteBuilder[T]:
         """This write, for rows that keep their row ids (see ``row_ids``)."""
         return dataclasses.replace(self, row_ids=True)
 
     def writes_deletion_vectors(self) -> bool:
         """Whether DELETE/UPDATE/MERGE of this table mark rows in deletion vectors (an append table
         with ``deletion-vectors.enabled``) instead of rewriting files."""
-        return writes_append_deletion_vectors(self.table.store)
+        return writes_append_deletion_vectors(self.store)
 
     def deletion_scan_files(self, snapshot: Snapshot) -> list[DvScanFile]:
         """Every live data file of ``snapshot`` with its path, schema version and deleted positions."""
-        return dv_scan_files(self.table.store, snapshot)
+        return dv_scan_files(self.store, snapshot)
 
     def new_deletion_commit(self, snapshot: Snapshot | None) -> AppendDeletionCommit:
         """Rows of ``snapshot``'s files to mark deleted; publish it with
         ``new_commit().commit_with_deletions``."""
-        store = self.table.store
+        store = self.store
         check_rewritable(store.schema, store.paths.root)  # deletion vectors keep every other row's id
         return AppendDeletionCommit(store, snapshot, self.commit_user)
 
-    def for_independent_tasks(self, *, pin: bool = True) -> WriteBuilder:
+    def for_independent_tasks(self, *, pin: bool = True) -> WriteBuilder[T]:
         """This write, for tasks that receive rows as they come (a DataFrame's own partitions):
         dynamic buckets are assigned by rules every task agrees on from one base snapshot (``pin``:
         the latest as of now; else the latest when each task starts, for streaming micro-batches),
         and the commit joins their index files (``engine.write.shared_assignment``)."""
         if not pin:
             return dataclasses.replace(self, shared_base=-1)
-        latest = self.table.store.snapshots.latest()
+        latest = self.store.snapshots.latest()
         return dataclasses.replace(self, shared_base=latest.id if latest is not None else 0)
 
-    def with_job_parallelism(self, parallelism: int | None) -> WriteBuilder:
+    def with_job_parallelism(self, parallelism: int | None) -> WriteBuilder[T]:
         """This write as a job of ``parallelism`` tasks lays out dynamic buckets:
         ``dynamic-bucket.assigner-parallelism`` = ``parallelism`` when neither the table nor the
         write's options set it (Paimon's Spark writer defaults it to the job's parallelism, so new
         keys spread over that many assigners' buckets; cross-partition upsert tables too, as
         Paimon's ``GlobalIndexAssigner`` job). Other bucket modes are unchanged."""
-        store = self.table.store
+        store = self.store
         if (parallelism is None or not is_dynamic_bucket(store)
                 or store.options.get(DYNAMIC_BUCKET_ASSIGNER_PARALLELISM) is not None):
             return self
         lanes = str(max(1, int(parallelism)))
-        table = self.table.with_options({DYNAMIC_BUCKET_ASSIGNER_PARALLELISM.key: lanes})
-        return dataclasses.replace(self, table=table)
+        store = store.with_options({DYNAMIC_BUCKET_ASSIGNER_PARALLELISM.key: lanes})
+        return dataclasses.replace(self, store=store)
 
     def clustering(self) -> list[str] | None:
         """Columns a distributed write must cluster rows by (dynamic-bucket tables: no two tasks may
         share a key map; ``[]``: one task), None when rows may go to tasks as they come."""
-        return writer_clustering(self.table.store)
+        return writer_clustering(self.store)
 
     def new_write(self, *, sequence_offset: int = 0, namer: FileNamer | None = None) -> TableWrite:
         """A writer of this table; UnsupportedTableError (engine.features) for a table whose newer
         Paimon features dyntable's writes would not keep."""
-        store = self.table.store
+        store = self.store
         (check_rewritable if self.overwrite is not None else check_appendable)(store.schema, store.paths.root)
-        writer = new_writer(self.table.store, compact=False, sequence_offset=sequence_offset, namer=namer,
+        writer = new_writer(self.store, compact=False, sequence_offset=sequence_offset, namer=namer,
                             shared_base=self.shared_base, keep_row_ids=self.row_ids)
-        return TableWrite(self.table, writer)
+        return TableWrite(self.store, writer)
 
     def new_task_write(self, job: str, task: int, attempt: int = 0, *, abortable: bool = False) -> TableWrite:
         """The writer of one task (``task``: its index in the job, ``attempt``: its try).
@@ -148,35 +158,35 @@ class WriteBuilder:
     # -- level-0 files written outside the engine (engine.write.kv_import) --------------------------
     def kv_import_unsupported(self) -> str | None:
         """Why this write cannot import level-0 files written by another Parquet writer (None: it can)."""
-        return KvFileImport.unsupported(self.table.store)
+        return KvFileImport.unsupported(self.store)
 
     def new_kv_import(self, job: str) -> KvFileImport:
         """An import of job ``job``'s outside-written level-0 files; UnsupportedTableError as
         :meth:`new_write`."""
-        store = self.table.store
+        store = self.store
         (check_rewritable if self.overwrite is not None else check_appendable)(store.schema, store.paths.root)
         return KvFileImport(store, job)
 
     def new_commit(self) -> CommitBuilder:
         from engine.builders.commit import CommitBuilder
 
-        return CommitBuilder(self.table, self.overwrite, self.commit_user)
+        return CommitBuilder(self.store, self.overwrite, self.commit_user)
 
     # -- a distributed job's files ---------------------------------------------------------------
     def abort_marker(self, job: str) -> str:
-        return f"{self.table.path}/{ABORTED_JOBS_DIR}/{job}"
+        return f"{self.store.paths.root}/{ABORTED_JOBS_DIR}/{job}"
 
     def abort_job(self, job: str) -> None:
         """Abort a job that published nothing: the marker first, then every file of the job."""
-        self.table.store.io.try_create(self.abort_marker(job), b"aborted")
+        self.store.io.try_create(self.abort_marker(job), b"aborted")
         self.delete_job_files(job)
 
     def delete_job_files(self, job: str) -> None:
         """Delete every data and changelog file the job wrote (found by its token in the name)."""
-        store = self.table.store
+        store = self.store
         io = store.io
         external = ExternalPaths.of(store.schema.options)
-        roots = [self.table.path,
+        roots = [store.paths.root,
                  *(store.paths.external_file(r) for r in (external.roots if external else ()))]
         for status in (s for root in roots for s in io.list_files_recursive(root)):
             name = status.path.rsplit("/", 1)[-1]
@@ -185,10 +195,11 @@ class WriteBuilder:
 
 
 class TableWrite:
-    """One writer: ``write`` Arrow data, then ``prepare_commit`` (messages) or ``abort``."""
+    """One writer of ``store``'s table: ``write`` Arrow data, then ``prepare_commit`` (messages)
+    or ``abort``."""
 
-    def __init__(self, table: Table, writer: object) -> None:
-        self.table = table
+    def __init__(self, store: FileStore, writer: object) -> None:
+        self.store = store
         self.writer = writer
         self.abort_marker: str | None = None
         self.job: str | None = None
@@ -203,10 +214,10 @@ class TableWrite:
             JobAbortedError: the task's job was aborted meanwhile (its files are deleted).
         """
         messages: list[CommitMessage] = self.writer.prepare_commit()  # type: ignore[attr-defined]
-        if self.abort_marker is not None and self.table.store.io.exists(self.abort_marker):
-            delete_uncommitted(self.table.store, messages)
+        if self.abort_marker is not None and self.store.io.exists(self.abort_marker):
+            delete_uncommitted(self.store, messages)
             raise JobAbortedError(
-                f"write job {self.job} on {self.table.name} was aborted; this task deleted its files")
+                f"write job {self.job} on {self.store.name} was aborted; this task deleted its files")
         return messages
 
     def abort(self) -> None:

@@ -17,9 +17,10 @@ from functools import cached_property
 
 import pyarrow as pa
 
+from engine.arrow_types import to_arrow_type
 from engine.fileindex import bitmap, bloom
 from engine.fileindex.format import read_file_index
-from engine.types import DataField, TypeRoot, to_arrow_type
+from engine.types import DataField, TypeRoot
 
 
 class FileIndexReader:

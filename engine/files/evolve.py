@@ -17,8 +17,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.arrow_types import to_arrow_type
 from engine.errors import UnsupportedTableError
-from engine.types import DataType, TypeRoot, to_arrow_type
+from engine.types import DataType, TypeRoot
 
 
 def cast_leaf(column: pa.ChunkedArray | pa.Array, target: pa.DataType) -> pa.ChunkedArray | pa.Array:
@@ -30,6 +31,10 @@ def cast_leaf(column: pa.ChunkedArray | pa.Array, target: pa.DataType) -> pa.Chu
     if pa.types.is_floating(target) and not pa.types.is_floating(column.type):
         # A number retyped to FLOAT/DOUBLE (Paimon's implicit cast) rounds to the nearest float,
         # as Java's conversion does; Arrow's safe cast would refuse an inexact value instead.
+        return column.cast(target, safe=False)
+    if pa.types.is_time(target) and pa.types.is_time(column.type):
+        # Files dyntable wrote before it kept every TIME in milliseconds, as Paimon does, hold
+        # TIME(4..9) in microseconds: read them at the column's storage precision.
         return column.cast(target, safe=False)
     return column.cast(target)
 

@@ -15,12 +15,13 @@ from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 
+from engine.arrow_types import to_arrow_type
 from engine.errors import CorruptDataError, CorruptMetadataError
 from engine.files.evolve import cast_leaf, conform_column
 from engine.meta.file_formats import arrow_path, iter_tables, read_table  # noqa: F401 - arrow_path re-exported
 from engine.meta.manifest import DataFileMeta
 from engine.store import FileStore
-from engine.types import DataField, to_arrow_type
+from engine.types import DataField
 
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
 VALUE_KIND = "_VALUE_KIND"
@@ -43,6 +44,16 @@ def _physical_columns(
             p = None
         physical.append(p if p is None or written is None or p.name in written else None)
     return physical, [p.name for p in physical if p is not None] + list(system_columns)
+
+
+def _read_types(
+    physical: Sequence[DataField | None], system_columns: Sequence[str]
+) -> dict[str, pa.DataType]:
+    """The Arrow type of each column to read, as the file's own schema has it (Avro files, whose
+    types are coarser, are converted to these)."""
+    types = {p.name: to_arrow_type(p.type) for p in physical if p is not None}
+    types.update({s: _SYSTEM_TYPES[s] for s in system_columns if s in _SYSTEM_TYPES})
+    return types
 
 
 def _file_error(store: FileStore, file_path: str, e: Exception) -> Exception:
@@ -103,7 +114,7 @@ def read_data_file(
     """
     physical, read_cols = _physical_columns(store, file, fields, system_columns)
     try:
-        table = read_table(store.io.arrow_fs(), file_path, read_cols)
+        table = read_table(store.io.arrow_fs(), file_path, read_cols, _read_types(physical, system_columns))
     except (OSError, pa.ArrowInvalid) as e:
         raise _file_error(store, file_path, e) from e
     return _conform(store, file_path, table, fields, physical, system_columns)
@@ -130,7 +141,8 @@ def iter_data_file(
         raise _file_error(store, file_path, e) from e
     with source:
         try:
-            for table in iter_tables(source, file_path, read_cols, batch_rows):
+            types = _read_types(physical, system_columns)
+            for table in iter_tables(source, file_path, read_cols, batch_rows, types):
                 yield _conform(store, file_path, table, fields, physical, system_columns)
         except (OSError, pa.ArrowInvalid) as e:
             raise _file_error(store, file_path, e) from e

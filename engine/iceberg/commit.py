@@ -231,7 +231,7 @@ class VersionWriter:
                 chunk,
                 self.layout.codec,
                 {
-                    "schema": json.dumps(iceberg_schema(self.schema)),
+                    "schema": json.dumps(iceberg_schema(self.schema, self.layout.format_version)),
                     "schema-id": str(self.schema.id),
                     "partition-spec": json.dumps(self.spec["fields"]),
                     "partition-spec-id": "0",
@@ -449,15 +449,15 @@ def _summary(
     return out
 
 
-def _schemas(store: FileStore, have: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def _schemas(store: FileStore, have: Sequence[dict[str, Any]], version: int) -> list[dict[str, Any]]:
     """The Iceberg schemas: those already published, then every newer Paimon schema version."""
     known = {s["schema-id"] for s in have}
     out = list(have)
     for sid in store.schemas.list_ids():
         if sid not in known and sid <= store.schema.id:
-            out.append(iceberg_schema(store.schemas.get(sid)))
+            out.append(iceberg_schema(store.schemas.get(sid), version))
     if store.schema.id not in {s["schema-id"] for s in out}:
-        out.append(iceberg_schema(store.schema))
+        out.append(iceberg_schema(store.schema, version))
     return sorted(out, key=lambda s: s["schema-id"])
 
 
@@ -479,7 +479,7 @@ def _check_supported(store: FileStore, layout: IcebergLayout) -> None:
             "metadata.iceberg.storage on a table with retractions.enabled: its rows are counts "
             "an Iceberg reader would not apply; Iceberg readers would see rows that are gone"
         )
-    iceberg_schema(store.schema)  # refuses a column type Iceberg cannot read
+    iceberg_schema(store.schema, layout.format_version)  # refuses a column type Iceberg cannot read
     partition_avro_fields(store.schema)
 
 
@@ -522,7 +522,7 @@ def _fresh(w: VersionWriter, snapshot: Snapshot) -> dict[str, Any]:
         "last-sequence-number": snapshot.id,
         "last-updated-ms": int(time.time() * 1000),
         "last-column-id": 0,
-        "schemas": _schemas(store, []),
+        "schemas": _schemas(store, [], w.layout.format_version),
         "current-schema-id": store.schema.id,
         "partition-specs": [spec],
         "default-spec-id": 0,
@@ -563,7 +563,7 @@ def _advance(
     meta["snapshots"].append(_new_snapshot(w, snapshot, metas + deletes, summary, current["snapshot-id"]))
     meta["current-snapshot-id"] = snapshot.id
     meta["last-sequence-number"] = snapshot.id
-    meta["schemas"] = _schemas(w.store, meta["schemas"])
+    meta["schemas"] = _schemas(w.store, meta["schemas"], w.layout.format_version)
     meta["current-schema-id"] = w.store.schema.id
 
 

@@ -1,18 +1,22 @@
 """Paimon schemas seen as Iceberg's: types, schemas, the partition spec and partition values.
 
-One job: everything type-dependent the Iceberg metadata needs, for format version 2.
+One job: everything type-dependent the Iceberg metadata needs, for format versions 2 and 3.
 
 * An Iceberg field keeps the Paimon field's id, name and nullability (``required`` = NOT NULL),
   so renamed and dropped columns keep their ids and added columns get new ones, as Iceberg
-  expects. Types: BOOLEAN → boolean; TINYINT, SMALLINT, INT → int; BIGINT → long; FLOAT, DOUBLE;
-  DECIMAL(p, s) → decimal(p, s); CHAR, VARCHAR → string; BINARY, VARBINARY → binary; DATE;
-  TIMESTAMP(3..6) → timestamp; TIMESTAMP_LTZ(3..6) → timestamptz; ROW → struct; ARRAY → list,
-  MAP → map, MULTISET → map to a required int (its count), their element, key and value ids
-  being the Parquet field ids Paimon 2.0 gives them (``engine.write.nested_ids``). Whether the
-  data files carry those ids is the commit's check (``engine.iceberg.nested``).
-  Anything else raises :class:`IcebergUnsupportedError` naming the column: TIME (stored in
-  milliseconds, which Iceberg readers refuse), timestamps of precision 0–2 or 7–9 (Iceberg v3
-  types), VARIANT.
+  expects. Types, as Paimon 2.0 maps them (``IcebergDataField``): BOOLEAN → boolean; TINYINT,
+  SMALLINT, INT → int; BIGINT → long; FLOAT, DOUBLE; DECIMAL(p, s) → decimal(p, s); CHAR, VARCHAR
+  → string; BINARY, VARBINARY → binary; DATE; TIME(0..3) → time; TIMESTAMP(3..6) → timestamp;
+  TIMESTAMP_LTZ(3..6) → timestamptz; with format version 3, TIMESTAMP(7..9) → timestamp_ns and
+  TIMESTAMP_LTZ(7..9) → timestamptz_ns (their files hold INT64 nanosecond timestamps, which is
+  what Iceberg v3 stores); ROW → struct; ARRAY → list, MAP → map, MULTISET → map to a required
+  int (its count), their element, key and value ids being the Parquet field ids Paimon 2.0 gives
+  them (``engine.write.nested_ids``). Whether the data files carry those ids is the commit's
+  check (``engine.iceberg.nested``).
+  Anything else raises :class:`IcebergUnsupportedError` naming the column, as Paimon refuses it:
+  TIME(4..9), timestamps of precision 0–2, nanosecond timestamps with format version 2 (the
+  error says to set format version 3), VARIANT (an Iceberg v3 type that needs row lineage,
+  which neither Paimon nor dyntable writes).
 * The partition spec has one identity field per Paimon partition key, field ids 1000 and up.
 * Partition values (Paimon's BinaryRow, decoded) become the Avro values of the partition record,
   and the manifest list's partition summaries carry Iceberg's single-value binary bounds.
@@ -69,7 +73,7 @@ _SIMPLE = {
 }
 
 
-def _type(t: DataType, path: str, field_id: int, depth: int = 0) -> Any:
+def _type(t: DataType, path: str, field_id: int, format_version: int, depth: int = 0) -> Any:
     """The Iceberg type of ``t``, at ``depth`` below the field ``field_id`` (Paimon's
     ``IcebergDataField``: collection members take ids from the field holding them)."""
     simple = _SIMPLE.get(t.root)
@@ -78,19 +82,35 @@ def _type(t: DataType, path: str, field_id: int, depth: int = 0) -> Any:
     if t.root is TypeRoot.DECIMAL:
         return f"decimal({t.precision}, {t.scale})"
     if t.root is TypeRoot.TIME:
-        # Paimon stores TIME as Parquet TIME_MILLIS; Iceberg's time is microseconds and Iceberg
-        # readers such as pyiceberg refuse the millisecond column: published, the table would not read.
+        # Stored as Parquet TIME_MILLIS (Paimon's layout). Iceberg writers store time in microseconds,
+        # but Iceberg's own Parquet readers read milliseconds too; Paimon publishes TIME(0..3) so.
+        if (t.precision or 0) <= 3:
+            return "time"
         raise IcebergUnsupportedError(
-            f"column {path} has type TIME, stored in milliseconds, which Iceberg readers do not read "
-            "(Iceberg's time is microseconds): dyntable does not publish it as Iceberg metadata "
-            "(metadata.iceberg.storage); see docs/iceberg.md"
+            f"column {path} has type TIME({t.precision}): Iceberg metadata (metadata.iceberg.storage) "
+            "describes TIME of precision 0 to 3 only, as Paimon's; see docs/iceberg.md"
         )
     if t.root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
         p = 6 if t.precision is None else t.precision
+        local = t.root is TypeRoot.TIMESTAMP_LTZ
         if 3 <= p <= 6:
-            return "timestamptz" if t.root is TypeRoot.TIMESTAMP_LTZ else "timestamp"
+            return "timestamptz" if local else "timestamp"
+        if p >= 7 and format_version >= 3:
+            return "timestamptz_ns" if local else "timestamp_ns"
+        if p >= 7:
+            raise IcebergUnsupportedError(
+                f"column {path} has type {t.root.value}({p}), a nanosecond timestamp: Iceberg has "
+                "timestamp_ns/timestamptz_ns from format version 3 on; set "
+                "'metadata.iceberg.format-version' = '3' to publish it (metadata.iceberg.storage)"
+            )
+    if t.root is TypeRoot.VARIANT:
+        raise IcebergUnsupportedError(
+            f"column {path} has type VARIANT, which dyntable does not publish as Iceberg metadata "
+            "(metadata.iceberg.storage), as Paimon does not: Iceberg's variant is a format version 3 "
+            "type whose tables need row lineage, which neither writes; see docs/iceberg.md"
+        )
     if t.root is TypeRoot.ROW:
-        return {"type": "struct", "fields": [_field(f, f"{path}.{f.name}") for f in t.fields]}
+        return {"type": "struct", "fields": [_field(f, f"{path}.{f.name}", format_version) for f in t.fields]}
     d = depth + 1
     if t.root is TypeRoot.ARRAY:
         assert t.element is not None
@@ -98,7 +118,7 @@ def _type(t: DataType, path: str, field_id: int, depth: int = 0) -> Any:
             "type": "list",
             "element-id": array_element_id(field_id, d),
             "element-required": not t.element.nullable,
-            "element": _type(t.element, f"{path}.element", field_id, d),
+            "element": _type(t.element, f"{path}.element", field_id, format_version, d),
         }
     if t.root in (TypeRoot.MAP, TypeRoot.MULTISET):
         key = t.element if t.root is TypeRoot.MULTISET else t.key
@@ -107,12 +127,12 @@ def _type(t: DataType, path: str, field_id: int, depth: int = 0) -> Any:
         value_required = True
         if t.root is TypeRoot.MAP:
             assert t.value is not None
-            value = _type(t.value, f"{path}.value", field_id, d)
+            value = _type(t.value, f"{path}.value", field_id, format_version, d)
             value_required = not t.value.nullable
         return {
             "type": "map",
             "key-id": map_key_id(field_id, d),
-            "key": _type(key, f"{path}.key", field_id, d),
+            "key": _type(key, f"{path}.key", field_id, format_version, d),
             "value-id": map_value_id(field_id, d),
             "value-required": value_required,
             "value": value,
@@ -125,24 +145,25 @@ def _type(t: DataType, path: str, field_id: int, depth: int = 0) -> Any:
     )
 
 
-def _field(f: DataField, path: str) -> dict[str, Any]:
+def _field(f: DataField, path: str, format_version: int) -> dict[str, Any]:
     out: dict[str, Any] = {
         "id": f.id,
         "name": f.name,
         "required": not f.type.nullable,
-        "type": _type(f.type, path, f.id),
+        "type": _type(f.type, path, f.id, format_version),
     }
     if f.description:
         out["doc"] = f.description
     return out
 
 
-def iceberg_schema(schema: TableSchema) -> dict[str, Any]:
-    """The Iceberg schema (``schema-id`` = the Paimon schema id) of a Paimon schema version."""
+def iceberg_schema(schema: TableSchema, format_version: int = 2) -> dict[str, Any]:
+    """The Iceberg schema (``schema-id`` = the Paimon schema id) of a Paimon schema version, for
+    Iceberg metadata of ``format_version``."""
     return {
         "type": "struct",
         "schema-id": schema.id,
-        "fields": [_field(f, f.name) for f in schema.fields],
+        "fields": [_field(f, f.name, format_version) for f in schema.fields],
     }
 
 
@@ -170,7 +191,8 @@ def _decimal_size(precision: int) -> int:
     return n
 
 
-def _avro_type(t: DataType, name: str) -> Any:
+def _avro_type(t: DataType, name: str, column: str) -> Any:
+    """The Avro type of partition column ``column``'s values (``name``: its Avro fixed name)."""
     r = t.root
     if r in (TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT):
         return "int"
@@ -186,6 +208,13 @@ def _avro_type(t: DataType, name: str) -> Any:
         return {"type": "int", "logicalType": "date"}
     if r is TypeRoot.TIME:
         return {"type": "long", "logicalType": "time-micros"}
+    if r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ) and _nanos_type(t):
+        # Iceberg's Avro form is timestamp-nanos, which pyiceberg (0.10 to 0.12) cannot read in a
+        # manifest; Paimon's Avro writer refuses precision above 6 here, so it publishes none either.
+        raise IcebergUnsupportedError(
+            f"partition column {column} has type {r.value}({t.precision}): a nanosecond timestamp is "
+            "not published as an Iceberg partition value (Paimon does not either); see docs/iceberg.md"
+        )
     if r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
         return {
             "type": "long",
@@ -203,7 +232,7 @@ def _avro_type(t: DataType, name: str) -> Any:
             "scale": t.scale,
         }
     raise IcebergUnsupportedError(
-        f"partition column {name} has type {r.value}, which has no Iceberg partition value"
+        f"partition column {column} has type {r.value}, which has no Iceberg partition value"
     )
 
 
@@ -212,12 +241,30 @@ def partition_avro_fields(schema: TableSchema) -> list[dict[str, Any]]:
     return [
         {
             "name": key,
-            "type": ["null", _avro_type(schema.field(key).type, f"{1000 + i}")],
+            "type": ["null", _avro_type(schema.field(key).type, f"{1000 + i}", key)],
             "default": None,
             "field-id": FIRST_PARTITION_FIELD_ID + i,
         }
         for i, key in enumerate(schema.partition_keys)
     ]
+
+
+def _nanos_type(t: DataType) -> bool:
+    """TIMESTAMP(7..9) / TIMESTAMP_LTZ(7..9): Iceberg's timestamp_ns / timestamptz_ns."""
+    return t.precision is not None and t.precision >= 7
+
+
+def _nanos(value: Any) -> int:
+    """Nanoseconds since the epoch of a decoded timestamp (a ``datetime64`` when it has
+    sub-microsecond digits, else a ``datetime``)."""
+    if isinstance(value, np.datetime64):
+        return int(value.astype("datetime64[ns]").astype(np.int64))
+    return _micros(value) * 1000
+
+
+def _epoch_value(value: Any, t: DataType) -> int:
+    """A timestamp as Iceberg stores it: micros, or nanos for the nanosecond types."""
+    return _nanos(value) if _nanos_type(t) else _micros(value)
 
 
 def _micros(value: Any) -> int:
@@ -285,7 +332,7 @@ def single_value_bytes(value: Any, t: DataType) -> bytes:
     if r is TypeRoot.TIME:
         return struct.pack("<q", partition_avro_value(value, t))
     if r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
-        return struct.pack("<q", _micros(value))
+        return struct.pack("<q", _epoch_value(value, t))
     if r is TypeRoot.FLOAT:
         return struct.pack("<f", value)
     if r is TypeRoot.DOUBLE:

@@ -161,7 +161,7 @@ def _decimal_unscaled(value: object, t: DataType, i: int) -> int:
     return unscaled
 
 
-def _epoch_nanos(value: object, t: DataType, i: int) -> int:
+def timestamp_epoch_nanos(value: object, t: DataType, i: int) -> int:
     """Nanoseconds since 1970-01-01T00:00 of a timestamp value (UTC instant for LTZ)."""
     if isinstance(value, np.datetime64):
         unit, count = np.datetime_data(value.dtype)
@@ -292,7 +292,7 @@ def encode_row(values: Sequence[object], types: Sequence[DataType]) -> bytes:
                 fixed[slot_at : slot_at + 8] = _U64.pack((cursor << 32) | nbytes)
                 var += raw.ljust(_DECIMAL_VAR_BYTES, b"\0")
         elif root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
-            millis, nano_of_milli = divmod(_epoch_nanos(value, t, i), _NANOS_PER_MILLI)
+            millis, nano_of_milli = divmod(timestamp_epoch_nanos(value, t, i), _NANOS_PER_MILLI)
             if not -(2**63) <= millis < 2**63:
                 raise InvalidArgumentError(f"field {i}: timestamp {value!r} is out of range")
             if is_compact_timestamp(t):

@@ -1,4 +1,4 @@
-"""Data file formats: which format a data file is in, and opening it to read or write (Parquet, ORC).
+"""Data file formats: which format a data file is in, and opening it to read or write (Parquet, ORC, Avro).
 
 One job: the one place that knows a file format. A data file's format is its name's extension, as
 Paimon decides it (``DataFilePathFactory.formatIdentifier``: the last extension, or the one
@@ -12,20 +12,21 @@ before a compression extension), so a table whose ``file.format`` changed reads 
   (milliseconds of the day), as Paimon stores it; reading casts it back by the schema's type. ORC buffers a
   stripe before it writes it, so a file rolls at ``target-file-size`` only at stripe boundaries.
 
-Avro data files are not supported: pyarrow has no Avro reader, and reading them row by row in
-Python is what this engine never does in a data path.
+* **Avro** (``engine.meta.avro_data``): Paimon's Avro layout, decoded and encoded by polars; the
+  file is decoded whole (Avro has no row groups), and columns take the Arrow types the reader asks
+  for (``types``), since Avro's types are coarser (TINYINT and SMALLINT are Avro ``int``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 #: The formats dyntable reads and writes data files in.
-FORMATS = ("parquet", "orc")
+FORMATS = ("parquet", "orc", "avro")
 _COMPRESSION_EXTENSIONS = frozenset(
     {"gz", "gzip", "zst", "zstd", "lz4", "snappy", "bz2", "deflate", "lzo", "br"})
 _PARQUET_ID = b"PARQUET:field_id"
@@ -62,9 +63,16 @@ def readable(file_name: str) -> bool:
 
 
 # -- reading --------------------------------------------------------------------------------------
-def read_table(fs: Any, path: str, columns: Sequence[str] | None) -> pa.Table:
-    """The ``columns`` (None: all) of one data file, whole."""
+def read_table(fs: Any, path: str, columns: Sequence[str] | None,
+               types: Mapping[str, pa.DataType] | None = None) -> pa.Table:
+    """The ``columns`` (None: all) of one data file, whole; ``types``: the Arrow type of each
+    column by name, which an Avro file's columns are converted to (Parquet and ORC keep theirs)."""
     cols = list(columns) if columns is not None else None
+    if format_of(path) == "avro":
+        from engine.meta.avro_data import read_avro
+
+        with fs.open_input_file(arrow_path(path)) as source:
+            return read_avro(source.read(), path, cols, types)
     if format_of(path) == "orc":
         from pyarrow import orc
 
@@ -74,10 +82,17 @@ def read_table(fs: Any, path: str, columns: Sequence[str] | None) -> pa.Table:
 
 
 def iter_tables(
-    source: pa.NativeFile, path: str, columns: Sequence[str], batch_rows: int
+    source: pa.NativeFile, path: str, columns: Sequence[str], batch_rows: int,
+    types: Mapping[str, pa.DataType] | None = None,
 ) -> Iterator[pa.Table]:
     """The ``columns`` of an open data file in pieces of at most ``batch_rows`` rows, in file order
-    (Parquet: batches of its row groups; ORC: its stripes, each cut to ``batch_rows``)."""
+    (Parquet: batches of its row groups; ORC: its stripes, each cut to ``batch_rows``; Avro: the
+    file decoded whole, then cut); ``types`` as in :func:`read_table`."""
+    if format_of(path) == "avro":
+        from engine.meta.avro_data import iter_avro
+
+        yield from iter_avro(source.read(), path, columns, batch_rows, types)
+        return
     if format_of(path) == "orc":
         from pyarrow import orc
 

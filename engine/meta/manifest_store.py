@@ -18,7 +18,7 @@ import pyarrow as pa
 from engine.errors import CorruptMetadataError
 from engine.io import FileIO
 from engine.meta import manifest_arrow
-from engine.meta.binary_row import deserialize_row, serialize_row
+from engine.meta.binary_row import deserialize_row, serialize_row, timestamp_epoch_nanos
 from engine.meta.manifest import (
     EntryRef,
     FileKind,
@@ -35,7 +35,9 @@ from engine.meta.manifest import (
 from engine.meta.manifest_arrow import entries_from_table, read_manifest_table, refs_from_table
 from engine.meta.paths import FileNamer, TablePaths
 from engine.meta.snapshot import Snapshot
-from engine.types import DataType
+from engine.types import DataType, TypeRoot
+
+_TIMESTAMPS = (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ)
 
 _T = TypeVar("_T")
 
@@ -90,15 +92,22 @@ def partition_stats(partitions: Sequence[bytes], partition_types: Sequence[DataT
     mins: list[object] = [None] * n
     maxs: list[object] = [None] * n
     nulls = [0] * n
+    # Timestamps decode to datetime, or numpy.datetime64 when they carry nanoseconds: compare
+    # them as epoch nanoseconds, never as objects of two kinds.
+    keys = [
+        (lambda v, t=t: timestamp_epoch_nanos(v, t, 0)) if t.root in _TIMESTAMPS else (lambda v: v)
+        for t in partition_types
+    ]
     for raw in set(partitions):
         values = deserialize_row(raw, partition_types)
         for i, v in enumerate(values):
             if v is None:
                 nulls[i] += 1
                 continue
-            if mins[i] is None or v < mins[i]:  # type: ignore[operator]
+            key = keys[i]
+            if mins[i] is None or key(v) < key(mins[i]):
                 mins[i] = v
-            if maxs[i] is None or v > maxs[i]:  # type: ignore[operator]
+            if maxs[i] is None or key(v) > key(maxs[i]):
                 maxs[i] = v
     return SimpleStats(
         serialize_row(mins, partition_types), serialize_row(maxs, partition_types), tuple(nulls)

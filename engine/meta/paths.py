@@ -25,7 +25,10 @@ from typing import cast
 
 from engine.errors import InvalidArgumentError, UnsupportedTableError
 from engine.identifier import MAIN_BRANCH, validate_name
+from engine.meta.binary_row import timestamp_epoch_nanos
 from engine.types import DataType, TypeRoot
+
+_EPOCH = dt.datetime(1970, 1, 1)
 
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
 
@@ -91,10 +94,10 @@ def partition_value_string(value: object, dtype: DataType, default_name: str, le
         assert isinstance(value, dt.date)
         text = str((value - dt.date(1970, 1, 1)).days) if legacy else value.isoformat()
     elif root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
-        assert isinstance(value, dt.datetime)
-        if value.tzinfo is not None:
-            value = value.astimezone(dt.UTC).replace(tzinfo=None)
-        clock = java_local_time(value.hour, value.minute, value.second, value.microsecond * 1000)
+        # Nanosecond values come as numpy.datetime64 or pandas.Timestamp: keep every digit.
+        seconds, nanos = divmod(timestamp_epoch_nanos(value, dtype, 0), 1_000_000_000)
+        value = _EPOCH + dt.timedelta(seconds=seconds)
+        clock = java_local_time(value.hour, value.minute, value.second, nanos)
         text = f"{value.date().isoformat()}T{clock}" if legacy else str(value)
     elif root is TypeRoot.TIME:
         assert isinstance(value, dt.time)

@@ -304,7 +304,11 @@ class BranchOps:
             self.io.delete(holder.tag_file(pin))
         self.io.delete_dir(trash, recursive=True)
         # Plus what was made meanwhile (a commit, a tag): honoured, at the cost of its files only.
-        keep = keep_with_new_anchors(collector, keep, others, all_anchors(self.io, self.root))
+        # The deleted branch is not read again: a writer that raced the move may be recreating
+        # and then removing its directory (engine.meta.publish), a schema-less moment with a
+        # LATEST hint and no snapshot, which would fail the listing of a deletion already done.
+        now = all_anchors(self.io, self.root, skip=name)
+        keep = keep_with_new_anchors(collector, keep, others, now)
         return BranchDeletion((name,), delete_files(self.io, unreferenced(candidates, keep)))
 
     def _trash(self) -> dict[str, list[str]]:

@@ -28,6 +28,13 @@ from engine.io import FileIO
 from engine.meta.paths import join, parse_versioned_id
 from engine.meta.publish import publish_ref
 from engine.meta.snapshot import Snapshot
+from engine.ops.expiry_files import (
+    cleans_empty_directories,
+    live_consumers,
+    parallel_delete,
+    remove_empty_dirs,
+    thread_count,
+)
 from engine.ops.reachability import (
     Anchor,
     DeletionReport,
@@ -104,14 +111,6 @@ def expire_changelogs(
     store: FileStore, *, now_ms: int | None = None, dry_run: bool = False
 ) -> ChangelogExpiry:
     """Expire the long-lived changelogs of the store's branch that its changelog options let go."""
-    from engine.ops.expire_snapshots import (
-        cleans_empty_directories,
-        live_consumers,
-        parallel_delete,
-        remove_empty_dirs,
-        thread_count,
-    )
-
     ids = changelog_ids(store)
     if not ids:
         return ChangelogExpiry((), DeletionReport((), dry_run))

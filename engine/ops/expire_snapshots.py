@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -65,28 +64,29 @@ from engine.features import check_readable
 from engine.history.retention_mark import RetentionMark, mark_dir, mark_root, read_mark
 from engine.iceberg import run_after_commit as iceberg_metadata
 from engine.identifier import MAIN_BRANCH
-from engine.io import FileIO
 from engine.meta.publish import publish_ref
 from engine.meta.snapshot import Snapshot
+from engine.ops.expiry_files import (
+    cleans_empty_directories,
+    live_consumers,
+    parallel_delete,
+    remove_empty_dirs,
+    thread_count,
+)
 from engine.ops.maintenance_log import last_record
 from engine.ops.reachability import (
     Anchor,
     DeletionReport,
     FileKindRef,
-    FileRef,
     ReachabilityCollector,
     Reachable,
     UnsafeToDeleteError,
     all_anchors,
-    delete_files,
     keep_with_new_anchors,
     retry_concurrent,
     unreferenced,
 )
 from engine.options import (
-    CONSUMER_EXPIRATION_TIME,
-    DELETE_FILE_THREAD_NUM,
-    SNAPSHOT_CLEAN_EMPTY_DIRECTORIES,
     SNAPSHOT_EXPIRE_EXECUTION_MODE,
     SNAPSHOT_EXPIRE_LIMIT,
     SNAPSHOT_NUM_RETAINED_MAX,
@@ -182,45 +182,6 @@ class SnapshotVerdict:
     expires: bool
     reasons: tuple[str, ...]
     collectable_at_ms: int | None
-
-
-def live_consumers(store: FileStore, now_ms: int) -> dict[str, int]:
-    """Consumer id → next snapshot, leaving out consumers idle beyond ``consumer.expiration-time``.
-
-    Raises:
-        UnsafeToDeleteError: a consumer file cannot be read (it may protect snapshots).
-    """
-    io, paths = store.io, store.paths
-    try:
-        listed = io.list_dir(paths.consumer_dir)
-    except (DyntableError, OSError) as e:
-        raise UnsafeToDeleteError(
-            f"cannot list {paths.consumer_dir} ({e}); nothing was deleted", paths.consumer_dir
-        ) from e
-    idle_ms = store.options.get(CONSUMER_EXPIRATION_TIME)
-    out: dict[str, int] = {}
-    from engine.meta.snapshot import Consumer
-
-    for status in listed:
-        base = status.path.rsplit("/", 1)[-1]
-        if not base.startswith("consumer-") or status.is_dir:
-            continue
-        if (
-            idle_ms is not None
-            and status.modification_time_ms is not None
-            and status.modification_time_ms < now_ms - idle_ms
-        ):
-            continue
-        try:
-            out[base[len("consumer-") :]] = Consumer.from_json(io.read_bytes(status.path)).next_snapshot
-        except FileNotFoundError:
-            continue
-        except (DyntableError, OSError) as e:
-            raise UnsafeToDeleteError(
-                f"cannot read consumer {status.path} ({e}); it may protect snapshots, so nothing was deleted",
-                status.path,
-            ) from e
-    return out
 
 
 def _iso(ms: int) -> str:
@@ -351,62 +312,6 @@ def describe_anchors(anchors: Iterable[Anchor]) -> str:
         where = "" if branch == MAIN_BRANCH else f" of branch {branch}"
         parts.append(f"{kind}{plural} {','.join(runs)}{where}")
     return "; ".join(parts + sorted(set(others)))
-
-
-def thread_count(store: FileStore) -> int:
-    n = store.options.get(DELETE_FILE_THREAD_NUM)
-    return int(n) if n is not None else (os.cpu_count() or 1)
-
-
-def parallel_delete(
-    io: FileIO, doomed: dict[str, FileRef], threads: int, *, dry_run: bool = False
-) -> DeletionReport:
-    """:func:`engine.ops.reachability.delete_files` on ``threads`` threads (``delete-file.thread-num``)."""
-    return delete_files(io, doomed, dry_run=dry_run, threads=threads)
-
-
-def cleans_empty_directories(store: FileStore) -> bool:
-    """Empty directories are removed unless the table sets ``snapshot.clean-empty-directories``
-    to false explicitly (Paimon's default is false; the issue asks for their removal, so only an
-    explicit setting opts out)."""
-    if SNAPSHOT_CLEAN_EMPTY_DIRECTORIES.key not in store.options:
-        return True
-    return bool(store.options.get(SNAPSHOT_CLEAN_EMPTY_DIRECTORIES))
-
-
-def remove_empty_dirs(io: FileIO, root: str, deleted: Iterable[str]) -> list[str]:
-    """Remove the bucket and partition directories of ``deleted`` data files that are now empty
-    (deepest first, never the table root or a non-empty directory)."""
-    root = root.rstrip("/")
-    dirs: set[str] = set()
-    for path in deleted:
-        parent = path.rsplit("/", 1)[0]
-        while parent.startswith(root + "/") and parent != root:
-            dirs.add(parent)
-            parent = parent.rsplit("/", 1)[0]
-    removed = []
-    for d in sorted(dirs, key=lambda p: (-p.count("/"), p)):
-        base = d.rsplit("/", 1)[-1]
-        if base in (
-            "manifest",
-            "snapshot",
-            "tag",
-            "changelog",
-            "consumer",
-            "schema",
-            "branch",
-            "index",
-            "statistics",
-        ) or base.startswith("."):
-            continue
-        try:
-            if io.list_dir(d):
-                continue
-            io.delete_dir(d, recursive=False)
-            removed.append(d)
-        except OSError:
-            continue  # not empty after all (a writer got there first): leave it
-    return removed
 
 
 def expire_snapshots(

@@ -21,7 +21,7 @@ from engine.ops.maintenance_log import recorded_run
 from engine.options import INT_MAX
 
 if TYPE_CHECKING:
-    from engine.table import Table
+    from engine.store import FileStore
 
 
 @dataclass(frozen=True)
@@ -51,28 +51,36 @@ class PurgeReport:
         ]
 
 
-def purge_files(table: Table, *, dry_run: bool = False) -> PurgeReport:
-    """Empty ``table`` and drop its history (see the module docstring)."""
+def purge_files(store: FileStore, *, dry_run: bool = False) -> PurgeReport:
+    """Empty ``store``'s table and drop its history (see the module docstring)."""
+    from engine.commit import FileStoreCommit
+    from engine.meta.refs import ConsumerStore, TagStore
+    from engine.ops.branches import BranchOps
     from engine.ops.consumers import clear_consumers
+    from engine.ops.expire_snapshots import run_recorded
+    from engine.ops.orphan_files import remove_table_orphan_files
+    from engine.ops.tags import TagOps
 
-    branches = tuple(table.refs.branches.names())
-    tags = tuple(table.refs.tags.names())
-    consumers = tuple(table.refs.consumers.ids())
-    latest = table.latest_snapshot()
-    live = len(table.store.live_entries(latest))
-    snapshots = len(table.snapshots())
+    branch_ops = BranchOps(store)
+    branches = tuple(branch_ops.names())
+    tags = tuple(TagStore(store.io, store.paths).names())
+    consumers = tuple(ConsumerStore(store.io, store.paths).ids())
+    latest = store.snapshots.latest()
+    live = len(store.live_entries(latest))
+    snapshots = len(store.snapshots.all())
     if dry_run:
         return PurgeReport(branches, tags, consumers, live, snapshots, 0, True)
-    with recorded_run(table.store.io, table.path, "purge_files", branch=table.branch) as rec:
+    root = store.paths.root
+    with recorded_run(store.io, root, "purge_files", branch=store.branch) as rec:
         for branch in branches:
-            table.refs.branches.delete(branch)
+            branch_ops.delete(branch)
         if tags:
-            table.refs.tags.delete(list(tags))
-        clear_consumers(table.store)
+            TagOps(store).delete(list(tags))
+        clear_consumers(store)
         if live:
-            table.truncate()
+            FileStoreCommit(store).truncate()
         now = int(time.time() * 1000)
-        everything_but_latest = table.refresh().with_options(
+        everything_but_latest = store.refresh().with_options(
             {
                 "snapshot.num-retained.min": "1",
                 "snapshot.num-retained.max": "1",
@@ -81,10 +89,8 @@ def purge_files(table: Table, *, dry_run: bool = False) -> PurgeReport:
                 "changelog.num-retained.max": "1",
             }
         )
-        everything_but_latest.maintenance.expire_snapshots(
-            retain_max=1, retain_min=1, older_than=now, max_deletes=INT_MAX
-        )
-        orphans = table.maintenance.remove_orphan_files(older_than=now, force=True)
+        run_recorded(everything_but_latest, retain_max=1, retain_min=1, older_than=now, max_deletes=INT_MAX)
+        orphans = remove_table_orphan_files(store.io, root, older_than=now, force=True, branch=store.branch)
         rec.deleted_files = orphans.count
         rec.deleted_bytes = orphans.bytes
         rec.details = {

@@ -373,11 +373,12 @@ def keep_with_new_anchors(collector: ReachabilityCollector, keep: Reachable, cou
     return keep
 
 
-def all_anchors(io: FileIO, root: str) -> list[Anchor]:
-    """Every anchor of every branch of the table at ``root``."""
+def all_anchors(io: FileIO, root: str, *, skip: str | None = None) -> list[Anchor]:
+    """Every anchor of every branch of the table at ``root`` (but the branch ``skip``)."""
     out: list[Anchor] = []
     for branch in branch_names(io, root):
-        out.extend(branch_anchors(io, TablePaths(root, branch)))
+        if branch != skip:
+            out.extend(branch_anchors(io, TablePaths(root, branch)))
     return out
 
 

@@ -26,11 +26,12 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
+from engine.arrow_types import to_arrow_type
 from engine.errors import CorruptMetadataError
 from engine.files.reader import data_file_path, read_data_file
 from engine.meta.manifest import DataFileMeta
 from engine.store import FileStore
-from engine.types import DataField, to_arrow_type
+from engine.types import DataField
 
 
 def file_field_ids(store: FileStore, file: DataFileMeta) -> set[int]:

@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.arrow_types import to_arrow_field, to_arrow_type
 from engine.count_layout import expand, is_count_layout, logical_schema
 from engine.errors import CorruptMetadataError, NoSuchBranchError, UnsupportedTableError
 from engine.files.reader import VALUE_KIND, data_file_path, read_data_file
@@ -60,7 +61,7 @@ from engine.row_tracking import (
 from engine.scan.planner import DataSplit
 from engine.scan.predicate import Predicate, filter_table
 from engine.store import FileStore
-from engine.types import DataField, to_arrow_field, to_arrow_type
+from engine.types import DataField
 
 
 # Built on first use: any pyarrow array construction imports pandas (~0.2-0.4 s), and processes

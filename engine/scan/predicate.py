@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -104,6 +105,15 @@ def _nan_could_match(op: str, literals: tuple[Any, ...], lo: Any, hi: Any) -> bo
     return op in ("gt", "ge", "ne")
 
 
+def _exact_timestamp(value: Any) -> Any:
+    """A pandas ``Timestamp`` with nanoseconds as ``numpy.datetime64[ns]``, which is what statistics
+    decode such values to: numpy compares a ``Timestamp`` at microsecond precision, so the bounds
+    of a file holding exactly the literal would refute it."""
+    if not getattr(value, "nanosecond", 0):
+        return value
+    return np.datetime64(int(value.value), "ns")  # .value: epoch nanoseconds (UTC when aware)
+
+
 @dataclass(frozen=True, slots=True)
 class Leaf(Predicate):
     op: str
@@ -113,6 +123,8 @@ class Leaf(Predicate):
     def __post_init__(self) -> None:
         if self.op not in _OPS:
             raise InvalidArgumentError(f"unknown predicate operator '{self.op}'")
+        if any(getattr(v, "nanosecond", 0) for v in self.literals):
+            object.__setattr__(self, "literals", tuple(_exact_timestamp(v) for v in self.literals))
 
     def columns(self) -> set[str]:
         return {self.column}

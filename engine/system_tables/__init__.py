@@ -44,6 +44,7 @@ import pyarrow as pa
 
 from engine import row_tracking
 from engine.errors import UnsupportedTableError
+from engine.store import FileStore, OverStore, store_of
 from engine.system_tables.binlog import binlog_schema, to_binlog
 from engine.system_tables.catalog_tables import (
     GLOBAL_TABLES,
@@ -68,9 +69,8 @@ from engine.system_tables.schema_info import read_aggregation_fields, read_stati
 
 if TYPE_CHECKING:
     from engine.scan.planner import DataSplit
-    from engine.table import Table
 
-_PER_SNAPSHOT: dict[str, Callable[[Table, int | None], pa.Table]] = {
+_PER_SNAPSHOT: dict[str, Callable[[FileStore, int | None], pa.Table]] = {
     "files": read_files,
     "manifests": read_manifests,
     "partitions": read_partitions,
@@ -79,7 +79,7 @@ _PER_SNAPSHOT: dict[str, Callable[[Table, int | None], pa.Table]] = {
     "table_indexes": read_table_indexes,
     "statistics": read_statistics,
 }
-_WHOLE: dict[str, Callable[[Table], pa.Table]] = {
+_WHOLE: dict[str, Callable[[FileStore], pa.Table]] = {
     "snapshots": read_snapshots,
     "schemas": read_schemas,
     "options": read_options,
@@ -92,7 +92,7 @@ _WHOLE: dict[str, Callable[[Table], pa.Table]] = {
 }
 
 
-def system_table_schema(table: Table, name: str) -> pa.Schema:
+def system_table_schema(table: FileStore | OverStore, name: str) -> pa.Schema:
     """The Arrow schema of a metadata system table (Paimon's columns, types and nullability).
 
     Args:
@@ -107,15 +107,15 @@ def system_table_schema(table: Table, name: str) -> pa.Schema:
         UnsupportedTableError: ``row_tracking`` (see :func:`refuse_row_tracking`).
     """
     if isinstance(name, str) and name.strip().lower().lstrip("$") == "row_tracking":
-        refuse_row_tracking(table)
+        refuse_row_tracking(store_of(table))
     return arrow_schema(normalize_name(name))
 
 
-def read_system_table(table: Table, name: str, snapshot_id: int | None = None) -> pa.Table:
+def read_system_table(table: FileStore | OverStore, name: str, snapshot_id: int | None = None) -> pa.Table:
     """The rows of ``table``'s system table ``name``.
 
     Args:
-        table: The table (and branch) to describe.
+        table: The table (and branch) to describe: its store, or the ``Table`` over it.
         name: A name of :data:`METADATA_TABLES`, case-insensitive, with or without ``$``.
         snapshot_id: For the per-snapshot tables (``files``, ``manifests``, ``partitions``, ``buckets``,
             ``file_key_ranges``, ``table_indexes``, ``statistics``): the snapshot
@@ -130,13 +130,14 @@ def read_system_table(table: Table, name: str, snapshot_id: int | None = None) -
         NoSuchSnapshotError: ``snapshot_id`` does not exist (never written, or expired).
         CorruptMetadataError: A metadata file is damaged.
     """
+    store = store_of(table)
     if isinstance(name, str) and name.strip().lower().lstrip("$") == "row_tracking":
-        refuse_row_tracking(table)
+        refuse_row_tracking(store)
     key = normalize_name(name)
     reader = _PER_SNAPSHOT.get(key)
     if reader is not None:
-        return reader(table, snapshot_id)
-    return _WHOLE[key](table)
+        return reader(store, snapshot_id)
+    return _WHOLE[key](store)
 
 
 __all__ = [
@@ -160,39 +161,41 @@ __all__ = [
 DATA_TABLES: tuple[str, ...] = ("audit_log", "binlog", "ro", "row_tracking")
 
 
-def refuse_row_tracking(table: Table) -> None:
+def refuse_row_tracking(store: FileStore) -> None:
     """``$row_tracking`` (Paimon 1.3: the table's rows with ``_ROW_ID`` and ``_SEQUENCE_NUMBER``,
     a data table like ``$ro``) exists only for tables with ``row-tracking.enabled``, as in Paimon.
 
     Raises:
         UnsupportedTableError: the table does not track row ids.
     """
-    if not row_tracking.enabled(table.schema):
+    if not row_tracking.enabled(store.logical_schema):
         raise UnsupportedTableError(
-            f"{table.name}$row_tracking: the table does not track row ids; Paimon serves $row_tracking"
+            f"{store.name}$row_tracking: the table does not track row ids; Paimon serves $row_tracking"
             " only for tables created with 'row-tracking.enabled' = 'true'"
         )
 
 
-def system_table_columns(table: Table, name: str) -> list[str]:
+def system_table_columns(table: FileStore | OverStore, name: str) -> list[str]:
     """Column names of any system table, including the data-sized ``$audit_log``, ``$binlog`` and
     ``$ro``."""
+    store = store_of(table)
+    fields = store.logical_schema.field_names
     key = name.lower().lstrip("$")
     if key == "row_tracking":
-        refuse_row_tracking(table)
-        return [*table.schema.field_names, *row_tracking.TRACKING_COLUMNS]
+        refuse_row_tracking(store)
+        return [*fields, *row_tracking.TRACKING_COLUMNS]
     if key in ("audit_log", "binlog"):
-        return ["rowkind", *table.schema.field_names]
+        return ["rowkind", *fields]
     if key == "ro":
-        return list(table.schema.field_names)
-    return list(system_table_schema(table, key).names)
+        return list(fields)
+    return list(system_table_schema(store, key).names)
 
 
-def read_optimized_splits(table: Table, splits: list[DataSplit]) -> list[DataSplit]:
+def read_optimized_splits(store: FileStore, splits: list[DataSplit]) -> list[DataSplit]:
     """``$ro``: primary-key tables read only their fully compacted (top-level) files, unmerged."""
-    if not table.store.has_primary_key:
+    if not store.has_primary_key:
         return splits
-    top = table.store.options.num_levels - 1
+    top = store.options.num_levels - 1
     out = []
     for s in splits:
         files = tuple(f for f in s.files if f.level == top)

@@ -23,20 +23,31 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.arrow_types import to_arrow_field
 from engine.errors import DyntableError, NoSuchTableError
+from engine.store import FileStore, OverStore
 from engine.system_tables.files import read_partitions
-from engine.types import BIGINT, BOOLEAN, STRING, DataField, to_arrow_field
-
-if TYPE_CHECKING:
-    from engine.catalog import FileSystemCatalog
-    from engine.table import Table
+from engine.types import BIGINT, BOOLEAN, STRING, DataField
 
 SYSTEM_DATABASE = "sys"
+
+
+class Catalog(Protocol):
+    """What the global tables read of a catalog (``engine.catalog.FileSystemCatalog``, which sits
+    above: named here by what it does)."""
+
+    def list_databases(self) -> list[str]: ...
+
+    def list_tables(self, database: str) -> list[str]: ...
+
+    def get_table(self, identifier: str) -> OverStore: ...
+
+
 CATALOG_OPTIONS_TABLE_ENABLED = "catalog-options-table.enabled"
 
 
@@ -94,7 +105,7 @@ def global_table_schema(name: str) -> pa.Schema:
     return GLOBAL_SCHEMAS[key]
 
 
-def _all_tables(catalog: FileSystemCatalog) -> Iterator[tuple[str, str, Table]]:
+def _all_tables(catalog: Catalog) -> Iterator[tuple[str, str, FileStore]]:
     for database in sorted(catalog.list_databases()):
         try:
             names = sorted(catalog.list_tables(database))
@@ -102,7 +113,7 @@ def _all_tables(catalog: FileSystemCatalog) -> Iterator[tuple[str, str, Table]]:
             continue  # dropped while listing
         for name in names:
             try:
-                yield database, name, catalog.get_table(f"{database}.{name}")
+                yield database, name, catalog.get_table(f"{database}.{name}").store
             except DyntableError:
                 continue  # dropped while listing, or not loadable here: Java skips it too
 
@@ -113,23 +124,23 @@ def _epoch_millis(wall_clock: dt.datetime | None) -> int | None:
     return int(wall_clock.astimezone().timestamp() * 1000)  # naive → the local zone, as Java
 
 
-def _partitions(table: Table) -> pa.Table:
-    return read_partitions(table, None)
+def _partitions(store: FileStore) -> pa.Table:
+    return read_partitions(store, None)
 
 
-def read_all_tables(catalog: FileSystemCatalog) -> pa.Table:
+def read_all_tables(catalog: Catalog) -> pa.Table:
     """``sys.tables``: one row per table of the catalog."""
     cols: dict[str, list[object]] = {name: [] for name in GLOBAL_SCHEMAS["tables"].names}
-    for database, name, table in _all_tables(catalog):
-        options = table.schema.options
-        parts = _partitions(table) if table.latest_snapshot() is not None else None
+    for database, name, store in _all_tables(catalog):
+        options = store.logical_schema.options
+        parts = _partitions(store) if store.snapshots.latest() is not None else None
         created, updated = options.get("createdAt"), options.get("updatedAt")
         values: dict[str, object] = {
             "database_name": database,
             "table_name": name,
             "table_type": options.get("type", "table"),
-            "partitioned": bool(table.schema.partition_keys),
-            "primary_key": bool(table.schema.primary_keys),
+            "partitioned": bool(store.logical_schema.partition_keys),
+            "primary_key": bool(store.logical_schema.primary_keys),
             "owner": options.get("owner"),
             "created_by": options.get("createdBy"),
             "created_at": int(created) if created is not None else None,
@@ -152,14 +163,14 @@ def read_all_tables(catalog: FileSystemCatalog) -> pa.Table:
     return pa.Table.from_pydict(cols, schema=GLOBAL_SCHEMAS["tables"])
 
 
-def read_all_partitions(catalog: FileSystemCatalog) -> pa.Table:
+def read_all_partitions(catalog: Catalog) -> pa.Table:
     """``sys.partitions``: one row per partition of every partitioned table."""
     chunks = []
     schema = GLOBAL_SCHEMAS["partitions"]
-    for database, name, table in _all_tables(catalog):
-        if not table.schema.partition_keys or table.latest_snapshot() is None:
+    for database, name, store in _all_tables(catalog):
+        if not store.partition_keys or store.snapshots.latest() is None:
             continue
-        parts = _partitions(table)
+        parts = _partitions(store)
         n = parts.num_rows
         times = [_epoch_millis(t) for t in parts.column("last_update_time").to_pylist()]  # per partition
         chunks.append(
@@ -180,13 +191,13 @@ def read_all_partitions(catalog: FileSystemCatalog) -> pa.Table:
     return pa.concat_tables(chunks) if chunks else schema.empty_table()
 
 
-def read_all_table_options(catalog: FileSystemCatalog) -> pa.Table:
+def read_all_table_options(catalog: Catalog) -> pa.Table:
     """``sys.all_table_options``: every option of every table (its latest schema), then ``path``
     (the table's location), which Java's catalog adds to every table it loads."""
     cols: dict[str, list[str]] = {name: [] for name in GLOBAL_SCHEMAS["all_table_options"].names}
-    for database, name, table in _all_tables(catalog):
-        schema = table.store.schemas.latest() or table.schema
-        items = [(k, v) for k, v in schema.options.items() if k != "path"] + [("path", table.path)]
+    for database, name, store in _all_tables(catalog):
+        schema = store.schemas.latest() or store.schema
+        items = [(k, v) for k, v in schema.options.items() if k != "path"] + [("path", store.paths.root)]
         for key, value in items:
             cols["database_name"].append(database)
             cols["table_name"].append(name)
@@ -210,7 +221,7 @@ def read_catalog_options(options: Mapping[str, object]) -> pa.Table:
 
 
 def read_global_table(
-    catalog: FileSystemCatalog, name: str, catalog_options: Mapping[str, object]
+    catalog: Catalog, name: str, catalog_options: Mapping[str, object]
 ) -> pa.Table:
     """The rows of ``sys.<name>`` (``catalog_options``: the options the catalog was opened with,
     including ``warehouse``)."""

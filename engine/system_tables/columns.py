@@ -14,19 +14,9 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
+from engine.arrow_types import to_arrow_field
 from engine.errors import InvalidArgumentError
-from engine.types import (
-    ARRAY,
-    BIGINT,
-    BOOLEAN,
-    INT,
-    ROW,
-    STRING,
-    TIMESTAMP,
-    DataField,
-    DataType,
-    to_arrow_field,
-)
+from engine.types import ARRAY, BIGINT, BOOLEAN, INT, ROW, STRING, TIMESTAMP, DataField, DataType
 
 
 def _row(*columns: tuple[str, DataType]) -> tuple[DataField, ...]:

@@ -47,7 +47,7 @@ from engine.system_tables.stats_render import java_key_texts, layout_stats_texts
 from engine.types import DataType
 
 if TYPE_CHECKING:
-    from engine.table import Table
+    from engine.store import FileStore
 
 # Compression suffixes that may follow the format in a data file name (``.csv.gz``).
 _COMPRESSION_SUFFIXES = frozenset(
@@ -55,22 +55,22 @@ _COMPRESSION_SUFFIXES = frozenset(
 )
 
 
-def resolve_snapshot(table: Table, snapshot_id: int | None) -> Snapshot | None:
+def resolve_snapshot(store: FileStore, snapshot_id: int | None) -> Snapshot | None:
     """The latest snapshot (None for an empty table) or the given one (NoSuchSnapshotError)."""
     if snapshot_id is None:
-        return table.store.snapshots.latest()
+        return store.snapshots.latest()
     if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
         raise InvalidArgumentError(f"snapshot_id must be an integer snapshot id, not {snapshot_id!r}")
-    return table.store.snapshots.get(snapshot_id)
+    return store.snapshots.get(snapshot_id)
 
 
-def _live_entries(table: Table, snapshot: Snapshot) -> list[ManifestEntry]:
-    return TableScan(table.store).with_snapshot(snapshot).read_entries(snapshot)
+def _live_entries(store: FileStore, snapshot: Snapshot) -> list[ManifestEntry]:
+    return TableScan(store).with_snapshot(snapshot).read_entries(snapshot)
 
 
-def live_table(table: Table, snapshot: Snapshot) -> pa.Table:
+def live_table(store: FileStore, snapshot: Snapshot) -> pa.Table:
     """The snapshot's live files as manifest entry columns (no Python object per file)."""
-    return TableScan(table.store).with_snapshot(snapshot).read_entry_table(snapshot)
+    return TableScan(store).with_snapshot(snapshot).read_entry_table(snapshot)
 
 
 def file_format_of(file_name: str) -> str:
@@ -87,9 +87,9 @@ def file_format_of(file_name: str) -> str:
 class FileRenderer:
     """Per-call caches (schemas, partitions) and the per-file formatting of ``$files``."""
 
-    def __init__(self, table: Table) -> None:
-        self.store = table.store
-        self.schema: TableSchema = table.schema
+    def __init__(self, store: FileStore) -> None:
+        self.store = store
+        self.schema: TableSchema = store.logical_schema
         opts = self.store.options
         self.default_name = opts.partition_default_name
         self.legacy = opts.partition_legacy_name
@@ -275,12 +275,12 @@ def file_formats(names: pa.Array) -> pa.Array:
     return pc.fill_null(pc.utf8_lower(chosen), "")
 
 
-def sorted_live_files(table: Table, snapshot: Snapshot | None) -> pa.Table | None:
+def sorted_live_files(store: FileStore, snapshot: Snapshot | None) -> pa.Table | None:
     """The live files of ``snapshot`` as manifest entry columns, in ``$files`` order (partition,
     bucket, sequence, name); None when there is no snapshot or no file."""
     if snapshot is None:
         return None
-    live = live_table(table, snapshot)
+    live = live_table(store, snapshot)
     if live.num_rows == 0:
         return None
     return live.sort_by(
@@ -289,12 +289,12 @@ def sorted_live_files(table: Table, snapshot: Snapshot | None) -> pa.Table | Non
     )
 
 
-def read_files(table: Table, snapshot_id: int | None) -> pa.Table:
-    snapshot = resolve_snapshot(table, snapshot_id)
-    live = sorted_live_files(table, snapshot)
+def read_files(store: FileStore, snapshot_id: int | None) -> pa.Table:
+    snapshot = resolve_snapshot(store, snapshot_id)
+    live = sorted_live_files(store, snapshot)
     if snapshot is None or live is None:
         return arrow_schema("files").empty_table()
-    render = FileRenderer(table)
+    render = FileRenderer(store)
     partitions, paths = by_partition(render, live)
     nulls, mins, maxs = _stats_columns(render, live)
     min_keys, max_keys = key_columns(render, live)
@@ -320,14 +320,14 @@ def read_files(table: Table, snapshot_id: int | None) -> pa.Table:
         "file_source": sources,
         "first_row_id": live.column("first_row_id"),
         "write_cols": live.column("write_cols"),
-        "deletion_vector_cardinality": _deletion_vector_column(table, snapshot, live),
+        "deletion_vector_cardinality": _deletion_vector_column(store, snapshot, live),
     }
     return build_table("files", cols)
 
 
-def _deletion_vector_column(table: Table, snapshot: Snapshot, live: pa.Table) -> pa.Array:
+def _deletion_vector_column(store: FileStore, snapshot: Snapshot, live: pa.Table) -> pa.Array:
     """Each file's deletion vector cardinality (null for files without one)."""
-    counts = _deletion_vector_counts(table, snapshot)
+    counts = _deletion_vector_counts(store, snapshot)
     if not counts:
         return pa.nulls(live.num_rows, pa.int64())
     keys = zip(
@@ -337,14 +337,14 @@ def _deletion_vector_column(table: Table, snapshot: Snapshot, live: pa.Table) ->
     return pa.array([counts.get(k) for k in keys], pa.int64())
 
 
-def _deletion_vector_counts(table: Table, snapshot: Snapshot) -> dict[tuple[bytes, int, str], int]:
+def _deletion_vector_counts(store: FileStore, snapshot: Snapshot) -> dict[tuple[bytes, int, str], int]:
     """Rows each data file's deletion vector marks, from the snapshot's index manifest; Paimon
     0.9 recorded no cardinality there, so those DVs are read (once per index file)."""
     if snapshot.index_manifest is None:
         return {}
-    index = IndexStore(table.store.io, table.store.paths)
+    index = IndexStore(store.io, store.paths)
     located = deletion_files(index, index.read_manifest(snapshot.index_manifest))
-    loader = DeletionVectorLoader(table.store.io)
+    loader = DeletionVectorLoader(store.io)
     return {
         (partition, bucket, name): d.cardinality if d.cardinality is not None else loader.load(d).cardinality
         for (partition, bucket), files in located.items()
@@ -353,8 +353,8 @@ def _deletion_vector_counts(table: Table, snapshot: Snapshot) -> dict[tuple[byte
 
 
 # -- $manifests ---------------------------------------------------------------------------------
-def _manifest_metas(table: Table, snapshot: Snapshot) -> list[ManifestFileMeta]:
-    ms = table.store.manifests
+def _manifest_metas(store: FileStore, snapshot: Snapshot) -> list[ManifestFileMeta]:
+    ms = store.manifests
     # As Java's ManifestList.readAllManifests: base and delta data manifests, then changelog ones.
     metas = ms.data_manifests(snapshot)
     if snapshot.changelog_manifest_list:
@@ -370,12 +370,12 @@ def _partition_bound(raw: bytes, types: Sequence[DataType]) -> str | None:
     return row_string(values, types[: len(values)])
 
 
-def read_manifests(table: Table, snapshot_id: int | None) -> pa.Table:
-    snapshot = resolve_snapshot(table, snapshot_id)
+def read_manifests(store: FileStore, snapshot_id: int | None) -> pa.Table:
+    snapshot = resolve_snapshot(store, snapshot_id)
     if snapshot is None:
         return arrow_schema("manifests").empty_table()
-    metas = _manifest_metas(table, snapshot)
-    types = table.store.partition_types
+    metas = _manifest_metas(store, snapshot)
+    types = store.partition_types
     return build_table(
         "manifests",
         {
@@ -408,13 +408,12 @@ def _entry_table(live: pa.Table) -> pa.Table:
     )
 
 
-def _spec_strings(table: Table, partitions: pa.Array, as_row: bool) -> pa.Array:
+def _spec_strings(store: FileStore, partitions: pa.Array, as_row: bool) -> pa.Array:
     """The text of each distinct serialized partition (one decode per partition).
 
     ``as_row``: the row cast to STRING, ``{v1, v2}`` (Java's ``$buckets``, like ``$files``);
     otherwise the partition path ``k1=v1/k2=v2`` (Java's ``$partitions``).
     """
-    store = table.store
     keys, types = store.partition_keys, store.partition_types
     default_name = store.options.partition_default_name
     out = []
@@ -427,11 +426,11 @@ def _spec_strings(table: Table, partitions: pa.Array, as_row: bool) -> pa.Array:
     return pa.array(out, pa.string())
 
 
-def _aggregate(table: Table, snapshot_id: int | None, by_bucket: bool) -> pa.Table | None:
-    snapshot = resolve_snapshot(table, snapshot_id)
+def _aggregate(store: FileStore, snapshot_id: int | None, by_bucket: bool) -> pa.Table | None:
+    snapshot = resolve_snapshot(store, snapshot_id)
     if snapshot is None:
         return None
-    live = live_table(table, snapshot)
+    live = live_table(store, snapshot)
     if live.num_rows == 0:
         return None
     keys = ["partition", "bucket"] if by_bucket else ["partition"]
@@ -450,15 +449,15 @@ def _aggregate(table: Table, snapshot_id: int | None, by_bucket: bool) -> pa.Tab
         )
     )
     grouped = grouped.append_column(
-        "spec", _spec_strings(table, grouped.column("partition").combine_chunks(), as_row=by_bucket)
+        "spec", _spec_strings(store, grouped.column("partition").combine_chunks(), as_row=by_bucket)
     )
     # Both sort by their partition text (then bucket), as Java does.
     order = [("spec", "ascending"), ("bucket", "ascending")] if by_bucket else [("spec", "ascending")]
     return grouped.sort_by(order)
 
 
-def read_partitions(table: Table, snapshot_id: int | None) -> pa.Table:
-    g = _aggregate(table, snapshot_id, by_bucket=False)
+def read_partitions(store: FileStore, snapshot_id: int | None) -> pa.Table:
+    g = _aggregate(store, snapshot_id, by_bucket=False)
     if g is None:
         return arrow_schema("partitions").empty_table()
     n = g.num_rows
@@ -477,8 +476,8 @@ def read_partitions(table: Table, snapshot_id: int | None) -> pa.Table:
     )
 
 
-def read_buckets(table: Table, snapshot_id: int | None) -> pa.Table:
-    g = _aggregate(table, snapshot_id, by_bucket=True)
+def read_buckets(store: FileStore, snapshot_id: int | None) -> pa.Table:
+    g = _aggregate(store, snapshot_id, by_bucket=True)
     if g is None:
         return arrow_schema("buckets").empty_table()
     return build_table(

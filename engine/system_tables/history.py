@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from engine.meta.refs import ConsumerStore, TagStore
 from engine.system_tables.columns import build_table
 from engine.system_tables.render import duration_string, epoch_millis
 from engine.types import field_to_json
 
 if TYPE_CHECKING:
-    from engine.table import Table
+    from engine.store import FileStore
 
 _BRANCH_PREFIX = "branch-"
 
@@ -29,8 +30,8 @@ def _flat_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def read_snapshots(table: Table) -> pa.Table:
-    snapshots = table.store.snapshots.all()
+def read_snapshots(store: FileStore) -> pa.Table:
+    snapshots = store.snapshots.all()
     return build_table(
         "snapshots",
         {
@@ -54,8 +55,8 @@ def read_snapshots(table: Table) -> pa.Table:
     )
 
 
-def read_schemas(table: Table) -> pa.Table:
-    schemas = table.store.schemas.all()
+def read_schemas(store: FileStore) -> pa.Table:
+    schemas = store.schemas.all()
     return build_table(
         "schemas",
         {
@@ -70,16 +71,16 @@ def read_schemas(table: Table) -> pa.Table:
     )
 
 
-def read_options(table: Table) -> pa.Table:
+def read_options(store: FileStore) -> pa.Table:
     # The newest schema version, not the one this Table object was loaded with: options are
     # changed by ALTER TABLE through other Table objects.
-    schema = table.store.schemas.latest() or table.schema
+    schema = store.schemas.latest() or store.schema
     items = list(schema.options.items())
     return build_table("options", {"key": [k for k, _ in items], "value": [v for _, v in items]})
 
 
-def read_tags(table: Table) -> pa.Table:
-    tags = sorted(table.refs.tags.all().items())
+def read_tags(store: FileStore) -> pa.Table:
+    tags = sorted(TagStore(store.io, store.paths).all().items())
     return build_table(
         "tags",
         {
@@ -97,28 +98,28 @@ def read_tags(table: Table) -> pa.Table:
     )
 
 
-def _branch_create_time(table: Table, branch_path: str, listed_mtime: int | None) -> int:
+def _branch_create_time(store: FileStore, branch_path: str, listed_mtime: int | None) -> int:
     """The branch directory's modification time; object stores report none for prefixes, so
     fall back to its oldest schema file (copied when the branch was created), then 0."""
     if listed_mtime is not None:
         return listed_mtime
-    io = table.store.io
+    io = store.io
     times = [s.modification_time_ms for s in io.list_dir(f"{branch_path.rstrip('/')}/schema")]
     known = [t for t in times if t is not None]
     return min(known) if known else 0
 
 
-def read_branches(table: Table) -> pa.Table:
-    io = table.store.io
+def read_branches(store: FileStore) -> pa.Table:
+    io = store.io
     found: list[tuple[str, int]] = []
-    for status in io.list_dir(table.store.paths.branch_dir):
+    for status in io.list_dir(store.paths.branch_dir):
         base = status.path.rstrip("/").rsplit("/", 1)[-1]
         if not status.is_dir or not base.startswith(_BRANCH_PREFIX) or len(base) == len(_BRANCH_PREFIX):
             continue
         found.append(
             (
                 base[len(_BRANCH_PREFIX) :],
-                _branch_create_time(table, status.path, status.modification_time_ms),
+                _branch_create_time(store, status.path, status.modification_time_ms),
             )
         )
     found.sort()
@@ -127,8 +128,8 @@ def read_branches(table: Table) -> pa.Table:
     )
 
 
-def read_consumers(table: Table) -> pa.Table:
-    consumers = sorted(table.refs.consumers.all().items())
+def read_consumers(store: FileStore) -> pa.Table:
+    consumers = sorted(ConsumerStore(store.io, store.paths).all().items())
     return build_table(
         "consumers",
         {

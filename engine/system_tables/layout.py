@@ -34,15 +34,15 @@ from engine.system_tables.files import (
 )
 
 if TYPE_CHECKING:
-    from engine.table import Table
+    from engine.store import FileStore
 
 
-def read_file_key_ranges(table: Table, snapshot_id: int | None) -> pa.Table:
+def read_file_key_ranges(store: FileStore, snapshot_id: int | None) -> pa.Table:
     """``$file_key_ranges``: every live file's location, level, size and key range."""
-    live = sorted_live_files(table, resolve_snapshot(table, snapshot_id))
+    live = sorted_live_files(store, resolve_snapshot(store, snapshot_id))
     if live is None:
         return arrow_schema("file_key_ranges").empty_table()
-    render = FileRenderer(table)
+    render = FileRenderer(store)
     partitions, paths = by_partition(render, live)
     min_keys, max_keys = key_columns(render, live)
     return build_table("file_key_ranges", {
@@ -70,16 +70,16 @@ def _dv_ranges(raw: Any) -> list[dict[str, Any] | None] | None:
     ]
 
 
-def read_table_indexes(table: Table, snapshot_id: int | None) -> pa.Table:
+def read_table_indexes(store: FileStore, snapshot_id: int | None) -> pa.Table:
     """``$table_indexes``: the index files of the snapshot's index manifest."""
-    snapshot = resolve_snapshot(table, snapshot_id)
+    snapshot = resolve_snapshot(store, snapshot_id)
     if snapshot is None or snapshot.index_manifest is None:
         return arrow_schema("table_indexes").empty_table()
     # A missing index manifest is CorruptMetadataError here (Java logs it and lists nothing): a
     # snapshot that names a file it lost is damage to report, not an empty answer.
-    entries = IndexStore(table.store.io, table.store.paths).read_manifest(snapshot.index_manifest)
-    render = FileRenderer(table)
-    names_by_id = {f.id: f.name for f in table.schema.fields}
+    entries = IndexStore(store.io, store.paths).read_manifest(snapshot.index_manifest)
+    render = FileRenderer(store)
+    names_by_id = {f.id: f.name for f in store.logical_schema.fields}
     cols: dict[str, list[Any]] = {name: [] for name in arrow_schema("table_indexes").names}
     for e in entries:
         meta = e.file

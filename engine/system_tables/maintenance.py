@@ -17,11 +17,11 @@ from engine.ops.maintenance_log import read_records
 from engine.system_tables.columns import build_table
 
 if TYPE_CHECKING:
-    from engine.table import Table
+    from engine.store import FileStore
 
 
-def read_maintenance_log(table: Table) -> pa.Table:
-    records = read_records(table.store.io, table.path)
+def read_maintenance_log(store: FileStore) -> pa.Table:
+    records = read_records(store.io, store.paths.root)
     return build_table(
         "maintenance_log",
         {

@@ -31,18 +31,19 @@ import pyarrow as pa
 
 from engine.history.retention_mark import read_mark
 from engine.identifier import MAIN_BRANCH
-from engine.ops.expire_snapshots import ExpirePolicy, describe_anchors, judge_snapshots, live_consumers
+from engine.meta.refs import TagStore
+from engine.ops.expire_snapshots import ExpirePolicy, describe_anchors, judge_snapshots
+from engine.ops.expiry_files import live_consumers
 from engine.ops.reachability import Anchor, FileKindRef, ReachabilityCollector, all_anchors, branch_names
 from engine.system_tables.columns import build_table
 
 if TYPE_CHECKING:
-    from engine.table import Table
+    from engine.store import FileStore
 
 _FILE_TYPE = {FileKindRef.CHANGELOG: "changelog-file"}
 
 
-def read_retention(table: Table, now_ms: int | None = None) -> pa.Table:
-    store = table.store
+def read_retention(store: FileStore, now_ms: int | None = None) -> pa.Table:
     io, root, branch = store.io, store.paths.root, store.branch
     now = int(dt.datetime.now(dt.UTC).timestamp() * 1000) if now_ms is None else now_ms
     anchors = all_anchors(io, root)
@@ -77,7 +78,7 @@ def read_retention(table: Table, now_ms: int | None = None) -> pa.Table:
         )
     for a in anchors:
         if a.kind == "tag" and a.branch == branch:
-            tag = table.refs.tags.get(a.name)
+            tag = TagStore(store.io, store.paths).get(a.name)
             until = None
             if tag.create_time is not None and tag.time_retained_ms is not None:
                 # tagCreateTime is a local wall-clock value (Java LocalDateTime)

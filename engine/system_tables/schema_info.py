@@ -28,7 +28,7 @@ from engine.system_tables.files import resolve_snapshot
 from engine.types import DataType, TypeRoot, type_to_json
 
 if TYPE_CHECKING:
-    from engine.table import Table
+    from engine.store import FileStore
 
 
 def paimon_type_string(t: DataType) -> str:
@@ -58,11 +58,11 @@ def _java_list(items: list[str]) -> str:
     return "[" + ", ".join(items) + "]"
 
 
-def read_aggregation_fields(table: Table) -> pa.Table:
+def read_aggregation_fields(store: FileStore) -> pa.Table:
     """``$aggregation_fields``: each column of the newest schema and its per-field options."""
     # The newest schema version (as Java reads ``schemaManager().latest()``), not the one this
     # Table object was loaded with: ALTER TABLE may have changed the options since.
-    schema = table.store.schemas.latest() or table.schema
+    schema = store.schemas.latest() or store.schema
     values: dict[str, list[str]] = {}
     keys: dict[str, list[str]] = {}
     for key, value in schema.options.items():
@@ -87,14 +87,14 @@ def _long(doc: dict[str, Any], key: str, path: str) -> int | None:
     raise CorruptMetadataError(f"statistics file {path}: {key} is not an integer: {value!r}")
 
 
-def read_statistics(table: Table, snapshot_id: int | None) -> pa.Table:
+def read_statistics(store: FileStore, snapshot_id: int | None) -> pa.Table:
     """``$statistics``: the snapshot's statistics file (none: no row)."""
-    snapshot = resolve_snapshot(table, snapshot_id)
+    snapshot = resolve_snapshot(store, snapshot_id)
     if snapshot is None or snapshot.statistics is None:
         return arrow_schema("statistics").empty_table()
-    path = join(table.store.paths.root, "statistics", snapshot.statistics)
+    path = join(store.paths.root, "statistics", snapshot.statistics)
     try:
-        doc = json.loads(table.store.io.read_text(path))
+        doc = json.loads(store.io.read_text(path))
     except FileNotFoundError:
         raise CorruptMetadataError(
             f"statistics file {path} is referenced by snapshot {snapshot.id} but missing"

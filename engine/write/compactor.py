@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.arrow_types import to_arrow_field
 from engine.count_layout import is_count_layout
 from engine.errors import UnsupportedTableError
 from engine.files.reader import SEQUENCE_NUMBER, VALUE_KIND, data_file_path, iter_data_file, read_data_file
@@ -42,7 +43,6 @@ from engine.meta.manifest import DataFileMeta, FileSource
 from engine.meta.paths import FileNamer
 from engine.read.section_merge import merge_section
 from engine.store import FileStore
-from engine.types import to_arrow_field
 from engine.write.file_writer import DataFileWriter
 from engine.write.kv_rolling import RollingKvWriter
 

@@ -15,11 +15,12 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.arrow_types import to_arrow_type
 from engine.default_values import check_default_value
 from engine.errors import InvalidArgumentError
 from engine.options import WRITE_MERGE_SCHEMA, CoreOptions
 from engine.schema import TableSchema
-from engine.types import DataType, TypeRoot, to_arrow_type
+from engine.types import DataType, TypeRoot, type_to_sql
 from engine.write.variant_input import fill_variant_children
 
 
@@ -63,6 +64,11 @@ def conform(
                 try:
                     col = _cast(col, target)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                    if f.type.root is TypeRoot.TIME and "would lose data" in str(e):
+                        raise InvalidArgumentError(
+                            f"column '{f.name}' is {type_to_sql(f.type)}, which Paimon stores in "
+                            "milliseconds, but a value has a finer fraction of a second: truncate it"
+                        ) from None
                     raise InvalidArgumentError(
                         f"column '{f.name}': cannot convert {col.type} to {target}: {e}"
                     ) from None

@@ -17,8 +17,10 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from engine.arrow_types import to_arrow_field
 from engine.fileindex import FileIndexBlob, FileIndexConfig, build_blob, file_index_config
 from engine.files.reader import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, arrow_path
+from engine.meta.avro_data import AvroWriter
 from engine.meta.binary_row import EMPTY_ROW
 from engine.meta.external_paths import ExternalPaths
 from engine.meta.file_formats import OrcWriter
@@ -27,7 +29,7 @@ from engine.meta.paths import FileNamer
 from engine.options import CoreOptions
 from engine.row_tracking import ROW_ID, tracked_file, tracking_arrow_fields, tracking_stats_fields
 from engine.store import FileStore
-from engine.types import DataField, to_arrow_field
+from engine.types import DataField
 from engine.write.nested_ids import with_nested_ids
 from engine.write.stats import compute_stats
 
@@ -77,10 +79,13 @@ def parquet_writer(sink: pa.NativeFile, schema: pa.Schema, options: CoreOptions)
 
 
 def format_writer(sink: pa.NativeFile, schema: pa.Schema, options: CoreOptions, fmt: str | None = None
-                  ) -> pq.ParquetWriter | OrcWriter:
+                  ) -> pq.ParquetWriter | OrcWriter | AvroWriter:
     """The writer of a new data file in ``fmt`` (default: the table's ``file.format``)."""
-    if (fmt or options.file_format) == "orc":
+    fmt = fmt or options.file_format
+    if fmt == "orc":
         return OrcWriter(sink, schema, options.file_compression)
+    if fmt == "avro":
+        return AvroWriter(sink, schema, options.to_dict(), options.file_compression)
     return parquet_writer(sink, schema, options)
 
 

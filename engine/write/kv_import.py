@@ -303,7 +303,7 @@ class KvFileImport:
 
 
 def _arrow(t: DataType) -> pa.DataType:
-    from engine.types import to_arrow_type
+    from engine.arrow_types import to_arrow_type
 
     return to_arrow_type(t)
 

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engine.files.reader import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, arrow_path
+from engine.meta.avro_data import AvroWriter
 from engine.meta.binary_row import serialize_row
 from engine.meta.file_formats import OrcWriter
 from engine.meta.manifest import DataFileMeta
@@ -47,7 +48,7 @@ class RollingKvWriter:
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
         self._metas: list[DataFileMeta] = []
-        self._writer: pq.ParquetWriter | OrcWriter | None = None
+        self._writer: pq.ParquetWriter | OrcWriter | AvroWriter | None = None
         self._sink = None
         self._external: str | None = None
 

@@ -174,12 +174,23 @@ class KeyValueWriter:
     def _postpone_bucket_count(self, partition: bytes) -> int:
         n = self._partition_buckets.get(partition)
         if n is None:
-            latest = self.store.snapshots.latest()
-            known = [e.total_buckets for e in self.store.live_entries(latest, lambda p: p == partition)
-                     if e.bucket >= 0 and e.total_buckets > 0]
+            known = self.known_postpone_buckets(partition)
             n = self._partition_buckets[partition] = (
-                max(known) if known else int(self.store.options.get(POSTPONE_DEFAULT_BUCKET_NUM)))
+                known if known is not None else int(self.store.options.get(POSTPONE_DEFAULT_BUCKET_NUM)))
         return n
+
+    def known_postpone_buckets(self, partition: bytes) -> int | None:
+        """A postpone-bucket table's partition: the bucket count of its files in real buckets
+        (None: it has none yet)."""
+        latest = self.store.snapshots.latest()
+        known = [e.total_buckets for e in self.store.live_entries(latest, lambda p: p == partition)
+                 if e.bucket >= 0 and e.total_buckets > 0]
+        return max(known) if known else None
+
+    def set_postpone_buckets(self, partition: bytes, n: int) -> None:
+        """Give a new partition of a postpone-bucket table ``n`` buckets (a postpone compaction's
+        count from its pending rows) instead of ``postpone.default-bucket-num``."""
+        self._partition_buckets[partition] = n
 
     def _buffer(self, groups: Iterable[tuple[tuple[object, ...], int, pa.Table]]) -> None:
         store = self.store

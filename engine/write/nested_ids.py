@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from engine.types import FIELD_ID_KEY
+from engine.arrow_types import FIELD_ID_KEY
 
 __all__ = [
     "array_element_id",

@@ -12,14 +12,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine import row_tracking
+from engine.arrow_types import to_arrow_field
 from engine.fileindex import file_index_config
 from engine.files.reader import arrow_path
+from engine.meta.avro_data import AvroWriter
 from engine.meta.binary_row import EMPTY_ROW
 from engine.meta.file_formats import OrcWriter
 from engine.meta.manifest import DataFileMeta, FileSource, SimpleStats
 from engine.meta.paths import FileNamer
 from engine.store import FileStore
-from engine.types import to_arrow_field
 from engine.write.file_writer import (
     FileLocator,
     format_writer,
@@ -57,7 +58,7 @@ class RollingAppendFile:
         self.locator = FileLocator(store, partition_dir, bucket)
         self._external: str | None = None
         self._sink = None
-        self._writer: pq.ParquetWriter | OrcWriter | None = None
+        self._writer: pq.ParquetWriter | OrcWriter | AvroWriter | None = None
         self._name = ""
         self._rows = 0
         self._stats: StatsAccumulator | None = None

@@ -17,6 +17,7 @@ from typing import Protocol
 from sqlglot import Token, TokenType, exp
 
 from engine.errors import InvalidArgumentError
+from sqlext.bind.clauses import token_index
 from sqlext.bind.scope import INCREMENTAL_FUNCTIONS, Reference, Source
 from sqlext.errors import (
     UNDEFINED_TABLE,
@@ -54,7 +55,6 @@ class _Binder(Protocol):
 
     def table_columns(self, name: TableName, start: int) -> list[str]: ...
 
-    def token_at(self, pos: int) -> int: ...
 
 
 def incremental_source(binder: _Binder, node: exp.Table) -> Source:
@@ -121,7 +121,7 @@ def incremental_source(binder: _Binder, node: exp.Table) -> Source:
 def call_end(binder: _Binder, start: int) -> int:
     """The end of the function call whose name starts at ``start`` (after its closing parenthesis)."""
     depth = 0
-    for tok in binder.tokens[binder.token_at(start):]:
+    for tok in binder.tokens[token_index(binder.tokens, start):]:
         if tok.token_type == TokenType.L_PAREN:
             depth += 1
         elif tok.token_type == TokenType.R_PAREN:

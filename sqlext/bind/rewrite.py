@@ -45,7 +45,6 @@ import logging
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Protocol
 
 import sqlglot
@@ -53,6 +52,7 @@ from sqlglot import Token, TokenType, exp
 from sqlglot.errors import ParseError, TokenError
 
 from engine.errors import DyntableError, InvalidArgumentError
+from sqlext.bind.clauses import OPTIONS_HINT, NameClauses, token_index
 from sqlext.bind.functions import incremental_source
 from sqlext.bind.scope import (
     DOLLAR_MARK,
@@ -73,7 +73,6 @@ from sqlext.errors import (
     SqlAnalysisError,
     SqlError,
     SqlParseError,
-    UnsupportedStatementError,
     sqlstate_for,
 )
 from sqlext.parse.names import TableName
@@ -94,7 +93,6 @@ _MARK = DOLLAR_MARK
 _PLAIN_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _EXPLAIN_MODES = frozenset({"EXTENDED", "CODEGEN", "COST", "FORMATTED", "LOGICAL"})
 _QUERY_STARTS = frozenset({"SELECT", "WITH", "VALUES", "FROM", "TABLE", "("})
-_OPTIONS_HINT = re.compile(r"\s*OPTIONS\s*\((.*)\)\s*", re.I | re.S)
 
 
 @dataclass(frozen=True)
@@ -439,7 +437,8 @@ class _Binder:
         except InvalidArgumentError as e:
             raise self.error(SqlParseError, str(e), start, SYNTAX_ERROR) from None
         name = self.located(name, start)
-        end_of_reference, options, travel = self.suffixes(node, end, name)
+        clauses = NameClauses(self.sql, self.tokens, self.error, self.catalog.has_tag)
+        end_of_reference, options, travel = clauses.read(node, end, name)
         columns = self.table_columns(name, start, travel)  # a snapshot's own schema (Paimon)
         hidden = getattr(self.catalog, "metadata_columns", None)
         ref = Reference(
@@ -479,7 +478,7 @@ class _Binder:
                 "42809",
             )
         hint_start = skip_trivia(self.sql, end, keep_hints=True)
-        if self.sql.startswith("/*+", hint_start) and _OPTIONS_HINT.fullmatch(
+        if self.sql.startswith("/*+", hint_start) and OPTIONS_HINT.fullmatch(
             self.sql[hint_start + 3 : max(hint_start + 3, comment_end(self.sql, hint_start) - 2)]
         ):
             raise self.error(
@@ -559,146 +558,10 @@ class _Binder:
             return written
         return spark_identifier(ident_name(ident))
 
-    def suffixes(
-        self, node: exp.Table, pos: int, name: TableName
-    ) -> tuple[list[tuple[int, int]], dict[str, str], TimeTravel | None]:
-        """The OPTIONS hint and time-travel clause after a managed name: what to cut, and their values."""
-        removals: list[tuple[int, int]] = []
-        options: dict[str, str] = {}
-        travel: TimeTravel | None = None
-        version = node.args.get("version")
-        for _ in range(3):
-            hint_start = skip_trivia(self.sql, pos, keep_hints=True)
-            if self.sql.startswith("/*+", hint_start) and not options:
-                hint_end = comment_end(self.sql, hint_start)
-                body = self.sql[hint_start + 3 : hint_end - 2]
-                m = _OPTIONS_HINT.fullmatch(body)
-                if m is None:
-                    break  # another kind of hint: not ours, left in place
-                options = self.hint_options(m.group(1), hint_start)
-                removals.append((self.gap_start(pos, hint_start), hint_end))
-                pos = hint_end
-                continue
-            if version is not None and travel is None:
-                travel, clause_start, clause_end = self.time_travel(version, pos, name)
-                removals.append((self.gap_start(pos, clause_start), clause_end))
-                pos = clause_end
-                continue
-            break
-        return removals, options, travel
-
-    def gap_start(self, pos: int, start: int) -> int:
-        """Where a cut that ends a clause starting at ``start`` begins: eat the blanks before it."""
-        return pos if not self.sql[pos:start].strip() else start
-
-    def token_at(self, pos: int) -> int:
-        """Index of the first token starting at or after ``pos``."""
-        for i, tok in enumerate(self.tokens):
-            if tok.start >= pos:
-                return i
-        return len(self.tokens)
-
-    def time_travel(
-        self, version: exp.Expression, pos: int, name: TableName
-    ) -> tuple[TimeTravel, int, int]:
-        i = self.token_at(pos)
-        toks = self.tokens
-        start = toks[i].start if i < len(toks) else pos
-
-        def unsupported() -> SqlError:
-            return self.error(
-                UnsupportedStatementError,
-                "time travel needs a literal: use VERSION AS OF <snapshot id> | '<tag>', or"
-                " TIMESTAMP AS OF '<yyyy-MM-dd HH:mm:ss>' | <epoch>",
-                start,
-            )
-
-        if i < len(toks) and toks[i].text.upper() == "FOR":
-            i += 1
-        if (
-            i + 3 >= len(toks)
-            or toks[i].text.upper() not in ("VERSION", "TIMESTAMP", "SYSTEM_TIME")
-            or toks[i + 1].text.upper() != "AS"
-            or toks[i + 2].text.upper() != "OF"
-            or str(version.args.get("kind", "")).upper() != "AS OF"
-        ):
-            raise unsupported()
-        i += 3
-        value = version.args.get("expression")
-        is_version = str(version.this).upper() == "VERSION"
-        if isinstance(value, exp.Cast) and isinstance(value.this, exp.Literal) and not is_version:
-            if toks[i].text.upper() != "TIMESTAMP" or i + 1 >= len(toks):
-                raise unsupported()
-            i += 1  # TIMESTAMP '...' typed literal
-            value = value.this
-        if not isinstance(value, exp.Literal) or i >= len(toks):
-            raise unsupported()
-        tok = toks[i]
-        if tok.token_type not in (TokenType.STRING, TokenType.NUMBER):
-            raise unsupported()
-        end = tok.end + 1
-        if not is_version and not value.is_string:
-            # Spark casts a number to a timestamp as seconds since the epoch (fractions allowed).
-            try:
-                millis = int(Decimal(value.this) * 1000)
-            except (ArithmeticError, ValueError):
-                raise unsupported() from None
-            return TimeTravel(timestamp_millis=millis), start, end
-        if not is_version:
-            return TimeTravel(timestamp=value.this), start, end
-        if value.is_string:
-            return TimeTravel(tag=value.this), start, end
-        if not re.fullmatch(r"\d+", value.this):
-            raise self.error(
-                SqlAnalysisError,
-                f"VERSION AS OF {value.this} is not a snapshot id: use a whole number or a tag name",
-                tok.start,
-            )
-        if self.catalog.has_tag(name, value.this):  # Paimon: a tag named like the number wins
-            return TimeTravel(tag=value.this), start, end
-        return TimeTravel(snapshot_id=int(value.this)), start, end
-
-    def hint_options(self, body: str, hint_start: int) -> dict[str, str]:
-        """``'k' = 'v', ...`` of an OPTIONS hint as a dict."""
-        malformed = self.error(
-            SqlParseError, "malformed OPTIONS hint: use /*+ OPTIONS('key' = 'value', ...) */", hint_start
-        )
-        try:
-            toks = sqlglot.tokenize(body, read="spark")
-        except TokenError:
-            raise malformed from None
-        options: dict[str, str] = {}
-        i = 0
-        while i < len(toks):
-            if (
-                i + 2 >= len(toks)
-                or toks[i].token_type != TokenType.STRING
-                or toks[i + 1].token_type != TokenType.EQ
-            ):
-                raise malformed
-            value = toks[i + 2]
-            if value.token_type not in (TokenType.STRING, TokenType.NUMBER, TokenType.TRUE, TokenType.FALSE):
-                raise malformed
-            key = toks[i].text
-            if key in options:
-                raise self.error(
-                    SqlParseError, f"option {key!r} is given twice in the hint: keep one", hint_start
-                )
-            boolean = value.token_type in (TokenType.TRUE, TokenType.FALSE)
-            options[key] = value.text.lower() if boolean else value.text
-            i += 3
-            if i < len(toks):
-                if toks[i].token_type != TokenType.COMMA or i + 1 == len(toks):
-                    raise malformed
-                i += 1
-        if not options:
-            raise malformed
-        return options
-
     def alias_position(self, ref: Reference) -> int:
         """Where `` AS alias`` goes: after the name, or after a TABLESAMPLE (...) that follows it."""
         pos = max([ref.end, *(end for _, end in ref.removals)])
-        i = self.token_at(pos)
+        i = token_index(self.tokens, pos)
         toks = self.tokens
         if i + 1 < len(toks) and toks[i].text.upper() == "TABLESAMPLE" and toks[i + 1].text == "(":
             depth = 0

@@ -1,19 +1,21 @@
-"""The CALL planner: resolve the procedure, bind and check the arguments, say where each is written.
+"""The CALL planner: resolve the procedure, bind and check the arguments, plan what it does.
 
 ``CALL [sys.]name(args)`` becomes a ``CallProcedure`` plan (``planning.py``): the procedure, its
-bound values, and the offset of each argument's value in the statement's text. The session's
-runner invokes it (procedures do their work over the session: compactions, rewrites, tag and
-snapshot operations) and answers with its result table.
+bound values, the offset of each argument's value in the statement's text, and the procedure's own
+plan (``procedures.plans``), made by the procedure over the same narrow context. The session's
+runner carries that plan out (``procedure_jobs.py``) and answers with its result table.
 
 Invariants: every procedure error carries the CALL statement's position (a
-``ProcedureTargetError`` that of the argument it names, which the runner finds in the plan); an
-argument problem is a ``ProcedureArgumentError`` (22023) and an unknown procedure a
+``ProcedureTargetError`` that of the argument it names: ``located_in_call``, used here and by the
+runner); an argument problem is a ``ProcedureArgumentError`` (22023) and an unknown procedure a
 ``SqlAnalysisError`` (42883), both raised here, before the procedure does anything.
 """
 
 from __future__ import annotations
 
-from sqlext.errors import SqlError
+from collections.abc import Mapping
+
+from sqlext.errors import ProcedureTargetError, SqlError
 from sqlext.execute.planning import CallProcedure, Plan, Planner, PlannerContext
 from sqlext.execute.procedures.registry import bind_arguments, resolve
 from sqlext.parse import ast
@@ -25,6 +27,17 @@ def located_at(error: SqlError, stmt: Statement) -> SqlError:
     if error.line is None:
         error.line, error.column = stmt.line, stmt.column
     return error
+
+
+def located_in_call(error: SqlError, argument_at: Mapping[str, int], stmt: Statement) -> SqlError:
+    """A procedure's error, located: a ``ProcedureTargetError`` where its argument's value is
+    written (``argument_at``, by parameter name), any other at the statement."""
+    if not isinstance(error, ProcedureTargetError) or error.argument not in argument_at:
+        return located_at(error, stmt)
+    located = ProcedureTargetError.at(error.message, stmt.text, argument_at[error.argument], line=stmt.line,
+                                      column=stmt.column, sqlstate=error.sqlstate)
+    located.argument = error.argument
+    return located
 
 
 def argument_starts(text: str) -> list[int]:
@@ -78,14 +91,18 @@ def argument_offsets(n: ast.Call, parameters: list[str], text: str) -> dict[str,
 
 
 def call(ctx: PlannerContext, n: ast.Call, stmt: Statement) -> Plan:
-    """CALL [sys.]name(args): the procedure to invoke, its arguments bound and checked."""
+    """CALL [sys.]name(args): the procedure, its arguments bound and checked, and what it does."""
     try:
         procedure = resolve(n.name, n.qualifier)
         values = bind_arguments(procedure, n.args)
     except SqlError as e:
         raise located_at(e, stmt) from None
     offsets = argument_offsets(n, [p.name for p in procedure.parameters], stmt.text)
-    return CallProcedure(procedure, values, offsets, f"Procedure {procedure.name} finished")
+    try:
+        work = procedure.plan(ctx, values)
+    except SqlError as e:
+        raise located_in_call(e, offsets, stmt) from None
+    return CallProcedure(procedure, values, offsets, f"Procedure {procedure.name} finished", work)
 
 
 PLANNERS: dict[type, Planner] = {ast.Call: call}

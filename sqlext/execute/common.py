@@ -6,8 +6,9 @@ from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import ArrayType, MapType, StructType, TimestampType
 from pyspark.sql.types import DataType as SparkType
 
-from engine.types import DataType, from_arrow_type
-from engine.types import to_arrow_type as paimon_to_arrow
+from engine.arrow_types import from_arrow_type
+from engine.arrow_types import to_arrow_type as paimon_to_arrow
+from engine.types import DataType
 from sqlext.parse.names import quoted
 from sqlext.source.spark_types import spark_arrow_type
 

@@ -51,15 +51,15 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame
 
-from engine import FILE_PATH, OverwriteSpec, Table
+from engine import OverwriteSpec, Table
 from sqlext.execute import dml_data_evolution, dml_deletion_vectors
 from sqlext.execute.dml_common import column_names, merge_rows
+from sqlext.execute.dml_deletion_vectors import FILE, positioned_frame
 from sqlext.execute.merge_plan import MergeJob
 from sqlext.execute.planning import MergeInto
 from sqlext.execute.results import StatementResult
 from sqlext.execute.row_level_writes import (
     Pinned,
-    file_name,
     in_files,
     rewrites_files,
     tracking_columns,
@@ -79,12 +79,18 @@ def run_merge(s: SqlSession, plan: MergeInto, stmt: Statement) -> StatementResul
         return dml_deletion_vectors.merge(s, plan, stmt)
     table = plan.table
     job = MergeJob(s, plan.clauses, stmt)
-    by_file = rewrites_files(table)  # an append table: only the files holding a matched row are rewritten
-    pinned = Pinned(s, table, plan.snapshot.id if plan.snapshot is not None else None, files=by_file)
+    snapshot_id = plan.snapshot.id if plan.snapshot is not None else None
     tracking = tracking_columns(table)  # a row-tracking table's rows keep their ids
+    # An append table: only the files holding a matched row are rewritten; its rows are read with
+    # their data file's name (``FILE``), natively where Spark can.
+    by_file = rewrites_files(table) and plan.snapshot is not None
+    if by_file:
+        view = f"__dyntable_dml_{s.next_id()}"
+        positioned_frame(s, table, plan.snapshot).createOrReplaceTempView(view)
+    else:
+        view = Pinned(s, table, snapshot_id).view()
     # evaluated once: checks, counts, write agree
-    carry = (*tracking, FILE_PATH) if by_file else tracking
-    joined = job.joined_frame(pinned.view(), carry).localCheckpoint()
+    joined = job.joined_frame(view, (*tracking, FILE) if by_file else tracking).localCheckpoint()
     job.check_cardinality(joined)
     job.check_keys(joined)
     counts = job.counts(joined)
@@ -93,24 +99,25 @@ def run_merge(s: SqlSession, plan: MergeInto, stmt: Statement) -> StatementResul
         if table.primary_keys:
             write_frame(s, table, job.changes(joined), column_names(table), overwrite=None, stmt=stmt)
         else:
-            _merge_rewriting_files(s, table, job, joined, stmt, pinned.snapshot_id, tracking)
+            _merge_rewriting_files(s, table, job, joined, stmt, snapshot_id, tracking, by_file)
     return s.runner.run(merge_rows(counts), stmt)
 
 
 def _merge_rewriting_files(
     s: SqlSession, table: Table, job: MergeJob, joined: DataFrame, stmt: Statement,
-    base_snapshot_id: int | None, tracking: tuple[str, ...],
+    base_snapshot_id: int | None, tracking: tuple[str, ...], by_file: bool,
 ) -> None:
-    """Append table (Paimon's rule): rewrite only the data files holding an updated or deleted row,
-    their other rows kept; inserted rows are added. One commit replacing exactly those files."""
+    """Append table (Paimon's rule): rewrite only the data files holding an updated or deleted row
+    (``by_file``: the joined rows carry their file's name; without, the table is empty), their other
+    rows kept; inserted rows are added. One commit replacing exactly those files."""
     inserts = job.inserted_rows(joined)
-    touched = job.touched(joined).select(FILE_PATH).distinct().collect()
-    names = [file_name(r[0]) for r in touched if r[0] is not None]
+    touched = job.touched(joined).select(FILE).distinct().collect() if by_file else []
+    names = [r[0] for r in touched if r[0] is not None]
     if not names:
         write_frame(s, table, inserts, column_names(table), overwrite=None, stmt=stmt)
         return
     kept = job.target_rows(joined)
-    kept = in_files(s, kept, names)
+    kept = in_files(s, kept, names, FILE)
     # Inserted rows have no _ROW_ID: they take new ids at commit.
     out = job.tracked(kept, tracking).unionByName(inserts, allowMissingColumns=bool(tracking))
     write_frame(s, table, out, column_names(table), overwrite=OverwriteSpec(files=tuple(names)), stmt=stmt,

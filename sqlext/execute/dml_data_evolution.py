@@ -117,7 +117,8 @@ def _commit(table: Table, changes: RowIdChanges, messages: list[CommitMessage]) 
     """One snapshot, then the post-commit hooks (tags, expiration) as every write runs them."""
     result = changes.commit(messages)
     if result.snapshot_ids:
-        table.new_write_builder(None, commit_user=changes.commit_user).new_commit().hooks.run(table, messages)
+        commit = table.new_write_builder(None, commit_user=changes.commit_user).new_commit()
+        commit.hooks.run(table.store, messages)
 
 
 def write_columns(s: SqlSession, table: Table, changes: RowIdChanges, rows: DataFrame, marked: str,

@@ -3,7 +3,9 @@
 ```
  pinned snapshot S ──► every live file read by Spark's native Parquet scan, per schema version
                        (columns mapped by field id), plus _metadata.file_name / row_index,
-                       minus the rows its DV marks already (broadcast anti-join)
+                       minus the rows its DV marks already (broadcast anti-join); a table holding
+                       ORC or Avro files is read by the engine with Paimon's file-path / row-index
+                       metadata columns instead
         │ the statement's condition / MERGE join runs in Spark on that view
         ▼
  matched (file, position) pairs ──► driver (Arrow) ──► engine.AppendDeletionCommit: Roaring DVs
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import pickle
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -52,6 +55,7 @@ def positioned_frame(s: SqlSession, table: Table, snapshot: Any, files: list[Any
     """The live rows of ``snapshot``, each with its data file and position (``__dyn_file``/``__dyn_pos``);
     ``files``: only those of its live files (``WriteBuilder.deletion_scan_files``), default all."""
     spark = s.spark
+    subset = None if files is None else {f.name for f in files}
     if files is None:
         files = table.new_write_builder().deletion_scan_files(snapshot) if snapshot is not None else []
     current = table.schema_by_id(snapshot.schema_id) if snapshot is not None else table.schema
@@ -61,6 +65,9 @@ def positioned_frame(s: SqlSession, table: Table, snapshot: Any, files: list[Any
     extra = [StructField(c, LongType()) for c in tracked]
     if not files:
         return spark.createDataFrame([], StructType([*target.fields, *extra, *out]))
+    if any(not f.name.endswith(".parquet") for f in files):
+        frame = _engine_positioned_frame(s, table, snapshot, current, target, tracked)
+        return frame if subset is None else frame.where(F.col(FILE).isin(sorted(subset)))
     frames = []
     for schema_id in sorted({f.schema_id for f in files}):
         old = table.schema_by_id(schema_id)
@@ -95,6 +102,23 @@ def positioned_frame(s: SqlSession, table: Table, snapshot: Any, files: list[Any
         gone = pa.table({FILE: pa.array(names, pa.string()), POS: positions})
         frame = frame.join(F.broadcast(spark.createDataFrame(gone.to_pandas())), [FILE, POS], "left_anti")
     return frame
+
+
+def _engine_positioned_frame(s: SqlSession, table: Table, snapshot: Any, current: Any, target: StructType,
+                             tracked: Sequence[str]) -> DataFrame:
+    """:func:`positioned_frame` for tables holding ORC or Avro files, which Spark's Parquet scan
+    cannot read: the engine reads them (the data source, deletion vectors applied) with Paimon's
+    ``__paimon_file_path`` / ``__paimon_row_index`` metadata columns (positions before the DVs)."""
+    from sqlext.source.requests import ReadRequest, ReadVersion
+
+    path, index = "__paimon_file_path", "__paimon_row_index"
+    columns = (*current.field_names, *tracked, path, index)
+    request = ReadRequest(s.target(table.name), travel=ReadVersion(snapshot_id=snapshot.id), columns=columns)
+    frame = s.spark.read.format("dyntable").options(**request.to_options()).load()
+    pairs = zip(current.fields, target.fields, strict=True)
+    cols = [F.col(quoted(f.name)).cast(t.dataType).alias(t.name) for f, t in pairs]
+    return frame.select(*cols, *[F.col(c) for c in tracked],
+                        F.element_at(F.split(F.col(path), "/"), -1).alias(FILE), F.col(index).alias(POS))
 
 
 def _with_row_tracking(s: SqlSession, frame: DataFrame, files: list[Any]) -> DataFrame:

@@ -27,6 +27,7 @@ from sqlext.source.dynamic import table_overrides
 
 if TYPE_CHECKING:  # the MERGE planner's own value type (it imports this module), CALL's procedures
     from sqlext.execute.merge_clauses import MergeClauses
+    from sqlext.execute.procedures.plans import ProcedurePlan
     from sqlext.execute.procedures.registry import Procedure
 
 
@@ -569,15 +570,17 @@ class CreateTableAs:
 
 @dataclass(frozen=True)
 class CallProcedure:
-    """CALL: invoke ``procedure`` with its bound and checked ``values``; its result table is the
-    answer, with ``message``. ``argument_at``: where each given argument's value is written in the
-    statement (by parameter name), so an error about one (``ProcedureTargetError``) points there.
-    A procedure does its work over the session (compactions, rewrites): the runner's side."""
+    """CALL: ``procedure`` with its bound and checked ``values``, and ``work``, what it planned
+    (``procedures.plans``: metadata work through the engine, compactions, rewrites); the runner
+    carries ``work`` out and answers its table, cast to the procedure's output, with ``message``.
+    ``argument_at``: where each given argument's value is written in the statement (by parameter
+    name), so an error about one (``ProcedureTargetError``) points there."""
 
     procedure: Procedure
     values: Mapping[str, Any]
     argument_at: Mapping[str, int]
     message: str
+    work: ProcedurePlan
 
 
 # Row-level DML (docs/design/planners.md, "Row-level DML"): what is changed depends on the data,

@@ -2,9 +2,9 @@
 and ``TruncateTable`` (``planning.py``), and the pieces the row-level executors not yet converted
 (UPDATE, MERGE INTO in ``dml.py``) share with it: the target pinned at one snapshot, the data files
 (append tables: only those are rewritten, as in Paimon) or partitions (key tables) holding matched
-rows, the restriction of a frame to them. An append table's match reads every live file with
-Spark's Parquet reader (``dml_deletion_vectors.positioned_frame``), its rewrite only the touched
-files; files in another format are read by the data source with each row's file path.
+rows, the restriction of a frame to them. An append table's match reads every live file
+(``dml_deletion_vectors.positioned_frame``: Spark's Parquet reader, the engine for ORC and Avro),
+its rewrite only the touched files.
 
 Only the small list of affected partitions and counts reaches the driver; the rows stay in Spark
 and go out in one write job and one commit (``writes.write_frame``).
@@ -22,7 +22,7 @@ from engine import FILE_PATH, OverwriteSpec, Table, metadata_names
 from sqlext.errors import UnsupportedStatementError
 from sqlext.execute.dml_common import HELPER, column_names, count_rows
 from sqlext.execute.dml_deletion_vectors import FILE, POS, positioned_frame
-from sqlext.execute.planning import Matched, RowLevelWrite, TargetQuery, TruncateTable
+from sqlext.execute.planning import Matched, RowLevelWrite, TruncateTable
 from sqlext.execute.results import StatementResult
 from sqlext.execute.writes import write_frame
 from sqlext.parse.names import quoted
@@ -101,12 +101,9 @@ def rewrites_files(table: Table) -> bool:
     return not table.primary_keys
 
 
-def parquet_files(table: Table, snapshot_id: int) -> list[Any] | None:
-    """The live data files of the snapshot (with their paths and schema versions) when Spark's own
-    Parquet reader can read them all, else None."""
-    snapshot = table.store.snapshots.get(snapshot_id)
-    files = table.new_write_builder().deletion_scan_files(snapshot)
-    return files if all(f.name.endswith(".parquet") for f in files) else None
+def live_files(table: Table, snapshot_id: int) -> list[Any]:
+    """The live data files of the snapshot, with their paths and schema versions."""
+    return table.new_write_builder().deletion_scan_files(table.store.snapshots.get(snapshot_id))
 
 
 def _positioned_view(s: SqlSession, table: Table, snapshot: Any, files: list[Any]) -> str:
@@ -114,15 +111,6 @@ def _positioned_view(s: SqlSession, table: Table, snapshot: Any, files: list[Any
     name = f"__dyntable_dml_{s.next_id()}"
     positioned_frame(s, table, snapshot, files).createOrReplaceTempView(name)
     return name
-
-
-def matching_files(s: SqlSession, pinned: Pinned, matched: Matched, stmt: Statement) -> tuple[list[str], int]:
-    """The data files (names) holding the matched rows, and how many such rows (one small job)."""
-    a, cond = quoted(matched.alias), matched.condition
-    assert cond is not None, "a rewrite of the matched files needs a condition"
-    found = s.frame(f"SELECT {a}.{FILE_PATH} AS f, count(*) AS n FROM {pinned.view()} AS {a} "
-                    f"WHERE {cond} GROUP BY {a}.{FILE_PATH}", stmt).collect()
-    return [file_name(row[0]) for row in found], int(sum(row[1] for row in found))
 
 
 def file_name(path: str) -> str:
@@ -185,8 +173,8 @@ def run_row_level_write(s: SqlSession, plan: RowLevelWrite, stmt: Statement) -> 
     """Carry out a ``RowLevelWrite``: find what it replaces, then one write job and one commit."""
     table, columns = plan.table, column_names(plan.table)
     by_file = plan.overwrite == "matched" and rewrites_files(table)
-    live = parquet_files(table, plan.snapshot) if by_file and plan.snapshot is not None else None
-    pinned = Pinned(s, table, plan.snapshot, files=by_file and live is None)
+    live = live_files(table, plan.snapshot) if by_file and plan.snapshot is not None else None
+    pinned = Pinned(s, table, plan.snapshot)
     hints = dict(plan.options) or None
     if plan.overwrite == "none":
         df = s.frame(plan.rows.sql(pinned.view()), stmt)
@@ -209,20 +197,6 @@ def run_row_level_write(s: SqlSession, plan: RowLevelWrite, stmt: Statement) -> 
             touched = set(names)
             view = _positioned_view(s, table, snapshot, [f for f in live if f.name in touched])
             df = s.frame(plan.rows.sql(view), stmt).drop(FILE, POS)
-            if plan.partition_of:  # the partition values before the change, not written
-                df = df.select(*[quoted(c) for c in (*columns, *tracking_columns(table))])
-            write_frame(s, table, df, columns, overwrite=OverwriteSpec(files=tuple(names)), stmt=stmt,
-                        hints=hints, base_snapshot_id=plan.snapshot, row_ids=True)
-    elif by_file:  # (files in another format: read by the data source, with each row's file path)
-        assert plan.matched is not None
-        names, count = matching_files(s, pinned, plan.matched, stmt)
-        if count:
-            rows = plan.rows
-            query = TargetQuery(f"{rows.select}, {quoted(rows.alias)}.{FILE_PATH} AS {HELPER}file",
-                                rows.alias, rows.where)
-            df = in_files(s, s.frame(query.sql(pinned.view()), stmt), names, f"{HELPER}file")
-            if FILE_PATH not in columns:  # a star over the view carried it: not written
-                df = df.drop(FILE_PATH)
             if plan.partition_of:  # the partition values before the change, not written
                 df = df.select(*[quoted(c) for c in (*columns, *tracking_columns(table))])
             write_frame(s, table, df, columns, overwrite=OverwriteSpec(files=tuple(names)), stmt=stmt,

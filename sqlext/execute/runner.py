@@ -17,9 +17,8 @@ from pyspark.errors import PySparkException
 from engine import FileSystemCatalog, Identifier, Table
 from engine.errors import BranchAlreadyExistsError, NoSuchPartitionError, TagAlreadyExistsError
 from engine.types import DataType
-from sqlext.errors import ProcedureTargetError, SqlAnalysisError, SqlError
+from sqlext.errors import SqlAnalysisError, SqlError
 from sqlext.execute import dml_data_evolution
-from sqlext.execute.call import located_at
 from sqlext.execute.common import paimon_to_spark_ddl, spark_to_paimon, spark_type_name
 from sqlext.execute.copy_into_run import run_copy_into, run_copy_to_location
 from sqlext.execute.ddl_jobs import run_table_job
@@ -65,6 +64,7 @@ from sqlext.execute.planning import (
     Write,
     message_of,
 )
+from sqlext.execute.procedure_jobs import run_procedure
 from sqlext.execute.results import StatementResult
 from sqlext.execute.row_level_writes import run_on_engine, run_row_level_write, run_truncate
 from sqlext.execute.views import run_view_action
@@ -239,23 +239,6 @@ def _ref_action(action: RefAction) -> str:
     return action.message
 
 
-def _invoke(s: SqlSession, plan: CallProcedure, stmt: Statement) -> pa.Table:
-    """Run a CALL's procedure; an error about one argument points at where it is written."""
-    try:
-        return plan.procedure.invoke(s, dict(plan.values))
-    except ProcedureTargetError as e:
-        at = plan.argument_at.get(e.argument)
-        if at is None:
-            raise located_at(e, stmt) from None
-        error = ProcedureTargetError.at(
-            e.message, stmt.text, at, line=stmt.line, column=stmt.column, sqlstate=e.sqlstate
-        )
-        error.argument = e.argument
-        raise error from None
-    except SqlError as e:
-        raise located_at(e, stmt) from None
-
-
 class PlanRunner:
     """Carries out the plans of one session."""
 
@@ -297,7 +280,7 @@ class PlanRunner:
         if isinstance(plan, RefAction):
             return StatementResult(stmt, None, _ref_action(plan))
         if isinstance(plan, CallProcedure):
-            return StatementResult(stmt, s.arrow_frame(_invoke(s, plan, stmt)), plan.message)
+            return StatementResult(stmt, s.arrow_frame(run_procedure(s, plan, stmt)), plan.message)
         if isinstance(plan, RowLevelWrite):
             return run_row_level_write(s, plan, stmt)
         if isinstance(plan, MarkDeletions):

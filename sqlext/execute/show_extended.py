@@ -33,7 +33,7 @@ import time
 import pyarrow as pa
 
 from engine import FormatTable, Table, partition_value_string
-from engine.types import to_arrow_field
+from engine.arrow_types import to_arrow_field
 from sqlext.errors import SqlAnalysisError
 from sqlext.execute import format_describe
 from sqlext.execute.describe import CATALOG_NAME, table_properties

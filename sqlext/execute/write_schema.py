@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 
 from engine import Table
-from engine.types import to_arrow_type
+from engine.arrow_types import to_arrow_type
 from sqlext.errors import SqlAnalysisError
 from sqlext.execute.planning import Column, PlannerContext
 from sqlext.parse.splitter import Statement

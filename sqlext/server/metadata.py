@@ -45,7 +45,7 @@ from engine import (
     global_table_schema,
     system_table_schema,
 )
-from engine.types import to_arrow_field
+from engine.arrow_types import to_arrow_field
 from sqlext.execute.views import list_views, temporary_names
 from sqlext.server.results import hive_type, type_name
 from sqlext.source.spark_types import spark_arrow_schema

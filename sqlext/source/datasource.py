@@ -73,8 +73,8 @@ from engine import (
     to_binlog,
 )
 from engine import predicate as P
+from engine.arrow_types import to_arrow_field
 from engine.options import WRITE_MERGE_SCHEMA, find_option
-from engine.types import to_arrow_field
 from sqlext.source.dynamic import table_overrides
 from sqlext.source.requests import ReadRequest, ReadVersion, WriteRequest
 from sqlext.source.spark_types import spark_arrow_schema, to_spark_batches

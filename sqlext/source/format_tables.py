@@ -17,7 +17,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from engine import FormatTable
-from engine.types import to_arrow_field
+from engine.arrow_types import to_arrow_field
 from sqlext.source.spark_types import spark_schema
 
 

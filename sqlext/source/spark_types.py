@@ -21,7 +21,8 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
-from engine.types import PAIMON_TYPE_KEY, VARIANT_ARROW, TypeRoot, is_variant_arrow, type_from_json
+from engine.arrow_types import PAIMON_TYPE_KEY, VARIANT_ARROW, is_variant_arrow
+from engine.types import TypeRoot, type_from_json
 from sqlext.output import trim_fraction
 
 

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pytest
 
 from engine import open_catalog
+from engine.arrow_types import VARIANT_ARROW
 from engine.errors import UnsupportedTableError
-from engine.types import VARIANT_ARROW
 from sqlext.errors import sqlstate_for
 from tests.compat.harness import PyPaimon
 from tests.compat.test_newer_features import pypaimon_writes

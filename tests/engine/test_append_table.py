@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import os
 
 import pyarrow as pa
 import pytest
@@ -251,3 +252,19 @@ def test_the_table_api_sqlext_reads_instead_of_the_store(catalog):
     assert len(tuned.maintenance.expire_snapshots().snapshots) == 2
     with pytest.raises(InvalidArgumentError, match="snapshot.num-retained.max"):
         t.with_options({"snapshot.num-retained.max": "many"})
+
+
+def test_nanosecond_timestamp_partitions_keep_every_digit(catalog):
+    """TIMESTAMP(9) partition values below a microsecond name their directory with all nine
+    digits (as Java's LocalDateTime prints them), and a manifest's partition bounds compare them
+    with whole-microsecond values of the same commit."""
+    schema = pa.schema([("id", pa.int32()), ("ts", pa.timestamp("ns"))])
+    t = catalog.create_table("db.nanos", schema, partition_keys=["ts"])
+    values = pa.array([1_000_000_001, 1_500_000_000, None], pa.timestamp("ns"))
+    t.write_arrow(pa.table({"id": pa.array([1, 2, 3], pa.int32()), "ts": values}))
+    got = t.to_arrow().sort_by("id").column("ts")
+    assert got.cast(pa.int64()).to_pylist() == [1_000_000_001, 1_500_000_000, None]
+    directories = sorted(os.listdir(t.path))
+    assert "ts=1970-01-01T00%3A00%3A01.000000001" in directories
+    assert "ts=1970-01-01T00%3A00%3A01.500" in directories
+    assert t.to_arrow(filter=P.equal("ts", values[0].as_py())).column("id").to_pylist() == [1]

@@ -16,7 +16,7 @@ def test_threaded_runner_compacts_every_bucket_in_task_order(catalog):
         values = pa.array([round_ * 10_000 + i for i in range(1_000)], pa.int64())
         t.write_arrow(pa.table({"id": ids, "v": values}))
     t = t.refresh()
-    tasks = plan(t, full=True)
+    tasks = plan(t.store, full=True)
     assert len(tasks) == 4
     messages = run_in_process(t.store, tasks)
     assert [(m.partition, m.bucket) for m in messages] == [(task.partition, task.bucket) for task in tasks]

@@ -57,7 +57,7 @@ def test_unresolvable_external_paths_are_refused(root, path):
 
 @pytest.mark.parametrize("feature", FEATURES, ids=lambda f: f.key)
 def test_every_feature_is_refused_at_write_and_named(feature):
-    special = {"bucket": "-2", "file.format": "avro", "record-level.expire-time": "1 d"}
+    special = {"bucket": "-2", "file.format": "lance", "record-level.expire-time": "1 d"}
     value = special.get(feature.key, "true")
     schema = _schema(**{feature.key: value})
     with pytest.raises(UnsupportedTableError) as e:
@@ -88,7 +88,7 @@ def test_newer_types_are_unsupported_features_not_corruption(encoded, since):
         type_from_json(encoded)
 
 
-def test_partial_column_files_outside_data_evolution_and_avro_files_are_refused_at_read():
+def test_partial_column_files_outside_data_evolution_and_unknown_formats_are_refused_at_read():
     base = _data_file("data-1.parquet")
     check_file_readable(base, "t")
     check_file_readable(_data_file("data-1.orc"), "t")
@@ -97,8 +97,9 @@ def test_partial_column_files_outside_data_evolution_and_avro_files_are_refused_
         check_file_readable(_data_file("data-2.parquet", write_cols=("v",)), "t")
     # a batch read of a data-evolution table assembles such files (engine.read.data_evolution)
     check_file_readable(_data_file("data-2.parquet", write_cols=("v",)), "t", partial_columns=True)
-    with pytest.raises(UnsupportedTableError, match="'avro' format"):
-        check_file_readable(_data_file("data-3.avro"), "t")
+    check_file_readable(_data_file("data-3.avro"), "t")  # Paimon's Avro layout (engine.meta.avro_data)
+    with pytest.raises(UnsupportedTableError, match="'lance' format"):
+        check_file_readable(_data_file("data-3.lance"), "t")
 
 
 def _data_file(name: str, write_cols: tuple[str, ...] | None = None):

@@ -173,7 +173,7 @@ def test_conform_matches_nested_fields_by_id_in_sliced_arrays_with_nulls():
         .field("v")
         .type
     )
-    from engine.types import to_arrow_type
+    from engine.arrow_types import to_arrow_type
 
     arr = pa.array(
         [
@@ -194,6 +194,16 @@ def test_conform_matches_nested_fields_by_id_in_sliced_arrays_with_nulls():
     ]
 
 
+def test_time_files_written_in_microseconds_read_at_milliseconds():
+    # dyntable once wrote TIME(4..9) as Parquet TIME_MICROS; Paimon (and now dyntable) keeps every
+    # TIME in milliseconds, so such files read at the column's storage precision.
+    old = pa.array([1_500, None, 86_399_999_999], pa.time64("us"))
+    t6 = parse_sql_type("TIME(6)")
+    got = conform_column(old, t6, t6)
+    assert got.type == pa.time32("ms")
+    assert got.cast(pa.int32()).to_pylist() == [1, None, 86_399_999]
+
+
 def test_conform_inside_lists_and_maps():
     s0 = TableSchema.create(
         [("a", "ARRAY<STRUCT<f1: STRING, f2: INT>>"), ("m", "MAP<INT, STRUCT<f1: STRING>>")]
@@ -205,7 +215,7 @@ def test_conform_inside_lists_and_maps():
             RenameColumn(("m", "value", "f1"), "g"),
         ]
     )
-    from engine.types import to_arrow_type
+    from engine.arrow_types import to_arrow_type
 
     a0, a1 = s0.field("a").type, s1.field("a").type
     arr = pa.array(

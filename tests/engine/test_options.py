@@ -282,7 +282,7 @@ def test_valid_options(ok: dict[str, str]) -> None:
         ({"write-buffer-size": "big"}, ["write-buffer-size", "memory size"]),
         ({"write-only": "yes"}, ["write-only", "boolean"]),
         ({"metadata.stats-mode": "truncate"}, ["metadata.stats-mode"]),
-        ({"file.format": "avro"}, ["parquet", "orc"]),
+        ({"file.format": "lance"}, ["parquet", "orc", "avro"]),
         ({"num-sorted-run.compaction-trigger": "0"}, ["at least 1"]),
         ({"bucket": 3}, ["strings"]),
     ],

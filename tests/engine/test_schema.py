@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.arrow_types import to_arrow_field
 from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchColumnError
 from engine.schema import TableSchema
 from engine.schema_changes import (
@@ -33,7 +34,6 @@ from engine.types import (
     STRING,
     DataField,
     DataType,
-    to_arrow_field,
     type_from_json,
     type_to_sql,
 )
@@ -309,7 +309,7 @@ def test_create_from_arrow_and_options_keys() -> None:
         ({"options": {"sequence.field": "zz"}}, "zz"),
         ({"options": {"fields.zz.aggregate-function": "sum"}}, "zz"),
         ({"options": {"primary-key": "k"}}, "not both"),
-        ({"options": {"file.format": "avro"}}, "parquet"),
+        ({"options": {"file.format": "lance"}}, "parquet"),
         ({"arrow_or_fields": [("k", "BIGINT"), ("v", "NOT A TYPE"), ("dt", "STRING")]}, "NOT A TYPE"),
         ({"arrow_or_fields": [("k",)]}, "(name, type"),
     ],

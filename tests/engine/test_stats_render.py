@@ -150,8 +150,8 @@ def test_files_table_matches_per_file_rendering(tmp_path: object) -> None:
     table.new_commit().commit(w.prepare_commit())
 
     got = read_system_table(table, "files")
-    render = FileRenderer(table)
-    by_name = {e.file.file_name: e.file for e in _live_entries(table, table.latest_snapshot())}
+    render = FileRenderer(table.store)
+    by_name = {e.file.file_name: e.file for e in _live_entries(table.store, table.latest_snapshot())}
     assert got.num_rows == len(by_name) >= 3
     for row in got.to_pylist():
         f = by_name[row["file_path"].rsplit("/", 1)[-1]]

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from engine.arrow_types import VARIANT_ARROW, from_arrow_field, to_arrow_field
 from engine.errors import InvalidArgumentError, UnsupportedTableError
 from engine.files.evolve import conform_column
 from engine.frozen import FrozenMap
@@ -25,11 +26,8 @@ from engine.types import (
     ROW,
     STRING,
     VARIANT,
-    VARIANT_ARROW,
     DataField,
-    from_arrow_field,
     parse_sql_type,
-    to_arrow_field,
     type_from_json,
     type_to_json,
     type_to_sql,

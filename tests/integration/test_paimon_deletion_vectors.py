@@ -31,11 +31,6 @@ BUCKETS = [(3, "true"), (-1, "false")]
 PT_TABLE = "CREATE TABLE T (id INT, name STRING, pt STRING) PARTITIONED BY (pt) "
 PT_ROWS = "INSERT INTO T VALUES (1, 'a', '2024'), (2, 'b', '2024'), (3, 'c', '2025'), (4, 'd', '2025')"
 
-# dyntable writes Parquet and ORC data files, not Avro (docs/compatibility.md); Paimon's cases pick
-# ORC and Avro too.
-NOT_AVRO = pytest.mark.xfail(strict=True, reason=(
-    "dyntable writes Parquet and ORC data files, not Avro (pyarrow has no Avro data reader): CREATE "
-    "TABLE with 'file.format' = 'avro' is refused (SqlAnalysisError) where Paimon writes that format"))
 
 
 def sql(session, text):
@@ -249,7 +244,7 @@ def test_deletion_vector_write_verification(session, bitmap64, shuffle):
 @pytest.mark.parametrize(("bucket", "changelog", "fmt"), [
     ("-1", "lookup", "parquet"), ("3", "none", "parquet"),
     ("3", "none", "orc"),
-    pytest.param("1", "lookup", "avro", marks=NOT_AVRO)])
+    ("1", "lookup", "avro")])
 def test_e2e_random_write(session, bucket, changelog, fmt):
     rnd = random.Random(f"{bucket}{changelog}{fmt}")
     sql(session, f"""CREATE TABLE dv_tbl (id INT, name STRING, pt STRING) TBLPROPERTIES (
@@ -288,7 +283,7 @@ def test_e2e_random_write(session, bucket, changelog, fmt):
         check()
 
 
-@pytest.mark.parametrize("fmt", ["parquet", "orc", pytest.param("avro", marks=NOT_AVRO)])
+@pytest.mark.parametrize("fmt", ["parquet", "orc", "avro"])
 def test_select_with_format_filter_push_down(session, spark, fmt):
     sql(session, "CREATE TABLE T (id INT, name STRING) TBLPROPERTIES ('primary-key' = 'id', "
                  f"'deletion-vectors.enabled' = 'true', 'deletion-vectors.bitmap64' = 'false', "
@@ -347,9 +342,10 @@ def test_delete_from_non_pk_table_with_data_file_external_paths(session, tmp_pat
     assert any(external.rglob("data-*"))  # the data went to the external path
 
 
-@pytest.mark.parametrize("fmt", [pytest.param("avro", marks=NOT_AVRO), "parquet"])
+@pytest.mark.parametrize("fmt", ["avro", "orc", "parquet"])
 def test_work_v1_with_v2(session, fmt):
-    # Paimon's case is Avro; the Parquet variant shows the 32-bit then 64-bit DVs themselves work.
+    # Paimon's case is Avro; the Parquet variant shows the 32-bit then 64-bit DVs themselves work,
+    # the ORC one that DELETE finds rows of files Spark's Parquet scan cannot read.
     sql(session, "CREATE TABLE T (id INT) TBLPROPERTIES ('deletion-vectors.enabled' = 'true', "
                  f"'deletion-vectors.bitmap64' = 'false', 'file.format' = '{fmt}')")
     sql(session, "INSERT INTO T VALUES (1), (2)")

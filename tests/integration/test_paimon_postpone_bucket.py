@@ -3,10 +3,14 @@ postpone-bucket table (``bucket = -2``): a batch write goes straight into real b
 Spark writer does by default (``postpone.batch-write-fixed-bucket``), each partition keeping the
 bucket count it has; a new partition takes ``postpone.default-bucket-num``.
 
+A compaction moves the pending files other engines left in ``bucket-postpone`` into real buckets
+(Paimon's postpone compaction; the last case here, with pending files committed as Paimon's
+postpone writers leave them).
+
 Not translated, because dyntable does not have the mechanism (docs/compatibility.md):
 
-* the cases with ``postpone.batch-write-fixed-bucket = false`` (pending files in
-  ``bucket-postpone``, in Avro) and the postpone compaction that moves them into real buckets;
+* the cases with ``postpone.batch-write-fixed-bucket = false`` (dyntable never writes pending
+  files itself);
 * the bucket count inferred for a new partition from ``postpone.target-row-num-per-bucket`` or
   ``postpone.target-size-per-bucket`` (the part of "write with different bucket number" that
   expects three buckets is a strict xfail below);
@@ -77,3 +81,24 @@ def test_write_fix_bucket_then_read_and_compact(session):
     assert sql(session, "SELECT sum(k) FROM t") == [(499500,)]
     assert sql(session, "SELECT count(*) FROM t WHERE v = 'again'") == [(10,)]
     assert buckets(session) == [(0,)]
+
+
+def test_call_compact_moves_pending_files_into_real_buckets(session):
+    """Pending files (Avro, in ``bucket-postpone``: what Paimon's and pypaimon's postpone writers
+    leave) are invisible until ``CALL sys.compact`` moves them into real buckets, where they win
+    over the rows already there (they get the newer sequence numbers, as in Paimon)."""
+    from tests.engine.write.test_postpone_bucket import _pending, _pending_files
+
+    sql(session, "CREATE TABLE t (k BIGINT, v STRING, pt STRING) PARTITIONED BY (pt) TBLPROPERTIES ("
+                 "'primary-key' = 'k, pt', 'bucket' = '-2', 'file.format' = 'avro')")
+    sql(session, "INSERT INTO t VALUES (1, 'a', '1'), (2, 'a', '1'), (3, 'a', '1')")
+    t = table(session, "t")
+    _pending(t, [2, 4], "p", "1", 0)
+    _pending(t, [9], "n", "2", 0)
+    before = [(1, "a", "1"), (2, "a", "1"), (3, "a", "1")]
+    assert sql(session, "SELECT k, v, pt FROM t ORDER BY pt, k") == before
+    sql(session, "CALL sys.compact(table => 't')")
+    assert _pending_files(table(session, "t")) == []
+    assert sql(session, "SELECT k, v, pt FROM t ORDER BY pt, k") == [
+        (1, "a", "1"), (2, "p", "1"), (3, "a", "1"), (4, "p", "1"), (9, "n", "2")]
+    assert buckets(session, "2") == [(0,)]

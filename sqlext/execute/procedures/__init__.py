@@ -1,5 +1,9 @@
 """CALL procedures: the registry (``registry``) and the procedures it serves, registered on import.
 
+Every procedure is a planner over the narrow context that returns a typed plan (``plans``); the
+runner's side (``sqlext.execute.procedure_jobs``) carries it out. Nothing here imports Spark or the
+session.
+
 ``core`` (compact, reset_consumer, list_procedures), ``tags`` (tags and rollback), ``branches``
 ``expire`` (snapshot expiration, the retention mark), ``cleanup`` (orphan files, partition
 expiration), ``iceberg`` (rebuild_iceberg_metadata), ``maintenance`` (Paimon's further
@@ -33,7 +37,6 @@ from sqlext.execute.procedures.registry import (
     resolve,
     table_argument,
 )
-from sqlext.execute.procedures.where import partitions_where
 
 core.register_core_procedures()
 tags.register_tag_procedures()
@@ -55,7 +58,6 @@ __all__ = [
     "coerce_argument",
     "live_partitions",
     "parse_partitions",
-    "partitions_where",
     "register",
     "resolve",
     "table_argument",

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from engine.errors import BranchAlreadyExistsError
+from sqlext.execute.procedures.plans import EngineWork, ProcedurePlan
 from sqlext.execute.procedures.registry import Param, ParamType, Procedure, register, table_argument
 
 if TYPE_CHECKING:
-    from sqlext.session import SqlSession
+    from sqlext.execute.planning import PlannerContext
 
 _RESULT = pa.schema([("result", pa.bool_())])
 
@@ -26,41 +27,63 @@ def _ok() -> pa.Table:
     return pa.table({"result": [True]}, schema=_RESULT)
 
 
-def _create_branch(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    table = table_argument(session, args["table"])
-    try:
-        table.refs.branches.create(args["branch"], from_tag=args["tag"])
-    except BranchAlreadyExistsError:
-        if not (args["ignoreIfExists"] or False):
-            raise
-    return _ok()
+def _create_branch(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    table = table_argument(ctx, args["table"])
+
+    def create() -> pa.Table:
+        try:
+            table.refs.branches.create(args["branch"], from_tag=args["tag"])
+        except BranchAlreadyExistsError:
+            if not (args["ignoreIfExists"] or False):
+                raise
+        return _ok()
+
+    return EngineWork(table, create)
 
 
-def _delete_branch(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    table = table_argument(session, args["table"])
-    for name in (b.strip() for b in args["branch"].split(",")):  # Paimon accepts a comma-separated list
-        if name:
+def _delete_branch(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    table = table_argument(ctx, args["table"])
+    names = [b.strip() for b in args["branch"].split(",") if b.strip()]  # Paimon accepts a list
+
+    def delete() -> pa.Table:
+        for name in names:
             table.refs.branches.delete(name)
-    return _ok()
+        return _ok()
+
+    return EngineWork(table, delete)
 
 
-def _rename_branch(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    table_argument(session, args["table"]).refs.branches.rename(args["from_branch"], args["to_branch"])
-    return _ok()
+def _rename_branch(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    table = table_argument(ctx, args["table"])
+
+    def rename() -> pa.Table:
+        table.refs.branches.rename(args["from_branch"], args["to_branch"])
+        return _ok()
+
+    return EngineWork(table, rename)
 
 
-def _fast_forward(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    table_argument(session, args["table"]).refs.branches.fast_forward(args["branch"])
-    return _ok()
+def _fast_forward(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    table = table_argument(ctx, args["table"])
+
+    def forward() -> pa.Table:
+        table.refs.branches.fast_forward(args["branch"])
+        return _ok()
+
+    return EngineWork(table, forward)
 
 
-def _replace_main(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+def _replace_main(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
     keep = args["keep_backup"]
-    branches = table_argument(session, args["table"]).refs.branches
-    result = branches.replace_main(args["branch"], keep_backup=keep is None or keep)
-    return pa.table({"previous_snapshot_id": pa.array([result.previous_snapshot_id], pa.int64()),
-                     "current_snapshot_id": pa.array([result.current_snapshot_id], pa.int64()),
-                     "backup_tag": pa.array([result.backup_tag], pa.string())}, schema=_REPLACE_MAIN)
+    table = table_argument(ctx, args["table"])
+
+    def replace() -> pa.Table:
+        result = table.refs.branches.replace_main(args["branch"], keep_backup=keep is None or keep)
+        return pa.table({"previous_snapshot_id": pa.array([result.previous_snapshot_id], pa.int64()),
+                         "current_snapshot_id": pa.array([result.current_snapshot_id], pa.int64()),
+                         "backup_tag": pa.array([result.backup_tag], pa.string())}, schema=_REPLACE_MAIN)
+
+    return EngineWork(table, replace)
 
 
 _REPLACE_MAIN = pa.schema([pa.field("previous_snapshot_id", pa.int64()),

@@ -25,11 +25,13 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from sqlext.errors import ProcedureArgumentError
+from sqlext.execute.procedures.expire import with_options
+from sqlext.execute.procedures.plans import EngineWork, ProcedurePlan
 from sqlext.execute.procedures.registry import Param, ParamType, Procedure, register, table_argument
 
 if TYPE_CHECKING:
     from engine import Table
-    from sqlext.session import SqlSession
+    from sqlext.execute.planning import PlannerContext
 
 log = logging.getLogger(__name__)
 
@@ -40,63 +42,71 @@ _EXPIRED = pa.schema([pa.field("expired_partitions", pa.string())])
 NO_EXPIRED = "No expired partitions."
 
 
-def _tables(session: SqlSession, text: str) -> list[Table]:
+def _tables(ctx: PlannerContext, text: str) -> list[Table]:
     """The table named by ``text``, or every table of a database for ``db.*``."""
     stripped = text.strip()
     if not stripped.endswith("*"):
-        return [table_argument(session, stripped)]
-    database = stripped[:-1].rstrip(".") or session.current_database
+        return [table_argument(ctx, stripped)]
+    database = stripped[:-1].rstrip(".") or ctx.current_database
     if stripped[:-1] and not stripped[:-1].endswith("."):
         raise ProcedureArgumentError(
             f"argument 'table' = {text!r}: write 'database.*' for every table of a database"
         )
-    if not session.catalog.database_exists(database):
+    if not ctx.catalog.database_exists(database):
         raise ProcedureArgumentError(f"argument 'table' = {text!r}: database '{database}' does not exist")
-    return [session.catalog.get_table(f"{database}.{name}") for name in session.catalog.list_tables(database)]
+    return [ctx.catalog.get_table(f"{database}.{name}") for name in ctx.catalog.list_tables(database)]
 
 
-def _remove_orphan_files(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+def _remove_orphan_files(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
     mode = args["mode"]
     if mode is not None and mode.strip().lower() not in ("local", "distributed"):
         raise ProcedureArgumentError(f"argument 'mode' = {mode!r}: use 'local' or 'distributed'")
     parallelism = args["parallelism"]
     if parallelism is not None and parallelism < 1:
         raise ProcedureArgumentError(f"argument 'parallelism' = {parallelism}: must be at least 1")
-    count = size = 0
-    failures: list[tuple[str, Exception]] = []
-    for table in _tables(session, args["table"]):
-        try:
-            result = table.maintenance.remove_orphan_files(
-                args["older_than"], dry_run=bool(args["dry_run"]), force=bool(args["force"]),
-                parallelism=parallelism,
-            )
-        except Exception as e:  # noqa: BLE001 - every table gets its turn; the first failure is raised below
-            if not args["table"].strip().endswith("*"):
-                raise
-            log.warning("orphan cleanup of %s failed: %s", table.name, e)
-            failures.append((table.name, e))
-            continue
-        count += result.count
-        size += result.bytes
-    if failures:
-        raise failures[0][1]
-    return pa.table({"deletedFileCount": [count], "deletedFileTotalLenInBytes": [size]}, schema=_ORPHANS)
+    tables = _tables(ctx, args["table"])
+    every = args["table"].strip().endswith("*")
+
+    def remove() -> pa.Table:
+        count = size = 0
+        failures: list[tuple[str, Exception]] = []
+        for table in tables:
+            try:
+                result = table.maintenance.remove_orphan_files(
+                    args["older_than"], dry_run=bool(args["dry_run"]), force=bool(args["force"]),
+                    parallelism=parallelism,
+                )
+            except Exception as e:  # noqa: BLE001 - every table gets its turn; the first failure is raised below
+                if not every:
+                    raise
+                log.warning("orphan cleanup of %s failed: %s", table.name, e)
+                failures.append((table.name, e))
+                continue
+            count += result.count
+            size += result.bytes
+        if failures:
+            raise failures[0][1]
+        return pa.table({"deletedFileCount": [count], "deletedFileTotalLenInBytes": [size]}, schema=_ORPHANS)
+
+    return EngineWork(tables[0] if len(tables) == 1 and not every else None, remove)
 
 
-def _expire_partitions(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    from sqlext.execute.procedures.expire import with_options
+def _expire_partitions(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    table = with_options(table_argument(ctx, args["table"]), args["options"])
 
-    table = with_options(table_argument(session, args["table"]), args["options"])
-    result = table.maintenance.expire_partitions(
-        args["expiration_time"],
-        timestamp_formatter=args["timestamp_formatter"],
-        timestamp_pattern=args["timestamp_pattern"],
-        max_expires=args["max_expires"],
-        dry_run=bool(args["dry_run"]),
-        expire_strategy=args["expire_strategy"],
-    )
-    rows = result.texts() or [NO_EXPIRED]
-    return pa.table({"expired_partitions": rows}, schema=_EXPIRED)
+    def expire() -> pa.Table:
+        result = table.maintenance.expire_partitions(
+            args["expiration_time"],
+            timestamp_formatter=args["timestamp_formatter"],
+            timestamp_pattern=args["timestamp_pattern"],
+            max_expires=args["max_expires"],
+            dry_run=bool(args["dry_run"]),
+            expire_strategy=args["expire_strategy"],
+        )
+        rows = result.texts() or [NO_EXPIRED]
+        return pa.table({"expired_partitions": rows}, schema=_EXPIRED)
+
+    return EngineWork(table, expire)
 
 
 def register_cleanup_procedures() -> None:

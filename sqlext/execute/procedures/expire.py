@@ -23,10 +23,12 @@ import pyarrow as pa
 
 from engine.errors import TimeBoundError
 from sqlext.errors import ProcedureArgumentError
+from sqlext.execute.procedures.plans import EngineWork, ProcedurePlan
 from sqlext.execute.procedures.registry import Param, ParamType, Procedure, register, table_argument
 
 if TYPE_CHECKING:
-    from sqlext.session import SqlSession
+    from engine import Table
+    from sqlext.execute.planning import PlannerContext
 
 EXPIRE_OUTPUT = pa.schema([pa.field("deleted_snapshots_count", pa.int32(), nullable=False)])
 EXPIRE_DETAIL_OUTPUT = pa.schema(
@@ -52,7 +54,7 @@ MARK_OUTPUT = pa.schema(
 )
 
 
-def with_options(table: Any, text: str | None) -> Any:
+def with_options(table: Table, text: str | None) -> Table:
     """Paimon's ``options => 'k1=v1,k2=v2'``: table options for this run only (validated)."""
     if not text:
         return table
@@ -68,8 +70,12 @@ def with_options(table: Any, text: str | None) -> Any:
         raise ProcedureArgumentError(f"argument 'options': {e}") from None
 
 
-def _expire_snapshots(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    table = with_options(table_argument(session, args["table"]), args["options"])
+def _expire_snapshots(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    table = with_options(table_argument(ctx, args["table"]), args["options"])
+    return EngineWork(table, lambda: _expire(table, args))
+
+
+def _expire(table: Table, args: dict[str, Any]) -> pa.Table:
     try:
         report = table.maintenance.expire_snapshots(
             retain_max=args["retain_max"],
@@ -79,7 +85,7 @@ def _expire_snapshots(session: SqlSession, args: dict[str, Any]) -> pa.Table:
             dry_run=bool(args["dry_run"]),
         )
     except TimeBoundError:
-        raise  # Procedure.invoke reports it as the argument's error
+        raise  # Procedure.argument_errors reports it as the argument's error
     except ValueError as e:  # InvalidArgumentError: a bad bound
         raise ProcedureArgumentError(str(e)) from None
     if not args["detail"]:
@@ -102,20 +108,25 @@ def _expire_snapshots(session: SqlSession, args: dict[str, Any]) -> pa.Table:
     )
 
 
-def _retention_mark(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+def _retention_mark(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
     # Databend: system$retention_mark([database,] table) — two arguments are a database and a table.
     name = args["table"] if args["table_name"] is None else f"{args['table']}.{args['table_name']}"
-    result = table_argument(session, name).maintenance.advance_retention_mark(args["retention"])
-    mark = result.mark
-    return pa.table(
-        {
-            "snapshot_id": pa.array([None if mark is None else mark.snapshot_id], pa.int64()),
-            "commit_time": pa.array([None if mark is None else mark.commit_time_ms], pa.timestamp("ms")),
-            "mark_version": pa.array([None if mark is None else mark.version], pa.int64()),
-            "advanced": pa.array([result.advanced], pa.bool_()),
-        },
-        schema=MARK_OUTPUT,
-    )
+    table = table_argument(ctx, name)
+
+    def advance() -> pa.Table:
+        result = table.maintenance.advance_retention_mark(args["retention"])
+        mark = result.mark
+        return pa.table(
+            {
+                "snapshot_id": pa.array([None if mark is None else mark.snapshot_id], pa.int64()),
+                "commit_time": pa.array([None if mark is None else mark.commit_time_ms], pa.timestamp("ms")),
+                "mark_version": pa.array([None if mark is None else mark.version], pa.int64()),
+                "advanced": pa.array([result.advanced], pa.bool_()),
+            },
+            schema=MARK_OUTPUT,
+        )
+
+    return EngineWork(table, advance)
 
 
 def register_expire_procedures() -> None:

@@ -14,18 +14,23 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from sqlext.execute.procedures.plans import EngineWork, ProcedurePlan
 from sqlext.execute.procedures.registry import Param, ParamType, Procedure, register, table_argument
 
 if TYPE_CHECKING:
-    from sqlext.session import SqlSession
+    from sqlext.execute.planning import PlannerContext
 
 _VERSION = pa.schema([pa.field("metadata_version", pa.int64())])
 
 
-def _rebuild(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    table = table_argument(session, args["table"])
-    version = table.maintenance.rebuild_iceberg_metadata()
-    return pa.table({"metadata_version": [version]}, schema=_VERSION)
+def _rebuild(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    table = table_argument(ctx, args["table"])
+
+    def rebuild() -> pa.Table:
+        version = table.maintenance.rebuild_iceberg_metadata()
+        return pa.table({"metadata_version": [version]}, schema=_VERSION)
+
+    return EngineWork(table, rebuild)
 
 
 def register_iceberg_procedures() -> None:

@@ -4,7 +4,8 @@ One job: bind ``clear_consumers``, ``compact_manifest``, ``purge_files``,
 ``remove_unexisting_files``, ``rollback_to_watermark``, ``mark_partition_done``,
 ``trigger_tag_automatic_creation`` and ``compact_database`` to the engine's operations
 (``engine.ops.consumers``, ``compact_manifest``, ``purge``, ``missing_files``,
-``watermark_rollback``, ``partition_done``, ``auto_tags``) and to the SQL layer's compaction.
+``watermark_rollback``, ``partition_done``, ``auto_tags``) and to the SQL layer's compaction
+(a ``Compactions`` plan).
 Each one that changes a table is recorded in its maintenance log by the engine operation.
 
 Beyond Paimon: ``purge_files``, ``clear_consumers`` and ``compact_manifest`` take ``dry_run``
@@ -21,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from sqlext.errors import ProcedureArgumentError
+from sqlext.execute.procedures.expire import with_options
+from sqlext.execute.procedures.plans import Compaction, Compactions, EngineWork, ProcedurePlan
 from sqlext.execute.procedures.registry import (
     Param,
     ParamType,
@@ -31,7 +34,10 @@ from sqlext.execute.procedures.registry import (
 )
 
 if TYPE_CHECKING:
-    from sqlext.session import SqlSession
+    from collections.abc import Sequence
+
+    from engine import CommitResult
+    from sqlext.execute.planning import PlannerContext
 
 log = logging.getLogger(__name__)
 
@@ -50,18 +56,20 @@ def _true() -> pa.Table:
     return pa.table({"result": [True]}, schema=_BOOL)
 
 
-def _clear_consumers(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    table = table_argument(session, args["table"])
-    table.refs.consumers.clear(
-        args["including_consumers"], args["excluding_consumers"], dry_run=bool(args["dry_run"])
-    )
-    return _true()
+def _clear_consumers(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    table = table_argument(ctx, args["table"])
+
+    def clear() -> pa.Table:
+        table.refs.consumers.clear(
+            args["including_consumers"], args["excluding_consumers"], dry_run=bool(args["dry_run"])
+        )
+        return _true()
+
+    return EngineWork(table, clear)
 
 
-def _compact_manifest(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    from sqlext.execute.procedures.expire import with_options
-
-    table = with_options(table_argument(session, args["table"]), args["options"])
+def _compact_manifest(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    table = with_options(table_argument(ctx, args["table"]), args["options"])
     if (
         args["manifest_sort_enabled"]
         or args["manifest_sort_partition_field"]
@@ -71,58 +79,84 @@ def _compact_manifest(session: SqlSession, args: dict[str, Any]) -> pa.Table:
             "compact_manifest: sorting manifests by partition (manifest_sort_*) is not supported by "
             "dyntable; omit those arguments (the merged manifests hold only live files)"
         )
-    result = table.maintenance.compact_manifests(dry_run=bool(args["dry_run"]))
-    log.info(
-        "compact_manifest of %s: %d manifest(s) → %d%s",
-        table.name,
-        result.manifests_before,
-        result.manifests_after,
-        " (dry run)" if result.dry_run else "",
-    )
-    return _true()
+
+    def compact() -> pa.Table:
+        result = table.maintenance.compact_manifests(dry_run=bool(args["dry_run"]))
+        log.info(
+            "compact_manifest of %s: %d manifest(s) → %d%s",
+            table.name,
+            result.manifests_before,
+            result.manifests_after,
+            " (dry run)" if result.dry_run else "",
+        )
+        return _true()
+
+    return EngineWork(table, compact)
 
 
-def _purge_files(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    report = table_argument(session, args["table"]).maintenance.purge_files(dry_run=bool(args["dry_run"]))
-    rows = report.lines() if report.dry_run else ["Success"]
-    return pa.table({"result": rows}, schema=_TEXT)
+def _purge_files(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    table = table_argument(ctx, args["table"])
+
+    def purge() -> pa.Table:
+        report = table.maintenance.purge_files(dry_run=bool(args["dry_run"]))
+        rows = report.lines() if report.dry_run else ["Success"]
+        return pa.table({"result": rows}, schema=_TEXT)
+
+    return EngineWork(table, purge)
 
 
-def _remove_unexisting_files(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+def _remove_unexisting_files(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
     parallelism = args["parallelism"]
     if parallelism is not None and parallelism < 1:
         raise ProcedureArgumentError(f"argument 'parallelism' = {parallelism}: must be at least 1")
-    result = table_argument(session, args["table"]).maintenance.remove_missing_files(
-        dry_run=bool(args["dry_run"]), parallelism=parallelism
-    )
-    return pa.table({"fileName": pa.array(list(result.paths), pa.string())}, schema=_FILES)
+    table = table_argument(ctx, args["table"])
+
+    def remove() -> pa.Table:
+        result = table.maintenance.remove_missing_files(dry_run=bool(args["dry_run"]),
+                                                        parallelism=parallelism)
+        return pa.table({"fileName": pa.array(list(result.paths), pa.string())}, schema=_FILES)
+
+    return EngineWork(table, remove)
 
 
-def _rollback_to_watermark(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    result = table_argument(session, args["table"]).refs.rollback_to_watermark(args["watermark"])
-    return pa.table(
-        {
-            "previous_snapshot_id": pa.array([result.previous_snapshot_id], pa.int64()),
-            "current_snapshot_id": pa.array([result.current_snapshot_id], pa.int64()),
-        },
-        schema=_ROLLBACK,
-    )
+def _rollback_to_watermark(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    table = table_argument(ctx, args["table"])
+
+    def rollback() -> pa.Table:
+        result = table.refs.rollback_to_watermark(args["watermark"])
+        return pa.table(
+            {
+                "previous_snapshot_id": pa.array([result.previous_snapshot_id], pa.int64()),
+                "current_snapshot_id": pa.array([result.current_snapshot_id], pa.int64()),
+            },
+            schema=_ROLLBACK,
+        )
+
+    return EngineWork(table, rollback)
 
 
-def _mark_partition_done(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    table = table_argument(session, args["table"])
+def _mark_partition_done(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    table = table_argument(ctx, args["table"])
     specs = parse_partitions(table.schema, args["partitions"])
-    table.maintenance.mark_partitions_done(specs)
-    return _true()
+
+    def mark() -> pa.Table:
+        table.maintenance.mark_partitions_done(specs)
+        return _true()
+
+    return EngineWork(table, mark)
 
 
-def _trigger_tag_automatic_creation(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    table = table_argument(session, args["table"])
-    # Unlike the run after a commit (which never fails the commit), a called run reports its errors.
-    # With tag.automatic-creation = 'none' there is nothing to create, and Paimon answers true.
-    created = table.maintenance.trigger_tag_automatic_creation()
-    log.info("trigger_tag_automatic_creation of %s created %s", table.name, created or "no tag")
-    return _true()
+def _trigger_tag_automatic_creation(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    table = table_argument(ctx, args["table"])
+
+    def trigger() -> pa.Table:
+        # Unlike the run after a commit (which never fails the commit), a called run reports its
+        # errors. With tag.automatic-creation = 'none' there is nothing to create: Paimon answers true.
+        created = table.maintenance.trigger_tag_automatic_creation()
+        log.info("trigger_tag_automatic_creation of %s created %s", table.name, created or "no tag")
+        return _true()
+
+    return EngineWork(table, trigger)
 
 
 def _regex(text: str | None, default: str | None, what: str) -> re.Pattern[str] | None:
@@ -137,16 +171,14 @@ def _regex(text: str | None, default: str | None, what: str) -> re.Pattern[str] 
         ) from None
 
 
-def _compact_database(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    from sqlext.execute.compaction import compact_distributed
-    from sqlext.execute.procedures.expire import with_options
-
+def _compact_database(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
     databases = _regex(args["including_databases"], ".*", "including_databases")
     including = _regex(args["including_tables"], ".*", "including_tables")
     excluding = _regex(args["excluding_tables"], None, "excluding_tables")
     assert databases is not None and including is not None
-    catalog = session.catalog
-    ok = failed = 0
+    catalog = ctx.catalog
+    jobs: list[Compaction] = []
+    unreadable = 0
     for database in catalog.list_databases():
         if not databases.fullmatch(database):
             continue
@@ -155,15 +187,20 @@ def _compact_database(session: SqlSession, args: dict[str, Any]) -> pa.Table:
             if not including.fullmatch(full) or (excluding is not None and excluding.fullmatch(full)):
                 continue
             try:
-                table = with_options(catalog.get_table(full), args["options"])
-                compact_distributed(session.spark, table, full=True, partitions=None)
-                ok += 1
+                jobs.append(Compaction(with_options(catalog.get_table(full), args["options"]), full=True))
             except ProcedureArgumentError:
                 raise  # a bad options argument fails every table alike: say so once
             except Exception as e:  # noqa: BLE001 - Paimon counts a failing table and goes on
                 log.error("compact_database: compacting %s failed: %s", full, e)
-                failed += 1
-    return pa.table({"result": [f"Compact database finished. Success: {ok}, Failed: {failed}"]}, schema=_TEXT)
+                unreadable += 1
+
+    def answer(results: Sequence[CommitResult | None]) -> pa.Table:
+        ok = sum(r is not None for r in results)
+        failed = unreadable + len(results) - ok
+        return pa.table({"result": [f"Compact database finished. Success: {ok}, Failed: {failed}"]},
+                        schema=_TEXT)
+
+    return Compactions(tuple(jobs), answer, keep_going=True)
 
 
 def register_maintenance_procedures() -> None:

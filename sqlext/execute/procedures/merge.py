@@ -17,22 +17,27 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from engine.identifier import MAIN_BRANCH
+from sqlext.execute.procedures.plans import EngineWork, ProcedurePlan
 from sqlext.execute.procedures.registry import Param, ParamType, Procedure, register, table_argument
 
 if TYPE_CHECKING:
-    from sqlext.session import SqlSession
+    from sqlext.execute.planning import PlannerContext
 
 _RESULT = pa.schema([("result", pa.bool_())])
 
 
-def _merge_branch(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    table = table_argument(session, args["table"])
+def _merge_branch(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    table = table_argument(ctx, args["table"])
     policy = (args["conflict"] or "fail").strip().lower()
     dry_run = bool(args["dry_run"])
-    done = table.refs.branches.merge(args["source_branch"], args["target_branch"] or MAIN_BRANCH,
-                                     conflict=policy, dry_run=dry_run)
-    ok = not (dry_run and done.conflict_count and policy == "fail")
-    return pa.table({"result": [ok]}, schema=_RESULT)
+
+    def merge() -> pa.Table:
+        done = table.refs.branches.merge(args["source_branch"], args["target_branch"] or MAIN_BRANCH,
+                                         conflict=policy, dry_run=dry_run)
+        ok = not (dry_run and done.conflict_count and policy == "fail")
+        return pa.table({"result": [ok]}, schema=_RESULT)
+
+    return EngineWork(table, merge)
 
 
 def register_merge_procedures() -> None:

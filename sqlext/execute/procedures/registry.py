@@ -1,9 +1,10 @@
-"""The CALL procedure registry: a name, typed parameters and a function that returns a small table.
+"""The CALL procedure registry: a name, typed parameters and a planner that says what the call does.
 
 ```
  CALL [catalog.]{sys|system}.name(args) / CALL name(args) / CALL system$name(args)
    ── resolve(name, qualifier) ──► Procedure ── bind_arguments(args) ──► {param: typed value}
-   ── procedure.invoke(session, values) ──► pa.Table (cast to the procedure's output schema)
+   ── procedure.plan(ctx, values) ──► ProcedurePlan (plans.py; the runner carries it out)
+   ── procedure.shaped(values, result) ──► pa.Table (cast to the procedure's output schema)
 ```
 Invariants:
 * names resolve case-insensitively; the qualifier is empty or ends in ``sys`` / ``system`` (any
@@ -16,8 +17,9 @@ Invariants:
   (42883) listing the close names;
 * the registry is open: :func:`register` adds procedures (the package registers the built-in,
   tag, branch and maintenance ones); a name is registered once unless ``replace=True``;
-* a procedure's function gets the ``SqlSession`` and the bound values and returns Arrow; it never
-  returns a Spark DataFrame, so procedures stay testable without a JVM.
+* a procedure's function is a planner: it gets the narrow planner context and the bound values
+  and returns a typed plan (``plans.py``), changing nothing; the runner carries the plan out, so
+  procedures import neither Spark nor the session and are tested without a JVM.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, Protocol
@@ -38,6 +41,7 @@ from sqlext.parse.ast import CallArgument
 
 if TYPE_CHECKING:
     from engine import Identifier, Table, TableSchema
+    from sqlext.execute.procedures.plans import ProcedurePlan
     from sqlext.parse.names import TableName
 
 UNDEFINED_FUNCTION = "42883"
@@ -76,9 +80,10 @@ class Param:
         return (self.name, *self.aliases)
 
 
-# A procedure's function gets the session that runs it (the runner's, a ``SqlSession``; typed
-# loosely so that resolving and binding a CALL, which planners do, needs no session type).
-ProcedureFunction = Callable[[Any, dict[str, Any]], pa.Table]
+# A procedure's function is a planner: (the planner context, the bound values) -> its plan. The
+# context is typed loosely here: what naming a table needs is ``Tables``, and a procedure that reads
+# more of the context (the catalog, the current database) annotates it as ``PlannerContext``.
+ProcedureFunction = Callable[[Any, dict[str, Any]], "ProcedurePlan"]
 
 
 class Tables(Protocol):
@@ -93,7 +98,7 @@ class Tables(Protocol):
 
 @dataclass(frozen=True)
 class Procedure:
-    """A named procedure: parameters, output schema, and the function doing the work."""
+    """A named procedure: parameters, output schema, and the planner saying what a call does."""
 
     name: str
     parameters: tuple[Param, ...]
@@ -133,15 +138,23 @@ class Procedure:
             f"{self.name}(" + ", ".join(p.name + ("" if p.required else "?") for p in self.parameters) + ")"
         )
 
-    def invoke(self, session: Any, values: dict[str, Any]) -> pa.Table:
-        """Run the procedure on bound values; the result is cast to the declared output schema.
+    def plan(self, ctx: Any, values: dict[str, Any]) -> ProcedurePlan:
+        """What a call with bound ``values`` does, planned over the context ``ctx`` (nothing runs)."""
+        with self.argument_errors():
+            return self.function(ctx, values)
 
-        A time argument the engine cannot read (``TimeBoundError``) is reported as the argument's
-        error (22023), like every other bad argument."""
+    @contextmanager
+    def argument_errors(self) -> Iterator[None]:
+        """A time argument the engine cannot read (``TimeBoundError``, while planning or while the
+        runner carries the plan out) is reported as the argument's error (22023), like every other
+        bad argument."""
         try:
-            result = self.function(session, values)
+            yield
         except TimeBoundError as e:  # its message starts with the argument's name
             raise ProcedureArgumentError(f"{self.name}: argument {e}") from None
+
+    def shaped(self, values: dict[str, Any], result: pa.Table) -> pa.Table:
+        """A carried-out plan's result, cast to the output schema the bound ``values`` ask for."""
         output = (self.output_for(values) if self.output_for is not None else None) or self.output
         if not result.schema.equals(output, check_metadata=False):
             result = result.select(output.names).cast(output)

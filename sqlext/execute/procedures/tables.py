@@ -1,8 +1,9 @@
 """CALL procedures that rewrite or move whole tables, and Paimon's procedures dyntable refuses.
 
-One job: bind ``rescale`` (rewrite into another bucket count), ``copy`` (a table's rows, read at
+One job: plan ``rescale`` (rewrite into another bucket count), ``copy`` (a table's rows, read at
 one snapshot, into another table, created like the source when missing) and ``migrate_table``
-(a Spark Parquet table into a dyntable table) to the SQL layer's rewrite paths, and register
+(a Spark Parquet table into a dyntable table) as the rewrite plans of ``plans.py``, which the
+runner's side (``sqlext.execute.procedure_jobs``) carries out through the one write path, and register
 Paimon's procedures for features dyntable does not have so that a call names the feature in a
 typed ``UnsupportedStatementError`` (0A000) instead of "procedure not found".
 
@@ -28,12 +29,22 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from engine import OverwriteSpec
-from sqlext.errors import ProcedureArgumentError, SqlAnalysisError, UnsupportedStatementError
+from sqlext.errors import ProcedureArgumentError, UnsupportedStatementError
+from sqlext.execute.planning import CreateTable, Rescale
+from sqlext.execute.procedures.plans import (
+    CopyTable,
+    EngineWork,
+    MigrateDatabase,
+    MigrateTable,
+    PartitionsWhere,
+    ProcedurePlan,
+    RescaleTable,
+)
 from sqlext.execute.procedures.registry import Param, ParamType, Procedure, register, table_argument
+from sqlext.parse.names import TableName
 
 if TYPE_CHECKING:
-    from sqlext.session import SqlSession
+    from sqlext.execute.planning import PlannerContext
 
 log = logging.getLogger(__name__)
 
@@ -44,11 +55,16 @@ def _true() -> pa.Table:
     return pa.table({"result": [True]}, schema=_BOOL)
 
 
-def _rescale(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    from sqlext.execute.ddl_jobs import rescale_table
-    from sqlext.parse.names import TableName
+def _name(ctx: PlannerContext, text: str, param: str) -> TableName:
+    """A table argument's name (any table: managed, the SQL engine's, or none yet)."""
+    try:
+        return TableName.parse(text)
+    except ValueError as e:  # InvalidArgumentError
+        raise ProcedureArgumentError(f"argument '{param}': {e}") from None
 
-    table = table_argument(session, args["table"])
+
+def _rescale(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    table = table_argument(ctx, args["table"])
     if args["partitions"] or args["where"]:
         raise UnsupportedStatementError(
             "rescale of some partitions is not supported: dyntable keeps one bucket count per table; "
@@ -68,22 +84,16 @@ def _rescale(session: SqlSession, args: dict[str, Any]) -> pa.Table:
             f"rescale: table '{table.name}' has bucket = {table.core_options.bucket} (dynamic or unaware "
             "buckets); dyntable rescales fixed-bucket tables only"
         )
-    before = table.core_options.bucket
-    with table.maintenance.recorded("rescale") as rec:
-        rescale_table(session, TableName.parse(args["table"]), buckets)
-        rec.details = {"buckets_before": before, "buckets_after": buckets}
-    return _true()
+    name = _name(ctx, args["table"], "table")
+    return RescaleTable(table, Rescale(name, buckets, f"Table {table.name} rescaled to {buckets} buckets"))
 
 
-def _copy(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    from sqlext.execute.writes import write_frame
-    from sqlext.parse.names import TableName
-    from sqlext.source.requests import ReadRequest, ReadVersion
-
-    source = table_argument(session, args["source_table"], "source_table")
-    target_name = TableName.parse(args["target_table"])
-    if session.is_managed(target_name):
-        target = session.table(target_name)
+def _copy(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    source = table_argument(ctx, args["source_table"], "source_table")
+    target_name = _name(ctx, args["target_table"], "target_table")
+    target = create = None
+    if ctx.is_managed(target_name):
+        target = ctx.table(target_name)
         theirs = [(f.name, str(f.type)) for f in target.schema.fields]
         ours = [(f.name, str(f.type)) for f in source.schema.fields]
         if theirs != ours or target.partition_keys != source.partition_keys:
@@ -92,62 +102,30 @@ def _copy(session: SqlSession, args: dict[str, Any]) -> pa.Table:
                 f"'{source.name}'; drop it or name a new table"
             )
     else:
-        ident = session.identifier(target_name)
-        options = {k: v for k, v in source.options.items() if k != "path"}
-        target = session.catalog.create_table(
-            ident,
-            list(source.schema.fields),
-            source.partition_keys,
-            source.primary_keys,
-            options,
-            source.schema.comment,
+        create = CreateTable(
+            ctx.identifier(target_name), tuple(source.schema.fields), tuple(source.partition_keys),
+            tuple(source.primary_keys), {k: v for k, v in source.options.items() if k != "path"},
+            source.schema.comment, f"Table {args['target_table']} created",
         )
+    if args["where"] and not source.partition_keys:
+        raise ProcedureArgumentError("copy: argument 'where' needs a partitioned source table")
     latest = source.latest_snapshot()
-    if latest is None:
-        return _true()
-    pinned = ReadRequest(session.target(source.name), travel=ReadVersion(snapshot_id=latest.id))
-    frame = session.read(pinned)
-    overwrite = OverwriteSpec()
-    if args["where"]:
-        if not source.partition_keys:
-            raise ProcedureArgumentError("copy: argument 'where' needs a partitioned source table")
-        frame = frame.where(args["where"])
-        overwrite = OverwriteSpec(dynamic=True)  # replace only the partitions copied
-    write_frame(session, target, frame, list(target.schema.field_names), overwrite=overwrite)
-    return _true()
+    return CopyTable(source, None if latest is None else latest.id, target, create, args["where"] or None)
 
 
 _MIGRATE_SOURCES = ("hive", "parquet", "spark")
 
 
-def _migrate_table(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    from sqlext.execute.writes import write_frame
-    from sqlext.parse.names import TableName
-
+def _migrate_table(ctx: PlannerContext, args: dict[str, Any]) -> MigrateTable:
     kind = args["source_type"].strip().lower()
     if kind not in _MIGRATE_SOURCES:
         raise UnsupportedStatementError(
             f"migrate_table: source_type '{args['source_type']}' is not supported; dyntable migrates Spark "
             "catalog tables stored as Parquet (source_type 'hive' or 'parquet')"
         )
-    origin = TableName.parse(args["table"])
-    if session.is_managed(origin):
+    origin = _name(ctx, args["table"], "table")
+    if ctx.is_managed(origin):
         raise ProcedureArgumentError(f"migrate_table: '{args['table']}' is already a dyntable table")
-    spark_name = ".".join(p for p in (origin.database, origin.table) if p)
-    try:
-        described = session.spark.sql(f"DESCRIBE TABLE EXTENDED {spark_name}").collect()
-    except Exception as e:  # noqa: BLE001 - Spark's AnalysisException: no such table
-        raise SqlAnalysisError(
-            f"migrate_table: Spark table '{spark_name}' does not exist: {e}".splitlines()[0], sqlstate="42P01"
-        ) from None
-    provider = next((str(r[1]).strip().lower() for r in described if str(r[0]).strip() == "Provider"), "")
-    serde = next((str(r[1]).lower() for r in described if str(r[0]).strip() == "Serde Library"), "")
-    if provider not in ("parquet", "hive") or (provider == "hive" and "parquet" not in serde):
-        raise UnsupportedStatementError(
-            f"migrate_table: '{spark_name}' is stored as {provider or 'unknown'}; dyntable migrates Parquet "
-            "tables only"
-        )
-    partition_cols = [c.name for c in session.spark.catalog.listColumns(spark_name) if c.isPartition]
     options = _options(args["options"])
     options.update(_options(args["options_map"]))  # Paimon's map(...) argument, written 'k=v,...' here
     in_place = not args["target_table"]
@@ -156,66 +134,33 @@ def _migrate_table(session: SqlSession, args: dict[str, Any]) -> pa.Table:
         raise ProcedureArgumentError(
             "migrate_table: an in-place migration replaces the origin; give target_table to keep it"
         )
-    target = TableName.parse(args["target_table"]) if not in_place else None
-    staging_ident = session.identifier(target if target is not None else origin)
-    if in_place:
-        staging_ident = type(staging_ident)(staging_ident.database, f"{staging_ident.table}__migrating")
-    elif session.is_managed(target):  # type: ignore[arg-type]
+    target = _name(ctx, args["target_table"], "target_table") if not in_place else None
+    if target is not None and ctx.is_managed(target):
         raise ProcedureArgumentError(f"migrate_table: target table '{args['target_table']}' already exists")
-    frame = session.spark.table(spark_name)
-    staged = session.catalog.create_table(staging_ident, _schema(frame), partition_cols, (), options)
-    try:
-        write_frame(session, staged, frame, list(staged.schema.field_names), overwrite=None)
-    except BaseException:
-        session.catalog.drop_table(staging_ident, ignore_if_not_exists=True)
-        raise  # the origin is untouched
-    if delete_origin:
-        session.spark.sql(f"DROP TABLE {spark_name}")
-    if in_place:
-        session.catalog.rename_table(staging_ident, session.identifier(origin))
-    return _true()
+    final = ctx.identifier(target if target is not None else origin)
+    staging = type(final)(final.database, f"{final.table}__migrating") if in_place else final
+    spark_name = ".".join(p for p in (origin.database, origin.table) if p)
+    return MigrateTable(spark_name, staging, final if in_place else None, options, delete_origin)
 
 
-def _migrate_database(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    """Every Spark (non-temporary) table of a database, migrated in place one by one; a failing table is
-    counted and left as it was (each migration is all or nothing), as Paimon counts them."""
-    from sqlext.parse.names import TableName
-
+def _migrate_database(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    """Every table of a database of the SQL engine's, migrated in place one by one (the runner lists
+    them); a failing table is counted and left as it was (each migration is all or nothing), as
+    Paimon counts them."""
     database = args["database"]
-    if not session.spark.catalog.databaseExists(database):
-        raise SqlAnalysisError(
-            f"migrate_database: Spark database '{database}' does not exist", sqlstate="3F000"
-        )
-    ok = failed = 0
-    for t in session.spark.catalog.listTables(database):
-        if t.isTemporary or session.is_managed(TableName.parse(f"{database}.{t.name}")):
-            continue
-        one = {
-            "source_type": args["source_type"],
-            "table": f"{database}.{t.name}",
-            "options": args["options"],
-            "delete_origin": True,
-            "target_table": None,
-            "options_map": args["options_map"],
+
+    def migrate(name: str) -> MigrateTable:
+        return _migrate_table(ctx, {
+            "source_type": args["source_type"], "table": name, "options": args["options"],
+            "delete_origin": True, "target_table": None, "options_map": args["options_map"],
             "parallelism": args["parallelism"],
-        }
-        try:
-            _migrate_table(session, one)
-            ok += 1
-        except Exception as e:  # noqa: BLE001 - Paimon counts a failing table and goes on
-            log.error("migrate_database: migrating %s.%s failed: %s", database, t.name, e)
-            failed += 1
-    text = f"migrate database is finished, success cnt: {ok} , failed cnt: {failed}"
-    return pa.table({"result": [text]}, schema=pa.schema([pa.field("result", pa.string())]))
+        })
 
+    def answer(ok: int, failed: int) -> pa.Table:
+        text = f"migrate database is finished, success cnt: {ok} , failed cnt: {failed}"
+        return pa.table({"result": [text]}, schema=pa.schema([pa.field("result", pa.string())]))
 
-def _schema(frame: Any) -> pa.Schema:
-    """The Arrow schema of a Spark DataFrame (dyntable maps it to table columns)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    from sqlext.execute.common import KIND_OF_ZONE
-
-    return to_arrow_schema(frame.schema, timezone=KIND_OF_ZONE)
+    return MigrateDatabase(database, migrate, answer)
 
 
 def _options(text: str | None) -> dict[str, str]:
@@ -230,13 +175,18 @@ def _options(text: str | None) -> dict[str, str]:
     return out
 
 
-def _repair_earliest_snapshot(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    table = table_argument(session, args["table"])
-    previous = table.maintenance.repair_earliest_snapshot(args["snapshot_id"])
-    return pa.table(
-        {"previous_earliest_snapshot_id": [previous], "current_earliest_snapshot_id": [args["snapshot_id"]]},
-        schema=_EARLIEST,
-    )
+def _repair_earliest_snapshot(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    table = table_argument(ctx, args["table"])
+
+    def repair() -> pa.Table:
+        previous = table.maintenance.repair_earliest_snapshot(args["snapshot_id"])
+        return pa.table(
+            {"previous_earliest_snapshot_id": [previous],
+             "current_earliest_snapshot_id": [args["snapshot_id"]]},
+            schema=_EARLIEST,
+        )
+
+    return EngineWork(table, repair)
 
 
 _EARLIEST = pa.schema(
@@ -253,19 +203,29 @@ _REWRITE = pa.schema([
 ])
 
 
-def _rewrite_file_index(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    from sqlext.execute.procedures.where import partitions_where
+def _rewrite_file_index(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    table = table_argument(ctx, args["table"])
+    dry_run = bool(args["dry_run"])
 
-    table = table_argument(session, args["table"])
-    specs = partitions_where(session, table, args["where"]) if args["where"] else None
-    written = (0, 0)
-    if specs is None or specs:
-        result = table.maintenance.rewrite_file_index(specs, dry_run=bool(args["dry_run"]))
-        written = (result.written_partitions, result.written_indexes)
-    return pa.table({"written_partitions": [written[0]], "written_indexes": [written[1]]}, schema=_REWRITE)
+    def rewrite(specs: list[dict[str, Any]] | None) -> ProcedurePlan:
+        def run() -> pa.Table:
+            written = (0, 0)
+            if specs is None or specs:  # a where that selects no partition rewrites nothing
+                result = table.maintenance.rewrite_file_index(specs, dry_run=dry_run)
+                written = (result.written_partitions, result.written_indexes)
+            return pa.table({"written_partitions": [written[0]], "written_indexes": [written[1]]},
+                            schema=_REWRITE)
+
+        return EngineWork(table, run)
+
+    if not args["where"]:
+        return rewrite(None)
+    if not table.partition_keys:
+        raise ProcedureArgumentError("argument 'where': the table is not partitioned")
+    return PartitionsWhere(table, args["where"], rewrite)
 
 
-def _repair(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+def _repair(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
     raise UnsupportedStatementError(
         "repair synchronizes a metastore (Hive) with the tables on the file system; dyntable's catalog is "
         "the file system itself, so there is nothing to repair (Paimon's file-system catalog refuses it too)"
@@ -296,7 +256,7 @@ def unsupported_message(name: str) -> str:
     )
 
 
-def _unsupported(session: SqlSession, args: dict[str, Any]) -> pa.Table:  # pragma: no cover - see bind
+def _unsupported(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:  # pragma: no cover - see bind
     raise AssertionError("an unsupported procedure is refused when its arguments are bound")
 
 

@@ -17,11 +17,12 @@ import pyarrow as pa
 from engine.errors import NoSuchSnapshotError, NoSuchTagError
 from engine.identifier import validate_name
 from sqlext.errors import ProcedureArgumentError, ProcedureTargetError, sqlstate_for
+from sqlext.execute.procedures.plans import EngineWork, ProcedurePlan
 from sqlext.execute.procedures.registry import Param, ParamType, Procedure, register, table_argument
 
 if TYPE_CHECKING:
     from engine import Table
-    from sqlext.session import SqlSession
+    from sqlext.execute.planning import PlannerContext
 
 R = TypeVar("R")
 
@@ -50,73 +51,96 @@ def _on_snapshot(table: Table, argument: str, op: Callable[[], R]) -> R:
         raise ProcedureTargetError(message, argument=argument, sqlstate=sqlstate_for(e)) from None
 
 
-def _create_tag(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    table = table_argument(session, args["table"])
-    _on_snapshot(table, "table" if args["snapshot"] is None else "snapshot",
-                 lambda: table.refs.tags.create(args["tag"], args["snapshot"], args["time_retained"]))
-    return _ok()
+def _create_tag(ctx: PlannerContext, args: dict[str, Any], *, replace: bool = False) -> ProcedurePlan:
+    table = table_argument(ctx, args["table"])
+    tags = table.refs.tags
+    op = tags.replace if replace else tags.create
+
+    def create() -> pa.Table:
+        _on_snapshot(table, "table" if args["snapshot"] is None else "snapshot",
+                     lambda: op(args["tag"], args["snapshot"], args["time_retained"]))
+        return _ok()
+
+    return EngineWork(table, create)
 
 
-def _replace_tag(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    table = table_argument(session, args["table"])
-    _on_snapshot(table, "table" if args["snapshot"] is None else "snapshot",
-                 lambda: table.refs.tags.replace(args["tag"], args["snapshot"], args["time_retained"]))
-    return _ok()
+def _replace_tag(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    return _create_tag(ctx, args, replace=True)
 
 
-def _rename_tag(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    table_argument(session, args["table"]).refs.tags.rename(args["tag"], args["target_tag"])
-    return _ok()
+def _rename_tag(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    table = table_argument(ctx, args["table"])
+
+    def rename() -> pa.Table:
+        table.refs.tags.rename(args["tag"], args["target_tag"])
+        return _ok()
+
+    return EngineWork(table, rename)
 
 
-def _delete_tag(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+def _delete_tag(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
     # Paimon accepts a comma-separated list of tags here, and skips (with a warning) the tags that
     # do not exist: deleting a missing tag answers true.
-    table = table_argument(session, args["table"])
+    table = table_argument(ctx, args["table"])
     names = list(dict.fromkeys(n.strip() for n in args["tag"].split(",")))
     if not all(names):
         raise ProcedureArgumentError(f"argument 'tag' = {args['tag']!r}: a tag name must not be blank")
-    existing = [n for n in names if table.refs.tags.exists(validate_name("tag", n))]
-    for missing in (n for n in names if n not in existing):
-        log.warning("delete_tag: tag '%s' of %s does not exist; nothing to delete", missing, table.name)
-    if existing:
-        table.refs.tags.delete(existing)
-    return _ok()
+    for name in names:
+        validate_name("tag", name)
+
+    def delete() -> pa.Table:
+        existing = [n for n in names if table.refs.tags.exists(n)]
+        for missing in (n for n in names if n not in existing):
+            log.warning("delete_tag: tag '%s' of %s does not exist; nothing to delete", missing, table.name)
+        if existing:
+            table.refs.tags.delete(existing)
+        return _ok()
+
+    return EngineWork(table, delete)
 
 
-def _create_tag_from_timestamp(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    table = table_argument(session, args["table"])
-    tag = _on_snapshot(table, "timestamp", lambda: table.refs.tags.create_from_timestamp(
-        args["tag"], args["timestamp"], args["time_retained"]))
-    snap = tag.snapshot
-    return pa.table({
-        "tagName": [args["tag"]],
-        "snapshot": pa.array([snap.id], pa.int64()),
-        "commit_time": pa.array([snap.time_millis], pa.int64()),
-        # Paimon prints String.valueOf(watermark): 'null' when there is none.
-        "watermark": [str(snap.watermark) if snap.watermark is not None else "null"],
-    })
+def _create_tag_from_timestamp(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    table = table_argument(ctx, args["table"])
+
+    def create() -> pa.Table:
+        tag = _on_snapshot(table, "timestamp", lambda: table.refs.tags.create_from_timestamp(
+            args["tag"], args["timestamp"], args["time_retained"]))
+        snap = tag.snapshot
+        return pa.table({
+            "tagName": [args["tag"]],
+            "snapshot": pa.array([snap.id], pa.int64()),
+            "commit_time": pa.array([snap.time_millis], pa.int64()),
+            # Paimon prints String.valueOf(watermark): 'null' when there is none.
+            "watermark": [str(snap.watermark) if snap.watermark is not None else "null"],
+        })
+
+    return EngineWork(table, create)
 
 
-def _expire_tags(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    table = table_argument(session, args["table"])
-    # Paimon answers one row 'No expired tags.' when nothing expires.
-    expired = list(table.maintenance.expire_tags(args["older_than"]).tags) or [NO_EXPIRED_TAGS]
-    return pa.table({"expired_tags": pa.array(expired, pa.string())},
-                    schema=pa.schema([pa.field("expired_tags", pa.string(), nullable=False)]))
+def _expire_tags(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    table = table_argument(ctx, args["table"])
+
+    def expire() -> pa.Table:
+        # Paimon answers one row 'No expired tags.' when nothing expires.
+        expired = list(table.maintenance.expire_tags(args["older_than"]).tags) or [NO_EXPIRED_TAGS]
+        return pa.table({"expired_tags": pa.array(expired, pa.string())},
+                        schema=pa.schema([pa.field("expired_tags", pa.string(), nullable=False)]))
+
+    return EngineWork(table, expire)
 
 
-def _rollback(session: SqlSession, args: dict[str, Any]) -> pa.Table:
+def _rollback(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
     given = [(k, args[k]) for k in ("version", "snapshot", "tag") if args[k] is not None]
     if len(given) != 1:
         raise ProcedureArgumentError("rollback takes exactly one of 'version', 'snapshot' and 'tag'")
     key, value = given[0]
-    table = table_argument(session, args["table"])
+    table = table_argument(ctx, args["table"])
     if key == "tag" and not table.refs.tags.exists(validate_name("tag", value)):
         # A tag argument names a tag only (an all-digit one included), never a snapshot id.
         raise NoSuchTagError(f"tag '{value}' does not exist in table '{table.name}'; nothing was rolled back")
-    result = _on_snapshot(table, key, lambda: table.refs.rollback_to(value))
-    return _rollback_row(result)
+    return EngineWork(table, lambda: _rollback_row(
+        _on_snapshot(table, key, lambda: table.refs.rollback_to(value))
+    ))
 
 
 def _rollback_row(result: Any) -> pa.Table:
@@ -125,11 +149,11 @@ def _rollback_row(result: Any) -> pa.Table:
                     schema=_ROLLBACK)
 
 
-def _rollback_to_timestamp(session: SqlSession, args: dict[str, Any]) -> pa.Table:
-    table = table_argument(session, args["table"])
-    return _rollback_row(
+def _rollback_to_timestamp(ctx: PlannerContext, args: dict[str, Any]) -> ProcedurePlan:
+    table = table_argument(ctx, args["table"])
+    return EngineWork(table, lambda: _rollback_row(
         _on_snapshot(table, "timestamp", lambda: table.refs.rollback_to_timestamp(args["timestamp"]))
-    )
+    ))
 
 
 def register_tag_procedures() -> None:

@@ -64,6 +64,18 @@ def pyiceberg_python() -> str:
     pytest.skip(f"pyiceberg unavailable: {how}")
 
 
+def require_polars(python: str) -> None:
+    """polars must be in pyiceberg's venv (``.ci/pyiceberg-venv.sh`` installs it); under CI its
+    absence fails the test, elsewhere (an older venv) it skips it."""
+    proc = subprocess.run([python, "-c", "import polars"], capture_output=True, text=True, check=False)
+    if proc.returncode == 0:
+        return
+    why = f"polars is not in pyiceberg's venv {python}: rerun `bash .ci/pyiceberg-venv.sh`"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(why, pytrace=False)
+    pytest.skip(f"pyiceberg unavailable: {why}")
+
+
 @dataclass
 class IcebergRead:
     """What pyiceberg saw: the current rows, the rows at each requested snapshot or tag, and the metadata."""
@@ -90,11 +102,15 @@ def read_iceberg(
     snapshots: list[int] | None = None,
     tags: list[str] | None = None,
     filters: list[str] | None = None,
+    columns: list[str] | None = None,
+    reader: str = "pyiceberg",
 ) -> IcebergRead:
-    """Read the Iceberg table of ``metadata`` (a ``v<N>.metadata.json``) with pyiceberg."""
+    """Read the Iceberg table of ``metadata`` (a ``v<N>.metadata.json``) with pyiceberg, or with
+    polars' native Iceberg scan (``reader="polars"``: pyiceberg plans, polars reads the Parquet
+    files by Iceberg field id); ``columns``: a projection."""
     with tempfile.TemporaryDirectory() as out:
         request = {"metadata": str(metadata), "out": out, "snapshots": snapshots or [], "refs": tags or [],
-                   "filters": filters or []}
+                   "filters": filters or [], "columns": columns, "reader": reader}
         proc = subprocess.run(
             [python, str(DRIVER), json.dumps(request)],
             capture_output=True,
@@ -103,7 +119,7 @@ def read_iceberg(
             check=False,
         )
         if proc.returncode != 0:
-            raise AssertionError(f"pyiceberg failed to read {metadata}:\n{proc.stderr[-4000:]}")
+            raise AssertionError(f"{reader} failed to read {metadata}:\n{proc.stderr[-4000:]}")
         answer = json.loads(proc.stdout.strip().splitlines()[-1])
         files = answer["files"]
         return IcebergRead(

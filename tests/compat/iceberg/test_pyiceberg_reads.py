@@ -186,9 +186,56 @@ def test_primary_key_table_shows_the_top_level_only(catalog, python) -> None:
     _same(read_iceberg(python, _metadata(t)).current, t.to_arrow(snapshot_id=t.latest_snapshot().id - 1))
     t.compact(full=True)
     t = t.refresh()
-    got = read_iceberg(python, _metadata(t))
+    ids = [s.id for s in t.snapshots()]
+    got = read_iceberg(python, _metadata(t), snapshots=ids)
     _same(got.current, t.to_arrow())
     assert sorted(got.current.column("k").to_pylist()) == [1, 2, 3, 4, 5]
+    # Time travel: each Iceberg snapshot shows the table as its last full compaction left it (empty
+    # before the first), a state that really existed, never a key twice.
+    compacted = [s.id for s in t.snapshots() if s.commit_kind == "COMPACT"]
+    assert len(compacted) == 2
+    for sid in ids:
+        last = max((c for c in compacted if c <= sid), default=None)
+        if last is None:
+            assert got.at[sid].num_rows == 0
+        else:
+            _same(got.at[sid], t.to_arrow(snapshot_id=last))
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"merge-engine": "deduplicate"},
+        {"merge-engine": "partial-update"},
+        {"merge-engine": "aggregation", "fields.n.aggregate-function": "sum"},
+        {"merge-engine": "first-row"},
+    ],
+    ids=lambda o: o["merge-engine"],
+)
+def test_primary_key_merge_engines_compacted_after_every_commit(catalog, python, options) -> None:
+    """``full-compaction.delta-commits = 1``: each batch write compacts fully, so Iceberg sees every
+    commit's merged rows (each merge engine's), at every snapshot."""
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string()), ("n", pa.int64())])
+    t = catalog.create_table(
+        "db.pkm", schema, primary_keys=["k"],
+        options={**ICEBERG, **options, "bucket": "2", "full-compaction.delta-commits": "1"},
+    )  # fmt: skip
+    t.write_arrow(pa.table({"k": [1, 2, 3], "v": ["a", None, "c"], "n": [1, 2, 3]}, schema=schema))
+    t.write_arrow(pa.table({"k": [2, 3, 4], "v": ["B", None, "D"], "n": [10, None, 40]}, schema=schema))
+    t = t.refresh()
+    ids = [s.id for s in t.snapshots()]
+    got = read_iceberg(python, _metadata(t), snapshots=ids)
+    ours = t.to_arrow()
+    _same(got.current, ours)
+    assert sorted(got.current.column("k").to_pylist()) == [1, 2, 3, 4]
+    compactions = [s.id for s in t.snapshots() if s.commit_kind == "COMPACT"]
+    assert len(compactions) == 2  # one full compaction after each write
+    for sid in ids:  # a write's snapshot shows the previous compaction's state, a compaction its own
+        compacted = max((c for c in compactions if c <= sid), default=None)
+        if compacted is None:
+            assert got.at[sid].num_rows == 0
+        else:
+            _same(got.at[sid], t.to_arrow(snapshot_id=compacted))
 
 
 def test_schema_evolution_keeps_field_ids(catalog, python) -> None:
@@ -234,11 +281,16 @@ def test_rollback_and_tags(catalog, python) -> None:
     t.refs.tags.create("t2", 2)
     t.refs.rollback_to(2)
     t = t.refresh()
-    got = read_iceberg(python, _metadata(t), tags=["t2"])
+    got = read_iceberg(python, _metadata(t), snapshots=[1, 2, 3, 4], tags=["t2"])
     assert got.current_snapshot_id == t.latest_snapshot().id == 4
     _same(got.current, t.to_arrow())
     assert _rows(got.current) == [(0,), (1,)]
     _same(got.tags["t2"], t.to_arrow(tag="t2"))
+    # Time travel to every exposed snapshot, the rolled-back one (3) included, shows what it held.
+    assert got.snapshot_ids == [1, 2, 3, 4]
+    for sid in (1, 2, 3, 4):
+        _same(got.at[sid], t.to_arrow(snapshot_id=sid))
+    assert _rows(got.at[3]) == [(0,), (1,), (2,)]
     t.write_arrow(pa.table({"a": [9]}, schema=schema))
     t = t.refresh()
     _same(read_iceberg(python, _metadata(t)).current, t.to_arrow())

@@ -24,7 +24,7 @@ from engine.ops.orphan_files import remove_orphan_files
 from engine.schema_changes import SetOption
 
 ICEBERG = {"metadata.iceberg.storage": "table-location"}
-_VALUES = {pa.time32("ms").id: dt.time(1), pa.int64().id: 1}
+_VALUES = {pa.time64("us").id: dt.time(1), pa.int64().id: 1}
 SCHEMA = pa.schema([("a", pa.int64()), ("p", pa.string())])
 
 
@@ -194,7 +194,7 @@ def test_primary_key_tables_publish_the_top_level_only(catalog) -> None:
 @pytest.mark.parametrize(
     ("schema", "options", "why"),
     [
-        (pa.schema([("a", pa.time32("ms"))]), {}, "column a has type TIME"),
+        (pa.schema([("a", pa.time64("us"))]), {}, "describes TIME of precision 0 to 3 only"),
         (pa.schema([("a", pa.int64())]), {"deletion-vectors.enabled": "true"}, "deletion-vectors.enabled"),
         (pa.schema([("a", pa.int64())]), {"retractions.enabled": "true"}, "retractions.enabled"),
     ],

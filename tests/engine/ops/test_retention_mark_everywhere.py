@@ -171,7 +171,7 @@ def test_retention_table_of_a_branch_shows_its_own_mark(branched):
     _, b = branched
     rm.advance(b.store, 0, now_ms=_time(b, 5))
     mark = b.maintenance.retention_mark()
-    out = read_retention(b).to_pylist()
+    out = read_retention(b.store).to_pylist()
     snaps = {r["snapshot_id"]: r["behind_retention_mark"] for r in out if r["object_type"] == "snapshot"}
     assert snaps[4] is (4 < mark.snapshot_id) and snaps[7] is False
     assert any(r["object_type"] == "retention-mark" and r["snapshot_id"] == mark.snapshot_id for r in out)

@@ -74,7 +74,7 @@ def test_read_optimized_splits_are_raw(catalog):
     t.compact(full=True)
     t.write_arrow(_rows([1], "new"))  # level 0 again: $ro does not see it
     t = t.refresh()
-    ro = read_optimized_splits(t, list(t.plan().splits))
+    ro = read_optimized_splits(t.store, list(t.plan().splits))
     raw, merge = classify_raw(t.store, ro, read_optimized=True)
     assert merge == [] and sum(f.row_count for f in raw) == 10
 

@@ -158,11 +158,11 @@ def test_a_compaction_that_missed_a_delete_does_not_bring_the_rows_back(catalog)
         t = _write(t, [i * 10, i * 10 + 1])
     from engine.compaction import _commit, plan, run_in_process
 
-    tasks = plan(t, full=True)
+    tasks = plan(t.store, full=True)
     messages = run_in_process(t.store, tasks)
     _delete_where(t, lambda k: k == 10)
     with pytest.raises(CommitConflictError):
-        _commit(t.refresh(), tasks, list(messages))
+        _commit(t.refresh().store, tasks, list(messages))
     assert _ks(t.refresh()) == [0, 1, 11, 20, 21]
     t.refresh().compact(full=True)  # a fresh compaction sees the delete
     assert _ks(t.refresh()) == [0, 1, 11, 20, 21]

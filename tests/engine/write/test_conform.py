@@ -18,11 +18,21 @@ def test_time_text_becomes_time_values_and_nulls_stay_null():
     data = pa.table({
         "id": pa.array([1, 2, 3], pa.int32()),
         "t0": pa.array(["12:34:56", None, "00:00"], pa.string()),
-        "t6": pa.array(["01:02:03.456789", None, "23:59:59.999999"], pa.large_string()),
+        "t6": pa.array(["01:02:03.456", None, "23:59:59.999"], pa.large_string()),
     })
     out = conform(data, SCHEMA)
     assert out.column("t0").to_pylist() == [dt.time(12, 34, 56), None, dt.time(0, 0)]
-    assert out.column("t6").to_pylist() == [dt.time(1, 2, 3, 456789), None, dt.time(23, 59, 59, 999999)]
+    assert out.column("t6").to_pylist() == [dt.time(1, 2, 3, 456000), None, dt.time(23, 59, 59, 999000)]
+
+
+def test_a_time_finer_than_a_millisecond_is_refused_as_paimon_stores_milliseconds():
+    # TIME(6) is stored as Paimon stores every TIME: milliseconds of the day (Parquet TIME_MILLIS).
+    data = pa.table({"id": pa.array([1], pa.int32()), "t6": pa.array(["01:02:03.456789"])})
+    stored_in_millis = "column 't6' is TIME\\(6\\), which Paimon stores in milliseconds"
+    with pytest.raises(InvalidArgumentError, match=stored_in_millis):
+        conform(data, SCHEMA)
+    micros = pa.table({"id": pa.array([1], pa.int32()), "t6": pa.array([1_000], pa.time64("us"))})
+    assert conform(micros, SCHEMA).column("t6").to_pylist() == [dt.time(0, 0, 0, 1000)]
 
 
 def test_an_all_null_text_column_fits_a_time_column():

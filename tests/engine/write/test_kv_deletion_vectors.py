@@ -237,7 +237,7 @@ def test_files_system_table_shows_each_files_dv_cardinality(catalog):
     _, dv = _tables(catalog, "deduplicate")
     dv.write_arrow(_batch(range(BASE), "a"))
     dv.refresh().write_arrow(_batch(range(0, BASE, 10), "b"))
-    files = read_files(dv.refresh(), None).to_pylist()
+    files = read_files(dv.refresh().store, None).to_pylist()
     expected = {n: d.cardinality for n, d in _dvs_of(dv).items() if d.cardinality}
     shown = {r["file_path"].rsplit("/", 1)[-1]: r["deletion_vector_cardinality"] for r in files}
     assert {n: c for n, c in shown.items() if c} == expected and sum(expected.values()) == BASE // 10
@@ -286,7 +286,7 @@ def test_a_compaction_whose_bucket_dvs_changed_meanwhile_conflicts_and_loses_not
                              options={"bucket": "1", "deletion-vectors.enabled": "true"})
     t.write_arrow(_batch(range(BASE), "a"))
     t.refresh().write_arrow(_batch(range(0, BASE, 3), "b"))
-    stale = run_in_process(t.store, plan(t.refresh(), full=True))  # computed, not yet committed
+    stale = run_in_process(t.store, plan(t.refresh().store, full=True))  # computed, not yet committed
     t.refresh().write_arrow(_batch(range(1, BASE, 5), "c"))  # marks rows of the files it rewrites
     with pytest.raises(CommitConflictError, match="deletion vectors of bucket 0"):
         t.refresh().new_commit().commit(stale)

@@ -16,7 +16,8 @@ from engine import FileSystemCatalog, Identifier, Table, open_catalog
 from engine.types import DataType, type_to_sql
 from sqlext.bind.rewrite import Binding, BoundQuery
 from sqlext.errors import SqlAnalysisError
-from sqlext.execute.planning import BoundFrame, Column, JobStatus
+from sqlext.execute.planning import BoundFrame, CallProcedure, Column, JobStatus
+from sqlext.execute.procedures.plans import Answer, EngineWork
 from sqlext.parse.names import TableName
 from sqlext.parse.parser import parse_statement
 from sqlext.parse.splitter import Statement
@@ -145,6 +146,20 @@ def plan_of(planners: Mapping[type, object], ctx: FakeContext, sql: str):
     node = parse_statement(sql, 1, 1, offset=0)
     planner = planners[type(node)]
     return planner(ctx, node, stmt)  # type: ignore[operator]
+
+
+def carry_out(call: CallProcedure) -> pa.Table:
+    """Carry out a CALL's plan as the runner does, where that needs no Spark: its metadata work
+    through the engine (``EngineWork``) or its answer (``Answer``)."""
+    work = call.work
+    with call.procedure.argument_errors():
+        if isinstance(work, Answer):
+            result = work.table
+        elif isinstance(work, EngineWork):
+            result = work.run()
+        else:
+            raise TypeError(f"{type(work).__name__} needs the SQL engine")
+    return call.procedure.shaped(dict(call.values), result)
 
 
 def view(name: str, database: str | None = "default") -> ViewDefinition:

@@ -10,8 +10,9 @@ import pytest
 from sqlext.errors import ProcedureArgumentError, ProcedureTargetError, SqlAnalysisError
 from sqlext.execute.call import PLANNERS, argument_offsets
 from sqlext.execute.planning import CallProcedure
+from sqlext.execute.procedures.plans import EngineWork
 from sqlext.parse.parser import parse_statement
-from tests.sqlext.execute.fake_context import FakeContext, fake_context, plan_of
+from tests.sqlext.execute.fake_context import FakeContext, carry_out, fake_context, plan_of
 
 
 @pytest.fixture
@@ -69,7 +70,8 @@ def test_a_bad_argument_is_refused_before_anything_runs(ctx):
 
 def test_a_metadata_procedures_plan_carries_out_over_the_context(ctx):
     p = plan(ctx, "CALL sys.create_tag('default.t', 'v1', 1)")
-    result = p.procedure.invoke(ctx, dict(p.values))  # what the runner does, with the session
+    assert isinstance(p.work, EngineWork) and p.work.table.name == "default.t"
+    result = carry_out(p)  # what the runner does
     assert result.column(0).to_pylist() == [True]
     assert ctx.catalog.get_table("default.t").refs.tags.names() == ["v1"]
 
@@ -78,5 +80,5 @@ def test_a_missing_snapshot_names_the_argument_the_runner_points_at(ctx):
     sql = "CALL sys.create_tag('default.t', 'v1', 99)"
     p = plan(ctx, sql)
     with pytest.raises(ProcedureTargetError) as info:
-        p.procedure.invoke(ctx, dict(p.values))
+        carry_out(p)
     assert info.value.argument == "snapshot" and p.argument_at["snapshot"] == sql.index("99")

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from engine import open_catalog
 from engine.schema_changes import SetOption
-from tests.sqlext.execute.test_procedures import _call, _CatalogSession
+from tests.sqlext.execute.test_procedures import call_procedure, in_db
 
 
 def test_rebuild_iceberg_metadata_publishes_an_existing_table(tmp_path):
@@ -18,10 +18,10 @@ def test_rebuild_iceberg_metadata_publishes_an_existing_table(tmp_path):
     t = cat.create_table("db.t", pa.schema([("id", pa.int64())]))
     for i in range(2):
         t.write_arrow(pa.table({"id": [i]}, schema=t.arrow_schema))
-    session = _CatalogSession(cat)
-    assert _call(session, "rebuild_iceberg_metadata", "t").to_pylist() == [{"metadata_version": None}]
+    ctx = in_db(cat)
+    assert call_procedure(ctx, "rebuild_iceberg_metadata", "t").to_pylist() == [{"metadata_version": None}]
     cat.alter_table("db.t", [SetOption("metadata.iceberg.storage", "table-location")])
-    result = _call(session, "rebuild_iceberg_metadata", table="db.t")
+    result = call_procedure(ctx, "rebuild_iceberg_metadata", table="db.t")
     assert result.to_pylist() == [{"metadata_version": 2}]
     meta = json.loads((Path(t.path) / "metadata" / "v2.metadata.json").read_text())
     assert meta["current-snapshot-id"] == 2 and meta["snapshots"][0]["summary"]["total-records"] == "2"

@@ -13,15 +13,18 @@ from hypothesis import strategies as st
 from engine import open_catalog
 from sqlext.errors import ProcedureArgumentError, SqlAnalysisError
 from sqlext.execute import procedures as P
+from sqlext.execute.planning import CallProcedure
 from sqlext.execute.procedures import Param, ParamType, Procedure, ProcedureRegistry, bind_arguments
+from sqlext.execute.procedures.plans import Answer
 from sqlext.parse.ast import Call, CallArgument
 from sqlext.parse.parser import parse_statement
+from tests.sqlext.execute.fake_context import FakeContext, carry_out
 
 OUT = pa.schema([("result", pa.bool_())])
 
 
-def _echo(session, args):
-    return pa.table({"result": [True]})
+def _echo(ctx, args):
+    return Answer(pa.table({"result": [True]}))
 
 
 def _registry():
@@ -270,18 +273,7 @@ def test_live_partitions_lists_partitions_with_data(tmp_path):
     assert P.live_partitions(t) == [{"dt": "a"}, {"dt": "b"}, {"dt": None}]
 
 
-class _FakeSession:
-    """Just enough of SqlSession for the CALL executor without Spark."""
-
-    def __init__(self):
-        self.frames = []
-
-    def arrow_frame(self, table):
-        self.frames.append(table)
-        return table
-
-
-def test_call_planner_locates_errors_and_its_plan_returns_the_result_table():
+def test_call_planner_locates_errors_and_its_plan_returns_the_result_table(tmp_path):
     from sqlext.execute.call import call
     from sqlext.parse.splitter import Statement
 
@@ -290,15 +282,15 @@ def test_call_planner_locates_errors_and_its_plan_returns_the_result_table():
             "fake_echo",
             (Param("n", ParamType.INT, True),),
             pa.schema([("n", pa.int64())]),
-            lambda s, a: pa.table({"n": [a["n"] * 2]}),
+            lambda ctx, a: Answer(pa.table({"n": [a["n"] * 2]})),
         ),
         replace=True,
     )
     try:
-        session = _FakeSession()
+        session = in_db(open_catalog(str(tmp_path / "wh")))
         stmt = Statement("CALL sys.fake_echo('21')", 3, 5, 40)
         plan = call(session, parse_statement(stmt.text), stmt)
-        result = plan.procedure.invoke(session, dict(plan.values))  # what the runner does
+        result = carry_out(plan)  # what the runner does
         assert result.to_pylist() == [{"n": 42}]
         assert result.schema.field("n").type == pa.int64()  # cast to the declared output
         with pytest.raises(ProcedureArgumentError) as info:
@@ -349,18 +341,9 @@ def test_procedures_of_missing_features_refuse_any_arguments_naming_the_feature(
 FAR_FUTURE = dt.datetime(2099, 1, 1)
 
 
-class _CatalogSession:
-    """Just enough of SqlSession for procedures that only name a table (no Spark)."""
-
-    def __init__(self, catalog):
-        self.catalog = catalog
-        self.current_database = "db"
-
-    def is_managed(self, name):
-        return True
-
-    def table(self, name):
-        return self.catalog.get_table(f"{name.database or 'db'}.{name.table}")
+def in_db(catalog) -> FakeContext:
+    """The planner context of a session whose current database is ``db``."""
+    return FakeContext(catalog, current_database="db")
 
 
 @pytest.fixture
@@ -372,12 +355,14 @@ def tagged(tmp_path):
         t.write_arrow(pa.table({"id": [i]}, schema=t.arrow_schema))
     t.refs.tags.create("a", 1)
     t.refs.tags.create("b", 2)
-    return _CatalogSession(cat), t
+    return in_db(cat), t
 
 
-def _call(session, name, *positional, **named):
+def call_procedure(ctx, name, *positional, **named):
+    """Plan a procedure over the context and carry out its metadata work, as the runner does."""
     proc = P.REGISTRY.get(name)
-    return proc.invoke(session, bind_arguments(proc, args(*positional, **named)))
+    values = bind_arguments(proc, args(*positional, **named))
+    return carry_out(CallProcedure(proc, values, {}, "", proc.plan(ctx, values)))
 
 
 @pytest.mark.parametrize(
@@ -387,14 +372,14 @@ def _call(session, name, *positional, **named):
 )
 def test_expire_tags_reads_text_like_a_timestamp_literal(tagged, older_than):
     session, t = tagged
-    result = _call(session, "expire_tags", "t", older_than=older_than)
+    result = call_procedure(session, "expire_tags", "t", older_than=older_than)
     assert result.column("expired_tags").to_pylist() == ["a", "b"] and t.refs.tags.names() == []
 
 
 def test_expire_tags_with_a_past_bound_expires_nothing(tagged):
     session, t = tagged
     for past in ("2000-01-01 00:00:00", "1 d"):
-        result = _call(session, "expire_tags", "t", older_than=past)
+        result = call_procedure(session, "expire_tags", "t", older_than=past)
         assert result.column(0).to_pylist() == ["No expired tags."]
     assert t.refs.tags.names() == ["a", "b"]
 
@@ -412,7 +397,7 @@ def test_expire_tags_with_a_past_bound_expires_nothing(tagged):
 def test_a_bad_time_is_the_arguments_error_in_every_procedure(tagged, procedure, argument, named):
     session, t = tagged
     with pytest.raises(ProcedureArgumentError) as info:
-        _call(session, procedure, "t", **named)
+        call_procedure(session, procedure, "t", **named)
     assert info.value.sqlstate == "22023"
     assert str(info.value).startswith(f"{procedure}: argument {argument} = 'someday' is not a point in time")
     assert t.refs.tags.names() == ["a", "b"] and t.latest_snapshot().id == 3
