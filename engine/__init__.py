@@ -68,7 +68,7 @@ from engine.meta.paths import escape_path_name, partition_value_string
 from engine.meta.row_ranges import is_data_evolution
 from engine.meta.snapshot import CommitKind, Snapshot
 from engine.option_checks import near_miss, validate_options
-from engine.row_tracking import FILE_PATH, metadata_fields, metadata_names
+from engine.row_tracking import metadata_fields, metadata_names
 from engine.scan import predicate
 from engine.scan.incremental import ROWKIND, IncrementalQuery
 from engine.scan.metadata_aggregate import MetadataAggregate, type_allows_minmax
@@ -148,7 +148,6 @@ __all__ = [
     "predicate",
     "metadata_fields",
     "metadata_names",
-    "FILE_PATH",
     # system tables
     "DATA_TABLES",
     "GLOBAL_TABLES",

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from engine import FILE_PATH, OverwriteSpec, Table, metadata_names
+from engine import OverwriteSpec, Table, metadata_names
 from sqlext.errors import UnsupportedStatementError
 from sqlext.execute.dml_common import HELPER, column_names, count_rows
 from sqlext.execute.dml_deletion_vectors import FILE, POS, positioned_frame
@@ -56,14 +56,13 @@ class Pinned:
     reader, so a view reused by a second query could filter that query's rows too.
     """
 
-    def __init__(self, s: SqlSession, table: Table, snapshot_id: int | None, *, files: bool = False) -> None:
+    def __init__(self, s: SqlSession, table: Table, snapshot_id: int | None) -> None:
         self.s = s
         self.snapshot_id = snapshot_id
         travel = ReadVersion(snapshot_id=snapshot_id) if snapshot_id is not None else None
         # A row-tracking table's rows are read with their _ROW_ID and _SEQUENCE_NUMBER, which the
-        # rows a statement rewrites carry into their new files (Paimon keeps a rewritten row's id);
-        # ``files``: with each row's data file (a copy-on-write rewrite replaces those it touches).
-        extra = (*tracking_columns(table), *((FILE_PATH,) if files else ()))
+        # rows a statement rewrites carry into their new files (Paimon keeps a rewritten row's id).
+        extra = tracking_columns(table)
         # The snapshot is read in its own schema (a write's merge-schema evolution is not there yet).
         read_schema = table.schema if snapshot_id is None else \
             table.schema_by_id(table.store.snapshots.get(snapshot_id).schema_id)
@@ -113,13 +112,9 @@ def _positioned_view(s: SqlSession, table: Table, snapshot: Any, files: list[Any
     return name
 
 
-def file_name(path: str) -> str:
-    return path.rstrip("/").rsplit("/", 1)[-1]
-
-
-def in_files(s: SqlSession, df: DataFrame, names: list[str], column: str = FILE_PATH) -> DataFrame:
-    """Rows of ``df`` whose data file (``column``, a full path) is one of ``names`` (a broadcast
-    semi-join with the small list); the column is dropped."""
+def in_files(s: SqlSession, df: DataFrame, names: list[str], column: str) -> DataFrame:
+    """Rows of ``df`` whose data file (``column``, its name or path) is one of ``names`` (a
+    broadcast semi-join with the small list); the column is dropped."""
     listed = s.spark.createDataFrame([(n,) for n in names], f"{HELPER}name string")
     name = F.element_at(F.split(F.col(column), "/"), -1)
     kept = df.join(F.broadcast(listed), on=name == listed[f"{HELPER}name"], how="left_semi")
