@@ -24,7 +24,7 @@ from the modules of plain values ``engine.errors``, ``engine.types``, ``engine.o
 (pyproject.toml). Every other module is internal and may change.
 """
 
-from engine.append_deletions import AppendDeletionCommit, group_positions
+from engine.append_deletions import AppendDeletionCommit, RowIdChanges, group_positions
 from engine.builders.aggregate import aggregate_from_metadata
 from engine.builders.commit import CommitBuilder
 from engine.builders.hooks import CompactionRunner, PostCommit
@@ -65,6 +65,7 @@ from engine.format_table import refuse as refuse_format_table
 from engine.identifier import Identifier
 from engine.merge.config import MergeConfig
 from engine.meta.paths import escape_path_name, partition_value_string
+from engine.meta.row_ranges import is_data_evolution
 from engine.meta.snapshot import CommitKind, Snapshot
 from engine.option_checks import near_miss, validate_options
 from engine.row_tracking import metadata_fields, metadata_names
@@ -88,6 +89,7 @@ from engine.system_tables import (
 )
 from engine.table import Table
 from engine.write.conform import coerce_spec, coerce_value
+from engine.write.data_evolution_update import ColumnUpdateWriter
 from engine.write.kv_import import KvFileImport, SequenceStarts, StagedFile
 
 __all__ = [
@@ -130,7 +132,10 @@ __all__ = [
     # values the SQL layer reads or shows
     "ADD_KINDS",
     "AppendDeletionCommit",
+    "ColumnUpdateWriter",
+    "RowIdChanges",
     "group_positions",
+    "is_data_evolution",
     "ROWKIND",
     "IncrementalQuery",
     "CommitKind",

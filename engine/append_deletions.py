@@ -32,7 +32,7 @@ dyntable do, and 0.9 ignores the field.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,7 +40,8 @@ import pyarrow as pa
 
 from engine.commit import FileStoreCommit
 from engine.commit_messages import CommitMessage, CommitResult, delete_uncommitted
-from engine.errors import CommitConflictError, InvalidArgumentError
+from engine.errors import CommitConflictError, InvalidArgumentError, UnsupportedTableError
+from engine.features import ROW_ID_FEATURES
 from engine.lsm.deletion_vectors import uses_deletion_vectors
 from engine.meta.deletion_vectors import (
     DeletionVector,
@@ -51,12 +52,19 @@ from engine.meta.deletion_vectors import (
 )
 from engine.meta.index_files import DELETION_VECTORS_INDEX, IndexManifestEntry, IndexStore
 from engine.meta.manifest import FileKind, ManifestEntry
+from engine.meta.row_ranges import is_data_evolution
 from engine.meta.snapshot import CommitKind, Snapshot
 from engine.options import DELETION_VECTOR_INDEX_FILE_TARGET_SIZE
 from engine.store import BATCH_COMMIT_IDENTIFIER, FileStore
+from engine.write.data_evolution_update import (
+    RowIdRange,
+    anchor_positions,
+    check_ranges_updated,
+    row_id_ranges,
+)
 
 __all__ = [
-    "AppendDeletionCommit", "DvScanFile", "dv_scan_files", "group_positions",
+    "AppendDeletionCommit", "DvScanFile", "RowIdChanges", "dv_scan_files", "group_positions",
     "writes_append_deletion_vectors",
 ]
 
@@ -332,11 +340,16 @@ class AppendDeletionCommit:
         *,
         kind: CommitKind | None = None,
         properties: Mapping[str, str] | None = None,
+        keeps: Collection[str] = (),
+        check: Callable[[Snapshot | None, list[ManifestEntry]], None] | None = None,
     ) -> CommitResult:
         """Publish the DV changes and ``messages`` (new files; compaction before/after) as one snapshot.
 
         ``kind`` (None: Paimon's kind for a row-level change of an append table, OVERWRITE when it
         marks rows deleted, APPEND when it only adds rows; compaction passes COMPACT).
+
+        ``keeps`` / ``check``: the features this change keeps, and a check of the entries against
+        the snapshot the commit lands on (a data-evolution change by row id, :class:`RowIdChanges`).
 
         Nothing to publish returns an empty result. On any failure but ``CommitStateUnknownError``
         every file this commit and ``messages`` wrote is deleted.
@@ -359,13 +372,15 @@ class AppendDeletionCommit:
 
         def entries_for(latest: Snapshot | None) -> list[ManifestEntry]:
             self._check(latest, touched)
+            if check is not None:
+                check(latest, data_entries)
             return data_entries
 
         try:
             self._index_changes(touched, changes)
             sid, _ = committer._publish(  # noqa: SLF001 - the pipeline's one publish step, DV flavour
                 kind, BATCH_COMMIT_IDENTIFIER, entries_for, [], None, properties,
-                index_changes=lambda: (changes, None),
+                index_changes=lambda: (changes, None), keeps=keeps,
             )
         except BaseException as e:
             from engine.errors import CommitStateUnknownError
@@ -377,3 +392,73 @@ class AppendDeletionCommit:
                 delete_uncommitted(self.store, messages)
             raise
         return CommitResult((sid,))
+
+
+class RowIdChanges:
+    """A row-level change of a data-evolution table read at ``snapshot``, by row id, published as
+    one snapshot: column files over row-id ranges and new rows (commit messages the caller's
+    writers made: ``engine.write.data_evolution_update.ColumnUpdateWriter``, ordinary writers),
+    and deleted rows marked in their ranges' anchor files' deletion vectors (Paimon 2.0's rules,
+    module doc of ``engine.write.data_evolution_update``)."""
+
+    def __init__(self, store: FileStore, snapshot: Snapshot | None, commit_user: str | None = None) -> None:
+        if store.has_primary_key or not is_data_evolution(store.schema.options):
+            raise InvalidArgumentError(f"table {store.paths.root} is not a data-evolution table")
+        self.store = store
+        self.snapshot = snapshot
+        self.commit_user = commit_user or f"de-{uuid.uuid4()}"
+        self.ranges: list[RowIdRange] = row_id_ranges(store, snapshot)
+        self._deletions: AppendDeletionCommit | None = None
+
+    def delete(self, row_ids: np.ndarray) -> int:
+        """Mark the rows of these ids deleted; returns how many were not deleted before.
+
+        Raises:
+            UnsupportedTableError: the table has no deletion vectors (Paimon refuses such a
+                DELETE too: a data-evolution table's rows are never rewritten to delete one).
+            InvalidArgumentError: a row id that is not a row of the snapshot.
+        """
+        if not writes_append_deletion_vectors(self.store):
+            raise UnsupportedTableError(
+                f"cannot delete rows of table {self.store.paths.root}: it uses data evolution "
+                "('data-evolution.enabled' = 'true'), whose rows are deleted only with deletion "
+                "vectors ('deletion-vectors.enabled' = 'true'), as in Paimon")
+        if self._deletions is None:
+            self._deletions = AppendDeletionCommit(self.store, self.snapshot, self.commit_user)
+        return self._deletions.delete(anchor_positions(self.ranges, row_ids))
+
+    def commit(self, messages: Sequence[CommitMessage] = ()) -> CommitResult:
+        """Publish the marked rows and ``messages`` as one snapshot (nothing: an empty result).
+        On any failure but ``CommitStateUnknownError`` the messages' files are deleted.
+
+        Raises:
+            CommitConflictError: a range a column file covers changed since the snapshot read,
+                or (with deletions) the anchors' deletion vectors did.
+        """
+        store = self.store
+
+        def check(latest: Snapshot | None, entries: list[ManifestEntry]) -> None:
+            check_ranges_updated(store, latest, entries)
+
+        if self._deletions is not None:
+            return self._deletions.commit(messages, keeps=ROW_ID_FEATURES, check=check)
+        messages = [m for m in messages if not m.is_empty]
+        entries = [ManifestEntry(FileKind.ADD, m.partition, m.bucket, m.total_buckets, f)
+                   for m in messages for f in m.new_files]
+        if not entries:
+            return CommitResult(())
+
+        def entries_for(latest: Snapshot | None) -> list[ManifestEntry]:
+            check(latest, entries)
+            return entries
+
+        try:
+            sid, _ = FileStoreCommit(store, self.commit_user)._publish(  # noqa: SLF001 - the one publish step
+                CommitKind.APPEND, BATCH_COMMIT_IDENTIFIER, entries_for, [], None, None, appends_rows=True)
+        except BaseException as e:
+            from engine.errors import CommitStateUnknownError
+
+            if not isinstance(e, CommitStateUnknownError):
+                delete_uncommitted(store, messages)
+            raise
+        return CommitResult((sid,), sum(e.file.row_count for e in entries if e.file.write_cols is None))

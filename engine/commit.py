@@ -49,7 +49,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from engine.commit_messages import (
     CommitMessage,
@@ -241,6 +241,14 @@ class FileStoreCommit:
             return CommitResult(())
         messages = [m for m in messages if not m.is_empty]
         adds = _entries(FileKind.ADD, messages, lambda m: m.new_files)
+        if spec.files is not None:
+            try:
+                return self._replace_files(spec.files, adds, identifier, properties, base_snapshot_id)
+            except CommitStateUnknownError:
+                raise
+            except BaseException:
+                delete_uncommitted(self.store, messages)
+                raise
         select: Callable[[bytes], bool]
         if spec.dynamic:
             targets = {m.partition for m in messages if m.new_files}
@@ -434,6 +442,35 @@ class FileStoreCommit:
                                index_changes=lambda: (list(index_adds), select))
         return CommitResult((sid,), sum(e.file.row_count for e in adds))
 
+    def _replace_files(
+        self,
+        names: Sequence[str],
+        adds: list[ManifestEntry],
+        identifier: int,
+        properties: Mapping[str, str] | None,
+        base_snapshot_id: int | None,
+    ) -> CommitResult:
+        """Replace exactly the live data files ``names`` of the base snapshot with ``adds``, in one
+        OVERWRITE snapshot (a row-level rewrite of an append table). Each must still be live, by
+        full identity, in the snapshot the commit lands on (``_validate``): a concurrent rewrite,
+        DELETE or compaction of one of them is a conflict; other commits, even to the same
+        partitions, are not (Paimon's rule for its copy-on-write row-level commands)."""
+        snapshots = self.store.snapshots
+        start = snapshots.latest() if base_snapshot_id is None else snapshots.get(base_snapshot_id)
+        wanted = set(names)
+        doomed = [e for e in self.store.live_entries(start) if e.file.file_name in wanted]
+        missing = wanted - {e.file.file_name for e in doomed}
+        if missing:
+            raise CommitConflictError(
+                f"data file {sorted(missing)[0]} of {self.store.paths.root} is not live in snapshot "
+                f"{start.id if start else 0}; nothing was committed — run the statement again")
+        entries = [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
+                   for e in doomed] + adds
+        if not entries:
+            return CommitResult(())
+        sid, _ = self._publish(CommitKind.OVERWRITE, identifier, lambda _l: entries, [], None, properties)
+        return CommitResult((sid,), sum(e.file.row_count for e in adds))
+
     def _check_unchanged(
         self, start: Snapshot | None, latest: Snapshot | None, select: Callable[[bytes], bool]
     ) -> None:
@@ -539,10 +576,13 @@ class FileStoreCommit:
         properties: Mapping[str, str] | None,
         index_changes: IndexChanges | None = None,
         appends_rows: bool = False,
+        keeps: Collection[str] = (),
     ) -> tuple[int, list[ManifestEntry] | None]:
         """Publish one snapshot; returns its id and its delta entries (None on a retried, already
         published commit). ``appends_rows``: the entries only add new rows (a write's APPEND), so a
-        row-tracking table takes them, each new file given its first row id.
+        row-tracking table takes them, each new file given its first row id. ``keeps``: the
+        features the caller keeps (``engine.features.check_rewritable``): a data-evolution table's
+        row-level changes by row id keep its row-id ranges (``engine.write.data_evolution_update``).
 
         Every metadata file written for an attempt that does not become the snapshot is deleted;
         on CommitStateUnknownError nothing is deleted.
@@ -557,7 +597,7 @@ class FileStoreCommit:
             check_appendable(store.schema, store.paths.root, "commit to")
         else:
             check_rewritable(store.schema, store.paths.root, "commit to",
-                             keeps=ROW_ID_FEATURES if keeps_ranges else ())
+                             keeps=ROW_ID_FEATURES if keeps_ranges else keeps)
         # Row tracking: every commit stamps its files (new ids, sequence numbers), as Paimon's does.
         row_ids = tracks_row_ids(store.schema)
         ms = store.manifests

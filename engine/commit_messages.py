@@ -109,11 +109,14 @@ class OverwriteSpec:
     dynamic: bool = False
     # exactly these partitions (row-level rewrites)
     partitions: tuple[Mapping[str, object], ...] | None = None
+    # exactly these data files, by name (row-level rewrites of append tables)
+    files: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         # One intent per spec: with two, which one wins would be an accident of the commit's code.
         intents = [name for name, set_ in (("static", bool(self.static)), ("dynamic", self.dynamic),
-                                           ("partitions", self.partitions is not None)) if set_]
+                                           ("partitions", self.partitions is not None),
+                                           ("files", self.files is not None)) if set_]
         if len(intents) > 1:
             from engine.errors import InvalidArgumentError
 

@@ -25,8 +25,9 @@ Three checks, each cheap (metadata only, no data file is opened):
 
 What dyntable reads as Paimon does (and so is *not* refused at read): data-evolution tables in batch
 (rows assembled from the files of each row-id range, ``engine.read.data_evolution``; their appends
-take row ids as row tracking's do, and their compaction merges a range's files into one,
-``engine.write.data_evolution_compaction``), row-tracking tables (their files hold whole rows,
+take row ids as row tracking's do, their compaction merges a range's files into one,
+``engine.write.data_evolution_compaction``, and their row-level changes go by row id,
+``engine.write.data_evolution_update``), row-tracking tables (their files hold whole rows,
 rewritten ones with their rows' ``_ROW_ID`` and ``_SEQUENCE_NUMBER``, listed in ``_WRITE_COLS``),
 postpone-bucket tables (their pending ``bucket-postpone`` files are skipped, as Paimon's batch
 readers skip them until a postpone compaction; writes go to real buckets,
@@ -86,8 +87,8 @@ class Feature:
 #: ``engine.option_checks``; a table created by another engine carries them anyway.)
 FEATURES: tuple[Feature, ...] = (
     Feature("data-evolution.enabled", _true, "data evolution", "1.3", True,
-            "dyntable's overwrites, row-level changes (DELETE, UPDATE, MERGE) and branch merges would "
-            "not keep the row-id ranges its files share (appends and compaction do)", appends=True),
+            "dyntable's overwrites and branch merges would not keep the row-id ranges its files "
+            "share (appends, compaction and row-level changes by row id do)", appends=True),
     Feature("chain-table.enabled", _true, "chain tables", "1.4", False,
             "its snapshots chain to other tables dyntable does not read"),
     Feature("row-tracking.enabled", _true, "row tracking", "1.3", True,

@@ -8,9 +8,10 @@ TRUNCATE in ``row_level``, MERGE in ``merge_clauses``); the runner's side of the
  user's fragments + view ──► Spark query (session.bind binds other managed tables they name)
    primary-key table:  changed rows only, with a rowkind column ('-D', '+U', '+I') ──► write (append)
    append table with deletion vectors: rows marked in DVs, no file rewritten (dml_deletion_vectors)
-   append table:       copy-on-write: the affected partitions rewritten ──► write (overwrite of
-                       exactly those partitions; rows an UPDATE/MERGE moves or inserts elsewhere
-                       are added to their partitions)
+   data-evolution:     changed columns by row id, deletions on anchors (dml_data_evolution)
+   append table:       copy-on-write: the data files holding an updated/deleted row rewritten ──►
+                       write (an overwrite of exactly those files, Paimon's rule; rows an
+                       UPDATE/MERGE moves or inserts elsewhere are added to their partitions)
 ```
 Merge engines (Paimon's rules, its Spark ``RowLevelOp`` and ``validatePKUpsertDeletable``):
 * DELETE works on every table (a ``first-row`` table once compacted, as in Paimon: files still
@@ -22,7 +23,8 @@ Merge engines (Paimon's rules, its Spark ``RowLevelOp`` and ``validatePKUpsertDe
   copy-on-write like an append table: the merged rows that survive, of the partitions holding a
   deleted row (the whole table if unpartitioned), replace those partitions in one overwrite
   commit based on the snapshot read, so a concurrent change to them fails the statement instead
-  of being lost. (Paimon rewrites the affected files only; dyntable's unit is the partition.)
+  of being lost. (Paimon rewrites the affected files only; for key tables dyntable's unit is the
+  partition, for append tables the file, as Paimon's.)
 * UPDATE and MERGE need a table whose written row becomes the row: append, ``deduplicate`` or
   ``partial-update``; ``first-row`` and ``aggregation`` tables refuse them (SQLSTATE 0A000), as
   Paimon does, instead of ignoring or aggregating the new values.
@@ -48,18 +50,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
-from engine import Table
-from sqlext.execute import dml_deletion_vectors
+from engine import OverwriteSpec, Table
+from sqlext.execute import dml_data_evolution, dml_deletion_vectors
 from sqlext.execute.dml_common import column_names, merge_rows
+from sqlext.execute.dml_deletion_vectors import FILE, positioned_frame
 from sqlext.execute.merge_plan import MergeJob
 from sqlext.execute.planning import MergeInto
 from sqlext.execute.results import StatementResult
 from sqlext.execute.row_level_writes import (
     Pinned,
-    in_partitions,
-    overwrite_of,
+    in_files,
+    rewrites_files,
     tracking_columns,
 )
 from sqlext.execute.writes import write_frame
@@ -71,14 +73,24 @@ if TYPE_CHECKING:
 # -- MERGE ------------------------------------------------------------------------------------------------
 def run_merge(s: SqlSession, plan: MergeInto, stmt: Statement) -> StatementResult:
     """Carry out a ``MergeInto`` plan: one joined query, checked, then one write."""
+    if plan.data_evolution:
+        return dml_data_evolution.merge(s, plan, stmt)
     if plan.deletion_vectors:
         return dml_deletion_vectors.merge(s, plan, stmt)
     table = plan.table
     job = MergeJob(s, plan.clauses, stmt)
-    pinned = Pinned(s, table, plan.snapshot.id if plan.snapshot is not None else None)
+    snapshot_id = plan.snapshot.id if plan.snapshot is not None else None
     tracking = tracking_columns(table)  # a row-tracking table's rows keep their ids
+    # An append table: only the files holding a matched row are rewritten; its rows are read with
+    # their data file's name (``FILE``), natively where Spark can.
+    by_file = rewrites_files(table) and plan.snapshot is not None
+    if by_file:
+        view = f"__dyntable_dml_{s.next_id()}"
+        positioned_frame(s, table, plan.snapshot).createOrReplaceTempView(view)
+    else:
+        view = Pinned(s, table, snapshot_id).view()
     # evaluated once: checks, counts, write agree
-    joined = job.joined_frame(pinned.view(), tracking).localCheckpoint()
+    joined = job.joined_frame(view, (*tracking, FILE) if by_file else tracking).localCheckpoint()
     job.check_cardinality(joined)
     job.check_keys(joined)
     counts = job.counts(joined)
@@ -87,31 +99,26 @@ def run_merge(s: SqlSession, plan: MergeInto, stmt: Statement) -> StatementResul
         if table.primary_keys:
             write_frame(s, table, job.changes(joined), column_names(table), overwrite=None, stmt=stmt)
         else:
-            _merge_copy_on_write(s, table, job, joined, stmt, pinned.snapshot_id, tracking)
+            _merge_rewriting_files(s, table, job, joined, stmt, snapshot_id, tracking, by_file)
     return s.runner.run(merge_rows(counts), stmt)
 
 
-def _merge_copy_on_write(
+def _merge_rewriting_files(
     s: SqlSession, table: Table, job: MergeJob, joined: DataFrame, stmt: Statement,
-    base_snapshot_id: int | None, tracking: tuple[str, ...] = (),
+    base_snapshot_id: int | None, tracking: tuple[str, ...], by_file: bool,
 ) -> None:
-    """Append table: rewrite the partitions holding updated/deleted rows; inserted rows are added."""
-    keys = list(table.partition_keys)
+    """Append table (Paimon's rule): rewrite only the data files holding an updated or deleted row
+    (``by_file``: the joined rows carry their file's name; without, the table is empty), their other
+    rows kept; inserted rows are added. One commit replacing exactly those files."""
     inserts = job.inserted_rows(joined)
-    touched = job.touched(joined)
-    if keys:
-        original = [job.clauses.target_column(k) for k in keys]
-        found = touched.select(*[F.col(c) for c in original]).distinct().collect()
-        specs = [{k: row[i] for i, k in enumerate(keys)} for row in found]
-    else:
-        original, specs = [], ([{}] if touched.take(1) else [])
-    if not specs:
+    touched = job.touched(joined).select(FILE).distinct().collect() if by_file else []
+    names = [r[0] for r in touched if r[0] is not None]
+    if not names:
         write_frame(s, table, inserts, column_names(table), overwrite=None, stmt=stmt)
         return
     kept = job.target_rows(joined)
-    if keys:
-        kept = in_partitions(s, kept, table, specs, original)
+    kept = in_files(s, kept, names, FILE)
     # Inserted rows have no _ROW_ID: they take new ids at commit.
     out = job.tracked(kept, tracking).unionByName(inserts, allowMissingColumns=bool(tracking))
-    write_frame(s, table, out, column_names(table), overwrite=overwrite_of(table, specs), stmt=stmt,
+    write_frame(s, table, out, column_names(table), overwrite=OverwriteSpec(files=tuple(names)), stmt=stmt,
                 base_snapshot_id=base_snapshot_id, row_ids=bool(tracking))

@@ -51,10 +51,13 @@ def _uri(path: str) -> str:
     return path if "://" in path else "file://" + path
 
 
-def positioned_frame(s: SqlSession, table: Table, snapshot: Any) -> DataFrame:
-    """The live rows of ``snapshot``, each with its data file and position (``__dyn_file``/``__dyn_pos``)."""
+def positioned_frame(s: SqlSession, table: Table, snapshot: Any, files: list[Any] | None = None) -> DataFrame:
+    """The live rows of ``snapshot``, each with its data file and position (``__dyn_file``/``__dyn_pos``);
+    ``files``: only those of its live files (``WriteBuilder.deletion_scan_files``), default all."""
     spark = s.spark
-    files = table.new_write_builder().deletion_scan_files(snapshot) if snapshot is not None else []
+    subset = None if files is None else {f.name for f in files}
+    if files is None:
+        files = table.new_write_builder().deletion_scan_files(snapshot) if snapshot is not None else []
     current = table.schema_by_id(snapshot.schema_id) if snapshot is not None else table.schema
     target = spark_schema(current.arrow_schema())
     out = [StructField(FILE, StringType()), StructField(POS, LongType())]
@@ -63,7 +66,8 @@ def positioned_frame(s: SqlSession, table: Table, snapshot: Any) -> DataFrame:
     if not files:
         return spark.createDataFrame([], StructType([*target.fields, *extra, *out]))
     if any(not f.name.endswith(".parquet") for f in files):
-        return _engine_positioned_frame(s, table, snapshot, current, target, tracked)
+        frame = _engine_positioned_frame(s, table, snapshot, current, target, tracked)
+        return frame if subset is None else frame.where(F.col(FILE).isin(sorted(subset)))
     frames = []
     for schema_id in sorted({f.schema_id for f in files}):
         old = table.schema_by_id(schema_id)
@@ -148,7 +152,7 @@ def _positions(df: DataFrame) -> dict[str, Any]:
     return group_positions(arrow.column(FILE), arrow.column(POS))
 
 
-def _write_rows(s: SqlSession, table: Table, df: DataFrame, builder: WriteBuilder) -> list[Any]:
+def write_rows(s: SqlSession, table: Table, df: DataFrame, builder: WriteBuilder) -> list[Any]:
     """Write ``df`` (the table's columns) with engine writers in Spark tasks; their commit messages.
     A failed job deletes the files its finished tasks wrote (``WriteJob.tasks_failed``)."""
     from sqlext.execute.writes import shape_frame
@@ -178,7 +182,7 @@ def _commit(s: SqlSession, table: Table, snapshot: Any, touched: DataFrame,
     builder = table.new_write_builder(None, commit_user=f"dv-{uuid.uuid4()}").keeping_row_ids()
     deletions = builder.new_deletion_commit(snapshot)
     count = deletions.delete(_positions(touched)) if snapshot is not None else 0
-    messages = _write_rows(s, table, new_rows, builder) if new_rows is not None else []
+    messages = write_rows(s, table, new_rows, builder) if new_rows is not None else []
     if count or messages:
         # One snapshot, then the post-commit hooks (tags, expiration; compaction of new files).
         builder.new_commit().commit_with_deletions(deletions, messages)

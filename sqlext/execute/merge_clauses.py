@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from engine import Snapshot, Table
+from engine import Snapshot, Table, metadata_names
 from engine.types import DataType, TypeRoot
 from sqlext.errors import UnsupportedStatementError
 from sqlext.execute.assignments import (
@@ -32,7 +32,14 @@ from sqlext.execute.assignments import (
 )
 from sqlext.execute.dml_common import HELPER, analysis_error, column_names
 from sqlext.execute.planning import Column, MergeInto, Plan, Planner, PlannerContext
-from sqlext.execute.row_level import TO_ENGINE, check_rewritable, deletes_remove_rows, target
+from sqlext.execute.row_level import (
+    TO_ENGINE,
+    changed_columns,
+    check_rewritable,
+    data_evolution,
+    deletes_remove_rows,
+    target,
+)
 from sqlext.execute.table_options import column_defaults, computed_columns
 from sqlext.execute.write_schema import case_sensitive, evolved_for, with_options, write_options
 from sqlext.parse import ast
@@ -111,9 +118,16 @@ class MergeClauses:
         stored = table.schemas.latest() if table.store.pending_schema is not None else None
         self.stored = {f.name: f.type for f in (stored or table.schema).fields}
         self.target_alias = n.target_alias or n.target.table
+        self.source_metadata: tuple[str, ...] = ()
         if isinstance(n.source, ast.TableName):
             self.source_alias = n.source_alias or n.source.table
             self.source_from = f"{source_sql(n)} AS {quoted(self.source_alias)}"
+            # Metadata columns of a managed source the statement names (``ON t._ROW_ID =
+            # s._ROW_ID``, Paimon's self-merge): selected by name, as a star never shows them.
+            if ctx.is_managed(n.source) and n.source.system_table is None:
+                text = stmt.text.lower()
+                self.source_metadata = tuple(
+                    m for m in metadata_names(ctx.table(n.source).schema) if m.lower() in text)
         else:
             self.source_alias = n.source_alias or f"{HELPER}source"
             self.source_from = f"({n.source.text}) AS {quoted(self.source_alias)}"
@@ -327,7 +341,8 @@ class MergeClauses:
             f"SELECT {', '.join(select)} "
             f"FROM (SELECT {ta}.*, true AS {TARGET_MARK}, monotonically_increasing_id() AS {ROW_ID}"
             f"{''.join(', ' + e for e in t_inner)} FROM {view} AS {ta}) AS {ta} "
-            f"{join} JOIN (SELECT {sa}.*, true AS {SOURCE_MARK}{''.join(', ' + e for e in s_inner)} "
+            f"{join} JOIN (SELECT {sa}.*, {''.join(f'{sa}.{quoted(m)}, ' for m in self.source_metadata)}"
+            f"true AS {SOURCE_MARK}{''.join(', ' + e for e in s_inner)} "
             f"FROM {self.source_from}) AS {sa} ON {self.n.on.text}"
         )
 
@@ -352,7 +367,38 @@ def merge(ctx: PlannerContext, n: ast.Merge, stmt: Statement) -> Plan:
             line=stmt.line,
             column=stmt.column,
         )
+    if data_evolution(table):
+        return _evolution_merge(table, snapshot, clauses, merge_schema, deletion_vectors, stmt)
     return MergeInto(table, snapshot, clauses, deletion_vectors)
+
+
+def _evolution_merge(table: Table, snapshot: Snapshot | None, clauses: MergeClauses, merge_schema: bool,
+                     deletion_vectors: bool, stmt: Statement) -> Plan:
+    """MERGE into a data-evolution table, as Paimon 2.0's ``MergeIntoPaimonDataEvolutionTable``:
+    WHEN MATCHED may UPDATE (only the changed columns are written, by row id) or DELETE, WHEN NOT
+    MATCHED INSERT, WHEN NOT MATCHED BY SOURCE only DELETE; deletes need deletion vectors."""
+    def refuse(what: str) -> UnsupportedStatementError:
+        return UnsupportedStatementError(
+            f"MERGE INTO '{table.name}': {what} on a data-evolution table ('data-evolution.enabled' = "
+            "'true'), as in Paimon", line=stmt.line, column=stmt.column)
+
+    n = clauses.n
+    if any(c.match == "not_matched_by_source" and clauses.actions[j] != "delete"
+           for j, c in enumerate(n.clauses)):
+        raise refuse("WHEN NOT MATCHED BY SOURCE supports only DELETE")
+    if clauses.ids("delete") and not deletion_vectors:
+        raise refuse("DELETE clauses need 'deletion-vectors.enabled' = 'true'")
+    if merge_schema and table.store.pending_schema is not None:
+        raise refuse("'write.merge-schema' cannot add columns in the same statement (add them with ALTER "
+                     "TABLE first)")
+    aliases = (clauses.target_alias, n.target.table)
+    assigned: dict[str, str] = {}
+    for j in clauses.ids("update"):
+        # A column any UPDATE clause changes is written for every updated row (the others keep theirs).
+        for c in changed_columns(table, clauses.values[j], aliases, "MERGE INTO", stmt):
+            assigned[c] = clauses.values[j][c]
+    columns = tuple(c for c in clauses.columns if c in assigned)
+    return MergeInto(table, snapshot, clauses, deletion_vectors, data_evolution=True, update_columns=columns)
 
 
 PLANNERS: dict[type, Planner] = {ast.Merge: merge}

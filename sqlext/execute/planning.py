@@ -665,6 +665,27 @@ class MarkDeletions:
     matched: Matched
     verb: str
     rows: str | None = None
+    #: a data-evolution table: the rows are found by row id and marked on their ranges' anchor files
+    by_row_id: bool = False
+
+
+@dataclass(frozen=True)
+class UpdateColumns:
+    """UPDATE of a data-evolution table read at ``snapshot``: the ``columns`` it sets written, for
+    every row-id range holding a matched row, as one file of those columns over the whole range
+    (Paimon 2.0's rule; no row is rewritten), in one commit; the count reported is the rows matched.
+
+    ``rows``: the query over the target giving every row's ``_ROW_ID``, whether it matches
+    (``matched_column``) and each set column's value after the statement (the current one for a
+    row that does not match).
+    """
+
+    table: Table
+    snapshot: Snapshot | None
+    rows: TargetQuery
+    matched_column: str
+    columns: tuple[str, ...]
+    verb: str
 
 
 @dataclass(frozen=True)
@@ -699,9 +720,13 @@ class MergeInto:
     snapshot: Snapshot | None
     clauses: MergeClauses
     deletion_vectors: bool
+    #: a data-evolution table: updated columns written over their row-id ranges, deleted rows
+    #: marked on the ranges' anchor files, inserted rows appended (``update_columns``: the set ones)
+    data_evolution: bool = False
+    update_columns: tuple[str, ...] = ()
 
 
-RowLevelPlan: TypeAlias = RowLevelWrite | MarkDeletions | TruncateTable | MergeInto
+RowLevelPlan: TypeAlias = RowLevelWrite | MarkDeletions | UpdateColumns | TruncateTable | MergeInto
 
 Plan: TypeAlias = (
     Rows | Done | ToEngine | SessionAction | CatalogAction | RefAction | ViewAction | TableJob

@@ -14,23 +14,26 @@ runs Spark. The rules are Paimon's (its Spark ``RowLevelOp``, ``DeleteFromPaimon
   - a primary-key table whose merge engine lets a ``-D`` row remove its key writes those rows
     (``deduplicate``; ``partial-update`` / ``aggregation`` with ``…remove-record-on-delete``; never
     with ``ignore-delete``);
-  - any other table is rewritten copy-on-write: the partitions holding a matched row (the whole
+  - a data-evolution table needs deletion vectors (Paimon's rule; refused otherwise, 0A000);
+  - an append table is rewritten copy-on-write: the data files holding a matched row are replaced
+    by their surviving rows (Paimon's rule: other files, even of the same partition, stay);
+  - any other key table is rewritten copy-on-write: the partitions holding a matched row (the whole
     table if unpartitioned) are replaced by their surviving rows. A ``first-row`` table must be
     compacted first (files on level 0 refuse the statement, SQLSTATE 55000), and its rewrite goes
     up as an ordinary write's does (``write-only`` off: its reads skip level 0);
 * UPDATE needs a table whose written row becomes the row (append, ``deduplicate``,
   ``partial-update``; others refuse it, SQLSTATE 0A000) and may set a key column (or a partition
   column of a key table with fixed buckets) only to itself (42000). A deletion-vector table marks
-  the matched rows and adds their new values; a key table writes the new rows (``+U``); an append
-  table is rewritten copy-on-write (the whole table without WHERE; else the partitions holding a
-  matched row, by the rows' original partition values: an assignment may move a row to another
-  partition, where it is added);
+  the matched rows and adds their new values; a key table writes the new rows (``+U``); a
+  data-evolution table writes only the changed columns by row id (``UpdateColumns``); an append
+  table is rewritten copy-on-write (the whole table without WHERE; else the data files holding a
+  matched row: an assignment may move a row to another partition, where it is added);
 * TRUNCATE TABLE t [PARTITION (...)] removes every file (of the partition) in one snapshot.
 """
 
 from __future__ import annotations
 
-from engine import ROWKIND, MergeConfig, Table, metadata_names
+from engine import ROWKIND, MergeConfig, Snapshot, Table, is_data_evolution, metadata_names
 from sqlext.errors import UnsupportedStatementError
 from sqlext.execute.assignments import key_change_error, resolve_assignments
 from sqlext.execute.dml_common import HELPER, analysis_error, column_names, count_rows
@@ -45,6 +48,7 @@ from sqlext.execute.planning import (
     TargetQuery,
     ToEngine,
     TruncateTable,
+    UpdateColumns,
 )
 from sqlext.execute.table_options import column_defaults
 from sqlext.parse import ast
@@ -129,6 +133,13 @@ def delete(ctx: PlannerContext, n: ast.Delete, stmt: Statement) -> Plan:
     latest = table.latest_snapshot()
     snapshot = latest.id if latest is not None else None
     alias = n.alias or n.table.table
+    evolution = data_evolution(table)
+    if evolution and not table.new_write_builder().writes_deletion_vectors():
+        raise UnsupportedStatementError(
+            f"DELETE is not supported on '{table.name}': a data-evolution table "
+            "('data-evolution.enabled' = 'true') deletes rows only with deletion vectors, as Paimon does; "
+            f"set 'deletion-vectors.enabled' = 'true' (ALTER TABLE {table.name} SET TBLPROPERTIES) first",
+            line=stmt.line, column=stmt.column)
     if table.new_write_builder().writes_deletion_vectors():
         if latest is None:
             return count_rows(0, "deleted")
@@ -137,7 +148,7 @@ def delete(ctx: PlannerContext, n: ast.Delete, stmt: Statement) -> Plan:
             files = table.new_write_builder().deletion_scan_files(latest)
             count = sum(f.row_count - f.deleted.size for f in files)
             return TruncateTable(table, None, snapshot, count, False, "deleted", "")
-        return MarkDeletions(table, latest, Matched(alias, n.where.text), "deleted")
+        return MarkDeletions(table, latest, Matched(alias, n.where.text), "deleted", by_row_id=evolution)
     if n.where is None:
         if latest is None:
             return count_rows(0, "deleted")
@@ -170,6 +181,9 @@ def update(ctx: PlannerContext, n: ast.Update, stmt: Statement) -> Plan:
     cond = n.where.text if n.where is not None else None
     columns = column_names(table)
     defaults = column_defaults(table, ctx.cast_type)
+    if data_evolution(table):
+        resolved = resolve_assignments(table, n.assignments, (alias, n.table.table), stmt, a, defaults)
+        return update_columns(table, latest, resolved.values, (alias, n.table.table), cond, stmt)
     if table.new_write_builder().writes_deletion_vectors():
         if latest is None:
             return count_rows(0, "updated")
@@ -210,6 +224,45 @@ def update(ctx: PlannerContext, n: ast.Update, stmt: Statement) -> Plan:
     select += "".join(f", {a}.{quoted(k)} AS {o}" for k, o in zip(keys, originals, strict=True))
     return RowLevelWrite(table, snapshot, TargetQuery(select, alias), "matched", Matched(alias, cond),
                          "updated", partition_of=originals)
+
+
+def data_evolution(table: Table) -> bool:
+    """Whether ``table`` is a data-evolution table (its rows are changed by row id, never rewritten)."""
+    return not table.primary_keys and is_data_evolution(table.options)
+
+
+def changed_columns(table: Table, assigned: dict[str, str], aliases: tuple[str, ...], verb: str,
+                    stmt: Statement) -> tuple[str, ...]:
+    """The columns a data-evolution change writes: those ``assigned`` a value other than the
+    column itself (``SET c = c`` / ``SET c = t.c`` change nothing, as in Paimon), in the table's
+    order. A partition column cannot be one: its files stay where their rows are."""
+    same = lambda c, v: v.strip("() ").replace("`", "").lower() in {  # noqa: E731
+        f"{p}{c}".lower() for p in ("", *(f"{x}." for x in aliases))}
+    out = tuple(c for c in column_names(table) if c in assigned and not same(c, assigned[c]))
+    moved = [c for c in out if c in table.partition_keys]
+    if moved:
+        raise UnsupportedStatementError(
+            f"{verb} cannot set the partition column '{moved[0]}' of the data-evolution table "
+            f"'{table.name}': its rows are changed by row id in their partition (Paimon's rule)",
+            line=stmt.line, column=stmt.column)
+    return out
+
+
+def update_columns(table: Table, latest: Snapshot | None, assigned: dict[str, str],
+                   aliases: tuple[str, str], cond: str | None, stmt: Statement) -> Plan:
+    """UPDATE of a data-evolution table: only the changed columns, written by row id (an UPDATE
+    that changes no column writes nothing and still reports the rows it matched)."""
+    if latest is None:
+        return count_rows(0, "updated")
+    alias = aliases[0]
+    a = quoted(alias)
+    columns = changed_columns(table, assigned, aliases, "UPDATE", stmt)
+    matched = f"{HELPER}m"
+    hit = f"coalesce(({cond}), false)" if cond is not None else "true"
+    select = [f"{a}._ROW_ID AS _ROW_ID", f"{hit} AS {matched}"]
+    select += [f"CASE WHEN {hit} THEN ({assigned[c]}) ELSE {a}.{quoted(c)} END AS {quoted(c)}"
+               for c in columns]
+    return UpdateColumns(table, latest, TargetQuery(", ".join(select), alias), matched, columns, "updated")
 
 
 def row_tracked(table: Table) -> bool:

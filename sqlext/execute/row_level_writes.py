@@ -1,7 +1,10 @@
 """Carrying out row-level plans in Spark: the runner's side of ``RowLevelWrite``, ``MarkDeletions``
 and ``TruncateTable`` (``planning.py``), and the pieces the row-level executors not yet converted
-(UPDATE, MERGE INTO in ``dml.py``) share with it: the target pinned at one snapshot, the partitions
-holding matched rows, the restriction of a frame to those partitions.
+(UPDATE, MERGE INTO in ``dml.py``) share with it: the target pinned at one snapshot, the data files
+(append tables: only those are rewritten, as in Paimon) or partitions (key tables) holding matched
+rows, the restriction of a frame to them. An append table's match reads every live file
+(``dml_deletion_vectors.positioned_frame``: Spark's Parquet reader, the engine for ORC and Avro),
+its rewrite only the touched files.
 
 Only the small list of affected partitions and counts reaches the driver; the rows stay in Spark
 and go out in one write job and one commit (``writes.write_frame``).
@@ -18,6 +21,7 @@ from pyspark.sql import functions as F
 from engine import OverwriteSpec, Table, metadata_names
 from sqlext.errors import UnsupportedStatementError
 from sqlext.execute.dml_common import HELPER, column_names, count_rows
+from sqlext.execute.dml_deletion_vectors import FILE, POS, positioned_frame
 from sqlext.execute.planning import Matched, RowLevelWrite, TruncateTable
 from sqlext.execute.results import StatementResult
 from sqlext.execute.writes import write_frame
@@ -58,8 +62,11 @@ class Pinned:
         travel = ReadVersion(snapshot_id=snapshot_id) if snapshot_id is not None else None
         # A row-tracking table's rows are read with their _ROW_ID and _SEQUENCE_NUMBER, which the
         # rows a statement rewrites carry into their new files (Paimon keeps a rewritten row's id).
-        tracking = tracking_columns(table)
-        columns = (*table.schema.field_names, *tracking) if tracking else None
+        extra = tracking_columns(table)
+        # The snapshot is read in its own schema (a write's merge-schema evolution is not there yet).
+        read_schema = table.schema if snapshot_id is None else \
+            table.schema_by_id(table.store.snapshots.get(snapshot_id).schema_id)
+        columns = (*read_schema.field_names, *extra) if extra else None
         self.request = ReadRequest(s.target(table.name), travel=travel, columns=columns)
         # An empty table (no snapshot, or no live file) is read as an empty frame of its schema
         # without asking the data source for splits it does not have.
@@ -85,6 +92,33 @@ def tracking_columns(table: Table) -> tuple[str, ...]:
     them), else nothing."""
     hidden = metadata_names(table.schema)
     return tuple(c for c in ("_ROW_ID", "_SEQUENCE_NUMBER") if c in hidden)
+
+
+def rewrites_files(table: Table) -> bool:
+    """Whether a copy-on-write rewrite of ``table`` replaces only the data files holding a matched
+    row (append tables, as Paimon does) rather than whole partitions (key tables)."""
+    return not table.primary_keys
+
+
+def live_files(table: Table, snapshot_id: int) -> list[Any]:
+    """The live data files of the snapshot, with their paths and schema versions."""
+    return table.new_write_builder().deletion_scan_files(table.store.snapshots.get(snapshot_id))
+
+
+def _positioned_view(s: SqlSession, table: Table, snapshot: Any, files: list[Any]) -> str:
+    """A temp view of the rows of ``files`` of the snapshot, each with its file's name (``FILE``)."""
+    name = f"__dyntable_dml_{s.next_id()}"
+    positioned_frame(s, table, snapshot, files).createOrReplaceTempView(name)
+    return name
+
+
+def in_files(s: SqlSession, df: DataFrame, names: list[str], column: str) -> DataFrame:
+    """Rows of ``df`` whose data file (``column``, its name or path) is one of ``names`` (a
+    broadcast semi-join with the small list); the column is dropped."""
+    listed = s.spark.createDataFrame([(n,) for n in names], f"{HELPER}name string")
+    name = F.element_at(F.split(F.col(column), "/"), -1)
+    kept = df.join(F.broadcast(listed), on=name == listed[f"{HELPER}name"], how="left_semi")
+    return kept.drop(column)
 
 
 def matching_partitions(
@@ -133,6 +167,8 @@ def overwrite_of(table: Table, specs: list[dict[str, Any]]) -> OverwriteSpec:
 def run_row_level_write(s: SqlSession, plan: RowLevelWrite, stmt: Statement) -> StatementResult:
     """Carry out a ``RowLevelWrite``: find what it replaces, then one write job and one commit."""
     table, columns = plan.table, column_names(plan.table)
+    by_file = plan.overwrite == "matched" and rewrites_files(table)
+    live = live_files(table, plan.snapshot) if by_file and plan.snapshot is not None else None
     pinned = Pinned(s, table, plan.snapshot)
     hints = dict(plan.options) or None
     if plan.overwrite == "none":
@@ -142,6 +178,24 @@ def run_row_level_write(s: SqlSession, plan: RowLevelWrite, stmt: Statement) -> 
         df = s.frame(plan.rows.sql(pinned.view()), stmt)
         count = write_frame(s, table, df, columns, overwrite=OverwriteSpec(), stmt=stmt, hints=hints,
                             base_snapshot_id=plan.snapshot, row_ids=True)
+    elif live is not None:
+        # Paimon's rule for append tables: only the files holding a matched row are rewritten; the
+        # match reads every file natively, the rewrite only the touched ones.
+        assert plan.matched is not None and plan.snapshot is not None
+        snapshot = table.store.snapshots.get(plan.snapshot)
+        view = _positioned_view(s, table, snapshot, live)
+        a = quoted(plan.matched.alias)
+        found = s.frame(f"SELECT {a}.{FILE} AS f, count(*) AS n FROM {view} AS {a} "
+                        f"WHERE {plan.matched.condition} GROUP BY {a}.{FILE}", stmt).collect()
+        names, count = [r[0] for r in found], int(sum(r[1] for r in found))
+        if count:
+            touched = set(names)
+            view = _positioned_view(s, table, snapshot, [f for f in live if f.name in touched])
+            df = s.frame(plan.rows.sql(view), stmt).drop(FILE, POS)
+            if plan.partition_of:  # the partition values before the change, not written
+                df = df.select(*[quoted(c) for c in (*columns, *tracking_columns(table))])
+            write_frame(s, table, df, columns, overwrite=OverwriteSpec(files=tuple(names)), stmt=stmt,
+                        hints=hints, base_snapshot_id=plan.snapshot, row_ids=True)
     else:
         assert plan.overwrite == "matched" and plan.matched is not None
         specs, count = matching_partitions(s, table, pinned, plan.matched, stmt)

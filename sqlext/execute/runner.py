@@ -18,6 +18,7 @@ from engine import FileSystemCatalog, Identifier, Table
 from engine.errors import BranchAlreadyExistsError, NoSuchPartitionError, TagAlreadyExistsError
 from engine.types import DataType
 from sqlext.errors import SqlAnalysisError, SqlError
+from sqlext.execute import dml_data_evolution
 from sqlext.execute.common import paimon_to_spark_ddl, spark_to_paimon, spark_type_name
 from sqlext.execute.copy_into_run import run_copy_into, run_copy_to_location
 from sqlext.execute.ddl_jobs import run_table_job
@@ -58,6 +59,7 @@ from sqlext.execute.planning import (
     TableJob,
     ToEngine,
     TruncateTable,
+    UpdateColumns,
     UseDatabase,
     ViewAction,
     Write,
@@ -293,7 +295,11 @@ class PlanRunner:
         if isinstance(plan, RowLevelWrite):
             return run_row_level_write(s, plan, stmt)
         if isinstance(plan, MarkDeletions):
+            if plan.by_row_id:  # a data-evolution table: marked on its row-id ranges' anchor files
+                return dml_data_evolution.delete(s, plan, stmt)
             return mark_deletions(s, plan, stmt)
+        if isinstance(plan, UpdateColumns):
+            return dml_data_evolution.update(s, plan, stmt)
         if isinstance(plan, TruncateTable):
             return run_truncate(s, plan, stmt)
         if isinstance(plan, MergeInto):

@@ -67,6 +67,7 @@ TIME_TRAVEL_KEYS = (SNAPSHOT_ID, TAG_NAME, TIMESTAMP_MILLIS, TIMESTAMP, VERSION)
 
 OVERWRITE_PARTITION = "overwrite-partition"
 OVERWRITE_PARTITIONS = "overwrite-partitions"
+OVERWRITE_FILES = "overwrite-files"  # a JSON list of data file names (row-level rewrites of append tables)
 OVERWRITE_MODE = "partitionOverwriteMode"
 OVERWRITE_BASE_SNAPSHOT = "overwrite-base-snapshot"
 COMMIT_USER = "commit-user"
@@ -85,8 +86,9 @@ _READ_KEYS = {
 }
 _WRITE_KEYS = {
     WAREHOUSE, TABLE, "path", BRANCH, CATALOG_OPTIONS, OVERWRITE_PARTITION, OVERWRITE_PARTITIONS,
-    OVERWRITE_MODE.lower(), "dynamic-partition-overwrite", OVERWRITE_BASE_SNAPSHOT, COMMIT_USER,
-    COMMIT_IDENTIFIER, CHANGE_TRACKING, SESSION_CONF, SESSION_APPLIED, JOB_PARALLELISM, COMPACTION_BY_DRIVER,
+    OVERWRITE_FILES, OVERWRITE_MODE.lower(), "dynamic-partition-overwrite", OVERWRITE_BASE_SNAPSHOT,
+    COMMIT_USER, COMMIT_IDENTIFIER, CHANGE_TRACKING, SESSION_CONF, SESSION_APPLIED, JOB_PARALLELISM,
+    COMPACTION_BY_DRIVER,
 }
 
 
@@ -333,6 +335,8 @@ class WriteRequest:
             out[OVERWRITE_MODE] = "dynamic"
         elif o is not None and o.partitions is not None:
             out[OVERWRITE_PARTITIONS] = json.dumps([dict(p) for p in o.partitions], default=str)
+        elif o is not None and o.files is not None:
+            out[OVERWRITE_FILES] = json.dumps(list(o.files))
         elif o is not None and o.static:
             out[OVERWRITE_PARTITION] = json.dumps(dict(o.static), default=str)
         if self.commit_user:
@@ -354,6 +358,7 @@ class WriteRequest:
         spec: OverwriteSpec | None = None
         if overwrite:
             listed = _json(low, OVERWRITE_PARTITIONS, list, "a JSON list of partition objects")
+            files = _json(low, OVERWRITE_FILES, list, "a JSON list of data file names")
             static = _json(low, OVERWRITE_PARTITION, dict, "a JSON object of partition values")
             dynamic = (low.get(OVERWRITE_MODE.lower()) or "").lower() == "dynamic"
             if listed is not None:
@@ -361,6 +366,11 @@ class WriteRequest:
                     raise InvalidArgumentError(
                         f"option '{OVERWRITE_PARTITIONS}' must be a JSON list of partition objects")
                 spec = OverwriteSpec(partitions=tuple(listed))
+            elif files is not None:
+                if not all(isinstance(f, str) for f in files):
+                    raise InvalidArgumentError(
+                        f"option '{OVERWRITE_FILES}' must be a JSON list of data file names")
+                spec = OverwriteSpec(files=tuple(files))
             elif static is not None:
                 spec = OverwriteSpec(static=static)
             elif dynamic or low.get("dynamic-partition-overwrite") == "true":

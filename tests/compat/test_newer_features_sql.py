@@ -2,7 +2,8 @@
 
 The engine refuses (``engine.features``); this checks the refusal reaches a SQL user typed, with
 SQLSTATE 0A000 and the feature's name, for a read and for a write, and that a table dyntable
-reads as Paimon does (row tracking, data evolution) answers a SELECT with pypaimon's rows.
+reads as Paimon does (row tracking, data evolution) answers a SELECT with pypaimon's rows and
+takes dyntable's writes (an UPDATE by row id, appends) as pypaimon reads them.
 """
 
 from __future__ import annotations
@@ -34,12 +35,20 @@ def test_sql_reads_or_refuses_newer_features(pypaimon: PyPaimon, spark, tmp_path
     try:
         rows = session.sql("SELECT id, v FROM db.data_evolution").toArrow()  # every column updated by row id
         assert _rows(rows) == _rows(pypaimon.read(warehouse, "db.data_evolution")) and rows.num_rows == 3
-        _fails(session, "DELETE FROM db.data_evolution WHERE id = 1", "data-evolution.enabled", "Paimon 1.3")
+        # as in Paimon, a data-evolution table deletes rows only with deletion vectors
+        _fails(session, "DELETE FROM db.data_evolution WHERE id = 1", "data-evolution.enabled",
+               "deletion-vectors.enabled")
         # a compaction run as Spark tasks merges the range's two files; pypaimon reads the same rows
         list(session.execute("CALL sys.compact(table => 'db.data_evolution')"))
         assert _rows(session.sql("SELECT id, v FROM db.data_evolution").toArrow()) == _rows(rows)
         assert _rows(pypaimon.read(warehouse, "db.data_evolution")) == _rows(rows)
         assert session.sql("SELECT count(*) FROM db.`data_evolution$files`").collect()[0][0] == 1
+        # an UPDATE writes the changed column by row id; pypaimon reads dyntable's rows
+        list(session.execute("UPDATE db.data_evolution SET v = concat(v, '!') WHERE id = 1"))
+        updated = session.sql("SELECT _ROW_ID, id, v FROM db.data_evolution").toArrow()
+        assert sum(v.endswith("!") for v in updated.column("v").to_pylist()) == 1
+        theirs = pypaimon.read(warehouse, "db.data_evolution", projection=["_ROW_ID", "id", "v"])
+        assert _rows(theirs) == _rows(updated)
         rows = session.sql("SELECT id, v FROM db.row_tracking").toArrow()
         assert _rows(rows) == _rows(pypaimon.read(warehouse, "db.row_tracking"))
         # an INSERT appends with new row ids, which dyntable reads as pypaimon does

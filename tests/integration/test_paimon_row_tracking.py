@@ -77,11 +77,8 @@ def test_compact_table(session):
                              (6, 67, 5, 10), (7, 67, 6, 10)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "dyntable's copy-on-write UPDATE rewrites every file of the partitions holding a matched row "
-    "(here the whole table, one file [1, 10]); Paimon rewrites only the files holding one, so it "
-    "keeps two files, [1, 8] and [10, 10]"))
 def test_compact_table_rewrites_only_touched_files(session):
+    """Paimon's copy-on-write UPDATE rewrites only the files holding a matched row: two files stay."""
     _compact_then_update(session)
     assert files(session) == [(1, 8), (10, 10)]
 
