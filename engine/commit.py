@@ -59,7 +59,13 @@ from engine.commit_messages import (
     delete_data_files,
     delete_uncommitted,
 )
-from engine.commit_rebase import SequenceRebase, assign_row_ids, check_deletion_vector_base
+from engine.commit_rebase import (
+    SequenceRebase,
+    assign_row_ids,
+    check_deletion_vector_base,
+    check_delta_applies,
+    check_partitions_unchanged,
+)
 from engine.errors import (
     CommitConflictError,
     CommitStateUnknownError,
@@ -427,7 +433,7 @@ class FileStoreCommit:
             return CommitResult(())
 
         def entries_for(latest: Snapshot | None) -> list[ManifestEntry]:
-            self._check_unchanged(start, latest, select)
+            check_partitions_unchanged(self.store, start, latest, select)
             # Delete what is live now (a compaction since `start` moved or merged files, not rows).
             live = self.store.live_entries(latest, select)
             if check_live is not None:
@@ -470,70 +476,6 @@ class FileStoreCommit:
             return CommitResult(())
         sid, _ = self._publish(CommitKind.OVERWRITE, identifier, lambda _l: entries, [], None, properties)
         return CommitResult((sid,), sum(e.file.row_count for e in adds))
-
-    def _check_unchanged(
-        self, start: Snapshot | None, latest: Snapshot | None, select: Callable[[bytes], bool]
-    ) -> None:
-        """Refuse if a commit other than a compaction touched the selected partitions after ``start``."""
-        first = start.id if start else 0
-        if latest is None or latest.id == first:
-            return
-        snapshots = self.store.snapshots
-        for sid in range(first + 1, latest.id + 1):
-            try:
-                snap = snapshots.get(sid)
-            except NoSuchSnapshotError:
-                raise CommitConflictError(
-                    f"snapshot {sid}, committed while this overwrite ran, has expired, so it cannot be "
-                    "checked "
-                    "for changes to the overwritten partitions; no data was written — run the statement again"
-                ) from None
-            if snap.commit_kind is CommitKind.COMPACT:
-                continue
-            for meta in self.store.manifests.read_list(snap.delta_manifest_list):
-                if any(select(e.partition) for e in self.store.manifests.read_entries(meta.file_name)):
-                    raise CommitConflictError(
-                        f"another commit (snapshot {sid}, {snap.commit_kind.name}) changed the partitions "
-                        "being "
-                        "overwritten while this statement ran; no data was written — run the statement again"
-                    )
-
-    def _validate(self, latest: Snapshot | None, entries: list[ManifestEntry]) -> None:
-        """The delta must apply to ``latest``: every DELETE names a live file by full identity, no ADD
-        is live, and no file is added twice (the snapshot would be unreadable: §6.5 refuses a double
-        ADD)."""
-        added: set[tuple[object, ...]] = set()
-        for e in entries:
-            if e.kind is FileKind.ADD:
-                if e.identifier in added:
-                    raise InvalidArgumentError(
-                        f"this commit adds {e.file.file_name} (bucket {e.bucket}, level {e.file.level}) "
-                        "twice: two "
-                        "writers produced files under the same name or a commit message was passed twice; "
-                        "nothing was committed"
-                    )
-                added.add(e.identifier)
-        deletes = [e for e in entries if e.kind is FileKind.DELETE]
-        if not deletes:
-            return
-        parts = {e.partition for e in entries}
-        live = {e.identifier for e in self.store.live_entries(latest, lambda p: p in parts)}
-        missing = [e for e in deletes if e.identifier not in live]
-        if missing:
-            f = missing[0]
-            raise CommitConflictError(
-                f"file deletion conflict: {len(missing)} file(s) this commit replaces are no longer live as "
-                "it saw "
-                f"them (e.g. {f.file.file_name} at level {f.file.level}, bucket {f.bucket}): another commit "
-                "removed "
-                "or moved them; nothing was committed — refresh and retry"
-            )
-        readded = [e for e in entries if e.kind is FileKind.ADD and e.identifier in live]
-        if readded:
-            raise CommitConflictError(
-                f"file {readded[0].file.file_name} is already live in snapshot {latest.id if latest else 0}; "
-                "nothing was committed"
-            )
 
     def _already_committed(
         self, after_id: int, latest: Snapshot | None, identifier: int, kind: CommitKind
@@ -624,7 +566,7 @@ class FileStoreCommit:
                 if row_ids:
                     sid = (latest.id if latest else 0) + 1
                     entries, next_row_id = assign_row_ids(entries, next_row_id or 0, sid)
-                self._validate(latest, entries)
+                check_delta_applies(self.store, latest, entries)
                 schema_id = max(store.schema.id, latest.schema_id if latest else 0)
                 if delta is None or delta[0] != entries:
                     if delta is not None:

@@ -1,7 +1,9 @@
 """Re-basing a primary-key append's sequence numbers at commit time, giving a row-tracking
 append its row ids (:func:`assign_row_ids`), and refusing a compaction's deletion vectors computed
-from a state that changed since (:func:`check_deletion_vector_base`): what a commit decides about
-its new files once it knows the snapshot it lands on.
+from a state that changed since (:func:`check_deletion_vector_base`), refusing a delta that no
+longer applies (:func:`check_delta_applies`) or an overwrite whose partitions another commit
+changed (:func:`check_partitions_unchanged`): what a commit decides once it knows the snapshot it
+lands on.
 
 Why sequence numbers are re-based at commit time: a primary-key writer numbers its rows after
 the bucket's newest sequence number when it starts. Two writers that start before either
@@ -13,17 +15,23 @@ there: the last committed write of a key wins. The files are rewritten only in t
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine.commit_messages import CommitMessage, delete_data_files
-from engine.errors import CommitConflictError, NoSuchSnapshotError
+from engine.errors import CommitConflictError, InvalidArgumentError, NoSuchSnapshotError
 from engine.meta.index_files import DELETION_VECTORS_INDEX, IndexStore
 from engine.meta.manifest import DataFileMeta, FileKind, FileSource, ManifestEntry
-from engine.meta.snapshot import Snapshot
+from engine.meta.snapshot import CommitKind, Snapshot
 from engine.store import FileStore
 
-__all__ = ["SequenceRebase", "assign_row_ids", "check_deletion_vector_base"]
+__all__ = [
+    "SequenceRebase",
+    "assign_row_ids",
+    "check_delta_applies",
+    "check_deletion_vector_base",
+    "check_partitions_unchanged",
+]
 
 
 class SequenceRebase:
@@ -188,3 +196,68 @@ def check_deletion_vector_base(
                     f"the deletion vectors of bucket {m.bucket} of {store.paths.root} changed since snapshot "
                     f"{base}, which this compaction started from; it is dropped and runs again"
                 )
+
+
+def check_partitions_unchanged(
+    store: FileStore, start: Snapshot | None, latest: Snapshot | None, select: Callable[[bytes], bool]
+) -> None:
+    """Refuse if a commit other than a compaction touched the selected partitions after ``start``."""
+    first = start.id if start else 0
+    if latest is None or latest.id == first:
+        return
+    snapshots = store.snapshots
+    for sid in range(first + 1, latest.id + 1):
+        try:
+            snap = snapshots.get(sid)
+        except NoSuchSnapshotError:
+            raise CommitConflictError(
+                f"snapshot {sid}, committed while this overwrite ran, has expired, so it cannot be "
+                "checked "
+                "for changes to the overwritten partitions; no data was written — run the statement again"
+            ) from None
+        if snap.commit_kind is CommitKind.COMPACT:
+            continue
+        for meta in store.manifests.read_list(snap.delta_manifest_list):
+            if any(select(e.partition) for e in store.manifests.read_entries(meta.file_name)):
+                raise CommitConflictError(
+                    f"another commit (snapshot {sid}, {snap.commit_kind.name}) changed the partitions "
+                    "being "
+                    "overwritten while this statement ran; no data was written — run the statement again"
+                )
+
+def check_delta_applies(store: FileStore, latest: Snapshot | None, entries: list[ManifestEntry]) -> None:
+    """The delta must apply to ``latest``: every DELETE names a live file by full identity, no ADD
+    is live, and no file is added twice (the snapshot would be unreadable: §6.5 refuses a double
+    ADD)."""
+    added: set[tuple[object, ...]] = set()
+    for e in entries:
+        if e.kind is FileKind.ADD:
+            if e.identifier in added:
+                raise InvalidArgumentError(
+                    f"this commit adds {e.file.file_name} (bucket {e.bucket}, level {e.file.level}) "
+                    "twice: two "
+                    "writers produced files under the same name or a commit message was passed twice; "
+                    "nothing was committed"
+                )
+            added.add(e.identifier)
+    deletes = [e for e in entries if e.kind is FileKind.DELETE]
+    if not deletes:
+        return
+    parts = {e.partition for e in entries}
+    live = {e.identifier for e in store.live_entries(latest, lambda p: p in parts)}
+    missing = [e for e in deletes if e.identifier not in live]
+    if missing:
+        f = missing[0]
+        raise CommitConflictError(
+            f"file deletion conflict: {len(missing)} file(s) this commit replaces are no longer live as "
+            "it saw "
+            f"them (e.g. {f.file.file_name} at level {f.file.level}, bucket {f.bucket}): another commit "
+            "removed "
+            "or moved them; nothing was committed — refresh and retry"
+        )
+    readded = [e for e in entries if e.kind is FileKind.ADD and e.identifier in live]
+    if readded:
+        raise CommitConflictError(
+            f"file {readded[0].file.file_name} is already live in snapshot {latest.id if latest else 0}; "
+            "nothing was committed"
+        )

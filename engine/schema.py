@@ -39,6 +39,7 @@ from engine.default_values import check_default_value
 from engine.errors import CorruptMetadataError, InvalidArgumentError, NoSuchColumnError, UnsupportedTableError
 from engine.field_paths import find_field
 from engine.fileindex.options import check_file_index_options, drop_index_column, rename_index_column
+from engine.format_rules import check_deletion_vectors, check_deletion_vectors_change, check_file_format
 from engine.frozen import FrozenMap
 from engine.jackson import jackson_json
 from engine.option_checks import check_alterable, validate_options
@@ -46,7 +47,6 @@ from engine.options import (
     BUCKET,
     CHANGELOG_PRODUCER,
     DELETION_VECTORS_ENABLED,
-    DELETION_VECTORS_MODIFIABLE,
     FULL_COMPACTION_DELTA_COMMITS,
     MERGE_ENGINE,
     PARTITION,
@@ -338,7 +338,7 @@ class TableSchema:
         st = _Evolution(self, has_snapshots, frozenset(allow_immutable))
         for change in changes:
             st.apply(change)
-        _check_deletion_vectors_change(self.options, st.options)
+        check_deletion_vectors_change(self.options, st.options)
         schema = TableSchema(
             id=self.id + 1,
             fields=tuple(st.fields),
@@ -550,7 +550,7 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
             "every column is a partition key; a table needs at least one non-partition column"
         )
     opts = CoreOptions(s.options)
-    _check_variant_format(s, opts)
+    check_file_format(s.fields, opts.file_format)
     if str(s.options.get("row-tracking.enabled", "false")).strip().lower() == "true" and (
             s.primary_keys or opts.bucket != -1):
         raise InvalidArgumentError(  # Paimon's rule (SchemaValidation.validateRowTracking)
@@ -628,7 +628,7 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
             "changelog, or drop the option"
         )
     if opts.get(DELETION_VECTORS_ENABLED):
-        _validate_deletion_vectors(s, opts)
+        check_deletion_vectors(s.primary_keys, s.options)
     if s.primary_keys:
         # The merge options fail at CREATE/ALTER, not at the first write into the table.
         from engine.merge.config import MergeConfig
@@ -639,75 +639,6 @@ def _validate(s: TableSchema) -> None:  # noqa: C901 - a list of rules
         raise InvalidArgumentError(
             "field ids must be unique and at most highest_field_id"
         )  # internal invariant
-
-
-def _avro_refusal(t: DataType) -> str | None:
-    """Why a new Avro data file cannot hold ``t`` (None: it can): as Paimon's
-    ``AvroSchemaConverter`` decides (timestamps up to precision 6, TIME up to 3), and no MAP or
-    MULTISET, which dyntable's Avro writer cannot encode as Paimon's readers read them."""
-    r = t.root
-    if r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ) and (6 if t.precision is None else t.precision) > 6:
-        return f"{t.root.value} of precision {t.precision} (Avro holds timestamps of precision up to 6)"
-    if r is TypeRoot.TIME and (t.precision or 0) > 3:
-        return f"TIME of precision {t.precision} (Avro holds TIME of precision up to 3)"
-    if r in (TypeRoot.MAP, TypeRoot.MULTISET):  # engine.meta.avro_data: reads them, cannot write them
-        return f"{r.value} (dyntable's Avro writer cannot write maps Paimon's readers read)"
-    nested = [f.type for f in t.fields] if r is TypeRoot.ROW else []
-    for member in (*nested, t.element, t.key, t.value):
-        why = None if member is None else _avro_refusal(member)
-        if why:
-            return why
-    return None
-
-
-def _check_variant_format(s: TableSchema, opts: CoreOptions) -> None:
-    """VARIANT data lives only in Parquet: Paimon's ORC and Avro writers have no variant encoding.
-    An Avro table's columns must be types Paimon's Avro schema holds."""
-    if opts.file_format.lower() == "parquet":
-        return
-    if opts.file_format.lower() == "avro":
-        for f in s.fields:
-            why = _avro_refusal(f.type)
-            if why:
-                raise UnsupportedTableError(
-                    f"column '{f.name}' is a {why}; 'file.format' = 'avro' cannot hold it (use 'parquet')")
-    for f in _all_fields(s.fields):
-        if f.type.root is TypeRoot.VARIANT or _holds_variant(f.type):
-            raise UnsupportedTableError(
-                f"column '{f.name}' holds a VARIANT, which Paimon stores only in Parquet; "
-                f"'file.format' = '{opts.file_format}' cannot hold it (use 'parquet')")
-
-
-def _holds_variant(t: DataType) -> bool:
-    return any(m is not None and (m.root is TypeRoot.VARIANT or _holds_variant(m))
-               for m in (t.element, t.key, t.value))
-
-
-def _validate_deletion_vectors(s: TableSchema, opts: CoreOptions) -> None:
-    """Paimon's rules for ``deletion-vectors.enabled`` (``SchemaValidation``), plus dyntable's count
-    layout, whose rows are counts that no deletion vector can express."""
-    why = None
-    if opts.changelog_producer not in ("none", "input", "lookup"):
-        why = f"changelog-producer '{opts.changelog_producer}' (Paimon allows none, input or lookup)"
-    elif s.primary_keys and opts.merge_engine == "first-row":
-        why = "merge-engine 'first-row' (as in Paimon: it never deletes an older row, so no DV has work)"
-    elif s.options.get("retractions.enabled", "false").strip().lower() == "true":
-        why = "'retractions.enabled' (a count-layout table: its rows are counts)"
-    if why is not None:
-        raise InvalidArgumentError(f"'{DELETION_VECTORS_ENABLED.key}' = 'true' is refused with {why}")
-
-
-def _check_deletion_vectors_change(before: Mapping[str, str], after: Mapping[str, str]) -> None:
-    """Paimon's rule: ``deletion-vectors.enabled`` changes only with ``deletion-vectors.modifiable``
-    (readers of a DV table skip level 0 and do not merge: until a full compaction, duplicates or
-    deleted rows may show)."""
-    old, new = (CoreOptions(o).get(DELETION_VECTORS_ENABLED) for o in (before, after))
-    if old != new and not any(CoreOptions(o).get(DELETION_VECTORS_MODIFIABLE) for o in (before, after)):
-        raise InvalidArgumentError(
-            f"cannot change '{DELETION_VECTORS_ENABLED.key}' from {str(old).lower()} to {str(new).lower()}: "
-            "without a full compaction right after, reads may return duplicate or deleted rows. If you "
-            f"will run one (CALL sys.compact), set '{DELETION_VECTORS_MODIFIABLE.key}' = 'true' too"
-        )
 
 
 # ---- helpers ------------------------------------------------------------------------------------
