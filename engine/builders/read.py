@@ -83,11 +83,13 @@ class ReadBuilder(Generic[T]):
         tag: str | None = None,
         timestamp_millis: int | None = None,
         version: str | None = None,
+        in_current_schema: bool = False,
     ) -> ReadBuilder[T]:
         """Pinned to a snapshot id, a tag, a point in time, or ``version`` (``VERSION AS OF``: a
         snapshot id unless a tag has that name); with none of them, to what the table's own
         ``scan.*`` options ask (else the latest, resolved when planned). The table is then seen in
-        the schema the snapshot was written with.
+        the schema the snapshot was written with, or with ``in_current_schema`` in the builder's
+        own (a row-level statement pins the latest snapshot yet sees the columns added since).
 
         Raises:
             NoSuchSnapshotError / NoSuchTagError: the version does not exist.
@@ -102,7 +104,8 @@ class ReadBuilder(Generic[T]):
             else:
                 tag = version
         snapshot = resolve_time_travel(store, snapshot_id, tag, timestamp_millis)
-        return dataclasses.replace(self, store=store_at(store, snapshot), snapshot=snapshot)
+        seen = store if in_current_schema else store_at(store, snapshot)
+        return dataclasses.replace(self, store=seen, snapshot=snapshot)
 
     def with_projection(self, columns: Sequence[str] | None) -> ReadBuilder[T]:
         return dataclasses.replace(self, columns=tuple(columns) if columns is not None else None)

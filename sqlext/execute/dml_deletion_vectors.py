@@ -58,7 +58,9 @@ def positioned_frame(s: SqlSession, table: Table, snapshot: Any, files: list[Any
     subset = None if files is None else {f.name for f in files}
     if files is None:
         files = table.new_write_builder().deletion_scan_files(snapshot) if snapshot is not None else []
-    current = table.schema_by_id(snapshot.schema_id) if snapshot is not None else table.schema
+    # The latest published schema: a column added since the snapshot's write reads as NULLs (as
+    # Paimon's row-level commands see the table).
+    current = table.refresh().schema
     target = spark_schema(current.arrow_schema())
     out = [StructField(FILE, StringType()), StructField(POS, LongType())]
     tracked = [c for c in ("_ROW_ID", "_SEQUENCE_NUMBER") if c in metadata_names(table.schema)]

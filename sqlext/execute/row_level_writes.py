@@ -59,14 +59,15 @@ class Pinned:
     def __init__(self, s: SqlSession, table: Table, snapshot_id: int | None) -> None:
         self.s = s
         self.snapshot_id = snapshot_id
-        travel = ReadVersion(snapshot_id=snapshot_id) if snapshot_id is not None else None
+        # The latest snapshot, in the latest published schema: a column added since the last
+        # write reads as NULLs, as Paimon's row-level commands see it (a write's merge-schema
+        # evolution is not published yet, so it is not read).
+        travel = (ReadVersion(snapshot_id=snapshot_id, current_schema=True)
+                  if snapshot_id is not None else None)
         # A row-tracking table's rows are read with their _ROW_ID and _SEQUENCE_NUMBER, which the
         # rows a statement rewrites carry into their new files (Paimon keeps a rewritten row's id).
         extra = tracking_columns(table)
-        # The snapshot is read in its own schema (a write's merge-schema evolution is not there yet).
-        read_schema = table.schema if snapshot_id is None else \
-            table.schema_by_id(table.store.snapshots.get(snapshot_id).schema_id)
-        columns = (*read_schema.field_names, *extra) if extra else None
+        columns = (*table.refresh().schema.field_names, *extra) if extra else None
         self.request = ReadRequest(s.target(table.name), travel=travel, columns=columns)
         # An empty table (no snapshot, or no live file) is read as an empty frame of its schema
         # without asking the data source for splits it does not have.

@@ -151,7 +151,8 @@ def read_builder_at(version: ReadVersion | None, table: Table) -> ReadBuilder:
     if version.timestamp is not None and millis is None:
         millis = int(dt.datetime.fromisoformat(version.timestamp).replace(tzinfo=dt.UTC).timestamp() * 1000)
     return table.new_read_builder().at(snapshot_id=version.snapshot_id, tag=version.tag,
-                                       timestamp_millis=millis, version=version.version)
+                                       timestamp_millis=millis, version=version.version,
+                                       in_current_schema=version.current_schema)
 
 
 def source_arrow_schema(table: Table, system: str | None, request: ReadRequest) -> pa.Schema:

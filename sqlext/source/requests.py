@@ -63,7 +63,10 @@ SESSION_CONF = "session-conf"
 SESSION_APPLIED = "session-conf-applied"
 #: Set by the native scan on the data source half: plan this snapshot, read only its merge splits.
 MERGE_ONLY = "native-scan.merge-only"
-TIME_TRAVEL_KEYS = (SNAPSHOT_ID, TAG_NAME, TIMESTAMP_MILLIS, TIMESTAMP, VERSION)
+#: Set by row-level statements (``sqlext.execute.row_level_writes``): the pinned snapshot is read
+#: in the table's current schema, so a column added since its last write is there (as NULLs).
+CURRENT_SCHEMA = "scan.current-schema"
+TIME_TRAVEL_KEYS = (SNAPSHOT_ID, TAG_NAME, TIMESTAMP_MILLIS, TIMESTAMP, VERSION, CURRENT_SCHEMA)
 
 OVERWRITE_PARTITION = "overwrite-partition"
 OVERWRITE_PARTITIONS = "overwrite-partitions"
@@ -195,9 +198,13 @@ class ReadVersion:
     timestamp_millis: int | None = None
     timestamp: str | None = None  # ISO text, UTC unless it carries an offset
     version: str | None = None  # a snapshot id or a tag name (``VERSION AS OF``)
+    #: Read the version in the table's current schema, not the one it was written with (a
+    #: row-level statement's pinned latest snapshot; time travel keeps the snapshot's own schema).
+    current_schema: bool = False
 
     def to_options(self) -> dict[str, str]:
-        values = (self.snapshot_id, self.tag, self.timestamp_millis, self.timestamp, self.version)
+        values = (self.snapshot_id, self.tag, self.timestamp_millis, self.timestamp, self.version,
+                  "true" if self.current_schema else None)
         return {k: str(v) for k, v in zip(TIME_TRAVEL_KEYS, values, strict=True) if v is not None}
 
     @classmethod
@@ -205,7 +212,8 @@ class ReadVersion:
         if not any(k in options for k in TIME_TRAVEL_KEYS):
             return None
         return cls(_int(options, SNAPSHOT_ID), options.get(TAG_NAME), _int(options, TIMESTAMP_MILLIS),
-                   options.get(TIMESTAMP), options.get(VERSION))
+                   options.get(TIMESTAMP), options.get(VERSION),
+                   options.get(CURRENT_SCHEMA, "false").lower() == "true")
 
 
 def incremental_options(query: IncrementalQuery) -> dict[str, str]:

@@ -289,3 +289,22 @@ def test_time_columns_take_nulls_literals_and_text_and_survive_an_update(session
         with pytest.raises(SqlError, match="t0"):
             run(session, f"INSERT INTO times VALUES (3, {bad}, NULL)")
     assert snapshot_count(session, "times") == before
+
+
+@pytest.mark.parametrize("keys", ["", "PRIMARY KEY (id) NOT ENFORCED"], ids=["append", "primary_key"])
+def test_row_level_statements_right_after_add_column_see_it(session, keys):
+    """ALTER TABLE ADD COLUMNS with no write after it: the new column is there for UPDATE, DELETE
+    and MERGE (as NULLs in the stored rows), as in Paimon, though the latest snapshot was written
+    in the older schema."""
+    sep = ", " if keys else ""
+    run(session, f"CREATE TABLE addcol_{bool(keys)} (id INT, v STRING{sep}{keys})")
+    name = f"addcol_{bool(keys)}"
+    run(session, f"INSERT INTO {name} VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    run(session, f"ALTER TABLE {name} ADD COLUMNS (d INT)")
+    run(session, f"UPDATE {name} SET d = id * 10 WHERE id <= 2")
+    assert contents(session, name) == [(1, "a", 10), (2, "b", 20), (3, "c", None)]
+    run(session, f"ALTER TABLE {name} ADD COLUMNS (e STRING)")
+    run(session, f"DELETE FROM {name} WHERE e IS NULL AND d = 20")
+    run(session, f"MERGE INTO {name} t USING (SELECT 3 AS id, 'x' AS e) s ON t.id = s.id "
+                 "WHEN MATCHED THEN UPDATE SET t.e = s.e")
+    assert contents(session, name) == [(1, "a", 10, None), (3, "c", None, "x")]
