@@ -29,6 +29,7 @@ import fastavro
 import pyarrow as pa
 
 from engine.errors import CorruptMetadataError
+from engine.meta.avro_framing import block, header, read_header, read_long
 
 __all__ = [
     "MANIFEST_CONTENT_DATA",
@@ -39,7 +40,6 @@ __all__ = [
     "write_container",
 ]
 
-_MAGIC = b"Obj\x01"
 MANIFEST_CONTENT_DATA = 0  # manifest_file.content: 0 data files, 1 delete files
 MANIFEST_CONTENT_DELETES = 1
 
@@ -163,28 +163,6 @@ def manifest_list_schema() -> dict[str, Any]:
 # ---- the object container --------------------------------------------------------------------
 
 
-def _long(n: int) -> bytes:
-    """Avro's zig-zag varint."""
-    z = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while z & ~0x7F:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
-def _read_long(buf: memoryview, pos: int) -> tuple[int, int]:
-    shift = z = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        z |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (z >> 1) ^ -(z & 1), pos
-        shift += 7
-
-
 def _compress(codec: str, data: bytes) -> bytes:
     if codec == "null":
         return data
@@ -243,14 +221,9 @@ def write_container(
     meta = {"avro.schema": text.encode(), "avro.codec": avro_codec.encode()}
     meta.update({k: v.encode() for k, v in metadata.items()})
     sync = os.urandom(16)
-    out = bytearray(_MAGIC)
-    out += _long(len(meta))
-    for k, v in meta.items():
-        out += _long(len(k.encode())) + k.encode() + _long(len(v)) + v
-    out += _long(0) + sync
+    out = header({k.encode(): v for k, v in meta.items()}, sync)
     if count:
-        block = _compress(avro_codec, body.getvalue())
-        out += _long(count) + _long(len(block)) + block + sync
+        out += block(count, _compress(avro_codec, body.getvalue()), sync)
     return bytes(out)
 
 
@@ -278,35 +251,18 @@ def read_container(data: bytes, what: str) -> tuple[list[dict[str, Any]], dict[s
 
 
 def _read(buf: memoryview) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    if bytes(buf[:4]) != _MAGIC:
-        raise ValueError("no Avro magic")
-    pos = 4
-    meta: dict[str, bytes] = {}
-    while True:
-        n, pos = _read_long(buf, pos)
-        if n == 0:
-            break
-        if n < 0:  # a block with its byte size
-            n = -n
-            _, pos = _read_long(buf, pos)
-        for _ in range(n):
-            klen, pos = _read_long(buf, pos)
-            key = bytes(buf[pos : pos + klen]).decode()
-            pos += klen
-            vlen, pos = _read_long(buf, pos)
-            meta[key] = bytes(buf[pos : pos + vlen])
-            pos += vlen
-    pos += 16
+    raw, _sync, pos = read_header(bytes(buf))
+    meta = {k.decode(): v for k, v in raw.items()}
     # Logical types are read as their plain values (days, micros, unscaled bytes): the records
     # are written back unchanged when a manifest is rewritten.
     schema = _parsed(meta["avro.schema"].decode(), plain=True)
     codec = meta.get("avro.codec", b"null").decode()
     records: list[dict[str, Any]] = []
     while pos < len(buf):
-        count, pos = _read_long(buf, pos)
-        size, pos = _read_long(buf, pos)
-        block = io.BytesIO(_decompress(codec, bytes(buf[pos : pos + size])))
+        count, pos = read_long(buf, pos)
+        size, pos = read_long(buf, pos)
+        stored = io.BytesIO(_decompress(codec, bytes(buf[pos : pos + size])))
         pos += size + 16
         for _ in range(count):
-            records.append(fastavro.schemaless_reader(block, schema, None))  # type: ignore[arg-type]
+            records.append(fastavro.schemaless_reader(stored, schema, None))  # type: ignore[arg-type]
     return records, {k: v.decode(errors="replace") for k, v in meta.items() if not k.startswith("avro.")}

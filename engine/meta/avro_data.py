@@ -63,87 +63,14 @@ import numpy as np
 import pyarrow as pa
 
 from engine.errors import CorruptDataError, UnsupportedTableError
+from engine.meta.avro_framing import DECOMPRESS, POLARS_CODECS, block, header, iter_blocks, read_header
+from engine.meta.avro_framing import zstd as avro_zstd
 
 __all__ = ["AvroWriter", "avro_codec", "avro_schema", "iter_avro", "read_avro"]
 
 RECORD = "org.apache.paimon.avro.generated.record"
 _TIMESTAMPS = ("timestamp-millis", "timestamp-micros", "local-timestamp-millis", "local-timestamp-micros")
-_MAGIC = b"Obj\x01"
 _ROW = "paimon_row"
-
-
-# -- container framing -----------------------------------------------------------------------------
-def _long(buf: bytes, pos: int) -> tuple[int, int]:
-    """An Avro zig-zag varint at ``pos`` → (value, next position)."""
-    shift = result = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-
-
-def _put_long(out: bytearray, n: int) -> None:
-    n = (n << 1) ^ (n >> 63)
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-
-
-def _header(data: bytes) -> tuple[dict[bytes, bytes], bytes, int]:
-    """(metadata, sync marker, position of the first block) of an object-container file."""
-    if data[:4] != _MAGIC:
-        raise ValueError("not an Avro object-container file (no magic)")
-    pos = 4
-    meta: dict[bytes, bytes] = {}
-    while True:
-        count, pos = _long(data, pos)
-        if count == 0:
-            break
-        if count < 0:
-            count = -count
-            _, pos = _long(data, pos)
-        for _ in range(count):
-            n, pos = _long(data, pos)
-            key = data[pos : pos + n]
-            pos += n
-            n, pos = _long(data, pos)
-            meta[key] = data[pos : pos + n]
-            pos += n
-    return meta, data[pos : pos + 16], pos + 16
-
-
-def _blocks(data: bytes, pos: int, sync: bytes) -> Iterator[tuple[int, bytes]]:
-    """(record count, stored bytes) of each block from ``pos``."""
-    end = len(data)
-    while pos < end:
-        count, pos = _long(data, pos)
-        size, pos = _long(data, pos)
-        block = data[pos : pos + size]
-        pos += size
-        if len(block) != size or data[pos : pos + 16] != sync:
-            raise ValueError("Avro block is truncated or its sync marker is wrong")
-        pos += 16
-        yield count, block
-
-
-def _zstd() -> Any:
-    for name in ("compression.zstd", "backports.zstd"):
-        try:
-            return importlib.import_module(name)
-        except ImportError:
-            continue
-    raise ImportError("no zstd module")
-
-
-_DECOMPRESS: dict[bytes, Callable[[], Callable[[bytes], bytes]]] = {
-    b"zstandard": lambda: _zstd().decompress,
-    b"bzip2": lambda: bz2.decompress,
-    b"xz": lambda: lzma.decompress,
-}
 
 
 # -- reading ---------------------------------------------------------------------------------------
@@ -256,7 +183,7 @@ def _polars() -> Any:
 
 def _decode(data: bytes, columns: Sequence[str] | None) -> tuple[pa.Table, dict[str, Any]]:
     """polars' decoding of the container (re-framed for it) and the file's fields by name."""
-    meta, sync, pos = _header(data)
+    meta, sync, pos = read_header(data)
     schema = json.loads(meta[b"avro.schema"])
     wrapped = isinstance(schema, list)
     if wrapped:
@@ -272,34 +199,21 @@ def _decode(data: bytes, columns: Sequence[str] | None) -> tuple[pa.Table, dict[
     else:
         raise ValueError("an Avro data file holds records")
     codec = meta.get(b"avro.codec", b"null")
-    out = bytearray(_MAGIC)
-    readable = codec in (b"null", b"deflate", b"snappy")
-    if not readable and codec not in _DECOMPRESS:
+    readable = codec in POLARS_CODECS
+    if not readable and codec not in DECOMPRESS:
         raise UnsupportedTableError(f"the Avro codec {codec.decode(errors='replace')}")
-    header = {b"avro.schema": json.dumps(_polars_schema(schema, [])).encode(),
-              b"avro.codec": codec if readable else b"null"}
-    _put_long(out, len(header))
-    for key, value in header.items():
-        _put_long(out, len(key))
-        out += key
-        _put_long(out, len(value))
-        out += value
-    _put_long(out, 0)
-    out += sync
+    out = header({b"avro.schema": json.dumps(_polars_schema(schema, [])).encode(),
+                  b"avro.codec": codec if readable else b"null"}, sync)
     if readable:
         out += data[pos:]
     else:
-        decompress = _DECOMPRESS[codec]()
-        for count, block in _blocks(data, pos, sync):
-            plain = decompress(block)
-            _put_long(out, count)
-            _put_long(out, len(plain))
-            out += plain
-            out += sync
+        decompress = DECOMPRESS[codec]()
+        for count, stored in iter_blocks(data, pos, sync):
+            out += block(count, decompress(stored), sync)
     pl = _polars()
     cols = list(fields) if columns is None else [c for c in columns if c in fields]
     if not cols:
-        n = sum(c for c, _ in _blocks(data, pos, sync))
+        n = sum(c for c, _ in iter_blocks(data, pos, sync))
         return pa.table({}).append_column("_", pa.nulls(n)).drop(["_"]), fields
     try:
         frame = pl.read_avro(io.BytesIO(bytes(out)), columns=[_ROW] if wrapped else cols)
@@ -516,7 +430,7 @@ def _compressor(codec: str, level: int | None) -> Callable[[bytes], bytes]:
         return bz2.compress
     if codec == "xz":
         return lzma.compress
-    zstd = _zstd()
+    zstd = avro_zstd()
     return lambda data: zstd.compress(data, level or 1)
 
 
@@ -533,16 +447,8 @@ class AvroWriter:
         codec, level = avro_codec(options, compression)
         self._compress = _compressor(codec, level)
         self._sync = os.urandom(16)
-        header = bytearray(_MAGIC)
         meta = {b"avro.schema": json.dumps(self._header).encode(), b"avro.codec": codec.encode()}
-        _put_long(header, len(meta))
-        for key, value in meta.items():
-            _put_long(header, len(key))
-            header += key
-            _put_long(header, len(value))
-            header += value
-        _put_long(header, 0)
-        sink.write(bytes(header) + self._sync)
+        sink.write(bytes(header(meta, self._sync)))
         self._checked = False
 
     def write_table(self, table: pa.Table, row_group_size: int | None = None) -> None:
@@ -554,19 +460,15 @@ class AvroWriter:
         buf = io.BytesIO()
         frame.write_avro(buf, compression="uncompressed", name=RECORD)
         data = buf.getvalue()
-        meta, sync, pos = _header(data)
+        meta, sync, pos = read_header(data)
         if not self._checked:
             written = _shape(json.loads(meta[b"avro.schema"]))
             if written != self._shape:
                 raise CorruptDataError(  # a polars release that encodes differently: write nothing wrong
                     f"polars encodes these columns as {written}, not the declared {self._shape}")
             self._checked = True
-        for count, block in _blocks(data, pos, sync):
-            stored = self._compress(block)
-            out = bytearray()
-            _put_long(out, count)
-            _put_long(out, len(stored))
-            self._sink.write(bytes(out) + stored + self._sync)
+        for count, plain in iter_blocks(data, pos, sync):
+            self._sink.write(block(count, self._compress(plain), self._sync))
 
     def close(self) -> None:
         """Nothing is buffered: every piece's blocks are on the sink already."""

@@ -26,14 +26,12 @@ Invariants:
 
 from __future__ import annotations
 
-import bz2
 import functools
 import gc
 import importlib
 import importlib.util
 import io
-import lzma
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -43,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.errors import CorruptMetadataError
+from engine.meta.avro_framing import DECOMPRESS, POLARS_CODECS, block, header, iter_blocks, read_header
 from engine.meta.avro_schemas import FORMAT_IDENTIFIER
 from engine.meta.manifest import (
     EMPTY_ROW_BYTES,
@@ -144,95 +143,23 @@ ENTRY_SCHEMA = pa.schema([(name, _leaf_type(path)) for name, path in _COLUMNS.it
 
 
 # -- re-framing a container for polars ------------------------------------------------------------
-def _long(buf: bytes, pos: int) -> tuple[int, int]:
-    """An Avro zig-zag varint at ``pos`` → (value, next position)."""
-    shift = result = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-
-
-def _put_long(out: bytearray, n: int) -> None:
-    n = (n << 1) ^ (n >> 63)
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-
-
-def _zstd_decompress() -> Callable[[bytes], bytes]:
-    for name in ("compression.zstd", "backports.zstd"):
-        try:
-            decompress: Callable[[bytes], bytes] = importlib.import_module(name).decompress
-            return decompress
-        except ImportError:
-            continue
-    raise ImportError("no zstd module")
-
-
-_DECOMPRESS: dict[bytes, Callable[[], Callable[[bytes], bytes]]] = {
-    b"zstandard": _zstd_decompress,
-    b"bzip2": lambda: bz2.decompress,
-    b"xz": lambda: lzma.decompress,
-}
-
-
 def _uncompressed(data: bytes) -> bytes | None:
     """The container with its blocks decompressed and codec ``null`` when polars cannot read its
     codec; ``data`` itself when it can; None when the header is not one this re-framing knows."""
-    if data[:4] != b"Obj\x01":
-        return None
-    pos = 4
-    meta: dict[bytes, bytes] = {}
-    while True:
-        count, pos = _long(data, pos)
-        if count == 0:
-            break
-        if count < 0:
-            count = -count
-            _, pos = _long(data, pos)
-        for _ in range(count):
-            n, pos = _long(data, pos)
-            key = data[pos : pos + n]
-            pos += n
-            n, pos = _long(data, pos)
-            meta[key] = data[pos : pos + n]
-            pos += n
-    codec = meta.get(b"avro.codec", b"null")
-    if codec in (b"null", b"deflate", b"snappy"):
-        return data
-    make = _DECOMPRESS.get(codec)
-    if make is None:
-        return None
-    decompress = make()
-    sync = data[pos : pos + 16]
-    pos += 16
-    out = bytearray(b"Obj\x01")
-    _put_long(out, 2)
-    for key, value in ((b"avro.schema", meta[b"avro.schema"]), (b"avro.codec", b"null")):
-        _put_long(out, len(key))
-        out += key
-        _put_long(out, len(value))
-        out += value
-    _put_long(out, 0)
-    out += sync
-    end = len(data)
-    while pos < end:
-        count, pos = _long(data, pos)
-        size, pos = _long(data, pos)
-        block = decompress(data[pos : pos + size])
-        pos += size
-        if data[pos : pos + 16] != sync:
+    try:
+        meta, sync, pos = read_header(data)
+        codec = meta.get(b"avro.codec", b"null")
+        if codec in POLARS_CODECS:
+            return data
+        make = DECOMPRESS.get(codec)
+        if make is None:
             return None
-        pos += 16
-        _put_long(out, count)
-        _put_long(out, len(block))
-        out += block
-        out += sync
+        decompress = make()
+        out = header({b"avro.schema": meta[b"avro.schema"], b"avro.codec": b"null"}, sync)
+        for count, stored in iter_blocks(data, pos, sync):
+            out += block(count, decompress(stored), sync)
+    except (ValueError, IndexError, KeyError):
+        return None
     return bytes(out)
 
 
